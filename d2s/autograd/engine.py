@@ -1,0 +1,234 @@
+"""The backward engine: Kahn's algorithm over the autograd graph, no recursion.
+
+Dependencies are counted first (how many consumers will send a gradient to each node); a
+node runs once all of them have arrived, so gradients reaching a node along several paths
+are summed before its rule runs, and a chain of any length backprops without recursion.
+"""
+from .._state import STATE
+from .node import AccumulateGrad, grad_node
+
+
+def _as_tensor_like(g, ref):
+    from ..tensor import Tensor, tensor
+    if isinstance(g, Tensor):
+        return g
+    return tensor(g, dtype=ref.dtype, device=ref.device)
+
+
+def _root_grads(tensors, grads):
+    from ..ops import ones_like
+    roots = []
+    for i, t in enumerate(tensors):
+        g = None if grads is None else grads[i]
+        if not t.requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and has no grad_fn: nothing in its "
+                "history requires grad (it may come from .detach() or from inside no_grad())")
+        if not t.dtype.is_floating_point:
+            raise RuntimeError(f"backward needs a floating point tensor, got {t.dtype}")
+        if g is None:
+            if t.ndim != 0 and t.numel() != 1:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for scalar outputs, this one has shape "
+                    f"{tuple(t.shape)}: pass gradient= (e.g. d2s.ones_like(out)) or reduce it first")
+            g = ones_like(t)
+        else:
+            g = _as_tensor_like(g, t)
+        roots.append((grad_node(t), t._out_idx if t.grad_fn is not None else 0, g))
+    return roots
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate d(tensors)/d(leaf) into each leaf's ``.grad`` (or only ``inputs``' leaves)."""
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _root_grads(tensors, grad_tensors)
+    if inputs is not None:
+        targets = [grad_node(t) for t in inputs]
+        _run(roots, targets, retain_graph, create_graph, capture=None, accumulate_only=set(targets))
+    else:
+        _run(roots, None, retain_graph, create_graph, capture=None)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
+    """Gradients of ``outputs`` with respect to ``inputs``, as a tuple; ``.grad`` is untouched.
+
+    Only the part of the graph that leads from ``outputs`` to ``inputs`` runs.
+    """
+    from ..tensor import Tensor
+    single_out = isinstance(outputs, Tensor)
+    outputs = [outputs] if single_out else list(outputs)
+    single_in = isinstance(inputs, Tensor)
+    inputs = [inputs] if single_in else list(inputs)
+    if grad_outputs is not None and isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    if retain_graph is None:
+        retain_graph = create_graph
+    for i, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise RuntimeError(f"input {i} of d2s.grad does not require grad")
+    roots = _root_grads(outputs, grad_outputs)
+    keys = [(grad_node(t), t._out_idx if t.grad_fn is not None else 0) for t in inputs]
+    capture = {k: None for k in keys}
+    _run(roots, [k[0] for k in keys], retain_graph, create_graph, capture=capture)
+    result = []
+    for i, k in enumerate(keys):
+        g = capture[k]
+        if g is None and not allow_unused:
+            raise RuntimeError(f"input {i} of d2s.grad is not used in computing the outputs; "
+                               "pass allow_unused=True to get None for it")
+        result.append(g)
+    return tuple(result)
+
+
+def _needed_nodes(roots, targets):
+    """Nodes from which some target is reachable (iterative post-order, no recursion)."""
+    target_set = set(targets)
+    reach = {}
+    for root, _, _ in roots:
+        if root is None or root in reach:
+            continue
+        stack = [(root, iter(root.next_functions))]
+        reach[root] = root in target_set
+        while stack:
+            node, it = stack[-1]
+            advanced = False
+            for nxt, _ in it:
+                if nxt is None:
+                    continue
+                if nxt not in reach:
+                    reach[nxt] = nxt in target_set
+                    stack.append((nxt, iter(nxt.next_functions)))
+                    advanced = True
+                    break
+                if reach[nxt]:
+                    reach[node] = True
+            if not advanced:
+                stack.pop()
+                if stack and reach[node]:
+                    reach[stack[-1][0]] = True
+    return {n for n, r in reach.items() if r}
+
+
+def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=None):
+    needed = _needed_nodes(roots, targets) if targets is not None else None
+    # Count, for every node, how many gradients it will receive.
+    deps = {}
+    seen = set()
+    stack = []
+    for node, _, _ in roots:
+        if node is not None and node not in seen and (needed is None or node in needed):
+            seen.add(node)
+            stack.append(node)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None or (needed is not None and nxt not in needed):
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    buffers = {}
+    for node, idx, g in roots:
+        if node is None or node not in seen:
+            continue
+        _accumulate(buffers, node, idx, g)
+    ready = [n for n in dict.fromkeys(r[0] for r in roots) if n in seen and deps.get(n, 0) == 0]
+    prev_mode = STATE.grad_enabled
+    STATE.grad_enabled = bool(create_graph)
+    try:
+        while ready:
+            node = ready.pop()
+            grads = buffers.pop(node)
+            if isinstance(node, AccumulateGrad):
+                _leaf(node, grads[0], capture, create_graph, accumulate_only)
+                continue
+            grads = _outputs_hooks(node, grads, capture, create_graph)
+            if capture is not None and needed is not None and not any(
+                    nxt in needed for nxt, _ in node.next_functions if nxt is not None):
+                continue  # a captured input whose own history is not needed
+            in_grads = node.apply(grads)
+            if not retain_graph:
+                node.release()
+            for (nxt, idx), g in zip(node.next_functions, in_grads):
+                if nxt is None or (needed is not None and nxt not in needed):
+                    continue
+                if g is not None:
+                    _accumulate(buffers, nxt, idx, g)
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    if nxt in buffers:
+                        ready.append(nxt)
+                    else:
+                        _skip(nxt, deps, ready, buffers, needed)
+    finally:
+        STATE.grad_enabled = prev_mode
+
+
+def _skip(node, deps, ready, buffers, needed):
+    """A node that received no gradient at all: release its consumers' counts without running it."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        for nxt, _ in n.next_functions:
+            if nxt is None or (needed is not None and nxt not in needed):
+                continue
+            deps[nxt] -= 1
+            if deps[nxt] == 0:
+                if nxt in buffers:
+                    ready.append(nxt)
+                else:
+                    stack.append(nxt)
+
+
+def _accumulate(buffers, node, idx, g):
+    n_out = 1 if isinstance(node, AccumulateGrad) else len(node.outputs or ()) or idx + 1
+    slot = buffers.get(node)
+    if slot is None:
+        slot = buffers[node] = [None] * max(n_out, idx + 1)
+    slot[idx] = g if slot[idx] is None else slot[idx] + g
+
+
+def _outputs_hooks(node, grads, capture, create_graph):
+    if node.pre_hooks:
+        for idx, hooks in node.pre_hooks.items():
+            for fn in list(hooks):
+                if grads[idx] is None:
+                    continue
+                new = fn(grads[idx])
+                if new is not None:
+                    grads[idx] = new
+    if node.retained:
+        for idx, ref in node.retained.items():
+            t = ref()
+            g = grads[idx]
+            if t is not None and g is not None:
+                g = g if create_graph else g.detach()
+                t.grad = g if t.grad is None else t.grad + g
+    if capture is not None:
+        for idx, g in enumerate(grads):
+            if (node, idx) in capture and g is not None:
+                capture[(node, idx)] = g
+    return grads
+
+
+def _leaf(node, g, capture, create_graph, accumulate_only):
+    t = node.variable
+    if t._hooks:
+        for fn in list(t._hooks):
+            new = fn(g)
+            if new is not None:
+                g = new
+    if capture is not None:
+        if (node, 0) in capture:
+            capture[(node, 0)] = g
+        return
+    if accumulate_only is not None and node not in accumulate_only:
+        return
+    if not create_graph:
+        g = g.detach()
+    if g.shape != t.shape:
+        from ..ops import broadcast_to
+        g = broadcast_to(g, t.shape)
+    t.grad = g if t.grad is None else t.grad + g

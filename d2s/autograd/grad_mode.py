@@ -1,0 +1,51 @@
+"""Grad mode switches: ``no_grad``, ``enable_grad`` and ``set_grad_enabled`` (also decorators)."""
+import functools
+
+from .._state import STATE
+
+
+class _GradMode:
+    _enabled = True
+
+    def __enter__(self):
+        self._prev = STATE.grad_enabled
+        STATE.grad_enabled = self._enabled
+
+    def __exit__(self, *exc):
+        STATE.grad_enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class no_grad(_GradMode):
+    """Context manager and decorator: ops inside record no autograd graph."""
+    _enabled = False
+
+
+class enable_grad(_GradMode):
+    """Context manager and decorator: turn recording back on inside ``no_grad``."""
+    _enabled = True
+
+
+class set_grad_enabled(_GradMode):
+    def __init__(self, mode):
+        self._enabled = bool(mode)
+
+    def __call__(self, fn):
+        mode = self._enabled
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+def is_grad_enabled():
+    return STATE.grad_enabled

@@ -1,0 +1,107 @@
+"""The one entry point of every op call: compute now, or append to a program; record autograd.
+
+``apply(name, *inputs, **attrs)`` takes Tensors, numpy/cupy arrays and Python scalars as
+inputs and attrs as plain data. Concrete inputs run the runtime kernel at once; while a
+program is being built (or with a symbolic input) the builder appends an op and returns
+symbolic tensors. In both cases, when grad mode is on and an input requires grad, an autograd
+node is recorded with the op's gradient rule, so eager, static and higher-order backward
+share one rule.
+"""
+import numpy as np
+
+from d2s_runtime.device import xp_of
+from d2s_runtime.ops import OPS, ShapeError
+
+from ._state import STATE
+from .tensor import Tensor
+
+_ndarray = np.ndarray
+
+
+def apply(name, *inputs, **attrs):
+    """Run primitive ``name`` on ``inputs``; returns a Tensor (or a tuple for multi-output ops)."""
+    opdef = OPS[name]
+    if STATE.hooked:
+        return _apply_hooked(opdef, inputs, attrs)
+    arrays = []
+    record = False
+    xp = None
+    for a in inputs:
+        if type(a) is Tensor or isinstance(a, Tensor):
+            d = a._data
+            if d is None:
+                return _apply_hooked(opdef, inputs, attrs)
+            if a.requires_grad:
+                record = True
+            if xp is None and type(d) is not _ndarray:
+                xp = xp_of(d)
+            arrays.append(d)
+        else:
+            arrays.append(a)
+    if xp is None:
+        xp = np
+    elif xp is not np:
+        arrays = _same_device(opdef, arrays, xp)
+    try:
+        out = opdef.kernel(xp, *arrays, **attrs)
+    except ShapeError:
+        raise
+    except (ValueError, TypeError, IndexError) as e:
+        raise _op_error(opdef, inputs, e) from None
+    if opdef.n_out == 1:
+        result = Tensor._make(out if type(out) is _ndarray else xp.asarray(out))
+        if record and STATE.grad_enabled:
+            _record(opdef, inputs, attrs, (result,))
+        return result
+    results = tuple(Tensor._make(o if type(o) is _ndarray else xp.asarray(o)) for o in out)
+    if record and STATE.grad_enabled:
+        _record(opdef, inputs, attrs, results)
+    return results
+
+
+def _apply_hooked(opdef, inputs, attrs):
+    builder = STATE.builder
+    if builder is not None or any(isinstance(a, Tensor) and a._data is None for a in inputs):
+        if builder is None:
+            from .static.errors import stray_symbolic_error
+            raise stray_symbolic_error(opdef.name)
+        results, inputs = builder.append(opdef, inputs, attrs)
+    else:
+        tracer = STATE.tracer
+        STATE.tracer = None
+        STATE.refresh()
+        try:
+            out = apply(opdef.name, *inputs, **attrs)
+        finally:
+            STATE.tracer = tracer
+            STATE.refresh()
+        results = out if isinstance(out, tuple) else (out,)
+        # eager apply already recorded autograd nodes; the tracer only needs to see the op
+        tracer.record(opdef, inputs, attrs, results)
+        return out
+    if STATE.grad_enabled and any(isinstance(a, Tensor) and a.requires_grad for a in inputs):
+        _record(opdef, inputs, attrs, results)
+    return results[0] if opdef.n_out == 1 else results
+
+
+def _record(opdef, inputs, attrs, outputs):
+    from .autograd.node import record
+    record(opdef, inputs, attrs, outputs)
+
+
+def _same_device(opdef, arrays, xp):
+    out = []
+    for a in arrays:
+        if isinstance(a, _ndarray):
+            if a.ndim == 0 or a.size == 1:
+                a = xp.asarray(a)
+            else:
+                raise RuntimeError(f"{opdef.name}: inputs are on different devices (cpu and gpu); "
+                                   "move them with .to('gpu') or .to('cpu') first")
+        out.append(a)
+    return out
+
+
+def _op_error(opdef, inputs, err):
+    shapes = ", ".join(str(tuple(a.shape)) if hasattr(a, "shape") else repr(a) for a in inputs)
+    return ShapeError(f"{opdef.name}: cannot apply to inputs with shapes {shapes}: {err}")

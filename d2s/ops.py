@@ -1,0 +1,543 @@
+"""The public tensor functions (``d2s.add``, ``d2s.sum``, ...) and Tensor's operators and methods.
+
+Each function is a thin call of :func:`d2s.dispatch.apply` on a registered primitive, or a
+composition of such calls; composites get their gradients from their parts.
+"""
+import builtins
+
+import numpy as np
+
+from d2s_runtime.device import get_xp
+
+from ._state import STATE
+from .dispatch import apply
+from .dtypes import as_dtype
+from .tensor import Tensor, tensor
+
+_float32 = "float32"
+
+
+# ------------------------------------------------------------------ helpers
+def _axes(axis):
+    if axis is None:
+        return None
+    if isinstance(axis, (list, tuple)):
+        return [int(a) for a in axis]
+    return [int(axis)]
+
+
+def _shape_arg(shape):
+    """zeros(2, 3), zeros((2, 3)) and zeros([2, 3]) all mean shape (2, 3)."""
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        shape = shape[0]
+    return [int(d) for d in shape]
+
+
+def _creation(name, device, requires_grad, **attrs):
+    if STATE.builder is not None:
+        out = apply(name, **attrs)
+    else:
+        xp = get_xp(device)
+        out = Tensor._make(apply_kernel(name, xp, **attrs))
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def apply_kernel(name, xp, **attrs):
+    from d2s_runtime.ops import OPS
+    return OPS[name].kernel(xp, **attrs)
+
+
+# ------------------------------------------------------------------ creation
+def zeros(*shape, dtype=_float32, device=None, requires_grad=False):
+    return full(_shape_arg(shape), 0, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def ones(*shape, dtype=_float32, device=None, requires_grad=False):
+    return full(_shape_arg(shape), 1, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
+    if dtype is None:
+        dtype = "bool" if isinstance(fill_value, bool) else "int64" if isinstance(fill_value, int) else _float32
+    shape = [int(d) for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
+    return _creation("full", device, requires_grad, shape=shape, value=fill_value, dtype=str(as_dtype(dtype)))
+
+
+def _like(x, fill, dtype, device, requires_grad):
+    dtype = x.dtype if dtype is None else dtype
+    if isinstance(x, Tensor) and x._data is None:
+        # A symbolic shape may hold unknown dims: broadcast a scalar to the tensor instead.
+        out = broadcast_to(cast(tensor(fill) if STATE.builder is None else full([], fill, dtype=dtype), dtype),
+                           x.shape) + zeros_like_sym(x, dtype)
+        return out
+    return full(list(x.shape), fill, dtype=dtype, device=device or x.device, requires_grad=requires_grad)
+
+
+def zeros_like_sym(x, dtype):
+    return cast(x, dtype) * 0
+
+
+def zeros_like(x, dtype=None, device=None, requires_grad=False):
+    if isinstance(x, Tensor) and x._data is None:
+        return cast(stop_gradient(x), dtype or x.dtype) * 0
+    return _like(x, 0, dtype, device, requires_grad)
+
+
+def ones_like(x, dtype=None, device=None, requires_grad=False):
+    if isinstance(x, Tensor) and x._data is None:
+        return cast(stop_gradient(x), dtype or x.dtype) * 0 + 1
+    return _like(x, 1, dtype, device, requires_grad)
+
+
+def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
+    if isinstance(x, Tensor) and x._data is None:
+        return cast(stop_gradient(x), dtype or x.dtype) * 0 + fill_value
+    return _like(x, fill_value, dtype, device, requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = "int64" if all(isinstance(v, (int, np.integer)) for v in (start, end, step)) else _float32
+    return _creation("arange", device, requires_grad, start=start, stop=end, step=step, dtype=str(as_dtype(dtype)))
+
+
+def linspace(start, end, steps, dtype=_float32, device=None, requires_grad=False):
+    return _creation("linspace", device, requires_grad, start=start, stop=end, num=int(steps), dtype=str(as_dtype(dtype)))
+
+
+def eye(n, m=None, dtype=_float32, device=None, requires_grad=False):
+    return _creation("eye", device, requires_grad, n=int(n), m=None if m is None else int(m), dtype=str(as_dtype(dtype)))
+
+
+def rand(*shape, dtype=_float32, device=None, requires_grad=False):
+    return _creation("rand", device, requires_grad, shape=_shape_arg(shape), dtype=str(as_dtype(dtype)))
+
+
+def randn(*shape, dtype=_float32, device=None, requires_grad=False):
+    return _creation("randn", device, requires_grad, shape=_shape_arg(shape), dtype=str(as_dtype(dtype)))
+
+
+def randint(low, high=None, size=(), dtype="int64", device=None):
+    if high is None:
+        low, high = 0, low
+    size = [int(d) for d in (size if isinstance(size, (list, tuple)) else [size])]
+    return _creation("randint", device, False, shape=size, low=int(low), high=int(high), dtype=str(as_dtype(dtype)))
+
+
+def manual_seed(seed):
+    """Make d2s's random ops (eager and in programs) repeatable."""
+    from d2s_runtime.ops import manual_seed as _seed
+    _seed(seed)
+
+
+# ------------------------------------------------------------------ element-wise
+def add(a, b):
+    return apply("add", a, b)
+
+
+def sub(a, b):
+    return apply("sub", a, b)
+
+
+def mul(a, b):
+    return apply("mul", a, b)
+
+
+def div(a, b):
+    return apply("div", a, b)
+
+
+def floordiv(a, b):
+    return apply("floordiv", a, b)
+
+
+def mod(a, b):
+    return apply("mod", a, b)
+
+
+def pow(a, b):
+    return apply("pow", a, b)
+
+
+def neg(x):
+    return apply("neg", x)
+
+
+def exp(x):
+    return apply("exp", x)
+
+
+def log(x):
+    return apply("log", x)
+
+
+def sqrt(x):
+    return apply("sqrt", x)
+
+
+def sin(x):
+    return apply("sin", x)
+
+
+def cos(x):
+    return apply("cos", x)
+
+
+def tanh(x):
+    return apply("tanh", x)
+
+
+def sigmoid(x):
+    return apply("sigmoid", x)
+
+
+def relu(x):
+    return apply("relu", x)
+
+
+def abs(x):
+    return apply("abs", x)
+
+
+def sign(x):
+    return apply("sign", x)
+
+
+def floor(x):
+    return apply("floor", x)
+
+
+def maximum(a, b):
+    return apply("maximum", a, b)
+
+
+def minimum(a, b):
+    return apply("minimum", a, b)
+
+
+def clip(x, min=None, max=None):
+    return apply("clip", x, lo=min, hi=max)
+
+
+def where(cond, a, b):
+    return apply("where", cond, a, b)
+
+
+def eq(a, b):
+    return apply("eq", a, b)
+
+
+def ne(a, b):
+    return apply("ne", a, b)
+
+
+def lt(a, b):
+    return apply("lt", a, b)
+
+
+def le(a, b):
+    return apply("le", a, b)
+
+
+def gt(a, b):
+    return apply("gt", a, b)
+
+
+def ge(a, b):
+    return apply("ge", a, b)
+
+
+def logical_and(a, b):
+    return apply("bitwise_and", a, b)
+
+
+def logical_or(a, b):
+    return apply("bitwise_or", a, b)
+
+
+def logical_xor(a, b):
+    return apply("bitwise_xor", a, b)
+
+
+def logical_not(x):
+    return apply("logical_not", x)
+
+
+def stop_gradient(x):
+    return apply("stop_gradient", x)
+
+
+def to_device(x, device):
+    get_xp(device)  # a clear error when the device is unavailable
+    return apply("to_device", x, device="gpu" if device == "cuda" else device)
+
+
+# ------------------------------------------------------------------ linear algebra
+def matmul(a, b):
+    return apply("matmul", a, b)
+
+
+# ------------------------------------------------------------------ reductions
+def sum(x, axis=None, keepdims=False):
+    return apply("reduce_sum", x, axes=_axes(axis), keepdims=keepdims)
+
+
+def mean(x, axis=None, keepdims=False):
+    return apply("reduce_mean", x, axes=_axes(axis), keepdims=keepdims)
+
+
+def max(x, axis=None, keepdims=False):
+    return apply("reduce_max", x, axes=_axes(axis), keepdims=keepdims)
+
+
+def min(x, axis=None, keepdims=False):
+    return apply("reduce_min", x, axes=_axes(axis), keepdims=keepdims)
+
+
+def prod(x, axis=None, keepdims=False):
+    return apply("reduce_prod", x, axes=_axes(axis), keepdims=keepdims)
+
+
+def any(x, axis=None, keepdims=False):
+    return apply("reduce_any", x, axes=_axes(axis), keepdims=keepdims)
+
+
+def all(x, axis=None, keepdims=False):
+    return apply("reduce_all", x, axes=_axes(axis), keepdims=keepdims)
+
+
+def argmax(x, axis=None, keepdims=False):
+    return apply("argmax", x, axis=axis, keepdims=keepdims)
+
+
+def argmin(x, axis=None, keepdims=False):
+    return apply("argmin", x, axis=axis, keepdims=keepdims)
+
+
+# ------------------------------------------------------------------ shapes
+def _static_dims(shape):
+    """Target shape as ints; a symbolic dim (only known when the program runs) becomes -1."""
+    out = []
+    for d in shape:
+        if isinstance(d, Tensor):
+            if d._data is None:
+                out.append(-1)
+                continue
+            d = int(d)
+        out.append(int(d))
+    if out.count(-1) > 1:
+        raise ValueError(f"reshape: at most one dim may be unknown (-1 or symbolic), got {list(shape)}")
+    return out
+
+
+def reshape(x, *shape):
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        shape = shape[0]
+    return apply("reshape", x, shape=_static_dims(shape))
+
+
+def transpose(x, dim0=None, dim1=None):
+    """Reverse the dims (no arguments), swap two dims, or permute by a list of dims."""
+    if dim0 is None:
+        return apply("transpose", x, perm=None)
+    if isinstance(dim0, (list, tuple)):
+        return apply("transpose", x, perm=[int(p) for p in dim0])
+    perm = list(range(x.ndim))
+    perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+    return apply("transpose", x, perm=perm)
+
+
+def permute(x, *dims):
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = dims[0]
+    return apply("transpose", x, perm=[int(d) for d in dims])
+
+
+def squeeze(x, axis=None):
+    return apply("squeeze", x, axes=_axes(axis))
+
+
+def unsqueeze(x, axis):
+    return apply("expand_dims", x, axis=int(axis))
+
+
+def broadcast_to(x, shape):
+    return apply("broadcast_to", x, shape=_static_dims(shape) if builtins.all(
+        not isinstance(d, Tensor) for d in shape) else _symbolic_target(x, shape))
+
+
+def _symbolic_target(x, shape):
+    raise ValueError("broadcast_to: a target shape with unknown dims is not supported; "
+                     "use an expression that broadcasts instead (x * d2s.ones_like(y))")
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    nd = x.ndim
+    if nd == 0:
+        return reshape(x, [1])
+    s, e = start_dim % nd, end_dim % nd
+    shape = list(x.shape)
+    if builtins.any(isinstance(d, Tensor) for i, d in enumerate(shape) if s <= i <= e) or \
+            builtins.sum(isinstance(d, Tensor) for d in shape) > 0:
+        new = shape[:s] + [-1] + shape[e + 1:]
+        return reshape(x, new)
+    n = 1
+    for d in shape[s:e + 1]:
+        n *= d
+    return reshape(x, shape[:s] + [n] + shape[e + 1:])
+
+
+def concat(tensors, axis=0):
+    return apply("concat", *tensors, axis=int(axis))
+
+
+def stack(tensors, axis=0):
+    return apply("stack", *tensors, axis=int(axis))
+
+
+def split(x, split_size_or_sections, axis=0):
+    """Split into pieces of ``split_size`` along ``axis`` (the last may be smaller), or by a list of sizes."""
+    d = x.shape[axis]
+    if isinstance(split_size_or_sections, int):
+        n = split_size_or_sections
+        sections = [n] * (d // n) + ([d % n] if d % n else [])
+    else:
+        sections = [int(s) for s in split_size_or_sections]
+    return apply("split", x, sections=sections, axis=int(axis))
+
+
+def cast(x, dtype):
+    return apply("cast", x, dtype=str(as_dtype(dtype)))
+
+
+def clone(x):
+    return apply("add", x, 0) if not isinstance(x, Tensor) or x.dtype != "bool" else logical_or(x, False)
+
+
+# ------------------------------------------------------------------ indexing
+def _encode_index(idx):
+    """Python index -> (JSON-able spec, extra index inputs)."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    spec, extra = [], []
+    for e in idx:
+        if e is None:
+            spec.append(["n"])
+        elif e is Ellipsis:
+            spec.append(["e"])
+        elif isinstance(e, slice):
+            spec.append(["s", _slice_part(e.start), _slice_part(e.stop), _slice_part(e.step)])
+        elif isinstance(e, (bool, np.bool_)):
+            spec.append(["t", len(extra)])
+            extra.append(np.asarray(e))
+        elif isinstance(e, (int, np.integer)):
+            spec.append(["i", int(e)])
+        elif isinstance(e, Tensor):
+            if e._data is not None and e.ndim == 0 and e.dtype.startswith("int") and STATE.builder is None:
+                spec.append(["i", int(e._data)])
+            else:
+                spec.append(["t", len(extra)])
+                extra.append(e)
+        elif isinstance(e, (list, np.ndarray)):
+            arr = np.asarray(e)
+            if arr.dtype.kind not in "biu":
+                raise IndexError(f"index arrays must hold ints or bools, got {arr.dtype}")
+            spec.append(["t", len(extra)])
+            extra.append(arr.astype(np.int64) if arr.dtype.kind in "iu" else arr)
+        else:
+            raise IndexError(f"unsupported index {e!r}: use ints, slices, None, ..., bool masks or int tensors")
+    return spec, extra
+
+
+def _slice_part(v):
+    if v is None:
+        return None
+    if isinstance(v, Tensor):
+        if v._data is None:
+            raise IndexError("slice bounds must be known when the program is built; "
+                             "use d2s.gather or a mask for data-dependent slices")
+        return int(v._data)
+    return int(v)
+
+
+def getitem(x, idx):
+    spec, extra = _encode_index(idx)
+    return apply("getitem", x, *extra, index=spec)
+
+
+def setitem(x, idx, value):
+    """``x[idx] = value``: in place on x's data without autograd; recorded as a functional
+    update (x rebinds to the result) when x or value takes part in autograd or a program."""
+    spec, extra = _encode_index(idx)
+    recording = (STATE.grad_enabled and (x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)))
+    symbolic = x._data is None or STATE.hooked or (isinstance(value, Tensor) and value._data is None)
+    if not recording and not symbolic:
+        v = value._data if isinstance(value, Tensor) else value
+        x._data[tuple(_decode_host(spec, extra))] = v
+        x._version += 1
+        return x
+    if x.is_leaf and x.requires_grad and STATE.grad_enabled:
+        raise RuntimeError("a leaf tensor that requires grad cannot be assigned to in place; "
+                           "assign to a copy (y = x.clone(); y[idx] = v) or do it under d2s.no_grad()")
+    out = apply("setitem", x, value, *extra, index=spec)
+    x._data, x._var = out._data, out._var
+    x.grad_fn, x.requires_grad, x._out_idx = out.grad_fn, out.requires_grad, out._out_idx
+    if out.grad_fn is not None:
+        # the node's saved output must be x itself so later rebinding stays consistent
+        out.grad_fn.outputs = (x,)
+    x._version += 1
+    return x
+
+
+def _decode_host(spec, extra):
+    from d2s_runtime.ops.indexing import decode_index
+    return decode_index(spec, [e._data if isinstance(e, Tensor) else e for e in extra])
+
+
+# ------------------------------------------------------------------ Tensor operators and methods
+def _rev(name):
+    return lambda self, other: apply(name, other, self)
+
+
+def _fwd(name):
+    return lambda self, other: apply(name, self, other)
+
+
+def _install():
+    T = Tensor
+    for dunder, op in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
+                       ("floordiv", "floordiv"), ("mod", "mod"), ("pow", "pow"), ("matmul", "matmul")):
+        setattr(T, f"__{dunder}__", _fwd(op))
+        setattr(T, f"__r{dunder}__", _rev(op))
+    for dunder, op in (("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor")):
+        setattr(T, f"__{dunder}__", _fwd(op))
+        setattr(T, f"__r{dunder}__", _rev(op))
+    for dunder, op in (("eq", "eq"), ("ne", "ne"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge")):
+        setattr(T, f"__{dunder}__", _fwd(op))
+    T.__neg__ = lambda self: apply("neg", self)
+    T.__pos__ = lambda self: self
+    T.__invert__ = lambda self: apply("logical_not", self)
+    T.__abs__ = lambda self: apply("abs", self)
+    T.__getitem__ = getitem
+    T.__setitem__ = setitem
+    T.__hash__ = object.__hash__
+    g = globals()
+    for name in ("add sub mul div neg exp log sqrt sin cos tanh sigmoid relu abs pow clip maximum minimum "
+                 "matmul sum mean max min prod any all argmax argmin reshape transpose permute squeeze "
+                 "unsqueeze broadcast_to flatten split cast sign floor logical_not clone").split():
+        setattr(T, name, g[name])
+    T.float = lambda self: cast(self, "float32")
+    T.double = lambda self: cast(self, "float64")
+    T.long = lambda self: cast(self, "int64")
+    T.int = lambda self: cast(self, "int32")
+    T.bool = lambda self: cast(self, "bool")
+    T.astype = cast
+    T.view = reshape
+    T.expand = lambda self, *shape: broadcast_to(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (list, tuple)) else shape)
+
+
+_install()

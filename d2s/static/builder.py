@@ -1,0 +1,279 @@
+"""The program builder: while active, op calls append ops to the current Block.
+
+``dispatch.apply`` hands every op to :meth:`ProgramBuilder.append`, which turns the op's
+inputs into vars visible in the current block (Python scalars and concrete arrays become
+constants, parameters become program params, vars of enclosing blocks become explicit
+captures of the sub-block), infers output types with the op's shape rule, and returns
+symbolic tensors.
+"""
+import contextlib
+
+import numpy as np
+
+from d2s_runtime.ir import Block, Op, Program
+from d2s_runtime.ops import ShapeError, TensorType
+
+from .._state import STATE
+from ..tensor import Tensor
+
+SMALL_CONSTANT = 16  # elements; larger captured arrays live in program.constants
+
+
+class NameGen:
+    """Short unique names a, b, ..., z, ba, bb, ... as in a jaxpr."""
+
+    def __init__(self):
+        self.n = 0
+
+    def __call__(self):
+        n, s = self.n, ""
+        self.n += 1
+        while True:
+            s = chr(ord("a") + n % 26) + s
+            n //= 26
+            if n == 0:
+                return s
+
+
+def _is_param(t):
+    return t.requires_grad or getattr(t, "_d2s_parameter", False)
+
+
+class ProgramBuilder:
+    """Builds one Program; use as a context manager (``with ProgramBuilder() as b:``)."""
+
+    def __init__(self, device="cpu"):
+        self.program = Program()
+        self.block = self.program.block
+        self.device = device
+        self.new_name = NameGen()
+        self.defined_in = {}       # var name -> Block defining it
+        self.captures = {}         # Block -> {outer name: inner name}
+        self.param_tensors = {}    # param var name -> the concrete Parameter it reads
+        self._param_vars = {}      # id(concrete tensor) -> symbolic tensor in the global block
+        self._const_vars = {}      # id(array) -> var name (keeps the array alive for the key)
+        self._prev = None
+
+    # ------------------------------------------------------------ context
+    def __enter__(self):
+        self._prev = STATE.builder
+        STATE.builder = self
+        STATE.refresh()
+        return self
+
+    def __exit__(self, *exc):
+        STATE.builder = self._prev
+        STATE.refresh()
+        return False
+
+    # ------------------------------------------------------------ vars
+    def _new_var(self, type, block=None):
+        block = block or self.block
+        name = self.new_name()
+        v = block.add_var(name, type)
+        self.defined_in[name] = block
+        return v
+
+    def symbolic(self, var, requires_grad=False):
+        t = Tensor._make(None, var)
+        t.requires_grad = requires_grad
+        return t
+
+    def add_input(self, shape, dtype, name=None, requires_grad=False):
+        """A program input fed by the caller; returns its symbolic tensor."""
+        v = self._new_var(TensorType(shape, dtype), self.program.block)
+        self.program.inputs.append(v.name)
+        self.program.block.inputs.append(v.name)
+        return self.symbolic(v, requires_grad)
+
+    def param(self, t):
+        """The symbolic tensor reading concrete parameter ``t`` (one program param per tensor)."""
+        s = self._param_vars.get(id(t))
+        if s is None:
+            v = self._new_var(TensorType(t.shape, str(t.dtype)), self.program.block)
+            self.program.params.append(v.name)
+            self.program.block.inputs.append(v.name)
+            self.param_tensors[v.name] = t
+            s = self._param_vars[id(t)] = self.symbolic(v, t.requires_grad)
+        return s
+
+    def constant(self, value, dtype=None):
+        """A var holding ``value`` (Python scalar or array) in the global block."""
+        arr = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
+        if arr.dtype.name not in ("float32", "float64", "int32", "int64", "bool"):
+            arr = arr.astype(np.int64 if arr.dtype.kind in "iu" else np.float32)
+        key = None if np.ndim(value) == 0 and not isinstance(value, np.ndarray) else id(value)
+        if key is not None and key in self._const_vars:
+            return self._const_vars[key][1]
+        gb = self.program.block
+        v = self._new_var(TensorType(arr.shape, arr.dtype.name), gb)
+        if arr.size <= SMALL_CONSTANT:
+            op = Op("constant", [], [v.name], {"value": arr.tolist(), "dtype": arr.dtype.name, "shape": list(arr.shape)})
+            gb.ops.insert(self._const_insert_point(), op)
+        else:
+            self.program.constants[v.name] = arr
+            gb.inputs.append(v.name)
+        if key is not None:
+            self._const_vars[key] = (value, v.name)
+        return v.name
+
+    def _const_insert_point(self):
+        # constants go before any op of the global block that is still open, so they are
+        # defined before every use, including uses inside sub-blocks being built
+        return len(self.program.block.ops)
+
+    def resolve(self, name, block=None):
+        """The name under which var ``name`` is visible in ``block``, capturing it if it is
+        defined in an enclosing block (a sub-block reads outer values only as its inputs)."""
+        block = block or self.block
+        home = self.defined_in.get(name)
+        if home is block or home is None:
+            return name
+        caps = self.captures.setdefault(block, {})
+        if name in caps:
+            return caps[name]
+        if block.parent is None:
+            raise KeyError(f"var {name} is not defined in this program (a tensor from another program?)")
+        outer = self.resolve(name, block.parent)
+        v = self._new_var(self.defined_in_var(name).type, block)
+        block.inputs.append(v.name)
+        caps[name] = v.name
+        return v.name
+
+    def defined_in_var(self, name):
+        return self.defined_in[name].vars[name]
+
+    def var_of(self, x, scalar_dtype=None):
+        """Name of a var visible in the current block that holds op input ``x``."""
+        if isinstance(x, Tensor):
+            if x._data is None:
+                return self.resolve(x._var.name)
+            if _is_param(x):
+                return self.resolve(self.param(x)._var.name)
+            return self.resolve(self.constant(x._data if isinstance(x._data, np.ndarray) else x._data.get()))
+        if isinstance(x, (bool, int, float, np.generic)) and not isinstance(x, np.ndarray):
+            return self.resolve(self.constant(x, scalar_dtype))
+        return self.resolve(self.constant(np.asarray(x)))
+
+    # ------------------------------------------------------------ ops
+    def append(self, opdef, inputs, attrs):
+        """Append ``opdef`` on ``inputs``; returns (output tensors, inputs as symbolic tensors)."""
+        sdt = _scalar_dtype(inputs)
+        names = [self.var_of(x, sdt) for x in inputs]
+        types = [self.block.lookup(n).type for n in names]
+        try:
+            out_types = opdef.infer(*types, **attrs)
+        except ShapeError as e:
+            from .errors import where_text
+            raise ShapeError(f"{e}{where_text()}") from None
+        if isinstance(out_types, TensorType):
+            out_types = (out_types,)
+        outs = [self._new_var(t) for t in out_types]
+        self.block.ops.append(Op(opdef.name, names, [v.name for v in outs], _plain(attrs)))
+        sym_inputs = tuple(self._as_symbolic(x, n) for x, n in zip(inputs, names))
+        return tuple(self.symbolic(v) for v in outs), sym_inputs
+
+    def _as_symbolic(self, x, name):
+        if isinstance(x, Tensor) and x._data is None:
+            return x
+        if isinstance(x, Tensor) and _is_param(x):
+            return self._param_vars[id(x)] if self.block is self.program.block else \
+                self.symbolic(self.block.lookup(name), x.requires_grad)
+        return self.symbolic(self.block.lookup(name))
+
+    def append_op(self, op):
+        """Append a fully formed Op (used by control-flow builders)."""
+        self.block.ops.append(op)
+        return op
+
+    @contextlib.contextmanager
+    def sub_block(self):
+        """Build ops into a fresh Block nested in the current one."""
+        blk = Block(parent=self.block)
+        prev = self.block
+        self.block = blk
+        try:
+            yield blk
+        finally:
+            self.block = prev
+
+
+def _scalar_dtype(inputs):
+    """dtype for Python-scalar inputs: NumPy's weak-scalar promotion against the tensor inputs."""
+    dts = [np.dtype(str(x.dtype)) for x in inputs if isinstance(x, Tensor) or isinstance(x, np.ndarray)]
+    scalars = [x for x in inputs if isinstance(x, (bool, int, float)) and not isinstance(x, np.ndarray)]
+    if not scalars:
+        return None
+    if not dts:
+        return None
+    return np.result_type(*dts, *scalars).name
+
+
+def _default_scalar(x):
+    return "bool" if isinstance(x, bool) else "int64" if isinstance(x, int) else "float32"
+
+
+def _plain(attrs):
+    out = {}
+    for k, v in attrs.items():
+        if isinstance(v, tuple):
+            v = list(v)
+        elif isinstance(v, np.generic):
+            v = v.item()
+        out[k] = v
+    return out
+
+
+def _flatten(obj):
+    """Tensors in a nested tuple/list/dict, in order, with a function rebuilding the structure."""
+    leaves = []
+
+    def walk(o):
+        if isinstance(o, Tensor):
+            leaves.append(o)
+            return ("T", len(leaves) - 1)
+        if isinstance(o, (list, tuple)):
+            return (type(o), [walk(x) for x in o])
+        if isinstance(o, dict):
+            return (dict, [(k, walk(v)) for k, v in o.items()])
+        return ("C", o)
+
+    tree = walk(obj)
+
+    def build(values, t=tree):
+        kind = t[0]
+        if kind == "T":
+            return values[t[1]]
+        if kind == "C":
+            return t[1]
+        if kind is dict:
+            return {k: build(values, s) for k, s in t[1]}
+        items = [build(values, s) for s in t[1]]
+        return kind(items) if kind in (list, tuple) else kind(*items)
+
+    return leaves, build
+
+
+def build_program(fn, *args, device="cpu"):
+    """Run ``fn`` on symbolic inputs and return its Program (like ``jax.make_jaxpr``).
+
+    ``args`` are tensors (their shape and dtype are used), ``InputSpec``s, or other Python
+    values passed through unchanged. No source conversion happens here: Python control flow
+    on a symbolic tensor raises an error that says where.
+    """
+    from .input_spec import InputSpec
+    builder = ProgramBuilder(device)
+    with builder:
+        sym_args = []
+        for i, a in enumerate(args):
+            if isinstance(a, InputSpec):
+                sym_args.append(builder.add_input(a.shape, str(a.dtype), a.name))
+            elif isinstance(a, Tensor):
+                sym_args.append(builder.add_input(a.shape, str(a.dtype)))
+            else:
+                sym_args.append(a)
+        out = fn(*sym_args)
+        leaves, _ = _flatten(out)
+        builder.program.outputs = [builder.var_of(t) for t in leaves]
+    builder.program.block.outputs = list(builder.program.outputs)
+    return builder.program

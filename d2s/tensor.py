@@ -1,0 +1,318 @@
+"""Tensor: concrete (holds a numpy/cupy array) or symbolic (names a Var in a program Block).
+
+Every operator and method routes through :func:`d2s.dispatch.apply`, which computes now for
+concrete inputs, appends an op while a program is being built, and records autograd nodes
+in both cases.
+"""
+import numpy as np
+
+from d2s_runtime.device import device_of, get_xp
+
+from ._state import STATE
+from .dtypes import as_dtype
+
+
+class Tensor:
+    """A multi-dimensional array with PyTorch-style autograd.
+
+    Build one with :func:`d2s.tensor`; ``Tensor(data, requires_grad=False)`` works too.
+    """
+
+    __slots__ = ("_data", "_var", "requires_grad", "grad", "grad_fn", "_out_idx", "_hooks",
+                 "_version", "_accum", "__weakref__")
+
+    # Python scalars on the left of an operator (2 * t) must reach our reflected methods.
+    __array_priority__ = 1000
+
+    def __init__(self, data, dtype=None, requires_grad=False, device=None):
+        t = tensor(data, dtype=dtype, requires_grad=requires_grad, device=device)
+        self._data, self._var = t._data, None
+        self.requires_grad, self.grad, self.grad_fn = t.requires_grad, None, None
+        self._out_idx, self._hooks, self._version, self._accum = 0, None, 0, None
+
+    @classmethod
+    def _make(cls, data, var=None):
+        t = object.__new__(cls)
+        t._data = data
+        t._var = var
+        t.requires_grad = False
+        t.grad = None
+        t.grad_fn = None
+        t._out_idx = 0
+        t._hooks = None
+        t._version = 0
+        t._accum = None
+        return t
+
+    # ----------------------------------------------------------------- attributes
+    @property
+    def is_symbolic(self):
+        return self._data is None
+
+    @property
+    def shape(self):
+        if self._data is not None:
+            return self._data.shape
+        shape = self._var.type.shape
+        if None not in shape:
+            return shape
+        # Unknown dims read as 0-d int64 tensors computed in the program, so code such as
+        # ``x.shape[0] > 3`` or ``reshape(x, [x.shape[0], -1])`` keeps working symbolically.
+        from .dispatch import apply
+        return tuple(d if d is not None else apply("dim", self, axis=i) for i, d in enumerate(shape))
+
+    @property
+    def dtype(self):
+        if self._data is not None:
+            return as_dtype(self._data.dtype)
+        return as_dtype(self._var.type.dtype)
+
+    @property
+    def ndim(self):
+        return self._data.ndim if self._data is not None else len(self._var.type.shape)
+
+    @property
+    def device(self):
+        if self._data is None:
+            return "cpu" if STATE.builder is None else STATE.builder.device
+        return device_of(self._data)
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def T(self):
+        from .ops import transpose
+        return transpose(self)
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def numel(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    # ------------------------------------------------------- values back to Python
+    def _concrete(self, what):
+        """The array behind a concrete tensor; symbolic tensors cannot become Python values."""
+        if self._data is None:
+            from .static.errors import symbolic_value_error
+            raise symbolic_value_error(self, what)
+        if STATE.tracer is not None:
+            STATE.tracer.on_value(self, what)
+        return self._data
+
+    def numpy(self):
+        data = self._concrete(".numpy()")
+        if self.requires_grad and STATE.tracer is None:
+            pass  # PyTorch refuses here; d2s returns a copy-free view, which is harmless for numpy users
+        return data if isinstance(data, np.ndarray) else data.get()
+
+    def item(self):
+        data = self._concrete(".item()")
+        if data.size != 1:
+            raise ValueError(f".item() needs a tensor with one element, this one has shape {tuple(data.shape)}")
+        return data.item()
+
+    def tolist(self):
+        return self.numpy().tolist() if self._data is None else _host(self._concrete(".tolist()")).tolist()
+
+    def __bool__(self):
+        data = self._concrete("bool()")
+        if data.size != 1:
+            raise ValueError(f"the truth value of a tensor with shape {tuple(data.shape)} is ambiguous: "
+                             "use .any() or .all()")
+        return bool(data.item())
+
+    def __int__(self):
+        return int(_host(self._concrete("int()")).item())
+
+    def __float__(self):
+        return float(_host(self._concrete("float()")).item())
+
+    def __index__(self):
+        data = self._concrete("an index")
+        if data.dtype.kind not in "iu":
+            raise TypeError(f"only integer tensors can be used as an index, not {data.dtype}")
+        return int(data.item())
+
+    def __len__(self):
+        if self._data is None:
+            d = self._var.type.shape[0] if self._var.type.shape else None
+            if d is None:
+                from .static.errors import symbolic_value_error
+                raise symbolic_value_error(self, "len()")
+            return d
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        if STATE.tracer is not None:
+            STATE.tracer.on_value(self, "len()")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        for i in range(len(self)):
+            yield self[i]
+
+    def __array__(self, dtype=None, copy=None):
+        data = self.numpy()
+        return data if dtype is None else data.astype(dtype)
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        if self._data is None:
+            return f"Tensor(symbolic {self._var.name}: {self._var.type})"
+        extra = ""
+        if self.grad_fn is not None:
+            extra = f", grad_fn=<{self.grad_fn.name()}>"
+        elif self.requires_grad:
+            extra = ", requires_grad=True"
+        if self.device != "cpu":
+            extra += f", device='{self.device}'"
+        body = np.array2string(_host(self._data), separator=", ", prefix="tensor(")
+        return f"tensor({body}, dtype={self.dtype}{extra})"
+
+    # ----------------------------------------------------------------- autograd
+    def requires_grad_(self, requires_grad=True):
+        if not self.is_leaf:
+            raise RuntimeError("requires_grad_() can only change leaf tensors; use .detach() first")
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError(f"only floating point tensors can require gradients, this one is {self.dtype}")
+        self.requires_grad = requires_grad
+        return self
+
+    def detach(self):
+        """A tensor sharing this one's data, cut from the autograd graph."""
+        if self._data is None:
+            from .dispatch import apply
+            from .autograd.grad_mode import no_grad
+            with no_grad():
+                return apply("stop_gradient", self)
+        return Tensor._make(self._data)
+
+    def detach_(self):
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def retain_grad(self):
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if self.grad_fn is None:
+            return
+        self.grad_fn.retain(self._out_idx, self)
+
+    def register_hook(self, fn):
+        """Call ``fn(grad)`` when this tensor's gradient is computed; a returned tensor replaces it."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that does not require grad")
+        if self.grad_fn is not None:
+            return self.grad_fn.add_pre_hook(self._out_idx, fn)
+        if self._hooks is None:
+            self._hooks = []
+        return _HookHandle(self._hooks, fn)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from .autograd.engine import backward
+        backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+
+    # ----------------------------------------------------------------- devices
+    def to(self, device=None, dtype=None):
+        out = self
+        if dtype is not None and as_dtype(dtype) != self.dtype:
+            out = out.cast(dtype)
+        if device is not None and device != out.device:
+            from .ops import to_device
+            out = to_device(out, device)
+        return out
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def gpu(self):
+        return self.to("gpu")
+
+
+class _HookHandle:
+    def __init__(self, hooks, fn):
+        self._hooks, self._fn = hooks, fn
+        hooks.append(fn)
+
+    def remove(self):
+        if self._fn in self._hooks:
+            self._hooks.remove(self._fn)
+
+
+def _host(data):
+    return data if isinstance(data, (np.ndarray, np.generic)) else data.get()
+
+
+def tensor(data, dtype=None, requires_grad=False, device=None):
+    """Create a tensor from a Python number, nested list, numpy/cupy array or tensor.
+
+    Python floats give float32, ints int64, bools bool; numpy arrays keep their dtype.
+    """
+    xp = get_xp(device)
+    if isinstance(data, Tensor):
+        arr = data._concrete("d2s.tensor()") if data._data is not None else None
+        if arr is None:
+            out = data if dtype is None else data.cast(dtype)
+            return out
+    else:
+        arr = data
+    if dtype is not None:
+        dt = str(as_dtype(dtype))
+        arr = xp.asarray(_to_xp_input(arr, xp), dtype=dt)
+    else:
+        arr = _default_array(arr, xp)
+    if device is None and not isinstance(arr, np.ndarray):
+        pass  # a cupy array stays on the GPU
+    elif device is not None:
+        arr = xp.asarray(arr)
+    t = Tensor._make(arr)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _to_xp_input(arr, xp):
+    if xp is not np and isinstance(arr, np.ndarray):
+        return xp.asarray(arr)
+    if isinstance(arr, (list, tuple)) and any(isinstance(a, Tensor) for a in _flat(arr)):
+        return np.asarray([_to_xp_input(a, np).tolist() if isinstance(a, Tensor) else a for a in arr])
+    if isinstance(arr, Tensor):
+        return arr._data
+    return arr
+
+
+def _flat(seq):
+    for a in seq:
+        if isinstance(a, (list, tuple)):
+            yield from _flat(a)
+        else:
+            yield a
+
+
+def _default_array(data, xp):
+    """Python data with d2s defaults: floats as float32, ints as int64."""
+    if isinstance(data, np.ndarray):
+        return data if xp is np else xp.asarray(data)
+    if type(data).__module__.startswith("cupy"):
+        return data
+    if isinstance(data, np.generic):
+        return xp.asarray(data)
+    if isinstance(data, (list, tuple)) and any(isinstance(a, Tensor) for a in _flat(data)):
+        data = [a.tolist() if isinstance(a, Tensor) else a for a in data]
+    arr = np.asarray(data)
+    if arr.dtype == np.float64:
+        arr = arr.astype(np.float32)
+    elif arr.dtype.kind in "iu":
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind not in "fb":
+        raise TypeError(f"cannot make a tensor from {type(data).__name__} data of dtype {arr.dtype}")
+    return arr if xp is np else xp.asarray(arr)

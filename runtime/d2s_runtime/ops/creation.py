@@ -1,0 +1,80 @@
+"""Primitives with no tensor inputs: constants, fills, ranges, random draws."""
+import numpy as np
+
+from ..dtypes import normalize
+from .registry import TensorType, defop
+
+
+class _RNG:
+    """The one random generator shared by eager ops and programs, per array namespace."""
+
+    def __init__(self):
+        self.seed(None)
+
+    def seed(self, seed):
+        self._seed = seed
+        self._gens = {}
+
+    def get(self, xp):
+        key = xp.__name__
+        if key not in self._gens:
+            self._gens[key] = xp.random.default_rng(self._seed) if xp is np else xp.random.RandomState(self._seed)
+        return self._gens[key]
+
+
+RNG = _RNG()
+
+
+def manual_seed(seed):
+    """Make every random op (eager and in programs) repeatable from ``seed``."""
+    RNG.seed(int(seed))
+
+
+def _fill_infer(shape, value=0.0, dtype="float32"):
+    return TensorType(shape, dtype)
+
+
+defop("full", _fill_infer)(lambda xp, shape, value=0.0, dtype="float32": xp.full(tuple(shape), value, dtype=normalize(dtype)))
+
+
+def _arange_infer(start, stop, step=1, dtype="int64"):
+    n = max(0, int(np.ceil((stop - start) / step)))
+    return TensorType((n,), dtype)
+
+
+defop("arange", _arange_infer)(lambda xp, start, stop, step=1, dtype="int64": xp.arange(start, stop, step, dtype=normalize(dtype)))
+
+
+def _linspace_infer(start, stop, num, dtype="float32"):
+    return TensorType((num,), dtype)
+
+
+defop("linspace", _linspace_infer)(lambda xp, start, stop, num, dtype="float32": xp.linspace(start, stop, num, dtype=normalize(dtype)))
+
+
+def _eye_infer(n, m=None, dtype="float32"):
+    return TensorType((n, n if m is None else m), dtype)
+
+
+defop("eye", _eye_infer)(lambda xp, n, m=None, dtype="float32": xp.eye(n, m, dtype=normalize(dtype)))
+
+
+def _random_infer(shape, dtype="float32", **_):
+    return TensorType(shape, dtype)
+
+
+@defop("rand", _random_infer, effect=True)
+def _rand(xp, shape, dtype="float32"):
+    return RNG.get(xp).random(tuple(shape)).astype(normalize(dtype), copy=False)
+
+
+@defop("randn", _random_infer, effect=True)
+def _randn(xp, shape, dtype="float32"):
+    return RNG.get(xp).standard_normal(tuple(shape)).astype(normalize(dtype), copy=False)
+
+
+@defop("randint", _random_infer, effect=True)
+def _randint(xp, shape, low=0, high=2, dtype="int64"):
+    gen = RNG.get(xp)
+    draw = gen.integers if xp is np else gen.randint
+    return draw(low, high, size=tuple(shape)).astype(normalize(dtype), copy=False)

@@ -1,0 +1,98 @@
+"""Element-wise primitives with NumPy broadcasting and promotion."""
+from ..dtypes import is_floating
+from .registry import ShapeError, TensorType, defop
+from .rules import elementwise
+
+
+def _float_result(op, t):
+    return t.dtype if is_floating(t.dtype) else "float64"
+
+
+def _unary(name, fn, float_only=False):
+    def infer(x):
+        return TensorType(x.shape, _float_result(name, x) if float_only else x.dtype)
+
+    defop(name, infer)(fn)
+
+
+def _binary(name, fn, dtype=None):
+    def infer(a, b):
+        return elementwise(name, a, b, dtype=dtype)
+
+    defop(name, infer)(fn)
+
+
+_unary("neg", lambda xp, x: xp.negative(x))
+_unary("abs", lambda xp, x: xp.abs(x))
+_unary("sign", lambda xp, x: xp.sign(x))
+_unary("exp", lambda xp, x: xp.exp(x), float_only=True)
+_unary("log", lambda xp, x: xp.log(x), float_only=True)
+_unary("sqrt", lambda xp, x: xp.sqrt(x), float_only=True)
+_unary("sin", lambda xp, x: xp.sin(x), float_only=True)
+_unary("cos", lambda xp, x: xp.cos(x), float_only=True)
+_unary("tanh", lambda xp, x: xp.tanh(x), float_only=True)
+
+
+def _sigmoid(xp, x):
+    # exp of a negative magnitude only, so large |x| neither overflows nor loses precision.
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+_unary("sigmoid", _sigmoid, float_only=True)
+_unary("relu", lambda xp, x: xp.maximum(x, 0).astype(x.dtype, copy=False))
+_unary("logical_not", lambda xp, x: xp.logical_not(x) if x.dtype == bool else xp.invert(x))
+_unary("floor", lambda xp, x: xp.floor(x))
+
+_binary("add", lambda xp, a, b: xp.add(a, b))
+_binary("sub", lambda xp, a, b: xp.subtract(a, b))
+_binary("mul", lambda xp, a, b: xp.multiply(a, b))
+_binary("floordiv", lambda xp, a, b: xp.floor_divide(a, b))
+_binary("mod", lambda xp, a, b: xp.mod(a, b))
+_binary("pow", lambda xp, a, b: xp.power(a, b))
+_binary("maximum", lambda xp, a, b: xp.maximum(a, b))
+_binary("minimum", lambda xp, a, b: xp.minimum(a, b))
+for _name, _fn in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", "less_equal"),
+                   ("gt", "greater"), ("ge", "greater_equal")):
+    _binary(_name, (lambda f: lambda xp, a, b: getattr(xp, f)(a, b))(_fn), dtype="bool")
+
+
+def _div_infer(a, b):
+    t = elementwise("div", a, b)
+    return TensorType(t.shape, t.dtype if is_floating(t.dtype) else "float64")
+
+
+defop("div", _div_infer)(lambda xp, a, b: xp.true_divide(a, b))
+
+
+def _bitwise(name, fn):
+    def infer(a, b):
+        t = elementwise(name, a, b)
+        if t.dtype.startswith("float"):
+            raise ShapeError(f"{name}: needs bool or integer tensors, got {a.dtype} and {b.dtype}")
+        return t
+
+    defop(name, infer)(fn)
+
+
+_bitwise("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b))
+_bitwise("bitwise_or", lambda xp, a, b: xp.bitwise_or(a, b))
+_bitwise("bitwise_xor", lambda xp, a, b: xp.bitwise_xor(a, b))
+
+
+def _where_infer(c, a, b):
+    t = elementwise("where", c, a, b)
+    return TensorType(t.shape, elementwise("where", a, b).dtype)
+
+
+defop("where", _where_infer)(lambda xp, c, a, b: xp.where(c, a, b))
+
+
+def _clip_infer(x, lo=None, hi=None):
+    return TensorType(x.shape, x.dtype)
+
+
+@defop("clip", _clip_infer)
+def _clip(xp, x, lo=None, hi=None):
+    """Clip to [lo, hi]; either bound may be None. Bounds are attrs (Python numbers)."""
+    return xp.clip(x, lo, hi).astype(x.dtype, copy=False)

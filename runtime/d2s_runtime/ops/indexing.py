@@ -1,0 +1,151 @@
+"""Indexing primitives. An index is plain data (JSON-able) so programs can hold it:
+a list of entries ``["i", k]`` (int), ``["s", start, stop, step]`` (slice), ``["n"]``
+(None, a new axis), ``["e"]`` (Ellipsis) and ``["t", j]`` (the j-th extra array input:
+a bool mask or an integer index array)."""
+from .registry import ShapeError, TensorType, defop
+from .rules import broadcast_shapes, fmt_shape
+
+
+def decode_index(spec, arrays):
+    out = []
+    for e in spec:
+        kind = e[0]
+        if kind == "i":
+            out.append(e[1])
+        elif kind == "s":
+            out.append(slice(e[1], e[2], e[3]))
+        elif kind == "n":
+            out.append(None)
+        elif kind == "e":
+            out.append(Ellipsis)
+        else:
+            out.append(arrays[e[1]])
+    return tuple(out)
+
+
+def index_shape(x_shape, spec, index_types, op="getitem"):
+    """Result shape of ``x[index]``; dims selected by a bool mask are unknown (None)."""
+    consumed = sum(1 if e[0] in ("i", "s") else index_types[e[1]].ndim if e[0] == "t" and index_types[e[1]].dtype == "bool"
+                   else 1 if e[0] == "t" else 0 for e in spec)
+    if consumed > len(x_shape):
+        raise ShapeError(f"{op}: too many indices ({consumed}) for a tensor of shape {fmt_shape(x_shape)}")
+    n_ell = sum(1 for e in spec if e[0] == "e")
+    if n_ell > 1:
+        raise ShapeError(f"{op}: an index can hold only one Ellipsis (...)")
+    entries = []
+    for e in spec:
+        if e[0] == "e":
+            entries.extend([["s", None, None, None]] * (len(x_shape) - consumed))
+        else:
+            entries.append(e)
+    if not n_ell:
+        entries.extend([["s", None, None, None]] * (len(x_shape) - consumed))
+    out, adv_shapes, adv_pos, dim, last_adv, adjacent = [], [], None, 0, None, True
+    for k, e in enumerate(entries):
+        kind = e[0]
+        if kind == "n":
+            out.append(1)
+            continue
+        if kind == "s":
+            d = x_shape[dim]
+            if d is None:
+                out.append(None if (e[1], e[2], e[3]) != (None, None, None) else None)
+            else:
+                out.append(len(range(*slice(e[1], e[2], e[3]).indices(d))))
+            dim += 1
+            continue
+        if kind == "i":
+            d = x_shape[dim]
+            if d is not None and not -d <= e[1] < d:
+                raise ShapeError(f"{op}: index {e[1]} is out of range for dim {dim} of size {d}")
+            dim += 1
+            shape = ()
+        else:
+            t = index_types[e[1]]
+            if t.dtype == "bool":
+                for i, m in enumerate(t.shape):
+                    d = x_shape[dim + i]
+                    if m is not None and d is not None and m != d:
+                        raise ShapeError(f"{op}: bool mask of shape {fmt_shape(t.shape)} does not match "
+                                         f"tensor shape {fmt_shape(x_shape)} at dim {dim + i}")
+                dim += t.ndim
+                shape = (None,)
+            elif t.dtype.startswith("int"):
+                dim += 1
+                shape = t.shape
+            else:
+                raise ShapeError(f"{op}: index tensors must be integer or bool, got {t.dtype}")
+        # ints and arrays are both "advanced" once any array is present; plain ints alone drop a dim
+        if kind == "i":
+            adv_shapes.append(("int", shape))
+        else:
+            adv_shapes.append(("arr", shape))
+        if adv_pos is None:
+            adv_pos = len(out)
+        elif last_adv != k - 1:
+            adjacent = False
+        last_adv = k
+    has_array = any(kind == "arr" for kind, _ in adv_shapes)
+    if not has_array:
+        return tuple(out)
+    bshape = broadcast_shapes(op, *(s for _, s in adv_shapes))
+    if adjacent:
+        return tuple(out[:adv_pos]) + bshape + tuple(out[adv_pos:])
+    return bshape + tuple(out)
+
+
+def _getitem_infer(x, *idx, index):
+    return TensorType(index_shape(x.shape, index, idx), x.dtype)
+
+
+@defop("getitem", _getitem_infer)
+def _getitem(xp, x, *idx, index):
+    return x[decode_index(index, idx)]
+
+
+def _setitem_infer(x, v, *idx, index):
+    target = index_shape(x.shape, index, idx, "setitem")
+    broadcast_shapes("setitem", v.shape, target)
+    return TensorType(x.shape, x.dtype)
+
+
+@defop("setitem", _setitem_infer)
+def _setitem(xp, x, v, *idx, index):
+    """Functional ``x[index] = v``: a copy of x with the indexed part replaced."""
+    out = x.copy()
+    out[decode_index(index, idx)] = v
+    return out
+
+
+def _dim_infer(x, axis):
+    return TensorType((), "int64")
+
+
+defop("dim", _dim_infer)(lambda xp, x, axis: xp.asarray(x.shape[axis], dtype="int64"))
+
+
+def _constant_infer(value, dtype, shape=()):
+    return TensorType(shape, dtype)
+
+
+@defop("constant", _constant_infer)
+def _constant(xp, value, dtype, shape=()):
+    """A small literal held in the program itself (Python scalar or nested list)."""
+    return xp.asarray(value, dtype=dtype).reshape(tuple(shape))
+
+
+def _index_add_infer(x, v, *idx, index):
+    return TensorType(x.shape, x.dtype)
+
+
+@defop("index_add", _index_add_infer)
+def _index_add(xp, x, v, *idx, index):
+    """A copy of x with v added at index; repeated integer indices accumulate (scatter-add)."""
+    out = x.copy()
+    key = decode_index(index, idx)
+    if hasattr(xp, "add") and hasattr(xp.add, "at"):
+        xp.add.at(out, key, v)
+    else:  # cupy
+        import cupyx
+        cupyx.scatter_add(out, key, v)
+    return out

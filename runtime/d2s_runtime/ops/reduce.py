@@ -1,0 +1,46 @@
+"""Reductions over ``axes`` (None: all) with ``keepdims``."""
+from ..dtypes import is_floating
+from .registry import TensorType, defop
+from .rules import norm_axes, reduce_shape
+
+
+def _reduction(name, fn, dtype_rule=None):
+    def infer(x, axes=None, keepdims=False):
+        ax = norm_axes(axes, x.ndim, name)
+        dtype = dtype_rule(x.dtype) if dtype_rule else x.dtype
+        return TensorType(reduce_shape(x.shape, ax, keepdims), dtype)
+
+    def kernel(xp, x, axes=None, keepdims=False):
+        return fn(xp, x, None if axes is None else tuple(axes), keepdims)
+
+    defop(name, infer)(kernel)
+
+
+def _sum_dtype(d):
+    return "int64" if d in ("bool", "int32") else d
+
+
+_reduction("reduce_sum", lambda xp, x, ax, k: xp.sum(x, axis=ax, keepdims=k, dtype=_sum_dtype(x.dtype.name)))
+_reduction("reduce_mean", lambda xp, x, ax, k: xp.mean(x, axis=ax, keepdims=k),
+           lambda d: d if is_floating(d) else "float64")
+_reduction("reduce_max", lambda xp, x, ax, k: xp.max(x, axis=ax, keepdims=k))
+_reduction("reduce_min", lambda xp, x, ax, k: xp.min(x, axis=ax, keepdims=k))
+_reduction("reduce_prod", lambda xp, x, ax, k: xp.prod(x, axis=ax, keepdims=k, dtype=_sum_dtype(x.dtype.name)),
+           _sum_dtype)
+_reduction("reduce_any", lambda xp, x, ax, k: xp.any(x, axis=ax, keepdims=k), lambda d: "bool")
+_reduction("reduce_all", lambda xp, x, ax, k: xp.all(x, axis=ax, keepdims=k), lambda d: "bool")
+
+
+def _arg_infer(x, axis=None, keepdims=False):
+    ax = norm_axes(axis, x.ndim, "argmax")
+    return TensorType(reduce_shape(x.shape, ax, keepdims), "int64")
+
+
+@defop("argmax", _arg_infer)
+def _argmax(xp, x, axis=None, keepdims=False):
+    return xp.asarray(xp.argmax(x, axis=axis, keepdims=keepdims), dtype="int64")
+
+
+@defop("argmin", _arg_infer)
+def _argmin(xp, x, axis=None, keepdims=False):
+    return xp.asarray(xp.argmin(x, axis=axis, keepdims=keepdims), dtype="int64")

@@ -1,0 +1,173 @@
+"""Primitives that move or reinterpret data: reshape, transpose, broadcast, concat, cast, ..."""
+from ..dtypes import normalize
+from .registry import ShapeError, TensorType, defop
+from .rules import broadcast_shapes, fmt_shape
+
+
+def _reshape_infer(x, shape):
+    shape = list(shape)
+    if shape.count(-1) > 1:
+        raise ShapeError(f"reshape: at most one -1 in the target shape, got {tuple(shape)}")
+    known = None not in x.shape
+    total = 1
+    for d in x.shape:
+        total *= d or 1
+    if -1 in shape:
+        rest = 1
+        for d in shape:
+            if d != -1:
+                rest *= d
+        i = shape.index(-1)
+        if known:
+            if rest == 0 or total % rest:
+                raise ShapeError(f"reshape: cannot reshape {fmt_shape(x.shape)} into {tuple(shape)}")
+            shape[i] = total // rest
+        else:
+            shape[i] = None
+    elif known:
+        want = 1
+        for d in shape:
+            want *= d
+        if want != total:
+            raise ShapeError(f"reshape: cannot reshape {fmt_shape(x.shape)} ({total} elements) into "
+                             f"{tuple(shape)} ({want} elements)")
+    return TensorType(shape, x.dtype)
+
+
+defop("reshape", _reshape_infer)(lambda xp, x, shape: xp.reshape(x, tuple(shape)))
+
+
+def _transpose_infer(x, perm=None):
+    perm = tuple(reversed(range(x.ndim))) if perm is None else tuple(p % max(x.ndim, 1) for p in perm)
+    if sorted(perm) != list(range(x.ndim)):
+        raise ShapeError(f"transpose: {tuple(perm)} is not a permutation of the {x.ndim} dims of {fmt_shape(x.shape)}")
+    return TensorType([x.shape[p] for p in perm], x.dtype)
+
+
+defop("transpose", _transpose_infer)(lambda xp, x, perm=None: xp.transpose(x, None if perm is None else tuple(perm)))
+
+
+def _broadcast_to_infer(x, shape):
+    target = tuple(shape)
+    out = broadcast_shapes("broadcast_to", x.shape, target)
+    if len(out) != len(target) or any(t is not None and o != t for o, t in zip(out, target)):
+        raise ShapeError(f"broadcast_to: cannot broadcast {fmt_shape(x.shape)} to {fmt_shape(target)}")
+    return TensorType(target, x.dtype)
+
+
+defop("broadcast_to", _broadcast_to_infer)(lambda xp, x, shape: xp.broadcast_to(x, tuple(shape)))
+
+
+def _cast_infer(x, dtype):
+    return TensorType(x.shape, normalize(dtype))
+
+
+defop("cast", _cast_infer)(lambda xp, x, dtype: x.astype(dtype, copy=False))
+
+
+def _expand_dims_infer(x, axis):
+    nd = x.ndim + 1
+    a = axis % nd
+    s = list(x.shape)
+    s.insert(a, 1)
+    return TensorType(s, x.dtype)
+
+
+defop("expand_dims", _expand_dims_infer)(lambda xp, x, axis: xp.expand_dims(x, axis))
+
+
+def _squeeze_infer(x, axes=None):
+    if axes is None:
+        return TensorType([d for d in x.shape if d != 1], x.dtype)
+    ax = [a % max(x.ndim, 1) for a in axes]
+    for a in ax:
+        if x.shape[a] not in (1, None):
+            raise ShapeError(f"squeeze: dim {a} of {fmt_shape(x.shape)} has size {x.shape[a]}, not 1")
+    return TensorType([d for i, d in enumerate(x.shape) if i not in ax], x.dtype)
+
+
+defop("squeeze", _squeeze_infer)(lambda xp, x, axes=None: xp.squeeze(x, None if axes is None else tuple(axes)))
+
+
+def _concat_infer(*xs, axis=0):
+    from ..dtypes import result_type
+    if not xs:
+        raise ShapeError("concat: needs at least one tensor")
+    nd = xs[0].ndim
+    a = axis % max(nd, 1)
+    for t in xs:
+        if t.ndim != nd:
+            raise ShapeError(f"concat: all tensors need {nd} dims, got {', '.join(fmt_shape(t.shape) for t in xs)}")
+    out = []
+    for i in range(nd):
+        dims = [t.shape[i] for t in xs]
+        if i == a:
+            out.append(None if None in dims else sum(dims))
+        else:
+            known = {d for d in dims if d is not None}
+            if len(known) > 1:
+                raise ShapeError(f"concat: shapes {', '.join(fmt_shape(t.shape) for t in xs)} differ "
+                                 f"in dim {i} (only dim {a}, the concat axis, may differ)")
+            out.append(known.pop() if known else None)
+    return TensorType(out, result_type(*(t.dtype for t in xs)))
+
+
+defop("concat", _concat_infer)(lambda xp, *xs, axis=0: xp.concatenate(xs, axis=axis))
+
+
+def _stack_infer(*xs, axis=0):
+    from ..dtypes import result_type
+    if not xs:
+        raise ShapeError("stack: needs at least one tensor")
+    shape = xs[0].shape
+    for t in xs:
+        if len(t.shape) != len(shape) or any(a is not None and b is not None and a != b for a, b in zip(t.shape, shape)):
+            raise ShapeError(f"stack: all tensors need the same shape, got {', '.join(fmt_shape(t.shape) for t in xs)}")
+    merged = [next((t.shape[i] for t in xs if t.shape[i] is not None), None) for i in range(len(shape))]
+    a = axis % (len(shape) + 1)
+    merged.insert(a, len(xs))
+    return TensorType(merged, result_type(*(t.dtype for t in xs)))
+
+
+defop("stack", _stack_infer)(lambda xp, *xs, axis=0: xp.stack(xs, axis=axis))
+
+
+def _same_infer(x, **_):
+    return TensorType(x.shape, x.dtype)
+
+
+defop("stop_gradient", _same_infer)(lambda xp, x: x)
+
+
+@defop("to_device", _same_infer)
+def _to_device(xp, x, device):
+    """Copy between host (numpy) and GPU (cupy) memory."""
+    from ..device import get_xp
+    target = get_xp(device)
+    if target is xp:
+        return x
+    return x.get() if target.__name__ == "numpy" else target.asarray(x)
+
+
+def _split_infer(x, sections, axis=0):
+    a = axis % x.ndim
+    d = x.shape[a]
+    if d is not None and sum(sections) != d:
+        raise ShapeError(f"split: sizes {list(sections)} do not add up to dim {a} of {fmt_shape(x.shape)}")
+    return tuple(TensorType(x.shape[:a] + (s,) + x.shape[a + 1:], x.dtype) for s in sections)
+
+
+def _split(xp, x, sections, axis=0):
+    import itertools
+    cuts = list(itertools.accumulate(sections))[:-1]
+    return tuple(xp.split(x, cuts, axis=axis))
+
+
+defop("split", _split_infer, n_out=None)(_split)
+
+
+def _reshape_like_infer(x, like):
+    return TensorType(like.shape, x.dtype)
+
+
+defop("reshape_like", _reshape_like_infer)(lambda xp, x, like: xp.reshape(x, like.shape))
