@@ -18,6 +18,7 @@ from .ops import (abs, add, all, any, arange, argmax, argmin, broadcast_to, cast
                   reshape, sigmoid, sign, sin, split, sqrt, squeeze, stack, stop_gradient, sub, sum, tanh,
                   transpose, unsqueeze, where, zeros, zeros_like)
 from .tensor import Tensor, tensor
+from .nn_ops import cumsum, gather, log_softmax, logsumexp, one_hot, softmax  # noqa: F401
 
 bool = bool_  # d2s.bool, as in the API; Python's bool stays reachable as builtins.bool
 
@@ -31,12 +32,6 @@ _LAZY_NAMES = {
     "while_loop": ("d2s.static.control_flow", "while_loop"),
     "scan": ("d2s.static.control_flow", "scan"),
     "to_static": ("d2s.jit", "to_static"),
-    "softmax": ("d2s.nn_ops", "softmax"),
-    "log_softmax": ("d2s.nn_ops", "log_softmax"),
-    "logsumexp": ("d2s.nn_ops", "logsumexp"),
-    "cumsum": ("d2s.nn_ops", "cumsum"),
-    "gather": ("d2s.nn_ops", "gather"),
-    "one_hot": ("d2s.nn_ops", "one_hot"),
 }
 
 

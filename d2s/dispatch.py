@@ -13,7 +13,7 @@ from d2s_runtime.device import xp_of
 from d2s_runtime.ops import OPS, ShapeError
 
 from ._state import STATE
-from .tensor import Tensor
+from .tensor import Tensor, _default_array
 
 _ndarray = np.ndarray
 
@@ -22,10 +22,11 @@ def apply(name, *inputs, **attrs):
     """Run primitive ``name`` on ``inputs``; returns a Tensor (or a tuple for multi-output ops)."""
     opdef = OPS[name]
     if STATE.hooked:
-        return _apply_hooked(opdef, inputs, attrs)
+        return _apply_hooked(opdef, _coerce_plain(inputs), attrs)
     arrays = []
     record = False
     xp = None
+    plain = True  # no tensor or array input: Python scalars then take d2s's dtype defaults
     for a in inputs:
         if type(a) is Tensor or isinstance(a, Tensor):
             d = a._data
@@ -36,8 +37,15 @@ def apply(name, *inputs, **attrs):
             if xp is None and type(d) is not _ndarray:
                 xp = xp_of(d)
             arrays.append(d)
+            plain = False
         else:
+            if type(a) is list or type(a) is tuple:
+                a = _default_array(a, np)
+            elif hasattr(a, "shape"):
+                plain = False
             arrays.append(a)
+    if plain and arrays:
+        arrays = [_default_array(a, np) for a in arrays]
     if xp is None:
         xp = np
     elif xp is not np:
@@ -57,6 +65,14 @@ def apply(name, *inputs, **attrs):
     if record and STATE.grad_enabled:
         _record(opdef, inputs, attrs, results)
     return results
+
+
+def _coerce_plain(inputs):
+    """Lists become arrays, and with no tensor or array among the inputs, Python scalars do
+    too, with d2s's defaults (float -> float32, int -> int64) instead of numpy's float64."""
+    if any(isinstance(a, Tensor) or hasattr(a, "shape") for a in inputs):
+        return tuple(_default_array(a, np) if type(a) in (list, tuple) else a for a in inputs)
+    return tuple(_default_array(a, np) for a in inputs)
 
 
 def _apply_hooked(opdef, inputs, attrs):

@@ -9,8 +9,15 @@
   ``vars`` (every Var it defines, inputs included).
 * ``Program``: the global block plus ``inputs`` (fed by the caller), ``params`` (fed from
   module parameters at each call), ``constants`` (arrays held by the program) and
-  ``outputs``. Every var name is unique in the whole program.
+  ``outputs``. Every var name is unique in the whole program. ``annotations`` holds derived,
+  optional facts about the program (e.g. the ``memory_plan`` pass's buffer plan, read by the
+  executor); passes that change the program drop the annotations they invalidate.
+
+``str(program)`` prints the text form (see ``printer.py``), ``program.to_dot()`` Graphviz DOT,
+``program.verify()`` checks it (see ``verify.py``), ``program.clone()`` deep-copies it.
 """
+import copy
+
 from .ops.registry import TensorType
 
 
@@ -45,6 +52,11 @@ class Op:
     def __repr__(self):
         return f"<Op {self.type} {self.inputs} -> {self.outputs}>"
 
+    def copy(self, blocks=None):
+        """A copy of this op (attrs deep-copied); ``blocks`` replaces its sub-blocks."""
+        return Op(self.type, self.inputs, self.outputs, copy.deepcopy(self.attrs),
+                  self.blocks if blocks is None else blocks)
+
 
 class Block:
     __slots__ = ("inputs", "ops", "outputs", "vars", "parent")
@@ -76,6 +88,18 @@ class Block:
                 yield b
                 yield from b.sub_blocks()
 
+    def clone(self, parent=None):
+        """A deep copy of this block (and its sub-blocks), attached to ``parent``."""
+        b = Block(parent=parent)
+        b.inputs = list(self.inputs)
+        b.outputs = list(self.outputs)
+        b.vars = {n: Var(v.name, v.type) for n, v in self.vars.items()}
+        b.ops = [op.copy(blocks={k: sub.clone(parent=b) for k, sub in op.blocks.items()}) for op in self.ops]
+        return b
+
+    def __repr__(self):
+        return f"<Block inputs={self.inputs} ops={len(self.ops)} outputs={self.outputs}>"
+
 
 class Program:
     def __init__(self):
@@ -85,6 +109,7 @@ class Program:
         self.constants = {}
         self.outputs = []
         self.name = "program"
+        self.annotations = {}
 
     def global_block(self):
         return self.block
@@ -103,3 +128,37 @@ class Program:
 
     def var(self, name):
         return self.vars[name]
+
+    def clone(self):
+        """A deep copy: blocks, ops and vars are new; constant arrays are shared (read-only)."""
+        p = Program()
+        p.block = self.block.clone()
+        p.inputs, p.params, p.outputs = list(self.inputs), list(self.params), list(self.outputs)
+        p.constants = dict(self.constants)
+        p.name = self.name
+        p.annotations = dict(getattr(self, "annotations", {}))
+        return p
+
+    def verify(self):
+        """Check the program is well formed; raises :class:`~d2s_runtime.verify.VerifyError`
+        naming the op and the var otherwise. Returns the program."""
+        from .verify import verify
+        verify(self)
+        return self
+
+    def pretty(self, multiline=True):
+        """The text form (see ``printer.py`` for the grammar)."""
+        from .printer import format_program
+        return format_program(self, multiline=multiline)
+
+    def __str__(self):
+        return self.pretty()
+
+    def __repr__(self):
+        return (f"<Program {self.name}: {len(self.inputs)} inputs, {len(self.params)} params, "
+                f"{len(self.block.ops)} ops, {len(self.outputs)} outputs>")
+
+    def to_dot(self):
+        """Graphviz DOT source of the program (sub-blocks as clusters)."""
+        from .printer import to_dot
+        return to_dot(self)

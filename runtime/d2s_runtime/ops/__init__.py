@@ -1,6 +1,7 @@
 """Every primitive op of d2s, registered once: kernel and shape rule side by side."""
 from .registry import OPS, OpDef, ShapeError, TensorType, defop, get_op
 from . import elementwise, reduce, linalg, shape_ops, creation, indexing  # noqa: F401  (registration)
+from . import nn_ops  # noqa: F401  (registration)
 from .creation import RNG, manual_seed
 
 __all__ = ["OPS", "OpDef", "ShapeError", "TensorType", "defop", "get_op", "RNG", "manual_seed"]

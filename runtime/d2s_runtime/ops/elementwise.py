@@ -12,6 +12,14 @@ def _unary(name, fn, float_only=False):
     def infer(x):
         return TensorType(x.shape, _float_result(name, x) if float_only else x.dtype)
 
+    if float_only:
+        # bool/int inputs compute in float64, as the shape rule says (numpy alone would give
+        # float16 for bool, and sigmoid's cast back would truncate to ints)
+        inner = fn
+
+        def fn(xp, x):
+            return inner(xp, x if x.dtype.kind == "f" else x.astype("float64"))
+
     defop(name, infer)(fn)
 
 

@@ -11,7 +11,7 @@ def _reshape_infer(x, shape):
     known = None not in x.shape
     total = 1
     for d in x.shape:
-        total *= d or 1
+        total *= 1 if d is None else d
     if -1 in shape:
         rest = 1
         for d in shape:

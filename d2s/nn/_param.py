@@ -1,0 +1,11 @@
+"""Creating uninitialized parameters of a given shape, dtype and device."""
+from d2s_runtime.device import get_xp
+
+from ..dtypes import as_dtype
+from .module import Parameter
+
+
+def new_parameter(shape, dtype="float32", device=None):
+    """A zero-filled Parameter; layers then fill it with an initializer from ``nn.init``."""
+    xp = get_xp(device)
+    return Parameter(xp.zeros(tuple(shape), dtype=str(as_dtype(dtype))))

@@ -1,0 +1,58 @@
+"""Element-wise activation layers and Dropout."""
+from . import functional as F
+from .module import Module
+
+
+class ReLU(Module):
+    def forward(self, x):
+        return F.relu(x)
+
+
+class Tanh(Module):
+    def forward(self, x):
+        return F.tanh(x)
+
+
+class Sigmoid(Module):
+    def forward(self, x):
+        return F.sigmoid(x)
+
+
+class GELU(Module):
+    """GELU; the tanh approximation by default (see :func:`d2s.nn.functional.gelu`)."""
+
+    def __init__(self, approximate="tanh"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
+
+
+class Softmax(Module):
+    def __init__(self, axis=-1, dim=None):
+        super().__init__()
+        self.axis = axis if dim is None else dim
+
+    def forward(self, x):
+        return F.softmax(x, axis=self.axis)
+
+
+class Dropout(Module):
+    """Zero elements with probability ``p`` (scaling the rest by 1/(1-p)) in training mode;
+    the identity after ``eval()``."""
+
+    def __init__(self, p=0.5):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: probability p must be in [0, 1], got {p}")
+        self.p = p
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}"

@@ -1,0 +1,211 @@
+"""Functional forms of the layers (``import d2s.nn.functional as F``).
+
+Everything here is written in d2s ops only (never ``.numpy()`` on an activation), so the same
+code runs eagerly, gets gradients from the ops' rules, and builds a static program when its
+inputs are symbolic.
+"""
+import math
+
+from .. import ops as _ops
+from ..tensor import Tensor
+
+
+def _nn_ops():
+    # d2s.nn_ops holds the NN primitives (softmax, conv2d, ...); imported on first use so this
+    # module stays importable on its own.
+    from .. import nn_ops
+    return nn_ops
+
+
+def _axis(axis, dim):
+    """PyTorch users write ``dim=``; d2s says ``axis=``."""
+    return axis if dim is None else dim
+
+
+# ------------------------------------------------------------------ activations
+def relu(x):
+    return _ops.relu(x)
+
+
+def tanh(x):
+    return _ops.tanh(x)
+
+
+def sigmoid(x):
+    return _ops.sigmoid(x)
+
+
+_GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def gelu(x, approximate="tanh"):
+    """Gaussian error linear unit, ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``.
+
+    d2s has no ``erf`` primitive, so the tanh approximation (PyTorch's
+    ``approximate='tanh'``) is the default; it differs from the exact form by < 1e-3.
+    ``approximate='none'`` uses the exact form when an ``erf`` op is registered.
+    """
+    if approximate == "none":
+        from d2s_runtime.ops import OPS
+        if "erf" not in OPS:
+            raise NotImplementedError("gelu(approximate='none') needs an erf op, which d2s does not have; "
+                                      "use approximate='tanh' (the default)")
+        from ..dispatch import apply
+        return 0.5 * x * (1.0 + apply("erf", x * (1.0 / math.sqrt(2.0))))
+    if approximate != "tanh":
+        raise ValueError(f"gelu: approximate must be 'tanh' or 'none', got {approximate!r}")
+    return 0.5 * x * (1.0 + _ops.tanh(_GELU_C * (x + 0.044715 * (x * x * x))))
+
+
+def softmax(x, axis=-1, dim=None):
+    return _nn_ops().softmax(x, axis=_axis(axis, dim))
+
+
+def log_softmax(x, axis=-1, dim=None):
+    return _nn_ops().log_softmax(x, axis=_axis(axis, dim))
+
+
+def dropout(x, p=0.5, training=True):
+    """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)`` while
+    ``training``; the identity otherwise."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: probability p must be in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return x
+    return _nn_ops().dropout(x, p, training)
+
+
+# ------------------------------------------------------------------ linear layers
+def linear(x, weight, bias=None):
+    """``x @ weight.T + bias`` with weight (out_features, in_features)."""
+    if weight.ndim != 2:
+        raise ValueError(f"linear: weight must be 2-d (out_features, in_features), got shape {tuple(weight.shape)}")
+    x_last, w_in = x.shape[-1] if x.ndim else None, weight.shape[1]
+    if isinstance(x_last, int) and x_last != w_in:
+        raise ValueError(f"linear: input has {x_last} features (shape {tuple(x.shape)}) but the weight "
+                         f"{tuple(weight.shape)} expects {w_in}")
+    out = _ops.matmul(x, _ops.transpose(weight))
+    return out if bias is None else out + bias
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalize over the last ``len(normalized_shape)`` dims, then scale and shift."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    k = len(normalized_shape)
+    tail = tuple(x.shape[x.ndim - k:])
+    if x.ndim < k or any(isinstance(d, int) and d != n for d, n in zip(tail, normalized_shape)):
+        raise ValueError(f"layer_norm: input shape {tuple(x.shape)} does not end with normalized_shape "
+                         f"{tuple(normalized_shape)}")
+    axes = list(range(x.ndim - k, x.ndim))
+    mu = _ops.mean(x, axis=axes, keepdims=True)
+    d = x - mu
+    var = _ops.mean(d * d, axis=axes, keepdims=True)
+    out = d / _ops.sqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def embedding(ids, weight):
+    """Rows of ``weight`` (num_embeddings, dim) picked by integer ``ids`` (any shape)."""
+    return _nn_ops().embedding(ids, weight)
+
+
+# ------------------------------------------------------------------ convolution and pooling
+def conv2d(x, weight, bias=None, stride=1, padding=0):
+    """2-d cross-correlation of NCHW ``x`` with OIHW ``weight``, plus a per-channel bias."""
+    return _nn_ops().conv2d(x, weight, bias, stride=stride, padding=padding)
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0):
+    """Max over ``kernel_size`` windows of NCHW ``x`` (stride defaults to the kernel size)."""
+    return _nn_ops().max_pool2d(x, kernel_size, stride=stride, padding=padding)
+
+
+def flatten(x, start_dim=1, end_dim=-1):
+    """Merge dims ``start_dim..end_dim`` (by default all but the batch dim)."""
+    return _ops.flatten(x, start_dim, end_dim)
+
+
+# ------------------------------------------------------------------ recurrent cells
+def rnn_cell(x, h, w_ih, w_hh, b_ih=None, b_hh=None, nonlinearity="tanh"):
+    """One Elman RNN step: ``act(x W_ih^T + b_ih + h W_hh^T + b_hh)``."""
+    pre = linear(x, w_ih, b_ih) + linear(h, w_hh, b_hh)
+    if nonlinearity == "tanh":
+        return _ops.tanh(pre)
+    if nonlinearity == "relu":
+        return _ops.relu(pre)
+    raise ValueError(f"rnn_cell: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
+
+
+def gru_cell(x, h, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One GRU step with PyTorch's gate layout (reset, update, new) in the stacked weights:
+
+    r = sigmoid(W_ir x + b_ir + W_hr h + b_hr), z = sigmoid(W_iz x + b_iz + W_hz h + b_hz),
+    n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h' = (1 - z) * n + z * h.
+    """
+    hidden = w_hh.shape[1]
+    gi = _ops.split(linear(x, w_ih, b_ih), [hidden] * 3, axis=-1)
+    gh = _ops.split(linear(h, w_hh, b_hh), [hidden] * 3, axis=-1)
+    r = _ops.sigmoid(gi[0] + gh[0])
+    z = _ops.sigmoid(gi[1] + gh[1])
+    n = _ops.tanh(gi[2] + r * gh[2])
+    return (1.0 - z) * n + z * h
+
+
+# ------------------------------------------------------------------ losses
+def _as_tensor(t):
+    from ..tensor import tensor
+    return t if isinstance(t, Tensor) else tensor(t)
+
+
+def _reduce(loss, reduction, op):
+    if reduction == "mean":
+        return _ops.mean(loss)
+    if reduction == "sum":
+        return _ops.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def mse_loss(input, target, reduction="mean"):
+    """Mean (or sum) of squared differences."""
+    if isinstance(target, Tensor) and all(isinstance(d, int) for d in tuple(input.shape) + tuple(target.shape)) \
+            and tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f"mse_loss: input shape {tuple(input.shape)} and target shape {tuple(target.shape)} "
+                         "differ; reshape one of them (a silent broadcast would compute the wrong loss)")
+    d = input - target
+    return _reduce(d * d, reduction, "mse_loss")
+
+
+def nll_loss(log_probs, target, reduction="mean"):
+    """Negative log-likelihood of integer class ``target`` under ``log_probs`` (class dim 1)."""
+    target = _as_tensor(target)
+    if log_probs.ndim == 1:  # a single sample of C classes
+        log_probs, target = _ops.unsqueeze(log_probs, 0), _ops.unsqueeze(target, 0)
+    if target.dtype.is_floating_point:
+        raise TypeError(f"nll_loss: target must hold integer class ids, got {target.dtype}; "
+                        "for class probabilities use cross_entropy with a float target")
+    if target.ndim != log_probs.ndim - 1:
+        raise ValueError(f"nll_loss: target shape {tuple(target.shape)} must be the input shape "
+                         f"{tuple(log_probs.shape)} without the class dim 1")
+    picked = _nn_ops().gather(log_probs, 1, _ops.unsqueeze(target, 1))
+    return _reduce(-_ops.squeeze(picked, 1), reduction, "nll_loss")
+
+
+def cross_entropy(input, target, reduction="mean"):
+    """Cross entropy of logits ``input`` (N, C) or (N, C, ...) against integer class ids
+    ``target`` (N,) or (N, ...), or against class probabilities shaped like ``input``.
+
+    Computed through ``log_softmax``, so large logits neither overflow nor lose precision.
+    """
+    target = _as_tensor(target)
+    axis = 0 if input.ndim == 1 else 1
+    logp = log_softmax(input, axis=axis)
+    if isinstance(target, Tensor) and target.dtype.is_floating_point:
+        return _reduce(-_ops.sum(target * logp, axis=axis), reduction, "cross_entropy")
+    return nll_loss(logp, target, reduction)

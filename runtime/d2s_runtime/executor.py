@@ -1,0 +1,487 @@
+"""The executor: runs a Program on numpy (``device='cpu'``) or cupy (``device='gpu'``).
+
+Everything that can be decided before the first call is decided once, in ``__init__``:
+
+* the op order of every block (Kahn's algorithm over data dependencies; ops with effects,
+  such as random draws, keep their relative order),
+* the kernel of every op (``OPS[type].kernel``) or, for control-flow ops, its rule
+  (``control_flow.RULES[type]``),
+* a slot number for every var, so values live in a flat list rather than a dict,
+* last-use liveness: after each op, the slots no later op reads are cleared, so a buffer is
+  freed as soon as it is dead (like torch.fx's ``garbage_collect_values``),
+* optionally a buffer plan from the ``memory_plan`` pass (``program.annotations['memory_plan']``):
+  element-wise ops then write into a dead buffer of the same size and dtype (``out=``)
+  instead of allocating a new one.
+
+``run`` is then a tight loop over precomputed ``(kernel, input slots, output slots, attrs,
+slots to free)`` steps. Control-flow ops get ``RULES[type](ctx, op, input_values)`` with a
+context whose ``run_block(block, values)`` runs a sub-block (prepared once, cached per Block).
+With ``parallel=True`` independent ops of the global block run concurrently on a thread pool
+(numpy releases the GIL inside BLAS and most ufunc loops).
+"""
+import heapq
+import os
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+import numpy as np
+
+from .device import get_xp
+from .ops import OPS, TensorType
+
+# Element-wise ops that may write into a planned buffer through the ufunc's ``out=``.
+UFUNC_OPS = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
+    "maximum": "maximum", "minimum": "minimum", "pow": "power",
+    "neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
+    "tanh": "tanh", "abs": "absolute",
+}
+
+
+class ExecutionError(RuntimeError):
+    """An op failed while a program ran; the message names the op and its input shapes."""
+
+
+def _control_flow_rules():
+    try:
+        from .control_flow import RULES
+    except ImportError:  # the control-flow module is optional for plain programs
+        return {}
+    return RULES
+
+
+def is_control_flow(op):
+    """Whether ``op`` is run by a control-flow rule rather than a kernel."""
+    return bool(op.blocks) or op.type not in OPS
+
+
+class ExecContext:
+    """What a control-flow rule sees: the array namespace and a way to run sub-blocks."""
+
+    __slots__ = ("executor", "xp", "device")
+
+    def __init__(self, executor):
+        self.executor = executor
+        self.xp = executor.xp
+        self.device = executor.device
+
+    def run_block(self, block, input_values):
+        """Run ``block`` with its inputs bound to ``input_values``; returns its output values."""
+        return self.executor.run_block(block, input_values)
+
+
+class _Plan:
+    """One block, prepared: steps in order, slots, liveness."""
+
+    __slots__ = ("block", "input_slots", "output_slots", "n_slots", "steps", "order", "slot_of",
+                 "succ", "n_preds", "step_inputs", "consumers", "pinned", "free_first")
+
+
+def topo_order(block):
+    """Indices of ``block.ops`` in a topological order over data dependencies (Kahn).
+
+    Ties keep program order, so an already ordered block keeps its order; effect ops keep their
+    relative order. Raises ValueError on a cycle or a var read in this block but defined nowhere
+    visible to it.
+    """
+    producer = {}
+    for i, op in enumerate(block.ops):
+        for o in op.outputs:
+            producer[o] = i
+    known = set(block.inputs)
+    n = len(block.ops)
+    succ = [[] for _ in range(n)]
+    n_preds = [0] * n
+    last_effect = None
+    for i, op in enumerate(block.ops):
+        preds = set()
+        for name in op.inputs:
+            p = producer.get(name)
+            if p is not None:
+                preds.add(p)
+            elif name not in known:
+                raise ValueError(f"op #{i} {op.type!r} reads var {name!r}, which is neither an input of its "
+                                 "block nor defined in it (a sub-block reads outer values only through "
+                                 "its inputs)")
+        opdef = OPS.get(op.type)
+        if opdef is not None and opdef.effect or op.type not in OPS and not op.blocks:
+            if last_effect is not None:
+                preds.add(last_effect)
+            last_effect = i
+        preds.discard(i)
+        for p in preds:
+            succ[p].append(i)
+        n_preds[i] = len(preds)
+    remaining = list(n_preds)
+    heap = [i for i in range(n) if remaining[i] == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        i = heapq.heappop(heap)
+        order.append(i)
+        for j in succ[i]:
+            remaining[j] -= 1
+            if remaining[j] == 0:
+                heapq.heappush(heap, j)
+    if len(order) != n:
+        stuck = [block.ops[i].type for i in range(n) if remaining[i] > 0]
+        raise ValueError(f"the block has a dependency cycle among ops {stuck}")
+    return order, succ, n_preds
+
+
+class Executor:
+    """Runs a :class:`~d2s_runtime.ir.Program`; prepared once, reusable across calls.
+
+    Args:
+        program: the Program to run.
+        device: ``'cpu'`` (numpy) or ``'gpu'`` (cupy).
+        parallel: run independent ops of the global block concurrently on a thread pool.
+        params: default arrays for the program's params (by var name); ``run(params=...)``
+            overrides them per call.
+        num_threads: thread-pool size for ``parallel`` (default: the CPU count).
+        use_memory_plan: honour ``program.annotations['memory_plan']`` (buffer reuse) if present.
+    """
+
+    def __init__(self, program, device="cpu", parallel=False, params=None, num_threads=None,
+                 use_memory_plan=True):
+        self.program = program
+        self.device = device
+        self.xp = get_xp(device)
+        self.parallel = parallel
+        self._ctx = ExecContext(self)
+        self._rules = _control_flow_rules()
+        self._plans = {}
+        self._ndarray = self.xp.ndarray
+        self._input_types = [program.block.lookup(n).type for n in program.inputs]
+        self._constants = {k: self.xp.asarray(v) for k, v in program.constants.items()}
+        self._default_params = {}
+        if params:
+            self.set_params(params)
+        feeds = list(program.inputs) + list(program.params) + list(program.constants)
+        self._main = self._prepare(program.block, inputs=feeds, outputs=program.outputs)
+        n_in, n_par = len(program.inputs), len(program.params)
+        self._param_slots = self._main.input_slots[n_in:n_in + n_par]
+        self._const_slots = self._main.input_slots[n_in + n_par:]
+        self._const_values = [self._constants[k] for k in program.constants]
+        self._buffer_plan = None
+        plan = getattr(program, "annotations", {}).get("memory_plan") if use_memory_plan else None
+        if plan and not parallel and self.xp is np:
+            self._apply_buffer_plan(self._main, plan)
+        self._pool = None
+        if parallel:
+            self._pool = ThreadPoolExecutor(max_workers=num_threads or os.cpu_count() or 2)
+
+    # ------------------------------------------------------------ preparation
+    def _prepare(self, block, inputs=None, outputs=None):
+        plan = self._plans.get(id(block))
+        if plan is not None and inputs is None:
+            return plan
+        inputs = list(block.inputs if inputs is None else inputs)
+        outputs = list(block.outputs if outputs is None else outputs)
+        order, succ, n_preds = topo_order(_FeedView(block, inputs))
+        slot_of = {}
+
+        def slot(name):
+            s = slot_of.get(name)
+            if s is None:
+                s = slot_of[name] = len(slot_of)
+            return s
+
+        input_slots = [slot(n) for n in inputs]
+        ops = block.ops
+        for i in order:
+            for o in ops[i].outputs:
+                slot(o)
+        for name in outputs:
+            if name not in slot_of:
+                raise ValueError(f"block output {name!r} is neither an input of the block nor defined in it")
+        output_slots = [slot_of[n] for n in outputs]
+        pinned = set(output_slots)
+
+        # last-use liveness: the position (in `order`) after which each slot is dead
+        last_use = {}
+        for pos, i in enumerate(order):
+            for name in ops[i].inputs:
+                last_use[slot_of[name]] = pos
+            for name in ops[i].outputs:
+                last_use.setdefault(slot_of[name], pos)  # never read: dead right after definition
+        frees = [[] for _ in order]
+        for s, pos in last_use.items():
+            if s not in pinned:
+                frees[pos].append(s)
+        free_first = tuple(s for s in input_slots if s not in last_use and s not in pinned)
+
+        steps = []
+        for pos, i in enumerate(order):
+            op = ops[i]
+            ins = tuple(slot_of[n] for n in op.inputs)
+            outs = tuple(slot_of[n] for n in op.outputs)
+            if is_control_flow(op):
+                rule = self._rules.get(op.type)
+                if rule is None:
+                    raise ValueError(f"op {op.type!r} (outputs {op.outputs}) is neither a registered kernel nor a "
+                                     "control-flow op with an executor rule")
+                for sub in op.blocks.values():
+                    self._prepare(sub)
+                fn, attrs, multi = self._cf_kernel(rule, op), {}, True
+            else:
+                opdef = OPS[op.type]
+                fn, attrs = opdef.kernel, _kernel_attrs(op.attrs)
+                multi = opdef.n_out != 1 or len(outs) != 1
+            steps.append([fn, ins, outs if multi else outs[0], attrs, tuple(frees[pos]), multi])
+        plan = _Plan()
+        plan.block, plan.order, plan.slot_of = block, order, slot_of
+        plan.input_slots, plan.output_slots, plan.n_slots = input_slots, output_slots, len(slot_of)
+        plan.steps = [tuple(s) for s in steps]
+        plan.pinned, plan.free_first = pinned, free_first
+        # for parallel scheduling: successor lists and reader counts, by position in `order`
+        pos_of = {i: p for p, i in enumerate(order)}
+        plan.succ = [[pos_of[j] for j in succ[i]] for i in order]
+        plan.n_preds = [n_preds[i] for i in order]
+        plan.step_inputs = [tuple(set(slot_of[n] for n in ops[i].inputs)) for i in order]
+        consumers = [0] * len(slot_of)
+        for ins in plan.step_inputs:
+            for s in ins:
+                consumers[s] += 1
+        plan.consumers = consumers
+        if inputs == list(block.inputs):
+            self._plans[id(block)] = plan
+        return plan
+
+    def _cf_kernel(self, rule, op):
+        ctx = self._ctx
+
+        def run_control_flow(xp, *args):
+            return rule(ctx, op, list(args))
+
+        return run_control_flow
+
+    def _apply_buffer_plan(self, plan, memory_plan):
+        """Turn element-wise steps whose output the plan assigns to a dead buffer into
+        ``ufunc(..., out=buffer)`` steps (see passes/memory_plan.py for the plan's format).
+
+        A donor's slot is then not cleared at its last use: the receiving step takes the array
+        out of it, so the buffer is handed over instead of freed and allocated again."""
+        reuse = memory_plan.get("reuse", {})
+        steps = list(plan.steps)
+        ops = plan.block.ops
+        donors = set()
+        for pos, i in enumerate(plan.order):
+            op = ops[i]
+            donor = reuse.get(op.outputs[0]) if len(op.outputs) == 1 else None
+            if donor is None or op.type not in UFUNC_OPS or donor not in plan.slot_of:
+                continue
+            ds = plan.slot_of[donor]
+            if ds in plan.pinned or ds in plan.input_slots or ds in donors:
+                continue
+            t = plan.block.lookup(op.outputs[0]).type
+            if None in t.shape:
+                continue
+            donors.add(ds)
+            ufunc = getattr(np, UFUNC_OPS[op.type])
+            fn, ins, out, attrs, frees, multi = steps[pos]
+            steps[pos] = (_OutStep(ufunc, ds, t.shape, np.dtype(t.dtype)), ins, out, attrs, frees, "out")
+        plan.steps = [(fn, ins, out, attrs, tuple(s for s in frees if s not in donors), multi)
+                      for fn, ins, out, attrs, frees, multi in steps]
+        self._buffer_plan = memory_plan
+
+    # ------------------------------------------------------------ params
+    def set_params(self, params):
+        """Set the default arrays for program params (by var name)."""
+        for k, v in params.items():
+            self._default_params[k] = self.xp.asarray(v)
+
+    # ------------------------------------------------------------ running
+    def __call__(self, *inputs, params=None):
+        return self.run(*inputs, params=params)
+
+    def run(self, *inputs, params=None):
+        """Run the program on ``inputs`` (arrays, in ``program.inputs`` order).
+
+        Args:
+            inputs: one array per program input; converted with ``xp.asarray``.
+            params: arrays for the program's params, keyed by param var name (defaults to the
+                ones given to the constructor or ``set_params``).
+
+        Returns:
+            The list of output arrays, in ``program.outputs`` order.
+        """
+        prog = self.program
+        if len(inputs) != len(prog.inputs):
+            raise TypeError(f"Executor.run: the program takes {len(prog.inputs)} input(s) "
+                            f"({', '.join(f'{n}:{t}' for n, t in zip(prog.inputs, self._input_types))}), "
+                            f"got {len(inputs)}")
+        plan = self._main
+        env = [None] * plan.n_slots
+        slots = plan.input_slots
+        for k, a in enumerate(inputs):
+            env[slots[k]] = self._check_input(k, a)
+        if self._param_slots:
+            for s, name in zip(self._param_slots, prog.params):
+                v = params.get(name) if params else None
+                if v is None:
+                    v = self._default_params.get(name)
+                    if v is None:
+                        raise KeyError(f"Executor.run: no value for param {name!r} "
+                                       f"({prog.block.lookup(name).type}); pass params={{'{name}': array}}")
+                else:
+                    v = self.xp.asarray(v)
+                env[s] = v
+        for s, v in zip(self._const_slots, self._const_values):
+            env[s] = v
+        if self._pool is not None:
+            return self._run_parallel(plan, env)
+        return self._run_steps(plan, env)
+
+    def run_block(self, block, input_values):
+        """Run a sub-block with ``block.inputs`` bound to ``input_values``; returns its outputs."""
+        plan = self._plans.get(id(block))
+        if plan is None:
+            plan = self._prepare(block)
+        if len(input_values) != len(plan.input_slots):
+            raise TypeError(f"run_block: the block takes {len(plan.input_slots)} input(s) {plan.block.inputs}, "
+                            f"got {len(input_values)}")
+        env = [None] * plan.n_slots
+        for s, v in zip(plan.input_slots, input_values):
+            env[s] = v
+        return self._run_steps(plan, env)
+
+    def _check_input(self, k, a):
+        t = self._input_types[k]
+        arr = self.xp.asarray(a)
+        if arr.dtype.name != t.dtype:
+            if not np.can_cast(arr.dtype, t.dtype, "same_kind"):
+                raise TypeError(f"Executor.run: input #{k} ({self.program.inputs[k]}:{t}) expects dtype {t.dtype}, "
+                                f"got {arr.dtype.name}; cast it first")
+            arr = arr.astype(t.dtype)
+        shape = arr.shape
+        if len(shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, shape)):
+            raise ValueError(f"Executor.run: input #{k} ({self.program.inputs[k]}) expects shape {t}, "
+                             f"got {tuple(shape)}")
+        return arr
+
+    def _run_steps(self, plan, env):
+        xp = self.xp
+        ndarray = self._ndarray
+        for s in plan.free_first:
+            env[s] = None
+        step = None
+        try:
+            for step in plan.steps:
+                fn, ins, out, attrs, frees, multi = step
+                if multi is False:
+                    r = fn(xp, *[env[i] for i in ins], **attrs)
+                    env[out] = r if type(r) is ndarray else xp.asarray(r)
+                elif multi is True:
+                    for o, r in zip(out, fn(xp, *[env[i] for i in ins], **attrs)):
+                        env[o] = r if type(r) is ndarray else xp.asarray(r)
+                else:  # "out": a ufunc writing into a planned buffer
+                    env[out] = fn(env, [env[i] for i in ins])
+                for s in frees:
+                    env[s] = None
+        except ExecutionError:
+            raise
+        except Exception as e:
+            raise self._step_error(plan, step, env, e) from e
+        return [env[s] for s in plan.output_slots]
+
+    def _step_error(self, plan, step, env, err):
+        pos = plan.steps.index(step) if step in plan.steps else None
+        if pos is None:
+            return ExecutionError(f"program execution failed: {err}")
+        op = plan.block.ops[plan.order[pos]]
+        shapes = ", ".join(f"{n}:{tuple(getattr(env[plan.slot_of[n]], 'shape', ()))}" for n in op.inputs)
+        return ExecutionError(f"op {op.type!r} (outputs {', '.join(op.outputs)}) failed on inputs {shapes or '()'}: "
+                              f"{type(err).__name__}: {err}")
+
+    def _run_parallel(self, plan, env):
+        remaining = list(plan.n_preds)
+        readers = list(plan.consumers)
+        pinned = plan.pinned
+        steps = plan.steps
+        for s in plan.free_first:
+            env[s] = None
+        ready = [p for p, n in enumerate(remaining) if n == 0]
+        running = {}
+        while ready or running:
+            for p in ready:
+                running[self._pool.submit(self._run_one, plan, p, env)] = p
+            ready = []
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for f in done:
+                p = running.pop(f)
+                f.result()
+                for q in plan.succ[p]:
+                    remaining[q] -= 1
+                    if remaining[q] == 0:
+                        ready.append(q)
+                for s in plan.step_inputs[p]:
+                    readers[s] -= 1
+                    if readers[s] == 0 and s not in pinned:
+                        env[s] = None
+                outs = steps[p][2]
+                for s in (outs if isinstance(outs, tuple) else (outs,)):
+                    if readers[s] == 0 and s not in pinned:
+                        env[s] = None
+        return [env[s] for s in plan.output_slots]
+
+    def _run_one(self, plan, p, env):
+        xp, ndarray = self.xp, self._ndarray
+        fn, ins, out, attrs, frees, multi = plan.steps[p]
+        try:
+            if multi:
+                for o, r in zip(out, fn(xp, *[env[i] for i in ins], **attrs)):
+                    env[o] = r if type(r) is ndarray else xp.asarray(r)
+            else:
+                r = fn(xp, *[env[i] for i in ins], **attrs)
+                env[out] = r if type(r) is ndarray else xp.asarray(r)
+        except Exception as e:
+            raise self._step_error(plan, plan.steps[p], env, e) from e
+
+    def close(self):
+        """Shut the thread pool down (parallel mode)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+
+class _OutStep:
+    """A ufunc step writing into the buffer left by a dead value (planned by memory_plan)."""
+
+    __slots__ = ("ufunc", "donor", "shape", "dtype")
+
+    def __init__(self, ufunc, donor_slot, shape, dtype):
+        self.ufunc, self.donor, self.shape, self.dtype = ufunc, donor_slot, tuple(shape), dtype
+
+    def __call__(self, env, args):
+        buf = env[self.donor]
+        env[self.donor] = None
+        # the plan is static; check anyway, since writing into a wrong buffer would corrupt data
+        if (type(buf) is not np.ndarray or buf.shape != self.shape or buf.dtype != self.dtype
+                or not buf.flags.writeable or buf.base is not None):
+            return np.asarray(self.ufunc(*args))
+        return self.ufunc(*args, out=buf)
+
+
+class _FeedView:
+    """A block seen with another list of inputs (the global block is fed inputs, params and
+    constants, whatever order its ``inputs`` list has)."""
+
+    __slots__ = ("ops", "inputs")
+
+    def __init__(self, block, inputs):
+        self.ops, self.inputs = block.ops, inputs
+
+
+def _kernel_attrs(attrs):
+    """Attrs as the kernels take them (JSON lists back to tuples where kernels need tuples)."""
+    return dict(attrs)
+
+
+def output_type(value):
+    """The TensorType of a concrete array (for checks and tests)."""
+    return TensorType(value.shape, value.dtype.name)

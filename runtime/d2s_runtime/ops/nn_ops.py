@@ -1,0 +1,307 @@
+"""Neural-network primitives: stable softmax family, cumsum, gather/scatter, one-hot,
+2-d convolution and max pooling (with their gradient primitives), dropout masks.
+
+Convolution and pooling work on NCHW inputs and OIHW weights through im2col windows made
+with ``as_strided`` (numpy and cupy both have it), so one kernel serves both devices.
+"""
+import numpy as np
+
+from ..dtypes import is_floating
+from .creation import RNG
+from .registry import ShapeError, TensorType, defop
+from .rules import fmt_shape, norm_axes, reduce_shape
+
+
+def _float_dtype(op, t):
+    if not is_floating(t.dtype):
+        raise ShapeError(f"{op}: needs a floating point tensor, got {t.dtype}; cast it first (x.float())")
+    return t.dtype
+
+
+def _one_axis(op, axis, ndim):
+    if not -ndim <= axis < max(ndim, 1):
+        raise ShapeError(f"{op}: axis {axis} is out of range for a tensor with {ndim} dims")
+    return axis % ndim if ndim else 0
+
+
+# ------------------------------------------------------------------ softmax family
+def _softmax_infer(x, axis=-1):
+    _one_axis("softmax", axis, x.ndim)
+    return TensorType(x.shape, _float_dtype("softmax", x))
+
+
+@defop("softmax", _softmax_infer)
+def _softmax(xp, x, axis=-1):
+    """exp(x - max) / sum: subtracting the max keeps exp from overflowing."""
+    z = x - xp.max(x, axis=axis, keepdims=True)
+    e = xp.exp(z)
+    return e / xp.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax_infer(x, axis=-1):
+    _one_axis("log_softmax", axis, x.ndim)
+    return TensorType(x.shape, _float_dtype("log_softmax", x))
+
+
+@defop("log_softmax", _log_softmax_infer)
+def _log_softmax(xp, x, axis=-1):
+    z = x - xp.max(x, axis=axis, keepdims=True)
+    return z - xp.log(xp.sum(xp.exp(z), axis=axis, keepdims=True))
+
+
+def _logsumexp_infer(x, axes=None, keepdims=False):
+    ax = norm_axes(axes, x.ndim, "logsumexp")
+    return TensorType(reduce_shape(x.shape, ax, keepdims), _float_dtype("logsumexp", x))
+
+
+@defop("logsumexp", _logsumexp_infer)
+def _logsumexp(xp, x, axes=None, keepdims=False):
+    ax = None if axes is None else tuple(axes)
+    m = xp.max(x, axis=ax, keepdims=True)
+    # an all -inf slice would give -inf - -inf = nan; shift by 0 there instead
+    m = xp.where(xp.isfinite(m), m, 0).astype(x.dtype, copy=False)
+    out = xp.log(xp.sum(xp.exp(x - m), axis=ax, keepdims=True)) + m
+    if not keepdims:
+        out = xp.squeeze(out, axis=ax) if ax is not None else out.reshape(())
+    return out.astype(x.dtype, copy=False)
+
+
+# ------------------------------------------------------------------ cumsum
+def _cumsum_infer(x, axis, reverse=False):
+    _one_axis("cumsum", axis, x.ndim)
+    dtype = "int64" if x.dtype in ("bool", "int32") else x.dtype
+    return TensorType(x.shape, dtype)
+
+
+@defop("cumsum", _cumsum_infer)
+def _cumsum(xp, x, axis, reverse=False):
+    """Running sum along ``axis``; ``reverse`` sums from the end (the gradient of cumsum)."""
+    dtype = "int64" if x.dtype.name in ("bool", "int32") else x.dtype
+    if x.ndim == 0:
+        return x.astype(dtype)
+    if reverse:
+        x = xp.flip(x, axis=axis)
+    out = xp.cumsum(x, axis=axis, dtype=dtype)
+    return xp.flip(out, axis=axis) if reverse else out
+
+
+# ------------------------------------------------------------------ gather / scatter_add
+def _check_gather(op, x, index, axis):
+    if x.ndim != index.ndim:
+        raise ShapeError(f"{op}: index needs as many dims as the tensor: index {fmt_shape(index.shape)} vs "
+                         f"tensor {fmt_shape(x.shape)}")
+    if not index.dtype.startswith("int"):
+        raise ShapeError(f"{op}: index must be an integer tensor, got {index.dtype}")
+    a = _one_axis(op, axis, x.ndim)
+    for i, (di, dx) in enumerate(zip(index.shape, x.shape)):
+        if i != a and di is not None and dx is not None and di > dx:
+            raise ShapeError(f"{op}: index {fmt_shape(index.shape)} is larger than tensor {fmt_shape(x.shape)} "
+                             f"in dim {i} (only dim {a}, the gather axis, may be larger)")
+    return a
+
+
+def _gather_infer(x, index, axis):
+    _check_gather("gather", x, index, axis)
+    return TensorType(index.shape, x.dtype)
+
+
+def _crop(x, shape, axis):
+    """x cut down to ``shape`` on every dim but ``axis`` (torch.gather reads only that corner)."""
+    return x[tuple(slice(None) if i == axis else slice(0, n) for i, n in enumerate(shape))]
+
+
+@defop("gather", _gather_infer)
+def _gather(xp, x, index, axis):
+    """``out[i][j] = x[index[i][j]][j]`` for axis 0 (torch.gather)."""
+    a = axis % x.ndim
+    return xp.take_along_axis(_crop(x, index.shape, a), index, axis=a)
+
+
+def _scatter_add_infer(base, index, src, axis):
+    _check_gather("scatter_add", base, index, axis)
+    if src.ndim != index.ndim or any(s is not None and i is not None and s < i for s, i in zip(src.shape, index.shape)):
+        raise ShapeError(f"scatter_add: src {fmt_shape(src.shape)} must cover index {fmt_shape(index.shape)}")
+    return TensorType(base.shape, base.dtype)
+
+
+@defop("scatter_add", _scatter_add_infer)
+def _scatter_add(xp, base, index, src, axis):
+    """A copy of base with ``src`` added at ``index`` along ``axis`` (repeats accumulate)."""
+    a = axis % base.ndim
+    src = src[tuple(slice(0, n) for n in index.shape)]
+    grids = list(xp.meshgrid(*[xp.arange(n) for n in index.shape], indexing="ij"))
+    grids[a] = index
+    out = base.copy()
+    if hasattr(xp.add, "at"):
+        xp.add.at(out, tuple(grids), src)
+    else:  # cupy
+        import cupyx
+        cupyx.scatter_add(out, tuple(grids), src)
+    return out
+
+
+# ------------------------------------------------------------------ one_hot
+def _one_hot_infer(x, num_classes):
+    if not x.dtype.startswith("int"):
+        raise ShapeError(f"one_hot: needs an integer tensor of class ids, got {x.dtype}")
+    return TensorType(x.shape + (int(num_classes),), "int64")
+
+
+@defop("one_hot", _one_hot_infer)
+def _one_hot(xp, x, num_classes):
+    if x.size and (int(x.min()) < 0 or int(x.max()) >= num_classes):
+        raise ValueError(f"one_hot: class ids must lie in [0, {num_classes}), got values in "
+                         f"[{int(x.min())}, {int(x.max())}]")
+    return (x[..., None] == xp.arange(num_classes)).astype("int64")
+
+
+# ------------------------------------------------------------------ dropout
+def _dropout_mask_infer(x, p):
+    return TensorType(x.shape, _float_dtype("dropout", x))
+
+
+@defop("dropout_mask", _dropout_mask_infer, effect=True)
+def _dropout_mask(xp, x, p):
+    """Random keep-mask shaped like x, already scaled by 1/(1-p): ``dropout(x) = x * mask``."""
+    keep = RNG.get(xp).random(x.shape) >= p
+    return (keep / (1.0 - p)).astype(x.dtype, copy=False)
+
+
+# ------------------------------------------------------------------ conv2d and max_pool2d
+def pair(v, name="value"):
+    """(a, b) from an int or a pair of ints."""
+    if isinstance(v, (list, tuple)):
+        if len(v) != 2:
+            raise ShapeError(f"{name} needs one int or two, got {v!r}")
+        return int(v[0]), int(v[1])
+    return int(v), int(v)
+
+
+def _out_dim(op, n, k, s, p):
+    if n is None:
+        return None
+    out = (n + 2 * p - k) // s + 1
+    if out <= 0:
+        raise ShapeError(f"{op}: input size {n} (padding {p}) is smaller than the kernel size {k}")
+    return out
+
+
+def _windows(xp, x, kh, kw, sh, sw):
+    """(N, C, Ho, Wo, kh, kw) view of the kernel windows of (N, C, H, W) input ``x``."""
+    n, c, h, w = x.shape
+    ho, wo = (h - kh) // sh + 1, (w - kw) // sw + 1
+    s0, s1, s2, s3 = x.strides
+    return xp.lib.stride_tricks.as_strided(x, (n, c, ho, wo, kh, kw), (s0, s1, s2 * sh, s3 * sw, s2, s3))
+
+
+def _pad(xp, x, ph, pw, value=0):
+    if not (ph or pw):
+        return xp.ascontiguousarray(x)
+    return xp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=value)
+
+
+def _conv2d_infer(x, w, stride=1, padding=0):
+    if x.ndim != 4 or w.ndim != 4:
+        raise ShapeError(f"conv2d: needs input (N, C, H, W) and weight (O, C, kH, kW), got "
+                         f"{fmt_shape(x.shape)} and {fmt_shape(w.shape)}")
+    if x.shape[1] is not None and w.shape[1] is not None and x.shape[1] != w.shape[1]:
+        raise ShapeError(f"conv2d: input {fmt_shape(x.shape)} has {x.shape[1]} channels but weight "
+                         f"{fmt_shape(w.shape)} expects {w.shape[1]}")
+    (sh, sw), (ph, pw) = pair(stride, "conv2d stride"), pair(padding, "conv2d padding")
+    kh, kw = w.shape[2], w.shape[3]
+    if kh is None or kw is None:
+        raise ShapeError(f"conv2d: the kernel size must be known, weight is {fmt_shape(w.shape)}")
+    from ..dtypes import result_type
+    return TensorType((x.shape[0], w.shape[0], _out_dim("conv2d", x.shape[2], kh, sh, ph),
+                       _out_dim("conv2d", x.shape[3], kw, sw, pw)), result_type(x.dtype, w.dtype))
+
+
+@defop("conv2d", _conv2d_infer)
+def _conv2d(xp, x, w, stride=1, padding=0):
+    """Cross-correlation of NCHW ``x`` with OIHW ``w`` (no bias), via im2col windows."""
+    (sh, sw), (ph, pw) = pair(stride), pair(padding)
+    cols = _windows(xp, _pad(xp, x, ph, pw), w.shape[2], w.shape[3], sh, sw)
+    out = xp.tensordot(cols, w, axes=([1, 4, 5], [1, 2, 3]))  # (N, Ho, Wo, O)
+    return xp.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+
+def _conv2d_grad_input_infer(g, w, x, stride=1, padding=0):
+    return TensorType(x.shape, g.dtype)
+
+
+@defop("conv2d_grad_input", _conv2d_grad_input_infer)
+def _conv2d_grad_input(xp, g, w, x, stride=1, padding=0):
+    """d conv2d / d x for output gradient ``g``; ``x`` gives only the input's shape."""
+    (sh, sw), (ph, pw) = pair(stride), pair(padding)
+    n, c, h, wd = x.shape
+    kh, kw = w.shape[2], w.shape[3]
+    ho, wo = g.shape[2], g.shape[3]
+    dcols = xp.tensordot(g, w, axes=([1], [0]))  # (N, Ho, Wo, C, kh, kw)
+    dx = xp.zeros((n, c, h + 2 * ph, wd + 2 * pw), dtype=g.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            dx[:, :, i:i + sh * ho:sh, j:j + sw * wo:sw] += dcols[:, :, :, :, i, j].transpose(0, 3, 1, 2)
+    return dx[:, :, ph:ph + h, pw:pw + wd]
+
+
+def _conv2d_grad_weight_infer(g, x, w, stride=1, padding=0):
+    return TensorType(w.shape, g.dtype)
+
+
+@defop("conv2d_grad_weight", _conv2d_grad_weight_infer)
+def _conv2d_grad_weight(xp, g, x, w, stride=1, padding=0):
+    """d conv2d / d w for output gradient ``g``; ``w`` gives only the weight's shape."""
+    (sh, sw), (ph, pw) = pair(stride), pair(padding)
+    cols = _windows(xp, _pad(xp, x, ph, pw), w.shape[2], w.shape[3], sh, sw)
+    return xp.tensordot(g, cols, axes=([0, 2, 3], [0, 2, 3])).astype(g.dtype, copy=False)  # (O, C, kh, kw)
+
+
+def _pool_attrs(kernel_size, stride, padding):
+    kh, kw = pair(kernel_size, "max_pool2d kernel_size")
+    sh, sw = pair(kernel_size if stride is None else stride, "max_pool2d stride")
+    ph, pw = pair(padding, "max_pool2d padding")
+    return kh, kw, sh, sw, ph, pw
+
+
+def _max_pool2d_infer(x, kernel_size, stride=None, padding=0):
+    if x.ndim != 4:
+        raise ShapeError(f"max_pool2d: needs input (N, C, H, W), got {fmt_shape(x.shape)}")
+    kh, kw, sh, sw, ph, pw = _pool_attrs(kernel_size, stride, padding)
+    if ph * 2 > kh or pw * 2 > kw:
+        raise ShapeError(f"max_pool2d: padding {padding} must be at most half the kernel size {kernel_size}")
+    return TensorType((x.shape[0], x.shape[1], _out_dim("max_pool2d", x.shape[2], kh, sh, ph),
+                       _out_dim("max_pool2d", x.shape[3], kw, sw, pw)), x.dtype)
+
+
+def _lowest(x):
+    return -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min if x.dtype.kind in "iu" else False
+
+
+def _pool_windows(xp, x, kernel_size, stride, padding):
+    kh, kw, sh, sw, ph, pw = _pool_attrs(kernel_size, stride, padding)
+    win = _windows(xp, _pad(xp, x, ph, pw, _lowest(x)), kh, kw, sh, sw)
+    return win.reshape(win.shape[:4] + (kh * kw,))
+
+
+@defop("max_pool2d", _max_pool2d_infer)
+def _max_pool2d(xp, x, kernel_size, stride=None, padding=0):
+    """Max over each kernel window of NCHW ``x`` (padding never wins: it is -inf)."""
+    return xp.max(_pool_windows(xp, x, kernel_size, stride, padding), axis=-1)
+
+
+def _max_pool2d_grad_infer(g, x, kernel_size, stride=None, padding=0):
+    return TensorType(x.shape, g.dtype)
+
+
+@defop("max_pool2d_grad", _max_pool2d_grad_infer)
+def _max_pool2d_grad(xp, g, x, kernel_size, stride=None, padding=0):
+    """d max_pool2d / d x: each window's gradient goes to its (first) maximum."""
+    kh, kw, sh, sw, ph, pw = _pool_attrs(kernel_size, stride, padding)
+    arg = xp.argmax(_pool_windows(xp, x, kernel_size, stride, padding), axis=-1)  # (N, C, Ho, Wo)
+    n, c, h, w = x.shape
+    ho, wo = g.shape[2], g.shape[3]
+    dx = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=g.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            dx[:, :, i:i + sh * ho:sh, j:j + sw * wo:sw] += g * (arg == i * kw + j)
+    return dx[:, :, ph:ph + h, pw:pw + w]

@@ -1,0 +1,312 @@
+"""The backward engine: ordering, accumulation, hooks, retain/create graph, d2s.grad, grad modes."""
+import numpy as np
+import pytest
+
+import d2s
+from d2s.autograd.node import Node
+
+
+def _leaf(values, dtype="float64"):
+    return d2s.tensor(np.asarray(values, dtype=dtype), requires_grad=True)
+
+
+# ------------------------------------------------------------------ order and accumulation
+def test_long_chain_backprops_without_recursion():
+    x = _leaf(1.0)
+    y = x
+    for _ in range(100_000):
+        y = y * 1.0
+    y.backward()
+    assert x.grad.item() == 1.0
+
+
+def test_gradients_from_several_paths_are_summed():
+    x = _leaf([1.0, 2.0, 3.0])
+    a = x * 2
+    b = d2s.exp(x)
+    c = a * b + a + x  # x reaches c along four paths
+    c.sum().backward()
+    xv = x.numpy()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(xv) + 2 * xv * np.exp(xv) + 2 + 1)
+
+
+def test_diamond_runs_each_node_once():
+    calls = []
+    x = _leaf(2.0)
+    shared = x * 3
+    shared.register_hook(lambda g: calls.append(g.item()))
+    out = shared * shared + shared
+    out.backward()
+    assert calls == [2 * 6.0 + 1]
+    assert x.grad.item() == (2 * 6.0 + 1) * 3
+
+
+def test_grads_accumulate_across_backward_calls():
+    x = _leaf([1.0, -2.0])
+    for _ in range(3):
+        (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 3 * 2 * x.numpy())
+
+
+def test_unused_output_of_multi_output_op_gets_zero_gradient():
+    x = _leaf([1.0, 2.0, 3.0, 4.0])
+    a, b = d2s.split(x, 2)
+    (a * 5).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [5, 5, 0, 0])
+
+
+# ------------------------------------------------------------------ hooks and retain_grad
+def test_hook_on_leaf_sees_and_replaces_gradient():
+    x = _leaf([1.0, 2.0])
+    seen = []
+
+    def hook(g):
+        seen.append(g.numpy().copy())
+        return g * 10
+
+    x.register_hook(hook)
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(seen[0], [3, 3])
+    np.testing.assert_allclose(x.grad.numpy(), [30, 30])
+
+
+def test_hook_on_non_leaf_replaces_gradient_flowing_upstream():
+    x = _leaf([1.0, 2.0])
+    y = x * 2
+    y.register_hook(lambda g: g + 1)
+    (y * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [(3 + 1) * 2] * 2)
+
+
+def test_hook_returning_none_keeps_gradient_and_remove_works():
+    x = _leaf(1.0)
+    seen = []
+    h = x.register_hook(lambda g: seen.append(g.item()))
+    (x * 4).backward()
+    h.remove()
+    (x * 4).backward()
+    assert seen == [4.0]
+    assert x.grad.item() == 8.0
+
+
+def test_hook_on_tensor_without_grad_is_an_error():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        d2s.tensor(1.0).register_hook(lambda g: g)
+
+
+def test_retain_grad_on_non_leaf_and_leaf_is_noop():
+    x = _leaf([1.0, 2.0])
+    y = x * x
+    z = y * 3
+    y.retain_grad()
+    x.retain_grad()
+    z.sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), [3, 3])
+    assert z.grad is None
+    np.testing.assert_allclose(x.grad.numpy(), 6 * x.numpy())
+
+
+# ------------------------------------------------------------------ retain_graph / create_graph
+def test_second_backward_through_freed_graph_raises():
+    x = _leaf(2.0)
+    y = x * x
+    y.backward()
+    with pytest.raises(RuntimeError, match="second time.*retain_graph=True"):
+        y.backward()
+
+
+def test_retain_graph_allows_second_backward():
+    x = _leaf(2.0)
+    y = x * x
+    y.backward(retain_graph=True)
+    y.backward()
+    assert x.grad.item() == 8.0
+
+
+def test_backward_of_non_scalar_needs_gradient():
+    x = _leaf([1.0, 2.0])
+    y = x * 2
+    with pytest.raises(RuntimeError, match="scalar outputs"):
+        y.backward()
+    y.backward(gradient=d2s.tensor([1.0, 10.0], dtype="float64"))
+    np.testing.assert_allclose(x.grad.numpy(), [2, 20])
+
+
+@pytest.mark.parametrize("x0", [0.5, 1.3, -2.0])
+def test_third_order_derivatives(x0):
+    x = _leaf(x0)
+    y = d2s.sin(x) * x ** 3
+    (g1,) = d2s.grad(y, x, create_graph=True)
+    (g2,) = d2s.grad(g1, x, create_graph=True)
+    (g3,) = d2s.grad(g2, x)
+    s, c = np.sin(x0), np.cos(x0)
+    np.testing.assert_allclose(g1.item(), c * x0 ** 3 + 3 * s * x0 ** 2)
+    np.testing.assert_allclose(g2.item(), -s * x0 ** 3 + 6 * c * x0 ** 2 + 6 * s * x0)
+    np.testing.assert_allclose(g3.item(), -c * x0 ** 3 - 9 * s * x0 ** 2 + 18 * c * x0 + 6 * s)
+
+
+def test_create_graph_backward_leaves_differentiable_grad():
+    x = _leaf(3.0)
+    (x ** 3).backward(create_graph=True)
+    assert x.grad.requires_grad
+    (g2,) = d2s.grad(x.grad, x)
+    assert g2.item() == 18.0
+
+
+def test_backward_inputs_restricts_accumulation():
+    x, w = _leaf(2.0), _leaf(5.0)
+    (x * w).backward(inputs=[x])
+    assert x.grad.item() == 5.0
+    assert w.grad is None
+
+
+# ------------------------------------------------------------------ d2s.grad
+def test_grad_returns_tuple_and_leaves_dot_grad_alone():
+    x, w = _leaf([1.0, 2.0]), _leaf([3.0, 4.0])
+    gx, gw = d2s.grad((x * w).sum(), [x, w])
+    np.testing.assert_allclose(gx.numpy(), [3, 4])
+    np.testing.assert_allclose(gw.numpy(), [1, 2])
+    assert x.grad is None and w.grad is None
+
+
+def test_grad_runs_only_the_needed_part_of_the_graph():
+    x, w = _leaf(2.0), _leaf(3.0)
+    fired = []
+    unrelated = w * 7
+    unrelated.register_hook(lambda g: fired.append("w-branch"))
+    w.register_hook(lambda g: fired.append("w-leaf"))
+    related = x * 2
+    related.register_hook(lambda g: fired.append("x-branch"))
+    out = related + unrelated
+    (gx,) = d2s.grad(out, x)
+    assert gx.item() == 2.0
+    assert fired == ["x-branch"]
+
+
+def test_grad_with_respect_to_a_non_leaf():
+    x = _leaf([1.0, 2.0])
+    y = x * 3
+    z = (y * y).sum()
+    (gy,) = d2s.grad(z, y)
+    np.testing.assert_allclose(gy.numpy(), 2 * y.numpy())
+
+
+def test_grad_allow_unused():
+    x, w = _leaf(1.0), _leaf(2.0)
+    out = x * 4
+    with pytest.raises(RuntimeError, match="allow_unused=True"):
+        d2s.grad(out, [x, w], retain_graph=True)
+    gx, gw = d2s.grad(out, [x, w], allow_unused=True)
+    assert gx.item() == 4.0 and gw is None
+
+
+def test_grad_with_grad_outputs():
+    x = _leaf([1.0, 2.0, 3.0])
+    (g,) = d2s.grad(x * x, x, grad_outputs=d2s.tensor([1.0, 0.0, 2.0], dtype="float64"))
+    np.testing.assert_allclose(g.numpy(), [2, 0, 12])
+
+
+def test_grad_of_input_that_does_not_require_grad_is_an_error():
+    x = _leaf(1.0)
+    c = d2s.tensor(1.0)
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        d2s.grad(x * c, c)
+
+
+# ------------------------------------------------------------------ grad modes, detach, graph introspection
+def test_no_grad_context_and_decorator():
+    x = _leaf(1.0)
+    with d2s.no_grad():
+        assert not d2s.is_grad_enabled()
+        y = x * 2
+        with d2s.enable_grad():
+            assert d2s.is_grad_enabled()
+            z = x * 2
+    assert d2s.is_grad_enabled()
+    assert not y.requires_grad and y.grad_fn is None
+    assert z.requires_grad
+
+    @d2s.no_grad()
+    def f(t):
+        return t * 2, d2s.is_grad_enabled()
+
+    out, mode = f(x)
+    assert not out.requires_grad and mode is False
+
+    @d2s.enable_grad()
+    def g(t):
+        return t * 2
+
+    with d2s.no_grad():
+        assert g(x).requires_grad
+
+
+def test_set_grad_enabled():
+    x = _leaf(1.0)
+    with d2s.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert d2s.is_grad_enabled()
+
+
+def test_grad_mode_restored_after_exception_in_backward_hook():
+    x = _leaf(1.0)
+
+    def bad(g):
+        raise ValueError("boom")
+
+    x.register_hook(bad)
+    with pytest.raises(ValueError):
+        (x * 2).backward()
+    assert d2s.is_grad_enabled()
+
+
+def test_detach_shares_data_and_drops_history():
+    x = _leaf([1.0, 2.0])
+    y = x * 2
+    d = y.detach()
+    assert d.grad_fn is None and not d.requires_grad and d.is_leaf
+    assert np.shares_memory(d.numpy(), y.numpy())
+
+
+def test_grad_fn_names_and_next_functions():
+    x = _leaf([[1.0, 2.0]])
+    w = _leaf([[3.0], [4.0]])
+    y = x @ w
+    assert y.grad_fn.name() == "MatmulBackward0"
+    names = [fn.name() for fn, _ in y.grad_fn.next_functions]
+    assert names == ["AccumulateGrad", "AccumulateGrad"]
+    assert y.grad_fn.next_functions[0][0].variable is x
+    z = d2s.exp(y) * 2
+    (first, _), (second, _) = z.grad_fn.next_functions
+    assert z.grad_fn.name() == "MulBackward0"
+    assert first.name() == "ExpBackward0" and second is None
+    assert isinstance(z.grad_fn, Node)
+
+
+def test_int_tensors_carry_no_grad():
+    x = _leaf([1.0, 2.0])
+    i = d2s.argmax(x)
+    assert not i.requires_grad
+    with pytest.raises(RuntimeError, match="floating point"):
+        d2s.tensor([1, 2]).requires_grad_()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_engine_matches_finite_differences_on_a_small_mlp(seed):
+    rng = np.random.default_rng(seed)
+    xv, w1v, w2v = rng.normal(size=(4, 3)), rng.normal(size=(3, 5)), rng.normal(size=(5, 1))
+
+    def loss_np(w1):
+        return np.sum(np.tanh(xv @ w1) @ w2v) ** 2
+
+    w1 = _leaf(w1v)
+    loss = (d2s.tanh(d2s.tensor(xv) @ w1) @ d2s.tensor(w2v)).sum() ** 2
+    loss.backward()
+    eps = 1e-6
+    num = np.zeros_like(w1v)
+    for idx in np.ndindex(*w1v.shape):
+        p, m = w1v.copy(), w1v.copy()
+        p[idx] += eps
+        m[idx] -= eps
+        num[idx] = (loss_np(p) - loss_np(m)) / (2 * eps)
+    np.testing.assert_allclose(w1.grad.numpy(), num, rtol=1e-5, atol=1e-7)
