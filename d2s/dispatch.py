@@ -55,7 +55,7 @@ def apply(name, *inputs, **attrs):
     except ShapeError:
         raise
     except (ValueError, TypeError, IndexError) as e:
-        raise _op_error(opdef, inputs, e) from None
+        raise _op_error(opdef, inputs, e, attrs) from None
     if opdef.n_out == 1:
         result = Tensor._make(out if type(out) is _ndarray else xp.asarray(out))
         if record and STATE.grad_enabled:
@@ -100,9 +100,15 @@ def _apply_hooked(opdef, inputs, attrs):
     return results[0] if opdef.n_out == 1 else results
 
 
+_record_fn = None  # d2s.autograd.node.record, bound on first use (autograd imports this module)
+
+
 def _record(opdef, inputs, attrs, outputs):
-    from .autograd.node import record
-    record(opdef, inputs, attrs, outputs)
+    global _record_fn
+    if _record_fn is None:
+        from .autograd.node import record
+        _record_fn = record
+    _record_fn(opdef, inputs, attrs, outputs)
 
 
 def _same_device(opdef, arrays, xp):
@@ -118,6 +124,23 @@ def _same_device(opdef, arrays, xp):
     return out
 
 
-def _op_error(opdef, inputs, err):
+def _op_error(opdef, inputs, err, attrs=None):
+    # The shape rule words the problem best (op, shapes, what to do); the kernel's own error
+    # is the fallback when the rule accepts the types.
+    try:
+        opdef.infer(*(_type_of(a) for a in inputs), **(attrs or {}))
+    except ShapeError as rule_err:
+        plain_index_error = isinstance(err, IndexError) and not isinstance(err, ValueError)  # not AxisError
+        return (IndexError if plain_index_error else ShapeError)(str(rule_err))
+    except Exception:
+        pass
     shapes = ", ".join(str(tuple(a.shape)) if hasattr(a, "shape") else repr(a) for a in inputs)
     return ShapeError(f"{opdef.name}: cannot apply to inputs with shapes {shapes}: {err}")
+
+
+def _type_of(a):
+    from d2s_runtime.ops import TensorType
+    if isinstance(a, Tensor):
+        return TensorType(a.shape, str(a.dtype))
+    arr = a if hasattr(a, "dtype") else np.asarray(a)
+    return TensorType(arr.shape, arr.dtype.name)

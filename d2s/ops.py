@@ -39,6 +39,9 @@ def _creation(name, device, requires_grad, **attrs):
     else:
         xp = get_xp(device)
         out = Tensor._make(apply_kernel(name, xp, **attrs))
+        if STATE.tracer is not None:  # a trace must redraw random values on every call
+            from d2s_runtime.ops import OPS
+            STATE.tracer.record(OPS[name], (), attrs, (out,))
     if requires_grad:
         out.requires_grad_(True)
     return out
@@ -101,7 +104,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if end is None:
         start, end = 0, start
     if dtype is None:
-        dtype = "int64" if all(isinstance(v, (int, np.integer)) for v in (start, end, step)) else _float32
+        dtype = "int64" if builtins.all(isinstance(v, (int, np.integer)) for v in (start, end, step)) else _float32
     return _creation("arange", device, requires_grad, start=start, stop=end, step=step, dtype=str(as_dtype(dtype)))
 
 
@@ -381,13 +384,12 @@ def flatten(x, start_dim=0, end_dim=-1):
         return reshape(x, [1])
     s, e = start_dim % nd, end_dim % nd
     shape = list(x.shape)
-    if builtins.any(isinstance(d, Tensor) for i, d in enumerate(shape) if s <= i <= e) or \
-            builtins.sum(isinstance(d, Tensor) for d in shape) > 0:
-        new = shape[:s] + [-1] + shape[e + 1:]
-        return reshape(x, new)
     n = 1
-    for d in shape[s:e + 1]:
-        n *= d
+    for dim in shape[s:e + 1]:
+        if isinstance(dim, Tensor):
+            n = -1  # an unknown dim inside the flattened range: let reshape infer it
+            break
+        n *= dim
     return reshape(x, shape[:s] + [n] + shape[e + 1:])
 
 
@@ -437,7 +439,8 @@ def _encode_index(idx):
         elif isinstance(e, (int, np.integer)):
             spec.append(["i", int(e)])
         elif isinstance(e, Tensor):
-            if e._data is not None and e.ndim == 0 and e.dtype.startswith("int") and STATE.builder is None:
+            # a tracer must see a tensor index as an op input, not a baked-in int
+            if e._data is not None and e.ndim == 0 and e.dtype.startswith("int") and not STATE.hooked:
                 spec.append(["i", int(e._data)])
             else:
                 spec.append(["t", len(extra)])
@@ -460,7 +463,7 @@ def _slice_part(v):
         if v._data is None:
             raise IndexError("slice bounds must be known when the program is built; "
                              "use d2s.gather or a mask for data-dependent slices")
-        return int(v._data)
+        return int(v._concrete("int()"))  # _concrete lets a tracer guard the baked-in bound
     return int(v)
 
 
@@ -483,7 +486,7 @@ def setitem(x, idx, value):
     if x.is_leaf and x.requires_grad and STATE.grad_enabled:
         raise RuntimeError("a leaf tensor that requires grad cannot be assigned to in place; "
                            "assign to a copy (y = x.clone(); y[idx] = v) or do it under d2s.no_grad()")
-    out = apply("setitem", x, value, *extra, index=spec)
+    out = apply("setitem", _alias(x), value, *extra, index=spec)
     x._data, x._var = out._data, out._var
     x.grad_fn, x.requires_grad, x._out_idx = out.grad_fn, out.requires_grad, out._out_idx
     if out.grad_fn is not None:
@@ -491,6 +494,14 @@ def setitem(x, idx, value):
         out.grad_fn.outputs = (x,)
     x._version += 1
     return x
+
+
+def _alias(x):
+    """A second Tensor object for x's current value and autograd history: the setitem node
+    saves it, so rebinding x (and bumping x's version) afterwards does not touch the node."""
+    t = Tensor._make(x._data, x._var)
+    t.requires_grad, t.grad_fn, t._out_idx = x.requires_grad, x.grad_fn, x._out_idx
+    return t
 
 
 def _decode_host(spec, extra):

@@ -12,6 +12,9 @@ from ._state import STATE
 from .dtypes import as_dtype
 
 
+_DTYPE_CACHE = {}  # numpy dtype or dtype name -> d2s dtype
+
+
 class Tensor:
     """A multi-dimensional array with PyTorch-style autograd.
 
@@ -52,6 +55,8 @@ class Tensor:
     @property
     def shape(self):
         if self._data is not None:
+            if STATE.tracer is not None:  # a data-dependent size baked into a trace needs a guard
+                STATE.tracer.on_value(self, "shape")
             return self._data.shape
         shape = self._var.type.shape
         if None not in shape:
@@ -63,9 +68,12 @@ class Tensor:
 
     @property
     def dtype(self):
-        if self._data is not None:
-            return as_dtype(self._data.dtype)
-        return as_dtype(self._var.type.dtype)
+        raw = self._data.dtype if self._data is not None else self._var.type.dtype
+        # read on hot paths (rules, engine): a dict hit instead of normalising the name each time
+        d = _DTYPE_CACHE.get(raw)
+        if d is None:
+            d = _DTYPE_CACHE[raw] = as_dtype(raw)
+        return d
 
     @property
     def ndim(self):

@@ -310,3 +310,42 @@ def test_engine_matches_finite_differences_on_a_small_mlp(seed):
         m[idx] -= eps
         num[idx] = (loss_np(p) - loss_np(m)) / (2 * eps)
     np.testing.assert_allclose(w1.grad.numpy(), num, rtol=1e-5, atol=1e-7)
+
+
+def test_non_leaf_hook_handle_remove():
+    x = _leaf(1.0)
+    y = x * 2
+    h = y.register_hook(lambda g: g * 100)
+    h.remove()
+    (y * 3).backward()
+    assert x.grad.item() == 6.0
+
+
+def test_retained_grad_sees_hooked_gradient():
+    x = _leaf(1.0)
+    y = x * 2
+    y.retain_grad()
+    y.register_hook(lambda g: g * 10)
+    (y * 3).backward()
+    assert y.grad.item() == 30.0
+    assert x.grad.item() == 60.0
+
+
+def test_reduction_node_names_follow_pytorch():
+    x = _leaf([1.0, 2.0])
+    assert x.sum().grad_fn.name() == "SumBackward0"
+    assert x.mean().grad_fn.name() == "MeanBackward0"
+    assert x.max().grad_fn.name() == "MaxBackward0"
+
+
+def test_backward_from_a_leaf_itself():
+    x = _leaf([1.0, 2.0])
+    x.backward(gradient=d2s.tensor([3.0, 4.0], dtype="float64"))
+    np.testing.assert_allclose(x.grad.numpy(), [3, 4])
+
+
+def test_grad_of_output_with_respect_to_itself():
+    x = _leaf([1.0, 2.0])
+    y = x * 2
+    (gy,) = d2s.grad(y.sum(), y)
+    np.testing.assert_allclose(gy.numpy(), [1, 1])

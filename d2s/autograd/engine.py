@@ -20,12 +20,13 @@ def _root_grads(tensors, grads):
     roots = []
     for i, t in enumerate(tensors):
         g = None if grads is None else grads[i]
+        if not t.dtype.is_floating_point:
+            raise RuntimeError(f"backward needs a floating point tensor, got {t.dtype}: integer and bool "
+                               "results (argmax, comparisons, casts to int) carry no gradient")
         if not t.requires_grad:
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and has no grad_fn: nothing in its "
                 "history requires grad (it may come from .detach() or from inside no_grad())")
-        if not t.dtype.is_floating_point:
-            raise RuntimeError(f"backward needs a floating point tensor, got {t.dtype}")
         if g is None:
             if t.ndim != 0 and t.numel() != 1:
                 raise RuntimeError(

@@ -29,6 +29,15 @@ def nondiff(*names):
     NONDIFF.update(names)
 
 
+SHAPE_ONLY = {}  # op -> positions of inputs whose values its rule never reads (shape/dtype only)
+
+
+def shape_only(name, *positions):
+    """Declare that op ``name``'s gradient rule reads only the shape and dtype of these inputs,
+    so writing to them in place after the op (``y[0] = y[0] * 3``) does not spoil backward."""
+    SHAPE_ONLY[name] = frozenset(positions)
+
+
 def _camel(name):
     return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
 
@@ -40,7 +49,8 @@ class Node:
                  "retained", "freed", "versions", "__weakref__")
 
     def name(self):
-        return _camel(self.op) + "Backward0"
+        # reduce_sum -> SumBackward0, as PyTorch names it
+        return _camel(self.op.removeprefix("reduce_")) + "Backward0"
 
     def __repr__(self):
         return f"<{self.name()}>"
@@ -65,8 +75,9 @@ class Node:
     def _check_versions(self):
         if self.versions is None:
             return
-        for t, v in zip(self.inputs, self.versions):
-            if v is not None and t._version != v:
+        skip = SHAPE_ONLY.get(self.op, ())
+        for i, (t, v) in enumerate(zip(self.inputs, self.versions)):
+            if v is not None and t._version != v and i not in skip:
                 raise RuntimeError(
                     f"{self.name()}: one of the tensors it needs for the gradient was modified in place "
                     f"(t[idx] = v) after it was used; write to a copy (t = t.clone()) before assigning")
@@ -113,25 +124,60 @@ def grad_node(t):
     return t._accum
 
 
+_NO_EDGE = (None, 0)
+_Tensor = None  # d2s.tensor.Tensor, bound on first use (tensor.py must not import autograd)
+
+
 def record(opdef, inputs, attrs, outputs):
-    """Attach a Node for ``opdef`` to ``outputs`` (called by dispatch when recording)."""
+    """Attach a Node for ``opdef`` to ``outputs`` (called by dispatch when recording).
+
+    This runs once per differentiable op call, so it is written for speed: one pass over the
+    inputs builds the edges and the version snapshot, and dtypes are read off the arrays.
+    """
+    global _Tensor
     name = opdef.name
     rule = GRAD_RULES.get(name)
     if rule is None:
         if name in NONDIFF:
             return
         raise NotImplementedError(f"d2s has no gradient rule for op {name!r}")
-    from ..tensor import Tensor
+    Tensor = _Tensor
+    if Tensor is None:
+        from ..tensor import Tensor
+        _Tensor = Tensor
+    edges = []
+    versions = []
+    for a in inputs:
+        if type(a) is Tensor or isinstance(a, Tensor):
+            fn = a.grad_fn
+            if fn is not None:
+                edges.append((fn, a._out_idx))
+            elif a.requires_grad:
+                acc = a._accum
+                if acc is None:
+                    acc = a._accum = AccumulateGrad(a)
+                edges.append((acc, 0))
+            else:
+                edges.append(_NO_EDGE)
+            # Versions taken now let backward notice a later in-place write to a saved input.
+            versions.append(a._version)
+        else:
+            edges.append(_NO_EDGE)
+            versions.append(None)
     node = Node()
-    node.op, node.rule, node.inputs, node.outputs, node.attrs = name, rule, inputs, outputs, attrs
-    node.next_functions = tuple((grad_node(a), 0 if a.grad_fn is None else a._out_idx)
-                                if isinstance(a, Tensor) else (None, 0) for a in inputs)
-    node.pre_hooks = node.retained = None
+    node.op = name
+    node.rule = rule
+    node.inputs = inputs
+    node.outputs = outputs
+    node.attrs = attrs
+    node.next_functions = tuple(edges)
+    node.versions = tuple(versions)
+    node.pre_hooks = None
+    node.retained = None
     node.freed = False
-    # Versions taken now let backward notice a later in-place write to a saved input.
-    node.versions = tuple(a._version if isinstance(a, Tensor) else None for a in inputs)
     for i, o in enumerate(outputs):
-        if o.dtype.is_floating_point:
+        d = o._data
+        if (d.dtype.kind == "f") if d is not None else o.dtype.is_floating_point:
             o.requires_grad = True
             o.grad_fn = node
             o._out_idx = i

@@ -5,11 +5,17 @@ static backward, and record their own graph for higher-order derivatives.
 """
 from .. import ops as d
 from ..tensor import Tensor
-from .node import defgrad, nondiff
+from .node import defgrad, nondiff, shape_only
 
 nondiff("eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_not",
         "argmax", "argmin", "reduce_any", "reduce_all", "sign", "floor", "floordiv", "stop_gradient",
         "full", "arange", "linspace", "eye", "rand", "randn", "randint", "dim", "constant")
+# Rules that read only the shapes of these inputs (positions), never their values.
+for _op in ("neg", "reshape", "transpose", "expand_dims", "squeeze", "broadcast_to", "reduce_sum",
+            "reduce_mean", "cast", "to_device", "getitem"):
+    shape_only(_op, 0)
+for _op in ("add", "sub", "setitem", "index_add"):
+    shape_only(_op, 0, 1)
 
 
 def _shape(x):

@@ -17,6 +17,14 @@ def _nn_ops():
     return nn_ops
 
 
+def _static_shape(x):
+    """Shape with ``None`` for dims known only when a program runs (reading ``x.shape`` of a
+    symbolic tensor would add ops computing those dims)."""
+    if not isinstance(x, Tensor):
+        return tuple(getattr(x, "shape", ()))
+    return tuple(x._data.shape) if x._data is not None else tuple(x._var.type.shape)
+
+
 def _axis(axis, dim):
     """PyTorch users write ``dim=``; d2s says ``axis=``."""
     return axis if dim is None else dim
@@ -80,9 +88,10 @@ def linear(x, weight, bias=None):
     """``x @ weight.T + bias`` with weight (out_features, in_features)."""
     if weight.ndim != 2:
         raise ValueError(f"linear: weight must be 2-d (out_features, in_features), got shape {tuple(weight.shape)}")
-    x_last, w_in = x.shape[-1] if x.ndim else None, weight.shape[1]
-    if isinstance(x_last, int) and x_last != w_in:
-        raise ValueError(f"linear: input has {x_last} features (shape {tuple(x.shape)}) but the weight "
+    xs = _static_shape(x)
+    x_last, w_in = xs[-1] if xs else None, weight.shape[1]
+    if x_last is not None and x_last != w_in:
+        raise ValueError(f"linear: input has {x_last} features (shape {xs}) but the weight "
                          f"{tuple(weight.shape)} expects {w_in}")
     out = _ops.matmul(x, _ops.transpose(weight))
     return out if bias is None else out + bias
@@ -93,9 +102,10 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     k = len(normalized_shape)
-    tail = tuple(x.shape[x.ndim - k:])
-    if x.ndim < k or any(isinstance(d, int) and d != n for d, n in zip(tail, normalized_shape)):
-        raise ValueError(f"layer_norm: input shape {tuple(x.shape)} does not end with normalized_shape "
+    xs = _static_shape(x)
+    tail = xs[len(xs) - k:]
+    if len(xs) < k or any(d is not None and d != n for d, n in zip(tail, normalized_shape)):
+        raise ValueError(f"layer_norm: input shape {xs} does not end with normalized_shape "
                          f"{tuple(normalized_shape)}")
     axes = list(range(x.ndim - k, x.ndim))
     mu = _ops.mean(x, axis=axes, keepdims=True)
@@ -127,7 +137,20 @@ def max_pool2d(x, kernel_size, stride=None, padding=0):
 
 def flatten(x, start_dim=1, end_dim=-1):
     """Merge dims ``start_dim..end_dim`` (by default all but the batch dim)."""
-    return _ops.flatten(x, start_dim, end_dim)
+    if x._data is not None or x.ndim == 0:
+        return _ops.flatten(x, start_dim, end_dim)
+    # Symbolic: the static shape has None for dims known only at run time; at most one
+    # dim of the target may be unknown (-1), typically the batch dim.
+    static = list(x._var.type.shape)
+    s, e = start_dim % x.ndim, end_dim % x.ndim
+    merged = static[s:e + 1]
+    n = None if None in merged else math.prod(merged)
+    target = [-1 if d is None else d for d in static[:s]] + [-1 if n is None else n] + \
+             [-1 if d is None else d for d in static[e + 1:]]
+    if target.count(-1) > 1:
+        raise ValueError(f"flatten: input {x._var.type} has more than one dim unknown until run time after "
+                         f"merging dims {s}..{e}; give the program input more static dims (InputSpec)")
+    return _ops.reshape(x, target)
 
 
 # ------------------------------------------------------------------ recurrent cells
@@ -174,9 +197,10 @@ def _reduce(loss, reduction, op):
 
 def mse_loss(input, target, reduction="mean"):
     """Mean (or sum) of squared differences."""
-    if isinstance(target, Tensor) and all(isinstance(d, int) for d in tuple(input.shape) + tuple(target.shape)) \
-            and tuple(input.shape) != tuple(target.shape):
-        raise ValueError(f"mse_loss: input shape {tuple(input.shape)} and target shape {tuple(target.shape)} "
+    a, b = _static_shape(input), _static_shape(target)
+    mismatch = len(a) != len(b) or any(i is not None and j is not None and i != j for i, j in zip(a, b))
+    if isinstance(target, Tensor) and isinstance(input, Tensor) and mismatch:
+        raise ValueError(f"mse_loss: input shape {a} and target shape {b} "
                          "differ; reshape one of them (a silent broadcast would compute the wrong loss)")
     d = input - target
     return _reduce(d * d, reduction, "mse_loss")

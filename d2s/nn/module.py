@@ -20,7 +20,9 @@ def _array_of(data):
             raise TypeError("nn.Parameter needs a concrete tensor, not a symbolic one: create "
                             "parameters outside of to_static/build_program (e.g. in __init__)")
         return data._data
-    return tensor(data)._data
+    arr = tensor(data)._data
+    # a raw array is copied, so training never writes into the caller's array
+    return arr.copy() if arr is data else arr
 
 
 class Parameter(Tensor):
@@ -60,10 +62,10 @@ class Buffer(Tensor):
     __slots__ = ()
     _d2s_parameter = True
 
-    def __new__(cls, data, persistent=True):
+    def __new__(cls, data):
         return cls._make(_array_of(data))
 
-    def __init__(self, data, persistent=True):
+    def __init__(self, data):
         pass
 
 
@@ -297,8 +299,10 @@ class Module:
         def convert(a):
             if dt is not None and a.dtype.kind == "f":
                 a = a.astype(dt)
-            if xp is not None:
-                a = xp.asarray(a if xp is not np or isinstance(a, np.ndarray) else a.get())
+            if xp is np and not isinstance(a, np.ndarray):
+                a = a.get()  # cupy -> numpy
+            elif xp is not None:
+                a = xp.asarray(a)
             return a
 
         return self._apply_to_tensors(convert)

@@ -6,5 +6,17 @@ from . import ops
 from .dtypes import DTYPES, normalize as normalize_dtype
 from .ops import OPS, ShapeError, TensorType, get_op, manual_seed
 from .device import get_xp, xp_of
+from .ops.guard import GuardError
+from .ir import Block, Op, Program, Var
+from .executor import ExecutionError, Executor
+from .verify import VerifyError, verify
+
+
+def __getattr__(name):
+    # serialization loads lazily: a plain Executor user never pays for json/zipfile imports
+    if name in ("load", "save_program", "load_program", "Model", "FormatError"):
+        from . import serialize
+        return getattr(serialize, name)
+    raise AttributeError(f"module 'd2s_runtime' has no attribute {name!r}")
 
 __version__ = "0.1.0"

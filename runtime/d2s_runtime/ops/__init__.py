@@ -2,6 +2,7 @@
 from .registry import OPS, OpDef, ShapeError, TensorType, defop, get_op
 from . import elementwise, reduce, linalg, shape_ops, creation, indexing  # noqa: F401  (registration)
 from . import nn_ops  # noqa: F401  (registration)
+from . import guard  # noqa: F401  (registration: trace guards)
 from .creation import RNG, manual_seed
 
 __all__ = ["OPS", "OpDef", "ShapeError", "TensorType", "defop", "get_op", "RNG", "manual_seed"]

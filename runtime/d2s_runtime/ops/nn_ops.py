@@ -13,9 +13,12 @@ from .rules import fmt_shape, norm_axes, reduce_shape
 
 
 def _float_dtype(op, t):
-    if not is_floating(t.dtype):
-        raise ShapeError(f"{op}: needs a floating point tensor, got {t.dtype}; cast it first (x.float())")
-    return t.dtype
+    """Floating inputs keep their dtype; bool and int inputs compute in float64 (as exp does)."""
+    return t.dtype if is_floating(t.dtype) else "float64"
+
+
+def _as_float(x):
+    return x if x.dtype.kind == "f" else x.astype("float64")
 
 
 def _one_axis(op, axis, ndim):
@@ -33,6 +36,7 @@ def _softmax_infer(x, axis=-1):
 @defop("softmax", _softmax_infer)
 def _softmax(xp, x, axis=-1):
     """exp(x - max) / sum: subtracting the max keeps exp from overflowing."""
+    x = _as_float(x)
     z = x - xp.max(x, axis=axis, keepdims=True)
     e = xp.exp(z)
     return e / xp.sum(e, axis=axis, keepdims=True)
@@ -45,6 +49,7 @@ def _log_softmax_infer(x, axis=-1):
 
 @defop("log_softmax", _log_softmax_infer)
 def _log_softmax(xp, x, axis=-1):
+    x = _as_float(x)
     z = x - xp.max(x, axis=axis, keepdims=True)
     return z - xp.log(xp.sum(xp.exp(z), axis=axis, keepdims=True))
 
@@ -56,11 +61,17 @@ def _logsumexp_infer(x, axes=None, keepdims=False):
 
 @defop("logsumexp", _logsumexp_infer)
 def _logsumexp(xp, x, axes=None, keepdims=False):
+    x = _as_float(x)
     ax = None if axes is None else tuple(axes)
     m = xp.max(x, axis=ax, keepdims=True)
     # an all -inf slice would give -inf - -inf = nan; shift by 0 there instead
     m = xp.where(xp.isfinite(m), m, 0).astype(x.dtype, copy=False)
-    out = xp.log(xp.sum(xp.exp(x - m), axis=ax, keepdims=True)) + m
+    total = xp.sum(xp.exp(x - m), axis=ax, keepdims=True)
+    if xp is np:
+        with np.errstate(divide="ignore"):  # log(0) = -inf is the right answer there
+            out = xp.log(total) + m
+    else:
+        out = xp.log(total) + m
     if not keepdims:
         out = xp.squeeze(out, axis=ax) if ax is not None else out.reshape(())
     return out.astype(x.dtype, copy=False)
@@ -113,6 +124,7 @@ def _crop(x, shape, axis):
 @defop("gather", _gather_infer)
 def _gather(xp, x, index, axis):
     """``out[i][j] = x[index[i][j]][j]`` for axis 0 (torch.gather)."""
+    _check_gather("gather", TensorType(x.shape, x.dtype), TensorType(index.shape, index.dtype), axis)
     a = axis % x.ndim
     return xp.take_along_axis(_crop(x, index.shape, a), index, axis=a)
 
@@ -149,6 +161,8 @@ def _one_hot_infer(x, num_classes):
 
 @defop("one_hot", _one_hot_infer)
 def _one_hot(xp, x, num_classes):
+    if x.dtype.kind not in "iu":
+        raise ValueError(f"one_hot: needs an integer tensor of class ids, got {x.dtype}")
     if x.size and (int(x.min()) < 0 or int(x.max()) >= num_classes):
         raise ValueError(f"one_hot: class ids must lie in [0, {num_classes}), got values in "
                          f"[{int(x.min())}, {int(x.max())}]")
@@ -164,7 +178,7 @@ def _dropout_mask_infer(x, p):
 def _dropout_mask(xp, x, p):
     """Random keep-mask shaped like x, already scaled by 1/(1-p): ``dropout(x) = x * mask``."""
     keep = RNG.get(xp).random(x.shape) >= p
-    return (keep / (1.0 - p)).astype(x.dtype, copy=False)
+    return (keep / (1.0 - p)).astype(_as_float(x).dtype, copy=False)
 
 
 # ------------------------------------------------------------------ conv2d and max_pool2d
@@ -190,6 +204,8 @@ def _windows(xp, x, kh, kw, sh, sw):
     """(N, C, Ho, Wo, kh, kw) view of the kernel windows of (N, C, H, W) input ``x``."""
     n, c, h, w = x.shape
     ho, wo = (h - kh) // sh + 1, (w - kw) // sw + 1
+    if ho <= 0 or wo <= 0:
+        raise ValueError(f"input {h}x{w} (padded) is smaller than the kernel {kh}x{kw}")
     s0, s1, s2, s3 = x.strides
     return xp.lib.stride_tricks.as_strided(x, (n, c, ho, wo, kh, kw), (s0, s1, s2 * sh, s3 * sw, s2, s3))
 

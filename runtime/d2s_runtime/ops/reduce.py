@@ -20,7 +20,8 @@ def _sum_dtype(d):
     return "int64" if d in ("bool", "int32") else d
 
 
-_reduction("reduce_sum", lambda xp, x, ax, k: xp.sum(x, axis=ax, keepdims=k, dtype=_sum_dtype(x.dtype.name)))
+_reduction("reduce_sum", lambda xp, x, ax, k: xp.sum(x, axis=ax, keepdims=k, dtype=_sum_dtype(x.dtype.name)),
+           _sum_dtype)
 _reduction("reduce_mean", lambda xp, x, ax, k: xp.mean(x, axis=ax, keepdims=k),
            lambda d: d if is_floating(d) else "float64")
 _reduction("reduce_max", lambda xp, x, ax, k: xp.max(x, axis=ax, keepdims=k))

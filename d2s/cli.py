@@ -1,0 +1,178 @@
+"""The ``d2s`` command line (also ``python -m d2s``).
+
+    d2s convert FILE::FUNC                       print the converted source
+    d2s graph FILE::FUNC --spec 'float32[?,784]' print the program (or --dot/--svg FILE)
+    d2s compare FILE::FUNC [--spec ...]          eager vs trace vs to_static, side by side
+    d2s run DIR --input x=x.npy [--out DIR]      run a saved model with the runtime alone
+    d2s export-onnx FILE::FUNC --spec ... -o M   write an ONNX model
+    d2s demo                                     the tour of the whole system
+"""
+import argparse
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+_SPEC = re.compile(r"^\s*(\w+)\s*\[([^\]]*)\]\s*$")
+
+
+def parse_spec(text):
+    """'float32[?,784]' -> InputSpec([None, 784], 'float32'); several specs are ';'-separated."""
+    from .static.input_spec import InputSpec
+    m = _SPEC.match(text)
+    if not m:
+        raise SystemExit(f"d2s: bad --spec {text!r}: write it as DTYPE[DIM,...], e.g. 'float32[?,784]' "
+                         "('?' for a dynamic dim, '[]' for a scalar)")
+    dtype, dims = m.group(1), m.group(2).strip()
+    shape = [] if not dims else [None if d.strip() in ("?", "-1", "None") else int(d) for d in dims.split(",")]
+    return InputSpec(shape, dtype)
+
+
+def load_target(target):
+    """'path/to/file.py::func' -> the function (or module-level object) it names."""
+    if "::" not in target:
+        raise SystemExit(f"d2s: expected FILE::FUNC, got {target!r} (e.g. model.py::forward)")
+    path, name = target.split("::", 1)
+    if not os.path.isfile(path):
+        raise SystemExit(f"d2s: no such file: {path}")
+    mod_name = "_d2s_cli_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.pop(0)
+    obj = module
+    for part in name.split("."):
+        if not hasattr(obj, part):
+            raise SystemExit(f"d2s: {path} has no {name!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _specs(args):
+    return [parse_spec(s) for s in (args.spec or [])]
+
+
+def cmd_convert(args):
+    from .transformers import convert_function
+    fn = load_target(args.target)
+    fn = getattr(fn, "eager", fn)
+    print(convert_function(fn).code)
+
+
+def cmd_graph(args):
+    from .jit import to_static
+    fn = load_target(args.target)
+    sf = fn if hasattr(fn, "get_program") else to_static(fn)
+    program = sf.get_program(*_specs(args))
+    if args.dot or args.svg:
+        dot = program.to_dot()
+        if args.dot:
+            with open(args.dot, "w") as f:
+                f.write(dot)
+            print(f"wrote {args.dot}")
+        if args.svg:
+            exe = shutil.which("dot")
+            if exe is None:
+                raise SystemExit("d2s: --svg needs Graphviz's `dot` program, which is not installed "
+                                 "(apt-get install graphviz); --dot FILE writes the source without it")
+            subprocess.run([exe, "-Tsvg", "-o", args.svg], input=dot.encode(), check=True)
+            print(f"wrote {args.svg}")
+    else:
+        print(program)
+
+
+def cmd_compare(args):
+    from .trace.compare import run_compare
+    print(run_compare(args.target, shapes=_specs(args) or None))
+
+
+def cmd_run(args):
+    import numpy as np
+
+    import d2s_runtime
+    model = d2s_runtime.load(args.dir)
+    feeds = {}
+    for item in args.input or []:
+        if "=" not in item:
+            raise SystemExit(f"d2s: --input takes NAME=FILE.npy, got {item!r}")
+        name, path = item.split("=", 1)
+        feeds[name] = np.load(path, allow_pickle=False)
+    outputs = model.run_named(feeds) if hasattr(model, "run_named") else model(*feeds.values())
+    if not isinstance(outputs, (list, tuple)):
+        outputs = [outputs]
+    for i, out in enumerate(outputs):
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+            path = os.path.join(args.out, f"output_{i}.npy")
+            np.save(path, np.asarray(out))
+            print(f"output {i}: shape {tuple(np.shape(out))} {np.asarray(out).dtype} -> {path}")
+        else:
+            print(f"output {i}: shape {tuple(np.shape(out))} {np.asarray(out).dtype}")
+            print(np.asarray(out))
+
+
+def cmd_export_onnx(args):
+    from .onnx import export
+    fn = load_target(args.target)
+    export(fn, args.output, _specs(args))
+    print(f"wrote {args.output}")
+
+
+def cmd_demo(args):
+    from .demo import main as demo_main
+    return demo_main(quick=args.quick)
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="d2s", description="d2s: eager code with real control flow, "
+                                "converted to static graphs. See README.md.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    c = sub.add_parser("convert", help="print the converted source of FILE::FUNC")
+    c.add_argument("target", help="FILE.py::FUNC")
+    c.set_defaults(run=cmd_convert)
+
+    c = sub.add_parser("graph", help="print the program of FILE::FUNC (or write .dot/.svg)")
+    c.add_argument("target", help="FILE.py::FUNC")
+    c.add_argument("--spec", action="append", help="input spec, e.g. 'float32[?,784]' (repeat per input)")
+    c.add_argument("--dot", metavar="FILE", help="write Graphviz DOT source to FILE")
+    c.add_argument("--svg", metavar="FILE", help="render an SVG to FILE (needs Graphviz's dot)")
+    c.set_defaults(run=cmd_graph)
+
+    c = sub.add_parser("compare", help="run FILE::FUNC through eager, trace and to_static side by side")
+    c.add_argument("target", help="FILE.py::FUNC")
+    c.add_argument("--spec", action="append", help="input shapes to generate inputs from (repeat per input)")
+    c.set_defaults(run=cmd_compare)
+
+    c = sub.add_parser("run", help="run a saved model directory with the runtime alone")
+    c.add_argument("dir", help="directory written by d2s.jit.save")
+    c.add_argument("--input", action="append", metavar="NAME=FILE.npy", help="an input (repeat per input)")
+    c.add_argument("--out", metavar="DIR", help="write outputs as .npy files to DIR instead of printing")
+    c.set_defaults(run=cmd_run)
+
+    c = sub.add_parser("export-onnx", help="export FILE::FUNC as an ONNX model")
+    c.add_argument("target", help="FILE.py::FUNC")
+    c.add_argument("--spec", action="append", help="input spec, e.g. 'float32[?,784]' (repeat per input)")
+    c.add_argument("-o", "--output", required=True, help="the .onnx file to write")
+    c.set_defaults(run=cmd_export_onnx)
+
+    c = sub.add_parser("demo", help="the tour of the whole system on built-in data (under a minute)")
+    c.add_argument("--quick", action="store_true", help="fewer training steps")
+    c.set_defaults(run=cmd_demo)
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    rc = args.run(args)
+    return rc or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Which names a statement or expression reads, writes (rebinds) and modifies (mutates)."""
+import gast
+
+# Methods that mutate their receiver: ``xs.append(v)`` modifies ``xs`` as far as a branch or a
+# loop is concerned, so the list is carried through it.
+MUTATING_METHODS = {"append", "pop", "extend", "insert", "remove", "clear", "update", "setdefault",
+                    "popitem", "sort", "reverse", "add", "discard"}
+
+_SCOPES = (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
+
+
+def expr_reads(node):
+    """Names loaded by ``node``; names bound inside a lambda or comprehension are not reads."""
+    if node is None:
+        return set()
+    if isinstance(node, _SCOPES):
+        inner = set()
+        bound = set()
+        for child in gast.walk(node):
+            if isinstance(child, gast.Name):
+                if isinstance(child.ctx, gast.Load):
+                    inner.add(child.id)
+                else:
+                    bound.add(child.id)
+        return inner - bound
+    out = set()
+    for child in gast.iter_child_nodes(node):
+        if isinstance(child, gast.Name):
+            if isinstance(child.ctx, gast.Load):
+                out.add(child.id)
+        else:
+            out |= expr_reads(child)
+    return out
+
+
+def composite_path(node):
+    """``'self.a.b'`` for an attribute chain on a name, else None."""
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, gast.Name) and parts:
+        return ".".join([node.id] + parts[::-1])
+    return None
+
+
+def target_effects(target):
+    """(reads, writes, mods, composites) of assigning to ``target``.
+
+    ``x`` writes x; ``x[i]`` reads x and i and modifies x; ``self.a`` reads self and
+    modifies the composite ``self.a``; ``self.a[k]`` modifies the composite ``self.a``.
+    """
+    reads, writes, mods, comps = set(), set(), set(), set()
+    if isinstance(target, gast.Name):
+        writes.add(target.id)
+    elif isinstance(target, (gast.Tuple, gast.List)):
+        for e in target.elts:
+            r, w, m, c = target_effects(e)
+            reads |= r; writes |= w; mods |= m; comps |= c  # noqa: E702
+    elif isinstance(target, gast.Starred):
+        return target_effects(target.value)
+    elif isinstance(target, gast.Subscript):
+        reads |= expr_reads(target)
+        base = target.value
+        while isinstance(base, gast.Subscript):
+            base = base.value
+        if isinstance(base, gast.Name):
+            mods.add(base.id)
+            reads.add(base.id)
+        else:
+            path = composite_path(base)
+            if path:
+                comps.add(path)
+    elif isinstance(target, gast.Attribute):
+        reads |= expr_reads(target.value)
+        path = composite_path(target)
+        if path:
+            comps.add(path)
+    return reads, writes, mods, comps
+
+
+def _mutating_calls(node):
+    mods = set()
+    for child in gast.walk(node):
+        if (isinstance(child, gast.Call) and isinstance(child.func, gast.Attribute)
+                and child.func.attr in MUTATING_METHODS and isinstance(child.func.value, gast.Name)):
+            mods.add(child.func.value.id)
+    return mods
+
+
+class Effects:
+    """Reads, writes (rebinds: they kill liveness), mods (rebinds or mutations: carried) and
+    composites (attribute paths assigned) of one CFG node."""
+
+    __slots__ = ("reads", "writes", "mods", "composites")
+
+    def __init__(self, reads=(), writes=(), mods=(), composites=()):
+        self.reads, self.writes = set(reads), set(writes)
+        self.mods, self.composites = set(mods) | set(writes), set(composites)
+
+
+def _function_free_reads(node):
+    params = {a.id for a in gast.walk(node.args) if isinstance(a, gast.Name)}
+    loads, stores = set(), set()
+    for stmt in node.body:
+        for child in gast.walk(stmt):
+            if isinstance(child, gast.Name):
+                (loads if isinstance(child.ctx, gast.Load) else stores).add(child.id)
+    reads = loads - params - stores
+    for d in node.decorator_list + node.args.defaults + [k for k in node.args.kw_defaults if k]:
+        reads |= expr_reads(d)
+    return reads
+
+
+def statement_effects(stmt):
+    """Effects of a simple statement (compound statements are split by the CFG)."""
+    if isinstance(stmt, gast.Assign):
+        e = Effects(expr_reads(stmt.value))
+        for t in stmt.targets:
+            r, w, m, c = target_effects(t)
+            e.reads |= r; e.writes |= w; e.mods |= m | w; e.composites |= c  # noqa: E702
+        e.mods |= _mutating_calls(stmt.value)
+        return e
+    if isinstance(stmt, gast.AugAssign):
+        r, w, m, c = target_effects(stmt.target)
+        reads = expr_reads(stmt.value) | r | expr_reads(stmt.target) | w
+        return Effects(reads, w, m, c)
+    if isinstance(stmt, gast.AnnAssign):
+        r, w, m, c = target_effects(stmt.target)
+        return Effects(expr_reads(stmt.value) | r, w if stmt.value is not None else (), m, c)
+    if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef)):
+        return Effects(_function_free_reads(stmt), [stmt.name])
+    if isinstance(stmt, gast.ClassDef):
+        return Effects(set().union(*[expr_reads(b) for b in stmt.bases]) if stmt.bases else (), [stmt.name])
+    if isinstance(stmt, gast.Delete):
+        e = Effects()
+        for t in stmt.targets:
+            r, w, m, c = target_effects(t)
+            e.reads |= r; e.writes |= w; e.mods |= m | w; e.composites |= c  # noqa: E702
+        return e
+    if isinstance(stmt, (gast.Import, gast.ImportFrom)):
+        return Effects((), [(a.asname or a.name).split(".")[0] for a in stmt.names])
+    if isinstance(stmt, (gast.Global, gast.Nonlocal, gast.Pass, gast.Break, gast.Continue)):
+        return Effects()
+    e = Effects(expr_reads(stmt))
+    e.mods |= _mutating_calls(stmt)
+    return e
+
+
+def modified(stmts):
+    """(mods, composites) of a list of statements, nested compound statements included,
+    nested function bodies not (a ``def`` only binds its name)."""
+    mods, comps = set(), set()
+    for stmt in stmts:
+        for node in _statements(stmt):
+            if isinstance(node, (gast.If, gast.While)):
+                continue
+            if isinstance(node, gast.For):
+                r, w, m, c = target_effects(node.target)
+                mods |= w | m
+                comps |= c
+                continue
+            if isinstance(node, gast.With):
+                for item in node.items:
+                    if item.optional_vars is not None:
+                        r, w, m, c = target_effects(item.optional_vars)
+                        mods |= w | m
+                continue
+            if isinstance(node, gast.Try):
+                for h in node.handlers:
+                    if h.name is not None:
+                        mods.add(h.name.id if isinstance(h.name, gast.Name) else h.name)
+                continue
+            e = statement_effects(node)
+            mods |= e.mods
+            comps |= e.composites
+    return mods, comps
+
+
+def _statements(stmt):
+    """``stmt`` and every statement nested in it, not entering function or class bodies."""
+    yield stmt
+    if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+        return
+    for field in ("body", "orelse", "finalbody"):
+        for s in getattr(stmt, field, None) or []:
+            yield from _statements(s)
+    for h in getattr(stmt, "handlers", None) or []:
+        for s in h.body:
+            yield from _statements(s)
+
+
+def declared_nonlocal(func):
+    """Names a function declares ``global`` or ``nonlocal`` (writes to them escape it)."""
+    out = set()
+    for stmt in func.body:
+        for node in _statements(stmt):
+            if isinstance(node, (gast.Global, gast.Nonlocal)):
+                out.update(node.names)
+    return out

@@ -1,0 +1,112 @@
+"""Helpers shared by the passes: fresh names, constant values, use counts, renaming."""
+import numpy as np
+
+from ..ops import OPS
+
+# Commutative binary ops (CSE sorts their inputs; algebraic rules try both operand orders).
+COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor"}
+SMALL_CONSTANT = 16  # elements; folded results up to this size become `constant` ops
+
+
+def start(program):
+    """The copy a pass works on: a deep clone without annotations the pass may invalidate."""
+    p = program.clone()
+    p.annotations.pop("memory_plan", None)
+    return p
+
+
+def all_names(program):
+    names = set(program.inputs) | set(program.params) | set(program.constants)
+    for b in program.blocks:
+        names.update(b.vars)
+        names.update(b.inputs)
+    return names
+
+
+class Namer:
+    """Fresh var names that clash with no name in the program."""
+
+    def __init__(self, program, prefix="_"):
+        self.taken = all_names(program)
+        self.prefix = prefix
+        self.n = 0
+
+    def __call__(self):
+        while True:
+            self.n += 1
+            name = f"{self.prefix}{self.n}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+
+def is_effect(op):
+    """Ops passes must neither drop, merge nor fold: effects, and control flow containing them."""
+    opdef = OPS.get(op.type)
+    if opdef is None:  # control-flow ops: effectful if anything inside is
+        return any(is_effect(o) for b in op.blocks.values() for o in b.ops) or not op.blocks
+    return opdef.effect or any(is_effect(o) for b in op.blocks.values() for o in b.ops)
+
+
+def constant_op_value(op):
+    """The array a `constant` op holds."""
+    a = op.attrs
+    return np.asarray(a["value"], dtype=a["dtype"]).reshape(tuple(a.get("shape", ())))
+
+
+def constant_op(name, value):
+    value = np.asarray(value)
+    return ("constant", [], [name], {"value": value.tolist(), "dtype": value.dtype.name,
+                                     "shape": list(value.shape)})
+
+
+def producers(block):
+    """var name -> the op (of ``block``) defining it."""
+    return {o: op for op in block.ops for o in op.outputs}
+
+
+def use_counts(block, extra_outputs=()):
+    """var name -> number of reads by ops of ``block`` plus block outputs (and ``extra_outputs``)."""
+    n = {}
+    for op in block.ops:
+        for i in op.inputs:
+            n[i] = n.get(i, 0) + 1
+    for o in list(block.outputs) + list(extra_outputs):
+        n[o] = n.get(o, 0) + 1
+    return n
+
+
+def rename_uses(block, mapping, program=None):
+    """Replace reads of vars per ``mapping`` in ``block``'s ops and outputs (and the program's
+    outputs when ``block`` is the global block). Sub-blocks read only their own inputs, so
+    they need no renaming."""
+    if not mapping:
+        return
+
+    def r(n):
+        while n in mapping:
+            n = mapping[n]
+        return n
+
+    for op in block.ops:
+        op.inputs = [r(n) for n in op.inputs]
+    block.outputs = [r(n) for n in block.outputs]
+    if program is not None and block is program.block:
+        program.outputs = [r(n) for n in program.outputs]
+
+
+def prune_vars(block):
+    """Drop vars no longer defined by an op or input of ``block``."""
+    keep = set(block.inputs)
+    for op in block.ops:
+        keep.update(op.outputs)
+    block.vars = {n: v for n, v in block.vars.items() if n in keep}
+
+
+def each_block(program):
+    """Every block, the global one first (sub-blocks after the block holding them)."""
+    return program.blocks
+
+
+def kernel_attrs(attrs):
+    return dict(attrs)

@@ -1,0 +1,336 @@
+"""Saving and loading programs: versioned JSON for the program, ``.npz`` for arrays.
+
+A saved model is a directory::
+
+    program.json     {"format": "d2s-program", "version": 1, "program": {...}}
+    params.npz       one array per program param, keyed by param var name (optional)
+    constants.npz    one array per program constant, keyed by var name (optional)
+    meta.json        optional free-form JSON written by the saver: input/output specs,
+                     output structure, producer version... (``load_program`` returns it)
+
+``program`` in program.json is::
+
+    {"name": str, "inputs": [name], "params": [name], "constants": [name], "outputs": [name],
+     "block": block}
+    block = {"inputs": [name], "outputs": [name],
+             "vars": {name: {"shape": [int | null], "dtype": str}},
+             "ops": [{"type": str, "inputs": [name], "outputs": [name], "attrs": {...},
+                      "blocks": {key: block}}]}
+
+Loading never runs code: JSON is parsed with ``json``, arrays are read with
+``numpy.load(..., allow_pickle=False)``. The loader checks the format name and version, the
+schema, that every op type is known, every shape and dtype is valid, every array matches its
+var's type, and finally runs :func:`~d2s_runtime.verify.verify`; anything else raises
+:class:`FormatError` saying which file and what is wrong.
+"""
+import json
+import math
+import os
+import zipfile
+
+import numpy as np
+
+from .dtypes import DTYPES
+from .executor import Executor
+from .ir import Block, Op, Program
+from .ops import OPS, TensorType
+from .verify import VerifyError, verify
+
+FORMAT = "d2s-program"
+VERSION = 1
+PROGRAM_FILE = "program.json"
+PARAMS_FILE = "params.npz"
+CONSTANTS_FILE = "constants.npz"
+META_FILE = "meta.json"
+
+
+class FormatError(ValueError):
+    """A saved program that cannot be loaded: missing, truncated, malformed or unsupported."""
+
+
+# ---------------------------------------------------------------- saving
+def _block_to_json(block):
+    return {
+        "inputs": list(block.inputs),
+        "outputs": list(block.outputs),
+        "vars": {n: {"shape": list(v.type.shape), "dtype": v.type.dtype} for n, v in block.vars.items()},
+        "ops": [{"type": op.type, "inputs": list(op.inputs), "outputs": list(op.outputs),
+                 "attrs": _plain(op.attrs, op), "blocks": {k: _block_to_json(b) for k, b in op.blocks.items()}}
+                for op in block.ops],
+    }
+
+
+def _plain(value, op):
+    """Attrs as JSON data; anything else is a bug in whoever built the op, so say which op."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, op) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v, op) for k, v in value.items()}
+    raise TypeError(f"save_program: op {op.type!r} (outputs {op.outputs}) has an attr value {value!r} of type "
+                    f"{type(value).__name__}, which is not plain JSON data")
+
+
+def program_to_json(program):
+    """The JSON-able dict saved in program.json."""
+    return {"format": FORMAT, "version": VERSION, "program": {
+        "name": program.name, "inputs": list(program.inputs), "params": list(program.params),
+        "constants": list(program.constants), "outputs": list(program.outputs),
+        "block": _block_to_json(program.block)}}
+
+
+def _host(a):
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
+
+
+def save_program(program, dirpath, params=None, meta=None):
+    """Write ``program`` (and its param arrays and ``meta``) to directory ``dirpath``.
+
+    Args:
+        program: the Program to save (verified first).
+        dirpath: the directory; created if missing, files in it overwritten.
+        params: arrays for the program's params, by param var name (all or none of them).
+        meta: JSON-able dict saved as meta.json (input/output specs and anything else).
+    """
+    program.verify()
+    params = dict(params or {})
+    unknown = [k for k in params if k not in program.params]
+    if unknown:
+        raise KeyError(f"save_program: {unknown} are not params of the program (its params: {program.params})")
+    os.makedirs(dirpath, exist_ok=True)
+    arrays = {k: _host(v) for k, v in params.items()}
+    for k, a in arrays.items():
+        t = program.block.lookup(k).type
+        if not _fits(a, t):
+            raise ValueError(f"save_program: param {k!r} is {a.dtype.name}{list(a.shape)} but the program types it {t}")
+    _write_npz(os.path.join(dirpath, PARAMS_FILE), arrays)
+    _write_npz(os.path.join(dirpath, CONSTANTS_FILE), {k: _host(v) for k, v in program.constants.items()})
+    if meta is not None:
+        with open(os.path.join(dirpath, META_FILE), "w") as f:
+            json.dump(meta, f, indent=1)
+    elif os.path.exists(os.path.join(dirpath, META_FILE)):
+        os.remove(os.path.join(dirpath, META_FILE))
+    # program.json last: a directory with a program.json is complete
+    with open(os.path.join(dirpath, PROGRAM_FILE), "w") as f:
+        json.dump(program_to_json(program), f)
+    return dirpath
+
+
+def _write_npz(path, arrays):
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+# ---------------------------------------------------------------- loading
+def _fail(where, msg):
+    raise FormatError(f"{where}: {msg}")
+
+
+def _expect(cond, where, msg):
+    if not cond:
+        _fail(where, msg)
+
+
+def _names(value, where, what):
+    _expect(isinstance(value, list) and all(isinstance(n, str) and n for n in value), where,
+            f"{what} must be a list of var names (strings)")
+    return list(value)
+
+
+def _type_from_json(v, where):
+    _expect(isinstance(v, dict) and set(v) >= {"shape", "dtype"}, where, "a var needs 'shape' and 'dtype'")
+    shape, dtype = v["shape"], v["dtype"]
+    _expect(isinstance(shape, list) and all(d is None or (type(d) is int and d >= 0) for d in shape), where,
+            f"bad shape {shape!r}: a list of non-negative ints or null (unknown)")
+    _expect(dtype in DTYPES, where, f"bad dtype {dtype!r}: one of {', '.join(DTYPES)}")
+    return TensorType(shape, dtype)
+
+
+def _block_from_json(data, parent, where, cf_ops):
+    _expect(isinstance(data, dict), where, "a block must be an object")
+    missing = {"inputs", "outputs", "vars", "ops"} - set(data)
+    _expect(not missing, where, f"a block is missing {sorted(missing)}")
+    b = Block(parent=parent)
+    b.inputs = _names(data["inputs"], where, "block inputs")
+    b.outputs = _names(data["outputs"], where, "block outputs")
+    _expect(isinstance(data["vars"], dict), where, "block vars must be an object")
+    for name, v in data["vars"].items():
+        b.add_var(name, _type_from_json(v, f"{where}, var {name!r}"))
+    _expect(isinstance(data["ops"], list), where, "block ops must be a list")
+    for i, o in enumerate(data["ops"]):
+        w = f"{where}, op #{i}"
+        _expect(isinstance(o, dict) and isinstance(o.get("type"), str), w, "an op needs a string 'type'")
+        t = o["type"]
+        _expect(t in OPS or t in cf_ops, w, f"unknown op type {t!r}: this d2s_runtime ({_version()}) does not "
+                                             "have it; upgrade d2s_runtime or re-export the model")
+        attrs = o.get("attrs", {})
+        blocks = o.get("blocks", {})
+        _expect(isinstance(attrs, dict), w, "attrs must be an object")
+        _expect(isinstance(blocks, dict), w, "blocks must be an object")
+        _check_json_data(attrs, w)
+        op = Op(t, _names(o.get("inputs"), w, "op inputs"), _names(o.get("outputs"), w, "op outputs"), attrs)
+        op.blocks = {k: _block_from_json(sb, b, f"{w} block {k!r}", cf_ops) for k, sb in blocks.items()}
+        b.ops.append(op)
+    return b
+
+
+def _check_json_data(value, where):
+    """Attr values must be plain JSON data; NaN/inf floats are allowed (clip bounds)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return
+    if isinstance(value, float):
+        return
+    if isinstance(value, list):
+        for v in value:
+            _check_json_data(v, where)
+        return
+    if isinstance(value, dict):
+        for v in value.values():
+            _check_json_data(v, where)
+        return
+    _fail(where, f"attr value {value!r} is not JSON data")
+
+
+def _version():
+    from . import __version__
+    return f"version {__version__}"
+
+
+def program_from_json(doc, where=PROGRAM_FILE):
+    """Build and verify a Program from the dict saved in program.json."""
+    _expect(isinstance(doc, dict), where, "the top level must be a JSON object")
+    _expect(doc.get("format") == FORMAT, where, f"not a d2s program (format {doc.get('format')!r}, "
+                                                f"expected {FORMAT!r})")
+    version = doc.get("version")
+    _expect(type(version) is int, where, f"bad version {version!r}")
+    _expect(1 <= version <= VERSION, where, f"format version {version} is not supported by this d2s_runtime "
+                                            f"(it reads versions 1..{VERSION}); upgrade d2s_runtime")
+    data = doc.get("program")
+    _expect(isinstance(data, dict), where, "missing 'program' object")
+    missing = {"inputs", "params", "constants", "outputs", "block"} - set(data)
+    _expect(not missing, where, f"the program is missing {sorted(missing)}")
+    from .control_flow import RULES
+    p = Program()
+    p.name = data.get("name", "program") if isinstance(data.get("name", ""), str) else "program"
+    p.inputs = _names(data["inputs"], where, "program inputs")
+    p.params = _names(data["params"], where, "program params")
+    const_names = _names(data["constants"], where, "program constants")
+    p.outputs = _names(data["outputs"], where, "program outputs")
+    p.block = _block_from_json(data["block"], None, f"{where}, global block", RULES)
+    p.constants = {n: None for n in const_names}
+    return p
+
+
+def _read_npz(path, where, names, block):
+    """Arrays ``names`` from ``path``, each checked against its var's type."""
+    if not names:
+        return {}
+    if not os.path.exists(path):
+        _fail(where, f"missing file (the program needs arrays {names[:5]}{'...' if len(names) > 5 else ''})")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            out = {}
+            for n in names:
+                if n not in z.files:
+                    _fail(where, f"has no array {n!r}")
+                a = z[n]
+                t = block.vars[n].type
+                if not _fits(a, t):
+                    _fail(where, f"array {n!r} is {a.dtype.name}{list(a.shape)} but the program types it {t}")
+                out[n] = a
+            return out
+    except FormatError:
+        raise
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
+        _fail(where, f"cannot read arrays (truncated or corrupt file?): {type(e).__name__}: {e}")
+
+
+def _fits(a, t):
+    return (a.dtype.name == t.dtype and a.ndim == len(t.shape)
+            and all(d is None or d == s for d, s in zip(t.shape, a.shape)))
+
+
+def load_program(dirpath):
+    """Load a directory written by :func:`save_program`.
+
+    Returns:
+        ``(program, params, meta)``: the verified Program, a dict of param arrays (empty if
+        none were saved) and the meta dict (``{}`` without meta.json).
+    """
+    if not os.path.isdir(dirpath):
+        raise FormatError(f"{dirpath}: not a directory holding a saved d2s program")
+    ppath = os.path.join(dirpath, PROGRAM_FILE)
+    if not os.path.exists(ppath):
+        raise FormatError(f"{ppath}: missing; {dirpath} holds no saved d2s program")
+    try:
+        with open(ppath) as f:
+            doc = json.load(f, parse_constant=_json_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise FormatError(f"{ppath}: not valid JSON (truncated or corrupt?): {e}") from None
+    program = program_from_json(doc, ppath)
+    gb = program.block
+    for n in list(program.params) + list(program.constants) + list(program.inputs):
+        _expect(n in gb.vars, ppath, f"program input/param/constant {n!r} has no var in the global block")
+    program.constants = _read_npz(os.path.join(dirpath, CONSTANTS_FILE), os.path.join(dirpath, CONSTANTS_FILE),
+                                  list(program.constants), gb)
+    params = {}
+    par_path = os.path.join(dirpath, PARAMS_FILE)
+    if program.params and os.path.exists(par_path):
+        params = _read_npz(par_path, par_path, list(program.params), gb)
+    meta = {}
+    mpath = os.path.join(dirpath, META_FILE)
+    if os.path.exists(mpath):
+        try:
+            with open(mpath) as f:
+                meta = json.load(f)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise FormatError(f"{mpath}: not valid JSON (truncated or corrupt?): {e}") from None
+        _expect(isinstance(meta, dict), mpath, "meta must be a JSON object")
+    try:
+        verify(program)
+    except VerifyError as e:
+        raise FormatError(f"{ppath}: the program is malformed: {e}") from None
+    return program, params, meta
+
+
+def _json_constant(name):
+    # NaN / Infinity appear in attrs (e.g. clip bounds); nothing else is accepted
+    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
+
+
+# ---------------------------------------------------------------- the deployed model
+class Model:
+    """A loaded program, callable on arrays: ``model(*arrays)``.
+
+    Attributes:
+        program: the Program; params: its param arrays; meta: the saved meta dict;
+        executor: the prepared :class:`~d2s_runtime.executor.Executor`.
+    """
+
+    def __init__(self, program, params, meta, device="cpu", parallel=False):
+        missing = [n for n in program.params if n not in params]
+        if missing:
+            raise FormatError(f"the saved model has no arrays for params {missing}; save it with params=")
+        self.program, self.params, self.meta = program, params, meta
+        self.executor = Executor(program, device=device, parallel=parallel, params=params)
+
+    def run(self, *arrays):
+        """The outputs as a list."""
+        return self.executor.run(*arrays)
+
+    def __call__(self, *arrays):
+        """The output array, or a tuple of them when the program has several outputs."""
+        out = self.executor.run(*arrays)
+        return out[0] if len(out) == 1 else tuple(out)
+
+    def __repr__(self):
+        return f"<d2s_runtime.Model {self.program!r}>"
+
+
+def load(path, device="cpu", parallel=False):
+    """Load a saved model directory and return a callable :class:`Model`."""
+    program, params, meta = load_program(path)
+    return Model(program, params, meta, device=device, parallel=parallel)

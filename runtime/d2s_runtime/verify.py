@@ -1,0 +1,122 @@
+"""The IR verifier (like JAX's ``typecheck_jaxpr`` or torch.fx's ``Graph.lint``).
+
+``verify(program)`` checks, and raises :class:`VerifyError` naming the op and the var:
+
+* every op type is a registered primitive or a control-flow op with rules,
+* single assignment: no var is defined twice anywhere in the program,
+* every var is defined before it is used, in the same block: a sub-block reads only its own
+  inputs and the vars it defines (outer values reach it as explicit op inputs),
+* every var has a type in its block, and block/program outputs are defined,
+* every op's output types agree with its shape rule (re-run on its input types; control-flow
+  ops through ``control_flow.SHAPE_RULES`` when that module provides them).
+"""
+from .ops import OPS, ShapeError, TensorType
+
+
+class VerifyError(ValueError):
+    """A malformed program."""
+
+
+def _control_flow():
+    try:
+        from . import control_flow
+    except ImportError:
+        return {}, {}
+    return getattr(control_flow, "RULES", {}), getattr(control_flow, "SHAPE_RULES", {})
+
+
+def verify(program):
+    """Raise :class:`VerifyError` if ``program`` is malformed; return None otherwise."""
+    rules, shape_rules = _control_flow()
+    defined = {}  # var name -> where (for "defined twice" messages)
+    gb = program.block
+    feeds = list(program.inputs) + list(program.params) + list(program.constants)
+    for name in list(gb.inputs) + [n for n in feeds if n not in gb.inputs]:
+        if name in defined:
+            raise VerifyError(f"var {name!r} is an input of the program twice")
+        defined[name] = "a program input"
+    for kind, names in (("input", program.inputs), ("param", program.params), ("constant", program.constants)):
+        for n in names:
+            if n not in gb.vars:
+                raise VerifyError(f"program {kind} {n!r} has no Var (type) in the global block")
+    for name, arr in program.constants.items():
+        t = gb.vars[name].type
+        if tuple(arr.shape) != t.shape or arr.dtype.name != t.dtype:
+            raise VerifyError(f"constant {name!r} holds an array {arr.dtype.name}{list(arr.shape)} but its var "
+                              f"is typed {t}")
+    _verify_block(gb, set(gb.inputs) | set(feeds), defined, "the global block", rules, shape_rules)
+    for name in program.outputs:
+        if name not in gb.vars:
+            raise VerifyError(f"program output {name!r} is not defined in the global block")
+
+
+def _verify_block(block, scope, defined, where, rules, shape_rules):
+    scope = set(scope)
+    for name in scope:
+        if name not in block.vars:
+            raise VerifyError(f"{where}: input {name!r} has no Var (type) in its block")
+    for i, op in enumerate(block.ops):
+        label = f"{where}, op #{i} {op.type!r} (outputs {', '.join(op.outputs) or 'none'})"
+        known = op.type in OPS or op.type in rules
+        if not known:
+            raise VerifyError(f"{label}: unknown op type {op.type!r} (not in the op registry nor a control-flow op)")
+        for name in op.inputs:
+            if name not in scope:
+                raise VerifyError(f"{label}: reads var {name!r} {_why_not_in_scope(name, block, defined)}")
+        for key, sub in op.blocks.items():
+            sub_where = f"{where} > {op.type} #{i} block {key!r}"
+            for name in sub.inputs:
+                if name in defined:
+                    raise VerifyError(f"{sub_where}: input var {name!r} is defined twice (also {defined[name]})")
+                defined[name] = f"an input of {sub_where}"
+            _verify_block(sub, sub.inputs, defined, sub_where, rules, shape_rules)
+        for name in op.outputs:
+            if name in defined:
+                raise VerifyError(f"{label}: var {name!r} is defined twice (also {defined[name]})")
+            if name not in block.vars:
+                raise VerifyError(f"{label}: output var {name!r} has no Var (type) in its block")
+            defined[name] = f"by {label}"
+            scope.add(name)
+        _check_types(op, block, label, shape_rules)
+    for name in block.outputs:
+        if name not in scope:
+            raise VerifyError(f"{where}: block output {name!r} {_why_not_in_scope(name, block, defined)}")
+
+
+def _why_not_in_scope(name, block, defined):
+    if name in defined:
+        return (f"that is not in this block's scope (it is defined {defined[name]}); a sub-block may read only "
+                "its own inputs and the vars it defines: pass outer values in as op inputs")
+    b = block
+    while b is not None:
+        if any(name in op.outputs for op in b.ops):
+            return "before it is defined (it is defined by a later op)"
+        b = b.parent
+    return "that is never defined"
+
+
+def _check_types(op, block, label, shape_rules):
+    opdef = OPS.get(op.type)
+    if opdef is not None and not op.blocks:
+        infer = lambda types: opdef.infer(*types, **op.attrs)  # noqa: E731
+    elif op.type in shape_rules:
+        rule = shape_rules[op.type]
+        infer = lambda types: rule(op, types)  # noqa: E731
+    else:
+        return
+    types = [block.lookup(n).type for n in op.inputs]
+    try:
+        expected = infer(types)
+    except (ShapeError, TypeError, ValueError, KeyError, IndexError) as e:
+        raise VerifyError(f"{label}: its shape rule rejects input types "
+                          f"({', '.join(f'{n}:{t}' for n, t in zip(op.inputs, types))}): {e}") from None
+    if isinstance(expected, TensorType):
+        expected = (expected,)
+    expected = tuple(expected)
+    if len(expected) != len(op.outputs):
+        raise VerifyError(f"{label}: has {len(op.outputs)} outputs but its shape rule gives {len(expected)}")
+    for name, t in zip(op.outputs, expected):
+        got = block.vars[name].type
+        if got != t:
+            raise VerifyError(f"{label}: output var {name!r} is typed {got} but the shape rule of "
+                              f"{op.type!r} gives {t}")

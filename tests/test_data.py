@@ -1,0 +1,179 @@
+"""d2s.data: batch order, shuffling, partial batches, collation, the background pipeline
+(running ahead, bounded, stopping cleanly) and worker errors."""
+import gc
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import d2s
+from d2s.data import DataLoader, Dataset, TensorDataset, default_collate
+
+
+def _worker_threads():
+    return [t for t in threading.enumerate() if t.name == "d2s-DataLoader" and t.is_alive()]
+
+
+def _wait_until(pred, limit=10.0):
+    """Poll ``pred`` until it holds (a generous limit, so a slow machine cannot fail the test)."""
+    deadline = time.monotonic() + limit
+    while not pred():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+class Recording(Dataset):
+    """Samples (i as float32 features, i as label) that record the order they were read in."""
+
+    def __init__(self, n, fail_at=None):
+        self.n, self.fail_at = n, fail_at
+        self.accessed = []
+        self.lock = threading.Lock()
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i == self.fail_at:
+            raise KeyError(f"sample {i} is corrupt")
+        with self.lock:
+            self.accessed.append(i)
+        return np.full(2, i, dtype=np.float32), int(i)
+
+
+@pytest.mark.parametrize("prefetch", [0, 1, 3])
+@pytest.mark.parametrize("n,batch", [(10, 4), (9, 3), (3, 5)])
+def test_batches_come_in_order_with_a_partial_last_batch(prefetch, n, batch):
+    ds = Recording(n)
+    loader = DataLoader(ds, batch_size=batch, prefetch=prefetch)
+    batches = list(loader)
+    assert len(batches) == len(loader) == -(-n // batch)
+    labels = [b[1].tolist() for b in batches]
+    assert sum(labels, []) == list(range(n))
+    assert [len(lab) for lab in labels[:-1]] == [batch] * (len(labels) - 1)
+    x, y = batches[0]
+    assert x.dtype == "float32" and y.dtype == "int64" and x.shape == (len(labels[0]), 2)
+    np.testing.assert_array_equal(x.numpy()[:, 0], y.numpy())
+
+
+def test_drop_last_drops_the_partial_batch():
+    loader = DataLoader(Recording(10), batch_size=4, drop_last=True)
+    assert len(loader) == 2
+    assert [b[1].tolist() for b in loader] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+def test_shuffle_is_a_permutation_repeatable_with_manual_seed():
+    loader = DataLoader(Recording(20), batch_size=6, shuffle=True)
+
+    def epoch():
+        return sum((b[1].tolist() for b in loader), [])
+
+    d2s.manual_seed(5)
+    first, second = epoch(), epoch()
+    assert sorted(first) == list(range(20)) and sorted(second) == list(range(20))
+    assert first != list(range(20)) and first != second  # each epoch draws a new order
+    d2s.manual_seed(5)
+    assert epoch() == first and epoch() == second
+
+
+def test_tensor_dataset_batches_rows_of_each_tensor():
+    x = d2s.tensor(np.arange(12, dtype=np.float32).reshape(6, 2))
+    y = np.arange(6) * 10
+    ds = TensorDataset(x, y)
+    assert len(ds) == 6
+    xi, yi = ds[4]
+    assert xi.tolist() == [8.0, 9.0] and yi.item() == 40
+    d2s.manual_seed(0)
+    seen = []
+    for xb, yb in DataLoader(ds, batch_size=4, shuffle=True):
+        np.testing.assert_array_equal(xb.numpy()[:, 0] * 5, yb.numpy())
+        seen += yb.tolist()
+    assert sorted(seen) == [0, 10, 20, 30, 40, 50]
+    with pytest.raises(ValueError, match="first dimension"):
+        TensorDataset(np.zeros((3, 2)), np.zeros(4))
+
+
+def test_default_collate_handles_nesting():
+    batch = default_collate([{"x": np.ones(2), "y": (1, 2.5)}, {"x": np.zeros(2), "y": (3, 0.5)}])
+    assert batch["x"].shape == (2, 2)
+    assert batch["y"][0].tolist() == [1, 3] and batch["y"][0].dtype == "int64"
+    assert batch["y"][1].dtype == "float32"
+    stacked = default_collate([d2s.ones(3), d2s.zeros(3)])
+    assert stacked.shape == (2, 3)
+    with pytest.raises(TypeError, match="collate_fn"):
+        default_collate([object(), object()])
+
+
+def test_custom_collate_fn():
+    loader = DataLoader(Recording(5), batch_size=2, collate_fn=lambda samples: [s[1] for s in samples])
+    assert list(loader) == [[0, 1], [2, 3], [4]]
+
+
+def test_the_worker_runs_ahead_but_only_prefetch_batches():
+    ds = Recording(40)
+    it = iter(DataLoader(ds, batch_size=2, prefetch=3))
+    first = next(it)
+    assert first[1].tolist() == [0, 1]
+    # without asking for more, the worker prepares the next batches in the background:
+    # one consumed, three waiting in the queue, one fetched and blocked on the full queue
+    assert _wait_until(lambda: len(ds.accessed) >= 2 * 5)
+    time.sleep(0.05)  # would give an unbounded worker time to run further ahead
+    assert len(ds.accessed) == 2 * 5
+    assert ds.accessed == list(range(10))
+    assert next(it)[1].tolist() == [2, 3]
+    assert _wait_until(lambda: len(ds.accessed) >= 2 * 6)
+    it.close()
+
+
+def test_breaking_out_of_a_loop_stops_and_joins_the_worker():
+    ds = Recording(100)
+    before = len(_worker_threads())
+    for i, _ in enumerate(DataLoader(ds, batch_size=2, prefetch=2)):
+        if i == 1:
+            break
+    gc.collect()
+    assert len(_worker_threads()) == before
+    n = len(ds.accessed)
+    assert n < 100
+    time.sleep(0.02)
+    assert len(ds.accessed) == n  # nothing is read after the loop ended
+
+
+def test_close_and_context_manager_stop_the_worker():
+    loader = DataLoader(Recording(100), batch_size=2, prefetch=1)
+    it = iter(loader)
+    next(it)
+    thread = it._thread
+    it.close()
+    assert not thread.is_alive()
+    with pytest.raises(StopIteration):
+        next(it)
+    with iter(loader) as it2:
+        next(it2)
+        thread = it2._thread
+    assert not thread.is_alive()
+
+
+def test_an_exception_in_the_worker_is_raised_in_the_consumer():
+    loader = DataLoader(Recording(10, fail_at=5), batch_size=2, prefetch=2)
+    got = []
+    with pytest.raises(KeyError, match="sample 5 is corrupt") as info:
+        for _, y in loader:
+            got.append(y.tolist())
+    assert got == [[0, 1], [2, 3]]  # the batches before the failing one still arrive
+    assert any("worker thread" in note for note in getattr(info.value, "__notes__", []))
+    gc.collect()
+    assert not _worker_threads()
+    # synchronous loading raises the same error
+    with pytest.raises(KeyError, match="sample 5"):
+        list(DataLoader(Recording(10, fail_at=5), batch_size=2, prefetch=0))
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="batch_size"):
+        DataLoader(Recording(3), batch_size=0)
+    with pytest.raises(ValueError, match="prefetch"):
+        DataLoader(Recording(3), batch_size=1, prefetch=-1)

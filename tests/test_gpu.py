@@ -1,0 +1,97 @@
+"""Every op on device 'gpu' (cupy) against 'cpu' (numpy): values and gradients.
+
+Skipped as a whole where cupy or a CUDA GPU is missing.
+"""
+import numpy as np
+import pytest
+
+import d2s
+from d2s.nn_ops import conv2d, dropout, embedding, max_pool2d, scatter_add
+
+
+def _gpu_unavailable():
+    try:
+        import cupy
+    except ImportError:
+        return "cupy is not installed (pip install cupy-cudaXXx for your CUDA version)"
+    try:
+        if cupy.cuda.runtime.getDeviceCount() == 0:
+            return "cupy is installed but no CUDA GPU was found"
+    except Exception as e:  # no driver
+        return f"cupy is installed but no CUDA GPU is usable ({e})"
+    return None
+
+
+_REASON = _gpu_unavailable()
+pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"GPU tests need cupy and a GPU: {_REASON}")
+
+RNG = np.random.default_rng(5)
+IDX = np.array([[0, 2, 1], [1, 1, 0]])
+
+
+def r(*shape):
+    return RNG.uniform(0.5, 2.0, size=shape)
+
+
+# name, function, float inputs (gradients are compared for these), extra non-float inputs
+CASES = [
+    ("add", lambda a, b: a + b, [r(2, 3), r(3)]),
+    ("sub", lambda a, b: a - b, [r(2, 3), r(2, 1)]),
+    ("mul", lambda a, b: a * b, [r(2, 3), r(3)]),
+    ("div", lambda a, b: a / b, [r(2, 3), r(3)]),
+    ("pow", lambda a, b: a ** b, [r(2, 3), r(3)]),
+    ("maximum_minimum", lambda a, b: d2s.maximum(a, b) + d2s.minimum(a, b), [r(2, 3), r(3)]),
+    ("unary", lambda a: d2s.exp(a) + d2s.log(a) + d2s.sqrt(a) + d2s.sin(a) + d2s.cos(a) + d2s.tanh(a)
+     + d2s.sigmoid(a) + d2s.relu(a - 1) + d2s.abs(a - 1) - a, [r(3, 4)]),
+    ("clip_where", lambda a: d2s.clip(a, 0.8, 1.5) + d2s.where(a > 1, a, 0.0), [r(3, 4)]),
+    ("matmul", lambda a, b: a @ b, [r(2, 3, 4), r(4, 5)]),
+    ("reductions", lambda a: (d2s.sum(a, 1), d2s.mean(a, 0), d2s.max(a, 1), d2s.min(a), d2s.prod(a, 1),
+                              d2s.logsumexp(a, 1)), [r(3, 4)]),
+    ("shapes", lambda a: (d2s.reshape(a, [4, 3]), d2s.transpose(a), d2s.permute(a, 1, 0), d2s.unsqueeze(a, 0),
+                          d2s.squeeze(d2s.unsqueeze(a, 1), 1), d2s.broadcast_to(a, (2, 3, 4)), d2s.flatten(a),
+                          d2s.concat([a, a], 1), d2s.stack([a, a]), *d2s.split(a, [1, 2], 0),
+                          d2s.cast(a, "float32")), [r(3, 4)]),
+    ("indexing", lambda a: (a[1:, ::2], a[None, ..., 0], a[a > 1.0], a[d2s.tensor([0, 0, 2]).to("gpu")]), [r(3, 4)]),
+    ("softmax", lambda a: (d2s.softmax(a, 1), d2s.log_softmax(a, 0)), [r(3, 4)]),
+    ("cumsum_gather", lambda a: (d2s.cumsum(a, 1), d2s.gather(a, 1, d2s.tensor(IDX).to(a.device))), [r(2, 4)]),
+    ("scatter_add", lambda a, s: scatter_add(a, 1, d2s.tensor(IDX).to(a.device), s), [r(2, 4), r(2, 3)]),
+    ("conv2d", lambda x, w, b: conv2d(x, w, b, stride=2, padding=1), [r(2, 3, 6, 5), r(4, 3, 3, 3), r(4)]),
+    ("max_pool2d", lambda x: max_pool2d(x, 2, 1, 1), [RNG.permutation(2 * 2 * 4 * 4).reshape(2, 2, 4, 4) / 7.0]),
+    ("embedding", lambda w: embedding(d2s.tensor(IDX).to(w.device), w), [r(3, 4)]),
+]
+
+
+def _run(fn, arrays, device):
+    xs = [d2s.tensor(a, requires_grad=True, device=device) for a in arrays]
+    out = fn(*xs)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    total = sum(d2s.sum(o * o) for o in outs if o.dtype.is_floating_point)
+    total.backward()
+    return [o.numpy() if device == "cpu" else o.cpu().numpy() for o in outs], \
+           [x.grad.cpu().numpy() for x in xs]
+
+
+@pytest.mark.parametrize("name,fn,arrays", CASES, ids=[c[0] for c in CASES])
+def test_gpu_matches_cpu(name, fn, arrays):
+    cpu_out, cpu_grad = _run(fn, arrays, "cpu")
+    gpu_out, gpu_grad = _run(fn, arrays, "gpu")
+    for c, g in zip(cpu_out + cpu_grad, gpu_out + gpu_grad):
+        assert c.dtype == g.dtype and c.shape == g.shape
+        np.testing.assert_allclose(g, c, rtol=1e-6, atol=1e-8)
+
+
+def test_gpu_tensor_attributes_and_creation():
+    t = d2s.tensor([[1.0, 2.0]], device="gpu")
+    assert t.device == "gpu" and t.to("cpu").device == "cpu" and t.tolist() == [[1.0, 2.0]]
+    for make in (d2s.zeros, d2s.ones, d2s.rand, d2s.randn):
+        assert make(2, 3, device="gpu").device == "gpu"
+    d2s.manual_seed(0)
+    a = d2s.randn(4, device="gpu").cpu().numpy()
+    d2s.manual_seed(0)
+    np.testing.assert_array_equal(d2s.randn(4, device="gpu").cpu().numpy(), a)
+    assert dropout(d2s.ones(100, device="gpu"), 0.5).device == "gpu"
+
+
+def test_mixing_devices_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="different devices"):
+        d2s.ones(3, device="gpu") + np.ones(3)

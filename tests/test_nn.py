@@ -1,0 +1,456 @@
+"""d2s.nn: Module registration and state, layers against numpy references, parameter
+gradients against finite differences (float64), and layers inside a static program."""
+import math
+
+import numpy as np
+import pytest
+
+import d2s
+import d2s.nn.functional as F
+from d2s import nn
+from d2s.autograd.gradcheck import gradcheck
+
+
+def _np(t):
+    return t.numpy()
+
+
+def _seeded_model(seed):
+    d2s.manual_seed(seed)
+    return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.LayerNorm(8), nn.Linear(8, 2))
+
+
+# ------------------------------------------------------------------ finite differences
+def check_param_grads(module, *inputs, eps=1e-6):
+    """Every parameter's .grad after backward of sum(module(*inputs) * R) vs central
+    differences of the same scalar, in float64."""
+    module.double()
+    out = module(*inputs)
+    weights = np.random.default_rng(0).standard_normal(out.shape)
+
+    def value():
+        with d2s.no_grad():
+            return float((_np(module(*inputs)) * weights).sum())
+
+    module.zero_grad()
+    d2s.sum(module(*inputs) * d2s.tensor(weights)).backward()
+    params = list(module.named_parameters())
+    assert params, "module has no parameters to check"
+    for name, p in params:
+        flat = p._data.reshape(-1)
+        assert np.shares_memory(flat, p._data)
+        numeric = np.zeros(flat.size)
+        for i in range(flat.size):
+            old = flat[i]
+            flat[i] = old + eps
+            up = value()
+            flat[i] = old - eps
+            down = value()
+            flat[i] = old
+            numeric[i] = (up - down) / (2 * eps)
+        np.testing.assert_allclose(_np(p.grad).reshape(-1), numeric, rtol=1e-5, atol=1e-7, err_msg=name)
+
+
+def _randn(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+# ------------------------------------------------------------------ Module
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(3, 4)
+        self.act = nn.ReLU()
+        self.blocks = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])
+        self.scale = nn.Parameter(d2s.ones(4))
+        self.register_buffer("offset", d2s.zeros(4))
+        self.note = "plain attribute"
+
+    def forward(self, x):
+        h = self.act(self.fc1(x))
+        for b in self.blocks:
+            h = b(h)
+        return h * self.scale + self.offset
+
+
+def test_attributes_register_in_assignment_order():
+    net = Net()
+    names = [n for n, _ in net.named_parameters()]
+    assert names == ["scale", "fc1.weight", "fc1.bias", "blocks.0.weight", "blocks.0.bias",
+                     "blocks.1.weight", "blocks.1.bias"]
+    assert [n for n, _ in net.named_children()] == ["fc1", "act", "blocks"]
+    assert [n for n, _ in net.named_modules()] == ["", "fc1", "act", "blocks", "blocks.0", "blocks.1"]
+    assert [n for n, _ in net.named_buffers()] == ["offset"]
+    assert len(list(net.parameters())) == 7
+    assert net.note == "plain attribute" and "note" not in net.state_dict()
+
+
+def test_parameter_is_a_marked_tensor_that_requires_grad():
+    p = nn.Parameter(np.ones((2, 3), dtype=np.float32))
+    assert isinstance(p, d2s.Tensor) and p.requires_grad and p.is_leaf
+    assert type(p)._d2s_parameter is True
+    assert p.shape == (2, 3) and p.dtype == "float32"
+    # ops on a parameter give plain tensors
+    assert type(p * 2) is d2s.Tensor
+    frozen = nn.Parameter(d2s.zeros(2), requires_grad=False)
+    assert not frozen.requires_grad
+
+
+def test_reassigning_and_deleting_attributes_updates_registries():
+    net = Net()
+    net.fc1 = nn.Linear(3, 4, bias=False)
+    assert "fc1.bias" not in dict(net.named_parameters())
+    net.act = None
+    assert "act" not in dict(net.named_children())
+    del net.scale
+    assert "scale" not in dict(net.named_parameters())
+
+
+def test_setattr_before_init_is_a_clear_error():
+    class Bad(nn.Module):
+        def __init__(self):
+            self.fc = nn.Linear(2, 2)
+
+    with pytest.raises(AttributeError, match="super"):
+        Bad()
+
+
+def test_shared_parameters_are_listed_once():
+    lin = nn.Linear(3, 3)
+    seq = nn.Sequential(lin, nn.ReLU(), lin)
+    assert len(list(seq.parameters())) == 2
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_state_dict_round_trip(seed):
+    src, dst = _seeded_model(seed), _seeded_model(seed + 10)
+    x = d2s.tensor(_randn(5, 4, seed=seed).astype(np.float32))
+    assert not np.allclose(_np(src(x)), _np(dst(x)))
+    sd = src.state_dict()
+    assert list(sd) == ["0.weight", "0.bias", "2.weight", "2.bias", "3.weight", "3.bias"]
+    before = {id(p) for p in dst.parameters()}
+    dst.load_state_dict(sd)
+    np.testing.assert_array_equal(_np(src(x)), _np(dst(x)))
+    assert {id(p) for p in dst.parameters()} == before  # loaded in place
+    # the state dict holds values, not the live parameters; numpy arrays load too
+    dst.load_state_dict({k: _np(v) * 0 for k, v in sd.items()})
+    assert np.all(_np(dst(x)) == 0) and not np.all(_np(src(x)) == 0)
+
+
+def test_state_dict_includes_persistent_buffers_only():
+    net = Net()
+    net.register_buffer("tmp", d2s.ones(1), persistent=False)
+    sd = net.state_dict()
+    assert "offset" in sd and "tmp" not in sd
+
+
+def test_load_state_dict_errors_name_the_keys_and_leave_the_module_unchanged():
+    m = _seeded_model(0)
+    before = {k: _np(v).copy() for k, v in m.state_dict().items()}
+    sd = dict(m.state_dict())
+    sd.pop("0.bias")
+    sd["extra.weight"] = np.zeros(3)
+    with pytest.raises(KeyError, match=r"missing keys \['0.bias'\].*unexpected keys \['extra.weight'\]"):
+        m.load_state_dict(sd)
+    missing, unexpected = m.load_state_dict(sd, strict=False)
+    assert missing == ["0.bias"] and unexpected == ["extra.weight"]
+    bad = {k: _np(v) + 1 for k, v in m.state_dict().items()}
+    bad["3.weight"] = np.zeros((3, 8), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"'3.weight' has shape \(3, 8\).*\(2, 8\)"):
+        m.load_state_dict(bad)
+    for k, v in m.state_dict().items():
+        np.testing.assert_array_equal(_np(v), before[k])
+
+
+def test_train_and_eval_reach_every_submodule():
+    net = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Dropout(0.5), nn.ReLU()))
+    assert all(m.training for m in net.modules())
+    assert net.eval() is net
+    assert not any(m.training for m in net.modules())
+    net.train()
+    assert all(m.training for m in net.modules())
+
+
+def test_dropout_training_scales_kept_values_and_eval_is_identity():
+    d2s.manual_seed(3)
+    drop = nn.Dropout(0.25)
+    x = d2s.ones(4000)
+    y = _np(drop(x))
+    assert set(np.unique(y).tolist()) <= {0.0, float(np.float32(1 / 0.75))}
+    assert abs((y == 0).mean() - 0.25) < 0.03
+    d2s.manual_seed(3)
+    np.testing.assert_array_equal(_np(drop(x)), y)  # repeatable from the seed
+    drop.eval()
+    xr = d2s.tensor(_randn(7).astype(np.float32))
+    np.testing.assert_array_equal(_np(drop(xr)), _np(xr))
+    assert _np(nn.Dropout(0.0)(xr)).tolist() == _np(xr).tolist()
+
+
+def test_module_to_double_keeps_parameter_identity():
+    m = nn.Linear(3, 2)
+    ids = [id(p) for p in m.parameters()]
+    m.double()
+    assert [id(p) for p in m.parameters()] == ids
+    assert all(p.dtype == "float64" for p in m.parameters())
+
+
+# ------------------------------------------------------------------ init
+def test_init_bounds_follow_pytorch_and_manual_seed_repeats():
+    d2s.manual_seed(0)
+    a = nn.Linear(50, 30)
+    bound = 1 / math.sqrt(50)
+    w = _np(a.weight)
+    assert np.abs(w).max() <= bound and np.abs(w).max() > 0.9 * bound
+    assert np.abs(_np(a.bias)).max() <= bound
+    conv = nn.Conv2d(3, 5, 3)
+    assert np.abs(_np(conv.weight)).max() <= 1 / math.sqrt(27)
+    d2s.manual_seed(0)
+    b = nn.Linear(50, 30)
+    np.testing.assert_array_equal(_np(a.weight), _np(b.weight))
+    c = nn.Linear(50, 30)
+    assert not np.array_equal(_np(b.weight), _np(c.weight))
+    e = nn.Embedding(1000, 8)
+    assert abs(_np(e.weight).std() - 1.0) < 0.05
+    ln = nn.LayerNorm(6)
+    assert _np(ln.weight).tolist() == [1.0] * 6 and _np(ln.bias).tolist() == [0.0] * 6
+
+
+# ------------------------------------------------------------------ layers vs numpy
+@pytest.mark.parametrize("shape", [(5, 4), (2, 3, 4), (4,)])
+def test_linear_matches_numpy(shape):
+    lin = nn.Linear(4, 3)
+    x = _randn(*shape, seed=len(shape)).astype(np.float32)
+    ref = x @ _np(lin.weight).T + _np(lin.bias)
+    np.testing.assert_allclose(_np(lin(d2s.tensor(x))), ref, rtol=1e-5, atol=1e-6)
+    nobias = nn.Linear(4, 3, bias=False)
+    assert nobias.bias is None and len(list(nobias.parameters())) == 1
+    np.testing.assert_allclose(_np(nobias(d2s.tensor(x))), x @ _np(nobias.weight).T, rtol=1e-5, atol=1e-6)
+
+
+def test_linear_rejects_wrong_feature_count():
+    with pytest.raises(ValueError, match=r"linear: input has 5 features.*expects 4"):
+        nn.Linear(4, 3)(d2s.zeros(2, 5))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_activations_match_numpy(seed):
+    x = _randn(3, 5, seed=seed) * 3
+    t = d2s.tensor(x)
+    np.testing.assert_allclose(_np(nn.ReLU()(t)), np.maximum(x, 0))
+    np.testing.assert_allclose(_np(nn.Tanh()(t)), np.tanh(x), rtol=1e-12)
+    np.testing.assert_allclose(_np(nn.Sigmoid()(t)), 1 / (1 + np.exp(-x)), rtol=1e-12)
+    gelu_tanh = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    np.testing.assert_allclose(_np(nn.GELU()(t)), gelu_tanh, rtol=1e-12, atol=1e-15)
+    # the tanh approximation stays within 1e-3 of the exact erf form
+    exact = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.ravel()]).reshape(x.shape)
+    assert np.abs(_np(nn.GELU()(t)) - exact).max() < 1e-3
+    sm = np.exp(x - x.max(1, keepdims=True))
+    sm /= sm.sum(1, keepdims=True)
+    np.testing.assert_allclose(_np(F.softmax(t, axis=1)), sm, rtol=1e-12)
+    np.testing.assert_allclose(_np(F.log_softmax(t, dim=1)), np.log(sm), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape,norm", [((4, 6), (6,)), ((2, 3, 4), (3, 4)), ((5, 3), 3)])
+def test_layer_norm_matches_numpy(shape, norm):
+    ln = nn.LayerNorm(norm, dtype="float64")
+    nd = 1 if isinstance(norm, int) else len(norm)
+    ln.weight._data[...] = _randn(*ln.weight.shape, seed=1)
+    ln.bias._data[...] = _randn(*ln.bias.shape, seed=2)
+    x = _randn(*shape, seed=3) * 2 + 1
+    axes = tuple(range(len(shape) - nd, len(shape)))
+    mu = x.mean(axes, keepdims=True)
+    var = x.var(axes, keepdims=True)
+    ref = (x - mu) / np.sqrt(var + 1e-5) * _np(ln.weight) + _np(ln.bias)
+    np.testing.assert_allclose(_np(ln(d2s.tensor(x))), ref, rtol=1e-10, atol=1e-12)
+
+
+def test_layer_norm_rejects_wrong_trailing_shape():
+    with pytest.raises(ValueError, match="layer_norm"):
+        nn.LayerNorm(5)(d2s.zeros(2, 4))
+
+
+@pytest.mark.parametrize("ids", [[1, 0, 3], [[2, 2], [4, 1]], 3])
+def test_embedding_matches_numpy(ids):
+    emb = nn.Embedding(5, 3)
+    out = emb(d2s.tensor(ids))
+    np.testing.assert_array_equal(_np(out), _np(emb.weight)[np.asarray(ids)])
+
+
+def _conv_ref(x, w, b, stride, pad):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    ho, wo = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, o, ho, wo))
+    for i in range(ho):
+        for j in range(wo):
+            patch = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = np.einsum("nchw,ochw->no", patch, w)
+    return out + (0 if b is None else b[None, :, None, None])
+
+
+@pytest.mark.parametrize("cin,cout,k,stride,pad,bias", [(1, 2, 3, 1, 0, True), (2, 3, 3, 2, 1, True),
+                                                        (3, 2, 2, 1, 1, False)])
+def test_conv2d_matches_numpy(cin, cout, k, stride, pad, bias):
+    conv = nn.Conv2d(cin, cout, k, stride=stride, padding=pad, bias=bias, dtype="float64")
+    x = _randn(2, cin, 6, 7, seed=cin)
+    ref = _conv_ref(x, _np(conv.weight), None if conv.bias is None else _np(conv.bias), stride, pad)
+    np.testing.assert_allclose(_np(conv(d2s.tensor(x))), ref, rtol=1e-10, atol=1e-12)
+
+
+def _pool_ref(x, k, s):
+    n, c, h, w = x.shape
+    ho, wo = (h - k) // s + 1, (w - k) // s + 1
+    out = np.zeros((n, c, ho, wo))
+    for i in range(ho):
+        for j in range(wo):
+            out[:, :, i, j] = x[:, :, i * s:i * s + k, j * s:j * s + k].max(axis=(2, 3))
+    return out
+
+
+@pytest.mark.parametrize("k,s", [(2, None), (3, 1), (2, 3)])
+def test_max_pool2d_and_flatten_match_numpy(k, s):
+    x = _randn(2, 3, 7, 8, seed=k)
+    out = nn.MaxPool2d(k, s)(d2s.tensor(x))
+    ref = _pool_ref(x, k, k if s is None else s)
+    np.testing.assert_array_equal(_np(out), ref)
+    np.testing.assert_array_equal(_np(nn.Flatten()(out)), ref.reshape(2, -1))
+    np.testing.assert_array_equal(_np(nn.Flatten(0, 1)(out)), ref.reshape(6, *ref.shape[2:]))
+
+
+def _sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+def test_rnn_cell_matches_numpy(batch):
+    cell = nn.RNNCell(3, 5, dtype="float64")
+    x, h = _randn(batch, 3, seed=batch), _randn(batch, 5, seed=batch + 1)
+    wi, wh, bi, bh = (_np(p) for p in (cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh))
+    ref = np.tanh(x @ wi.T + bi + h @ wh.T + bh)
+    np.testing.assert_allclose(_np(cell(d2s.tensor(x), d2s.tensor(h))), ref, rtol=1e-12)
+    np.testing.assert_allclose(_np(cell(d2s.tensor(x))), np.tanh(x @ wi.T + bi + bh), rtol=1e-12)
+    relu_cell = nn.RNNCell(3, 5, nonlinearity="relu", dtype="float64")
+    wi, wh, bi, bh = (_np(p) for p in relu_cell.parameters())
+    np.testing.assert_allclose(_np(relu_cell(d2s.tensor(x), d2s.tensor(h))),
+                               np.maximum(x @ wi.T + bi + h @ wh.T + bh, 0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_gru_cell_matches_numpy(batch):
+    cell = nn.GRUCell(4, 3, dtype="float64")
+    x, h = _randn(batch, 4, seed=batch), _randn(batch, 3, seed=batch + 7)
+    wi, wh, bi, bh = (_np(p) for p in (cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh))
+    gi, gh = x @ wi.T + bi, h @ wh.T + bh
+    r = _sigmoid(gi[:, :3] + gh[:, :3])
+    z = _sigmoid(gi[:, 3:6] + gh[:, 3:6])
+    n = np.tanh(gi[:, 6:] + r * gh[:, 6:])
+    ref = (1 - z) * n + z * h
+    np.testing.assert_allclose(_np(cell(d2s.tensor(x), d2s.tensor(h))), ref, rtol=1e-12)
+    assert cell.weight_ih.shape == (9, 4) and cell.weight_hh.shape == (9, 3)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_losses_match_numpy(seed):
+    a, b = _randn(6, 3, seed=seed), _randn(6, 3, seed=seed + 5)
+    np.testing.assert_allclose(_np(nn.MSELoss()(d2s.tensor(a), d2s.tensor(b))), ((a - b) ** 2).mean(), rtol=1e-12)
+    np.testing.assert_allclose(_np(F.mse_loss(d2s.tensor(a), d2s.tensor(b), reduction="sum")),
+                               ((a - b) ** 2).sum(), rtol=1e-12)
+    logits = _randn(6, 4, seed=seed) * 3
+    target = np.random.default_rng(seed).integers(0, 4, size=6)
+    logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    ref = -logp[np.arange(6), target].mean()
+    out = nn.CrossEntropyLoss()(d2s.tensor(logits), d2s.tensor(target))
+    assert out.shape == ()
+    np.testing.assert_allclose(_np(out), ref, rtol=1e-12)
+    per_sample = F.cross_entropy(d2s.tensor(logits), d2s.tensor(target), reduction="none")
+    np.testing.assert_allclose(_np(per_sample), -logp[np.arange(6), target], rtol=1e-12)
+    probs = np.eye(4)[target]
+    np.testing.assert_allclose(_np(F.cross_entropy(d2s.tensor(logits), d2s.tensor(probs))), ref, rtol=1e-12)
+
+
+def test_cross_entropy_is_stable_for_huge_logits():
+    logits = d2s.tensor(np.array([[1000.0, 0.0, -1000.0], [0.0, 5000.0, 0.0]], dtype=np.float32))
+    loss = F.cross_entropy(logits, d2s.tensor([1, 1]))
+    assert np.isfinite(_np(loss))
+    np.testing.assert_allclose(_np(loss), 500.0, rtol=1e-6)
+
+
+def test_loss_shape_errors_are_clear():
+    with pytest.raises(ValueError, match=r"mse_loss: input shape \(4, 1\) and target shape \(4,\)"):
+        F.mse_loss(d2s.zeros(4, 1), d2s.zeros(4))
+    with pytest.raises(TypeError, match="integer class ids"):
+        F.nll_loss(d2s.zeros(4, 3), d2s.zeros(4))
+
+
+# ------------------------------------------------------------------ parameter gradients
+@pytest.mark.parametrize("make,inputs", [
+    (lambda: nn.Linear(3, 2), lambda: (_randn(4, 3),)),
+    (lambda: nn.Sequential(nn.Linear(3, 4), nn.GELU(), nn.Linear(4, 2), nn.Sigmoid()), lambda: (_randn(2, 3),)),
+    (lambda: nn.LayerNorm(5), lambda: (_randn(3, 5),)),
+    (lambda: nn.Embedding(4, 3), lambda: (d2s.tensor([[0, 2], [2, 3]]),)),
+    (lambda: nn.Conv2d(2, 3, 3, stride=2, padding=1), lambda: (_randn(2, 2, 5, 5),)),
+    (lambda: nn.Sequential(nn.Conv2d(1, 2, 2), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8, 2)),
+     lambda: (_randn(2, 1, 5, 5),)),
+    (lambda: nn.RNNCell(3, 4), lambda: (_randn(2, 3), _randn(2, 4, seed=1))),
+    (lambda: nn.GRUCell(3, 2), lambda: (_randn(2, 3), _randn(2, 2, seed=1))),
+])
+def test_parameter_gradients_match_finite_differences(make, inputs):
+    d2s.manual_seed(0)
+    module = make()
+    args = tuple(d2s.tensor(a) if isinstance(a, np.ndarray) else a for a in inputs())
+    check_param_grads(module, *args)
+
+
+def test_loss_gradients_match_finite_differences():
+    target = d2s.tensor([2, 0, 1])
+    assert gradcheck(lambda z: F.cross_entropy(z, target), [_randn(3, 4)])
+    assert gradcheck(lambda a, b: F.mse_loss(a, b), [_randn(3, 2), _randn(3, 2, seed=1)])
+    assert gradcheck(lambda z: F.gelu(z), [_randn(5)])
+    assert gradcheck(lambda z: F.layer_norm(z, (4,)), [_randn(2, 4)])
+
+
+# ------------------------------------------------------------------ layers in a static program
+def _build(model, shape):
+    from d2s.static.builder import ProgramBuilder
+    with ProgramBuilder() as b:
+        x = b.add_input(shape, "float32")
+        out = model(x)
+        b.program.outputs = [b.var_of(out)]
+    b.program.block.outputs = list(b.program.outputs)
+    return b
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_the_same_forward_builds_a_program_with_parameters_as_params(batch):
+    from d2s_runtime import Executor
+    d2s.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 3, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(48, 16), nn.GELU(), nn.LayerNorm(16), nn.Dropout(0.3), nn.Linear(16, 4))
+    model.eval()
+    b = _build(model, (None, 1, 8, 8))
+    prog = b.program
+    assert len(prog.params) == len(list(model.parameters()))
+    assert not prog.constants  # no parameter was folded into a constant
+    assert {id(t) for t in b.param_tensors.values()} == {id(p) for p in model.parameters()}
+    x = _randn(batch, 1, 8, 8).astype(np.float32)
+
+    def run():
+        params = {n: t._data for n, t in b.param_tensors.items()}
+        return Executor(prog).run(x, params=params)[0]
+
+    np.testing.assert_allclose(run(), _np(model(d2s.tensor(x))), rtol=1e-5, atol=1e-6)
+    # parameters are read at run time: a changed weight changes the program's result
+    model[0].bias._data += 1.0
+    np.testing.assert_allclose(run(), _np(model(d2s.tensor(x))), rtol=1e-5, atol=1e-6)
+
+
+def test_recurrent_cells_and_embedding_build_programs():
+    from d2s.static.builder import ProgramBuilder
+    gru, emb = nn.GRUCell(3, 4), nn.Embedding(10, 3)
+    with ProgramBuilder() as b:
+        ids = b.add_input((None,), "int64")
+        h = gru(emb(ids))
+        h = gru(emb(ids), h)
+    assert h.is_symbolic and h._var.type.shape == (None, 4)
+    assert len(b.program.params) == 5
