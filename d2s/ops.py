@@ -69,34 +69,26 @@ def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 def _like(x, fill, dtype, device, requires_grad):
-    dtype = x.dtype if dtype is None else dtype
     if isinstance(x, Tensor) and x._data is None:
-        # A symbolic shape may hold unknown dims: broadcast a scalar to the tensor instead.
-        out = broadcast_to(cast(tensor(fill) if STATE.builder is None else full([], fill, dtype=dtype), dtype),
-                           x.shape) + zeros_like_sym(x, dtype)
-        return out
+        # A symbolic shape may hold unknown dims: the full_like op reads x's shape when the
+        # program runs (x * 0 + fill would turn inf and nan entries into nan).
+        dtype = x.dtype if dtype is None else dtype
+        return apply("full_like", x, value=fill, dtype=str(as_dtype(dtype)))
+    if not isinstance(x, Tensor):
+        x = tensor(x)
+    dtype = x.dtype if dtype is None else dtype
     return full(list(x.shape), fill, dtype=dtype, device=device or x.device, requires_grad=requires_grad)
 
 
-def zeros_like_sym(x, dtype):
-    return cast(x, dtype) * 0
-
-
 def zeros_like(x, dtype=None, device=None, requires_grad=False):
-    if isinstance(x, Tensor) and x._data is None:
-        return cast(stop_gradient(x), dtype or x.dtype) * 0
     return _like(x, 0, dtype, device, requires_grad)
 
 
 def ones_like(x, dtype=None, device=None, requires_grad=False):
-    if isinstance(x, Tensor) and x._data is None:
-        return cast(stop_gradient(x), dtype or x.dtype) * 0 + 1
     return _like(x, 1, dtype, device, requires_grad)
 
 
 def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
-    if isinstance(x, Tensor) and x._data is None:
-        return cast(stop_gradient(x), dtype or x.dtype) * 0 + fill_value
     return _like(x, fill_value, dtype, device, requires_grad)
 
 
@@ -223,6 +215,10 @@ def minimum(a, b):
 
 
 def clip(x, min=None, max=None):
+    """Limit x to [min, max]; either bound may be None, a number, or a tensor (broadcast)."""
+    if isinstance(min, (Tensor, np.ndarray, list)) or isinstance(max, (Tensor, np.ndarray, list)):
+        out = x if min is None else maximum(x, min)
+        return out if max is None else minimum(out, max)
     return apply("clip", x, lo=min, hi=max)
 
 
@@ -349,7 +345,7 @@ def transpose(x, dim0=None, dim1=None):
         return apply("transpose", x, perm=None)
     if isinstance(dim0, (list, tuple)):
         return apply("transpose", x, perm=[int(p) for p in dim0])
-    perm = list(range(x.ndim))
+    perm = list(range(x.ndim if isinstance(x, Tensor) else np.ndim(x)))
     perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
     return apply("transpose", x, perm=perm)
 
@@ -403,7 +399,7 @@ def stack(tensors, axis=0):
 
 def split(x, split_size_or_sections, axis=0):
     """Split into pieces of ``split_size`` along ``axis`` (the last may be smaller), or by a list of sizes."""
-    d = x.shape[axis]
+    d = x.shape[axis] if isinstance(x, Tensor) else np.shape(x)[axis]
     if isinstance(split_size_or_sections, int):
         n = split_size_or_sections
         sections = [n] * (d // n) + ([d % n] if d % n else [])

@@ -114,6 +114,9 @@ def test_functions_accept_python_scalars_lists_and_numpy():
     check(d2s.softmax(a, axis=0), np.exp(a) / np.exp(a).sum(0))
     check(d2s.concat([a, a], axis=0), np.concatenate([a, a]))
     check(d2s.stack([a, np.zeros((2, 3))], axis=1), np.stack([a, np.zeros((2, 3))], axis=1))
+    check(d2s.transpose([[1, 2, 3]], 0, 1), np.array([[1], [2], [3]]))
+    check(d2s.split([1.0, 2.0, 3.0], 2)[1], np.array([3.0], dtype=np.float32))
+    check(d2s.clip(a, -0.5, np.full(3, 0.2)), np.clip(a, -0.5, 0.2))
 
 
 @pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
@@ -421,6 +424,14 @@ def test_grad_binary_broadcasting(name, shapes):
     _gc(getattr(d2s, name), a, b)
 
 
+def test_grad_mod():
+    # keep a / b away from integers, where a % b jumps
+    a = np.array([[2.3, -1.7, 5.2]])
+    b = np.array([[0.9], [1.6]])
+    _gc(d2s.mod, a, b)
+    _gc(lambda a: a % 1.5, a)
+
+
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "pow"])
 def test_grad_binary_with_python_scalars(name):
     f = getattr(d2s, name)
@@ -435,6 +446,7 @@ def test_grad_operators():
 def test_grad_clip_where():
     x = rnd(4, 5)
     _gc(lambda x: d2s.clip(x, -0.5, 0.7), x)
+    _gc(lambda x, hi: d2s.clip(x, -0.5, hi), x, rnd(5))
     _gc(lambda x: d2s.clip(x, min=0.1), x)
     c = rnd(4, 1) > 0
     _gc(lambda a, b: d2s.where(c, a, b), rnd(4, 5), rnd(1, 5))
@@ -569,3 +581,37 @@ def test_gradcheck_reports_the_worst_entry():
         gradcheck(lambda x: d2s.sin(x * 0) + 3 * x + d2s.stop_gradient(x) * d2s.tensor([0.0, 1.0]),
                   (np.zeros(2),))
     assert gradcheck(lambda x: x * 2, d2s.tensor([1.0, 2.0]))
+
+
+def _grad_of(f, w):
+    """x -> d/dx sum(f(x) * w), built with create_graph so it can be differentiated again."""
+    def g(x):
+        with d2s.enable_grad():
+            x = x if x.requires_grad else d2s.tensor(x.numpy(), requires_grad=True)
+            (gx,) = d2s.grad(d2s.sum(f(x) * w), [x], create_graph=True)
+        return gx
+    return g
+
+
+SECOND_ORDER = [
+    ("exp_log_sqrt", lambda x: d2s.exp(x) * d2s.log(x) + d2s.sqrt(x)),
+    ("trig", lambda x: d2s.sin(x) * d2s.cos(x) + d2s.tanh(x) + d2s.sigmoid(x)),
+    ("div_pow", lambda x: x ** 3 / (x + 1.0) + 2.0 ** x),
+    ("matmul", lambda x: x @ x.T),
+    ("softmax", lambda x: d2s.softmax(x, 1)),
+    ("log_softmax", lambda x: d2s.log_softmax(x, 0)),
+    ("logsumexp", lambda x: d2s.logsumexp(x, 1, keepdims=True)),
+    ("reductions", lambda x: d2s.prod(x, 1, keepdims=True) + d2s.mean(x * x, 0) + d2s.max(x * x, 1, True)),
+    ("cumsum_gather", lambda x: d2s.gather(d2s.cumsum(x * x, 1), 1, np.array([[0, 2], [1, 1], [2, 0]]))),
+    ("getitem", lambda x: (x * x)[d2s.tensor([0, 2, 2])][:, 1:]),
+    ("shapes", lambda x: d2s.concat([x, d2s.transpose(x * x)[:3, :3]], 1)[:, :3].reshape(9) ** 2),
+]
+
+
+@pytest.mark.parametrize("name,f", SECOND_ORDER, ids=[c[0] for c in SECOND_ORDER])
+def test_second_order_gradients(name, f):
+    """Rules are written in d2s ops, so their own gradients are right too."""
+    x = pos(3, 3)
+    y = f(d2s.tensor(x))
+    w = d2s.tensor(RNG.uniform(-1, 1, size=y.shape))
+    _gc(_grad_of(f, w), x)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import d2s
-from d2s.nn_ops import conv2d, embedding, max_pool2d, scatter_add
+from d2s.nn_ops import conv2d, dropout, embedding, max_pool2d, scatter_add
 from d2s.static import InputSpec, build_program
 from d2s_runtime.executor import Executor
 
@@ -175,3 +175,18 @@ def test_shape_errors_name_op_and_shapes():
         build_program(lambda i: d2s.one_hot(i, 3), InputSpec([None]))
     with pytest.raises(ValueError, match="one_hot: num_classes must be given"):
         build_program(lambda i: d2s.one_hot(i), InputSpec([None], "int64"))
+
+
+def test_dropout_in_a_program_draws_like_eager():
+    """dropout_mask is a random op: in a program it draws from the same seeded generator."""
+    x = np.ones((4, 6), np.float32)
+    prog = build_program(lambda t: dropout(t, 0.5), InputSpec([None, 6]))
+    prog.verify()
+    assert prog.var(prog.outputs[0]).type.shape == (None, 6)
+    assert any(op.type == "dropout_mask" for op in prog.global_block().ops)
+    d2s.manual_seed(11)
+    eager = dropout(d2s.tensor(x), 0.5).numpy()
+    d2s.manual_seed(11)
+    (got,) = Executor(prog).run(x)
+    np.testing.assert_array_equal(got, eager)
+    assert set(np.unique(got)) <= {0.0, 2.0}

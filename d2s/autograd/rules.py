@@ -9,7 +9,7 @@ from .node import defgrad, nondiff, shape_only
 
 nondiff("eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_not",
         "argmax", "argmin", "reduce_any", "reduce_all", "sign", "floor", "floordiv", "stop_gradient",
-        "full", "arange", "linspace", "eye", "rand", "randn", "randint", "dim", "constant")
+        "full", "arange", "linspace", "eye", "rand", "randn", "randint", "dim", "constant", "full_like")
 # Rules that read only the shapes of these inputs (positions), never their values.
 for _op in ("neg", "reshape", "transpose", "expand_dims", "squeeze", "broadcast_to", "reduce_sum",
             "reduce_mean", "cast", "to_device", "getitem"):
@@ -84,6 +84,13 @@ def _pow(ctx, g):
         safe = d.where(a > 0, a, 1)
         gb = g * ctx.outputs[0] * d.log(safe)
     return _pair(ctx, ga, gb)
+
+
+@defgrad("mod")
+def _mod(ctx, g):
+    # a % b = a - floor(a / b) * b, and floor is flat almost everywhere
+    a, b = ctx.inputs
+    return _pair(ctx, g if _is_diff(a) else None, -g * d.floor(a / b) if _is_diff(b) else None)
 
 
 @defgrad("maximum", "minimum")

@@ -115,8 +115,8 @@ class Tracer:
         """A concrete tensor's value is going to Python (``what``: 'bool()', 'int()', ...)."""
         name = self.vars.get(id(t._data))
         if name is None:
-            if not _is_param(t):
-                return  # a constant of the trace: its value is the same on every call
+            if what in ("shape", "len()") or not _is_param(t):
+                return  # a constant of the trace, or a parameter's size: the same on every call
             name = self.name_of(t)
         if name not in self.dynamic:
             return

@@ -37,6 +37,17 @@ def _fill_infer(shape, value=0.0, dtype="float32"):
 defop("full", _fill_infer)(lambda xp, shape, value=0.0, dtype="float32": xp.full(tuple(shape), value, dtype=normalize(dtype)))
 
 
+def _full_like_infer(x, value=0.0, dtype=None):
+    return TensorType(x.shape, dtype or x.dtype)
+
+
+@defop("full_like", _full_like_infer)
+def _full_like(xp, x, value=0.0, dtype=None):
+    """An array shaped like x (whose values are never read) filled with ``value``: the way to
+    make zeros/ones when x's shape is only known when the program runs."""
+    return xp.full(x.shape, value, dtype=normalize(dtype) if dtype else x.dtype)
+
+
 def _arange_infer(start, stop, step=1, dtype="int64"):
     n = max(0, int(np.ceil((stop - start) / step)))
     return TensorType((n,), dtype)

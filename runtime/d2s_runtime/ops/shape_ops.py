@@ -171,3 +171,56 @@ def _reshape_like_infer(x, like):
 
 
 defop("reshape_like", _reshape_like_infer)(lambda xp, x, like: xp.reshape(x, like.shape))
+
+
+def _reshape_dims_infer(x, *dims, shape, same_as=None):
+    """``reshape`` to a target holding dims known only when the program runs.
+
+    ``shape`` entries: an int (a known dim), -1 (inferred from the element count) or None
+    (taken from the next of ``dims``, 0-d int tensors). ``same_as[k]`` is the axis of ``x``
+    that the k-th dynamic dim is known to equal (``x.shape[j]`` read symbolically), or -1."""
+    shape = list(shape)
+    same_as = list(same_as or [-1] * len(dims))
+    if shape.count(None) != len(dims) or len(same_as) != len(dims):
+        raise ShapeError(f"reshape_dims: the target {shape} has {shape.count(None)} dynamic dims but "
+                         f"{len(dims)} dim inputs")
+    if shape.count(-1) > 1:
+        raise ShapeError(f"reshape_dims: at most one -1 in the target shape, got {shape}")
+    for d in dims:
+        if d.ndim != 0 or not d.dtype.startswith("int"):
+            raise ShapeError(f"reshape_dims: dim inputs must be 0-d integer tensors, got {d}")
+    out, copied, k = [], [], 0
+    for s in shape:
+        if s is None:
+            j = same_as[k]
+            k += 1
+            if j is not None and j >= 0:
+                copied.append(j)
+                out.append(x.shape[j])
+            else:
+                out.append(None)
+        else:
+            out.append(s)
+    if -1 in out:
+        # the element count of x over the axes not copied, divided by the other target dims
+        rest_x = [d for i, d in enumerate(x.shape) if i not in copied]
+        rest_out = [d for i, d in enumerate(out) if d != -1 and not (shape[i] is None and d in
+                                                                       [x.shape[j] for j in copied])]
+        if len(set(copied)) == len(copied) and None not in rest_x and None not in rest_out:
+            num = den = 1
+            for d in rest_x:
+                num *= d
+            for d in rest_out:
+                den *= d
+            if den == 0 or num % den:
+                raise ShapeError(f"reshape_dims: cannot reshape {fmt_shape(x.shape)} into {shape}")
+            out[out.index(-1)] = num // den
+        else:
+            out[out.index(-1)] = None
+    return TensorType(out, x.dtype)
+
+
+@defop("reshape_dims", _reshape_dims_infer)
+def _reshape_dims(xp, x, *dims, shape, same_as=None):
+    it = iter(dims)
+    return xp.reshape(x, tuple(int(next(it)) if s is None else s for s in shape))

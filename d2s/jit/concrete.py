@@ -1,0 +1,203 @@
+"""One program of a StaticFunction: built once per signature, prepared once, run per call.
+
+``ConcreteProgram.run`` is the per-call hot path: read the tensor arguments' arrays and the
+parameters' current arrays (parameters are program inputs, never constants, so an optimizer
+step is seen by the next call), run the prepared executor, wrap the outputs and rebuild the
+returned structure. When grad mode is on and an input or parameter requires grad, the outputs
+get one autograd node, ``RunProgramBackward0``, whose rule runs the program's backward program
+(built lazily, once per program and set of inputs needing grad).
+"""
+import warnings
+
+import numpy as np
+
+from .._state import STATE
+from ..autograd.node import Node, grad_node
+from ..tensor import Tensor
+
+
+def _optimize(program, what):
+    """``d2s.passes.optimize(program)`` when the passes exist and keep the program's interface;
+    the program unchanged otherwise (a failing pass must not break a working program)."""
+    optimize = _optimizer()
+    if optimize is None:
+        return program
+    try:
+        out = optimize(program)
+    except Exception as e:  # noqa: BLE001 - any pass failure: keep the unoptimized program
+        warnings.warn(f"d2s.jit: optimizing the {what} program failed ({type(e).__name__}: {e}); "
+                      "running it unoptimized", RuntimeWarning, stacklevel=4)
+        return program
+    if out is None or list(out.inputs) != list(program.inputs) or list(out.params) != list(program.params) \
+            or len(out.outputs) != len(program.outputs):
+        return program
+    return out
+
+
+_OPTIMIZE = []
+
+
+def _optimizer():
+    if not _OPTIMIZE:
+        fn = None
+        for mod in ("d2s.passes", "d2s_runtime.passes"):
+            try:
+                m = __import__(mod, fromlist=["optimize"])
+                fn = getattr(m, "optimize", None)
+            except ImportError:
+                continue
+            if fn is not None:
+                break
+        _OPTIMIZE.append(fn)
+    return _OPTIMIZE[0]
+
+
+def _executor(program, device):
+    from d2s_runtime import Executor
+    return Executor(program, device=device)
+
+
+class ConcreteProgram:
+    """The program of one signature, with everything a call needs precomputed.
+
+    Attributes:
+        program: the forward :class:`~d2s_runtime.ir.Program` (optimized when passes exist).
+        params: ``[(var name, Parameter)]`` the program reads at every call.
+        device: ``'cpu'`` or ``'gpu'``.
+    """
+
+    def __init__(self, program, param_tensors, rebuild, single, retrace, device="cpu", optimize=True):
+        self.raw_program = program
+        self.program = _optimize(program, "forward") if optimize else program
+        self.params = [(n, param_tensors[n]) for n in self.program.params]
+        self.param_tensors = [t for _, t in self.params]
+        self.rebuild = rebuild
+        self.single = single
+        self.retrace = retrace
+        self.device = device
+        self._exec = None
+        self._run = None
+        self._backward = {}
+        outs = self.program.outputs
+        gb = self.program.block
+        self.out_float = [np.dtype(gb.lookup(n).type.dtype).kind == "f" for n in outs]
+        self.n_inputs = len(self.program.inputs)
+
+    @property
+    def executor(self):
+        if self._exec is None:
+            self._exec = _executor(self.program, self.device)
+            self._run = self._exec.run
+        return self._exec
+
+    def run(self, leaves):
+        """Run the program on tensor arguments ``leaves``; returns the user's output structure."""
+        run = self._run
+        if run is None:
+            run = self.executor.run
+        arrays = [t._data for t in leaves]
+        if self.params:
+            params = {n: t._data for n, t in self.params}
+            outs = run(*arrays, params=params)
+        else:
+            params = None
+            outs = run(*arrays)
+        tensors = [Tensor._make(o) for o in outs]
+        if STATE.grad_enabled:
+            for t in leaves:
+                if t.requires_grad:
+                    break
+            else:
+                for t in self.param_tensors:
+                    if t.requires_grad:
+                        break
+                else:
+                    t = None
+            if t is not None:
+                self._attach_node(leaves, arrays, params, tensors)
+        if self.single:
+            return tensors[0]
+        return self.rebuild(tensors)
+
+    # ------------------------------------------------------------ autograd
+    def _attach_node(self, leaves, arrays, params, outputs):
+        in_mask = tuple(bool(t.requires_grad) for t in leaves)
+        par_mask = tuple(bool(t.requires_grad) for t in self.param_tensors)
+        targets = [t for t, m in zip(leaves, in_mask) if m] + \
+                  [t for t, m in zip(self.param_tensors, par_mask) if m]
+        diff = [o for o, f in zip(outputs, self.out_float) if f]
+        if not diff:
+            return
+        node = RunProgramNode()
+        node.op, node.rule, node.attrs = "run_program", _run_program_backward, {}
+        node.inputs, node.versions, node.pre_hooks, node.retained, node.freed = tuple(targets), None, None, None, False
+        node.next_functions = tuple((grad_node(t), t._out_idx if t.grad_fn is not None else 0) for t in targets)
+        node.entry, node.masks = self, (in_mask, par_mask)
+        node.saved = (arrays, params)
+        node.outputs = tuple(diff)
+        for i, o in enumerate(diff):
+            o.requires_grad = True
+            o.grad_fn = node
+            o._out_idx = i
+
+    def backward_runner(self, in_mask, par_mask):
+        """The prepared backward of this program for the inputs/params marked in the masks."""
+        key = (in_mask, par_mask)
+        r = self._backward.get(key)
+        if r is None:
+            r = self._backward[key] = BackwardRunner(self, in_mask, par_mask)
+        return r
+
+
+class RunProgramNode(Node):
+    """The autograd node of one StaticFunction call: ``RunProgramBackward0``."""
+
+    __slots__ = ("entry", "masks", "saved")
+
+    def release(self):
+        super().release()
+        self.saved = None
+
+
+def _run_program_backward(node, *grads):
+    if STATE.grad_enabled:
+        raise NotImplementedError(
+            "RunProgramBackward0: create_graph=True (a double backward) through a to_static program is not "
+            "supported; compute higher-order gradients eagerly, or with d2s.grad inside the converted function")
+    runner = node.entry.backward_runner(*node.masks)
+    arrays, params = node.saved
+    res = runner.run(arrays, params, [g._data for g in grads])
+    return tuple(Tensor._make(r) for r in res)
+
+
+class BackwardRunner:
+    """The backward program of a ConcreteProgram and its prepared executor.
+
+    Its inputs are the forward inputs, then one gradient per differentiable (floating) forward
+    output; its params are the forward params; its outputs are the gradients w.r.t. the
+    forward inputs and params selected by the masks (in that order).
+    """
+
+    def __init__(self, entry, in_mask, par_mask):
+        self.entry = entry
+        self.in_mask, self.par_mask = in_mask, par_mask
+        self.program, self.param_index = _build_backward(entry, in_mask, par_mask)
+        self.program = _optimize(self.program, "backward")
+        self._exec = _executor(self.program, entry.device)
+        fwd_index = {n: i for i, (n, _) in enumerate(entry.params)}
+        self.param_names = list(self.program.params)
+        self.param_src = [self.param_index[n] for n in self.param_names]
+        del fwd_index
+
+    def run(self, arrays, params, grads):
+        fwd_params = [params[n] for n, _ in self.entry.params] if params else []
+        bparams = {}
+        for name, src in zip(self.param_names, self.param_src):
+            bparams[name] = fwd_params[src] if isinstance(src, int) else src._data
+        return self._exec.run(*arrays, *grads, params=bparams)
+
+
+def _build_backward(entry, in_mask, par_mask):
+    """(backward program, {backward param name: index of the forward param, or the tensor})."""
+    from .backward_build import build_backward
+    return build_backward(entry, in_mask, par_mask)

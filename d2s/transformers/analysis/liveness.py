@@ -1,0 +1,91 @@
+"""Liveness (backward) and definedness (forward) over a function's CFG, summarized per
+compound statement as an :class:`Anno` on the node (``node._d2s_anno``)."""
+import gast
+
+from . import activity, cfg
+
+
+class Anno:
+    """What the control-flow transformers need to know about one ``if``/``while``/``for``.
+
+    live_in / live_out: names that may be read before being rebound, on entry / after it.
+    defined / maybe_defined: names bound on every path / on some path reaching its entry.
+    mods / composites: names rebound or mutated inside it, attribute paths assigned inside it.
+    """
+
+    __slots__ = ("live_in", "live_out", "defined", "maybe_defined", "mods", "composites")
+
+    def __init__(self, **kw):
+        for k in self.__slots__:
+            setattr(self, k, kw.get(k))
+
+    def __repr__(self):
+        return "Anno(" + ", ".join(f"{k}={sorted(getattr(self, k))}" for k in self.__slots__) + ")"
+
+
+def _liveness(g):
+    live_in = {n: set() for n in g.nodes}
+    live_out = {n: set() for n in g.nodes}
+    work = list(g.nodes)
+    while work:
+        n = work.pop()
+        out = set().union(*[live_in[s] for s in n.next]) if n.next else set()
+        new_in = n.effects.reads | (out - n.effects.writes)
+        live_out[n] = out
+        if new_in != live_in[n]:
+            live_in[n] = new_in
+            work.extend(n.prev)
+    return live_in, live_out
+
+
+def _definedness(g):
+    everything = set()
+    for n in g.nodes:
+        everything |= n.effects.writes
+    must_in = {n: set(everything) for n in g.nodes}
+    may_in = {n: set() for n in g.nodes}
+    must_in[g.entry] = set()
+    work = list(g.nodes)
+    while work:
+        n = work.pop(0)
+        if n is g.entry:
+            must, may = set(), set()
+        else:
+            preds = n.prev
+            must = set.intersection(*[must_in[p] | p.effects.writes for p in preds]) if preds else set()
+            may = set().union(*[may_in[p] | p.effects.writes for p in preds]) if preds else set()
+        if must != must_in[n] or may != may_in[n]:
+            must_in[n], may_in[n] = must, may
+            work.extend(s for s in n.next if s not in work)
+    return must_in, may_in
+
+
+def analyze_function(func):
+    """Annotate every ``if``/``while``/``for`` directly in ``func`` (not in nested defs)."""
+    g = cfg.build(func)
+    live_in, live_out = _liveness(g)
+    must_in, may_in = _definedness(g)
+    for stmt_id, parts in g.parts.items():
+        entry = parts.get("test") or parts.get("iter")
+        stmt = entry.stmt
+        if not isinstance(stmt, (gast.If, gast.While, gast.For)):
+            continue
+        body = stmt.body + stmt.orelse
+        mods, comps = activity.modified(body)
+        if isinstance(stmt, gast.For):
+            r, w, m, c = activity.target_effects(stmt.target)
+            mods |= w | m
+            comps |= c
+        head = parts.get("head", entry)
+        stmt._d2s_anno = Anno(live_in=live_in[head] | live_in[entry], live_out=live_in[parts["join"]],
+                              defined=must_in[entry], maybe_defined=may_in[entry],
+                              mods=mods, composites=comps)
+    return g
+
+
+def analyze(tree):
+    """Annotate the compound statements of every function in ``tree`` (nested ones too)."""
+    for node in gast.walk(tree):
+        if isinstance(node, gast.FunctionDef):
+            analyze_function(node)
+    return tree

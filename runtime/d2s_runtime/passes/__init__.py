@@ -1,0 +1,49 @@
+"""Program passes: pure named functions ``Program -> Program`` (inputs are never mutated).
+
+* ``constant_folding``: computes constant subexpressions once; regroups ``x*c1*c2``.
+* ``cse``: merges identical ops.
+* ``dce``: removes ops nothing reads (keeps effects).
+* ``algebraic_simplify``: identities, matmuls of broadcasts and sums of matmuls as reductions.
+* ``memory_plan``: a buffer-reuse plan the executor follows; reports planned peak memory.
+
+``optimize(program, passes=None)`` runs :data:`DEFAULT_PIPELINE` (or the given passes, as
+functions or names) and returns a new program.
+"""
+from .algebraic import algebraic_simplify
+from .constant_folding import constant_folding
+from .cse import cse
+from .dce import dce
+from .memory_plan import memory_plan, planned_peak
+
+PASSES = {f.__name__: f for f in (constant_folding, cse, dce, algebraic_simplify, memory_plan)}
+PASSES["algebraic"] = algebraic_simplify
+
+# Why this order: simplification first turns autograd's zeros_like/ones_like idioms into fulls
+# and constants, which folding then computes; a second simplification sees the folded
+# constants (x*1 and broadcast-of-scalar matmuls); CSE merges the reductions the rewrites
+# create; DCE drops what all of them left dead; the memory plan is made on the final program.
+DEFAULT_PIPELINE = (algebraic_simplify, constant_folding, algebraic_simplify, cse, constant_folding, dce,
+                    memory_plan)
+
+
+def optimize(program, passes=None):
+    """Return an optimized copy of ``program``.
+
+    Args:
+        program: the Program (left unchanged).
+        passes: pass functions or names (see ``PASSES``); default :data:`DEFAULT_PIPELINE`.
+    """
+    pipeline = DEFAULT_PIPELINE if passes is None else passes
+    p = program
+    for ps in pipeline:
+        fn = PASSES[ps] if isinstance(ps, str) else ps
+        if isinstance(ps, str) and ps not in PASSES:
+            raise KeyError(f"unknown pass {ps!r}; passes: {', '.join(sorted(PASSES))}")
+        p = fn(p)
+    if p is program:
+        p = program.clone()
+    return p
+
+
+__all__ = ["optimize", "constant_folding", "cse", "dce", "algebraic_simplify", "memory_plan", "planned_peak",
+           "PASSES", "DEFAULT_PIPELINE"]

@@ -1,0 +1,302 @@
+"""Algebraic simplification: identities, and matmuls rewritten as reductions where they can be.
+
+Rewrites (each only when the result keeps the exact type of the value it replaces):
+
+* ``x*1, 1*x, x+0, 0+x, x-0, x/1 -> x``; ``neg(neg(x)) -> x``;
+  ``transpose(transpose(x))`` -> one transpose, or ``x`` when the permutations cancel.
+* The ``zeros_like`` idiom of symbolic autograd, ``cast(stop_gradient(y)) * 0``, becomes
+  ``full(shape, 0)`` when the shape is known (it means zeros, whatever ``y`` holds), and an
+  element-wise op of two uniform values (``full``, uniform constants, broadcasts of them)
+  becomes one ``full``: so ``ones_like(y)`` is recognised as ones.
+* ``reduce_sum(matmul(A, B))`` (all axes, 2-d operands) ->
+  ``reduce_sum(colsum(A) * rowsum(B))``: O(mk + kn) instead of O(mkn).
+* ``matmul`` with an operand that is a broadcast of a scalar, a row or a column (what the
+  backward of ``sum`` feeds into matmul's gradient) -> reductions and a broadcast; e.g.
+  ``matmul(broadcast_to(s, (m, k)), B) -> broadcast_to(s * colsum(B), (m, n))``.
+
+So the value and gradient of ``(x @ x.T).sum()`` need no matmul at all. The pass iterates to a
+fixpoint (a rewrite can expose another); dead ops it leaves behind are for ``dce``.
+"""
+import numpy as np
+
+from ..ir import Op
+from ..ops import OPS, TensorType
+from ._util import COMMUTATIVE, Namer, constant_op_value, prune_vars, start, use_counts
+
+NAME = "algebraic_simplify"
+MAX_ROUNDS = 6
+ELEMENTWISE_UNIFORM = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+                       "maximum": np.maximum, "minimum": np.minimum}
+SHAPE_PRESERVING = ("broadcast_to", "expand_dims", "reshape", "squeeze", "transpose", "stop_gradient")
+
+
+def algebraic_simplify(program):
+    """Return a new Program with algebraic identities applied (see the module docstring)."""
+    p = start(program)
+    namer = Namer(p, "s")
+    for block in p.blocks:
+        for _ in range(MAX_ROUNDS):
+            if not _Rewriter(p, block, namer).run():
+                break
+    return p
+
+
+class _Rewriter:
+    """One forward sweep over one block."""
+
+    def __init__(self, program, block, namer):
+        self.program, self.block, self.namer = program, block, namer
+        self.is_global = block is program.block
+        self.uses = use_counts(block, program.outputs if self.is_global else ())
+        self.prod = {}
+        self.mapping = {}
+        self.new_ops = []
+        self.changed = False
+
+    # ------------------------------------------------------------ plumbing
+    def type(self, name):
+        return self.block.vars[name].type
+
+    def emit(self, optype, inputs, attrs=None, name=None):
+        """Append a new op; returns its output var name (type from the op's shape rule)."""
+        attrs = dict(attrs or {})
+        t = OPS[optype].infer(*[self.type(n) for n in inputs], **attrs)
+        name = name or self.namer()
+        self.block.add_var(name, t)
+        op = Op(optype, inputs, [name], attrs)
+        self.new_ops.append(op)
+        self.prod[name] = op
+        return name
+
+    def replace(self, old, new):
+        """Readers of ``old`` read ``new`` from now on (types must agree)."""
+        self.mapping[old] = new
+        self.changed = True
+
+    def run(self):
+        for op in self.block.ops:
+            if self.mapping:
+                op.inputs = [self._resolve(n) for n in op.inputs]
+            mark = len(self.new_ops)
+            handled = False
+            if not op.blocks and len(op.outputs) == 1:
+                try:
+                    handled = self.rewrite(op)
+                except (ValueError, TypeError, KeyError):  # a shape rule refused: keep the op
+                    handled = False
+            if not handled:
+                del self.new_ops[mark:]
+                self.new_ops.append(op)
+                for o in op.outputs:
+                    self.prod[o] = op
+        self.block.ops = self.new_ops
+        if self.mapping:
+            self.block.outputs = [self._resolve(n) for n in self.block.outputs]
+            if self.is_global:
+                self.program.outputs = [self._resolve(n) for n in self.program.outputs]
+        prune_vars(self.block)
+        return self.changed
+
+    def _resolve(self, n):
+        while n in self.mapping:
+            n = self.mapping[n]
+        return n
+
+    # ------------------------------------------------------------ facts about values
+    def const_value(self, name):
+        op = self.prod.get(name)
+        if op is not None and op.type == "constant":
+            return constant_op_value(op)
+        if self.is_global and name in self.program.constants:
+            return self.program.constants[name]
+        return None
+
+    def uniform(self, name, depth=0):
+        """The single value every element of ``name`` holds, if known now; else None."""
+        if depth > 8:
+            return None
+        c = self.const_value(name)
+        if c is not None:
+            if c.size == 0:
+                return None
+            first = c.reshape(-1)[0]
+            return first if c.size == 1 or bool(np.all(c == first)) else None
+        op = self.prod.get(name)
+        if op is None:
+            return None
+        if op.type == "full":
+            return np.asarray(op.attrs.get("value", 0.0), dtype=self.type(name).dtype)[()]
+        if op.type in SHAPE_PRESERVING or op.type == "cast":
+            v = self.uniform(op.inputs[0], depth + 1)
+            return None if v is None else np.asarray(v).astype(self.type(name).dtype)[()]
+        return None
+
+    def source(self, name):
+        """(base, kind) for operands that are broadcasts: the var broadcast, or None."""
+        op = self.prod.get(name)
+        if op is not None and op.type == "broadcast_to":
+            return op.inputs[0]
+        return None
+
+    def is_zeros_like_source(self, name):
+        op = self.prod.get(name)
+        if op is not None and op.type == "cast":
+            op = self.prod.get(op.inputs[0])
+        return op is not None and op.type == "stop_gradient"
+
+    # ------------------------------------------------------------ rules
+    def rewrite(self, op):
+        t = op.type
+        out = op.outputs[0]
+        tout = self.type(out)
+        if t in ("mul", "add", "sub", "div"):
+            return self._binary(op, out, tout)
+        if t == "neg":
+            inner = self.prod.get(op.inputs[0])
+            if inner is not None and inner.type == "neg" and self.type(inner.inputs[0]) == tout:
+                self.replace(out, inner.inputs[0])
+                return True
+        if t == "transpose":
+            return self._transpose(op, out, tout)
+        if t == "reduce_sum":
+            return self._sum_of_matmul(op, out, tout)
+        if t == "matmul":
+            return self._matmul_broadcast(op, out, tout)
+        return False
+
+    def _binary(self, op, out, tout):
+        a, b = op.inputs
+        ua, ub = self.uniform(a), self.uniform(b)
+        # identities: x*1, x+0, x-0, x/1 (and 1*x, 0+x)
+        ident = {"mul": 1, "add": 0, "sub": 0, "div": 1}[op.type]
+        if ub is not None and ub == ident and self.type(a) == tout:
+            self.replace(out, a)
+            return True
+        if op.type in COMMUTATIVE and ua is not None and ua == ident and self.type(b) == tout:
+            self.replace(out, b)
+            return True
+        known_shape = None not in tout.shape
+        # zeros_like idiom: cast(stop_gradient(y)) * 0 means zeros of y's shape
+        if op.type == "mul" and known_shape:
+            for x, u in ((a, ub), (b, ua)):
+                if u is not None and u == 0 and self.is_zeros_like_source(x):
+                    self.emit("full", [], {"shape": list(tout.shape), "value": 0, "dtype": tout.dtype})
+                    self.replace(out, self.new_ops[-1].outputs[0])
+                    return True
+        # two uniform operands: one full
+        if ua is not None and ub is not None and known_shape and op.type in ELEMENTWISE_UNIFORM:
+            with np.errstate(all="ignore"):
+                v = ELEMENTWISE_UNIFORM[op.type](np.asarray(ua, dtype=self.type(a).dtype),
+                                                 np.asarray(ub, dtype=self.type(b).dtype))
+            if v.dtype.name != tout.dtype:
+                return False
+            self.emit("full", [], {"shape": list(tout.shape), "value": v.item(), "dtype": tout.dtype})
+            self.replace(out, self.new_ops[-1].outputs[0])
+            return True
+        return False
+
+    def _transpose(self, op, out, tout):
+        inner = self.prod.get(op.inputs[0])
+        if inner is None or inner.type != "transpose":
+            return False
+        x = inner.inputs[0]
+        nd = len(tout.shape)
+        p1 = _perm(inner.attrs.get("perm"), nd)
+        p2 = _perm(op.attrs.get("perm"), nd)
+        composed = [p1[i] for i in p2]
+        if composed == list(range(nd)):
+            if self.type(x) != tout:
+                return False
+            self.replace(out, x)
+            return True
+        new = self.emit("transpose", [x], {"perm": composed})
+        if self.type(new) != tout:
+            return False
+        self.replace(out, new)
+        return True
+
+    def _two_d_same_dtype(self, *names):
+        types = [self.type(n) for n in names]
+        return all(len(t.shape) == 2 and None not in t.shape for t in types) and \
+            len({t.dtype for t in types}) == 1 and types[0].dtype.startswith("float")
+
+    def _sum_of_matmul(self, op, out, tout):
+        if op.attrs.get("axes") is not None or op.attrs.get("keepdims"):
+            return False
+        mm = self.prod.get(op.inputs[0])
+        if mm is None or mm.type != "matmul" or self.uses.get(op.inputs[0], 0) != 1:
+            return False
+        a, b = mm.inputs
+        if not self._two_d_same_dtype(a, b, op.inputs[0]):
+            return False
+        ca = self.emit("reduce_sum", [a], {"axes": [0], "keepdims": False})
+        rb = self.emit("reduce_sum", [b], {"axes": [1], "keepdims": False})
+        prod = self.emit("mul", [ca, rb])
+        total = self.emit("reduce_sum", [prod], {"axes": None, "keepdims": False})
+        if self.type(total) != tout:
+            return False
+        self.replace(out, total)
+        return True
+
+    def _matmul_broadcast(self, op, out, tout):
+        a, b = op.inputs
+        if not self._two_d_same_dtype(a, b):
+            return False
+        m, k = self.type(a).shape
+        n = self.type(b).shape[1]
+        sa, sb = self._pattern_source(a), self._pattern_source(b)
+        result = None
+        if sa is not None:
+            src, shape = sa
+            if shape == (1, 1):    # every A[i, k] is s: out[i, j] = s * sum_k B[k, j]
+                col = self.emit("reduce_sum", [b], {"axes": [0], "keepdims": True})
+                result = self.emit("broadcast_to", [self.emit("mul", [src, col])], {"shape": [m, n]})
+            elif shape == (m, 1):  # A[i, k] = a[i]: out[i, j] = a[i] * sum_k B[k, j]
+                col = self.emit("reduce_sum", [b], {"axes": [0], "keepdims": True})
+                result = self.emit("mul", [src, col])
+            elif shape == (1, k):  # identical rows: one vector-matrix product, broadcast
+                result = self.emit("broadcast_to", [self.emit("matmul", [src, b])], {"shape": [m, n]})
+        elif sb is not None:
+            src, shape = sb
+            if shape == (1, 1):    # every B[k, j] is s: out[i, j] = s * sum_k A[i, k]
+                row = self.emit("reduce_sum", [a], {"axes": [1], "keepdims": True})
+                result = self.emit("broadcast_to", [self.emit("mul", [row, src])], {"shape": [m, n]})
+            elif shape == (1, n):  # B[k, j] = b[j]: out[i, j] = sum_k A[i, k] * b[j]
+                row = self.emit("reduce_sum", [a], {"axes": [1], "keepdims": True})
+                result = self.emit("mul", [row, src])
+            elif shape == (k, 1):  # identical columns: one matrix-vector product, broadcast
+                result = self.emit("broadcast_to", [self.emit("matmul", [a, src])], {"shape": [m, n]})
+        if result is None or self.type(result) != tout:
+            return False
+        self.replace(out, result)
+        return True
+
+    def _pattern_source(self, name):
+        """(2-d source var, its shape) when ``name`` is a broadcast of a scalar/row/column."""
+        t = self.type(name)
+        op = self.prod.get(name)
+        if op is None:
+            return None
+        if op.type == "full":
+            c = self.namer()
+            value = np.full((1, 1), op.attrs.get("value", 0), dtype=t.dtype)
+            self.block.add_var(c, TensorType((1, 1), t.dtype))
+            self.new_ops.append(Op("constant", [], [c], {"value": value.tolist(), "dtype": t.dtype, "shape": [1, 1]}))
+            self.prod[c] = self.new_ops[-1]
+            return c, (1, 1)
+        if op.type != "broadcast_to":
+            return None
+        src = op.inputs[0]
+        st = self.type(src)
+        if None in st.shape or len(st.shape) > 2 or st.dtype != t.dtype:
+            return None
+        shape2 = (1,) * (2 - len(st.shape)) + tuple(st.shape)
+        if shape2 == tuple(t.shape):
+            return None  # not a broadcast at all
+        if len(st.shape) != 2:
+            src = self.emit("reshape", [src], {"shape": list(shape2)})
+        return src, shape2
+
+
+def _perm(perm, nd):
+    return list(range(nd))[::-1] if perm is None else [p % nd for p in perm]

@@ -1,0 +1,153 @@
+"""Plans buffer reuse in the global block: a value may take the buffer of a dead one.
+
+The plan follows the executor's schedule (Kahn order). A *buffer* is what a freshly
+allocating op produces (element-wise ufuncs, matmul, reductions...); views (reshape,
+transpose, broadcast_to, getitem, stop_gradient, cast...) and control-flow results share the
+buffers of their inputs, so a buffer is dead only after the last use of every value viewing it.
+An element-wise or matmul output may then reuse a dead buffer of exactly its shape and dtype
+(element-wise ops even the buffer of an input dying at that very op: ufuncs allow ``out=`` to
+alias an input). The executor writes those outputs with ``out=`` into the donated buffer.
+
+The plan is stored as ``program.annotations['memory_plan']``::
+
+    {"reuse": {receiver var: donor var}, "order": [op index...],
+     "no_reuse_peak_bytes": int,  # every intermediate kept to the end (no freeing)
+     "freed_peak_bytes": int,     # freed after last use, never reused
+     "planned_peak_bytes": int,   # freed after last use and reused as planned
+     "external_bytes": int}       # inputs, params and constants (not counted above)
+
+Values of unknown size are left out of the plan and the byte counts.
+"""
+import numpy as np
+
+from ..executor import UFUNC_OPS, topo_order
+from ._util import start
+
+NAME = "memory_plan"
+
+# Ops whose output may share memory with an input (numpy returns views, or the input itself).
+VIEW_OPS = {"reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "getitem", "stop_gradient",
+            "cast", "to_device", "reshape_like", "split", "relu", "clip", "where"}
+# Receivers: ops the executor can run with out= (all operands of the output's dtype).
+INPLACE_OK = set(UFUNC_OPS) - {"matmul"}
+
+
+class _FeedView:
+    __slots__ = ("ops", "inputs")
+
+    def __init__(self, block, inputs):
+        self.ops, self.inputs = block.ops, inputs
+
+
+def _nbytes(t):
+    if None in t.shape:
+        return None
+    return int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize
+
+
+def memory_plan(program):
+    """Return a copy of ``program`` annotated with a buffer-reuse plan (see the module docstring)."""
+    p = start(program)
+    p.annotations["memory_plan"] = plan_block(p)
+    return p
+
+
+def plan_block(program):
+    gb = program.block
+    feeds = list(program.inputs) + list(program.params) + list(program.constants)
+    order, _, _ = topo_order(_FeedView(gb, feeds))
+    ops = [gb.ops[i] for i in order]
+    external = set(feeds) | set(gb.inputs)
+    pinned_names = set(program.outputs) | set(gb.outputs)
+
+    # roots: the buffers a value may share memory with
+    roots = {}
+    for n in external:
+        roots[n] = frozenset()
+    for op in ops:
+        fresh = not op.blocks and op.type not in VIEW_OPS and op.type != "constant" or op.type in UFUNC_OPS
+        for o in op.outputs:
+            if fresh and len(op.outputs) == 1:
+                roots[o] = frozenset([o])
+            else:
+                roots[o] = frozenset().union(*[roots.get(i, frozenset()) for i in op.inputs]) if op.inputs else frozenset()
+    # a buffer is dead after the last op reading any value that views it
+    INF = len(ops) + 1
+    end = {}
+    for pos, op in enumerate(ops):
+        for o in op.outputs:
+            for r in roots[o]:
+                end.setdefault(r, pos)
+        for i in op.inputs:
+            for r in roots.get(i, ()):
+                end[r] = max(end.get(r, pos), pos)
+    for n in pinned_names:
+        for r in roots.get(n, ()):
+            end[r] = INF
+    size = {r: _nbytes(gb.vars[r].type) for r in end}
+
+    reuse = {}
+    free = {}      # (shape, dtype) -> [holder var of a dead buffer]
+    buf_of = {}    # fresh value -> its physical buffer (the value that first allocated it)
+    buf_end = {}   # physical buffer -> position after which it is dead
+    holder = {}    # physical buffer -> the value living in it now
+    alloc_live = planned_live = 0
+    freed_live = freed_peak = planned_peak = 0
+    freed_at = {}
+    for r, e in end.items():
+        if size.get(r):
+            freed_at.setdefault(e, []).append(r)
+    for pos, op in enumerate(ops):
+        for out in op.outputs:
+            if roots.get(out) != frozenset([out]) or not size.get(out):
+                continue
+            freed_live += size[out]
+            donor = _find_donor(op, out, pos, gb, roots, free, buf_of, buf_end, holder)
+            if donor is not None:
+                reuse[out] = donor
+                b = buf_of[donor]
+            else:
+                b = out
+                planned_live += size[out]
+            buf_of[out] = b
+            buf_end[b] = end[out]
+            holder[b] = out
+        freed_peak = max(freed_peak, freed_live)
+        planned_peak = max(planned_peak, planned_live)
+        for r in freed_at.get(pos, ()):
+            freed_live -= size[r]
+        for b in [b for b, e in buf_end.items() if e == pos]:
+            del buf_end[b]
+            planned_live -= size[b]
+            h = holder.pop(b)
+            t = gb.vars[h].type
+            free.setdefault((t.shape, t.dtype), []).append(h)
+    no_reuse = sum(s for r, s in size.items() if s)
+    return {"reuse": reuse, "order": order, "no_reuse_peak_bytes": no_reuse, "freed_peak_bytes": freed_peak,
+            "planned_peak_bytes": planned_peak,
+            "external_bytes": sum(_nbytes(gb.vars[n].type) or 0 for n in external if n in gb.vars)}
+
+
+def _find_donor(op, out, pos, gb, roots, free, buf_of, buf_end, holder):
+    """The var whose (dead) buffer ``out`` may take, or None."""
+    if op.type not in UFUNC_OPS:
+        return None
+    t = gb.vars[out].type
+    if not t.dtype.startswith("float") or any(gb.vars[i].type.dtype != t.dtype for i in op.inputs):
+        return None  # the ufunc must compute in the output's dtype
+    pool = free.get((t.shape, t.dtype))
+    if pool:
+        return pool.pop()
+    if op.type in INPLACE_OK:
+        # an input whose buffer dies at this very op can be overwritten in place
+        for i in op.inputs:
+            b = buf_of.get(i)
+            if b is not None and holder.get(b) == i and buf_end.get(b) == pos and gb.vars[i].type == t:
+                return i
+    return None
+
+
+def planned_peak(program):
+    """The memory report of an annotated program (runs the plan if there is none)."""
+    plan = program.annotations.get("memory_plan") or plan_block(program)
+    return {k: v for k, v in plan.items() if k.endswith("_bytes")}
