@@ -27,6 +27,7 @@ def apply(name, *inputs, **attrs):
     record = False
     xp = None
     plain = True  # no tensor or array input: Python scalars then take d2s's dtype defaults
+    seq = False
     for a in inputs:
         if type(a) is Tensor or isinstance(a, Tensor):
             d = a._data
@@ -41,11 +42,14 @@ def apply(name, *inputs, **attrs):
         else:
             if type(a) is list or type(a) is tuple:
                 a = _default_array(a, np)
+                seq = True
             elif hasattr(a, "shape"):
                 plain = False
             arrays.append(a)
     if plain and arrays:
         arrays = [_default_array(a, np) for a in arrays]
+    elif seq:  # gradient rules see the lists as the arrays they became
+        inputs = tuple(arr if type(a) is list or type(a) is tuple else a for a, arr in zip(inputs, arrays))
     if xp is None:
         xp = np
     elif xp is not np:

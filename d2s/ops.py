@@ -336,7 +336,25 @@ def _static_dims(shape):
 def reshape(x, *shape):
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         shape = shape[0]
+    if builtins.any(isinstance(d, Tensor) and d._data is None for d in shape):
+        return _reshape_dims(x, shape)
     return apply("reshape", x, shape=_static_dims(shape))
+
+
+def _reshape_dims(x, shape):
+    """reshape to a target with symbolic dims: they become inputs of a ``reshape_dims`` op."""
+    from .static.builder import dim_source
+    target, dims, same_as = [], [], []
+    for d in shape:
+        if isinstance(d, Tensor) and d._data is None:
+            target.append(None)
+            dims.append(d)
+            src = dim_source(d)  # (var name, axis) when d is x.shape[axis], read symbolically
+            same_as.append(src[1] if src is not None and isinstance(x, Tensor) and x._data is None
+                           and src[0] == x._var.name else -1)
+        else:
+            target.append(int(d))
+    return apply("reshape_dims", x, *dims, shape=target, same_as=same_as)
 
 
 def transpose(x, dim0=None, dim1=None):

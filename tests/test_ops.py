@@ -439,6 +439,13 @@ def test_grad_binary_with_python_scalars(name):
     _gc(lambda x: f(2.0, x), pos(3))
 
 
+def test_grad_with_list_and_numpy_operands():
+    _gc(lambda a: d2s.concat([a, [[1.0, 2.0]]], axis=0) * 2.0, rnd(2, 2))
+    _gc(lambda a: d2s.stack([np.ones(3), a]).sin(), rnd(3))
+    _gc(lambda a: d2s.where([True, False, True], a, [0.0, 1.0, 2.0]), rnd(3))
+    _gc(lambda a: d2s.matmul([[1.0, 2.0, 3.0]], a), rnd(3, 2))
+
+
 def test_grad_operators():
     _gc(lambda a, b: ((a + b) * a - b / a + a ** 2) @ (-b).T, pos(2, 3), pos(2, 3))
 
@@ -483,6 +490,9 @@ def test_grad_shape_functions():
     _gc(lambda x: d2s.broadcast_to(x[:, :1], (5, 2, 1, 4)).sin(), x)
     _gc(lambda x: d2s.flatten(x, 1).cos(), x)
     _gc(lambda a, b: d2s.concat([a, b, a], axis=1).sin(), rnd(2, 3), rnd(2, 2))
+    from d2s.dispatch import apply  # split_like: concat's gradient when sizes are unknown
+    _gc(lambda a: tuple(p.sin() for p in apply("split_like", a, np.zeros((2, 1)), np.zeros((2, 2)), axis=1)),
+        rnd(2, 3))
     _gc(lambda a, b: d2s.stack([a, b], axis=1).sin(), rnd(2, 3), rnd(2, 3))
     _gc(lambda x: tuple(p.sin() for p in d2s.split(x, [1, 3], axis=2)), x)
     # float32 in the middle: a coarser step and tolerance

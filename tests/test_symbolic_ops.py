@@ -90,6 +90,11 @@ CASES = [
     ("max_pool2d", lambda x: (max_pool2d(x, 2), max_pool2d(x, 3, 1, 1)), [S(None, 2, 6, 5)],
      [(None, 2, 3, 2), (None, 2, 6, 5)]),
     ("embedding", lambda i, w: embedding(i, w), [S(None, 2, dtype="int64"), S(3, 4)], [(None, 2, 4)]),
+    ("like", lambda a: (d2s.zeros_like(a), d2s.ones_like(a, dtype="int32"), d2s.full_like(a, 2.5)), [S(None, 3)],
+     [(None, 3)] * 3),
+    ("creation", lambda a: (a, d2s.zeros(2, 3), d2s.arange(4), d2s.eye(2, 3), d2s.linspace(0, 1, 3),
+                            d2s.full((2,), 7), d2s.ones(2, dtype="bool")), [S(None)],
+     [(None,), (2, 3), (4,), (2, 3), (3,), (2,), (2,)]),
 ]
 
 
@@ -138,6 +143,7 @@ GRAD_CASES = [
     ("gather", lambda x: d2s.sum(d2s.gather(x, 1, IDX[:, :2]) ** 2), (3, 4)),
     ("conv2d", lambda x: d2s.sum(conv2d(x, np.ones((2, 2, 3, 3), np.float32), padding=1) ** 2), (None, 2, 5, 5)),
     ("max_pool2d", lambda x: d2s.sum(max_pool2d(x, 2) ** 2), (None, 2, 4, 4)),
+    ("concat_unknown", lambda x: d2s.sum(d2s.concat([x, x * x, x[:1]], axis=0) ** 2), (None, 4)),
     ("matmul_mean", lambda x: d2s.mean(x @ d2s.tensor(np.ones((4, 2), np.float32))), (None, 4)),
 ]
 
@@ -190,3 +196,11 @@ def test_dropout_in_a_program_draws_like_eager():
     (got,) = Executor(prog).run(x)
     np.testing.assert_array_equal(got, eager)
     assert set(np.unique(got)) <= {0.0, 2.0}
+
+
+def test_like_ops_ignore_the_values_of_their_input():
+    """zeros_like/ones_like of a tensor holding inf or nan stay exact in programs too."""
+    prog = build_program(lambda a: (d2s.zeros_like(a), d2s.ones_like(a)), InputSpec([None]))
+    zeros, ones = Executor(prog).run(np.array([np.inf, -np.inf, np.nan, 1.0], np.float32))
+    np.testing.assert_array_equal(zeros, np.zeros(4, np.float32))
+    np.testing.assert_array_equal(ones, np.ones(4, np.float32))

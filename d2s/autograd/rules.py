@@ -326,8 +326,19 @@ def _broadcast_to(ctx, g):
 def _concat(ctx, g):
     axis = ctx.attrs.get("axis", 0)
     sizes = [_shape(x)[axis] for x in ctx.inputs]
-    parts = d.split(g, sizes, axis=axis) if len(sizes) > 1 else (g,)
+    if len(sizes) == 1:
+        parts = (g,)
+    elif None in sizes:  # sizes known only when the program runs
+        from ..dispatch import apply
+        parts = apply("split_like", g, *[d.stop_gradient(x) for x in ctx.inputs], axis=axis)
+    else:
+        parts = d.split(g, sizes, axis=axis)
     return tuple(p if _is_diff(x) else None for p, x in zip(parts, ctx.inputs))
+
+
+@defgrad("split_like")
+def _split_like(ctx, *gs):
+    return (d.concat(list(gs), axis=ctx.attrs.get("axis", 0)),) + (None,) * (len(ctx.inputs) - 1)
 
 
 @defgrad("stack")

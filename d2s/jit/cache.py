@@ -105,8 +105,9 @@ def signature(head, args, kwargs, specs=None, types=None):
     """The signature key of a call and its tensor arguments (see the module docstring)."""
     key = list(head)
     leaves = []
+    pos_specs = specs if isinstance(specs, list) else ()
     for i, a in enumerate(args):
-        spec = specs[i] if specs is not None and i < len(specs) and isinstance(specs[i], InputSpec) else None
+        spec = pos_specs[i] if i < len(pos_specs) and isinstance(pos_specs[i], InputSpec) else None
         walk(a, key, leaves, types, spec)
     if kwargs:
         key.append(_KW)

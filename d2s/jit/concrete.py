@@ -57,6 +57,51 @@ def _executor(program, device):
     return Executor(program, device=device)
 
 
+def make_runner(executor, checked=False):
+    """``run(arrays, param_arrays) -> outputs`` for a prepared executor.
+
+    A StaticFunction's signature already guarantees each input's shape and dtype, so the
+    per-call input checks of ``Executor.run`` are skipped: the arrays go straight into the
+    prepared plan's slots. Falls back to ``Executor.run`` if the executor does not expose
+    its plan (or runs in parallel mode).
+    """
+    program = executor.program
+    names = list(program.params)
+    try:
+        plan = executor._main
+        run_steps = executor._run_steps
+        in_slots = list(plan.input_slots[:len(program.inputs)])
+        par_slots = list(executor._param_slots)
+        consts = list(zip(executor._const_slots, executor._const_values))
+        n_slots = plan.n_slots
+        fast = not checked and getattr(executor, "_pool", None) is None and len(par_slots) == len(names)
+    except AttributeError:
+        fast = False
+    if not fast:
+        run = executor.run
+
+        def slow_runner(arrays, param_arrays):
+            return run(*arrays, params=dict(zip(names, param_arrays)) if names else None)
+
+        return slow_runner
+    slots = in_slots + par_slots
+    if not consts:
+        def runner(arrays, param_arrays):
+            env = [None] * n_slots
+            for s, a in zip(slots, arrays + param_arrays):
+                env[s] = a
+            return run_steps(plan, env)
+    else:
+        def runner(arrays, param_arrays):
+            env = [None] * n_slots
+            for s, a in zip(slots, arrays + param_arrays):
+                env[s] = a
+            for s, v in consts:
+                env[s] = v
+            return run_steps(plan, env)
+    return runner
+
+
 class ConcreteProgram:
     """The program of one signature, with everything a call needs precomputed.
 
@@ -87,21 +132,18 @@ class ConcreteProgram:
     def executor(self):
         if self._exec is None:
             self._exec = _executor(self.program, self.device)
-            self._run = self._exec.run
+            self._run = make_runner(self._exec)
         return self._exec
 
     def run(self, leaves):
         """Run the program on tensor arguments ``leaves``; returns the user's output structure."""
         run = self._run
         if run is None:
-            run = self.executor.run
+            self.executor
+            run = self._run
         arrays = [t._data for t in leaves]
-        if self.params:
-            params = {n: t._data for n, t in self.params}
-            outs = run(*arrays, params=params)
-        else:
-            params = None
-            outs = run(*arrays)
+        params = [t._data for t in self.param_tensors]
+        outs = run(arrays, params)
         tensors = [Tensor._make(o) for o in outs]
         if STATE.grad_enabled:
             for t in leaves:
@@ -183,18 +225,15 @@ class BackwardRunner:
         self.in_mask, self.par_mask = in_mask, par_mask
         self.program, self.param_index = _build_backward(entry, in_mask, par_mask)
         self.program = _optimize(self.program, "backward")
-        self._exec = _executor(self.program, entry.device)
-        fwd_index = {n: i for i, (n, _) in enumerate(entry.params)}
-        self.param_names = list(self.program.params)
-        self.param_src = [self.param_index[n] for n in self.param_names]
-        del fwd_index
+        # checked: output gradients come from the engine, not from a signature-checked call
+        self._run = make_runner(_executor(self.program, entry.device), checked=True)
+        self.param_src = [self.param_index[n] for n in self.program.params]
 
     def run(self, arrays, params, grads):
-        fwd_params = [params[n] for n, _ in self.entry.params] if params else []
-        bparams = {}
-        for name, src in zip(self.param_names, self.param_src):
-            bparams[name] = fwd_params[src] if isinstance(src, int) else src._data
-        return self._exec.run(*arrays, *grads, params=bparams)
+        """Gradients for forward input ``arrays``, forward ``params`` (arrays, in the forward
+        program's param order) and output gradients ``grads``."""
+        bparams = [params[src] if isinstance(src, int) else src._data for src in self.param_src]
+        return self._run(list(arrays) + list(grads), bparams)
 
 
 def _build_backward(entry, in_mask, par_mask):

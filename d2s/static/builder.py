@@ -49,6 +49,8 @@ class ProgramBuilder:
         self.new_name = NameGen()
         self.defined_in = {}       # var name -> Block defining it
         self.captures = {}         # Block -> {outer name: inner name}
+        self.capture_tensors = {}  # Block -> {outer name: the Tensor it was captured from}
+        self.dim_sources = {}      # var name of a `dim` op's output -> (input var name, axis)
         self.param_tensors = {}    # param var name -> the concrete Parameter it reads
         self._param_vars = {}      # id(concrete tensor) -> symbolic tensor in the global block
         self._const_vars = {}      # id(array) -> var name (keeps the array alive for the key)
@@ -122,9 +124,11 @@ class ProgramBuilder:
         # defined before every use, including uses inside sub-blocks being built
         return len(self.program.block.ops)
 
-    def resolve(self, name, block=None):
+    def resolve(self, name, block=None, tensor=None):
         """The name under which var ``name`` is visible in ``block``, capturing it if it is
-        defined in an enclosing block (a sub-block reads outer values only as its inputs)."""
+        defined in an enclosing block (a sub-block reads outer values only as its inputs).
+        ``tensor`` (the symbolic Tensor naming ``name``) is remembered with the capture, so
+        control-flow ops can record autograd edges to captured values."""
         block = block or self.block
         home = self.defined_in.get(name)
         if home is block or home is None:
@@ -134,10 +138,13 @@ class ProgramBuilder:
             return caps[name]
         if block.parent is None:
             raise KeyError(f"var {name} is not defined in this program (a tensor from another program?)")
-        outer = self.resolve(name, block.parent)
+        self.resolve(name, block.parent, tensor)
         v = self._new_var(self.defined_in_var(name).type, block)
         block.inputs.append(v.name)
         caps[name] = v.name
+        if tensor is None:
+            tensor = self.symbolic(self.defined_in_var(name))
+        self.capture_tensors.setdefault(block, {})[name] = tensor
         return v.name
 
     def defined_in_var(self, name):
@@ -147,9 +154,10 @@ class ProgramBuilder:
         """Name of a var visible in the current block that holds op input ``x``."""
         if isinstance(x, Tensor):
             if x._data is None:
-                return self.resolve(x._var.name)
+                return self.resolve(x._var.name, tensor=x)
             if _is_param(x):
-                return self.resolve(self.param(x)._var.name)
+                p = self.param(x)
+                return self.resolve(p._var.name, tensor=p)
             return self.resolve(self.constant(x._data if isinstance(x._data, np.ndarray) else x._data.get()))
         if isinstance(x, (bool, int, float, np.generic)) and not isinstance(x, np.ndarray):
             return self.resolve(self.constant(x, scalar_dtype))
@@ -170,6 +178,8 @@ class ProgramBuilder:
             out_types = (out_types,)
         outs = [self._new_var(t) for t in out_types]
         self.block.ops.append(Op(opdef.name, names, [v.name for v in outs], _plain(attrs)))
+        if opdef.name == "dim":
+            self.dim_sources[outs[0].name] = (names[0], attrs.get("axis"))
         sym_inputs = tuple(self._as_symbolic(x, n) for x, n in zip(inputs, names))
         return tuple(self.symbolic(v) for v in outs), sym_inputs
 
@@ -196,6 +206,15 @@ class ProgramBuilder:
             yield blk
         finally:
             self.block = prev
+
+
+def dim_source(t):
+    """``(var name, axis)`` when symbolic tensor ``t`` is ``x.shape[axis]`` read in the active
+    program (so a reshape to it can keep the dim's static size), else None."""
+    b = STATE.builder
+    if b is None or not isinstance(t, Tensor) or t._data is not None:
+        return None
+    return b.dim_sources.get(t._var.name)
 
 
 def _scalar_dtype(inputs):

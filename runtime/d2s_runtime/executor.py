@@ -33,7 +33,7 @@ UFUNC_OPS = {
     "add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
     "maximum": "maximum", "minimum": "minimum", "pow": "power",
     "neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
-    "tanh": "tanh", "abs": "absolute",
+    "tanh": "tanh", "abs": "absolute", "matmul": "matmul",
 }
 
 

@@ -1,7 +1,7 @@
 """Every primitive op of d2s, registered once: kernel and shape rule side by side."""
 from .registry import OPS, OpDef, ShapeError, TensorType, defop, get_op
 from . import elementwise, reduce, linalg, shape_ops, creation, indexing  # noqa: F401  (registration)
-from . import nn_ops  # noqa: F401  (registration)
+from . import nn_ops, grad_ops  # noqa: F401  (registration)
 from . import guard  # noqa: F401  (registration: trace guards)
 from . import tensor_list  # noqa: F401  (registration: tensor lists for loops)
 from .creation import RNG, manual_seed

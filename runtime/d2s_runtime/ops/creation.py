@@ -76,7 +76,9 @@ def _random_infer(shape, dtype="float32", **_):
 
 @defop("rand", _random_infer, effect=True)
 def _rand(xp, shape, dtype="float32"):
-    return RNG.get(xp).random(tuple(shape)).astype(normalize(dtype), copy=False)
+    gen = RNG.get(xp)
+    draw = getattr(gen, "random", None) or gen.random_sample  # numpy Generator / cupy RandomState
+    return draw(tuple(shape)).astype(normalize(dtype), copy=False)
 
 
 @defop("randn", _random_infer, effect=True)

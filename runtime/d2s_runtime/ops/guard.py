@@ -48,7 +48,11 @@ def _same(a, b):
 @defop("guard", _guard_infer, n_out=0, effect=True)
 def _guard(xp, x, *ref, check, expected=None, where="", code="", what=""):
     """Raise GuardError when ``x`` no longer gives the value recorded at trace time."""
-    if check == "len":
+    if check == "bool":  # the common case (if/while), kept to one conversion and compare
+        actual = bool(x)
+        if actual is expected:
+            return ()
+    elif check == "len":
         actual = int(x.shape[0])
     elif check == "shape":
         actual, expected = tuple(int(d) for d in x.shape), tuple(expected)
@@ -59,9 +63,9 @@ def _guard(xp, x, *ref, check, expected=None, where="", code="", what=""):
         actual = f"another array (shape {tuple(x.shape)})"
         expected = f"the traced array (shape {tuple(ref[0].shape)})"
         raise GuardError(_message(where, code, what, expected, actual), where, code, what, expected, actual)
-    else:
+    if check not in ("bool", "len", "shape"):
         v = _host_scalar(xp, x)
-        actual = bool(v) if check == "bool" else int(v) if check == "int" else float(v) if check == "float" else v
+        actual = int(v) if check == "int" else float(v) if check == "float" else v
     if not _same(actual, expected):
         raise GuardError(_message(where, code, what, expected, actual), where, code, what, expected, actual)
     return ()

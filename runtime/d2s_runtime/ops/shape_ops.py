@@ -189,23 +189,20 @@ def _reshape_dims_infer(x, *dims, shape, same_as=None):
     for d in dims:
         if d.ndim != 0 or not d.dtype.startswith("int"):
             raise ShapeError(f"reshape_dims: dim inputs must be 0-d integer tensors, got {d}")
-    out, copied, k = [], [], 0
+    out, copied, is_copy, k = [], [], [], 0
     for s in shape:
+        j = -1
         if s is None:
-            j = same_as[k]
+            j = same_as[k] if same_as[k] is not None else -1
             k += 1
-            if j is not None and j >= 0:
-                copied.append(j)
-                out.append(x.shape[j])
-            else:
-                out.append(None)
-        else:
-            out.append(s)
+        if j >= 0:
+            copied.append(j)
+        out.append(x.shape[j] if j >= 0 else s)
+        is_copy.append(j >= 0)
     if -1 in out:
         # the element count of x over the axes not copied, divided by the other target dims
         rest_x = [d for i, d in enumerate(x.shape) if i not in copied]
-        rest_out = [d for i, d in enumerate(out) if d != -1 and not (shape[i] is None and d in
-                                                                       [x.shape[j] for j in copied])]
+        rest_out = [d for d, c in zip(out, is_copy) if d != -1 and not c]
         if len(set(copied)) == len(copied) and None not in rest_x and None not in rest_out:
             num = den = 1
             for d in rest_x:

@@ -36,9 +36,9 @@ def optimize(program, passes=None):
     pipeline = DEFAULT_PIPELINE if passes is None else passes
     p = program
     for ps in pipeline:
-        fn = PASSES[ps] if isinstance(ps, str) else ps
         if isinstance(ps, str) and ps not in PASSES:
             raise KeyError(f"unknown pass {ps!r}; passes: {', '.join(sorted(PASSES))}")
+        fn = PASSES[ps] if isinstance(ps, str) else ps
         p = fn(p)
     if p is program:
         p = program.clone()

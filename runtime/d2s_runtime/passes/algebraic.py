@@ -4,7 +4,8 @@ Rewrites (each only when the result keeps the exact type of the value it replace
 
 * ``x*1, 1*x, x+0, 0+x, x-0, x/1 -> x``; ``neg(neg(x)) -> x``;
   ``transpose(transpose(x))`` -> one transpose, or ``x`` when the permutations cancel.
-* The ``zeros_like`` idiom of symbolic autograd, ``cast(stop_gradient(y)) * 0``, becomes
+* ``full_like(y)`` with a known shape becomes ``full`` (it never reads ``y``'s values), and the
+  ``zeros_like`` idiom of symbolic autograd, ``cast(stop_gradient(y)) * 0``, becomes
   ``full(shape, 0)`` when the shape is known (it means zeros, whatever ``y`` holds), and an
   element-wise op of two uniform values (``full``, uniform constants, broadcasts of them)
   becomes one ``full``: so ``ones_like(y)`` is recognised as ones.
@@ -124,7 +125,7 @@ class _Rewriter:
         op = self.prod.get(name)
         if op is None:
             return None
-        if op.type == "full":
+        if op.type in ("full", "full_like"):
             return np.asarray(op.attrs.get("value", 0.0), dtype=self.type(name).dtype)[()]
         if op.type in SHAPE_PRESERVING or op.type == "cast":
             v = self.uniform(op.inputs[0], depth + 1)
@@ -156,6 +157,11 @@ class _Rewriter:
             if inner is not None and inner.type == "neg" and self.type(inner.inputs[0]) == tout:
                 self.replace(out, inner.inputs[0])
                 return True
+        if t == "full_like" and None not in tout.shape:
+            # its input's values are never read: with a known shape it is a plain full
+            self.replace(out, self.emit("full", [], {"shape": list(tout.shape), "value": op.attrs.get("value", 0.0),
+                                                     "dtype": tout.dtype}))
+            return True
         if t == "transpose":
             return self._transpose(op, out, tout)
         if t == "reduce_sum":

@@ -1,9 +1,9 @@
 """Plans buffer reuse in the global block: a value may take the buffer of a dead one.
 
 The plan follows the executor's schedule (Kahn order). A *buffer* is what a freshly
-allocating op produces (element-wise ufuncs, matmul, reductions...); views (reshape,
-transpose, broadcast_to, getitem, stop_gradient, cast...) and control-flow results share the
-buffers of their inputs, so a buffer is dead only after the last use of every value viewing it.
+allocating op produces (element-wise ufuncs, matmul, reductions...: ``FRESH_OPS``); any other
+op (views such as reshape, transpose, broadcast_to, getitem, stop_gradient, cast, and
+control flow) is taken to share the buffers of its inputs, so a buffer is dead only after the last use of every value viewing it.
 An element-wise or matmul output may then reuse a dead buffer of exactly its shape and dtype
 (element-wise ops even the buffer of an input dying at that very op: ufuncs allow ``out=`` to
 alias an input). The executor writes those outputs with ``out=`` into the donated buffer.
@@ -25,9 +25,11 @@ from ._util import start
 
 NAME = "memory_plan"
 
-# Ops whose output may share memory with an input (numpy returns views, or the input itself).
-VIEW_OPS = {"reshape", "transpose", "broadcast_to", "expand_dims", "squeeze", "getitem", "stop_gradient",
-            "cast", "to_device", "reshape_like", "split", "relu", "clip", "where"}
+# Ops known to return a newly allocated array. Any other op (reshape, transpose, getitem,
+# stop_gradient, cast, control flow...) may return a view of, or the very array of, an input.
+FRESH_OPS = set(UFUNC_OPS) | {"matmul", "eq", "ne", "lt", "le", "gt", "ge", "floordiv", "mod", "sign", "floor",
+                              "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "where",
+                              "concat", "stack", "full", "full_like", "sigmoid", "bitwise_and", "bitwise_or", "bitwise_xor"}
 # Receivers: ops the executor can run with out= (all operands of the output's dtype).
 INPLACE_OK = set(UFUNC_OPS) - {"matmul"}
 
@@ -65,7 +67,7 @@ def plan_block(program):
     for n in external:
         roots[n] = frozenset()
     for op in ops:
-        fresh = not op.blocks and op.type not in VIEW_OPS and op.type != "constant" or op.type in UFUNC_OPS
+        fresh = op.type in FRESH_OPS and not op.blocks
         for o in op.outputs:
             if fresh and len(op.outputs) == 1:
                 roots[o] = frozenset([o])
@@ -91,7 +93,7 @@ def plan_block(program):
     buf_of = {}    # fresh value -> its physical buffer (the value that first allocated it)
     buf_end = {}   # physical buffer -> position after which it is dead
     holder = {}    # physical buffer -> the value living in it now
-    alloc_live = planned_live = 0
+    planned_live = 0
     freed_live = freed_peak = planned_peak = 0
     freed_at = {}
     for r, e in end.items():

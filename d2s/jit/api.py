@@ -1,0 +1,62 @@
+"""``to_static`` and ``not_to_static``: the decorators of the dynamic-to-static API."""
+import inspect
+
+from .static_function import StaticFunction
+
+
+def to_static(fn=None, *, input_spec=None):
+    """Run a function, method or ``nn.Module`` as static programs, converting its Python control
+    flow on tensors into graph ops.
+
+    Use bare (``@to_static``) or with arguments (``@to_static(input_spec=[InputSpec([None, 8])])``).
+
+    Args:
+        fn: a function, a bound method, or an ``nn.Module``. For a module, the same module is
+            returned with ``forward`` replaced by a :class:`StaticFunction` bound to it, so
+            ``module(x)`` runs the program and ``module.forward.programs`` lists its programs;
+            its parameters and buffers are program inputs read at every call.
+        input_spec: ``InputSpec``s for the positional arguments (``None`` dims are dynamic, so one
+            program serves every size there); without it, one program per input signature
+            (shapes, dtypes, Python argument values, training flag).
+
+    Returns:
+        A :class:`StaticFunction` (the module itself for a module); ``fn`` unchanged if it was
+        marked with :func:`not_to_static`.
+    """
+    if fn is None:
+        return lambda f: to_static(f, input_spec=input_spec)
+    from ..nn.module import Module
+    if isinstance(fn, Module):
+        forward = fn.__dict__.get("forward") or type(fn).forward
+        if isinstance(forward, StaticFunction):
+            if forward._instance is fn and input_spec is None:
+                return fn
+            forward = forward._fn
+        elif inspect.ismethod(forward):
+            forward = forward.__func__
+        sf = StaticFunction(forward, input_spec=input_spec, instance=fn)
+        object.__setattr__(fn, "forward", sf)
+        return fn
+    if isinstance(fn, StaticFunction):
+        if input_spec is None:
+            return fn
+        return StaticFunction(fn._fn, input_spec=input_spec, instance=fn._instance, _conversion=fn._conversion)
+    if getattr(fn, "__d2s_not_to_static__", False):
+        return fn
+    if inspect.ismethod(fn):
+        return StaticFunction(fn.__func__, input_spec=input_spec, instance=fn.__self__)
+    if not callable(fn):
+        raise TypeError(f"to_static expects a function, a method or an nn.Module, got {type(fn).__name__}")
+    if not inspect.isfunction(fn):
+        call = getattr(type(fn), "__call__", None)
+        if inspect.isfunction(call):  # a callable object: convert its __call__, bound to it
+            return StaticFunction(call, input_spec=input_spec, instance=fn)
+        raise TypeError(f"to_static cannot convert {fn!r}: it is not a Python function (builtins and "
+                        "C functions have no source to convert)")
+    return StaticFunction(fn, input_spec=input_spec)
+
+
+def not_to_static(fn):
+    """Leave ``fn`` as plain Python: converted code calls it as is, without converting it."""
+    fn.__d2s_not_to_static__ = True
+    return fn

@@ -1,0 +1,288 @@
+"""StaticFunction: a function (or method, or module forward) run as cached static programs.
+
+Calling it computes the call's signature (see ``cache.py``), finds or builds the program for
+it, and runs the program (see ``concrete.py``). Building a program converts the function's
+source once (``d2s.transformers.convert_function``), then runs the converted function on
+symbolic inputs inside a ``ProgramBuilder``: tensor arguments become program inputs, module
+parameters (and any tensor that requires grad) become program params.
+"""
+import functools
+import inspect
+import types
+import warnings
+import weakref
+
+from .._state import STATE
+from ..autograd import no_grad
+from ..static.builder import ProgramBuilder, _flatten
+from ..static.input_spec import InputSpec
+from . import linemap
+from .cache import ProgramCache, replace_kwargs, replace_leaves, signature
+from .concrete import ConcreteProgram
+
+_ENABLED = [True]
+
+
+def enable_to_static(enable=True):
+    """Turn conversion on or off everywhere: with ``False``, every StaticFunction runs its
+    original function eagerly (for debugging with ordinary Python tools)."""
+    _ENABLED[0] = bool(enable)
+
+
+def to_static_enabled():
+    return _ENABLED[0]
+
+
+class _Conversion:
+    """The converted form of one Python function, shared by every binding of it."""
+
+    __slots__ = ("fn", "code", "converted", "eager_only", "error")
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.code = None
+        self.converted = None
+        self.eager_only = False
+        self.error = None
+
+    def get(self):
+        """The converted function (converting on first use), or None to run eagerly."""
+        if self.converted is not None or self.eager_only:
+            return self.converted
+        fn = self.fn
+        if getattr(fn, "__d2s_not_to_static__", False):
+            self.eager_only = True
+            return None
+        try:
+            from ..transformers import ConversionError, SourceUnavailable, convert_function  # noqa: F401
+        except ImportError:
+            # no converter available: straight-line code still builds; Python control flow on
+            # symbolic tensors raises at the user's line.
+            self.converted = fn
+            self.code = _source(fn)
+            return fn
+        try:
+            cf = convert_function(fn)
+        except SourceUnavailable as e:
+            warnings.warn(f"d2s.jit.to_static: the source of {getattr(fn, '__qualname__', fn)} is not available "
+                          f"({e}); it runs eagerly instead (define it in a file to convert it)",
+                          UserWarning, stacklevel=4)
+            self.eager_only = True
+            return None
+        self.converted = cf.fn
+        self.code = getattr(cf, "code", None)
+        _register_linemap(fn, cf)
+        return self.converted
+
+
+def _source(fn):
+    try:
+        import textwrap
+        return textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return None
+
+
+def _register_linemap(fn, cf):
+    code = getattr(cf.fn, "__code__", None)
+    if code is None:
+        return
+    try:
+        original = inspect.getsourcefile(fn)
+    except TypeError:
+        original = None
+    if not linemap.is_generated(code.co_filename) and code.co_filename != original:
+        linemap.register(code.co_filename, getattr(cf, "source_map", None), original, fn.__qualname__)
+
+
+class StaticFunction:
+    """A function run as static programs, one per input signature (see ``d2s.jit.to_static``).
+
+    Attributes:
+        eager: the original function (bound to its instance for a method).
+        code: the converted Python source, as a string.
+        programs: the cached Programs, in the order they were built.
+    """
+
+    def __init__(self, fn, input_spec=None, instance=None, _conversion=None):
+        self._fn = fn
+        self._instance = instance
+        self._input_spec = _normalize_specs(input_spec)
+        self._conversion = _conversion or _Conversion(fn)
+        self._cache = ProgramCache()
+        self._bound = weakref.WeakKeyDictionary()
+        self._bound_by_id = {}
+        self._is_module = _is_module(instance)
+        functools.update_wrapper(self, fn, updated=())
+
+    # ------------------------------------------------------------ binding
+    def __get__(self, instance, owner=None):
+        if instance is None or self._instance is not None:
+            return self
+        try:
+            sf = self._bound.get(instance)
+        except TypeError:
+            sf = self._bound_by_id.get(id(instance))
+        if sf is None:
+            sf = StaticFunction(self._fn, self._input_spec, instance, self._conversion)
+            try:
+                self._bound[instance] = sf
+            except TypeError:
+                self._bound_by_id[id(instance)] = sf
+        return sf
+
+    # ------------------------------------------------------------ public attributes
+    @property
+    def eager(self):
+        if self._instance is not None:
+            return types.MethodType(self._fn, self._instance)
+        return self._fn
+
+    @property
+    def code(self):
+        self._conversion.get()
+        if self._conversion.code is None:
+            return _source(self._fn)
+        return self._conversion.code
+
+    @property
+    def programs(self):
+        return [e.program for e in self._cache.entries]
+
+    @property
+    def concrete_programs(self):
+        return list(self._cache.entries)
+
+    @property
+    def input_spec(self):
+        return self._input_spec
+
+    def get_program(self, *args, **kwargs):
+        """The Program for a signature: pass tensors, ``InputSpec``s or Python values as you would
+        call the function (with none, the ``input_spec`` given to ``to_static``)."""
+        if not args and not kwargs and self._input_spec is not None:
+            args = tuple(self._input_spec)
+        return self._entry(args, kwargs)[0].program
+
+    def clear_cache(self):
+        self._cache.clear()
+
+    def __repr__(self):
+        return f"<StaticFunction {getattr(self._fn, '__qualname__', self._fn)} ({len(self._cache)} programs)>"
+
+    # ------------------------------------------------------------ calling
+    def __call__(self, *args, **kwargs):
+        if STATE.hooked or not _ENABLED[0]:
+            return self._call_unbuilt(args, kwargs)
+        # The fast path: one signature walk, one dict lookup.
+        if self._is_module:
+            head = (self._instance.training,)
+        else:
+            head = ()
+        key, leaves = signature(head, args, kwargs)
+        entry = self._cache.by_key.get(key)
+        if entry is None:
+            if self._conversion.get() is None:
+                return self.eager(*args, **kwargs)
+            entry = self._miss(key, args, kwargs)
+        return entry.run(leaves)
+
+    def _call_unbuilt(self, args, kwargs):
+        """Inside another program being built: inline the converted function into it. Under a
+        tracer, or with conversion off: run the original function eagerly."""
+        if STATE.builder is not None and _ENABLED[0]:
+            conv = self._conversion.get()
+            if conv is not None:
+                if self._instance is not None:
+                    return conv(self._instance, *args, **kwargs)
+                return conv(*args, **kwargs)
+        return self.eager(*args, **kwargs)
+
+    def _head(self):
+        return (self._instance.training,) if self._is_module else ()
+
+    def _miss(self, key, args, kwargs):
+        entry, gen_key = self._entry(args, kwargs, specs=self._input_spec)
+        self._cache.alias(key, entry)
+        return entry
+
+    def _entry(self, args, kwargs, specs=None):
+        """(ConcreteProgram, its signature) for a call, building the program if needed."""
+        types_ = []
+        key, leaves = signature(self._head(), args, kwargs, specs, types_)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._build(args, kwargs, types_)
+            self._cache.add(key, entry)
+        return entry, key
+
+    def _build(self, args, kwargs, leaf_types):
+        conv = self._conversion.get()
+        if conv is None:
+            raise RuntimeError(f"{self._fn.__qualname__} cannot be converted (its source is unavailable), "
+                               "so it has no program; it runs eagerly")
+        device = _device_of(args, kwargs)
+        instance = self._instance
+        name = getattr(self._fn, "__qualname__", "function")
+
+        def trace_into(builder, requires_grad=None):
+            """Run the converted function on new symbolic inputs of ``builder``; returns
+            (symbolic inputs, output tensors in order) and stores the output structure."""
+            sym = [builder.add_input(shape, dtype, nm, bool(requires_grad and requires_grad[i]))
+                   for i, (shape, dtype, nm) in enumerate(leaf_types)]
+            it = iter(sym)
+            sargs = replace_leaves(tuple(args), it)
+            skw = replace_kwargs(kwargs, it) if kwargs else {}
+            if instance is not None:
+                sargs = (instance,) + tuple(sargs)
+            try:
+                out = conv(*sargs, **skw)
+            except BaseException as e:
+                linemap.annotate_exception(e, name)
+                raise
+            leaves, rebuild = _flatten(out)
+            return sym, leaves, rebuild, out
+
+        builder = ProgramBuilder(device)
+        with builder, no_grad():
+            _, out_leaves, rebuild, out = trace_into(builder)
+            outputs = [builder.var_of(t) for t in out_leaves]
+        program = builder.program
+        program.name = name
+        program.outputs = outputs
+        program.block.outputs = list(outputs)
+        single = len(out_leaves) == 1 and out is out_leaves[0]
+
+        def retrace(b, requires_grad):
+            sym, leaves, _, _ = trace_into(b, requires_grad)
+            return sym, leaves
+
+        return ConcreteProgram(program, builder.param_tensors, rebuild, single, retrace, device)
+
+
+def _device_of(args, kwargs):
+    from ..tensor import Tensor
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, Tensor) and a._data is not None:
+            return a.device
+    return "cpu"
+
+
+def _normalize_specs(input_spec):
+    if input_spec is None:
+        return None
+    if isinstance(input_spec, InputSpec):
+        return [input_spec]
+    if isinstance(input_spec, dict):
+        return dict(input_spec)
+    return list(input_spec)
+
+
+def _is_module(obj):
+    if obj is None:
+        return False
+    try:
+        from ..nn.module import Module
+    except ImportError:
+        return False
+    return isinstance(obj, Module)

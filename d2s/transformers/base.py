@@ -1,0 +1,161 @@
+"""The base of every transformer: conversion context, scoped state, fresh names, locations."""
+import gast
+
+from . import gast_compat as gc
+from .errors import ConversionError
+
+JST = "_jst"  # the one global name under which converted code reaches d2s.convert
+
+
+class Context:
+    """What every transformer of one conversion shares: file, namer, the root function."""
+
+    def __init__(self, filename, namer, root):
+        self.filename, self.namer, self.root = filename, namer, root
+
+
+class _Scope:
+    def __init__(self, stack, factory):
+        self.stack, self.factory = stack, factory
+
+    def __enter__(self):
+        self.stack.append(self.factory())
+        return self.stack[-1]
+
+    def __exit__(self, *exc):
+        self.stack.pop()
+        return False
+
+
+class ScopedState:
+    """``with self.state[Loop] as loop:`` pushes a fresh ``Loop()``; ``self.state[Loop].top``
+    is the innermost one still open (None when there is none)."""
+
+    class _Stack(list):
+        def __init__(self, factory):
+            super().__init__()
+            self.factory = factory
+
+        def __enter__(self):
+            self.append(self.factory())
+            return self[-1]
+
+        def __exit__(self, *exc):
+            self.pop()
+            return False
+
+        @property
+        def top(self):
+            return self[-1] if self else None
+
+    def __init__(self):
+        self._stacks = {}
+
+    def __getitem__(self, factory):
+        if factory not in self._stacks:
+            self._stacks[factory] = self._Stack(factory)
+        return self._stacks[factory]
+
+
+def mark_generated(nodes):
+    """Flag generated ``def``s so transformers enter them (user-written nested defs are not
+    entered: they are converted on their own when called)."""
+    for n in nodes if isinstance(nodes, list) else [nodes]:
+        for sub in gast.walk(n):
+            if isinstance(sub, gast.FunctionDef):
+                sub._d2s_generated = True
+    return nodes
+
+
+def copy_location(nodes, origin):
+    """Give every node in ``nodes`` lacking a location the location of ``origin``, so
+    generated code reports the user's line."""
+    lineno = getattr(origin, "lineno", None)
+    if lineno is None:
+        return nodes
+    col = getattr(origin, "col_offset", 0) or 0
+    for n in nodes if isinstance(nodes, list) else [nodes]:
+        for sub in gast.walk(n):
+            if isinstance(sub, (gast.stmt, gast.expr, gast.excepthandler, gast.arg if hasattr(gast, "arg") else gast.expr)):
+                if getattr(sub, "lineno", None) is None:
+                    sub.lineno, sub.col_offset = lineno, col
+                    sub.end_lineno, sub.end_col_offset = lineno, col
+    return nodes
+
+
+def jst(attr):
+    """The expression ``_jst.<attr>``."""
+    return gast.Attribute(value=gc.name(JST), attr=attr, ctx=gast.Load())
+
+
+def is_jst_call(node):
+    return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+            and isinstance(node.func.value, gast.Name) and node.func.value.id == JST)
+
+
+class Transformer(gast.NodeTransformer):
+    """A gast transformer with the conversion context, scoped state and error helpers."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.state = ScopedState()
+
+    def new_name(self, base):
+        return self.ctx.namer.new(base)
+
+    def error(self, node, message):
+        return ConversionError(message, self.ctx.filename, getattr(node, "lineno", None),
+                               getattr(node, "col_offset", 0))
+
+    def transform(self, tree):
+        return self.visit(tree)
+
+    def visit_FunctionDef(self, node):
+        if node is self.ctx.root or getattr(node, "_d2s_generated", False):
+            return self.generic_visit(node)
+        return node
+
+    def visit_block(self, stmts):
+        """Visit a statement list, splicing statements that became lists."""
+        out = []
+        for s in stmts:
+            new = self.visit(s)
+            if new is None:
+                continue
+            out.extend(new if isinstance(new, list) else [new])
+        return out
+
+
+def python_only(node):
+    """The reason a control-flow statement must stay plain Python (or None)."""
+    return getattr(node, "_d2s_python_only", None)
+
+
+def undefined_inits(names, anno):
+    """Statements binding each of ``names`` not surely bound at the statement's entry: to an
+    ``Undefined`` placeholder, or to its current value where some path binds it."""
+    from .templates import replace
+    out = []
+    for n in names:
+        if n in anno.defined:
+            continue
+        if n in anno.maybe_defined:
+            out += replace(f"{n} = {JST}.ld(locals(), {n!r})")
+        else:
+            out += replace(f"{n} = {JST}.Undefined({n!r})")
+    return out
+
+
+def state_functions(namer, composites):
+    """``get_state``/``set_state`` defs for attribute paths assigned inside a branch or loop
+    (``self.h = ...``), plus the two expressions to pass (``None`` when there are none)."""
+    from .templates import replace
+    if not composites:
+        return [], gc.constant(None), gc.constant(None)
+    paths = sorted(composites)
+    get_name, set_name = namer.new("get_state"), namer.new("set_state")
+    getters = ", ".join(f"{JST}.ld_attr({p.rsplit('.', 1)[0]}, {p.rsplit('.', 1)[1]!r})" for p in paths)
+    setters = "\n".join(f"    {JST}.st_attr({p.rsplit('.', 1)[0]}, {p.rsplit('.', 1)[1]!r}, values[{i}])"
+                        for i, p in enumerate(paths))
+    src = f"def {get_name}():\n    return ({getters},)\ndef {set_name}(values):\n{setters}\n"
+    return mark_generated(replace(src)), gc.name(get_name), gc.name(set_name)

@@ -1,0 +1,28 @@
+"""Lowers `break` statements to a flag: the rest of the body runs under `if not flag`, and the
+loop goes on only while `not flag` (a `for` gets it as an extra test)."""
+import gast
+
+from . import gast_compat as gc
+from .base import Transformer, python_only
+from .loop_flags import contains, lower
+from .templates import replace_as_expression
+
+
+class BreakStatements(Transformer):
+    def _loop(self, node):
+        node = self.generic_visit(node)
+        if python_only(node) or not contains(node.body, gast.Break):
+            return node
+        flag = self.new_name("break_")
+        node.body = lower(node.body, gast.Break, flag) or [gast.Pass()]
+        not_flag = replace_as_expression("not flag", flag=flag)
+        if isinstance(node, gast.While):
+            # `not flag` first: after a break the original test must not run again
+            node.test = gast.BoolOp(op=gast.And(), values=[not_flag, node.test])
+        else:
+            node._d2s_extra_test = not_flag
+        init = gast.copy_location(gc.assign(gc.name(flag, gast.Store()), gc.constant(False)), node)
+        return [init, node]
+
+    visit_While = _loop
+    visit_For = _loop

@@ -1,0 +1,44 @@
+"""Lowers `for` loops to `_jst.convert_for(iterable, body_fn, loop_vars, ...)`.
+
+``convert_for`` unrolls Python iterables and builds a while op for a range with a tensor
+bound or the rows of a symbolic tensor. A lowered `break` arrives as an extra test
+(``not break_``) that the loop checks before each iteration.
+"""
+import gast
+
+from . import gast_compat as gc
+from .analysis import activity
+from .base import JST, Transformer, copy_location, mark_generated, python_only, state_functions, undefined_inits
+from .templates import replace
+
+
+class ForLoops(Transformer):
+    def visit_For(self, node):
+        node = self.generic_visit(node)
+        if python_only(node):
+            return node
+        anno = node._d2s_anno
+        extra = getattr(node, "_d2s_extra_test", None)
+        live = anno.live_in | anno.live_out
+        if extra is not None:
+            live |= activity.expr_reads(extra)  # the flag is read between iterations
+        loop_vars = sorted(anno.mods & live)
+        state_defs, get_state, set_state = state_functions(self.ctx.namer, anno.composites)
+        extra_defs, extra_fn = [], gc.constant(None)
+        if extra is not None:
+            extra_name = self.new_name("for_test")
+            extra_defs = replace("def extra_fn(loop_vars):\n    return extra",
+                                 extra_fn=extra_name, loop_vars=loop_vars, extra=extra)
+            extra_fn = gc.name(extra_name)
+        item = self.new_name("item")
+        code = replace(f"""
+            def body_fn(item, loop_vars):
+                target = item
+                body
+                return loop_vars
+            loop_vars = {JST}.convert_for(iterable, body_fn, loop_vars, names, extra_fn, get_state, set_state)
+            """, body_fn=self.new_name("for_body"), item=item, loop_vars=loop_vars, target=node.target,
+                       body=node.body, iterable=node.iter, names=gc.tuple_([gc.constant(n) for n in loop_vars]),
+                       extra_fn=extra_fn, get_state=get_state, set_state=set_state)
+        out = undefined_inits(loop_vars, anno) + state_defs + mark_generated(extra_defs + code)
+        return copy_location(out, node)

@@ -1,0 +1,35 @@
+"""Lowers `if` statements to `_jst.convert_ifelse(pred, true_fn, false_fn, args, ...)`.
+
+Each branch becomes a function of the names either branch rebinds that are live on entry or
+after the statement, and returns those live after it; a name bound in only one branch starts
+as an ``Undefined`` placeholder, which ``convert_ifelse`` reports if a tensor ``if`` leaves it
+undefined on one side and the code after reads it.
+"""
+from . import gast_compat as gc
+from .base import JST, Transformer, copy_location, mark_generated, python_only, state_functions, undefined_inits
+from .templates import replace
+
+
+class IfStatements(Transformer):
+    def visit_If(self, node):
+        node = self.generic_visit(node)
+        if python_only(node):
+            return node
+        anno = node._d2s_anno
+        params = sorted(anno.mods & (anno.live_in | anno.live_out))
+        outputs = sorted(anno.mods & anno.live_out)
+        state_defs, get_state, set_state = state_functions(self.ctx.namer, anno.composites)
+        code = replace(f"""
+            def true_fn(params):
+                body
+                return outputs
+            def false_fn(params):
+                orelse
+                return outputs
+            outputs = {JST}.convert_ifelse(test, true_fn, false_fn, params, names, get_state, set_state)
+            """, true_fn=self.new_name("if_true"), false_fn=self.new_name("if_false"), params=params,
+                       outputs=outputs, body=node.body, orelse=node.orelse, test=node.test,
+                       names=gc.tuple_([gc.constant(n) for n in outputs]),
+                       get_state=get_state, set_state=set_state)
+        out = undefined_inits(params, anno) + state_defs + mark_generated(code)
+        return copy_location(out, node)

@@ -1,0 +1,89 @@
+"""Lowers early `return` statements into one final return of a result variable.
+
+Code after an ``if`` that may return moves into the branches that fall through (so both
+branches of a tensor ``if`` define the result); a ``return`` inside a loop sets a flag and
+breaks, and the code after the loop runs under ``if not flag``. Runs first: the loop and
+``if`` transformers then see plain assignments and breaks.
+"""
+import copy
+
+import gast
+
+from . import gast_compat as gc
+from .base import Transformer
+
+
+def _own_statements(stmts):
+    for s in stmts:
+        yield s
+        if isinstance(s, (gast.If, gast.While, gast.For)):
+            yield from _own_statements(s.body)
+            yield from _own_statements(s.orelse)
+
+
+def contains_return(stmts):
+    """Whether a ``return`` is nested in these statements' if/while/for (not in defs, try, with)."""
+    return any(isinstance(s, gast.Return) for s in _own_statements(stmts))
+
+
+def always_returns(stmts):
+    for s in stmts:
+        if isinstance(s, (gast.Return, gast.Raise)):
+            return True
+        if isinstance(s, gast.If) and always_returns(s.body) and always_returns(s.orelse):
+            return True
+    return False
+
+
+class ReturnStatements(Transformer):
+    def transform(self, func):
+        nested = any(contains_return(s.body + s.orelse) for s in func.body
+                     if isinstance(s, (gast.If, gast.While, gast.For)))
+        if not nested:
+            return func
+        self.retval = self.new_name("retval")
+        self.flag = None
+        body = list(func.body)
+        if not always_returns(body):
+            body.append(gast.Return(value=None))
+        func.body = self._block(body, False) + [gast.Return(value=gc.name(self.retval))]
+        return func
+
+    def _loop_flag(self):
+        if self.flag is None:
+            self.flag = self.new_name("do_return")
+        return self.flag
+
+    def _block(self, stmts, in_loop):
+        out = []
+        for i, s in enumerate(stmts):
+            rest = stmts[i + 1:]
+            if isinstance(s, gast.Return):
+                value = s.value if s.value is not None else gc.constant(None)
+                if not (isinstance(value, gast.Name) and value.id == self.retval):
+                    out.append(gast.copy_location(gc.assign(gc.name(self.retval, gast.Store()), value), s))
+                if in_loop:
+                    out.append(gast.copy_location(gc.assign(gc.name(self._loop_flag(), gast.Store()),
+                                                            gc.constant(True)), s))
+                    out.append(gast.copy_location(gast.Break(), s))
+                return out  # what follows a return is dead
+            if isinstance(s, gast.If) and contains_return(s.body + s.orelse) and not getattr(s, "_d2s_python_only", None):
+                if not always_returns(s.body):
+                    s.body = s.body + copy.deepcopy(rest)
+                if not always_returns(s.orelse):
+                    s.orelse = s.orelse + copy.deepcopy(rest)
+                s.body = self._block(s.body, in_loop) or [gast.Pass()]
+                s.orelse = self._block(s.orelse, in_loop)
+                out.append(s)
+                return out
+            if isinstance(s, (gast.While, gast.For)) and contains_return(s.body):
+                flag = self._loop_flag()
+                s.body = self._block(s.body, True) or [gast.Pass()]
+                out.append(gast.copy_location(gc.assign(gc.name(flag, gast.Store()), gc.constant(False)), s))
+                out.append(s)
+                guard = gast.If(test=gc.name(flag), body=[gast.Return(value=gc.name(self.retval))], orelse=[])
+                gast.copy_location(guard, s)
+                out.extend(self._block([guard] + list(rest), in_loop))
+                return out
+            out.append(s)
+        return out

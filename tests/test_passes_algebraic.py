@@ -1,0 +1,75 @@
+"""algebraic_simplify: identities, and matmuls of broadcasts / sums of matmuls as reductions."""
+import numpy as np
+import pytest
+
+import d2s
+from d2s.static import build_program
+from d2s.static.builder import ProgramBuilder
+from d2s_runtime.passes import algebraic_simplify, dce, optimize
+
+from _pass_helpers import assert_same_outputs, check_pure, op_types
+
+X = d2s.tensor(np.zeros((3, 4), "float32"))
+
+
+def _simplify(fn, *args):
+    p = build_program(fn, *(args or (X,)))
+    q = dce(check_pure(algebraic_simplify, p))
+    assert_same_outputs(p, q)
+    return q
+
+
+@pytest.mark.parametrize("fn", [lambda x: x * 1.0, lambda x: 1.0 * x, lambda x: x + 0.0, lambda x: 0.0 + x,
+                                lambda x: x - 0.0, lambda x: x / 1.0, lambda x: -(-x), lambda x: x.T.T])
+def test_identities_vanish(fn):
+    q = _simplify(lambda x: d2s.exp(fn(x)))
+    assert op_types(q) == ["exp"]
+
+
+def test_identity_that_would_broadcast_is_kept():
+    q = _simplify(lambda x: x * d2s.ones(2, 3, 4))
+    assert "mul" in op_types(q)
+
+
+def test_transpose_pairs_compose():
+    x = d2s.tensor(np.zeros((2, 3, 4), "float32"))
+    q = _simplify(lambda x: d2s.permute(d2s.permute(x, 1, 2, 0), 1, 0, 2), x)
+    assert op_types(q) == ["transpose"]
+
+
+def test_sum_of_matmul_needs_no_matmul():
+    q = _simplify(lambda a, b: (a @ b).sum(), X, d2s.tensor(np.zeros((4, 5), "float32")))
+    assert "matmul" not in op_types(q)
+
+
+@pytest.mark.parametrize("src_shape", [(1, 1), (1,), (), (3, 1), (1, 4)])
+def test_matmul_of_broadcast_left_operand(src_shape):
+    s = d2s.tensor(np.zeros(src_shape, "float32"))
+    q = _simplify(lambda s, b: d2s.broadcast_to(s, (3, 4)) @ b, s, d2s.tensor(np.zeros((4, 5), "float32")))
+    assert op_types(q).count("matmul") == (1 if src_shape == (1, 4) else 0)
+
+
+@pytest.mark.parametrize("src_shape", [(1, 1), (4, 1), (1, 5)])
+def test_matmul_of_broadcast_right_operand(src_shape):
+    s = d2s.tensor(np.zeros(src_shape, "float32"))
+    q = _simplify(lambda a, s: a @ d2s.broadcast_to(s, (4, 5)), X, s)
+    assert op_types(q).count("matmul") == (1 if src_shape == (4, 1) else 0)
+
+
+def _value_and_grad_program(n):
+    b = ProgramBuilder()
+    with b:
+        x = b.add_input((n, n), "float32", requires_grad=True)
+        y = (x @ x.T).sum()
+        (g,) = d2s.grad(y, x)
+        b.program.outputs = [b.var_of(y), b.var_of(g)]
+    b.program.block.outputs = list(b.program.outputs)
+    return b.program
+
+
+def test_seed_value_and_gradient_has_no_matmul_after_optimize():
+    p = _value_and_grad_program(6)
+    assert op_types(p).count("matmul") == 3
+    q = optimize(p)
+    assert "matmul" not in op_types(q)
+    assert_same_outputs(p, q, rtol=1e-4, atol=1e-4)

@@ -1,0 +1,49 @@
+"""constant_folding: constant subexpressions computed once; constant chains regrouped."""
+import numpy as np
+
+import d2s
+from d2s.static import build_program
+from d2s_runtime.passes import constant_folding, dce
+
+from _pass_helpers import assert_same_outputs, check_pure, op_types
+
+X = d2s.tensor(np.zeros((5, 4), "float32"))  # 20 elements: above the small-constant size
+
+
+def _fold(fn):
+    p = build_program(fn, X)
+    q = dce(check_pure(constant_folding, p))
+    assert_same_outputs(p, q)
+    return q
+
+
+def test_constant_subexpression_leaves_one_multiply():
+    q = _fold(lambda x: x * (d2s.ones(1) * 2.0 + 1.0))
+    assert op_types(q) == ["constant", "mul"]
+    assert q.block.ops[0].attrs["value"] == [3.0]
+
+
+def test_mul_and_add_chains_are_regrouped():
+    q = _fold(lambda x: x * 2.0 * 3.0)
+    assert op_types(q) == ["constant", "mul"] and q.block.ops[0].attrs["value"] == 6.0
+    q = _fold(lambda x: x + 2.0 + 3.0 + 4.0)
+    assert op_types(q) == ["constant", "add"] and q.block.ops[0].attrs["value"] == 9.0
+
+
+def test_large_folded_results_become_program_constants():
+    c = np.arange(20, dtype="float32").reshape(5, 4)
+    q = _fold(lambda x: x + d2s.exp(d2s.tensor(c) / 10.0))
+    assert op_types(q) == ["add"]
+    (name,) = q.constants
+    np.testing.assert_allclose(q.constants[name], np.exp(c / 10.0), rtol=1e-6)
+
+
+def test_expansions_stay_lazy():
+    q = _fold(lambda x: x + d2s.broadcast_to(d2s.ones(1, 1) * 2.0, (5, 4)))
+    assert "broadcast_to" in op_types(q) and not q.constants
+
+
+def test_effects_are_never_folded():
+    d2s.manual_seed(0)
+    q = _fold(lambda x: x * 0.0 + d2s.rand(5, 4) * 0.0)
+    assert "rand" in op_types(q)
