@@ -130,7 +130,7 @@ def test_buffers_are_freed_after_last_use():
     prog = build_program(lambda x: d2s.exp(d2s.exp(x) + 1.0) * 2.0, d2s.tensor(np.zeros((4,), "float32")))
     ex = Executor(prog)
     plan = ex._main
-    freed = {s for step in plan.steps for s in step[4]}
+    freed = {s for step in plan.steps for s in step.frees}
     # every slot except the output is freed somewhere (inputs included: only our reference goes)
     assert freed | set(plan.output_slots) | set(plan.free_first) == set(range(plan.n_slots))
     assert not (freed & set(plan.output_slots))

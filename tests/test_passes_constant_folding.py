@@ -47,3 +47,9 @@ def test_effects_are_never_folded():
     d2s.manual_seed(0)
     q = _fold(lambda x: x * 0.0 + d2s.rand(5, 4) * 0.0)
     assert "rand" in op_types(q)
+
+
+def test_scalar_results_keep_their_shape():
+    q = _fold(lambda x: x * (d2s.full((), 2.0) / 4.0))
+    (c,) = [op for op in q.block.ops if op.type == "constant"]
+    assert c.attrs["shape"] == [] and c.attrs["value"] == 0.5

@@ -4,6 +4,7 @@ import numpy as np
 import d2s
 from d2s.static import build_program
 from d2s_runtime import Executor
+from d2s_runtime.executor import OUT
 from d2s_runtime.passes import memory_plan, planned_peak
 
 from _pass_helpers import assert_same_outputs, check_pure
@@ -35,7 +36,7 @@ def test_elementwise_chain_reuses_buffers_and_lowers_the_peak():
 def test_executor_writes_into_planned_buffers():
     q = memory_plan(build_program(_chain, X))
     ex = Executor(q)
-    assert any(step[5] == "out" for step in ex._main.steps)
+    assert any(step.kind == OUT for step in ex._main.steps)
     x = np.random.default_rng(0).standard_normal((64, 64)).astype("float32")
     first = ex.run(x)[0].copy()
     for _ in range(2):  # repeated runs must not see buffers of earlier runs

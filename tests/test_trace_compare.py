@@ -98,3 +98,14 @@ def test_compare_on_a_loop_generates_distinct_trip_counts():
     assert len(set(paths)) == len(paths) >= 3
     assert all(r["guarded"] in ("ok",) or r["guarded"].startswith("GUARD") for r in report.rows)
     assert np.all([r["trace"] == "ok" for r in report.rows[:1]])
+
+
+def test_compare_takes_a_module_and_leaves_it_unchanged():
+    from trace_corpus import GatedLayer
+    m = GatedLayer()
+    forward = m.forward
+    report = compare(m, inputs=[t(1, 2, 3), t(-1, -2, -3)])
+    assert [r["trace"] for r in report.rows] == ["ok", "WRONG"]
+    assert report.rows[1]["guarded"].startswith("GUARD trace_corpus.py:")
+    assert [p["source"] for p in report.points] == ["if h.mean() > 0:"]
+    assert m.forward == forward

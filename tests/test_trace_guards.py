@@ -175,3 +175,19 @@ def test_check_inputs_raises_with_a_table():
             trace(branchy, t(1, 2, 3), check_inputs=[t(-1, -2, -3)], guards=False)
     assert "MISMATCH" in info.value.table and "max |diff| = 3" in info.value.table
     assert info.value.traced(t(1, 1, 1)).tolist() == [2, 2, 2]
+
+
+def test_a_failing_function_leaves_no_tracer_behind():
+    from d2s._state import STATE
+
+    def bad(x):
+        if x.sum() > 0:
+            raise ValueError("boom")
+        return x
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="boom"):
+            trace(bad, t(1, 2, 3))
+    assert STATE.tracer is None and not STATE.hooked
+    assert any(issubclass(w.category, TracerWarning) for w in caught)  # what it read is still reported

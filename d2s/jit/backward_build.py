@@ -1,13 +1,13 @@
 """Building the backward program of a to_static program.
 
-The backward program takes the forward inputs, then one gradient per differentiable forward
-output, reads the forward params, and returns the gradients w.r.t. the chosen inputs and
-params. It is built by running the converted function once more on symbolic inputs that
-require grad, with grad mode on, and then ``d2s.grad`` on the symbolic outputs: the autograd
-engine applies the same gradient rules as in eager mode, and since they are written in d2s
-ops, they append the gradient computation to the same program (control-flow ops bring their
-own gradient rules). The forward is recomputed inside the backward program, which keeps the
-forward program free of anything saved only for the backward.
+The backward program takes the forward inputs, then one gradient per differentiable
+(floating) forward output, reads the forward params, and returns the gradients w.r.t. the
+chosen inputs and params. ``d2s.static.backward.gradients`` builds it from the forward
+program itself (its ops replayed with autograd on, so the eager gradient rules append the
+backward ops). If that fails for a program, the converted function is run once more on
+symbolic inputs that require grad and ``d2s.grad`` is applied to its symbolic outputs: the
+same rules, reached through Python instead of the program. Either way the forward is
+recomputed inside the backward program.
 """
 from ..autograd import enable_grad
 from ..autograd.engine import grad as _grad
@@ -21,7 +21,36 @@ def _type_of(t):
 
 
 def build_backward(entry, in_mask, par_mask):
-    """``(program, {backward param name: forward param index, or the Parameter itself})``."""
+    """``(program, {backward param name: forward param index, or the Parameter itself})``.
+
+    Uses ``d2s.static.backward.gradients`` (the program's own ops replayed, no Python rerun)
+    when it handles the program, and re-runs the converted function otherwise."""
+    try:
+        from ..static.backward import gradients
+    except ImportError:
+        gradients = None
+    if gradients is not None:
+        prog = entry.program
+        wrt = [n for n, m in zip(prog.inputs, in_mask) if m] + [n for n, m in zip(prog.params, par_mask) if m]
+        try:
+            bwd = gradients(prog, wrt)
+        except Exception as e:  # noqa: BLE001 - fall back to rebuilding from the Python function
+            _warn_fallback(prog, e)
+        else:
+            index = {n: i for i, (n, _) in enumerate(entry.params)}
+            return bwd, {n: index[n] for n in bwd.params}
+    return build_by_retrace(entry, in_mask, par_mask)
+
+
+def _warn_fallback(prog, err):
+    import warnings
+    warnings.warn(f"d2s.jit: d2s.static.backward could not differentiate program {prog.name!r} "
+                  f"({type(err).__name__}: {err}); building its backward from the Python function instead",
+                  RuntimeWarning, stacklevel=5)
+
+
+def build_by_retrace(entry, in_mask, par_mask):
+    """The backward program by running the converted function again with grad on."""
     from ..ops import zeros_like
     builder = ProgramBuilder(entry.device)
     with builder, enable_grad():

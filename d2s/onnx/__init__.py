@@ -7,18 +7,27 @@ Needs the ``onnx`` extra (``pip install 'd2s[onnx]'``).
 from .export import ExportError, program_to_onnx
 
 
-def export(obj, path, input_spec=None):
-    """Write ``obj`` (a to_static function or module, a traced function, or a Program) as ONNX.
+def export(obj, path, input_spec=None, params=None):
+    """Write ``obj`` as an ONNX model file.
 
-    Returns the list of ONNX output names. ``input_spec`` lists ``InputSpec``s (or example
-    tensors) for the program's inputs; it may be omitted for a Program or a traced function.
+    Args:
+        obj: a to_static function, a to_static'd ``nn.Module`` (its ``forward``), a traced
+            function, a plain function (built like ``d2s.static.build_program``), or a Program.
+        path: the ``.onnx`` file to write.
+        input_spec: ``InputSpec``s (or example tensors) for the inputs; optional for a traced
+            function, a Program, or a to_static function given its own ``input_spec``.
+        params: for a Program with params: their arrays, by param var name.
+
+    Returns:
+        ``(input_names, output_names)`` of the ONNX graph.
     """
     from ..jit.export_support import program_and_params
-    program, params = program_and_params(obj, input_spec)
-    model, outputs = program_to_onnx(program, params)
+    exported = program_and_params(obj, input_spec, params=params)
+    model, inputs, outputs = program_to_onnx(exported.program, exported.params, exported.input_names,
+                                             exported.output_names)
     with open(path, "wb") as f:
         f.write(model.SerializeToString())
-    return outputs
+    return inputs, outputs
 
 
 __all__ = ["export", "ExportError", "program_to_onnx"]

@@ -1,19 +1,26 @@
-"""Program -> ONNX model: straight-line ops through ``converters``, ``cond`` as ``If``,
-``while`` as ``Loop``, ``scan`` as a ``Loop`` with scan outputs; unknown dims stay symbolic.
+"""Program -> ONNX model (opset 18).
 
-ONNX subgraphs have no parameters and read outer values by name, while d2s sub-blocks take
-explicit inputs; each sub-block input is therefore bound with an ``Identity`` of the outer
-value it receives.
+Straight-line ops go through ``converters`` (one converter per op type); control-flow ops keep
+their structure (``cond`` as ``If``, ``while`` and ``scan`` as ``Loop``; see ``control_flow``).
+Unknown dims stay symbolic: each dynamic dim of a graph input gets a name (``x_dim0``), and
+every other value keeps its rank with unknown sizes.
+
+Every d2s var is written under a prefixed name (``_v_a`` for var ``a``), so the graph's input
+and output names (the user's, e.g. ``x`` and ``logits``) can never collide with a var name.
 """
 import numpy as np
 
-from .converters import CONVERTERS
+from d2s_runtime.ops import OPS
+
+from .converters import CONVERTERS, UNSUPPORTED
 
 OPSET = 18
+IR_VERSION = 9   # onnxruntime 1.16+ reads it
+VAR_PREFIX = "_v_"
 
 
 class ExportError(ValueError):
-    """A program that cannot be written as ONNX (names the op and why)."""
+    """A program that cannot be written as ONNX (the message names the op and why)."""
 
 
 def _onnx():
@@ -25,13 +32,22 @@ def _onnx():
     return onnx, helper, numpy_helper
 
 
+class _Type:
+    """Shape and dtype of a name made during export (d2s vars carry a TensorType)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), dtype
+
+
 class GraphCtx:
-    """Nodes, initializers and types of one ONNX graph being written."""
+    """The nodes of one ONNX graph being written, and the types of the names it uses."""
 
     def __init__(self, exporter, types):
         self.x = exporter
         self.nodes = []
-        self.types = types  # var name -> TensorType, shared with enclosing graphs
+        self.types = types  # name -> type with .shape/.dtype, shared with enclosing graphs
 
     def node(self, op_type, inputs, outputs, **attrs):
         self.nodes.append(self.x.helper.make_node(op_type, list(inputs), list(outputs), **attrs))
@@ -41,11 +57,19 @@ class GraphCtx:
 
     def const(self, arr):
         name = self.x.fresh()
-        self.node("Constant", [], [name], value=self.tensor_proto(np.asarray(arr)))
+        arr = np.asarray(arr)
+        self.node("Constant", [], [name], value=self.x.numpy_helper.from_array(arr))
+        self.types[name] = _Type(arr.shape, arr.dtype.name)
         return name
 
-    def tensor_proto(self, arr):
-        return self.x.numpy_helper.from_array(np.asarray(arr))
+    def cast(self, name, dtype):
+        """``name`` as ``dtype``: itself if it already is, else a Cast of it."""
+        if self.dtype(name) == dtype:
+            return name
+        out = self.x.fresh()
+        self.node("Cast", [name], [out], to=self.onnx_dtype(dtype))
+        self.types[out] = _Type(self.shape(name), dtype)
+        return out
 
     def dtype(self, name):
         return self.types[name].dtype
@@ -57,15 +81,23 @@ class GraphCtx:
         return self.x.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
     def unsupported(self, op, why):
-        return ExportError(f"op {op.type!r} has no ONNX form here: {why}")
+        return ExportError(f"op {op.type!r} (outputs {', '.join(_plain(o) for o in op.outputs)}) cannot be "
+                           f"exported to ONNX: {why}")
 
-    def value_info(self, name, dim_names=None):
+    def value_info(self, name, shape=None):
+        """A typed graph input/output; ``shape`` entries may be ints, dim names or None."""
         t = self.types[name]
-        dims = [d if d is not None else (dim_names or {}).get((name, i), f"{name}_d{i}") for i, d in enumerate(t.shape)]
+        dims = [None] * len(t.shape) if shape is None else list(shape)
         return self.x.helper.make_tensor_value_info(name, self.onnx_dtype(t.dtype), dims)
 
 
+def _plain(name):
+    return name[len(VAR_PREFIX):] if name.startswith(VAR_PREFIX) else name
+
+
 class Exporter:
+    """Writes blocks of a (renamed) program as ONNX nodes."""
+
     def __init__(self):
         self.onnx, self.helper, self.numpy_helper = _onnx()
         self._n = 0
@@ -75,183 +107,118 @@ class Exporter:
         return f"_t{self._n}"
 
     def emit_block(self, g, block):
+        from .control_flow import CONTROL_FLOW
         for op in block.ops:
-            if op.type == "cond":
-                self._cond(g, op)
-            elif op.type == "while":
-                self._while(g, op)
-            elif op.type == "scan":
-                self._scan(g, op)
+            if op.type in CONTROL_FLOW:
+                CONTROL_FLOW[op.type](self, g, op)
+            elif op.type in CONVERTERS:
+                CONVERTERS[op.type](g, op)
+            elif op.type in UNSUPPORTED:
+                raise g.unsupported(op, UNSUPPORTED[op.type])
+            elif op.type in OPS and not op.inputs and not OPS[op.type].effect:
+                # no inputs, no effect: a constant, computed once here with the op's own kernel
+                value = np.asarray(OPS[op.type].kernel(np, **op.attrs), dtype=g.dtype(op.outputs[0]))
+                g.node("Constant", [], op.outputs, value=self.numpy_helper.from_array(value))
             else:
-                conv = CONVERTERS.get(op.type)
-                if conv is None:
-                    raise ExportError(f"op {op.type!r} has no ONNX form (outputs {', '.join(op.outputs)}); "
-                                      "export a program without it, or run it with d2s_runtime instead")
-                conv(g, op)
+                raise g.unsupported(op, "it has no ONNX form in d2s.onnx; run this program with d2s_runtime "
+                                        "instead, or rewrite the model without it")
 
-    def _subgraph(self, g, block, outer_inputs, name, graph_inputs=(), extra_outputs_first=()):
-        """An ONNX graph for ``block``: its inputs bound to ``outer_inputs`` by Identity."""
+    def subgraph(self, g, block, bound, name, graph_inputs=(), extra_outputs=()):
+        """An ONNX graph running ``block``: its inputs bound (by Identity) to the names in
+        ``bound``, its outputs ``extra_outputs`` then the block's outputs, each copied to a fresh
+        name (an ONNX subgraph output must be produced inside it)."""
         sub = GraphCtx(self, g.types)
-        for inner, outer in zip(block.inputs, outer_inputs):
+        for inner, outer in zip(block.inputs, bound):
             sub.node("Identity", [outer], [inner])
         self.emit_block(sub, block)
-        outs = list(extra_outputs_first) + list(block.outputs)
-        # outputs must be produced inside this graph; pass-through names get an Identity
-        out_names = []
-        for o in outs:
-            n = self.fresh()
-            sub.node("Identity", [o], [n])
-            g.types[n] = g.types[o]
-            out_names.append(n)
-        return self.helper.make_graph(sub.nodes, name, list(graph_inputs),
-                                      [sub.value_info(n) for n in out_names])
-
-    def _cond(self, g, op):
-        pred, operands = op.inputs[0], op.inputs[1:]
-        then_g = self._subgraph(g, op.blocks["then"], operands, self.fresh() + "_then")
-        else_g = self._subgraph(g, op.blocks["else"], operands, self.fresh() + "_else")
-        p = pred
-        if g.shape(pred) != ():
-            p = g.tmp()
-            g.node("Reshape", [pred, g.const(np.asarray([], dtype=np.int64))], [p])
-        g.node("If", [p], op.outputs, then_branch=then_g, else_branch=else_g)
-
-    def _while(self, g, op):
-        cond_b, body_b = op.blocks["cond"], op.blocks["body"]
-        n = len(body_b.outputs)
-        carries, captures = op.inputs[:n], op.inputs[n:]
-        # the first test runs before the loop; cond block names are reused inside the body graph, so inline a renamed copy here
-        init_cond = self._inline_renamed(g, cond_b, list(carries) + list(captures))
-        # body graph: (iter, cond_in, *carries) -> (cond_out, *new carries)
-        it, cin = self.fresh(), self.fresh()
-        g.types[it] = _T((), "int64")
-        g.types[cin] = _T((), "bool")
-        carry_in = [self.fresh() for _ in carries]
-        for c, o in zip(carry_in, carries):
-            g.types[c] = g.types[o]
-        sub = GraphCtx(self, g.types)
-        for inner, outer in zip(body_b.inputs, carry_in + list(captures)):
-            sub.node("Identity", [outer], [inner])
-        self.emit_block(sub, body_b)
-        new_carries = list(body_b.outputs)
-        cond_out = self._inline_renamed(sub, cond_b, new_carries + list(captures))
         outs = []
-        for name in [cond_out] + new_carries:
+        for o in list(extra_outputs) + list(block.outputs):
             m = self.fresh()
-            sub.node("Identity", [name], [m])
-            g.types[m] = g.types[name]
+            sub.node("Identity", [o], [m])
+            g.types[m] = g.types[o]
             outs.append(m)
-        body = self.helper.make_graph(
-            sub.nodes, self.fresh() + "_body",
-            [sub.value_info(it), sub.value_info(cin)] + [sub.value_info(c) for c in carry_in],
-            [sub.value_info(m) for m in outs])
-        g.node("Loop", ["", init_cond] + list(carries), op.outputs, body=body)
-
-    def _inline_renamed(self, g, block, inputs):
-        """Emit ``block`` into ``g`` with fresh names; returns the name of its (single) output."""
-        from d2s_runtime.ir import Block
-        rename = {}
-        for inner, outer in zip(block.inputs, inputs):
-            rename[inner] = outer
-        copy = Block()
-        for op in block.ops:
-            new = _rename_op(op, rename, self, g)
-            copy.ops.append(new)
-        self.emit_block(g, copy)
-        out = rename.get(block.outputs[0], block.outputs[0])
-        p = out
-        if g.shape(out) != ():
-            p = self.fresh()
-            g.types[p] = _T((), "bool")
-            g.node("Reshape", [out, g.const(np.asarray([], dtype=np.int64))], [p])
-        return p
-
-    def _scan(self, g, op):
-        body_b = op.blocks["body"]
-        nc = op.attrs["n_carry"]
-        nx = op.attrs["n_xs"]
-        init, xs, captures = op.inputs[:nc], op.inputs[nc:nc + nx], op.inputs[nc + nx:]
-        it, cin = self.fresh(), self.fresh()
-        g.types[it] = _T((), "int64")
-        g.types[cin] = _T((), "bool")
-        carry_in = [self.fresh() for _ in init]
-        for c, o in zip(carry_in, init):
-            g.types[c] = g.types[o]
-        sub = GraphCtx(self, g.types)
-        slices = []
-        for x in xs:
-            s = self.fresh()
-            sub.node("Gather", [x, it], [s], axis=0)
-            g.types[s] = _T(g.shape(x)[1:], g.dtype(x))
-            slices.append(s)
-        for inner, outer in zip(body_b.inputs, carry_in + slices + list(captures)):
-            sub.node("Identity", [outer], [inner])
-        self.emit_block(sub, body_b)
-        outs = []
-        for name in [cin] + list(body_b.outputs):
-            m = self.fresh()
-            sub.node("Identity", [name], [m])
-            g.types[m] = g.types[name]
-            outs.append(m)
-        body = self.helper.make_graph(
-            sub.nodes, self.fresh() + "_scan",
-            [sub.value_info(it), sub.value_info(cin)] + [sub.value_info(c) for c in carry_in],
-            [sub.value_info(m) for m in outs])
-        trip = g.tmp()
-        shp = g.tmp()
-        g.node("Shape", [xs[0]], [shp])
-        g.node("Gather", [shp, g.const(np.asarray(0, dtype=np.int64))], [trip], axis=0)
-        g.node("Loop", [trip, g.const(np.asarray(True))] + list(init), op.outputs, body=body)
+        graph = self.helper.make_graph(sub.nodes, name, [sub.value_info(n) for n in graph_inputs],
+                                       [sub.value_info(n) for n in outs])
+        return graph, sub
 
 
-class _T:
-    def __init__(self, shape, dtype):
-        self.shape, self.dtype = tuple(shape), dtype
+def _renamed(program):
+    """A copy of ``program`` with every var name prefixed by VAR_PREFIX."""
+    p = program.clone()
+    r = lambda n: VAR_PREFIX + n  # noqa: E731
+
+    def block(b):
+        b.inputs = [r(n) for n in b.inputs]
+        b.outputs = [r(n) for n in b.outputs]
+        b.vars = {r(n): type(v)(r(n), v.type) for n, v in b.vars.items()}
+        for op in b.ops:
+            op.inputs = [r(n) for n in op.inputs]
+            op.outputs = [r(n) for n in op.outputs]
+            for sb in op.blocks.values():
+                block(sb)
+
+    block(p.block)
+    p.inputs, p.params, p.outputs = [r(n) for n in p.inputs], [r(n) for n in p.params], [r(n) for n in p.outputs]
+    p.constants = {r(n): v for n, v in program.constants.items()}
+    return p
 
 
-def _rename_op(op, rename, exporter, g):
-    from d2s_runtime.ir import Op
-    ins = [rename.get(n, n) for n in op.inputs]
-    outs = []
-    for n in op.outputs:
-        m = exporter.fresh()
-        rename[n] = m
-        g.types[m] = g.types[n]
-        outs.append(m)
-    if op.blocks:
-        raise ExportError(f"a while loop's condition holds a {op.type!r} op; ONNX export supports "
-                          "straight-line loop conditions only")
-    return Op(op.type, ins, outs, op.attrs)
+def _check_names(names, what):
+    bad = [n for n in names if not isinstance(n, str) or not n or n.startswith((VAR_PREFIX, "_t"))]
+    if bad or len(set(names)) != len(names):
+        raise ExportError(f"bad ONNX {what} names {names}: they must be distinct non-empty strings not starting "
+                          f"with {VAR_PREFIX!r} or '_t'")
 
 
-def program_to_onnx(program, params=None, dim_names=None, producer="d2s"):
-    """An ``onnx.ModelProto`` for ``program``; ``params`` maps param names to arrays."""
+def program_to_onnx(program, params=None, input_names=None, output_names=None, producer="d2s"):
+    """An ``onnx.ModelProto`` for ``program`` (checked by ``onnx.checker``).
+
+    Args:
+        program: the Program to write.
+        params: arrays for ``program.params``, by param var name (stored as initializers).
+        input_names: names of the graph inputs (default: the program's input var names).
+        output_names: names of the graph outputs (default ``output_0``, ``output_1``, ...).
+
+    Returns:
+        ``(model, input_names, output_names)``.
+    """
+    input_names = list(input_names or program.inputs)
+    output_names = list(output_names or [f"output_{i}" for i in range(len(program.outputs))])
+    if len(input_names) != len(program.inputs) or len(output_names) != len(program.outputs):
+        raise ExportError(f"the program has {len(program.inputs)} inputs and {len(program.outputs)} outputs, "
+                          f"got names {input_names} and {output_names}")
+    _check_names(input_names + output_names, "input/output")
+    params = dict(params or {})
+    missing = [n for n in program.params if n not in params]
+    if missing:
+        raise ExportError(f"no values for program params {missing}: export a to_static function or module "
+                          "(its parameters are read), or pass params={name: array}")
+    prog = _renamed(program)
     ex = Exporter()
-    types = {name: v.type for name, v in program.vars.items()}
+    types = {name: v.type for name, v in prog.vars.items()}
     g = GraphCtx(ex, types)
-    ex.emit_block(g, program.global_block())
-    params = params or {}
-    initializers = []
-    for name in program.params:
-        if name not in params:
-            raise ExportError(f"no value for program param {name!r}")
-        initializers.append(ex.numpy_helper.from_array(np.asarray(params[name]), name))
-    for name, arr in program.constants.items():
-        initializers.append(ex.numpy_helper.from_array(np.asarray(arr), name))
-    outputs = []
-    for o in program.outputs:
-        if o in program.inputs or o in program.params or o in program.constants:
-            m = ex.fresh()
-            g.node("Identity", [o], [m])
-            types[m] = types[o]
-            o = m
-        outputs.append(o)
-    graph = ex.helper.make_graph(
-        g.nodes, program.name or "d2s_program",
-        [g.value_info(n, dim_names) for n in program.inputs],
-        [g.value_info(n) for n in outputs], initializer=initializers)
+    graph_inputs = []
+    for user, var in zip(input_names, prog.inputs):
+        t = types[var]
+        types[user] = t
+        shape = [d if d is not None else f"{user}_dim{i}" for i, d in enumerate(t.shape)]
+        graph_inputs.append(g.value_info(user, shape))
+        g.node("Identity", [user], [var])
+    ex.emit_block(g, prog.global_block())
+    initializers = [ex.numpy_helper.from_array(np.asarray(params[n]), VAR_PREFIX + n) for n in program.params]
+    initializers += [ex.numpy_helper.from_array(np.asarray(a), n) for n, a in prog.constants.items()]
+    graph_outputs = []
+    for user, var in zip(output_names, prog.outputs):
+        g.node("Identity", [var], [user])
+        types[user] = types[var]
+        graph_outputs.append(g.value_info(user))
+    graph = ex.helper.make_graph(g.nodes, program.name or "d2s_program", graph_inputs, graph_outputs,
+                                 initializer=initializers)
     model = ex.helper.make_model(graph, producer_name=producer,
                                  opset_imports=[ex.helper.make_opsetid("", OPSET)])
-    model.ir_version = min(model.ir_version, 9)
-    ex.onnx.checker.check_model(model)
-    return model, outputs
+    model.ir_version = min(model.ir_version, IR_VERSION)
+    try:
+        ex.onnx.checker.check_model(model, full_check=True)
+    except Exception as e:  # noqa: BLE001 - the checker's own error types vary across onnx versions
+        raise ExportError(f"onnx.checker rejected the exported model of program {program.name!r}: {e}") from e
+    return model, input_names, output_names

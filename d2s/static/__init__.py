@@ -1,5 +1,12 @@
-"""Graph building: symbolic tensors append ops to a Program (see ``builder``)."""
+"""Graph building: symbolic tensors append ops to a Program (see ``builder``), functional
+control flow (``control_flow``), tensor lists (``tensor_array``) and static backward
+(``backward``)."""
 from .builder import ProgramBuilder, build_program
 from .input_spec import InputSpec
+from . import control_flow_grad  # noqa: F401  (registers the control-flow gradient rules)
+from .control_flow import cond, scan, while_loop
+from .backward import append_backward, gradients
+from .tensor_array import TensorArray
 
-__all__ = ["ProgramBuilder", "build_program", "InputSpec"]
+__all__ = ["ProgramBuilder", "build_program", "InputSpec", "cond", "while_loop", "scan",
+           "append_backward", "gradients", "TensorArray"]

@@ -22,16 +22,20 @@ SMALL_CONSTANT = 16  # elements; larger captured arrays live in program.constant
 class NameGen:
     """Short unique names a, b, ..., z, ba, bb, ... as in a jaxpr."""
 
-    def __init__(self):
+    def __init__(self, reserved=()):
         self.n = 0
+        self.reserved = set(reserved)  # names taken by the caller (never generated)
 
     def __call__(self):
-        n, s = self.n, ""
-        self.n += 1
         while True:
-            s = chr(ord("a") + n % 26) + s
-            n //= 26
-            if n == 0:
+            n, s = self.n, ""
+            self.n += 1
+            while True:
+                s = chr(ord("a") + n % 26) + s
+                n //= 26
+                if n == 0:
+                    break
+            if s not in self.reserved:
                 return s
 
 

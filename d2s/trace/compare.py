@@ -8,6 +8,7 @@ matches eager, and per control-flow point of the source (file:line), what the tr
 and what ``to_static`` turned into a graph op.
 """
 import ast
+import contextlib
 import inspect
 import os
 import textwrap
@@ -137,24 +138,38 @@ def control_flow_points(fn):
             points.setdefault(line, kind)
     out = []
     for ln, k in sorted(points.items()):
-        src = lines[ln - start].strip()
+        src = _strip_comment(lines[ln - start]).strip()
         out.append((filename, ln, "elif" if k == "if" and src.startswith("elif") else k, src))
     return out
 
 
-def static_ops(program):
-    """Control-flow ops of a to_static program: [(type, lineno or None)]."""
+def _strip_comment(line):
+    """The line without a trailing comment (tokenized, so '#' inside strings stays)."""
+    import io
+    import tokenize
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline):
+            if tok.type == tokenize.COMMENT:
+                return line.strip()[:tok.start[1]]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return line
+
+
+def static_ops(program, lines_by_op=None):
+    """Control-flow ops of a to_static program: [(type, lineno or None)], the line taken from
+    ``lines_by_op`` (id(op) -> line, captured while the program was built) or the op's attrs."""
     out = []
+    lines_by_op = lines_by_op or {}
 
     def walk(block):
         for op in block.ops:
             if op.type in ("cond", "while", "scan") or op.blocks:
-                line = None
+                line = lines_by_op.get(id(op))
                 for key in ("lineno", "line", "source_line"):
                     v = op.attrs.get(key)
-                    if isinstance(v, int):
+                    if line is None and isinstance(v, int):
                         line = v
-                        break
                 loc = op.attrs.get("loc") or op.attrs.get("where") or op.attrs.get("source")
                 if line is None and isinstance(loc, str) and ":" in loc:
                     tail = loc.rsplit(":", 1)[1]
@@ -165,6 +180,34 @@ def static_ops(program):
 
     walk(program.block)
     return out
+
+
+@contextlib.contextmanager
+def _capture_op_lines():
+    """While a program is built, note the user's source line of each control-flow op (the
+    frame of converted code that appends it, mapped back through the converter's line map)."""
+    from ..static.builder import ProgramBuilder
+    from ..static.errors import user_frame
+    lines = {}
+    original = ProgramBuilder.append_op
+
+    def append_op(self, op):
+        if op.type in ("cond", "while", "scan") or op.blocks:
+            loc = user_frame()
+            if loc is not None:
+                try:
+                    from ..jit.linemap import original_location
+                    loc = original_location(*loc)
+                except Exception:
+                    pass
+                lines[id(op)] = loc[1]
+        return original(self, op)
+
+    ProgramBuilder.append_op = append_op
+    try:
+        yield lines
+    finally:
+        ProgramBuilder.append_op = original
 
 
 # ---------------------------------------------------------------------------- the comparison
@@ -253,24 +296,18 @@ def compare(fn, inputs=None, shapes=None, seed=0):
         static_note = "to_static: n/a (d2s.jit.to_static is not importable)"
     else:
         try:
-            static_fn = to_static(fn)
+            # a module's bound forward, so comparing never replaces the user's module.forward
+            static_fn = to_static(fn.forward if _is_module(fn) else fn)
         except Exception as e:
             static_note = f"to_static: failed to convert: {type(e).__name__}: {e}"
 
-    rows = []
-    for i, args in enumerate(inputs):
-        expected = _call_untraced(fn, args)
-        row = {"i": str(i), "input": _clip(_describe_inputs(args), 34), "path": paths[i]}
-        row["trace"] = _run_and_match(classic, args, expected)
-        row["guarded"] = _run_and_match(guarded, args, expected)
-        row["to_static"] = "n/a" if static_fn is None else _run_and_match(static_fn, args, expected)
-        rows.append(row)
-
+    # the program is built (and cached) here first, so its ops' source lines are captured
     ops_found, by_line, static_state = [], {}, "n/a"
     if static_fn is not None:
         try:
-            prog = _static_program(static_fn, inputs[0])
-            ops_found = static_ops(prog)
+            with _capture_op_lines() as lines_by_op:
+                prog = _static_program(static_fn, inputs[0])
+            ops_found = static_ops(prog, lines_by_op)
         except Exception as e:
             static_note = f"to_static: could not inspect the program: {type(e).__name__}: {e}"
         else:
@@ -285,8 +322,22 @@ def compare(fn, inputs=None, shapes=None, seed=0):
             if unmapped:
                 static_note += f"; {len(unmapped)} not mapped to source lines"
 
+    rows = []
+    for i, args in enumerate(inputs):
+        expected = _call_untraced(fn, args)
+        row = {"i": str(i), "input": _clip(_describe_inputs(args), 34), "path": paths[i]}
+        row["trace"] = _run_and_match(classic, args, expected)
+        row["guarded"] = _run_and_match(guarded, args, expected)
+        row["to_static"] = "n/a" if static_fn is None else _run_and_match(static_fn, args, expected)
+        rows.append(row)
+
     points = _points(fn, guarded, inputs[0], static_state, by_line)
     return Comparison(name, rows, points, ops_found, static_note)
+
+
+def _is_module(obj):
+    from ..nn import Module
+    return isinstance(obj, Module)
 
 
 def _static_program(static_fn, args):

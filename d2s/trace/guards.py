@@ -112,8 +112,8 @@ def group_by_line(decisions):
 
 def emit_warnings(decisions, guards):
     """One TracerWarning per source location, at the user's file and line."""
-    then = ("a call whose input takes another path raises d2s.jit.TraceGuardError" if guards else
-            "guards are off: a call whose input takes another path silently returns this path's answer")
+    then = ("A call whose input takes another path raises d2s.jit.TraceGuardError" if guards else
+            "Guards are off: a call whose input takes another path silently returns this path's answer")
     for (filename, lineno), ds in group_by_line(decisions).items():
         code = ds[0].code
         msg = (f"{os.path.basename(filename or '?')}:{lineno}: `{code}`: a tensor's value steered Python "

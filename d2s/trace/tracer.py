@@ -181,6 +181,7 @@ class TracedFunction:
         self._out_names = out_names
         self._out_build = out_build
         self._param_tensors = dict(tracer.builder.param_tensors)
+        self._device = next((a.device for a in example_args if a.device != "cpu"), "cpu")
         self._executor = None
 
     def __repr__(self):
@@ -194,7 +195,7 @@ class TracedFunction:
     @property
     def executor(self):
         if self._executor is None:
-            self._executor = Executor(self.program)
+            self._executor = Executor(self.program, device=self._device)
         return self._executor
 
     def __call__(self, *args):

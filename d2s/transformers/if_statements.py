@@ -26,10 +26,11 @@ class IfStatements(Transformer):
             def false_fn(params):
                 orelse
                 return outputs
-            outputs = {JST}.convert_ifelse(test, true_fn, false_fn, params, names, get_state, set_state)
+            outputs = {JST}.convert_ifelse(test, true_fn, false_fn, params, param_names, names, get_state, set_state)
             """, true_fn=self.new_name("if_true"), false_fn=self.new_name("if_false"), params=params,
                        outputs=outputs, body=node.body, orelse=node.orelse, test=node.test,
                        names=gc.tuple_([gc.constant(n) for n in outputs]),
+                       param_names=gc.tuple_([gc.constant(n) for n in params]),
                        get_state=get_state, set_state=set_state)
         out = undefined_inits(params, anno) + state_defs + mark_generated(code)
         return copy_location(out, node)

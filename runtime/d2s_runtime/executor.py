@@ -21,6 +21,7 @@ With ``parallel=True`` independent ops of the global block run concurrently on a
 """
 import heapq
 import os
+from collections import namedtuple
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import numpy as np
@@ -35,6 +36,18 @@ UFUNC_OPS = {
     "neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
     "tanh": "tanh", "abs": "absolute", "matmul": "matmul",
 }
+
+
+# Ops whose registered kernel is exactly ``xp.<ufunc>(*inputs)``: the executor calls the ufunc
+# directly, saving a Python call per op (small-tensor programs are overhead-bound).
+DIRECT_UFUNCS = dict(UFUNC_OPS, eq="equal", ne="not_equal", lt="less", le="less_equal", gt="greater",
+                     ge="greater_equal", floordiv="floor_divide", mod="mod", sign="sign", floor="floor")
+
+# Step kinds
+KERNEL, MULTI, OUT, UFUNC1, UFUNC2, PRESET = range(6)
+Step = namedtuple("Step", "kind fn ins out attrs frees")
+Step.__doc__ = """One prepared op: ``kind`` (KERNEL, MULTI, OUT, UFUNC1, UFUNC2, PRESET), the callable, input
+slots, output slot (a tuple of slots for MULTI), attrs and slots to clear afterwards."""
 
 
 class ExecutionError(RuntimeError):
@@ -73,7 +86,7 @@ class _Plan:
     """One block, prepared: steps in order, slots, liveness."""
 
     __slots__ = ("block", "input_slots", "output_slots", "n_slots", "steps", "order", "slot_of",
-                 "succ", "n_preds", "step_inputs", "consumers", "pinned", "free_first")
+                 "succ", "n_preds", "step_inputs", "consumers", "pinned", "free_first", "presets", "pad")
 
 
 def topo_order(block):
@@ -211,10 +224,18 @@ class Executor:
         free_first = tuple(s for s in input_slots if s not in last_use and s not in pinned)
 
         steps = []
+        presets = []
         for pos, i in enumerate(order):
             op = ops[i]
             ins = tuple(slot_of[n] for n in op.inputs)
             outs = tuple(slot_of[n] for n in op.outputs)
+            frees_here = tuple(frees[pos])
+            if op.type == "constant" and not ins:
+                # literals are made once, here; each run only binds them (kernels never write
+                # into their inputs, and the buffer plan never donates a literal)
+                presets.append((outs[0], self.xp.asarray(OPS["constant"].kernel(self.xp, **op.attrs))))
+                steps.append(Step(PRESET, None, (), outs[0], {}, frees_here))
+                continue
             if is_control_flow(op):
                 rule = self._rules.get(op.type)
                 if rule is None:
@@ -222,16 +243,25 @@ class Executor:
                                      "control-flow op with an executor rule")
                 for sub in op.blocks.values():
                     self._prepare(sub)
-                fn, attrs, multi = self._cf_kernel(rule, op), {}, True
+                steps.append(Step(MULTI, self._cf_kernel(rule, op), ins, outs, {}, frees_here))
+                continue
+            opdef = OPS[op.type]
+            if opdef.n_out != 1 or len(outs) != 1:
+                steps.append(Step(MULTI, opdef.kernel, ins, outs, _kernel_attrs(op.attrs), frees_here))
+            elif op.type in DIRECT_UFUNCS and not op.attrs and len(ins) in (1, 2) and \
+                    hasattr(self.xp, DIRECT_UFUNCS[op.type]):
+                kind = UFUNC1 if len(ins) == 1 else UFUNC2
+                steps.append(Step(kind, getattr(self.xp, DIRECT_UFUNCS[op.type]), ins, outs[0], {}, frees_here))
             else:
-                opdef = OPS[op.type]
-                fn, attrs = opdef.kernel, _kernel_attrs(op.attrs)
-                multi = opdef.n_out != 1 or len(outs) != 1
-            steps.append([fn, ins, outs if multi else outs[0], attrs, tuple(frees[pos]), multi])
+                steps.append(Step(KERNEL, opdef.kernel, ins, outs[0], _kernel_attrs(op.attrs), frees_here))
         plan = _Plan()
         plan.block, plan.order, plan.slot_of = block, order, slot_of
         plan.input_slots, plan.output_slots, plan.n_slots = input_slots, output_slots, len(slot_of)
-        plan.steps = [tuple(s) for s in steps]
+        plan.steps = steps
+        plan.presets = presets
+        # inputs take slots 0..k-1, so a sub-block's env is its input list padded with Nones
+        dense = input_slots == list(range(len(input_slots)))
+        plan.pad = [None] * (len(slot_of) - len(input_slots)) if dense else None
         plan.pinned, plan.free_first = pinned, free_first
         # for parallel scheduling: successor lists and reader counts, by position in `order`
         pos_of = {i: p for p, i in enumerate(order)}
@@ -278,10 +308,8 @@ class Executor:
                 continue
             donors.add(ds)
             ufunc = getattr(np, UFUNC_OPS[op.type])
-            fn, ins, out, attrs, frees, multi = steps[pos]
-            steps[pos] = (_OutStep(ufunc, ds, t.shape, np.dtype(t.dtype)), ins, out, attrs, frees, "out")
-        plan.steps = [(fn, ins, out, attrs, tuple(s for s in frees if s not in donors), multi)
-                      for fn, ins, out, attrs, frees, multi in steps]
+            steps[pos] = steps[pos]._replace(kind=OUT, fn=_OutStep(ufunc, ds, t.shape, np.dtype(t.dtype)))
+        plan.steps = [st._replace(frees=tuple(s for s in st.frees if s not in donors)) for st in steps]
         self._buffer_plan = memory_plan
 
     # ------------------------------------------------------------ params
@@ -340,9 +368,12 @@ class Executor:
         if len(input_values) != len(plan.input_slots):
             raise TypeError(f"run_block: the block takes {len(plan.input_slots)} input(s) {plan.block.inputs}, "
                             f"got {len(input_values)}")
-        env = [None] * plan.n_slots
-        for s, v in zip(plan.input_slots, input_values):
-            env[s] = v
+        if plan.pad is not None:
+            env = [*input_values, *plan.pad]
+        else:
+            env = [None] * plan.n_slots
+            for s, v in zip(plan.input_slots, input_values):
+                env[s] = v
         return self._run_steps(plan, env)
 
     def _check_input(self, k, a):
@@ -362,20 +393,29 @@ class Executor:
     def _run_steps(self, plan, env):
         xp = self.xp
         ndarray = self._ndarray
+        for s, v in plan.presets:
+            env[s] = v
         for s in plan.free_first:
             env[s] = None
         step = None
         try:
             for step in plan.steps:
-                fn, ins, out, attrs, frees, multi = step
-                if multi is False:
+                kind, fn, ins, out, attrs, frees = step
+                if kind == UFUNC2:
+                    r = fn(env[ins[0]], env[ins[1]])
+                    env[out] = r if type(r) is ndarray else xp.asarray(r)
+                elif kind == UFUNC1:
+                    r = fn(env[ins[0]])
+                    env[out] = r if type(r) is ndarray else xp.asarray(r)
+                elif kind == KERNEL:
                     r = fn(xp, *[env[i] for i in ins], **attrs)
                     env[out] = r if type(r) is ndarray else xp.asarray(r)
-                elif multi is True:
+                elif kind == MULTI:
                     for o, r in zip(out, fn(xp, *[env[i] for i in ins], **attrs)):
                         env[o] = r if type(r) is ndarray else xp.asarray(r)
-                else:  # "out": a ufunc writing into a planned buffer
+                elif kind == OUT:  # a ufunc writing into a planned buffer
                     env[out] = fn(env, [env[i] for i in ins])
+                # PRESET: a literal bound before the loop; nothing to compute
                 for s in frees:
                     env[s] = None
         except ExecutionError:
@@ -385,7 +425,7 @@ class Executor:
         return [env[s] for s in plan.output_slots]
 
     def _step_error(self, plan, step, env, err):
-        pos = plan.steps.index(step) if step in plan.steps else None
+        pos = next((k for k, st in enumerate(plan.steps) if st is step), None)
         if pos is None:
             return ExecutionError(f"program execution failed: {err}")
         op = plan.block.ops[plan.order[pos]]
@@ -398,6 +438,8 @@ class Executor:
         readers = list(plan.consumers)
         pinned = plan.pinned
         steps = plan.steps
+        for s, v in plan.presets:
+            env[s] = v
         for s in plan.free_first:
             env[s] = None
         ready = [p for p, n in enumerate(remaining) if n == 0]
@@ -418,7 +460,7 @@ class Executor:
                     readers[s] -= 1
                     if readers[s] == 0 and s not in pinned:
                         env[s] = None
-                outs = steps[p][2]
+                outs = steps[p].out
                 for s in (outs if isinstance(outs, tuple) else (outs,)):
                     if readers[s] == 0 and s not in pinned:
                         env[s] = None
@@ -426,16 +468,20 @@ class Executor:
 
     def _run_one(self, plan, p, env):
         xp, ndarray = self.xp, self._ndarray
-        fn, ins, out, attrs, frees, multi = plan.steps[p]
+        step = plan.steps[p]
+        kind, fn, ins, out, attrs, frees = step
+        args = [env[i] for i in ins]
         try:
-            if multi:
-                for o, r in zip(out, fn(xp, *[env[i] for i in ins], **attrs)):
+            if kind == PRESET:
+                return
+            if kind == MULTI:
+                for o, r in zip(out, fn(xp, *args, **attrs)):
                     env[o] = r if type(r) is ndarray else xp.asarray(r)
             else:
-                r = fn(xp, *[env[i] for i in ins], **attrs)
+                r = fn(*args) if kind in (UFUNC1, UFUNC2) else fn(xp, *args, **attrs)
                 env[out] = r if type(r) is ndarray else xp.asarray(r)
         except Exception as e:
-            raise self._step_error(plan, plan.steps[p], env, e) from e
+            raise self._step_error(plan, step, env, e) from e
 
     def close(self):
         """Shut the thread pool down (parallel mode)."""

@@ -310,21 +310,37 @@ class Model:
         executor: the prepared :class:`~d2s_runtime.executor.Executor`.
     """
 
-    def __init__(self, program, params, meta, device="cpu", parallel=False):
+    def __init__(self, program, params, meta, device="cpu", parallel=False, path=None):
+        from .saved_model import Signature
         missing = [n for n in program.params if n not in params]
         if missing:
             raise FormatError(f"the saved model has no arrays for params {missing}; save it with params=")
         self.program, self.params, self.meta = program, params, meta
+        self.path, self.device, self._methods = path, device, {}
+        # input names/specs and output structure from meta (checked here, before any call)
+        self.signature = Signature(program, meta, os.path.join(path or ".", META_FILE))
         self.executor = Executor(program, device=device, parallel=parallel, params=params)
 
     def run(self, *arrays):
         """The outputs as a list."""
         return self.executor.run(*arrays)
 
-    def __call__(self, *arrays):
-        """The output array, or a tuple of them when the program has several outputs."""
-        out = self.executor.run(*arrays)
-        return out[0] if len(out) == 1 else tuple(out)
+    def __call__(self, *arrays, **named):
+        """Run on input arrays given by position or by name; shapes and dtypes are checked
+        first. Returns the outputs nested as the saved function returned them (one array, or a
+        tuple of them, for a program saved without d2s.jit.save's meta)."""
+        out = self.executor.run(*self.signature.bind(arrays, named))
+        return self.signature.outputs(out)
+
+    def __getattr__(self, name):
+        """Another saved method of the model (``model.encode(x)``), loaded on first use."""
+        if name.startswith("_") or "signature" not in self.__dict__:
+            raise AttributeError(name)
+        from .saved_model import method_dir
+        m = self._methods.get(name)
+        if m is None:
+            m = self._methods[name] = load(method_dir(self.path, self.signature, name), device=self.device)
+        return m
 
     def __repr__(self):
         return f"<d2s_runtime.Model {self.program!r}>"
@@ -333,4 +349,4 @@ class Model:
 def load(path, device="cpu", parallel=False):
     """Load a saved model directory and return a callable :class:`Model`."""
     program, params, meta = load_program(path)
-    return Model(program, params, meta, device=device, parallel=parallel)
+    return Model(program, params, meta, device=device, parallel=parallel, path=path)

@@ -20,7 +20,10 @@ def _sum_dtype(d):
     return "int64" if d in ("bool", "int32") else d
 
 
-_reduction("reduce_sum", lambda xp, x, ax, k: xp.sum(x, axis=ax, keepdims=k, dtype=_sum_dtype(x.dtype.name)),
+# accumulate bool/int32 in int64 (as the shape rule says); keyed by dtype char, since
+# ``dtype.name`` costs microseconds per call and small-tensor loops call this a lot
+_SUM_ACC = {"?": "int64", "i": "int64"}
+_reduction("reduce_sum", lambda xp, x, ax, k: x.sum(axis=ax, keepdims=k, dtype=_SUM_ACC.get(x.dtype.char)),
            _sum_dtype)
 _reduction("reduce_mean", lambda xp, x, ax, k: xp.mean(x, axis=ax, keepdims=k),
            lambda d: d if is_floating(d) else "float64")

@@ -1,0 +1,69 @@
+"""Tensor-aware versions of the builtins converted code calls: len, print, int/float/bool,
+assert, isinstance. Python values keep Python behaviour; symbolic tensors get ops."""
+import builtins
+
+from ..tensor import Tensor
+from .errors import at_user_line
+from .values import is_symbolic
+
+
+def convert_len(x):
+    """``len(x)``: the static size when known, else a 0-d int64 tensor computed in the program."""
+    if is_symbolic(x):
+        if x.ndim == 0:
+            raise at_user_line("len() of a 0-d tensor", TypeError)
+        return x.shape[0]
+    length = getattr(x, "__d2s_len__", None)  # tensor lists
+    if length is not None:
+        return length()
+    return builtins.len(x)
+
+
+def _cast(x, dtype, pyfn):
+    if is_symbolic(x):
+        from .. import ops
+        if x.dtype == dtype:
+            return x
+        if dtype == "bool":
+            return ops.ne(x, 0)
+        if dtype == "int64" and x.dtype in ("float32", "float64"):
+            x = ops.sign(x) * ops.floor(ops.abs(x))  # int() truncates toward zero
+        return ops.cast(x, dtype)
+    return pyfn(x)
+
+
+def convert_int(x=0, *args):
+    return builtins.int(x, *args) if args else _cast(x, "int64", builtins.int)
+
+
+def convert_float(x=0.0):
+    return _cast(x, "float32", builtins.float)
+
+
+def convert_bool(x=False):
+    return _cast(x, "bool", builtins.bool)
+
+
+def convert_print(*args, **kwargs):
+    """``print``: symbolic tensors print their type when the program is built (there is no
+    value yet); everything else prints as usual."""
+    shown = [f"Tensor(symbolic {a._var.type})" if is_symbolic(a) else a for a in args]
+    builtins.print(*shown, **kwargs)
+
+
+def convert_assert(test, message=None):
+    """``assert test, message`` (``message`` a thunk). A symbolic test cannot be checked
+    while the program is built; a concrete or Python one is checked now."""
+    if is_symbolic(test):
+        return  # checked eagerly (converted code run on concrete tensors) but not in programs
+    if not test:
+        msg = message() if message is not None else None
+        raise AssertionError(msg) if msg is not None else AssertionError()
+
+
+def convert_isinstance(obj, cls):
+    return builtins.isinstance(obj, cls)
+
+
+def convert_abs(x):
+    return abs(x) if not isinstance(x, Tensor) else x.abs()

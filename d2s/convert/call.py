@@ -1,0 +1,99 @@
+"""``convert_call(f)``: what converted code calls instead of ``f``.
+
+User functions (plain functions, methods, nested defs, a module's ``forward``) are converted
+on first use and cached per function object; builtins that matter for tensors map to their
+tensor-aware versions; library code (the standard library, site-packages, numpy, d2s itself)
+and functions marked ``__d2s_not_to_static__`` are returned unchanged.
+"""
+import builtins
+import os
+import sys
+import sysconfig
+import types
+import weakref
+
+from . import builtins as cb
+from .loops import convert_enumerate, convert_range, convert_zip
+
+_BUILTINS = {
+    builtins.len: cb.convert_len, builtins.print: cb.convert_print, builtins.int: cb.convert_int,
+    builtins.float: cb.convert_float, builtins.bool: cb.convert_bool, builtins.range: convert_range,
+    builtins.enumerate: convert_enumerate, builtins.zip: convert_zip,
+    builtins.isinstance: cb.convert_isinstance,
+}
+
+_LIBRARY_MODULES = {"d2s", "d2s_runtime", "numpy", "cupy", "gast", "functools", "itertools",
+                    "builtins", "math", "operator", "collections", "typing", "abc", "copy"}
+_LIBRARY_DIRS = tuple(os.path.abspath(p) + os.sep for p in {
+    sysconfig.get_paths().get("stdlib", ""), sysconfig.get_paths().get("purelib", ""),
+    sysconfig.get_paths().get("platlib", ""), sys.prefix} if p)
+
+_converted = weakref.WeakKeyDictionary()  # original function -> converted function (or itself)
+
+
+def is_library(fn):
+    """Whether ``fn`` belongs to code that is never converted."""
+    module = getattr(fn, "__module__", None) or ""
+    if module.split(".")[0] in _LIBRARY_MODULES:
+        return True
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return True
+    filename = code.co_filename
+    if filename.startswith("<"):
+        return True
+    path = os.path.abspath(filename)
+    return "site-packages" in path or path.startswith(_LIBRARY_DIRS)
+
+
+def _convert_function(fn):
+    try:
+        return _converted[fn]
+    except (KeyError, TypeError):
+        pass
+    from ..transformers import SourceUnavailable, convert_function
+    try:
+        new = convert_function(fn).fn
+    except SourceUnavailable:
+        new = fn
+    try:
+        _converted[fn] = new
+    except TypeError:
+        pass
+    return new
+
+
+def convert_call(f):
+    """The callable converted code should call in place of ``f``."""
+    try:
+        mapped = _BUILTINS.get(f)
+    except TypeError:  # unhashable callable
+        mapped = None
+    if mapped is not None:
+        return mapped
+    if getattr(f, "__d2s_not_to_static__", False) or getattr(f, "__d2s_converted__", False):
+        return f
+    target = getattr(f, "_d2s_convert_target", None)  # e.g. a StaticFunction called from converted code
+    if target is not None:
+        return convert_call(target)
+    if isinstance(f, types.FunctionType):
+        if f.__name__ == "<lambda>" or is_library(f):
+            return f
+        return _convert_function(f)
+    if isinstance(f, types.MethodType):
+        func = f.__func__
+        if isinstance(func, types.FunctionType) and not is_library(func) and \
+                not getattr(func, "__d2s_not_to_static__", False) and func.__name__ != "<lambda>":
+            return types.MethodType(_convert_function(func), f.__self__)
+        return f
+    if _is_module(f):
+        forward = getattr(f, "forward", None)
+        if isinstance(forward, types.MethodType):
+            return convert_call(forward)
+        return f
+    return f
+
+
+def _is_module(obj):
+    mod = sys.modules.get("d2s.nn.module")
+    return mod is not None and isinstance(obj, mod.Module)

@@ -1,0 +1,257 @@
+"""`if` statements and ternaries: ``convert_ifelse`` / ``convert_ifexp``.
+
+A Python (or concrete tensor) predicate runs one branch, as Python would (``_py_if``). A
+symbolic predicate traces both branches into a ``cond`` op (``_static_if``): each branch runs
+on its own copy of the carried values, its outputs are checked against the other branch's
+(names defined on one side only, structure, dtype) and Python numbers on one side become
+tensors of the other side's dtype.
+"""
+import numpy as np
+
+from .._state import STATE
+from ..tensor import Tensor, tensor
+from .errors import ConvertError, at_user_line
+from .undefined import Undefined
+from .values import describe, fresh, is_symbolic, leaves, rebuild, write_back
+
+_NUMBER = (bool, int, float, np.generic)
+
+# While a loop body is traced once to learn the types of loop variables that are not yet
+# defined, a branch may legitimately leave such a variable undefined.
+_probing = [0]
+
+
+class _Retry(Exception):
+    """The second branch showed that a leaf the first branch left as a Python value must be a
+    tensor: trace again with that hint."""
+
+    def __init__(self, hints):
+        self.hints = hints
+
+
+def convert_ifelse(pred, true_fn, false_fn, args, names, out_names, get_state=None, set_state=None):
+    """``true_fn(*args)`` if ``pred`` else ``false_fn(*args)``; returns the values of ``out_names``.
+
+    Args:
+        pred: the condition (Python value, concrete or symbolic tensor).
+        true_fn, false_fn: the branches, functions of ``args`` returning the output tuple.
+        args: values of ``names`` on entry (possibly ``Undefined``).
+        out_names: names of the outputs, for error messages.
+        get_state, set_state: read / write attribute targets the branches assign (or None).
+    """
+    if is_symbolic(pred):
+        return _static_if(pred, true_fn, false_fn, args, names, out_names, get_state, set_state)
+    return _py_if(pred, true_fn, false_fn, args)
+
+
+def _py_if(pred, true_fn, false_fn, args):
+    return true_fn(*args) if pred else false_fn(*args)
+
+
+def convert_ifexp(pred, true_thunk, false_thunk):
+    """``a if pred else b`` with the two sides as thunks."""
+    if is_symbolic(pred):
+        out = _static_if(pred, lambda: (true_thunk(),), lambda: (false_thunk(),), (), (), ("the value",))
+        return out[0]
+    return true_thunk() if pred else false_thunk()
+
+
+def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, set_state=None):
+    from ..static.control_flow import ControlFlowError, cond
+    state0 = get_state() if get_state is not None else ()
+    labels = list(out_names) + [f"attribute #{i}" for i in range(len(state0))]
+    hints = {}
+    for _ in range(4):
+        seen = {}
+
+        def branch(fn, side):
+            def run():
+                a = fresh(tuple(args))
+                if set_state is not None:
+                    set_state(fresh(state0))
+                out = tuple(fn(*a))
+                st = tuple(get_state()) if get_state is not None else ()
+                vals, skel = leaves(out + st)
+                return _normalize(side, vals, skel, seen, hints, labels, out + st)
+            return run
+
+        try:
+            merged = cond(pred, branch(true_fn, "true"), branch(false_fn, "false"))
+        except _Retry as r:
+            hints = r.hints
+            continue
+        except ControlFlowError as e:
+            raise at_user_line(f"the branches of this tensor `if` do not fit together: {e}") from None
+        break
+    else:
+        raise at_user_line("the branches of this tensor `if` could not be reconciled")
+    merged = list(merged) if isinstance(merged, (tuple, list)) else [merged]
+    skel, kinds, consts = seen["plan"]
+    it = iter(merged)
+    vals = [next(it) if k == "T" else c for k, c in zip(kinds, consts)]
+    everything = rebuild(skel, vals)
+    n_out = len(everything) - len(state0)
+    outs, st = everything[:n_out], everything[n_out:]
+    originals = dict(zip(names, args))
+    outs = tuple(write_back(originals.get(n), v) for n, v in zip(out_names, outs))
+    if set_state is not None:
+        set_state(tuple(write_back(o, v) for o, v in zip(state0, st)))
+    return outs
+
+
+def _count(s):
+    return 1 if s is None else sum(_count(c) for c in s[-1])
+
+
+def _label(labels, skel, k):
+    """The user-facing name of leaf ``k`` (the top-level item it belongs to)."""
+    count = 0
+    for i, sub in enumerate(skel[1]):
+        count += _count(sub)
+        if k < count:
+            return labels[i] if i < len(labels) else f"output #{i}"
+    return "a value"
+
+
+def _number_dtype(a, b=None):
+    vals = [v for v in (a, b) if v is not None]
+    if any(isinstance(v, float) or (isinstance(v, np.generic) and v.dtype.kind == "f") for v in vals):
+        return "float32"
+    if all(isinstance(v, bool) for v in vals):
+        return "bool"
+    return "int64"
+
+
+def _normalize(side, vals, skel, seen, hints, labels, raw):
+    """The tensors a branch returns to ``cond``; the true branch (traced first) records which
+    leaves are tensors and which stay Python values, the false branch checks itself against it."""
+    if side == "true":
+        eff = [_make(hints[k], v) if k in hints else v for k, v in enumerate(vals)]
+        kinds = ["T" if isinstance(v, Tensor) else "C" for v in eff]
+        seen["true"] = (vals, eff, skel)
+        seen["plan"] = (skel, kinds, [None if k == "T" else v for k, v in zip(kinds, eff)])
+        return tuple(v for v in eff if isinstance(v, Tensor))
+    t_raw, t_vals, t_skel = seen["true"]
+    if t_skel != skel:
+        _structure_error(labels, t_skel, skel, raw)
+    new_hints, out = dict(hints), []
+    for k, (tr, tv, fv) in enumerate(zip(t_raw, t_vals, vals)):
+        name = _label(labels, skel, k)
+        t_undef, f_undef = isinstance(tv, Undefined), isinstance(fv, Undefined)
+        if t_undef and f_undef:
+            continue
+        if t_undef or f_undef:
+            other = fv if t_undef else tv
+            if _probing[0] and isinstance(other, Tensor):
+                if t_undef:
+                    new_hints[k] = ("zeros", other)
+                else:
+                    out.append(_zeros_like_type(other))
+                continue
+            side_def = "true" if f_undef else "false"
+            raise at_user_line(
+                f"'{name}' is defined only in the {side_def} branch of this tensor `if`, and is used "
+                f"after it; define it before the `if` (or in both branches)")
+        if isinstance(tv, Tensor):
+            if isinstance(fv, Tensor):
+                if fv.dtype != tv.dtype:
+                    if isinstance(tr, _NUMBER):  # a Python number on the true side: adopt the dtype
+                        new_hints[k] = ("tensor", str(fv.dtype))
+                        continue
+                    raise at_user_line(
+                        f"'{name}' has dtype {tv.dtype} in the true branch of this tensor `if` and {fv.dtype} "
+                        f"in the false branch; cast one of them (d2s.cast) so both match")
+                if fv.ndim != tv.ndim:
+                    raise at_user_line(
+                        f"'{name}' has rank {tv.ndim} in the true branch of this tensor `if` and {fv.ndim} in "
+                        "the false branch; both branches must give it the same number of dimensions")
+                out.append(fv)
+            elif isinstance(fv, _NUMBER):
+                out.append(tensor(fv, dtype=str(tv.dtype)))
+            else:
+                raise at_user_line(f"'{name}' is {describe(tv)} in the true branch of this tensor `if` but "
+                                   f"{describe(fv)} in the false branch; both must be tensors")
+            continue
+        # the true branch left a Python value
+        if isinstance(fv, Tensor):
+            if isinstance(tv, _NUMBER):
+                new_hints[k] = ("tensor", str(fv.dtype))
+                continue
+            raise at_user_line(f"'{name}' is {describe(tv)} in the true branch of this tensor `if` but "
+                               f"{describe(fv)} in the false branch; both must be tensors")
+        if tv is fv:
+            continue
+        if isinstance(tv, _NUMBER) and isinstance(fv, _NUMBER):
+            if not (type(tv) is type(fv) and tv == fv):
+                new_hints[k] = ("tensor", _number_dtype(tv, fv))
+            continue
+        try:
+            same = bool(tv == fv)
+        except Exception:
+            same = False
+        if not same:
+            raise at_user_line(f"'{name}' is {describe(tv)} in the true branch of this tensor `if` but "
+                               f"{describe(fv)} in the false branch; a Python value that differs between "
+                               "the branches of a tensor `if` cannot be represented in the program")
+    if new_hints != hints:
+        raise _Retry(new_hints)
+    return tuple(out)
+
+
+def _dtype_of(v, hint):
+    if hint is not None and hint[0] == "tensor":
+        return hint[1]
+    return v.dtype if isinstance(v, Tensor) else _number_dtype(v)
+
+
+def _make(hint, v):
+    if hint[0] == "zeros":
+        return _zeros_like_type(hint[1])
+    if isinstance(v, Tensor):
+        return v
+    return tensor(v, dtype=hint[1])
+
+
+def _zeros_like_type(t):
+    """Zeros with ``t``'s dtype and shape (unknown dims as 1): a placeholder never read."""
+    from .. import ops
+    shape = [d if isinstance(d, int) else 1 for d in (t._var.type.shape if t._data is None else t.shape)]
+    return ops.zeros(*shape, dtype=str(t.dtype)) if shape else ops.zeros((), dtype=str(t.dtype))
+
+
+def _structure_error(labels, t_skel, f_skel, raw):
+    for i, (a, b) in enumerate(zip(t_skel[1], f_skel[1])):
+        if a != b:
+            name = labels[i] if i < len(labels) else f"output #{i}"
+            raise at_user_line(f"'{name}' has a different structure in the two branches of this tensor `if` "
+                               f"({_fmt(a)} vs {_fmt(b)}); both branches must give it the same nesting of "
+                               "tuples, lists and dicts")
+    raise at_user_line("the branches of this tensor `if` give different structures")
+
+
+def _fmt(s):
+    if s is None:
+        return "a value"
+    if s[0] is dict:
+        return f"dict with keys {list(s[1])}"
+    return f"{s[0].__name__} of {len(s[1])}"
+
+
+# ------------------------------------------------------------------ pinned Python control flow
+def python_cond(value, kind, reason):
+    """``value`` for an ``if``/``while`` that must stay Python; a symbolic tensor is an error."""
+    if is_symbolic(value):
+        raise at_user_line(f"a tensor-dependent `{kind}` {reason} is not supported by to_static: the "
+                           f"condition is a symbolic tensor here. Move the `{kind}` out of it, or compute the "
+                           "condition from Python values", ConvertError)
+    return value
+
+
+def python_iter(value, kind, reason):
+    """``value`` for a ``for`` that must stay Python; iterating a symbolic tensor is an error."""
+    from .loops import TensorIterable
+    if is_symbolic(value) or isinstance(value, TensorIterable):
+        raise at_user_line(f"a `for` over a symbolic tensor {reason} is not supported by to_static; "
+                           "remove the `else` clause / move the loop out of the try/with block",
+                           ConvertError)
+    return value

@@ -1,0 +1,33 @@
+"""Errors raised by converted code while it builds a program, at the user's original line."""
+import linecache
+import os
+import sys
+
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class ConvertError(TypeError):
+    """Tensor control flow whose parts do not fit together (a name defined in one branch only,
+    branches of different structure or dtype, a loop variable changing dtype)."""
+
+
+def user_location():
+    """(filename, lineno, text) of the innermost frame outside the d2s package: converted code
+    is compiled under the user's file and line numbers, so this is the user's statement."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if not fn.startswith(_PKG + os.sep) and not fn.startswith("<frozen"):
+            line = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+            return f.f_code.co_filename, f.f_lineno, line
+        f = f.f_back
+    return None
+
+
+def at_user_line(message, cls=ConvertError):
+    """``cls(message)`` with the user's file and line shown and marked."""
+    loc = user_location()
+    if loc is not None:
+        fn, line, text = loc
+        message = f"{message}\n  File \"{fn}\", line {line}\n    {text}\n    {'^' * max(1, len(text))}"
+    return cls(message)

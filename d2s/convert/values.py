@@ -1,0 +1,82 @@
+"""Values flowing through converted control flow: symbolic checks, leaves, fresh copies."""
+from ..tensor import Tensor
+from .undefined import Undefined
+
+
+def is_symbolic(x):
+    return isinstance(x, Tensor) and x._data is None
+
+
+def any_symbolic(values):
+    return any(is_symbolic(v) for v in values)
+
+
+def leaves(obj):
+    """(leaves, skeleton) of a nested tuple/list/dict: every non-container value is a leaf."""
+    out = []
+
+    def walk(o):
+        if isinstance(o, (list, tuple)) and not hasattr(o, "_fields"):
+            return (type(o), tuple(walk(x) for x in o))
+        if isinstance(o, dict):
+            return (dict, tuple(o), tuple(walk(o[k]) for k in o))
+        out.append(o)
+        return None
+
+    return out, walk(obj)
+
+
+def rebuild(skeleton, values):
+    it = iter(values)
+
+    def build(s):
+        if s is None:
+            return next(it)
+        if s[0] is dict:
+            return {k: build(c) for k, c in zip(s[1], s[2])}
+        return s[0](build(c) for c in s[1])
+
+    return build(skeleton)
+
+
+def alias(t):
+    """A second Tensor object for symbolic ``t`` sharing its value and autograd history, so an
+    in-place update (``t[i] = v``) traced in one branch cannot leak into the other."""
+    if not is_symbolic(t):
+        return t
+    a = Tensor._make(None, t._var)
+    a.requires_grad, a.grad_fn, a._out_idx = t.requires_grad, t.grad_fn, t._out_idx
+    if t.requires_grad and t.grad_fn is None:
+        if t._accum is None:
+            from ..autograd.node import AccumulateGrad
+            t._accum = AccumulateGrad(t)
+        a._accum = t._accum
+    return a
+
+
+def fresh(obj):
+    """``obj`` with containers rebuilt and symbolic tensors aliased (one copy per branch)."""
+    vals, skel = leaves(obj)
+    return rebuild(skel, [alias(v) for v in vals])
+
+
+def write_back(original, merged):
+    """Update container ``original`` in place to hold ``merged`` (so other references to it see
+    what the branch or loop did); returns the object to bind."""
+    if type(original) is list and isinstance(merged, list):
+        original[:] = merged
+        return original
+    if type(original) is dict and isinstance(merged, dict):
+        original.clear()
+        original.update(merged)
+        return original
+    return merged
+
+
+def describe(v):
+    if isinstance(v, Tensor):
+        return f"a {v.dtype} tensor of shape {tuple('?' if not isinstance(d, int) else d for d in v.shape)}" \
+            if v._data is not None else f"a tensor {v._var.type}"
+    if isinstance(v, Undefined):
+        return "undefined"
+    return f"{type(v).__name__} {v!r}"

@@ -1,0 +1,239 @@
+"""``d2s.jit.save`` and ``d2s.jit.load``: a model as a directory that runs without its source.
+
+A saved model is what ``d2s_runtime.serialize.save_program`` writes (versioned program.json,
+params.npz, constants.npz) plus a meta.json describing the calling convention (see
+``d2s_runtime.saved_model``): input names, shapes with dynamic dims and dtypes; output names,
+specs and nesting; the module's names for the params; the d2s version. A module with several
+converted methods keeps ``forward`` (or its first converted method) at the top of the directory
+and each other method in ``methods/<name>/``::
+
+    model/
+      program.json  params.npz  constants.npz  meta.json      # forward
+      methods/encode/program.json ...                          # model.encode
+
+``d2s_runtime.load(path)`` runs it with numpy alone; ``d2s.jit.load(path)`` gives a callable
+taking and returning d2s Tensors, whose parameters can be fine-tuned: the backward program is
+not stored but rebuilt on first use by replaying the saved program through the same gradient
+rules that differentiate a ``to_static`` program.
+"""
+import os
+import shutil
+
+import numpy as np
+
+from .export_support import Exported, converted_methods, module_static_function, program_and_params
+
+METHODS_DIR = "methods"
+
+
+def _version():
+    import d2s
+    return d2s.__version__
+
+
+def _meta(exported, name, methods=None):
+    from d2s_runtime.saved_model import SAVED_MODEL_FORMAT, SAVED_MODEL_VERSION
+    meta = {"format": SAVED_MODEL_FORMAT, "version": SAVED_MODEL_VERSION, "d2s_version": _version(),
+            "producer": "d2s.jit.save", "name": name, "kind": exported.kind,
+            "inputs": exported.input_specs, "outputs": exported.output_specs,
+            "output_tree": exported.output_tree, "param_names": exported.param_names}
+    if exported.training is not None:
+        meta["training"] = bool(exported.training)
+    if methods:
+        meta["methods"] = methods
+    return meta
+
+
+def _exports(obj, input_spec):
+    """``[(method name, Exported)]`` for ``obj``, the default method first."""
+    from .static_function import StaticFunction
+    from ..nn.module import Module
+    if isinstance(obj, Module):
+        methods = converted_methods(obj) or {"forward": module_static_function(obj)}
+        specs = input_spec if isinstance(input_spec, dict) else {"forward" if "forward" in methods else
+                                                                  next(iter(methods)): input_spec}
+        unknown = [k for k in specs if k not in methods]
+        if unknown:
+            raise ValueError(f"input_spec names methods {unknown} that are not converted methods of "
+                             f"{type(obj).__name__} (converted: {', '.join(methods)})")
+        return [(n, program_and_params(sf, specs.get(n))) for n, sf in methods.items()]
+    if isinstance(input_spec, dict):
+        raise TypeError("input_spec as a dict {method: specs} is for modules; pass a list of InputSpecs")
+    name = "forward"
+    if isinstance(obj, StaticFunction):
+        name = getattr(obj._fn, "__name__", "forward")
+    return [(name, program_and_params(obj, input_spec))]
+
+
+def save(obj, path, input_spec=None):
+    """Save ``obj`` as a directory that runs without its Python source.
+
+    Args:
+        obj: a to_static function, a module (every converted method is saved; a module never
+            converted has its ``forward`` converted for the save), a traced function, or a
+            Program (its params then cannot be known: use ``d2s_runtime.save_program``).
+        path: the directory (created; files of an earlier save there are replaced).
+        input_spec: ``InputSpec``s for the inputs (``None`` dims stay dynamic in the saved
+            program). Optional when the function has its own ``input_spec`` or exactly one
+            cached program, and for a traced function. For a module with several converted
+            methods, a dict ``{method name: [InputSpec, ...]}``.
+
+    Returns:
+        ``path``.
+    """
+    from d2s_runtime.serialize import save_program
+    exports = _exports(obj, input_spec)
+    methods = {n: f"{METHODS_DIR}/{n}" for n, _ in exports[1:]}
+    old = os.path.join(path, METHODS_DIR)
+    if os.path.isdir(old):
+        shutil.rmtree(old)
+    for k, (name, ex) in enumerate(exports):
+        where = path if k == 0 else os.path.join(path, methods[name])
+        if ex.program.params and set(ex.params) != set(ex.program.params):
+            raise ValueError(f"cannot save {name}: no values for params "
+                             f"{sorted(set(ex.program.params) - set(ex.params))}")
+        save_program(ex.program, where, params=ex.params, meta=_meta(ex, name, methods if k == 0 else None))
+    return path
+
+
+# ------------------------------------------------------------------ loading
+class LoadedFunction:
+    """A saved model loaded into d2s: call it on tensors (or arrays), by position or by input
+    name; it returns d2s Tensors nested as the saved function returned them.
+
+    Its parameters (``parameters()``, ``named_parameters()``) are d2s Parameters: gradients flow
+    to them (and to inputs that require grad), so a loaded model can be fine-tuned with an
+    optimizer. Other saved methods are attributes (``loaded.encode(x)``).
+
+    Attributes:
+        program: the Program. meta: the saved meta dict. input_names, output_names.
+    """
+
+    def __init__(self, path, device="cpu", _shared=None):
+        from d2s_runtime.saved_model import Signature
+        from d2s_runtime.serialize import META_FILE, load_program
+        from ..nn.module import Parameter
+        from .concrete import ConcreteProgram
+        program, arrays, meta = load_program(path)
+        self.path, self.device, self.meta, self.program = path, device, meta, program
+        self.signature = Signature(program, meta, os.path.join(path, META_FILE))
+        missing = [n for n in program.params if n not in arrays]
+        if missing:
+            from d2s_runtime.serialize import FormatError
+            raise FormatError(f"{path}: the saved model has no arrays for params {missing}")
+        shared = {} if _shared is None else _shared
+        names = meta.get("param_names", {}) if isinstance(meta.get("param_names"), dict) else {}
+        self._params = []
+        for var in program.params:
+            key = names.get(var, f"{os.path.normpath(path)}:{var}")
+            p = shared.get(key)
+            if p is None or p.shape != arrays[var].shape:
+                p = shared[key] = Parameter(_to_device(arrays[var], device))
+            self._params.append((key, p))
+        self._shared = shared
+        self._methods = {}
+        tree = self.signature.tree
+        from d2s_runtime.saved_model import build_outputs
+        self._entry = ConcreteProgram(program, {v: p for v, (_, p) in zip(program.params, self._params)},
+                                      lambda values: build_outputs(tree, values), tree == {"leaf": 0},
+                                      self._retrace, device, optimize=False)
+
+    @property
+    def input_names(self):
+        return list(self.signature.input_names)
+
+    @property
+    def output_names(self):
+        return list(self.signature.output_names)
+
+    def parameters(self):
+        return [p for _, p in self._params]
+
+    def named_parameters(self):
+        return list(self._params)
+
+    def __call__(self, *args, **named):
+        from ..tensor import Tensor
+        tensors = [a if isinstance(a, Tensor) else None for a in args]
+        named_t = {k: v if isinstance(v, Tensor) else None for k, v in named.items()}
+        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+        named_a = {k: v._data if isinstance(v, Tensor) else v for k, v in named.items()}
+        checked = self.signature.bind(arrays, named_a)
+        # keep the caller's tensors (their requires_grad matters); wrap the rest
+        by_pos = list(tensors) + [None] * (len(checked) - len(tensors))
+        for k, v in named_t.items():
+            by_pos[self.signature.input_names.index(k)] = v
+        leaves = []
+        for t, arr in zip(by_pos, checked):
+            if t is None or t._data is not arr:
+                requires = bool(t is not None and t.requires_grad)
+                t2 = Tensor._make(arr)
+                if requires:  # a cast input: differentiate through the original tensor's cast
+                    from ..ops import cast
+                    t2 = cast(t, str(arr.dtype))
+                t = t2
+            leaves.append(t)
+        return self._entry.run(leaves)
+
+    def _retrace(self, builder, requires_grad=None):
+        """Replay the saved program on new symbolic inputs of ``builder`` (for its backward)."""
+        prog = self.program
+        types = [prog.block.lookup(n).type for n in prog.inputs]
+        sym = [builder.add_input(t.shape, t.dtype, None, bool(requires_grad and requires_grad[i]))
+               for i, t in enumerate(types)]
+        env = dict(zip(prog.inputs, sym))
+        env.update({v: p for v, (_, p) in zip(prog.params, self._params)})
+        from ..tensor import Tensor
+        env.update({n: Tensor._make(a) for n, a in prog.constants.items()})
+        outs = replay_block(prog.block, env)
+        return sym, [outs[n] for n in prog.outputs]
+
+    def __getattr__(self, name):
+        if name.startswith("_") or "signature" not in self.__dict__:
+            raise AttributeError(name)
+        m = self._methods.get(name)
+        if m is None:
+            from d2s_runtime.saved_model import method_dir
+            m = self._methods[name] = LoadedFunction(method_dir(self.path, self.signature, name), self.device,
+                                                     self._shared)
+        return m
+
+    def __repr__(self):
+        return (f"<d2s.jit.LoadedFunction {self.meta.get('name', self.program.name)} from {self.path}: "
+                f"inputs {self.signature.describe()}>")
+
+
+def _to_device(arr, device):
+    if device == "cpu":
+        return arr
+    from d2s_runtime.device import get_xp
+    return get_xp(device).asarray(arr)
+
+
+def replay_block(block, env):
+    """Run ``block``'s ops through d2s's dispatch on the tensors in ``env`` (var name ->
+    Tensor), so autograd (or an active program builder) sees them; returns ``env``."""
+    from ..dispatch import apply
+    from .replay_control_flow import REPLAY
+    for op in block.ops:
+        ins = [env[n] for n in op.inputs]
+        if op.type in REPLAY:
+            outs = REPLAY[op.type](op, ins)
+        else:
+            outs = apply(op.type, *ins, **op.attrs)
+        outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+        env.update(zip(op.outputs, outs))
+    return env
+
+
+def load(path, device="cpu"):
+    """Load a directory written by :func:`save` as a :class:`LoadedFunction`.
+
+    Loading never runs code from the files: the program is JSON, the arrays are read with
+    ``allow_pickle=False``, and everything is validated first (a bad file raises
+    ``d2s_runtime.FormatError`` saying which file and what is wrong).
+    """
+    return LoadedFunction(path, device)
+
+
+__all__ = ["save", "load", "LoadedFunction", "Exported"]

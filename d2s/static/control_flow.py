@@ -1,0 +1,546 @@
+"""Functional control flow: ``d2s.cond``, ``d2s.while_loop``, ``d2s.scan``.
+
+Each is a public dispatcher with two halves (like AutoGraph's operators): with a concrete
+predicate (a Python value, or a tensor holding data) it is plain Python, so eager autograd
+sees the ops that ran; with a symbolic predicate, inside a program being built, it builds a
+``cond`` / ``while`` / ``scan`` op whose sub-blocks hold the traced branch, condition and
+body functions. Values the functions read from enclosing blocks become explicit op inputs
+(captures). The op layout is documented in ``d2s_runtime/control_flow.py``.
+
+Operands, loop vars and carries may be pytrees (nested tuples, lists and dicts) of tensors;
+inside programs, Python numbers among loop vars and carries become tensors (their values
+change from one iteration to the next), as in JAX.
+"""
+import numpy as np
+
+from d2s_runtime.ir import Op
+from d2s_runtime.ops import TensorType
+
+from .._state import STATE
+from ..tensor import Tensor
+from .builder import ProgramBuilder  # noqa: F401  (the builder owning STATE.builder)
+
+__all__ = ["cond", "while_loop", "scan", "replay_block"]
+
+_MAX_WIDEN = 32  # rebuilds of a loop body before giving up on a fixed point of its types
+
+
+class ControlFlowError(TypeError):
+    """Branches or loop bodies whose outputs do not fit together (structure, dtype, rank)."""
+
+
+# ------------------------------------------------------------------ pytrees
+def tree_flatten(obj):
+    """(tensor leaves, treedef) of a nested tuple/list/dict; other values stay in the treedef."""
+    leaves = []
+
+    def walk(o):
+        if isinstance(o, Tensor):
+            leaves.append(o)
+            return ("T",)
+        if isinstance(o, (list, tuple)) and not hasattr(o, "_fields"):
+            return (type(o), tuple(walk(x) for x in o))
+        if isinstance(o, dict):
+            keys = tuple(o)
+            return (dict, keys, tuple(walk(o[k]) for k in keys))
+        if hasattr(o, "_d2s_children"):  # a pytree node class, e.g. TensorArray
+            return (type(o), tuple(walk(x) for x in o._d2s_children()), "node")
+        return ("C", o)
+
+    return leaves, walk(obj)
+
+
+def tree_unflatten(treedef, leaves):
+    it = iter(leaves)
+
+    def build(t):
+        kind = t[0]
+        if kind == "T":
+            return next(it)
+        if kind == "C":
+            return t[1]
+        if kind is dict:
+            return {k: build(s) for k, s in zip(t[1], t[2])}
+        if len(t) == 3:
+            return kind._d2s_from_children([build(s) for s in t[1]])
+        return kind(build(s) for s in t[1])
+
+    return build(treedef)
+
+
+def _tensorize(obj, like=None):
+    """Python numbers (and numpy values) in a pytree become tensors (dtype of ``like``'s leaf)."""
+    from ..tensor import tensor
+
+    def conv(o, ref):
+        if isinstance(o, Tensor) or o is None:
+            return o
+        if isinstance(o, (bool, int, float, np.generic, np.ndarray)):
+            return tensor(o, dtype=ref.dtype if isinstance(ref, Tensor) else None)
+        if isinstance(o, (list, tuple)) and not hasattr(o, "_fields"):
+            refs = ref if isinstance(ref, (list, tuple)) and len(ref) == len(o) else [None] * len(o)
+            return type(o)(conv(x, r) for x, r in zip(o, refs))
+        if isinstance(o, dict):
+            return {k: conv(v, ref.get(k) if isinstance(ref, dict) else None) for k, v in o.items()}
+        return o
+
+    return conv(obj, like)
+
+
+def _fmt_tree(treedef, types):
+    """A readable form of a pytree of types, for error messages."""
+    it = iter(types)
+
+    def fmt(t):
+        kind = t[0]
+        if kind == "T":
+            return str(next(it))
+        if kind == "C":
+            return repr(t[1])
+        if kind is dict:
+            return "{" + ", ".join(f"{k!r}: {fmt(s)}" for k, s in zip(t[1], t[2])) + "}"
+        if len(t) == 3:
+            return f"{kind.__name__}(" + ", ".join(fmt(s) for s in t[1]) + ")"
+        inner = ", ".join(fmt(s) for s in t[1])
+        return f"[{inner}]" if kind is list else f"({inner}{',' if len(t[1]) == 1 else ''})"
+
+    return fmt(treedef)
+
+
+# ------------------------------------------------------------------ helpers
+def _is_symbolic(x):
+    return isinstance(x, Tensor) and x._data is None
+
+
+def _type_of(t):
+    if t._data is None:
+        return t._var.type
+    return TensorType(t._data.shape, t._data.dtype.name)
+
+
+def _widen(a, b):
+    """The least type holding both ``a`` and ``b`` (dims that differ become unknown)."""
+    return TensorType([x if x == y else None for x, y in zip(a.shape, b.shape)], a.dtype)
+
+
+def _compatible(a, b):
+    return a.dtype == b.dtype and a.ndim == b.ndim
+
+
+def _builder():
+    b = STATE.builder
+    if b is None:
+        raise RuntimeError("a symbolic tensor was used outside the program it belongs to")
+    return b
+
+
+def _sym(b, x):
+    """The symbolic tensor in program ``b`` standing for op input ``x`` (for autograd edges)."""
+    if x._data is None:
+        return x
+    from .builder import _is_param
+    if _is_param(x):
+        return b.param(x)
+    return b.symbolic(b.program.block.lookup(b.constant(x._data if isinstance(x._data, np.ndarray)
+                                                        else x._data.get())))
+
+
+class _CFOp:
+    """What ``autograd.node.record`` needs of an op: its name (the gradient rule's key)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+
+def _record(name, op, inputs, outputs, **extra):
+    """Attach an autograd node for control-flow op ``op`` when some input requires grad."""
+    if not STATE.grad_enabled or not any(t.requires_grad for t in inputs):
+        return
+    from ..autograd.node import record
+    record(_CFOp(name), tuple(inputs), {"op": op, **extra}, tuple(outputs))
+
+
+def _trace_block(b, fn, in_types, convert_outputs=None):
+    """Build ``fn`` into a fresh sub-block whose inputs have ``in_types``.
+
+    Returns (block, output treedef, output leaves as names in the block, their types,
+    captures {outer name: inner name})."""
+    with b.sub_block() as blk:
+        args = []
+        for t in in_types:
+            v = b._new_var(t)
+            blk.inputs.append(v.name)
+            args.append(b.symbolic(v))
+        out = fn(args)
+        if convert_outputs is not None:
+            out = convert_outputs(out)
+        leaves, treedef = tree_flatten(out)
+        names = [b.var_of(t) for t in leaves]
+        blk.outputs = names
+        types = [blk.lookup(n).type for n in names]
+    return blk, treedef, names, types
+
+
+def _merge_captures(b, blocks, n_explicit):
+    """Give every block the same inputs: the explicit ones, then the union of all captures.
+
+    Returns the outer names of the captures (in the current block) and their tensors."""
+    order = []
+    for blk in blocks:
+        for name in b.captures.get(blk, {}):
+            if name not in order:
+                order.append(name)
+    tensors = []
+    for name in order:
+        src = None
+        for blk in blocks:
+            found = b.capture_tensors.get(blk, {}).get(name)
+            src = found if found is not None else src
+        tensors.append(src)
+    for blk in blocks:
+        caps = b.captures.setdefault(blk, {})
+        explicit = blk.inputs[:n_explicit]
+        inner = []
+        for name in order:
+            if name not in caps:  # captured by another block only: an unused input here
+                v = b._new_var(b.defined_in_var(name).type, blk)
+                caps[name] = v.name
+            inner.append(caps[name])
+        blk.inputs = explicit + inner
+    outer = [b.resolve(name, tensor=t) for name, t in zip(order, tensors)]
+    tensors = [t if t is not None else b.symbolic(b.block.lookup(n)) for t, n in zip(tensors, outer)]
+    return outer, tensors
+
+
+def _new_outputs(b, types):
+    vs = [b._new_var(t) for t in types]
+    return vs, [b.symbolic(v) for v in vs]
+
+
+# ------------------------------------------------------------------ cond
+def cond(pred, true_fn, false_fn, *operands):
+    """``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)``.
+
+    With a concrete ``pred`` this is a Python ``if``. With a symbolic ``pred`` (inside a program
+    being built) both branches are traced into a ``cond`` op; they must return the same pytree
+    structure with the same dtypes and ranks (dims that differ become unknown).
+
+    Args:
+        pred: a bool scalar (Python bool or one-element tensor).
+        true_fn, false_fn: functions of ``*operands`` returning a pytree of tensors.
+        operands: pytrees of tensors (and Python values, passed through unchanged).
+
+    Returns:
+        The selected branch's result.
+    """
+    if not _is_symbolic(pred):
+        return true_fn(*operands) if pred else false_fn(*operands)
+    return _static_cond(pred, true_fn, false_fn, operands)
+
+
+def _as_pred(pred, what):
+    from .. import ops as d
+    t = pred._var.type
+    if any(s != 1 for s in t.shape):
+        raise ControlFlowError(f"{what}: the predicate must be a scalar (one element), got a tensor of type {t}")
+    if t.ndim:
+        pred = d.reshape(pred, [])
+    if t.dtype != "bool":
+        pred = d.ne(pred, 0)
+    return pred
+
+
+def _static_cond(pred, true_fn, false_fn, operands):
+    b = _builder()
+    pred = _as_pred(pred, "d2s.cond")
+    leaves, treedef = tree_flatten(operands)
+    in_names = [b.var_of(t) for t in leaves]
+    in_types = [b.block.lookup(n).type for n in in_names]
+
+    def branch(fn):
+        return lambda args: fn(*tree_unflatten(treedef, args))
+
+    then_blk, t_tree, _, t_types = _trace_block(b, branch(true_fn), in_types, _tensorize)
+    else_blk, e_tree, _, e_types = _trace_block(b, branch(false_fn), in_types, _tensorize)
+    if t_tree != e_tree or len(t_types) != len(e_types) or not all(
+            _compatible(x, y) for x, y in zip(t_types, e_types)):
+        raise ControlFlowError(
+            "d2s.cond: the branches return different types:\n"
+            f"  true_fn  returns {_fmt_tree(t_tree, t_types)}\n"
+            f"  false_fn returns {_fmt_tree(e_tree, e_types)}\n"
+            "both branches must return the same structure of tensors with the same dtypes and ranks "
+            "(cast one branch, or return the same number of values from both)")
+    out_types = [_widen(x, y) for x, y in zip(t_types, e_types)]
+    cap_names, cap_tensors = _merge_captures(b, [then_blk, else_blk], len(in_names))
+    out_vars, outs = _new_outputs(b, out_types)
+    op = Op("cond", [b.var_of(pred), *in_names, *cap_names], [v.name for v in out_vars],
+            {}, {"then": then_blk, "else": else_blk})
+    b.append_op(op)
+    _record("cond", op, [pred, *[_sym(b, t) for t in leaves], *cap_tensors], outs)
+    return tree_unflatten(t_tree, outs)
+
+
+# ------------------------------------------------------------------ while
+def while_loop(cond_fn, body_fn, loop_vars):
+    """Run ``body_fn`` while ``cond_fn`` holds; returns the final loop vars.
+
+    ``loop_vars`` is a list or tuple of loop vars (each a tensor, Python number or pytree of
+    them): ``cond_fn(*loop_vars)`` returns a bool scalar and ``body_fn(*loop_vars)`` returns
+    the new loop vars, a sequence of the same length and structure (a single value is
+    accepted when there is one loop var). Any other ``loop_vars`` (a tensor, a dict) is passed
+    as one argument: ``cond_fn(loop_vars)``, ``body_fn(loop_vars)``.
+
+    While the condition is a Python value the loop runs in Python (inside a program, that
+    unrolls it); once it is symbolic, a ``while`` op is built. Loop vars whose shapes change
+    from one iteration to the next get unknown dims.
+
+    Returns:
+        The loop vars after the last iteration, with the structure of ``loop_vars``.
+    """
+    packed = isinstance(loop_vars, (list, tuple)) and not hasattr(loop_vars, "_fields")
+    kind = type(loop_vars) if packed else None
+    vals = list(loop_vars) if packed else [loop_vars]
+    call_cond = (lambda v: cond_fn(*v)) if packed else (lambda v: cond_fn(v[0]))
+
+    def call_body(v):
+        out = body_fn(*v) if packed else body_fn(v[0])
+        if not packed:
+            return [out]
+        if len(v) == 1 and not (isinstance(out, (list, tuple)) and len(out) == 1):
+            return [out]
+        if not isinstance(out, (list, tuple)) or len(out) != len(v):
+            raise ControlFlowError(f"d2s.while_loop: body_fn must return {len(v)} loop vars (as a list or "
+                                   f"tuple), got {type(out).__name__}"
+                                   f"{f' of length {len(out)}' if isinstance(out, (list, tuple)) else ''}")
+        return list(out)
+
+    while True:
+        p = _probe(call_cond, vals)
+        if _is_symbolic(p):
+            vals = _static_while(call_cond, call_body, vals)
+            break
+        if not p:
+            break
+        vals = call_body(vals)
+    if not packed:
+        return vals[0]
+    return kind(vals) if kind in (list, tuple) else kind(*vals)
+
+
+def _probe(call_cond, vals):
+    """The loop condition on ``vals``; inside a program it is traced into a throwaway block
+    (when symbolic, the ``while`` op's own condition block recomputes it)."""
+    b = STATE.builder
+    if b is None:
+        return call_cond(vals)
+    with b.sub_block():
+        return call_cond(vals)
+
+
+def _static_while(call_cond, call_body, vals):
+    b = _builder()
+    vals = _tensorize(vals)
+    leaves, treedef = tree_flatten(vals)
+    in_names = [b.var_of(t) for t in leaves]
+    init_types = [b.block.lookup(n).type for n in in_names]
+    types = list(init_types)
+    for _ in range(_MAX_WIDEN):
+        def cond_of(args):
+            return _as_pred_value(call_cond(tree_unflatten(treedef, args)))
+
+        def body_of(args):
+            return _tensorize(call_body(tree_unflatten(treedef, args)), like=tree_unflatten(treedef, args))
+
+        cond_blk, c_tree, _, c_types = _trace_block(b, cond_of, types)
+        body_blk, o_tree, o_names, o_types = _trace_block(b, body_of, types)
+        if o_tree != treedef or len(o_types) != len(types) or not all(
+                _compatible(x, y) for x, y in zip(types, o_types)):
+            raise ControlFlowError(
+                "d2s.while_loop: body_fn must return loop vars of the same structure, dtypes and ranks as "
+                "it takes:\n"
+                f"  loop vars  {_fmt_tree(treedef, types)}\n"
+                f"  body_fn returns {_fmt_tree(o_tree, o_types)}\n"
+                "cast the new values to the loop vars' dtypes (a loop var's shape may change; its dtype "
+                "and rank may not)")
+        if len(c_types) != 1 or c_types[0].dtype != "bool" or c_types[0].ndim != 0:
+            raise ControlFlowError(f"d2s.while_loop: cond_fn must return one bool scalar, got "
+                                   f"{_fmt_tree(c_tree, c_types)}")
+        widened = [_widen(t, o) for t, o in zip(types, o_types)]
+        if widened == types:
+            break
+        types = widened  # a loop var changed shape: rebuild with the changing dims unknown
+    else:
+        raise ControlFlowError(f"d2s.while_loop: the loop vars' types did not settle after {_MAX_WIDEN} "
+                               f"rebuilds of the body ({_fmt_tree(treedef, types)})")
+    cap_names, cap_tensors = _merge_captures(b, [cond_blk, body_blk], len(in_names))
+    out_vars, outs = _new_outputs(b, types)
+    op = Op("while", [*in_names, *cap_names], [v.name for v in out_vars], {},
+            {"cond": cond_blk, "body": body_blk})
+    b.append_op(op)
+    _record("while", op, [*[_sym(b, t) for t in leaves], *cap_tensors], outs)
+    return tree_unflatten(treedef, outs)
+
+
+def _as_pred_value(p):
+    """A condition as one bool scalar tensor (a Python bool becomes a constant)."""
+    from ..tensor import tensor
+    if not isinstance(p, Tensor):
+        p = tensor(bool(p))
+    if p._data is not None:
+        return p if p.dtype == "bool" and p.ndim == 0 else tensor(bool(p))
+    return _as_pred(p, "d2s.while_loop")
+
+
+# ------------------------------------------------------------------ scan
+def scan(fn, init, xs, length=None, reverse=False):
+    """Loop ``fn`` over the leading axis of ``xs``, carrying a value (like ``jax.lax.scan``).
+
+    ``fn(carry, x) -> (new_carry, y)``; returns ``(final_carry, ys)`` with the ``y``s stacked
+    along a new leading axis. ``carry``, ``xs`` and ``y`` may be pytrees of tensors; ``xs``
+    may be None when ``length`` is given. With ``reverse=True`` the steps run from the last
+    element to the first (``ys`` keep the order of ``xs``).
+
+    Eagerly (no symbolic input) this is a Python loop; inside a program it builds one ``scan``
+    op, whatever the length (which may be unknown).
+    """
+    x_leaves, x_tree = tree_flatten(xs)
+    c_leaves, _ = tree_flatten(init)
+    if STATE.builder is not None and (any(_is_symbolic(t) for t in x_leaves + c_leaves)):
+        return _static_scan(fn, init, xs, length, reverse)
+    return _py_scan(fn, init, xs, length, reverse)
+
+
+def _py_scan(fn, init, xs, length, reverse):
+    from .. import ops as d
+    x_leaves, x_tree = tree_flatten(xs)
+    n = _scan_length(x_leaves, length)
+    carry = init
+    ys = [None] * n
+    for t in (range(n - 1, -1, -1) if reverse else range(n)):
+        carry, ys[t] = fn(carry, tree_unflatten(x_tree, [x[t] for x in x_leaves]))
+    if n == 0:
+        # the stacked outputs of no steps: learn their types from one step on zeros
+        from ..autograd.grad_mode import no_grad
+        with no_grad():
+            _, y0 = fn(init, tree_unflatten(x_tree, [d.zeros(list(x.shape[1:]), dtype=x.dtype) for x in x_leaves]))
+        y_leaves, y_tree = tree_flatten(_tensorize(y0))
+        return carry, tree_unflatten(y_tree, [d.zeros([0, *y.shape], dtype=y.dtype) for y in y_leaves])
+    ys = [_tensorize(y) for y in ys]
+    y_tree = tree_flatten(ys[0])[1]
+    cols = list(zip(*[tree_flatten(y)[0] for y in ys]))
+    return carry, tree_unflatten(y_tree, [d.stack(list(c)) for c in cols])
+
+
+def _scan_length(x_leaves, length):
+    lens = {int(x.shape[0]) for x in x_leaves if not isinstance(x.shape[0], Tensor)}
+    if length is not None:
+        lens.add(int(length))
+    if len(lens) > 1:
+        raise ControlFlowError(f"d2s.scan: xs have different leading dims {sorted(lens)} (and length={length})")
+    if not lens:
+        raise ControlFlowError("d2s.scan: give xs (tensors scanned along axis 0) or length")
+    return lens.pop()
+
+
+def _static_scan(fn, init, xs, length, reverse):
+    b = _builder()
+    init = _tensorize(init)
+    c_leaves, c_tree = tree_flatten(init)
+    x_leaves, x_tree = tree_flatten(xs)
+    c_names = [b.var_of(t) for t in c_leaves]
+    x_names = [b.var_of(t) for t in x_leaves]
+    x_types = [b.block.lookup(n).type for n in x_names]
+    for t in x_types:
+        if t.ndim == 0:
+            raise ControlFlowError(f"d2s.scan: every x must have a leading axis to scan over, got a 0-d {t}")
+    lens = {t.shape[0] for t in x_types if t.shape[0] is not None}
+    if length is not None:
+        lens.add(int(length))
+    if len(lens) > 1:
+        raise ControlFlowError(f"d2s.scan: xs have different leading dims {sorted(lens)}")
+    if not x_types and length is None:
+        raise ControlFlowError("d2s.scan: give xs (tensors scanned along axis 0) or length")
+    n = lens.pop() if lens else None
+    slice_types = [TensorType(t.shape[1:], t.dtype) for t in x_types]
+    types = [b.block.lookup(nm).type for nm in c_names]
+    nc = len(types)
+    y_tree = None
+    for _ in range(_MAX_WIDEN):
+        def body_of(args):
+            carry = tree_unflatten(c_tree, args[:nc])
+            out = fn(carry, tree_unflatten(x_tree, args[nc:]))
+            if not isinstance(out, (tuple, list)) or len(out) != 2:
+                raise ControlFlowError("d2s.scan: fn(carry, x) must return a pair (new_carry, y)")
+            return (_tensorize(out[0], like=carry), _tensorize(out[1]))
+
+        blk, o_tree, _, o_types = _trace_block(b, body_of, types + slice_types)
+        c_out_tree = o_tree[1][0]
+        if c_out_tree != c_tree or not all(_compatible(x, y) for x, y in zip(types, o_types[:nc])):
+            raise ControlFlowError(
+                "d2s.scan: fn must return a carry of the same structure, dtypes and ranks as it takes:\n"
+                f"  carry        {_fmt_tree(c_tree, types)}\n"
+                f"  fn returns   {_fmt_tree(c_out_tree, o_types[:nc])}")
+        y_tree = o_tree[1][1]
+        widened = [_widen(t, o) for t, o in zip(types, o_types[:nc])]
+        if widened == types:
+            break
+        types = widened
+    else:
+        raise ControlFlowError(f"d2s.scan: the carry's types did not settle after {_MAX_WIDEN} rebuilds")
+    y_types = [TensorType((n,) + tuple(t.shape), t.dtype) for t in o_types[nc:]]
+    cap_names, cap_tensors = _merge_captures(b, [blk], nc + len(x_names))
+    out_vars, outs = _new_outputs(b, types + y_types)
+    attrs = {"n_carry": nc, "n_xs": len(x_names), "reverse": bool(reverse)}
+    if not x_names:
+        attrs["length"] = int(length)
+    op = Op("scan", [*c_names, *x_names, *cap_names], [v.name for v in out_vars], attrs, {"body": blk})
+    b.append_op(op)
+    _record("scan", op, [*[_sym(b, t) for t in c_leaves], *[_sym(b, t) for t in x_leaves], *cap_tensors], outs)
+    return tree_unflatten(c_tree, outs[:nc]), tree_unflatten(y_tree, outs[nc:])
+
+
+# ------------------------------------------------------------------ replay
+def replay_block(block, values):
+    """Run the ops of IR ``block`` again through ``dispatch.apply`` (and the control-flow
+    builders) on ``values`` for its inputs; returns the tensors of its outputs.
+
+    On symbolic values inside a builder this re-appends the ops (recording autograd nodes
+    where values require grad): static backward and the control-flow gradient rules use it.
+    """
+    env = dict(zip(block.inputs, values))
+    for op in block.ops:
+        outs = replay_op(op, [env[n] for n in op.inputs])
+        env.update(zip(op.outputs, outs))
+    return [env[n] for n in block.outputs]
+
+
+def replay_op(op, args):
+    """The outputs (a list) of IR ``op`` applied again to ``args``."""
+    if op.type == "cond":
+        then_blk, else_blk = op.blocks["then"], op.blocks["else"]
+        out = cond(args[0], lambda *a: tuple(replay_block(then_blk, a)),
+                   lambda *a: tuple(replay_block(else_blk, a)), *args[1:])
+        return list(out)
+    if op.type == "while":
+        n = len(op.outputs)
+        caps = args[n:]
+        cond_blk, body_blk = op.blocks["cond"], op.blocks["body"]
+        return list(while_loop(lambda *c: replay_block(cond_blk, [*c, *caps])[0],
+                               lambda *c: tuple(replay_block(body_blk, [*c, *caps])), tuple(args[:n])))
+    if op.type == "scan":
+        nc, nx = op.attrs["n_carry"], op.attrs["n_xs"]
+        caps = args[nc + nx:]
+        body_blk = op.blocks["body"]
+
+        def step(carry, x):
+            out = replay_block(body_blk, [*carry, *x, *caps])
+            return tuple(out[:nc]), tuple(out[nc:])
+
+        carry, ys = scan(step, tuple(args[:nc]), tuple(args[nc:nc + nx]), length=op.attrs.get("length"),
+                         reverse=op.attrs.get("reverse", False))
+        return list(carry) + list(ys)
+    from ..dispatch import apply
+    out = apply(op.type, *args, **op.attrs)
+    return list(out) if isinstance(out, tuple) else [out]

@@ -1,0 +1,93 @@
+"""Shared checks for the converter's pattern tests: converted vs eager, on concrete tensors
+and through a built program run by the runtime executor."""
+import numpy as np
+
+import d2s
+import d2s_runtime
+from d2s.static.builder import ProgramBuilder
+from d2s.static import InputSpec
+from d2s.transformers import convert_function
+
+
+def _leaves(obj):
+    if isinstance(obj, (list, tuple)):
+        return [x for o in obj for x in _leaves(o)]
+    if isinstance(obj, dict):
+        return [x for k in obj for x in _leaves(obj[k])]
+    return [obj]
+
+
+def _value(x):
+    if isinstance(x, d2s.Tensor):
+        return x.numpy()
+    if x is None or isinstance(x, str):
+        return x
+    return np.asarray(x)
+
+
+def _same(g, e, atol, msg):
+    if e is None or isinstance(e, str):
+        assert g == e, msg
+    else:
+        np.testing.assert_allclose(g, e, atol=atol, err_msg=msg)
+
+
+def build(fn, *args):
+    """(program, symbolic result) of ``fn`` on symbolic versions of the tensor ``args``."""
+    b = ProgramBuilder()
+    with b:
+        sym = []
+        for a in args:
+            if isinstance(a, InputSpec):
+                sym.append(b.add_input(a.shape, str(a.dtype)))
+            elif isinstance(a, d2s.Tensor):
+                sym.append(b.add_input(a.shape, str(a.dtype)))
+            else:
+                sym.append(a)
+        out = fn(*sym)
+        tensors = [t for t in _leaves(out) if isinstance(t, d2s.Tensor)]
+        b.program.outputs = [b.var_of(t) for t in tensors]
+    b.program.block.outputs = list(b.program.outputs)
+    b.program.verify()
+    return b.program, out
+
+
+def run_static(fn, *args, specs=None):
+    """Values of ``fn(*args)`` computed by a built program (leaves in order, Python leaves as is)."""
+    conv = convert_function(fn).fn
+    program, out = build(conv, *(specs or args))
+    arrays = [a.numpy() for a in args if isinstance(a, d2s.Tensor)]
+    results = iter(d2s_runtime.Executor(program).run(*arrays))
+    return [next(results) if isinstance(leaf, d2s.Tensor) else leaf for leaf in _leaves(out)]
+
+
+def check(fn, *input_sets, dynamic=False, static=True, atol=1e-5):
+    """Assert converted ``fn`` equals eager ``fn`` on every input set, run eagerly on concrete
+    tensors and as a program (``dynamic``: tensor inputs get unknown dims)."""
+    conv = convert_function(fn).fn
+    for args in input_sets:
+        if not isinstance(args, tuple):
+            args = (args,)
+        expected = [_value(v) for v in _leaves(fn(*args))]
+        got = [_value(v) for v in _leaves(conv(*args))]
+        assert len(got) == len(expected), (got, expected)
+        for g, e in zip(got, expected):
+            _same(g, e, atol, f"converted (eager) on {args}")
+        if not static:
+            continue
+        specs = None
+        if dynamic:
+            specs = [InputSpec([None] * a.ndim, a.dtype) if isinstance(a, d2s.Tensor) else a for a in args]
+        got = [_value(v) for v in run_static(fn, *args, specs=specs)]
+        assert len(got) == len(expected), (got, expected)
+        for g, e in zip(got, expected):
+            _same(g, e, atol, f"program on {args}")
+
+
+def t(*values, dtype=None):
+    """A tensor from values (a float list unless dtype says otherwise)."""
+    return d2s.tensor(values[0] if len(values) == 1 else list(values), dtype=dtype)
+
+
+def program_of(fn, *args):
+    return build(convert_function(fn).fn, *args)[0]

@@ -1,0 +1,109 @@
+"""The program cache: one program per input signature; InputSpec dynamic dims share one."""
+import numpy as np
+
+import d2s
+from d2s.jit import InputSpec, to_static
+
+
+def _counting(builds):
+    """A function that records each time it runs as Python (i.e. each program build)."""
+    def f(x, k=1):
+        builds.append(tuple(x.shape))
+        return x * k + 1.0
+
+    return f
+
+
+def test_same_signature_reuses_the_program():
+    builds = []
+    sf = to_static(_counting(builds))
+    for _ in range(3):
+        out = sf(d2s.ones(4))
+    np.testing.assert_allclose(out.numpy(), np.full(4, 2.0))
+    assert builds == [(4,)]
+    assert len(sf.programs) == 1
+
+
+def test_new_shape_dtype_or_python_value_builds_a_new_program():
+    builds = []
+    sf = to_static(_counting(builds))
+    sf(d2s.ones(4))
+    sf(d2s.ones(5))
+    sf(d2s.ones(4, dtype="float64"))
+    sf(d2s.ones(4), 3)
+    sf(d2s.ones(4), 3.0)  # 3 and 3.0 are different Python values for the signature
+    sf(d2s.ones(5))
+    assert len(sf.programs) == 5 and len(builds) == 5
+    np.testing.assert_allclose(sf(d2s.ones(4), 3).numpy(), np.full(4, 4.0))
+    assert sf(d2s.ones(4, dtype="float64")).dtype == d2s.float64
+
+
+def test_values_are_recomputed_each_call():
+    def f(x):
+        return x * x
+
+    sf = to_static(f)
+    for v in (1.0, 2.0, -3.0):
+        np.testing.assert_allclose(sf(d2s.full([2], v)).numpy(), [v * v] * 2)
+
+
+def test_input_spec_dynamic_batch_shares_one_program():
+    builds = []
+    sf = to_static(_counting(builds), input_spec=[InputSpec([None, 3])])
+    for n in (1, 2, 7, 2):
+        x = d2s.randn(n, 3)
+        np.testing.assert_allclose(sf(x).numpy(), x.numpy() + 1.0, rtol=1e-6)
+    assert len(sf.programs) == 1 and len(builds) == 1
+    prog = sf.programs[0]
+    assert prog.block.lookup(prog.inputs[0]).type.shape == (None, 3)
+
+
+def test_input_spec_minus_one_and_reductions_over_dynamic_dim():
+    def mean_rows(x):
+        return x.sum(axis=0) / x.shape[0]
+
+    sf = to_static(mean_rows, input_spec=[InputSpec([-1, 2])])
+    for n in (2, 5):
+        x = d2s.randn(n, 2)
+        np.testing.assert_allclose(sf(x).numpy(), x.numpy().mean(0), rtol=1e-5, atol=1e-6)
+    assert len(sf.programs) == 1
+
+
+def test_input_that_does_not_fit_the_spec_gets_its_own_program():
+    sf = to_static(_counting([]), input_spec=[InputSpec([None, 3])])
+    sf(d2s.ones(2, 3))
+    out = sf(d2s.ones(2, 4))  # another inner dim: specialised program, still correct
+    np.testing.assert_allclose(out.numpy(), np.full((2, 4), 2.0))
+    shapes = sorted(str(p.block.lookup(p.inputs[0]).type.shape) for p in sf.programs)
+    assert shapes == ["(2, 4)", "(None, 3)"]
+
+
+def test_get_program_shares_the_cache_with_calls():
+    sf = to_static(_counting([]))
+    p = sf.get_program(d2s.ones(3))
+    sf(d2s.ones(3))
+    assert sf.programs == [p]
+    q = sf.get_program(InputSpec([None]))
+    assert q is not p and len(sf.programs) == 2
+
+
+def test_nested_container_arguments_are_part_of_the_signature():
+    def f(pair, opts):
+        a, b = pair
+        return a * opts["k"] + b
+
+    sf = to_static(f)
+    x, y = d2s.ones(2), d2s.full([2], 3.0)
+    np.testing.assert_allclose(sf((x, y), {"k": 2.0}).numpy(), [5.0, 5.0])
+    np.testing.assert_allclose(sf([x, y], {"k": 2.0}).numpy(), [5.0, 5.0])
+    np.testing.assert_allclose(sf((x, y), {"k": -1.0}).numpy(), [2.0, 2.0])
+    assert len(sf.programs) == 3
+
+
+def test_clear_cache():
+    sf = to_static(_counting([]))
+    sf(d2s.ones(2))
+    sf.clear_cache()
+    assert sf.programs == []
+    sf(d2s.ones(2))
+    assert len(sf.programs) == 1

@@ -1,0 +1,246 @@
+"""StaticFunction: calling convention, outputs, attributes, binding, switches and errors."""
+import traceback
+import warnings
+
+import numpy as np
+import pytest
+
+import d2s
+from d2s.jit import InputSpec, StaticFunction, not_to_static, to_static
+
+from jit_helpers import check
+
+
+def affine(x, w, b):
+    return x @ w + b
+
+
+def test_straight_line_values_and_grads():
+    d2s.manual_seed(0)
+    for n in (1, 3, 5):
+        check(affine, d2s.randn(n, 4), d2s.randn(4, 2), d2s.randn(2))
+
+
+def pytree_out(x, y):
+    s = x + y
+    return {"sum": s, "parts": [x * 2.0, (y - 1.0, "tag")], "n": 3, "none": None}
+
+
+def test_outputs_keep_pytree_structure_and_python_values():
+    d2s.manual_seed(1)
+    sf = check(pytree_out, d2s.randn(3), d2s.randn(3))
+    out = sf(d2s.ones(3), d2s.ones(3))
+    assert set(out) == {"sum", "parts", "n", "none"}
+    assert out["n"] == 3 and out["none"] is None and out["parts"][1][1] == "tag"
+    assert isinstance(out["parts"], list) and isinstance(out["parts"][1], tuple)
+
+
+def test_decorator_bare_and_with_arguments():
+    @to_static
+    def f(x):
+        return x * 3.0
+
+    @to_static(input_spec=[InputSpec([None, 2])])
+    def g(x):
+        return x.sum(axis=1)
+
+    assert isinstance(f, StaticFunction) and isinstance(g, StaticFunction)
+    np.testing.assert_allclose(f(d2s.ones(2)).numpy(), [3.0, 3.0])
+    np.testing.assert_allclose(g(d2s.ones(5, 2)).numpy(), np.full(5, 2.0))
+    assert d2s.to_static is to_static
+
+
+def test_output_grad_fn_is_one_run_program_node():
+    x = d2s.randn(3, requires_grad=True)
+    w = d2s.randn(3, requires_grad=True)
+    def f(a, b):
+        return (a * b).exp().sum(), a - b
+
+    sf = to_static(f)
+    loss, diff = sf(x, w)
+    assert loss.grad_fn.name() == "RunProgramBackward0"
+    assert loss.grad_fn is diff.grad_fn
+    nexts = [n.name() for n, _ in loss.grad_fn.next_functions]
+    assert nexts == ["AccumulateGrad", "AccumulateGrad"]
+    # the node connects to the inputs' own grad nodes when they have history
+    y = x * 2.0
+    out = sf(y, w)[0]
+    assert out.grad_fn.next_functions[0][0] is y.grad_fn
+
+
+def test_no_grad_or_no_requires_grad_gives_plain_outputs():
+    def f(a):
+        return a.tanh()
+
+    sf = to_static(f)
+    assert sf(d2s.randn(3)).grad_fn is None
+    with d2s.no_grad():
+        out = sf(d2s.randn(3, requires_grad=True))
+    assert out.grad_fn is None and not out.requires_grad
+
+
+def test_integer_outputs_carry_no_gradient():
+    def f(a):
+        return a.sum(), a.argmax(), a > 0
+
+    sf = to_static(f)
+    s, i, m = sf(d2s.tensor([1.0, 3.0, -2.0], requires_grad=True))
+    assert s.requires_grad and not i.requires_grad and not m.requires_grad
+    assert i.item() == 1 and m.tolist() == [True, True, False]
+    s.backward()
+
+
+def test_keyword_and_python_arguments():
+    def f(x, scale=1.0, *, shift=0.0, mode="mul"):
+        if mode == "mul":
+            return x * scale + shift
+        return x + scale + shift
+
+    sf = to_static(f)
+    x = d2s.tensor([1.0, 2.0])
+    np.testing.assert_allclose(sf(x, 2.0, shift=1.0).numpy(), [3.0, 5.0])
+    np.testing.assert_allclose(sf(x, scale=3.0).numpy(), [3.0, 6.0])
+    np.testing.assert_allclose(sf(x, 2.0, mode="add").numpy(), [3.0, 4.0])
+    assert len(sf.programs) == 3
+
+
+def test_numpy_array_arguments_are_program_inputs():
+    def f(x):
+        return x * 2.0
+
+    sf = to_static(f)
+    a = np.arange(3, dtype=np.float32)
+    out = sf(a)
+    assert isinstance(out, d2s.Tensor)
+    np.testing.assert_allclose(out.numpy(), a * 2)
+    assert len(sf.programs[0].inputs) == 1
+
+
+def test_eager_code_and_get_program_attributes():
+    sf = to_static(affine)
+    assert sf.eager is affine
+    assert "def affine" in sf.code
+    prog = sf.get_program(InputSpec([None, 4]), InputSpec([4, 2]), InputSpec([2]))
+    assert prog.block.lookup(prog.inputs[0]).type.shape == (None, 4)
+    prog.verify()
+    assert sf.programs == [prog]
+    assert "matmul" in str(prog)
+
+
+def test_get_program_with_input_spec_of_to_static():
+    sf = to_static(affine, input_spec=[InputSpec([None, 4]), InputSpec([4, 3]), InputSpec([3])])
+    prog = sf.get_program()
+    assert [prog.block.lookup(n).type.shape for n in prog.inputs] == [(None, 4), (4, 3), (3,)]
+
+
+def test_bound_method_and_class_decorator():
+    class Scaler:
+        def __init__(self, k):
+            self.k = k
+
+        @to_static
+        def apply(self, x):
+            return x * self.k
+
+        def plain(self, x):
+            return x + self.k
+
+    a, b = Scaler(2.0), Scaler(5.0)
+    x = d2s.ones(2)
+    np.testing.assert_allclose(a.apply(x).numpy(), [2.0, 2.0])
+    np.testing.assert_allclose(b.apply(x).numpy(), [5.0, 5.0])
+    assert a.apply is a.apply  # one bound StaticFunction (and cache) per instance
+    assert len(a.apply.programs) == 1
+    sp = to_static(a.plain)
+    np.testing.assert_allclose(sp(x).numpy(), [3.0, 3.0])
+    assert sp.eager.__self__ is a
+
+
+def test_nested_static_function_is_inlined_into_the_caller():
+    def exp(x):
+        return x.exp()
+
+    inner = to_static(exp)
+
+    @to_static
+    def outer(x):
+        return inner(x) + 1.0
+
+    x = d2s.randn(3)
+    np.testing.assert_allclose(outer(x).numpy(), np.exp(x.numpy()) + 1, rtol=1e-6)
+    assert len(inner.programs) == 0  # ran inside outer's program
+    assert "exp" in str(outer.programs[0])
+
+
+def test_enable_to_static_false_runs_eagerly():
+    def f(x):
+        return x + 1.0
+
+    sf = to_static(f)
+    d2s.jit.enable_to_static(False)
+    try:
+        out = sf(d2s.ones(2))
+        assert len(sf.programs) == 0
+    finally:
+        d2s.jit.enable_to_static(True)
+    np.testing.assert_allclose(out.numpy(), [2.0, 2.0])
+    sf(d2s.ones(2))
+    assert len(sf.programs) == 1
+
+
+def test_not_to_static_leaves_function_alone():
+    @not_to_static
+    def helper(x):
+        return x * 2.0
+
+    assert helper.__d2s_not_to_static__ is True
+    assert to_static(helper) is helper
+
+    @to_static
+    def f(x):
+        return helper(x) + 1.0
+
+    np.testing.assert_allclose(f(d2s.ones(2)).numpy(), [3.0, 3.0])
+
+
+def test_to_static_rejects_non_callables():
+    with pytest.raises(TypeError, match="to_static"):
+        to_static(42)
+
+
+def test_source_unavailable_warns_and_runs_eagerly():
+    ns = {}
+    exec("def f(x):\n    return x * 4.0\n", {}, ns)
+    sf = to_static(ns["f"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = sf(d2s.ones(2))
+    np.testing.assert_allclose(out.numpy(), [4.0, 4.0])
+    assert any("source" in str(w.message) for w in caught)
+    assert sf.programs == []
+
+
+def _raises_in_build(x):
+    y = x * 2.0
+    raise ValueError("boom from user code")  # the line the error must point at
+
+
+def test_errors_while_building_point_at_user_source():
+    sf = to_static(_raises_in_build)
+    with pytest.raises(ValueError, match="boom") as info:
+        sf(d2s.ones(2))
+    text = "".join(traceback.format_exception(info.value))
+    lineno = _raises_in_build.__code__.co_firstlineno + 2
+    assert __file__ in text and f"line {lineno}" in text
+
+
+def _uses_python_bool_of_tensor_outside_conversion(x):
+    return x.numpy()
+
+
+def test_symbolic_value_errors_name_the_user_line():
+    sf = to_static(_uses_python_bool_of_tensor_outside_conversion)
+    with pytest.raises(Exception) as info:
+        sf(d2s.ones(2))
+    assert "return x.numpy()" in str(info.value) or "return x.numpy()" in "".join(
+        traceback.format_exception(info.value))

@@ -1,0 +1,334 @@
+"""Differential testing of ``d2s.jit.to_static`` on random programs.
+
+Hypothesis writes small Python functions AS SOURCE TEXT (to_static converts real source files):
+straight-line tensor arithmetic, if/elif/else on tensor predicates, while loops with tensor
+conditions (bounded by a counter, so they end), ``for`` over ``range(n)`` with a tensor ``n``,
+break / continue, early returns and and/or/not. Each one is written to a temporary module,
+imported, and run eagerly and through ``to_static`` on several inputs (so a cached program also
+meets the paths it was not built on); values must agree (rtol 1e-5) and so must the gradients
+with respect to the float64 inputs.
+"""
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import d2s
+
+VARS = ("a", "b", "c")
+SRC_DIR = tempfile.mkdtemp(prefix="d2s_random_programs_")
+SETTINGS = dict(deadline=None, derandomize=True, print_blob=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+# ---------------------------------------------------------------------- program generator
+class Features:
+    def __init__(self, if_=False, while_=False, for_=False, jumps=False, returns=False, boolops=False):
+        self.if_, self.while_, self.for_ = if_, while_, for_
+        self.jumps, self.returns, self.boolops = jumps, returns, boolops
+
+
+class Gen:
+    """Draws one random function body from ``draw`` (a hypothesis ``st.data().draw``)."""
+
+    def __init__(self, draw, feats):
+        self.draw, self.f = draw, feats
+        self.counter = 0
+        self.stmts_left = 10  # keeps programs (and their trip-count products) small
+
+    def pick(self, seq):
+        return self.draw(st.sampled_from(seq))
+
+    def const(self):
+        return repr(self.pick([0.5, -0.25, 1.5, 2.0, -1.0, 0.1]))
+
+    def fresh(self, stem):
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    def expr(self, depth=0, loop_vars=()):
+        """A float64 tensor expression of shape (3,)."""
+        leaves = list(VARS) + ["x", "y"] + list(loop_vars)
+        if depth >= 2 or self.draw(st.integers(0, 3)) == 0:
+            leaf = self.pick(leaves)
+            if leaf in loop_vars:  # a loop index: an int (eager) or int tensor (static)
+                return f"(x * 0.1 * {leaf})"
+            return leaf
+        kind = self.draw(st.integers(0, 12))
+        e1 = self.expr(depth + 1, loop_vars)
+        if kind <= 3:
+            op = "+-*"[kind % 3]
+            return f"({e1} {op} {self.expr(depth + 1, loop_vars)})"
+        if kind == 4:
+            return f"({e1} / (1.0 + {self.expr(depth + 1, loop_vars)} ** 2))"
+        if kind == 5:
+            fn = self.pick(["tanh", "sin", "cos", "sigmoid", "abs"])
+            return f"d2s.{fn}({e1})"
+        if kind == 6:
+            fn = self.pick(["tanh", "sin", "sigmoid"])
+            return f"{e1}.{fn}()"
+        if kind == 7:
+            red = self.pick(["sum", "mean", "max", "min"])
+            return f"({e1}.{red}() * 0.3 + {self.expr(depth + 1, loop_vars)})"
+        if kind == 8:
+            return f"({e1} * {self.const()})"
+        if kind == 9:
+            e2 = self.expr(depth + 1, loop_vars)
+            return f"d2s.where({e1} > {e2}, {e1}, {e2})"
+        if kind == 10:
+            return f"d2s.maximum({e1}, {self.expr(depth + 1, loop_vars)})"
+        if kind == 11:
+            return self.pick([f"{e1}[::-1]", f"({e1}[0] + {e1})", f"d2s.exp(d2s.tanh({e1}))"])
+        return f"-{e1}"
+
+    def pred(self, depth=0, loop_vars=()):
+        """A tensor-valued predicate (a 0-d bool tensor, or and/or/not of them)."""
+        if self.f.boolops and depth < 2 and self.draw(st.integers(0, 2)) == 0:
+            kind = self.pick(["and", "or", "not"])
+            if kind == "not":
+                return f"not ({self.pred(depth + 1, loop_vars)})"
+            return f"({self.pred(depth + 1, loop_vars)}) {kind} ({self.pred(depth + 1, loop_vars)})"
+        e = self.expr(1, loop_vars)
+        form = self.draw(st.integers(0, 4))
+        if form == 0:
+            return f"{e}.sum() > {self.const()}"
+        if form == 1:
+            return f"{e}.mean() < {self.const()}"
+        if form == 2:
+            return f"{e}[0] > {self.expr(1, loop_vars)}[1]"
+        if form == 3:
+            return f"d2s.max({e}) >= {self.const()}"
+        return f"({e} > 0).any()" if hasattr(d2s.Tensor, "any") else f"{e}.sum() < 0.0"
+
+    def block(self, indent, depth, in_loop, loop_vars, min_len=1):
+        n = self.draw(st.integers(min_len, 3))
+        out = []
+        for _ in range(n):
+            out += self.stmt(indent, depth, in_loop, loop_vars)
+        return out or [indent + "pass"]
+
+    def stmt(self, indent, depth, in_loop, loop_vars):
+        if self.stmts_left <= 0:
+            return []
+        self.stmts_left -= 1
+        kinds = ["assign", "assign", "augassign"]
+        if depth < 2:
+            if self.f.if_:
+                kinds += ["if", "if"]
+            if self.f.while_:
+                kinds += ["while"]
+            if self.f.for_:
+                kinds += ["for"]
+        if in_loop and self.f.jumps:
+            kinds += ["jump", "jump"]
+        if self.f.returns:
+            kinds += ["return"]
+        kind = self.pick(kinds)
+        i = indent
+        if kind == "assign":
+            v = self.pick(VARS)
+            e = self.expr(0, loop_vars)
+            wrap = self.pick(["{}", "d2s.tanh({})", "{} * 0.5"])
+            return [f"{i}{v} = " + wrap.format(e)]
+        if kind == "augassign":
+            v = self.pick(VARS)
+            op = self.pick(["+=", "-=", "*="])
+            e = self.expr(1, loop_vars)
+            return [f"{i}{v} {op} d2s.tanh({e})" if op == "*=" else f"{i}{v} {op} {e} * 0.5"]
+        if kind == "if":
+            lines = [f"{i}if {self.pred(0, loop_vars)}:"] + self.block(i + "    ", depth + 1, in_loop, loop_vars)
+            if self.draw(st.booleans()):
+                lines += [f"{i}elif {self.pred(0, loop_vars)}:"] + self.block(i + "    ", depth + 1, in_loop, loop_vars)
+            if self.draw(st.booleans()):
+                lines += [f"{i}else:"] + self.block(i + "    ", depth + 1, in_loop, loop_vars)
+            return lines
+        if kind == "while":
+            k = self.fresh("k")
+            bound = self.draw(st.integers(1, 4))
+            counter_kind = self.pick(["int", "int", "tensor_n"])
+            if counter_kind == "int":   # a Python counter next to a tensor condition
+                head = [f"{i}{k} = 0", f"{i}while ({self.pred(1, loop_vars)}) and {k} < {bound}:"]
+            else:                        # the tensor argument n bounds the loop
+                head = [f"{i}{k} = 0", f"{i}while {k} < n and ({self.pred(1, loop_vars)}):"]
+            body = [f"{i}    {k} += 1"] + self.block(i + "    ", depth + 1, True, loop_vars)
+            return head + body
+        if kind == "for":
+            j = self.fresh("i")
+            rng = self.pick(["range(n)", "range(n)", f"range({self.draw(st.integers(0, 3))})", "range(1, n + 1)"])
+            return [f"{i}for {j} in {rng}:"] + self.block(i + "    ", depth + 1, True, loop_vars + (j,))
+        if kind == "jump":
+            return [f"{i}if {self.pred(0, loop_vars)}:", f"{i}    {self.pick(['break', 'continue'])}"]
+        # an early return (possibly inside a loop)
+        return [f"{i}if {self.pred(0, loop_vars)}:", f"{i}    return {self.out_expr()}"]
+
+    def out_expr(self):
+        return self.pick(["a + b * c", "a * 0.5 - c", "d2s.tanh(a) + b", "a + b + c + x"])
+
+    def function(self):
+        lines = ["def f(x, y, n):", "    a = x * 1.0", "    b = y + 0.5", "    c = x * y"]
+        lines += self.block("    ", 0, False, (), min_len=1)
+        lines += [f"    return {self.out_expr()}"]
+        return "\n".join(lines) + "\n"
+
+
+@st.composite
+def programs(draw, feats):
+    return Gen(draw, feats).function()
+
+
+# ---------------------------------------------------------------------- running them
+def load(source):
+    """Writes ``source`` to a real file (to_static reads source files) and imports ``f`` from it."""
+    name = "d2s_rp_" + hashlib.sha1(source.encode()).hexdigest()[:16]
+    path = os.path.join(SRC_DIR, name + ".py")
+    with open(path, "w") as fh:
+        fh.write("import d2s\n\n" + source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod.f
+
+
+INPUT_SETS = [
+    (np.array([0.3, -1.2, 0.8]), np.array([1.1, 0.4, -0.7]), 2),
+    (np.array([-0.9, 0.2, -0.4]), np.array([-1.5, 0.9, 0.3]), 0),
+    (np.array([1.4, 0.7, 1.9]), np.array([0.2, -0.3, 1.2]), 3),
+    (np.array([-2.0, -1.1, 0.05]), np.array([0.6, 0.8, -1.9]), 1),
+]
+WEIGHTS = np.array([0.7, -1.3, 0.4])
+
+
+def run(fn, xv, yv, nv, n_as_tensor=True):
+    x = d2s.tensor(xv, requires_grad=True)
+    y = d2s.tensor(yv, requires_grad=True)
+    n = d2s.tensor(nv) if n_as_tensor else nv
+    out = fn(x, y, n)
+    (out * d2s.tensor(WEIGHTS)).sum().backward()
+    grads = [None if t.grad is None else t.grad.numpy().copy() for t in (x, y)]
+    return out.numpy(), grads
+
+
+def check(source, input_sets=INPUT_SETS):
+    fn = load(source)
+    static = d2s.jit.to_static(fn)
+    for xv, yv, nv in input_sets:
+        want, want_g = run(fn, xv, yv, nv)
+        try:
+            got, got_g = run(static, xv, yv, nv)
+        except Exception as e:
+            raise AssertionError(f"to_static failed on inputs x={xv}, n={nv}: {type(e).__name__}: {e}\n"
+                                 f"---- program ----\n{source}") from e
+        msg = f"inputs x={xv}, y={yv}, n={nv}\n---- program ----\n{source}"
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-8, err_msg="value differs: " + msg)
+        for name, g, w in zip("xy", got_g, want_g):
+            if w is None:  # the output does not depend on it: no gradient, or zeros
+                assert g is None or not np.any(g), f"d{name}: eager has no gradient, static {g}\n{msg}"
+                continue
+            assert g is not None, f"d{name}: eager gradient {w}, static none\n{msg}"
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-8, err_msg=f"gradient d{name} differs: " + msg)
+
+
+# ---------------------------------------------------------------------- the tests
+@settings(**SETTINGS, max_examples=25)
+@given(programs(Features()))
+def test_straight_line(src):
+    check(src)
+
+
+@settings(**SETTINGS, max_examples=40)
+@given(programs(Features(if_=True)))
+def test_if_elif_else(src):
+    check(src)
+
+
+@settings(**SETTINGS, max_examples=40)
+@given(programs(Features(if_=True, boolops=True)))
+def test_and_or_not(src):
+    check(src)
+
+
+@settings(**SETTINGS, max_examples=40)
+@given(programs(Features(while_=True, if_=True)))
+def test_while_loops(src):
+    check(src)
+
+
+@settings(**SETTINGS, max_examples=40)
+@given(programs(Features(for_=True, if_=True)))
+def test_for_range_tensor_n(src):
+    check(src)
+
+
+@settings(**SETTINGS, max_examples=40)
+@given(programs(Features(while_=True, for_=True, jumps=True)))
+def test_break_continue(src):
+    check(src)
+
+
+@settings(**SETTINGS, max_examples=40)
+@given(programs(Features(if_=True, returns=True)))
+def test_early_return(src):
+    check(src)
+
+
+@settings(**SETTINGS, max_examples=60)
+@given(programs(Features(if_=True, while_=True, for_=True, jumps=True, returns=True, boolops=True)))
+def test_everything_mixed(src):
+    check(src)
+
+
+# ---------------------------------------------------------------------- fixed regressions
+FIXED = {
+    "python_int_n": """
+def f(x, y, n):
+    a = x * 1.0
+    for i in range(n):
+        a = a + y * i
+    return a
+""",
+    "return_in_loop": """
+def f(x, y, n):
+    a = x * 1.0
+    for i in range(n):
+        if a.sum() > 1.0:
+            return a * 2.0
+        a = a + y
+    return a - 1.0
+""",
+    "while_break_continue": """
+def f(x, y, n):
+    a = x * 1.0
+    k = 0
+    while a.sum() < 5.0 and k < 6:
+        k += 1
+        if a[0] > a[1]:
+            a = a + 0.5
+            continue
+        a = a + y.abs()
+        if a.max() > 2.0:
+            break
+    return a
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIXED))
+def test_fixed_programs(name):
+    check(FIXED[name].lstrip("\n"))
+
+
+def test_python_int_argument_is_a_constant():
+    fn = load(FIXED["python_int_n"].lstrip("\n"))
+    static = d2s.jit.to_static(fn)
+    for xv, yv, nv in INPUT_SETS:
+        want, want_g = run(fn, xv, yv, nv, n_as_tensor=False)
+        got, got_g = run(static, xv, yv, nv, n_as_tensor=False)
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+        np.testing.assert_allclose(got_g[1], want_g[1], rtol=1e-5)
