@@ -26,8 +26,11 @@ def parse_spec(text):
         raise SystemExit(f"d2s: bad --spec {text!r}: write it as DTYPE[DIM,...], e.g. 'float32[?,784]' "
                          "('?' for a dynamic dim, '[]' for a scalar)")
     dtype, dims = m.group(1), m.group(2).strip()
-    shape = [] if not dims else [None if d.strip() in ("?", "-1", "None") else int(d) for d in dims.split(",")]
-    return InputSpec(shape, dtype)
+    try:
+        shape = [] if not dims else [None if d.strip() in ("?", "-1", "None") else int(d) for d in dims.split(",")]
+        return InputSpec(shape, dtype)
+    except (TypeError, ValueError) as e:
+        raise SystemExit(f"d2s: bad --spec {text!r}: {e}") from None
 
 
 def load_target(target):
@@ -97,31 +100,40 @@ def cmd_run(args):
 
     import d2s_runtime
     model = d2s_runtime.load(args.dir)
-    feeds = {}
+    positional, named = [], {}
     for item in args.input or []:
-        if "=" not in item:
-            raise SystemExit(f"d2s: --input takes NAME=FILE.npy, got {item!r}")
-        name, path = item.split("=", 1)
-        feeds[name] = np.load(path, allow_pickle=False)
-    outputs = model.run_named(feeds) if hasattr(model, "run_named") else model(*feeds.values())
-    if not isinstance(outputs, (list, tuple)):
-        outputs = [outputs]
-    for i, out in enumerate(outputs):
+        name, path = item.split("=", 1) if "=" in item else (None, item)
+        try:
+            arr = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"d2s: cannot read input {path!r} as a .npy array: {e}") from None
+        if name is None:
+            positional.append(arr)
+        else:
+            named[name] = arr
+    sig = model.signature
+    outputs = model.run(*sig.bind(positional, named))
+    for name, out in zip(sig.output_names, outputs):
+        out = np.asarray(out)
         if args.out:
             os.makedirs(args.out, exist_ok=True)
-            path = os.path.join(args.out, f"output_{i}.npy")
-            np.save(path, np.asarray(out))
-            print(f"output {i}: shape {tuple(np.shape(out))} {np.asarray(out).dtype} -> {path}")
+            path = os.path.join(args.out, f"{name}.npy")
+            np.save(path, out)
+            print(f"{name}: {out.dtype}{list(out.shape)} -> {path}")
         else:
-            print(f"output {i}: shape {tuple(np.shape(out))} {np.asarray(out).dtype}")
-            print(np.asarray(out))
+            print(f"{name}: {out.dtype}{list(out.shape)}")
+            print(np.array2string(out, threshold=200))
 
 
 def cmd_export_onnx(args):
-    from .onnx import export
+    try:
+        from .onnx import export
+        import onnx  # noqa: F401
+    except ImportError:
+        raise SystemExit("d2s export-onnx: needs the onnx package: pip install 'd2s[onnx]'") from None
     fn = load_target(args.target)
-    export(fn, args.output, _specs(args))
-    print(f"wrote {args.output}")
+    inputs, outputs = export(fn, args.output, _specs(args) or None)
+    print(f"wrote {args.output} (inputs {', '.join(inputs)}; outputs {', '.join(outputs)})")
 
 
 def cmd_demo(args):
@@ -152,7 +164,8 @@ def build_parser():
 
     c = sub.add_parser("run", help="run a saved model directory with the runtime alone")
     c.add_argument("dir", help="directory written by d2s.jit.save")
-    c.add_argument("--input", action="append", metavar="NAME=FILE.npy", help="an input (repeat per input)")
+    c.add_argument("--input", action="append", metavar="[NAME=]FILE.npy",
+                   help="an input, by name or in order (repeat per input)")
     c.add_argument("--out", metavar="DIR", help="write outputs as .npy files to DIR instead of printing")
     c.set_defaults(run=cmd_run)
 
@@ -168,9 +181,32 @@ def build_parser():
     return p
 
 
+def _user_errors():
+    """Errors that are the user's input, not a bug: shown as one line, without a traceback."""
+    from d2s_runtime.saved_model import InputError
+    from d2s_runtime.serialize import FormatError
+    errors = [FormatError, InputError]
+    try:
+        from .transformers import ConversionError
+        errors.append(ConversionError)
+    except ImportError:
+        pass
+    try:
+        from .onnx.export import ExportError
+        errors.append(ExportError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
 def main(argv=None):
+    """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
-    rc = args.run(args)
+    try:
+        rc = args.run(args)
+    except _user_errors() as e:
+        print(f"d2s {args.command}: error: {e}", file=sys.stderr)
+        return 1
     return rc or 0
 
 

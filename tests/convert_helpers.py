@@ -49,6 +49,7 @@ def build(fn, *args):
         b.program.outputs = [b.var_of(t) for t in tensors]
     b.program.block.outputs = list(b.program.outputs)
     b.program.verify()
+    b.program._test_params = {n: t.numpy() for n, t in b.param_tensors.items()}
     return b.program, out
 
 
@@ -57,7 +58,7 @@ def run_static(fn, *args, specs=None):
     conv = convert_function(fn).fn
     program, out = build(conv, *(specs or args))
     arrays = [a.numpy() for a in args if isinstance(a, d2s.Tensor)]
-    results = iter(d2s_runtime.Executor(program).run(*arrays))
+    results = iter(d2s_runtime.Executor(program).run(*arrays, params=program._test_params))
     return [next(results) if isinstance(leaf, d2s.Tensor) else leaf for leaf in _leaves(out)]
 
 
@@ -91,3 +92,30 @@ def t(*values, dtype=None):
 
 def program_of(fn, *args):
     return build(convert_function(fn).fn, *args)[0]
+
+
+def transformed(source, *transformers):
+    """The code of function ``source`` after running only ``transformers`` (classes) over it,
+    re-analyzing names before each, as the pipeline does."""
+    import ast
+    import textwrap
+
+    import gast
+
+    from d2s.transformers import analysis
+    from d2s.transformers.base import Context
+    from d2s.transformers.naming import Namer
+
+    module = gast.parse(textwrap.dedent(source))
+    func = module.body[0]
+    ctx = Context("<test>", Namer(module), func)
+    for cls in transformers:
+        analysis.analyze(module)
+        cls(ctx).transform(func)
+    return ast.unparse(gast.gast_to_ast(func)).strip()
+
+
+def same_code(got, expected):
+    import textwrap
+    norm = lambda s: "\n".join(line.rstrip() for line in textwrap.dedent(s).strip().splitlines() if line.strip())  # noqa: E731
+    assert norm(got) == norm(expected), f"got:\n{got}"

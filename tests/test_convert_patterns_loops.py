@@ -78,7 +78,7 @@ def test_nested_loops_with_tensor_bounds():
 def created_inside_loop(x, n):
     i = 0
     while i < n:
-        last = x * i
+        last = x * float(i)
         i += 1
     return last
 
@@ -90,7 +90,7 @@ def test_variable_created_inside_loop_used_after():
 def for_range_tensor(x, n):
     acc = x * 0
     for i in range(n):
-        acc = acc + x * i
+        acc = acc + x * float(i)
     return acc
 
 
@@ -101,7 +101,7 @@ def test_for_range_tensor_bound():
 def for_range_start_stop_step(x, a, b):
     acc = x * 0
     for i in range(a, b, 2):
-        acc = acc + i
+        acc = acc + float(i)
     return acc
 
 
@@ -112,7 +112,7 @@ def test_for_range_start_stop_step():
 def for_range_negative_step(x, n):
     acc = x * 0
     for i in range(n, 0, -1):
-        acc = acc * 2 + i
+        acc = acc * 2 + float(i)
     return acc
 
 
@@ -146,7 +146,7 @@ def test_for_over_tensor_rows():
 def for_enumerate(m):
     acc = m[0] * 0
     for i, row in enumerate(m):
-        acc = acc + row * i
+        acc = acc + row * float(i)
     return acc
 
 
@@ -157,7 +157,7 @@ def test_for_enumerate_tensor():
 def for_enumerate_start(m):
     acc = m[0] * 0
     for i, row in enumerate(m, 1):
-        acc = acc + row * i
+        acc = acc + row * float(i)
     return acc
 
 
@@ -204,7 +204,7 @@ def test_range_of_static_shape_is_a_python_loop():
 def len_and_range(x):
     acc = x[0] * 0
     for i in range(len(x)):
-        acc = acc + x[i] * i
+        acc = acc + x[i] * float(i)
     return acc
 
 

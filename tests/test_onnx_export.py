@@ -110,6 +110,7 @@ CASES = [
     ("softmax", lambda a: F.softmax(a, axis=-1) + F.log_softmax(a, axis=1), lambda n: [f32(n, 4)]),
     ("reshape", lambda a: a.reshape(-1, 2) * 2, lambda n: [f32(n, 4)]),
     ("reshape_dims", lambda a: d2s.reshape(a, (a.shape[0], 2, -1)), lambda n: [f32(n, 6)]),
+    ("reshape_like", lambda a, b: apply("reshape_like", a, b), lambda n: [f32(n, 6), f32(n, 2, 3)]),
     ("dim", lambda a: a.sum(axis=1) / a.shape[0], lambda n: [f32(n, 3)]),
     ("flatten", lambda a: d2s.flatten(a, 1), lambda n: [f32(n, 2, 3)]),
     ("transpose", lambda a: d2s.transpose(a) + 0, lambda n: [f32(n, 3)]),
@@ -124,7 +125,8 @@ CASES = [
     ("split", lambda a: d2s.split(a, [1, 3], axis=1)[1] * 2, lambda n: [f32(n, 4)]),
     ("getitem_basic", lambda a: a[0] + a[:, 1:3].sum(axis=1).sum() + a[-1, ::2].sum(), lambda n: [f32(n, 5)]),
     ("getitem_neg_step", lambda a: a[::-1, ::-2], lambda n: [f32(n, 5)]),
-    ("getitem_none_ellipsis", lambda a: a[..., None, 1] + a[None, :, 2:4, 0], lambda n: [f32(n, 4, 3)]),
+    ("getitem_none_ellipsis", lambda a: a[..., None, 1] + a[:, None, :, 0] + a[None, :, 2:4, 0].sum(),
+     lambda n: [f32(n, 4, 3)]),
     ("getitem_index_array", lambda a, i: a[i] + a[:, i].sum(), lambda n: [f32(n, 4), np.array([0, 2, 1, 0])]),
     ("getitem_index_matrix", lambda a, i: a[1, i], lambda n: [f32(n, 4), np.array([[0, 3], [1, 1]])]),
     ("getitem_mask", lambda a: a[a > 0], lambda n: [f32(n, 4)]),
@@ -146,8 +148,18 @@ CASES = [
     ("max_pool2d_padded", lambda x: F.max_pool2d(x, 3, stride=2, padding=1), lambda n: [f32(n, 1, 5, 5)]),
     ("creation", lambda a: a + d2s.arange(3) + d2s.eye(3)[0] + d2s.full((3,), 2.0) + d2s.linspace(0, 1, 3),
      lambda n: [f32(n, 3)]),
+    ("tensor_list", lambda a: _tensor_list(a), lambda n: [f32(n, 3)]),
     ("stop_gradient", lambda a: d2s.stop_gradient(a) * 2, lambda n: [f32(n, 3)]),
 ]
+
+
+def _tensor_list(a):
+    lst = apply("list_new", a[0])
+    for k in range(3):
+        lst = apply("list_push", lst, a[k] * k)
+    rest, last = apply("list_pop", lst)
+    got = apply("list_get", lst, d2s.tensor(1))
+    return apply("list_stack", rest) + last + got, apply("list_len", lst)
 
 
 def _setitem(a, idx, v):
@@ -226,3 +238,91 @@ def test_program_params_must_be_given():
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     x = f32(5, 3)
     np.testing.assert_allclose(sess.run(None, {ins[0]: x})[0], x @ w.numpy(), rtol=1e-5)
+
+
+# ------------------------------------------------------------------ control flow
+def _op_types(model):
+    found = []
+
+    def walk(nodes):
+        for n in nodes:
+            found.append(n.op_type)
+            for a in n.attribute:
+                if a.g is not None:
+                    walk(a.g.node)
+    walk(model.graph.node)
+    return found
+
+
+def _export_and_compare(fn, specs, batches):
+    program = build_program(fn, *specs)
+    model, ins, outs = program_to_onnx(program)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    exe = Executor(program)
+    for batch in batches:
+        for w, g in zip(exe.run(*batch), sess.run(outs, dict(zip(ins, batch)))):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    return _op_types(model)
+
+
+def test_cond_becomes_if_and_takes_both_branches():
+    def f(x):
+        return d2s.cond(x.sum() > 0, lambda a: (a * 2, a.sum()), lambda a: (a - 1, a.max()), x)
+
+    types = _export_and_compare(f, [InputSpec([None, 3])], [[f32(2, 3, lo=0.1)], [f32(5, 3, hi=-0.1)]])
+    assert "If" in types
+
+
+def test_nested_cond_inside_while_becomes_if_inside_loop():
+    def f(x, limit):
+        def body(i, v):
+            v = d2s.cond(v.sum() > 0, lambda a: a * 0.5, lambda a: a * 0.25, v)
+            return i + 1, v
+        return d2s.while_loop(lambda i, v: v.abs().max() > limit, body, (d2s.zeros([], dtype="int64"), x))
+
+    batches = [[f32(2, 3, lo=4, hi=20), np.array(1.0, 'float32')], [f32(4, 3, lo=-20, hi=-4), np.array(0.5, 'float32')],
+               [f32(3, 3, lo=-0.1, hi=0.1), np.array(1.0, 'float32')]]  # the last runs zero iterations
+    types = _export_and_compare(f, [InputSpec([None, 3]), InputSpec([])], batches)
+    assert "Loop" in types and "If" in types
+
+
+def test_scan_becomes_loop_forward_and_reverse():
+    w = f32(4, 4) * 0.5
+
+    def f(x):
+        def step(c, xt):
+            c = d2s.tanh(c @ w + xt)
+            return c, c.sum()
+        c, ys = d2s.scan(step, d2s.zeros([4]), x)
+        c2, ys2 = d2s.scan(lambda a, xt: (a + xt, a * xt), d2s.zeros([]), ys, reverse=True)
+        return c, ys, c2, ys2
+
+    types = _export_and_compare(f, [InputSpec([None, 4])], [[f32(5, 4)], [f32(1, 4)]])
+    assert types.count("Loop") == 2
+
+
+def test_to_static_if_and_while_export(tmp_path):
+    path = tmp_path / "cf.py"
+    path.write_text(
+        "import d2s\n"
+        "@d2s.jit.to_static\n"
+        "def f(x):\n"
+        "    if x.mean() > 0:\n"
+        "        x = x * 2\n"
+        "    else:\n"
+        "        x = -x\n"
+        "    s = d2s.zeros([])\n"
+        "    while s < 10:\n"
+        "        s = s + x.abs().sum()\n"
+        "    return x, s\n")
+    from d2s.cli import load_target
+    f = load_target(f"{path}::f")
+    out = str(tmp_path / "cf.onnx")
+    export(f, out, [InputSpec([None, 3], name="x")])
+    model = onnx.load(out)
+    assert {"If", "Loop"} <= set(_op_types(model))
+    sess = ort.InferenceSession(out, providers=["CPUExecutionProvider"])
+    for x in (f32(2, 3, lo=0.5), f32(6, 3, hi=-0.01)):
+        for want, got in zip(f(d2s.tensor(x)), sess.run(None, {"x": x})):
+            np.testing.assert_allclose(got, want.numpy(), rtol=1e-5)

@@ -13,9 +13,8 @@ def convert_len(x):
         if x.ndim == 0:
             raise at_user_line("len() of a 0-d tensor", TypeError)
         return x.shape[0]
-    length = getattr(x, "__d2s_len__", None)  # tensor lists
-    if length is not None:
-        return length()
+    if _is_tensor_array(x):
+        return x.length() if x.data is None or x.data._data is None else builtins.len(x)
     return builtins.len(x)
 
 
@@ -67,3 +66,34 @@ def convert_isinstance(obj, cls):
 
 def convert_abs(x):
     return abs(x) if not isinstance(x, Tensor) else x.abs()
+
+
+def _is_tensor_array(x):
+    from ..static.tensor_array import TensorArray
+    return isinstance(x, TensorArray)
+
+
+def convert_stack(tensors, axis=0):
+    """``d2s.stack`` that also takes a TensorArray (a list appended to in a tensor loop)."""
+    from .. import ops
+    if _is_tensor_array(tensors):
+        out = tensors.stack()
+        if axis != 0:
+            dims = list(range(1, out.ndim))
+            axis = axis % out.ndim
+            dims.insert(axis, 0)
+            out = ops.permute(out, *dims)
+        return out
+    return ops.stack(tensors, axis)
+
+
+def convert_concat(tensors, axis=0):
+    """``d2s.concat`` that also takes a TensorArray."""
+    from .. import ops
+    if _is_tensor_array(tensors):
+        stacked = convert_stack(tensors, axis)
+        axis = axis % (stacked.ndim - 1)
+        shape = list(stacked.shape)
+        merged = shape[:axis] + [-1] + shape[axis + 2:]
+        return ops.reshape(stacked, merged)
+    return ops.concat(tensors, axis)

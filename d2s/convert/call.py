@@ -22,12 +22,19 @@ _BUILTINS = {
     builtins.isinstance: cb.convert_isinstance,
 }
 
+
+def _library_overrides():
+    """d2s functions that must accept a TensorArray where users pass a list."""
+    from .. import ops
+    return {ops.stack: cb.convert_stack, ops.concat: cb.convert_concat}
+
 _LIBRARY_MODULES = {"d2s", "d2s_runtime", "numpy", "cupy", "gast", "functools", "itertools",
                     "builtins", "math", "operator", "collections", "typing", "abc", "copy"}
 _LIBRARY_DIRS = tuple(os.path.abspath(p) + os.sep for p in {
     sysconfig.get_paths().get("stdlib", ""), sysconfig.get_paths().get("purelib", ""),
     sysconfig.get_paths().get("platlib", ""), sys.prefix} if p)
 
+_OVERRIDES = None
 _converted = weakref.WeakKeyDictionary()  # original function -> converted function (or itself)
 
 
@@ -69,6 +76,14 @@ def convert_call(f):
         mapped = _BUILTINS.get(f)
     except TypeError:  # unhashable callable
         mapped = None
+    if mapped is None:
+        global _OVERRIDES
+        if _OVERRIDES is None:
+            _OVERRIDES = _library_overrides()
+        try:
+            mapped = _OVERRIDES.get(f)
+        except TypeError:
+            mapped = None
     if mapped is not None:
         return mapped
     if getattr(f, "__d2s_not_to_static__", False) or getattr(f, "__d2s_converted__", False):

@@ -55,6 +55,9 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=()):
     labels = [f"loop index #{i}" for i in range(n_extra)] + list(names) + \
         [f"attribute #{i}" for i in range(len(comps))]
     init = list(extra_vars) + list(state) + list(comps)
+    lists = [i for i, v in enumerate(init) if type(v) is list and all(isinstance(e, Tensor) for e in v)]
+    if lists:
+        init = _lists_to_tensor_arrays(body, init, lists, n, set_state)
     if any(isinstance(v, Undefined) for v in init):
         init = _fill_undefined(body, init, n, labels, set_state)
     for _ in range(4):
@@ -114,6 +117,37 @@ def _check_carried(labels, init, ins, outs):
     return outs
 
 
+def _lists_to_tensor_arrays(body, init, lists, n, set_state):
+    """Python lists carried by a tensor loop become TensorArrays (``xs.append(v)`` then pushes
+    onto one tensor); an empty list learns its element type from one trial trace of the body."""
+    from ..static.tensor_array import TensorArray
+    out = list(init)
+    need_probe = [i for i in lists if not init[i]]
+    probed = {}
+    if need_probe:
+        b = STATE.builder
+        cf._probing[0] += 1
+        try:
+            with b.sub_block():
+                vals = [list(v) if type(v) is list else _as_loop_value(v) for v in init]
+                if set_state is not None:
+                    set_state(tuple(vals[n:]))
+                res = list(body(tuple(vals[:n])))
+                probed = {i: res[i] for i in need_probe if i < len(res)}
+        finally:
+            cf._probing[0] -= 1
+    for i in lists:
+        v = init[i]
+        elem = v[0] if v else (probed.get(i) or [None])[0]
+        if elem is None or not isinstance(elem, Tensor):
+            continue  # never appended to: stays a Python list
+        ta = TensorArray.like(cf._zeros_like_type(elem) if not v else elem)
+        for e in v:
+            ta.append(e)
+        out[i] = ta
+    return out
+
+
 def _fill_undefined(body, init, n, labels, set_state):
     """Trace the body once into a throwaway block to learn the type of each variable that is
     first bound inside the loop; start it as zeros of that type (read only if the loop runs
@@ -165,7 +199,7 @@ class TensorRange(TensorIterable):
     def length(self):
         from .. import ops
         span = ops.sub(self.stop, self.start)
-        if isinstance(self.step, Tensor) or self.step != 1:
+        if isinstance(self.step, Tensor) or self.step != 1:  # (a Python step is never 0 here)
             step = self.step
             # ceil(span / step) for either sign of step, never negative
             span = ops.floordiv(ops.add(span, ops.sub(step, ops.sign(step))), step)
@@ -173,7 +207,9 @@ class TensorRange(TensorIterable):
 
     def item(self, i):
         from .. import ops
-        return ops.add(self.start, ops.mul(i, self.step)) if not (self.step == 1 and self.start == 0) else i
+        plain = not isinstance(self.step, Tensor) and not isinstance(self.start, Tensor) and \
+            self.step == 1 and self.start == 0
+        return i if plain else ops.add(self.start, ops.mul(i, self.step))
 
 
 class TensorRows(TensorIterable):

@@ -20,6 +20,8 @@ def leaves(obj):
             return (type(o), tuple(walk(x) for x in o))
         if isinstance(o, dict):
             return (dict, tuple(o), tuple(walk(o[k]) for k in o))
+        if hasattr(type(o), "_d2s_children"):  # a pytree node such as TensorArray
+            return (type(o), tuple(walk(c) for c in o._d2s_children()), "node")
         out.append(o)
         return None
 
@@ -34,6 +36,8 @@ def rebuild(skeleton, values):
             return next(it)
         if s[0] is dict:
             return {k: build(c) for k, c in zip(s[1], s[2])}
+        if len(s) == 3:
+            return s[0]._d2s_from_children(tuple(build(c) for c in s[1]))
         return s[0](build(c) for c in s[1])
 
     return build(skeleton)
@@ -55,7 +59,8 @@ def alias(t):
 
 
 def fresh(obj):
-    """``obj`` with containers rebuilt and symbolic tensors aliased (one copy per branch)."""
+    """``obj`` with containers (and TensorArrays) rebuilt and symbolic tensors aliased (one
+    copy per branch)."""
     vals, skel = leaves(obj)
     return rebuild(skel, [alias(v) for v in vals])
 

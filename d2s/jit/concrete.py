@@ -102,48 +102,95 @@ def make_runner(executor, checked=False):
     return runner
 
 
+class TieredProgram:
+    """A program and its prepared executor, optimized once it proves to be reused.
+
+    The first run executes the program as built; the second runs ``d2s.passes.optimize`` on it
+    (when the passes exist) and prepares the optimized program, which every later run uses.
+    A program run once (a one-off shape, a debugging call) never pays for the passes, and the
+    first call of a StaticFunction costs conversion, build and preparation only.
+    """
+
+    def __init__(self, program, device, what, checked=False, optimize=True):
+        self.program = program
+        self.device = device
+        self.what = what
+        self.checked = checked
+        self._pending = optimize
+        self._exec = None
+        self._runner = None
+        self.run = self._first_run
+
+    def _use(self, program):
+        self.program = program
+        self._exec = _executor(program, self.device)
+        self._runner = make_runner(self._exec, self.checked)
+
+    @property
+    def executor(self):
+        if self._exec is None:
+            self._use(self.program)
+            self.run = self._tier_up if self._pending else self._runner
+        return self._exec
+
+    def _first_run(self, arrays, params):
+        self.executor
+        return self._runner(arrays, params)
+
+    def _tier_up(self, arrays, params):
+        self._pending = False
+        optimized = _optimize(self.program, self.what)
+        if optimized is not self.program:
+            self._use(optimized)
+        self.run = self._runner
+        return self._runner(arrays, params)
+
+    def optimize_now(self):
+        """Switch to the optimized program at once (instead of at the second run)."""
+        if self._pending:
+            self._pending = False
+            optimized = _optimize(self.program, self.what)
+            self._use(optimized)
+            self.run = self._runner
+
+
 class ConcreteProgram:
     """The program of one signature, with everything a call needs precomputed.
 
     Attributes:
-        program: the forward :class:`~d2s_runtime.ir.Program` (optimized when passes exist).
+        program: the forward :class:`~d2s_runtime.ir.Program` being run (the built one, then,
+            from the second call on, the optimized one when passes exist).
+        raw_program: the program as built.
         params: ``[(var name, Parameter)]`` the program reads at every call.
         device: ``'cpu'`` or ``'gpu'``.
     """
 
     def __init__(self, program, param_tensors, rebuild, single, retrace, device="cpu", optimize=True):
         self.raw_program = program
-        self.program = _optimize(program, "forward") if optimize else program
-        self.params = [(n, param_tensors[n]) for n in self.program.params]
+        self._tiered = TieredProgram(program, device, "forward", optimize=optimize)
+        self.params = [(n, param_tensors[n]) for n in program.params]
         self.param_tensors = [t for _, t in self.params]
         self.rebuild = rebuild
         self.single = single
         self.retrace = retrace
         self.device = device
-        self._exec = None
-        self._run = None
         self._backward = {}
-        outs = self.program.outputs
-        gb = self.program.block
-        self.out_float = [np.dtype(gb.lookup(n).type.dtype).kind == "f" for n in outs]
-        self.n_inputs = len(self.program.inputs)
+        gb = program.block
+        self.out_float = [np.dtype(gb.lookup(n).type.dtype).kind == "f" for n in program.outputs]
+
+    @property
+    def program(self):
+        return self._tiered.program
 
     @property
     def executor(self):
-        if self._exec is None:
-            self._exec = _executor(self.program, self.device)
-            self._run = make_runner(self._exec)
-        return self._exec
+        return self._tiered.executor
 
     def run(self, leaves):
         """Run the program on tensor arguments ``leaves``; returns the user's output structure."""
-        run = self._run
-        if run is None:
-            self.executor
-            run = self._run
         arrays = [t._data for t in leaves]
         params = [t._data for t in self.param_tensors]
-        outs = run(arrays, params)
+        outs = self._tiered.run(arrays, params)
         tensors = [Tensor._make(o) for o in outs]
         if STATE.grad_enabled:
             for t in leaves:
@@ -223,17 +270,20 @@ class BackwardRunner:
     def __init__(self, entry, in_mask, par_mask):
         self.entry = entry
         self.in_mask, self.par_mask = in_mask, par_mask
-        self.program, self.param_index = _build_backward(entry, in_mask, par_mask)
-        self.program = _optimize(self.program, "backward")
+        program, param_index = _build_backward(entry, in_mask, par_mask)
+        self.param_src = [param_index[n] for n in program.params]
         # checked: output gradients come from the engine, not from a signature-checked call
-        self._run = make_runner(_executor(self.program, entry.device), checked=True)
-        self.param_src = [self.param_index[n] for n in self.program.params]
+        self._tiered = TieredProgram(program, entry.device, "backward", checked=True)
+
+    @property
+    def program(self):
+        return self._tiered.program
 
     def run(self, arrays, params, grads):
         """Gradients for forward input ``arrays``, forward ``params`` (arrays, in the forward
         program's param order) and output gradients ``grads``."""
         bparams = [params[src] if isinstance(src, int) else src._data for src in self.param_src]
-        return self._run(list(arrays) + list(grads), bparams)
+        return self._tiered.run(list(arrays) + list(grads), bparams)
 
 
 def _build_backward(entry, in_mask, par_mask):

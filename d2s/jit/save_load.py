@@ -18,6 +18,7 @@ rules that differentiate a ``to_static`` program.
 """
 import os
 import shutil
+import warnings
 
 import numpy as np
 
@@ -56,7 +57,17 @@ def _exports(obj, input_spec):
         if unknown:
             raise ValueError(f"input_spec names methods {unknown} that are not converted methods of "
                              f"{type(obj).__name__} (converted: {', '.join(methods)})")
-        return [(n, program_and_params(sf, specs.get(n))) for n, sf in methods.items()]
+        default = next(iter(methods))
+        out = []
+        for n, sf in methods.items():
+            if n != default and specs.get(n) is None and sf.input_spec is None and not sf.concrete_programs:
+                # never called and no spec: nothing says what its inputs are
+                warnings.warn(f"d2s.jit.save: method {n!r} of {type(obj).__name__} is not saved: it has no "
+                              f"program yet; call it once, or pass input_spec={{{n!r}: [InputSpec(...)]}}",
+                              UserWarning, stacklevel=3)
+                continue
+            out.append((n, program_and_params(sf, specs.get(n))))
+        return out
     if isinstance(input_spec, dict):
         raise TypeError("input_spec as a dict {method: specs} is for modules; pass a list of InputSpecs")
     name = "forward"
@@ -181,12 +192,13 @@ class LoadedFunction:
         types = [prog.block.lookup(n).type for n in prog.inputs]
         sym = [builder.add_input(t.shape, t.dtype, None, bool(requires_grad and requires_grad[i]))
                for i, t in enumerate(types)]
-        env = dict(zip(prog.inputs, sym))
-        env.update({v: p for v, (_, p) in zip(prog.params, self._params)})
+        from ..static.control_flow import replay_op
         from ..tensor import Tensor
-        env.update({n: Tensor._make(a) for n, a in prog.constants.items()})
-        outs = replay_block(prog.block, env)
-        return sym, [outs[n] for n in prog.outputs]
+        env = {**dict(zip(prog.inputs, sym)), **{v: p for v, (_, p) in zip(prog.params, self._params)},
+               **{n: Tensor._make(a) for n, a in prog.constants.items()}}
+        for op in prog.block.ops:
+            env.update(zip(op.outputs, replay_op(op, [env[n] for n in op.inputs])))
+        return sym, [env[n] for n in prog.outputs]
 
     def __getattr__(self, name):
         if name.startswith("_") or "signature" not in self.__dict__:
@@ -208,22 +220,6 @@ def _to_device(arr, device):
         return arr
     from d2s_runtime.device import get_xp
     return get_xp(device).asarray(arr)
-
-
-def replay_block(block, env):
-    """Run ``block``'s ops through d2s's dispatch on the tensors in ``env`` (var name ->
-    Tensor), so autograd (or an active program builder) sees them; returns ``env``."""
-    from ..dispatch import apply
-    from .replay_control_flow import REPLAY
-    for op in block.ops:
-        ins = [env[n] for n in op.inputs]
-        if op.type in REPLAY:
-            outs = REPLAY[op.type](op, ins)
-        else:
-            outs = apply(op.type, *ins, **op.attrs)
-        outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-        env.update(zip(op.outputs, outs))
-    return env
 
 
 def load(path, device="cpu"):

@@ -5,6 +5,7 @@ Control flow is kept as control flow: ``cond`` becomes ``If``, ``while`` becomes
 Needs the ``onnx`` extra (``pip install 'd2s[onnx]'``).
 """
 from .export import ExportError, program_to_onnx
+from . import control_flow  # noqa: F401  (registers If/Loop lowering and tensor-list converters)
 
 
 def export(obj, path, input_spec=None, params=None):

@@ -259,10 +259,7 @@ def _expand_dims(g, op):
 def _squeeze(g, op):
     axes = op.attrs.get("axes")
     shape = g.shape(op.inputs[0])
-    if axes is None:
-        if None in shape:
-            raise g.unsupported(op, f"squeeze without axes of a tensor with unknown dims {list(shape)}; "
-                                    "name the axes to squeeze")
+    if axes is None:  # the dims the shape rule squeezed: those known to be 1
         axes = [i for i, d in enumerate(shape) if d == 1]
     if not axes:  # ONNX squeezes every 1-sized dim when given no axes
         g.node("Identity", op.inputs, op.outputs)
@@ -475,6 +472,7 @@ def _cropped_to(g, x, like, axis):
     ends = g.tmp()
     g.node("Gather", [shp, g.const(_i64(others))], [ends], axis=0)
     g.node("Slice", [x, g.const(_i64([0] * len(others))), ends, g.const(_i64(others))], [t])
+    g.types[t] = g.types[x].__class__(g.shape(like), g.dtype(x))
     return t
 
 

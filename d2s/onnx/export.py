@@ -170,6 +170,23 @@ def _check_names(names, what):
                           f"with {VAR_PREFIX!r} or '_t'")
 
 
+def _used_names(nodes, out):
+    for n in nodes:
+        out.update(n.input)
+        for a in n.attribute:
+            if a.g is not None:
+                _used_names(a.g.node, out)
+                out.update(o.name for o in a.g.output)
+    return out
+
+
+def _without_unused_constants(nodes, outputs):
+    """``nodes`` less the Constant nodes nothing reads (d2s programs keep literals that passes
+    folded away; onnxruntime would warn about each)."""
+    used = _used_names(nodes, set(outputs))
+    return [n for n in nodes if n.op_type != "Constant" or n.output[0] in used]
+
+
 def program_to_onnx(program, params=None, input_names=None, output_names=None, producer="d2s"):
     """An ``onnx.ModelProto`` for ``program`` (checked by ``onnx.checker``).
 
@@ -212,7 +229,8 @@ def program_to_onnx(program, params=None, input_names=None, output_names=None, p
         g.node("Identity", [var], [user])
         types[user] = types[var]
         graph_outputs.append(g.value_info(user))
-    graph = ex.helper.make_graph(g.nodes, program.name or "d2s_program", graph_inputs, graph_outputs,
+    graph = ex.helper.make_graph(_without_unused_constants(g.nodes, output_names), program.name or "d2s_program",
+                                 graph_inputs, graph_outputs,
                                  initializer=initializers)
     model = ex.helper.make_model(graph, producer_name=producer,
                                  opset_imports=[ex.helper.make_opsetid("", OPSET)])

@@ -5,8 +5,8 @@ backward. A control-flow op's rule replays the op's own sub-blocks (``replay_blo
 leaf tensors inside new sub-blocks and asks the engine for the vector-Jacobian product there:
 
 * ``cond``: a ``cond`` over the two branches' gradients;
-* ``while``: the forward loop runs again, pushing each iteration's carries onto tensor lists
-  (and counting iterations); a backward ``while`` then pops them, one body VJP per iteration,
+* ``while``: the forward loop runs again, pushing each iteration's carries onto stacks
+  (``stack_push``: ragged, so carries may change shape; and counting iterations); a backward ``while`` then pops them, one body VJP per iteration,
   for exactly the recorded trip count;
 * ``scan``: the forward scan runs again, also emitting each step's incoming carry; a reverse
   ``scan`` over those saved carries then runs one body VJP per step.
@@ -19,7 +19,7 @@ from ..dispatch import apply
 from ..tensor import Tensor
 from .control_flow import cond, replay_block, scan, while_loop
 
-nondiff("list_new", "list_len")
+nondiff("list_new", "list_len", "stack_new", "stack_push", "stack_pop")
 
 
 def _is_float(t):
@@ -103,15 +103,20 @@ def _while_grad(ctx, *gs):
     def fwd_cond(*v):
         return replay_block(cond_blk, [*v[:n], *caps])[0]
 
+    # (ragged stacks: a carry's shape may change from one iteration to the next, as a loop
+    # var that grows or a tensor list the loop appends to does)
     def fwd_body(*v):
-        c, stacks, k = v[:n], v[n:2 * n], v[2 * n]
-        pushed = [apply("list_push", s, x) for s, x in zip(stacks, c)]
+        c, stacks, k = v[:n], v[n:3 * n], v[3 * n]
+        pushed = []
+        for i, x in enumerate(c):
+            pushed.extend(apply("stack_push", stacks[2 * i], stacks[2 * i + 1], x))
         return (*replay_block(body_blk, [*c, *caps]), *pushed, k + 1)
 
     zero = d.zeros([], dtype="int64")
-    init = [*carries, *[apply("list_new", c) for c in carries], zero]
-    fwd = while_loop(fwd_cond, fwd_body, tuple(init))
-    stacks, count = list(fwd[n:2 * n]), fwd[2 * n]
+    empty = [t for c in carries for t in apply("stack_new", c)]
+    fwd = while_loop(fwd_cond, fwd_body, (*carries, *empty, zero))
+    stacks, count = list(fwd[n:3 * n]), fwd[3 * n]
+    carry_types = [body_blk.lookup(name).type for name in body_blk.inputs[:n]]
 
     # backward: pop the carries in reverse order, one body VJP per iteration
     n_ct = len(wrt_c)
@@ -120,20 +125,21 @@ def _while_grad(ctx, *gs):
         return k > 0
 
     def bwd_body(k, *v):
-        stk, ct, acc = v[:n], v[n:n + n_ct], v[n + n_ct:]
-        popped = [apply("list_pop", s) for s in stk]
-        c_i = [p[1] for p in popped]
+        stk, ct, acc = v[:2 * n], v[2 * n:2 * n + n_ct], v[2 * n + n_ct:]
+        popped = [apply("stack_pop", stk[2 * i], stk[2 * i + 1], shape=list(carry_types[i].shape))
+                  for i in range(n)]
+        c_i = [p[2] for p in popped]
         cots = [None] * n
         for i, g in zip(wrt_c, ct):
             cots[i] = g
         grads = block_vjp(body_blk, [*c_i, *caps], cots, wrt_c + [n + j for j in wrt_k])
         new_acc = [a + g for a, g in zip(acc, grads[n_ct:])]
-        return (k - 1, *[p[0] for p in popped], *grads[:n_ct], *new_acc)
+        return (k - 1, *[t for p in popped for t in p[:2]], *grads[:n_ct], *new_acc)
 
     ct0 = [d.cast(gs[i], carries[i].dtype) for i in wrt_c]
     acc0 = [d.zeros_like(caps[j]) for j in wrt_k]
     res = while_loop(bwd_cond, bwd_body, (count, *stacks, *ct0, *acc0))
-    ct, acc = res[1 + n:1 + n + n_ct], res[1 + n + n_ct:]
+    ct, acc = res[1 + 2 * n:1 + 2 * n + n_ct], res[1 + 2 * n + n_ct:]
     out = [None] * len(ctx.inputs)
     for i, g in zip(wrt_c, ct):
         out[i] = g if _wants_grad(carries[i]) else None

@@ -77,7 +77,6 @@ def path_of(fn, args):
 def generate_inputs(fn, shapes, seed=0, max_inputs=MAX_INPUTS):
     """Inputs of the given shapes covering distinct control-flow paths of ``fn``: one random
     draw, scaled and shifted several ways; the first input of each new path is kept."""
-    import d2s
     rng = np.random.default_rng(seed)
     specs = [_spec_of(s) for s in shapes]
     base = [rng.standard_normal(shape) for shape, _ in specs]

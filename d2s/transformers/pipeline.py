@@ -126,6 +126,11 @@ def _compile(func_ast, fn, filename):
     """Compile the converted def inside a factory taking the free variable names, so it
     closes over cells like the original; return its code object."""
     freevars = list(fn.__code__.co_freevars)
+    # the def gets a name nobody reads, so a function calling itself by name still reaches the
+    # global (not the factory's local); code names are restored below
+    renamed = ast.FunctionDef(**{**{f: getattr(func_ast, f) for f in func_ast._fields},
+                                 "name": "__d2s_converted"})
+    func_ast = ast.copy_location(renamed, func_ast)
     factory = ast.FunctionDef(
         name="__d2s_factory",
         args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in freevars], vararg=None,
@@ -137,8 +142,9 @@ def _compile(func_ast, fn, filename):
     ast.fix_missing_locations(module)
     code = compile(module, filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    return next(c for c in factory_code.co_consts
-                if isinstance(c, types.CodeType) and c.co_name == func_ast.name)
+    inner = next(c for c in factory_code.co_consts
+                 if isinstance(c, types.CodeType) and c.co_name == func_ast.name)
+    return inner.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)
 
 
 def convert_function(fn):

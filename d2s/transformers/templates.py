@@ -81,6 +81,10 @@ class _Replacer(gast.NodeTransformer):
 def replace(template, **replacements):
     """The statements of ``template`` with placeholders replaced; returns a list of gast stmts."""
     tree = gast.parse(textwrap.dedent(template))
+    for node in gast.walk(tree):  # template lines mean nothing: the caller supplies locations
+        for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+            if hasattr(node, attr):
+                delattr(node, attr)
     out = []
     for stmt in tree.body:
         new = _Replacer(replacements).visit(stmt)

@@ -13,6 +13,8 @@ def expr_reads(node):
     """Names loaded by ``node``; names bound inside a lambda or comprehension are not reads."""
     if node is None:
         return set()
+    if isinstance(node, gast.Name):
+        return {node.id} if isinstance(node.ctx, gast.Load) else set()
     if isinstance(node, _SCOPES):
         inner = set()
         bound = set()

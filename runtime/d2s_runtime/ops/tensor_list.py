@@ -98,3 +98,50 @@ def _stack_infer(lst):
 
 # a copy, not the list itself: an output must never alias a buffer the memory planner may reuse
 defop("list_stack", _stack_infer)(lambda xp, lst: lst.copy())
+
+
+# ------------------------------------------------------------------ ragged stacks
+# The stack a ``while`` gradient keeps: elements of one dtype and rank whose shapes may differ
+# from push to push (loop vars that grow, tensor lists carried by the loop). A stack is two
+# arrays: ``buf``, the flattened elements end to end (1-D), and ``shapes``, one row of dims
+# per element (int64, ``[length, rank]``).
+
+def _stack_new_infer(like):
+    return TensorType((None,), like.dtype), TensorType((None, like.ndim), "int64")
+
+
+@defop("stack_new", _stack_new_infer, n_out=2)
+def _stack_new(xp, like):
+    """An empty ragged stack for elements of ``like``'s dtype and rank."""
+    return xp.zeros((0,), dtype=like.dtype), xp.zeros((0, like.ndim), dtype="int64")
+
+
+def _stack_push_infer(buf, shapes, x):
+    if buf.ndim != 1 or shapes.ndim != 2 or buf.dtype != x.dtype or shapes.shape[1] not in (None, x.ndim):
+        raise ShapeError(f"stack_push: a stack of {buf.dtype} rank-{shapes.shape[1] if shapes.ndim == 2 else '?'} "
+                         f"elements cannot take {x}")
+    return buf, shapes
+
+
+@defop("stack_push", _stack_push_infer, n_out=2)
+def _stack_push(xp, buf, shapes, x):
+    x = xp.asarray(x)
+    row = xp.asarray(x.shape, dtype="int64").reshape(1, x.ndim)
+    return xp.concatenate([buf, x.reshape(-1)]), xp.concatenate([shapes, row])
+
+
+def _stack_pop_infer(buf, shapes, shape, dtype=None):
+    return buf, shapes, TensorType(shape, buf.dtype)
+
+
+@defop("stack_pop", _stack_pop_infer, n_out=3)
+def _stack_pop(xp, buf, shapes, shape, dtype=None):
+    """Pop the last element; ``shape`` (attr) is its static type's shape (None: unknown)."""
+    if shapes.shape[0] == 0:
+        raise IndexError("stack_pop: pop from an empty stack")
+    dims = tuple(int(d) for d in shapes[-1])
+    n = 1
+    for d in dims:
+        n *= d
+    cut = buf.shape[0] - n
+    return buf[:cut], shapes[:-1], buf[cut:].reshape(dims)

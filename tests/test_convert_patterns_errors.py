@@ -1,0 +1,219 @@
+"""Errors from converted code point at the user's original file and line, naming the problem."""
+import traceback
+
+import pytest
+
+import d2s
+from convert_helpers import build, check, t
+from d2s.convert import ConvertError
+from d2s.static import InputSpec
+from d2s.transformers import ConversionError, SourceUnavailable, convert_function
+
+X = t([1.0, 2.0])
+SPEC = InputSpec([2])
+
+
+def _line_of(fn, text):
+    import inspect
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def one_branch_used_after(x):
+    if x.sum() > 0:
+        y = x * 2
+    return y
+
+
+def test_name_defined_in_one_branch_and_used_after():
+    with pytest.raises(ConvertError) as e:
+        build(convert_function(one_branch_used_after).fn, SPEC)
+    msg = str(e.value)
+    assert "'y' is defined only in the true branch" in msg
+    assert f'line {_line_of(one_branch_used_after, "if x.sum() > 0")}' in msg
+    assert __file__ in msg and "if x.sum() > 0:" in msg and "^^^" in msg
+
+
+def one_branch_unused_after(x):
+    if x.sum() > 0:
+        z = x * 2  # noqa: F841
+    return x
+
+
+def test_name_defined_in_one_branch_unused_after_is_fine():
+    check(one_branch_unused_after, X, -X)
+
+
+def different_structures(x):
+    if x.sum() > 0:
+        r = (x, x)
+    else:
+        r = x
+    return r
+
+
+def test_branches_with_different_structures():
+    with pytest.raises(ConvertError, match="'r' has a different structure"):
+        build(convert_function(different_structures).fn, SPEC)
+
+
+def different_dtypes(x):
+    if x.sum() > 0:
+        r = x
+    else:
+        r = d2s.cast(x, "int64")
+    return r
+
+
+def test_branches_with_different_dtypes():
+    with pytest.raises(ConvertError, match="'r' has dtype float32 in the true branch .* int64"):
+        build(convert_function(different_dtypes).fn, SPEC)
+
+
+def returns_different_dtypes(x):
+    if x.sum() > 0:
+        return x
+    return d2s.cast(x, "int64")
+
+
+def test_returns_with_different_dtypes():
+    with pytest.raises(ConvertError, match="dtype"):
+        build(convert_function(returns_different_dtypes).fn, SPEC)
+
+
+def loop_var_changes_dtype(x):
+    while x.sum() < 10:
+        x = d2s.cast(x, "float64") * 2
+    return x
+
+
+def test_loop_variable_changing_dtype():
+    with pytest.raises(ConvertError) as e:
+        build(convert_function(loop_var_changes_dtype).fn, SPEC)
+    assert "loop variable 'x' changes dtype from float32 to float64" in str(e.value)
+    assert f'line {_line_of(loop_var_changes_dtype, "while x.sum()")}' in str(e.value)
+
+
+def generator(x):
+    yield x
+
+
+def test_yield_is_rejected_at_its_line():
+    with pytest.raises(ConversionError) as e:
+        convert_function(generator)
+    assert "`yield`" in str(e.value)
+    assert e.value.lineno == _line_of(generator, "yield x")
+    assert e.value.filename == __file__
+
+
+async def coroutine(x):
+    return x
+
+
+def test_async_is_rejected():
+    with pytest.raises(ConversionError, match="async"):
+        convert_function(coroutine)
+
+
+def try_around_tensor_if(x):
+    try:
+        if x.sum() > 0:
+            x = x + 1
+    except ValueError:
+        pass
+    return x
+
+
+def test_try_around_tensor_control_flow():
+    check(try_around_tensor_if, X, -X, static=False)  # eager: plain Python
+    with pytest.raises(ConvertError, match="`if` inside a `try` block"):
+        build(convert_function(try_around_tensor_if).fn, SPEC)
+
+
+def with_around_tensor_while(x):
+    with d2s.no_grad():
+        while x.sum() < 5:
+            x = x * 2
+    return x
+
+
+def test_with_around_tensor_control_flow():
+    with pytest.raises(ConvertError, match="`while` inside a `with` block"):
+        build(convert_function(with_around_tensor_while).fn, SPEC)
+
+
+COUNTER = 0
+
+
+def global_write(x):
+    global COUNTER
+    if x.sum() > 0:
+        COUNTER = COUNTER + 1
+    return x
+
+
+def test_global_write_under_tensor_if():
+    with pytest.raises(ConvertError, match="global/nonlocal name 'COUNTER'"):
+        build(convert_function(global_write).fn, SPEC)
+
+
+def test_global_write_under_python_if_works():
+    global COUNTER
+    COUNTER = 0
+    convert_function(global_write).fn(X)
+    assert COUNTER == 1
+
+
+def for_else_tensor(m):
+    acc = m[0]
+    for row in m:
+        acc = acc + row
+    else:
+        acc = acc * 2
+    return acc
+
+
+def test_for_else_over_tensor():
+    check(for_else_tensor, t([[1.0, 2.0], [3.0, 4.0]]), static=False)
+    with pytest.raises(ConvertError, match="`else` clause"):
+        build(convert_function(for_else_tensor).fn, InputSpec([2, 2]))
+
+
+def while_else_tensor(x):
+    while x.sum() < 10:
+        x = x * 2
+    else:
+        x = x + 1
+    return x
+
+
+def test_while_else_with_tensor_condition():
+    check(while_else_tensor, X, static=False)
+    with pytest.raises(ConvertError, match="`while ... else`"):
+        build(convert_function(while_else_tensor).fn, SPEC)
+
+
+def test_source_unavailable_for_exec_defined_functions():
+    ns = {}
+    exec("def f(x):\n    return x\n", ns)
+    with pytest.raises(SourceUnavailable):
+        convert_function(ns["f"])
+    with pytest.raises(SourceUnavailable):
+        convert_function(lambda x: x)
+
+
+def fails_inside(x):
+    if x.sum() > 0:
+        y = x * 2
+    else:
+        y = x.no_such_method()
+    return y
+
+
+def test_exceptions_show_the_users_frame_and_line():
+    with pytest.raises(AttributeError) as e:
+        convert_function(fails_inside).fn(-X)
+    frames = traceback.extract_tb(e.value.__traceback__)
+    user = [f for f in frames if f.filename == __file__]
+    assert user[-1].lineno == _line_of(fails_inside, "x.no_such_method()")
+    assert "no_such_method" in user[-1].line
