@@ -57,6 +57,15 @@ def load_target(target):
     return obj
 
 
+def _n_params(fn):
+    import inspect
+    try:
+        return sum(1 for p in inspect.signature(fn).parameters.values()
+                   if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+    except (TypeError, ValueError):
+        return 0
+
+
 def _specs(args):
     return [parse_spec(s) for s in (args.spec or [])]
 
@@ -72,7 +81,11 @@ def cmd_graph(args):
     from .jit import to_static
     fn = load_target(args.target)
     sf = fn if hasattr(fn, "get_program") else to_static(fn)
-    program = sf.get_program(*_specs(args))
+    specs = _specs(args)
+    if not specs and sf.input_spec is None and _n_params(sf.eager):
+        raise SystemExit(f"d2s graph: {args.target} takes arguments; describe each with --spec, e.g. "
+                         "--spec 'float32[?,784]' ('?' marks a dynamic dim)")
+    program = sf.get_program(*specs)
     if args.dot or args.svg:
         dot = program.to_dot()
         if args.dot:

@@ -313,3 +313,20 @@ def test_control_flow_program_serializes_and_reloads(tmp_path):
     x = np.array([3.0, 2.0, 1.0], "float32")
     for a, b in zip(Executor(loaded).run(x), Executor(program).run(x)):
         np.testing.assert_allclose(a, b)
+
+
+def test_tensor_array_gradients_eager_and_static():
+    def fn(x):
+        ta = TensorArray.like(x)
+        ta.append(x * 2.0)
+        ta.append(x * x)
+        return ta.stack().sum() + (ta[0] * 3.0).sum() + (ta.pop() * 5.0).sum()
+
+    x = np.array([1.0, 2.0])
+    want = 2 + 2 * x + 6 + 10 * x  # d/dx of 2x + x^2 + 6x + 5x^2, summed
+    xt = d2s.tensor(x, requires_grad=True)
+    (g,) = d2s.grad(fn(xt), [xt])
+    np.testing.assert_allclose(g.numpy(), want)
+    from d2s.static import gradients
+    grad_program = gradients(build_program(fn, InputSpec([2], "float64"))).verify()
+    np.testing.assert_allclose(Executor(grad_program).run(x, np.array(1.0))[0], want)

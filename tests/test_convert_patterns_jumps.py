@@ -150,3 +150,16 @@ def return_in_for(m):
 
 def test_return_under_tensor_if_inside_for():
     check(return_in_for, t([[1.0, 2.0], [3.0, 4.0]]), t([[1.0, 2.0], [0.0, 1.0]]))
+
+
+def return_in_python_for(x, y):
+    a = x * 1.0
+    for i in range(3):
+        if a.sum() > 1.0:
+            return a * 2.0
+        a = a + y
+    return a - 1.0
+
+
+def test_return_under_tensor_if_inside_unrolled_python_for():
+    check(return_in_python_for, (X, X), (-X, X), (-X * 10, X))

@@ -107,3 +107,39 @@ def test_clear_cache():
     assert sf.programs == []
     sf(d2s.ones(2))
     assert len(sf.programs) == 1
+
+
+def _const_chain(x):
+    return x * 2.0 * 3.0 + 0.0
+
+
+def test_program_is_optimized_from_its_second_call():
+    sf = to_static(_const_chain)
+    x = d2s.tensor([1.0, -2.0])
+    first = sf(x).numpy()
+    built = sf.concrete_programs[0].raw_program
+    second = sf(x).numpy()
+    np.testing.assert_allclose(first, second)
+    np.testing.assert_allclose(second, [6.0, -12.0])
+    assert len(sf.programs[0].block.ops) <= len(built.block.ops)
+    sf.programs[0].verify()
+
+
+def test_a_failing_optimization_pass_keeps_the_built_program(monkeypatch):
+    import warnings
+
+    from d2s.jit import concrete
+
+    def broken(program):
+        raise RuntimeError("pass exploded")
+
+    monkeypatch.setattr(concrete, "_OPTIMIZE", [broken])
+    sf = to_static(_const_chain)
+    x = d2s.tensor([1.0, 2.0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = [sf(x).numpy() for _ in range(3)]
+    assert any("pass exploded" in str(w.message) for w in caught)
+    for o in outs:
+        np.testing.assert_allclose(o, [6.0, 12.0])
+    assert sf.programs[0] is sf.concrete_programs[0].raw_program

@@ -16,14 +16,16 @@ import tempfile
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import d2s
 
 VARS = ("a", "b", "c")
 SRC_DIR = tempfile.mkdtemp(prefix="d2s_random_programs_")
+# No shrinking: a failing program is printed whole, and the suite stays fast even when it fails.
 SETTINGS = dict(deadline=None, derandomize=True, database=None, print_blob=True,
+                phases=[Phase.explicit, Phase.generate],
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -191,8 +193,10 @@ class Gen:
             f"{self.expr(1, loop_vars)}[{self.pick(['1:3', '0:2'])}]" if idx == "0:2" else f"{self.expr(1, loop_vars)}[:-1]"
         if idx == "1:":
             src = f"{self.expr(1, loop_vars)}[:-1]"
-        # a copy first: assigning into a leaf that requires grad is an error
-        return [f"{i}{v} = {v} * 1.0", f"{i}{v}[{idx}] = {src}"]
+        # the value first, then a fresh copy to write into: assigning into a leaf that requires
+        # grad, or into a tensor an earlier op saved for its gradient, is an error (as in torch)
+        tmp = self.fresh("u")
+        return [f"{i}{tmp} = {src}", f"{i}{v} = {v} * 1.0", f"{i}{v}[{idx}] = {tmp}"]
 
     def _helper(self, i, depth, in_loop, loop_vars):
         v = self.pick(VARS)
@@ -277,14 +281,20 @@ def run(fn, xv, yv, nv, n_as_tensor=True):
     y = d2s.tensor(yv, requires_grad=True)
     n = d2s.tensor(nv) if n_as_tensor else nv
     out = fn(x, y, n)
-    (out * d2s.tensor(WEIGHTS)).sum().backward()
+    (out * d2s.tensor(np.resize(WEIGHTS, out.shape))).sum().backward()
     grads = [None if t.grad is None else t.grad.numpy().copy() for t in (x, y)]
     return out.numpy(), grads
 
 
-def check(source, input_sets=INPUT_SETS):
+LONG_INPUT_SETS = [  # length 5: with None dims in input_spec, the same program must serve these
+    (np.array([0.3, -1.2, 0.8, 0.1, -0.6]), np.array([1.1, 0.4, -0.7, 0.2, 0.5]), 2),
+    (np.array([1.4, 0.7, 1.9, -0.3, 0.9]), np.array([0.2, -0.3, 1.2, 0.8, -1.0]), 3),
+]
+
+
+def check(source, input_sets=INPUT_SETS, input_spec=None):
     fn = load(source)
-    static = d2s.jit.to_static(fn)
+    static = d2s.jit.to_static(fn, input_spec=input_spec)
     for xv, yv, nv in input_sets:
         want, want_g = run(fn, xv, yv, nv)
         try:
@@ -345,10 +355,23 @@ def test_early_return(src):
     check(src)
 
 
-@settings(**SETTINGS, max_examples=60)
-@given(programs(Features(if_=True, while_=True, for_=True, jumps=True, returns=True, boolops=True)))
+@settings(**SETTINGS, max_examples=40)
+@given(programs(Features(if_=True, extras=True)))
+def test_ternary_setitem_calls_lists_counters(src):
+    check(src)
+
+
+@settings(**SETTINGS, max_examples=50)
+@given(programs(Features(if_=True, while_=True, for_=True, jumps=True, returns=True, boolops=True, extras=True)))
 def test_everything_mixed(src):
     check(src)
+
+
+@settings(**SETTINGS, max_examples=25)
+@given(programs(Features(if_=True, while_=True, for_=True, jumps=True, returns=True, boolops=True, extras=True)))
+def test_dynamic_shapes_one_program(src):
+    spec = [d2s.jit.InputSpec([None], "float64"), d2s.jit.InputSpec([None], "float64"), d2s.jit.InputSpec([], "int64")]
+    check(src, INPUT_SETS[:2] + LONG_INPUT_SETS, input_spec=spec)
 
 
 # ---------------------------------------------------------------------- fixed regressions

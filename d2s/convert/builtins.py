@@ -21,6 +21,7 @@ def convert_len(x):
 def _cast(x, dtype, pyfn):
     if is_symbolic(x):
         from .. import ops
+        x = x.detach()  # a Python number carries no gradient, so neither does its stand-in
         if x.dtype == dtype:
             return x
         if dtype == "bool":

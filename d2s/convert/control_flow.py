@@ -29,7 +29,8 @@ class _Retry(Exception):
         self.hints = hints
 
 
-def convert_ifelse(pred, true_fn, false_fn, args, names, out_names, get_state=None, set_state=None):
+def convert_ifelse(pred, true_fn, false_fn, args, names, out_names, get_state=None, set_state=None,
+                   fillable=()):
     """``true_fn(*args)`` if ``pred`` else ``false_fn(*args)``; returns the values of ``out_names``.
 
     Args:
@@ -38,9 +39,11 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, out_names, get_state=No
         args: values of ``names`` on entry (possibly ``Undefined``).
         out_names: names of the outputs, for error messages.
         get_state, set_state: read / write attribute targets the branches assign (or None).
+        fillable: outputs that one branch may leave undefined because a flag guards every later
+            read (the result variable of an early return); they get zeros there.
     """
     if is_symbolic(pred):
-        return _static_if(pred, true_fn, false_fn, args, names, out_names, get_state, set_state)
+        return _static_if(pred, true_fn, false_fn, args, names, out_names, get_state, set_state, fillable)
     return _py_if(pred, true_fn, false_fn, args)
 
 
@@ -56,7 +59,7 @@ def convert_ifexp(pred, true_thunk, false_thunk):
     return true_thunk() if pred else false_thunk()
 
 
-def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, set_state=None):
+def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, set_state=None, fillable=()):
     from ..static.control_flow import ControlFlowError, cond
     state0 = get_state() if get_state is not None else ()
     labels = list(out_names) + [f"attribute #{i}" for i in range(len(state0))]
@@ -72,7 +75,7 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
                 out = tuple(fn(*a))
                 st = tuple(get_state()) if get_state is not None else ()
                 vals, skel = leaves(out + st)
-                return _normalize(side, vals, skel, seen, hints, labels, out + st)
+                return _normalize(side, vals, skel, seen, hints, labels, out + st, fillable)
             return run
 
         try:
@@ -122,7 +125,7 @@ def _number_dtype(a, b=None):
     return "int64"
 
 
-def _normalize(side, vals, skel, seen, hints, labels, raw):
+def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=()):
     """The tensors a branch returns to ``cond``; the true branch (traced first) records which
     leaves are tensors and which stay Python values, the false branch checks itself against it."""
     if side == "true":
@@ -142,7 +145,7 @@ def _normalize(side, vals, skel, seen, hints, labels, raw):
             continue
         if t_undef or f_undef:
             other = fv if t_undef else tv
-            if _probing[0] and isinstance(other, Tensor):
+            if (_probing[0] or name in fillable) and isinstance(other, Tensor):
                 if t_undef:
                     new_hints[k] = ("zeros", other)
                 else:

@@ -281,7 +281,8 @@ def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state):
                 # A tensor-dependent break in an unrolled loop: this and every later iteration
                 # run under a cond on the flag instead of stopping the Python loop.
                 state = cf.convert_ifelse(go_on, lambda *s, item=item: body_fn(item, *s),
-                                          lambda *s: s, state, names, names, get_state, set_state)
+                                          lambda *s: s, state, names, names, get_state, set_state,
+                                          fillable=names)
                 continue
             if not go_on:
                 break

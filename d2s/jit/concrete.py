@@ -6,6 +6,9 @@ step is seen by the next call), run the prepared executor, wrap the outputs and 
 returned structure. When grad mode is on and an input or parameter requires grad, the outputs
 get one autograd node, ``RunProgramBackward0``, whose rule runs the program's backward program
 (built lazily, once per program and set of inputs needing grad).
+
+Programs run as built on their first call and optimized (``d2s.passes.optimize``) from their
+second on (``TieredProgram``), so a first call costs conversion, build and preparation only.
 """
 import warnings
 
@@ -150,7 +153,8 @@ class TieredProgram:
         if self._pending:
             self._pending = False
             optimized = _optimize(self.program, self.what)
-            self._use(optimized)
+            if optimized is not self.program or self._exec is None:
+                self._use(optimized)
             self.run = self._runner
 
 
@@ -185,6 +189,12 @@ class ConcreteProgram:
     @property
     def executor(self):
         return self._tiered.executor
+
+    def optimized_program(self):
+        """The optimized program (optimizing now if it has not been run twice yet), e.g. to
+        save or export it."""
+        self._tiered.optimize_now()
+        return self._tiered.program
 
     def run(self, leaves):
         """Run the program on tensor arguments ``leaves``; returns the user's output structure."""

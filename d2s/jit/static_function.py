@@ -175,11 +175,7 @@ class StaticFunction:
         if STATE.hooked or not _ENABLED[0]:
             return self._call_unbuilt(args, kwargs)
         # The fast path: one signature walk, one dict lookup.
-        if self._is_module:
-            head = (self._instance.training,)
-        else:
-            head = ()
-        key, leaves = signature(head, args, kwargs)
+        key, leaves = signature((self._instance.training,) if self._is_module else (), args, kwargs)
         entry = self._cache.by_key.get(key)
         if entry is None:
             if self._conversion.get() is None:
@@ -202,7 +198,9 @@ class StaticFunction:
         return (self._instance.training,) if self._is_module else ()
 
     def _miss(self, key, args, kwargs):
-        entry, gen_key = self._entry(args, kwargs, specs=self._input_spec)
+        """A call whose exact signature is new: find or build the program of its InputSpec
+        signature (the exact one without specs) and remember it under the exact one too."""
+        entry = self._entry(args, kwargs, specs=self._input_spec)[0]
         self._cache.alias(key, entry)
         return entry
 

@@ -4,6 +4,8 @@ import sys
 import traceback
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# d2s's own demo model (``d2s demo``) is user code: errors and warnings point into it
+_USER_FILES = {os.path.join(_PKG, "demo.py")}
 
 
 class SymbolicValueError(TypeError):
@@ -14,7 +16,7 @@ def user_frame():
     """(filename, lineno, line) of the innermost frame outside d2s itself."""
     for fs in reversed(traceback.extract_stack()):
         fn = os.path.abspath(fs.filename)
-        if not fn.startswith(_PKG + os.sep) and "<frozen" not in fn:
+        if (not fn.startswith(_PKG + os.sep) or fn in _USER_FILES) and "<frozen" not in fn:
             return fs.filename, fs.lineno, (fs.line or "").strip()
     return None
 

@@ -12,6 +12,9 @@ class Context:
 
     def __init__(self, filename, namer, root):
         self.filename, self.namer, self.root = filename, namer, root
+        # result variables made by the return pass: a tensor `if` may leave them undefined on
+        # one side (a flag guards every read), so convert_ifelse fills them instead of failing
+        self.retval_names = set()
 
 
 class _Scope:

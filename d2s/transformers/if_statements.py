@@ -32,5 +32,9 @@ class IfStatements(Transformer):
                        names=gc.tuple_([gc.constant(n) for n in outputs]),
                        param_names=gc.tuple_([gc.constant(n) for n in params]),
                        get_state=get_state, set_state=set_state)
+        fillable = [n for n in outputs if n in self.ctx.retval_names]
+        if fillable:
+            call = code[-1].value
+            call.keywords.append(gc.keyword("fillable", gc.tuple_([gc.constant(n) for n in fillable])))
         out = undefined_inits(params, anno) + state_defs + mark_generated(code)
         return copy_location(out, node)

@@ -42,6 +42,7 @@ class ReturnStatements(Transformer):
         if not nested:
             return func
         self.retval = self.new_name("retval")
+        self.ctx.retval_names.add(self.retval)
         self.flag = None
         body = list(func.body)
         if not always_returns(body):

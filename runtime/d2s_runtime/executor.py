@@ -18,6 +18,13 @@ slots to free)`` steps. Control-flow ops get ``RULES[type](ctx, op, input_values
 context whose ``run_block(block, values)`` runs a sub-block (prepared once, cached per Block).
 With ``parallel=True`` independent ops of the global block run concurrently on a thread pool
 (numpy releases the GIL inside BLAS and most ufunc loops).
+
+By default (``mode='auto'``) the prepared program is then also compiled by ``codegen.py`` into
+one Python function (straight-line kernel calls, control flow as native ``if``/``while``/
+``for`` over inlined sub-blocks; see that module, and ``Executor.source`` for the code), which
+``run`` calls instead of the step loop: small-tensor programs with control flow are dominated
+by per-op overhead, which the generated code mostly removes. The step interpreter remains for
+``parallel=True``, for ``mode='interp'``, and for what codegen cannot compile.
 """
 import heapq
 import os
@@ -26,6 +33,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import numpy as np
 
+from . import codegen
 from .device import get_xp
 from .ops import OPS, TensorType
 
@@ -152,10 +160,18 @@ class Executor:
             overrides them per call.
         num_threads: thread-pool size for ``parallel`` (default: the CPU count).
         use_memory_plan: honour ``program.annotations['memory_plan']`` (buffer reuse) if present.
+        mode: ``'auto'`` (compile the program into one Python function, see ``codegen.py``,
+            unless ``parallel``; the interpreter where that is not possible), ``'codegen'``
+            (compile, or raise), or ``'interp'`` (the step interpreter). ``self.mode`` says
+            which one runs.
     """
 
     def __init__(self, program, device="cpu", parallel=False, params=None, num_threads=None,
-                 use_memory_plan=True):
+                 use_memory_plan=True, mode="auto"):
+        if mode not in ("auto", "codegen", "interp"):
+            raise ValueError(f"Executor: mode must be 'auto', 'codegen' or 'interp', got {mode!r}")
+        if mode == "codegen" and parallel:
+            raise ValueError("Executor: parallel=True runs on the step interpreter; use mode='auto' or 'interp'")
         self.program = program
         self.device = device
         self.xp = get_xp(device)
@@ -170,7 +186,9 @@ class Executor:
         if params:
             self.set_params(params)
         feeds = list(program.inputs) + list(program.params) + list(program.constants)
-        self._main = self._prepare(program.block, inputs=feeds, outputs=program.outputs)
+        # codegen inlines sub-blocks; the interpreter prepares one only if a rule runs it
+        self._main = self._prepare(program.block, inputs=feeds, outputs=program.outputs,
+                                   subs=mode == "interp" or parallel)
         n_in, n_par = len(program.inputs), len(program.params)
         self._param_slots = self._main.input_slots[n_in:n_in + n_par]
         self._const_slots = self._main.input_slots[n_in + n_par:]
@@ -182,9 +200,57 @@ class Executor:
         self._pool = None
         if parallel:
             self._pool = ThreadPoolExecutor(max_workers=num_threads or os.cpu_count() or 2)
+        self._n_feeds = len(feeds)
+        self._compiled = None
+        self.mode = "interp"
+        if mode != "interp" and not parallel:
+            self._compile(plan if self._buffer_plan is not None else None, required=mode == "codegen")
+
+    # ------------------------------------------------------------ codegen
+    def _compile(self, memory_plan, required):
+        try:
+            self._compiled = codegen.compile_program(
+                self.program, self.xp, self._ctx, self._rules, topo_order, self._main.order, DIRECT_UFUNCS, UFUNC_OPS,
+                memory_plan=memory_plan)
+        except codegen.CodegenUnsupported:
+            if required:
+                raise
+            return
+        self.mode = "codegen"
+        self._fn = self._compiled.fn
+        # callers holding the prepared plan (d2s.jit's fast runner) run the compiled function too
+        self._run_steps = self._run_steps_compiled
+
+    @property
+    def source(self):
+        """The Python source of the generated function (``None`` in interpreter mode)."""
+        return self._compiled.source if self._compiled is not None else None
+
+    def _call_compiled(self, feeds):
+        try:
+            return self._fn(*feeds)
+        except ExecutionError:
+            raise
+        except Exception as e:
+            raise self._compiled_error(e) from e
+
+    def _run_steps_compiled(self, plan, env):
+        if plan is self._main:
+            return self._call_compiled([env[s] for s in plan.input_slots])
+        return Executor._run_steps(self, plan, env)
+
+    def _compiled_error(self, err):
+        info, frame_locals = self._compiled.locate(err.__traceback__)
+        if info is None:
+            return ExecutionError(f"program execution failed: {type(err).__name__}: {err}")
+        op = info.op
+        shapes = ", ".join(f"{n}:{tuple(getattr(frame_locals.get(loc), 'shape', ()))}"
+                           for n, loc in zip(op.inputs, info.input_locals))
+        return ExecutionError(f"op {op.type!r} (outputs {', '.join(op.outputs)}) failed on inputs {shapes or '()'}: "
+                              f"{type(err).__name__}: {err}")
 
     # ------------------------------------------------------------ preparation
-    def _prepare(self, block, inputs=None, outputs=None):
+    def _prepare(self, block, inputs=None, outputs=None, subs=True):
         plan = self._plans.get(id(block))
         if plan is not None and inputs is None:
             return plan
@@ -241,8 +307,9 @@ class Executor:
                 if rule is None:
                     raise ValueError(f"op {op.type!r} (outputs {op.outputs}) is neither a registered kernel nor a "
                                      "control-flow op with an executor rule")
-                for sub in op.blocks.values():
-                    self._prepare(sub)
+                if subs:
+                    for sub in op.blocks.values():
+                        self._prepare(sub)
                 steps.append(Step(MULTI, self._cf_kernel(rule, op), ins, outs, {}, frees_here))
                 continue
             opdef = OPS[op.type]
@@ -338,23 +405,23 @@ class Executor:
             raise TypeError(f"Executor.run: the program takes {len(prog.inputs)} input(s) "
                             f"({', '.join(f'{n}:{t}' for n, t in zip(prog.inputs, self._input_types))}), "
                             f"got {len(inputs)}")
+        feeds = [self._check_input(k, a) for k, a in enumerate(inputs)]
+        for name in prog.params:
+            v = params.get(name) if params else None
+            if v is None:
+                v = self._default_params.get(name)
+                if v is None:
+                    raise KeyError(f"Executor.run: no value for param {name!r} "
+                                   f"({prog.block.lookup(name).type}); pass params={{'{name}': array}}")
+            else:
+                v = self.xp.asarray(v)
+            feeds.append(v)
+        feeds += self._const_values
+        if self._compiled is not None:
+            return self._call_compiled(feeds)
         plan = self._main
         env = [None] * plan.n_slots
-        slots = plan.input_slots
-        for k, a in enumerate(inputs):
-            env[slots[k]] = self._check_input(k, a)
-        if self._param_slots:
-            for s, name in zip(self._param_slots, prog.params):
-                v = params.get(name) if params else None
-                if v is None:
-                    v = self._default_params.get(name)
-                    if v is None:
-                        raise KeyError(f"Executor.run: no value for param {name!r} "
-                                       f"({prog.block.lookup(name).type}); pass params={{'{name}': array}}")
-                else:
-                    v = self.xp.asarray(v)
-                env[s] = v
-        for s, v in zip(self._const_slots, self._const_values):
+        for s, v in zip(plan.input_slots, feeds):
             env[s] = v
         if self._pool is not None:
             return self._run_parallel(plan, env)

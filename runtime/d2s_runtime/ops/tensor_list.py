@@ -3,7 +3,7 @@
 
 A tensor list is an ordinary array whose leading dim is the list's length: element ``i`` is
 ``L[i]``. So a list is typed ``TensorType((None, *element_shape), dtype)`` (its length is
-known only when the program runs), and every list op is a plain functional primitive:
+known only when the program runs; a new list is typed ``(0, *element_shape)``), and every list op is a plain functional primitive:
 the executor, the passes, serialization and the ONNX exporter need nothing special.
 ``list_push`` copies (O(length)), which keeps the ops pure; the lists d2s builds are short
 stacks of per-iteration values.
@@ -44,7 +44,7 @@ def _need_list(op, lst):
         raise ShapeError(f"{op}: expects a tensor list (an array with a leading length dim), got a 0-d {lst}")
 
 
-@defop("list_new", lambda like: list_type(like))
+@defop("list_new", lambda like: TensorType((0,) + tuple(like.shape), like.dtype))
 def _list_new(xp, like):
     """An empty list of elements shaped like ``like``."""
     return xp.zeros((0,) + tuple(like.shape), dtype=like.dtype)
@@ -107,7 +107,7 @@ defop("list_stack", _stack_infer)(lambda xp, lst: lst.copy())
 # per element (int64, ``[length, rank]``).
 
 def _stack_new_infer(like):
-    return TensorType((None,), like.dtype), TensorType((None, like.ndim), "int64")
+    return TensorType((0,), like.dtype), TensorType((0, like.ndim), "int64")
 
 
 @defop("stack_new", _stack_new_infer, n_out=2)

@@ -1,0 +1,518 @@
+"""The code-generating backend: a Program compiled into ONE Python function.
+
+Like torch.fx's ``GraphModule`` codegen, the executor turns a prepared program into the source
+of a single function whose body is straight-line calls of the op kernels, e.g.::
+
+    def program(v0, v1):
+        v2 = u_multiply(v0, v1)              # a plain ufunc op calls the ufunc directly
+        v3 = k3(xp, v2, **a3)                # any other op calls its registered kernel
+        del v2                               # last-use freeing, as the interpreter does
+        ...
+
+Control flow is native Python over inlined sub-blocks: ``cond`` is an ``if``/``else``,
+``while`` a ``while True:`` loop (its ``cond`` block, ``if not ...: break``, its ``body``
+block, the carries reassigned), ``scan`` a ``for`` over the leading axis. Any other op with
+sub-blocks is run by its ``control_flow.RULES`` entry (the interpreter runs its sub-blocks).
+Small-tensor programs are dominated by per-op overhead, so the generated code also
+
+* keeps 0-d results as numpy scalars and computes on them with Python operators
+  (``v5 = v3 < v4``: numpy's scalar math, ~20x cheaper than a ufunc call on 0-d arrays);
+  0-d constants and inputs get a scalar twin bound once at entry for such uses;
+* calls a few reductions through the array's own method (``v.sum()``) when the attrs make
+  that identical to the kernel;
+* skips ``del`` for values known to be tiny (they would cost more time than they save).
+
+Values are therefore ndarrays or numpy scalars (``device='cpu'``) and always arrays of ``xp``
+(``device='gpu'``); a kernel gets 0-d inputs as arrays, and program outputs are arrays, as
+with the interpreter.
+
+SAFETY. A saved model's program JSON is untrusted input and loading a model must never run
+code, so no text from the program ever reaches the generated source: local names are
+generated here (``v0, v1, ...``), kernels, attrs, constants, ops and rules are handed in as
+values of the function's globals under generated names (``k3``, ``a3``, ``c5``, ``o7``), op
+types are only looked up in the registries (``OPS``, ``RULES``, the tables below) and attrs
+that steer the structure (``scan``'s ``n_carry``, ``n_xs``, ``reverse``) are read as Python
+values, never formatted into the source. The only program-derived source text is therefore
+made of this module's own literals. ``tests/test_codegen.py`` runs a program whose var names
+and attrs hold Python code.
+"""
+import linecache
+from itertools import count
+
+import numpy as np
+
+from .ops import OPS
+
+# Binary ops computed with a Python operator when both operands are 0-d (numpy scalar math);
+# each is the ufunc the op's kernel calls (see executor.DIRECT_UFUNCS), so results are equal.
+INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%",
+         "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+# Full reductions (axes=None, keepdims=False) whose kernel equals the array method, by input
+# dtype kind (reduce_sum accumulates bool/int32 in int64 itself, so only floats here).
+METHOD_REDUCTIONS = {"reduce_sum": ("sum", "f"), "reduce_mean": ("mean", "fiu"),
+                     "reduce_max": ("max", "fiu"), "reduce_min": ("min", "fiu")}
+# Values of at most this many bytes (all dims known) are not ``del``-ed after their last use.
+SMALL_BYTES = 256
+
+_FILE_IDS = count()
+
+
+class CodegenUnsupported(Exception):
+    """The program cannot be compiled into one function (the interpreter runs it instead)."""
+
+
+class LineInfo:
+    """What a generated line runs: the op and the locals holding its inputs (for errors)."""
+
+    __slots__ = ("op", "input_locals")
+
+    def __init__(self, op, input_locals):
+        self.op, self.input_locals = op, input_locals
+
+
+class CompiledProgram:
+    """The generated function of a program: ``fn(*feeds) -> list of outputs``.
+
+    Attributes:
+        fn: the function; ``feeds`` are the program's inputs, params and constants in order.
+        source: its Python source.
+        filename: the pseudo file name its code objects carry (tracebacks show its lines).
+        lines: ``{line number: LineInfo}`` mapping a failing line back to its op.
+    """
+
+    def __init__(self, fn, source, filename, lines):
+        self.fn, self.source, self.filename, self.lines = fn, source, filename, lines
+
+    def locate(self, tb):
+        """``(LineInfo or None, frame locals)`` of the innermost generated frame in ``tb``."""
+        found = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == self.filename:
+                found = tb
+            tb = tb.tb_next
+        if found is None:
+            return None, {}
+        return self.lines.get(found.tb_lineno), found.tb_frame.f_locals
+
+
+def _out_step(ufunc, shape, dtype):
+    """A ufunc writing into a planned dead buffer (see passes/memory_plan.py); the plan is
+    static, but the buffer is checked anyway: writing into a wrong one would corrupt data."""
+    shape = tuple(shape)
+
+    def run(buf, *args):
+        if (type(buf) is not np.ndarray or buf.shape != shape or buf.dtype != dtype
+                or not buf.flags.writeable or buf.base is not None):
+            return np.asarray(ufunc(*args))
+        return ufunc(*args, out=buf)
+
+    return run
+
+
+def _multi(xp):
+    ndarray, asarray = xp.ndarray, xp.asarray
+
+    def multi(results, n):
+        """A multi-output kernel's results as ``n`` arrays (missing ones None, as the interpreter)."""
+        out = [r if type(r) is ndarray else asarray(r) for r in results][:n]
+        return out + [None] * (n - len(out))
+
+    return multi
+
+
+def _scan_length(xs, length):
+    n = int(xs[0].shape[0]) if xs else int(length)
+    for x in xs:
+        if x.shape[0] != n:
+            raise ValueError(f"scan: xs have different leading dims ({n} and {x.shape[0]})")
+    return n
+
+
+def _scan_stack(xp):
+    def stack(col, shape, dtype):
+        """The ``ys`` of a scan stacked along a new leading axis (typed zeros for 0 steps)."""
+        if not col:
+            return xp.zeros((0,) + tuple(d or 0 for d in shape), dtype=dtype)
+        return xp.stack([xp.asarray(y) for y in col])
+
+    return stack
+
+
+def _nbytes(t):
+    if None in t.shape:
+        return None
+    n = 1
+    for d in t.shape:
+        n *= d
+    return n * np.dtype(t.dtype).itemsize
+
+
+class _Codegen:
+    """Builds the source of one program (see the module docstring); ``build()`` compiles it."""
+
+    def __init__(self, program, xp, ctx, rules, topo_order, main_order, direct_ufuncs, ufunc_ops,
+                 memory_plan=None):
+        self.program = program
+        self.xp = xp
+        self.numpy = xp is np
+        self.rules = rules
+        self.topo_order, self.main_order = topo_order, main_order
+        self.direct_ufuncs, self.ufunc_ops = direct_ufuncs, ufunc_ops
+        self.memory_plan = memory_plan
+        self.types = {n: v.type for b in program.blocks for n, v in b.vars.items()}
+        self.g = {"xp": xp, "_nd": xp.ndarray, "_asarray": xp.asarray, "_multi": _multi(xp),
+                  "_ctx": ctx, "_scan_length": _scan_length, "_scan_stack": _scan_stack(xp)}
+        self.body = []      # (indent, text, LineInfo or None)
+        self.entry = []     # lines run once at function entry (constants, scalar twins)
+        self.local = {}     # var name -> local name
+        self.twin = {}      # local -> its scalar twin (0-d constants and feeds)
+        self.twin_src = {}  # feed local -> expression of its scalar twin (bound at entry on demand)
+        self.fixed = set()  # locals never deleted (constants bound at entry)
+        self._n = count()
+        self._k = count()
+
+    # ------------------------------------------------------------ names
+    def fresh(self):
+        return f"v{next(self._n)}"
+
+    def glob(self, prefix, value):
+        name = f"{prefix}{next(self._k)}"
+        self.g[name] = value
+        return name
+
+    def is0d(self, name):
+        t = self.types.get(name)
+        return t is not None and len(t.shape) == 0
+
+    def small(self, name):
+        t = self.types.get(name)
+        nb = _nbytes(t) if t is not None else None
+        return nb is not None and nb <= SMALL_BYTES
+
+    def use(self, name, scalar=False):
+        """The local holding var ``name`` (its scalar twin when ``scalar`` and one exists)."""
+        loc = self.local[name]
+        if not scalar:
+            return loc
+        tw = self.twin.get(loc)
+        if tw is None:
+            if loc not in self.twin_src:
+                return loc
+            tw = self.twin[loc] = loc + "s"
+            self.entry.append(f"{tw} = {self.twin_src[loc]}")
+        return tw
+
+    def use_array(self, name):
+        """``name`` as a kernel argument: 0-d values may be numpy scalars, kernels get arrays."""
+        loc = self.local[name]
+        return f"_asarray({loc})" if self.numpy and self.is0d(name) else loc
+
+    def emit(self, indent, text, info=None):
+        self.body.append((indent, text, info))
+
+    # ------------------------------------------------------------ program
+    def build(self):
+        prog = self.program
+        feeds = list(prog.inputs) + list(prog.params) + list(prog.constants)
+        args = []
+        for name in feeds:
+            loc = self.local[name] = self.fresh()
+            args.append(loc)
+            if self.numpy and self.is0d(name):
+                self.twin_src[loc] = f"{loc}[()]"
+        self.emit_ops(prog.block, self.main_order, 1, owned=set(feeds), keep=set(prog.outputs), main=True)
+        outs = []
+        for name in prog.outputs:
+            loc = self.local[name]
+            # a 0-d output may be a numpy scalar here: the caller gets an array, as always
+            outs.append(f"_asarray({loc})" if self.numpy and self.is0d(name) else loc)
+        self.emit(1, f"return [{', '.join(outs)}]")
+        lines = [f"def program({', '.join(args)}):"]
+        lines += ["    " + t for t in self.entry]
+        info = {}
+        for indent, text, li in self.body:
+            lines.append("    " * indent + text)
+            if li is not None:
+                info[len(lines)] = li
+        source = "\n".join(lines) + "\n"
+        filename = f"<d2s-codegen-{next(_FILE_IDS)}>"
+        try:
+            code = compile(source, filename, "exec")
+        except (SyntaxError, RecursionError, MemoryError) as e:  # e.g. loops nested > 20 deep
+            raise CodegenUnsupported(f"the generated function does not compile: {e}") from e
+        ns = dict(self.g)
+        exec(code, ns)  # noqa: S102 -- the source holds only generated names (module docstring)
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        return CompiledProgram(ns["program"], source, filename, info)
+
+    # ------------------------------------------------------------ blocks
+    def emit_ops(self, block, order, indent, owned, keep, main=False):
+        """Emit ``block.ops`` in ``order``. ``owned``: vars this level may free after their
+        last use; ``keep``: vars read after the block (its outputs)."""
+        ops = [block.ops[i] for i in order]
+        last = {}
+        for pos, op in enumerate(ops):
+            for name in op.inputs:  # sub-blocks read outer values only through op inputs
+                last[name] = pos
+        donors = self.plan_donors(ops, last) if main and self.memory_plan else {}
+        donated = set(donors.values())
+        frees = [[] for _ in ops]
+        for name in owned:
+            if name in last and name not in keep and name not in donated:
+                frees[last[name]].append(name)
+        start = len(self.body)
+        for pos, op in enumerate(ops):
+            self.emit_op(op, indent, donors.get(op.outputs[0]) if donors and len(op.outputs) == 1 else None)
+            dead = list(frees[pos])
+            for o in op.outputs:
+                if o not in last and o not in keep:
+                    dead.append(o)  # never read: dead right after definition
+            donor = donors.get(op.outputs[0]) if donors and len(op.outputs) == 1 else None
+            if donor is not None:
+                dead.append(donor)
+            dels = [self.local[n] for n in dead
+                    if n in self.local and self.local[n] not in self.fixed and not self.small(n)]
+            if dels:
+                self.emit(indent, f"del {', '.join(dict.fromkeys(dels))}")
+        return len(self.body) > start
+
+    def plan_donors(self, ops, last):
+        """``{receiver var: donor var}`` of the memory plan that is safe to honour here."""
+        reuse = self.memory_plan.get("reuse", {})
+        defined = {o for op in ops for o in op.outputs}
+        keep = set(self.program.outputs)
+        pos_of = {o: p for p, op in enumerate(ops) for o in op.outputs}
+        donors, used = {}, set()
+        for pos, op in enumerate(ops):
+            if len(op.outputs) != 1 or op.type not in self.ufunc_ops:
+                continue
+            donor = reuse.get(op.outputs[0])
+            if (not isinstance(donor, str) or donor not in defined or donor in keep or donor in used
+                    or last.get(donor, pos_of.get(donor, pos)) > pos):
+                continue
+            t = self.types.get(op.outputs[0])
+            if t is None or None in t.shape:
+                continue
+            used.add(donor)
+            donors[op.outputs[0]] = donor
+        return donors
+
+    def emit_sub(self, block, in_locals, out_locals, indent, owned_inputs=()):
+        """Inline sub-block ``block`` with its inputs bound to ``in_locals`` (aliases), then
+        assign its outputs to ``out_locals``. ``owned_inputs``: inputs it may free."""
+        for name, loc in zip(block.inputs, in_locals):
+            self.local[name] = loc
+        order, _, _ = self.topo_order(block)
+        owned = {o for op in block.ops for o in op.outputs} | set(owned_inputs)
+        wrote = self.emit_ops(block, order, indent, owned, keep=set(block.outputs))
+        missing = [n for n in block.outputs if n not in self.local]
+        if missing:
+            raise ValueError(f"block output {missing[0]!r} is neither an input of the block nor defined in it")
+        srcs = [self.local[n] for n in block.outputs]
+        pairs = [(d, s) for d, s in zip(out_locals, srcs) if d != s]
+        if pairs:
+            self.emit(indent, f"{', '.join(d for d, _ in pairs)} = {', '.join(s for _, s in pairs)}")
+        elif not wrote:
+            self.emit(indent, "pass")
+
+    # ------------------------------------------------------------ ops
+    def emit_op(self, op, indent, donor=None):
+        info = LineInfo(op, [self.local[n] for n in op.inputs])
+        if op.type == "constant" and not op.inputs and not op.blocks and len(op.outputs) == 1:
+            return self.emit_constant(op)
+        if op.blocks or op.type not in OPS:
+            if op.type == "cond" and self.cond_ok(op):
+                return self.emit_cond(op, indent, info)
+            if op.type == "while" and self.while_ok(op):
+                return self.emit_while(op, indent, info)
+            if op.type == "scan" and self.scan_ok(op):
+                return self.emit_scan(op, indent, info)
+            return self.emit_rule(op, indent, info)
+        outs = [self.fresh() for _ in op.outputs]
+        for o, loc in zip(op.outputs, outs):
+            self.local[o] = loc
+        opdef = OPS[op.type]
+        if opdef.n_out != 1 or len(outs) != 1:
+            call = self.kernel_call(op, opdef)
+            return self.emit(indent, f"{', '.join(outs)}, = _multi({call}, {len(outs)})", info)
+        out = outs[0]
+        ufunc = self.direct_ufuncs.get(op.type)
+        if ufunc is not None and not op.attrs and len(op.inputs) in (1, 2) and hasattr(self.xp, ufunc):
+            if donor is not None:
+                fn = self.glob("o", _out_step(getattr(np, self.ufunc_ops[op.type]), self.types[op.outputs[0]].shape,
+                                              np.dtype(self.types[op.outputs[0]].dtype)))
+                args = ", ".join(self.local[n] for n in op.inputs)
+                return self.emit(indent, f"{out} = {fn}({self.local[donor]}, {args})", info)
+            if self.numpy and all(self.is0d(n) for n in op.inputs):
+                a = [self.use(n, scalar=True) for n in op.inputs]
+                if len(a) == 2 and op.type in INFIX:
+                    return self.emit(indent, f"{out} = {a[0]} {INFIX[op.type]} {a[1]}", info)
+                if len(a) == 1 and op.type == "neg":
+                    return self.emit(indent, f"{out} = -{a[0]}", info)
+            fn = self.g_ufunc(ufunc)
+            args = ", ".join(self.local[n] for n in op.inputs)
+            return self.emit(indent, f"{out} = {fn}({args})", info)
+        method = self.method_reduction(op)
+        if method is not None:
+            return self.emit(indent, f"{out} = {self.local[op.inputs[0]]}.{method}()", info)
+        self.emit(indent, f"{out} = {self.kernel_call(op, opdef)}", info)
+        # kernels may return non-arrays (Python or numpy scalars): wrap, as the interpreter does
+        self.emit(indent, f"if type({out}) is not _nd: {out} = _asarray({out})", info)
+
+    def g_ufunc(self, name):
+        key = "u_" + name  # a fixed prefix plus a name from this runtime's own table
+        if key not in self.g:
+            self.g[key] = getattr(self.xp, name)
+        return key
+
+    def kernel_call(self, op, opdef):
+        k = self.glob("k", opdef.kernel)
+        args = ", ".join(["xp"] + [self.use_array(n) for n in op.inputs])
+        if op.attrs:
+            args += f", **{self.glob('a', dict(op.attrs))}"
+        return f"{k}({args})"
+
+    def method_reduction(self, op):
+        spec = METHOD_REDUCTIONS.get(op.type)
+        if spec is None or len(op.inputs) != 1 or set(op.attrs) - {"axes", "keepdims"}:
+            return None
+        if op.attrs.get("axes") is not None or op.attrs.get("keepdims", False) is not False:
+            return None
+        t = self.types.get(op.inputs[0])
+        if t is None or len(t.shape) == 0 or np.dtype(t.dtype).kind not in spec[1]:
+            return None
+        return spec[0]
+
+    def emit_constant(self, op):
+        # literals are made once, here, and read from the function's globals (kernels never
+        # write into their inputs, and the memory plan never donates a literal)
+        value = self.xp.asarray(OPS["constant"].kernel(self.xp, **op.attrs))
+        loc = self.local[op.outputs[0]] = self.glob("c", value)
+        self.fixed.add(loc)
+        if self.numpy and value.ndim == 0:
+            self.twin[loc] = self.glob("c", value[()])
+
+    def emit_rule(self, op, indent, info):
+        rule = self.rules.get(op.type)
+        if rule is None:
+            raise CodegenUnsupported(f"op {op.type!r} has neither a kernel nor a control-flow rule")
+        outs = [self.fresh() for _ in op.outputs]
+        for o, loc in zip(op.outputs, outs):
+            self.local[o] = loc
+        r, o = self.glob("r", rule), self.glob("o", op)
+        args = ", ".join(self.use_array(n) for n in op.inputs)
+        call = f"{r}(_ctx, {o}, [{args}])"
+        if outs:
+            self.emit(indent, f"{', '.join(outs)}, = _multi({call}, {len(outs)})", info)
+        else:
+            self.emit(indent, call, info)
+
+    # cond -----------------------------------------------------------------
+    def cond_ok(self, op):
+        b = op.blocks
+        return (set(b) == {"then", "else"} and len(op.inputs) >= 1
+                and all(len(b[k].inputs) == len(op.inputs) - 1 and len(b[k].outputs) == len(op.outputs)
+                        for k in ("then", "else")))
+
+    def emit_cond(self, op, indent, info):
+        ins = [self.local[n] for n in op.inputs[1:]]
+        outs = [self.fresh() for _ in op.outputs]
+        self.emit(indent, f"if {self.local[op.inputs[0]]}:", info)
+        self.emit_sub(op.blocks["then"], ins, outs, indent + 1)
+        self.emit(indent, "else:", info)
+        self.emit_sub(op.blocks["else"], ins, outs, indent + 1)
+        for o, loc in zip(op.outputs, outs):
+            self.local[o] = loc
+
+    # while ----------------------------------------------------------------
+    def while_ok(self, op):
+        b, n = op.blocks, len(op.outputs)
+        return (set(b) == {"cond", "body"} and len(op.inputs) >= n
+                and len(b["cond"].inputs) == len(op.inputs) == len(b["body"].inputs)
+                and len(b["cond"].outputs) == 1 and len(b["body"].outputs) == n)
+
+    def emit_while(self, op, indent, info):
+        n = len(op.outputs)
+        cond_blk, body_blk = op.blocks["cond"], op.blocks["body"]
+        carries = [self.fresh() for _ in range(n)]
+        caps = [self.local[x] for x in op.inputs[n:]]
+        # 0-d carries start from a constant's scalar twin when there is one (scalar math)
+        inits = [self.use(x, scalar=self.is0d(x)) for x in op.inputs[:n]]
+        if carries:
+            self.emit(indent, f"{', '.join(carries)} = {', '.join(inits)}", info)
+        self.emit(indent, "while True:", info)
+        flag = self.fresh()
+        self.emit_sub(cond_blk, carries + caps, [flag], indent + 1)
+        self.emit(indent + 1, f"if not {flag}: break", info)
+        self.emit_sub(body_blk, carries + caps, carries, indent + 1, owned_inputs=body_blk.inputs[:n])
+        for o, loc in zip(op.outputs, carries):
+            self.local[o] = loc
+
+    # scan -----------------------------------------------------------------
+    def scan_ok(self, op):
+        a, b = op.attrs, op.blocks
+        nc, nx = a.get("n_carry"), a.get("n_xs")
+        if set(b) != {"body"} or type(nc) is not int or type(nx) is not int or nc < 0 or nx < 0:
+            return False
+        if nx == 0 and type(a.get("length")) is not int:
+            return False
+        body = b["body"]
+        return (len(op.inputs) >= nc + nx and len(body.inputs) == len(op.inputs)
+                and len(body.outputs) == len(op.outputs) >= nc)
+
+    def emit_scan(self, op, indent, info):
+        a = op.attrs
+        nc, nx = a["n_carry"], a["n_xs"]
+        body = op.blocks["body"]
+        ny = len(op.outputs) - nc
+        carries = [self.fresh() for _ in range(nc)]
+        xs = [self.local[x] for x in op.inputs[nc:nc + nx]]
+        caps = [self.local[x] for x in op.inputs[nc + nx:]]
+        if carries:
+            inits = [self.use(x, scalar=self.is0d(x)) for x in op.inputs[:nc]]
+            self.emit(indent, f"{', '.join(carries)} = {', '.join(inits)}", info)
+        n, t = self.fresh(), self.fresh()
+        length = self.glob("c", a.get("length", 0))
+        self.emit(indent, f"{n} = _scan_length([{', '.join(xs)}], {length})", info)
+        cols = [self.fresh() for _ in range(ny)]
+        for c in cols:
+            self.emit(indent, f"{c} = [None] * {n}", info)
+        rng = f"range({n} - 1, -1, -1)" if a.get("reverse") else f"range({n})"
+        self.emit(indent, f"for {t} in {rng}:", info)
+        slices = [self.fresh() for _ in range(nx)]
+        for s, x in zip(slices, xs):
+            self.emit(indent + 1, f"{s} = {x}[{t}]", info)
+        outs = [self.fresh() for _ in range(ny)]
+        self.emit_sub(body, carries + slices + caps, carries + outs, indent + 1,
+                      owned_inputs=body.inputs[:nc + nx])
+        for c, y in zip(cols, outs):
+            self.emit(indent + 1, f"{c}[{t}] = {y}", info)
+        ys = []
+        for j, c in enumerate(cols):
+            yt = self.types[body.outputs[nc + j]]
+            y = self.fresh()
+            shape, dtype = self.glob("c", tuple(yt.shape)), self.glob("c", yt.dtype)
+            self.emit(indent, f"{y} = _scan_stack({c}, {shape}, {dtype})", info)
+            ys.append(y)
+        if cols:
+            self.emit(indent, f"del {', '.join(cols)}")
+        for o, loc in zip(op.outputs, carries + ys):
+            self.local[o] = loc
+
+
+def compile_program(program, xp, ctx, rules, topo_order, main_order, direct_ufuncs, ufunc_ops,
+                    memory_plan=None):
+    """Compile ``program`` into a :class:`CompiledProgram` (raises CodegenUnsupported).
+
+    Args:
+        program: the Program; xp: the array namespace; ctx: the ExecContext fallback rules get.
+        rules: ``control_flow.RULES``; topo_order: ``executor.topo_order`` (sub-block order).
+        main_order: the global block's op order (feeds: inputs, params, constants).
+        direct_ufuncs, ufunc_ops: the executor's tables of ops that are plain ufunc calls.
+        memory_plan: the ``memory_plan`` annotation to honour (numpy only), or None.
+    """
+    try:
+        return _Codegen(program, xp, ctx, rules, topo_order, main_order, direct_ufuncs, ufunc_ops,
+                        memory_plan).build()
+    except RecursionError as e:  # sub-blocks nested too deep for the emitter itself
+        raise CodegenUnsupported(f"the program nests too deep to compile: {e}") from e
