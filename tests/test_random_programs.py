@@ -313,61 +313,61 @@ def check(source, input_sets=INPUT_SETS, input_spec=None):
 
 
 # ---------------------------------------------------------------------- the tests
-@settings(**SETTINGS, max_examples=25)
+@settings(**SETTINGS, max_examples=20)
 @given(programs(Features()))
 def test_straight_line(src):
     check(src)
 
 
-@settings(**SETTINGS, max_examples=40)
+@settings(**SETTINGS, max_examples=30)
 @given(programs(Features(if_=True)))
 def test_if_elif_else(src):
     check(src)
 
 
-@settings(**SETTINGS, max_examples=40)
+@settings(**SETTINGS, max_examples=30)
 @given(programs(Features(if_=True, boolops=True)))
 def test_and_or_not(src):
     check(src)
 
 
-@settings(**SETTINGS, max_examples=40)
+@settings(**SETTINGS, max_examples=30)
 @given(programs(Features(while_=True, if_=True)))
 def test_while_loops(src):
     check(src)
 
 
-@settings(**SETTINGS, max_examples=40)
+@settings(**SETTINGS, max_examples=30)
 @given(programs(Features(for_=True, if_=True)))
 def test_for_range_tensor_n(src):
     check(src)
 
 
-@settings(**SETTINGS, max_examples=40)
+@settings(**SETTINGS, max_examples=30)
 @given(programs(Features(while_=True, for_=True, jumps=True)))
 def test_break_continue(src):
     check(src)
 
 
-@settings(**SETTINGS, max_examples=40)
+@settings(**SETTINGS, max_examples=30)
 @given(programs(Features(if_=True, returns=True)))
 def test_early_return(src):
     check(src)
 
 
-@settings(**SETTINGS, max_examples=40)
+@settings(**SETTINGS, max_examples=30)
 @given(programs(Features(if_=True, extras=True)))
 def test_ternary_setitem_calls_lists_counters(src):
     check(src)
 
 
-@settings(**SETTINGS, max_examples=50)
+@settings(**SETTINGS, max_examples=40)
 @given(programs(Features(if_=True, while_=True, for_=True, jumps=True, returns=True, boolops=True, extras=True)))
 def test_everything_mixed(src):
     check(src)
 
 
-@settings(**SETTINGS, max_examples=25)
+@settings(**SETTINGS, max_examples=20)
 @given(programs(Features(if_=True, while_=True, for_=True, jumps=True, returns=True, boolops=True, extras=True)))
 def test_dynamic_shapes_one_program(src):
     spec = [d2s.jit.InputSpec([None], "float64"), d2s.jit.InputSpec([None], "float64"), d2s.jit.InputSpec([], "int64")]

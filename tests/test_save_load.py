@@ -213,3 +213,25 @@ def test_saved_module_runs_with_the_runtime_alone(tmp_path):
     for k, x in enumerate(xs.values()):
         np.testing.assert_allclose(np.load(tmp_path / f"y_{k}.npy"), model(d2s.tensor(x))["logits"].numpy(),
                                    rtol=1e-5, atol=1e-6)
+
+
+def _branchy(x):
+    if x.sum() > 0:
+        return x * 2
+    return x - 1
+
+
+def test_saved_trace_keeps_its_guards(tmp_path):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        traced = d2s.jit.trace(_branchy, (d2s.tensor(np.ones(3, "float32")),))
+    path = str(tmp_path / "t")
+    d2s.jit.save(traced, path)
+    x = f32(3, lo=0.1, hi=1)
+    np.testing.assert_allclose(d2s_runtime.load(path)(x), x * 2)
+    np.testing.assert_allclose(d2s.jit.load(path)(x).numpy(), x * 2)
+    with pytest.raises(d2s_runtime.GuardError, match="another path than the traced one"):
+        d2s_runtime.load(path)(-x)
+    with pytest.raises(d2s.jit.TraceGuardError, match="test_save_load.py"):
+        d2s.jit.load(path)(-x)

@@ -7,6 +7,16 @@ from .._state import STATE
 class _GradMode:
     _enabled = True
 
+    def __new__(cls, fn=None):
+        # PyTorch also accepts the bare form: ``@no_grad`` without parentheses
+        self = super().__new__(cls)
+        if fn is not None and callable(fn) and cls is not set_grad_enabled:
+            return self(fn)
+        return self
+
+    def __init__(self, fn=None):
+        pass
+
     def __enter__(self):
         self._prev = STATE.grad_enabled
         STATE.grad_enabled = self._enabled

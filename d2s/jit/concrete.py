@@ -55,8 +55,15 @@ def _optimizer():
     return _OPTIMIZE[0]
 
 
-def _executor(program, device):
+def _executor(program, device, quick=False):
+    """A prepared Executor; ``quick``: the one cheapest to prepare (the step interpreter rather
+    than compiled code), for a program that may well run only once."""
     from d2s_runtime import Executor
+    if quick:
+        try:
+            return Executor(program, device=device, mode="interp")
+        except TypeError:  # an executor without modes
+            pass
     return Executor(program, device=device)
 
 
@@ -70,6 +77,17 @@ def make_runner(executor, checked=False):
     """
     program = executor.program
     names = list(program.params)
+    compiled = getattr(executor, "_call_compiled", None) if getattr(executor, "_compiled", None) else None
+    if compiled is not None and not checked:
+        # the program compiled into one Python function taking (inputs, params, constants)
+        consts = list(getattr(executor, "_const_values", ()))
+        if consts:
+            def compiled_runner(arrays, param_arrays):
+                return compiled(arrays + param_arrays + consts)
+        else:
+            def compiled_runner(arrays, param_arrays):
+                return compiled(arrays + param_arrays)
+        return compiled_runner
     try:
         plan = executor._main
         run_steps = executor._run_steps
@@ -108,10 +126,12 @@ def make_runner(executor, checked=False):
 class TieredProgram:
     """A program and its prepared executor, optimized once it proves to be reused.
 
-    The first run executes the program as built; the second runs ``d2s.passes.optimize`` on it
-    (when the passes exist) and prepares the optimized program, which every later run uses.
-    A program run once (a one-off shape, a debugging call) never pays for the passes, and the
-    first call of a StaticFunction costs conversion, build and preparation only.
+    The first run executes the program as built, on the executor that is cheapest to prepare
+    (the step interpreter); the second runs ``d2s.passes.optimize`` on it (when the passes
+    exist) and prepares the optimized program with the default (compiled) executor, which every
+    later run uses. A program run once (a one-off shape, a debugging call) never pays for the
+    passes or the code generation, and the first call of a StaticFunction costs conversion,
+    build and a quick preparation only.
     """
 
     def __init__(self, program, device, what, checked=False, optimize=True):
@@ -124,15 +144,15 @@ class TieredProgram:
         self._runner = None
         self.run = self._first_run
 
-    def _use(self, program):
+    def _use(self, program, quick=False):
         self.program = program
-        self._exec = _executor(program, self.device)
+        self._exec = _executor(program, self.device, quick)
         self._runner = make_runner(self._exec, self.checked)
 
     @property
     def executor(self):
         if self._exec is None:
-            self._use(self.program)
+            self._use(self.program, quick=self._pending)
             self.run = self._tier_up if self._pending else self._runner
         return self._exec
 
@@ -142,9 +162,7 @@ class TieredProgram:
 
     def _tier_up(self, arrays, params):
         self._pending = False
-        optimized = _optimize(self.program, self.what)
-        if optimized is not self.program:
-            self._use(optimized)
+        self._use(_optimize(self.program, self.what))
         self.run = self._runner
         return self._runner(arrays, params)
 
@@ -152,9 +170,7 @@ class TieredProgram:
         """Switch to the optimized program at once (instead of at the second run)."""
         if self._pending:
             self._pending = False
-            optimized = _optimize(self.program, self.what)
-            if optimized is not self.program or self._exec is None:
-                self._use(optimized)
+            self._use(_optimize(self.program, self.what))
             self.run = self._runner
 
 

@@ -184,7 +184,15 @@ class LoadedFunction:
                     t2 = cast(t, str(arr.dtype))
                 t = t2
             leaves.append(t)
-        return self._entry.run(leaves)
+        try:
+            return self._entry.run(leaves)
+        except Exception as e:
+            from ..trace.guards import find_guard_error, guard_error_from
+            g = find_guard_error(e)
+            if g is None:
+                raise
+            # a saved trace met an input that takes another path: the trace's own error
+            raise guard_error_from(g) from None
 
     def _retrace(self, builder, requires_grad=None):
         """Replay the saved program on new symbolic inputs of ``builder`` (for its backward)."""

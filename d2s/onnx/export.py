@@ -81,8 +81,8 @@ class GraphCtx:
         return self.x.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
 
     def unsupported(self, op, why):
-        return ExportError(f"op {op.type!r} (outputs {', '.join(_plain(o) for o in op.outputs)}) cannot be "
-                           f"exported to ONNX: {why}")
+        outs = f" (outputs {', '.join(_plain(o) for o in op.outputs)})" if op.outputs else ""
+        return ExportError(f"op {op.type!r}{outs} cannot be exported to ONNX: {why}")
 
     def value_info(self, name, shape=None):
         """A typed graph input/output; ``shape`` entries may be ints, dim names or None."""

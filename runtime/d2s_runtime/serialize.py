@@ -31,7 +31,7 @@ import zipfile
 import numpy as np
 
 from .dtypes import DTYPES
-from .executor import Executor
+from .executor import ExecutionError, Executor
 from .ir import Block, Op, Program
 from .ops import OPS, TensorType
 from .verify import VerifyError, verify
@@ -329,7 +329,13 @@ class Model:
         """Run on input arrays given by position or by name; shapes and dtypes are checked
         first. Returns the outputs nested as the saved function returned them (one array, or a
         tuple of them, for a program saved without d2s.jit.save's meta)."""
-        out = self.executor.run(*self.signature.bind(arrays, named))
+        try:
+            out = self.executor.run(*self.signature.bind(arrays, named))
+        except ExecutionError as e:
+            from .ops.guard import GuardError
+            if isinstance(e.__cause__, GuardError):  # a saved trace's guard: say so, unwrapped
+                raise e.__cause__ from None
+            raise
         return self.signature.outputs(out)
 
     def __getattr__(self, name):

@@ -159,6 +159,8 @@ def _split_infer(x, sections, axis=0):
 
 def _split(xp, x, sections, axis=0):
     import itertools
+    if sum(sections) != x.shape[axis]:
+        raise ShapeError(f"split: sizes {list(sections)} do not add up to dim {axis} of {fmt_shape(x.shape)}")
     cuts = list(itertools.accumulate(sections))[:-1]
     return tuple(xp.split(x, cuts, axis=axis))
 

@@ -52,7 +52,12 @@ def _list_new(xp, like):
 
 @defop("list_push", lambda lst, x: list_type(_merge_elem("list_push", lst, x)))
 def _list_push(xp, lst, x):
-    return xp.concatenate([lst, xp.asarray(x, dtype=lst.dtype)[None]], axis=0)
+    x = xp.asarray(x, dtype=lst.dtype)
+    if lst.shape[0] == 0:
+        # an empty list takes its element shape from its first element (the element type it
+        # was created with may hold placeholder sizes for dims unknown until the program runs)
+        return x[None].copy()
+    return xp.concatenate([lst, x[None]], axis=0)
 
 
 def _pop_infer(lst):
