@@ -113,6 +113,11 @@ def cmd_run(args):
 
     import d2s_runtime
     model = d2s_runtime.load(args.dir)
+    if args.method:
+        try:
+            model = getattr(model, args.method)
+        except AttributeError as e:
+            raise SystemExit(f"d2s run: {e}") from None
     positional, named = [], {}
     for item in args.input or []:
         name, path = item.split("=", 1) if "=" in item else (None, item)
@@ -180,6 +185,7 @@ def build_parser():
     c.add_argument("--input", action="append", metavar="[NAME=]FILE.npy",
                    help="an input, by name or in order (repeat per input)")
     c.add_argument("--out", metavar="DIR", help="write outputs as .npy files to DIR instead of printing")
+    c.add_argument("--method", metavar="NAME", help="run another saved method of the model (default: forward)")
     c.set_defaults(run=cmd_run)
 
     c = sub.add_parser("export-onnx", help="export FILE::FUNC as an ONNX model")

@@ -600,3 +600,396 @@ class TestData:
         assert batches[-1][0].shape == (2, 2)
         shuffled = list(d2s.data.DataLoader(data, batch_size=5, shuffle=True, prefetch=1))
         assert sorted(v for b in shuffled for v in b[1].tolist()) == list(range(10))
+
+
+# ====================================================================== §4 d2s.jit
+# to_static converts source: the functions it converts live at module level in this file.
+def branchy(x):
+    if x.sum() > 0:
+        y = x * 2.0
+    else:
+        y = x - 1.0
+    return y
+
+
+def looping(x, n):
+    s = x * 0.0
+    i = 0
+    while s.sum() < 10.0 and i < 5:
+        s = s + x.abs() + 0.5
+        i += 1
+    for k in range(n):
+        if s.mean() > 3.0:
+            break
+        s = s * 1.5
+    return s
+
+
+def scaled(x, scale=2.0, flag=True):
+    if flag:
+        return x * scale
+    return x
+
+
+def nested_outputs(x):
+    return x * 2.0, {"s": x.sum(), "l": [x + 1.0, 3]}
+
+
+def functional_cond(x):
+    return d2s.cond(x.sum() > 0, lambda v: v * 2.0, lambda v: v - 1.0, x)
+
+
+def functional_while(x):
+    i, s = d2s.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * 2.0), (d2s.tensor(0), x))
+    return s
+
+
+def functional_scan(xs):
+    return d2s.scan(lambda c, e: (c + e, c * e), d2s.zeros_like(xs[0]), xs)
+
+
+@d2s.jit.not_to_static
+def _left_alone(x):
+    return x * 3.0
+
+
+def calls_left_alone(x):
+    return _left_alone(x) + 1.0
+
+
+class LoopNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1 = nn.Linear(3, 4)
+        self.l2 = nn.Linear(4, 2)
+
+    def forward(self, x, steps=2):
+        h = self.l1(x)
+        i = 0
+        while h.sum() > 0 and i < steps:
+            h = d2s.tanh(h) * 0.5
+            i += 1
+        if self.training:
+            h = h * 2.0
+        return self.l2(h)
+
+
+X = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], np.float32)
+
+
+def _grads(fn, *args):
+    xs = [d2s.tensor(np.asarray(a, np.float64), requires_grad=True) for a in args]
+    out = fn(*xs)
+    out.sum().backward()
+    return out.numpy(), [x.grad.numpy() for x in xs]
+
+
+class TestToStatic:
+    def test_decorator_forms(self):
+        assert d2s.to_static is d2s.jit.to_static
+        for sf in (d2s.jit.to_static(branchy), d2s.jit.to_static()(branchy),
+                   d2s.jit.to_static(input_spec=[d2s.jit.InputSpec([None, 3])])(branchy)):
+            assert isinstance(sf, d2s.jit.StaticFunction)
+            for v in (X, -X):
+                close(sf(d2s.tensor(v)), branchy(d2s.tensor(v)).numpy())
+
+    def test_static_function_attributes(self):
+        sf = d2s.jit.to_static(branchy)
+        assert sf.eager is branchy
+        assert isinstance(sf.code, str) and "def branchy" in sf.code
+        sf(d2s.tensor(X))
+        assert len(sf.programs) == 1 and all(isinstance(p, d2s.static.Program) if hasattr(d2s.static, "Program")
+                                             else hasattr(p, "global_block") for p in sf.programs)
+        prog = sf.get_program(d2s.jit.InputSpec([None, 3]))
+        assert "cond" in [op.type for op in prog.global_block().ops]
+        assert len(prog.blocks) >= 3  # the cond op holds its two branches as sub-blocks
+        assert hasattr(sf.get_program(d2s.tensor(X)), "global_block")
+
+    def test_one_program_per_signature(self):
+        sf = d2s.jit.to_static(branchy)
+        sf(d2s.tensor(X))
+        sf(d2s.tensor(-X))                          # same signature: cached
+        assert len(sf.programs) == 1
+        sf(d2s.ones(4, 3))                          # new shape
+        sf(d2s.ones(4, 3, dtype="float64"))         # new dtype
+        assert len(sf.programs) == 3
+        ss = d2s.jit.to_static(scaled)
+        close(ss(d2s.tensor(X), scale=3.0), X * 3)
+        close(ss(d2s.tensor(X), flag=False), X)
+        ss(d2s.tensor(X), scale=3.0)
+        assert len(ss.programs) == 2                # Python argument values are part of the key
+
+    def test_input_spec_dynamic_dims_share_one_program(self):
+        for dim in (None, -1):
+            sf = d2s.jit.to_static(branchy, input_spec=[d2s.jit.InputSpec([dim, 3])])
+            for n in (2, 5):
+                v = RNG.standard_normal((n, 3)).astype(np.float32)
+                close(sf(d2s.tensor(v)), branchy(d2s.tensor(v)).numpy())
+            assert len(sf.programs) == 1
+        spec = d2s.jit.InputSpec([None, 3], "float64", name="x")
+        assert spec.dtype == "float64" and spec.name == "x"
+        assert d2s.jit.InputSpec([2]).dtype == "float32"
+
+    @pytest.mark.parametrize("n", [0, 1, 3])
+    def test_loops_values_and_gradients_match_eager(self, n):
+        sf = d2s.jit.to_static(looping)
+        for v in (X, -X * 0.1, X * 4):
+            want, gw = _grads(lambda x: looping(x, d2s.tensor(n)), v)
+            got, gg = _grads(lambda x: sf(x, d2s.tensor(n)), v)
+            close(got, want)
+            close(gg[0], gw[0])
+
+    def test_outputs_keep_their_structure(self):
+        a, d = d2s.jit.to_static(nested_outputs)(d2s.tensor(X))
+        assert isinstance(a, d2s.Tensor) and set(d) == {"s", "l"}
+        assert isinstance(d["l"], list) and d["l"][1] == 3
+        close(d["s"], X.sum())
+
+    def test_outputs_are_differentiable(self):
+        x = d2s.tensor(X, requires_grad=True)
+        out = d2s.jit.to_static(branchy)(x)
+        assert out.requires_grad and out.grad_fn is not None
+        assert not d2s.jit.to_static(branchy)(d2s.tensor(X)).requires_grad
+
+    def test_module(self):
+        d2s.manual_seed(0)
+        net, ref = LoopNet(), LoopNet()
+        ref.load_state_dict(net.state_dict())
+        assert d2s.jit.to_static(net) is net
+        assert isinstance(net.forward, d2s.jit.StaticFunction)
+        x = d2s.randn(5, 3)
+        close(net(x), ref(x).numpy(), atol=1e-6)
+        assert len(net.forward.programs) >= 1
+        # parameters are read at every call: optimizer steps change what the program computes
+        for m in (net, ref):
+            o = optim.SGD(m.parameters(), lr=0.5)
+            o.zero_grad()
+            (m(x) ** 2).sum().backward()
+            for p in m.parameters():
+                assert p.grad is not None
+            o.step()
+        for p, q in zip(net.parameters(), ref.parameters()):
+            close(p, q.numpy(), atol=1e-5)
+        close(net(x), ref(x).numpy(), atol=1e-5)
+        net.eval()
+        ref.eval()
+        close(net(x), ref(x).numpy(), atol=1e-5)        # the training flag is part of the key
+        close(net(x, steps=0), ref(x, steps=0).numpy(), atol=1e-5)
+
+    def test_bound_method(self):
+        net = LoopNet()
+        sf = d2s.jit.to_static(net.forward)
+        close(sf(d2s.tensor(X)), LoopNet.forward(net, d2s.tensor(X)).numpy(), atol=1e-6)
+
+    def test_not_to_static_and_enable_to_static(self):
+        close(d2s.jit.to_static(calls_left_alone)(d2s.tensor(X)), X * 3 + 1)
+        d2s.jit.enable_to_static(False)
+        try:
+            sf = d2s.jit.to_static(branchy)
+            close(sf(d2s.tensor(X)), X * 2)
+            assert len(sf.programs) == 0
+        finally:
+            d2s.jit.enable_to_static(True)
+
+
+class TestFunctionalControlFlow:
+    def test_cond(self):
+        x = d2s.tensor(X)
+        close(d2s.cond(x.sum() > 0, lambda v: v * 2.0, lambda v: v - 1.0, x), X * 2)
+        close(d2s.cond(x.sum() < 0, lambda v: v * 2.0, lambda v: v - 1.0, x), X - 1)
+        close(d2s.cond(d2s.tensor(True), lambda: d2s.tensor(1.0), lambda: d2s.tensor(2.0)), 1.0)
+        v = d2s.tensor([1.0, 2.0], dtype="float64", requires_grad=True)
+        d2s.cond(v.sum() > 0, lambda a: a * a, lambda a: a, v).sum().backward()
+        close(v.grad, [2.0, 4.0])
+
+    def test_while_loop(self):
+        i, s = d2s.while_loop(lambda i, s: i < 5, lambda i, s: (i + 1, s + i), (d2s.tensor(0), d2s.tensor(0)))
+        assert i.item() == 5 and s.item() == 10
+        v = d2s.tensor([1.0, 2.0], dtype="float64", requires_grad=True)
+        _, s = d2s.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * s), (d2s.tensor(0), v))
+        s.sum().backward()
+        close(v.grad, 8 * np.array([1.0, 2.0]) ** 7)
+
+    def test_scan(self):
+        carry, ys = d2s.scan(lambda c, e: (c + e, c * e), d2s.tensor(0.0), d2s.tensor([1.0, 2.0, 3.0]))
+        close(carry, 6.0)
+        close(ys, [0.0, 2.0, 9.0])
+
+    @pytest.mark.parametrize("fn, op", [(functional_cond, "cond"), (functional_while, "while"),
+                                        (functional_scan, "scan")])
+    def test_inside_programs(self, fn, op):
+        x = d2s.tensor(X)
+        prog = d2s.static.build_program(fn, x)
+        assert op in [o.type for o in prog.global_block().ops]
+        want = fn(x)
+        got = d2s.jit.to_static(fn)(x)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            close(g, w.numpy())
+
+
+class TestTrace:
+    def test_warns_with_user_line_and_guards(self):
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            traced = d2s.jit.trace(branchy, (d2s.tensor(X),))
+        tw = [w for w in caught if issubclass(w.category, d2s.jit.TracerWarning)]
+        assert tw and os.path.basename(tw[0].filename) == os.path.basename(__file__)
+        assert tw[0].lineno == branchy.__code__.co_firstlineno + 1
+        assert hasattr(traced.program, "global_block")
+        close(traced(d2s.tensor(X * 2)), X * 4)
+        with pytest.raises(d2s.jit.TraceGuardError):
+            traced(d2s.tensor(-X))
+
+    def test_guards_off_returns_the_baked_path(self):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            traced = d2s.jit.trace(branchy, (d2s.tensor(X),), guards=False)
+        close(traced(d2s.tensor(-X)), -X * 2)
+
+    def test_item_warns(self):
+        import warnings
+
+        def f(v):
+            return v * v.sum().item()
+        with pytest.warns(d2s.jit.TracerWarning):
+            d2s.jit.trace(f, (d2s.tensor(X),))
+
+
+class TestSaveLoad:
+    def test_save_load_and_runtime(self, tmp_path):
+        d2s.manual_seed(0)
+        net = LoopNet().eval()
+        path = str(tmp_path / "net")
+        d2s.jit.save(d2s.jit.to_static(net), path, input_spec=[d2s.jit.InputSpec([None, 3])])
+        assert os.path.isdir(path)
+        x = d2s.randn(4, 3)
+        loaded = d2s.jit.load(path)
+        close(loaded(x), net(x).numpy(), atol=1e-6)
+        import d2s_runtime
+        out = d2s_runtime.load(path)(x.numpy())
+        out = out[0] if isinstance(out, (list, tuple)) else out
+        assert isinstance(out, np.ndarray)
+        close(out, net(x).numpy(), atol=1e-6)
+
+    def test_saved_control_flow_runs_without_d2s(self, tmp_path):
+        path = str(tmp_path / "fn")
+        d2s.jit.save(branchy, path, input_spec=[d2s.jit.InputSpec([None, 3])])
+        for v in (X, -X):
+            close(d2s.jit.load(path)(d2s.tensor(v)), branchy(d2s.tensor(v)).numpy())
+        code = ("import sys; sys.modules['d2s'] = None\n"
+                "import numpy as np, d2s_runtime\n"
+                f"m = d2s_runtime.load({path!r})\n"
+                "o = m(-np.ones((2, 3), np.float32))\n"
+                "o = o[0] if isinstance(o, (list, tuple)) else o\n"
+                "print(float(o.sum()))")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert float(r.stdout.strip()) == pytest.approx(-12.0)
+
+    def test_onnx_export(self, tmp_path):
+        path = str(tmp_path / "m.onnx")
+        d2s.onnx.export(branchy, path, input_spec=[d2s.jit.InputSpec([None, 3])])
+        assert os.path.getsize(path) > 0
+        onnx = pytest.importorskip("onnx")
+        model = onnx.load(path)
+        onnx.checker.check_model(model)
+        assert "If" in [n.op_type for n in model.graph.node]
+
+
+# ====================================================================== §5 programs
+class TestPrograms:
+    def prog(self):
+        return d2s.static.build_program(lambda x, w: d2s.tanh(x @ w).sum(axis=1),
+                                        d2s.jit.InputSpec([None, 3]), d2s.jit.InputSpec([3, 2]))
+
+    def test_program_structure(self):
+        p = self.prog()
+        gb = p.global_block()
+        assert gb is p.blocks[0]
+        assert [op.type for op in gb.ops] == ["matmul", "tanh", "reduce_sum"] or len(gb.ops) == 3
+        assert len(p.inputs) == 2 and len(p.outputs) == 1 and list(p.params) == []
+        op = gb.ops[0]
+        assert list(op.inputs) == list(p.inputs) and len(op.outputs) == 1 and isinstance(op.attrs, dict)
+        assert isinstance(gb.vars, dict) and set(p.inputs) <= set(gb.vars)
+        text = str(p)
+        assert "matmul" in text and "tanh" in text
+        assert p.to_dot().lstrip().startswith("digraph")
+        p.verify()
+        q = p.clone()
+        assert str(q) == text
+        q.global_block().ops.pop()
+        assert len(p.global_block().ops) == 3
+
+    def test_build_program_accepts_tensors_and_arrays(self):
+        f = lambda x: x * 2.0  # noqa: E731
+        for arg in (d2s.ones(2, 3), np.ones((2, 3), np.float32), d2s.jit.InputSpec([2, 3])):
+            assert len(d2s.static.build_program(f, arg).global_block().ops) >= 1
+
+    def test_build_program_refuses_python_control_flow_on_tensors(self):
+        with pytest.raises(Exception, match="(?i)cond|while|symbolic|concrete"):
+            d2s.static.build_program(branchy, d2s.jit.InputSpec([None, 3]))
+
+    def test_verify_raises_on_a_malformed_program(self):
+        p = self.prog()
+        q = p.clone()
+        op = q.global_block().ops[1]
+        op.inputs[0] = "no_such_var"
+        with pytest.raises(Exception):
+            q.verify()
+
+    def test_optimize(self):
+        p = d2s.static.build_program(lambda a: (a * 1.0 + 0.0) * (a * 1.0 + 0.0), d2s.jit.InputSpec([None, 3]))
+        n = len(p.global_block().ops)
+        q = d2s.passes.optimize(p)
+        assert len(q.global_block().ops) < n and len(p.global_block().ops) == n
+        import d2s_runtime
+        a = RNG.standard_normal((4, 3)).astype(np.float32)
+        close(d2s_runtime.Executor(q).run(a)[0], a * a)
+        assert len(d2s.passes.optimize(p, passes=["dce"]).global_block().ops) <= n
+
+    def test_executor(self):
+        import d2s_runtime
+        p = self.prog()
+        ex = d2s_runtime.Executor(p, device="cpu", parallel=False)
+        for n in (1, 4):
+            x = RNG.standard_normal((n, 3)).astype(np.float32)
+            w = RNG.standard_normal((3, 2)).astype(np.float32)
+            close(ex.run(x, w)[0], np.tanh(x @ w).sum(1), rtol=1e-5)
+        close(d2s_runtime.Executor(p, parallel=True).run(x, w)[0], np.tanh(x @ w).sum(1), rtol=1e-5)
+
+
+# ====================================================================== §6 command line
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "d2s", *args], capture_output=True, text=True, timeout=120,
+                          cwd=os.path.dirname(__file__))
+
+
+class TestCLI:
+    def test_help(self):
+        r = _cli("--help")
+        assert r.returncode == 0
+        for cmd in ("convert", "graph", "compare", "run", "demo"):
+            assert cmd in r.stdout
+
+    def test_convert_graph_run(self, tmp_path):
+        src = tmp_path / "model.py"
+        src.write_text(textwrap.dedent("""
+            import d2s
+
+            def f(x):
+                if x.sum() > 0:
+                    return x * 2.0
+                return x - 1.0
+        """))
+        r = _cli("convert", f"{src}::f")
+        assert r.returncode == 0 and "def f" in r.stdout
+        r = _cli("graph", f"{src}::f", "--spec", "float32[?,3]")
+        assert r.returncode == 0 and "cond" in r.stdout
+        out_dir = str(tmp_path / "saved")
+        d2s.jit.save(branchy, out_dir, input_spec=[d2s.jit.InputSpec([None, 3])])
+        np.save(tmp_path / "x.npy", X)
+        r = _cli("run", out_dir, "--input", f"x={tmp_path / 'x.npy'}")
+        assert r.returncode == 0, r.stderr
+        assert "6." in r.stdout and "-2." in r.stdout  # branchy(X) = 2 X = [[2, 4, 6], [-2, 1, 4]]

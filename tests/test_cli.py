@@ -131,3 +131,28 @@ def test_export_onnx(model_file, tmp_path, capsys):
     for x in (np.ones((2, 3), "float32"), -np.ones((5, 3), "float32")):
         want = np.where(x.mean() > 0, x * 2, x) + 1
         np.testing.assert_allclose(sess.run(None, {sess.get_inputs()[0].name: x})[0], want, rtol=1e-6)
+
+
+class _TwoMethods(d2s.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = d2s.nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.lin(x)
+
+    @d2s.jit.to_static
+    def double(self, x):
+        return x * 2.0
+
+
+def test_run_another_method(tmp_path, capsys):
+    m = d2s.jit.to_static(_TwoMethods())
+    path = str(tmp_path / "m")
+    d2s.jit.save(m, path, input_spec={"forward": [InputSpec([None, 2])], "double": [InputSpec([None, 2])]})
+    np.save(tmp_path / "x.npy", np.ones((3, 2), "float32"))
+    outdir = str(tmp_path / "o")
+    assert main(["run", path, "--method", "double", "--input", str(tmp_path / "x.npy"), "--out", outdir]) == 0
+    np.testing.assert_allclose(np.load(os.path.join(outdir, "output_0.npy")), np.full((3, 2), 2.0))
+    with pytest.raises(SystemExit, match="no method 'triple'"):
+        main(["run", path, "--method", "triple"])

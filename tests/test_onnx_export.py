@@ -326,3 +326,10 @@ def test_to_static_if_and_while_export(tmp_path):
     for x in (f32(2, 3, lo=0.5), f32(6, 3, hi=-0.01)):
         for want, got in zip(f(d2s.tensor(x)), sess.run(None, {"x": x})):
             np.testing.assert_allclose(got, want.numpy(), rtol=1e-5)
+
+
+def test_scan_with_a_length_and_no_xs():
+    def f(x):
+        return d2s.scan(lambda c, _: (c * 2, c + 1), x, None, length=3)
+
+    assert "Loop" in _export_and_compare(f, [InputSpec([None])], [[f32(4)], [f32(1)]])

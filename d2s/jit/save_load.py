@@ -20,8 +20,6 @@ import os
 import shutil
 import warnings
 
-import numpy as np
-
 from .export_support import Exported, converted_methods, module_static_function, program_and_params
 
 METHODS_DIR = "methods"

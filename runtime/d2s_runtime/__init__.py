@@ -17,6 +17,9 @@ def __getattr__(name):
     if name in ("load", "save_program", "load_program", "Model", "FormatError"):
         from . import serialize
         return getattr(serialize, name)
+    if name == "InputError":  # inputs that do not fit a loaded model
+        from .saved_model import InputError
+        return InputError
     raise AttributeError(f"module 'd2s_runtime' has no attribute {name!r}")
 
 __version__ = "0.1.0"
