@@ -78,7 +78,8 @@ def _fold_block(program, block, namer):
 def _evaluate(opdef, op, values, block):
     """The op's outputs computed with numpy, or None when folding would not pay or fails."""
     out_types = [block.vars[n].type for n in op.outputs]
-    out_size = sum(_size(t) for t in out_types)
+    sizes = [_size(t) for t in out_types]
+    out_size = None if None in sizes else sum(sizes)
     in_size = max([v.size for v in values], default=0)
     if out_size is None or (out_size > SMALL_CONSTANT and out_size > in_size):
         return None  # an expansion (broadcast_to, full of a big shape): keep it lazy
