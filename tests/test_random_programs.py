@@ -276,9 +276,9 @@ INPUT_SETS = [
 WEIGHTS = np.array([0.7, -1.3, 0.4])
 
 
-def run(fn, xv, yv, nv, n_as_tensor=True):
-    x = d2s.tensor(xv, requires_grad=True)
-    y = d2s.tensor(yv, requires_grad=True)
+def run(fn, xv, yv, nv, n_as_tensor=True, dtype="float64"):
+    x = d2s.tensor(xv, dtype=dtype, requires_grad=True)
+    y = d2s.tensor(yv, dtype=dtype, requires_grad=True)
     n = d2s.tensor(nv) if n_as_tensor else nv
     out = fn(x, y, n)
     (out * d2s.tensor(np.resize(WEIGHTS, out.shape))).sum().backward()
@@ -292,24 +292,28 @@ LONG_INPUT_SETS = [  # length 5: with None dims in input_spec, the same program 
 ]
 
 
-def check(source, input_sets=INPUT_SETS, input_spec=None):
+def check(source, input_sets=INPUT_SETS, input_spec=None, dtype="float64"):
     fn = load(source)
     static = d2s.jit.to_static(fn, input_spec=input_spec)
+    rtol = 1e-5 if dtype == "float64" else 1e-4
     for xv, yv, nv in input_sets:
-        want, want_g = run(fn, xv, yv, nv)
+        want, want_g = run(fn, xv, yv, nv, dtype=dtype)
         try:
-            got, got_g = run(static, xv, yv, nv)
+            got, got_g = run(static, xv, yv, nv, dtype=dtype)
         except Exception as e:
             raise AssertionError(f"to_static failed on inputs x={xv}, n={nv}: {type(e).__name__}: {e}\n"
                                  f"---- program ----\n{source}") from e
         msg = f"inputs x={xv}, y={yv}, n={nv}\n---- program ----\n{source}"
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-8, err_msg="value differs: " + msg)
+        assert got.dtype == want.dtype, f"dtype differs: static {got.dtype}, eager {want.dtype}\n{msg}"
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6 if dtype == "float32" else 1e-8,
+                                   err_msg="value differs: " + msg)
         for name, g, w in zip("xy", got_g, want_g):
             if w is None:  # the output does not depend on it: no gradient, or zeros
                 assert g is None or not np.any(g), f"d{name}: eager has no gradient, static {g}\n{msg}"
                 continue
             assert g is not None, f"d{name}: eager gradient {w}, static none\n{msg}"
-            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-8, err_msg=f"gradient d{name} differs: " + msg)
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-6 if dtype == "float32" else 1e-8,
+                                       err_msg=f"gradient d{name} differs: " + msg)
 
 
 # ---------------------------------------------------------------------- the tests
@@ -369,6 +373,13 @@ def test_everything_mixed(src):
 
 @settings(**SETTINGS, max_examples=20)
 @given(programs(Features(if_=True, while_=True, for_=True, jumps=True, returns=True, boolops=True, extras=True)))
+def test_float32_inputs_keep_eager_dtypes(src):
+    # float32 data next to loop indices (Python ints eagerly, int64 tensors in programs)
+    check(src, dtype="float32")
+
+
+@settings(**SETTINGS, max_examples=20)
+@given(programs(Features(if_=True, while_=True, for_=True, jumps=True, returns=True, boolops=True, extras=True)))
 def test_dynamic_shapes_one_program(src):
     spec = [d2s.jit.InputSpec([None], "float64"), d2s.jit.InputSpec([None], "float64"), d2s.jit.InputSpec([], "int64")]
     check(src, INPUT_SETS[:2] + LONG_INPUT_SETS, input_spec=spec)
@@ -391,6 +402,13 @@ def f(x, y, n):
             return a * 2.0
         a = a + y
     return a - 1.0
+""",
+    "float_times_loop_index": """
+def f(x, y, n):
+    a = x * 1.0
+    for i in range(n):
+        a = a + y * i
+    return a
 """,
     "return_in_python_loop": """
 def f(x, y, n):
@@ -419,8 +437,9 @@ def f(x, y, n):
 
 
 @pytest.mark.parametrize("name", sorted(FIXED))
-def test_fixed_programs(name):
-    check(FIXED[name].lstrip("\n"))
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_fixed_programs(name, dtype):
+    check(FIXED[name].lstrip("\n"), dtype=dtype)
 
 
 def test_python_int_argument_is_a_constant():

@@ -78,10 +78,13 @@ class CompiledProgram:
         source: its Python source.
         filename: the pseudo file name its code objects carry (tracebacks show its lines).
         lines: ``{line number: LineInfo}`` mapping a failing line back to its op.
+        rule_blocks: sub-blocks of ops run through their ``RULES`` entry (the interpreter
+            runs those, so the executor prepares them).
     """
 
-    def __init__(self, fn, source, filename, lines):
+    def __init__(self, fn, source, filename, lines, rule_blocks=()):
         self.fn, self.source, self.filename, self.lines = fn, source, filename, lines
+        self.rule_blocks = list(rule_blocks)
 
     def locate(self, tb):
         """``(LineInfo or None, frame locals)`` of the innermost generated frame in ``tb``."""
@@ -167,7 +170,8 @@ class _Codegen:
         self.local = {}     # var name -> local name
         self.twin = {}      # local -> its scalar twin (0-d constants and feeds)
         self.twin_src = {}  # feed local -> expression of its scalar twin (bound at entry on demand)
-        self.fixed = set()  # locals never deleted (constants bound at entry)
+        self.fixed = set()  # locals never deleted (constants read from the globals)
+        self.rule_blocks = []
         self._n = count()
         self._k = count()
 
@@ -243,7 +247,7 @@ class _Codegen:
         ns = dict(self.g)
         exec(code, ns)  # noqa: S102 -- the source holds only generated names (module docstring)
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        return CompiledProgram(ns["program"], source, filename, info)
+        return CompiledProgram(ns["program"], source, filename, info, self.rule_blocks)
 
     # ------------------------------------------------------------ blocks
     def emit_ops(self, block, order, indent, owned, keep, main=False):
@@ -399,6 +403,7 @@ class _Codegen:
         outs = [self.fresh() for _ in op.outputs]
         for o, loc in zip(op.outputs, outs):
             self.local[o] = loc
+        self.rule_blocks += op.blocks.values()
         r, o = self.glob("r", rule), self.glob("o", op)
         args = ", ".join(self.use_array(n) for n in op.inputs)
         call = f"{r}(_ctx, {o}, [{args}])"

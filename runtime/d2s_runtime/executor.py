@@ -216,6 +216,8 @@ class Executor:
             if required:
                 raise
             return
+        for block in self._compiled.rule_blocks:
+            self._prepare(block)
         self.mode = "codegen"
         self._fn = self._compiled.fn
         # callers holding the prepared plan (d2s.jit's fast runner) run the compiled function too
