@@ -123,8 +123,7 @@ def tensor_break_in_python_for(x):
 
 
 def test_tensor_break_inside_unrolled_python_for():
-    check(tensor_break_inside_unrolled_python_for_inputs := tensor_break_in_python_for, X,
-          t([0.1, 0.1, 0.1]), t([50.0, 0.0, 0.0]))
+    check(tensor_break_in_python_for, X, t([0.1, 0.1, 0.1]), t([50.0, 0.0, 0.0]))
 
 
 def return_in_while(x, n):

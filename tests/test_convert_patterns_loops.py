@@ -251,3 +251,18 @@ def python_int_becomes_float(x, n):
 
 def test_python_number_loop_var_adopts_tensor_dtype():
     check(python_int_becomes_float, (X, n_(3)), (X, n_(1)))
+
+
+def float_times_index(x, n):
+    acc = x * 0
+    for i in range(n):
+        acc = acc + x * i + i
+    for j, row in enumerate(x[None]):
+        acc = acc - j * row
+    return acc
+
+
+def test_tensor_range_index_promotes_like_a_python_int():
+    check(float_times_index, (X, n_(3)), (X, n_(0)))
+    from convert_helpers import run_static
+    assert run_static(float_times_index, X, n_(2))[0].dtype == "float32"

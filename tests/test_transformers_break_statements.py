@@ -26,8 +26,6 @@ def test_break_in_while():
 
 
 def test_break_in_for_becomes_an_extra_test():
-    import gast
-    from d2s.transformers import analysis  # noqa: F401
     got = transformed("""
         def f(xs):
             for v in xs:

@@ -207,9 +207,10 @@ class TensorRange(TensorIterable):
 
     def item(self, i):
         from .. import ops
+        from .weak_index import weak
         plain = not isinstance(self.step, Tensor) and not isinstance(self.start, Tensor) and \
             self.step == 1 and self.start == 0
-        return i if plain else ops.add(self.start, ops.mul(i, self.step))
+        return weak(i if plain else ops.add(self.start, ops.mul(i, self.step)))
 
 
 class TensorRows(TensorIterable):
@@ -234,7 +235,8 @@ class TensorEnumerate(TensorIterable):
 
     def item(self, i):
         from .. import ops
-        return (ops.add(i, self.start) if not (isinstance(self.start, int) and self.start == 0) else i,
+        from .weak_index import weak
+        return (weak(ops.add(i, self.start) if not (isinstance(self.start, int) and self.start == 0) else i),
                 self.inner.item(i))
 
 

@@ -78,13 +78,25 @@ class _Replacer(gast.NodeTransformer):
         return self.generic_visit(node)
 
 
+_PARSED = {}  # template text -> parsed tree without locations (copied for each use)
+
+
+def _parse(template):
+    tree = _PARSED.get(template)
+    if tree is None:
+        tree = gast.parse(textwrap.dedent(template))
+        for node in gast.walk(tree):  # template lines mean nothing: the caller supplies locations
+            for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+                if hasattr(node, attr):
+                    delattr(node, attr)
+        if len(_PARSED) < 512:
+            _PARSED[template] = tree
+    return copy.deepcopy(tree)
+
+
 def replace(template, **replacements):
     """The statements of ``template`` with placeholders replaced; returns a list of gast stmts."""
-    tree = gast.parse(textwrap.dedent(template))
-    for node in gast.walk(tree):  # template lines mean nothing: the caller supplies locations
-        for attr in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
-            if hasattr(node, attr):
-                delattr(node, attr)
+    tree = _parse(template)
     out = []
     for stmt in tree.body:
         new = _Replacer(replacements).visit(stmt)

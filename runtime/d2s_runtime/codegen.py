@@ -188,6 +188,11 @@ class _Codegen:
         t = self.types.get(name)
         return t is not None and len(t.shape) == 0
 
+    def maybe0d(self, name):
+        """Whether ``name`` may hold a numpy scalar (0-d, or of unknown type)."""
+        t = self.types.get(name)
+        return t is None or len(t.shape) == 0
+
     def small(self, name):
         t = self.types.get(name)
         nb = _nbytes(t) if t is not None else None
@@ -209,7 +214,7 @@ class _Codegen:
     def use_array(self, name):
         """``name`` as a kernel argument: 0-d values may be numpy scalars, kernels get arrays."""
         loc = self.local[name]
-        return f"_asarray({loc})" if self.numpy and self.is0d(name) else loc
+        return f"_asarray({loc})" if self.numpy and self.maybe0d(name) else loc
 
     def emit(self, indent, text, info=None):
         self.body.append((indent, text, info))
@@ -224,12 +229,13 @@ class _Codegen:
             args.append(loc)
             if self.numpy and self.is0d(name):
                 self.twin_src[loc] = f"{loc}[()]"
-        self.emit_ops(prog.block, self.main_order, 1, owned=set(feeds), keep=set(prog.outputs), main=True)
+        owned = set(feeds) | {o for op in prog.block.ops for o in op.outputs}
+        self.emit_ops(prog.block, self.main_order, 1, owned=owned, keep=set(prog.outputs), main=True)
         outs = []
         for name in prog.outputs:
             loc = self.local[name]
             # a 0-d output may be a numpy scalar here: the caller gets an array, as always
-            outs.append(f"_asarray({loc})" if self.numpy and self.is0d(name) else loc)
+            outs.append(f"_asarray({loc})" if self.numpy and self.maybe0d(name) else loc)
         self.emit(1, f"return [{', '.join(outs)}]")
         lines = [f"def program({', '.join(args)}):"]
         lines += ["    " + t for t in self.entry]
@@ -295,7 +301,7 @@ class _Codegen:
                     or last.get(donor, pos_of.get(donor, pos)) > pos):
                 continue
             t = self.types.get(op.outputs[0])
-            if t is None or None in t.shape:
+            if t is None or None in t.shape or not t.shape:  # 0-d values may be numpy scalars
                 continue
             used.add(donor)
             donors[op.outputs[0]] = donor
