@@ -44,18 +44,34 @@ def convert_bool(x=False):
     return _cast(x, "bool", builtins.bool)
 
 
-def convert_print(*args, **kwargs):
-    """``print``: symbolic tensors print their type when the program is built (there is no
-    value yet); everything else prints as usual."""
-    shown = [f"Tensor(symbolic {a._var.type})" if is_symbolic(a) else a for a in args]
-    builtins.print(*shown, **kwargs)
+def convert_print(*args, sep=" ", end="\n", **kwargs):
+    """``print``: with a symbolic tensor among the arguments, a ``print`` op that prints the
+    values each time the program runs; otherwise Python's print, now."""
+    if not builtins.any(is_symbolic(a) for a in args) or kwargs:
+        builtins.print(*args, sep=sep, end=end, **kwargs)
+        return
+    from ..dispatch import apply
+    parts, tensors = [], []
+    for a in args:
+        if isinstance(a, Tensor):
+            parts.append(["t", len(tensors)])
+            tensors.append(a)
+        else:
+            parts.append(["s", str(a)])
+    apply("print", *tensors, parts=parts, sep=sep, end=end)
 
 
 def convert_assert(test, message=None):
-    """``assert test, message`` (``message`` a thunk). A symbolic test cannot be checked
-    while the program is built; a concrete or Python one is checked now."""
+    """``assert test, message`` (``message`` a thunk). A symbolic test becomes an ``assert``
+    op checked each time the program runs; a concrete or Python one is checked now."""
     if is_symbolic(test):
-        return  # checked eagerly (converted code run on concrete tensors) but not in programs
+        from ..dispatch import apply
+        from ..static.errors import user_frame
+        msg = message() if message is not None else ""
+        loc = user_frame()
+        apply("assert", test, message="" if msg is None else str(msg),
+              where=f"{loc[0]}:{loc[1]}" if loc else "")
+        return
     if not test:
         msg = message() if message is not None else None
         raise AssertionError(msg) if msg is not None else AssertionError()

@@ -309,7 +309,8 @@ class _Codegen:
 
     def emit_sub(self, block, in_locals, out_locals, indent, owned_inputs=()):
         """Inline sub-block ``block`` with its inputs bound to ``in_locals`` (aliases), then
-        assign its outputs to ``out_locals``. ``owned_inputs``: inputs it may free."""
+        assign its outputs to ``out_locals`` (``None``: leave them where they are). Returns the
+        locals holding its outputs. ``owned_inputs``: inputs it may free."""
         for name, loc in zip(block.inputs, in_locals):
             self.local[name] = loc
         order, _, _ = self.topo_order(block)
@@ -319,11 +320,12 @@ class _Codegen:
         if missing:
             raise ValueError(f"block output {missing[0]!r} is neither an input of the block nor defined in it")
         srcs = [self.local[n] for n in block.outputs]
-        pairs = [(d, s) for d, s in zip(out_locals, srcs) if d != s]
+        pairs = [(d, s) for d, s in zip(out_locals or (), srcs) if d != s]
         if pairs:
             self.emit(indent, f"{', '.join(d for d, _ in pairs)} = {', '.join(s for _, s in pairs)}")
         elif not wrote:
             self.emit(indent, "pass")
+        return srcs
 
     # ------------------------------------------------------------ ops
     def emit_op(self, op, indent, donor=None):
@@ -452,8 +454,7 @@ class _Codegen:
         if carries:
             self.emit(indent, f"{', '.join(carries)} = {', '.join(inits)}", info)
         self.emit(indent, "while True:", info)
-        flag = self.fresh()
-        self.emit_sub(cond_blk, carries + caps, [flag], indent + 1)
+        (flag,) = self.emit_sub(cond_blk, carries + caps, None, indent + 1)
         self.emit(indent + 1, f"if not {flag}: break", info)
         self.emit_sub(body_blk, carries + caps, carries, indent + 1, owned_inputs=body_blk.inputs[:n])
         for o, loc in zip(op.outputs, carries):

@@ -62,6 +62,14 @@ class ExecutionError(RuntimeError):
     """An op failed while a program ran; the message names the op and its input shapes."""
 
 
+# Errors a program raises on purpose (a failed assert op, a trace guard) reach the caller as
+# they are; any other failure is wrapped in an ExecutionError naming the op.
+from .ops.debug import ProgramAssertionError  # noqa: E402
+from .ops.guard import GuardError  # noqa: E402
+
+PASS_THROUGH = (ExecutionError, ProgramAssertionError, GuardError)
+
+
 def _control_flow_rules():
     try:
         from .control_flow import RULES
@@ -231,7 +239,7 @@ class Executor:
     def _call_compiled(self, feeds):
         try:
             return self._fn(*feeds)
-        except ExecutionError:
+        except PASS_THROUGH:
             raise
         except Exception as e:
             raise self._compiled_error(e) from e
@@ -487,7 +495,7 @@ class Executor:
                 # PRESET: a literal bound before the loop; nothing to compute
                 for s in frees:
                     env[s] = None
-        except ExecutionError:
+        except PASS_THROUGH:
             raise
         except Exception as e:
             raise self._step_error(plan, step, env, e) from e

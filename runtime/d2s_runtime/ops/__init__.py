@@ -4,6 +4,7 @@ from . import elementwise, reduce, linalg, shape_ops, creation, indexing  # noqa
 from . import nn_ops, grad_ops  # noqa: F401  (registration)
 from . import guard  # noqa: F401  (registration: trace guards)
 from . import tensor_list  # noqa: F401  (registration: tensor lists for loops)
+from . import debug  # noqa: F401  (registration: print and assert inside programs)
 from .creation import RNG, manual_seed
 
 __all__ = ["OPS", "OpDef", "ShapeError", "TensorType", "defop", "get_op", "RNG", "manual_seed"]

@@ -1,0 +1,40 @@
+"""``print`` and ``assert`` ops: Python's print/assert on tensors, kept inside programs.
+
+Converted code cannot print or check a symbolic tensor while the program is built (it has no
+value yet), so ``print(x)`` and ``assert x > 0, "msg"`` become these effect ops, which run
+every time the program does. Both have no outputs; passes never drop them.
+
+``print`` attrs: ``parts``, a list of ``["s", text]`` (literal text, printed as is) and
+``["t", j]`` (the j-th tensor input); ``sep`` and ``end`` as in Python's print.
+``assert`` attrs: ``message`` and ``where`` (the user's ``file:line``).
+"""
+from .registry import defop
+
+
+class ProgramAssertionError(AssertionError):
+    """An ``assert`` on tensor values failed while a program ran."""
+
+
+def _no_outputs(*types, **attrs):
+    return ()
+
+
+def _host(x):
+    return x.get() if hasattr(x, "get") else x
+
+
+@defop("print", _no_outputs, n_out=0, effect=True)
+def _print(xp, *tensors, parts, sep=" ", end="\n"):
+    """Print literal text and tensor values, as Python's print would."""
+    shown = [p[1] if p[0] == "s" else _host(tensors[p[1]]) for p in parts]
+    print(*shown, sep=sep, end=end)
+    return ()
+
+
+@defop("assert", _no_outputs, n_out=0, effect=True)
+def _assert(xp, cond, message="", where=""):
+    """Raise ProgramAssertionError unless every element of ``cond`` is true."""
+    if not bool(xp.all(cond)):
+        loc = f" (at {where})" if where else ""
+        raise ProgramAssertionError(f"{message or 'assertion failed'}{loc}")
+    return ()
