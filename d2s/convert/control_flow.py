@@ -103,7 +103,11 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
 
 
 def _count(s):
-    return 1 if s is None else sum(_count(c) for c in s[-1])
+    """How many leaves a skeleton from ``values.leaves`` holds."""
+    if s is None:
+        return 1
+    children = s[2] if s[0] is dict else s[1]
+    return sum(_count(c) for c in children)
 
 
 def _label(labels, skel, k):
