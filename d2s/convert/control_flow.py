@@ -64,6 +64,7 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
     state0 = get_state() if get_state is not None else ()
     labels = list(out_names) + [f"attribute #{i}" for i in range(len(state0))]
     hints = {}
+    fills = {}  # output index -> a defined value whose structure fills an Undefined fillable
     for _ in range(4):
         seen = {}
 
@@ -72,7 +73,7 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
                 a = fresh(tuple(args))
                 if set_state is not None:
                     set_state(fresh(state0))
-                out = tuple(fn(*a))
+                out = _fill_structures(tuple(fn(*a)), out_names, fillable, fills, side)
                 st = tuple(get_state()) if get_state is not None else ()
                 vals, skel = leaves(out + st)
                 return _normalize(side, vals, skel, seen, hints, labels, out + st, fillable)
@@ -81,7 +82,7 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
         try:
             merged = cond(pred, branch(true_fn, "true"), branch(false_fn, "false"))
         except _Retry as r:
-            hints = r.hints
+            hints = hints if r.hints is None else r.hints
             continue
         except ControlFlowError as e:
             raise at_user_line(f"the branches of this tensor `if` do not fit together: {e}") from None
@@ -100,6 +101,31 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
     if set_state is not None:
         set_state(tuple(write_back(o, v) for o, v in zip(state0, st)))
     return outs
+
+
+def _fill_structures(out, out_names, fillable, fills, side):
+    """An early-return result left undefined by one branch takes the other branch's structure
+    (tuples of tensors and Python values) with zeros for its tensors: a flag guards every read."""
+    if not fillable:
+        return out
+    out = list(out)
+    for j, name in enumerate(out_names):
+        if name not in fillable or j >= len(out):
+            continue
+        v = out[j]
+        if isinstance(v, Undefined):
+            if j in fills:
+                out[j] = _placeholder(fills[j])
+        elif isinstance(v, (tuple, list, dict)) and j not in fills:
+            fills[j] = v
+            if side == "false":
+                raise _Retry(None)  # the true branch left it undefined: trace it again, filled
+    return tuple(out)
+
+
+def _placeholder(v):
+    vals, skel = leaves(v)
+    return rebuild(skel, [_zeros_like_type(x) if isinstance(x, Tensor) else x for x in vals])
 
 
 def _count(s):
