@@ -337,3 +337,24 @@ def test_kernel_attrs_holding_code_are_passed_as_values():
     with pytest.raises(ExecutionError, match="'transpose'.*unexpected keyword"):
         ex.run(_f32(2, 3))
     assert not hasattr(builtins, "D2S_PWNED")
+
+
+def _gpu_unavailable():
+    try:
+        import cupy
+        return None if cupy.cuda.runtime.getDeviceCount() > 0 else "no CUDA GPU"
+    except Exception as e:  # not installed, or no driver
+        return str(e)
+
+
+@pytest.mark.skipif(_gpu_unavailable() is not None, reason="needs cupy and a CUDA GPU")
+def test_gpu_codegen_matches_cpu():
+    import cupy
+
+    prog = build_program(_cond_in_while, InputSpec([None]), d2s.tensor(0))
+    gpu = Executor(prog, device="gpu")
+    assert gpu.mode == "codegen"
+    x = _f32(16)
+    for g, c in zip(gpu.run(cupy.asarray(x), cupy.asarray(np.array(9))), Executor(prog).run(x, np.array(9))):
+        assert isinstance(g, cupy.ndarray)
+        np.testing.assert_allclose(cupy.asnumpy(g), c, rtol=1e-5)

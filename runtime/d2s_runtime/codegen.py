@@ -37,6 +37,7 @@ made of this module's own literals. ``tests/test_codegen.py`` runs a program who
 and attrs hold Python code.
 """
 import linecache
+import weakref
 from itertools import count
 
 import numpy as np
@@ -135,6 +136,8 @@ def _scan_stack(xp):
     def stack(col, shape, dtype):
         """The ``ys`` of a scan stacked along a new leading axis (typed zeros for 0 steps)."""
         if not col:
+            if shape is None:
+                raise ValueError("scan: ran zero steps and the type of its outputs is unknown")
             return xp.zeros((0,) + tuple(d or 0 for d in shape), dtype=dtype)
         return xp.stack([xp.asarray(y) for y in col])
 
@@ -252,8 +255,11 @@ class _Codegen:
             raise CodegenUnsupported(f"the generated function does not compile: {e}") from e
         ns = dict(self.g)
         exec(code, ns)  # noqa: S102 -- the source holds only generated names (module docstring)
+        # tracebacks and debuggers show the generated lines, for as long as the program lives
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        return CompiledProgram(ns["program"], source, filename, info, self.rule_blocks)
+        compiled = CompiledProgram(ns["program"], source, filename, info, self.rule_blocks)
+        weakref.finalize(compiled, linecache.cache.pop, filename, None)
+        return compiled
 
     # ------------------------------------------------------------ blocks
     def emit_ops(self, block, order, indent, owned, keep, main=False):
@@ -275,7 +281,7 @@ class _Codegen:
             self.emit_op(op, indent, donors.get(op.outputs[0]) if donors and len(op.outputs) == 1 else None)
             dead = list(frees[pos])
             for o in op.outputs:
-                if o not in last and o not in keep:
+                if o not in last and o not in keep and o not in donated:
                     dead.append(o)  # never read: dead right after definition
             donor = donors.get(op.outputs[0]) if donors and len(op.outputs) == 1 else None
             if donor is not None:
@@ -289,7 +295,7 @@ class _Codegen:
     def plan_donors(self, ops, last):
         """``{receiver var: donor var}`` of the memory plan that is safe to honour here."""
         reuse = self.memory_plan.get("reuse", {})
-        defined = {o for op in ops for o in op.outputs}
+        defined = {o for op in ops if op.type != "constant" for o in op.outputs}
         keep = set(self.program.outputs)
         pos_of = {o: p for p, op in enumerate(ops) for o in op.outputs}
         donors, used = {}, set()
@@ -501,9 +507,10 @@ class _Codegen:
             self.emit(indent + 1, f"{c}[{t}] = {y}", info)
         ys = []
         for j, c in enumerate(cols):
-            yt = self.types[body.outputs[nc + j]]
+            yt = self.types.get(body.outputs[nc + j])
             y = self.fresh()
-            shape, dtype = self.glob("c", tuple(yt.shape)), self.glob("c", yt.dtype)
+            shape = self.glob("c", None if yt is None else tuple(yt.shape))
+            dtype = self.glob("c", None if yt is None else yt.dtype)
             self.emit(indent, f"{y} = _scan_stack({c}, {shape}, {dtype})", info)
             ys.append(y)
         if cols:

@@ -171,7 +171,7 @@ class Executor:
         mode: ``'auto'`` (compile the program into one Python function, see ``codegen.py``,
             unless ``parallel``; the interpreter where that is not possible), ``'codegen'``
             (compile, or raise), or ``'interp'`` (the step interpreter). ``self.mode`` says
-            which one runs.
+            which one runs (and ``self.codegen_error`` why an ``'auto'`` one fell back).
     """
 
     def __init__(self, program, device="cpu", parallel=False, params=None, num_threads=None,
@@ -211,6 +211,7 @@ class Executor:
         self._n_feeds = len(feeds)
         self._compiled = None
         self.mode = "interp"
+        self.codegen_error = None  # why codegen fell back to the interpreter (mode='auto')
         if mode != "interp" and not parallel:
             self._compile(plan if self._buffer_plan is not None else None, required=mode == "codegen")
 
@@ -220,9 +221,14 @@ class Executor:
             self._compiled = codegen.compile_program(
                 self.program, self.xp, self._ctx, self._rules, topo_order, self._main.order, DIRECT_UFUNCS, UFUNC_OPS,
                 memory_plan=memory_plan)
-        except codegen.CodegenUnsupported:
+        except Exception as e:
             if required:
                 raise
+            # the interpreter runs it; preparing its sub-blocks now reports a malformed
+            # program with the interpreter's own message
+            self.codegen_error = e
+            for block in self.program.block.sub_blocks():
+                self._prepare(block)
             return
         for block in self._compiled.rule_blocks:
             self._prepare(block)
