@@ -229,6 +229,9 @@ def _leaf(node, g, capture, create_graph, accumulate_only):
         return
     if not create_graph:
         g = g.detach()
+    if g.dtype != t.dtype:  # a float32 leaf used with float64 values gets a float32 .grad
+        from ..ops import cast
+        g = cast(g, t.dtype)
     if g.shape != t.shape:
         from ..ops import broadcast_to
         g = broadcast_to(g, t.shape)

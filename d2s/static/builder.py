@@ -11,7 +11,9 @@ import contextlib
 import numpy as np
 
 from d2s_runtime.ir import Block, Op, Program
+from d2s_runtime.dtypes import float_of, result_type, scalar_result
 from d2s_runtime.ops import ShapeError, TensorType
+from d2s_runtime.ops.rules import FLOAT_INPUTS, PROMOTED_INPUTS
 
 from .._state import STATE
 from ..tensor import Tensor
@@ -173,6 +175,8 @@ class ProgramBuilder:
         sdt = _scalar_dtype(inputs)
         names = [self.var_of(x, sdt) for x in inputs]
         types = [self.block.lookup(n).type for n in names]
+        if opdef.name in PROMOTED_INPUTS or opdef.name in FLOAT_INPUTS:
+            self._promote(opdef.name, names, types)
         try:
             out_types = opdef.infer(*types, **attrs)
         except ShapeError as e:
@@ -186,6 +190,23 @@ class ProgramBuilder:
             self.dim_sources[outs[0].name] = (names[0], attrs.get("axis"))
         sym_inputs = tuple(self._as_symbolic(x, n) for x, n in zip(inputs, names))
         return tuple(self.symbolic(v) for v in outs), sym_inputs
+
+    def _promote(self, opname, names, types):
+        """Insert the casts that bring ``opname``'s inputs to their common dtype (in place)."""
+        spec = PROMOTED_INPUTS.get(opname, ())
+        positions = range(len(names)) if spec is None else spec if opname in PROMOTED_INPUTS else (0,)
+        positions = [i for i in positions if i < len(names)]
+        if not positions:
+            return
+        target = result_type(*(types[i].dtype for i in positions))
+        if opname in FLOAT_INPUTS:
+            target = float_of(target)
+        for i in positions:
+            if types[i].dtype != target:
+                t = TensorType(types[i].shape, target)
+                v = self._new_var(t)
+                self.block.ops.append(Op("cast", [names[i]], [v.name], {"dtype": target}))
+                names[i], types[i] = v.name, t
 
     def _as_symbolic(self, x, name):
         if isinstance(x, Tensor) and x._data is None:
@@ -222,14 +243,18 @@ def dim_source(t):
 
 
 def _scalar_dtype(inputs):
-    """dtype for Python-scalar inputs: NumPy's weak-scalar promotion against the tensor inputs."""
-    dts = [np.dtype(str(x.dtype)) for x in inputs if isinstance(x, Tensor) or isinstance(x, np.ndarray)]
-    scalars = [x for x in inputs if isinstance(x, (bool, int, float)) and not isinstance(x, np.ndarray)]
+    """dtype for Python-scalar inputs: weak scalars against the tensor inputs (see
+    ``d2s_runtime.dtypes.scalar_result``), so a program computes what eager kernels do."""
+    scalars = [x for x in inputs if isinstance(x, (bool, int, float))]
     if not scalars:
         return None
+    dts = [str(x.dtype) for x in inputs if isinstance(x, (Tensor, np.ndarray, np.generic))]
     if not dts:
         return None
-    return np.result_type(*dts, *scalars).name
+    target = result_type(*dts)
+    for s in scalars:
+        target = scalar_result(target, s)
+    return target
 
 
 def _default_scalar(x):

@@ -44,6 +44,19 @@ import numpy as np
 
 from .ops import OPS
 
+_COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+
+
+def direct_ufunc_ok(op, type_of):
+    """Whether calling the bare ufunc gives what the op's kernel gives: only when no dtype
+    promotion is involved (inputs of one dtype, which is also the output's, or a comparison)."""
+    try:
+        dts = {type_of(n).dtype for n in op.inputs}
+        out = type_of(op.outputs[0]).dtype
+    except KeyError:
+        return False
+    return len(dts) == 1 and (op.type in _COMPARISONS or out in dts)
+
 # Binary ops computed with a Python operator when both operands are 0-d (numpy scalar math);
 # each is the ufunc the op's kernel calls (see executor.DIRECT_UFUNCS), so results are equal.
 INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%",
@@ -355,7 +368,8 @@ class _Codegen:
             return self.emit(indent, f"{', '.join(outs)}, = _multi({call}, {len(outs)})", info)
         out = outs[0]
         ufunc = self.direct_ufuncs.get(op.type)
-        if ufunc is not None and not op.attrs and len(op.inputs) in (1, 2) and hasattr(self.xp, ufunc):
+        if ufunc is not None and not op.attrs and len(op.inputs) in (1, 2) and hasattr(self.xp, ufunc) \
+                and direct_ufunc_ok(op, self.types.__getitem__):
             if donor is not None:
                 fn = self.glob("o", _out_step(getattr(np, self.ufunc_ops[op.type]), self.types[op.outputs[0]].shape,
                                               np.dtype(self.types[op.outputs[0]].dtype)))

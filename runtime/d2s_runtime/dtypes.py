@@ -36,6 +36,55 @@ def is_floating(dtype):
     return dtype in ("float32", "float64")
 
 
+DEFAULT_FLOAT = "float32"
+
+
 def result_type(*dtypes):
-    """NumPy promotion over canonical dtype names."""
+    """d2s promotion over canonical dtype names: NumPy's, except that integers or bools combined
+    with floats give the float dtype present (float32 stays float32), as in PyTorch and JAX.
+
+    This keeps a Python int that a program carries as an int64 tensor (a loop counter, a dim)
+    from turning float32 results into float64, so programs and eager code agree.
+    """
+    floats = [d for d in dtypes if d in ("float32", "float64")]
+    if floats:
+        return "float64" if "float64" in floats else "float32"
     return np.result_type(*[np.dtype(d) for d in dtypes]).name
+
+
+def scalar_result(dtype, value):
+    """dtype of a ``dtype`` tensor combined with Python scalar ``value`` (scalars are weak:
+    they never widen the tensor's dtype; a float meeting an integer tensor gives float32)."""
+    if isinstance(value, bool):
+        return dtype
+    if isinstance(value, int):
+        return "int64" if dtype == "bool" else dtype
+    if isinstance(value, float):
+        return dtype if dtype in ("float32", "float64") else DEFAULT_FLOAT
+    return result_type(dtype, np.asarray(value).dtype.name)
+
+
+def float_of(dtype):
+    """The dtype a float-valued op (exp, true division, mean) gives for ``dtype`` inputs."""
+    return dtype if dtype in ("float32", "float64") else DEFAULT_FLOAT
+
+
+def promote(args, floating=False):
+    """Op inputs (arrays and Python scalars) cast to their common d2s dtype; with ``floating``,
+    at least float32. Arrays already of that dtype are returned as they are."""
+    dts = [a.dtype for a in args if hasattr(a, "dtype")]
+    if not dts:
+        return args
+    first = dts[0]
+    if all(d is first or d == first for d in dts):
+        target = first.name
+    else:
+        target = result_type(*(d.name for d in dts))
+    for a in args:
+        if not hasattr(a, "dtype") and not isinstance(a, (list, tuple)):
+            target = scalar_result(target, a)
+    if floating:
+        target = float_of(target)
+    if all(d.name == target for d in dts):
+        return args
+    return [a.astype(target) if hasattr(a, "dtype") and a.dtype.name != target else a for a in args]

@@ -332,7 +332,8 @@ class Executor:
             if opdef.n_out != 1 or len(outs) != 1:
                 steps.append(Step(MULTI, opdef.kernel, ins, outs, _kernel_attrs(op.attrs), frees_here))
             elif op.type in DIRECT_UFUNCS and not op.attrs and len(ins) in (1, 2) and \
-                    hasattr(self.xp, DIRECT_UFUNCS[op.type]):
+                    hasattr(self.xp, DIRECT_UFUNCS[op.type]) and \
+                    codegen.direct_ufunc_ok(op, lambda n: block.lookup(n).type):
                 kind = UFUNC1 if len(ins) == 1 else UFUNC2
                 steps.append(Step(kind, getattr(self.xp, DIRECT_UFUNCS[op.type]), ins, outs[0], {}, frees_here))
             else:

@@ -1,11 +1,11 @@
 """Element-wise primitives with NumPy broadcasting and promotion."""
-from ..dtypes import is_floating
+from ..dtypes import float_of, is_floating, promote
 from .registry import ShapeError, TensorType, defop
 from .rules import elementwise
 
 
 def _float_result(op, t):
-    return t.dtype if is_floating(t.dtype) else "float64"
+    return float_of(t.dtype)
 
 
 def _unary(name, fn, float_only=False):
@@ -13,12 +13,12 @@ def _unary(name, fn, float_only=False):
         return TensorType(x.shape, _float_result(name, x) if float_only else x.dtype)
 
     if float_only:
-        # bool/int inputs compute in float64, as the shape rule says (numpy alone would give
+        # bool/int inputs compute in float32, as the shape rule says (numpy alone would give
         # float16 for bool, and sigmoid's cast back would truncate to ints)
         inner = fn
 
         def fn(xp, x):
-            return inner(xp, x if x.dtype.kind == "f" else x.astype("float64"))
+            return inner(xp, x if x.dtype.kind == "f" else x.astype("float32"))
 
     defop(name, infer)(fn)
 
@@ -27,7 +27,16 @@ def _binary(name, fn, dtype=None):
     def infer(a, b):
         return elementwise(name, a, b, dtype=dtype)
 
-    defop(name, infer)(fn)
+    def kernel(xp, a, b):
+        # same-dtype arrays (the common case) skip promotion entirely
+        da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
+        if da is not None and da is db:
+            return fn(xp, a, b)
+        a, b = promote((a, b))
+        return fn(xp, a, b)
+
+    kernel.__doc__ = fn.__doc__
+    defop(name, infer)(kernel)
 
 
 _unary("neg", lambda xp, x: xp.negative(x))
@@ -67,10 +76,17 @@ for _name, _fn in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", 
 
 def _div_infer(a, b):
     t = elementwise("div", a, b)
-    return TensorType(t.shape, t.dtype if is_floating(t.dtype) else "float64")
+    return TensorType(t.shape, float_of(t.dtype))
 
 
-defop("div", _div_infer)(lambda xp, a, b: xp.true_divide(a, b))
+@defop("div", _div_infer)
+def _div(xp, a, b):
+    """True division; integer inputs give float32."""
+    da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
+    if da is not None and da is db and da.kind == "f":
+        return xp.true_divide(a, b)
+    a, b = promote((a, b), floating=True)
+    return xp.true_divide(a, b)
 
 
 def _bitwise(name, fn):
@@ -93,7 +109,12 @@ def _where_infer(c, a, b):
     return TensorType(t.shape, elementwise("where", a, b).dtype)
 
 
-defop("where", _where_infer)(lambda xp, c, a, b: xp.where(c, a, b))
+@defop("where", _where_infer)
+def _where(xp, c, a, b):
+    da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
+    if da is None or da is not db:
+        a, b = promote((a, b))
+    return xp.where(c, a, b)
 
 
 def _clip_infer(x, lo=None, hi=None):

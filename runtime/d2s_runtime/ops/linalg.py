@@ -1,5 +1,5 @@
 """Matrix multiplication with NumPy's ``matmul`` semantics (1-d operands, batch broadcasting)."""
-from ..dtypes import result_type
+from ..dtypes import promote, result_type
 from .registry import ShapeError, TensorType, defop
 from .rules import broadcast_shapes, fmt_shape
 
@@ -22,4 +22,8 @@ def _matmul_infer(a, b):
     return TensorType(out, result_type(a.dtype, b.dtype))
 
 
-defop("matmul", _matmul_infer)(lambda xp, a, b: xp.matmul(a, b))
+@defop("matmul", _matmul_infer)
+def _matmul(xp, a, b):
+    if a.dtype is not b.dtype:
+        a, b = promote((a, b))
+    return xp.matmul(a, b)

@@ -13,12 +13,12 @@ from .rules import fmt_shape, norm_axes, reduce_shape
 
 
 def _float_dtype(op, t):
-    """Floating inputs keep their dtype; bool and int inputs compute in float64 (as exp does)."""
-    return t.dtype if is_floating(t.dtype) else "float64"
+    """Floating inputs keep their dtype; bool and int inputs compute in float32 (as exp does)."""
+    return t.dtype if is_floating(t.dtype) else "float32"
 
 
 def _as_float(x):
-    return x if x.dtype.kind == "f" else x.astype("float64")
+    return x if x.dtype.kind == "f" else x.astype("float32")
 
 
 def _one_axis(op, axis, ndim):

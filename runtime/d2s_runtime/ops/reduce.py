@@ -25,8 +25,9 @@ def _sum_dtype(d):
 _SUM_ACC = {"?": "int64", "i": "int64"}
 _reduction("reduce_sum", lambda xp, x, ax, k: x.sum(axis=ax, keepdims=k, dtype=_SUM_ACC.get(x.dtype.char)),
            _sum_dtype)
-_reduction("reduce_mean", lambda xp, x, ax, k: xp.mean(x, axis=ax, keepdims=k),
-           lambda d: d if is_floating(d) else "float64")
+_reduction("reduce_mean", lambda xp, x, ax, k: xp.mean(x, axis=ax, keepdims=k,
+                                                       dtype=None if x.dtype.kind == "f" else "float32"),
+           lambda d: d if is_floating(d) else "float32")
 _reduction("reduce_max", lambda xp, x, ax, k: xp.max(x, axis=ax, keepdims=k))
 _reduction("reduce_min", lambda xp, x, ax, k: xp.min(x, axis=ax, keepdims=k))
 _reduction("reduce_prod", lambda xp, x, ax, k: xp.prod(x, axis=ax, keepdims=k, dtype=_sum_dtype(x.dtype.name)),

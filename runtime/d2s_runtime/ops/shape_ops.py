@@ -112,7 +112,12 @@ def _concat_infer(*xs, axis=0):
     return TensorType(out, result_type(*(t.dtype for t in xs)))
 
 
-defop("concat", _concat_infer)(lambda xp, *xs, axis=0: xp.concatenate(xs, axis=axis))
+def _same_dtype(xs):
+    from ..dtypes import promote
+    return xs if all(x.dtype is xs[0].dtype for x in xs) else promote(xs)
+
+
+defop("concat", _concat_infer)(lambda xp, *xs, axis=0: xp.concatenate(_same_dtype(xs), axis=axis))
 
 
 def _stack_infer(*xs, axis=0):
@@ -129,7 +134,7 @@ def _stack_infer(*xs, axis=0):
     return TensorType(merged, result_type(*(t.dtype for t in xs)))
 
 
-defop("stack", _stack_infer)(lambda xp, *xs, axis=0: xp.stack(xs, axis=axis))
+defop("stack", _stack_infer)(lambda xp, *xs, axis=0: xp.stack(_same_dtype(xs), axis=axis))
 
 
 def _same_infer(x, **_):
