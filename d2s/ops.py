@@ -524,12 +524,56 @@ def _decode_host(spec, extra):
 
 
 # ------------------------------------------------------------------ Tensor operators and methods
-def _rev(name):
-    return lambda self, other: apply(name, other, self)
+_nd = np.ndarray
+_SCALARS = (int, float, bool)
+
+
+def _fast_kernel(name):
+    """The op's registered kernel, for operators' fast path: plain numpy inputs, nothing to
+    record or build. Anything else (and any error, for its full message) goes through apply."""
+    from d2s_runtime.ops import OPS
+    return OPS[name].kernel
 
 
 def _fwd(name):
-    return lambda self, other: apply(name, self, other)
+    kernel = _fast_kernel(name)
+
+    def method(self, other):
+        a = self._data
+        if type(a) is _nd and not STATE.hooked and not self.requires_grad:
+            t = type(other)
+            if t is Tensor:
+                if not other.requires_grad and type(other._data) is _nd:
+                    try:
+                        out = kernel(np, a, other._data)
+                    except Exception:
+                        return apply(name, self, other)
+                    return Tensor._make(out if type(out) is _nd else np.asarray(out))
+            elif t in _SCALARS:
+                try:
+                    out = kernel(np, a, other)
+                except Exception:
+                    return apply(name, self, other)
+                return Tensor._make(out if type(out) is _nd else np.asarray(out))
+        return apply(name, self, other)
+
+    return method
+
+
+def _rev(name):
+    kernel = _fast_kernel(name)
+
+    def method(self, other):
+        a = self._data
+        if type(a) is _nd and type(other) in _SCALARS and not STATE.hooked and not self.requires_grad:
+            try:
+                out = kernel(np, other, a)
+            except Exception:
+                return apply(name, other, self)
+            return Tensor._make(out if type(out) is _nd else np.asarray(out))
+        return apply(name, other, self)
+
+    return method
 
 
 def _install():

@@ -73,22 +73,7 @@ def _to_static():
     return to_static
 
 
-# Known gaps of source conversion (reported to its owner), not of tracing; non-strict so the
-# cases count again as soon as to_static handles them.
-TO_STATIC_GAPS = {
-    "for_range_index": "to_static makes the range() counter an int64 tensor, so s + x[i] * (i + 1) "
-                       "turns float64 (eager keeps a Python int: float32)",
-    "early_return_in_loop": "to_static: return inside a tensor-conditioned if inside a for loop "
-                            "('retval' defined in one branch only)",
-}
-
-
-def _with_gaps(cases):
-    return [pytest.param(c, marks=pytest.mark.xfail(reason=TO_STATIC_GAPS[c.name], strict=False))
-            if c.name in TO_STATIC_GAPS else c for c in cases]
-
-
-@pytest.mark.parametrize("case", _with_gaps(CORPUS), ids=repr)
+@pytest.mark.parametrize("case", CORPUS, ids=repr)
 def test_to_static_is_right_on_every_input(case):
     to_static = _to_static()
     sf = to_static(case.fn)

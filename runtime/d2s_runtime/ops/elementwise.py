@@ -1,4 +1,6 @@
 """Element-wise primitives with NumPy broadcasting and promotion."""
+import numpy as np
+
 from ..dtypes import float_of, is_floating, promote
 from .registry import ShapeError, TensorType, defop
 from .rules import elementwise
@@ -23,14 +25,23 @@ def _unary(name, fn, float_only=False):
     defop(name, infer)(fn)
 
 
+def _ufunc(uname):
+    """``fn(xp, a, b)`` calling ufunc ``uname`` (numpy's looked up once, cupy's by name)."""
+    np_fn = getattr(np, uname)
+
+    def fn(xp, a, b):
+        return np_fn(a, b) if xp is np else getattr(xp, uname)(a, b)
+
+    return fn
+
+
 def _binary(name, fn, dtype=None):
     def infer(a, b):
         return elementwise(name, a, b, dtype=dtype)
 
     def kernel(xp, a, b):
         # same-dtype arrays (the common case) skip promotion entirely
-        da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
-        if da is not None and da is db:
+        if getattr(a, "dtype", None) is getattr(b, "dtype", False):
             return fn(xp, a, b)
         a, b = promote((a, b))
         return fn(xp, a, b)
@@ -61,14 +72,14 @@ _unary("relu", lambda xp, x: xp.maximum(x, 0).astype(x.dtype, copy=False))
 _unary("logical_not", lambda xp, x: xp.logical_not(x) if x.dtype == bool else xp.invert(x))
 _unary("floor", lambda xp, x: xp.floor(x))
 
-_binary("add", lambda xp, a, b: xp.add(a, b))
-_binary("sub", lambda xp, a, b: xp.subtract(a, b))
-_binary("mul", lambda xp, a, b: xp.multiply(a, b))
-_binary("floordiv", lambda xp, a, b: xp.floor_divide(a, b))
-_binary("mod", lambda xp, a, b: xp.mod(a, b))
-_binary("pow", lambda xp, a, b: xp.power(a, b))
-_binary("maximum", lambda xp, a, b: xp.maximum(a, b))
-_binary("minimum", lambda xp, a, b: xp.minimum(a, b))
+_binary("add", _ufunc("add"))
+_binary("sub", _ufunc("subtract"))
+_binary("mul", _ufunc("multiply"))
+_binary("floordiv", _ufunc("floor_divide"))
+_binary("mod", _ufunc("mod"))
+_binary("pow", _ufunc("power"))
+_binary("maximum", _ufunc("maximum"))
+_binary("minimum", _ufunc("minimum"))
 for _name, _fn in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", "less_equal"),
                    ("gt", "greater"), ("ge", "greater_equal")):
     _binary(_name, (lambda f: lambda xp, a, b: getattr(xp, f)(a, b))(_fn), dtype="bool")
