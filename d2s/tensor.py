@@ -231,6 +231,12 @@ class Tensor:
 
     # ----------------------------------------------------------------- devices
     def to(self, device=None, dtype=None):
+        """Move to ``device`` ('cpu'/'gpu') and/or cast to ``dtype``; ``t.to('float64')`` casts."""
+        if isinstance(device, str) and device not in ("cpu", "gpu", "cuda"):
+            try:
+                dtype, device = as_dtype(device), None
+            except TypeError:
+                pass  # not a dtype either: the device check below names it
         out = self
         if dtype is not None and as_dtype(dtype) != self.dtype:
             out = out.cast(dtype)

@@ -81,6 +81,31 @@ def convert_isinstance(obj, cls):
     return builtins.isinstance(obj, cls)
 
 
+def _extreme(pyfn, opname, args, kwargs):
+    """``max``/``min`` over tensors: Python picks one value by comparing, which a symbolic tensor
+    cannot do while the program is built; element-wise ``maximum``/``minimum`` of the
+    candidates picks the same value (over a single tensor: the reduction along axis 0)."""
+    items = args[0] if len(args) == 1 and not isinstance(args[0], Tensor) else args
+    if kwargs or not builtins.any(is_symbolic(a) for a in (items if not isinstance(items, Tensor) else [items])):
+        return pyfn(*args, **kwargs)
+    from .. import ops
+    if isinstance(items, Tensor):
+        return getattr(ops, opname)(items, axis=0)
+    items = list(items)
+    out = items[0]
+    for v in items[1:]:
+        out = getattr(ops, "maximum" if opname == "max" else "minimum")(out, v)
+    return out
+
+
+def convert_max(*args, **kwargs):
+    return _extreme(builtins.max, "max", args, kwargs)
+
+
+def convert_min(*args, **kwargs):
+    return _extreme(builtins.min, "min", args, kwargs)
+
+
 def convert_abs(x):
     return abs(x) if not isinstance(x, Tensor) else x.abs()
 

@@ -19,7 +19,8 @@ _BUILTINS = {
     builtins.len: cb.convert_len, builtins.print: cb.convert_print, builtins.int: cb.convert_int,
     builtins.float: cb.convert_float, builtins.bool: cb.convert_bool, builtins.range: convert_range,
     builtins.enumerate: convert_enumerate, builtins.zip: convert_zip,
-    builtins.isinstance: cb.convert_isinstance,
+    builtins.isinstance: cb.convert_isinstance, builtins.max: cb.convert_max, builtins.min: cb.convert_min,
+    builtins.abs: cb.convert_abs,
 }
 
 

@@ -25,6 +25,13 @@ def _array_of(data):
     return arr.copy() if arr is data else arr
 
 
+
+class StateDictError(RuntimeError, KeyError):
+    """A state dict whose keys do not match the module's (RuntimeError as in PyTorch)."""
+
+    def __str__(self):  # KeyError would quote the message
+        return RuntimeError.__str__(self)
+
 class Parameter(Tensor):
     """A tensor that is a module parameter: requires grad by default, and registers itself
     when assigned as a Module attribute. ``Parameter(t)`` shares ``t``'s data."""
@@ -239,7 +246,7 @@ class Module:
         """Copy values (tensors or arrays) from ``state_dict`` into this module's parameters and
         buffers, in place, keeping their dtypes.
 
-        With ``strict`` (the default) missing or unexpected keys raise ``KeyError``; a shape
+        With ``strict`` (the default) missing or unexpected keys raise ``StateDictError`` (a ``RuntimeError``, as in PyTorch, and a ``KeyError``); a shape
         mismatch always raises ``ValueError``. Returns ``(missing_keys, unexpected_keys)``.
         """
         own = OrderedDict(self._state_items())
@@ -251,7 +258,7 @@ class Module:
                 parts.append(f"missing keys {missing}")
             if unexpected:
                 parts.append(f"unexpected keys {unexpected}")
-            raise KeyError(f"load_state_dict for {type(self).__name__}: " + " and ".join(parts) +
+            raise StateDictError(f"load_state_dict for {type(self).__name__}: " + " and ".join(parts) +
                            "; pass strict=False to load only the keys that match")
         updates = []
         for k, target in own.items():

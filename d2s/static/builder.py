@@ -318,6 +318,8 @@ def build_program(fn, *args, device="cpu"):
                 sym_args.append(builder.add_input(a.shape, str(a.dtype), a.name))
             elif isinstance(a, Tensor):
                 sym_args.append(builder.add_input(a.shape, str(a.dtype)))
+            elif isinstance(a, np.ndarray):  # arrays are inputs too, as in to_static
+                sym_args.append(builder.add_input(a.shape, a.dtype.name))
             else:
                 sym_args.append(a)
         out = fn(*sym_args)
