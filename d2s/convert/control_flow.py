@@ -8,7 +8,6 @@ tensors of the other side's dtype.
 """
 import numpy as np
 
-from .._state import STATE
 from ..tensor import Tensor, tensor
 from .errors import ConvertError, at_user_line
 from .undefined import Undefined

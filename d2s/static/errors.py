@@ -1,6 +1,5 @@
 """Errors for symbolic tensors used as Python values, pointing at the user's line."""
 import os
-import sys
 import traceback
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -17,7 +17,7 @@ import numpy as np
 
 from d2s_runtime.executor import Executor
 from d2s_runtime.ir import Op
-from d2s_runtime.ops import OPS, TensorType
+from d2s_runtime.ops import TensorType
 
 from .._state import STATE
 from ..autograd.grad_mode import no_grad
@@ -241,21 +241,15 @@ class TracedFunction:
         return tensors
 
     def _replay(self, tensors):
-        """Run the program op by op through the eager dispatch (records autograd nodes)."""
-        from ..dispatch import apply
+        """Run the program op by op through the eager dispatch (records autograd nodes); guard
+        ops run their check on the concrete values like any other kernel."""
+        from ..static.control_flow import replay_op
         prog = self.program
         env = dict(zip(prog.inputs, tensors))
         env.update(self._param_tensors)
         env.update({n: Tensor._make(a) for n, a in prog.constants.items()})
-        guard = OPS["guard"].kernel
         for op in prog.block.ops:
-            ins = [env[n] for n in op.inputs]
-            if op.type == "guard":
-                guard(np, *[_host(t._data) for t in ins], **op.attrs)
-                continue
-            out = apply(op.type, *ins, **op.attrs)
-            outs = out if isinstance(out, tuple) else (out,)
-            env.update(zip(op.outputs, outs))
+            env.update(zip(op.outputs, replay_op(op, [env[n] for n in op.inputs])))
         return [env[n] for n in self._out_names]
 
     # ------------------------------------------------------------ checking

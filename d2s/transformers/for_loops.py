@@ -4,7 +4,6 @@
 bound or the rows of a symbolic tensor. A lowered `break` arrives as an extra test
 (``not break_``) that the loop checks before each iteration.
 """
-import gast
 
 from . import gast_compat as gc
 from .analysis import activity

@@ -4,7 +4,6 @@ The loop variables are the names the body rebinds or mutates that are live on en
 loop (read by the test or before being rebound in the body) or after it, per the liveness
 analysis; the rest of what the body binds stays local to ``body_fn``.
 """
-import gast
 
 from . import gast_compat as gc
 from .base import JST, Transformer, copy_location, mark_generated, python_only, state_functions, undefined_inits

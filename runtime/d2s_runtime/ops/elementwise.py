@@ -1,7 +1,7 @@
 """Element-wise primitives with NumPy broadcasting and promotion."""
 import numpy as np
 
-from ..dtypes import float_of, is_floating, promote
+from ..dtypes import float_of, promote
 from .registry import ShapeError, TensorType, defop
 from .rules import elementwise
 
