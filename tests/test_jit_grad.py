@@ -103,14 +103,27 @@ def test_d2s_grad_and_hooks_through_a_static_output():
     np.testing.assert_allclose(seen[0], 3 * x.numpy() ** 2)
 
 
-def test_double_backward_says_it_is_not_supported():
+def test_double_backward_through_a_program_matches_eager():
+    from d2s import nn
+
+    lin = nn.Linear(2, 1)
+
     def f(x):
-        return (x ** 3).sum()
+        y = x ** 3
+        if y.sum() > 0:  # a cond in the program: its replay is differentiated twice too
+            y = y * 2
+        return (lin(y) ** 2).sum()
 
     sf = to_static(f)
-    x = d2s.tensor([1.0], requires_grad=True)
-    with pytest.raises(NotImplementedError, match="create_graph"):
-        d2s.grad(sf(x), [x], create_graph=True)
+    for v in ([[1.0, 2.0]], [[-1.0, -2.0]]):
+        grads = []
+        for fn in (f, sf):
+            x = d2s.tensor(v, dtype="float64", requires_grad=True)
+            g, = d2s.grad(fn(x), [x], create_graph=True)
+            h = d2s.grad(g.sum(), [x, lin.weight])
+            grads.append([g.numpy(), h[0].numpy(), h[1].numpy()])
+        for a, b in zip(*grads):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
 def test_frozen_parameters_get_no_gradient():

@@ -276,13 +276,38 @@ class RunProgramNode(Node):
 
 def _run_program_backward(node, *grads):
     if STATE.grad_enabled:
-        raise NotImplementedError(
-            "RunProgramBackward0: create_graph=True (a double backward) through a to_static program is not "
-            "supported; compute higher-order gradients eagerly, or with d2s.grad inside the converted function")
+        return _differentiable_backward(node, grads)
     runner = node.entry.backward_runner(*node.masks)
     arrays, params = node.saved
     res = runner.run(arrays, params, [g._data for g in grads])
     return tuple(Tensor._make(r) for r in res)
+
+
+def _differentiable_backward(node, grads):
+    """Backward with ``create_graph``: replay the forward program through the eager dispatch
+    (so autograd records it, with the same gradient rules), then differentiate that replay;
+    the gradients it returns are themselves differentiable (higher-order derivatives)."""
+    from ..autograd.engine import grad as autograd_grad
+    from ..static.control_flow import replay_block
+    entry = node.entry
+    program = entry.raw_program
+    in_mask, par_mask = node.masks
+    arrays, params = node.saved
+    targets = iter(node.inputs)
+    env = {}
+    for name, arr, m in zip(program.inputs, arrays, in_mask):
+        env[name] = next(targets) if m else Tensor._make(arr)
+    for (name, p), arr, m in zip(entry.params, params, par_mask):
+        env[name] = next(targets) if m else Tensor._make(arr)
+    for name, arr in program.constants.items():
+        env[name] = Tensor._make(arr)
+    outs = replay_block(program.block, [env[n] for n in program.block.inputs])
+    diff = [o for o, f in zip(outs, entry.out_float) if f]
+    used = [(o, g) for o, g in zip(diff, grads) if o.requires_grad]
+    if not used:
+        return tuple(None for _ in node.inputs)
+    return autograd_grad([o for o, _ in used], list(node.inputs), grad_outputs=[g for _, g in used],
+                         create_graph=True, allow_unused=True)
 
 
 class BackwardRunner:
