@@ -40,8 +40,15 @@ def _binary(name, fn, dtype=None):
         return elementwise(name, a, b, dtype=dtype)
 
     def kernel(xp, a, b):
-        # same-dtype arrays (the common case) skip promotion entirely
-        if getattr(a, "dtype", None) is getattr(b, "dtype", False):
+        # the common cases skip promotion: same-dtype arrays, and a Python scalar that NumPy
+        # already treats as d2s does (all but a float meeting an integer or bool array)
+        da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
+        if da is db:
+            return fn(xp, a, b)
+        if db is None:
+            if da.kind == "f" or type(b) is not float:
+                return fn(xp, a, b)
+        elif da is None and (db.kind == "f" or type(a) is not float):
             return fn(xp, a, b)
         a, b = promote((a, b))
         return fn(xp, a, b)
