@@ -70,21 +70,64 @@ def _specs(args):
     return [parse_spec(s) for s in (args.spec or [])]
 
 
+def _check_target(obj, command, target):
+    """A class or a non-callable names nothing to convert: say what to name instead."""
+    if isinstance(obj, type):
+        raise SystemExit(f"d2s {command}: {target} is a class; name a function, or a module instance "
+                         f"defined in the file (e.g. `model = {obj.__name__}()` and FILE::model)")
+    if not callable(obj):
+        raise SystemExit(f"d2s {command}: {target} is a {type(obj).__name__}, not a function or module")
+
+
+def _static_function(obj, command, target):
+    """The StaticFunction to build programs from: the object itself, a module's ``forward``
+    (converted for this command, the module unchanged), or a function converted now."""
+    from .jit import to_static
+    from .jit.export_support import module_static_function
+    from .nn.module import Module
+    _check_target(obj, command, target)
+    if isinstance(obj, Module):
+        return module_static_function(obj)
+    return obj if hasattr(obj, "get_program") else to_static(obj)
+
+
+def _check_spec_count(fn, specs, command, target):
+    """Fail early, naming the function's parameters, when --spec count and signature disagree."""
+    import inspect
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    if not len(required) <= len(specs) <= len(positional):
+        names = ", ".join(p.name for p in positional) or "none"
+        raise SystemExit(f"d2s {command}: {target} takes {len(required)} input(s) ({names}) but "
+                         f"{len(specs)} --spec were given; pass one --spec per input, e.g. --spec 'float32[?,784]'")
+
+
 def cmd_convert(args):
     from .transformers import convert_function
+    from .nn.module import Module
     fn = load_target(args.target)
+    _check_target(fn, "convert", args.target)
+    if isinstance(fn, Module):
+        fn = type(fn).forward
     fn = getattr(fn, "eager", fn)
     print(convert_function(fn).code)
 
 
 def cmd_graph(args):
-    from .jit import to_static
     fn = load_target(args.target)
-    sf = fn if hasattr(fn, "get_program") else to_static(fn)
+    sf = _static_function(fn, "graph", args.target)
     specs = _specs(args)
-    if not specs and sf.input_spec is None and _n_params(sf.eager):
+    if not specs and sf.input_spec is None and _n_params(_signature_fn(sf)):
         raise SystemExit(f"d2s graph: {args.target} takes arguments; describe each with --spec, e.g. "
                          "--spec 'float32[?,784]' ('?' marks a dynamic dim)")
+    if specs:
+        _check_spec_count(_signature_fn(sf), specs, "graph", args.target)
     program = sf.get_program(*specs)
     if args.dot or args.svg:
         dot = program.to_dot()
@@ -101,6 +144,11 @@ def cmd_graph(args):
             print(f"wrote {args.svg}")
     else:
         print(program)
+
+
+def _signature_fn(sf):
+    """The callable whose signature the user sees (``eager`` is bound to its instance)."""
+    return sf.eager
 
 
 def cmd_compare(args):
@@ -150,7 +198,15 @@ def cmd_export_onnx(args):
     except ImportError:
         raise SystemExit("d2s export-onnx: needs the onnx package: pip install 'd2s[onnx]'") from None
     fn = load_target(args.target)
-    inputs, outputs = export(fn, args.output, _specs(args) or None)
+    _check_target(fn, "export-onnx", args.target)
+    specs = _specs(args)
+    sf = _static_function(fn, "export-onnx", args.target)
+    if not specs and sf.input_spec is None and _n_params(_signature_fn(sf)):
+        raise SystemExit(f"d2s export-onnx: {args.target} takes arguments; describe each with --spec, e.g. "
+                         "--spec 'float32[?,784]' ('?' marks a dynamic dim)")
+    if specs:
+        _check_spec_count(_signature_fn(sf), specs, "export-onnx", args.target)
+    inputs, outputs = export(fn, args.output, specs or None)
     print(f"wrote {args.output} (inputs {', '.join(inputs)}; outputs {', '.join(outputs)})")
 
 

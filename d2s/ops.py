@@ -217,8 +217,10 @@ def minimum(a, b):
 def clip(x, min=None, max=None):
     """Limit x to [min, max]; either bound may be None, a number, or a tensor (broadcast)."""
     if isinstance(min, (Tensor, np.ndarray, list)) or isinstance(max, (Tensor, np.ndarray, list)):
-        out = x if min is None else maximum(x, min)
-        return out if max is None else minimum(out, max)
+        # where, not maximum/minimum: at x == bound the gradient goes to x alone (as in
+        # torch.clamp), where maximum would split it between x and the bound
+        out = x if min is None else where(lt(x, min), min, x)
+        return out if max is None else where(gt(out, max), max, out)
     return apply("clip", x, lo=min, hi=max)
 
 
@@ -375,7 +377,21 @@ def permute(x, *dims):
 
 
 def squeeze(x, axis=None):
-    return apply("squeeze", x, axes=_axes(axis))
+    """Drop dims of size 1 (all of them, or those among ``axis``). As in PyTorch, a named
+    axis whose size is known not to be 1 is left alone rather than being an error."""
+    axes = _axes(axis)
+    if axes is not None:
+        shape = _static_shape(x)
+        nd = len(shape)
+        axes = [a for a in axes if not (-nd <= a < nd and shape[a] is not None and shape[a] != 1)]
+    return apply("squeeze", x, axes=axes)
+
+
+def _static_shape(x):
+    """Shape with ``None`` for dims known only when a program runs."""
+    if isinstance(x, Tensor):
+        return tuple(x._data.shape) if x._data is not None else tuple(x._var.type.shape)
+    return np.shape(x)
 
 
 def unsqueeze(x, axis):
@@ -393,6 +409,8 @@ def _symbolic_target(x, shape):
 
 
 def flatten(x, start_dim=0, end_dim=-1):
+    if not isinstance(x, Tensor):
+        x = tensor(x)
     nd = x.ndim
     if nd == 0:
         return reshape(x, [1])
@@ -408,11 +426,16 @@ def flatten(x, start_dim=0, end_dim=-1):
 
 
 def concat(tensors, axis=0):
-    return apply("concat", *tensors, axis=int(axis))
+    return apply("concat", *_seq_args(tensors), axis=int(axis))
 
 
 def stack(tensors, axis=0):
-    return apply("stack", *tensors, axis=int(axis))
+    return apply("stack", *_seq_args(tensors), axis=int(axis))
+
+
+def _seq_args(items):
+    """Python scalars and lists among concat/stack inputs become tensors (d2s dtype defaults)."""
+    return [t if isinstance(t, Tensor) or hasattr(t, "dtype") else tensor(t) for t in items]
 
 
 def split(x, split_size_or_sections, axis=0):
@@ -606,7 +629,32 @@ def _install():
     T.bool = lambda self: cast(self, "bool")
     T.astype = cast
     T.view = reshape
-    T.expand = lambda self, *shape: broadcast_to(self, shape[0] if len(shape) == 1 and isinstance(shape[0], (list, tuple)) else shape)
+    T.expand = _expand
+    T.__eq__ = _none_aware(T.__eq__, False)
+    T.__ne__ = _none_aware(T.__ne__, True)
+
+
+def _expand(self, *shape):
+    """``t.expand(2, -1, 4)``: broadcast_to where -1 keeps that dim, as in PyTorch."""
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        shape = shape[0]
+    lead = len(shape) - self.ndim
+    if builtins.any(not isinstance(d, Tensor) and d == -1 for d in shape):
+        own = self.shape
+        shape = [own[i - lead] if (not isinstance(d, Tensor) and d == -1 and i >= lead) else d
+                 for i, d in enumerate(shape)]
+    return broadcast_to(self, shape)
+
+
+def _none_aware(method, result):
+    """``t == None`` is False and ``t != None`` True (as in PyTorch), so ``t in [None, ...]``
+    and comparisons against optional arguments work."""
+    def compare(self, other):
+        if other is None:
+            return result
+        return method(self, other)
+    compare.__name__ = method.__name__
+    return compare
 
 
 _install()

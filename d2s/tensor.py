@@ -269,7 +269,8 @@ def _host(data):
 def tensor(data, dtype=None, requires_grad=False, device=None):
     """Create a tensor from a Python number, nested list, numpy/cupy array or tensor.
 
-    Python floats give float32, ints int64, bools bool; numpy arrays keep their dtype.
+    Python floats give float32, ints int64, bools bool; numpy arrays keep their dtype. The
+    data is always copied (as ``torch.tensor`` does), so the tensor never aliases the input.
     """
     xp = get_xp(device)
     if isinstance(data, Tensor):
@@ -279,11 +280,16 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
             return out
     else:
         arr = data
+    src = arr
     if dtype is not None:
         dt = str(as_dtype(dtype))
         arr = xp.asarray(_to_xp_input(arr, xp), dtype=dt)
     else:
         arr = _default_array(arr, xp)
+    if arr is src:
+        # d2s.tensor copies, as torch.tensor does: writing into the tensor (t[i] = v, an
+        # optimizer step) must not change the caller's array, nor the other way round
+        arr = arr.copy()
     if device is None and not isinstance(arr, np.ndarray):
         pass  # a cupy array stays on the GPU
     elif device is not None:

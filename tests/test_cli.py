@@ -21,6 +21,16 @@ def f(x):
 
 def two(x, y):
     return x @ y
+
+class Net(d2s.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = d2s.nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x) * 2
+
+net = Net()
 '''
 
 COMMANDS = ["convert", "graph", "compare", "run", "export-onnx", "demo"]
@@ -81,11 +91,23 @@ def test_graph_with_two_specs(model_file, capsys):
     (["graph", "MODEL::nope", "--spec", "float32[3]"], "has no 'nope'"),
     (["graph", "missing.py::f", "--spec", "float32[3]"], "no such file"),
     (["convert", "MODEL"], "expected FILE::FUNC"),
+    (["graph", "MODEL::f", "--spec", "float32[3]", "--spec", "float32[3]"], r"takes 1 input\(s\) \(x\) but 2 --spec"),
+    (["graph", "MODEL::Net", "--spec", "float32[3]"], "is a class; name a function, or a module instance"),
+    (["convert", "MODEL::Net"], "is a class"),
+    (["export-onnx", "MODEL::f", "-o", "m.onnx"], "describe each with --spec"),
 ])
 def test_bad_arguments_give_clear_messages(model_file, argv, message):
     argv = [a.replace("MODEL", model_file) for a in argv]
     with pytest.raises(SystemExit, match=message):
         main(argv)
+
+
+def test_graph_and_convert_of_a_module_instance(model_file, capsys):
+    assert main(["graph", f"{model_file}::net", "--spec", "float32[?,3]"]) == 0
+    out = capsys.readouterr().out
+    assert "f32[?,2] = matmul" in out and "f32[?,2] = mul" in out
+    assert main(["convert", f"{model_file}::net"]) == 0
+    assert "def forward(self, x):" in capsys.readouterr().out
 
 
 def test_compare_prints_the_table(model_file, capsys):

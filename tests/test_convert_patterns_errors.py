@@ -193,6 +193,24 @@ def test_while_else_with_tensor_condition():
         build(convert_function(while_else_tensor).fn, SPEC)
 
 
+@pytest.mark.parametrize("fn, spec, construct, text", [
+    (try_around_tensor_if, SPEC, "inside a `try` block", "if x.sum() > 0"),
+    (with_around_tensor_while, SPEC, "inside a `with` block", "while x.sum() < 5"),
+    (global_write, SPEC, "global/nonlocal name 'COUNTER'", "if x.sum() > 0"),
+    (while_else_tensor, SPEC, "`while ... else`", "while x.sum() < 10"),
+    (for_else_tensor, InputSpec([2, 2]), "`for ... else`", "for row in m"),
+])
+def test_pinned_control_flow_errors_point_at_the_statement_line(fn, spec, construct, text):
+    # the error names the construct and marks the if/while/for line itself, not its body's
+    # last line
+    with pytest.raises(ConvertError) as e:
+        build(convert_function(fn).fn, spec)
+    msg = str(e.value)
+    assert construct in msg
+    assert f'line {_line_of(fn, text)}\n' in msg
+    assert text in msg
+
+
 def test_source_unavailable_for_exec_defined_functions():
     ns = {}
     exec("def f(x):\n    return x\n", ns)
@@ -217,3 +235,20 @@ def test_exceptions_show_the_users_frame_and_line():
     user = [f for f in frames if f.filename == __file__]
     assert user[-1].lineno == _line_of(fails_inside, "x.no_such_method()")
     assert "no_such_method" in user[-1].line
+
+
+def may_fall_off_the_end(x):
+    c = x.sum() > 0
+    if c:
+        return x
+    if not c:
+        return -x
+
+
+def test_return_value_mismatch_names_the_return_value_not_a_generated_variable():
+    # the converter cannot know `c` and `not c` cover every case: falling off the end returns None
+    with pytest.raises(ConvertError) as e:
+        build(convert_function(may_fall_off_the_end).fn, SPEC)
+    msg = str(e.value)
+    assert "'the return value'" in msg and "retval" not in msg
+    assert f'line {_line_of(may_fall_off_the_end, "if not c")}' in msg

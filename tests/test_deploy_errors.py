@@ -98,6 +98,19 @@ def test_unknown_op(saved, load):
         load(saved)
 
 
+@pytest.mark.parametrize("value,message", [([1.0, 2.0], r"holds 2 element\(s\) but its shape \[\] needs 1"),
+                                           ("abc", "cannot be read as float32")])
+@pytest.mark.parametrize("load", _both_loaders())
+def test_constant_whose_value_disagrees_with_its_shape(saved, load, value, message):
+    def edit_constant(doc):
+        ops = doc["program"]["block"]["ops"]
+        const = next(op for op in ops if op["type"] == "constant" and op["attrs"]["shape"] == [])
+        const["attrs"]["value"] = value
+    _edit_json(saved, "program.json", edit_constant)
+    with pytest.raises(FormatError, match=message):
+        load(saved)
+
+
 class _Evil:
     """Unpickling this would create a file: proof that the loader ran code."""
 

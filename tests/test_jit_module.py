@@ -253,3 +253,48 @@ def test_module_with_input_spec_serves_every_batch_size():
         x = d2s.randn(n, 4) * (0.1 if n % 2 else 4.0)
         np.testing.assert_allclose(m(x).numpy(), ref(x).numpy(), rtol=1e-5, atol=1e-6)
     assert len(m.forward.programs) == 1
+
+
+class RemembersState(nn.Module):
+    """Assigns tensors to attributes in forward (as RNNs keeping their last state do)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.history = []
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.sum() > 0:
+            self.last = y * 2.0
+        else:
+            self.last = y - 1.0
+        self.stats = {"mean": y.mean(), "pair": (y, y * 3.0)}
+        self.history.append(y.sum())
+        return y
+
+
+def test_tensors_assigned_to_module_attributes_get_each_calls_values():
+    d2s.manual_seed(0)
+    eager = RemembersState()
+    static = to_static(RemembersState())
+    static.load_state_dict(eager.state_dict())
+    for v in ([[1.0, 2.0, 3.0]], [[-3.0, -1.0, -2.0]], [[0.5, -0.5, 2.0]]):
+        x = d2s.tensor(v)
+        eager.history.clear()
+        static.history.clear()
+        eo, so = eager(x), static(x)
+        np.testing.assert_allclose(so.numpy(), eo.numpy(), rtol=1e-5)
+        # concrete values (never symbolic tensors left over from the build), equal to eager's
+        np.testing.assert_allclose(static.last.numpy(), eager.last.numpy(), rtol=1e-5)
+        np.testing.assert_allclose(static.stats["pair"][1].numpy(), eager.stats["pair"][1].numpy(), rtol=1e-5)
+        np.testing.assert_allclose(static.stats["mean"].numpy(), eager.stats["mean"].numpy(), rtol=1e-5)
+        assert len(static.history) == 1
+        np.testing.assert_allclose(static.history[0].numpy(), eager.history[0].numpy(), rtol=1e-5)
+    assert len(static.forward.programs) == 1
+    # the attribute values are differentiable like the returned ones
+    for m in (eager, static):
+        m.lin.weight.grad = None
+        m(d2s.tensor([[1.0, -2.0, 0.5]]))
+        (m.last * m.last).sum().backward()
+    np.testing.assert_allclose(static.lin.weight.grad.numpy(), eager.lin.weight.grad.numpy(), rtol=1e-4)

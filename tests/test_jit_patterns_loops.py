@@ -298,3 +298,44 @@ def growing_carry(x, n):
 def test_loop_carried_shape_that_changes():
     for n in (0, 1, 3):
         check(growing_carry, _x(1, 2), d2s.tensor(n))
+
+
+def none_then_tensor_for(x, n):
+    # a variable that starts as None and becomes a tensor in the first iteration of a tensor loop
+    h = None
+    for i in range(n):
+        h = x if h is None else h * 0.5 + x * i
+    return h
+
+
+def none_then_growing_while(x, n):
+    out = None
+    i = 0
+    while i < n:
+        step = x * (i + 1.0)
+        out = step if out is None else d2s.concat([out, step])
+        i += 1
+    return out
+
+
+def test_variable_initialized_to_none_before_a_tensor_loop():
+    # the first iteration is peeled under a cond, where `h is None` still holds
+    for n in (1, 2, 4):
+        check(none_then_tensor_for, _x(1, -2), d2s.tensor(n))
+        check(none_then_growing_while, _x(1, -2), d2s.tensor(n))
+    sf = d2s.jit.to_static(none_then_tensor_for)
+    out = sf(_x(1, -2), d2s.tensor(0))  # zero trips: Python leaves None, the program gives zeros
+    assert out.numpy().tolist() == [0.0, 0.0]
+
+
+def fixed_list_carried(x, n):
+    hs = [x, x * 2.0]
+    for i in range(n):
+        hs[0] = hs[0] + hs[1]
+        hs[1] = hs[1] * 0.5
+    return hs, hs[0] * hs[1]
+
+
+def test_list_of_fixed_length_carried_by_a_tensor_loop_takes_item_assignment():
+    for n in (0, 1, 3):
+        check(fixed_list_carried, _x(1, -2), d2s.tensor(n))

@@ -121,3 +121,15 @@ def uses_lambda_and_map(x):
 def test_lambdas_and_comprehensions():
     for v in (_x(1, 2), _x(-5, -6)):
         check(uses_lambda_and_map, v)
+
+
+def item_as_a_number(x):
+    k = x.sum().item()
+    if k > 0:
+        return x * k
+    return x - k
+
+
+def test_item_on_a_symbolic_tensor_is_a_0d_tensor_without_gradient():
+    for v in ([1.0, 2.0], [-1.0, -3.0]):
+        check(item_as_a_number, d2s.tensor(v))

@@ -148,6 +148,8 @@ CASES = [
     ("max_pool2d_padded", lambda x: F.max_pool2d(x, 3, stride=2, padding=1), lambda n: [f32(n, 1, 5, 5)]),
     ("creation", lambda a: a + d2s.arange(3) + d2s.eye(3)[0] + d2s.full((3,), 2.0) + d2s.linspace(0, 1, 3),
      lambda n: [f32(n, 3)]),
+    ("full_like", lambda a, i: d2s.zeros_like(a) + d2s.ones_like(a) * 2 + apply("full_like", i, value=3),
+     lambda n: [f32(n, 3), i64(n, 3)]),
     ("tensor_list", lambda a: _tensor_list(a), lambda n: [f32(n, 3)]),
     ("stop_gradient", lambda a: d2s.stop_gradient(a) * 2, lambda n: [f32(n, 3)]),
 ]

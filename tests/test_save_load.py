@@ -147,6 +147,47 @@ def test_traced_function_round_trips(tmp_path):
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
 
 
+def test_method_converted_on_the_instance_is_saved(tmp_path):
+    # paddle style: `model.encode = to_static(model.encode)` puts a StaticFunction on the instance
+    d2s.manual_seed(2)
+
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.fc(x)
+
+        def score(self, x, y):
+            return (self.fc(x) - y).sum(axis=1)
+
+    model = d2s.jit.to_static(Two())
+    model.score = d2s.jit.to_static(model.score)
+    path = str(tmp_path / "m")
+    d2s.jit.save(model, path, input_spec={"forward": [InputSpec([None, 4])],
+                                           "score": [InputSpec([None, 4]), InputSpec([None, 3])]})
+    assert os.path.isfile(os.path.join(path, "methods", "score", "program.json"))
+    loaded = d2s.jit.load(path)
+    for n in (1, 5):
+        x, y = f32(n, 4), f32(n, 3)
+        want = model.score(d2s.tensor(x), d2s.tensor(y)).numpy()
+        np.testing.assert_allclose(loaded.score(x, y).numpy(), want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(loaded(x).numpy(), model(d2s.tensor(x)).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_traced_function_rejects_a_dynamic_input_spec(tmp_path):
+    traced = d2s.jit.trace(lambda x: x * 2, (d2s.tensor(f32(4, 3)),))
+    # a trace is fixed to its example's shapes: a None dim must not be silently dropped
+    with pytest.raises(ValueError, match=r"fixed to the shapes.*to_static"):
+        d2s.jit.save(traced, str(tmp_path / "t"), input_spec=[InputSpec([None, 3])])
+    d2s.jit.save(traced, str(tmp_path / "t"), input_spec=[InputSpec([4, 3], name="inp")])
+    loaded = d2s.jit.load(str(tmp_path / "t"))
+    assert loaded.input_names == ["inp"]
+    x = f32(4, 3)
+    np.testing.assert_allclose(loaded(x).numpy(), x * 2)
+
+
 def test_fine_tuning_a_loaded_model_matches_eager_gradients(tmp_path):
     d2s.manual_seed(3)
     model = Gated()

@@ -221,7 +221,7 @@ def _matmul(ctx, g):
 def _expand_reduced(g, x, axes, keepdims):
     """Put reduced axes back (size 1) so ``g`` broadcasts against input ``x``."""
     nd = len(_shape(x))
-    if not keepdims:
+    if not keepdims and nd:
         ax = range(nd) if axes is None else sorted(a % nd for a in axes)
         for a in ax:
             g = d.unsqueeze(g, a)
@@ -242,7 +242,7 @@ def _mean(ctx, g):
     axes = ctx.attrs.get("axes")
     n_in = d.ones_like(x)
     g = _expand_reduced(g, x, axes, ctx.attrs.get("keepdims", False))
-    ax = range(len(shape)) if axes is None else [a % len(shape) for a in axes]
+    ax = range(len(shape)) if axes is None or not shape else [a % len(shape) for a in axes]
     if None in [shape[a] for a in ax]:
         count = d.sum(n_in, axis=list(ax), keepdims=True)
         return (g * n_in / count,)

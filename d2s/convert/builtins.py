@@ -2,6 +2,8 @@
 assert, isinstance. Python values keep Python behaviour; symbolic tensors get ops."""
 import builtins
 
+import numpy as np
+
 from ..tensor import Tensor
 from .errors import at_user_line
 from .values import is_symbolic
@@ -42,6 +44,18 @@ def convert_float(x=0.0):
 
 def convert_bool(x=False):
     return _cast(x, "bool", builtins.bool)
+
+
+def convert_item(x):
+    """``x.item()`` on a symbolic tensor: its one element as a 0-d tensor computed in the
+    program (the Python number eager code gets exists only when the program runs). Like a
+    Python number, it carries no gradient."""
+    shape = x._var.type.shape
+    if all(isinstance(d, int) for d in shape) and int(np.prod(shape, dtype=np.int64)) != 1:
+        raise at_user_line(f".item() needs a tensor with one element, but this one has shape {tuple(shape)}",
+                           ValueError)
+    from .. import ops
+    return ops.reshape(x.detach(), [])
 
 
 def convert_print(*args, sep=" ", end="\n", **kwargs):

@@ -6,6 +6,7 @@ tensor-aware versions; library code (the standard library, site-packages, numpy,
 and functions marked ``__d2s_not_to_static__`` are returned unchanged.
 """
 import builtins
+import functools
 import os
 import sys
 import sysconfig
@@ -13,7 +14,9 @@ import types
 import weakref
 
 from . import builtins as cb
+from ..tensor import Tensor
 from .loops import convert_enumerate, convert_range, convert_zip
+from .values import is_symbolic
 
 _BUILTINS = {
     builtins.len: cb.convert_len, builtins.print: cb.convert_print, builtins.int: cb.convert_int,
@@ -36,6 +39,7 @@ _LIBRARY_DIRS = tuple(os.path.abspath(p) + os.sep for p in {
     sysconfig.get_paths().get("platlib", ""), sys.prefix} if p)
 
 _OVERRIDES = None
+_TENSOR_ITEM = [Tensor.item]
 _converted = weakref.WeakKeyDictionary()  # original function -> converted function (or itself)
 
 
@@ -98,6 +102,8 @@ def convert_call(f):
         return _convert_function(f)
     if isinstance(f, types.MethodType):
         func = f.__func__
+        if func is _TENSOR_ITEM[0] and is_symbolic(f.__self__):
+            return functools.partial(cb.convert_item, f.__self__)
         if isinstance(func, types.FunctionType) and not is_library(func) and \
                 not getattr(func, "__d2s_not_to_static__", False) and func.__name__ != "<lambda>":
             return types.MethodType(_convert_function(func), f.__self__)

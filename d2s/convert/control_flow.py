@@ -29,7 +29,7 @@ class _Retry(Exception):
 
 
 def convert_ifelse(pred, true_fn, false_fn, args, names, out_names, get_state=None, set_state=None,
-                   fillable=()):
+                   fillable=(), none_fillable=False):
     """``true_fn(*args)`` if ``pred`` else ``false_fn(*args)``; returns the values of ``out_names``.
 
     Args:
@@ -40,9 +40,12 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, out_names, get_state=No
         get_state, set_state: read / write attribute targets the branches assign (or None).
         fillable: outputs that one branch may leave undefined because a flag guards every later
             read (the result variable of an early return); they get zeros there.
+        none_fillable: a fillable output undefined in the false branch and None in the true one
+            stays None (a loop's peeled first iteration that leaves a ``None`` variable as is).
     """
     if is_symbolic(pred):
-        return _static_if(pred, true_fn, false_fn, args, names, out_names, get_state, set_state, fillable)
+        return _static_if(pred, true_fn, false_fn, args, names, out_names, get_state, set_state, fillable,
+                          none_fillable)
     return _py_if(pred, true_fn, false_fn, args)
 
 
@@ -58,7 +61,8 @@ def convert_ifexp(pred, true_thunk, false_thunk):
     return true_thunk() if pred else false_thunk()
 
 
-def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, set_state=None, fillable=()):
+def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, set_state=None, fillable=(),
+               none_fillable=False):
     from ..static.control_flow import ControlFlowError, cond
     state0 = get_state() if get_state is not None else ()
     labels = list(out_names) + [f"attribute #{i}" for i in range(len(state0))]
@@ -75,7 +79,7 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
                 out = _fill_structures(tuple(fn(*a)), out_names, fillable, fills, side)
                 st = tuple(get_state()) if get_state is not None else ()
                 vals, skel = leaves(out + st)
-                return _normalize(side, vals, skel, seen, hints, labels, out + st, fillable)
+                return _normalize(side, vals, skel, seen, hints, labels, out + st, fillable, none_fillable)
             return run
 
         try:
@@ -154,7 +158,7 @@ def _number_dtype(a, b=None):
     return "int64"
 
 
-def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=()):
+def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fillable=False):
     """The tensors a branch returns to ``cond``; the true branch (traced first) records which
     leaves are tensors and which stay Python values, the false branch checks itself against it."""
     if side == "true":
@@ -174,6 +178,8 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=()):
             continue
         if t_undef or f_undef:
             other = fv if t_undef else tv
+            if none_fillable and f_undef and tv is None and name in fillable:
+                continue  # None on both paths: the true branch's constant None stands
             if (_probing[0] or name in fillable) and isinstance(other, Tensor):
                 if t_undef:
                     new_hints[k] = ("zeros", other)
@@ -283,7 +289,6 @@ def python_iter(value, kind, reason):
     """``value`` for a ``for`` that must stay Python; iterating a symbolic tensor is an error."""
     from .loops import TensorIterable
     if is_symbolic(value) or isinstance(value, TensorIterable):
-        raise at_user_line(f"a `for` over a symbolic tensor {reason} is not supported by to_static; "
-                           "remove the `else` clause / move the loop out of the try/with block",
-                           ConvertError)
+        raise at_user_line(f"a `for` over a symbolic tensor {reason} is not supported by to_static. Move "
+                           "the `for` out of it, or iterate over Python values", ConvertError)
     return value

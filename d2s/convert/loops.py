@@ -46,7 +46,7 @@ class _LoopRetry(Exception):
         self.dtypes = dtypes
 
 
-def _static_loop(test, body, state, names, get_state, set_state, extra_vars=()):
+def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), peeled=False):
     """A ``while`` op over ``extra_vars + state`` (and attribute targets): ``test(s)`` and
     ``body(s)`` take and return the tuple of the state's values (extra vars first)."""
     from ..static.control_flow import ControlFlowError, while_loop
@@ -54,6 +54,8 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=()):
     n_extra, n = len(extra_vars), len(extra_vars) + len(state)
     labels = [f"loop index #{i}" for i in range(n_extra)] + list(names) + \
         [f"attribute #{i}" for i in range(len(comps))]
+    if not peeled and any(v is None for v in state):
+        return _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels[:n])
     init = list(extra_vars) + list(state) + list(comps)
     lists = [i for i, v in enumerate(init) if type(v) is list and all(isinstance(e, Tensor) for e in v)]
     if lists:
@@ -91,6 +93,35 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=()):
     return tuple(write_back(o, v) for o, v in zip(originals[n_extra:], result[n_extra:n]))
 
 
+def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels):
+    """``h = None`` before a tensor loop whose body makes ``h`` a tensor (``h = x if h is None
+    else h + x``): the first iteration runs on its own under a ``cond`` on the loop test, where
+    ``h is None`` still holds, and the ``while`` op carries the tensor from then on. If the loop
+    runs zero times such a variable reads as zeros (Python would leave it None)."""
+    from .undefined import Undefined
+    n_extra = len(extra_vars)
+    full = tuple(extra_vars) + tuple(state)
+
+    def first(*s):
+        return tuple(body(tuple(s)))
+
+    def skip(*s):
+        # None marks "not yet assigned": the cond fills it from the other branch's type
+        return tuple(Undefined(lbl) if v is None else v for lbl, v in zip(labels, s))
+
+    go = test(full)
+    if not is_symbolic(go):  # the loop's own test decided it after all: plain Python
+        full = first(*full) if go else full
+    else:
+        full = cf.convert_ifelse(go, first, skip, full, labels, labels, get_state, set_state,
+                                 fillable=tuple(labels), none_fillable=True)
+    full = tuple(None if isinstance(v, Undefined) else v for v in full)
+    originals = list(extra_vars) + list(state)
+    full = tuple(write_back(o, v) for o, v in zip(originals, full))
+    out = _static_loop(test, body, full[n_extra:], names, get_state, set_state, full[:n_extra], peeled=True)
+    return out
+
+
 def _as_loop_value(v):
     if isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
         return tensor(v)
@@ -118,27 +149,34 @@ def _check_carried(labels, init, ins, outs):
 
 
 def _lists_to_tensor_arrays(body, init, lists, n, set_state):
-    """Python lists carried by a tensor loop become TensorArrays (``xs.append(v)`` then pushes
-    onto one tensor); an empty list learns its element type from one trial trace of the body."""
+    """Python lists carried by a tensor loop whose length the body changes become TensorArrays
+    (``xs.append(v)`` then pushes onto one tensor); an empty list learns its element type from
+    one trial trace of the body. A list the body keeps at its length (``hs[0] = hs[0] + v``)
+    stays a list of loop variables, so indexing and item assignment keep working."""
     from ..static.tensor_array import TensorArray
     out = list(init)
-    need_probe = [i for i in lists if not init[i]]
-    probed = {}
-    if need_probe:
-        b = STATE.builder
-        cf._probing[0] += 1
-        try:
-            with b.sub_block():
-                vals = [list(v) if type(v) is list else _as_loop_value(v) for v in init]
-                if set_state is not None:
-                    set_state(tuple(vals[n:]))
-                res = list(body(tuple(vals[:n])))
-                probed = {i: res[i] for i in need_probe if i < len(res)}
-        finally:
-            cf._probing[0] -= 1
+    probed, probe_error = {}, None
+    b = STATE.builder
+    cf._probing[0] += 1
+    try:
+        with b.sub_block():
+            vals = [list(v) if type(v) is list else _as_loop_value(v) for v in init]
+            if set_state is not None:
+                set_state(tuple(vals[n:]))
+            res = list(body(tuple(vals[:n])))
+            probed = {i: res[i] for i in lists if i < len(res)}
+    except Exception as e:  # noqa: BLE001 - e.g. a tensor `if` appending on one side only
+        probe_error = e
+    finally:
+        cf._probing[0] -= 1
     for i in lists:
         v = init[i]
-        elem = v[0] if v else (probed.get(i) or [None])[0]
+        p = probed.get(i)
+        if v and type(p) is list and len(p) == len(v):
+            continue  # same length after an iteration: a fixed list of loop variables
+        if not v and probe_error is not None:
+            raise probe_error
+        elem = v[0] if v else (p or [None])[0]
         if elem is None or not isinstance(elem, Tensor):
             continue  # never appended to: stays a Python list
         ta = TensorArray.like(cf._zeros_like_type(elem) if not v else elem)

@@ -185,7 +185,8 @@ class ConcreteProgram:
         device: ``'cpu'`` or ``'gpu'``.
     """
 
-    def __init__(self, program, param_tensors, rebuild, single, retrace, device="cpu", optimize=True):
+    def __init__(self, program, param_tensors, rebuild, single, retrace, device="cpu", optimize=True,
+                 writes=()):
         self.raw_program = program
         self._tiered = TieredProgram(program, device, "forward", optimize=optimize)
         self.params = [(n, param_tensors[n]) for n in program.params]
@@ -194,6 +195,9 @@ class ConcreteProgram:
         self.single = single
         self.retrace = retrace
         self.device = device
+        # module attributes the function assigned tensors to; their values follow the returned
+        # tensors among the program's outputs
+        self.writes = list(writes)
         self._backward = {}
         gb = program.block
         self.out_float = [np.dtype(gb.lookup(n).type.dtype).kind == "f" for n in program.outputs]
@@ -230,6 +234,9 @@ class ConcreteProgram:
                     t = None
             if t is not None:
                 self._attach_node(leaves, arrays, params, tensors)
+        if self.writes:
+            for w in self.writes:
+                w.apply(tensors)
         if self.single:
             return tensors[0]
         return self.rebuild(tensors)

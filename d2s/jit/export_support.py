@@ -181,9 +181,8 @@ def module_static_function(module, name="forward"):
 def converted_methods(module):
     """``{name: StaticFunction}`` of every converted method of ``module`` (forward first)."""
     from .static_function import StaticFunction
-    names = []
-    if isinstance(module.__dict__.get("forward"), StaticFunction):
-        names.append("forward")
+    # converted per instance (``m.forward = to_static(m.forward)``, ``to_static(m)``) or per class
+    names = [n for n, v in vars(module).items() if isinstance(v, StaticFunction)]
     for klass in type(module).__mro__:
         for name, value in vars(klass).items():
             if isinstance(value, StaticFunction) and name not in names:
@@ -220,7 +219,7 @@ def from_static_function(sf, input_spec=None):
                     getattr(instance, "training", None))
 
 
-def from_traced(tf):
+def from_traced(tf, input_spec=None):
     program = tf.program
     params = {n: _host(t._data) for n, t in tf._param_tensors.items()}
     tree = tree_of(tf._out_build, len(program.outputs))
@@ -228,9 +227,28 @@ def from_traced(tf):
     fn = tf.eager.forward if module is not None else tf.eager
     n = len(program.inputs)
     names = _arg_names(fn, n, False) if len(tf._arg_tree[1]) == n else None
+    specs = _spec_list(input_spec)
+    if specs is not None:
+        # a trace is fixed to its example's shapes: a spec may name the inputs, never widen them
+        _check_trace_specs(program, specs)
+        if all(getattr(s, "name", None) for s in specs) and len({s.name for s in specs}) == n:
+            names = [s.name for s in specs]
     return Exported(program, params, names, output_names_of(tree, len(program.outputs)), tree,
                     _param_names(module, tf._param_tensors.items()), "trace",
                     getattr(module, "training", None))
+
+
+def _check_trace_specs(program, specs):
+    types = [program.block.lookup(v).type for v in program.inputs]
+    if len(specs) != len(types):
+        raise ValueError(f"input_spec has {len(specs)} spec(s) but the traced program takes {len(types)} input(s) "
+                         f"({', '.join(map(str, types))})")
+    for k, (s, t) in enumerate(zip(specs, types)):
+        shape = tuple(None if d is None or d == -1 else int(d) for d in s.shape)
+        if shape != tuple(t.shape) or str(s.dtype) != t.dtype:
+            raise ValueError(f"input_spec #{k} ({s}) does not match the traced input {t}: a trace is fixed to the "
+                             "shapes and dtypes of its example inputs; re-trace with that shape, or save a "
+                             "d2s.jit.to_static function for dynamic dims (InputSpec with None)")
 
 
 def program_and_params(obj, input_spec=None, params=None):
@@ -246,7 +264,7 @@ def program_and_params(obj, input_spec=None, params=None):
             list(obj.inputs)
         return Exported(obj, arrays, names)
     if _is_traced(obj):
-        return from_traced(obj)
+        return from_traced(obj, input_spec)
     if _is_static_function(obj):
         return from_static_function(obj, input_spec)
     if _is_module(obj):

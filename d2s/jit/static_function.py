@@ -233,29 +233,127 @@ class StaticFunction:
             skw = replace_kwargs(kwargs, it) if kwargs else {}
             if instance is not None:
                 sargs = (instance,) + tuple(sargs)
+            snapshot = _module_snapshot(instance)
             try:
                 out = conv(*sargs, **skw)
             except BaseException as e:
+                _restore_symbolic_writes(snapshot)
                 linemap.annotate_exception(e, name)
                 raise
             leaves, rebuild = _flatten(out)
-            return sym, leaves, rebuild, out
+            writes = _restore_symbolic_writes(snapshot)
+            for w in writes:
+                w.start = len(leaves)
+                leaves.extend(w.tensors)
+            return sym, leaves, rebuild, out, writes
 
         builder = ProgramBuilder(device)
         with builder, no_grad():
-            _, out_leaves, rebuild, out = trace_into(builder)
+            _, out_leaves, rebuild, out, writes = trace_into(builder)
             outputs = [builder.var_of(t) for t in out_leaves]
         program = builder.program
         program.name = name
         program.outputs = outputs
         program.block.outputs = list(outputs)
-        single = len(out_leaves) == 1 and out is out_leaves[0]
+        single = out is (out_leaves[0] if out_leaves else None) and len(out_leaves) - sum(
+            len(w.tensors) for w in writes) == 1
 
         def retrace(b, requires_grad):
-            sym, leaves, _, _ = trace_into(b, requires_grad)
+            sym, leaves, _, _, _ = trace_into(b, requires_grad)
             return sym, leaves
 
-        return ConcreteProgram(program, builder.param_tensors, rebuild, single, retrace, device)
+        return ConcreteProgram(program, builder.param_tensors, rebuild, single, retrace, device,
+                               writes=writes)
+
+
+class _StateWrite:
+    """A module attribute the function assigned a tensor (or a container of tensors) to, e.g.
+    ``self.last_h = h``: the program returns those tensors as extra outputs and each call
+    assigns their values to the attribute, as eager execution would."""
+
+    __slots__ = ("module", "name", "tensors", "rebuild", "start", "container")
+
+    def __init__(self, module, name, value, container):
+        self.module, self.name, self.container = module, name, container
+        self.tensors, self.rebuild = _flatten(value)
+        self.start = 0
+
+    def apply(self, outputs):
+        value = self.rebuild(outputs[self.start:self.start + len(self.tensors)])
+        c = self.container
+        if c is not None and type(c) is type(value) and isinstance(c, (list, dict)):
+            if isinstance(c, list):
+                c[:] = value
+            else:
+                c.clear()
+                c.update(value)
+            value = c  # mutated in place: other references to the container see it too
+        setattr(self.module, self.name, value)
+
+
+_REGISTRIES = ("_parameters", "_buffers", "_modules")
+
+
+def _module_snapshot(instance):
+    """What to restore after tracing a module's forward: each submodule's attributes (and the
+    contents of its list/dict attributes), and its registries."""
+    if not _is_module(instance):
+        return None
+    snap = []
+    for m in instance.modules():
+        d = m.__dict__
+        attrs = {k: v for k, v in d.items() if k not in _REGISTRIES}
+        contents = {k: (list(v) if type(v) is list else dict(v)) for k, v in attrs.items()
+                    if type(v) in (list, dict)}
+        regs = {r: dict(d[r]) for r in _REGISTRIES if r in d}
+        snap.append((m, attrs, contents, regs))
+    return snap
+
+
+def _holds_symbolic(v, depth=0):
+    from ..tensor import Tensor
+    if isinstance(v, Tensor):
+        return v._data is None
+    if depth < 8 and isinstance(v, (list, tuple)):
+        return any(_holds_symbolic(x, depth + 1) for x in v)
+    if depth < 8 and isinstance(v, dict):
+        return any(_holds_symbolic(x, depth + 1) for x in v.values())
+    return False
+
+
+def _restore_symbolic_writes(snapshot):
+    """Undo the attribute writes of a trace that left symbolic tensors on a module (they mean
+    nothing once the build ends) and return them as ``_StateWrite``s; other writes stay."""
+    if not snapshot:
+        return []
+    writes = []
+    for m, attrs, contents, regs in snapshot:
+        d = m.__dict__
+        for k in [k for k in d if k not in _REGISTRIES]:
+            v = d[k]
+            if not _holds_symbolic(v):
+                continue
+            before = attrs.get(k, _MISSING)
+            container = before if before is v and k in contents else None
+            writes.append(_StateWrite(m, k, v if container is None else
+                                      (list(v) if type(v) is list else dict(v)), container))
+            if container is not None:  # mutated in place (xs.append(h)): put the contents back
+                if type(v) is list:
+                    v[:] = contents[k]
+                else:
+                    v.clear()
+                    v.update(contents[k])
+            elif before is _MISSING:
+                del d[k]
+            else:
+                d[k] = before
+            for r, saved in regs.items():  # a tensor assigned over a buffer unregistered it
+                if k in saved and k not in d[r]:
+                    d[r][k] = saved[k]
+    return writes
+
+
+_MISSING = object()
 
 
 def _device_of(args, kwargs):

@@ -144,6 +144,16 @@ def _cast(g, op):
     g.node("Cast", op.inputs, op.outputs, to=g.onnx_dtype(op.attrs["dtype"]))
 
 
+@converter("full_like")
+def _full_like(g, op):
+    # zeros_like/ones_like of a value whose shape may be known only at run time
+    dt = g.dtype(op.outputs[0])
+    shape = g.tmp()
+    g.node("Shape", op.inputs, [shape])
+    value = g.x.numpy_helper.from_array(np.asarray([op.attrs.get("value", 0.0)], dtype=dt))
+    g.node("ConstantOfShape", [shape], op.outputs, value=value)
+
+
 @converter("clip")
 def _clip(g, op):
     dt = g.dtype(op.inputs[0])

@@ -11,6 +11,11 @@ from .templates import replace
 
 
 class IfStatements(Transformer):
+    def _label(self, name):
+        """How error messages name an output: the early-return pass's result variable is the
+        function's return value, not a name the user wrote."""
+        return "the return value" if name in self.ctx.retval_names else name
+
     def visit_If(self, node):
         node = self.generic_visit(node)
         if python_only(node):
@@ -29,12 +34,12 @@ class IfStatements(Transformer):
             outputs = {JST}.convert_ifelse(test, true_fn, false_fn, params, param_names, names, get_state, set_state)
             """, true_fn=self.new_name("if_true"), false_fn=self.new_name("if_false"), params=params,
                        outputs=outputs, body=node.body, orelse=node.orelse, test=node.test,
-                       names=gc.tuple_([gc.constant(n) for n in outputs]),
+                       names=gc.tuple_([gc.constant(self._label(n)) for n in outputs]),
                        param_names=gc.tuple_([gc.constant(n) for n in params]),
                        get_state=get_state, set_state=set_state)
         fillable = [n for n in outputs if n in self.ctx.retval_names]
         if fillable:
             call = code[-1].value
-            call.keywords.append(gc.keyword("fillable", gc.tuple_([gc.constant(n) for n in fillable])))
+            call.keywords.append(gc.keyword("fillable", gc.tuple_([gc.constant(self._label(n)) for n in fillable])))
         out = undefined_inits(params, anno) + state_defs + mark_generated(code)
         return copy_location(out, node)

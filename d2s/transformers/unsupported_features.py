@@ -10,7 +10,7 @@ import gast
 
 from . import gast_compat as gc
 from .analysis import activity
-from .base import Transformer, jst
+from .base import Transformer, copy_location, jst
 
 _KIND = {gast.If: "if", gast.While: "while", gast.For: "for"}
 
@@ -76,7 +76,9 @@ class UnsupportedFeatures(Transformer):
 
     def _pin(self, s, reason):
         kind = gc.constant(_KIND[type(s)])
+        # the wrapper call takes the test's own line: an error it raises points at the
+        # `if`/`while`/`for` line, not at the statement's last line
         if isinstance(s, gast.For):
-            s.iter = gc.call(jst("python_iter"), [s.iter, kind, gc.constant(reason)])
+            s.iter = copy_location(gc.call(jst("python_iter"), [s.iter, kind, gc.constant(reason)]), s.iter)
         else:
-            s.test = gc.call(jst("python_cond"), [s.test, kind, gc.constant(reason)])
+            s.test = copy_location(gc.call(jst("python_cond"), [s.test, kind, gc.constant(reason)]), s.test)

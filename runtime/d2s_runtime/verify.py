@@ -8,8 +8,11 @@
   inputs and the vars it defines (outer values reach it as explicit op inputs),
 * every var has a type in its block, and block/program outputs are defined,
 * every op's output types agree with its shape rule (re-run on its input types; control-flow
-  ops through ``control_flow.SHAPE_RULES`` when that module provides them).
+  ops through ``control_flow.SHAPE_RULES`` when that module provides them),
+* a ``constant`` op's literal value holds exactly the elements its ``shape`` attr says.
 """
+import numpy as np
+
 from .ops import OPS, ShapeError, TensorType
 
 
@@ -78,6 +81,8 @@ def _verify_block(block, scope, defined, where, rules, shape_rules):
             defined[name] = f"by {label}"
             scope.add(name)
         _check_types(op, block, label, shape_rules)
+        if op.type == "constant":
+            _check_constant(op, label)
     for name in block.outputs:
         if name not in scope:
             raise VerifyError(f"{where}: block output {name!r} {_why_not_in_scope(name, block, defined)}")
@@ -120,3 +125,17 @@ def _check_types(op, block, label, shape_rules):
         if got != t:
             raise VerifyError(f"{label}: output var {name!r} is typed {got} but the shape rule of "
                               f"{op.type!r} gives {t}")
+
+
+def _check_constant(op, label):
+    # the shape rule reads only the attrs `shape` and `dtype`: a literal of another size (say
+    # from an edited program.json) would otherwise fail only when the program runs
+    a = op.attrs
+    try:
+        value = np.asarray(a.get("value"), dtype=a.get("dtype"))
+    except (TypeError, ValueError) as e:
+        raise VerifyError(f"{label}: its value cannot be read as {a.get('dtype')}: {e}") from None
+    want = int(np.prod(a.get("shape", ()), dtype=np.int64))
+    if value.size != want:
+        raise VerifyError(f"{label}: its value holds {value.size} element(s) but its shape {list(a.get('shape', ()))} "
+                          f"needs {want}")

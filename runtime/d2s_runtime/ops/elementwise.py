@@ -1,7 +1,7 @@
 """Element-wise primitives with NumPy broadcasting and promotion."""
 import numpy as np
 
-from ..dtypes import float_of, promote
+from ..dtypes import float_of, is_floating, promote
 from .registry import ShapeError, TensorType, defop
 from .rules import elementwise
 
@@ -130,16 +130,35 @@ def _where_infer(c, a, b):
 @defop("where", _where_infer)
 def _where(xp, c, a, b):
     da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
-    if da is None or da is not db:
+    if da is None and db is None:
+        # two Python scalars take d2s's defaults (a float gives float32, not numpy's float64)
+        a = xp.asarray(a, dtype=_scalar_dtype(a, b))
+    elif da is None or da is not db:
         a, b = promote((a, b))
     return xp.where(c, a, b)
 
 
+def _scalar_dtype(*values):
+    if any(isinstance(v, float) for v in values):
+        return "float32"
+    return "bool" if all(isinstance(v, bool) for v in values) else "int64"
+
+
+
+def _clip_dtype(dtype, lo, hi):
+    # an integer tensor clipped to float bounds gives float32, as int_tensor * 0.5 does
+    if not is_floating(dtype) and any(isinstance(v, float) for v in (lo, hi)):
+        return "float32"
+    return dtype
+
+
 def _clip_infer(x, lo=None, hi=None):
-    return TensorType(x.shape, x.dtype)
+    return TensorType(x.shape, _clip_dtype(x.dtype, lo, hi))
 
 
 @defop("clip", _clip_infer)
 def _clip(xp, x, lo=None, hi=None):
     """Clip to [lo, hi]; either bound may be None. Bounds are attrs (Python numbers)."""
+    if x.dtype.kind != "f" and (isinstance(lo, float) or isinstance(hi, float)):
+        x = x.astype("float32")
     return xp.clip(x, lo, hi).astype(x.dtype, copy=False)

@@ -22,7 +22,7 @@ def _as_float(x):
 
 
 def _one_axis(op, axis, ndim):
-    if not -ndim <= axis < max(ndim, 1):
+    if not -max(ndim, 1) <= axis < max(ndim, 1):  # a 0-d tensor takes axis 0 or -1
         raise ShapeError(f"{op}: axis {axis} is out of range for a tensor with {ndim} dims")
     return axis % ndim if ndim else 0
 
@@ -62,7 +62,7 @@ def _logsumexp_infer(x, axes=None, keepdims=False):
 @defop("logsumexp", _logsumexp_infer)
 def _logsumexp(xp, x, axes=None, keepdims=False):
     x = _as_float(x)
-    ax = None if axes is None else tuple(axes)
+    ax = None if axes is None or x.ndim == 0 else tuple(axes)
     m = xp.max(x, axis=ax, keepdims=True)
     # an all -inf slice would give -inf - -inf = nan; shift by 0 there instead
     m = xp.where(xp.isfinite(m), m, 0).astype(x.dtype, copy=False)

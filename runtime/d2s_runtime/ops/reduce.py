@@ -1,6 +1,6 @@
 """Reductions over ``axes`` (None: all) with ``keepdims``."""
 from ..dtypes import is_floating
-from .registry import TensorType, defop
+from .registry import ShapeError, TensorType, defop
 from .rules import norm_axes, reduce_shape
 
 
@@ -11,7 +11,8 @@ def _reduction(name, fn, dtype_rule=None):
         return TensorType(reduce_shape(x.shape, ax, keepdims), dtype)
 
     def kernel(xp, x, axes=None, keepdims=False):
-        return fn(xp, x, None if axes is None else tuple(axes), keepdims)
+        # a 0-d tensor reduced over axis 0 or -1 (allowed by the rule) is reduced over nothing
+        return fn(xp, x, None if axes is None or x.ndim == 0 else tuple(axes), keepdims)
 
     defop(name, infer)(kernel)
 
@@ -38,14 +39,18 @@ _reduction("reduce_all", lambda xp, x, ax, k: xp.all(x, axis=ax, keepdims=k), la
 
 def _arg_infer(x, axis=None, keepdims=False):
     ax = norm_axes(axis, x.ndim, "argmax")
+    if ax is not None and len(ax) != 1:
+        raise ShapeError(f"argmax: axis must be one int or None, got {axis}")
     return TensorType(reduce_shape(x.shape, ax, keepdims), "int64")
 
 
 @defop("argmax", _arg_infer)
 def _argmax(xp, x, axis=None, keepdims=False):
+    axis = None if x.ndim == 0 else axis
     return xp.asarray(xp.argmax(x, axis=axis, keepdims=keepdims), dtype="int64")
 
 
 @defop("argmin", _arg_infer)
 def _argmin(xp, x, axis=None, keepdims=False):
+    axis = None if x.ndim == 0 else axis
     return xp.asarray(xp.argmin(x, axis=axis, keepdims=keepdims), dtype="int64")

@@ -44,8 +44,9 @@ def norm_axes(axis, ndim, op="reduce"):
         return None
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     out = []
+    lim = max(ndim, 1)  # a 0-d tensor takes axis 0 or -1, as in PyTorch
     for a in axes:
-        if not -ndim <= a < max(ndim, 1):
+        if not -lim <= a < lim:
             raise ShapeError(f"{op}: axis {a} is out of range for a tensor with {ndim} dims")
         out.append(a % ndim if ndim else 0)
     return tuple(sorted(set(out)))
