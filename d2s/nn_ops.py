@@ -74,17 +74,61 @@ def _index_tensor(index):
 
 
 # ------------------------------------------------------------------ layer primitives
-def conv2d(x, weight, bias=None, stride=1, padding=0):
-    """2-d cross-correlation of NCHW ``x`` with OIHW ``weight``, plus optional bias (O,)."""
-    out = apply("conv2d", _as_tensor(x), _as_tensor(weight), stride=_pair_attr(stride), padding=_pair_attr(padding))
+def conv2d(x, weight, bias=None, stride=1, padding=0, groups=1):
+    """2-d cross-correlation of NCHW ``x`` (or unbatched CHW) with OIHW ``weight``, plus
+    optional bias (O,). ``padding`` may be ``'valid'`` (0) or ``'same'`` (stride 1, odd
+    kernel); ``groups`` splits the channels into independent convolutions, as in PyTorch."""
+    x, weight = _as_tensor(x), _as_tensor(weight)
+    if x.ndim == 3:  # unbatched (C, H, W), as PyTorch accepts
+        return apply("squeeze", conv2d(apply("expand_dims", x, axis=0), weight, bias, stride, padding, groups),
+                     axes=[0])
+    padding = _conv_padding(padding, weight, stride)
+    groups = int(groups)
+    if groups == 1:
+        out = apply("conv2d", x, weight, stride=_pair_attr(stride), padding=padding)
+    else:
+        out = _grouped_conv2d(x, weight, groups, stride, padding)
     if bias is not None:
         out = out + apply("reshape", _as_tensor(bias), shape=[1, -1, 1, 1])
     return out
 
 
+def _conv_padding(padding, weight, stride):
+    if isinstance(padding, str):
+        if padding == "valid":
+            return 0
+        if padding == "same":
+            kh, kw = weight.shape[2], weight.shape[3]
+            if _pair_attr(stride) not in (1, [1, 1]):
+                raise ValueError("conv2d: padding='same' needs stride 1 (as in PyTorch)")
+            if kh % 2 == 0 or kw % 2 == 0:
+                raise NotImplementedError(f"conv2d: padding='same' with an even kernel size ({kh}, {kw}) needs "
+                                          "asymmetric padding, which d2s does not have; use an odd kernel")
+            return [kh // 2, kw // 2]
+        raise ValueError(f"conv2d: padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
+    return _pair_attr(padding)
+
+
+def _grouped_conv2d(x, weight, groups, stride, padding):
+    from .ops import concat, split
+    c, o = x.shape[1], weight.shape[0]
+    if c % groups or o % groups:
+        raise ValueError(f"conv2d: groups={groups} must divide the input channels ({c}) and the output "
+                         f"channels ({o})")
+    xs = split(x, c // groups, axis=1)
+    ws = split(weight, o // groups, axis=0)
+    return concat([apply("conv2d", xi, wi, stride=_pair_attr(stride), padding=padding)
+                   for xi, wi in zip(xs, ws)], axis=1)
+
+
 def max_pool2d(x, kernel_size, stride=None, padding=0):
-    """Max over ``kernel_size`` windows of NCHW ``x``; ``stride`` defaults to ``kernel_size``."""
-    return apply("max_pool2d", _as_tensor(x), kernel_size=_pair_attr(kernel_size),
+    """Max over ``kernel_size`` windows of NCHW (or unbatched CHW) ``x``; ``stride`` defaults
+    to ``kernel_size``."""
+    x = _as_tensor(x)
+    if x.ndim == 3:  # unbatched (C, H, W), as PyTorch accepts
+        return apply("squeeze", max_pool2d(apply("expand_dims", x, axis=0), kernel_size, stride, padding),
+                     axes=[0])
+    return apply("max_pool2d", x, kernel_size=_pair_attr(kernel_size),
                  stride=None if stride is None else _pair_attr(stride), padding=_pair_attr(padding))
 
 

@@ -69,6 +69,29 @@ def test_large_constants_come_from_program_constants():
     np.testing.assert_allclose(Executor(prog).run(x)[0], x + c)
 
 
+@pytest.mark.parametrize("mode", ["interp", "codegen"])
+def test_outputs_aliasing_constants_cannot_corrupt_later_runs(mode):
+    # an output that is (a view of) a program constant or literal is read-only: writing into
+    # it in place would otherwise change every later run's result
+    from d2s_runtime.passes import optimize
+    table = np.arange(20, dtype="float32")
+    prog = build_program(lambda x: (x + 1, d2s.tensor(table).reshape([4, 5]), d2s.ones([2]) * 3),
+                         d2s.tensor(_inputs(3)[0]))
+    for p in (prog, optimize(prog)):  # optimize folds `ones * 3` into a literal
+        ex = Executor(p, mode=mode)
+        x = _inputs(3)[0]
+        _, view, lit = ex.run(x)
+        for out in (view, lit):
+            if not out.flags.writeable:
+                with pytest.raises(ValueError, match="read-only"):
+                    out[...] = -1.0
+        assert not view.flags.writeable
+        again = ex.run(x)
+        np.testing.assert_array_equal(again[1], table.reshape(4, 5))
+        np.testing.assert_array_equal(again[2], [3.0, 3.0])
+        np.testing.assert_array_equal(again[0], x + 1)
+
+
 def test_bad_inputs_give_clear_errors():
     prog = build_program(lambda x: x * 2.0, d2s.tensor(np.zeros((2, 3), "float32")))
     ex = Executor(prog)

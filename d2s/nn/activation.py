@@ -19,9 +19,10 @@ class Sigmoid(Module):
 
 
 class GELU(Module):
-    """GELU; the tanh approximation by default (see :func:`d2s.nn.functional.gelu`)."""
+    """GELU: the exact erf form by default, as in PyTorch; ``approximate='tanh'`` for the tanh
+    approximation (see :func:`d2s.nn.functional.gelu`)."""
 
-    def __init__(self, approximate="tanh"):
+    def __init__(self, approximate="none"):
         super().__init__()
         self.approximate = approximate
 

@@ -59,6 +59,17 @@ class ModuleList(Module):
             self.append(m)
         return self
 
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def insert(self, index, module):
+        """Insert ``module`` before position ``index`` (the list's names are renumbered)."""
+        mods = list(self._modules.values())
+        mods.insert(index, module)
+        self._modules.clear()
+        for m in mods:
+            self.append(m)
+
     def __getitem__(self, idx):
         mods = list(self._modules.values())
         if isinstance(idx, slice):

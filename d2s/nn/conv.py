@@ -19,11 +19,16 @@ class Conv2d(Module):
     """
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True,
-                 dtype="float32", device=None):
+                 dtype="float32", device=None, groups=1):
         super().__init__()
         self.in_channels, self.out_channels = int(in_channels), int(out_channels)
-        self.kernel_size, self.stride, self.padding = _pair(kernel_size), _pair(stride), _pair(padding)
-        self.weight = new_parameter((out_channels, in_channels) + self.kernel_size, dtype, device)
+        self.kernel_size, self.stride = _pair(kernel_size), _pair(stride)
+        self.padding = padding if isinstance(padding, str) else _pair(padding)
+        self.groups = int(groups)
+        if self.in_channels % self.groups or self.out_channels % self.groups:
+            raise ValueError(f"Conv2d: groups={groups} must divide in_channels ({in_channels}) and "
+                             f"out_channels ({out_channels})")
+        self.weight = new_parameter((out_channels, in_channels // self.groups) + self.kernel_size, dtype, device)
         self.bias = new_parameter((out_channels,), dtype, device) if bias else None
         self.reset_parameters()
 
@@ -35,7 +40,7 @@ class Conv2d(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x):
-        return F.conv2d(x, self.weight, self.bias, stride=self.stride, padding=self.padding)
+        return F.conv2d(x, self.weight, self.bias, stride=self.stride, padding=self.padding, groups=self.groups)
 
     def extra_repr(self):
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "

@@ -37,7 +37,8 @@ class Linear(Module):
 class LayerNorm(Module):
     """Normalize over the trailing ``normalized_shape`` dims; learnable scale (ones) and shift (zeros)."""
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, dtype="float32", device=None):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, dtype="float32",
+                 device=None):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
@@ -45,7 +46,7 @@ class LayerNorm(Module):
         self.eps = eps
         if elementwise_affine:
             self.weight = init.ones_(new_parameter(self.normalized_shape, dtype, device))
-            self.bias = new_parameter(self.normalized_shape, dtype, device)
+            self.bias = new_parameter(self.normalized_shape, dtype, device) if bias else None
         else:
             self.weight = self.bias = None
 
@@ -58,15 +59,25 @@ class LayerNorm(Module):
 
 class Embedding(Module):
     """A lookup table: integer ids of any shape -> rows of ``weight`` (num_embeddings, dim),
-    initialized from N(0, 1) as in PyTorch."""
+    initialized from N(0, 1) as in PyTorch. The row ``padding_idx`` (if given) starts at zero
+    and receives no gradient."""
 
-    def __init__(self, num_embeddings, embedding_dim, dtype="float32", device=None):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, dtype="float32", device=None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        if padding_idx is not None:
+            padding_idx = int(padding_idx)
+            if not -self.num_embeddings <= padding_idx < self.num_embeddings:
+                raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range for "
+                                 f"{self.num_embeddings} embeddings")
+            padding_idx %= self.num_embeddings
+        self.padding_idx = padding_idx
         self.weight = init.normal_(new_parameter((num_embeddings, embedding_dim), dtype, device))
+        if padding_idx is not None:
+            self.weight._data[padding_idx] = 0
 
     def forward(self, ids):
-        return F.embedding(ids, self.weight)
+        return F.embedding(ids, self.weight, self.padding_idx)
 
     def extra_repr(self):
         return f"{self.num_embeddings}, {self.embedding_dim}"

@@ -6,7 +6,7 @@ whole tree. Parameters and buffers are concrete tensors marked ``_d2s_parameter`
 are ordinary tensors, and when a module runs inside a program builder the builder turns each
 one into a program param (read at every call, never folded into a constant).
 """
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 
 import numpy as np
 
@@ -24,6 +24,9 @@ def _array_of(data):
     # a raw array is copied, so training never writes into the caller's array
     return arr.copy() if arr is data else arr
 
+
+
+_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
 class StateDictError(RuntimeError, KeyError):
@@ -96,6 +99,12 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"cannot assign {name!r} before Module.__init__() is called: call "
                                  f"super().__init__() first in {type(self).__name__}.__init__")
+        if name in self._parameters and value is not None and not isinstance(value, Parameter):
+            # as in PyTorch: a plain tensor would silently drop the parameter from
+            # parameters(), the optimizer and the state dict
+            raise TypeError(f"cannot assign {type(value).__name__} as parameter {name!r} of "
+                            f"{type(self).__name__} (nn.Parameter or None expected); wrap it in "
+                            "nn.Parameter(...) or update the values in place under d2s.no_grad()")
         for d in (self._parameters, self._buffers, self._modules):
             d.pop(name, None)
         if isinstance(value, Parameter):
@@ -185,27 +194,38 @@ class Module:
     def modules(self):
         return (m for _, m in self.named_modules())
 
-    def _named_tensors(self, registry, prefix=""):
+    def _named_tensors(self, registry, prefix="", recurse=True):
         seen = set()
-        for mod_name, mod in self.named_modules(prefix):
+        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for mod_name, mod in mods:
             for name, t in getattr(mod, registry).items():
                 if t is None or id(t) in seen:
                     continue
                 seen.add(id(t))
                 yield (f"{mod_name}.{name}" if mod_name else name), t
 
-    def named_parameters(self, prefix=""):
-        """(dotted name, Parameter) for every parameter of the tree, each tensor once."""
-        return self._named_tensors("_parameters", prefix)
+    def named_parameters(self, prefix="", recurse=True):
+        """(dotted name, Parameter) for every parameter of the tree (only this module's own
+        with ``recurse=False``), each tensor once."""
+        return self._named_tensors("_parameters", prefix, recurse)
 
-    def parameters(self):
-        return (p for _, p in self.named_parameters())
+    def parameters(self, recurse=True):
+        return (p for _, p in self.named_parameters(recurse=recurse))
 
-    def named_buffers(self, prefix=""):
-        return self._named_tensors("_buffers", prefix)
+    def named_buffers(self, prefix="", recurse=True):
+        return self._named_tensors("_buffers", prefix, recurse)
 
-    def buffers(self):
-        return (b for _, b in self.named_buffers())
+    def buffers(self, recurse=True):
+        return (b for _, b in self.named_buffers(recurse=recurse))
+
+    def apply(self, fn):
+        """Call ``fn(module)`` on every submodule (children first) and then on this one, as
+        PyTorch does (typically to initialize weights); returns this module."""
+        for child in self.children():
+            if child is not None:
+                child.apply(fn)
+        fn(self)
+        return self
 
     # ------------------------------------------------------------ modes
     def train(self, mode=True):
@@ -224,8 +244,12 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
+        """Clear every parameter's gradient (to None, or to zeros with ``set_to_none=False``)."""
         for p in self.parameters():
-            p.grad = None
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad = Tensor._make(p.grad._data * 0)
 
     # ------------------------------------------------------------ state
     def _state_items(self):
@@ -247,7 +271,8 @@ class Module:
         buffers, in place, keeping their dtypes.
 
         With ``strict`` (the default) missing or unexpected keys raise ``StateDictError`` (a ``RuntimeError``, as in PyTorch, and a ``KeyError``); a shape
-        mismatch always raises ``ValueError``. Returns ``(missing_keys, unexpected_keys)``.
+        mismatch always raises ``ValueError``. Returns a named tuple ``(missing_keys,
+        unexpected_keys)``, as PyTorch does.
         """
         own = OrderedDict(self._state_items())
         missing = [k for k in own if k not in state_dict]
@@ -283,7 +308,7 @@ class Module:
                 arr = arr.get()
             xp_arr[...] = arr
             target._version += 1
-        return missing, unexpected
+        return _IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------ conversion
     def _apply_to_tensors(self, fn):

@@ -60,8 +60,14 @@ class Optimizer:
                 else:
                     p.grad = Tensor._make(xp_of(p.grad._data).zeros_like(p.grad._data))
 
-    def step(self):
-        """Update every parameter that has a gradient."""
+    def step(self, closure=None):
+        """Update every parameter that has a gradient. ``closure`` (optional, as in PyTorch)
+        recomputes the loss with grad enabled; its result is returned."""
+        loss = None
+        if closure is not None:
+            from ..autograd import enable_grad
+            with enable_grad():
+                loss = closure()
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is None:
@@ -77,6 +83,7 @@ class Optimizer:
                 if new is not None:  # the update could not be written in place
                     p._data = new
                 p._version += 1
+        return loss
 
     def _update(self, xp, data, grad, state, group):
         raise NotImplementedError

@@ -71,6 +71,16 @@ SMALL_BYTES = 256
 _FILE_IDS = count()
 
 
+def read_only(arr):
+    """A read-only view of a numpy array the executor keeps across runs (program constants,
+    literals): an output that is (a view of) one must not let a caller's in-place write change
+    what the next run computes. Other arrays (cupy) are returned as they are."""
+    if isinstance(arr, np.ndarray):
+        arr = arr.view()
+        arr.flags.writeable = False
+    return arr
+
+
 class CodegenUnsupported(Exception):
     """The program cannot be compiled into one function (the interpreter runs it instead)."""
 
@@ -418,7 +428,7 @@ class _Codegen:
     def emit_constant(self, op):
         # literals are made once, here, and read from the function's globals (kernels never
         # write into their inputs, and the memory plan never donates a literal)
-        value = self.xp.asarray(OPS["constant"].kernel(self.xp, **op.attrs))
+        value = read_only(self.xp.asarray(OPS["constant"].kernel(self.xp, **op.attrs)))
         loc = self.local[op.outputs[0]] = self.glob("c", value)
         self.fixed.add(loc)
         if self.numpy and value.ndim == 0:

@@ -189,7 +189,7 @@ class Executor:
         self._plans = {}
         self._ndarray = self.xp.ndarray
         self._input_types = [program.block.lookup(n).type for n in program.inputs]
-        self._constants = {k: self.xp.asarray(v) for k, v in program.constants.items()}
+        self._constants = {k: codegen.read_only(self.xp.asarray(v)) for k, v in program.constants.items()}
         self._default_params = {}
         if params:
             self.set_params(params)
@@ -315,7 +315,8 @@ class Executor:
             if op.type == "constant" and not ins:
                 # literals are made once, here; each run only binds them (kernels never write
                 # into their inputs, and the buffer plan never donates a literal)
-                presets.append((outs[0], self.xp.asarray(OPS["constant"].kernel(self.xp, **op.attrs))))
+                literal = self.xp.asarray(OPS["constant"].kernel(self.xp, **op.attrs))
+                presets.append((outs[0], codegen.read_only(literal)))
                 steps.append(Step(PRESET, None, (), outs[0], {}, frees_here))
                 continue
             if is_control_flow(op):
@@ -615,3 +616,4 @@ def _kernel_attrs(attrs):
 def output_type(value):
     """The TensorType of a concrete array (for checks and tests)."""
     return TensorType(value.shape, value.dtype.name)
+
