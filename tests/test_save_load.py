@@ -276,3 +276,30 @@ def test_saved_trace_keeps_its_guards(tmp_path):
         d2s_runtime.load(path)(-x)
     with pytest.raises(d2s.jit.TraceGuardError, match="test_save_load.py"):
         d2s.jit.load(path)(-x)
+
+
+def test_module_attribute_writes_are_not_saved_as_outputs(tmp_path):
+    """A forward that assigns tensors to its module (``self.last = h``) saves only what it returns."""
+    from d2s import nn
+
+    class Recorder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 2)
+            self.last = None
+
+        def forward(self, x):
+            h = self.lin(x)
+            self.last = h
+            return h.sum(axis=1)
+
+    model = d2s.jit.to_static(Recorder())
+    x = d2s.randn(4, 3)
+    expected = model(x).numpy()
+    d2s.jit.save(model, str(tmp_path / "m"), input_spec=[d2s.jit.InputSpec([None, 3])])
+    loaded = d2s.jit.load(str(tmp_path / "m"))
+    for batch in (x, d2s.randn(7, 3)):
+        out = loaded(batch)
+        assert isinstance(out, d2s.Tensor)
+        np.testing.assert_allclose(out.numpy(), model(batch).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(loaded(x).numpy(), expected, rtol=1e-6)

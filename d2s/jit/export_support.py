@@ -193,6 +193,20 @@ def converted_methods(module):
     return {n: getattr(module, n) for n in names}
 
 
+def _user_outputs_only(entry):
+    """The entry's program without the extra outputs that carry tensors a module's forward
+    assigned to its own attributes (``self.last = h``): a saved model returns what the
+    function returns."""
+    program = entry.program
+    extra = sum(len(w.tensors) for w in getattr(entry, "writes", ()))
+    if not extra:
+        return program
+    program = program.clone()
+    program.outputs = program.outputs[:len(program.outputs) - extra]
+    program.block.outputs = list(program.outputs)
+    return program
+
+
 def from_static_function(sf, input_spec=None):
     """The Exported program of StaticFunction ``sf`` for ``input_spec`` (or its own spec, or
     its one cached program)."""
@@ -209,7 +223,7 @@ def from_static_function(sf, input_spec=None):
         entry = entries[0]
     else:
         entry = sf._entry(tuple(specs), {})[0]
-    program = entry.program
+    program = _user_outputs_only(entry)
     params = {n: _host(t._data) for n, t in entry.params}
     tree = tree_of(entry.rebuild, len(program.outputs), entry.single)
     instance = sf._instance
