@@ -455,3 +455,137 @@ def test_recurrent_cells_and_embedding_build_programs():
         h = gru(emb(ids), h)
     assert h.is_symbolic and h._var.type.shape == (None, 4)
     assert len(b.program.params) == 5
+
+
+# ------------------------------------------------------------------ PyTorch-semantics regressions
+def _ce_reference(logits, target, weight=None, ignore_index=-100, reduction="mean", smoothing=0.0):
+    """torch.nn.functional.cross_entropy with class-id targets, in numpy."""
+    logp = logits - logits.max(1, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(1, keepdims=True))
+    c = logits.shape[1]
+    w = np.ones(c) if weight is None else weight
+    valid = target != ignore_index
+    safe = np.where(valid, target, 0)
+    wi = w[safe] * valid
+    nll = -logp[np.arange(len(target)), safe] * wi
+    smooth = -(logp * w).sum(1) * valid
+    if reduction == "mean":
+        nll, smooth = nll.sum() / wi.sum(), smooth.sum() / wi.sum()
+    elif reduction == "sum":
+        nll, smooth = nll.sum(), smooth.sum()
+    return (1 - smoothing) * nll + smoothing / c * smooth
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_cross_entropy_ignore_index_weight_label_smoothing_match_pytorch(reduction, weighted, smoothing):
+    rng = np.random.default_rng(3)
+    logits = rng.standard_normal((6, 4))
+    target = np.array([0, 3, -100, 1, 2, 3])  # -100: PyTorch's default ignore_index
+    weight = rng.uniform(0.5, 2.0, 4) if weighted else None
+    ref = _ce_reference(logits, target, weight, reduction=reduction, smoothing=smoothing)
+    x = d2s.tensor(logits, requires_grad=True)
+    loss_fn = nn.CrossEntropyLoss(weight=None if weight is None else d2s.tensor(weight), reduction=reduction,
+                                  label_smoothing=smoothing)
+    out = loss_fn(x, d2s.tensor(target))
+    np.testing.assert_allclose(_np(out), ref, rtol=1e-10, atol=1e-12)
+    out.sum().backward()
+    assert np.all(x.grad.numpy()[2] == 0)  # the ignored row gets no gradient
+    assert gradcheck(lambda z: F.cross_entropy(z, d2s.tensor(target), weight=weight, reduction=reduction,
+                                               label_smoothing=smoothing), [logits])
+    other = _ce_reference(logits, np.array([0, 3, 2, 1, 2, 3]), ignore_index=2, reduction=reduction)
+    np.testing.assert_allclose(_np(F.cross_entropy(d2s.tensor(logits), [0, 3, 2, 1, 2, 3], ignore_index=2,
+                                                   reduction=reduction)), other, rtol=1e-10)
+
+
+def test_gelu_tanh_and_exact_gradients_check():
+    assert gradcheck(lambda z: F.gelu(z, approximate="tanh"), [_randn(5, seed=1)])
+    assert gradcheck(lambda z: F.gelu(z), [_randn(5, seed=2) * 3])
+
+
+def _conv_reference(x, w, stride=1, padding=0):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    oh, ow = (h + 2 * padding - kh) // stride + 1, (wd + 2 * padding - kw) // stride + 1
+    out = np.zeros((n, o, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            patch = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = np.einsum("nchw,ochw->no", patch, w)
+    return out
+
+
+def test_conv2d_groups_same_padding_and_unbatched_input():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 4, 6, 5))
+    conv = nn.Conv2d(4, 6, 3, padding="same", groups=2, dtype="float64")
+    assert conv.weight.shape == (6, 2, 3, 3)
+    w, b = conv.weight.numpy(), conv.bias.numpy()
+    ref = np.concatenate([_conv_reference(x[:, :2], w[:3], padding=1),
+                          _conv_reference(x[:, 2:], w[3:], padding=1)], axis=1) + b[None, :, None, None]
+    np.testing.assert_allclose(_np(conv(d2s.tensor(x))), ref, rtol=1e-10)
+    np.testing.assert_allclose(_np(conv(d2s.tensor(x[0]))), ref[0], rtol=1e-10)  # (C, H, W)
+    assert gradcheck(lambda a, k: F.conv2d(a, k, groups=2), [x[:1, :, :4, :4], w[:, :, :2, :2]])
+    with pytest.raises(ValueError, match="groups=3 must divide"):
+        nn.Conv2d(4, 6, 3, groups=3)
+    pooled = F.max_pool2d(d2s.tensor(x[0]), 2)
+    np.testing.assert_array_equal(_np(pooled), _np(F.max_pool2d(d2s.tensor(x[:1]), 2))[0])
+
+
+def test_layer_norm_without_bias_and_embedding_padding_idx():
+    ln = nn.LayerNorm(4, bias=False)
+    assert ln.bias is None and [n for n, _ in ln.named_parameters()] == ["weight"]
+    emb = nn.Embedding(5, 3, padding_idx=1)
+    np.testing.assert_array_equal(emb.weight.numpy()[1], np.zeros(3))
+    ids = d2s.tensor([[1, 2], [2, 1]])
+    out = emb(ids)
+    np.testing.assert_array_equal(_np(out), emb.weight.numpy()[ids.numpy()])
+    (out * 3.0).sum().backward()
+    g = emb.weight.grad.numpy()
+    np.testing.assert_array_equal(g[1], np.zeros(3))  # the padding row learns nothing
+    np.testing.assert_array_equal(g[2], np.full(3, 6.0))
+
+
+class _TwoLevel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(d2s.ones(2))
+        self.body = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+
+
+def test_module_apply_recurse_and_assignment_rules():
+    m = _TwoLevel()
+    seen = []
+    assert m.apply(lambda mod: seen.append(type(mod).__name__)) is m
+    assert seen == ["Linear", "ReLU", "Sequential", "_TwoLevel"]  # children first, as in PyTorch
+    assert [n for n, _ in m.named_parameters(recurse=False)] == ["scale"]
+    assert len(list(m.parameters(recurse=False))) == 1 and len(list(m.parameters())) == 3
+    with pytest.raises(TypeError, match="cannot assign Tensor as parameter 'scale'"):
+        m.scale = d2s.zeros(2)
+    assert "scale" in dict(m.named_parameters())
+    m.scale = None  # None is allowed, as in PyTorch
+    assert [n for n, _ in m.named_parameters()] == ["body.0.weight", "body.0.bias"]
+
+
+def test_module_list_insert_and_iadd_and_zero_grad_to_zeros():
+    ml = nn.ModuleList([nn.Linear(2, 2)])
+    ml += [nn.ReLU()]
+    ml.insert(0, nn.Tanh())
+    assert [type(m).__name__ for m in ml] == ["Tanh", "Linear", "ReLU"]
+    assert [n for n, _ in ml.named_parameters()] == ["1.weight", "1.bias"]
+    lin = nn.Linear(2, 2)
+    lin(d2s.ones(1, 2)).sum().backward()
+    lin.zero_grad(set_to_none=False)
+    np.testing.assert_array_equal(lin.weight.grad.numpy(), np.zeros((2, 2)))
+    lin.zero_grad()
+    assert lin.weight.grad is None
+
+
+def test_load_state_dict_returns_named_missing_and_unexpected_keys():
+    lin = nn.Linear(2, 2)
+    res = lin.load_state_dict({"weight": np.zeros((2, 2), np.float32), "extra": np.ones(1)}, strict=False)
+    assert res.missing_keys == ["bias"] and res.unexpected_keys == ["extra"]
+    missing, unexpected = res
+    assert missing == ["bias"]

@@ -636,3 +636,82 @@ def test_second_order_gradients(name, f):
     y = f(d2s.tensor(x))
     w = d2s.tensor(RNG.uniform(-1, 1, size=y.shape))
     _gc(_grad_of(f, w), x)
+
+
+# ------------------------------------------------------------------ PyTorch-semantics regressions
+@pytest.mark.parametrize("fn", ["sum", "mean", "max", "min", "prod", "logsumexp"])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_reductions_of_0d_tensor_take_axis_0_and_minus_1(fn, axis):
+    f = getattr(d2s, fn)
+    x = d2s.tensor(np.float64(1.5), requires_grad=True)
+    y = f(x, axis=axis)
+    assert y.shape == () and y.item() == pytest.approx(1.5 if fn != "logsumexp" else 1.5)
+    assert f(x, axis=axis, keepdims=True).shape == ()
+    y.backward()
+    assert x.grad.item() == pytest.approx(1.0)
+    assert d2s.argmax(x, axis=axis).item() == 0 and d2s.argmin(x, axis=axis, keepdims=True).item() == 0
+
+
+def test_clip_of_int_tensor_with_float_bounds_gives_float32():
+    out = d2s.clip(d2s.tensor([1, 5, -3]), 0.5, 3.5)
+    assert out.dtype == "float32"
+    np.testing.assert_array_equal(out.numpy(), np.array([1.0, 3.5, 0.5], np.float32))
+    assert d2s.clip(d2s.tensor([1, 5]), 0, 3).dtype == "int64"
+
+
+@pytest.mark.parametrize("a, b, dtype", [(1.0, 0.0, "float32"), (1, 0.5, "float32"), (1, 0, "int64"),
+                                         (True, False, "bool")])
+def test_where_with_two_python_scalars_takes_d2s_defaults(a, b, dtype):
+    c = np.array([True, False, True])
+    out = d2s.where(d2s.tensor(c), a, b)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out.numpy(), np.where(c, a, b).astype(dtype))
+    assert d2s.where(d2s.tensor([1, 0]), a, b).dtype == dtype  # an int condition too
+
+
+def test_clip_with_tensor_bounds_gives_the_whole_gradient_to_x_at_a_tie():
+    # torch.clamp: x gets 1 where lo <= x <= hi, a bound gets 1 where it is the result
+    x = d2s.tensor([-1.0, 0.0, 0.5, 1.0, 2.0], dtype="float64", requires_grad=True)
+    lo = d2s.tensor([0.0] * 5, dtype="float64", requires_grad=True)
+    hi = d2s.tensor([1.0] * 5, dtype="float64", requires_grad=True)
+    out = d2s.clip(x, lo, hi)
+    np.testing.assert_array_equal(out.numpy(), [0.0, 0.0, 0.5, 1.0, 1.0])
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 1, 1, 1, 0])
+    np.testing.assert_array_equal(lo.grad.numpy(), [1, 0, 0, 0, 0])
+    np.testing.assert_array_equal(hi.grad.numpy(), [0, 0, 0, 0, 1])
+    nan = d2s.clip(d2s.tensor([np.nan, 3.0]), d2s.zeros(2), 1.0).numpy()
+    assert np.isnan(nan[0]) and nan[1] == 1.0
+
+
+def test_expand_minus_one_keeps_the_dim():
+    x = d2s.tensor(rnd(3, 1), requires_grad=True)
+    out = x.expand(2, -1, 4)
+    assert out.shape == (2, 3, 4)
+    np.testing.assert_array_equal(out.numpy(), np.broadcast_to(x.numpy(), (2, 3, 4)))
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((3, 1), 8.0))
+    assert x.expand([-1, 5]).shape == (3, 5)
+
+
+def test_squeeze_of_an_axis_whose_size_is_not_1_leaves_it():
+    x = d2s.ones(1, 3, 1)
+    assert x.squeeze(1).shape == (1, 3, 1)
+    assert d2s.squeeze(x, (0, 1)).shape == (3, 1)
+    assert x.squeeze(-1).shape == (1, 3)
+
+
+def test_concat_and_stack_accept_python_scalars_and_lists():
+    out = d2s.stack([d2s.tensor(1.0), 2.0, np.float32(3.0)])
+    assert out.dtype == "float32" and out.tolist() == [1.0, 2.0, 3.0]
+    out = d2s.concat([d2s.tensor([1, 2]), [3]])
+    assert out.dtype == "int64" and out.tolist() == [1, 2, 3]
+    assert d2s.flatten([[1.0, 2.0], [3.0, 4.0]]).tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_comparing_a_tensor_with_none_gives_python_bools():
+    t = d2s.ones(2)
+    assert (t == None) is False  # noqa: E711 - the point of the test
+    assert (t != None) is True  # noqa: E711
+    assert t not in [None]
+    np.testing.assert_array_equal((t == 1.0).numpy(), [True, True])

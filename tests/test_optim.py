@@ -148,3 +148,51 @@ def test_bad_arguments_raise_clear_errors():
         optim.Adam([nn.Parameter(np.zeros(1))], betas=(1.0, 0.9))
     with pytest.raises(ValueError, match="leaf"):
         optim.SGD([nn.Parameter(np.zeros(1)) * 2], lr=0.1)
+
+
+def _adam_reference(w, grads, lr, b1, b2, eps, wd, decoupled, amsgrad):
+    """torch.optim.Adam / AdamW in numpy."""
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+    vmax = np.zeros_like(w)
+    for t, g in enumerate(grads, 1):
+        if wd and decoupled:
+            w = w * (1 - lr * wd)
+        elif wd:
+            g = g + wd * w
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        vmax = np.maximum(vmax, v)
+        vv = vmax if amsgrad else v
+        w = w - lr / (1 - b1 ** t) * m / (np.sqrt(vv) / np.sqrt(1 - b2 ** t) + eps)
+    return w
+
+
+@pytest.mark.parametrize("cls, decoupled", [(optim.Adam, False), (optim.AdamW, True)])
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_adamw_and_amsgrad_match_pytorch_formulas(cls, decoupled, amsgrad):
+    w0 = np.random.default_rng(5).standard_normal((3, 2))
+    grads = _grads((3, 2), 6, seed=6)
+    p = nn.Parameter(d2s.tensor(w0))
+    opt = cls([p], lr=0.05, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1, amsgrad=amsgrad)
+    _run(opt, [p], [grads])
+    ref = _adam_reference(w0, grads, 0.05, 0.8, 0.95, 1e-6, 0.1, decoupled, amsgrad)
+    np.testing.assert_allclose(p.numpy(), ref, rtol=1e-10, atol=1e-12)
+    assert optim.AdamW([nn.Parameter(d2s.ones(1))]).defaults["weight_decay"] == 0.01
+
+
+def test_step_calls_the_closure_with_grad_enabled_and_returns_its_loss():
+    w = nn.Parameter(d2s.tensor([1.0, 2.0]))
+    opt = optim.SGD([w], lr=0.1)
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+
+    with d2s.no_grad():
+        loss = opt.step(closure)
+    assert loss.item() == 5.0
+    np.testing.assert_allclose(w.numpy(), [0.8, 1.6], rtol=1e-6)
+    assert opt.step() is None

@@ -226,3 +226,16 @@ def test_methods_mirror_functions():
     np.testing.assert_allclose(t.maximum(1.0).numpy(), np.maximum(a, 1.0))
     np.testing.assert_allclose(t.matmul(t.T).numpy(), a @ a.T)
     np.testing.assert_allclose(t.add(1).sub(2).mul(3).div(4).numpy(), (a + 1 - 2) * 3 / 4)
+
+
+@pytest.mark.parametrize("dtype", [None, "float32", "float64"])
+def test_tensor_copies_numpy_data_as_torch_tensor_does(dtype):
+    a = np.zeros(3, np.float32)
+    t = d2s.tensor(a, dtype=dtype)
+    t[0] = 5.0
+    a[1] = 7.0
+    assert a.tolist() == [0.0, 7.0, 0.0]
+    assert t.tolist() == [5.0, 0.0, 0.0]
+    u = d2s.tensor(t)
+    u[2] = 1.0
+    assert t.tolist() == [5.0, 0.0, 0.0]
