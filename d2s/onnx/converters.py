@@ -156,9 +156,13 @@ def _full_like(g, op):
 
 @converter("clip")
 def _clip(g, op):
-    dt = g.dtype(op.inputs[0])
+    x, dt = op.inputs[0], g.dtype(op.outputs[0])
+    if g.dtype(x) != dt:  # an integer tensor clipped to float bounds computes in float32
+        c = g.tmp()
+        g.node("Cast", [x], [c], to=g.onnx_dtype(dt))
+        x = c
     lo, hi = op.attrs.get("lo"), op.attrs.get("hi")
-    ins = [op.inputs[0], g.const(np.asarray(lo, dtype=dt)) if lo is not None else "",
+    ins = [x, g.const(np.asarray(lo, dtype=dt)) if lo is not None else "",
            g.const(np.asarray(hi, dtype=dt)) if hi is not None else ""]
     while ins[-1] == "":
         ins.pop()
