@@ -27,10 +27,15 @@ def _axes(axis):
 
 
 def _shape_arg(shape):
-    """zeros(2, 3), zeros((2, 3)) and zeros([2, 3]) all mean shape (2, 3)."""
+    """zeros(2, 3), zeros((2, 3)) and zeros([2, 3]) all mean shape (2, 3); a dim may be a
+    symbolic 0-d tensor (``x.shape[0]`` of a dynamic dim), kept as is."""
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         shape = shape[0]
-    return [int(d) for d in shape]
+    return [d if _is_symbolic(d) else int(d) for d in shape]
+
+
+def _is_symbolic(v):
+    return isinstance(v, Tensor) and v._data is None
 
 
 def _creation(name, device, requires_grad, **attrs):
@@ -64,7 +69,11 @@ def ones(*shape, dtype=_float32, device=None, requires_grad=False):
 def full(shape, fill_value, dtype=None, device=None, requires_grad=False):
     if dtype is None:
         dtype = "bool" if isinstance(fill_value, bool) else "int64" if isinstance(fill_value, int) else _float32
-    shape = [int(d) for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
+    shape = _shape_arg(shape if isinstance(shape, (list, tuple)) else [shape])
+    if builtins.any(_is_symbolic(d) for d in shape):
+        out = apply("full_dims", *[cast(d, "int64") for d in shape if _is_symbolic(d)],
+                    shape=[-1 if _is_symbolic(d) else d for d in shape], value=fill_value, dtype=str(as_dtype(dtype)))
+        return out.requires_grad_(True) if requires_grad else out
     return _creation("full", device, requires_grad, shape=shape, value=fill_value, dtype=str(as_dtype(dtype)))
 
 
@@ -96,8 +105,17 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if end is None:
         start, end = 0, start
     if dtype is None:
-        dtype = "int64" if builtins.all(isinstance(v, (int, np.integer)) for v in (start, end, step)) else _float32
+        dtype = "int64" if builtins.all(_integral(v) for v in (start, end, step)) else _float32
+    if builtins.any(_is_symbolic(v) for v in (start, end, step)):
+        return apply("arange_dyn", start, end, step, dtype=str(as_dtype(dtype)))
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     return _creation("arange", device, requires_grad, start=start, stop=end, step=step, dtype=str(as_dtype(dtype)))
+
+
+def _integral(v):
+    if isinstance(v, Tensor):
+        return v.dtype in ("int32", "int64")
+    return isinstance(v, (int, np.integer))
 
 
 def linspace(start, end, steps, dtype=_float32, device=None, requires_grad=False):

@@ -133,3 +133,22 @@ def item_as_a_number(x):
 def test_item_on_a_symbolic_tensor_is_a_0d_tensor_without_gradient():
     for v in ([1.0, 2.0], [-1.0, -3.0]):
         check(item_as_a_number, d2s.tensor(v))
+
+
+def test_creation_with_dynamic_sizes_matches_eager():
+    """zeros/ones/full/arange sized by a dynamic dim (InputSpec None) read it when the program runs."""
+    from d2s.jit import InputSpec
+
+    def f(x):
+        z = d2s.zeros([x.shape[0], 2]) + d2s.ones(x.shape[0], 1)
+        i = d2s.arange(x.shape[0])
+        return (z * x.sum()).sum() + (i * 2).sum(), i
+
+    sf = d2s.jit.to_static(f, input_spec=[InputSpec([None, 3])])
+    for n in (1, 2, 5):
+        x = d2s.randn(n, 3)
+        got, want = sf(x), f(x)
+        for a, b in zip(got, want):
+            assert a.dtype == b.dtype
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5)
+    assert len(sf.programs) == 1

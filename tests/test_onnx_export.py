@@ -89,6 +89,8 @@ CASES = [
     ("cast_to_bool", lambda a: d2s.cast(a, "bool"), lambda n: [i64(n, 3, lo=0, hi=2)]),
     ("clip", lambda a: d2s.clip(a, -0.5, 0.5) + d2s.clip(a, min=0.0) + d2s.clip(a, max=1.0), lambda n: [f32(n, 4)]),
     ("clip_int", lambda a: d2s.clip(a, -1, 2), lambda n: [i64(n, 4)]),
+    ("full_dims", lambda a: d2s.zeros([a.shape[0], 2]) + d2s.full([a.shape[0]], 1.5).sum(), lambda n: [f32(n, 3)]),
+    ("arange_dyn", lambda a: d2s.arange(a.shape[0]) * 2 + d2s.arange(1, a.shape[0] + 1), lambda n: [f32(n, 3)]),
     ("clip_int_float_bounds", lambda a: d2s.clip(a, -0.5, 2.5), lambda n: [i64(n, 4)]),
     ("matmul", lambda a, b: a @ b, lambda n: [f32(n, 3), f32(3, 4)]),
     ("matmul_batched", lambda a, b: a @ b, lambda n: [f32(n, 2, 3), f32(n, 3, 4)]),

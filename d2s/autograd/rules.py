@@ -10,7 +10,7 @@ from .node import defgrad, nondiff, shape_only
 nondiff("eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_not",
         "argmax", "argmin", "reduce_any", "reduce_all", "sign", "floor", "floordiv", "stop_gradient",
         "full", "arange", "linspace", "eye", "rand", "randn", "randint", "dim", "constant", "full_like",
-        "guard", "print", "assert")
+        "guard", "print", "assert", "full_dims", "arange_dyn")
 # Rules that read only the shapes of these inputs (positions), never their values.
 for _op in ("neg", "reshape", "transpose", "expand_dims", "squeeze", "broadcast_to", "reduce_sum",
             "reduce_mean", "cast", "to_device", "getitem"):

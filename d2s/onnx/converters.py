@@ -154,6 +154,38 @@ def _full_like(g, op):
     g.node("ConstantOfShape", [shape], op.outputs, value=value)
 
 
+@converter("full_dims")
+def _full_dims(g, op):
+    # a fill whose unknown sizes are 0-d inputs: assemble the shape, then ConstantOfShape
+    dt = g.dtype(op.outputs[0])
+    dims, parts = iter(op.inputs), []
+    for d in op.attrs["shape"]:
+        if d == -1:
+            c, u = g.tmp(), g.tmp()
+            g.node("Cast", [next(dims)], [c], to=g.onnx_dtype("int64"))
+            g.node("Unsqueeze", [c, g.const(_i64([0]))], [u])
+            parts.append(u)
+        else:
+            parts.append(g.const(_i64([d])))
+    shape = g.tmp()
+    g.node("Concat", parts, [shape], axis=0)
+    value = g.x.numpy_helper.from_array(np.asarray([op.attrs.get("value", 0.0)], dtype=dt))
+    g.node("ConstantOfShape", [shape], op.outputs, value=value)
+
+
+@converter("arange_dyn")
+def _arange_dyn(g, op):
+    dt = g.dtype(op.outputs[0])
+    ins = []
+    for n in op.inputs:  # Range needs start, limit and delta of the output's dtype
+        if g.dtype(n) != dt:
+            c = g.tmp()
+            g.node("Cast", [n], [c], to=g.onnx_dtype(dt))
+            n = c
+        ins.append(n)
+    g.node("Range", ins, op.outputs)
+
+
 @converter("clip")
 def _clip(g, op):
     x, dt = op.inputs[0], g.dtype(op.outputs[0])

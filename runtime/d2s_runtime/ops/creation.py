@@ -91,3 +91,27 @@ def _randint(xp, shape, low=0, high=2, dtype="int64"):
     gen = RNG.get(xp)
     draw = gen.integers if xp is np else gen.randint
     return draw(low, high, size=tuple(shape)).astype(normalize(dtype), copy=False)
+
+
+# Creation with sizes known only when the program runs (``d2s.zeros([x.shape[0], 2])`` or
+# ``d2s.arange(n)`` on symbolic values): the unknown sizes are 0-d integer inputs.
+def _full_dims_infer(*dims, shape, value=0.0, dtype="float32"):
+    return TensorType([None if d == -1 else d for d in shape], dtype)
+
+
+@defop("full_dims", _full_dims_infer)
+def _full_dims(xp, *dims, shape, value=0.0, dtype="float32"):
+    """``full`` whose -1 entries of ``shape`` are read, in order, from the inputs."""
+    it = iter(dims)
+    return xp.full(tuple(int(next(it)) if d == -1 else d for d in shape), value, dtype=normalize(dtype))
+
+
+def _arange_dyn_infer(start, stop, step, dtype="int64"):
+    return TensorType((None,), dtype)
+
+
+@defop("arange_dyn", _arange_dyn_infer)
+def _arange_dyn(xp, start, stop, step, dtype="int64"):
+    """``arange`` over 0-d inputs (bounds only known when the program runs)."""
+    return xp.arange(start.item() if hasattr(start, "item") else start, stop.item() if hasattr(stop, "item") else stop,
+                     step.item() if hasattr(step, "item") else step, dtype=normalize(dtype))
