@@ -1,5 +1,6 @@
 """to_static vs eager, values and gradients: Python-side constructs around tensor code
 (helpers, recursion, closures, mode strings, raise, print/assert/len/casts, isinstance)."""
+import numpy as np
 import pytest
 
 import d2s
