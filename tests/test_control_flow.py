@@ -330,3 +330,36 @@ def test_tensor_array_gradients_eager_and_static():
     from d2s.static import gradients
     grad_program = gradients(build_program(fn, InputSpec([2], "float64"))).verify()
     np.testing.assert_allclose(Executor(grad_program).run(x, np.array(1.0))[0], want)
+
+
+def test_namedtuples_as_operands_loop_vars_carries_and_outputs():
+    # regression: a namedtuple was kept whole as a constant, leaking the branch's or body's
+    # symbolic tensors out of its sub-block
+    from collections import namedtuple
+    State = namedtuple("State", "h c")
+
+    def fn(x, xs):
+        s = d2s.cond(x.sum() > 0, lambda s: State(s.h + 1, s.c), lambda s: State(s.h, s.c - 1), State(x, x * 2))
+        s = d2s.while_loop(lambda s: s.h.abs().sum() < 10, lambda s: State(s.h * 2 + 0.1, s.c + 1), s)
+        c, ys = d2s.scan(lambda c, r: (State(c.h + r, c.c * r), State(c.h, c.c)), s, xs)
+        assert isinstance(c, State) and isinstance(ys, State)
+        return c.h + c.c, ys.h.sum(0) + ys.c.sum(0)
+
+    _check(fn, [InputSpec([2]), InputSpec([3, 2])],
+           [(RNG.standard_normal(2).astype(np.float32), RNG.standard_normal((3, 2)).astype(np.float32)),
+            (-np.ones(2, np.float32), RNG.standard_normal((3, 2)).astype(np.float32))])
+
+
+def test_python_number_loop_vars_take_the_dtype_the_body_gives_them():
+    # regression: a Python number became a float32/int64 loop var and a body promoting it
+    # (as eager Python does) failed with a dtype mismatch
+    def fn(x, xs):
+        s, y = d2s.while_loop(lambda s, y: y.sum() < 10, lambda s, y: (s + y.sum(), y * 2), (0.0, x))
+        k, _ = d2s.while_loop(lambda k, y: y.sum() < 10, lambda k, y: (k + 0.5, y * 2), (0, x))
+        c, ys = d2s.scan(lambda c, r: (c + r.sum(), c), 0.0, xs)
+        return s, k * x.sum(), c, ys
+
+    x, xs = np.array([0.5, 1.0]), RNG.standard_normal((3, 2))
+    program = _check(fn, [InputSpec([2], "float64"), InputSpec([3, 2], "float64")], [(x, xs), (x * 4, xs)])
+    whiles = [op for op in program.block.ops if op.type == "while"]
+    assert [program.block.lookup(op.outputs[0]).type.dtype for op in whiles] == ["float64", "float32"]

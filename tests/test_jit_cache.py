@@ -143,3 +143,19 @@ def test_a_failing_optimization_pass_keeps_the_built_program(monkeypatch):
     for o in outs:
         np.testing.assert_allclose(o, [6.0, 12.0])
     assert sf.programs[0] is sf.concrete_programs[0].raw_program
+
+
+def test_nested_input_specs_serve_every_batch_size_with_one_program():
+    # regression: specs inside a list or dict argument were ignored (a program per batch size)
+    @to_static(input_spec=[[InputSpec([None, 3]), InputSpec([None])], {"k": InputSpec([None, 3])}, 2.0])
+    def f(pair, d, s):
+        a, b = pair
+        return a.sum(axis=1) * b * s + d["k"].sum(axis=1)
+
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 5):
+        a, b, k = (rng.standard_normal(s).astype(np.float32) for s in ((n, 3), (n,), (n, 3)))
+        out = f([d2s.tensor(a), d2s.tensor(b)], {"k": d2s.tensor(k)}, 2.0)
+        np.testing.assert_allclose(out.numpy(), a.sum(1) * b * 2.0 + k.sum(1), rtol=1e-5)
+    assert len(f.programs) == 1
+    assert f.get_program().block.lookup(f.get_program().inputs[0]).type.shape[0] is None

@@ -88,6 +88,21 @@ def test_loading_new_weights_changes_the_result():
     assert not np.allclose(before, m(x).numpy())
 
 
+
+def test_replacing_a_parameter_object_is_seen_by_the_next_call():
+    # regression: programs kept reading the Parameter found when they were built
+    d2s.manual_seed(0)
+    lin = nn.Linear(3, 2)
+    m = to_static(lin)
+    x = d2s.randn(4, 3)
+    m(x)
+    for w in (np.zeros((2, 3), np.float32), np.ones((2, 3), np.float32)):
+        lin.weight = nn.Parameter(d2s.tensor(w))
+        np.testing.assert_allclose(m(x).numpy(), x.numpy() @ w.T + lin.bias.numpy(), rtol=1e-6)
+        m(x).sum().backward()
+        np.testing.assert_allclose(lin.weight.grad.numpy(), np.tile(x.numpy().sum(0), (2, 1)), rtol=1e-6)
+    assert len(m.forward.programs) == 1  # the stale programs were dropped, not kept
+
 class ClassDecorated(nn.Module):
     def __init__(self):
         super().__init__()
@@ -298,3 +313,20 @@ def test_tensors_assigned_to_module_attributes_get_each_calls_values():
         m(d2s.tensor([[1.0, -2.0, 0.5]]))
         (m.last * m.last).sum().backward()
     np.testing.assert_allclose(static.lin.weight.grad.numpy(), eager.lin.weight.grad.numpy(), rtol=1e-4)
+
+
+def test_deepcopy_of_a_static_module_is_an_independent_static_module():
+    # regression: copy.deepcopy failed on the StaticFunction (and would have shared its programs)
+    import copy
+    d2s.manual_seed(0)
+    m = to_static(nn.Linear(2, 3))
+    x = d2s.randn(4, 2)
+    before = m(x).numpy()
+    m2 = copy.deepcopy(m)
+    assert isinstance(m2.forward, StaticFunction) and m2.forward._instance is m2
+    with d2s.no_grad():
+        m2.weight._data[...] = 0.0
+    np.testing.assert_allclose(m2(x).numpy(), np.broadcast_to(m2.bias.numpy(), (4, 3)), rtol=1e-6)
+    np.testing.assert_allclose(m(x).numpy(), before, rtol=1e-6)
+    m2(x).sum().backward()
+    assert m2.weight.grad is not None and m.weight.grad is None

@@ -244,3 +244,42 @@ def test_symbolic_value_errors_name_the_user_line():
         sf(d2s.ones(2))
     assert "return x.numpy()" in str(info.value) or "return x.numpy()" in "".join(
         traceback.format_exception(info.value))
+
+
+_GLOBAL_W = d2s.tensor(np.array([1.0, 2.0]), requires_grad=True)
+
+
+def _global_loss(x):
+    return ((x * _GLOBAL_W).sum() - 3.0) ** 2
+
+
+def test_rebinding_a_global_or_closure_tensor_is_seen_by_the_next_call():
+    # regression: programs kept reading the tensor a global / closure variable held at build
+    # time, so `w = w - lr * w.grad` training loops silently stopped learning
+    global _GLOBAL_W
+    saved = _GLOBAL_W
+    try:
+        f = to_static(_global_loss)
+        x = d2s.tensor(np.array([1.0, 0.5]))
+        for _ in range(3):
+            loss = f(x)
+            loss.backward()
+            np.testing.assert_allclose(loss.numpy(), _global_loss(x).numpy())
+            with d2s.no_grad():
+                _GLOBAL_W = (_GLOBAL_W - 0.1 * _GLOBAL_W.grad).requires_grad_()
+        assert len(f.programs) == 1
+        _GLOBAL_W = d2s.tensor(np.array([1.0, 2.0, 3.0]))  # another type: built again
+        np.testing.assert_allclose(f(d2s.ones(3, dtype="float64")).numpy(), 9.0)
+    finally:
+        _GLOBAL_W = saved
+
+    v = d2s.tensor(np.array([1.0, 2.0]), requires_grad=True)
+
+    @to_static
+    def g(x):
+        return (x * v).sum()
+
+    x = d2s.tensor(np.array([1.0, 1.0]))
+    assert g(x).item() == 3.0
+    v = (v * 2).detach().requires_grad_()
+    assert g(x).item() == 6.0

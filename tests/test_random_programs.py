@@ -476,3 +476,49 @@ def test_python_int_argument_is_a_constant():
         np.testing.assert_allclose(got_g[0], want_g[0], rtol=1e-5)
         if nv:  # with n == 0, y is unused: eager leaves its gradient None
             np.testing.assert_allclose(got_g[1], want_g[1], rtol=1e-5)
+
+
+def test_return_under_python_false_condition_in_tensor_loop():
+    # `opt is not None` is False: the loop body never binds the return value, so it must pass
+    # through the tensor loop uncarried rather than fail as undefined
+    fn = load("""
+def f(x, y, n, opt=None):
+    a = x * 1.0
+    for i in range(n):
+        if opt is not None and a.max() >= 0.5:
+            return a * 2.0
+        a = a + y
+    return a
+""".lstrip("\n"))
+    static = d2s.jit.to_static(fn)
+    for xv, yv, nv in INPUT_SETS:
+        want, want_g = run(fn, xv, yv, nv)
+        got, got_g = run(static, xv, yv, nv)
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+        np.testing.assert_allclose(got_g[0], want_g[0], rtol=1e-5)
+
+
+def test_tuple_return_nested_in_tensor_loop():
+    # the loop-carried return value starts as zeros of the returned tuple's structure
+    fn = load("""
+def f(x, y, n):
+    a = x * 1.0
+    for i in range(n):
+        if y.max() >= 0.0:
+            if a.sum() < 2.0:
+                return (a, y * 3.0)
+        a = a + y
+    return (a + 1.0, y * 2.0)
+""".lstrip("\n"))
+    static = d2s.jit.to_static(fn)
+    for xv, yv, nv in INPUT_SETS:
+        x, y = d2s.tensor(xv, requires_grad=True), d2s.tensor(yv, requires_grad=True)
+        want = fn(x, y, d2s.tensor(nv))
+        got = static(x, y, d2s.tensor(nv))
+        assert isinstance(got, tuple) and len(got) == 2
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5)
+        gw = d2s.grad((want[0] * 2.0 + want[1]).sum(), [x, y], allow_unused=True)
+        gg = d2s.grad((got[0] * 2.0 + got[1]).sum(), [x, y], allow_unused=True)
+        for g, w in zip(gg, gw):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5)

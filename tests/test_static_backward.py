@@ -216,3 +216,24 @@ def test_while_gradient_through_a_growing_carry_and_a_tensor_array():
         xt = d2s.tensor(x, requires_grad=True)
         (e,) = d2s.grad(fn(xt, d2s.tensor(n)), [xt])
         np.testing.assert_allclose(Executor(grad_program).run(x, np.array(n), np.array(1.0))[0], e.numpy())
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_gradient_through_a_growing_carry_and_a_tensor_array(reverse):
+    # regression: the backward stacked each step's incoming carries, which fails for a carry
+    # whose shape changes from step to step
+    from d2s.static import TensorArray
+
+    def fn(x, xs):
+        def step(c, xr):
+            acc, outs = c
+            h = d2s.tanh(acc.sum() * xr) + 0.5
+            outs.append(h)
+            return (d2s.concat([acc * 1.5, h]), outs), acc.sum()
+
+        (acc, outs), ys = d2s.scan(step, (x, TensorArray.like(xs[0])), xs, reverse=reverse)
+        return (acc ** 2).sum() + (ys * ys).sum() + (outs.stack() * 3.0).sum()
+
+    rng = np.random.default_rng(7)
+    for n in (1, 3):
+        check_grads(fn, [rng.standard_normal(2) * 0.5, rng.standard_normal((n, 1))])

@@ -62,11 +62,19 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
         init = _lists_to_tensor_arrays(body, init, lists, n, set_state)
     if any(isinstance(v, Undefined) for v in init):
         init = _fill_undefined(body, init, n, labels, set_state)
+    # still undefined: the body never binds it on the traced path (e.g. a `return` under a Python
+    # condition that is False), so it passes through the loop untouched instead of being carried
+    dead = {i: v for i, v in enumerate(init) if isinstance(v, Undefined)}
+
+    def widen(vals):
+        vals = iter(vals)
+        return [dead[i] if i in dead else next(vals) for i in range(len(init))]
+
     for _ in range(4):
-        start = [_as_loop_value(v) for v in init]
+        start = [_as_loop_value(v) for i, v in enumerate(init) if i not in dead]
 
         def split(vals):
-            vals = list(vals)
+            vals = widen(vals)
             if set_state is not None:
                 set_state(tuple(vals[n:]))
             return tuple(vals[:n])
@@ -76,7 +84,8 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
 
         def body_fn(*vals):
             out = list(body(split(vals))) + (list(get_state()) if get_state is not None else [])
-            return tuple(_check_carried(labels, init, vals, out))
+            out = _check_carried(labels, init, widen(vals), out)
+            return tuple(v for i, v in enumerate(out) if i not in dead)
 
         try:
             result = while_loop(cond_fn, body_fn, tuple(start))
@@ -86,7 +95,7 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
         except ControlFlowError as e:
             raise at_user_line(f"the variables of this tensor loop do not fit together: {e}") from None
         break
-    result = list(result)
+    result = widen(result)
     if set_state is not None:
         set_state(tuple(write_back(o, v) for o, v in zip(comps, result[n:])))
     originals = list(extra_vars) + list(state)
@@ -212,6 +221,8 @@ def _fill_undefined(body, init, n, labels, set_state):
                 filled[i] = cf._zeros_like_type(o)
             elif isinstance(o, (bool, int, float)):
                 filled[i] = type(o)(0)
+            elif isinstance(o, (tuple, list, dict)):  # a tuple return value: zeros of its structure
+                filled[i] = cf._placeholder(o)
     return filled
 
 

@@ -35,7 +35,8 @@ def walk(a, key, leaves, types=None, spec=None):
     """Append ``a``'s part of the signature to ``key`` and its tensors to ``leaves``.
 
     ``types`` (when given) collects ``(shape, dtype, name)`` per tensor, the shape taken from
-    ``spec`` (an InputSpec matching this argument) when it is compatible.
+    ``spec`` (an InputSpec matching this argument; for a list, tuple or dict argument, specs
+    of the same structure) when it is compatible.
     """
     t = type(a)
     if t is Tensor or isinstance(a, Tensor):
@@ -44,7 +45,7 @@ def walk(a, key, leaves, types=None, spec=None):
             raise TypeError("a symbolic tensor was passed to a to_static function outside of the "
                             "program it belongs to")
         shape, dtype = d.shape, d.dtype
-        if spec is not None and _compatible(spec, shape, dtype):
+        if spec is not None and isinstance(spec, InputSpec) and _compatible(spec, shape, dtype):
             shape = spec.shape
         key.append(TENSOR)
         key.append(shape)
@@ -60,14 +61,19 @@ def walk(a, key, leaves, types=None, spec=None):
     elif t is tuple or t is list:
         key.append(t)
         key.append(len(a))
-        for x in a:
-            walk(x, key, leaves, types)
+        if spec is not None and isinstance(spec, (list, tuple)) and len(spec) == len(a):
+            for x, sp in zip(a, spec):  # a nested spec: one per item
+                walk(x, key, leaves, types, sp)
+        else:
+            for x in a:
+                walk(x, key, leaves, types)
     elif t is dict:
         key.append(dict)
         key.append(len(a))
+        sub = spec if isinstance(spec, dict) else {}
         for k, v in a.items():
             key.append(k)
-            walk(v, key, leaves, types)
+            walk(v, key, leaves, types, sub.get(k))
     elif t is np.ndarray:
         walk(Tensor._make(a), key, leaves, types, spec)
     elif t is InputSpec:
@@ -107,7 +113,7 @@ def signature(head, args, kwargs, specs=None, types=None):
     leaves = []
     pos_specs = specs if isinstance(specs, list) else ()
     for i, a in enumerate(args):
-        spec = pos_specs[i] if i < len(pos_specs) and isinstance(pos_specs[i], InputSpec) else None
+        spec = pos_specs[i] if i < len(pos_specs) else None
         walk(a, key, leaves, types, spec)
     if kwargs:
         key.append(_KW)

@@ -174,6 +174,9 @@ class TieredProgram:
             self.run = self._runner
 
 
+_CELL = object()  # the key of a param ref that is a closure cell (see static_function._param_refs)
+
+
 class ConcreteProgram:
     """The program of one signature, with everything a call needs precomputed.
 
@@ -198,6 +201,9 @@ class ConcreteProgram:
         # module attributes the function assigned tensors to; their values follow the returned
         # tensors among the program's outputs
         self.writes = list(writes)
+        # [(registry dict, key, tensor)]: where the module's params read by the program live
+        # (set by the StaticFunction), to notice a parameter replaced by a new tensor
+        self.param_refs = []
         self._backward = {}
         gb = program.block
         self.out_float = [np.dtype(gb.lookup(n).type.dtype).kind == "f" for n in program.outputs]
@@ -215,6 +221,41 @@ class ConcreteProgram:
         save or export it."""
         self._tiered.optimize_now()
         return self._tiered.program
+
+    def params_replaced(self):
+        """Whether a parameter this program reads is no longer the one found where it was
+        found at build time (``module.w = nn.Parameter(...)``, a global rebound, or deleted)."""
+        for d, k, t in self.param_refs:
+            if k is _CELL:
+                try:
+                    if d.cell_contents is not t:
+                        return True
+                except ValueError:  # the closure variable was deleted
+                    return True
+            elif d.get(k) is not t:
+                return True
+        return False
+
+    def rebind_params(self):
+        """Read the replacements of replaced parameters from now on, when each has the type
+        the program was built for; returns False (nothing changed) when one does not, or
+        was removed, and the program must be built again."""
+        new_refs = []
+        for d, k, t in self.param_refs:
+            try:
+                cur = d.cell_contents if k is _CELL else d.get(k)
+            except ValueError:
+                return False
+            if cur is not t and not (isinstance(cur, Tensor) and cur._data is not None
+                                     and type(cur._data) is type(t._data)
+                                     and cur._data.shape == t._data.shape and cur._data.dtype == t._data.dtype):
+                return False
+            new_refs.append((d, k, cur))
+        swap = {id(t): ref[2] for (_, _, t), ref in zip(self.param_refs, new_refs)}
+        self.params = [(n, swap.get(id(t), t)) for n, t in self.params]
+        self.param_tensors = [t for _, t in self.params]
+        self.param_refs = new_refs
+        return True
 
     def run(self, leaves):
         """Run the program on tensor arguments ``leaves``; returns the user's output structure."""

@@ -18,7 +18,7 @@ from ..static.builder import ProgramBuilder, _flatten
 from ..static.input_spec import InputSpec
 from . import linemap
 from .cache import ProgramCache, replace_kwargs, replace_leaves, signature
-from .concrete import ConcreteProgram
+from .concrete import _CELL, ConcreteProgram
 
 _ENABLED = [True]
 
@@ -167,6 +167,17 @@ class StaticFunction:
     def clear_cache(self):
         self._cache.clear()
 
+    def __deepcopy__(self, memo):
+        # copy.deepcopy(module) copies its static forward: the copy is bound to the copied
+        # instance and starts with no programs (the cached ones read the original's params);
+        # the function and its conversion are shared, as functions are not copied
+        import copy
+        instance = copy.deepcopy(self._instance, memo) if self._instance is not None else None
+        return StaticFunction(self._fn, self._input_spec, instance, self._conversion)
+
+    def __copy__(self):
+        return StaticFunction(self._fn, self._input_spec, self._instance, self._conversion)
+
     def __repr__(self):
         return f"<StaticFunction {getattr(self._fn, '__qualname__', self._fn)} ({len(self._cache)} programs)>"
 
@@ -177,6 +188,11 @@ class StaticFunction:
         # The fast path: one signature walk, one dict lookup.
         key, leaves = signature((self._instance.training,) if self._is_module else (), args, kwargs)
         entry = self._cache.by_key.get(key)
+        if entry is not None and entry.param_refs and entry.params_replaced() and not entry.rebind_params():
+            # a parameter or buffer was replaced by a tensor of another type (or removed):
+            # every program of this function reads the old one, so build them again
+            self._cache.clear()
+            entry = None
         if entry is None:
             if self._conversion.get() is None:
                 return self.eager(*args, **kwargs)
@@ -262,8 +278,10 @@ class StaticFunction:
             sym, leaves, _, _, _ = trace_into(b, requires_grad)
             return sym, leaves
 
-        return ConcreteProgram(program, builder.param_tensors, rebuild, single, retrace, device,
-                               writes=writes)
+        entry = ConcreteProgram(program, builder.param_tensors, rebuild, single, retrace, device,
+                                writes=writes)
+        entry.param_refs = _param_refs(self._fn, instance, entry.param_tensors)
+        return entry
 
 
 class _StateWrite:
@@ -354,6 +372,52 @@ def _restore_symbolic_writes(snapshot):
 
 
 _MISSING = object()
+
+
+def _param_refs(fn, instance, tensors):
+    """``[(dict, key, tensor)]`` locating each of ``tensors`` (the program's params) where the
+    function finds it: a parameter or buffer registry of the module it is bound to (or of a
+    module it reads from a global or closure variable), the instance's attributes, a global
+    variable or a closure cell (as ``(cell, _CELL, tensor)``). A call compares them, so a
+    parameter replaced by a new tensor (``m.w = nn.Parameter(...)``, ``w = w - lr * w.grad``
+    on a global) makes the programs be built again instead of reading the old one."""
+    from ..tensor import Tensor
+    if not tensors:
+        return []
+    where = {}
+
+    def add_module(mod):
+        for m in mod.modules():
+            for reg in ("_parameters", "_buffers"):
+                d = m.__dict__.get(reg)
+                for k, v in (d or {}).items():
+                    if v is not None:
+                        where.setdefault(id(v), (d, k))
+
+    def add_value(d, k, v):
+        if isinstance(v, Tensor):
+            where.setdefault(id(v), (d, k))
+        elif _is_module(v):
+            add_module(v)
+
+    if _is_module(instance):
+        add_module(instance)
+    elif instance is not None and isinstance(getattr(instance, "__dict__", None), dict):
+        for k, v in list(instance.__dict__.items()):
+            add_value(instance.__dict__, k, v)
+    code = getattr(fn, "__code__", None)
+    g = getattr(fn, "__globals__", None)
+    if code is not None and isinstance(g, dict):
+        for name in code.co_names:
+            if name in g:
+                add_value(g, name, g[name])
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        add_value(cell, _CELL, v)
+    return [(*where[id(t)], t) for t in tensors if id(t) in where]
 
 
 def _device_of(args, kwargs):

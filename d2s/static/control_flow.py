@@ -38,7 +38,9 @@ def tree_flatten(obj):
         if isinstance(o, Tensor):
             leaves.append(o)
             return ("T",)
-        if isinstance(o, (list, tuple)) and not hasattr(o, "_fields"):
+        if isinstance(o, (list, tuple)):
+            if hasattr(o, "_fields"):  # a namedtuple: rebuilt from its fields in order
+                return (type(o), tuple(walk(x) for x in o), "namedtuple")
             return (type(o), tuple(walk(x) for x in o))
         if isinstance(o, dict):
             keys = tuple(o)
@@ -62,6 +64,8 @@ def tree_unflatten(treedef, leaves):
         if kind is dict:
             return {k: build(s) for k, s in zip(t[1], t[2])}
         if len(t) == 3:
+            if t[2] == "namedtuple":
+                return kind(*[build(s) for s in t[1]])
             return kind._d2s_from_children([build(s) for s in t[1]])
         return kind(build(s) for s in t[1])
 
@@ -77,14 +81,63 @@ def _tensorize(obj, like=None):
             return o
         if isinstance(o, (bool, int, float, np.generic, np.ndarray)):
             return tensor(o, dtype=ref.dtype if isinstance(ref, Tensor) else None)
-        if isinstance(o, (list, tuple)) and not hasattr(o, "_fields"):
+        if isinstance(o, (list, tuple)):
             refs = ref if isinstance(ref, (list, tuple)) and len(ref) == len(o) else [None] * len(o)
-            return type(o)(conv(x, r) for x, r in zip(o, refs))
+            items = [conv(x, r) for x, r in zip(o, refs)]
+            return type(o)(*items) if hasattr(o, "_fields") else type(o)(items)
         if isinstance(o, dict):
             return {k: conv(v, ref.get(k) if isinstance(ref, dict) else None) for k, v in o.items()}
         return o
 
     return conv(obj, like)
+
+
+def _weak_mask(obj):
+    """For each leaf of ``tree_flatten(_tensorize(obj))``: whether it was a Python number.
+    Such a leaf is weakly typed (as in JAX): when a loop body turns it into another dtype
+    (``i + 0.5``, ``s + x.sum()`` with float64 ``x``), the loop var takes that dtype, as the
+    Python value would in an eager loop."""
+    mask = []
+
+    def walk(o):
+        if isinstance(o, Tensor):
+            mask.append(False)
+        elif isinstance(o, (bool, int, float)):
+            mask.append(True)
+        elif isinstance(o, (np.generic, np.ndarray)):
+            mask.append(False)
+        elif isinstance(o, (list, tuple)):
+            for x in o:
+                walk(x)
+        elif isinstance(o, dict):
+            for k in tuple(o):
+                walk(o[k])
+        elif hasattr(o, "_d2s_children"):
+            for x in o._d2s_children():
+                walk(x)
+
+    walk(obj)
+    return mask
+
+
+def _promote_weak(types, o_types, weak):
+    """``types`` with each weak loop var's dtype changed to the one the body returns for it
+    (same rank), or None when no weak loop var changed dtype."""
+    new, changed = list(types), False
+    for i, (t, o) in enumerate(zip(types, o_types)):
+        if weak[i] and t.dtype != o.dtype and t.ndim == o.ndim:
+            new[i] = TensorType(t.shape, o.dtype)
+            changed = True
+    return new if changed else None
+
+
+def _cast_leaves(b, leaves, in_names, types):
+    """Cast the initial loop vars whose dtype was promoted to their loop types."""
+    from .. import ops as d
+    for i, t in enumerate(types):
+        if b.block.lookup(in_names[i]).type.dtype != t.dtype:
+            leaves[i] = d.cast(leaves[i], t.dtype)
+            in_names[i] = b.var_of(leaves[i])
 
 
 def _fmt_tree(treedef, types):
@@ -341,11 +394,12 @@ def _probe(call_cond, vals):
 
 def _static_while(call_cond, call_body, vals):
     b = _builder()
+    weak = _weak_mask(vals)
     vals = _tensorize(vals)
     leaves, treedef = tree_flatten(vals)
+    weak = weak if len(weak) == len(leaves) else [False] * len(leaves)
     in_names = [b.var_of(t) for t in leaves]
-    init_types = [b.block.lookup(n).type for n in in_names]
-    types = list(init_types)
+    types = [b.block.lookup(n).type for n in in_names]
     for _ in range(_MAX_WIDEN):
         def cond_of(args):
             return _as_pred_value(call_cond(tree_unflatten(treedef, args)))
@@ -355,6 +409,10 @@ def _static_while(call_cond, call_body, vals):
 
         cond_blk, c_tree, _, c_types = _trace_block(b, cond_of, types)
         body_blk, o_tree, o_names, o_types = _trace_block(b, body_of, types)
+        promoted = _promote_weak(types, o_types, weak) if o_tree == treedef else None
+        if promoted is not None:
+            types = promoted  # a loop var that was a Python number changed dtype: rebuild
+            continue
         if o_tree != treedef or len(o_types) != len(types) or not all(
                 _compatible(x, y) for x, y in zip(types, o_types)):
             raise ControlFlowError(
@@ -374,6 +432,7 @@ def _static_while(call_cond, call_body, vals):
     else:
         raise ControlFlowError(f"d2s.while_loop: the loop vars' types did not settle after {_MAX_WIDEN} "
                                f"rebuilds of the body ({_fmt_tree(treedef, types)})")
+    _cast_leaves(b, leaves, in_names, types)
     cap_names, cap_tensors = _merge_captures(b, [cond_blk, body_blk], len(in_names))
     out_vars, outs = _new_outputs(b, types)
     op = Op("while", [*in_names, *cap_names], [v.name for v in out_vars], {},
@@ -446,8 +505,10 @@ def _scan_length(x_leaves, length):
 
 def _static_scan(fn, init, xs, length, reverse):
     b = _builder()
+    weak = _weak_mask(init)
     init = _tensorize(init)
     c_leaves, c_tree = tree_flatten(init)
+    weak = weak if len(weak) == len(c_leaves) else [False] * len(c_leaves)
     x_leaves, x_tree = tree_flatten(xs)
     c_names = [b.var_of(t) for t in c_leaves]
     x_names = [b.var_of(t) for t in x_leaves]
@@ -477,6 +538,10 @@ def _static_scan(fn, init, xs, length, reverse):
 
         blk, o_tree, _, o_types = _trace_block(b, body_of, types + slice_types)
         c_out_tree = o_tree[1][0]
+        promoted = _promote_weak(types, o_types[:nc], weak) if c_out_tree == c_tree else None
+        if promoted is not None:
+            types = promoted  # a carry that was a Python number changed dtype: rebuild
+            continue
         if c_out_tree != c_tree or not all(_compatible(x, y) for x, y in zip(types, o_types[:nc])):
             raise ControlFlowError(
                 "d2s.scan: fn must return a carry of the same structure, dtypes and ranks as it takes:\n"
@@ -489,6 +554,7 @@ def _static_scan(fn, init, xs, length, reverse):
         types = widened
     else:
         raise ControlFlowError(f"d2s.scan: the carry's types did not settle after {_MAX_WIDEN} rebuilds")
+    _cast_leaves(b, c_leaves, c_names, types)
     y_types = [TensorType((n,) + tuple(t.shape), t.dtype) for t in o_types[nc:]]
     cap_names, cap_tensors = _merge_captures(b, [blk], nc + len(x_names))
     out_vars, outs = _new_outputs(b, types + y_types)

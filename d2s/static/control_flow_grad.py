@@ -37,6 +37,10 @@ def _leaf(t):
     return leaf
 
 
+def _shape_of(t):
+    return t._var.type.shape if t._data is None else t._data.shape
+
+
 def block_vjp(block, values, cotangents, wrt):
     """VJP of IR ``block`` at ``values``: the gradients, w.r.t. ``values[i]`` for ``i`` in
     ``wrt``, of the block's outputs weighted by ``cotangents`` (one per output; None where an
@@ -163,19 +167,42 @@ def _scan_grad(ctx, *gs):
     if not wrt_x and not wrt_k and not any(_wants_grad(carries[i]) for i in wrt_c):
         return (None,) * len(ctx.inputs)
 
-    # forward again, also emitting each step's incoming carries (stacked along the scan axis)
-    def fwd_step(c, x):
-        out = replay_block(body, [*c, *x, *caps])
-        return tuple(out[:nc]), tuple(c)
+    # forward again, also emitting each step's incoming carries: stacked along the scan axis,
+    # or, for a carry whose shape changes from step to step (its type widened), pushed onto a
+    # ragged stack carried along, which the backward scan pops
+    body_types = [body.lookup(name).type for name in body.inputs[:nc]]
+    ragged = {i: k for k, i in enumerate(i for i in range(nc)
+                                         if tuple(body_types[i].shape) != tuple(_shape_of(carries[i])))}
+    n_reg = nc - len(ragged)
 
-    _, saved = scan(fwd_step, tuple(carries), tuple(xs), length=length, reverse=reverse)
+    def fwd_step(cs, x):
+        c, stk = cs[:nc], cs[nc:]
+        out = replay_block(body, [*c, *x, *caps])
+        pushed = []
+        for i, k in ragged.items():
+            pushed.extend(apply("stack_push", stk[2 * k], stk[2 * k + 1], c[i]))
+        return (*out[:nc], *pushed), tuple(c[i] for i in range(nc) if i not in ragged)
+
+    empty = [t for i in ragged for t in apply("stack_new", carries[i])]
+    fwd_final, saved = scan(fwd_step, (*carries, *empty), tuple(xs), length=length, reverse=reverse)
+    stacks = list(fwd_final[nc:])
     y_cots = [g if _is_float(g) else None for g in gs[nc:]]
     y_pos = [j for j in range(ny) if y_cots[j] is not None]
     n_ct = len(wrt_c)
+    n_acc = len(wrt_k)
 
     def bwd_step(carry, x):
-        ct, acc = carry[:n_ct], carry[n_ct:]
-        c_t, x_t, gy = x[:nc], x[nc:nc + nx], x[nc + nx:]
+        ct, acc, stk = carry[:n_ct], carry[n_ct:n_ct + n_acc], carry[n_ct + n_acc:]
+        regular, x_t, gy = iter(x[:n_reg]), x[n_reg:n_reg + nx], x[n_reg + nx:]
+        c_t, new_stk = [], []
+        for i in range(nc):
+            if i in ragged:
+                k = ragged[i]
+                buf, shapes, v = apply("stack_pop", stk[2 * k], stk[2 * k + 1], shape=list(body_types[i].shape))
+                new_stk += [buf, shapes]
+                c_t.append(v)
+            else:
+                c_t.append(next(regular))
         cots = [None] * (nc + ny)
         for i, g in zip(wrt_c, ct):
             cots[i] = g
@@ -184,12 +211,12 @@ def _scan_grad(ctx, *gs):
         wrt = wrt_c + [nc + i for i in wrt_x] + [nc + nx + j for j in wrt_k]
         grads = block_vjp(body, [*c_t, *x_t, *caps], cots, wrt)
         g_c, g_x, g_k = grads[:n_ct], grads[n_ct:n_ct + len(wrt_x)], grads[n_ct + len(wrt_x):]
-        return (*g_c, *[a + g for a, g in zip(acc, g_k)]), tuple(g_x)
+        return (*g_c, *[a + g for a, g in zip(acc, g_k)], *new_stk), tuple(g_x)
 
     ct0 = [d.cast(gs[i], carries[i].dtype) for i in wrt_c]
     acc0 = [d.zeros_like(caps[j]) for j in wrt_k]
     seq = (*saved, *xs, *[y_cots[j] for j in y_pos])
-    final, gxs = scan(bwd_step, (*ct0, *acc0), seq, length=length, reverse=not reverse)
+    final, gxs = scan(bwd_step, (*ct0, *acc0, *stacks), seq, length=length, reverse=not reverse)
     out = [None] * len(ctx.inputs)
     for i, g in zip(wrt_c, final[:n_ct]):
         out[i] = g if _wants_grad(carries[i]) else None
