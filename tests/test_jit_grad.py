@@ -185,3 +185,29 @@ def test_gradcheck_in_float64():
     for v in ([0.3, 0.7], [-0.4, -0.9]):
         x = d2s.tensor(np.array(v), requires_grad=True)
         assert d2s.autograd.gradcheck(sf, (x,))
+
+
+def _no_grad_region(x, w):
+    y = x * w
+    with d2s.no_grad():
+        scale = (y * y).sum() + 1.0  # a statistic the gradient must not flow through
+        target = d2s.tanh(y)
+    return (((y - target) ** 2) / scale).sum() + (y.detach() * x).sum()
+
+
+def test_no_grad_regions_inside_the_function_are_cut_from_the_gradient():
+    # regression: the program recorded no_grad() ops as ordinary ones, so the backward
+    # differentiated through them
+    from d2s.jit import to_static
+    f = to_static(_no_grad_region)
+    rng = np.random.default_rng(0)
+    for _ in range(3):  # the first call runs the program as built, later ones optimized
+        x0, w0 = rng.standard_normal(3), rng.standard_normal(3)
+        xs, ws = d2s.tensor(x0, requires_grad=True), d2s.tensor(w0, requires_grad=True)
+        xe, we = d2s.tensor(x0, requires_grad=True), d2s.tensor(w0, requires_grad=True)
+        out, ref = f(xs, ws), _no_grad_region(xe, we)
+        np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-12)
+        out.backward()
+        ref.backward()
+        np.testing.assert_allclose(xs.grad.numpy(), xe.grad.numpy(), rtol=1e-10)
+        np.testing.assert_allclose(ws.grad.numpy(), we.grad.numpy(), rtol=1e-10)

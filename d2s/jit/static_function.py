@@ -13,7 +13,7 @@ import warnings
 import weakref
 
 from .._state import STATE
-from ..autograd import no_grad
+from ..autograd import enable_grad
 from ..static.builder import ProgramBuilder, _flatten
 from ..static.input_spec import InputSpec
 from . import linemap
@@ -264,7 +264,8 @@ class StaticFunction:
             return sym, leaves, rebuild, out, writes
 
         builder = ProgramBuilder(device)
-        with builder, no_grad():
+        builder.forward_only = True  # grad mode on, so the user's no_grad() regions show
+        with builder, enable_grad():
             _, out_leaves, rebuild, out, writes = trace_into(builder)
             outputs = [builder.var_of(t) for t in out_leaves]
         program = builder.program

@@ -60,6 +60,10 @@ class ProgramBuilder:
         self.param_tensors = {}    # param var name -> the concrete Parameter it reads
         self._param_vars = {}      # id(concrete tensor) -> symbolic tensor in the global block
         self._const_vars = {}      # id(array) -> var name (keeps the array alive for the key)
+        # forward_only: building a forward program to differentiate later (to_static): run with
+        # grad mode on but record no autograd nodes, and cut the ops the user's code runs under
+        # ``no_grad()`` from the gradient with ``stop_gradient`` (static backward replays them)
+        self.forward_only = False
         self._prev = None
 
     # ------------------------------------------------------------ context
@@ -102,7 +106,7 @@ class ProgramBuilder:
             self.program.params.append(v.name)
             self.program.block.inputs.append(v.name)
             self.param_tensors[v.name] = t
-            s = self._param_vars[id(t)] = self.symbolic(v, t.requires_grad)
+            s = self._param_vars[id(t)] = self.symbolic(v, t.requires_grad and not self.forward_only)
         return s
 
     def constant(self, value, dtype=None):
@@ -186,10 +190,19 @@ class ProgramBuilder:
             out_types = (out_types,)
         outs = [self._new_var(t) for t in out_types]
         self.block.ops.append(Op(opdef.name, names, [v.name for v in outs], _plain(attrs)))
+        if self.forward_only and not STATE.grad_enabled and opdef.name != "stop_gradient":
+            outs = [self._stop_gradient(v) for v in outs]
         if opdef.name == "dim":
             self.dim_sources[outs[0].name] = (names[0], attrs.get("axis"))
         sym_inputs = tuple(self._as_symbolic(x, n) for x, n in zip(inputs, names))
         return tuple(self.symbolic(v) for v in outs), sym_inputs
+
+    def _stop_gradient(self, v):
+        if not v.type.dtype.startswith("float"):
+            return v
+        out = self._new_var(v.type)
+        self.block.ops.append(Op("stop_gradient", [v.name], [out.name], {}))
+        return out
 
     def _promote(self, opname, names, types):
         """Insert the casts that bring ``opname``'s inputs to their common dtype (in place)."""
@@ -213,7 +226,7 @@ class ProgramBuilder:
             return x
         if isinstance(x, Tensor) and _is_param(x):
             return self._param_vars[id(x)] if self.block is self.program.block else \
-                self.symbolic(self.block.lookup(name), x.requires_grad)
+                self.symbolic(self.block.lookup(name), x.requires_grad and not self.forward_only)
         return self.symbolic(self.block.lookup(name))
 
     def append_op(self, op):

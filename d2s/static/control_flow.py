@@ -209,7 +209,8 @@ class _CFOp:
 
 def _record(name, op, inputs, outputs, **extra):
     """Attach an autograd node for control-flow op ``op`` when some input requires grad."""
-    if not STATE.grad_enabled or not any(t.requires_grad for t in inputs):
+    if not STATE.grad_enabled or not any(t.requires_grad for t in inputs) or \
+            getattr(STATE.builder, "forward_only", False):
         return
     from ..autograd.node import record
     record(_CFOp(name), tuple(inputs), {"op": op, **extra}, tuple(outputs))
