@@ -576,45 +576,39 @@ def _fast_kernel(name):
     return OPS[name].kernel
 
 
-def _fwd(name):
+def _operator(name, reflected=False):
+    """Tensor's ``__op__`` (or ``__rop__``): plain numpy operands with nothing to record or
+    build call the registered kernel directly; everything else (and any error, for its full
+    message) goes through apply."""
     kernel = _fast_kernel(name)
 
     def method(self, other):
         a = self._data
         if type(a) is _nd and not STATE.hooked and not self.requires_grad:
             t = type(other)
-            if t is Tensor:
-                if not other.requires_grad and type(other._data) is _nd:
-                    try:
-                        out = kernel(np, a, other._data)
-                    except Exception:
-                        return apply(name, self, other)
-                    return Tensor._make(out if type(out) is _nd else np.asarray(out))
-            elif t in _SCALARS:
+            b = None
+            if t in _SCALARS:
+                b = other
+            elif t is Tensor and not reflected and not other.requires_grad and type(other._data) is _nd:
+                b = other._data
+            if b is not None:
                 try:
-                    out = kernel(np, a, other)
+                    out = kernel(np, b, a) if reflected else kernel(np, a, b)
                 except Exception:
-                    return apply(name, self, other)
-                return Tensor._make(out if type(out) is _nd else np.asarray(out))
-        return apply(name, self, other)
+                    pass
+                else:
+                    return Tensor._make(out if type(out) is _nd else np.asarray(out))
+        return apply(name, other, self) if reflected else apply(name, self, other)
 
     return method
+
+
+def _fwd(name):
+    return _operator(name)
 
 
 def _rev(name):
-    kernel = _fast_kernel(name)
-
-    def method(self, other):
-        a = self._data
-        if type(a) is _nd and type(other) in _SCALARS and not STATE.hooked and not self.requires_grad:
-            try:
-                out = kernel(np, other, a)
-            except Exception:
-                return apply(name, other, self)
-            return Tensor._make(out if type(out) is _nd else np.asarray(out))
-        return apply(name, other, self)
-
-    return method
+    return _operator(name, reflected=True)
 
 
 def _install():
