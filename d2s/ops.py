@@ -417,13 +417,28 @@ def unsqueeze(x, axis):
 
 
 def broadcast_to(x, shape):
-    return apply("broadcast_to", x, shape=_static_dims(shape) if builtins.all(
-        not isinstance(d, Tensor) for d in shape) else _symbolic_target(x, shape))
+    shape = _shape_arg(shape if isinstance(shape, (list, tuple)) else [shape])
+    if builtins.any(_is_symbolic(d) for d in shape):
+        return _broadcast_to_dims(x, shape)
+    return apply("broadcast_to", x, shape=_static_dims(shape))
 
 
-def _symbolic_target(x, shape):
-    raise ValueError("broadcast_to: a target shape with unknown dims is not supported; "
-                     "use an expression that broadcasts instead (x * d2s.ones_like(y))")
+def _broadcast_to_dims(x, shape):
+    """broadcast_to a target with dims known only when the program runs (``x.shape`` of a
+    dynamic batch): adding zeros of that shape broadcasts the same way, and the gradient of
+    ``add`` already sums over the broadcast dims."""
+    if not isinstance(x, Tensor):
+        x = tensor(x)
+    xs = x.shape
+    if len(shape) < len(xs):
+        raise ValueError(f"broadcast_to: cannot broadcast a {len(xs)}-d tensor to a target of "
+                         f"{len(shape)} dims; the target needs at least {len(xs)} dims")
+    for xd, td in zip(reversed(xs), reversed(shape)):
+        if not _is_symbolic(xd) and not _is_symbolic(td) and xd not in (1, int(td)):
+            show = lambda dims: "[" + ", ".join("?" if _is_symbolic(d) else str(d) for d in dims) + "]"
+            raise ValueError(f"broadcast_to: shape {show(xs)} does not broadcast to {show(shape)} "
+                             f"(dim {xd} vs {td}); only dims of size 1 can be expanded")
+    return x + full(shape, False if str(x.dtype) == "bool" else 0, dtype=x.dtype)
 
 
 def flatten(x, start_dim=0, end_dim=-1):

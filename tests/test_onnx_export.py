@@ -155,6 +155,11 @@ CASES = [
      lambda n: [f32(n, 3), i64(n, 3)]),
     ("tensor_list", lambda a: _tensor_list(a), lambda n: [f32(n, 3)]),
     ("stop_gradient", lambda a: d2s.stop_gradient(a) * 2, lambda n: [f32(n, 3)]),
+    # arithmetic on two bool tensors is logic in NumPy; ONNX's Add/Mul/Max/Min take no bool
+    ("bool_arith", lambda a, b: (a + b, a * b, d2s.maximum(a, b), d2s.minimum(a, b)),
+     lambda n: [boolean(n, 3), boolean(n, 3)]),
+    ("broadcast_to_dynamic", lambda a, b: d2s.broadcast_to(b, a.shape) * a
+     + d2s.broadcast_to(b > 0, [a.shape[0], 1, 3]).sum(axis=1), lambda n: [f32(n, 3), f32(3)]),
 ]
 
 

@@ -715,3 +715,37 @@ def test_comparing_a_tensor_with_none_gives_python_bools():
     assert (t != None) is True  # noqa: E711
     assert t not in [None]
     np.testing.assert_array_equal((t == 1.0).numpy(), [True, True])
+
+
+def test_broadcast_to_a_shape_with_dynamic_dims():
+    from d2s.static import InputSpec, build_program
+    from d2s_runtime import Executor
+
+    def f(x, b):
+        return d2s.broadcast_to(b, x.shape) * x, d2s.broadcast_to(b > 0, [x.shape[0], 2, 3])
+
+    exe = Executor(build_program(f, InputSpec([None, 3]), InputSpec([3])))
+    b = rnd(3)
+    for n in (1, 4):
+        x = rnd(n, 3)
+        got, mask = exe.run(x, b)
+        np.testing.assert_allclose(got, np.broadcast_to(b, (n, 3)) * x, rtol=1e-6)
+        np.testing.assert_array_equal(mask, np.broadcast_to(b > 0, (n, 2, 3)))
+
+    @d2s.jit.to_static
+    def g(x, b):
+        return (d2s.broadcast_to(b, [x.shape[0], 3]) * x).sum()
+
+    x, b_eager, b_static = rnd(5, 3), d2s.tensor(b, requires_grad=True), d2s.tensor(b, requires_grad=True)
+    (d2s.broadcast_to(b_eager, (5, 3)) * d2s.tensor(x)).sum().backward()
+    g(d2s.tensor(x), b_static).backward()
+    np.testing.assert_allclose(b_static.grad.numpy(), b_eager.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(b_eager.grad.numpy(), x.sum(0), rtol=1e-5)
+
+
+def test_broadcast_to_a_dynamic_shape_rejects_what_cannot_broadcast():
+    from d2s.static import InputSpec, build_program
+    with pytest.raises(ValueError, match=r"broadcast_to: shape \[5\] does not broadcast to \[\?, 1\]"):
+        build_program(lambda x: d2s.broadcast_to(d2s.ones(5), [x.shape[0], 1]), InputSpec([None, 3]))
+    with pytest.raises(ValueError, match="target needs at least 2 dims"):
+        build_program(lambda x: d2s.broadcast_to(d2s.ones(2, 3), [x.shape[0]]), InputSpec([None, 3]))

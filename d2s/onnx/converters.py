@@ -47,11 +47,17 @@ def _promoted(g, names, dtype=None):
     return [g.cast(n, dtype) for n in names]
 
 
+# NumPy arithmetic on two bool arrays is logic (True + True is True); ONNX's arithmetic nodes
+# take no bool, so these ops write their logical twin when the result is bool.
+_BOOL_FORM = {"add": "Or", "maximum": "Or", "mul": "And", "minimum": "And"}
+
+
 def _elementwise(d2s_name, onnx_name, compute_in_output_dtype=True):
     @converter(d2s_name)
     def conv(g, op):
         dt = g.dtype(op.outputs[0]) if compute_in_output_dtype else None
-        g.node(onnx_name, _promoted(g, op.inputs, dt), op.outputs)
+        name = _BOOL_FORM.get(d2s_name, onnx_name) if dt == "bool" else onnx_name
+        g.node(name, _promoted(g, op.inputs, dt), op.outputs)
 
 
 for _d, _o in (("add", "Add"), ("sub", "Sub"), ("mul", "Mul"), ("div", "Div"), ("maximum", "Max"),
