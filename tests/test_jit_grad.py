@@ -211,3 +211,37 @@ def test_no_grad_regions_inside_the_function_are_cut_from_the_gradient():
         ref.backward()
         np.testing.assert_allclose(xs.grad.numpy(), xe.grad.numpy(), rtol=1e-10)
         np.testing.assert_allclose(ws.grad.numpy(), we.grad.numpy(), rtol=1e-10)
+
+
+def test_dropout_gradients_and_random_stream_match_eager():
+    """The backward program recomputes the forward: it must reuse the forward's dropout masks
+    and leave the random stream where eager leaves it."""
+    from d2s import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(6, 6)
+            self.drop = nn.Dropout(0.5)
+
+        def forward(self, x):
+            return (self.drop(self.lin(x)) ** 2).sum()
+
+    d2s.manual_seed(0)
+    eager = Net()
+    static = to_static(Net())
+    static.load_state_dict(eager.state_dict())
+    x = d2s.randn(4, 6)
+    for step in range(3):
+        results = []
+        for model in (eager, static):
+            d2s.manual_seed(10 + step)
+            loss = model(x)
+            loss.backward()
+            after = d2s.rand(3).numpy()  # the next draw after forward and backward
+            results.append((loss.item(), model.lin.weight.grad.numpy().copy(), after))
+            model.lin.weight.grad = model.lin.bias.grad = None
+        (le, ge, ae), (ls, gs, as_) = results
+        np.testing.assert_allclose(ls, le, rtol=1e-6)
+        np.testing.assert_allclose(gs, ge, rtol=1e-6)
+        np.testing.assert_array_equal(as_, ae)

@@ -10,9 +10,12 @@ get one autograd node, ``RunProgramBackward0``, whose rule runs the program's ba
 Programs run as built on their first call and optimized (``d2s.passes.optimize``) from their
 second on (``TieredProgram``), so a first call costs conversion, build and preparation only.
 """
+import contextlib
 import warnings
 
 import numpy as np
+
+from d2s_runtime.ops import RNG
 
 from .._state import STATE
 from ..autograd.node import Node, grad_node
@@ -207,6 +210,7 @@ class ConcreteProgram:
         self._backward = {}
         gb = program.block
         self.out_float = [np.dtype(gb.lookup(n).type.dtype).kind == "f" for n in program.outputs]
+        self.random = any(op.type in _RANDOM_OPS for b in program.blocks for op in b.ops)
 
     @property
     def program(self):
@@ -261,6 +265,9 @@ class ConcreteProgram:
         """Run the program on tensor arguments ``leaves``; returns the user's output structure."""
         arrays = [t._data for t in leaves]
         params = [t._data for t in self.param_tensors]
+        # the backward program recomputes the forward: with random ops (dropout) it must
+        # draw what this run drew, so the generator state is kept for it
+        rng = RNG.state() if self.random and STATE.grad_enabled else None
         outs = self._tiered.run(arrays, params)
         tensors = [Tensor._make(o) for o in outs]
         if STATE.grad_enabled:
@@ -274,7 +281,7 @@ class ConcreteProgram:
                 else:
                     t = None
             if t is not None:
-                self._attach_node(leaves, arrays, params, tensors)
+                self._attach_node(leaves, arrays, params, tensors, rng)
         if self.writes:
             for w in self.writes:
                 w.apply(tensors)
@@ -283,7 +290,7 @@ class ConcreteProgram:
         return self.rebuild(tensors)
 
     # ------------------------------------------------------------ autograd
-    def _attach_node(self, leaves, arrays, params, outputs):
+    def _attach_node(self, leaves, arrays, params, outputs, rng=None):
         in_mask = tuple(bool(t.requires_grad) for t in leaves)
         par_mask = tuple(bool(t.requires_grad) for t in self.param_tensors)
         targets = [t for t, m in zip(leaves, in_mask) if m] + \
@@ -296,7 +303,7 @@ class ConcreteProgram:
         node.inputs, node.versions, node.pre_hooks, node.retained, node.freed = tuple(targets), None, None, None, False
         node.next_functions = tuple((grad_node(t), t._out_idx if t.grad_fn is not None else 0) for t in targets)
         node.entry, node.masks = self, (in_mask, par_mask)
-        node.saved = (arrays, params)
+        node.saved = (arrays, params, rng)
         node.outputs = tuple(diff)
         for i, o in enumerate(diff):
             o.requires_grad = True
@@ -310,6 +317,10 @@ class ConcreteProgram:
         if r is None:
             r = self._backward[key] = BackwardRunner(self, in_mask, par_mask)
         return r
+
+
+# ops whose outputs are random draws (their effect is consuming the generator)
+_RANDOM_OPS = {"rand", "randn", "randint", "dropout_mask"}
 
 
 class RunProgramNode(Node):
@@ -326,9 +337,25 @@ def _run_program_backward(node, *grads):
     if STATE.grad_enabled:
         return _differentiable_backward(node, grads)
     runner = node.entry.backward_runner(*node.masks)
-    arrays, params = node.saved
-    res = runner.run(arrays, params, [g._data for g in grads])
+    arrays, params, rng = node.saved
+    with _same_draws(rng):
+        res = runner.run(arrays, params, [g._data for g in grads])
     return tuple(Tensor._make(r) for r in res)
+
+
+@contextlib.contextmanager
+def _same_draws(rng):
+    """Random ops draw what the forward run drew (``rng``: its generator state), and leave
+    the generator where it was, so a backward consumes no random numbers."""
+    if rng is None:
+        yield
+        return
+    now = RNG.state()
+    RNG.set_state(rng)
+    try:
+        yield
+    finally:
+        RNG.set_state(now)
 
 
 def _differentiable_backward(node, grads):
@@ -340,7 +367,7 @@ def _differentiable_backward(node, grads):
     entry = node.entry
     program = entry.raw_program
     in_mask, par_mask = node.masks
-    arrays, params = node.saved
+    arrays, params, rng = node.saved
     targets = iter(node.inputs)
     env = {}
     for name, arr, m in zip(program.inputs, arrays, in_mask):
@@ -349,7 +376,8 @@ def _differentiable_backward(node, grads):
         env[name] = next(targets) if m else Tensor._make(arr)
     for name, arr in program.constants.items():
         env[name] = Tensor._make(arr)
-    outs = replay_block(program.block, [env[n] for n in program.block.inputs])
+    with _same_draws(rng):
+        outs = replay_block(program.block, [env[n] for n in program.block.inputs])
     diff = [o for o, f in zip(outs, entry.out_float) if f]
     used = [(o, g) for o, g in zip(diff, grads) if o.requires_grad]
     if not used:

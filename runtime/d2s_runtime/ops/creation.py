@@ -21,6 +21,28 @@ class _RNG:
             self._gens[key] = xp.random.default_rng(self._seed) if xp is np else xp.random.RandomState(self._seed)
         return self._gens[key]
 
+    def state(self):
+        """A snapshot of every generator's state (for replaying the same draws later)."""
+        self.get(np)  # exists from now on, so a restore replays its draws rather than reseeding
+        out = {}
+        for key, gen in self._gens.items():
+            out[key] = gen.bit_generator.state if hasattr(gen, "bit_generator") else gen.get_state()
+        return out
+
+    def set_state(self, state):
+        """Restore a :meth:`state` snapshot; generators created since then start afresh."""
+        for key in list(self._gens):
+            if key not in state:
+                del self._gens[key]
+        for key, st in state.items():
+            gen = self._gens.get(key)
+            if gen is None:
+                continue
+            if hasattr(gen, "bit_generator"):
+                gen.bit_generator.state = st
+            else:
+                gen.set_state(st)
+
 
 RNG = _RNG()
 
