@@ -308,3 +308,33 @@ def raise_under_python_condition(x, strict):
 
 def test_raise_under_python_condition():
     check(raise_under_python_condition, (POS, True), (POS, False))
+
+
+def _append_under_tensor_if(x, n):
+    acc = [x]
+    for i in range(n):  # a Python loop: the list length depends on which branches run
+        if x.sum() > i:
+            acc.append(x * (i + 1))
+        x = x - 0.5
+    return d2s.stack(acc).sum(0), len(acc)
+
+
+def test_list_appended_in_one_branch_of_a_tensor_if_becomes_a_tensor_array():
+    check(_append_under_tensor_if, *[(d2s.full([2, 3], v), 3) for v in (-2.0, 0.4, 3.0)])
+
+
+def _append_after_early_return(x):
+    acc = [x]
+    for i in range(2):
+        if x.mean() > 2.0:
+            return x, d2s.stack(acc).sum(0)
+        j = 0
+        while x.mean() < 1.0 and j < 3:
+            acc.append(x)
+            x = x + 0.4
+            j += 1
+    return x, d2s.stack(acc).sum(0)
+
+
+def test_list_grown_by_a_tensor_loop_under_an_early_return_guard():
+    check(_append_after_early_return, *[d2s.full([2, 2], v) for v in (-1.0, 0.5, 3.0)])

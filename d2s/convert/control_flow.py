@@ -77,6 +77,7 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
                 if set_state is not None:
                     set_state(fresh(state0))
                 out = _fill_structures(tuple(fn(*a)), out_names, fillable, fills, side)
+                out = _lists_as_arrays(out, hints)
                 st = tuple(get_state()) if get_state is not None else ()
                 vals, skel = leaves(out + st)
                 return _normalize(side, vals, skel, seen, hints, labels, out + st, fillable, none_fillable)
@@ -165,10 +166,14 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
         eff = [_make(hints[k], v) if k in hints else v for k, v in enumerate(vals)]
         kinds = ["T" if isinstance(v, Tensor) else "C" for v in eff]
         seen["true"] = (vals, eff, skel)
+        seen["true_out"] = raw
         seen["plan"] = (skel, kinds, [None if k == "T" else v for k, v in zip(kinds, eff)])
         return tuple(v for v in eff if isinstance(v, Tensor))
     t_raw, t_vals, t_skel = seen["true"]
     if t_skel != skel:
+        promote = _growing_lists(seen["true_out"], raw, t_skel, skel)
+        if promote:
+            raise _Retry({**hints, **promote})
         _structure_error(labels, t_skel, skel, raw)
     new_hints, out = dict(hints), []
     for k, (tr, tv, fv) in enumerate(zip(t_raw, t_vals, vals)):
@@ -233,6 +238,41 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
                                "the branches of a tensor `if` cannot be represented in the program")
     if new_hints != hints:
         raise _Retry(new_hints)
+    return tuple(out)
+
+
+def _growing_lists(t_out, f_out, t_skel, f_skel):
+    """Retry hints turning each top-level output that is a list of tensors of one dtype on one
+    side and a list of another length (or a TensorArray) on the other into a TensorArray on both
+    sides: ``xs.append(v)`` under a tensor ``if`` makes a list whose length is known only at run
+    time. The hint holds an element whose type an empty list's TensorArray takes."""
+    from ..static.tensor_array import TensorArray
+    promote = {}
+    for i, (a, b) in enumerate(zip(t_skel[1], f_skel[1])):
+        if a == b:
+            continue
+        sides = (t_out[i], f_out[i])
+        if not all(type(v) is list or isinstance(v, TensorArray) for v in sides):
+            return {}
+        elems = [e for v in sides if type(v) is list for e in v]
+        if not elems or not all(isinstance(e, Tensor) and e.dtype == elems[0].dtype for e in elems):
+            return {}
+        if any(isinstance(v, TensorArray) and (v.data is None or v.data.dtype != elems[0].dtype) for v in sides):
+            return {}
+        promote[("list", i)] = elems[0]
+    return promote
+
+
+def _lists_as_arrays(out, hints):
+    """Apply the ``_growing_lists`` hints: those outputs become TensorArrays."""
+    from ..static.tensor_array import TensorArray
+    out = list(out)
+    for k, elem in hints.items():
+        if isinstance(k, tuple) and k[1] < len(out) and type(out[k[1]]) is list:
+            ta = TensorArray.like(_zeros_like_type(elem))
+            for e in out[k[1]]:
+                ta.append(e)
+            out[k[1]] = ta
     return tuple(out)
 
 
