@@ -241,11 +241,8 @@ def _merge_captures(b, blocks, n_explicit):
     """Give every block the same inputs: the explicit ones, then the union of all captures.
 
     Returns the outer names of the captures (in the current block) and their tensors."""
-    order = []
-    for blk in blocks:
-        for name in b.captures.get(blk, {}):
-            if name not in order:
-                order.append(name)
+    # first-seen order, without a quadratic membership scan (programs may capture hundreds)
+    order = list(dict.fromkeys(name for blk in blocks for name in b.captures.get(blk, {})))
     tensors = []
     for name in order:
         src = None
