@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import d2s
+from references import conv2d_ref, max_pool2d_ref
 import d2s.nn.functional as F
 from d2s import nn
 from d2s.autograd.gradcheck import gradcheck
@@ -277,43 +278,14 @@ def test_embedding_matches_numpy(ids):
     np.testing.assert_array_equal(_np(out), _np(emb.weight)[np.asarray(ids)])
 
 
-def _conv_ref(x, w, b, stride, pad):
-    n, c, h, wd = x.shape
-    o, _, kh, kw = w.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    ho, wo = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
-    out = np.zeros((n, o, ho, wo))
-    for i in range(ho):
-        for j in range(wo):
-            patch = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
-            out[:, :, i, j] = np.einsum("nchw,ochw->no", patch, w)
-    return out + (0 if b is None else b[None, :, None, None])
 
-
-@pytest.mark.parametrize("cin,cout,k,stride,pad,bias", [(1, 2, 3, 1, 0, True), (2, 3, 3, 2, 1, True),
-                                                        (3, 2, 2, 1, 1, False)])
-def test_conv2d_matches_numpy(cin, cout, k, stride, pad, bias):
-    conv = nn.Conv2d(cin, cout, k, stride=stride, padding=pad, bias=bias, dtype="float64")
-    x = _randn(2, cin, 6, 7, seed=cin)
-    ref = _conv_ref(x, _np(conv.weight), None if conv.bias is None else _np(conv.bias), stride, pad)
-    np.testing.assert_allclose(_np(conv(d2s.tensor(x))), ref, rtol=1e-10, atol=1e-12)
-
-
-def _pool_ref(x, k, s):
-    n, c, h, w = x.shape
-    ho, wo = (h - k) // s + 1, (w - k) // s + 1
-    out = np.zeros((n, c, ho, wo))
-    for i in range(ho):
-        for j in range(wo):
-            out[:, :, i, j] = x[:, :, i * s:i * s + k, j * s:j * s + k].max(axis=(2, 3))
-    return out
 
 
 @pytest.mark.parametrize("k,s", [(2, None), (3, 1), (2, 3)])
 def test_max_pool2d_and_flatten_match_numpy(k, s):
     x = _randn(2, 3, 7, 8, seed=k)
     out = nn.MaxPool2d(k, s)(d2s.tensor(x))
-    ref = _pool_ref(x, k, k if s is None else s)
+    ref = max_pool2d_ref(x, k, k if s is None else s)
     np.testing.assert_array_equal(_np(out), ref)
     np.testing.assert_array_equal(_np(nn.Flatten()(out)), ref.reshape(2, -1))
     np.testing.assert_array_equal(_np(nn.Flatten(0, 1)(out)), ref.reshape(6, *ref.shape[2:]))
@@ -504,27 +476,14 @@ def test_gelu_tanh_and_exact_gradients_check():
     assert gradcheck(lambda z: F.gelu(z), [_randn(5, seed=2) * 3])
 
 
-def _conv_reference(x, w, stride=1, padding=0):
-    n, c, h, wd = x.shape
-    o, _, kh, kw = w.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
-    oh, ow = (h + 2 * padding - kh) // stride + 1, (wd + 2 * padding - kw) // stride + 1
-    out = np.zeros((n, o, oh, ow))
-    for i in range(oh):
-        for j in range(ow):
-            patch = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
-            out[:, :, i, j] = np.einsum("nchw,ochw->no", patch, w)
-    return out
-
-
 def test_conv2d_groups_same_padding_and_unbatched_input():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 4, 6, 5))
     conv = nn.Conv2d(4, 6, 3, padding="same", groups=2, dtype="float64")
     assert conv.weight.shape == (6, 2, 3, 3)
     w, b = conv.weight.numpy(), conv.bias.numpy()
-    ref = np.concatenate([_conv_reference(x[:, :2], w[:3], padding=1),
-                          _conv_reference(x[:, 2:], w[3:], padding=1)], axis=1) + b[None, :, None, None]
+    ref = np.concatenate([conv2d_ref(x[:, :2], w[:3], padding=1),
+                          conv2d_ref(x[:, 2:], w[3:], padding=1)], axis=1) + b[None, :, None, None]
     np.testing.assert_allclose(_np(conv(d2s.tensor(x))), ref, rtol=1e-10)
     np.testing.assert_allclose(_np(conv(d2s.tensor(x[0]))), ref[0], rtol=1e-10)  # (C, H, W)
     assert gradcheck(lambda a, k: F.conv2d(a, k, groups=2), [x[:1, :, :4, :4], w[:, :, :2, :2]])

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import d2s
+from references import conv2d_ref, max_pool2d_ref
 from d2s.autograd import GradcheckError, gradcheck
 from d2s.nn_ops import conv2d, dropout, embedding, max_pool2d, scatter_add
 
@@ -354,42 +355,18 @@ def test_cast(src, dst):
 
 
 # ------------------------------------------------------------------ values: layer primitives
-def _conv_ref(x, w, stride, padding):
-    n, c, h, wd = x.shape
-    o, _, kh, kw = w.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
-    ho, wo = (h + 2 * padding - kh) // stride + 1, (wd + 2 * padding - kw) // stride + 1
-    out = np.zeros((n, o, ho, wo))
-    for i in range(ho):
-        for j in range(wo):
-            patch = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
-            out[:, :, i, j] = np.einsum("nchw,ochw->no", patch, w)
-    return out
-
-
 @pytest.mark.parametrize("stride,padding", [(1, 0), (2, 1), (1, 2), (3, 0)])
 def test_conv2d_values(stride, padding):
     x, w, b = rnd(2, 3, 7, 6), rnd(4, 3, 3, 2), rnd(4)
-    ref = _conv_ref(x, w, stride, padding)
+    ref = conv2d_ref(x, w, stride=stride, padding=padding)
     check(conv2d(x, w, stride=stride, padding=padding), ref)
     check(conv2d(d2s.tensor(x), d2s.tensor(w), d2s.tensor(b), stride, padding), ref + b[:, None, None])
-
-
-def _pool_ref(x, k, s, p):
-    n, c, h, w = x.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=-np.inf)
-    ho, wo = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
-    out = np.zeros((n, c, ho, wo), dtype=x.dtype)
-    for i in range(ho):
-        for j in range(wo):
-            out[:, :, i, j] = xp[:, :, i * s:i * s + k, j * s:j * s + k].max(axis=(2, 3))
-    return out
 
 
 @pytest.mark.parametrize("k,s,p", [(2, None, 0), (3, 1, 1), (3, 2, 0), (2, 2, 1)])
 def test_max_pool2d_values(k, s, p):
     x = rnd(2, 3, 7, 6, dtype=np.float32)
-    check(max_pool2d(d2s.tensor(x), k, s, p), _pool_ref(x, k, k if s is None else s, p))
+    check(max_pool2d(d2s.tensor(x), k, s, p), max_pool2d_ref(x, k, k if s is None else s, p))
 
 
 def test_dropout_mask_and_scaling():
