@@ -281,6 +281,15 @@ def test_embedding_matches_numpy(ids):
 
 
 
+@pytest.mark.parametrize("cin,cout,k,stride,pad,bias", [(1, 2, 3, 1, 0, True), (2, 3, 3, 2, 1, True),
+                                                        (3, 2, 2, 1, 1, False)])
+def test_conv2d_matches_numpy(cin, cout, k, stride, pad, bias):
+    conv = nn.Conv2d(cin, cout, k, stride=stride, padding=pad, bias=bias, dtype="float64")
+    x = _randn(2, cin, 6, 7, seed=cin)
+    ref = conv2d_ref(x, _np(conv.weight), None if conv.bias is None else _np(conv.bias), stride, pad)
+    np.testing.assert_allclose(_np(conv(d2s.tensor(x))), ref, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("k,s", [(2, None), (3, 1), (2, 3)])
 def test_max_pool2d_and_flatten_match_numpy(k, s):
     x = _randn(2, 3, 7, 8, seed=k)
