@@ -252,12 +252,18 @@ def _mean(ctx, g):
     return (g * n_in / n if None in shape else d.broadcast_to(g / n, shape),)
 
 
-@defgrad("reduce_max", "reduce_min")
-def _maxmin_reduce(ctx, g):
+def reduction_operands(ctx, g):
+    """(input, output, gradient) of a reduction, output and gradient with the reduced axes put
+    back as size 1 so they broadcast against the input."""
     x, y = ctx.inputs[0], ctx.outputs[0]
     axes, keep = ctx.attrs.get("axes"), ctx.attrs.get("keepdims", False)
-    y = _expand_reduced(y, x, axes, keep)
-    g = _expand_reduced(g, x, axes, keep)
+    return x, _expand_reduced(y, x, axes, keep), _expand_reduced(g, x, axes, keep)
+
+
+@defgrad("reduce_max", "reduce_min")
+def _maxmin_reduce(ctx, g):
+    x, y, g = reduction_operands(ctx, g)
+    axes = ctx.attrs.get("axes")
     hit = d.cast(d.eq(x, y), g.dtype)
     # ties share the gradient evenly
     count = d.sum(hit, axis=axes, keepdims=True)
@@ -266,10 +272,8 @@ def _maxmin_reduce(ctx, g):
 
 @defgrad("reduce_prod")
 def _prod(ctx, g):
-    x, y = ctx.inputs[0], ctx.outputs[0]
-    axes, keep = ctx.attrs.get("axes"), ctx.attrs.get("keepdims", False)
-    y = _expand_reduced(y, x, axes, keep)
-    g = _expand_reduced(g, x, axes, keep)
+    x, y, g = reduction_operands(ctx, g)
+    axes = ctx.attrs.get("axes")
     # y / x is wrong where x == 0: there, multiply the other factors directly
     nonzero = d.ne(x, 0)
     safe = d.where(nonzero, x, 1)

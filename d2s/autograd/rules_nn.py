@@ -6,7 +6,7 @@ backward programs and records its own graph for higher-order derivatives.
 from .. import ops as d
 from ..dispatch import apply
 from .node import defgrad, nondiff
-from .rules import _expand_reduced, _is_diff
+from .rules import _is_diff, reduction_operands
 
 nondiff("one_hot", "dropout_mask")
 
@@ -28,10 +28,7 @@ def _log_softmax(ctx, g):
 
 @defgrad("logsumexp")
 def _logsumexp(ctx, g):
-    x, y = ctx.inputs[0], ctx.outputs[0]
-    axes, keep = ctx.attrs.get("axes"), ctx.attrs.get("keepdims", False)
-    y = _expand_reduced(y, x, axes, keep)
-    g = _expand_reduced(g, x, axes, keep)
+    x, y, g = reduction_operands(ctx, g)
     return (g * d.exp(x - y),)
 
 
