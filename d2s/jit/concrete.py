@@ -208,8 +208,10 @@ class ConcreteProgram:
         # (set by the StaticFunction), to notice a parameter replaced by a new tensor
         self.param_refs = []
         self._backward = {}
+        self._trainers = {}
         gb = program.block
         self.out_float = [np.dtype(gb.lookup(n).type.dtype).kind == "f" for n in program.outputs]
+        self.any_float_out = any(self.out_float)
         self.random = any(op.type in _RANDOM_OPS for b in program.blocks for op in b.ops)
 
     @property
@@ -265,23 +267,22 @@ class ConcreteProgram:
         """Run the program on tensor arguments ``leaves``; returns the user's output structure."""
         arrays = [t._data for t in leaves]
         params = [t._data for t in self.param_tensors]
-        # the backward program recomputes the forward: with random ops (dropout) it must
+        masks = self._grad_masks(leaves) if STATE.grad_enabled else None
+        # the create_graph replay recomputes the forward: with random ops (dropout) it must
         # draw what this run drew, so the generator state is kept for it
-        rng = RNG.state() if self.random and STATE.grad_enabled else None
-        outs = self._tiered.run(arrays, params)
-        tensors = [Tensor._make(o) for o in outs]
-        if STATE.grad_enabled:
-            for t in leaves:
-                if t.requires_grad:
-                    break
-            else:
-                for t in self.param_tensors:
-                    if t.requires_grad:
-                        break
-                else:
-                    t = None
-            if t is not None:
-                self._attach_node(leaves, arrays, params, tensors, rng)
+        rng = RNG.state() if masks is not None and self.random else None
+        trainer = self.trainer(*masks) if masks is not None else None
+        if trainer is not None:
+            # the forward that also returns what the backward needs (no recomputation)
+            outs = trainer.forward.run(arrays, params)
+            tensors = [Tensor._make(o) for o in outs[:trainer.n_outputs]]
+            residuals = (trainer.gather(arrays, params, outs), trainer.used(outs))
+        else:
+            outs = self._tiered.run(arrays, params)
+            tensors = [Tensor._make(o) for o in outs]
+            residuals = None
+        if masks is not None:
+            self._attach_node(leaves, arrays, params, tensors, masks, rng, trainer, residuals)
         if self.writes:
             for w in self.writes:
                 w.apply(tensors)
@@ -290,20 +291,46 @@ class ConcreteProgram:
         return self.rebuild(tensors)
 
     # ------------------------------------------------------------ autograd
-    def _attach_node(self, leaves, arrays, params, outputs, rng=None):
+    def _grad_masks(self, leaves):
+        """(input mask, param mask) of the values that require grad, or None when none does
+        (or no output is differentiable)."""
+        if not self.any_float_out:
+            return None
         in_mask = tuple(bool(t.requires_grad) for t in leaves)
         par_mask = tuple(bool(t.requires_grad) for t in self.param_tensors)
+        if not (any(in_mask) or any(par_mask)):
+            return None
+        return in_mask, par_mask
+
+    def trainer(self, in_mask, par_mask):
+        """The :class:`TrainingRunner` for these masks (built once), or None when this
+        program's backward cannot be split from it (the backward then recomputes the forward)."""
+        key = (in_mask, par_mask)
+        try:
+            return self._trainers[key]
+        except KeyError:
+            pass
+        try:
+            r = TrainingRunner(self, in_mask, par_mask)
+        except Exception as e:  # noqa: BLE001 - keep training working through the recomputing backward
+            warnings.warn(f"d2s.jit: could not split the backward of program {self.raw_program.name!r} from its "
+                          f"forward ({type(e).__name__}: {e}); its backward recomputes the forward",
+                          RuntimeWarning, stacklevel=4)
+            r = None
+        self._trainers[key] = r
+        return r
+
+    def _attach_node(self, leaves, arrays, params, outputs, masks, rng=None, trainer=None, residuals=None):
+        in_mask, par_mask = masks
         targets = [t for t, m in zip(leaves, in_mask) if m] + \
                   [t for t, m in zip(self.param_tensors, par_mask) if m]
         diff = [o for o, f in zip(outputs, self.out_float) if f]
-        if not diff:
-            return
         node = RunProgramNode()
         node.op, node.rule, node.attrs = "run_program", _run_program_backward, {}
         node.inputs, node.versions, node.pre_hooks, node.retained, node.freed = tuple(targets), None, None, None, False
         node.next_functions = tuple((grad_node(t), t._out_idx if t.grad_fn is not None else 0) for t in targets)
-        node.entry, node.masks = self, (in_mask, par_mask)
-        node.saved = (arrays, params, rng)
+        node.entry, node.masks = self, masks
+        node.saved = (arrays, params, rng, trainer, residuals)
         node.outputs = tuple(diff)
         for i, o in enumerate(diff):
             o.requires_grad = True
@@ -336,8 +363,11 @@ class RunProgramNode(Node):
 def _run_program_backward(node, *grads):
     if STATE.grad_enabled:
         return _differentiable_backward(node, grads)
+    arrays, params, rng, trainer, residuals = node.saved
+    if trainer is not None:
+        res = trainer.backward(residuals[0], [g._data for g in grads], residuals[1])
+        return tuple(None if r is None else Tensor._make(r) for r in res)
     runner = node.entry.backward_runner(*node.masks)
-    arrays, params, rng = node.saved
     with _same_draws(rng):
         res = runner.run(arrays, params, [g._data for g in grads])
     return tuple(Tensor._make(r) for r in res)
@@ -367,7 +397,7 @@ def _differentiable_backward(node, grads):
     entry = node.entry
     program = entry.raw_program
     in_mask, par_mask = node.masks
-    arrays, params, rng = node.saved
+    arrays, params, rng = node.saved[:3]
     targets = iter(node.inputs)
     env = {}
     for name, arr, m in zip(program.inputs, arrays, in_mask):
@@ -384,6 +414,45 @@ def _differentiable_backward(node, grads):
         return tuple(None for _ in node.inputs)
     return autograd_grad([o for o, _ in used], list(node.inputs), grad_outputs=[g for _, g in used],
                          create_graph=True, allow_unused=True)
+
+
+class TrainingRunner:
+    """A program's forward that also returns the residuals its backward needs, and that
+    backward, for one set of values requiring grad (see ``d2s.static.partial_eval``).
+
+    Both halves are cut from the optimized joint forward+backward program, so a training call
+    runs the forward once and its backward reads what the forward kept, as eager autograd
+    reads saved tensors; random draws (dropout masks) are residuals like any other value.
+    """
+
+    def __init__(self, entry, in_mask, par_mask):
+        from ..static.partial_eval import split_training
+        from ..static.reach import add_reach_flags
+        prog = entry.raw_program
+        wrt = [n for n, m in zip(prog.inputs, in_mask) if m] + [n for n, m in zip(prog.params, par_mask) if m]
+        # the forward also says which of ``wrt`` this call used (the others get no gradient)
+        flagged = add_reach_flags(prog, wrt)
+        split = split_training(flagged, wrt, optimize=lambda p: _optimize(p, "training"))
+        self.n_outputs = len(prog.outputs)
+        self.n_flags = len(wrt)
+        self.gather = split.gather
+        self.forward = TieredProgram(split.forward, entry.device, "training forward")
+        # residuals come from the forward as they are (a while's stacks are typed nominally);
+        # only the cotangents, which come from the autograd engine, are coerced
+        self._backward = TieredProgram(split.backward, entry.device, "backward")
+        bb = split.backward.block
+        self._cot_dtypes = [bb.vars[n].type.dtype for n in split.backward.inputs[len(split.residuals):]]
+
+    def used(self, outs):
+        """Which differentiated values the call whose forward returned ``outs`` used."""
+        return [bool(f) for f in outs[self.n_outputs:self.n_outputs + self.n_flags]]
+
+    def backward(self, residuals, grads, used):
+        """The gradients (None for values the call did not use), from a call's residuals and
+        its outputs' gradient arrays."""
+        cots = [g if g.dtype.name == d else g.astype(d) for g, d in zip(grads, self._cot_dtypes)]
+        res = self._backward.run(residuals + cots, [])
+        return [r if u else None for r, u in zip(res, used)]
 
 
 class BackwardRunner:

@@ -112,7 +112,9 @@ defop("list_stack", _stack_infer)(lambda xp, lst: lst.copy())
 # per element (int64, ``[length, rank]``).
 
 def _stack_new_infer(like):
-    return TensorType((0,), like.dtype), TensorType((0, like.ndim), "int64")
+    # the length is unknown: the stack grows with every push (it is typed as it will be
+    # carried, so a stack handed from one program to another passes input checks)
+    return TensorType((None,), like.dtype), TensorType((None, like.ndim), "int64")
 
 
 @defop("stack_new", _stack_new_infer, n_out=2)

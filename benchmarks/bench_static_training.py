@@ -1,0 +1,155 @@
+"""Static training: converting only the forward vs eager vs the whole step converted.
+
+    python benchmarks/bench_static_training.py [--quick]
+
+For an MLP (784-512-512-10, softmax cross-entropy) at batches 32/128/512 and an Elman RNN
+(T=64, B=32, D=64, H=256), one training step's forward and backward computed three ways:
+
+* eager: the d2s module run eagerly, ``loss.backward()``;
+* forward-only: ``d2s.jit.to_static(model)``, ``loss.backward()`` on its output (the forward
+  program keeps the residuals its backward needs, so the backward does not recompute it);
+* whole step: ``d2s.jit.to_static`` of a function returning ``d2s.func.value_and_grad`` of
+  the loss (one program for forward and backward).
+
+It prints each time per step, the ratios forward-only / eager and forward-only / whole step,
+and the peak traced memory (tracemalloc) of one step in each form. Timings are best of
+repeats, the forms interleaved so that machine noise hits them alike.
+"""
+import argparse
+import gc
+import time
+import tracemalloc
+
+import numpy as np
+
+import d2s
+import d2s.nn.functional as F
+from d2s import nn
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2, self.l3 = nn.Linear(784, 512), nn.Linear(512, 512), nn.Linear(512, 10)
+
+    def forward(self, x, y):
+        h = F.relu(self.l1(x))
+        h = F.relu(self.l2(h))
+        return F.cross_entropy(self.l3(h), y)
+
+
+class RNN(nn.Module):
+    def __init__(self, d=64, h=256):
+        super().__init__()
+        self.wx, self.wh, self.out = nn.Linear(d, h), nn.Linear(h, h), nn.Linear(h, 1)
+        self.h = h
+
+    def forward(self, xs):
+        h = d2s.zeros([xs.shape[1], self.h])
+        for t in range(xs.shape[0]):
+            h = d2s.tanh(self.wx(xs[t]) + self.wh(h))
+        return (self.out(h) ** 2).mean()
+
+
+def _set(module, dotted, value):
+    *path, leaf = dotted.split(".")
+    for p in path:
+        module = getattr(module, p)
+    module._parameters[leaf] = value
+
+
+def best_time(fns, repeat):
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for i, f in enumerate(fns):
+            t = time.perf_counter()
+            f()
+            best[i] = min(best[i], time.perf_counter() - t)
+    return best
+
+
+def peak_bytes(fn):
+    fn()
+    gc.collect()
+    tracemalloc.start()
+    fn()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+def forms(make_model, args):
+    """(eager step, forward-only step, whole-step step) closures over fresh copies of one model."""
+    d2s.manual_seed(0)
+    eager_model = make_model()
+    fwd_model = make_model()
+    fwd_model.load_state_dict(eager_model.state_dict())
+    fwd_model = d2s.jit.to_static(fwd_model)
+    whole_model = make_model()
+    whole_model.load_state_dict(eager_model.state_dict())
+    names = [n for n, _ in whole_model.named_parameters()]
+    params = [p.detach() for _, p in whole_model.named_parameters()]
+
+    def loss_of(ps, *a):
+        # the module's forward on the parameter values ``ps`` (a functional call)
+        saved = {n: p for n, p in whole_model.named_parameters()}
+        try:
+            for n, p in zip(names, ps):
+                _set(whole_model, n, p)
+            return whole_model(*a)
+        finally:
+            for n, p in saved.items():
+                _set(whole_model, n, p)
+
+    # the transform runs as Python while the program is built (the model has no
+    # tensor-dependent control flow, so nothing needs converting inside it)
+    value_and_grad = d2s.jit.not_to_static(d2s.func.value_and_grad(loss_of))
+
+    @d2s.jit.to_static
+    def whole(ps, *a):
+        return value_and_grad(ps, *a)
+
+    def eager_step():
+        for p in eager_model.parameters():
+            p.grad = None
+        eager_model(*args).backward()
+
+    def fwd_step():
+        for p in fwd_model.parameters():
+            p.grad = None
+        fwd_model(*args).backward()
+
+    def whole_step():
+        whole(params, *args)
+
+    return eager_step, fwd_step, whole_step
+
+
+def report(label, make_model, args, repeat):
+    eager_step, fwd_step, whole_step = forms(make_model, args)
+    for f in (eager_step, fwd_step, whole_step):  # build and tier up the programs
+        f(), f(), f()
+    te, tf, tw = best_time([eager_step, fwd_step, whole_step], repeat)
+    pe, pf, pw = (peak_bytes(f) for f in (eager_step, fwd_step, whole_step))
+    print(f"{label:<26} eager {te * 1e3:7.2f} ms  forward-only {tf * 1e3:7.2f} ms  whole step {tw * 1e3:7.2f} ms  "
+          f"fwd/eager {tf / te:5.2f}x  fwd/whole {tf / tw:5.2f}x  "
+          f"peak MiB eager {pe / 2**20:6.1f} fwd {pf / 2**20:6.1f} whole {pw / 2**20:6.1f}")
+    return tf / te, tf / tw
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repeats")
+    a = ap.parse_args(argv)
+    repeat = 5 if a.quick else 20
+    rng = np.random.default_rng(0)
+    for batch in (32, 128, 512):
+        x = d2s.tensor(rng.standard_normal((batch, 784)).astype(np.float32))
+        y = d2s.tensor(rng.integers(0, 10, batch))
+        report(f"MLP batch {batch}", MLP, (x, y), repeat)
+    xs = d2s.tensor(rng.standard_normal((64, 32, 64)).astype(np.float32))
+    report("RNN T=64 B=32 H=256", RNN, (xs,), max(3, repeat // 4))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+"""Per-call "used" flags: whether a program input or param reached a differentiable output on
+the path this call took, so ``.grad`` stays ``None`` exactly where eager autograd leaves it.
+
+Eagerly, a parameter read only by the branch not taken is not in the autograd graph and its
+``.grad`` stays ``None``; a program's backward would give it zeros instead (and Adam or momentum
+would then move it). ``add_reach_flags`` appends one 0-d bool output per chosen input/param,
+true when a gradient can flow from it to a floating-point output along the ops this call runs.
+
+The analysis walks each block backwards from its outputs. A primitive passes reachability from
+its floating-point outputs to its floating-point inputs unless it carries no gradient
+(comparisons, argmax, random draws: ``NONDIFF``). A ``cond`` selects its branch's reachability
+with its predicate; when a branch's own reachability depends on a nested predicate, the
+branch computes it and the ``cond`` returns it as an extra output. Through a ``while`` or
+``scan``, a value the body can pass on to an output counts as used when the body runs at least
+once (a ``while``'s condition is evaluated once more on the initial values to know); branches
+inside a loop body are not told apart across iterations (such a value counts as used).
+Expressions larger than ``_MAX_TERMS`` are replaced by ``True`` (used), the old behaviour.
+"""
+from d2s_runtime.ir import Op, Var
+from d2s_runtime.ops import TensorType
+from d2s_runtime.passes._util import Namer, is_effect
+
+from ..autograd.node import GRAD_RULES, NONDIFF
+
+_MAX_TERMS = 64
+_BOOL = TensorType((), "bool")
+
+
+# ------------------------------------------------------------------ boolean expressions
+# An expression is True, False, a var name (a 0-d bool of the block it belongs to), or a tuple
+# ("and" | "or", a, b) / ("not", a).
+def _size(e):
+    return 1 if not isinstance(e, tuple) else 1 + sum(_size(x) for x in e[1:])
+
+
+def _cap(e):
+    return True if isinstance(e, tuple) and _size(e) > _MAX_TERMS else e
+
+
+def _not(a):
+    if a is True or a is False:
+        return not a
+    if isinstance(a, tuple) and a[0] == "not":
+        return a[1]
+    return ("not", a)
+
+
+def _and(a, b):
+    if a is False or b is False:
+        return False
+    if a is True:
+        return b
+    if b is True or a == b:
+        return a
+    if a == _not(b):
+        return False
+    return _cap(("and", a, b))
+
+
+def _or(a, b):
+    if a is True or b is True:
+        return True
+    if a is False:
+        return b
+    if b is False or a == b:
+        return a
+    if a == _not(b):
+        return True
+    return _cap(("or", a, b))
+
+
+def _static(e):
+    return e is True or e is False
+
+
+class _Emitter:
+    """Writes expressions as ops at the end of a block (each distinct one once)."""
+
+    def __init__(self, block, namer):
+        self.block, self.namer, self.done = block, namer, {}
+
+    def __call__(self, e):
+        if e in self.done:
+            return self.done[e]
+        if isinstance(e, str):
+            return e
+        name = self.namer()
+        self.block.vars[name] = _var(name)
+        if _static(e):
+            op = Op("constant", [], [name], {"value": bool(e), "dtype": "bool", "shape": []})
+        elif e[0] == "not":
+            op = Op("logical_not", [self(e[1])], [name])
+        else:
+            op = Op("bitwise_and" if e[0] == "and" else "bitwise_or", [self(e[1]), self(e[2])], [name])
+        self.block.ops.append(op)
+        self.done[e] = name
+        return name
+
+
+def _var(name):
+    return Var(name, _BOOL)
+
+
+# ------------------------------------------------------------------ the analysis
+def _is_float(block, name):
+    return str(block.lookup(name).type.dtype).startswith("float")
+
+
+def add_reach_flags(program, wrt):
+    """A copy of ``program`` with one more output per name in ``wrt`` (inputs or params): a
+    0-d bool, true when that value reached a floating-point output on this call's path."""
+    p = program.clone()
+    p.annotations.pop("memory_plan", None)
+    namer = Namer(p, prefix="used_")
+    gb = p.block
+    roots = {}
+    for n in p.outputs:
+        if _is_float(gb, n):
+            roots[n] = {0: True}
+    reach = _block_reach(gb, roots, namer)
+    emit = _Emitter(gb, namer)
+    flags = [emit(reach.get(n, {}).get(0, False)) for n in wrt]
+    p.outputs = list(p.outputs) + flags
+    gb.outputs = list(p.outputs)
+    return p
+
+
+def _block_reach(block, roots, namer):
+    """{var: {k: expression}}: var reaches output ``k`` of ``block`` under the expression
+    (over vars of ``block``), starting from ``roots`` (the block's outputs)."""
+    reach = {n: dict(ks) for n, ks in roots.items()}
+
+    def flow(src, ks, when=True):
+        d = reach.setdefault(src, {})
+        for k, e in ks.items():
+            d[k] = _or(d.get(k, False), _and(when, e))
+
+    for op in list(reversed(block.ops)):
+        outs = [reach.get(o) for o in op.outputs]
+        if not any(outs):
+            continue
+        if op.type == "cond":
+            _cond(block, op, outs, flow, namer)
+        elif op.type in ("while", "scan"):
+            _loop(block, op, outs, flow, namer)
+        elif op.type in NONDIFF or op.type not in GRAD_RULES:
+            continue
+        else:
+            for o, ks in zip(op.outputs, outs):
+                if ks and _is_float(block, o):
+                    for i in op.inputs:
+                        if _is_float(block, i):
+                            flow(i, ks)
+    return reach
+
+
+def _sub_reach(sub, namer):
+    """{block input position: {block output position: expression over ``sub``'s vars}}."""
+    roots = {}
+    for k, n in enumerate(sub.outputs):
+        if _is_float(sub, n):
+            roots.setdefault(n, {})[k] = True
+    reach = _block_reach(sub, roots, namer)
+    return {j: reach[n] for j, n in enumerate(sub.inputs) if reach.get(n)}
+
+
+def _cond(block, op, outs, flow, namer):
+    pred = op.inputs[0]
+    then_b, else_b = op.blocks["then"], op.blocks["else"]
+    d_then, d_else = _sub_reach(then_b, namer), _sub_reach(else_b, namer)
+    emit_then, emit_else = _Emitter(then_b, namer), _Emitter(else_b, namer)
+    for j, name in enumerate(op.inputs[1:]):
+        for k, ks in enumerate(outs):
+            if not ks:
+                continue
+            e_t = d_then.get(j, {}).get(k, False)
+            e_e = d_else.get(j, {}).get(k, False)
+            if _static(e_t) and _static(e_e):
+                when = _or(_and(pred, e_t), _and(_not(pred), e_e))
+            else:
+                # the branch decides: each computes its flag and the cond returns the taken one's
+                then_b.outputs.append(emit_then(e_t))
+                else_b.outputs.append(emit_else(e_e))
+                when = namer()
+                block.vars[when] = _var(when)
+                op.outputs.append(when)
+            flow(name, ks, when)
+
+
+def _loop(block, op, outs, flow, namer):
+    """Reachability through a ``while``/``scan``: a value the body can pass on to an output
+    counts as used when a ``while`` runs its body at least once (a ``scan`` always does)."""
+    body = op.blocks["body"]
+    n_carry = len(op.outputs) if op.type == "while" else op.attrs["n_carry"]
+    step = {j: {k for k, e in ks.items() if e is not False} for j, ks in _sub_reach(body, namer).items()}
+    entered = _entered(block, op, namer) if op.type == "while" else True
+    for j, name in enumerate(op.inputs):
+        if not _is_float(block, name):
+            continue
+        seen, todo, hit = {j}, [j], set()
+        while todo:
+            for k in step.get(todo.pop(), ()):
+                hit.add(k)
+                if k < n_carry and k not in seen:
+                    seen.add(k)
+                    todo.append(k)
+        for k, ks in enumerate(outs):
+            if ks and k in hit:
+                flow(name, ks, True if k == j else entered)
+            elif ks and k == j and j < n_carry:
+                flow(name, ks)  # zero iterations: the initial carry is the final one
+
+
+def _entered(block, op, namer):
+    """A var of ``block`` saying whether ``op`` (a ``while``) runs its body at all: its cond
+    block evaluated once more on the initial values (True when that block is not plain)."""
+    cond = op.blocks["cond"]
+    if any(o.blocks or is_effect(o) for o in cond.ops):
+        return True
+    rename = dict(zip(cond.inputs, op.inputs))
+    for o in cond.ops:
+        outs = []
+        for n in o.outputs:
+            rename[n] = fresh = namer()
+            block.vars[fresh] = Var(fresh, cond.vars[n].type)
+            outs.append(fresh)
+        block.ops.append(Op(o.type, [rename[i] for i in o.inputs], outs, dict(o.attrs)))
+    return rename[cond.outputs[0]]

@@ -1,0 +1,135 @@
+"""Per-call "used" flags (``d2s.static.reach``): under to_static, ``.grad`` is ``None`` exactly
+where eager autograd leaves it (a value read only on the path not taken), and equal otherwise."""
+import numpy as np
+import pytest
+
+import d2s
+from d2s import nn
+from d2s.static.reach import add_reach_flags
+from d2s_runtime import Executor
+
+W = [d2s.tensor(np.linspace(-1, 1, 3) + k, dtype="float64", requires_grad=True) for k in range(4)]
+
+
+def one_branch(x):
+    if x.sum() > 0:
+        return (x * W[0]).sum()
+    return (x * W[1]).sum()
+
+
+def nested(x):
+    h = W[2] * 2.0  # computed at the top, used on one path only
+    if x.sum() > 0:
+        if x[0] > 0.5:
+            y = x * h
+        else:
+            y = x * W[0]
+    else:
+        y = x.exp()
+    return (y * W[3]).sum()
+
+
+def comparison_only(x):
+    # W[1] steers the branch but carries no gradient to the output
+    if (x * W[1]).sum() > 0:
+        y = x * W[0]
+    else:
+        y = x + 1.0
+    return y.sum()
+
+
+def in_loop(x, n):
+    i = d2s.tensor(0)
+    y = x
+    while i < n:
+        y = y * W[0]
+        i = i + 1
+    if y.sum() > 100.0:
+        y = y * W[1]
+    return y.sum()
+
+
+INPUTS = [np.array([0.9, 0.2, 0.1]), np.array([0.1, 0.2, 0.1]), np.array([-0.5, -0.2, -1.0])]
+
+
+def _grads(fn, *args):
+    for w in W:
+        w.grad = None
+    x = d2s.tensor(args[0], requires_grad=True)
+    fn(x, *args[1:]).backward()
+    return [None if w.grad is None else w.grad.numpy().copy() for w in W] + [x.grad.numpy().copy()]
+
+
+def _compare(fn, *args):
+    static = d2s.jit.to_static(fn)
+    want = _grads(fn, *args)
+    for _ in range(2):  # the second call runs the optimized programs
+        got = _grads(static, *args)
+        for g, e in zip(got, want):
+            assert (g is None) == (e is None), (got, want)
+            if e is not None:
+                np.testing.assert_allclose(g, e, rtol=1e-12)
+
+
+@pytest.mark.parametrize("x", INPUTS)
+@pytest.mark.parametrize("fn", [one_branch, nested, comparison_only])
+def test_grad_is_none_exactly_where_eager_leaves_it(fn, x):
+    _compare(fn, x)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_loop_then_branch(n):
+    for x in INPUTS:
+        _compare(in_loop, x * 10, d2s.tensor(n))
+
+
+def test_nested_flag_is_returned_by_the_outer_cond():
+    x = d2s.tensor(INPUTS[0])
+    p = d2s.jit.to_static(nested).get_program(x)
+    params = list(p.params)
+    flagged = add_reach_flags(p, params).verify()
+    assert len(flagged.outputs) == len(p.outputs) + len(params)
+    outer = [op for op in flagged.block.ops if op.type == "cond"][0]
+    before = [op for op in p.block.ops if op.type == "cond"][0]
+    # W[0] is used only when the inner predicate holds: the outer cond now returns that flag
+    assert len(outer.outputs) > len(before.outputs)
+    feeds = {n: W[k].numpy() for n, k in zip(params, _param_index(p))}
+    for xv in INPUTS:
+        outs = Executor(flagged).run(xv, params=feeds)
+        eager = _grads(nested, xv)
+        used = {k: bool(f) for k, f in zip(_param_index(p), outs[len(p.outputs):])}
+        assert used == {k: eager[k] is not None for k in used}
+
+
+def _param_index(program):
+    """Which of W each param of a program of ``nested`` is (by value)."""
+    entry = d2s.jit.to_static(nested)
+    entry(d2s.tensor(INPUTS[0]))
+    (cp,) = entry.concrete_programs
+    return [next(k for k, w in enumerate(W) if w is t) for _, t in cp.params]
+
+
+def test_module_branch_parameters_stay_none_for_the_optimizer():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(3, 2), nn.Linear(3, 2)
+
+        def forward(self, x):
+            if x.sum() > 0:
+                return self.a(x).sum()
+            return self.b(x).sum()
+
+    eager, static = M(), M()
+    static.load_state_dict(eager.state_dict())
+    static = d2s.jit.to_static(static)
+    opts = [d2s.optim.Adam(m.parameters(), lr=0.1) for m in (eager, static)]
+    for sign in (1, -1, 1, 1):
+        x = d2s.tensor(sign * np.ones((2, 3), np.float32))
+        for m, opt in zip((eager, static), opts):
+            opt.zero_grad()
+            m(x).backward()
+            opt.step()
+        for pe, ps in zip(eager.parameters(), static.parameters()):
+            assert (pe.grad is None) == (ps.grad is None)
+            np.testing.assert_allclose(ps.numpy(), pe.numpy(), rtol=1e-5, atol=1e-6)
