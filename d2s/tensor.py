@@ -225,6 +225,17 @@ class Tensor:
             self._hooks = []
         return _HookHandle(self._hooks, fn)
 
+    def register_post_accumulate_grad_hook(self, fn):
+        """Call ``fn(self)`` after each backward pass accumulates into this leaf's ``.grad``
+        (PyTorch's hook of the same name; data-parallel training starts reductions from it)."""
+        if not self.requires_grad or self.grad_fn is not None:
+            raise RuntimeError("post-accumulate-grad hooks are for leaf tensors that require grad")
+        from .autograd.node import grad_node
+        node = grad_node(self)
+        if node.post_hooks is None:
+            node.post_hooks = []
+        return _HookHandle(node.post_hooks, fn)
+
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         from .autograd.engine import backward
         backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)

@@ -4,8 +4,22 @@ Dependencies are counted first (how many consumers will send a gradient to each 
 node runs once all of them have arrived, so gradients reaching a node along several paths
 are summed before its rule runs, and a chain of any length backprops without recursion.
 """
+import threading
+
 from .._state import STATE
 from .node import AccumulateGrad, grad_node
+
+_callbacks = threading.local()  # .stack: one list of callbacks per backward pass running
+
+
+def queue_callback(fn):
+    """Run ``fn()`` once the backward pass now running has finished (every ``.grad`` written),
+    like PyTorch's ``Variable._execution_engine.queue_callback``; e.g. to wait for gradient
+    communication started by hooks. Outside a backward pass it raises."""
+    stack = getattr(_callbacks, "stack", None)
+    if not stack:
+        raise RuntimeError("queue_callback: no backward pass is running (call it from a hook)")
+    stack[-1].append(fn)
 
 
 def _as_tensor_like(g, ref):
@@ -138,6 +152,10 @@ def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=No
     ready = [n for n in dict.fromkeys(r[0] for r in roots) if n in seen and deps.get(n, 0) == 0]
     prev_mode = STATE.grad_enabled
     STATE.grad_enabled = bool(create_graph)
+    stack = getattr(_callbacks, "stack", None)
+    if stack is None:
+        stack = _callbacks.stack = []
+    stack.append([])
     try:
         while ready:
             node = ready.pop()
@@ -163,7 +181,11 @@ def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=No
                         ready.append(nxt)
                     else:
                         _skip(nxt, deps, ready, buffers, needed)
+        callbacks = stack[-1]
+        while callbacks:  # a callback may queue another
+            callbacks.pop(0)()
     finally:
+        stack.pop()
         STATE.grad_enabled = prev_mode
 
 
@@ -236,3 +258,6 @@ def _leaf(node, g, capture, create_graph, accumulate_only):
         from ..ops import broadcast_to
         g = broadcast_to(g, t.shape)
     t.grad = g if t.grad is None else t.grad + g
+    if node.post_hooks:
+        for fn in list(node.post_hooks):
+            fn(t)

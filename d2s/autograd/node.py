@@ -98,13 +98,14 @@ class Node:
 class AccumulateGrad:
     """The sink of a leaf tensor that requires grad: gradients are summed into ``.grad``."""
 
-    __slots__ = ("variable", "__weakref__")
+    __slots__ = ("variable", "post_hooks", "__weakref__")
     next_functions = ()
     freed = False
     pre_hooks = retained = None
 
     def __init__(self, variable):
         self.variable = variable
+        self.post_hooks = None  # fn(tensor) after each accumulation into .grad
 
     def name(self):
         return "AccumulateGrad"

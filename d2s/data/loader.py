@@ -60,13 +60,17 @@ class DataLoader:
             synchronously in the calling thread.
         drop_last: drop a last batch smaller than ``batch_size``.
         collate_fn: turns a list of samples into a batch (default: :func:`default_collate`).
+        sampler: an iterable of dataset indices to draw from, in order, instead of
+            ``range(len(dataset))`` (e.g. ``d2s.distributed.DistributedSampler``, which gives
+            each rank its shard); it cannot be combined with ``shuffle``.
 
     The worker runs the dataset's ``__getitem__`` and ``collate_fn`` in a thread: they should
     work on arrays (as :class:`TensorDataset` does) rather than call d2s ops, which are seen
     by any program being built in the main thread.
     """
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, prefetch=2, drop_last=False, collate_fn=None):
+    def __init__(self, dataset, batch_size=1, shuffle=False, prefetch=2, drop_last=False, collate_fn=None,
+                 sampler=None):
         if int(batch_size) < 1:
             raise ValueError(f"DataLoader: batch_size must be a positive int, got {batch_size}")
         if int(prefetch) < 0:
@@ -77,14 +81,21 @@ class DataLoader:
         self.prefetch = int(prefetch)
         self.drop_last = bool(drop_last)
         self.collate_fn = collate_fn
+        if sampler is not None and shuffle:
+            raise ValueError("DataLoader: give either shuffle=True or a sampler (which decides the order), not both")
+        self.sampler = sampler
 
     def __len__(self):
-        n = len(self.dataset)
+        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def _batch_indices(self):
-        n = len(self.dataset)
-        order = RNG.get(np).permutation(n) if self.shuffle else np.arange(n)
+        if self.sampler is not None:
+            order = np.asarray(list(self.sampler), dtype=np.int64)
+            n = len(order)
+        else:
+            n = len(self.dataset)
+            order = RNG.get(np).permutation(n) if self.shuffle else np.arange(n)
         batches = [order[i:i + self.batch_size].tolist() for i in range(0, n, self.batch_size)]
         if self.drop_last and batches and len(batches[-1]) < self.batch_size:
             batches.pop()
