@@ -1,4 +1,6 @@
-"""Functional control flow: ``d2s.cond``, ``d2s.while_loop``, ``d2s.scan``.
+"""Functional control flow: ``d2s.cond``, ``d2s.while_loop``, ``d2s.scan`` (``fori_loop``,
+``switch`` and ``map`` are built from them in ``structured``; ``d2s.lax`` gives JAX's
+signatures).
 
 Each is a public dispatcher with two halves (like AutoGraph's operators): with a concrete
 predicate (a Python value, or a tensor holding data) it is plain Python, so eager autograd
@@ -8,8 +10,9 @@ body functions. Values the functions read from enclosing blocks become explicit 
 (captures). The op layout is documented in ``d2s_runtime/control_flow.py``.
 
 Operands, loop vars and carries may be pytrees (nested tuples, lists and dicts) of tensors;
-inside programs, Python numbers among loop vars and carries become tensors (their values
-change from one iteration to the next), as in JAX.
+Python numbers among loop vars, carries and branch outputs are weakly typed, as in JAX: they
+become tensors of the dtype they meet (the body's result for a carry, the other branch's
+output for a branch), eagerly as in programs, so both give the same dtypes.
 """
 import numpy as np
 
@@ -749,23 +752,42 @@ def _py_scan(fn, init, xs, length, reverse, what="d2s.scan"):
         return fn(init, tree_unflatten(x_tree, x0))[0]
 
     carry = _finish_carry(carry, step)
-    if n == 0:
-        # the stacked outputs of no steps: learn their types from one step on zeros
-        from ..autograd.grad_mode import no_grad
-        with no_grad():
-            _, y0 = fn(init, tree_unflatten(x_tree, [d.zeros(list(x.shape[1:]), dtype=x.dtype) for x in x_leaves]))
-        y_leaves, y_tree = tree_flatten(_tensorize(y0))
-        return carry, tree_unflatten(y_tree, [d.zeros([0, *y.shape], dtype=y.dtype) for y in y_leaves])
     conv = [_tensorize_weak(y) for y in ys]
-    if any(w is not None for _, weak in conv for w in weak):
-        # a y that is a Python number on some steps takes the dtype the other steps give it
+    if n == 0 or any(w is not None for _, weak in conv for w in weak):
+        # the ys' dtypes where no step gave a tensor (no step at all, or Python numbers): those
+        # of the step on the final carry, as the program's body computes them
+        def y_step():
+            b = STATE.builder
+            c_leaves, c_tree = tree_flatten(carry)
+            c_sym = [b.symbolic(b._new_var(_type_of(t))) for t in c_leaves]
+            x0 = [b.symbolic(b._new_var(TensorType(x.shape[1:], str(x.dtype)))) for x in x_leaves]
+            return fn(tree_unflatten(c_tree, c_sym), tree_unflatten(x_tree, x0))[1]
+
+        info = _abstract(y_step)
+        if n == 0:
+            return carry, _empty_ys(fn, init, x_leaves, x_tree, info)
         steps = [([_type_of(t) for t in tree_flatten(c)[0]], weak) for c, weak in conv]
         if all(len(t) == len(steps[0][0]) for t, _ in steps):
+            if info is not None and len(info[1]) == len(steps[0][0]):
+                steps.append((info[1], [None] * len(info[1])))
             targets = _join_weak(steps)
             conv = [_tensorize_weak(y, targets) for y in ys]
     y_tree = tree_flatten(conv[0][0])[1]
     cols = list(zip(*[tree_flatten(c)[0] for c, _ in conv]))
     return carry, tree_unflatten(y_tree, [d.stack(list(c)) for c in cols])
+
+
+def _empty_ys(fn, init, x_leaves, x_tree, info):
+    """The stacked ys of a scan of no steps: empty tensors of the types a step gives."""
+    from .. import ops as d
+    if info is not None and all(None not in t.shape for t in info[1]):
+        return tree_unflatten(info[0], [d.zeros([0, *t.shape], dtype=t.dtype) for t in info[1]])
+    # (a step whose ys' shapes depend on data: learn them from one step on zeros)
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        _, y0 = fn(init, tree_unflatten(x_tree, [d.zeros(list(x.shape[1:]), dtype=x.dtype) for x in x_leaves]))
+    y_leaves, y_tree = tree_flatten(_tensorize(y0))
+    return tree_unflatten(y_tree, [d.zeros([0, *y.shape], dtype=y.dtype) for y in y_leaves])
 
 
 def _scan_length(x_leaves, length):

@@ -10,7 +10,6 @@ new), with JAX's semantics.
 """
 import numpy as np
 
-from .._state import STATE
 from ..tensor import Tensor
 from .control_flow import (ControlFlowError, _abstract, _eager_branch, _fmt_tree, _is_symbolic, _join_weak, _scan,
                            _tensorize_weak, cond, run_while)
