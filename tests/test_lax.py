@@ -205,3 +205,27 @@ def test_jax_only_arguments_are_checked():
         lax.map(lambda r: r, d2s.ones(2), batch_size=0)
     with pytest.raises(ControlFlowError, match="bounds and indices must be integers"):
         lax.fori_loop(0.0, 3, lambda i, c: c, 0.0)
+
+
+def test_ported_jax_code_exports_to_onnx(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+
+    def step(x, n):  # JAX code, only the import changed
+        def body(i, c):
+            h, acc = c
+            h = lax.switch(i % 3, [lambda v: d2s.tanh(v), lambda v: v * 0.5, lambda v: v + 1.0], h)
+            return h, acc + lax.map(lambda r: (r * r).sum(), h[None, :] * d2s.ones([2, 1]))
+        return lax.fori_loop(0, n, body, (x, d2s.zeros([2])))
+
+    sf = to_static(step, input_spec=[InputSpec([None]), InputSpec([], "int64")])
+    path = str(tmp_path / "step.onnx")
+    d2s.onnx.export(sf, path)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    for n in (0, 1, 5):
+        x = RNG.standard_normal(4).astype("float32")
+        want = step(d2s.tensor(x), d2s.tensor(n))
+        _same(sf(d2s.tensor(x), d2s.tensor(n)), want)
+        got = sess.run(None, dict(zip(names, [x, np.array(n, "int64")])))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)

@@ -20,7 +20,7 @@ from d2s_runtime.ir import Op
 from d2s_runtime.ops import TensorType
 
 from .._state import STATE
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor
 from .builder import ProgramBuilder
 
 __all__ = ["cond", "while_loop", "scan", "replay_block"]
@@ -158,7 +158,11 @@ def _tensorize_weak(obj, dtypes=None):
 
     ``dtypes`` (one entry per leaf, None for "default") gives each Python number its dtype;
     without it a number gets d2s's default (float32, int64, bool)."""
-    from ..tensor import tensor
+    # the common results first (every eager cond and loop step comes through here)
+    if isinstance(obj, Tensor):
+        return obj, [None]
+    if type(obj) in (tuple, list) and all(isinstance(o, Tensor) for o in obj):
+        return obj, [None] * len(obj)
     weak = []
 
     def conv(o):
@@ -235,8 +239,10 @@ def _eager_branch(taken, others, operands):
     """Run branch ``taken``; its result as tensors, a Python number taking the dtype the other
     branches give that output (so eager code returns what a program would)."""
     out = taken(*operands)
+    if isinstance(out, Tensor):
+        return out
     conv, weak = _tensorize_weak(out)
-    if all(w is None for w in weak):
+    if weak.count(None) == len(weak):
         return conv
     leaves, tree = tree_flatten(conv)
     branches = [([_type_of(t) for t in leaves], weak)]
@@ -247,22 +253,40 @@ def _eager_branch(taken, others, operands):
     return _tensorize_weak(out, _join_weak(branches))[0]
 
 
-def _structure(o):
-    """The pytree structure of a carry, with tensors, arrays and Python numbers all as leaves."""
-    if isinstance(o, (Tensor, bool, int, float, np.ndarray, np.generic)):
-        return "L"
-    if isinstance(o, (list, tuple)):
-        return (type(o), tuple(_structure(x) for x in o))
-    if isinstance(o, dict):
-        return (dict, tuple(o), tuple(_structure(v) for v in o.values()))
-    if hasattr(o, "_d2s_children"):
-        return type(o)
-    return ("C", o)
+_LEAF = (Tensor, bool, int, float, np.ndarray, np.generic)
+
+
+def _same_structure(a, b):
+    """Whether two carries have the same pytree structure, with tensors, arrays and Python
+    numbers all as leaves (walked together, as every eager loop step checks it)."""
+    if isinstance(a, _LEAF):
+        return isinstance(b, _LEAF)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):  # leaves inline: the common case
+            if isinstance(x, _LEAF):
+                if not isinstance(y, _LEAF):
+                    return False
+            elif not _same_structure(x, y):
+                return False
+        return True
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same_structure(a[k], b[k]) for k in a)
+    if hasattr(a, "_d2s_children"):
+        return True
+    try:
+        return a is b or bool(a == b)
+    except Exception:  # noqa: BLE001 - a value without a truthful ==: compared by identity
+        return False
 
 
 def _check_carry(what, old, new):
-    """Eager loops check the carry keeps its structure, as a program must."""
-    if _structure(old) != _structure(new):
+    """Eager loops check the carry kept its structure (the final one against the initial
+    one, so the check costs nothing per step), as a program must."""
+    if not _same_structure(old, new):
         raise ControlFlowError(f"{what} must return a carry of the same structure as it takes: it takes "
                                f"{_describe(old)} and returns {_describe(new)}")
 
@@ -593,9 +617,8 @@ def run_while(call_cond, call_body, vals, what):
             return _static_while(call_cond, call_body, vals)
         if not p:
             break
-        new = call_body(vals)
-        _check_carry(f"{what}: body_fn", vals, new)
-        vals = new
+        vals = call_body(vals)
+    _check_carry(f"{what}: body_fn", init, vals)
     return _finish_carry(vals, lambda: call_body(init))
 
 
@@ -743,8 +766,8 @@ def _py_scan(fn, init, xs, length, reverse, what="d2s.scan"):
         out = fn(carry, tree_unflatten(x_tree, [x[t] for x in x_leaves]))
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise ControlFlowError(f"{what}: fn(carry, x) must return a pair (new_carry, y)")
-        _check_carry(f"{what}: fn", carry, out[0])
         carry, ys[t] = out
+    _check_carry(f"{what}: fn", init, carry)
 
     def step():  # the step on the initial carry, traced into a throwaway block
         b = STATE.builder
