@@ -258,7 +258,7 @@ _LEAF = (Tensor, bool, int, float, np.ndarray, np.generic)
 
 def _same_structure(a, b):
     """Whether two carries have the same pytree structure, with tensors, arrays and Python
-    numbers all as leaves (walked together, as every eager loop step checks it)."""
+    numbers all as leaves."""
     if isinstance(a, _LEAF):
         return isinstance(b, _LEAF)
     if type(a) is not type(b):
@@ -317,8 +317,9 @@ def _finish_carry(carry, step):
 
 def _weak_carry_types(types, weak, probe):
     """``types`` with each weak carry's dtype set to what the body makes of the Python number
-    (``probe()``: the body on the initial carry, returning its new carry tensorized). A loop
-    carrying ``0`` that adds int32 tensors to it then carries int32, as eager code does."""
+    (``probe()``: the body's new carry from the initial one, Python numbers and all, traced
+    abstractly). A loop carrying ``0`` that adds int32 tensors to it then carries int32, as
+    eager code does."""
     if not any(weak):
         return types
     info = _abstract(probe)
