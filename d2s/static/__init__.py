@@ -9,5 +9,6 @@ from .structured import fori_loop, map, switch  # noqa: A004  (d2s.static.map, l
 from .backward import append_backward, gradients
 from .tensor_array import TensorArray
 
-__all__ = ["ProgramBuilder", "build_program", "InputSpec", "cond", "while_loop", "scan", "fori_loop", "switch", "map",
+__all__ = ["ProgramBuilder", "build_program", "InputSpec", "cond", "while_loop", "scan", "fori_loop", "switch",
            "append_backward", "gradients", "TensorArray"]
+# (``map`` stays out of __all__: a star import must not hide the builtin)
