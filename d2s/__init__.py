@@ -26,11 +26,14 @@ __version__ = "0.1.0"
 
 # Submodules and names that import lazily, so `import d2s` stays light and layers stay apart.
 _LAZY_MODULES = {"nn", "optim", "data", "jit", "static", "passes", "func", "utils", "viz", "onnx",
-                 "autograd", "transformers", "convert", "cli", "trace", "distributed"}
+                 "autograd", "transformers", "convert", "cli", "trace", "distributed", "lax"}
 _LAZY_NAMES = {
     "cond": ("d2s.static.control_flow", "cond"),
     "while_loop": ("d2s.static.control_flow", "while_loop"),
     "scan": ("d2s.static.control_flow", "scan"),
+    "fori_loop": ("d2s.static.structured", "fori_loop"),
+    "switch": ("d2s.static.structured", "switch"),
+    "map": ("d2s.static.structured", "map"),
     "to_static": ("d2s.jit", "to_static"),
 }
 

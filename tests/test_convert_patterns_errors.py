@@ -216,8 +216,9 @@ def test_source_unavailable_for_exec_defined_functions():
     exec("def f(x):\n    return x\n", ns)
     with pytest.raises(SourceUnavailable):
         convert_function(ns["f"])
+    exec("g = lambda x: x\n", ns)  # a lambda in a file converts; one without source cannot
     with pytest.raises(SourceUnavailable):
-        convert_function(lambda x: x)
+        convert_function(ns["g"])
 
 
 def fails_inside(x):

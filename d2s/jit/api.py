@@ -1,4 +1,5 @@
 """``to_static`` and ``not_to_static``: the decorators of the dynamic-to-static API."""
+import functools
 import inspect
 
 from .static_function import StaticFunction
@@ -11,7 +12,8 @@ def to_static(fn=None, *, input_spec=None):
     Use bare (``@to_static``) or with arguments (``@to_static(input_spec=[InputSpec([None, 8])])``).
 
     Args:
-        fn: a function, a bound method, or an ``nn.Module``. For a module, the same module is
+        fn: a function, a bound method, a lambda, a ``functools.partial`` of one of those, or an
+            ``nn.Module``. For a module, the same module is
             returned with ``forward`` replaced by a :class:`StaticFunction` bound to it, so
             ``module(x)`` runs the program and ``module.forward.programs`` lists its programs;
             its parameters and buffers are program inputs read at every call.
@@ -20,8 +22,9 @@ def to_static(fn=None, *, input_spec=None):
             (shapes, dtypes, Python argument values, training flag).
 
     Returns:
-        A :class:`StaticFunction` (the module itself for a module); ``fn`` unchanged if it was
-        marked with :func:`not_to_static`.
+        A :class:`StaticFunction` (the module itself for a module; for a partial, a partial
+        binding the same arguments to the converted function, reachable as ``.func``); ``fn``
+        unchanged if it was marked with :func:`not_to_static`.
     """
     if fn is None:
         return lambda f: to_static(f, input_spec=input_spec)
@@ -43,6 +46,8 @@ def to_static(fn=None, *, input_spec=None):
         return StaticFunction(fn._fn, input_spec=input_spec, instance=fn._instance, _conversion=fn._conversion)
     if getattr(fn, "__d2s_not_to_static__", False):
         return fn
+    if isinstance(fn, functools.partial):
+        return _partial(fn, input_spec)
     if inspect.ismethod(fn):
         return StaticFunction(fn.__func__, input_spec=input_spec, instance=fn.__self__)
     if not callable(fn):
@@ -60,3 +65,15 @@ def not_to_static(fn):
     """Leave ``fn`` as plain Python: converted code calls it as is, without converting it."""
     fn.__d2s_not_to_static__ = True
     return fn
+
+
+def _partial(p, input_spec):
+    """``to_static(functools.partial(f, *args, **kw))``: ``f`` converted, the same arguments
+    bound. The bound arguments are passed on every call, so a bound tensor is a program input
+    and a bound Python value part of the program's signature, as if the caller passed them;
+    ``input_spec`` describes the arguments the partial is called with."""
+    if input_spec is not None and p.args and not isinstance(input_spec, dict):
+        specs = list(input_spec) if isinstance(input_spec, (list, tuple)) else [input_spec]
+        input_spec = [None] * len(p.args) + specs
+    inner = to_static(p.func, input_spec=input_spec)
+    return functools.partial(inner, *p.args, **p.keywords)

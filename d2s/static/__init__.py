@@ -5,8 +5,10 @@ from .builder import ProgramBuilder, build_program
 from .input_spec import InputSpec
 from . import control_flow_grad  # noqa: F401  (registers the control-flow gradient rules)
 from .control_flow import cond, scan, while_loop
+from .structured import fori_loop, map, switch  # noqa: A004  (d2s.static.map, like jax.lax.map)
 from .backward import append_backward, gradients
 from .tensor_array import TensorArray
 
-__all__ = ["ProgramBuilder", "build_program", "InputSpec", "cond", "while_loop", "scan",
+__all__ = ["ProgramBuilder", "build_program", "InputSpec", "cond", "while_loop", "scan", "fori_loop", "switch",
            "append_backward", "gradients", "TensorArray"]
+# (``map`` stays out of __all__: a star import must not hide the builtin)

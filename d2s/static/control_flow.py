@@ -1,4 +1,6 @@
-"""Functional control flow: ``d2s.cond``, ``d2s.while_loop``, ``d2s.scan``.
+"""Functional control flow: ``d2s.cond``, ``d2s.while_loop``, ``d2s.scan`` (``fori_loop``,
+``switch`` and ``map`` are built from them in ``structured``; ``d2s.lax`` gives JAX's
+signatures).
 
 Each is a public dispatcher with two halves (like AutoGraph's operators): with a concrete
 predicate (a Python value, or a tensor holding data) it is plain Python, so eager autograd
@@ -8,8 +10,9 @@ body functions. Values the functions read from enclosing blocks become explicit 
 (captures). The op layout is documented in ``d2s_runtime/control_flow.py``.
 
 Operands, loop vars and carries may be pytrees (nested tuples, lists and dicts) of tensors;
-inside programs, Python numbers among loop vars and carries become tensors (their values
-change from one iteration to the next), as in JAX.
+Python numbers among loop vars, carries and branch outputs are weakly typed, as in JAX: they
+become tensors of the dtype they meet (the body's result for a carry, the other branch's
+output for a branch), eagerly as in programs, so both give the same dtypes.
 """
 import numpy as np
 
@@ -17,8 +20,8 @@ from d2s_runtime.ir import Op
 from d2s_runtime.ops import TensorType
 
 from .._state import STATE
-from ..tensor import Tensor
-from .builder import ProgramBuilder  # noqa: F401  (the builder owning STATE.builder)
+from ..tensor import Tensor, tensor
+from .builder import ProgramBuilder
 
 __all__ = ["cond", "while_loop", "scan", "replay_block"]
 
@@ -102,10 +105,10 @@ def _weak_mask(obj):
     def walk(o):
         if isinstance(o, Tensor):
             mask.append(False)
-        elif isinstance(o, (bool, int, float)):
-            mask.append(True)
         elif isinstance(o, (np.generic, np.ndarray)):
             mask.append(False)
+        elif isinstance(o, (bool, int, float)):
+            mask.append(True)
         elif isinstance(o, (list, tuple)):
             for x in o:
                 walk(x)
@@ -140,6 +143,202 @@ def _cast_leaves(b, leaves, in_names, types):
             in_names[i] = b.var_of(leaves[i])
 
 
+def _is_weak(o):
+    """A Python number (weakly typed, as in JAX); numpy scalars keep their dtype."""
+    return isinstance(o, (bool, int, float)) and not isinstance(o, np.generic)
+
+
+def _default_dtype(v):
+    return "bool" if isinstance(v, bool) else "int64" if isinstance(v, int) else "float32"
+
+
+def _tensorize_weak(obj, dtypes=None):
+    """``obj`` with its Python numbers (and numpy values) as tensors, and, for each leaf of
+    ``tree_flatten`` of the result, the Python number it was (None for a tensor).
+
+    ``dtypes`` (one entry per leaf, None for "default") gives each Python number its dtype;
+    without it a number gets d2s's default (float32, int64, bool)."""
+    # the common results first (every eager cond and loop step comes through here)
+    if isinstance(obj, Tensor):
+        return obj, [None]
+    if type(obj) in (tuple, list) and all(isinstance(o, Tensor) for o in obj):
+        return obj, [None] * len(obj)
+    weak = []
+
+    def conv(o):
+        if isinstance(o, Tensor):
+            weak.append(None)
+            return o
+        if o is None:
+            return o
+        if _is_weak(o):
+            k = len(weak)
+            weak.append(o)
+            dt = dtypes[k] if dtypes is not None and k < len(dtypes) else None
+            return tensor(o, dtype=dt)
+        if isinstance(o, (np.generic, np.ndarray)):
+            weak.append(None)
+            return tensor(o)
+        if isinstance(o, (list, tuple)):
+            items = [conv(x) for x in o]
+            return type(o)(*items) if hasattr(o, "_fields") else type(o)(items)
+        if isinstance(o, dict):
+            return {k: conv(v) for k, v in o.items()}
+        if hasattr(o, "_d2s_children"):
+            weak.extend([None] * len(tree_flatten(o)[0]))
+        return o
+
+    return conv(obj), weak
+
+
+def _join_weak(branches):
+    """The dtype each output leaf takes when the branches of a cond/switch give it: a Python
+    number takes the dtype of the tensor the other branches return there (when it fits that
+    dtype: an int fits a float tensor, a float does not fit an int tensor); numbers on every
+    side combine as Python would (int and float give float32).
+
+    ``branches`` is a list of ``(types, weak)``; returns one dtype or None per leaf (None: no
+    Python number there, or dtypes that do not fit, which the caller reports)."""
+    from d2s_runtime.dtypes import scalar_result
+    targets = []
+    for i in range(len(branches[0][0])):
+        strong = {types[i].dtype for types, weak in branches if weak[i] is None}
+        numbers = [weak[i] for _, weak in branches if weak[i] is not None]
+        if not numbers or len(strong) > 1:
+            targets.append(None)
+        elif strong:
+            (dt,) = strong
+            targets.append(dt if all(scalar_result(dt, v) == dt for v in numbers) else None)
+        else:
+            dt = _default_dtype(numbers[0])
+            for v in numbers[1:]:
+                dt = scalar_result(dt, v)
+            targets.append(dt)
+    return targets
+
+
+def _abstract(fn):
+    """``(treedef, types, weak)`` of ``fn()``'s result (see ``_tensorize_weak``), traced into a
+    throwaway block so nothing is computed; None when tracing it fails.
+
+    Eager code uses it to learn the type a value would have in a program: the branch not
+    taken, or a loop body on its initial carry (as a program builds it)."""
+    from ..autograd.grad_mode import no_grad
+    b = STATE.builder
+    scope = b.sub_block() if b is not None else ProgramBuilder()
+    try:
+        with scope, no_grad():
+            out, weak = _tensorize_weak(fn())
+            leaves, tree = tree_flatten(out)
+            return tree, [_type_of(t) for t in leaves], weak
+    except Exception:  # noqa: BLE001 - an untaken branch that cannot be traced: default dtypes
+        return None
+
+
+def _eager_branch(taken, others, operands):
+    """Run branch ``taken``; its result as tensors, a Python number taking the dtype the other
+    branches give that output (so eager code returns what a program would)."""
+    out = taken(*operands)
+    if isinstance(out, Tensor):
+        return out
+    conv, weak = _tensorize_weak(out)
+    if weak.count(None) == len(weak):
+        return conv
+    leaves, tree = tree_flatten(conv)
+    branches = [([_type_of(t) for t in leaves], weak)]
+    for fn in others:
+        info = _abstract(lambda fn=fn: fn(*operands))
+        if info is not None and info[0] == tree:
+            branches.append(info[1:])
+    return _tensorize_weak(out, _join_weak(branches))[0]
+
+
+_LEAF = (Tensor, bool, int, float, np.ndarray, np.generic)
+
+
+def _same_structure(a, b):
+    """Whether two carries have the same pytree structure, with tensors, arrays and Python
+    numbers all as leaves."""
+    if isinstance(a, _LEAF):
+        return isinstance(b, _LEAF)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):  # leaves inline: the common case
+            if isinstance(x, _LEAF):
+                if not isinstance(y, _LEAF):
+                    return False
+            elif not _same_structure(x, y):
+                return False
+        return True
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same_structure(a[k], b[k]) for k in a)
+    if hasattr(a, "_d2s_children"):
+        return True
+    try:
+        return a is b or bool(a == b)
+    except Exception:  # noqa: BLE001 - a value without a truthful ==: compared by identity
+        return False
+
+
+def _check_carry(what, old, new):
+    """Eager loops check the carry kept its structure (the final one against the initial
+    one, so the check costs nothing per step), as a program must."""
+    if not _same_structure(old, new):
+        raise ControlFlowError(f"{what} must return a carry of the same structure as it takes: it takes "
+                               f"{_describe(old)} and returns {_describe(new)}")
+
+
+def _describe(o):
+    if isinstance(o, Tensor):
+        return f"{o.dtype}{list(o.shape)}"
+    if isinstance(o, (list, tuple)):
+        inner = ", ".join(_describe(x) for x in o)
+        return f"[{inner}]" if isinstance(o, list) else f"({inner}{',' if len(o) == 1 else ''})"
+    if isinstance(o, dict):
+        return "{" + ", ".join(f"{k!r}: {_describe(v)}" for k, v in o.items()) + "}"
+    return repr(o)
+
+
+def _finish_carry(carry, step):
+    """An eager loop's final carry as tensors: a Python number left in it gets the dtype a
+    program gives it, that of ``step()`` (the body on the initial carry, traced abstractly)."""
+    conv, weak = _tensorize_weak(carry)
+    if all(w is None for w in weak):
+        return conv
+    info = _abstract(step)
+    if info is None or info[0] != tree_flatten(conv)[1]:
+        return conv
+    targets = [t.dtype if w is not None else None for t, w in zip(info[1], weak)]
+    return _tensorize_weak(carry, targets)[0]
+
+
+def _weak_carry_types(types, weak, probe):
+    """``types`` with each weak carry's dtype set to what the body makes of the Python number
+    (``probe()``: the body's new carry from the initial one, Python numbers and all, traced
+    abstractly). A loop carrying ``0`` that adds int32 tensors to it then carries int32, as
+    eager code does."""
+    if not any(weak):
+        return types
+    info = _abstract(probe)
+    if info is None or len(info[1]) != len(types):
+        return types
+    return [TensorType(t.shape, o.dtype) if w and t.ndim == o.ndim else t
+            for t, o, w in zip(types, info[1], weak)]
+
+
+def _n_leaves(treedef):
+    """How many tensor leaves a treedef of ``tree_flatten`` holds."""
+    kind = treedef[0]
+    if kind == "T":
+        return 1
+    if kind == "C":
+        return 0
+    return sum(_n_leaves(t) for t in (treedef[2] if kind is dict else treedef[1]))
+
+
 def _fmt_tree(treedef, types):
     """A readable form of a pytree of types, for error messages."""
     it = iter(types)
@@ -147,7 +346,7 @@ def _fmt_tree(treedef, types):
     def fmt(t):
         kind = t[0]
         if kind == "T":
-            return str(next(it))
+            return str(next(it, "?"))
         if kind == "C":
             return repr(t[1])
         if kind is dict:
@@ -283,11 +482,17 @@ def cond(pred, true_fn, false_fn, *operands):
         true_fn, false_fn: functions of ``*operands`` returning a pytree of tensors.
         operands: pytrees of tensors (and Python values, passed through unchanged).
 
+    Python numbers among the outputs are weakly typed, as in JAX: one takes the dtype of the
+    tensor the other branch returns in its place (``d2s.cond(p, lambda: 2., lambda: x)`` with
+    float64 ``x`` gives float64), and the result is always a tensor, eagerly too (the branch
+    not taken is then traced, without computing anything, to learn that dtype).
+
     Returns:
-        The selected branch's result.
+        The selected branch's result, with Python numbers as tensors.
     """
     if not _is_symbolic(pred):
-        return true_fn(*operands) if pred else false_fn(*operands)
+        taken, other = (true_fn, false_fn) if pred else (false_fn, true_fn)
+        return _eager_branch(taken, [other], operands)
     return _static_cond(pred, true_fn, false_fn, operands)
 
 
@@ -310,11 +515,8 @@ def _static_cond(pred, true_fn, false_fn, operands):
     in_names = [b.var_of(t) for t in leaves]
     in_types = [b.block.lookup(n).type for n in in_names]
 
-    def branch(fn):
-        return lambda args: fn(*tree_unflatten(treedef, args))
-
-    then_blk, t_tree, _, t_types = _trace_block(b, branch(true_fn), in_types, _tensorize)
-    else_blk, e_tree, _, e_types = _trace_block(b, branch(false_fn), in_types, _tensorize)
+    (then_blk, t_tree, t_types), (else_blk, e_tree, e_types) = _trace_branches(
+        b, [true_fn, false_fn], treedef, in_types)
     if t_tree != e_tree or len(t_types) != len(e_types) or not all(
             _compatible(x, y) for x, y in zip(t_types, e_types)):
         raise ControlFlowError(
@@ -333,19 +535,51 @@ def _static_cond(pred, true_fn, false_fn, operands):
     return tree_unflatten(t_tree, outs)
 
 
+def _trace_branches(b, fns, treedef, in_types, targets=None):
+    """Trace each branch function into a sub-block; returns ``[(block, out treedef, out types)]``.
+
+    Python numbers among the outputs become tensors of the dtype the other branches give
+    that output (see ``_join_weak``): when the first tracing shows a number whose default
+    dtype differs, the branches are traced again with the joined dtypes."""
+    traced, weaks = [], []
+    for fn in fns:
+        weak = []
+
+        def outputs(out, weak=weak):
+            conv, w = _tensorize_weak(out, targets)
+            weak.extend(w)
+            return conv
+
+        blk, tree, _, types = _trace_block(b, lambda args, fn=fn: fn(*tree_unflatten(treedef, args)),
+                                           in_types, outputs)
+        traced.append((blk, tree, types))
+        weaks.append(weak)
+    if targets is None and any(any(w is not None for w in weak) for weak in weaks) and \
+            all(t[1] == traced[0][1] and len(t[2]) == len(traced[0][2]) for t in traced):
+        joined = _join_weak([(t[2], w) for t, w in zip(traced, weaks)])
+        if any(dt is not None and t[2][i].dtype != dt for t in traced for i, dt in enumerate(joined)):
+            return _trace_branches(b, fns, treedef, in_types, joined)
+    return traced
+
+
 # ------------------------------------------------------------------ while
 def while_loop(cond_fn, body_fn, loop_vars):
     """Run ``body_fn`` while ``cond_fn`` holds; returns the final loop vars.
 
-    ``loop_vars`` is a list or tuple of loop vars (each a tensor, Python number or pytree of
-    them): ``cond_fn(*loop_vars)`` returns a bool scalar and ``body_fn(*loop_vars)`` returns
-    the new loop vars, a sequence of the same length and structure (a single value is
-    accepted when there is one loop var). Any other ``loop_vars`` (a tensor, a dict) is passed
-    as one argument: ``cond_fn(loop_vars)``, ``body_fn(loop_vars)``.
+    This is Paddle's convention (``paddle.static.nn.while_loop``): ``loop_vars`` is a list or
+    tuple of loop vars (each a tensor, Python number or pytree of them), passed to the
+    functions as separate arguments: ``cond_fn(*loop_vars)`` returns a bool scalar and
+    ``body_fn(*loop_vars)`` returns the new loop vars, a sequence of the same length and
+    structure (a single value is accepted when there is one loop var). Any other
+    ``loop_vars`` (a tensor, a dict, a namedtuple) is passed as one argument:
+    ``cond_fn(loop_vars)``, ``body_fn(loop_vars)``. JAX's convention, where a tuple carry is
+    one argument too, is ``d2s.lax.while_loop(cond_fun, body_fun, init_val)``.
 
     While the condition is a Python value the loop runs in Python (inside a program, that
     unrolls it); once it is symbolic, a ``while`` op is built. Loop vars whose shapes change
-    from one iteration to the next get unknown dims.
+    from one iteration to the next get unknown dims. A loop var given as a Python number is
+    weakly typed: it takes the dtype the body makes of it (``0`` plus int32 tensors carries
+    int32), and comes back as a tensor.
 
     Returns:
         The loop vars after the last iteration, with the structure of ``loop_vars``.
@@ -367,17 +601,26 @@ def while_loop(cond_fn, body_fn, loop_vars):
                                    f"{f' of length {len(out)}' if isinstance(out, (list, tuple)) else ''}")
         return list(out)
 
-    while True:
-        p = _probe(call_cond, vals)
-        if _is_symbolic(p):
-            vals = _static_while(call_cond, call_body, vals)
-            break
-        if not p:
-            break
-        vals = call_body(vals)
+    vals = run_while(call_cond, call_body, vals, "d2s.while_loop")
     if not packed:
         return vals[0]
     return kind(vals) if kind in (list, tuple) else kind(*vals)
+
+
+def run_while(call_cond, call_body, vals, what):
+    """The loop of ``while_loop`` over the list ``vals``: ``call_cond(vals)`` and
+    ``call_body(vals) -> new list``. Python iterations while the condition is concrete, then a
+    ``while`` op; an eager result has its Python numbers as tensors (see ``_finish_carry``)."""
+    init = vals
+    while True:
+        p = _probe(call_cond, vals)
+        if _is_symbolic(p):
+            return _static_while(call_cond, call_body, vals)
+        if not p:
+            break
+        vals = call_body(vals)
+    _check_carry(f"{what}: body_fn", init, vals)
+    return _finish_carry(vals, lambda: call_body(init))
 
 
 def _probe(call_cond, vals):
@@ -393,11 +636,13 @@ def _probe(call_cond, vals):
 def _static_while(call_cond, call_body, vals):
     b = _builder()
     weak = _weak_mask(vals)
+    raw = vals
     vals = _tensorize(vals)
     leaves, treedef = tree_flatten(vals)
     weak = weak if len(weak) == len(leaves) else [False] * len(leaves)
     in_names = [b.var_of(t) for t in leaves]
     types = [b.block.lookup(n).type for n in in_names]
+    types = _weak_carry_types(types, weak, lambda: call_body(raw))
     for _ in range(_MAX_WIDEN):
         def cond_of(args):
             return _as_pred_value(call_cond(tree_unflatten(treedef, args)))
@@ -451,43 +696,122 @@ def _as_pred_value(p):
 
 
 # ------------------------------------------------------------------ scan
-def scan(fn, init, xs, length=None, reverse=False):
+def scan(fn, init, xs=None, length=None, reverse=False):
     """Loop ``fn`` over the leading axis of ``xs``, carrying a value (like ``jax.lax.scan``).
 
     ``fn(carry, x) -> (new_carry, y)``; returns ``(final_carry, ys)`` with the ``y``s stacked
-    along a new leading axis. ``carry``, ``xs`` and ``y`` may be pytrees of tensors; ``xs``
-    may be None when ``length`` is given. With ``reverse=True`` the steps run from the last
-    element to the first (``ys`` keep the order of ``xs``).
+    along a new leading axis. ``carry``, ``xs`` and ``y`` may be pytrees of tensors (or None,
+    or empty tuples and dicts); ``xs`` may be None when ``length`` is given. numpy arrays and
+    (nested) lists of numbers in ``xs`` are scanned like tensors. With ``reverse=True`` the
+    steps run from the last element to the first (``ys`` keep the order of ``xs``).
+
+    A carry given as a Python number is weakly typed: it takes the dtype the step makes of
+    it (``0`` plus int32 slices carries int32), and comes back as a tensor; the new carry must
+    keep the structure of the old one.
 
     Eagerly (no symbolic input) this is a Python loop; inside a program it builds one ``scan``
     op, whatever the length (which may be unknown).
     """
+    return _scan(fn, init, xs, length, reverse, "d2s.scan")
+
+
+def _scan(fn, init, xs, length, reverse, what, static=False):
+    """``scan``; ``static`` builds the op inside a program even when every input is concrete
+    (``fori_loop`` and ``map`` stay loops whatever they capture)."""
+    xs = _as_scanned(xs)
     x_leaves, x_tree = tree_flatten(xs)
     c_leaves, _ = tree_flatten(init)
-    if STATE.builder is not None and (any(_is_symbolic(t) for t in x_leaves + c_leaves)):
-        return _static_scan(fn, init, xs, length, reverse)
-    return _py_scan(fn, init, xs, length, reverse)
+    if STATE.builder is not None and (static or any(_is_symbolic(t) for t in x_leaves + c_leaves)):
+        return _static_scan(fn, init, xs, length, reverse, what)
+    return _py_scan(fn, init, xs, length, reverse, what)
 
 
-def _py_scan(fn, init, xs, length, reverse):
+def _as_scanned(xs):
+    """``xs`` with numpy arrays and lists of numbers (nested, rectangular) as tensors; tuples,
+    dicts and lists holding tensors stay pytrees."""
+    from ..tensor import tensor
+
+    def numbers_only(o):
+        if isinstance(o, list):
+            return all(numbers_only(x) for x in o)
+        return isinstance(o, (bool, int, float, np.generic))
+
+    def conv(o):
+        if isinstance(o, Tensor) or o is None:
+            return o
+        if isinstance(o, (np.ndarray, np.generic)):
+            return tensor(o)
+        if isinstance(o, list) and o and numbers_only(o):
+            return tensor(o)
+        if isinstance(o, (list, tuple)):
+            items = [conv(x) for x in o]
+            return type(o)(*items) if hasattr(o, "_fields") else type(o)(items)
+        if isinstance(o, dict):
+            return {k: conv(v) for k, v in o.items()}
+        return o
+
+    return conv(xs)
+
+
+def _py_scan(fn, init, xs, length, reverse, what="d2s.scan"):
     from .. import ops as d
     x_leaves, x_tree = tree_flatten(xs)
+    for x in x_leaves:
+        if x.ndim == 0:
+            raise ControlFlowError(f"{what}: every x must have a leading axis to scan over, got a 0-d {x.dtype} "
+                                   "tensor")
     n = _scan_length(x_leaves, length)
     carry = init
     ys = [None] * n
     for t in (range(n - 1, -1, -1) if reverse else range(n)):
-        carry, ys[t] = fn(carry, tree_unflatten(x_tree, [x[t] for x in x_leaves]))
-    if n == 0:
-        # the stacked outputs of no steps: learn their types from one step on zeros
-        from ..autograd.grad_mode import no_grad
-        with no_grad():
-            _, y0 = fn(init, tree_unflatten(x_tree, [d.zeros(list(x.shape[1:]), dtype=x.dtype) for x in x_leaves]))
-        y_leaves, y_tree = tree_flatten(_tensorize(y0))
-        return carry, tree_unflatten(y_tree, [d.zeros([0, *y.shape], dtype=y.dtype) for y in y_leaves])
-    ys = [_tensorize(y) for y in ys]
-    y_tree = tree_flatten(ys[0])[1]
-    cols = list(zip(*[tree_flatten(y)[0] for y in ys]))
+        out = fn(carry, tree_unflatten(x_tree, [x[t] for x in x_leaves]))
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise ControlFlowError(f"{what}: fn(carry, x) must return a pair (new_carry, y)")
+        carry, ys[t] = out
+    _check_carry(f"{what}: fn", init, carry)
+
+    def step():  # the step on the initial carry, traced into a throwaway block
+        b = STATE.builder
+        x0 = [b.symbolic(b._new_var(TensorType(x.shape[1:], str(x.dtype)))) for x in x_leaves]
+        return fn(init, tree_unflatten(x_tree, x0))[0]
+
+    carry = _finish_carry(carry, step)
+    conv = [_tensorize_weak(y) for y in ys]
+    if n == 0 or any(w is not None for _, weak in conv for w in weak):
+        # the ys' dtypes where no step gave a tensor (no step at all, or Python numbers): those
+        # of the step on the final carry, as the program's body computes them
+        def y_step():
+            b = STATE.builder
+            c_leaves, c_tree = tree_flatten(carry)
+            c_sym = [b.symbolic(b._new_var(_type_of(t))) for t in c_leaves]
+            x0 = [b.symbolic(b._new_var(TensorType(x.shape[1:], str(x.dtype)))) for x in x_leaves]
+            return fn(tree_unflatten(c_tree, c_sym), tree_unflatten(x_tree, x0))[1]
+
+        info = _abstract(y_step)
+        if n == 0:
+            return carry, _empty_ys(fn, init, x_leaves, x_tree, info)
+        steps = [([_type_of(t) for t in tree_flatten(c)[0]], weak) for c, weak in conv]
+        if all(len(t) == len(steps[0][0]) for t, _ in steps):
+            if info is not None and len(info[1]) == len(steps[0][0]):
+                steps.append((info[1], [None] * len(info[1])))
+            targets = _join_weak(steps)
+            conv = [_tensorize_weak(y, targets) for y in ys]
+    y_tree = tree_flatten(conv[0][0])[1]
+    cols = list(zip(*[tree_flatten(c)[0] for c, _ in conv]))
     return carry, tree_unflatten(y_tree, [d.stack(list(c)) for c in cols])
+
+
+def _empty_ys(fn, init, x_leaves, x_tree, info):
+    """The stacked ys of a scan of no steps: empty tensors of the types a step gives."""
+    from .. import ops as d
+    if info is not None and all(None not in t.shape for t in info[1]):
+        return tree_unflatten(info[0], [d.zeros([0, *t.shape], dtype=t.dtype) for t in info[1]])
+    # (a step whose ys' shapes depend on data: learn them from one step on zeros)
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        _, y0 = fn(init, tree_unflatten(x_tree, [d.zeros(list(x.shape[1:]), dtype=x.dtype) for x in x_leaves]))
+    y_leaves, y_tree = tree_flatten(_tensorize(y0))
+    return tree_unflatten(y_tree, [d.zeros([0, *y.shape], dtype=y.dtype) for y in y_leaves])
 
 
 def _scan_length(x_leaves, length):
@@ -501,9 +825,10 @@ def _scan_length(x_leaves, length):
     return lens.pop()
 
 
-def _static_scan(fn, init, xs, length, reverse):
+def _static_scan(fn, init, xs, length, reverse, what="d2s.scan"):
     b = _builder()
     weak = _weak_mask(init)
+    raw_init = init
     init = _tensorize(init)
     c_leaves, c_tree = tree_flatten(init)
     weak = weak if len(weak) == len(c_leaves) else [False] * len(c_leaves)
@@ -513,17 +838,23 @@ def _static_scan(fn, init, xs, length, reverse):
     x_types = [b.block.lookup(n).type for n in x_names]
     for t in x_types:
         if t.ndim == 0:
-            raise ControlFlowError(f"d2s.scan: every x must have a leading axis to scan over, got a 0-d {t}")
+            raise ControlFlowError(f"{what}: every x must have a leading axis to scan over, got a 0-d {t}")
     lens = {t.shape[0] for t in x_types if t.shape[0] is not None}
     if length is not None:
         lens.add(int(length))
     if len(lens) > 1:
-        raise ControlFlowError(f"d2s.scan: xs have different leading dims {sorted(lens)}")
+        raise ControlFlowError(f"{what}: xs have different leading dims {sorted(lens)}")
     if not x_types and length is None:
-        raise ControlFlowError("d2s.scan: give xs (tensors scanned along axis 0) or length")
+        raise ControlFlowError(f"{what}: give xs (tensors scanned along axis 0) or length")
     n = lens.pop() if lens else None
     slice_types = [TensorType(t.shape[1:], t.dtype) for t in x_types]
     types = [b.block.lookup(nm).type for nm in c_names]
+
+    def step():  # the step on the initial carry, traced into a throwaway block
+        x0 = [b.symbolic(b._new_var(t)) for t in slice_types]
+        return fn(raw_init, tree_unflatten(x_tree, x0))[0]
+
+    types = _weak_carry_types(types, weak, step)
     nc = len(types)
     y_tree = None
     for _ in range(_MAX_WIDEN):
@@ -531,7 +862,7 @@ def _static_scan(fn, init, xs, length, reverse):
             carry = tree_unflatten(c_tree, args[:nc])
             out = fn(carry, tree_unflatten(x_tree, args[nc:]))
             if not isinstance(out, (tuple, list)) or len(out) != 2:
-                raise ControlFlowError("d2s.scan: fn(carry, x) must return a pair (new_carry, y)")
+                raise ControlFlowError(f"{what}: fn(carry, x) must return a pair (new_carry, y)")
             return (_tensorize(out[0], like=carry), _tensorize(out[1]))
 
         blk, o_tree, _, o_types = _trace_block(b, body_of, types + slice_types)
@@ -542,16 +873,16 @@ def _static_scan(fn, init, xs, length, reverse):
             continue
         if c_out_tree != c_tree or not all(_compatible(x, y) for x, y in zip(types, o_types[:nc])):
             raise ControlFlowError(
-                "d2s.scan: fn must return a carry of the same structure, dtypes and ranks as it takes:\n"
+                f"{what}: fn must return a carry of the same structure, dtypes and ranks as it takes:\n"
                 f"  carry        {_fmt_tree(c_tree, types)}\n"
-                f"  fn returns   {_fmt_tree(c_out_tree, o_types[:nc])}")
+                f"  fn returns   {_fmt_tree(c_out_tree, o_types[:_n_leaves(c_out_tree)])}")
         y_tree = o_tree[1][1]
         widened = [_widen(t, o) for t, o in zip(types, o_types[:nc])]
         if widened == types:
             break
         types = widened
     else:
-        raise ControlFlowError(f"d2s.scan: the carry's types did not settle after {_MAX_WIDEN} rebuilds")
+        raise ControlFlowError(f"{what}: the carry's types did not settle after {_MAX_WIDEN} rebuilds")
     _cast_leaves(b, c_leaves, c_names, types)
     y_types = [TensorType((n,) + tuple(t.shape), t.dtype) for t in o_types[nc:]]
     cap_names, cap_tensors = _merge_captures(b, [blk], nc + len(x_names))

@@ -17,6 +17,7 @@ from .continue_statements import ContinueStatements
 from .errors import ConversionError, SourceUnavailable
 from .for_loops import ForLoops
 from .if_statements import IfStatements
+from .lambda_source import lambda_as_function
 from .logical_expressions import LogicalExpressions
 from .naming import Namer
 from .return_statements import ReturnStatements
@@ -163,11 +164,10 @@ def convert_function(fn):
         return ConvertedFunction(types.MethodType(inner.fn, fn.__self__), inner.code, inner.source_map, fn)
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"convert_function expects a Python function or method, got {type(fn).__name__}")
-    if fn.__name__ == "<lambda>":
-        raise SourceUnavailable("lambdas are not converted (their source is not a statement of its own)")
     cached = _CACHE.get(fn.__code__)
     if cached is None:
-        module, func, filename = _parse(fn)
+        # a lambda's source is part of a larger statement: found by its lines and columns
+        module, func, filename = lambda_as_function(fn) if fn.__name__ == "<lambda>" else _parse(fn)
         transform(module, func, filename)
         func_ast = gast.gast_to_ast(func)
         ast.fix_missing_locations(func_ast)
