@@ -11,6 +11,7 @@ Programs run as built on their first call and optimized (``d2s.passes.optimize``
 second on (``TieredProgram``), so a first call costs conversion, build and preparation only.
 """
 import contextlib
+import threading
 import warnings
 
 import numpy as np
@@ -145,18 +146,26 @@ class TieredProgram:
         self._pending = optimize
         self._exec = None
         self._runner = None
+        # threads running the same program prepare and optimize it once; a runner, once
+        # published, stays valid (each holds its own executor), so runs need no lock
+        self._lock = threading.Lock()
         self.run = self._first_run
 
     def _use(self, program, quick=False):
+        executor = _executor(program, self.device, quick)
+        runner = make_runner(executor, self.checked)
+        # publish the runner before the executor: a thread that sees _exec set finds its runner
+        self._runner = runner
         self.program = program
-        self._exec = _executor(program, self.device, quick)
-        self._runner = make_runner(self._exec, self.checked)
+        self._exec = executor
 
     @property
     def executor(self):
         if self._exec is None:
-            self._use(self.program, quick=self._pending)
-            self.run = self._tier_up if self._pending else self._runner
+            with self._lock:
+                if self._exec is None:
+                    self._use(self.program, quick=self._pending)
+                    self.run = self._tier_up if self._pending else self._runner
         return self._exec
 
     def _first_run(self, arrays, params):
@@ -164,17 +173,17 @@ class TieredProgram:
         return self._runner(arrays, params)
 
     def _tier_up(self, arrays, params):
-        self._pending = False
-        self._use(_optimize(self.program, self.what))
-        self.run = self._runner
+        self.optimize_now()
         return self._runner(arrays, params)
 
     def optimize_now(self):
         """Switch to the optimized program at once (instead of at the second run)."""
         if self._pending:
-            self._pending = False
-            self._use(_optimize(self.program, self.what))
-            self.run = self._runner
+            with self._lock:
+                if self._pending:
+                    self._use(_optimize(self.program, self.what))
+                    self.run = self._runner
+                    self._pending = False
 
 
 _CELL = object()  # the key of a param ref that is a closure cell (see static_function._param_refs)
@@ -267,8 +276,14 @@ class ConcreteProgram:
         params = [t._data for t in self.param_tensors]
         # the backward program recomputes the forward: with random ops (dropout) it must
         # draw what this run drew, so the generator state is kept for it
-        rng = RNG.state() if self.random and STATE.grad_enabled else None
-        outs = self._tiered.run(arrays, params)
+        if self.random and STATE.grad_enabled:
+            # no other thread may draw between the snapshot and this run's own draws
+            with RNG.lock:
+                rng = RNG.state()
+                outs = self._tiered.run(arrays, params)
+        else:
+            rng = None
+            outs = self._tiered.run(arrays, params)
         tensors = [Tensor._make(o) for o in outs]
         if STATE.grad_enabled:
             for t in leaves:
@@ -315,7 +330,11 @@ class ConcreteProgram:
         key = (in_mask, par_mask)
         r = self._backward.get(key)
         if r is None:
-            r = self._backward[key] = BackwardRunner(self, in_mask, par_mask)
+            from .static_function import BUILD_LOCK
+            with BUILD_LOCK:  # it may run the user's function again: one build at a time
+                r = self._backward.get(key)
+                if r is None:
+                    r = self._backward[key] = BackwardRunner(self, in_mask, par_mask)
         return r
 
 
@@ -346,16 +365,13 @@ def _run_program_backward(node, *grads):
 @contextlib.contextmanager
 def _same_draws(rng):
     """Random ops draw what the forward run drew (``rng``: its generator state), and leave
-    the generator where it was, so a backward consumes no random numbers."""
+    the generator where it was, so a backward consumes no random numbers (the draws come from
+    this thread's private copies: other threads keep drawing from the shared generator)."""
     if rng is None:
         yield
         return
-    now = RNG.state()
-    RNG.set_state(rng)
-    try:
+    with RNG.replaying(rng):
         yield
-    finally:
-        RNG.set_state(now)
 
 
 def _differentiable_backward(node, grads):
