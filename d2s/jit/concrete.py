@@ -19,6 +19,7 @@ import numpy as np
 from d2s_runtime.ops import RNG
 
 from .._state import STATE
+from ..autograd.anomaly import ACTIVE_THREADS, remember
 from ..autograd.node import Node, grad_node
 from ..tensor import Tensor
 
@@ -320,6 +321,8 @@ class ConcreteProgram:
         node.entry, node.masks = self, (in_mask, par_mask)
         node.saved = (arrays, params, rng)
         node.outputs = tuple(diff)
+        if ACTIVE_THREADS[0]:
+            remember(node)
         for i, o in enumerate(diff):
             o.requires_grad = True
             o.grad_fn = node

@@ -117,8 +117,9 @@ class StaticFunction:
         programs: the cached Programs, in the order they were built.
     """
 
-    def __init__(self, fn, input_spec=None, instance=None, _conversion=None):
+    def __init__(self, fn, input_spec=None, instance=None, _conversion=None, check_numerics=False):
         self._fn = fn
+        self._check_numerics = bool(check_numerics)
         self._instance = instance
         self._input_spec = _normalize_specs(input_spec)
         self._conversion = _conversion or _Conversion(fn)
@@ -137,7 +138,7 @@ class StaticFunction:
         except TypeError:
             sf = self._bound_by_id.get(id(instance))
         if sf is None:
-            sf = StaticFunction(self._fn, self._input_spec, instance, self._conversion)
+            sf = StaticFunction(self._fn, self._input_spec, instance, self._conversion, self._check_numerics)
             try:
                 self._bound[instance] = sf
             except TypeError:
@@ -193,10 +194,10 @@ class StaticFunction:
         # the function and its conversion are shared, as functions are not copied
         import copy
         instance = copy.deepcopy(self._instance, memo) if self._instance is not None else None
-        return StaticFunction(self._fn, self._input_spec, instance, self._conversion)
+        return StaticFunction(self._fn, self._input_spec, instance, self._conversion, self._check_numerics)
 
     def __copy__(self):
-        return StaticFunction(self._fn, self._input_spec, self._instance, self._conversion)
+        return StaticFunction(self._fn, self._input_spec, self._instance, self._conversion, self._check_numerics)
 
     def __repr__(self):
         return f"<StaticFunction {getattr(self._fn, '__qualname__', self._fn)} ({len(self._cache)} programs)>"
@@ -220,6 +221,8 @@ class StaticFunction:
             if self._conversion.get() is None:
                 return self.eager(*args, **kwargs)
             entry = self._miss(key, args, kwargs)
+        if self._check_numerics:
+            return _run_checked(entry, leaves)
         return entry.run(leaves)
 
     def _call_unbuilt(self, args, kwargs):
@@ -328,6 +331,15 @@ class StaticFunction:
         entry.leaf_types = list(leaf_types)
         entry.leaf_labels, entry.arg_leaf = _leaf_labels(self._fn, instance, args, kwargs)
         return entry
+
+
+def _run_checked(entry, leaves):
+    """Run ``entry``, then raise naming the op that made NaN/inf if an output holds them."""
+    from ..autograd.anomaly import check_forward
+    out = entry.run(leaves)
+    tensors, _ = _flatten(out)
+    check_forward(entry, leaves, tensors)
+    return out
 
 
 def _warn_cache_limit(sf, entries, limit):
