@@ -22,6 +22,7 @@ class _State(threading.local):
     # threading.local runs __init__ once per thread, on its first access from that thread
     def __init__(self):
         self.grad_enabled = True
+        self.grad_stack = []  # the modes to restore when the grad-mode blocks entered exit
         self.builder = None
         self.tracer = None
         self.hooked = False

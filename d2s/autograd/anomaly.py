@@ -72,19 +72,19 @@ class detect_anomaly:
 
     def __init__(self, check_nan=True):
         self.check_nan = bool(check_nan)
-        self.site = None  # while a program is replayed: the line that built the current op
-        self._prev = []
 
     def __enter__(self):
-        self._prev.append(STATE.anomaly)
-        if STATE.anomaly is None:
+        # this thread's mode is a fresh object holding the previous one, so a single
+        # detect_anomaly object may be entered by several threads at once
+        prev = STATE.anomaly
+        if prev is None:
             with _COUNT_LOCK:
                 ACTIVE_THREADS[0] += 1
-        STATE.anomaly = self
+        STATE.anomaly = _AnomalyMode(self.check_nan, prev)
         return self
 
     def __exit__(self, *exc):
-        STATE.anomaly = self._prev.pop()
+        STATE.anomaly = STATE.anomaly.prev
         if STATE.anomaly is None:
             with _COUNT_LOCK:
                 ACTIVE_THREADS[0] -= 1
@@ -99,8 +99,15 @@ class detect_anomaly:
                 return fn(*args, **kwargs)
         return wrapper
 
-    # ------------------------------------------------------------ program replay hooks
-    locations = None  # while a program is replayed: its ops' user lines, by output name
+
+
+class _AnomalyMode:
+    """One thread's active detect_anomaly, and what a program replay needs to know."""
+
+    def __init__(self, check_nan, prev):
+        self.check_nan, self.prev = check_nan, prev
+        self.site = None  # while a program is replayed: the line that built the current op
+        self.locations = None  # ... and its ops' user lines, by output name
 
     def before_op(self, op):
         if self.locations is not None and op.outputs:
@@ -108,11 +115,6 @@ class detect_anomaly:
 
     def after_op(self, op, outs, args):
         self.site = None
-
-
-def active():
-    """The detect_anomaly of this thread, or None."""
-    return STATE.anomaly if ACTIVE_THREADS[0] else None
 
 
 def remember(node, site=None):

@@ -138,11 +138,17 @@ class StaticFunction:
         except TypeError:
             sf = self._bound_by_id.get(id(instance))
         if sf is None:
-            sf = StaticFunction(self._fn, self._input_spec, instance, self._conversion, self._check_numerics)
-            try:
-                self._bound[instance] = sf
-            except TypeError:
-                self._bound_by_id[id(instance)] = sf
+            with BUILD_LOCK:  # threads binding one instance at once share one StaticFunction
+                try:
+                    sf = self._bound.get(instance)
+                except TypeError:
+                    sf = self._bound_by_id.get(id(instance))
+                if sf is None:
+                    sf = StaticFunction(self._fn, self._input_spec, instance, self._conversion, self._check_numerics)
+                    try:
+                        self._bound[instance] = sf
+                    except TypeError:
+                        self._bound_by_id[id(instance)] = sf
         return sf
 
     # ------------------------------------------------------------ public attributes
