@@ -23,6 +23,13 @@ def branchy(x):
     return h * 2.0
 
 
+def loop_sqrt(x):
+    y = x * 1.0
+    while y.sum() < 10.0:
+        y = y + d2s.sqrt(x)  # LINE-LOOP
+    return y.sum()
+
+
 def _line(tag):
     src = open(__file__).read().splitlines()
     return next(i + 1 for i, s in enumerate(src) if s.strip().endswith(f"# {tag}") and "def " not in s)
@@ -57,6 +64,17 @@ def test_finite_gradients_pass_and_equal_those_without_the_mode(static):
         fn(x1).backward()
     fn(x2).backward()
     np.testing.assert_array_equal(x1.grad.numpy(), x2.grad.numpy())
+
+
+def test_detect_anomaly_finds_the_op_inside_a_converted_while_loop():
+    sf = d2s.jit.to_static(loop_sqrt)
+    x = d2s.tensor([0.0, 4.0], requires_grad=True)
+    np.testing.assert_allclose(sf(x).item(), loop_sqrt(x).item())
+    with detect_anomaly():
+        loss = sf(x)
+        with pytest.raises(NumericsError) as e:
+            loss.backward()
+    assert "SqrtBackward0" in str(e.value) and f"test_anomaly.py:{_line('LINE-LOOP')}" in str(e.value)
 
 
 def test_without_the_mode_nan_gradients_are_silent():
