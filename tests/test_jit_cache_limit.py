@@ -102,3 +102,19 @@ def test_module_forward_has_its_own_bounded_cache(monkeypatch):
                 np.testing.assert_allclose(model(x).numpy(), x.numpy() @ model.weight.numpy().T + model.bias.numpy(),
                                            rtol=1e-5, atol=1e-6)
     assert model.forward.cache_info().size == 2
+
+
+def test_many_exact_shapes_of_one_dynamic_program_keep_one_program(monkeypatch):
+    import d2s.jit.cache as cache_mod
+    monkeypatch.setattr(cache_mod, "_MAX_KEYS", 8)  # forget old exact-shape aliases early
+    builds = []
+
+    def f(x):
+        builds.append(1)
+        return x * 2.0
+
+    sf = to_static(f, input_spec=[InputSpec([None])])
+    for n in list(range(1, 30)) + list(range(1, 30)):
+        np.testing.assert_allclose(sf(d2s.ones(n)).numpy(), np.full(n, 2.0))
+    assert len(builds) == 1 and len(sf._cache.by_key) <= 8
+    assert sf.cache_info().misses == 1 and sf.cache_info().hits == 57

@@ -206,6 +206,7 @@ class ProgramCache:
                 self._entries[entry] = None
             self._add_stamps += 1
             entry.stamp = next(self.clock)
+            entry.cache_key = key  # the signature it was built for (never trimmed)
             self.by_key[key] = entry
         return evicted
 
@@ -225,8 +226,8 @@ class ProgramCache:
 
     def _trim_aliases(self):
         # aliases only save a second signature walk: forgetting the older half is harmless
-        keys = list(self.by_key)
-        for k in keys[:len(keys) // 2]:
+        aliases = [k for k, e in self.by_key.items() if getattr(e, "cache_key", None) != k]
+        for k in aliases[:len(aliases) // 2 + 1]:
             del self.by_key[k]
 
     def info(self, limit):

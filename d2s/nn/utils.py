@@ -50,7 +50,7 @@ def _vector_norm(xp, flat, p):
     return (a ** p).sum() ** (1.0 / p)
 
 
-def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """Scale the gradients of ``parameters`` so that their total norm is at most ``max_norm``.
 
     The total norm is the ``norm_type``-norm of all gradients together (as if concatenated into
@@ -63,6 +63,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
             magnitude).
         error_if_nonfinite: raise ``RuntimeError`` when the total norm is NaN or infinite
             (otherwise the gradients are scaled by a NaN factor, as in PyTorch).
+        foreach: accepted for PyTorch compatibility; ignored.
 
     Returns:
         The total norm of the gradients before clipping, as a 0-d tensor (0.0 when no
@@ -99,12 +100,13 @@ def _write(grad, value):
         grad._data = value
 
 
-def clip_grad_value_(parameters, clip_value):
+def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient of ``parameters`` into ``[-clip_value, clip_value]`` in place.
 
     Args:
         parameters: a tensor or an iterable of tensors; those without ``.grad`` are skipped.
         clip_value: the largest magnitude allowed (NaN gradients stay NaN).
+        foreach: accepted for PyTorch compatibility; ignored.
     """
     c = float(clip_value)
     for param in _with_grads(parameters):
