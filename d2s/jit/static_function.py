@@ -190,8 +190,7 @@ class StaticFunction:
     def cache_info(self):
         """``CacheInfo(hits, misses, size, limit, evictions)`` of this function's programs:
         calls that ran a cached program, programs built, programs cached now, the limit
-        (``d2s.jit.config.cache_size_limit``) and programs dropped to respect it. Counts are
-        exact in one thread; with several threads calling at once a hit may go uncounted."""
+        (``d2s.jit.config.cache_size_limit``) and programs dropped to respect it."""
         return self._cache.info(config.cache_size_limit)
 
     def __deepcopy__(self, memo):
