@@ -12,7 +12,7 @@ import numpy as np
 from d2s_runtime.device import xp_of
 from d2s_runtime.ops import OPS, ShapeError
 
-from ._state import STATE
+from ._state import HOOKED_THREADS, STATE
 from .tensor import Tensor, _default_array
 
 _ndarray = np.ndarray
@@ -21,7 +21,7 @@ _ndarray = np.ndarray
 def apply(name, *inputs, **attrs):
     """Run primitive ``name`` on ``inputs``; returns a Tensor (or a tuple for multi-output ops)."""
     opdef = OPS[name]
-    if STATE.hooked:
+    if HOOKED_THREADS[0] and STATE.hooked:
         return _apply_hooked(opdef, _coerce_plain(inputs), attrs)
     arrays = []
     record = False

@@ -9,7 +9,7 @@ import numpy as np
 
 from d2s_runtime.device import get_xp
 
-from ._state import STATE
+from ._state import HOOKED_THREADS, STATE
 from .dispatch import apply
 from .dtypes import as_dtype
 from .tensor import Tensor, tensor
@@ -599,7 +599,7 @@ def _operator(name, reflected=False):
 
     def method(self, other):
         a = self._data
-        if type(a) is _nd and not STATE.hooked and not self.requires_grad:
+        if type(a) is _nd and not (HOOKED_THREADS[0] and STATE.hooked) and not self.requires_grad:
             t = type(other)
             b = None
             if t in _SCALARS:

@@ -1,5 +1,6 @@
 """Reverse-mode automatic differentiation: engine, nodes, gradient rules, functional API."""
 from . import rules, rules_nn  # noqa: F401  (registers the gradient rules)
+from .anomaly import NumericsError, detect_anomaly
 from .engine import backward, grad
 from .function import Function, FunctionCtx
 from .gradcheck import GradcheckError, gradcheck
@@ -9,4 +10,4 @@ from . import functional  # noqa: E402  (d2s.autograd.functional.jacobian, ...)
 
 __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
            "Node", "AccumulateGrad", "defgrad", "gradcheck", "GradcheckError",
-           "Function", "FunctionCtx", "functional"]
+           "Function", "FunctionCtx", "functional", "detect_anomaly", "NumericsError"]

@@ -7,6 +7,7 @@ are summed before its rule runs, and a chain of any length backprops without rec
 import threading
 
 from .._state import STATE
+from .anomaly import ACTIVE_THREADS, check_gradients
 from .node import AccumulateGrad, grad_node
 
 _callbacks = threading.local()  # .stack: one list of callbacks per backward pass running
@@ -168,6 +169,8 @@ def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=No
                     nxt in needed for nxt, _ in node.next_functions if nxt is not None):
                 continue  # a captured input whose own history is not needed
             in_grads = node.apply(grads)
+            if ACTIVE_THREADS[0]:
+                check_gradients(node, grads, in_grads)
             if not retain_graph:
                 node.release()
             for (nxt, idx), g in zip(node.next_functions, in_grads):

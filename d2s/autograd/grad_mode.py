@@ -18,11 +18,13 @@ class _GradMode:
         pass
 
     def __enter__(self):
-        self._prev = STATE.grad_enabled
+        # the previous mode goes on this thread's stack, not on the object: one no_grad()
+        # object may be entered by several threads at once
+        STATE.grad_stack.append(STATE.grad_enabled)
         STATE.grad_enabled = self._enabled
 
     def __exit__(self, *exc):
-        STATE.grad_enabled = self._prev
+        STATE.grad_enabled = STATE.grad_stack.pop()
         return False
 
     def __call__(self, fn):

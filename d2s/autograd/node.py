@@ -184,5 +184,10 @@ def record(opdef, inputs, attrs, outputs):
             o._out_idx = i
     # Outputs are saved for rules such as exp's, which reuse them; the cycle this makes
     # (output -> node -> output) is broken when backward frees the node.
+    if ACTIVE_THREADS[0]:  # detect_anomaly() in some thread: remember the user's line
+        remember(node)
     if not STATE.grad_enabled:  # pragma: no cover - dispatch only records with grad on
         node.release()
+
+
+from .anomaly import ACTIVE_THREADS, remember  # noqa: E402  (anomaly imports nothing from here)

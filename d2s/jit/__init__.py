@@ -12,6 +12,7 @@
 import importlib
 
 from ..static.input_spec import InputSpec
+from . import config
 from .api import not_to_static, to_static
 from .static_function import StaticFunction, enable_to_static
 
@@ -34,5 +35,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'd2s.jit' has no attribute {name!r}")
 
 
-__all__ = ["to_static", "not_to_static", "enable_to_static", "StaticFunction", "InputSpec",
+__all__ = ["to_static", "not_to_static", "enable_to_static", "StaticFunction", "InputSpec", "config",
            "trace", "TracedFunction", "TracerWarning", "TraceGuardError", "save", "load"]

@@ -5,7 +5,7 @@ import inspect
 from .static_function import StaticFunction
 
 
-def to_static(fn=None, *, input_spec=None):
+def to_static(fn=None, *, input_spec=None, check_numerics=False):
     """Run a function, method or ``nn.Module`` as static programs, converting its Python control
     flow on tensors into graph ops.
 
@@ -20,6 +20,9 @@ def to_static(fn=None, *, input_spec=None):
         input_spec: ``InputSpec``s for the positional arguments (``None`` dims are dynamic, so one
             program serves every size there); without it, one program per input signature
             (shapes, dtypes, Python argument values, training flag).
+        check_numerics: check every call's outputs for NaN/inf and, when one holds them, raise
+            ``d2s.autograd.NumericsError`` naming the op of the program (and the line of the
+            user's source that built it) that first produced them from finite inputs.
 
     Returns:
         A :class:`StaticFunction` (the module itself for a module; for a partial, a partial
@@ -27,38 +30,39 @@ def to_static(fn=None, *, input_spec=None):
         unchanged if it was marked with :func:`not_to_static`.
     """
     if fn is None:
-        return lambda f: to_static(f, input_spec=input_spec)
+        return lambda f: to_static(f, input_spec=input_spec, check_numerics=check_numerics)
     from ..nn.module import Module
     if isinstance(fn, Module):
         forward = fn.__dict__.get("forward") or type(fn).forward
         if isinstance(forward, StaticFunction):
-            if forward._instance is fn and input_spec is None:
+            if forward._instance is fn and input_spec is None and not check_numerics:
                 return fn
             forward = forward._fn
         elif inspect.ismethod(forward):
             forward = forward.__func__
-        sf = StaticFunction(forward, input_spec=input_spec, instance=fn)
+        sf = StaticFunction(forward, input_spec=input_spec, instance=fn, check_numerics=check_numerics)
         object.__setattr__(fn, "forward", sf)
         return fn
     if isinstance(fn, StaticFunction):
-        if input_spec is None:
+        if input_spec is None and not check_numerics:
             return fn
-        return StaticFunction(fn._fn, input_spec=input_spec, instance=fn._instance, _conversion=fn._conversion)
+        return StaticFunction(fn._fn, input_spec=input_spec or fn._input_spec, instance=fn._instance,
+                              _conversion=fn._conversion, check_numerics=check_numerics)
     if getattr(fn, "__d2s_not_to_static__", False):
         return fn
     if isinstance(fn, functools.partial):
         return _partial(fn, input_spec)
     if inspect.ismethod(fn):
-        return StaticFunction(fn.__func__, input_spec=input_spec, instance=fn.__self__)
+        return StaticFunction(fn.__func__, input_spec=input_spec, instance=fn.__self__, check_numerics=check_numerics)
     if not callable(fn):
         raise TypeError(f"to_static expects a function, a method or an nn.Module, got {type(fn).__name__}")
     if not inspect.isfunction(fn):
         call = getattr(type(fn), "__call__", None)
         if inspect.isfunction(call):  # a callable object: convert its __call__, bound to it
-            return StaticFunction(call, input_spec=input_spec, instance=fn)
+            return StaticFunction(call, input_spec=input_spec, instance=fn, check_numerics=check_numerics)
         raise TypeError(f"to_static cannot convert {fn!r}: it is not a Python function (builtins and "
                         "C functions have no source to convert)")
-    return StaticFunction(fn, input_spec=input_spec)
+    return StaticFunction(fn, input_spec=input_spec, check_numerics=check_numerics)
 
 
 def not_to_static(fn):

@@ -8,6 +8,10 @@ shape computes the signature a second time with the spec's dims (``None`` where 
 program found (or built) for that generalized signature is then also stored under the call's
 exact signature, so later calls of that shape take the fast path again.
 """
+import threading
+from collections import namedtuple
+from itertools import count
+
 import numpy as np
 
 from ..static.input_spec import InputSpec
@@ -144,28 +148,143 @@ def replace_kwargs(kwargs, it):
     return {k: replace_leaves(kwargs[k], it) for k in sorted(kwargs)}
 
 
+CacheInfo = namedtuple("CacheInfo", "hits misses size limit evictions")
+CacheInfo.__doc__ = """What :meth:`StaticFunction.cache_info` reports: ``hits`` (calls that ran a
+cached program), ``misses`` (programs built), ``size`` (programs cached now), ``limit``
+(``d2s.jit.config.cache_size_limit`` at the time, ``None`` for none) and ``evictions``
+(programs dropped to stay within the limit)."""
+
+
+def _peek(counter):
+    """The next value an ``itertools.count`` would give, without taking it."""
+    return int(repr(counter)[6:-1])
+
+
 class ProgramCache:
     """Signature -> :class:`~d2s.jit.concrete.ConcreteProgram`; several signatures (exact
-    shapes seen at calls) may share one program built for an InputSpec signature."""
+    shapes seen at calls) may share one program built for an InputSpec signature.
+
+    Bounded: :meth:`add` drops the least recently used program (and every signature that
+    reached it) when ``limit`` programs are cached. A hit stamps its entry with the next value
+    of one counter (``touch``), a cheap atomic step under the GIL, so recency needs no lock;
+    changes to the cache take ``lock``, and readers get snapshots.
+    """
 
     def __init__(self):
         self.by_key = {}
-        self.entries = []
+        self._entries = {}  # entry -> None, in the order they were built
+        self.lock = threading.Lock()
+        self.clock = count(1)
+        self.misses = 0
+        self.evictions = 0
+        self._add_stamps = 0  # clock values taken by add() rather than by hits
+        self.warned = False
+
+    @property
+    def entries(self):
+        return list(self._entries)
 
     def get(self, key):
         return self.by_key.get(key)
 
-    def add(self, key, entry):
-        if entry not in self.entries:
-            self.entries.append(entry)
-        self.by_key[key] = entry
+    def touch(self, entry):
+        """Mark ``entry`` as just used (one hit)."""
+        entry.stamp = next(self.clock)
+
+    def add(self, key, entry, limit=None):
+        """Cache ``entry`` (a newly built program) under ``key``; returns the entries evicted
+        to make room (``limit``: the most programs kept, ``None`` for no limit)."""
+        evicted = []
+        with self.lock:
+            if entry not in self._entries:
+                self.misses += 1
+                if limit is not None:
+                    while len(self._entries) >= max(int(limit), 1):
+                        victim = min(self._entries, key=lambda e: getattr(e, "stamp", 0))
+                        self._drop(victim)
+                        evicted.append(victim)
+                self._entries[entry] = None
+            self._add_stamps += 1
+            entry.stamp = next(self.clock)
+            entry.cache_key = key  # the signature it was built for (never trimmed)
+            self.by_key[key] = entry
+        return evicted
 
     def alias(self, key, entry):
-        self.by_key[key] = entry
+        """Also find ``entry`` under ``key`` (unless it was evicted meanwhile)."""
+        with self.lock:
+            if entry in self._entries:
+                if len(self.by_key) >= _MAX_KEYS:
+                    self._trim_aliases()
+                self.by_key[key] = entry
+
+    def _drop(self, entry):
+        del self._entries[entry]
+        for k in [k for k, e in self.by_key.items() if e is entry]:
+            del self.by_key[k]
+        self.evictions += 1
+
+    def _trim_aliases(self):
+        # aliases only save a second signature walk: forgetting the older half is harmless
+        aliases = [k for k, e in self.by_key.items() if getattr(e, "cache_key", None) != k]
+        for k in aliases[:len(aliases) // 2 + 1]:
+            del self.by_key[k]
+
+    def info(self, limit):
+        with self.lock:
+            hits = _peek(self.clock) - 1 - self._add_stamps
+            return CacheInfo(hits, self.misses, len(self._entries), limit, self.evictions)
 
     def clear(self):
-        self.by_key.clear()
-        self.entries.clear()
+        with self.lock:
+            self.by_key.clear()
+            self._entries.clear()
 
     def __len__(self):
-        return len(self.entries)
+        return len(self._entries)
+
+
+# signatures remembered per function (programs are bounded separately, by the limit)
+_MAX_KEYS = 4096
+
+
+def varying_dims(entries):
+    """What differs between the signatures ``entries`` (ConcretePrograms) were built for.
+
+    Returns ``(lines, suggestion)``: strings such as ``"x: dim 0 took 3, 4, 5"``, and an
+    ``input_spec=[...]`` text with ``None`` at those dims (or None when no spec would help).
+    """
+    typed = [e for e in entries if getattr(e, "leaf_types", None) is not None]
+    if len(typed) < 2:
+        return [], None
+    first = typed[0]
+    n = len(first.leaf_types)
+    if not all(len(e.leaf_types) == n for e in typed):
+        return ["the number of tensor arguments changes between calls"], None
+    labels = first.leaf_labels
+    lines, dims_of = [], []
+    for i in range(n):
+        shapes = [e.leaf_types[i][0] for e in typed]
+        ranks = sorted({len(s) for s in shapes})
+        if len(ranks) != 1:
+            lines.append(f"{labels[i]}: rank took {', '.join(map(str, ranks))}")
+            dims_of.append(None)
+            continue
+        dims = []
+        for d in range(ranks[0]):
+            values = sorted({s[d] for s in shapes}, key=lambda v: (v is None, v or 0))
+            if len(values) > 1:
+                shown = ", ".join(map(str, values[:6])) + (", ..." if len(values) > 6 else "")
+                lines.append(f"{labels[i]}: dim {d} took {shown}")
+                dims.append(None)
+            else:
+                dims.append(values[0])
+        dims_of.append(dims)
+    if not lines:
+        return ["the non-tensor (Python) argument values change between calls, and each value builds "
+                "its own program (pass such values as tensors, or keep them to a few)"], None
+    layout = getattr(first, "arg_leaf", None)
+    if layout is None or any(d is None for d in dims_of) or sorted(i for i in layout if i is not None) != list(range(n)):
+        return lines, None  # tensors inside containers or keywords: no simple positional spec
+    specs = ["None" if i is None else f"InputSpec({dims_of[i]}, {first.leaf_types[i][1]!r})" for i in layout]
+    return lines, "input_spec=[" + ", ".join(specs) + "]"

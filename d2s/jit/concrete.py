@@ -11,6 +11,7 @@ Programs run as built on their first call and optimized (``d2s.passes.optimize``
 second on (``TieredProgram``), so a first call costs conversion, build and preparation only.
 """
 import contextlib
+import threading
 import warnings
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from d2s_runtime.ops import RNG
 
 from .._state import STATE
+from ..autograd.anomaly import ACTIVE_THREADS, remember
 from ..autograd.node import Node, grad_node
 from ..tensor import Tensor
 
@@ -145,18 +147,26 @@ class TieredProgram:
         self._pending = optimize
         self._exec = None
         self._runner = None
+        # threads running the same program prepare and optimize it once; a runner, once
+        # published, stays valid (each holds its own executor), so runs need no lock
+        self._lock = threading.Lock()
         self.run = self._first_run
 
     def _use(self, program, quick=False):
+        executor = _executor(program, self.device, quick)
+        runner = make_runner(executor, self.checked)
+        # publish the runner before the executor: a thread that sees _exec set finds its runner
+        self._runner = runner
         self.program = program
-        self._exec = _executor(program, self.device, quick)
-        self._runner = make_runner(self._exec, self.checked)
+        self._exec = executor
 
     @property
     def executor(self):
         if self._exec is None:
-            self._use(self.program, quick=self._pending)
-            self.run = self._tier_up if self._pending else self._runner
+            with self._lock:
+                if self._exec is None:
+                    self._use(self.program, quick=self._pending)
+                    self.run = self._tier_up if self._pending else self._runner
         return self._exec
 
     def _first_run(self, arrays, params):
@@ -164,17 +174,17 @@ class TieredProgram:
         return self._runner(arrays, params)
 
     def _tier_up(self, arrays, params):
-        self._pending = False
-        self._use(_optimize(self.program, self.what))
-        self.run = self._runner
+        self.optimize_now()
         return self._runner(arrays, params)
 
     def optimize_now(self):
         """Switch to the optimized program at once (instead of at the second run)."""
         if self._pending:
-            self._pending = False
-            self._use(_optimize(self.program, self.what))
-            self.run = self._runner
+            with self._lock:
+                if self._pending:
+                    self._use(_optimize(self.program, self.what))
+                    self.run = self._runner
+                    self._pending = False
 
 
 _CELL = object()  # the key of a param ref that is a closure cell (see static_function._param_refs)
@@ -270,15 +280,21 @@ class ConcreteProgram:
         masks = self._grad_masks(leaves) if STATE.grad_enabled else None
         # the create_graph replay recomputes the forward: with random ops (dropout) it must
         # draw what this run drew, so the generator state is kept for it
-        rng = RNG.state() if masks is not None and self.random else None
         trainer = self.trainer(*masks) if masks is not None else None
+        run = trainer.forward.run if trainer is not None else self._tiered.run
+        if masks is not None and self.random:
+            # no other thread may draw between the snapshot and this run's own draws
+            with RNG.lock:
+                rng = RNG.state()
+                outs = run(arrays, params)
+        else:
+            rng = None
+            outs = run(arrays, params)
         if trainer is not None:
-            # the forward that also returns what the backward needs (no recomputation)
-            outs = trainer.forward.run(arrays, params)
+            # the forward also returned what the backward needs (no recomputation)
             tensors = [Tensor._make(o) for o in outs[:trainer.n_outputs]]
             residuals = (trainer.gather(arrays, params, outs), trainer.used(outs))
         else:
-            outs = self._tiered.run(arrays, params)
             tensors = [Tensor._make(o) for o in outs]
             residuals = None
         if masks is not None:
@@ -310,14 +326,18 @@ class ConcreteProgram:
             return self._trainers[key]
         except KeyError:
             pass
-        try:
-            r = TrainingRunner(self, in_mask, par_mask)
-        except Exception as e:  # noqa: BLE001 - keep training working through the recomputing backward
-            warnings.warn(f"d2s.jit: could not split the backward of program {self.raw_program.name!r} from its "
-                          f"forward ({type(e).__name__}: {e}); its backward recomputes the forward",
-                          RuntimeWarning, stacklevel=4)
-            r = None
-        self._trainers[key] = r
+        from .static_function import BUILD_LOCK
+        with BUILD_LOCK:  # one build at a time; a trainer is published once, complete
+            if key in self._trainers:
+                return self._trainers[key]
+            try:
+                r = TrainingRunner(self, in_mask, par_mask)
+            except Exception as e:  # noqa: BLE001 - keep training working through the recomputing backward
+                warnings.warn(f"d2s.jit: could not split the backward of program {self.raw_program.name!r} from its "
+                              f"forward ({type(e).__name__}: {e}); its backward recomputes the forward",
+                              RuntimeWarning, stacklevel=4)
+                r = None
+            self._trainers[key] = r
         return r
 
     def _attach_node(self, leaves, arrays, params, outputs, masks, rng=None, trainer=None, residuals=None):
@@ -332,6 +352,8 @@ class ConcreteProgram:
         node.entry, node.masks = self, masks
         node.saved = (arrays, params, rng, trainer, residuals)
         node.outputs = tuple(diff)
+        if ACTIVE_THREADS[0]:
+            remember(node)
         for i, o in enumerate(diff):
             o.requires_grad = True
             o.grad_fn = node
@@ -342,7 +364,11 @@ class ConcreteProgram:
         key = (in_mask, par_mask)
         r = self._backward.get(key)
         if r is None:
-            r = self._backward[key] = BackwardRunner(self, in_mask, par_mask)
+            from .static_function import BUILD_LOCK
+            with BUILD_LOCK:  # it may run the user's function again: one build at a time
+                r = self._backward.get(key)
+                if r is None:
+                    r = self._backward[key] = BackwardRunner(self, in_mask, par_mask)
         return r
 
 
@@ -376,16 +402,13 @@ def _run_program_backward(node, *grads):
 @contextlib.contextmanager
 def _same_draws(rng):
     """Random ops draw what the forward run drew (``rng``: its generator state), and leave
-    the generator where it was, so a backward consumes no random numbers."""
+    the generator where it was, so a backward consumes no random numbers (the draws come from
+    this thread's private copies: other threads keep drawing from the shared generator)."""
     if rng is None:
         yield
         return
-    now = RNG.state()
-    RNG.set_state(rng)
-    try:
+    with RNG.replaying(rng):
         yield
-    finally:
-        RNG.set_state(now)
 
 
 def _differentiable_backward(node, grads):

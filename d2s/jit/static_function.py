@@ -8,19 +8,26 @@ parameters (and any tensor that requires grad) become program params.
 """
 import functools
 import inspect
+import threading
 import types
 import warnings
 import weakref
 
-from .._state import STATE
+from .._state import HOOKED_THREADS, STATE
 from ..autograd import enable_grad
 from ..static.builder import ProgramBuilder, _flatten
 from ..static.input_spec import InputSpec
-from . import linemap
-from .cache import ProgramCache, replace_kwargs, replace_leaves, signature
+from . import config, linemap
+from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, varying_dims
 from .concrete import _CELL, ConcreteProgram
 
 _ENABLED = [True]
+
+# One program build at a time, process-wide (as torch._dynamo's compile lock): a build runs the
+# user's function, which may write module attributes for the duration of the trace, so two
+# builds at once could see each other's symbolic values. Builds hold the GIL anyway; cached
+# programs run without any lock. Reentrant: a build may ask for another program.
+BUILD_LOCK = threading.RLock()
 
 
 def enable_to_static(enable=True):
@@ -49,6 +56,12 @@ class _Conversion:
         """The converted function (converting on first use), or None to run eagerly."""
         if self.converted is not None or self.eager_only:
             return self.converted
+        with BUILD_LOCK:
+            if self.converted is not None or self.eager_only:
+                return self.converted
+            return self._convert()
+
+    def _convert(self):
         fn = self.fn
         if getattr(fn, "__d2s_not_to_static__", False):
             self.eager_only = True
@@ -104,8 +117,9 @@ class StaticFunction:
         programs: the cached Programs, in the order they were built.
     """
 
-    def __init__(self, fn, input_spec=None, instance=None, _conversion=None):
+    def __init__(self, fn, input_spec=None, instance=None, _conversion=None, check_numerics=False):
         self._fn = fn
+        self._check_numerics = bool(check_numerics)
         self._instance = instance
         self._input_spec = _normalize_specs(input_spec)
         self._conversion = _conversion or _Conversion(fn)
@@ -124,11 +138,17 @@ class StaticFunction:
         except TypeError:
             sf = self._bound_by_id.get(id(instance))
         if sf is None:
-            sf = StaticFunction(self._fn, self._input_spec, instance, self._conversion)
-            try:
-                self._bound[instance] = sf
-            except TypeError:
-                self._bound_by_id[id(instance)] = sf
+            with BUILD_LOCK:  # threads binding one instance at once share one StaticFunction
+                try:
+                    sf = self._bound.get(instance)
+                except TypeError:
+                    sf = self._bound_by_id.get(id(instance))
+                if sf is None:
+                    sf = StaticFunction(self._fn, self._input_spec, instance, self._conversion, self._check_numerics)
+                    try:
+                        self._bound[instance] = sf
+                    except TypeError:
+                        self._bound_by_id[id(instance)] = sf
         return sf
 
     # ------------------------------------------------------------ public attributes
@@ -167,27 +187,36 @@ class StaticFunction:
     def clear_cache(self):
         self._cache.clear()
 
+    def cache_info(self):
+        """``CacheInfo(hits, misses, size, limit, evictions)`` of this function's programs:
+        calls that ran a cached program, programs built, programs cached now, the limit
+        (``d2s.jit.config.cache_size_limit``) and programs dropped to respect it."""
+        return self._cache.info(config.cache_size_limit)
+
     def __deepcopy__(self, memo):
         # copy.deepcopy(module) copies its static forward: the copy is bound to the copied
         # instance and starts with no programs (the cached ones read the original's params);
         # the function and its conversion are shared, as functions are not copied
         import copy
         instance = copy.deepcopy(self._instance, memo) if self._instance is not None else None
-        return StaticFunction(self._fn, self._input_spec, instance, self._conversion)
+        return StaticFunction(self._fn, self._input_spec, instance, self._conversion, self._check_numerics)
 
     def __copy__(self):
-        return StaticFunction(self._fn, self._input_spec, self._instance, self._conversion)
+        return StaticFunction(self._fn, self._input_spec, self._instance, self._conversion, self._check_numerics)
 
     def __repr__(self):
         return f"<StaticFunction {getattr(self._fn, '__qualname__', self._fn)} ({len(self._cache)} programs)>"
 
     # ------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
-        if STATE.hooked or not _ENABLED[0]:
+        if (HOOKED_THREADS[0] and STATE.hooked) or not _ENABLED[0]:
             return self._call_unbuilt(args, kwargs)
         # The fast path: one signature walk, one dict lookup.
         key, leaves = signature((self._instance.training,) if self._is_module else (), args, kwargs)
-        entry = self._cache.by_key.get(key)
+        cache = self._cache
+        entry = cache.by_key.get(key)
+        if entry is not None:
+            entry.stamp = next(cache.clock)  # recency, for LRU eviction (see ProgramCache)
         if entry is not None and entry.param_refs and entry.params_replaced() and not entry.rebind_params():
             # a parameter or buffer was replaced by a tensor of another type (or removed):
             # every program of this function reads the old one, so build them again
@@ -197,12 +226,16 @@ class StaticFunction:
             if self._conversion.get() is None:
                 return self.eager(*args, **kwargs)
             entry = self._miss(key, args, kwargs)
+        if self._check_numerics:
+            return _run_checked(entry, leaves)
         return entry.run(leaves)
 
     def _call_unbuilt(self, args, kwargs):
         """Inside another program being built: inline the converted function into it. Under a
         tracer, or with conversion off: run the original function eagerly."""
-        if STATE.builder is not None and _ENABLED[0]:
+        builder = STATE.builder
+        # the switch as it was when this build started: a build is never half converted
+        if builder is not None and getattr(builder, "to_static_enabled", _ENABLED[0]):
             conv = self._conversion.get()
             if conv is not None:
                 if self._instance is not None:
@@ -216,19 +249,35 @@ class StaticFunction:
     def _miss(self, key, args, kwargs):
         """A call whose exact signature is new: find or build the program of its InputSpec
         signature (the exact one without specs) and remember it under the exact one too."""
-        entry = self._entry(args, kwargs, specs=self._input_spec)[0]
+        entry = self._entry(args, kwargs, specs=self._input_spec, touch=True)[0]
         self._cache.alias(key, entry)
         return entry
 
-    def _entry(self, args, kwargs, specs=None):
-        """(ConcreteProgram, its signature) for a call, building the program if needed."""
+    def _entry(self, args, kwargs, specs=None, touch=False):
+        """(ConcreteProgram, its signature) for a call, building the program if needed (once,
+        however many threads ask for it at the same time)."""
         types_ = []
         key, leaves = signature(self._head(), args, kwargs, specs, types_)
         entry = self._cache.get(key)
         if entry is None:
-            entry = self._build(args, kwargs, types_)
-            self._cache.add(key, entry)
+            with BUILD_LOCK:
+                entry = self._cache.get(key)
+                if entry is None:
+                    entry = self._build(args, kwargs, types_)
+                    self._add(key, entry)
+                    return entry, key
+        if touch:
+            self._cache.touch(entry)
         return entry, key
+
+    def _add(self, key, entry):
+        """Cache a new program, within ``d2s.jit.config.cache_size_limit`` (warning once the
+        first time the limit makes this function drop a program)."""
+        limit = config.cache_size_limit
+        if limit is not None and len(self._cache) >= limit and not self._cache.warned:
+            self._cache.warned = True
+            _warn_cache_limit(self, self._cache.entries + [entry], limit)
+        self._cache.add(key, entry, limit)
 
     def _build(self, args, kwargs, leaf_types):
         conv = self._conversion.get()
@@ -264,6 +313,7 @@ class StaticFunction:
             return sym, leaves, rebuild, out, writes
 
         builder = ProgramBuilder(device)
+        builder.to_static_enabled = True
         builder.forward_only = True  # grad mode on, so the user's no_grad() regions show
         with builder, enable_grad():
             _, out_leaves, rebuild, out, writes = trace_into(builder)
@@ -282,7 +332,77 @@ class StaticFunction:
         entry = ConcreteProgram(program, builder.param_tensors, rebuild, single, retrace, device,
                                 writes=writes)
         entry.param_refs = _param_refs(self._fn, instance, entry.param_tensors)
+        # what this signature was, for the cache limit's warning
+        entry.leaf_types = list(leaf_types)
+        entry.leaf_labels, entry.arg_leaf = _leaf_labels(self._fn, instance, args, kwargs)
         return entry
+
+
+def _run_checked(entry, leaves):
+    """Run ``entry``, then raise naming the op that made NaN/inf if an output holds them."""
+    from ..autograd.anomaly import check_forward
+    out = entry.run(leaves)
+    tensors, _ = _flatten(out)
+    check_forward(entry, leaves, tensors)
+    return out
+
+
+def _warn_cache_limit(sf, entries, limit):
+    lines, suggestion = varying_dims(entries)
+    name = getattr(sf._fn, "__qualname__", sf._fn)
+    what = "; ".join(lines) if lines else "the input signature changes between calls"
+    hint = (f"mark those dims dynamic with to_static(..., {suggestion})" if suggestion else
+            "mark the changing dims dynamic with an InputSpec holding None there "
+            "(to_static(..., input_spec=[InputSpec([None, ...])]))")
+    warnings.warn(f"d2s.jit.to_static: {name} was built for more than {limit} input signatures "
+                  f"(d2s.jit.config.cache_size_limit) because {what}. To build one program for all of "
+                  f"them, {hint}. From now on its least recently used program is dropped for each new "
+                  "one (raise d2s.jit.config.cache_size_limit to keep more)", UserWarning, stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel():
+    """The ``stacklevel`` of the first frame outside d2s.jit: the user's call."""
+    import os
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _leaf_labels(fn, instance, args, kwargs):
+    """(a label per tensor argument, in signature order, e.g. ``'x'`` or ``'pair[1]'``; and for
+    each positional argument the index of its tensor, or None when it is not a plain tensor)."""
+    from ..tensor import Tensor
+    import numpy as np
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    if instance is not None and names:
+        names = names[1:]
+    labels, arg_leaf = [], []
+
+    def visit(a, label):
+        if isinstance(a, (Tensor, np.ndarray, InputSpec)):
+            labels.append(label)
+            return True
+        if type(a) in (list, tuple):
+            for j, x in enumerate(a):
+                visit(x, f"{label}[{j}]")
+        elif type(a) is dict:
+            for k, v in a.items():
+                visit(v, f"{label}[{k!r}]")
+        return False
+
+    for i, a in enumerate(args):
+        label = names[i] if i < len(names) else f"argument #{i}"
+        n = len(labels)
+        arg_leaf.append(n if visit(a, label) else None)
+    for k in sorted(kwargs or {}):
+        visit(kwargs[k], k)
+    return labels, arg_leaf
 
 
 class _StateWrite:

@@ -3,7 +3,7 @@
 Layers are :class:`Module` subclasses whose forward passes use d2s ops only, so the same
 model runs eagerly, trains with autograd, and converts to a static program.
 """
-from . import functional, init
+from . import functional, init, utils
 from .activation import GELU, Dropout, ReLU, Sigmoid, Softmax, Tanh
 from .containers import ModuleList, Sequential
 from .conv import Conv2d, MaxPool2d
@@ -14,4 +14,4 @@ from .rnn import GRUCell, RNNCell
 
 __all__ = ["Module", "Parameter", "Buffer", "Linear", "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax",
            "Sequential", "ModuleList", "Dropout", "LayerNorm", "Embedding", "Conv2d", "MaxPool2d",
-           "Flatten", "RNNCell", "GRUCell", "MSELoss", "CrossEntropyLoss", "functional", "init"]
+           "Flatten", "RNNCell", "GRUCell", "MSELoss", "CrossEntropyLoss", "functional", "init", "utils"]

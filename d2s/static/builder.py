@@ -16,6 +16,7 @@ from d2s_runtime.ops import ShapeError, TensorType
 from d2s_runtime.ops.rules import FLOAT_INPUTS, PROMOTED_INPUTS
 
 from .._state import STATE
+from ..autograd.anomaly import user_site
 from ..tensor import Tensor
 
 SMALL_CONSTANT = 16  # elements; larger captured arrays live in program.constants
@@ -65,6 +66,9 @@ class ProgramBuilder:
         # ``no_grad()`` from the gradient with ``stop_gradient`` (static backward replays them)
         self.forward_only = False
         self._prev = None
+        # var name of each op's first output -> (file, line) of the user's call that made the
+        # op, for detect_anomaly and check_numerics to name lines inside a program
+        self.program.op_locations = {}
 
     # ------------------------------------------------------------ context
     def __enter__(self):
@@ -190,6 +194,8 @@ class ProgramBuilder:
             out_types = (out_types,)
         outs = [self._new_var(t) for t in out_types]
         self.block.ops.append(Op(opdef.name, names, [v.name for v in outs], _plain(attrs)))
+        if outs:
+            self.program.op_locations[outs[0].name] = user_site(2)
         if self.forward_only and not STATE.grad_enabled and opdef.name != "stop_gradient":
             outs = [self._stop_gradient(v) for v in outs]
         if opdef.name == "dim":

@@ -905,8 +905,14 @@ def replay_block(block, values):
     where values require grad): static backward and the control-flow gradient rules use it.
     """
     env = dict(zip(block.inputs, values))
+    hook = STATE.anomaly  # detect_anomaly / check_numerics follow the replay op by op
     for op in block.ops:
-        outs = replay_op(op, [env[n] for n in op.inputs])
+        args = [env[n] for n in op.inputs]
+        if hook is not None:
+            hook.before_op(op)
+        outs = replay_op(op, args)
+        if hook is not None:
+            hook.after_op(op, outs, args)
         env.update(zip(op.outputs, outs))
     return [env[n] for n in block.outputs]
 

@@ -1,4 +1,7 @@
 """Primitives with no tensor inputs: constants, fills, ranges, random draws."""
+import contextlib
+import threading
+
 import numpy as np
 
 from ..dtypes import normalize
@@ -6,17 +9,30 @@ from .registry import TensorType, defop
 
 
 class _RNG:
-    """The one random generator shared by eager ops and programs, per array namespace."""
+    """The one random generator shared by eager ops and programs, per array namespace.
+
+    Thread safety: every random kernel draws under ``lock`` (reentrant), so a caller holding
+    it (a program run whose draws a later backward must replay) sees no other thread's draws
+    between its :meth:`state` snapshot and its own draws. :meth:`replaying` makes the calling
+    thread alone draw from private copies of a snapshot, leaving the shared generators (and
+    other threads) untouched.
+    """
 
     def __init__(self):
+        self.lock = threading.RLock()
+        self._local = threading.local()
         self.seed(None)
 
     def seed(self, seed):
-        self._seed = seed
-        self._gens = {}
+        with self.lock:
+            self._seed = seed
+            self._gens = {}
 
     def get(self, xp):
         key = xp.__name__
+        replay = getattr(self._local, "replay", None)
+        if replay is not None:
+            return replay.get(key, xp)
         if key not in self._gens:
             self._gens[key] = xp.random.default_rng(self._seed) if xp is np else xp.random.RandomState(self._seed)
         return self._gens[key]
@@ -25,7 +41,7 @@ class _RNG:
         """A snapshot of every generator's state (for replaying the same draws later)."""
         self.get(np)  # exists from now on, so a restore replays its draws rather than reseeding
         out = {}
-        for key, gen in self._gens.items():
+        for key, gen in list(self._gens.items()):
             out[key] = gen.bit_generator.state if hasattr(gen, "bit_generator") else gen.get_state()
         return out
 
@@ -42,6 +58,41 @@ class _RNG:
                 gen.bit_generator.state = st
             else:
                 gen.set_state(st)
+
+
+    @contextlib.contextmanager
+    def replaying(self, state):
+        """Within: this thread's random ops draw from fresh copies of the generators as they
+        were at ``state`` (a :meth:`state` snapshot), the same values again; the shared
+        generators do not move and other threads are not affected."""
+        prev = getattr(self._local, "replay", None)
+        self._local.replay = _Replay(state)
+        try:
+            yield
+        finally:
+            self._local.replay = prev
+
+
+class _Replay:
+    """Private generators rebuilt from a snapshot, made on first use per array namespace."""
+
+    def __init__(self, state):
+        self.state, self.gens = state, {}
+
+    def get(self, key, xp):
+        gen = self.gens.get(key)
+        if gen is None:
+            st = self.state.get(key)
+            if xp is np:
+                gen = np.random.default_rng()
+                if st is not None:
+                    gen.bit_generator.state = st
+            else:
+                gen = xp.random.RandomState()
+                if st is not None:
+                    gen.set_state(st)
+            self.gens[key] = gen
+        return gen
 
 
 RNG = _RNG()
@@ -98,21 +149,27 @@ def _random_infer(shape, dtype="float32", **_):
 
 @defop("rand", _random_infer, effect=True)
 def _rand(xp, shape, dtype="float32"):
-    gen = RNG.get(xp)
-    draw = getattr(gen, "random", None) or gen.random_sample  # numpy Generator / cupy RandomState
-    return draw(tuple(shape)).astype(normalize(dtype), copy=False)
+    with RNG.lock:
+        gen = RNG.get(xp)
+        draw = getattr(gen, "random", None) or gen.random_sample  # numpy Generator / cupy RandomState
+        out = draw(tuple(shape))
+    return out.astype(normalize(dtype), copy=False)
 
 
 @defop("randn", _random_infer, effect=True)
 def _randn(xp, shape, dtype="float32"):
-    return RNG.get(xp).standard_normal(tuple(shape)).astype(normalize(dtype), copy=False)
+    with RNG.lock:
+        out = RNG.get(xp).standard_normal(tuple(shape))
+    return out.astype(normalize(dtype), copy=False)
 
 
 @defop("randint", _random_infer, effect=True)
 def _randint(xp, shape, low=0, high=2, dtype="int64"):
-    gen = RNG.get(xp)
-    draw = gen.integers if xp is np else gen.randint
-    return draw(low, high, size=tuple(shape)).astype(normalize(dtype), copy=False)
+    with RNG.lock:
+        gen = RNG.get(xp)
+        draw = gen.integers if xp is np else gen.randint
+        out = draw(low, high, size=tuple(shape))
+    return out.astype(normalize(dtype), copy=False)
 
 
 # Creation with sizes known only when the program runs (``d2s.zeros([x.shape[0], 2])`` or

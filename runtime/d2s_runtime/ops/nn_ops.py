@@ -177,9 +177,10 @@ def _dropout_mask_infer(x, p):
 @defop("dropout_mask", _dropout_mask_infer, effect=True)
 def _dropout_mask(xp, x, p):
     """Random keep-mask shaped like x, already scaled by 1/(1-p): ``dropout(x) = x * mask``."""
-    gen = RNG.get(xp)
-    draw = getattr(gen, "random", None) or gen.random_sample  # numpy Generator / cupy RandomState
-    keep = draw(x.shape) >= p
+    with RNG.lock:
+        gen = RNG.get(xp)
+        draw = getattr(gen, "random", None) or gen.random_sample  # numpy Generator / cupy RandomState
+        keep = draw(x.shape) >= p
     return (keep / (1.0 - p)).astype(_as_float(x).dtype, copy=False)
 
 

@@ -1,0 +1,13 @@
+"""Settings of ``d2s.jit``: plain module attributes, read when they matter.
+
+    import d2s
+    d2s.jit.config.cache_size_limit = 32
+
+``cache_size_limit``: the most programs one StaticFunction keeps (per function, and per module
+instance for a module's forward), like PyTorch's recompile limit (``torch._dynamo.config.
+cache_size_limit``, also 8). A function that needs more builds warns once, naming the
+argument dims that keep changing and suggesting an ``InputSpec`` with ``None`` there, then
+drops its least recently used program for each new one. ``None`` means no limit.
+"""
+
+cache_size_limit = 8

@@ -1,0 +1,95 @@
+"""d2s.nn.utils.clip_grad_norm_ / clip_grad_value_ against a float64 numpy reference."""
+import math
+
+import numpy as np
+import pytest
+
+import d2s
+from d2s import nn
+from d2s.nn.utils import clip_grad_norm_, clip_grad_value_
+
+
+def _params_with_grads(seed, scale=1.0):
+    rng = np.random.default_rng(seed)
+    shapes = [(3, 4), (4,), (2, 2, 2), ()]
+    params = []
+    for s in shapes:
+        p = nn.Parameter(d2s.tensor(rng.standard_normal(s).astype(np.float32)))
+        p.grad = d2s.tensor((rng.standard_normal(s) * scale).astype(np.float32))
+        params.append(p)
+    return params
+
+
+def _ref_norm(grads, p):
+    flat = np.concatenate([np.asarray(g, np.float64).ravel() for g in grads])
+    if p == math.inf:
+        return np.abs(flat).max()
+    return (np.abs(flat) ** p).sum() ** (1.0 / p)
+
+
+@pytest.mark.parametrize("norm_type", [1.0, 2.0, 3.5, math.inf, "inf"])
+@pytest.mark.parametrize("max_norm", [0.5, 1e6])
+def test_clip_grad_norm_scales_like_pytorch(norm_type, max_norm):
+    params = _params_with_grads(1, scale=3.0)
+    before = [p.grad.numpy().astype(np.float64) for p in params]
+    p = math.inf if norm_type == "inf" else norm_type
+    want_total = _ref_norm(before, p)
+    total = clip_grad_norm_(params, max_norm, norm_type=norm_type)
+    assert isinstance(total, d2s.Tensor) and total.shape == () and total.dtype == d2s.float32
+    np.testing.assert_allclose(total.item(), want_total, rtol=1e-5)
+    coef = min(max_norm / (want_total + 1e-6), 1.0)
+    for prm, b in zip(params, before):
+        np.testing.assert_allclose(prm.grad.numpy(), b * coef, rtol=1e-5, atol=1e-7)
+    if max_norm < want_total:  # after clipping the norm is max_norm
+        np.testing.assert_allclose(_ref_norm([q.grad.numpy() for q in params], p), max_norm, rtol=1e-4)
+
+
+def test_clip_grad_norm_changes_the_gradient_arrays_in_place_and_skips_missing_grads():
+    params = _params_with_grads(2, scale=10.0)
+    arrays = [p.grad._data for p in params]
+    extra = nn.Parameter(d2s.ones(3))  # no .grad: skipped
+    clip_grad_norm_(params + [extra], 1.0)
+    assert extra.grad is None
+    for p, a in zip(params, arrays):
+        assert p.grad._data is a
+    single = _params_with_grads(3, scale=10.0)[0]
+    total = clip_grad_norm_(single, 1.0)  # a single tensor is accepted
+    np.testing.assert_allclose(np.linalg.norm(single.grad.numpy()), 1.0, rtol=1e-4)
+    assert total.item() > 1.0
+    assert clip_grad_norm_([nn.Parameter(d2s.ones(2))], 1.0).item() == 0.0
+
+
+def test_clip_grad_norm_non_finite():
+    params = _params_with_grads(4)
+    params[1].grad._data[0] = np.nan
+    with pytest.raises(RuntimeError, match="non-finite|nan"):
+        clip_grad_norm_(params, 1.0, error_if_nonfinite=True)
+    total = clip_grad_norm_(params, 1.0)
+    assert math.isnan(total.item())
+    assert np.isnan(params[0].grad.numpy()).all()  # as PyTorch: scaled by a NaN factor
+    with pytest.raises(ValueError, match="norm_type"):
+        clip_grad_norm_(params, 1.0, norm_type="fro")
+
+
+def test_clip_grad_value():
+    params = _params_with_grads(5, scale=2.0)
+    before = [p.grad.numpy().copy() for p in params]
+    assert clip_grad_value_(params, 0.7) is None
+    for p, b in zip(params, before):
+        np.testing.assert_array_equal(p.grad.numpy(), np.clip(b, -0.7, 0.7))
+
+
+def test_clipping_inside_a_training_step_matches_the_manual_computation():
+    d2s.manual_seed(0)
+    model = nn.Linear(4, 2)
+    x = d2s.randn(8, 4)
+    loss = (model(x) ** 2).sum() * 100.0
+    loss.backward()
+    grads = [p.grad.numpy().astype(np.float64) for p in model.parameters()]
+    total = clip_grad_norm_(model.parameters(), 0.25)
+    ref = _ref_norm(grads, 2.0)
+    np.testing.assert_allclose(total.item(), ref, rtol=1e-5)
+    opt = d2s.optim.SGD(model.parameters(), lr=1.0)
+    w0 = model.weight.numpy().copy()
+    opt.step()
+    np.testing.assert_allclose(w0 - model.weight.numpy(), grads[0] * 0.25 / (ref + 1e-6), rtol=1e-4, atol=1e-6)
