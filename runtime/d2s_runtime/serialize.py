@@ -17,11 +17,13 @@ A saved model is a directory::
              "ops": [{"type": str, "inputs": [name], "outputs": [name], "attrs": {...},
                       "blocks": {key: block}}]}
 
-Loading never runs code: JSON is parsed with ``json``, arrays are read with
-``numpy.load(..., allow_pickle=False)``. The loader checks the format name and version, the
-schema, that every op type is known, every shape and dtype is valid, every array matches its
-var's type, and finally runs :func:`~d2s_runtime.verify.verify`; anything else raises
-:class:`FormatError` saying which file and what is wrong.
+Loading treats the files as untrusted and never runs code (see ``untrusted.py``): JSON is
+parsed strictly (no duplicate keys, bounded depth and integers, clean strings), paths stay in
+the directory, and each ``.npy`` header is checked against the program and a byte budget
+(``max_bytes``) before its data is read, never as a pickle. The loader checks the format name
+and version, the schema, that every op type is known, every shape and dtype is valid, every
+array matches its var's type, and finally runs :func:`~d2s_runtime.verify.verify`; anything
+else raises :class:`FormatError` saying which file and what is wrong.
 """
 import json
 import os
@@ -32,7 +34,7 @@ from .dtypes import DTYPES
 from .executor import ExecutionError, Executor
 from .ir import Block, Op, Program
 from .ops import OPS, TensorType
-from .untrusted import DEFAULT_MAX_BYTES, Budget, inside, nbytes, read_json, read_npz, regular_file, safe_text
+from .untrusted import DEFAULT_MAX_BYTES, Budget, nbytes, read_json, read_npz, regular_file, safe_text
 from .verify import VerifyError, verify
 
 FORMAT = "d2s-program"

@@ -85,13 +85,19 @@ def _pairs(where):
     return hook
 
 
-def _parse_int(where):
-    def parse(text):
-        if len(text.lstrip("-")) > MAX_INT_DIGITS:
-            raise _format_error(f"{where}: an integer with {len(text.lstrip('-'))} digits (at most "
-                                f"{MAX_INT_DIGITS} are accepted)")
-        return int(text)
-    return parse
+class _LongInt:
+    """Stands for an integer literal too long to accept; the tree walk reports its field."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits):
+        self.digits = digits
+
+
+def _parse_int(text):
+    digits = len(text.lstrip("-"))
+    # never converted: int() of thousands of digits is slow, and no dim or attr needs them
+    return _LongInt(digits) if digits > MAX_INT_DIGITS else int(text)
 
 
 def _json_constant(name):
@@ -107,7 +113,7 @@ def read_json(path, max_bytes=MAX_JSON_BYTES):
     try:
         with open(path, "rb") as f:
             text = f.read(max_bytes + 1).decode("utf-8")
-        doc = json.loads(text, object_pairs_hook=_pairs(path), parse_int=_parse_int(path),
+        doc = json.loads(text, object_pairs_hook=_pairs(path), parse_int=_parse_int,
                          parse_constant=_json_constant)
     except RecursionError:
         raise _format_error(f"{path}: JSON nested too deep (at most {MAX_JSON_DEPTH} levels)") from None
@@ -130,6 +136,9 @@ def check_json_tree(doc, where):
                                 f"{field_name(path[:8])}...")
         if isinstance(value, str):
             check_text(value, where, path)
+        elif isinstance(value, _LongInt):
+            raise _format_error(f"{where}: field {field_name(path)} holds an integer of {value.digits} digits "
+                                f"(at most {MAX_INT_DIGITS} are accepted)")
         elif isinstance(value, dict):
             for k, v in value.items():
                 check_text(k, where, path + (k,))
