@@ -180,7 +180,12 @@ def _swap(new, target, parent):
     except BaseException:
         os.rename(old, target)
         raise
-    shutil.rmtree(old, ignore_errors=True)
+    for _ in range(2):  # the new model is in place; a failure here only leaves litter behind
+        shutil.rmtree(old, ignore_errors=True)
+        if not os.path.lexists(old):
+            return
+    warnings.warn(f"d2s.jit.save: the model is saved, but the earlier one, moved to {old}, could not be removed",
+                  RuntimeWarning, stacklevel=3)
 
 
 def _merge(new, target):

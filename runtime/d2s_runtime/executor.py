@@ -576,6 +576,8 @@ class Executor:
             else:
                 r = fn(*args) if kind in (UFUNC1, UFUNC2) else fn(xp, *args, **attrs)
                 env[out] = r if type(r) is ndarray else xp.asarray(r)
+        except PASS_THROUGH:
+            raise
         except Exception as e:
             raise self._step_error(plan, step, env, e) from e
 
