@@ -4,6 +4,8 @@
     d2s graph FILE::FUNC --spec 'float32[?,784]' print the program (or --dot/--svg FILE)
     d2s compare FILE::FUNC [--spec ...]          eager vs trace vs to_static, side by side
     d2s run DIR --input x=x.npy [--out DIR]      run a saved model with the runtime alone
+                                                 (--max-loop-iterations N, --max-bytes N bound it)
+    d2s --debug COMMAND ...                      show the traceback of an error
     d2s export-onnx FILE::FUNC --spec ... -o M   write an ONNX model
     d2s demo                                     the tour of the whole system
 """

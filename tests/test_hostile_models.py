@@ -135,6 +135,26 @@ def _npz(name, members_fn):
     return mutate
 
 
+def _zip_bomb(n_floats):
+    """params.npz whose one member really holds ``n_floats`` zeros, deflated to a few hundred
+    KB: reading it before checking its header would cost ``4 * n_floats`` bytes."""
+    def mutate(d):
+        p = os.path.join(d, "params.npz")
+        with np.load(p, allow_pickle=False) as z:
+            names = list(z.files)
+        header = _npy_bytes(header={"descr": "<f4", "fortran_order": False, "shape": (n_floats,)})
+        chunk = bytes(1 << 22)
+        with zipfile.ZipFile(p, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+            for k, name in enumerate(names):
+                with zf.open(name + ".npy", "w", force_zip64=True) as f:
+                    f.write(header)
+                    left = 4 * n_floats if k == 0 else 0
+                    while left > 0:
+                        f.write(chunk[:min(left, len(chunk))])
+                        left -= len(chunk)
+    return mutate
+
+
 def _same_members(transform):
     return lambda d, arrays: [(k + ".npy", transform(k, a)) for k, a in arrays.items()]
 
@@ -271,6 +291,7 @@ VARIANTS = [
     ("npy-header-600M-floats", _npz("params.npz", _same_members(
         lambda k, a: _npy_bytes(header={"descr": "<f4", "fortran_order": False, "shape": (600_000_000,)}))),
      ("params.npz", r"float32\[600000000\] but the program types it")),
+    ("zip-bomb-400MB", _zip_bomb(100_000_000), ("params.npz", r"float32\[100000000\] but the program types it")),
     ("declared-600M-floats-under-cap", _two(_set_var(_param, shape=[600_000_000]), _npz("params.npz", _same_members(
         lambda k, a: _npy_bytes(header={"descr": "<f4", "fortran_order": False, "shape": (600_000_000,)})))),
      ("program.json", r"over max_bytes=67108864"), {"max_bytes": 64 << 20}),
