@@ -155,6 +155,13 @@ def _zip_bomb(n_floats):
     return mutate
 
 
+def _npz_compressed(d):
+    p = os.path.join(d, "params.npz")
+    with np.load(p, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    np.savez_compressed(p, **arrays)
+
+
 def _same_members(transform):
     return lambda d, arrays: [(k + ".npy", transform(k, a)) for k, a in arrays.items()]
 
@@ -354,6 +361,8 @@ VARIANTS = [
     ("meta-not-object", _raw("meta.json", lambda t: b"[1, 2]"), ("meta.json", "meta must be a JSON object")),
     ("params-not-zip", _raw("params.npz", lambda t: b"not a zip file at all"), ("params.npz", "truncated or corrupt")),
     ("params-truncated", _raw("params.npz", lambda t: t[: len(t) // 2]), ("params.npz", "truncated or corrupt")),
+    ("params-deflate-corrupt", _two(_npz_compressed, _raw("params.npz", lambda t: t[:60] + bytes(b ^ 0x5A for b in t[60:90]) + t[90:])),
+     ("params.npz", "truncated or corrupt")),
     ("params-extra-member", _npz("params.npz", lambda d, arrays: [(k + ".npy", _npy_bytes(a)) for k, a in arrays.items()]
                                  + [("extra.npy", _npy_bytes(np.zeros(3, "float32")))]), ("params.npz", "does not declare")),
     ("params-missing-member", _npz("params.npz", lambda d, arrays: [(k + ".npy", _npy_bytes(a)) for k, a in list(arrays.items())[1:]]),
@@ -517,3 +526,39 @@ def test_d2s_jit_load_refuses_and_accepts_the_same_variants(base, tmp_path):
         assert _bits([h.numpy(), {"i": rest["i"].numpy()}]) == _bits(list(want))
         verdicts["ok"] += 1
     assert verdicts["ok"] >= 8 and verdicts["refused"] >= 60
+
+
+@pytest.mark.parametrize("name", ["params.npz", "program.json", "meta.json"])
+def test_random_byte_damage_is_a_format_error_or_harmless(base, tmp_path, name):
+    """Seeded random byte flips and truncations of one file: never anything but a FormatError
+    (a flip inside a number or name may still load: then it must run)."""
+    import random
+
+    import d2s_runtime
+    from d2s_runtime.serialize import FormatError
+    rng = random.Random(name)
+    with open(os.path.join(base, name), "rb") as f:
+        original = f.read()
+    for k in range(60):
+        d = os.path.join(str(tmp_path), f"v{k}")
+        shutil.copytree(base, d)
+        if name == "params.npz" and k % 2:
+            _npz_compressed(d)
+            with open(os.path.join(d, name), "rb") as f:
+                data = bytearray(f.read())
+        else:
+            data = bytearray(original)
+        for _ in range(rng.choice([1, 2, 4, 8])):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        if k % 5 == 0:
+            data = data[:rng.randrange(len(data))]
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(bytes(data))
+        try:
+            d2s_runtime.load(d)(X)
+        except FormatError:
+            pass
+        except Exception as e:  # an InputError/ExecutionError is fine only from a changed program
+            assert name == "program.json" and type(e).__name__ in ("InputError", "ExecutionError",
+                                                                    "ProgramAssertionError"), f"#{k}: {e!r}"
+        shutil.rmtree(d)

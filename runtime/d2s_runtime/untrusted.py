@@ -21,7 +21,9 @@ import math
 import os
 import re
 import stat
+import struct
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -230,8 +232,8 @@ def read_npz(path, where, names, type_of, budget):
                 if out[n].shape != headers[n]:
                     raise _format_error(f"{where}: array {n!r} is truncated or corrupt")
             return out
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError, KeyError,
-            NotImplementedError, RuntimeError) as e:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, struct.error, ValueError, OSError, EOFError,
+            KeyError, NotImplementedError, RuntimeError, OverflowError) as e:
         if type(e).__name__ == "FormatError":
             raise
         raise _format_error(f"{where}: cannot read arrays (truncated or corrupt file?): {type(e).__name__}: "
