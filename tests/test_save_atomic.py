@@ -155,3 +155,12 @@ def test_parents_are_created_and_the_result_loads(tmp_path):
     path = str(tmp_path / "a" / "b" / "m")
     assert d2s.jit.save(model_fn, path, input_spec=SPEC) == path
     np.testing.assert_array_equal(d2s.jit.load(path)(d2s.tensor(X)).numpy(), model_fn(d2s.tensor(X)).numpy())
+
+
+def test_the_saved_directory_gets_plain_mkdir_permissions(tmp_path):
+    (tmp_path / "plain").mkdir()
+    path = str(tmp_path / "m")
+    d2s.jit.save(model_fn, path, input_spec=SPEC)
+    assert os.stat(path).st_mode == os.stat(tmp_path / "plain").st_mode
+    d2s.jit.save(model_fn, path, input_spec=SPEC)  # replacing keeps them too
+    assert os.stat(path).st_mode == os.stat(tmp_path / "plain").st_mode

@@ -17,8 +17,8 @@ not stored but rebuilt on first use by replaying the saved program through the s
 rules that differentiate a ``to_static`` program.
 """
 import os
+import secrets
 import shutil
-import tempfile
 import warnings
 
 from d2s_runtime.untrusted import DEFAULT_MAX_BYTES
@@ -117,7 +117,7 @@ def save(obj, path, input_spec=None, overwrite=False):
     kind = _existing(target, overwrite)
     parent = os.path.dirname(os.path.abspath(target))
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(target))}.d2s-save-", dir=parent)
+    tmp = _fresh_dir(parent, target, "save")
     try:
         for k, (name, ex) in enumerate(exports):
             where = tmp if k == 0 else os.path.join(tmp, methods[name])
@@ -170,9 +170,22 @@ def _existing(path, overwrite):
     return "other"
 
 
+def _fresh_dir(parent, target, what):
+    """A new hidden directory next to ``target``, made with the user's umask (unlike
+    ``tempfile.mkdtemp``'s 0700, so the saved model gets the permissions a plain mkdir gives)."""
+    base = os.path.basename(os.path.abspath(target))
+    while True:
+        path = os.path.join(parent, f".{base}.d2s-{what}-{secrets.token_hex(6)}")
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:
+            continue
+
+
 def _swap(new, target, parent):
     """Rename ``new`` to ``target``, putting the earlier model back if that fails."""
-    old = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(target))}.d2s-old-", dir=parent)
+    old = _fresh_dir(parent, target, "old")
     os.rmdir(old)  # only a free name is wanted
     os.rename(target, old)
     try:
