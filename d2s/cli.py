@@ -4,6 +4,8 @@
     d2s graph FILE::FUNC --spec 'float32[?,784]' print the program (or --dot/--svg FILE)
     d2s compare FILE::FUNC [--spec ...]          eager vs trace vs to_static, side by side
     d2s run DIR --input x=x.npy [--out DIR]      run a saved model with the runtime alone
+                                                 (--max-loop-iterations N, --max-bytes N bound it)
+    d2s --debug COMMAND ...                      show the traceback of an error
     d2s export-onnx FILE::FUNC --spec ... -o M   write an ONNX model
     d2s demo                                     the tour of the whole system
 """
@@ -47,6 +49,15 @@ def load_target(target):
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
         spec.loader.exec_module(module)
+    except SyntaxError as e:
+        sys.modules.pop(mod_name, None)
+        raise UserFileError(f"{e.filename or path}, line {e.lineno}: syntax error: {e.msg}; fix the file and "
+                            "run the command again") from e
+    except Exception as e:
+        sys.modules.pop(mod_name, None)
+        where = _user_frame(e.__traceback__, [path]) or path
+        raise UserFileError(f"{where}: importing the file failed: {type(e).__name__}: {e}; running it with "
+                            f"`python {path}` shows the same error") from e
     finally:
         sys.path.pop(0)
     obj = module
@@ -55,6 +66,31 @@ def load_target(target):
             raise SystemExit(f"d2s: {path} has no {name!r}")
         obj = getattr(obj, part)
     return obj
+
+
+class UserFileError(Exception):
+    """The user's file could not be imported (syntax error, failing import...)."""
+
+
+def _user_frame(tb, paths):
+    """``'FILE, line N'`` of the innermost traceback frame in one of ``paths``, or None."""
+    wanted = {os.path.abspath(p) for p in paths}
+    found = None
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) in wanted:
+            found = f"{tb.tb_frame.f_code.co_filename}, line {tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
+
+
+def _writable_file(path, flag):
+    """Fail with one clear line unless ``path`` can be written as a file."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise SystemExit(f"d2s: cannot write {flag} {path}: the directory {os.path.dirname(path) or '.'} does not "
+                         "exist; create it first")
+    if os.path.isdir(path):
+        raise SystemExit(f"d2s: cannot write {flag} {path}: it is a directory; name a file")
 
 
 def _n_params(fn):
@@ -128,6 +164,9 @@ def cmd_graph(args):
                          "--spec 'float32[?,784]' ('?' marks a dynamic dim)")
     if specs:
         _check_spec_count(_signature_fn(sf), specs, "graph", args.target)
+    for flag, path in (("--dot", args.dot), ("--svg", args.svg)):
+        if path:
+            _writable_file(path, flag)
     program = sf.get_program(*specs)
     if args.dot or args.svg:
         dot = program.to_dot()
@@ -160,7 +199,10 @@ def cmd_run(args):
     import numpy as np
 
     import d2s_runtime
-    model = d2s_runtime.load(args.dir)
+    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise SystemExit(f"d2s run: --out {args.out} is an existing file; --out names a directory for the "
+                         "outputs (created if missing)")
+    model = d2s_runtime.load(args.dir, max_bytes=args.max_bytes, max_loop_iterations=args.max_loop_iterations)
     if args.method:
         try:
             model = getattr(model, args.method)
@@ -179,16 +221,45 @@ def cmd_run(args):
             named[name] = arr
     sig = model.signature
     outputs = model.run(*sig.bind(positional, named))
-    for name, out in zip(sig.output_names, outputs):
+    files = output_file_names(sig.output_names)
+    for name, file, out in zip(sig.output_names, files, outputs):
         out = np.asarray(out)
         if args.out:
             os.makedirs(args.out, exist_ok=True)
-            path = os.path.join(args.out, f"{name}.npy")
-            np.save(path, out)
+            path = os.path.join(args.out, file)
+            _save_inside(args.out, path, out)
             print(f"{name}: {out.dtype}{list(out.shape)} -> {path}")
         else:
             print(f"{name}: {out.dtype}{list(out.shape)}")
             print(np.array2string(out, threshold=200))
+
+
+def output_file_names(names):
+    """A safe, distinct ``.npy`` file name for each output name (names come from the saved
+    model, which may be hostile: no separators, no leading dots, nothing but
+    ``[A-Za-z0-9_.-]``; an output whose name leaves nothing is ``output_<k>``)."""
+    files, used = [], set()
+    for k, name in enumerate(names):
+        base = re.sub(r"[^A-Za-z0-9_.-]", "_", str(name))[:100].lstrip(".") or f"output_{k}"
+        if base.lower() in used:
+            base = f"{base}_{k}"
+        while base.lower() in used:
+            base += "_"
+        used.add(base.lower())
+        files.append(base + ".npy")
+    return files
+
+
+def _save_inside(outdir, path, array):
+    """``np.save`` to ``path`` only if it stays in ``outdir`` and is not a symlink (a hostile
+    model or a planted link must not make the command write elsewhere)."""
+    import numpy as np
+    real_out = os.path.realpath(outdir)
+    if os.path.dirname(os.path.realpath(path)) != real_out or os.path.islink(path):
+        raise SystemExit(f"d2s run: refusing to write {path}: it would land outside {outdir} (a symlink?)")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    with os.fdopen(os.open(path, flags, 0o644), "wb") as f:
+        np.save(f, array)
 
 
 def cmd_export_onnx(args):
@@ -206,6 +277,7 @@ def cmd_export_onnx(args):
                          "--spec 'float32[?,784]' ('?' marks a dynamic dim)")
     if specs:
         _check_spec_count(_signature_fn(sf), specs, "export-onnx", args.target)
+    _writable_file(args.output, "-o")
     inputs, outputs = export(fn, args.output, specs or None)
     print(f"wrote {args.output} (inputs {', '.join(inputs)}; outputs {', '.join(outputs)})")
 
@@ -215,10 +287,34 @@ def cmd_demo(args):
     return demo_main(quick=args.quick)
 
 
+def _count(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return n
+
+
+def _default_max_bytes():
+    from d2s_runtime.untrusted import DEFAULT_MAX_BYTES
+    return DEFAULT_MAX_BYTES
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="d2s", description="d2s: eager code with real control flow, "
                                 "converted to static graphs. See README.md.")
+    p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_parser = sub.add_parser
+
+    def add_parser(*a, **k):  # --debug is also accepted after the command
+        c = _add_parser(*a, **k)
+        c.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show the full traceback of an error")
+        return c
+    sub.add_parser = add_parser
 
     c = sub.add_parser("convert", help="print the converted source of FILE::FUNC")
     c.add_argument("target", help="FILE.py::FUNC")
@@ -242,6 +338,10 @@ def build_parser():
                    help="an input, by name or in order (repeat per input)")
     c.add_argument("--out", metavar="DIR", help="write outputs as .npy files to DIR instead of printing")
     c.add_argument("--method", metavar="NAME", help="run another saved method of the model (default: forward)")
+    c.add_argument("--max-loop-iterations", type=_count, metavar="N", default=None,
+                   help="stop with an error naming the op when a while loop runs more than N iterations")
+    c.add_argument("--max-bytes", type=_count, metavar="N", default=_default_max_bytes(),
+                   help="refuse a model whose arrays declare more than N bytes (default: 4 GiB)")
     c.set_defaults(run=cmd_run)
 
     c = sub.add_parser("export-onnx", help="export FILE::FUNC as an ONNX model")
@@ -257,10 +357,11 @@ def build_parser():
 
 
 def _user_errors():
-    """Errors that are the user's input, not a bug: shown as one line, without a traceback."""
+    """Errors that are the user's input, not a bug: shown as one message, without a traceback."""
+    from d2s_runtime import ExecutionError, GuardError, ProgramAssertionError, ShapeError
     from d2s_runtime.saved_model import InputError
     from d2s_runtime.serialize import FormatError
-    errors = [FormatError, InputError]
+    errors = [FormatError, InputError, ShapeError, ExecutionError, GuardError, ProgramAssertionError, UserFileError]
     try:
         from .transformers import ConversionError
         errors.append(ConversionError)
@@ -274,13 +375,37 @@ def _user_errors():
     return tuple(errors)
 
 
+def _user_message(e, args):
+    """The one-line message for an error that is the user's mistake, or None for a bug."""
+    target = getattr(args, "target", None)
+    user_file = target.split("::", 1)[0] if target and "::" in target else None
+    where = _user_frame(e.__traceback__, [user_file]) if user_file else None
+    if isinstance(e, _user_errors()):
+        msg = str(e)
+        return f"{where}: {msg}" if where and os.path.basename(user_file) not in msg else msg
+    if isinstance(e, OSError) and e.filename is not None:
+        return f"cannot access {e.filename}: {e.strerror or e}"
+    if where:  # an error raised in the user's own code
+        return f"{where}: {type(e).__name__}: {e}"
+    return None
+
+
 def main(argv=None):
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status.
+
+    A mistake of the user (a bad file, model or input, an error in their code) prints one
+    message and returns 1; ``--debug`` re-raises it with the full traceback instead.
+    """
     args = build_parser().parse_args(argv)
     try:
         rc = args.run(args)
-    except _user_errors() as e:
-        print(f"d2s {args.command}: error: {e}", file=sys.stderr)
+    except Exception as e:
+        if getattr(args, "debug", False):
+            raise
+        msg = _user_message(e, args)
+        if msg is None:
+            raise
+        print(f"d2s {args.command}: error: {msg}\n(add --debug to see the traceback)", file=sys.stderr)
         return 1
     return rc or 0
 

@@ -17,8 +17,11 @@ not stored but rebuilt on first use by replaying the saved program through the s
 rules that differentiate a ``to_static`` program.
 """
 import os
+import secrets
 import shutil
 import warnings
+
+from d2s_runtime.untrusted import DEFAULT_MAX_BYTES
 
 from .export_support import Exported, converted_methods, module_static_function, program_and_params
 
@@ -74,35 +77,162 @@ def _exports(obj, input_spec):
     return [(name, program_and_params(obj, input_spec))]
 
 
-def save(obj, path, input_spec=None):
+def save(obj, path, input_spec=None, overwrite=False):
     """Save ``obj`` as a directory that runs without its Python source.
+
+    The save is atomic: the model is written into a temporary sibling directory, flushed to
+    disk, and only then renamed into place, so a failure midway leaves an earlier model at
+    ``path`` untouched. An earlier model there is replaced as a whole; a directory holding
+    anything else is refused unless ``overwrite=True``.
 
     Args:
         obj: a to_static function, a module (every converted method is saved; a module never
             converted has its ``forward`` converted for the save), a traced function, or a
             Program (its params then cannot be known: use ``d2s_runtime.save_program``).
-        path: the directory (created; files of an earlier save there are replaced).
+        path: the directory (created, with its parents, if missing).
         input_spec: ``InputSpec``s for the inputs (``None`` dims stay dynamic in the saved
             program). Optional when the function has its own ``input_spec`` or exactly one
             cached program, and for a traced function. For a module with several converted
             methods, a dict ``{method name: [InputSpec, ...]}``.
+        overwrite: save into an existing directory that holds files other than a saved
+            model's. Its other files are kept (nothing the save did not create is deleted),
+            the model's files are replaced one by one (each replacement atomic, the program
+            last).
 
     Returns:
         ``path``.
+
+    Raises:
+        FileExistsError: ``path`` is a file, or a directory with other files and not
+            ``overwrite``.
     """
     from d2s_runtime.serialize import save_program
     exports = _exports(obj, input_spec)
     methods = {n: f"{METHODS_DIR}/{n}" for n, _ in exports[1:]}
-    old = os.path.join(path, METHODS_DIR)
-    if os.path.isdir(old):
-        shutil.rmtree(old)
-    for k, (name, ex) in enumerate(exports):
-        where = path if k == 0 else os.path.join(path, methods[name])
+    for name, ex in exports:
         if ex.program.params and set(ex.params) != set(ex.program.params):
             raise ValueError(f"cannot save {name}: no values for params "
                              f"{sorted(set(ex.program.params) - set(ex.params))}")
-        save_program(ex.program, where, params=ex.params, meta=_meta(ex, name, methods if k == 0 else None))
+    target = os.path.realpath(path) if os.path.islink(path) else os.fspath(path)
+    kind = _existing(target, overwrite)
+    parent = os.path.dirname(os.path.abspath(target))
+    os.makedirs(parent, exist_ok=True)
+    tmp = _fresh_dir(parent, target, "save")
+    try:
+        for k, (name, ex) in enumerate(exports):
+            where = tmp if k == 0 else os.path.join(tmp, methods[name])
+            save_program(ex.program, where, params=ex.params, meta=_meta(ex, name, methods if k == 0 else None))
+        _fsync_tree(tmp)
+        if kind is None:
+            os.rename(tmp, target)
+        elif kind == "model":
+            _swap(tmp, target, parent)
+        else:
+            _merge(tmp, target)
+        _fsync_dir(parent)
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
     return path
+
+
+_MODEL_FILES = {"program.json", "params.npz", "constants.npz", "meta.json"}
+
+
+def _is_model_dir(path, methods_allowed=True):
+    """Whether directory ``path`` holds only what a save writes (a model, its methods)."""
+    names = set(os.listdir(path))
+    if "program.json" not in names:
+        return False
+    for n in names - _MODEL_FILES:
+        sub = os.path.join(path, n)
+        if n != METHODS_DIR or not methods_allowed or os.path.islink(sub) or not os.path.isdir(sub):
+            return False
+        for m in os.listdir(sub):
+            d = os.path.join(sub, m)
+            if os.path.islink(d) or not os.path.isdir(d) or not _is_model_dir(d, methods_allowed=False):
+                return False
+    return all(not os.path.islink(os.path.join(path, n)) for n in names)
+
+
+def _existing(path, overwrite):
+    """What is at ``path``: None (nothing), 'model' (an earlier save, or an empty directory)
+    or 'other' (allowed only with ``overwrite``)."""
+    if not os.path.lexists(path):
+        return None
+    if not os.path.isdir(path):
+        raise FileExistsError(f"d2s.jit.save: {path} is a file, not a directory; choose another path")
+    if not os.listdir(path) or _is_model_dir(path):
+        return "model"
+    if not overwrite:
+        raise FileExistsError(f"d2s.jit.save: {path} holds files that are not a saved d2s model; choose another "
+                              "path, or pass overwrite=True to save into it (its other files are kept)")
+    return "other"
+
+
+def _fresh_dir(parent, target, what):
+    """A new hidden directory next to ``target``, made with the user's umask (unlike
+    ``tempfile.mkdtemp``'s 0700, so the saved model gets the permissions a plain mkdir gives)."""
+    base = os.path.basename(os.path.abspath(target))
+    while True:
+        path = os.path.join(parent, f".{base}.d2s-{what}-{secrets.token_hex(6)}")
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:
+            continue
+
+
+def _swap(new, target, parent):
+    """Rename ``new`` to ``target``, putting the earlier model back if that fails."""
+    old = _fresh_dir(parent, target, "old")
+    os.rmdir(old)  # only a free name is wanted
+    os.rename(target, old)
+    try:
+        os.rename(new, target)
+    except BaseException:
+        os.rename(old, target)
+        raise
+    for _ in range(2):  # the new model is in place; a failure here only leaves litter behind
+        shutil.rmtree(old, ignore_errors=True)
+        if not os.path.lexists(old):
+            return
+    warnings.warn(f"d2s.jit.save: the model is saved, but the earlier one, moved to {old}, could not be removed",
+                  RuntimeWarning, stacklevel=3)
+
+
+def _merge(new, target):
+    """Move the files of ``new`` into ``target`` one by one (program.json of each model last)."""
+    for root, dirs, files in os.walk(new):
+        rel = os.path.relpath(root, new)
+        dest = os.path.normpath(os.path.join(target, rel))
+        os.makedirs(dest, exist_ok=True)
+        for f in sorted(files, key=lambda f: f == "program.json"):
+            os.replace(os.path.join(root, f), os.path.join(dest, f))
+
+
+def _fsync_tree(root):
+    for d, _, files in os.walk(root):
+        for f in files:
+            fd = os.open(os.path.join(d, f), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(d)
+
+
+def _fsync_dir(path):
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # platforms without directory handles
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 # ------------------------------------------------------------------ loading
@@ -118,12 +248,13 @@ class LoadedFunction:
         program: the Program. meta: the saved meta dict. input_names, output_names.
     """
 
-    def __init__(self, path, device="cpu", _shared=None):
+    def __init__(self, path, device="cpu", _shared=None, max_bytes=DEFAULT_MAX_BYTES):
         from d2s_runtime.saved_model import Signature
         from d2s_runtime.serialize import META_FILE, load_program
         from ..nn.module import Parameter
         from .concrete import ConcreteProgram
-        program, arrays, meta = load_program(path)
+        program, arrays, meta = load_program(path, max_bytes=max_bytes)
+        self._max_bytes = max_bytes
         self.path, self.device, self.meta, self.program = path, device, meta, program
         self.signature = Signature(program, meta, os.path.join(path, META_FILE))
         missing = [n for n in program.params if n not in arrays]
@@ -213,7 +344,7 @@ class LoadedFunction:
         if m is None:
             from d2s_runtime.saved_model import method_dir
             m = self._methods[name] = LoadedFunction(method_dir(self.path, self.signature, name), self.device,
-                                                     self._shared)
+                                                     self._shared, self._max_bytes)
         return m
 
     def __repr__(self):
@@ -228,14 +359,16 @@ def _to_device(arr, device):
     return get_xp(device).asarray(arr)
 
 
-def load(path, device="cpu"):
+def load(path, device="cpu", max_bytes=DEFAULT_MAX_BYTES):
     """Load a directory written by :func:`save` as a :class:`LoadedFunction`.
 
     Loading never runs code from the files: the program is JSON, the arrays are read with
-    ``allow_pickle=False``, and everything is validated first (a bad file raises
-    ``d2s_runtime.FormatError`` saying which file and what is wrong).
+    ``allow_pickle=False`` after their headers are checked, and everything is validated first
+    (a bad file raises ``d2s_runtime.FormatError`` saying which file and what is wrong).
+    ``max_bytes`` caps the bytes of arrays the model may declare (default 4 GiB; ``None``:
+    no cap), as in ``d2s_runtime.load``.
     """
-    return LoadedFunction(path, device)
+    return LoadedFunction(path, device, max_bytes=max_bytes)
 
 
 __all__ = ["save", "load", "LoadedFunction", "Exported"]

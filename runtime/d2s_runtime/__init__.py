@@ -9,7 +9,7 @@ from .device import get_xp, xp_of
 from .ops.guard import GuardError
 from .ops.debug import ProgramAssertionError
 from .ir import Block, Op, Program, Var
-from .executor import ExecutionError, Executor
+from .executor import ExecutionError, Executor, LoopLimitError
 from .verify import VerifyError, verify
 
 

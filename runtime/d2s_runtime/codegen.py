@@ -188,6 +188,7 @@ class _Codegen:
         self.topo_order, self.main_order = topo_order, main_order
         self.direct_ufuncs, self.ufunc_ops = direct_ufuncs, ufunc_ops
         self.memory_plan = memory_plan
+        self.loop_limit = getattr(ctx, "max_loop_iterations", None)
         self.types = {n: v.type for b in program.blocks for n, v in b.vars.items()}
         self.g = {"xp": xp, "_nd": xp.ndarray, "_asarray": xp.asarray, "_multi": _multi(xp),
                   "_ctx": ctx, "_scan_length": _scan_length, "_scan_stack": _scan_stack(xp)}
@@ -483,9 +484,19 @@ class _Codegen:
         inits = [self.use(x, scalar=self.is0d(x)) for x in op.inputs[:n]]
         if carries:
             self.emit(indent, f"{', '.join(carries)} = {', '.join(inits)}", info)
+        count = None
+        if self.loop_limit is not None:
+            count = self.fresh()
+            self.emit(indent, f"{count} = 0", info)
         self.emit(indent, "while True:", info)
         (flag,) = self.emit_sub(cond_blk, carries + caps, None, indent + 1)
         self.emit(indent + 1, f"if not {flag}: break", info)
+        if count is not None:
+            from .control_flow import loop_limit_exceeded
+            limit = self.glob("c", self.loop_limit)
+            self.emit(indent + 1, f"{count} += 1", info)
+            self.emit(indent + 1, f"if {count} > {limit}: {self.glob('r', loop_limit_exceeded)}({self.glob('o', op)}, "
+                                  f"{limit})", info)
         self.emit_sub(body_blk, carries + caps, carries, indent + 1, owned_inputs=body_blk.inputs[:n])
         for o, loc in zip(op.outputs, carries):
             self.local[o] = loc

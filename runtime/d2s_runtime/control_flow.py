@@ -47,9 +47,22 @@ def _run_while(ctx, op, values):
     n = len(op.outputs)
     carries, caps = list(values[:n]), list(values[n:])
     cond_blk, body_blk = op.blocks["cond"], op.blocks["body"]
+    limit = getattr(ctx, "max_loop_iterations", None)
+    count = 0
     while bool(ctx.run_block(cond_blk, carries + caps)[0]):
+        count += 1
+        if limit is not None and count > limit:
+            loop_limit_exceeded(op, limit)
         carries = list(ctx.run_block(body_blk, carries + caps))
     return carries
+
+
+def loop_limit_exceeded(op, limit):
+    """Raise LoopLimitError: ``op`` (a ``while``) wants iteration ``limit + 1``."""
+    from .executor import LoopLimitError
+    raise LoopLimitError(f"op 'while' (outputs {', '.join(op.outputs) or 'none'}) did not finish within "
+                         f"max_loop_iterations={limit} iterations; its condition may never become false for this "
+                         "input, or the bound is too low for it (raise max_loop_iterations, or None for no bound)")
 
 
 def _run_scan(ctx, op, values):
@@ -78,6 +91,8 @@ def _run_scan(ctx, op, values):
 
 
 RULES = {"cond": _run_cond, "while": _run_while, "scan": _run_scan}
+# the sub-blocks each control-flow op holds (the loader and verifier refuse any other set)
+BLOCKS = {"cond": {"then", "else"}, "while": {"cond", "body"}, "scan": {"body"}}
 
 
 # ------------------------------------------------------------------ shape rules

@@ -62,6 +62,10 @@ class ExecutionError(RuntimeError):
     """An op failed while a program ran; the message names the op and its input shapes."""
 
 
+class LoopLimitError(ExecutionError):
+    """A ``while`` op ran more iterations than the executor's ``max_loop_iterations``."""
+
+
 # Errors a program raises on purpose (a failed assert op, a trace guard) reach the caller as
 # they are; any other failure is wrapped in an ExecutionError naming the op.
 from .ops.debug import ProgramAssertionError  # noqa: E402
@@ -86,12 +90,13 @@ def is_control_flow(op):
 class ExecContext:
     """What a control-flow rule sees: the array namespace and a way to run sub-blocks."""
 
-    __slots__ = ("executor", "xp", "device")
+    __slots__ = ("executor", "xp", "device", "max_loop_iterations")
 
     def __init__(self, executor):
         self.executor = executor
         self.xp = executor.xp
         self.device = executor.device
+        self.max_loop_iterations = executor.max_loop_iterations
 
     def run_block(self, block, input_values):
         """Run ``block`` with its inputs bound to ``input_values``; returns its output values."""
@@ -172,12 +177,18 @@ class Executor:
             unless ``parallel``; the interpreter where that is not possible), ``'codegen'``
             (compile, or raise), or ``'interp'`` (the step interpreter). ``self.mode`` says
             which one runs (and ``self.codegen_error`` why an ``'auto'`` one fell back).
+        max_loop_iterations: if set, a ``while`` op that runs more iterations than this raises
+            :class:`LoopLimitError` naming the op; ``None`` (default): no bound.
     """
 
     def __init__(self, program, device="cpu", parallel=False, params=None, num_threads=None,
-                 use_memory_plan=True, mode="auto"):
+                 use_memory_plan=True, mode="auto", max_loop_iterations=None):
         if mode not in ("auto", "codegen", "interp"):
             raise ValueError(f"Executor: mode must be 'auto', 'codegen' or 'interp', got {mode!r}")
+        if max_loop_iterations is not None and (type(max_loop_iterations) is not int or max_loop_iterations < 0):
+            raise ValueError(f"Executor: max_loop_iterations must be a non-negative int or None, got "
+                             f"{max_loop_iterations!r}")
+        self.max_loop_iterations = max_loop_iterations
         if mode == "codegen" and parallel:
             raise ValueError("Executor: parallel=True runs on the step interpreter; use mode='auto' or 'interp'")
         self.program = program
@@ -565,6 +576,8 @@ class Executor:
             else:
                 r = fn(*args) if kind in (UFUNC1, UFUNC2) else fn(xp, *args, **attrs)
                 env[out] = r if type(r) is ndarray else xp.asarray(r)
+        except PASS_THROUGH:
+            raise
         except Exception as e:
             raise self._step_error(plan, step, env, e) from e
 

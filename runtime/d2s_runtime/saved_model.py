@@ -165,7 +165,8 @@ def _fmt(shape):
 
 def _relative(path):
     norm = os.path.normpath(path)
-    return not os.path.isabs(path) and not norm.startswith("..") and norm != "."
+    return (bool(path) and not os.path.isabs(path) and norm.split(os.sep)[0] != ".." and norm != "."
+            and "\0" not in path)
 
 
 def method_dir(root, signature, name):
@@ -173,4 +174,8 @@ def method_dir(root, signature, name):
     if name not in signature.methods:
         raise AttributeError(f"the saved model has no method {name!r} (its methods: "
                              f"{', '.join(sorted(signature.methods)) or 'none besides the default'})")
-    return os.path.join(root, signature.methods[name])
+    from .serialize import META_FILE
+    from .untrusted import inside
+    # the path comes from the file: it must stay in the model directory, symlinks resolved
+    return inside(root, os.path.join(root, signature.methods[name]), os.path.join(root, META_FILE),
+                  f"directory of method {name!r}")

@@ -17,16 +17,16 @@ A saved model is a directory::
              "ops": [{"type": str, "inputs": [name], "outputs": [name], "attrs": {...},
                       "blocks": {key: block}}]}
 
-Loading never runs code: JSON is parsed with ``json``, arrays are read with
-``numpy.load(..., allow_pickle=False)``. The loader checks the format name and version, the
-schema, that every op type is known, every shape and dtype is valid, every array matches its
-var's type, and finally runs :func:`~d2s_runtime.verify.verify`; anything else raises
-:class:`FormatError` saying which file and what is wrong.
+Loading treats the files as untrusted and never runs code (see ``untrusted.py``): JSON is
+parsed strictly (no duplicate keys, bounded depth and integers, clean strings), paths stay in
+the directory, and each ``.npy`` header is checked against the program and a byte budget
+(``max_bytes``) before its data is read, never as a pickle. The loader checks the format name
+and version, the schema, that every op type is known, every shape and dtype is valid, every
+array matches its var's type, and finally runs :func:`~d2s_runtime.verify.verify`; anything
+else raises :class:`FormatError` saying which file and what is wrong.
 """
 import json
-import math
 import os
-import zipfile
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from .dtypes import DTYPES
 from .executor import ExecutionError, Executor
 from .ir import Block, Op, Program
 from .ops import OPS, TensorType
+from .untrusted import DEFAULT_MAX_BYTES, Budget, nbytes, read_json, read_npz, regular_file, safe_text
 from .verify import VerifyError, verify
 
 FORMAT = "d2s-program"
@@ -42,6 +43,8 @@ PROGRAM_FILE = "program.json"
 PARAMS_FILE = "params.npz"
 CONSTANTS_FILE = "constants.npz"
 META_FILE = "meta.json"
+MAX_NDIM = 32
+MAX_DIM = 1 << 48  # numpy needs element counts that fit an int64; no real dim comes near
 
 
 class FormatError(ValueError):
@@ -143,13 +146,15 @@ def _names(value, where, what):
 def _type_from_json(v, where):
     _expect(isinstance(v, dict) and set(v) >= {"shape", "dtype"}, where, "a var needs 'shape' and 'dtype'")
     shape, dtype = v["shape"], v["dtype"]
-    _expect(isinstance(shape, list) and all(d is None or (type(d) is int and d >= 0) for d in shape), where,
-            f"bad shape {shape!r}: a list of non-negative ints or null (unknown)")
-    _expect(dtype in DTYPES, where, f"bad dtype {dtype!r}: one of {', '.join(DTYPES)}")
+    _expect(isinstance(shape, list) and len(shape) <= MAX_NDIM and
+            all(d is None or (type(d) is int and 0 <= d <= MAX_DIM) for d in shape), where,
+            f"bad shape {safe_text(shape, 120)}: a list of at most {MAX_NDIM} ints in [0, {MAX_DIM}] or null (unknown)")
+    _expect(isinstance(dtype, str) and dtype in DTYPES, where,
+            f"bad dtype {safe_text(dtype)}: one of {', '.join(DTYPES)}")
     return TensorType(shape, dtype)
 
 
-def _block_from_json(data, parent, where, cf_ops):
+def _block_from_json(data, parent, where, cf_ops, cf_blocks):
     _expect(isinstance(data, dict), where, "a block must be an object")
     missing = {"inputs", "outputs", "vars", "ops"} - set(data)
     _expect(not missing, where, f"a block is missing {sorted(missing)}")
@@ -170,9 +175,13 @@ def _block_from_json(data, parent, where, cf_ops):
         blocks = o.get("blocks", {})
         _expect(isinstance(attrs, dict), w, "attrs must be an object")
         _expect(isinstance(blocks, dict), w, "blocks must be an object")
+        # only control-flow ops hold sub-blocks, and exactly theirs: a dummy entry on a
+        # primitive would otherwise skip its type check
+        want = cf_blocks.get(t, set())
+        _expect(set(blocks) == want, w, f"op {t!r} has blocks {sorted(blocks)}, it must have {sorted(want)}")
         _check_json_data(attrs, w)
         op = Op(t, _names(o.get("inputs"), w, "op inputs"), _names(o.get("outputs"), w, "op outputs"), attrs)
-        op.blocks = {k: _block_from_json(sb, b, f"{w} block {k!r}", cf_ops) for k, sb in blocks.items()}
+        op.blocks = {k: _block_from_json(sb, b, f"{w} block {k!r}", cf_ops, cf_blocks) for k, sb in blocks.items()}
         b.ops.append(op)
     return b
 
@@ -212,40 +221,16 @@ def program_from_json(doc, where=PROGRAM_FILE):
     _expect(isinstance(data, dict), where, "missing 'program' object")
     missing = {"inputs", "params", "constants", "outputs", "block"} - set(data)
     _expect(not missing, where, f"the program is missing {sorted(missing)}")
-    from .control_flow import RULES
+    from .control_flow import BLOCKS, RULES
     p = Program()
     p.name = data.get("name", "program") if isinstance(data.get("name", ""), str) else "program"
     p.inputs = _names(data["inputs"], where, "program inputs")
     p.params = _names(data["params"], where, "program params")
     const_names = _names(data["constants"], where, "program constants")
     p.outputs = _names(data["outputs"], where, "program outputs")
-    p.block = _block_from_json(data["block"], None, f"{where}, global block", RULES)
+    p.block = _block_from_json(data["block"], None, f"{where}, global block", RULES, BLOCKS)
     p.constants = {n: None for n in const_names}
     return p
-
-
-def _read_npz(path, where, names, block):
-    """Arrays ``names`` from ``path``, each checked against its var's type."""
-    if not names:
-        return {}
-    if not os.path.exists(path):
-        _fail(where, f"missing file (the program needs arrays {names[:5]}{'...' if len(names) > 5 else ''})")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            out = {}
-            for n in names:
-                if n not in z.files:
-                    _fail(where, f"has no array {n!r}")
-                a = z[n]
-                t = block.vars[n].type
-                if not _fits(a, t):
-                    _fail(where, f"array {n!r} is {a.dtype.name}{list(a.shape)} but the program types it {t}")
-                out[n] = a
-            return out
-    except FormatError:
-        raise
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
-        _fail(where, f"cannot read arrays (truncated or corrupt file?): {type(e).__name__}: {e}")
 
 
 def _fits(a, t):
@@ -253,52 +238,75 @@ def _fits(a, t):
             and all(d is None or d == s for d, s in zip(t.shape, a.shape)))
 
 
-def load_program(dirpath):
-    """Load a directory written by :func:`save_program`.
+def _check_declared_sizes(program, where, max_bytes):
+    """Refuse, before any array is read, a var whose declared size alone exceeds ``max_bytes``
+    and params/constants whose declared sizes together do."""
+    total = 0
+    feeds = set(program.params) | set(program.constants)
+    for block in [program.block, *program.block.sub_blocks()]:
+        for name, var in block.vars.items():
+            shape = var.type.shape
+            if any(d is None for d in shape):
+                continue
+            n = nbytes(shape, var.type.dtype)
+            if n >= 1 << 62:
+                _fail(where, f"var {name!r} declares {var.type}: more elements than any array can hold")
+            if max_bytes is not None and n > max_bytes:
+                _fail(where, f"var {name!r} declares {var.type}, {n} bytes, over max_bytes={max_bytes}; if the "
+                             "file is trusted, load it with a larger max_bytes (or max_bytes=None)")
+            if block is program.block and name in feeds:
+                total += n
+    if max_bytes is not None and total > max_bytes:
+        _fail(where, f"the params and constants declare {total} bytes, over max_bytes={max_bytes}; if the file "
+                     "is trusted, load it with a larger max_bytes (or max_bytes=None)")
+
+
+def load_program(dirpath, max_bytes=DEFAULT_MAX_BYTES):
+    """Load a directory written by :func:`save_program`, treating its files as untrusted.
+
+    Args:
+        dirpath: the model directory.
+        max_bytes: the most bytes of arrays the model may declare and load (default 4 GiB);
+            every shape is checked against it before any array data is read. ``None``: no cap.
 
     Returns:
         ``(program, params, meta)``: the verified Program, a dict of param arrays (empty if
         none were saved) and the meta dict (``{}`` without meta.json).
     """
+    budget = Budget(max_bytes)
     if not os.path.isdir(dirpath):
         raise FormatError(f"{dirpath}: not a directory holding a saved d2s program")
     ppath = os.path.join(dirpath, PROGRAM_FILE)
-    if not os.path.exists(ppath):
+    if not regular_file(dirpath, ppath):
         raise FormatError(f"{ppath}: missing; {dirpath} holds no saved d2s program")
-    try:
-        with open(ppath) as f:
-            doc = json.load(f, parse_constant=_json_constant)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FormatError(f"{ppath}: not valid JSON (truncated or corrupt?): {e}") from None
-    program = program_from_json(doc, ppath)
+    program = program_from_json(read_json(ppath), ppath)
     gb = program.block
     for n in list(program.params) + list(program.constants) + list(program.inputs):
         _expect(n in gb.vars, ppath, f"program input/param/constant {n!r} has no var in the global block")
-    program.constants = _read_npz(os.path.join(dirpath, CONSTANTS_FILE), os.path.join(dirpath, CONSTANTS_FILE),
-                                  list(program.constants), gb)
-    params = {}
+    _check_declared_sizes(program, ppath, max_bytes)
+    cpath = os.path.join(dirpath, CONSTANTS_FILE)
+    const_names = list(program.constants)
     par_path = os.path.join(dirpath, PARAMS_FILE)
-    if program.params and os.path.exists(par_path):
-        params = _read_npz(par_path, par_path, list(program.params), gb)
+    # every header (shape, dtype, size) is checked before any array data is read
+    program.constants = {}
+    if const_names:
+        if not regular_file(dirpath, cpath):
+            _fail(cpath, f"missing file (the program needs arrays {const_names[:5]}"
+                         f"{'...' if len(const_names) > 5 else ''})")
+        program.constants = read_npz(cpath, cpath, const_names, lambda n: gb.vars[n].type, budget)
+    params = {}
+    if program.params and regular_file(dirpath, par_path):
+        params = read_npz(par_path, par_path, list(program.params), lambda n: gb.vars[n].type, budget)
     meta = {}
     mpath = os.path.join(dirpath, META_FILE)
-    if os.path.exists(mpath):
-        try:
-            with open(mpath) as f:
-                meta = json.load(f)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise FormatError(f"{mpath}: not valid JSON (truncated or corrupt?): {e}") from None
+    if regular_file(dirpath, mpath):
+        meta = read_json(mpath)
         _expect(isinstance(meta, dict), mpath, "meta must be a JSON object")
     try:
         verify(program)
     except VerifyError as e:
         raise FormatError(f"{ppath}: the program is malformed: {e}") from None
     return program, params, meta
-
-
-def _json_constant(name):
-    # NaN / Infinity appear in attrs (e.g. clip bounds); nothing else is accepted
-    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
 
 
 # ---------------------------------------------------------------- the deployed model
@@ -310,16 +318,19 @@ class Model:
         executor: the prepared :class:`~d2s_runtime.executor.Executor`.
     """
 
-    def __init__(self, program, params, meta, device="cpu", parallel=False, path=None):
+    def __init__(self, program, params, meta, device="cpu", parallel=False, path=None, max_bytes=DEFAULT_MAX_BYTES,
+                 max_loop_iterations=None):
         from .saved_model import Signature
         missing = [n for n in program.params if n not in params]
         if missing:
             raise FormatError(f"the saved model has no arrays for params {missing}; save it with params=")
         self.program, self.params, self.meta = program, params, meta
         self.path, self.device, self._methods = path, device, {}
+        self._load_options = {"max_bytes": max_bytes, "max_loop_iterations": max_loop_iterations}
         # input names/specs and output structure from meta (checked here, before any call)
         self.signature = Signature(program, meta, os.path.join(path or ".", META_FILE))
-        self.executor = Executor(program, device=device, parallel=parallel, params=params)
+        self.executor = Executor(program, device=device, parallel=parallel, params=params,
+                                 max_loop_iterations=max_loop_iterations)
 
     def run(self, *arrays):
         """The outputs as a list."""
@@ -345,14 +356,31 @@ class Model:
         from .saved_model import method_dir
         m = self._methods.get(name)
         if m is None:
-            m = self._methods[name] = load(method_dir(self.path, self.signature, name), device=self.device)
+            m = self._methods[name] = load(method_dir(self.path, self.signature, name), device=self.device,
+                                           **self._load_options)
         return m
 
     def __repr__(self):
         return f"<d2s_runtime.Model {self.program!r}>"
 
 
-def load(path, device="cpu", parallel=False):
-    """Load a saved model directory and return a callable :class:`Model`."""
-    program, params, meta = load_program(path)
-    return Model(program, params, meta, device=device, parallel=parallel, path=path)
+def load(path, device="cpu", parallel=False, max_bytes=DEFAULT_MAX_BYTES, max_loop_iterations=None):
+    """Load a saved model directory and return a callable :class:`Model`.
+
+    The files are untrusted input: nothing in them runs as code, nothing outside ``path`` is
+    read, and every shape and dtype is checked before any array data is read.
+
+    Args:
+        path: the directory (written by ``d2s.jit.save`` or :func:`save_program`).
+        device: ``'cpu'`` (numpy) or ``'gpu'`` (cupy).
+        parallel: run independent ops concurrently (see :class:`~d2s_runtime.Executor`).
+        max_bytes: the most bytes of arrays the model may declare and load (default 4 GiB);
+            a model over it is refused with a FormatError before its arrays are read.
+            ``None``: no cap (for trusted files).
+        max_loop_iterations: if set, a ``while`` loop of the program that runs more iterations
+            than this raises :class:`~d2s_runtime.LoopLimitError` naming the op (a server's
+            bound on a program that would never end); ``None``: no bound.
+    """
+    program, params, meta = load_program(path, max_bytes=max_bytes)
+    return Model(program, params, meta, device=device, parallel=parallel, path=path, max_bytes=max_bytes,
+                 max_loop_iterations=max_loop_iterations)

@@ -11,9 +11,12 @@
   ops through ``control_flow.SHAPE_RULES`` when that module provides them),
 * a ``constant`` op's literal value holds exactly the elements its ``shape`` attr says.
 """
+import math
+
 import numpy as np
 
-from .ops import OPS, ShapeError, TensorType
+from .dtypes import DTYPES
+from .ops import OPS, TensorType
 
 
 class VerifyError(ValueError):
@@ -24,13 +27,14 @@ def _control_flow():
     try:
         from . import control_flow
     except ImportError:
-        return {}, {}
-    return getattr(control_flow, "RULES", {}), getattr(control_flow, "SHAPE_RULES", {})
+        return {}, {}, {}
+    return (getattr(control_flow, "RULES", {}), getattr(control_flow, "SHAPE_RULES", {}),
+            getattr(control_flow, "BLOCKS", {}))
 
 
 def verify(program):
     """Raise :class:`VerifyError` if ``program`` is malformed; return None otherwise."""
-    rules, shape_rules = _control_flow()
+    rules, shape_rules, block_keys = _control_flow()
     defined = {}  # var name -> where (for "defined twice" messages)
     gb = program.block
     feeds = list(program.inputs) + list(program.params) + list(program.constants)
@@ -47,13 +51,17 @@ def verify(program):
         if tuple(arr.shape) != t.shape or arr.dtype.name != t.dtype:
             raise VerifyError(f"constant {name!r} holds an array {arr.dtype.name}{list(arr.shape)} but its var "
                               f"is typed {t}")
-    _verify_block(gb, set(gb.inputs) | set(feeds), defined, "the global block", rules, shape_rules)
+    scope = _verify_block(gb, set(gb.inputs) | set(feeds), defined, "the global block", rules, shape_rules,
+                          block_keys)
     for name in program.outputs:
         if name not in gb.vars:
             raise VerifyError(f"program output {name!r} is not defined in the global block")
+        if name not in scope:
+            raise VerifyError(f"program output {name!r} {_why_not_in_scope(name, gb, defined)}")
 
 
-def _verify_block(block, scope, defined, where, rules, shape_rules):
+def _verify_block(block, scope, defined, where, rules, shape_rules, block_keys):
+    """Check ``block`` (and its sub-blocks); returns the names defined at its end."""
     scope = set(scope)
     for name in scope:
         if name not in block.vars:
@@ -63,6 +71,11 @@ def _verify_block(block, scope, defined, where, rules, shape_rules):
         known = op.type in OPS or op.type in rules
         if not known:
             raise VerifyError(f"{label}: unknown op type {op.type!r} (not in the op registry nor a control-flow op)")
+        # a primitive holds no sub-blocks and a control-flow op exactly its own: anything else
+        # would slip past the type check below
+        want = set() if op.type in OPS else block_keys.get(op.type)
+        if want is not None and set(op.blocks) != set(want):
+            raise VerifyError(f"{label}: has blocks {sorted(op.blocks)}, but {op.type!r} takes {sorted(want)}")
         for name in op.inputs:
             if name not in scope:
                 raise VerifyError(f"{label}: reads var {name!r} {_why_not_in_scope(name, block, defined)}")
@@ -72,7 +85,7 @@ def _verify_block(block, scope, defined, where, rules, shape_rules):
                 if name in defined:
                     raise VerifyError(f"{sub_where}: input var {name!r} is defined twice (also {defined[name]})")
                 defined[name] = f"an input of {sub_where}"
-            _verify_block(sub, sub.inputs, defined, sub_where, rules, shape_rules)
+            _verify_block(sub, sub.inputs, defined, sub_where, rules, shape_rules, block_keys)
         for name in op.outputs:
             if name in defined:
                 raise VerifyError(f"{label}: var {name!r} is defined twice (also {defined[name]})")
@@ -86,6 +99,7 @@ def _verify_block(block, scope, defined, where, rules, shape_rules):
     for name in block.outputs:
         if name not in scope:
             raise VerifyError(f"{where}: block output {name!r} {_why_not_in_scope(name, block, defined)}")
+    return scope
 
 
 def _why_not_in_scope(name, block, defined):
@@ -107,12 +121,12 @@ def _check_types(op, block, label, shape_rules):
     elif op.type in shape_rules:
         rule = shape_rules[op.type]
         infer = lambda types: rule(op, types)  # noqa: E731
-    else:
+    else:  # a control-flow op registered without a shape rule (the loader accepts none of those)
         return
     types = [block.lookup(n).type for n in op.inputs]
     try:
         expected = infer(types)
-    except (ShapeError, TypeError, ValueError, KeyError, IndexError) as e:
+    except Exception as e:  # noqa: BLE001 -- hostile attrs may break a shape rule in any way
         raise VerifyError(f"{label}: its shape rule rejects input types "
                           f"({', '.join(f'{n}:{t}' for n, t in zip(op.inputs, types))}): {e}") from None
     if isinstance(expected, TensorType):
@@ -131,11 +145,17 @@ def _check_constant(op, label):
     # the shape rule reads only the attrs `shape` and `dtype`: a literal of another size (say
     # from an edited program.json) would otherwise fail only when the program runs
     a = op.attrs
+    # checked before numpy sees them: dtype 'S1000000000' would allocate a GB per element
+    if a.get("dtype") not in DTYPES:
+        raise VerifyError(f"{label}: dtype {a.get('dtype')!r} is not one of {', '.join(DTYPES)}")
+    shape = a.get("shape", ())
+    if not isinstance(shape, (list, tuple)) or not all(type(d) is int and 0 <= d < 1 << 48 for d in shape):
+        raise VerifyError(f"{label}: shape {shape!r} is not a list of non-negative ints")
     try:
         value = np.asarray(a.get("value"), dtype=a.get("dtype"))
     except (TypeError, ValueError) as e:
         raise VerifyError(f"{label}: its value cannot be read as {a.get('dtype')}: {e}") from None
-    want = int(np.prod(a.get("shape", ()), dtype=np.int64))
+    want = math.prod(shape)
     if value.size != want:
         raise VerifyError(f"{label}: its value holds {value.size} element(s) but its shape {list(a.get('shape', ()))} "
                           f"needs {want}")
