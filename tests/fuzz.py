@@ -27,6 +27,7 @@ import hashlib
 import importlib.util
 import os
 import random
+import re
 import sys
 import tempfile
 import time
@@ -47,8 +48,9 @@ TENSORS = ("a", "b")
 class ProgramGen:
     """Writes one random function from a ``random.Random``."""
 
-    def __init__(self, rng):
+    def __init__(self, rng, closures=True):
         self.r = rng
+        self.closures = closures  # False: no calls of g/h (to look past closure-cell bugs)
         self.counter = 0
         self.budget = 14  # statements; keeps programs and their trip counts small
 
@@ -80,10 +82,12 @@ class ProgramGen:
             return f"({e1}.{r.choice(['sum', 'mean', 'max', 'min'])}() * 0.3 + {self.expr(depth + 1, loop_vars)})"
         if kind == 6:
             return f"({e1} * {self.const()})"
-        if kind == 7:
-            return "g(" + e1 + ")"          # the closure over `a`
-        if kind == 8:
+        if kind == 7 and self.closures:
+            return "g(" + e1 + ")"          # the closure over `c`
+        if kind == 8 and self.closures:
             return "h(" + e1 + ")"          # the lambda over `b`
+        if kind in (7, 8):
+            return f"d2s.cos({e1})"
         if kind == 9:
             return f"({e1} * k)" if r.random() < 0.5 else f"({e1} + (1.0 if flag else -1.0))"
         e2 = self.expr(depth + 1, loop_vars)
@@ -176,7 +180,8 @@ class ProgramGen:
         return [f"{ind}if {self.pred(loop_vars)}:", f"{ind}    return {self.result_expr()}"]
 
     def result_expr(self):
-        return self.r.choice(["a + b * 0.5", "a * 0.5 - b + d['s']", "d2s.tanh(a) + b", "g(b) + x"])
+        return self.r.choice(["a + b * 0.5", "a * 0.5 - b + d['s']", "d2s.tanh(a) + b",
+                              "g(b) + x" if self.closures else "b - x"])
 
     def function(self):
         lines = [
@@ -198,9 +203,9 @@ class ProgramGen:
         return "\n".join(lines) + "\n"
 
 
-def generate(seed, index):
+def generate(seed, index, closures=True):
     """The source of program ``index`` of ``seed`` (depends on nothing else)."""
-    return ProgramGen(random.Random(f"d2s-fuzz:{seed}:{index}")).function()
+    return ProgramGen(random.Random(f"d2s-fuzz:{seed}:{index}"), closures).function()
 
 
 def inputs(seed, index, count=4):
@@ -286,9 +291,19 @@ def _without(lines, i):
     return out
 
 
-def minimize(source, input_sets, verdict, limit=10.0):
-    """A smaller program with the same verdict: statements (with their blocks) are deleted one
-    at a time while the verdict stays, until no deletion keeps it."""
+def signature(verdict, detail):
+    """What a smaller program must keep to count as the same failure: the verdict, and for
+    errors and leaks the converted exception type and the start of its message."""
+    if verdict in ("ok", "mismatch", "hang"):
+        return verdict
+    m = re.search(r"(?:converted raises |\] in )(\w+): (.{0,40})", detail)
+    return verdict, re.sub(r"\d+|'[^']*'", "_", m.group(0)) if m else detail
+
+
+def minimize(source, input_sets, verdict_detail, limit=10.0):
+    """A smaller program with the same failure (``signature``): statements (with their blocks)
+    are deleted one at a time while it stays, until no deletion keeps it."""
+    want = signature(*verdict_detail)
     lines = source.rstrip("\n").split("\n")
     changed = True
     while changed:
@@ -302,18 +317,18 @@ def minimize(source, input_sets, verdict, limit=10.0):
                 compile(text, "<candidate>", "exec")
             except SyntaxError:
                 continue
-            if check_program(text, input_sets, limit)[0] == verdict:
+            if signature(*check_program(text, input_sets, limit)) == want:
                 lines, changed = cand, True
     return "\n".join(lines) + "\n"
 
 
-def run(count, seed, first=0, verbose=False, save=None, limit=10.0, input_count=4):
+def run(count, seed, first=0, verbose=False, save=None, limit=10.0, input_count=4, closures=True):
     """Checks programs ``first .. first+count-1`` of ``seed``; returns {index: (verdict, detail)}
     for the failing ones and prints a summary."""
     failures = {}
     t0 = time.time()
     for i in range(first, first + count):
-        src = generate(seed, i)
+        src = generate(seed, i, closures)
         verdict, detail = check_program(src, inputs(seed, i, input_count), limit)
         if verdict != "ok":
             failures[i] = (verdict, detail)
@@ -336,6 +351,8 @@ def main(argv=None):
     ap.add_argument("seed", type=int, nargs="?", default=0)
     ap.add_argument("--first", type=int, default=0, help="index of the first program")
     ap.add_argument("--limit", type=float, default=10.0, help="seconds allowed per program")
+    ap.add_argument("--no-closures", action="store_true",
+                    help="programs that never call the closure g or the lambda h")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each failing program")
     ap.add_argument("--save", metavar="DIR", help="write each failing program to DIR")
     ap.add_argument("--show", nargs=2, type=int, metavar=("SEED", "INDEX"), help="print one program and exit")
@@ -343,19 +360,20 @@ def main(argv=None):
                     help="print a minimal program with the same verdict as program INDEX of SEED")
     args = ap.parse_args(argv)
     if args.show:
-        print(generate(*args.show), end="")
+        print(generate(*args.show, closures=not args.no_closures), end="")
         return 0
     if args.minimize:
         seed, index = args.minimize
-        src, sets = generate(seed, index), inputs(seed, index)
+        src, sets = generate(seed, index, not args.no_closures), inputs(seed, index)
         verdict, detail = check_program(src, sets, args.limit)
         if verdict == "ok":
             print(f"program {index} of seed {seed} passes")
             return 0
-        small = minimize(src, sets, verdict, args.limit)
+        small = minimize(src, sets, (verdict, detail), args.limit)
         print(f"# {verdict}: {check_program(small, sets, args.limit)[1]}\n{small}", end="")
         return 1
-    failures = run(args.count, args.seed, args.first, args.verbose, args.save, args.limit)
+    failures = run(args.count, args.seed, args.first, args.verbose, args.save, args.limit,
+                   closures=not args.no_closures)
     for i, (verdict, detail) in sorted(failures.items()):
         print(f"#{i} {verdict}: {detail.splitlines()[0][:200]}")
     return 1 if failures else 0

@@ -237,3 +237,24 @@ def lambda_applied_in_tensor_loop(x, n):
     for _ in range(n):
         x = act(x)
     return x
+
+
+@case((POS, N2), (MIX, 3))
+def closure_appends_to_outer_list(x, n):
+    hist = []
+
+    def record(v):
+        hist.append(v.sum())
+
+    for i in range(3):
+        record(x * i)
+    return hist
+
+
+@case((True, N2), (True, 0), (False, N0), (True, N0))
+def python_if_binds_list_then_loop_mutates(flag, n):
+    if flag:
+        items = []
+    for i in range(n):
+        items.append(i)
+    return len(items)

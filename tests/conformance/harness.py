@@ -271,7 +271,6 @@ def run_case(c, refused=None, limit=5):
                                              f"(converted) vs {'None' if pe.grad is None else 'set'} (eager)")
                     if pe.grad is not None:
                         _same_array(ps.grad.numpy(), pe.grad.numpy(), f"{where}: grad of {name}")
-                eager_obj.zero_grad() if hasattr(eager_obj, "zero_grad") else None
-                for m in (eager_obj, static_obj):
+                for m in (eager_obj, static_obj):  # each input's gradients on their own
                     for p in m.parameters():
                         p.grad = None

@@ -89,6 +89,7 @@ KNOWN_FAILING = {
     "ops.shape_as_tensor": _OP + "d2s.shape",
     "ops.unstack_rows": _OP + "d2s.unstack",
     "modules.HeadsByName": _OP + "nn.ModuleDict",
+    "ops.print_op_in_loop": _OP + "d2s.print",
     "ops.concat_with_list_of_symbolic": "a list holding a symbolic scalar is not packed into a tensor (SymbolicValueError)",
     "ops.tensor_of_symbolic_scalars": "d2s.tensor([n, n + 1]) of symbolic scalars raises SymbolicValueError",
     "ops.zeros_with_tensor_shape": "d2s.zeros with a 1-D int tensor shape fails eagerly (ValueError) and in programs",
@@ -97,6 +98,8 @@ KNOWN_FAILING = {
     "pythonic.generator_inside_function": "a nested generator is refused (`yield`) instead of running as Python",
     # other silent differences
     "closures.calls_decorated_helper": "SILENT: a helper wrapped by a decorator is called unwrapped (decorator dropped)",
+    "closures.python_if_binds_list_then_loop_mutates": "a list bound in one branch of a Python if, then appended "
+                                                       "in a tensor loop, is refused as undefined",
     "closures.global_list_append": "a module-level list appended in a loop is treated as a local (UnboundLocalError)",
     "closures.method_on_helper_object": "a method setting an attribute inside a tensor if: internal KeyError "
                                         "'var ... is not defined in this program'",

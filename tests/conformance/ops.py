@@ -118,3 +118,11 @@ def len_of_tensor_in_loop(x):
     for i in range(len(x)):
         total = total + x[i]
     return total
+
+
+@case((X, N2), (X, N0))
+def print_op_in_loop(x, n):
+    for i in range(n):
+        d2s.print(x.sum())
+        x = x + 1.0
+    return x
