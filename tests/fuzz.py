@@ -6,7 +6,8 @@ source text with tensor and Python ``if``s, ``while`` and ``for`` loops (tensor 
 bounds, zero-trip ones), ``break``/``continue``, early returns nested in loops, closures and
 lambdas over variables the loops update, a list grown with ``append`` and shrunk with
 ``pop``, and a dict updated in place. The program is written to a file (to_static reads real
-source), imported, and called eagerly and through ``to_static`` on several inputs.
+source), imported, and called eagerly and through ``to_static`` on five inputs (one with
+``n`` a Python int).
 
 Verdicts, per program (the first input that shows one):
 
@@ -20,6 +21,7 @@ Verdicts, per program (the first input that shows one):
 Run ``python -m tests.fuzz 1000 SEED`` from the repository root (``-v`` prints each failing
 program, ``--save DIR`` writes them to DIR). Program ``i`` of seed ``s`` depends only on
 ``(s, i)``, so one program can be regenerated alone: ``python -m tests.fuzz --show s i``.
+``--minimize SEED INDEX`` shrinks a failing program to the statements that keep its failure.
 ``tests/test_random_programs.py`` runs a fixed-seed slice of 100 programs in the suite.
 """
 import argparse
@@ -198,6 +200,8 @@ class ProgramGen:
             "    h = lambda v: v - b * 0.25  # noqa: E731",
         ]
         lines += self.block("    ", 0, False, (), at_least=2)
+        if self.r.random() < 0.1:  # iterating the list after the loops that grew it
+            lines += ["    for v in acc:", "        a = a + v * 0.1"]
         lines += ["    tail = d2s.stack(acc).sum(axis=0) if len(acc) > 0 else x * 0.0",
                   "    return a + b * 0.5 + c + d['s'] + tail * 0.25"]
         return "\n".join(lines) + "\n"
@@ -208,16 +212,17 @@ def generate(seed, index, closures=True):
     return ProgramGen(random.Random(f"d2s-fuzz:{seed}:{index}"), closures).function()
 
 
-def inputs(seed, index, count=4):
-    """``count`` argument tuples: zero-trip (n == 0, k == 0) and longer runs, both flags."""
+def inputs(seed, index, count=5):
+    """``count`` argument tuples: zero-trip (n == 0, k == 0) and longer runs, both flags; the
+    fifth passes ``n`` as a Python int, so every loop and branch runs as plain Python."""
     rng = np.random.default_rng([seed, index])
     sets = []
     for j in range(count):
         x = rng.normal(size=3).astype(np.float32)
         y = rng.normal(size=3).astype(np.float32)
-        n = [0, 2, 3, 1][j % 4]
-        k = [1, 0, 2, 3][j % 4]
-        sets.append((x, y, n, k, j % 2 == 0))
+        n = [0, 2, 3, 1, 2][j % 5]
+        k = [1, 0, 2, 3, 2][j % 5]
+        sets.append((x, y, n, k, j % 2 == 0, j % 5 != 4))
     return sets
 
 
@@ -238,9 +243,9 @@ def load(source):
 
 
 def _call(fn, args):
-    x, y, n, k, flag = args
+    x, y, n, k, flag, n_is_tensor = args
     try:
-        return "ok", fn(d2s.tensor(x), d2s.tensor(y), d2s.tensor(n), k, flag)
+        return "ok", fn(d2s.tensor(x), d2s.tensor(y), d2s.tensor(n) if n_is_tensor else n, k, flag)
     except Hang:
         raise
     except Exception as e:  # the exception type is part of what is compared
@@ -254,7 +259,7 @@ def check_program(source, input_sets, limit=10.0):
         with time_limit(limit):
             static = d2s.jit.to_static(fn)
             for j, args in enumerate(input_sets):
-                where = f"input #{j} (n={args[2]}, k={args[3]}, flag={args[4]})"
+                where = f"input #{j} (n={args[2]}{'' if args[5] else ' (Python int)'}, k={args[3]}, flag={args[4]})"
                 e_kind, e_val = _call(fn, args)
                 s_kind, s_val = _call(static, args)
                 if s_kind == "raise":
@@ -322,7 +327,7 @@ def minimize(source, input_sets, verdict_detail, limit=10.0):
     return "\n".join(lines) + "\n"
 
 
-def run(count, seed, first=0, verbose=False, save=None, limit=10.0, input_count=4, closures=True):
+def run(count, seed, first=0, verbose=False, save=None, limit=10.0, input_count=5, closures=True):
     """Checks programs ``first .. first+count-1`` of ``seed``; returns {index: (verdict, detail)}
     for the failing ones and prints a summary."""
     failures = {}

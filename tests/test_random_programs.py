@@ -530,7 +530,7 @@ def f(x, y, n):
 
 # ---------------------------------------------------------------------- the fuzzer's fixed slice
 # Programs 0..99 of seed 0 from tests/fuzz.py (closures, lists with append/pop, dicts, Python
-# inputs, early returns in nested loops, loop else clauses), each eager vs converted on four
+# inputs, early returns in nested loops, loop else clauses), each eager vs converted on five
 # inputs. `python -m tests.fuzz 1000 0` runs the long version outside the suite.
 FUZZ_SEED = 0
 # index -> "verdict: cause" for the programs that fail today; strict xfails, so a fix that makes

@@ -8,7 +8,7 @@ Each theme module registers its functions with ``@case(...)`` (see ``harness.py`
 import importlib
 
 THEMES = ("conditionals", "loops", "returns", "closures", "containers", "pythonic", "scalars",
-          "modules", "ops")
+          "modules", "ops", "builtins_and_indexing")
 
 
 def all_cases():

@@ -227,6 +227,7 @@ def run_case(c, refused=None, limit=5):
     else:
         eager_fn, static_fn = c.fn, d2s.jit.to_static(c.fn)
         filename = c.fn.__code__.co_filename
+    converted_ok = False
     for k, args in enumerate(c.inputs):
         where = f"{c.id} on input #{k} {describe(list(args))}"
         e_args, s_args = fresh(list(args)), fresh(list(args))
@@ -260,6 +261,7 @@ def run_case(c, refused=None, limit=5):
         if s_kind == "raise":
             raise AssertionError(f"{where}: converted raises {type(s_val).__name__}: {s_val}; eager returns "
                                  f"{describe(e_val)}") from s_val
+        converted_ok = True
         assert_same(s_val, e_val, f"{where}: result")
         assert_same(s_args, e_args, f"{where}: arguments after the call")
         if c.make is not None and c.grads:
@@ -274,3 +276,7 @@ def run_case(c, refused=None, limit=5):
                 for m in (eager_obj, static_obj):  # each input's gradients on their own
                     for p in m.parameters():
                         p.grad = None
+    # a case that passes by running eagerly (no program built) would prove nothing
+    programs = static_obj.forward.programs if c.make is not None else static_fn.programs
+    if converted_ok and not programs:
+        raise AssertionError(f"{c.id}: no program was built; the converted calls ran eagerly")

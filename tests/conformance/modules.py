@@ -218,3 +218,40 @@ class AttributeCounterModel(nn.Module):
 
 
 module_case(X4, X4 * -1.0, grads=False)(AttributeCounterModel)
+
+
+class RunningMean(nn.Module):
+    """A plain tensor attribute updated in forward (a running statistic), under a tensor if."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.running = d2s.zeros([4])
+
+    def forward(self, x):
+        y = self.fc(x)
+        if y.mean() > 0:
+            self.running = self.running * 0.9 + y.mean(axis=0) * 0.1
+        else:
+            self.running = self.running * 0.5
+        return y + self.running
+
+
+module_case(X4, X4 * -3.0, X4, grads=False)(RunningMean)
+
+
+class BufferUpdatedEachCall(nn.Module):
+    """A registered buffer reassigned in every forward (a running statistic)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.register_buffer("running", d2s.zeros([4]))
+
+    def forward(self, x):
+        y = self.fc(x)
+        self.running = self.running * 0.5 + y.mean(axis=0)
+        return y + self.running
+
+
+module_case(X4, X4, X4, X4, grads=False)(BufferUpdatedEachCall)
