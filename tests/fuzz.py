@@ -39,9 +39,9 @@ import numpy as np
 import d2s
 
 try:  # as ``tests.fuzz`` (python -m) or as ``fuzz`` (pytest puts tests/ on sys.path)
-    from .conformance.harness import Hang, assert_same, leaked_names, time_limit
+    from .conformance.harness import Hang, assert_same, leaked_names, same_exception_type, time_limit
 except ImportError:
-    from conformance.harness import Hang, assert_same, leaked_names, time_limit
+    from conformance.harness import Hang, assert_same, leaked_names, same_exception_type, time_limit
 
 SRC_DIR = tempfile.mkdtemp(prefix="d2s_fuzz_")
 TENSORS = ("a", "b")
@@ -267,7 +267,7 @@ def check_program(source, input_sets, limit=10.0):
                     if leaks:
                         return "leak", f"{where}: {leaks} in {type(s_val).__name__}: {s_val}"
                 if e_kind == "raise" or s_kind == "raise":
-                    if e_kind == s_kind and type(e_val) is type(s_val):
+                    if e_kind == s_kind and same_exception_type(s_val, e_val):
                         continue
                     eager = f"raises {type(e_val).__name__}: {e_val}" if e_kind == "raise" else "returns"
                     static_s = f"raises {type(s_val).__name__}: {s_val}" if s_kind == "raise" else "returns"

@@ -236,3 +236,75 @@ def chained_method_calls(x):
     if y.mean() > 1.0:
         y = y.exp().log()
     return y
+
+
+@case(POS, NEG, MIX)
+def raise_in_tensor_branch(x):
+    if x.sum() < -3.0:
+        raise ValueError("sum too small")
+    return x * 2.0
+
+
+@case(POS, NEG)
+def assert_on_tensor_value(x):
+    assert x.sum() > 0, "expects a positive sum"
+    return x + 1.0
+
+
+def _factorial(n):
+    if n <= 1:
+        return n * 0 + 1
+    return n * _factorial(n - 1)
+
+
+@case(T(3), T(1), 4)
+def recursion_with_tensor_condition(n):
+    return _factorial(n)
+
+
+MODE = None
+
+
+@case(POS, NEG)
+def global_assigned_in_tensor_branch(x):
+    global MODE
+    if x.sum() > 0:
+        MODE = "up"
+    else:
+        MODE = "down"
+    return x, MODE
+
+
+@case(POS, NEG, MIX)
+def mutates_input_tensor_in_branch(x):
+    if x.sum() > 0:
+        x[0] = 0.0
+    return x.sum()
+
+
+@case(POS, NEG)
+def augassign_on_input_tensor(x):
+    x += 1.0
+    if x.sum() > 3:
+        x *= 2.0
+    return x
+
+
+@case(POS, NEG, MIX)
+def dict_same_key_both_branches(x):
+    out = {}
+    if x.sum() > 0:
+        out["v"] = x
+    else:
+        out["v"] = -x
+    return out
+
+
+@case(POS, NEG, MIX)
+def break_in_python_list_loop_with_tensor_if(x):
+    total = x * 0.0
+    for scale in [1.0, 2.0, 3.0]:
+        total = total + x * scale
+        if total.sum() > 5.0:
+            break
+    return total
