@@ -16,7 +16,9 @@ Verdicts, per program (the first input that shows one):
 - ``error``: the converted call raises where eager returns, or raises another exception type;
 - ``hang``: the converted call does not finish within the per-program time limit;
 - ``leak``: a converted error message names d2s internals (``TensorArray``, ``Undefined``,
-  ``_py_``, ...).
+  ``_py_``, ...);
+- ``grad`` (with ``--grads``): the values agree but the gradients with respect to ``x`` and
+  ``y`` differ, or one side has none.
 
 Run ``python -m tests.fuzz 1000 SEED`` from the repository root (``-v`` prints each failing
 program, ``--save DIR`` writes them to DIR). Program ``i`` of seed ``s`` depends only on
@@ -242,26 +244,43 @@ def load(source):
     return mod.f
 
 
-def _call(fn, args):
+def _call(fn, args, grads=False):
+    """('ok', result[, (dx, dy)]) or ('raise', exception); with ``grads`` the gradients of a
+    weighted sum of the result with respect to x and y (None where autograd gives none)."""
     x, y, n, k, flag, n_is_tensor = args
+    tx, ty = d2s.tensor(x, requires_grad=grads), d2s.tensor(y, requires_grad=grads)
     try:
-        return "ok", fn(d2s.tensor(x), d2s.tensor(y), d2s.tensor(n) if n_is_tensor else n, k, flag)
+        out = fn(tx, ty, d2s.tensor(n) if n_is_tensor else n, k, flag)
+        if grads and isinstance(out, d2s.Tensor) and out.requires_grad:
+            (out * d2s.tensor([0.7, -1.3, 0.4])).sum().backward()
     except Hang:
         raise
     except Exception as e:  # the exception type is part of what is compared
-        return "raise", e
+        return "raise", e, None
+    return "ok", out, (tx.grad, ty.grad)
 
 
-def check_program(source, input_sets, limit=10.0):
-    """(verdict, detail): verdict is 'ok', 'mismatch', 'error', 'hang' or 'leak'."""
+def _grad_difference(got, want, where):
+    for name, g, w in zip("xy", got, want):
+        if (g is None) != (w is None):
+            return f"{where}: d{name} is {'None' if g is None else 'set'} (converted) vs " \
+                   f"{'None' if w is None else 'set'} (eager)"
+        if w is not None and not np.allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-5):
+            return f"{where}: d{name} {g.numpy()} (converted) vs {w.numpy()} (eager)"
+    return None
+
+
+def check_program(source, input_sets, limit=10.0, grads=False):
+    """(verdict, detail): verdict is 'ok', 'mismatch', 'error', 'hang', 'leak', or with
+    ``grads`` 'grad' (values agree, gradients with respect to x and y do not)."""
     fn = load(source)
     try:
         with time_limit(limit):
             static = d2s.jit.to_static(fn)
             for j, args in enumerate(input_sets):
                 where = f"input #{j} (n={args[2]}{'' if args[5] else ' (Python int)'}, k={args[3]}, flag={args[4]})"
-                e_kind, e_val = _call(fn, args)
-                s_kind, s_val = _call(static, args)
+                e_kind, e_val, e_grad = _call(fn, args, grads)
+                s_kind, s_val, s_grad = _call(static, args, grads)
                 if s_kind == "raise":
                     leaks = leaked_names(str(s_val), str(e_val) if e_kind == "raise" else "")
                     if leaks:
@@ -276,6 +295,10 @@ def check_program(source, input_sets, limit=10.0):
                     assert_same(s_val, e_val, where)
                 except AssertionError as e:
                     return "mismatch", str(e)
+                if grads:
+                    diff = _grad_difference(s_grad, e_grad, where)
+                    if diff:
+                        return "grad", diff
     except Hang as h:
         return "hang", str(h)
     return "ok", ""
@@ -299,13 +322,13 @@ def _without(lines, i):
 def signature(verdict, detail):
     """What a smaller program must keep to count as the same failure: the verdict, and for
     errors and leaks the converted exception type and the start of its message."""
-    if verdict in ("ok", "mismatch", "hang"):
+    if verdict in ("ok", "mismatch", "hang", "grad"):
         return verdict
     m = re.search(r"(?:converted raises |\] in )(\w+): (.{0,40})", detail)
     return verdict, re.sub(r"\d+|'[^']*'", "_", m.group(0)) if m else detail
 
 
-def minimize(source, input_sets, verdict_detail, limit=10.0):
+def minimize(source, input_sets, verdict_detail, limit=10.0, grads=False):
     """A smaller program with the same failure (``signature``): statements (with their blocks)
     are deleted one at a time while it stays, until no deletion keeps it."""
     want = signature(*verdict_detail)
@@ -322,19 +345,19 @@ def minimize(source, input_sets, verdict_detail, limit=10.0):
                 compile(text, "<candidate>", "exec")
             except SyntaxError:
                 continue
-            if signature(*check_program(text, input_sets, limit)) == want:
+            if signature(*check_program(text, input_sets, limit, grads)) == want:
                 lines, changed = cand, True
     return "\n".join(lines) + "\n"
 
 
-def run(count, seed, first=0, verbose=False, save=None, limit=10.0, input_count=5, closures=True):
+def run(count, seed, first=0, verbose=False, save=None, limit=10.0, input_count=5, closures=True, grads=False):
     """Checks programs ``first .. first+count-1`` of ``seed``; returns {index: (verdict, detail)}
     for the failing ones and prints a summary."""
     failures = {}
     t0 = time.time()
     for i in range(first, first + count):
         src = generate(seed, i, closures)
-        verdict, detail = check_program(src, inputs(seed, i, input_count), limit)
+        verdict, detail = check_program(src, inputs(seed, i, input_count), limit, grads)
         if verdict != "ok":
             failures[i] = (verdict, detail)
             if verbose:
@@ -343,7 +366,8 @@ def run(count, seed, first=0, verbose=False, save=None, limit=10.0, input_count=
                 os.makedirs(save, exist_ok=True)
                 with open(os.path.join(save, f"fuzz_{seed}_{i}_{verdict}.py"), "w") as fh:
                     fh.write(f'"""{verdict}: {detail}"""\n'.replace("\\", "\\\\") + PRELUDE + src)
-    counts = {v: sum(1 for f in failures.values() if f[0] == v) for v in ("mismatch", "error", "hang", "leak")}
+    verdicts = ("mismatch", "error", "hang", "leak") + (("grad",) if grads else ())
+    counts = {v: sum(1 for f in failures.values() if f[0] == v) for v in verdicts}
     print(f"{count} programs (seed {seed}, from #{first}) in {time.time() - t0:.1f} s: "
           + ", ".join(f"{v} {c}" for v, c in counts.items())
           + f", ok {count - len(failures)}")
@@ -358,6 +382,8 @@ def main(argv=None):
     ap.add_argument("--limit", type=float, default=10.0, help="seconds allowed per program")
     ap.add_argument("--no-closures", action="store_true",
                     help="programs that never call the closure g or the lambda h")
+    ap.add_argument("--grads", action="store_true",
+                    help="also compare the gradients with respect to x and y (verdict 'grad')")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each failing program")
     ap.add_argument("--save", metavar="DIR", help="write each failing program to DIR")
     ap.add_argument("--show", nargs=2, type=int, metavar=("SEED", "INDEX"), help="print one program and exit")
@@ -370,15 +396,15 @@ def main(argv=None):
     if args.minimize:
         seed, index = args.minimize
         src, sets = generate(seed, index, not args.no_closures), inputs(seed, index)
-        verdict, detail = check_program(src, sets, args.limit)
+        verdict, detail = check_program(src, sets, args.limit, args.grads)
         if verdict == "ok":
             print(f"program {index} of seed {seed} passes")
             return 0
-        small = minimize(src, sets, (verdict, detail), args.limit)
-        print(f"# {verdict}: {check_program(small, sets, args.limit)[1]}\n{small}", end="")
+        small = minimize(src, sets, (verdict, detail), args.limit, args.grads)
+        print(f"# {verdict}: {check_program(small, sets, args.limit, args.grads)[1]}\n{small}", end="")
         return 1
     failures = run(args.count, args.seed, args.first, args.verbose, args.save, args.limit,
-                   closures=not args.no_closures)
+                   closures=not args.no_closures, grads=args.grads)
     for i, (verdict, detail) in sorted(failures.items()):
         print(f"#{i} {verdict}: {detail.splitlines()[0][:200]}")
     return 1 if failures else 0
