@@ -80,8 +80,6 @@ KNOWN_FAILING = {
     "loops.int32_accumulator_with_loop_index": _WEAK,
     "scalars.weak_counter_keeps_int32": _WEAK,
     # gradients
-    "modules.BranchOnlyParameter": _GRAD,
-    "modules.EarlyExit": _GRAD,
     # ops and APIs
     "ops.add_n_terms": _OP + "d2s.add_n",
     "ops.cat_alias": _OP + "d2s.cat",
