@@ -12,7 +12,6 @@ _LIST = "tensor list: "
 _BLOCK = "try/with/else: "
 _SHAPE1 = "shape-[1] scalar: "
 _WEAK = "weak counter: the int64 loop index promotes an int32 accumulator; conversion refuses the dtype change"
-_GRAD = "grad of a parameter unused on the path taken is zeros, eager's is None"
 _OP = "missing op: "
 
 KNOWN_FAILING = {
