@@ -9,6 +9,7 @@ tensors of the other side's dtype.
 import numpy as np
 
 from ..tensor import Tensor, tensor
+from . import replay
 from .errors import ConvertError, at_user_line
 from .undefined import Undefined
 from .values import describe, fresh, is_symbolic, leaves, rebuild, write_back
@@ -63,11 +64,36 @@ def convert_ifexp(pred, true_thunk, false_thunk):
 
 def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, set_state=None, fillable=(),
                none_fillable=False):
-    from ..static.control_flow import ControlFlowError, cond
     state0 = get_state() if get_state is not None else ()
     labels = list(out_names) + [f"attribute #{i}" for i in range(len(state0))]
-    hints = {}
-    fills = {}  # output index -> a defined value whose structure fills an Undefined fillable
+    # A retrace of an enclosing `if` replays this call on values of the same types: start from
+    # the hints it ended with then instead of retrying all over again (see convert/replay.py).
+    key = (true_fn.__code__, false_fn.__code__, _probing[0] > 0, replay.signature((tuple(args), tuple(state0))))
+    hints, fills, children = replay.recall(key) or ({}, {}, None)
+    hints, fills = dict(hints), dict(fills)
+    with replay.Rounds(children) as rounds:
+        merged, plan = _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fillable,
+                                 none_fillable, state0, labels, hints, fills, rounds)
+    replay.record(key, (hints, fills, rounds.cur))
+    merged = list(merged) if isinstance(merged, (tuple, list)) else [merged]
+    skel, kinds, consts = plan
+    it = iter(merged)
+    vals = [next(it) if k == "T" else c for k, c in zip(kinds, consts)]
+    everything = rebuild(skel, vals)
+    n_out = len(everything) - len(state0)
+    outs, st = everything[:n_out], everything[n_out:]
+    originals = dict(zip(names, args))
+    outs = tuple(write_back(originals.get(n), v) for n, v in zip(out_names, outs))
+    if set_state is not None:
+        set_state(tuple(write_back(o, v) for o, v in zip(state0, st)))
+    return outs
+
+
+def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fillable, none_fillable, state0,
+              labels, hints, fills, rounds):
+    """Trace both branches into a ``cond`` op, again while the branches ask for more hints
+    (``hints`` and ``fills`` are updated in place); returns (merged outputs, output plan)."""
+    from ..static.control_flow import ControlFlowError, cond
     for _ in range(4):
         seen = {}
 
@@ -86,25 +112,15 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
         try:
             merged = cond(pred, branch(true_fn, "true"), branch(false_fn, "false"))
         except _Retry as r:
-            hints = hints if r.hints is None else r.hints
+            if r.hints is not None:
+                hints.clear()
+                hints.update(r.hints)
+            rounds.next_round()
             continue
         except ControlFlowError as e:
             raise at_user_line(f"the branches of this tensor `if` do not fit together: {e}") from None
-        break
-    else:
-        raise at_user_line("the branches of this tensor `if` could not be reconciled")
-    merged = list(merged) if isinstance(merged, (tuple, list)) else [merged]
-    skel, kinds, consts = seen["plan"]
-    it = iter(merged)
-    vals = [next(it) if k == "T" else c for k, c in zip(kinds, consts)]
-    everything = rebuild(skel, vals)
-    n_out = len(everything) - len(state0)
-    outs, st = everything[:n_out], everything[n_out:]
-    originals = dict(zip(names, args))
-    outs = tuple(write_back(originals.get(n), v) for n, v in zip(out_names, outs))
-    if set_state is not None:
-        set_state(tuple(write_back(o, v) for o, v in zip(state0, st)))
-    return outs
+        return merged, seen["plan"]
+    raise at_user_line("the branches of this tensor `if` could not be reconciled")
 
 
 def _fill_structures(out, out_names, fillable, fills, side):

@@ -1,0 +1,72 @@
+"""Converting a long function with early returns nested in tensor loops (the one
+benchmarks/bench_to_static.py times): the result equals eager on inputs that leave through
+different returns, and converting it no longer retraces nested `if`s exponentially."""
+import importlib.util
+import os
+import sys
+
+import numpy as np
+
+import d2s
+import d2s.convert.control_flow as cf
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_to_static_src",
+                                                  os.path.join(ROOT, "benchmarks", "bench_to_static.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _function(tmp_path, blocks):
+    path = tmp_path / f"many_returns_{blocks}.py"
+    path.write_text(_bench().many_returns_source(blocks))
+    spec = importlib.util.spec_from_file_location(f"many_returns_{blocks}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod.many_returns
+
+
+def _leaves_equal(got, expected):
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        g = g.numpy() if isinstance(g, d2s.Tensor) else np.asarray(g)
+        e = e.numpy() if isinstance(e, d2s.Tensor) else np.asarray(e)
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+
+
+def test_long_function_with_nested_early_returns_equals_eager(tmp_path):
+    fn = _function(tmp_path, 8)
+    converted = d2s.jit.to_static(fn)
+    cases = [([0.5, 1.0, -0.3], 3), ([0.5, 1.0, -0.3], 0), ([20.0, 20.0, 20.0], 2),   # first return
+             ([-30.0, -30.0, -30.0], 1), ([-70.0, -70.0, -70.0], 0), ([2.0, -1.0, 0.0], 5)]
+    for x, n in cases:
+        args = (d2s.tensor(np.float32(x)), d2s.tensor(np.int64(n)))
+        _leaves_equal(converted(*args), fn(*args))
+
+
+def test_nested_if_retries_are_replayed_not_redone(tmp_path, monkeypatch):
+    """A chain of tensor `if`s, each retried once (a Python number on one side, a tensor on the
+    other): a retrace replays the nested ones' hints, so the number of traced `if`s grows with
+    the square of the depth instead of doubling per level."""
+    calls = [0]
+    real = cf._static_if
+
+    def counting(*a, **k):
+        calls[0] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(cf, "_static_if", counting)
+    fn = _function(tmp_path, 4)
+    x, n = d2s.tensor([0.5, 1.0, -0.3]), d2s.tensor(3)
+    _leaves_equal(d2s.jit.to_static(fn)(x, n), fn(x, n))
+    blocks4 = calls[0]
+    calls[0] = 0
+    fn8 = _function(tmp_path, 8)
+    _leaves_equal(d2s.jit.to_static(fn8)(x, n), fn8(x, n))
+    # doubling the length must not square (or worse) the work: 2**depth growth gave > 16x
+    assert calls[0] < 6 * blocks4, (blocks4, calls[0])
