@@ -11,7 +11,7 @@ import numpy as np
 from ..tensor import Tensor, tensor
 from . import replay
 from .errors import ConvertError, at_user_line
-from .undefined import Undefined
+from .undefined import MaybeUnbound, Undefined, maybe_unbound
 from .values import describe, fresh, is_symbolic, leaves, rebuild, write_back
 
 _NUMBER = (bool, int, float, np.generic)
@@ -69,12 +69,12 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
     # A retrace of an enclosing `if` replays this call on values of the same types: start from
     # the hints it ended with then instead of retrying all over again (see convert/replay.py).
     key = (true_fn.__code__, false_fn.__code__, _probing[0] > 0, replay.signature((tuple(args), tuple(state0))))
-    hints, fills, children = replay.recall(key) or ({}, {}, None)
-    hints, fills = dict(hints), dict(fills)
+    hints, fills, maybe, children = replay.recall(key) or ({}, {}, {}, None)
+    hints, fills, maybe = dict(hints), dict(fills), dict(maybe)
     with replay.Rounds(children) as rounds:
         merged, plan = _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fillable,
-                                 none_fillable, state0, labels, hints, fills, rounds)
-    replay.record(key, (hints, fills, rounds.cur))
+                                 none_fillable, state0, labels, hints, fills, maybe, rounds)
+    replay.record(key, (hints, fills, maybe, rounds.cur))
     merged = list(merged) if isinstance(merged, (tuple, list)) else [merged]
     skel, kinds, consts = plan
     it = iter(merged)
@@ -90,9 +90,10 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
 
 
 def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fillable, none_fillable, state0,
-              labels, hints, fills, rounds):
+              labels, hints, fills, maybe, rounds):
     """Trace both branches into a ``cond`` op, again while the branches ask for more hints
-    (``hints`` and ``fills`` are updated in place); returns (merged outputs, output plan)."""
+    (``hints``, ``fills`` and ``maybe`` are updated in place); returns (merged outputs, output
+    plan)."""
     from ..static.control_flow import ControlFlowError, cond
     for _ in range(4):
         seen = {}
@@ -103,6 +104,9 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
                 if set_state is not None:
                     set_state(fresh(state0))
                 out = _fill_structures(tuple(fn(*a)), out_names, fillable, fills, side)
+                if side == "false":
+                    _find_maybe_unbound(seen["true_out"], out, out_names, fillable, maybe)
+                out = _bind_maybe_unbound(out, maybe)
                 out = _lists_as_arrays(out, hints)
                 st = tuple(get_state()) if get_state is not None else ()
                 vals, skel = leaves(out + st)
@@ -133,6 +137,8 @@ def _fill_structures(out, out_names, fillable, fills, side):
         if name not in fillable or j >= len(out):
             continue
         v = out[j]
+        if isinstance(v, MaybeUnbound):  # the flag guarding every read stands for its own
+            v = out[j] = v.value
         if isinstance(v, Undefined):
             if j in fills:
                 out[j] = _placeholder(fills[j])
@@ -140,6 +146,39 @@ def _fill_structures(out, out_names, fillable, fills, side):
             fills[j] = v
             if side == "false":
                 raise _Retry(None)  # the true branch left it undefined: trace it again, filled
+    return tuple(out)
+
+
+def _binding(v):
+    return "unbound" if isinstance(v, Undefined) else "maybe" if isinstance(v, MaybeUnbound) else "bound"
+
+
+def _find_maybe_unbound(true_out, false_out, out_names, fillable, maybe):
+    """Outputs bound on one side only (or maybe bound, on one side) become MaybeUnbound on
+    both: a run-time flag says whether the branch taken bound them, and a later read checks
+    it (Python raises UnboundLocalError there). Retries with the sample structure noted."""
+    if _probing[0]:
+        return  # a trial trace of a loop body: zeros stand in (see loops._fill_undefined)
+    new = False
+    for j, name in enumerate(out_names):
+        if j in maybe or name in fillable or j >= len(false_out):
+            continue
+        t, f = true_out[j], false_out[j]
+        if _binding(t) != _binding(f):
+            sample = next(v for v in (t, f) if not isinstance(v, Undefined))
+            maybe[j] = sample.value if isinstance(sample, MaybeUnbound) else sample
+            new = True
+    if new:
+        raise _Retry(None)
+
+
+def _bind_maybe_unbound(out, maybe):
+    if not maybe:
+        return out
+    out = list(out)
+    for j, sample in maybe.items():
+        v = out[j]
+        out[j] = maybe_unbound(_placeholder(sample), False) if isinstance(v, Undefined) else maybe_unbound(v, True)
     return tuple(out)
 
 

@@ -13,9 +13,7 @@ class Undefined:
         return f"<undefined {self.name}>"
 
     def _fail(self, *args, **kwargs):
-        from .errors import at_user_line
-        raise at_user_line(f"'{self.name}' is used before it is defined (it is not bound on this path)",
-                           NameError)
+        raise unbound_error(self.name)
 
     def __getattr__(self, attr):
         if attr.startswith("__"):
@@ -25,6 +23,72 @@ class Undefined:
     __call__ = __bool__ = __len__ = __iter__ = __getitem__ = _fail
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _fail
     __matmul__ = __neg__ = __lt__ = __gt__ = __le__ = __ge__ = _fail
+
+
+def unbound_error(name):
+    """Python's own error for reading local ``name`` before it is bound, at the user's line."""
+    from .errors import at_user_line
+    return at_user_line(f"cannot access local variable '{name}' where it is not associated with a value",
+                        UnboundLocalError)
+
+
+class MaybeUnbound:
+    """A value that a tensor loop or tensor ``if`` binds on some paths only, with a bool tensor
+    ``bound`` saying whether the path a run takes bound it (a variable first assigned in a loop
+    that may run zero times). Branches and loops carry it as two leaves; a read of the variable
+    (``checked``) adds a run-time check that raises Python's UnboundLocalError when it is not
+    bound, and uses ``value`` otherwise. Where it is not bound, ``value`` is a placeholder of
+    the same type (zeros)."""
+
+    __slots__ = ("value", "bound")
+
+    def __init__(self, value, bound):
+        self.value, self.bound = value, bound
+
+    def _d2s_children(self):
+        return (self.value, self.bound)
+
+    @classmethod
+    def _d2s_from_children(cls, children):
+        return cls(*children)
+
+    def _d2s_output(self):
+        # reached a program output without a user read (the early-return pass's result
+        # variable, whose reads a flag guards): the value stands
+        return self.value
+
+    def __repr__(self):
+        return f"<maybe unbound {self.value!r}>"
+
+
+def maybe_unbound(value, bound):
+    """``value`` as a MaybeUnbound bound where ``bound`` (a Python bool becomes a tensor, so
+    both sides of a tensor ``if`` carry the flag the same way)."""
+    from ..tensor import Tensor, tensor
+    if isinstance(value, MaybeUnbound):
+        return value
+    return MaybeUnbound(value, bound if isinstance(bound, Tensor) else tensor(bool(bound)))
+
+
+def checked(value, name):
+    """``value``, read from local ``name`` where it may be unbound: an ``Undefined`` raises
+    UnboundLocalError as Python would; a ``MaybeUnbound`` adds that check to the program (it
+    runs each time the program does) and gives its value."""
+    if type(value) is Undefined:
+        raise unbound_error(name)
+    if type(value) is MaybeUnbound:
+        from .values import is_symbolic
+        if not is_symbolic(value.bound):
+            if not bool(value.bound):
+                raise unbound_error(name)
+            return value.value
+        from ..dispatch import apply
+        from ..static.errors import user_frame
+        loc = user_frame()
+        apply("assert", value.bound, message=f"cannot access local variable '{name}' where it is not "
+              "associated with a value", where=f"{loc[0]}:{loc[1]}" if loc else "", error="UnboundLocalError")
+        return value.value
+    return value
 
 
 def is_undefined(x):

@@ -293,6 +293,8 @@ def _flatten(obj):
         if isinstance(o, Tensor):
             leaves.append(o)
             return ("T", len(leaves) - 1)
+        if hasattr(type(o), "_d2s_output"):  # a converted-code wrapper (d2s.convert.undefined)
+            return walk(o._d2s_output())
         if isinstance(o, (list, tuple)):
             return (type(o), [walk(x) for x in o])
         if isinstance(o, dict):

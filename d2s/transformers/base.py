@@ -15,6 +15,8 @@ class Context:
         # result variables made by the return pass: a tensor `if` may leave them undefined on
         # one side (a flag guards every read), so convert_ifelse fills them instead of failing
         self.retval_names = set()
+        # locals of the root function that its closures read (analysis.activity.closure_cells)
+        self.cells = set()
 
 
 class _Scope:

@@ -60,8 +60,10 @@ def _definedness(g):
     return must_in, may_in
 
 
-def analyze_function(func):
-    """Annotate every ``if``/``while``/``for`` directly in ``func`` (not in nested defs)."""
+def analyze_function(func, always_live=frozenset()):
+    """Annotate every ``if``/``while``/``for`` directly in ``func`` (not in nested defs).
+    ``always_live``: names a closure may read at any time (closure cells), live after every
+    statement."""
     g = cfg.build(func)
     live_in, live_out = _liveness(g)
     must_in, may_in = _definedness(g)
@@ -77,15 +79,75 @@ def analyze_function(func):
             mods |= w | m
             comps |= c
         head = parts.get("head", entry)
-        stmt._d2s_anno = Anno(live_in=live_in[head] | live_in[entry], live_out=live_in[parts["join"]],
+        stmt._d2s_anno = Anno(live_in=live_in[head] | live_in[entry],
+                              live_out=live_in[parts["join"]] | (always_live & must_in[entry]),
                               defined=must_in[entry], maybe_defined=may_in[entry],
                               mods=mods, composites=comps)
     return g
 
 
-def analyze(tree):
+def analyze(tree, always_live=frozenset()):
     """Annotate the compound statements of every function in ``tree`` (nested ones too)."""
     for node in gast.walk(tree):
         if isinstance(node, gast.FunctionDef):
-            analyze_function(node)
+            analyze_function(node, always_live)
     return tree
+
+
+_NEW_SCOPES = (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp,
+               gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
+
+
+def _node_exprs(n):
+    """The expressions a CFG node evaluates (nested function and class bodies excluded)."""
+    s = n.stmt
+    if n.kind == "stmt":
+        return [] if isinstance(s, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)) else [s]
+    if n.kind == "test":
+        if isinstance(s, (gast.If, gast.While)):
+            return [s.test]
+        if isinstance(s, (gast.With, gast.AsyncWith)):
+            return [item.context_expr for item in s.items]
+        return []
+    if n.kind == "iter":
+        return [s.iter]
+    if n.kind == "items":
+        return [item.context_expr for item in s.items]
+    if n.kind == "handler":
+        return [s.type] if s.type is not None else []
+    return []
+
+
+def _loads(node, out):
+    """Load-context Name nodes in ``node``, not entering lambdas, comprehensions or defs
+    (their reads happen later, in their own scope)."""
+    if isinstance(node, gast.Name):
+        if isinstance(node.ctx, gast.Load):
+            out.append(node)
+        return out
+    for child in gast.iter_child_nodes(node):
+        if not isinstance(child, _NEW_SCOPES):
+            _loads(child, out)
+    return out
+
+
+def maybe_unbound(func):
+    """Where ``func`` may read one of its own locals before it is bound (Python would raise
+    UnboundLocalError there): returns (ids of such Load ``Name`` nodes, ids of ``AugAssign``
+    statements whose target name may be unbound)."""
+    g = cfg.build(func)
+    must_in, _ = _definedness(g)
+    local = set()
+    for n in g.nodes:
+        local |= n.effects.writes
+    local -= activity.declared_nonlocal(func)
+    names, augs = set(), set()
+    for n in g.nodes:
+        risky = (n.effects.reads & local) - must_in[n]
+        if not risky:
+            continue
+        for expr in _node_exprs(n):
+            if isinstance(expr, gast.AugAssign) and isinstance(expr.target, gast.Name) and expr.target.id in risky:
+                augs.add(id(expr))
+            names.update(id(x) for x in _loads(expr, []) if x.id in risky)
+    return names, augs
