@@ -218,3 +218,55 @@ def test_program_holds_one_check_and_still_runs_after_an_error():
     np.testing.assert_allclose(converted(N[3]).numpy(), for_range_binds(N[3]).numpy())
     ops = [op.type for op in converted.programs[0].block.ops]
     assert ops.count("assert") == 1
+
+
+# ------------------------------------------------------------------ h = None before a tensor loop
+def none_then_loop_checked(x, n):
+    h = None
+    for k in range(n):
+        h = x if h is None else h + x
+    if h is None:
+        return x * 0.0 - 1.0
+    return h * 2.0
+
+
+def none_then_loop_used(x, n):
+    h = None
+    i = d2s.tensor(0)
+    while i < n:
+        h = x * i if h is None else h + x
+        i = i + 1
+    return h * 2.0
+
+
+def none_then_loop_returned(x, n):
+    h = None
+    i = d2s.tensor(0)
+    while i < n:
+        h = x * i if h is None else h + x
+        i = i + 1
+    return h, i
+
+
+def none_then_loop_is_not_none(x, n):
+    h = None
+    for k in range(n):
+        h = x * k if h is None else h * 0.5
+    return h is not None
+
+
+def test_none_before_a_tensor_loop_stays_none_on_zero_trips():
+    cases = [(X, n) for n in N]
+    _same(none_then_loop_checked, *cases)
+    _same(none_then_loop_used, *cases)
+    converted = d2s.jit.to_static(none_then_loop_returned)
+    for x, n in cases:
+        got, expected = converted(x, n), none_then_loop_returned(x, n)
+        assert (got[0] is None) == (expected[0] is None)
+        if expected[0] is not None:
+            np.testing.assert_allclose(got[0].numpy(), expected[0].numpy())
+        assert got[1].item() == expected[1].item()
+    assert len(converted.programs) == 1
+    converted = d2s.jit.to_static(none_then_loop_is_not_none)
+    for x, n in cases:
+        assert bool(converted(x, n)) == none_then_loop_is_not_none(x, n)

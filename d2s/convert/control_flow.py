@@ -94,7 +94,7 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
     """Trace both branches into a ``cond`` op, again while the branches ask for more hints
     (``hints``, ``fills`` and ``maybe`` are updated in place); returns (merged outputs, output
     plan)."""
-    from ..static.control_flow import ControlFlowError, cond
+    from ..static.control_flow import ControlFlowError, _static_cond
     for _ in range(4):
         seen = {}
 
@@ -113,8 +113,10 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
                 return _normalize(side, vals, skel, seen, hints, labels, out + st, fillable, none_fillable)
             return run
 
+        seen["patches"] = {}
         try:
-            merged = cond(pred, branch(true_fn, "true"), branch(false_fn, "false"))
+            merged = _static_cond(pred, branch(true_fn, "true"), branch(false_fn, "false"), (),
+                                  patches=seen["patches"])
         except _Retry as r:
             if r.hints is not None:
                 hints.clear()
@@ -218,12 +220,9 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
     """The tensors a branch returns to ``cond``; the true branch (traced first) records which
     leaves are tensors and which stay Python values, the false branch checks itself against it."""
     if side == "true":
-        eff = [_make(hints[k], v) if k in hints else v for k, v in enumerate(vals)]
-        kinds = ["T" if isinstance(v, Tensor) else "C" for v in eff]
-        seen["true"] = (vals, eff, skel)
-        seen["true_out"] = raw
-        seen["plan"] = (skel, kinds, [None if k == "T" else v for k, v in zip(kinds, eff)])
-        return tuple(v for v in eff if isinstance(v, Tensor))
+        from .._state import STATE
+        seen["then_block"] = STATE.builder.block
+        return _plan_true(vals, skel, seen, hints, raw)
     t_raw, t_vals, t_skel = seen["true"]
     if t_skel != skel:
         promote = _growing_lists(seen["true_out"], raw, t_skel, skel)
@@ -292,8 +291,58 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
                                f"{describe(fv)} in the false branch; a Python value that differs between "
                                "the branches of a tensor `if` cannot be represented in the program")
     if new_hints != hints:
+        if _patch_true(seen, hints, new_hints):
+            # the true branch's block now holds the tensors the hints ask for: check again
+            hints.clear()
+            hints.update(new_hints)
+            return _normalize(side, vals, skel, seen, hints, labels, raw, fillable, none_fillable)
         raise _Retry(new_hints)
     return tuple(out)
+
+
+def _plan_true(vals, skel, seen, hints, raw):
+    """The true branch's outputs under ``hints``: which leaves are tensors (cond outputs) and
+    which stay Python values; returns the tensors."""
+    eff = [_make(hints[k], v) if k in hints else v for k, v in enumerate(vals)]
+    kinds = ["T" if isinstance(v, Tensor) else "C" for v in eff]
+    seen["true"] = (vals, eff, skel)
+    seen["true_out"] = raw
+    seen["plan"] = (skel, kinds, [None if k == "T" else v for k, v in zip(kinds, eff)])
+    return tuple(v for v in eff if isinstance(v, Tensor))
+
+
+def _patch_true(seen, hints, new_hints):
+    """Apply hints that only turn Python numbers (or undefined values) of the true branch into
+    tensors by adding those constants to its already traced block, instead of tracing both
+    branches again: a retrace also retraces every nested `if` and loop. Returns False when a
+    hint needs a real retrace (lists becoming TensorArrays)."""
+    patches, blk = seen.get("patches"), seen.get("then_block")
+    if patches is None or blk is None:
+        return False
+    t_raw = seen["true"][0]
+    for k, h in new_hints.items():
+        old = hints.get(k)
+        if old is h:
+            continue
+        if isinstance(k, tuple):
+            return False  # a list becoming a TensorArray
+        if old is not None and old[0] == h[0] and not isinstance(h[1], Tensor) and old[1] == h[1]:
+            continue
+        if not (
+                (h[0] == "tensor" and isinstance(t_raw[k], _NUMBER)) or
+                (h[0] == "zeros" and isinstance(t_raw[k], Undefined))):
+            return False
+    from .._state import STATE
+    from ..static.control_flow import tree_flatten
+    b = STATE.builder
+    outer, b.block = b.block, blk
+    try:
+        tensors = _plan_true(t_raw, seen["true"][2], seen, new_hints, seen["true_out"])
+        blk.outputs = [b.var_of(t) for t in tensors]
+    finally:
+        b.block = outer
+    patches["tree"] = tree_flatten(tensors)[1]
+    return True
 
 
 def _growing_lists(t_out, f_out, t_skel, f_skel):

@@ -12,7 +12,7 @@ from .._state import STATE
 from ..tensor import Tensor, tensor
 from . import control_flow as cf
 from .errors import at_user_line
-from .undefined import MaybeUnbound, Undefined, maybe_unbound
+from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
 from .values import is_symbolic, write_back
 
 
@@ -105,8 +105,8 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
 def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels):
     """``h = None`` before a tensor loop whose body makes ``h`` a tensor (``h = x if h is None
     else h + x``): the first iteration runs on its own under a ``cond`` on the loop test, where
-    ``h is None`` still holds, and the ``while`` op carries the tensor from then on. If the loop
-    runs zero times such a variable reads as zeros (Python would leave it None)."""
+    ``h is None`` still holds, and the ``while`` op carries the tensor from then on. After the
+    loop such a variable is a MaybeNone: None on runs where the loop ran zero times."""
     from .undefined import Undefined
     n_extra = len(extra_vars)
     full = tuple(extra_vars) + tuple(state)
@@ -128,7 +128,11 @@ def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labe
     originals = list(extra_vars) + list(state)
     full = tuple(write_back(o, v) for o, v in zip(originals, full))
     out = _static_loop(test, body, full[n_extra:], names, get_state, set_state, full[:n_extra], peeled=True)
-    return out
+    if not is_symbolic(go):
+        return out
+    # zeros stood in for None while the loop was built: the variable is None again when the
+    # loop ran zero times, which only the run knows
+    return tuple(MaybeNone(v, go) if s is None and v is not None else v for s, v in zip(state, out))
 
 
 def _as_loop_value(v):

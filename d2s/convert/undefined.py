@@ -52,13 +52,40 @@ class MaybeUnbound:
     def _d2s_from_children(cls, children):
         return cls(*children)
 
-    def _d2s_output(self):
+    @classmethod
+    def _d2s_from_output(cls, children):
         # reached a program output without a user read (the early-return pass's result
         # variable, whose reads a flag guards): the value stands
-        return self.value
+        return children[0]
 
     def __repr__(self):
         return f"<maybe unbound {self.value!r}>"
+
+
+class MaybeNone(MaybeUnbound):
+    """``h = None`` before a tensor loop whose body assigns ``h``: after the loop ``h`` is the
+    loop's value when it ran at least once (``bound``) and still None when it ran zero times.
+    ``h is None`` becomes a tensor predicate (``is_none``), a program returning ``h`` returns
+    None or the value, run by run, and any other use checks at run time that ``h`` is not
+    None (TypeError otherwise, as Python's operators on None raise)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _d2s_from_output(cls, children):
+        value, bound = children
+        return value if bool(bound) else None
+
+    def __repr__(self):
+        return f"<None or {self.value!r}>"
+
+
+def is_none(value):
+    """``value is None``; for a MaybeNone, a bool tensor computed when the program runs."""
+    if type(value) is MaybeNone:
+        from .. import ops
+        return ops.logical_not(value.bound)
+    return value is None
 
 
 def maybe_unbound(value, bound):
@@ -76,17 +103,24 @@ def checked(value, name):
     runs each time the program does) and gives its value."""
     if type(value) is Undefined:
         raise unbound_error(name)
-    if type(value) is MaybeUnbound:
+    if isinstance(value, MaybeUnbound):
         from .values import is_symbolic
+        if type(value) is MaybeNone:
+            message, error = (f"'{name}' is None here (the tensor loop that assigns it ran zero times) "
+                              "and this use of it needs a value", TypeError)
+        else:
+            message, error = (f"cannot access local variable '{name}' where it is not associated with a "
+                              "value", UnboundLocalError)
         if not is_symbolic(value.bound):
             if not bool(value.bound):
-                raise unbound_error(name)
+                from .errors import at_user_line
+                raise at_user_line(message, error)
             return value.value
         from ..dispatch import apply
         from ..static.errors import user_frame
         loc = user_frame()
-        apply("assert", value.bound, message=f"cannot access local variable '{name}' where it is not "
-              "associated with a value", where=f"{loc[0]}:{loc[1]}" if loc else "", error="UnboundLocalError")
+        apply("assert", value.bound, message=message, where=f"{loc[0]}:{loc[1]}" if loc else "",
+              error=error.__name__)
         return value.value
     return value
 

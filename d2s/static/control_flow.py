@@ -303,7 +303,10 @@ def _as_pred(pred, what):
     return pred
 
 
-def _static_cond(pred, true_fn, false_fn, operands):
+def _static_cond(pred, true_fn, false_fn, operands, patches=None):
+    """The ``cond`` op. ``patches``: a dict in which ``false_fn`` may leave ``"tree"``, the new
+    output treedef of the true block after it added outputs to it (converted code turning a
+    Python number of the true branch into a tensor, see ``d2s.convert.control_flow``)."""
     b = _builder()
     pred = _as_pred(pred, "d2s.cond")
     leaves, treedef = tree_flatten(operands)
@@ -315,6 +318,8 @@ def _static_cond(pred, true_fn, false_fn, operands):
 
     then_blk, t_tree, _, t_types = _trace_block(b, branch(true_fn), in_types, _tensorize)
     else_blk, e_tree, _, e_types = _trace_block(b, branch(false_fn), in_types, _tensorize)
+    if patches and "tree" in patches:
+        t_tree, t_types = patches["tree"], [then_blk.lookup(n).type for n in then_blk.outputs]
     if t_tree != e_tree or len(t_types) != len(e_types) or not all(
             _compatible(x, y) for x, y in zip(t_types, e_types)):
         raise ControlFlowError(

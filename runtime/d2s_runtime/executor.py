@@ -64,10 +64,10 @@ class ExecutionError(RuntimeError):
 
 # Errors a program raises on purpose (a failed assert op, a trace guard) reach the caller as
 # they are; any other failure is wrapped in an ExecutionError naming the op.
-from .ops.debug import ProgramAssertionError, ProgramUnboundLocalError  # noqa: E402
+from .ops.debug import ProgramAssertionError, ProgramTypeError, ProgramUnboundLocalError  # noqa: E402
 from .ops.guard import GuardError  # noqa: E402
 
-PASS_THROUGH = (ExecutionError, ProgramAssertionError, ProgramUnboundLocalError, GuardError)
+PASS_THROUGH = (ExecutionError, ProgramAssertionError, ProgramUnboundLocalError, ProgramTypeError, GuardError)
 
 
 def _control_flow_rules():

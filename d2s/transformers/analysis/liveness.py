@@ -79,8 +79,9 @@ def analyze_function(func, always_live=frozenset()):
             mods |= w | m
             comps |= c
         head = parts.get("head", entry)
-        stmt._d2s_anno = Anno(live_in=live_in[head] | live_in[entry],
-                              live_out=live_in[parts["join"]] | (always_live & must_in[entry]),
+        cells = always_live & must_in[entry]
+        stmt._d2s_anno = Anno(live_in=live_in[head] | live_in[entry] | cells,
+                              live_out=live_in[parts["join"]] | cells,
                               defined=must_in[entry], maybe_defined=may_in[entry],
                               mods=mods, composites=comps)
     return g

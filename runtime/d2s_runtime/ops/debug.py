@@ -9,7 +9,8 @@ every time the program does. Both have no outputs; passes never drop them.
 ``assert`` attrs: ``message`` and ``where`` (the user's ``file:line``), and ``error``: the
 Python exception it stands for, ``"AssertionError"`` (an ``assert`` statement) or
 ``"UnboundLocalError"`` (converted code reading a variable that the path this run took never
-bound, e.g. one first assigned in a tensor loop that ran zero times).
+bound, e.g. one first assigned in a tensor loop that ran zero times) or ``"TypeError"`` (using
+a variable that is still None on this path).
 """
 from .registry import defop
 
@@ -23,7 +24,13 @@ class ProgramUnboundLocalError(UnboundLocalError):
     raises UnboundLocalError."""
 
 
-_ERRORS = {"AssertionError": ProgramAssertionError, "UnboundLocalError": ProgramUnboundLocalError}
+class ProgramTypeError(TypeError):
+    """A program used a value that is None on the path this run took (``h = None`` before a
+    tensor loop that ran zero times), where Python's operators raise TypeError."""
+
+
+_ERRORS = {"AssertionError": ProgramAssertionError, "UnboundLocalError": ProgramUnboundLocalError,
+           "TypeError": ProgramTypeError}
 
 
 def _no_outputs(*types, **attrs):
