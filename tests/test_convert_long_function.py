@@ -49,10 +49,10 @@ def test_long_function_with_nested_early_returns_equals_eager(tmp_path):
         _leaves_equal(converted(*args), fn(*args))
 
 
-def test_nested_if_retries_are_replayed_not_redone(tmp_path, monkeypatch):
-    """A chain of tensor `if`s, each retried once (a Python number on one side, a tensor on the
-    other): a retrace replays the nested ones' hints, so the number of traced `if`s grows with
-    the square of the depth instead of doubling per level."""
+def test_nested_ifs_are_traced_once(tmp_path, monkeypatch):
+    """Tensor `if`s where a Python number on one side meets a tensor on the other: the true
+    branch's traced block gets the tensor added instead of both branches being traced again
+    (which retraced every nested `if`: doubling per level). Each `if` is traced once."""
     calls = [0]
     real = cf._static_if
 
@@ -68,5 +68,5 @@ def test_nested_if_retries_are_replayed_not_redone(tmp_path, monkeypatch):
     calls[0] = 0
     fn8 = _function(tmp_path, 8)
     _leaves_equal(d2s.jit.to_static(fn8)(x, n), fn8(x, n))
-    # doubling the length must not square (or worse) the work: 2**depth growth gave > 16x
-    assert calls[0] < 6 * blocks4, (blocks4, calls[0])
+    # twice the code, twice the traced ifs (2**depth growth gave far more than 16x)
+    assert calls[0] <= 2 * blocks4 + 2, (blocks4, calls[0])

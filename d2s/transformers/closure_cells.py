@@ -11,7 +11,7 @@ finished tree.
 import gast
 
 from . import gast_compat as gc
-from .analysis.activity import _own_names
+from .analysis.activity import own_names
 from .base import Transformer
 
 
@@ -27,14 +27,14 @@ class ClosureCells(Transformer):
         # A cell only a generated function binds (the target of a converted `for`) must still
         # be a local of the converted function for `nonlocal` to reach it: a bare annotation
         # makes it one without binding it.
-        unbound = shared - _own_names(func)[0]
+        unbound = shared - own_names(func)[0]
         func.body = [gast.copy_location(gast.AnnAssign(target=gc.name(n, gast.Store()), annotation=gc.name("object"),
                                                        value=None, simple=1), func)
                      for n in sorted(unbound)] + func.body
         return func
 
     def _share(self, fn, cells):
-        stores, _ = _own_names(fn)
+        stores, _ = own_names(fn)
         shared = sorted(stores & cells)
         if not shared:
             return set()

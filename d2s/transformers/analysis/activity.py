@@ -205,7 +205,7 @@ def declared_nonlocal(func):
 _CLOSURES = (gast.Lambda, gast.FunctionDef, gast.AsyncFunctionDef, gast.GeneratorExp)
 
 
-def _own_names(node):
+def own_names(node):
     """(names stored, names loaded) in ``node``'s own body, its parameters counted as stored;
     nested functions, lambdas and generator expressions are not entered."""
     stores, loads = set(), set()
@@ -233,11 +233,11 @@ def _own_names(node):
 def closure_cells(func):
     """Locals of ``func`` that a nested function, lambda or generator expression reads: they
     live in cells, and the nested code sees each later rebinding (Python's late binding)."""
-    local, _ = _own_names(func)
+    local, _ = own_names(func)
     local -= declared_nonlocal(func)
     free = set()
     for node in gast.walk(func):
         if node is not func and isinstance(node, _CLOSURES):
-            stores, loads = _own_names(node)
+            stores, loads = own_names(node)
             free |= loads - stores
     return local & free

@@ -62,8 +62,8 @@ def _definedness(g):
 
 def analyze_function(func, always_live=frozenset()):
     """Annotate every ``if``/``while``/``for`` directly in ``func`` (not in nested defs).
-    ``always_live``: names a closure may read at any time (closure cells), live after every
-    statement."""
+    ``always_live``: names a closure may read at any time (closure cells): live on entry to
+    and after every branch and loop they are bound before, so those carry what they rebind."""
     g = cfg.build(func)
     live_in, live_out = _liveness(g)
     must_in, may_in = _definedness(g)
@@ -105,11 +105,7 @@ def _node_exprs(n):
     if n.kind == "stmt":
         return [] if isinstance(s, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)) else [s]
     if n.kind == "test":
-        if isinstance(s, (gast.If, gast.While)):
-            return [s.test]
-        if isinstance(s, (gast.With, gast.AsyncWith)):
-            return [item.context_expr for item in s.items]
-        return []
+        return [s.test]
     if n.kind == "iter":
         return [s.iter]
     if n.kind == "items":
