@@ -33,7 +33,7 @@ PIPELINE = [
     (UnsupportedFeatures, False),
     # Reads of locals that may be unbound get a check, while the body is still the user's:
     # later passes bind such names to placeholders, where Python would have raised.
-    (UndefinedReads, True),
+    (UndefinedReads, False),
     # Early returns become one result variable: later passes see assignments and breaks only.
     (ReturnStatements, False),
     # continue, then break, become flags and guards, so loop bodies are straight-line code
