@@ -116,11 +116,8 @@ def checked(value, name):
                 from .errors import at_user_line
                 raise at_user_line(message, error)
             return value.value
-        from ..dispatch import apply
-        from ..static.errors import user_frame
-        loc = user_frame()
-        apply("assert", value.bound, message=message, where=f"{loc[0]}:{loc[1]}" if loc else "",
-              error=error.__name__)
+        from .builtins import assert_op
+        assert_op(value.bound, message, error.__name__)
         return value.value
     return value
 
