@@ -270,3 +270,14 @@ def test_none_before_a_tensor_loop_stays_none_on_zero_trips():
     converted = d2s.jit.to_static(none_then_loop_is_not_none)
     for x, n in cases:
         assert bool(converted(x, n)) == none_then_loop_is_not_none(x, n)
+
+
+def test_saved_program_keeps_the_check(tmp_path):
+    """Deployment with the numpy-only runtime raises the same UnboundLocalError."""
+    import d2s_runtime
+    path = str(tmp_path / "while_binds")
+    d2s.jit.save(d2s.jit.to_static(while_binds), path, input_spec=[d2s.jit.InputSpec([], "int64", name="n")])
+    runner = d2s_runtime.load(path)
+    np.testing.assert_allclose(runner(np.int64(3)), while_binds(N[3]).numpy())
+    with pytest.raises(UnboundLocalError):
+        runner(np.int64(0))
