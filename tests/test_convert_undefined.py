@@ -182,6 +182,28 @@ def tensor_if_unbound_not_read(x):
     return x
 
 
+def read_in_comprehension_after_loop(x, n):
+    for k in range(n):
+        v = x * k
+    return [v + j for j in range(2)][1]
+
+
+def read_in_lambda_after_loop(x, n):
+    i = d2s.tensor(0)
+    while i < n:
+        v = x + i
+        i = i + 1
+    get = lambda: v * 2.0  # noqa: E731
+    return get()
+
+
+def python_lambda_reads_unbound(c):
+    if c:
+        w = 3
+    f = lambda: w + 1  # noqa: E731
+    return f()
+
+
 N = [d2s.tensor(np.int64(k)) for k in range(4)]
 X = d2s.tensor([1.0, 2.0, -0.5])
 
@@ -192,6 +214,12 @@ def test_zero_trip_tensor_loops_raise_at_run_time():
     _same(for_binds_python_number, *N)
     _same(loop_binds_read_on_one_path, *N)
     _same(loop_binds_in_tensor_if, *[(X, n) for n in N], *[(-X, n) for n in N])
+
+
+def test_reads_inside_comprehensions_and_lambdas_are_checked_too():
+    _same(read_in_comprehension_after_loop, *[(X, n) for n in N])
+    _same(read_in_lambda_after_loop, *[(X, n) for n in N])
+    _same(python_lambda_reads_unbound, True, False)
 
 
 def test_variables_bound_in_one_branch_of_a_tensor_if():

@@ -61,6 +61,23 @@ class MaybeUnbound:
     def __repr__(self):
         return f"<maybe unbound {self.value!r}>"
 
+    def _unchecked(self, *args, **kwargs):
+        # every read the analysis sees goes through `checked`; this one did not (a lambda,
+        # comprehension or nested function reading the variable)
+        from .errors import at_user_line
+        raise at_user_line("a variable that a tensor loop or tensor `if` binds on some runs only is read here, "
+                           "inside a lambda, comprehension or nested function, where to_static cannot check it "
+                           "when the program runs; bind it before the loop or `if` (or read it outside)")
+
+    def __getattr__(self, attr):
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        self._unchecked()
+
+    __call__ = __bool__ = __len__ = __iter__ = __getitem__ = _unchecked
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _unchecked
+    __matmul__ = __rmatmul__ = __neg__ = __pow__ = __lt__ = __gt__ = __le__ = __ge__ = _unchecked
+
 
 class MaybeNone(MaybeUnbound):
     """``h = None`` before a tensor loop whose body assigns ``h``: after the loop ``h`` is the

@@ -73,8 +73,8 @@ class UndefinedReads(Transformer):
         read = gast.copy_location(gc.name(node.target.id), node.target)
         return [gast.copy_location(gc.expr_stmt(_check(read)), node), node]
 
-    # user-written nested functions and classes are converted (and checked) on their own
-    def visit_Lambda(self, node):
+    # user-written nested functions and classes are converted (and checked) on their own;
+    # lambdas and comprehensions are entered (their reads of this function's variables are
+    # checked when they run, which is when Python would raise)
+    def visit_ClassDef(self, node):
         return node
-
-    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ClassDef = visit_Lambda

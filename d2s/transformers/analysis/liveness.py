@@ -95,10 +95,6 @@ def analyze(tree, always_live=frozenset()):
     return tree
 
 
-_NEW_SCOPES = (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp,
-               gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
-
-
 def _node_exprs(n):
     """The expressions a CFG node evaluates (nested function and class bodies excluded)."""
     s = n.stmt
@@ -115,16 +111,32 @@ def _node_exprs(n):
     return []
 
 
-def _loads(node, out):
-    """Load-context Name nodes in ``node``, not entering lambdas, comprehensions or defs
-    (their reads happen later, in their own scope)."""
+_COMPREHENSIONS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
+
+
+def _loads(node, out, bound=frozenset()):
+    """Load-context Name nodes in ``node`` reading the enclosing function's variables: inside
+    lambdas and comprehensions too (minus the names they bind themselves), not inside nested
+    defs or classes (converted, and checked, on their own)."""
     if isinstance(node, gast.Name):
-        if isinstance(node.ctx, gast.Load):
+        if isinstance(node.ctx, gast.Load) and node.id not in bound:
             out.append(node)
         return out
+    if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+        return out
+    if isinstance(node, gast.Lambda):
+        for d in node.args.defaults + [k for k in node.args.kw_defaults if k is not None]:
+            _loads(d, out, bound)
+        params = {a.id for a in gast.walk(node.args) if isinstance(a, gast.Name)}
+        return _loads(node.body, out, bound | params)
+    if isinstance(node, _COMPREHENSIONS):
+        targets = {n.id for g in node.generators for n in gast.walk(g.target) if isinstance(n, gast.Name)}
+        inner = bound | targets
+        for child in gast.iter_child_nodes(node):
+            _loads(child, out, inner)
+        return out
     for child in gast.iter_child_nodes(node):
-        if not isinstance(child, _NEW_SCOPES):
-            _loads(child, out)
+        _loads(child, out, bound)
     return out
 
 
