@@ -6,6 +6,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 import d2s
 import d2s.convert.control_flow as cf
@@ -70,3 +71,41 @@ def test_nested_ifs_are_traced_once(tmp_path, monkeypatch):
     _leaves_equal(d2s.jit.to_static(fn8)(x, n), fn8(x, n))
     # twice the code, twice the traced ifs (2**depth growth gave far more than 16x)
     assert calls[0] <= 2 * blocks4 + 2, (blocks4, calls[0])
+
+
+def _one_sided_chain(tmp_path, depth):
+    """Nested tensor `if`s, each binding its own variable on one side only (read after all of
+    them): every level must retrace its branches once to carry a "bound" flag."""
+    lines, indent = ["def chain(x):"], "    "
+    for level in range(depth):
+        lines += [f"{indent}if x.sum() > {level}:", f"{indent}    a{level} = x * {level + 1}", f"{indent}else:"]
+        indent += "    "
+    lines += [f"{indent}pass", "    return x + " + " + ".join(f"a{level}" for level in range(depth))]
+    path = tmp_path / f"one_sided_chain_{depth}.py"
+    path.write_text("\n".join(lines) + "\n")
+    spec = importlib.util.spec_from_file_location(f"one_sided_chain_{depth}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.chain
+
+
+def test_retraced_ifs_replay_their_nested_ifs_decisions(tmp_path, monkeypatch):
+    """A retrace of an `if` replays the decisions its nested `if`s reached (convert/replay.py):
+    the traced `if`s grow with the square of the depth, not as 2**depth (127 at depth 7)."""
+    calls = [0]
+    real = cf._static_if
+
+    def counting(*a, **k):
+        calls[0] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(cf, "_static_if", counting)
+    fn = _one_sided_chain(tmp_path, 7)
+    converted = d2s.jit.to_static(fn)
+    for x in ([1.0, 2.0], [-1.0, -2.0], [10.0, 10.0]):
+        x = d2s.tensor(x)
+        with pytest.raises(UnboundLocalError):
+            fn(x)
+        with pytest.raises(UnboundLocalError):
+            converted(x)
+    assert calls[0] <= 7 * 8 // 2, calls[0]
