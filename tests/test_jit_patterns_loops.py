@@ -324,8 +324,10 @@ def test_variable_initialized_to_none_before_a_tensor_loop():
         check(none_then_tensor_for, _x(1, -2), d2s.tensor(n))
         check(none_then_growing_while, _x(1, -2), d2s.tensor(n))
     sf = d2s.jit.to_static(none_then_tensor_for)
-    out = sf(_x(1, -2), d2s.tensor(0))  # zero trips: Python leaves None, the program gives zeros
-    assert out.numpy().tolist() == [0.0, 0.0]
+    assert none_then_tensor_for(_x(1, -2), d2s.tensor(0)) is None
+    assert sf(_x(1, -2), d2s.tensor(0)) is None  # zero trips: None, as Python leaves it
+    assert sf(_x(1, -2), d2s.tensor(2)).numpy().tolist() == none_then_tensor_for(_x(1, -2), d2s.tensor(2)).numpy().tolist()
+    assert len(sf.programs) == 1
 
 
 def fixed_list_carried(x, n):

@@ -15,7 +15,6 @@ def test_if_carries_names_live_after_and_keeps_temporaries_local():
     """, IfStatements)
     same_code(got, """
         def f(x):
-            y = _jst.Undefined('y')
             def if_true(y):
                 tmp = x * 2
                 y = tmp + 1
@@ -23,7 +22,7 @@ def test_if_carries_names_live_after_and_keeps_temporaries_local():
             def if_false(y):
                 y = -x
                 return (y,)
-            y, = _jst.convert_ifelse(x > 0, if_true, if_false, (y,), ('y',), ('y',), None, None)
+            y, = _jst.convert_ifelse(x > 0, if_true, if_false, (_jst.Undefined('y'),), ('y',), ('y',), None, None)
             return y
     """)
 

@@ -11,12 +11,12 @@ from .errors import ConvertError
 from .logical import and_, not_, or_
 from .loops import (TensorEnumerate, TensorIterable, TensorRange, TensorRows, TensorZip, convert_enumerate,
                     convert_for, convert_range, convert_while_loop, convert_zip)
-from .undefined import Undefined, is_undefined, ld, ld_attr, st_attr
+from .undefined import Undefined, checked, is_none, is_undefined, ld, ld_attr, st_attr
 
 __all__ = [
     "convert_call", "convert_ifelse", "convert_ifexp", "convert_while_loop", "convert_for", "convert_range",
     "convert_enumerate", "convert_zip", "and_", "or_", "not_", "convert_len", "convert_print", "convert_int",
     "convert_float", "convert_bool", "convert_assert", "convert_isinstance", "convert_abs", "python_cond",
-    "python_iter", "Undefined", "is_undefined", "ld", "ld_attr", "st_attr", "ConvertError", "is_library",
+    "python_iter", "Undefined", "checked", "is_none", "is_undefined", "ld", "ld_attr", "st_attr", "ConvertError", "is_library",
     "TensorIterable", "TensorRange", "TensorRows", "TensorEnumerate", "TensorZip",
 ]

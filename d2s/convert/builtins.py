@@ -75,16 +75,22 @@ def convert_print(*args, sep=" ", end="\n", **kwargs):
     apply("print", *tensors, parts=parts, sep=sep, end=end)
 
 
+def assert_op(test, message, error="AssertionError"):
+    """An ``assert`` op on symbolic ``test``, raising ``error`` (its Python name) with
+    ``message`` and the user's file:line each time the program runs with a false test."""
+    from ..dispatch import apply
+    from ..static.errors import user_frame
+    loc = user_frame()
+    extra = {} if error == "AssertionError" else {"error": error}  # plain asserts keep their attrs
+    apply("assert", test, message=message, where=f"{loc[0]}:{loc[1]}" if loc else "", **extra)
+
+
 def convert_assert(test, message=None):
     """``assert test, message`` (``message`` a thunk). A symbolic test becomes an ``assert``
     op checked each time the program runs; a concrete or Python one is checked now."""
     if is_symbolic(test):
-        from ..dispatch import apply
-        from ..static.errors import user_frame
         msg = message() if message is not None else ""
-        loc = user_frame()
-        apply("assert", test, message="" if msg is None else str(msg),
-              where=f"{loc[0]}:{loc[1]}" if loc else "")
+        assert_op(test, "" if msg is None else str(msg))
         return
     if not test:
         msg = message() if message is not None else None

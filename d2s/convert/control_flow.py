@@ -9,8 +9,9 @@ tensors of the other side's dtype.
 import numpy as np
 
 from ..tensor import Tensor, tensor
+from . import replay
 from .errors import ConvertError, at_user_line
-from .undefined import Undefined
+from .undefined import MaybeUnbound, Undefined, maybe_unbound
 from .values import describe, fresh, is_symbolic, leaves, rebuild, write_back
 
 _NUMBER = (bool, int, float, np.generic)
@@ -63,38 +64,19 @@ def convert_ifexp(pred, true_thunk, false_thunk):
 
 def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, set_state=None, fillable=(),
                none_fillable=False):
-    from ..static.control_flow import ControlFlowError, cond
     state0 = get_state() if get_state is not None else ()
     labels = list(out_names) + [f"attribute #{i}" for i in range(len(state0))]
-    hints = {}
-    fills = {}  # output index -> a defined value whose structure fills an Undefined fillable
-    for _ in range(4):
-        seen = {}
-
-        def branch(fn, side):
-            def run():
-                a = fresh(tuple(args))
-                if set_state is not None:
-                    set_state(fresh(state0))
-                out = _fill_structures(tuple(fn(*a)), out_names, fillable, fills, side)
-                out = _lists_as_arrays(out, hints)
-                st = tuple(get_state()) if get_state is not None else ()
-                vals, skel = leaves(out + st)
-                return _normalize(side, vals, skel, seen, hints, labels, out + st, fillable, none_fillable)
-            return run
-
-        try:
-            merged = cond(pred, branch(true_fn, "true"), branch(false_fn, "false"))
-        except _Retry as r:
-            hints = hints if r.hints is None else r.hints
-            continue
-        except ControlFlowError as e:
-            raise at_user_line(f"the branches of this tensor `if` do not fit together: {e}") from None
-        break
-    else:
-        raise at_user_line("the branches of this tensor `if` could not be reconciled")
+    # A retrace of an enclosing `if` replays this call on values of the same types: start from
+    # the hints it ended with then instead of retrying all over again (see convert/replay.py).
+    key = (true_fn.__code__, false_fn.__code__, _probing[0] > 0, replay.signature((tuple(args), tuple(state0))))
+    hints, fills, maybe, children = replay.recall(key) or ({}, {}, {}, None)
+    hints, fills, maybe = dict(hints), dict(fills), dict(maybe)
+    with replay.Rounds(children) as rounds:
+        merged, plan = _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fillable,
+                                 none_fillable, state0, labels, hints, fills, maybe, rounds)
+    replay.record(key, (hints, fills, maybe, rounds.cur))
     merged = list(merged) if isinstance(merged, (tuple, list)) else [merged]
-    skel, kinds, consts = seen["plan"]
+    skel, kinds, consts = plan
     it = iter(merged)
     vals = [next(it) if k == "T" else c for k, c in zip(kinds, consts)]
     everything = rebuild(skel, vals)
@@ -107,6 +89,46 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
     return outs
 
 
+def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fillable, none_fillable, state0,
+              labels, hints, fills, maybe, rounds):
+    """Trace both branches into a ``cond`` op, again while the branches ask for more hints
+    (``hints``, ``fills`` and ``maybe`` are updated in place); returns (merged outputs, output
+    plan)."""
+    from ..static.control_flow import ControlFlowError, _static_cond
+    for _ in range(4):
+        seen = {}
+
+        def branch(fn, side):
+            def run():
+                a = fresh(tuple(args))
+                if set_state is not None:
+                    set_state(fresh(state0))
+                out = _fill_structures(tuple(fn(*a)), out_names, fillable, fills, side)
+                if side == "false":
+                    _find_maybe_unbound(seen["true_out"], out, out_names, fillable, maybe)
+                out = _bind_maybe_unbound(out, maybe)
+                out = _lists_as_arrays(out, hints)
+                st = tuple(get_state()) if get_state is not None else ()
+                vals, skel = leaves(out + st)
+                return _normalize(side, vals, skel, seen, hints, labels, out + st, fillable, none_fillable)
+            return run
+
+        seen["patches"] = {}
+        try:
+            merged = _static_cond(pred, branch(true_fn, "true"), branch(false_fn, "false"), (),
+                                  patches=seen["patches"])
+        except _Retry as r:
+            if r.hints is not None:
+                hints.clear()
+                hints.update(r.hints)
+            rounds.next_round()
+            continue
+        except ControlFlowError as e:
+            raise at_user_line(f"the branches of this tensor `if` do not fit together: {e}") from None
+        return merged, seen["plan"]
+    raise at_user_line("the branches of this tensor `if` could not be reconciled")
+
+
 def _fill_structures(out, out_names, fillable, fills, side):
     """An early-return result left undefined by one branch takes the other branch's structure
     (tuples of tensors and Python values) with zeros for its tensors: a flag guards every read."""
@@ -117,6 +139,8 @@ def _fill_structures(out, out_names, fillable, fills, side):
         if name not in fillable or j >= len(out):
             continue
         v = out[j]
+        if isinstance(v, MaybeUnbound):  # the flag guarding every read stands for its own
+            v = out[j] = v.value
         if isinstance(v, Undefined):
             if j in fills:
                 out[j] = _placeholder(fills[j])
@@ -124,6 +148,39 @@ def _fill_structures(out, out_names, fillable, fills, side):
             fills[j] = v
             if side == "false":
                 raise _Retry(None)  # the true branch left it undefined: trace it again, filled
+    return tuple(out)
+
+
+def _binding(v):
+    return "unbound" if isinstance(v, Undefined) else "maybe" if isinstance(v, MaybeUnbound) else "bound"
+
+
+def _find_maybe_unbound(true_out, false_out, out_names, fillable, maybe):
+    """Outputs bound on one side only (or maybe bound, on one side) become MaybeUnbound on
+    both: a run-time flag says whether the branch taken bound them, and a later read checks
+    it (Python raises UnboundLocalError there). Retries with the sample structure noted."""
+    if _probing[0]:
+        return  # a trial trace of a loop body: zeros stand in (see loops._fill_undefined)
+    new = False
+    for j, name in enumerate(out_names):
+        if j in maybe or name in fillable or j >= len(false_out):
+            continue
+        t, f = true_out[j], false_out[j]
+        if _binding(t) != _binding(f):
+            sample = next(v for v in (t, f) if not isinstance(v, Undefined))
+            maybe[j] = sample.value if isinstance(sample, MaybeUnbound) else sample
+            new = True
+    if new:
+        raise _Retry(None)
+
+
+def _bind_maybe_unbound(out, maybe):
+    if not maybe:
+        return out
+    out = list(out)
+    for j, sample in maybe.items():
+        v = out[j]
+        out[j] = maybe_unbound(_placeholder(sample), False) if isinstance(v, Undefined) else maybe_unbound(v, True)
     return tuple(out)
 
 
@@ -163,12 +220,9 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
     """The tensors a branch returns to ``cond``; the true branch (traced first) records which
     leaves are tensors and which stay Python values, the false branch checks itself against it."""
     if side == "true":
-        eff = [_make(hints[k], v) if k in hints else v for k, v in enumerate(vals)]
-        kinds = ["T" if isinstance(v, Tensor) else "C" for v in eff]
-        seen["true"] = (vals, eff, skel)
-        seen["true_out"] = raw
-        seen["plan"] = (skel, kinds, [None if k == "T" else v for k, v in zip(kinds, eff)])
-        return tuple(v for v in eff if isinstance(v, Tensor))
+        from .._state import STATE
+        seen["then_block"] = STATE.builder.block
+        return _plan_true(vals, skel, seen, hints, raw)
     t_raw, t_vals, t_skel = seen["true"]
     if t_skel != skel:
         promote = _growing_lists(seen["true_out"], raw, t_skel, skel)
@@ -237,8 +291,58 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
                                f"{describe(fv)} in the false branch; a Python value that differs between "
                                "the branches of a tensor `if` cannot be represented in the program")
     if new_hints != hints:
+        if _patch_true(seen, hints, new_hints):
+            # the true branch's block now holds the tensors the hints ask for: check again
+            hints.clear()
+            hints.update(new_hints)
+            return _normalize(side, vals, skel, seen, hints, labels, raw, fillable, none_fillable)
         raise _Retry(new_hints)
     return tuple(out)
+
+
+def _plan_true(vals, skel, seen, hints, raw):
+    """The true branch's outputs under ``hints``: which leaves are tensors (cond outputs) and
+    which stay Python values; returns the tensors."""
+    eff = [_make(hints[k], v) if k in hints else v for k, v in enumerate(vals)]
+    kinds = ["T" if isinstance(v, Tensor) else "C" for v in eff]
+    seen["true"] = (vals, eff, skel)
+    seen["true_out"] = raw
+    seen["plan"] = (skel, kinds, [None if k == "T" else v for k, v in zip(kinds, eff)])
+    return tuple(v for v in eff if isinstance(v, Tensor))
+
+
+def _patch_true(seen, hints, new_hints):
+    """Apply hints that only turn Python numbers (or undefined values) of the true branch into
+    tensors by adding those constants to its already traced block, instead of tracing both
+    branches again: a retrace also retraces every nested `if` and loop. Returns False when a
+    hint needs a real retrace (lists becoming TensorArrays)."""
+    patches, blk = seen.get("patches"), seen.get("then_block")
+    if patches is None or blk is None:
+        return False
+    t_raw = seen["true"][0]
+    for k, h in new_hints.items():
+        old = hints.get(k)
+        if old is h:
+            continue
+        if isinstance(k, tuple):
+            return False  # a list becoming a TensorArray
+        if old is not None and old[0] == h[0] and not isinstance(h[1], Tensor) and old[1] == h[1]:
+            continue
+        if not (
+                (h[0] == "tensor" and isinstance(t_raw[k], _NUMBER)) or
+                (h[0] == "zeros" and isinstance(t_raw[k], Undefined))):
+            return False
+    from .._state import STATE
+    from ..static.control_flow import tree_flatten
+    b = STATE.builder
+    outer, b.block = b.block, blk
+    try:
+        tensors = _plan_true(t_raw, seen["true"][2], seen, new_hints, seen["true_out"])
+        blk.outputs = [b.var_of(t) for t in tensors]
+    finally:
+        b.block = outer
+    patches["tree"] = tree_flatten(tensors)[1]
+    return True
 
 
 def _growing_lists(t_out, f_out, t_skel, f_skel):

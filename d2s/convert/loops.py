@@ -12,7 +12,7 @@ from .._state import STATE
 from ..tensor import Tensor, tensor
 from . import control_flow as cf
 from .errors import at_user_line
-from .undefined import Undefined
+from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
 from .values import is_symbolic, write_back
 
 
@@ -105,8 +105,8 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
 def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels):
     """``h = None`` before a tensor loop whose body makes ``h`` a tensor (``h = x if h is None
     else h + x``): the first iteration runs on its own under a ``cond`` on the loop test, where
-    ``h is None`` still holds, and the ``while`` op carries the tensor from then on. If the loop
-    runs zero times such a variable reads as zeros (Python would leave it None)."""
+    ``h is None`` still holds, and the ``while`` op carries the tensor from then on. After the
+    loop such a variable is a MaybeNone: None on runs where the loop ran zero times."""
     from .undefined import Undefined
     n_extra = len(extra_vars)
     full = tuple(extra_vars) + tuple(state)
@@ -128,7 +128,11 @@ def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labe
     originals = list(extra_vars) + list(state)
     full = tuple(write_back(o, v) for o, v in zip(originals, full))
     out = _static_loop(test, body, full[n_extra:], names, get_state, set_state, full[:n_extra], peeled=True)
-    return out
+    if not is_symbolic(go):
+        return out
+    # zeros stood in for None while the loop was built: the variable is None again when the
+    # loop ran zero times, which only the run knows
+    return tuple(MaybeNone(v, go) if s is None and v is not None else v for s, v in zip(state, out))
 
 
 def _as_loop_value(v):
@@ -139,9 +143,18 @@ def _as_loop_value(v):
 
 def _check_carried(labels, init, ins, outs):
     """Loop variables must keep their dtype; a Python number that starts a variable adopts the
-    dtype the body gives it (``s = 0`` then ``s = s + x.sum()``)."""
+    dtype the body gives it (``s = 0`` then ``s = s + x.sum()``). A variable that may be unbound
+    on entry is bound once an iteration assigns it."""
     retry = {}
     for i, (a, b) in enumerate(zip(ins, outs)):
+        if isinstance(a, MaybeUnbound):
+            if isinstance(b, Undefined):
+                outs[i] = b = a
+            b = outs[i] = maybe_unbound(b, True)
+            a, b = a.value, b.value
+            if isinstance(a, Tensor) and isinstance(b, (bool, int, float)):
+                outs[i] = maybe_unbound(tensor(b, dtype=str(a.dtype)), outs[i].bound)
+                continue
         if isinstance(b, Undefined) and not isinstance(a, Undefined):
             raise at_user_line(f"'{labels[i]}' is left undefined by an iteration of this tensor loop")
         if isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype != b.dtype:
@@ -216,13 +229,18 @@ def _fill_undefined(body, init, n, labels, set_state):
     filled = list(init)
     for i, v in enumerate(init[:n]):
         if isinstance(v, Undefined) and i < len(out):
-            o = out[i]
+            o = out[i].value if isinstance(out[i], MaybeUnbound) else out[i]
             if isinstance(o, Tensor):
-                filled[i] = cf._zeros_like_type(o)
+                o = cf._zeros_like_type(o)
             elif isinstance(o, (bool, int, float)):
-                filled[i] = type(o)(0)
+                o = type(o)(0)
             elif isinstance(o, (tuple, list, dict)):  # a tuple return value: zeros of its structure
-                filled[i] = cf._placeholder(o)
+                o = cf._placeholder(o)
+            else:
+                continue
+            # unbound until an iteration binds it: a read after a loop that ran zero times
+            # raises UnboundLocalError when the program runs, as Python would
+            filled[i] = maybe_unbound(o, False)
     return filled
 
 

@@ -13,9 +13,7 @@ class Undefined:
         return f"<undefined {self.name}>"
 
     def _fail(self, *args, **kwargs):
-        from .errors import at_user_line
-        raise at_user_line(f"'{self.name}' is used before it is defined (it is not bound on this path)",
-                           NameError)
+        raise unbound_error(self.name)
 
     def __getattr__(self, attr):
         if attr.startswith("__"):
@@ -25,6 +23,120 @@ class Undefined:
     __call__ = __bool__ = __len__ = __iter__ = __getitem__ = _fail
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _fail
     __matmul__ = __neg__ = __lt__ = __gt__ = __le__ = __ge__ = _fail
+
+
+def unbound_error(name):
+    """Python's own error for reading local ``name`` before it is bound, at the user's line."""
+    from .errors import at_user_line
+    return at_user_line(f"cannot access local variable '{name}' where it is not associated with a value",
+                        UnboundLocalError)
+
+
+class MaybeUnbound:
+    """A value that a tensor loop or tensor ``if`` binds on some paths only, with a bool tensor
+    ``bound`` saying whether the path a run takes bound it (a variable first assigned in a loop
+    that may run zero times). Branches and loops carry it as two leaves; a read of the variable
+    (``checked``) adds a run-time check that raises Python's UnboundLocalError when it is not
+    bound, and uses ``value`` otherwise. Where it is not bound, ``value`` is a placeholder of
+    the same type (zeros)."""
+
+    __slots__ = ("value", "bound")
+
+    def __init__(self, value, bound):
+        self.value, self.bound = value, bound
+
+    def _d2s_children(self):
+        return (self.value, self.bound)
+
+    @classmethod
+    def _d2s_from_children(cls, children):
+        return cls(*children)
+
+    @classmethod
+    def _d2s_from_output(cls, children):
+        # reached a program output without a user read (the early-return pass's result
+        # variable, whose reads a flag guards): the value stands
+        return children[0]
+
+    def __repr__(self):
+        return f"<maybe unbound {self.value!r}>"
+
+    def _unchecked(self, *args, **kwargs):
+        # every read the analysis sees goes through `checked`; this one did not (a lambda,
+        # comprehension or nested function reading the variable)
+        from .errors import at_user_line
+        raise at_user_line("a variable that a tensor loop or tensor `if` binds on some runs only is read here, "
+                           "inside a lambda, comprehension or nested function, where to_static cannot check it "
+                           "when the program runs; bind it before the loop or `if` (or read it outside)")
+
+    def __getattr__(self, attr):
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        self._unchecked()
+
+    __call__ = __bool__ = __len__ = __iter__ = __getitem__ = _unchecked
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _unchecked
+    __matmul__ = __rmatmul__ = __neg__ = __pow__ = __lt__ = __gt__ = __le__ = __ge__ = _unchecked
+
+
+class MaybeNone(MaybeUnbound):
+    """``h = None`` before a tensor loop whose body assigns ``h``: after the loop ``h`` is the
+    loop's value when it ran at least once (``bound``) and still None when it ran zero times.
+    ``h is None`` becomes a tensor predicate (``is_none``), a program returning ``h`` returns
+    None or the value, run by run, and any other use checks at run time that ``h`` is not
+    None (TypeError otherwise, as Python's operators on None raise)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _d2s_from_output(cls, children):
+        value, bound = children
+        return value if bool(bound) else None
+
+    def __repr__(self):
+        return f"<None or {self.value!r}>"
+
+
+def is_none(value):
+    """``value is None``; for a MaybeNone, a bool tensor computed when the program runs."""
+    if type(value) is MaybeNone:
+        from .. import ops
+        return ops.logical_not(value.bound)
+    return value is None
+
+
+def maybe_unbound(value, bound):
+    """``value`` as a MaybeUnbound bound where ``bound`` (a Python bool becomes a tensor, so
+    both sides of a tensor ``if`` carry the flag the same way)."""
+    from ..tensor import Tensor, tensor
+    if isinstance(value, MaybeUnbound):
+        return value
+    return MaybeUnbound(value, bound if isinstance(bound, Tensor) else tensor(bool(bound)))
+
+
+def checked(value, name):
+    """``value``, read from local ``name`` where it may be unbound: an ``Undefined`` raises
+    UnboundLocalError as Python would; a ``MaybeUnbound`` adds that check to the program (it
+    runs each time the program does) and gives its value."""
+    if type(value) is Undefined:
+        raise unbound_error(name)
+    if isinstance(value, MaybeUnbound):
+        from .values import is_symbolic
+        if type(value) is MaybeNone:
+            message, error = (f"'{name}' is None here (the tensor loop that assigns it ran zero times) "
+                              "and this use of it needs a value", TypeError)
+        else:
+            message, error = (f"cannot access local variable '{name}' where it is not associated with a "
+                              "value", UnboundLocalError)
+        if not is_symbolic(value.bound):
+            if not bool(value.bound):
+                from .errors import at_user_line
+                raise at_user_line(message, error)
+            return value.value
+        from .builtins import assert_op
+        assert_op(value.bound, message, error.__name__)
+        return value.value
+    return value
 
 
 def is_undefined(x):

@@ -299,6 +299,8 @@ def _flatten(obj):
         if isinstance(o, Tensor):
             leaves.append(o)
             return ("T", len(leaves) - 1)
+        if hasattr(type(o), "_d2s_from_output"):  # a converted-code value (d2s.convert.undefined)
+            return ("N", type(o), [walk(x) for x in o._d2s_children()])
         if isinstance(o, (list, tuple)):
             return (type(o), [walk(x) for x in o])
         if isinstance(o, dict):
@@ -315,6 +317,8 @@ def _flatten(obj):
             return t[1]
         if kind is dict:
             return {k: build(values, s) for k, s in t[1]}
+        if kind == "N":  # decided from the run's values (None, or the value)
+            return t[1]._d2s_from_output([build(values, s) for s in t[2]])
         items = [build(values, s) for s in t[1]]
         return kind(items) if kind in (list, tuple) else kind(*items)
 

@@ -508,7 +508,10 @@ def _as_pred(pred, what):
     return pred
 
 
-def _static_cond(pred, true_fn, false_fn, operands):
+def _static_cond(pred, true_fn, false_fn, operands, patches=None):
+    """The ``cond`` op. ``patches``: a dict in which ``false_fn`` may leave ``"tree"``, the new
+    output treedef of the true block after it added outputs to it (converted code turning a
+    Python number of the true branch into a tensor, see ``d2s.convert.control_flow``)."""
     b = _builder()
     pred = _as_pred(pred, "d2s.cond")
     leaves, treedef = tree_flatten(operands)
@@ -517,6 +520,8 @@ def _static_cond(pred, true_fn, false_fn, operands):
 
     (then_blk, t_tree, t_types), (else_blk, e_tree, e_types) = _trace_branches(
         b, [true_fn, false_fn], treedef, in_types)
+    if patches and "tree" in patches:
+        t_tree, t_types = patches["tree"], [then_blk.lookup(n).type for n in then_blk.outputs]
     if t_tree != e_tree or len(t_types) != len(e_types) or not all(
             _compatible(x, y) for x, y in zip(t_types, e_types)):
         raise ControlFlowError(

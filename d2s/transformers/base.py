@@ -15,6 +15,8 @@ class Context:
         # result variables made by the return pass: a tensor `if` may leave them undefined on
         # one side (a flag guards every read), so convert_ifelse fills them instead of failing
         self.retval_names = set()
+        # locals of the root function that its closures read (analysis.activity.closure_cells)
+        self.cells = set()
 
 
 class _Scope:
@@ -60,13 +62,27 @@ class ScopedState:
         return self._stacks[factory]
 
 
+def _unlocated(nodes):
+    """The nodes of ``nodes`` that have no source location yet, descending only through such
+    nodes: a located node is the user's code or generated code an earlier visit already
+    placed, so its subtree needs nothing. Walking whole subtrees instead made every nested
+    ``if``/loop walk the already-converted code inside it again (quadratic in the nesting)."""
+    stack = list(nodes) if isinstance(nodes, list) else [nodes]
+    while stack:
+        node = stack.pop()
+        if getattr(node, "lineno", None) is not None:
+            continue
+        yield node
+        stack.extend(gast.iter_child_nodes(node))
+
+
 def mark_generated(nodes):
     """Flag generated ``def``s so transformers enter them (user-written nested defs are not
-    entered: they are converted on their own when called)."""
-    for n in nodes if isinstance(nodes, list) else [nodes]:
-        for sub in gast.walk(n):
-            if isinstance(sub, gast.FunctionDef):
-                sub._d2s_generated = True
+    entered: they are converted on their own when called). Call it before ``copy_location``:
+    the generated nodes are those still without a location."""
+    for sub in _unlocated(nodes):
+        if isinstance(sub, gast.FunctionDef):
+            sub._d2s_generated = True
     return nodes
 
 
@@ -77,12 +93,10 @@ def copy_location(nodes, origin):
     if lineno is None:
         return nodes
     col = getattr(origin, "col_offset", 0) or 0
-    for n in nodes if isinstance(nodes, list) else [nodes]:
-        for sub in gast.walk(n):
-            if isinstance(sub, (gast.stmt, gast.expr, gast.excepthandler, gast.arg if hasattr(gast, "arg") else gast.expr)):
-                if getattr(sub, "lineno", None) is None:
-                    sub.lineno, sub.col_offset = lineno, col
-                    sub.end_lineno, sub.end_col_offset = lineno, col
+    for sub in list(_unlocated(nodes)):
+        if isinstance(sub, (gast.stmt, gast.expr, gast.excepthandler, gast.arg if hasattr(gast, "arg") else gast.expr)):
+            sub.lineno, sub.col_offset = lineno, col
+            sub.end_lineno, sub.end_col_offset = lineno, col
     return nodes
 
 

@@ -7,7 +7,7 @@ undefined on one side and the code after reads it.
 """
 from . import gast_compat as gc
 from .base import JST, Transformer, copy_location, mark_generated, python_only, state_functions, undefined_inits
-from .templates import replace
+from .templates import replace, replace_as_expression
 
 
 class IfStatements(Transformer):
@@ -15,6 +15,16 @@ class IfStatements(Transformer):
         """How error messages name an output: the early-return pass's result variable is the
         function's return value, not a name the user wrote."""
         return "the return value" if name in self.ctx.retval_names else name
+
+    @staticmethod
+    def _arg(name, anno):
+        """The value passed for parameter ``name``: a name not live on entry is bound by both
+        branches before any read, so its value on entry is never used; it is passed as an
+        ``Undefined`` instead of being read, because once an enclosing branch or loop body has
+        become a function the name may be that function's local, still unbound here."""
+        if name in anno.live_in:
+            return gc.name(name)
+        return replace_as_expression(f"{JST}.Undefined({name!r})")
 
     def visit_If(self, node):
         node = self.generic_visit(node)
@@ -31,8 +41,9 @@ class IfStatements(Transformer):
             def false_fn(params):
                 orelse
                 return outputs
-            outputs = {JST}.convert_ifelse(test, true_fn, false_fn, params, param_names, names, get_state, set_state)
+            outputs = {JST}.convert_ifelse(test, true_fn, false_fn, args, param_names, names, get_state, set_state)
             """, true_fn=self.new_name("if_true"), false_fn=self.new_name("if_false"), params=params,
+                       args=gc.tuple_([self._arg(n, anno) for n in params]),
                        outputs=outputs, body=node.body, orelse=node.orelse, test=node.test,
                        names=gc.tuple_([gc.constant(self._label(n)) for n in outputs]),
                        param_names=gc.tuple_([gc.constant(n) for n in params]),
@@ -41,5 +52,5 @@ class IfStatements(Transformer):
         if fillable:
             call = code[-1].value
             call.keywords.append(gc.keyword("fillable", gc.tuple_([gc.constant(self._label(n)) for n in fillable])))
-        out = undefined_inits(params, anno) + state_defs + mark_generated(code)
+        out = undefined_inits(sorted(set(params) & anno.live_in), anno) + state_defs + mark_generated(code)
         return copy_location(out, node)

@@ -20,6 +20,13 @@ class LogicalExpressions(Transformer):
 
     def visit_Compare(self, node):
         node = self.generic_visit(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (gast.Is, gast.IsNot)) and \
+                isinstance(node.comparators[0], gast.Constant) and node.comparators[0].value is None:
+            # `h is None`: a variable that a tensor loop may leave None answers at run time
+            test = gast.copy_location(gc.call(jst("is_none"), [node.left]), node)
+            if isinstance(node.ops[0], gast.IsNot):
+                test = gast.copy_location(gc.call(jst("not_"), [test]), node)
+            return test
         if len(node.ops) == 1:
             return node
         # 0 < s < 10 -> and_(lambda: 0 < s, lambda: s < 10); a middle operand is evaluated

@@ -12,6 +12,7 @@ from .assert_statements import AssertStatements
 from .base import JST, Context
 from .break_statements import BreakStatements
 from .call_trees import CallTrees
+from .closure_cells import ClosureCells
 from .conditional_expressions import ConditionalExpressions
 from .continue_statements import ContinueStatements
 from .errors import ConversionError, SourceUnavailable
@@ -21,6 +22,7 @@ from .lambda_source import lambda_as_function
 from .logical_expressions import LogicalExpressions
 from .naming import Namer
 from .return_statements import ReturnStatements
+from .undefined_reads import UndefinedReads
 from .unsupported_features import UnsupportedFeatures
 from .while_loops import WhileLoops
 
@@ -30,6 +32,9 @@ PIPELINE = [
     # Rejects yield/async first, and pins control flow that must stay Python (inside try/with,
     # for/while-else, global writes) before any pass rewrites it.
     (UnsupportedFeatures, False),
+    # Reads of locals that may be unbound get a check, while the body is still the user's:
+    # later passes bind such names to placeholders, where Python would have raised.
+    (UndefinedReads, False),
     # Early returns become one result variable: later passes see assignments and breaks only.
     (ReturnStatements, False),
     # continue, then break, become flags and guards, so loop bodies are straight-line code
@@ -50,6 +55,9 @@ PIPELINE = [
     (ConditionalExpressions, False),
     (LogicalExpressions, False),
     (CallTrees, False),
+    # Last, over the finished tree: generated functions binding a closure cell declare it
+    # nonlocal, so the user's lambdas and nested functions read the live value.
+    (ClosureCells, False),
 ]
 
 
@@ -103,9 +111,11 @@ def _parse(fn):
 def transform(module, func, filename):
     """Run the pipeline over ``func`` (in place) and return it."""
     ctx = Context(filename, Namer(module), func)
+    ctx.cells = analysis.activity.closure_cells(func)
     for cls, needs_analysis in PIPELINE:
         if needs_analysis:
-            analysis.analyze(module)
+            # a closure may read a cell at any time: branches and loops carry what they rebind
+            analysis.analyze(module, always_live=ctx.cells)
         cls(ctx).transform(func)
     return func
 

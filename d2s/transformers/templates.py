@@ -35,6 +35,17 @@ def _with_ctx(node, ctx):
 class _Replacer(gast.NodeTransformer):
     def __init__(self, replacements):
         self.repl = replacements
+        # Ids of AST replacements already placed: the first use takes the node itself (the
+        # caller hands it over), later uses take copies. Copying every use made converting
+        # nested ifs quadratic: each level copied the whole already-converted body again.
+        self.placed = set()
+
+    def _own(self, value):
+        """``value`` itself on its first placement, a deep copy after that."""
+        if id(value) in self.placed:
+            return copy.deepcopy(value)
+        self.placed.add(id(value))
+        return value
 
     def _expr(self, value, ctx):
         if isinstance(value, str):
@@ -42,7 +53,7 @@ class _Replacer(gast.NodeTransformer):
         if isinstance(value, (list, tuple)):
             return gc.tuple_([self._expr(v, ctx) for v in value], type(ctx)())
         if isinstance(value, gast.AST):
-            return _with_ctx(copy.deepcopy(value), type(ctx)())
+            return _with_ctx(self._own(value), type(ctx)())
         raise TypeError(f"template: cannot use {type(value).__name__} as an expression")
 
     def visit_Name(self, node):
@@ -54,9 +65,9 @@ class _Replacer(gast.NodeTransformer):
         if isinstance(node.value, gast.Name) and node.value.id in self.repl:
             value = self.repl[node.value.id]
             if isinstance(value, list) and all(isinstance(v, gast.stmt) for v in value):
-                return [copy.deepcopy(v) for v in value] or [gast.Pass()]
+                return list(self._own(value)) or [gast.Pass()]
             if isinstance(value, gast.stmt):
-                return copy.deepcopy(value)
+                return self._own(value)
         return self.generic_visit(node)
 
     def visit_arguments(self, node):
@@ -95,11 +106,15 @@ def _parse(template):
 
 
 def replace(template, **replacements):
-    """The statements of ``template`` with placeholders replaced; returns a list of gast stmts."""
+    """The statements of ``template`` with placeholders replaced; returns a list of gast stmts.
+
+    AST replacements are moved into the result, not copied (only a second use of the same one
+    is a copy): the caller must not place them anywhere else afterwards."""
     tree = _parse(template)
     out = []
+    replacer = _Replacer(replacements)
     for stmt in tree.body:
-        new = _Replacer(replacements).visit(stmt)
+        new = replacer.visit(stmt)
         out.extend(new if isinstance(new, list) else [new])
     return out
 

@@ -7,7 +7,7 @@ from .dtypes import DTYPES, normalize as normalize_dtype
 from .ops import OPS, ShapeError, TensorType, get_op, manual_seed
 from .device import get_xp, xp_of
 from .ops.guard import GuardError
-from .ops.debug import ProgramAssertionError
+from .ops.debug import ProgramAssertionError, ProgramTypeError, ProgramUnboundLocalError
 from .ir import Block, Op, Program, Var
 from .executor import ExecutionError, Executor, LoopLimitError
 from .verify import VerifyError, verify

@@ -68,10 +68,10 @@ class LoopLimitError(ExecutionError):
 
 # Errors a program raises on purpose (a failed assert op, a trace guard) reach the caller as
 # they are; any other failure is wrapped in an ExecutionError naming the op.
-from .ops.debug import ProgramAssertionError  # noqa: E402
+from .ops.debug import ProgramAssertionError, ProgramTypeError, ProgramUnboundLocalError  # noqa: E402
 from .ops.guard import GuardError  # noqa: E402
 
-PASS_THROUGH = (ExecutionError, ProgramAssertionError, GuardError)
+PASS_THROUGH = (ExecutionError, ProgramAssertionError, ProgramUnboundLocalError, ProgramTypeError, GuardError)
 
 
 def _control_flow_rules():

@@ -200,3 +200,44 @@ def declared_nonlocal(func):
             if isinstance(node, (gast.Global, gast.Nonlocal)):
                 out.update(node.names)
     return out
+
+
+_CLOSURES = (gast.Lambda, gast.FunctionDef, gast.AsyncFunctionDef, gast.GeneratorExp)
+
+
+def own_names(node):
+    """(names stored, names loaded) in ``node``'s own body, its parameters counted as stored;
+    nested functions, lambdas and generator expressions are not entered."""
+    stores, loads = set(), set()
+    if isinstance(node, (gast.Lambda, gast.FunctionDef, gast.AsyncFunctionDef)):
+        stores |= {a.id for a in gast.walk(node.args) if isinstance(a, gast.Name)}
+        roots = node.body if isinstance(node.body, list) else [node.body]
+    else:
+        roots = [node]
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, _CLOSURES) and n is not node:
+            if not isinstance(n, (gast.Lambda, gast.GeneratorExp)):
+                stores.add(n.name)
+            continue
+        if isinstance(n, gast.Name):
+            (loads if isinstance(n.ctx, gast.Load) else stores).add(n.id)
+            continue
+        if isinstance(n, gast.ClassDef):
+            stores.add(n.name)
+        stack.extend(gast.iter_child_nodes(n))
+    return stores, loads
+
+
+def closure_cells(func):
+    """Locals of ``func`` that a nested function, lambda or generator expression reads: they
+    live in cells, and the nested code sees each later rebinding (Python's late binding)."""
+    local, _ = own_names(func)
+    local -= declared_nonlocal(func)
+    free = set()
+    for node in gast.walk(func):
+        if node is not func and isinstance(node, _CLOSURES):
+            stores, loads = own_names(node)
+            free |= loads - stores
+    return local & free

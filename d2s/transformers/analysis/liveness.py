@@ -60,8 +60,10 @@ def _definedness(g):
     return must_in, may_in
 
 
-def analyze_function(func):
-    """Annotate every ``if``/``while``/``for`` directly in ``func`` (not in nested defs)."""
+def analyze_function(func, always_live=frozenset()):
+    """Annotate every ``if``/``while``/``for`` directly in ``func`` (not in nested defs).
+    ``always_live``: names a closure may read at any time (closure cells): live on entry to
+    and after every branch and loop they are bound before, so those carry what they rebind."""
     g = cfg.build(func)
     live_in, live_out = _liveness(g)
     must_in, may_in = _definedness(g)
@@ -77,15 +79,84 @@ def analyze_function(func):
             mods |= w | m
             comps |= c
         head = parts.get("head", entry)
-        stmt._d2s_anno = Anno(live_in=live_in[head] | live_in[entry], live_out=live_in[parts["join"]],
+        cells = always_live & must_in[entry]
+        stmt._d2s_anno = Anno(live_in=live_in[head] | live_in[entry] | cells,
+                              live_out=live_in[parts["join"]] | cells,
                               defined=must_in[entry], maybe_defined=may_in[entry],
                               mods=mods, composites=comps)
     return g
 
 
-def analyze(tree):
+def analyze(tree, always_live=frozenset()):
     """Annotate the compound statements of every function in ``tree`` (nested ones too)."""
     for node in gast.walk(tree):
         if isinstance(node, gast.FunctionDef):
-            analyze_function(node)
+            analyze_function(node, always_live)
     return tree
+
+
+def _node_exprs(n):
+    """The expressions a CFG node evaluates (nested function and class bodies excluded)."""
+    s = n.stmt
+    if n.kind == "stmt":
+        return [] if isinstance(s, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)) else [s]
+    if n.kind == "test":
+        return [s.test]
+    if n.kind == "iter":
+        return [s.iter]
+    if n.kind == "items":
+        return [item.context_expr for item in s.items]
+    if n.kind == "handler":
+        return [s.type] if s.type is not None else []
+    return []
+
+
+_COMPREHENSIONS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
+
+
+def _loads(node, out, bound=frozenset()):
+    """Load-context Name nodes in ``node`` reading the enclosing function's variables: inside
+    lambdas and comprehensions too (minus the names they bind themselves), not inside nested
+    defs or classes (converted, and checked, on their own)."""
+    if isinstance(node, gast.Name):
+        if isinstance(node.ctx, gast.Load) and node.id not in bound:
+            out.append(node)
+        return out
+    if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+        return out
+    if isinstance(node, gast.Lambda):
+        for d in node.args.defaults + [k for k in node.args.kw_defaults if k is not None]:
+            _loads(d, out, bound)
+        params = {a.id for a in gast.walk(node.args) if isinstance(a, gast.Name)}
+        return _loads(node.body, out, bound | params)
+    if isinstance(node, _COMPREHENSIONS):
+        targets = {n.id for g in node.generators for n in gast.walk(g.target) if isinstance(n, gast.Name)}
+        inner = bound | targets
+        for child in gast.iter_child_nodes(node):
+            _loads(child, out, inner)
+        return out
+    for child in gast.iter_child_nodes(node):
+        _loads(child, out, bound)
+    return out
+
+
+def maybe_unbound(func):
+    """Where ``func`` may read one of its own locals before it is bound (Python would raise
+    UnboundLocalError there): returns (ids of such Load ``Name`` nodes, ids of ``AugAssign``
+    statements whose target name may be unbound)."""
+    g = cfg.build(func)
+    must_in, _ = _definedness(g)
+    local = set()
+    for n in g.nodes:
+        local |= n.effects.writes
+    local -= activity.declared_nonlocal(func)
+    names, augs = set(), set()
+    for n in g.nodes:
+        risky = (n.effects.reads & local) - must_in[n]
+        if not risky:
+            continue
+        for expr in _node_exprs(n):
+            if isinstance(expr, gast.AugAssign) and isinstance(expr.target, gast.Name) and expr.target.id in risky:
+                augs.add(id(expr))
+            names.update(id(x) for x in _loads(expr, []) if x.id in risky)
+    return names, augs

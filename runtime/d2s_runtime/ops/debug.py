@@ -6,13 +6,31 @@ every time the program does. Both have no outputs; passes never drop them.
 
 ``print`` attrs: ``parts``, a list of ``["s", text]`` (literal text, printed as is) and
 ``["t", j]`` (the j-th tensor input); ``sep`` and ``end`` as in Python's print.
-``assert`` attrs: ``message`` and ``where`` (the user's ``file:line``).
+``assert`` attrs: ``message`` and ``where`` (the user's ``file:line``), and ``error``: the
+Python exception it stands for, ``"AssertionError"`` (an ``assert`` statement) or
+``"UnboundLocalError"`` (converted code reading a variable that the path this run took never
+bound, e.g. one first assigned in a tensor loop that ran zero times) or ``"TypeError"`` (using
+a variable that is still None on this path).
 """
 from .registry import defop
 
 
 class ProgramAssertionError(AssertionError):
     """An ``assert`` on tensor values failed while a program ran."""
+
+
+class ProgramUnboundLocalError(UnboundLocalError):
+    """A program read a variable that is not bound on the path this run took, where Python
+    raises UnboundLocalError."""
+
+
+class ProgramTypeError(TypeError):
+    """A program used a value that is None on the path this run took (``h = None`` before a
+    tensor loop that ran zero times), where Python's operators raise TypeError."""
+
+
+_ERRORS = {"AssertionError": ProgramAssertionError, "UnboundLocalError": ProgramUnboundLocalError,
+           "TypeError": ProgramTypeError}
 
 
 def _no_outputs(*types, **attrs):
@@ -32,9 +50,10 @@ def _print(xp, *tensors, parts, sep=" ", end="\n"):
 
 
 @defop("assert", _no_outputs, n_out=0, effect=True)
-def _assert(xp, cond, message="", where=""):
-    """Raise ProgramAssertionError unless every element of ``cond`` is true."""
+def _assert(xp, cond, message="", where="", error="AssertionError"):
+    """Raise the ``error`` kind (ProgramAssertionError by default) unless every element of
+    ``cond`` is true."""
     if not bool(xp.all(cond)):
         loc = f" (at {where})" if where else ""
-        raise ProgramAssertionError(f"{message or 'assertion failed'}{loc}")
+        raise _ERRORS[error](f"{message or 'assertion failed'}{loc}")
     return ()
