@@ -16,16 +16,10 @@ _OP = "missing op: "
 
 KNOWN_FAILING = {
     # a name bound on one path only, or only in a loop that runs zero times
-    "conditionals.python_name_bound_in_one_branch": _UNDEF + "returns the placeholder <undefined i> where Python raises UnboundLocalError",
-    "conditionals.tensor_name_bound_in_one_branch": _UNDEF + "refused at conversion, though eager answers on inputs taking the true branch",
-    "loops.loop_creates_variable": _UNDEF + "zero-trip tensor while returns zeros where Python raises UnboundLocalError",
-    "loops.for_creates_variable": _UNDEF + "zero-trip tensor for returns zeros where Python raises UnboundLocalError",
     "loops.loop_variable_after_loop": _UNDEF + "zero-trip tensor for leaves its target defined (0)",
-    "loops.none_before_tensor_loop": _UNDEF + "h = None before a zero-trip tensor loop comes back as zeros, not None",
     # converting a body into a function changes which cell a closure reads
     "closures.closure_sees_loop_updates": _CELL + "a lambda reading the loop counter sees its stale value",
     "closures.lambdas_capture_late": _CELL + "lambdas appended in a loop do not see the final counter (late binding)",
-    "closures.closure_over_tensor_updated_in_loop": _CELL + "a lambda over a variable rebound in a Python loop sees the old value",
     "closures.nonlocal_counter": _CELL + "a nonlocal counter bumped by a call in one branch of a tensor if counts both branches",
     "pythonic.walrus_in_while": "walrus in a while condition: UnboundLocalError inside the converted loop",
     # Python numbers computed from data
