@@ -12,6 +12,7 @@ from ..tensor import Tensor, tensor
 from .errors import ConvertError, at_user_line
 from .undefined import Undefined
 from .values import describe, fresh, is_symbolic, leaves, rebuild, write_back
+from .weak_index import WeakIndex, weak
 
 _NUMBER = (bool, int, float, np.generic)
 
@@ -97,6 +98,7 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
     skel, kinds, consts = seen["plan"]
     it = iter(merged)
     vals = [next(it) if k == "T" else c for k, c in zip(kinds, consts)]
+    vals = [weak(v) if j in seen.get("weak", ()) else v for j, v in enumerate(vals)]
     everything = rebuild(skel, vals)
     n_out = len(everything) - len(state0)
     outs, st = everything[:n_out], everything[n_out:]
@@ -197,10 +199,11 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
                 f"after it; define it before the `if` (or in both branches)")
         if isinstance(tv, Tensor):
             if isinstance(fv, Tensor):
+                if isinstance(tr, _NUMBER) and (fv.dtype != tv.dtype or fv.ndim != tv.ndim):
+                    # a Python number on the true side: adopt the other side's dtype and shape
+                    new_hints[k] = ("tensor", str(fv.dtype), _shape_for_number(fv))
+                    continue
                 if fv.dtype != tv.dtype:
-                    if isinstance(tr, _NUMBER):  # a Python number on the true side: adopt the dtype
-                        new_hints[k] = ("tensor", str(fv.dtype))
-                        continue
                     raise at_user_line(
                         f"'{name}' has dtype {tv.dtype} in the true branch of this tensor `if` and {fv.dtype} "
                         f"in the false branch; cast one of them (d2s.cast) so both match")
@@ -210,7 +213,7 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
                         "the false branch; both branches must give it the same number of dimensions")
                 out.append(fv)
             elif isinstance(fv, _NUMBER):
-                out.append(tensor(fv, dtype=str(tv.dtype)))
+                out.append(_number_tensor(fv, str(tv.dtype), _shape_for_number(tv)))
             else:
                 raise at_user_line(f"'{name}' is {describe(tv)} in the true branch of this tensor `if` but "
                                    f"{describe(fv)} in the false branch; both must be tensors")
@@ -218,7 +221,7 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
         # the true branch left a Python value
         if isinstance(fv, Tensor):
             if isinstance(tv, _NUMBER):
-                new_hints[k] = ("tensor", str(fv.dtype))
+                new_hints[k] = ("tensor", str(fv.dtype), _shape_for_number(fv))
                 continue
             raise at_user_line(f"'{name}' is {describe(tv)} in the true branch of this tensor `if` but "
                                f"{describe(fv)} in the false branch; both must be tensors")
@@ -238,7 +241,14 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
                                "the branches of a tensor `if` cannot be represented in the program")
     if new_hints != hints:
         raise _Retry(new_hints)
+    # a value that is a Python int on both sides stays weakly typed after the merge, as the
+    # Python int that eager code holds (``z + c`` keeps an int32 ``z`` int32)
+    seen["weak"] = {k for k, (tr, fv) in enumerate(zip(t_raw, vals)) if _is_weak_int(tr) and _is_weak_int(fv)}
     return tuple(out)
+
+
+def _is_weak_int(v):
+    return isinstance(v, WeakIndex) or (isinstance(v, int) and not isinstance(v, (bool, Tensor)))
 
 
 def _growing_lists(t_out, f_out, t_skel, f_skel):
@@ -287,7 +297,19 @@ def _make(hint, v):
         return _zeros_like_type(hint[1])
     if isinstance(v, Tensor):
         return v
-    return tensor(v, dtype=hint[1])
+    return _number_tensor(v, hint[1], hint[2] if len(hint) > 2 else ())
+
+
+def _shape_for_number(t):
+    """The shape a Python number on the other side of a tensor `if` takes to merge with ``t``
+    (unknown dims as 1: the merged type widens them)."""
+    shape = t._var.type.shape if t._data is None else t.shape
+    return tuple(d if isinstance(d, int) else 1 for d in shape)
+
+
+def _number_tensor(v, dtype, shape):
+    from .. import ops
+    return ops.full(list(shape), v, dtype=dtype) if shape else tensor(v, dtype=dtype)
 
 
 def _zeros_like_type(t):

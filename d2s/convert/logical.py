@@ -21,14 +21,48 @@ def _bool_tensor(x):
 
 def _lazy(value, rest, short_value):
     """``value`` (symbolic) combined with the thunk ``rest``: ``rest`` runs only in the
-    branch where it decides the result; the other branch yields ``short_value``."""
+    branch where it decides the result; the other branch yields ``value`` itself, as Python's
+    ``and``/``or`` do. When the two sides have different types (``bool[1]`` and ``bool[]``,
+    a float and a bool), a result of either kind is only used for its truth, so both become
+    bool scalars; their sizes must then be 1, as Python's truth test requires."""
+    from .. import ops
     from ..static.control_flow import cond
     pred = _as_bool(value)
-    evaluated = lambda: _bool_tensor(rest())  # noqa: E731
-    shortcut = lambda: _bool_tensor(short_value)  # noqa: E731
+    decided = {}
+
+    def evaluated():
+        out = rest()
+        same = _same_type(out, value)
+        decided["same"] = same
+        return out if same else _truth(out)
+
+    def shortcut():
+        return value if decided["same"] else _truth(value)
+
+    # the side that runs `rest` is traced first, so the other side knows which form to give
     if short_value:  # `or`: a true value decides
-        return cond(pred, shortcut, evaluated)
+        return cond(ops.logical_not(pred), evaluated, shortcut)
     return cond(pred, evaluated, shortcut)
+
+
+def _same_type(a, b):
+    """Whether ``a`` can merge with symbolic ``b`` as is (same dtype and shape)."""
+    from ..tensor import Tensor
+    if not isinstance(a, Tensor):
+        return False
+    sa = a._var.type.shape if a._data is None else a._data.shape
+    return a.dtype == b.dtype and tuple(sa) == tuple(b._var.type.shape)
+
+
+def _truth(x):
+    """``x``'s truth as a bool scalar tensor; a one-element tensor of any shape qualifies."""
+    from .. import ops
+    from ..tensor import Tensor
+    t = _bool_tensor(x)
+    shape = t._var.type.shape if isinstance(t, Tensor) and t._data is None else t.shape
+    if len(shape) and all(d == 1 for d in shape):
+        t = ops.reshape(t, [])
+    return t
 
 
 def and_(*thunks):
