@@ -207,6 +207,15 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
                     raise at_user_line(
                         f"'{name}' has dtype {tv.dtype} in the true branch of this tensor `if` and {fv.dtype} "
                         f"in the false branch; cast one of them (d2s.cast) so both match")
+                if fv.ndim != tv.ndim and _size1_flags(tv, fv):
+                    # bool flags of one element but different ranks (``done = False`` then
+                    # ``done = s > 20`` with s of shape [1]): both take the higher rank
+                    if fv.ndim > tv.ndim:
+                        new_hints[k] = ("reshape", _shape_for_number(fv))
+                        continue
+                    from .. import ops
+                    out.append(ops.reshape(fv, list(_shape_for_number(tv))))
+                    continue
                 if fv.ndim != tv.ndim:
                     raise at_user_line(
                         f"'{name}' has rank {tv.ndim} in the true branch of this tensor `if` and {fv.ndim} in "
@@ -295,9 +304,20 @@ def _dtype_of(v, hint):
 def _make(hint, v):
     if hint[0] == "zeros":
         return _zeros_like_type(hint[1])
+    if hint[0] == "reshape":
+        from .. import ops
+        return ops.reshape(v, list(hint[1])) if isinstance(v, Tensor) else _number_tensor(v, "bool", hint[1])
     if isinstance(v, Tensor):
         return v
     return _number_tensor(v, hint[1], hint[2] if len(hint) > 2 else ())
+
+
+def _size1_flags(a, b):
+    """Whether ``a`` and ``b`` are bool tensors known to hold one element each."""
+    def one(t):
+        shape = t._var.type.shape if t._data is None else t.shape
+        return all(d == 1 for d in shape)
+    return a.dtype == "bool" and b.dtype == "bool" and one(a) and one(b)
 
 
 def _shape_for_number(t):
