@@ -148,3 +148,15 @@ def test_counter_meeting_int32_makes_the_var_int32():
             i = i + d2s.ones([], dtype="int32")   # the Python int becomes an int32 tensor, as eagerly
         return i
     check(fn, (T(3),))
+
+
+def test_counter_in_function_forms_of_ops():
+    def fn(n, x):
+        z = d2s.zeros([2], dtype="int32")
+        y = d2s.zeros([2])
+        for i in range(n):
+            z = d2s.maximum(z, i) + d2s.sub(z, i) - d2s.where(x > 0, i, z)
+            y = d2s.minimum(y, i) + d2s.mul(x, i)
+        return z, y
+    x = T([1.0, -1.0])
+    check(fn, (T(0), x), (T(3), x))

@@ -16,6 +16,7 @@ _ARITH = (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("
 
 class WeakIndex(Tensor):
     __slots__ = ()
+    _d2s_weak = True  # dispatch casts it to the other operands' dtype in element-wise ops
 
 
 def _other_dtype(other):
