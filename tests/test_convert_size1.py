@@ -224,3 +224,30 @@ def test_tensor_rank_change_still_refused_clearly():
         return c
     with pytest.raises(Exception, match="rank|ranks"):
         d2s.jit.to_static(fn)(T(2))
+
+
+def test_python_number_loop_var_becomes_size1_tensor_inside_tensor_if():
+    def count(x, n):
+        c = 0
+        for i in range(n):
+            if x[i] > 0:
+                c = c + d2s.reshape(x[i], [1])
+        return c
+
+    def total(x, n):
+        s = 0.0
+        i = 0
+        while i < n:
+            if x[i] < 0:
+                s = s - d2s.reshape(x[i], [1, 1]) * 2
+            i += 1
+        return s
+
+    x = T([1.0, -2.0, 3.0])
+    check(count, (x, T(3)), (x, T(1)))
+    check(total, (x, T(3)), (x, T(2)))
+    # zero trips, or the branch never taken: the number in the body's type (README)
+    out = d2s.jit.to_static(count)(x, T(0))
+    assert out.dtype == d2s.float32 and out.shape == (1,) and out.tolist() == [0.0]
+    out = d2s.jit.to_static(total)(x, T(1))
+    assert out.shape == (1, 1) and out.tolist() == [[0.0]]

@@ -12,7 +12,7 @@ from ..tensor import Tensor, tensor
 from .errors import ConvertError, at_user_line
 from .undefined import Undefined
 from .values import describe, fresh, is_symbolic, leaves, rebuild, write_back
-from .weak_index import WeakIndex, weak
+from .weak_index import WeakIndex, WeakNumber, weak
 
 _NUMBER = (bool, int, float, np.generic)
 
@@ -203,6 +203,12 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
                     # a Python number on the true side: adopt the other side's dtype and shape
                     new_hints[k] = ("tensor", str(fv.dtype), _shape_for_number(fv))
                     continue
+                if (fv.dtype != tv.dtype or fv.ndim != tv.ndim) and _stands_for_number(tr):
+                    new_hints[k] = ("as", str(fv.dtype), _shape_for_number(fv))
+                    continue
+                if (fv.dtype != tv.dtype or fv.ndim != tv.ndim) and _stands_for_number(fv):
+                    out.append(_tensor_as(fv, str(tv.dtype), _shape_for_number(tv)))
+                    continue
                 if fv.dtype != tv.dtype:
                     raise at_user_line(
                         f"'{name}' has dtype {tv.dtype} in the true branch of this tensor `if` and {fv.dtype} "
@@ -304,12 +310,31 @@ def _dtype_of(v, hint):
 def _make(hint, v):
     if hint[0] == "zeros":
         return _zeros_like_type(hint[1])
+    if hint[0] == "as":
+        return _tensor_as(v, hint[1], hint[2])
     if hint[0] == "reshape":
         from .. import ops
         return ops.reshape(v, list(hint[1])) if isinstance(v, Tensor) else _number_tensor(v, "bool", hint[1])
     if isinstance(v, Tensor):
         return v
     return _number_tensor(v, hint[1], hint[2] if len(hint) > 2 else ())
+
+
+def _stands_for_number(v):
+    """A tensor carrying what eager code holds as a Python number (a loop variable that started
+    as one, an int merged by a tensor `if`): it may take the other branch's type."""
+    return isinstance(v, WeakNumber)
+
+
+def _tensor_as(t, dtype, shape):
+    """``t`` (standing for a Python number) cast to ``dtype`` and broadcast to ``shape``."""
+    from .. import ops
+    if str(t.dtype) != dtype:
+        t = ops.cast(t, dtype)
+    have = t._var.type.shape if t._data is None else t.shape
+    if tuple(have) != tuple(shape):
+        t = ops.broadcast_to(t, list(shape))
+    return t
 
 
 def _size1_flags(a, b):

@@ -14,7 +14,7 @@ from . import control_flow as cf
 from .errors import at_user_line
 from .undefined import Undefined
 from .values import is_symbolic, write_back
-from .weak_index import WeakIndex, weak
+from .weak_index import WeakIndex, WeakNumber, number_stand_in, weak
 
 
 # ------------------------------------------------------------------ while
@@ -71,7 +71,7 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
 
     def widen(vals):
         vals = iter(vals)
-        return [dead[i] if i in dead else weak(next(vals)) if i in weak_at else next(vals)
+        return [dead[i] if i in dead else number_stand_in(next(vals)) if i in weak_at else next(vals)
                 for i in range(len(init))]
 
     for _ in range(4):
@@ -136,11 +136,12 @@ def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labe
 
 
 def _weak_positions(init):
-    """Loop variables that eager code holds as Python ints (``i = 0`` before the loop, a
-    ``for`` counter): the loop carries them as int64 tensors, read as WeakIndex so that
-    ``z + i`` keeps an int32 ``z`` int32, as the Python int would."""
+    """Loop variables that eager code holds as Python numbers (``i = 0`` before the loop, a
+    ``for`` counter): the loop carries them as tensors, read as WeakIndex (ints: ``z + i``
+    keeps an int32 ``z`` int32, as the Python int would) or WeakNumber (a tensor `if` in the
+    body may still turn them into another type, as it would a Python number)."""
     return {i for i, v in enumerate(init)
-            if isinstance(v, WeakIndex) or (isinstance(v, int) and not isinstance(v, (bool, Tensor)))}
+            if isinstance(v, WeakNumber) or (isinstance(v, (bool, int, float)) and not isinstance(v, Tensor))}
 
 
 def _as_loop_value(v):

@@ -14,7 +14,14 @@ _ARITH = (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("
           ("mod", "mod"), ("pow", "pow"))
 
 
-class WeakIndex(Tensor):
+class WeakNumber(Tensor):
+    """A tensor standing for a Python number in tensor control flow (a loop variable that
+    started as ``0.0`` or ``False``): a tensor `if` may turn it into the other branch's dtype
+    and shape, as it would a Python number."""
+    __slots__ = ()
+
+
+class WeakIndex(WeakNumber):
     __slots__ = ()
     _d2s_weak = True  # dispatch casts it to the other operands' dtype in element-wise ops
 
@@ -71,3 +78,13 @@ def weak(t):
     if not isinstance(t, Tensor) or isinstance(t, WeakIndex) or t.dtype.is_floating_point or t.dtype == "bool":
         return t
     return WeakIndex._make(t._data, t._var)
+
+
+def number_stand_in(t):
+    """``t``, a tensor carrying what eager code holds as a Python number: a WeakIndex for an
+    integer, a WeakNumber otherwise."""
+    if not isinstance(t, Tensor) or isinstance(t, WeakNumber):
+        return t
+    if t.dtype.is_floating_point or t.dtype == "bool":
+        return WeakNumber._make(t._data, t._var)
+    return weak(t)
