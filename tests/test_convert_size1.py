@@ -251,3 +251,42 @@ def test_python_number_loop_var_becomes_size1_tensor_inside_tensor_if():
     assert out.dtype == d2s.float32 and out.shape == (1,) and out.tolist() == [0.0]
     out = d2s.jit.to_static(total)(x, T(1))
     assert out.shape == (1, 1) and out.tolist() == [[0.0]]
+
+
+def test_and_or_of_different_types_as_a_value_is_a_clear_error():
+    def fn(x):
+        b = (x.sum() > 0) and x.min()    # a bool or a float, depending on the data
+        return b
+
+    with pytest.raises(d2s.convert.errors.ConvertError, match=r"this `and` gives one of its operands.*"
+                                                             r"bool\[\] and float32\[\]"):
+        d2s.jit.to_static(fn)(T([1.0, 2.0]))
+
+
+def test_and_or_of_different_types_as_a_condition():
+    # only tested for truth: fine whatever the operands' types
+    def fn(x, flag):
+        y = x * 2 if x.sum() > 0 and flag else x
+        while y.sum() < 10 and (flag or y.max()):
+            y = y + 1
+        assert not (y.sum() < 0 and x.min()), "negative"
+        if (x.sum() > 0 and x.min()) or flag:
+            y = y * 3
+        return y
+
+    for x in (T([1.0, 2.0]), T([-1.0, 0.5]), T([0.0, 0.0])):
+        for flag in (T(True), T(False)):
+            check(fn, (x, flag))
+
+
+def test_and_or_of_size1_flags_as_a_value():
+    def fn(x, done):
+        keep = x > 0 and not done          # bool[1] and bool[]: the value keeps rank 1
+        return keep
+
+    static = d2s.jit.to_static(fn)
+    for x in (T([1.0]), T([-1.0])):
+        for done in (T(True), T(False)):
+            want, got = fn(x, done), static(x, done)
+            assert got.dtype == d2s.bool and bool(got) == bool(want)
+            assert got.shape == (1,)
