@@ -421,3 +421,55 @@ def test_module_dict_in_to_static_with_gradients():
                     assert p2.grad is None or not np.any(p2.grad.numpy()), n1
                 else:
                     np.testing.assert_allclose(p2.grad.numpy(), p1.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ composites through ONNX and trace
+def test_composite_ops_export_to_onnx():
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from d2s.onnx import program_to_onnx
+
+    def fn(a, b):
+        rows = d2s.unstack(a, 1)
+        parts = d2s.chunk(b, 2, axis=1)
+        return d2s.add_n([rows[0], rows[2], parts[1].sum(axis=1)]), d2s.cat(list(parts)[::-1], 1), d2s.numel(a)
+
+    x, y = f32(4, 3), f32(4, 3)
+    prog = build_program(fn, InputSpec([None, 3]), InputSpec([None, 3]))
+    model, ins, outs = program_to_onnx(prog)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n in (4, 2):
+        x, y = f32(n, 3), f32(n, 3)
+        want = Executor(prog).run(x.numpy(), y.numpy())
+        got = sess.run(outs, dict(zip(ins, [x.numpy(), y.numpy()])))
+        for g, w, e in zip(got, want, fn(x, y)):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-6)
+            np.testing.assert_allclose(w, np.asarray(e.numpy() if isinstance(e, d2s.Tensor) else e), rtol=1e-6)
+
+
+def test_chunk_in_a_program():
+    fn = lambda a: tuple(c * (k + 1) for k, c in enumerate(d2s.chunk(a, 3, axis=1)))  # noqa: E731
+    x = f32(2, 7)
+    for got, want in zip(run_program(fn, [x], dynamic=True), fn(x)):
+        np.testing.assert_array_equal(got, want.numpy())
+
+
+def test_randint_tensor_bounds_under_trace_are_inputs():
+    def fn(lo, hi):
+        return d2s.randint(lo, hi, size=[100])
+
+    traced = d2s.jit.trace(fn, (d2s.tensor(0), d2s.tensor(2)))
+    out = traced(d2s.tensor(10), d2s.tensor(12))
+    assert out.numpy().min() >= 10 and out.numpy().max() < 12
+
+
+def test_d2s_print_under_trace_prints_every_call(capsys):
+    def fn(x):
+        d2s.print("sum", x.sum())
+        return x + 1
+
+    traced = d2s.jit.trace(fn, (d2s.tensor([1.0, 2.0]),))
+    capsys.readouterr()
+    traced(d2s.tensor([3.0, 4.0]))
+    assert capsys.readouterr().out == "sum 7.0\n"
