@@ -290,3 +290,25 @@ def test_and_or_of_size1_flags_as_a_value():
             want, got = fn(x, done), static(x, done)
             assert got.dtype == d2s.bool and bool(got) == bool(want)
             assert got.shape == (1,)
+
+
+def range_of_size1(n, x):
+    s = x * 0
+    for i in range(1, n, 2):
+        s = s + x * i
+    return s
+
+
+def truth_of_size1(x):
+    y = x
+    while y:
+        y = y - 1
+    if x:
+        return y + 1
+    return y - 1
+
+
+def test_size1_bounds_and_truth_tests():
+    x = T([1.0, 2.0])
+    check(range_of_size1, (T([6]), x), (T([1]), x), (T([0]), x))
+    check(truth_of_size1, (T([3]),), (T([0]),), (T([[2]]),))

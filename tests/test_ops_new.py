@@ -473,3 +473,25 @@ def test_d2s_print_under_trace_prints_every_call(capsys):
     capsys.readouterr()
     traced(d2s.tensor([3.0, 4.0]))
     assert capsys.readouterr().out == "sum 7.0\n"
+
+
+def test_new_ops_survive_save_load_and_passes(tmp_path):
+    import d2s_runtime
+
+    @d2s.jit.to_static
+    def fn(x, hi):
+        y = d2s.pad(x, (1, 1), mode="reflect") + d2s.identity(x).sum()
+        return y * d2s.cast(d2s.shape(x)[1], "float32"), d2s.randint(hi, size=[3])
+
+    spec = [InputSpec([None, 3]), InputSpec([], "int64")]
+    d2s.jit.save(fn, str(tmp_path / "m"), input_spec=spec)
+    runner = d2s_runtime.load(str(tmp_path / "m"))
+    x = f32(2, 3)
+    got = runner(x.numpy(), np.asarray(4))
+    want = fn.eager(x, d2s.tensor(4))
+    np.testing.assert_allclose(got[0], want[0].numpy(), rtol=1e-6)
+    assert got[1].shape == (3,) and got[1].min() >= 0 and got[1].max() < 4
+    prog = d2s.passes.optimize(fn.get_program(*spec))
+    prog.verify()
+    out = Executor(prog).run(x.numpy(), np.asarray(4))
+    np.testing.assert_allclose(out[0], want[0].numpy(), rtol=1e-6)
