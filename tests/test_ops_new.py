@@ -346,7 +346,7 @@ def test_d2s_print_inside_tensor_loop(capsys):
 
 # ------------------------------------------------------------------ ONNX refusals
 def test_onnx_refuses_print_and_random_bounds_clearly(tmp_path):
-    onnx = pytest.importorskip("onnx")  # noqa: F841
+    pytest.importorskip("onnx")
     from d2s.onnx import ExportError, program_to_onnx
     prog = build_program(lambda a: (d2s.print("a", a), a * 2)[1], InputSpec([3]))
     with pytest.raises(ExportError, match="'print'.*ONNX has no print"):

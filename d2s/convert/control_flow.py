@@ -203,10 +203,10 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
                     # a Python number on the true side: adopt the other side's dtype and shape
                     new_hints[k] = ("tensor", str(fv.dtype), _shape_for_number(fv))
                     continue
-                if (fv.dtype != tv.dtype or fv.ndim != tv.ndim) and _stands_for_number(tr):
+                if (fv.dtype != tv.dtype or fv.ndim != tv.ndim) and _stands_for_number(tr) and tv.ndim <= fv.ndim:
                     new_hints[k] = ("as", str(fv.dtype), _shape_for_number(fv))
                     continue
-                if (fv.dtype != tv.dtype or fv.ndim != tv.ndim) and _stands_for_number(fv):
+                if (fv.dtype != tv.dtype or fv.ndim != tv.ndim) and _stands_for_number(fv) and fv.ndim <= tv.ndim:
                     out.append(_tensor_as(fv, str(tv.dtype), _shape_for_number(tv)))
                     continue
                 if fv.dtype != tv.dtype:

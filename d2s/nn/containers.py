@@ -1,4 +1,4 @@
-"""Containers: ``Sequential`` (modules applied in order), ``ModuleList`` and ``ModuleDict`` (registered list and dict)."""
+"""Containers: ``Sequential`` (modules in order), ``ModuleList`` and ``ModuleDict`` (registered list and dict)."""
 from collections import OrderedDict
 
 from .module import Module
