@@ -495,3 +495,30 @@ def test_new_ops_survive_save_load_and_passes(tmp_path):
     prog.verify()
     out = Executor(prog).run(x.numpy(), np.asarray(4))
     np.testing.assert_allclose(out[0], want[0].numpy(), rtol=1e-6)
+
+
+def test_backward_does_not_print_again(capsys):
+    # the backward program recomputes the forward; the forward's prints belong to the call
+    @d2s.jit.to_static
+    def fn(x, n):
+        i = 0
+        while i < n:
+            d2s.print("step", i)
+            x = x * 2
+            i += 1
+        if x.sum() > 0:
+            print("positive", x.sum())   # Python's print of a tensor: the same print op
+        return x.sum()
+
+    for v in (1.0, -1.0):
+        x = d2s.tensor([v, 2 * v], requires_grad=True)
+        y = fn(x, d2s.tensor(2))
+        forward = capsys.readouterr().out
+        y.backward()
+        assert capsys.readouterr().out == ""
+        x2 = d2s.tensor([v, 2 * v], requires_grad=True)
+        fn.eager(x2, d2s.tensor(2)).backward()
+        eager = capsys.readouterr().out
+        assert forward.startswith("step 0\nstep 1\n") and eager.startswith("step 0\nstep 1\n")
+        assert ("positive" in forward) == ("positive" in eager) == (v > 0)
+        np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy())

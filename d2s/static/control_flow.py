@@ -610,6 +610,10 @@ def replay_op(op, args):
         carry, ys = scan(step, tuple(args[:nc]), tuple(args[nc:nc + nx]), length=op.attrs.get("length"),
                          reverse=op.attrs.get("reverse", False))
         return list(carry) + list(ys)
+    if op.type == "print":
+        # replays build backward programs, which recompute the forward: what the forward
+        # printed must not print again when the gradients are computed
+        return []
     from ..dispatch import apply
     out = apply(op.type, *args, **op.attrs)
     return list(out) if isinstance(out, tuple) else [out]
