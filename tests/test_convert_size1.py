@@ -312,3 +312,20 @@ def test_size1_bounds_and_truth_tests():
     x = T([1.0, 2.0])
     check(range_of_size1, (T([6]), x), (T([1]), x), (T([0]), x))
     check(truth_of_size1, (T([3]),), (T([0]),), (T([[2]]),))
+
+
+def test_and_or_values_carry_gradients_like_eager():
+    def fn(a, b):
+        return (a.sum() or b.sum()) * 2 + (a.sum() and b.sum()) * 3
+
+    static = d2s.jit.to_static(fn)
+    for av in ([0.0, 0.0], [1.0, 2.0]):
+        for bv in ([0.0, 0.0], [3.0, -1.0]):
+            a1, b1 = T(av, requires_grad=True), T(bv, requires_grad=True)
+            a2, b2 = T(av, requires_grad=True), T(bv, requires_grad=True)
+            want, got = fn(a1, b1), static(a2, b2)
+            assert got.dtype == want.dtype and got.item() == want.item()
+            want.backward()
+            got.backward()
+            for e, c in ((a1, a2), (b1, b2)):
+                np.testing.assert_allclose(c.grad.numpy(), e.grad.numpy())
