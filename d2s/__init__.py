@@ -19,6 +19,8 @@ from .ops import (abs, add, all, any, arange, argmax, argmin, broadcast_to, cast
                   transpose, unsqueeze, where, zeros, zeros_like)
 from .tensor import Tensor, tensor
 from .nn_ops import cumsum, gather, log_softmax, logsumexp, one_hot, softmax  # noqa: F401
+from .ops import add_n, cat, chunk, identity, numel, pad, shape, unstack  # noqa: F401
+from .printing import print  # noqa: F401,A004  (d2s.print: prints on every call of a program)
 
 bool = bool_  # d2s.bool, as in the API; Python's bool stays reachable as builtins.bool
 

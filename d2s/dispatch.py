@@ -79,7 +79,34 @@ def _coerce_plain(inputs):
     return tuple(_default_array(a, np) for a in inputs)
 
 
+# Element-wise ops whose dtype follows NumPy promotion over these input positions (None: all):
+# a weakly typed int among them (a loop counter, see d2s.convert.weak_index) takes the other
+# inputs' dtype, as the Python int it stands for would.
+_WEAK_PROMOTING = {name: None for name in ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum",
+                                          "minimum", "bitwise_and", "bitwise_or", "bitwise_xor")}
+_WEAK_PROMOTING["where"] = (1, 2)
+
+
+def _strengthen_weak(opdef, inputs):
+    """``inputs`` with weak ints cast to the dtype the other operands give (as Python ints)."""
+    from d2s_runtime.dtypes import result_type, scalar_result
+    positions = _WEAK_PROMOTING[opdef.name] or range(len(inputs))
+    strong = [str(a.dtype) for k, a in enumerate(inputs) if k in positions and hasattr(a, "dtype")
+              and not getattr(a, "_d2s_weak", False)]
+    if not strong:
+        return inputs
+    target = scalar_result(result_type(*strong), 0)
+    out = list(inputs)
+    for k in positions:
+        a = out[k]
+        if getattr(a, "_d2s_weak", False) and str(a.dtype) != target:
+            out[k] = apply("cast", Tensor._make(a._data, a._var), dtype=target)
+    return tuple(out)
+
+
 def _apply_hooked(opdef, inputs, attrs):
+    if opdef.name in _WEAK_PROMOTING and any(getattr(a, "_d2s_weak", False) for a in inputs):
+        inputs = _strengthen_weak(opdef, inputs)
     builder = STATE.builder
     if builder is not None or any(isinstance(a, Tensor) and a._data is None for a in inputs):
         if builder is None:

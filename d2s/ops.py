@@ -135,9 +135,15 @@ def randn(*shape, dtype=_float32, device=None, requires_grad=False):
 
 
 def randint(low, high=None, size=(), dtype="int64", device=None):
+    """Random integers in ``[low, high)``; the bounds may be 0-d tensors, also symbolic ones
+    inside a program (then drawn between the values they have when the program runs)."""
     if high is None:
         low, high = 0, low
     size = [int(d) for d in (size if isinstance(size, (list, tuple)) else [size])]
+    if _is_symbolic(low) or _is_symbolic(high) or (STATE.tracer is not None and (
+            isinstance(low, Tensor) or isinstance(high, Tensor))):
+        return apply("randint_dyn", cast(low, "int64"), cast(high, "int64"), shape=size,
+                     dtype=str(as_dtype(dtype)))
     return _creation("randint", device, False, shape=size, low=int(low), high=int(high), dtype=str(as_dtype(dtype)))
 
 
@@ -488,6 +494,128 @@ def cast(x, dtype):
 
 def clone(x):
     return apply("add", x, 0) if not isinstance(x, Tensor) or x.dtype != "bool" else logical_or(x, False)
+
+
+def cat(tensors, axis=0):
+    """``concat`` under PyTorch's name."""
+    return concat(tensors, axis)
+
+
+def chunk(x, chunks, axis=0):
+    """Split ``x`` into ``chunks`` pieces along ``axis`` (as ``torch.chunk``): pieces of
+    ``ceil(size / chunks)``, the last one smaller; fewer pieces when the size runs out."""
+    chunks = int(chunks)
+    if chunks <= 0:
+        raise ValueError(f"chunk: chunks must be a positive int, got {chunks}")
+    d = _known_dim("chunk", x, axis)
+    if d == 0:
+        return (x if isinstance(x, Tensor) else tensor(x),)
+    size = -(-d // chunks)
+    return tuple(split(x, size, axis))
+
+
+def unstack(x, axis=0):
+    """The slices of ``x`` along ``axis``, as a tuple of tensors with that dim removed (the
+    inverse of ``stack``)."""
+    if not isinstance(x, Tensor):
+        x = tensor(x)
+    nd = x.ndim
+    if not -nd <= axis < nd:
+        raise ValueError(f"unstack: axis {axis} is out of range for a tensor of shape {tuple(x.shape)}")
+    d = _known_dim("unstack", x, axis)
+    if d == 0:
+        return ()
+    return tuple(squeeze(p, axis) for p in split(x, [1] * d, axis))
+
+
+def _known_dim(what, x, axis):
+    """The size of dim ``axis`` of ``x``; an error when it is known only when the program runs
+    (the number of pieces must be a Python int)."""
+    shape = _static_shape(x)
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"{what}: axis {axis} is out of range for a tensor of shape {tuple(shape)}")
+    d = shape[axis]
+    if d is None:
+        raise ValueError(f"{what}: dim {axis} of this tensor is only known when the program runs, but the "
+                         "number of pieces must be known when it is built; give the dim a fixed size "
+                         "(InputSpec) or index the tensor in a loop instead")
+    return int(d)
+
+
+def add_n(inputs):
+    """The element-wise sum of a list of tensors (as ``tf.add_n``), with NumPy broadcasting."""
+    inputs = list(inputs)
+    if not inputs:
+        raise ValueError("add_n: needs at least one tensor")
+    if len(inputs) == 1:
+        return identity(inputs[0])
+    out = add(inputs[0], inputs[1])
+    for t in inputs[2:]:
+        out = add(out, t)
+    return out
+
+
+def identity(x):
+    """A tensor equal to ``x`` (a copy: writing into it leaves ``x`` alone); gradients pass
+    through unchanged."""
+    return apply("identity", x)
+
+
+def shape(x):
+    """``x``'s shape as a 1-d int64 tensor; inside a program it is read when the program runs,
+    so dynamic dims give their actual sizes."""
+    return apply("shape", x)
+
+
+def numel(x):
+    """The number of elements of ``x``: an int, or a 0-d int64 tensor when some dim is known
+    only when the program runs."""
+    if not isinstance(x, Tensor):
+        return int(np.size(x))
+    return x.numel()
+
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "edge": "edge",
+              "circular": "wrap", "wrap": "wrap"}
+
+
+def pad(x, pad, mode="constant", value=0):
+    """Pad ``x`` (as ``torch.nn.functional.pad`` or ``numpy.pad``).
+
+    Args:
+        x: the tensor.
+        pad: either a flat sequence ``(left, right, top, bottom, ...)`` starting from the last
+            dim (PyTorch's order), or a sequence of ``(before, after)`` pairs, one per dim from
+            the first (NumPy's and TensorFlow's order).
+        mode: "constant", "reflect", "replicate" (also "edge") or "circular" (also "wrap").
+        value: the fill of "constant" mode.
+
+    Returns:
+        The padded tensor, of ``x``'s dtype.
+    """
+    if not isinstance(x, Tensor):
+        x = tensor(x)
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: unknown mode {mode!r}; use one of {', '.join(_PAD_MODES)}")
+    nd = x.ndim
+    pad = list(pad)
+    if pad and builtins.all(isinstance(p, (list, tuple)) for p in pad):
+        if len(pad) != nd or builtins.any(len(p) != 2 for p in pad):
+            raise ValueError(f"pad: {len(pad)} (before, after) pairs given for a tensor of {nd} dims; "
+                             "give one pair per dim")
+        pads = [[int(b), int(e)] for b, e in pad]
+    else:
+        if builtins.any(isinstance(p, (list, tuple)) for p in pad):
+            raise ValueError("pad: give either a flat list (left, right, top, bottom, ...) or one "
+                             "(before, after) pair per dim, not a mix")
+        if len(pad) % 2 or len(pad) // 2 > nd:
+            raise ValueError(f"pad: a flat pad needs an even number of entries, at most 2 per dim "
+                             f"({2 * nd} for this {nd}-d tensor), got {len(pad)}")
+        pads = [[0, 0] for _ in range(nd)]
+        for k in range(len(pad) // 2):
+            pads[nd - 1 - k] = [int(pad[2 * k]), int(pad[2 * k + 1])]
+    value = value.item() if isinstance(value, Tensor) else value
+    return apply("pad", x, pads=pads, mode=_PAD_MODES[mode], value=value)
 
 
 # ------------------------------------------------------------------ indexing

@@ -160,6 +160,11 @@ CASES = [
      lambda n: [boolean(n, 3), boolean(n, 3)]),
     ("broadcast_to_dynamic", lambda a, b: d2s.broadcast_to(b, a.shape) * a
      + d2s.broadcast_to(b > 0, [a.shape[0], 1, 3]).sum(axis=1), lambda n: [f32(n, 3), f32(3)]),
+    ("pad", lambda a: (d2s.pad(a, (1, 2), value=1.5), d2s.pad(a, (1, 2, 0, 1), mode="reflect"),
+                       d2s.pad(a, [(0, 1), (2, 2)], mode="replicate"), d2s.pad(a, (3, 1), mode="circular")),
+     lambda n: [f32(n, 4)]),
+    ("pad_int", lambda a: d2s.pad(a, (1, 1), value=7), lambda n: [i64(n, 3)]),
+    ("identity_shape", lambda a: (d2s.identity(a) * 2, d2s.shape(a), d2s.shape(a[0, 0])), lambda n: [f32(n, 3)]),
 ]
 
 

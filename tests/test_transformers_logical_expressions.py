@@ -10,5 +10,5 @@ def test_and_or_not_and_chains():
     """, LogicalExpressions)
     same_code(got, """
         def f(a, s):
-            return _jst.or_(lambda: _jst.and_(lambda: _jst.not_(_jst.is_none(a)), lambda: a.sum() > 1), lambda: _jst.not_(_jst.and_(lambda: 0 < s, lambda: s < 10)))
+            return _jst.or_(lambda: _jst.and_(lambda: _jst.not_(_jst.is_none(a)), lambda: a.sum() > 1), lambda: _jst.not_(_jst.and_(lambda: 0 < s, lambda: s < 10, truth=True)))
     """)

@@ -393,3 +393,27 @@ def _setitem(ctx, g):
     gx = apply("setitem", g, 0.0, *extra, index=spec) if _is_diff(x) else None
     gv = unbroadcast(apply("getitem", g, *extra, index=spec), _shape(v)) if _is_diff(v) else None
     return (gx, gv) + (None,) * len(extra)
+
+
+# ------------------------------------------------------------------ pad, identity
+nondiff("shape", "randint_dyn")
+shape_only("pad_grad", 0)
+
+
+@defgrad("pad")
+def _pad(ctx, g):
+    from ..dispatch import apply
+    return (apply("pad_grad", g, pads=ctx.attrs["pads"], mode=ctx.attrs.get("mode", "constant")),)
+
+
+@defgrad("pad_grad")
+def _pad_grad(ctx, g):
+    # pad_grad is linear in its input and the transpose of pad, so its own gradient is pad
+    # (with zeros as the fill: the constant does not depend on the input)
+    from ..dispatch import apply
+    return (apply("pad", g, pads=ctx.attrs["pads"], mode=ctx.attrs.get("mode", "constant"), value=0),)
+
+
+@defgrad("identity")
+def _identity(ctx, g):
+    return (g,)

@@ -127,7 +127,7 @@ def convert_min(*args, **kwargs):
 
 
 def convert_abs(x):
-    return abs(x) if not isinstance(x, Tensor) else x.abs()
+    return abs(x)  # a Tensor's __abs__ (a WeakIndex's keeps it weak)
 
 
 def _is_tensor_array(x):

@@ -30,7 +30,7 @@ _BUILTINS = {
 def _library_overrides():
     """d2s functions that must accept a TensorArray where users pass a list."""
     from .. import ops
-    return {ops.stack: cb.convert_stack, ops.concat: cb.convert_concat}
+    return {ops.stack: cb.convert_stack, ops.concat: cb.convert_concat, ops.cat: cb.convert_concat}
 
 _LIBRARY_MODULES = {"d2s", "d2s_runtime", "numpy", "cupy", "gast", "functools", "itertools",
                     "builtins", "math", "operator", "collections", "typing", "abc", "copy"}

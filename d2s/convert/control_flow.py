@@ -13,6 +13,7 @@ from . import replay
 from .errors import ConvertError, at_user_line
 from .undefined import MaybeUnbound, Undefined, maybe_unbound
 from .values import describe, fresh, is_symbolic, leaves, rebuild, write_back
+from .weak_index import WeakIndex, WeakNumber, weak
 
 _NUMBER = (bool, int, float, np.generic)
 
@@ -76,9 +77,10 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
                                  none_fillable, state0, labels, hints, fills, maybe, rounds)
     replay.record(key, (hints, fills, maybe, rounds.cur))
     merged = list(merged) if isinstance(merged, (tuple, list)) else [merged]
-    skel, kinds, consts = plan
+    (skel, kinds, consts), weak_ints = plan
     it = iter(merged)
     vals = [next(it) if k == "T" else c for k, c in zip(kinds, consts)]
+    vals = [weak(v) if j in weak_ints else v for j, v in enumerate(vals)]
     everything = rebuild(skel, vals)
     n_out = len(everything) - len(state0)
     outs, st = everything[:n_out], everything[n_out:]
@@ -92,8 +94,8 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
 def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fillable, none_fillable, state0,
               labels, hints, fills, maybe, rounds):
     """Trace both branches into a ``cond`` op, again while the branches ask for more hints
-    (``hints``, ``fills`` and ``maybe`` are updated in place); returns (merged outputs, output
-    plan)."""
+    (``hints``, ``fills`` and ``maybe`` are updated in place); returns (merged outputs, (output
+    plan, positions of the outputs that stay weakly typed ints))."""
     from ..static.control_flow import ControlFlowError, _static_cond
     for _ in range(4):
         seen = {}
@@ -125,7 +127,7 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
             continue
         except ControlFlowError as e:
             raise at_user_line(f"the branches of this tensor `if` do not fit together: {e}") from None
-        return merged, seen["plan"]
+        return merged, (seen["plan"], seen.get("weak", ()))
     raise at_user_line("the branches of this tensor `if` could not be reconciled")
 
 
@@ -251,20 +253,36 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
                 f"after it; define it before the `if` (or in both branches)")
         if isinstance(tv, Tensor):
             if isinstance(fv, Tensor):
+                if isinstance(tr, _NUMBER) and (fv.dtype != tv.dtype or fv.ndim != tv.ndim):
+                    # a Python number on the true side: adopt the other side's dtype and shape
+                    new_hints[k] = ("tensor", str(fv.dtype), _shape_for_number(fv))
+                    continue
+                if (fv.dtype != tv.dtype or fv.ndim != tv.ndim) and _stands_for_number(tr) and tv.ndim <= fv.ndim:
+                    new_hints[k] = ("as", str(fv.dtype), _shape_for_number(fv))
+                    continue
+                if (fv.dtype != tv.dtype or fv.ndim != tv.ndim) and _stands_for_number(fv) and fv.ndim <= tv.ndim:
+                    out.append(_tensor_as(fv, str(tv.dtype), _shape_for_number(tv)))
+                    continue
                 if fv.dtype != tv.dtype:
-                    if isinstance(tr, _NUMBER):  # a Python number on the true side: adopt the dtype
-                        new_hints[k] = ("tensor", str(fv.dtype))
-                        continue
                     raise at_user_line(
                         f"'{name}' has dtype {tv.dtype} in the true branch of this tensor `if` and {fv.dtype} "
                         f"in the false branch; cast one of them (d2s.cast) so both match")
+                if fv.ndim != tv.ndim and _size1_flags(tv, fv):
+                    # bool flags of one element but different ranks (``done = False`` then
+                    # ``done = s > 20`` with s of shape [1]): both take the higher rank
+                    if fv.ndim > tv.ndim:
+                        new_hints[k] = ("reshape", _shape_for_number(fv))
+                        continue
+                    from .. import ops
+                    out.append(ops.reshape(fv, list(_shape_for_number(tv))))
+                    continue
                 if fv.ndim != tv.ndim:
                     raise at_user_line(
                         f"'{name}' has rank {tv.ndim} in the true branch of this tensor `if` and {fv.ndim} in "
                         "the false branch; both branches must give it the same number of dimensions")
                 out.append(fv)
             elif isinstance(fv, _NUMBER):
-                out.append(tensor(fv, dtype=str(tv.dtype)))
+                out.append(_number_tensor(fv, str(tv.dtype), _shape_for_number(tv)))
             else:
                 raise at_user_line(f"'{name}' is {describe(tv)} in the true branch of this tensor `if` but "
                                    f"{describe(fv)} in the false branch; both must be tensors")
@@ -272,7 +290,7 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
         # the true branch left a Python value
         if isinstance(fv, Tensor):
             if isinstance(tv, _NUMBER):
-                new_hints[k] = ("tensor", str(fv.dtype))
+                new_hints[k] = ("tensor", str(fv.dtype), _shape_for_number(fv))
                 continue
             raise at_user_line(f"'{name}' is {describe(tv)} in the true branch of this tensor `if` but "
                                f"{describe(fv)} in the false branch; both must be tensors")
@@ -297,6 +315,9 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
             hints.update(new_hints)
             return _normalize(side, vals, skel, seen, hints, labels, raw, fillable, none_fillable)
         raise _Retry(new_hints)
+    # a value that is a Python int on both sides stays weakly typed after the merge, as the
+    # Python int that eager code holds (``z + c`` keeps an int32 ``z`` int32)
+    seen["weak"] = {k for k, (tr, fv) in enumerate(zip(t_raw, vals)) if _is_weak_int(tr) and _is_weak_int(fv)}
     return tuple(out)
 
 
@@ -345,6 +366,10 @@ def _patch_true(seen, hints, new_hints):
     return True
 
 
+def _is_weak_int(v):
+    return isinstance(v, WeakIndex) or (isinstance(v, int) and not isinstance(v, (bool, Tensor)))
+
+
 def _growing_lists(t_out, f_out, t_skel, f_skel):
     """Retry hints turning each top-level output that is a list of tensors of one dtype on one
     side and a list of another length (or a TensorArray) on the other into a TensorArray on both
@@ -389,9 +414,51 @@ def _dtype_of(v, hint):
 def _make(hint, v):
     if hint[0] == "zeros":
         return _zeros_like_type(hint[1])
+    if hint[0] == "as":
+        return _tensor_as(v, hint[1], hint[2])
+    if hint[0] == "reshape":
+        from .. import ops
+        return ops.reshape(v, list(hint[1])) if isinstance(v, Tensor) else _number_tensor(v, "bool", hint[1])
     if isinstance(v, Tensor):
         return v
-    return tensor(v, dtype=hint[1])
+    return _number_tensor(v, hint[1], hint[2] if len(hint) > 2 else ())
+
+
+def _stands_for_number(v):
+    """A tensor carrying what eager code holds as a Python number (a loop variable that started
+    as one, an int merged by a tensor `if`): it may take the other branch's type."""
+    return isinstance(v, WeakNumber)
+
+
+def _tensor_as(t, dtype, shape):
+    """``t`` (standing for a Python number) cast to ``dtype`` and broadcast to ``shape``."""
+    from .. import ops
+    if str(t.dtype) != dtype:
+        t = ops.cast(t, dtype)
+    have = t._var.type.shape if t._data is None else t.shape
+    if tuple(have) != tuple(shape):
+        t = ops.broadcast_to(t, list(shape))
+    return t
+
+
+def _size1_flags(a, b):
+    """Whether ``a`` and ``b`` are bool tensors known to hold one element each."""
+    def one(t):
+        shape = t._var.type.shape if t._data is None else t.shape
+        return all(d == 1 for d in shape)
+    return a.dtype == "bool" and b.dtype == "bool" and one(a) and one(b)
+
+
+def _shape_for_number(t):
+    """The shape a Python number on the other side of a tensor `if` takes to merge with ``t``
+    (unknown dims as 1: the merged type widens them)."""
+    shape = t._var.type.shape if t._data is None else t.shape
+    return tuple(d if isinstance(d, int) else 1 for d in shape)
+
+
+def _number_tensor(v, dtype, shape):
+    from .. import ops
+    return ops.full(list(shape), v, dtype=dtype) if shape else tensor(v, dtype=dtype)
 
 
 def _zeros_like_type(t):

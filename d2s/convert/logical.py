@@ -1,6 +1,7 @@
 """`and`, `or`, `not` over thunks: Python short-circuit semantics for Python values and
 concrete tensors; once a value is a symbolic tensor, the rest is evaluated inside a ``cond``
 so it still runs only when needed (``i < n and x[i] > 0`` never reads ``x[n]``)."""
+from .errors import at_user_line
 from .values import is_symbolic
 
 
@@ -19,36 +20,114 @@ def _bool_tensor(x):
     return ops.full([], bool(x), dtype="bool")
 
 
-def _lazy(value, rest, short_value):
+def _lazy(value, rest, short_value, truth=False):
     """``value`` (symbolic) combined with the thunk ``rest``: ``rest`` runs only in the
-    branch where it decides the result; the other branch yields ``short_value``."""
+    branch where it decides the result; the other branch yields ``value`` itself, as Python's
+    ``and``/``or`` do. The two sides must then have one type; where they differ, bool flags
+    of one element take the higher rank, and a result used only for its truth (``truth``: the
+    test of an ``if``/``while``) is a bool scalar. Any other mix is an error: which operand
+    comes back depends on the data, and a program value has one type."""
+    from .. import ops
     from ..static.control_flow import cond
     pred = _as_bool(value)
-    evaluated = lambda: _bool_tensor(rest())  # noqa: E731
-    shortcut = lambda: _bool_tensor(short_value)  # noqa: E731
+    decided = {}
+
+    def evaluated():
+        out = rest()
+        if _same_type(out, value):
+            decided["form"] = None
+            return out
+        if truth:
+            decided["form"] = "truth"
+            return _truth(out)
+        shape = _flag_shape(out, value)
+        if shape is None:
+            raise at_user_line(
+                f"this `{'or' if short_value else 'and'}` gives one of its operands, and they have different types "
+                f"({_describe(value)} and {_describe(out)}): which one comes back depends on the data, but a "
+                "program value has one type. Use the result only as a condition (in an `if` or `while`), or give "
+                "both operands the same dtype and shape (d2s.cast, d2s.reshape)")
+        decided["form"] = shape
+        return ops.reshape(_bool_tensor(out), list(shape))
+
+    def shortcut():
+        form = decided["form"]
+        if form is None:
+            return value
+        if form == "truth":
+            return _truth(value)
+        return ops.reshape(value, list(form))
+
+    # the side that runs `rest` is traced first, so the other side knows which form to give
     if short_value:  # `or`: a true value decides
-        return cond(pred, shortcut, evaluated)
+        return cond(ops.logical_not(pred), evaluated, shortcut)
     return cond(pred, evaluated, shortcut)
 
 
-def and_(*thunks):
-    """``a and b and ...`` where each operand is a zero-argument function (evaluated lazily)."""
+def _shape(x):
+    return tuple(x._var.type.shape if x._data is None else x._data.shape)
+
+
+def _same_type(a, b):
+    """Whether ``a`` can merge with symbolic ``b`` as is (same dtype and shape)."""
+    from ..tensor import Tensor
+    return isinstance(a, Tensor) and a.dtype == b.dtype and _shape(a) == _shape(b)
+
+
+def _flag_shape(a, b):
+    """The shared shape of bool flags ``a`` (a tensor or Python bool) and ``b`` when both hold
+    one element (the higher rank of the two), else None."""
+    from ..tensor import Tensor
+    if isinstance(a, bool):
+        a_shape = ()
+    elif isinstance(a, Tensor) and a.dtype == "bool":
+        a_shape = _shape(a)
+    else:
+        return None
+    if b.dtype != "bool" or not all(d == 1 for d in a_shape + _shape(b)):
+        return None
+    return max(a_shape, _shape(b), key=len)
+
+
+def _describe(x):
+    from ..tensor import Tensor
+    if isinstance(x, Tensor):
+        dims = ", ".join("?" if d is None else str(d) for d in _shape(x))
+        return f"{x.dtype}[{dims}]"
+    return f"Python {type(x).__name__}"
+
+
+def _truth(x):
+    """``x``'s truth as a bool scalar tensor; a one-element tensor of any shape qualifies."""
+    from .. import ops
+    from ..tensor import Tensor
+    t = _bool_tensor(x)
+    shape = t._var.type.shape if isinstance(t, Tensor) and t._data is None else t.shape
+    if len(shape) and all(d == 1 for d in shape):
+        t = ops.reshape(t, [])
+    return t
+
+
+def and_(*thunks, truth=False):
+    """``a and b and ...`` where each operand is a zero-argument function (evaluated lazily);
+    ``truth``: the result is only tested for truth."""
     value = thunks[0]()
     for i, th in enumerate(thunks[1:], 1):
         if is_symbolic(value):
-            return _lazy(value, lambda: and_(*thunks[i:]), False)
+            return _lazy(value, lambda: and_(*thunks[i:], truth=truth), False, truth)
         if not value:
             return value
         value = th()
     return value
 
 
-def or_(*thunks):
-    """``a or b or ...`` where each operand is a zero-argument function (evaluated lazily)."""
+def or_(*thunks, truth=False):
+    """``a or b or ...`` where each operand is a zero-argument function (evaluated lazily);
+    ``truth``: the result is only tested for truth."""
     value = thunks[0]()
     for i, th in enumerate(thunks[1:], 1):
         if is_symbolic(value):
-            return _lazy(value, lambda: or_(*thunks[i:]), True)
+            return _lazy(value, lambda: or_(*thunks[i:], truth=truth), True, truth)
         if value:
             return value
         value = th()

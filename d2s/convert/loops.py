@@ -14,6 +14,7 @@ from . import control_flow as cf
 from .errors import at_user_line
 from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
 from .values import is_symbolic, write_back
+from .weak_index import WeakIndex, WeakNumber, number_stand_in, weak
 
 
 # ------------------------------------------------------------------ while
@@ -66,9 +67,12 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
     # condition that is False), so it passes through the loop untouched instead of being carried
     dead = {i: v for i, v in enumerate(init) if isinstance(v, Undefined)}
 
+    weak_at = _weak_positions(init)
+
     def widen(vals):
         vals = iter(vals)
-        return [dead[i] if i in dead else next(vals) for i in range(len(init))]
+        return [dead[i] if i in dead else number_stand_in(next(vals)) if i in weak_at else next(vals)
+                for i in range(len(init))]
 
     for _ in range(4):
         start = [_as_loop_value(v) for i, v in enumerate(init) if i not in dead]
@@ -90,7 +94,7 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
         try:
             result = while_loop(cond_fn, body_fn, tuple(start))
         except _LoopRetry as r:
-            init = [tensor(v, dtype=r.dtypes[i]) if i in r.dtypes else v for i, v in enumerate(init)]
+            init = [_number_as(v, *r.dtypes[i]) if i in r.dtypes else v for i, v in enumerate(init)]
             continue
         except ControlFlowError as e:
             raise at_user_line(f"the variables of this tensor loop do not fit together: {e}") from None
@@ -135,6 +139,15 @@ def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labe
     return tuple(MaybeNone(v, go) if s is None and v is not None else v for s, v in zip(state, out))
 
 
+def _weak_positions(init):
+    """Loop variables that eager code holds as Python numbers (``i = 0`` before the loop, a
+    ``for`` counter): the loop carries them as tensors, read as WeakIndex (ints: ``z + i``
+    keeps an int32 ``z`` int32, as the Python int would) or WeakNumber (a tensor `if` in the
+    body may still turn them into another type, as it would a Python number)."""
+    return {i for i, v in enumerate(init)
+            if isinstance(v, WeakNumber) or (isinstance(v, (bool, int, float)) and not isinstance(v, Tensor))}
+
+
 def _as_loop_value(v):
     if isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
         return tensor(v)
@@ -142,9 +155,10 @@ def _as_loop_value(v):
 
 
 def _check_carried(labels, init, ins, outs):
-    """Loop variables must keep their dtype; a Python number that starts a variable adopts the
-    dtype the body gives it (``s = 0`` then ``s = s + x.sum()``). A variable that may be unbound
-    on entry is bound once an iteration assigns it."""
+    """Loop variables must keep their dtype and rank; a Python number that starts a variable
+    adopts the dtype and shape the body gives it (``s = 0`` then ``s = s + x.sum()``, or
+    ``c = 5`` then ``c = d2s.zeros([1]) + 3``), as it may in eager code. A variable that may
+    be unbound on entry is bound once an iteration assigns it."""
     retry = {}
     for i, (a, b) in enumerate(zip(ins, outs)):
         if isinstance(a, MaybeUnbound):
@@ -157,17 +171,29 @@ def _check_carried(labels, init, ins, outs):
                 continue
         if isinstance(b, Undefined) and not isinstance(a, Undefined):
             raise at_user_line(f"'{labels[i]}' is left undefined by an iteration of this tensor loop")
-        if isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype != b.dtype:
-            if isinstance(init[i], (int, float)) and not isinstance(init[i], bool):
-                retry[i] = str(b.dtype)
+        if isinstance(a, Tensor) and isinstance(b, Tensor) and (a.dtype != b.dtype or a.ndim != b.ndim):
+            if isinstance(init[i], (bool, int, float)) and not isinstance(init[i], Tensor):
+                retry[i] = (str(b.dtype), [d if isinstance(d, int) else 1 for d in _static_shape(b)])
                 continue
-            raise at_user_line(f"loop variable '{labels[i]}' changes dtype from {a.dtype} to {b.dtype} in the "
-                               "body of this tensor loop; cast it (d2s.cast) so it keeps one dtype")
+            if a.dtype != b.dtype:
+                raise at_user_line(f"loop variable '{labels[i]}' changes dtype from {a.dtype} to {b.dtype} in "
+                                   "the body of this tensor loop; cast it (d2s.cast) so it keeps one dtype")
         if isinstance(a, Tensor) and isinstance(b, (bool, int, float)):
-            outs[i] = tensor(b, dtype=str(a.dtype))
+            outs[i] = _number_as(b, str(a.dtype), _static_shape(a))
     if retry:
         raise _LoopRetry(retry)
     return outs
+
+
+def _static_shape(t):
+    return t._var.type.shape if t._data is None else t._data.shape
+
+
+def _number_as(v, dtype, shape):
+    """Python number ``v`` as a tensor of ``dtype`` and ``shape`` (unknown dims as 1)."""
+    from .. import ops
+    shape = [d if isinstance(d, int) else 1 for d in shape]
+    return ops.full(shape, v, dtype=dtype) if shape else tensor(v, dtype=dtype)
 
 
 def _lists_to_tensor_arrays(body, init, lists, n, set_state):
@@ -231,7 +257,7 @@ def _fill_undefined(body, init, n, labels, set_state):
         if isinstance(v, Undefined) and i < len(out):
             o = out[i].value if isinstance(out[i], MaybeUnbound) else out[i]
             if isinstance(o, Tensor):
-                o = cf._zeros_like_type(o)
+                o = weak(cf._zeros_like_type(o)) if isinstance(o, WeakIndex) else cf._zeros_like_type(o)
             elif isinstance(o, (bool, int, float)):
                 o = type(o)(0)
             elif isinstance(o, (tuple, list, dict)):  # a tuple return value: zeros of its structure

@@ -48,7 +48,7 @@ def alias(t):
     in-place update (``t[i] = v``) traced in one branch cannot leak into the other."""
     if not is_symbolic(t):
         return t
-    a = Tensor._make(None, t._var)
+    a = type(t)._make(None, t._var)  # a WeakIndex stays weak
     a.requires_grad, a.grad_fn, a._out_idx = t.requires_grad, t.grad_fn, t._out_idx
     if t.requires_grad and t.grad_fn is None:
         if t._accum is None:

@@ -1,9 +1,11 @@
-"""A loop index that promotes like the Python int it stands for.
+"""A loop counter that promotes like the Python int it stands for (JAX calls this weak typing).
 
-In eager code ``for i in range(n)`` gives Python ints, and ``x * i`` keeps ``x``'s float32.
-When the loop becomes a ``while`` op, ``i`` is an int64 tensor, and NumPy's rules would make
-``x * i`` float64. ``WeakIndex`` is a Tensor whose arithmetic with a floating tensor first
-casts the index to that tensor's dtype, so converted code keeps eager dtypes.
+In eager code ``for i in range(n)`` gives Python ints, and ``x * i`` keeps ``x``'s float32,
+``z + i`` keeps an int32 ``z`` int32. When the loop becomes a ``while`` op, ``i`` is an int64
+tensor, and NumPy's rules would make ``x * i`` float64 and ``z + i`` int64. ``WeakIndex`` is a
+Tensor whose arithmetic with another tensor first casts the index to that tensor's dtype (as
+a Python int meeting a tensor does), and whose arithmetic with Python ints (``i + 1``, ``-i``)
+stays weak, so converted code keeps eager dtypes.
 """
 from ..dispatch import apply
 from ..tensor import Tensor
@@ -12,38 +14,77 @@ _ARITH = (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("
           ("mod", "mod"), ("pow", "pow"))
 
 
-class WeakIndex(Tensor):
+class WeakNumber(Tensor):
+    """A tensor standing for a Python number in tensor control flow (a loop variable that
+    started as ``0.0`` or ``False``): a tensor `if` may turn it into the other branch's dtype
+    and shape, as it would a Python number."""
     __slots__ = ()
 
 
-def _other_float_dtype(other):
-    if isinstance(other, Tensor) and not isinstance(other, WeakIndex) and other.dtype.is_floating_point:
+class WeakIndex(WeakNumber):
+    __slots__ = ()
+    _d2s_weak = True  # dispatch casts it to the other operands' dtype in element-wise ops
+
+
+def _other_dtype(other):
+    """The dtype a Python int adopts against ``other`` (None: keep int64): any other
+    tensor's dtype but bool, which a Python int widens to int64."""
+    if isinstance(other, Tensor) and not isinstance(other, WeakIndex) and other.dtype != "bool":
         return str(other.dtype)
     return None
 
 
+def _stays_weak(other):
+    """Python int op Python int is a Python int: the result stays weak."""
+    return isinstance(other, WeakIndex) or (isinstance(other, (int, bool)) and not isinstance(other, Tensor))
+
+
 def _as_plain(self, other):
-    dt = _other_float_dtype(other)
-    if dt is not None:
+    dt = _other_dtype(other)
+    if dt is not None and dt != str(self.dtype):
         return apply("cast", self, dtype=dt)
     return Tensor._make(self._data, self._var) if self._data is None else Tensor._make(self._data)
 
 
+def _plain(other):
+    if isinstance(other, WeakIndex):
+        return Tensor._make(other._data, other._var) if other._data is None else Tensor._make(other._data)
+    return other
+
+
 def _fwd(op):
-    return lambda self, other: apply(op, _as_plain(self, other), other)
+    def method(self, other):
+        out = apply(op, _as_plain(self, other), _plain(other))
+        return weak(out) if _stays_weak(other) else out
+    return method
 
 
 def _rev(op):
-    return lambda self, other: apply(op, other, _as_plain(self, other))
+    def method(self, other):
+        out = apply(op, _plain(other), _as_plain(self, other))
+        return weak(out) if _stays_weak(other) else out
+    return method
 
 
 for _dunder, _op in _ARITH:
     setattr(WeakIndex, f"__{_dunder}__", _fwd(_op))
     setattr(WeakIndex, f"__r{_dunder}__", _rev(_op))
+WeakIndex.__neg__ = lambda self: weak(apply("neg", _as_plain(self, None)))
+WeakIndex.__abs__ = lambda self: weak(apply("abs", _as_plain(self, None)))
 
 
 def weak(t):
     """``t`` (an integer tensor) as a WeakIndex sharing its value."""
-    if not isinstance(t, Tensor) or isinstance(t, WeakIndex) or t.dtype.is_floating_point:
+    if not isinstance(t, Tensor) or isinstance(t, WeakIndex) or t.dtype.is_floating_point or t.dtype == "bool":
         return t
     return WeakIndex._make(t._data, t._var)
+
+
+def number_stand_in(t):
+    """``t``, a tensor carrying what eager code holds as a Python number: a WeakIndex for an
+    integer, a WeakNumber otherwise."""
+    if not isinstance(t, Tensor) or isinstance(t, WeakNumber):
+        return t
+    if t.dtype.is_floating_point or t.dtype == "bool":
+        return WeakNumber._make(t._data, t._var)
+    return weak(t)

@@ -5,7 +5,7 @@ model runs eagerly, trains with autograd, and converts to a static program.
 """
 from . import functional, init, utils
 from .activation import GELU, Dropout, ReLU, Sigmoid, Softmax, Tanh
-from .containers import ModuleList, Sequential
+from .containers import ModuleDict, ModuleList, Sequential
 from .conv import Conv2d, MaxPool2d
 from .linear import Embedding, Flatten, LayerNorm, Linear
 from .loss import CrossEntropyLoss, MSELoss
@@ -13,5 +13,5 @@ from .module import Buffer, Module, Parameter
 from .rnn import GRUCell, RNNCell
 
 __all__ = ["Module", "Parameter", "Buffer", "Linear", "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax",
-           "Sequential", "ModuleList", "Dropout", "LayerNorm", "Embedding", "Conv2d", "MaxPool2d",
+           "Sequential", "ModuleList", "ModuleDict", "Dropout", "LayerNorm", "Embedding", "Conv2d", "MaxPool2d",
            "Flatten", "RNNCell", "GRUCell", "MSELoss", "CrossEntropyLoss", "functional", "init", "utils"]

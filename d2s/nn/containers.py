@@ -1,4 +1,4 @@
-"""Containers: ``Sequential`` (modules applied in order) and ``ModuleList`` (a registered list)."""
+"""Containers: ``Sequential`` (modules in order), ``ModuleList`` and ``ModuleDict`` (registered list and dict)."""
 from collections import OrderedDict
 
 from .module import Module
@@ -88,3 +88,71 @@ class ModuleList(Module):
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleList has no forward(): iterate over it in your own module's forward")
+
+
+class ModuleDict(Module):
+    """A dict of modules whose parameters belong to the owner (a plain dict would hide them).
+
+    Keys are strings and keep their insertion order; ``md[key]``, ``md[key] = m``,
+    ``del md[key]``, ``key in md``, ``len``, iteration (over keys), ``keys()``, ``values()``,
+    ``items()``, ``update()``, ``pop()`` and ``clear()`` work as for a dict.
+    """
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def _check_key(self, key):
+        if not isinstance(key, str):
+            raise TypeError(f"ModuleDict keys must be strings, got {type(key).__name__} {key!r}")
+        if not key or "." in key:
+            raise KeyError(f"ModuleDict key {key!r} must be a non-empty string without '.'")
+        if key not in self._modules and (hasattr(type(self), key) or key in self.__dict__):
+            raise KeyError(f"ModuleDict key {key!r} clashes with an attribute of ModuleDict; choose another name")
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self._check_key(key)
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(list(self._modules))
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return list(self._modules.keys())
+
+    def values(self):
+        return list(self._modules.values())
+
+    def items(self):
+        return list(self._modules.items())
+
+    def update(self, modules):
+        """Add ``modules``: a mapping or an iterable of (key, module) pairs."""
+        pairs = modules.items() if hasattr(modules, "items") else modules
+        for pair in pairs:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError(f"ModuleDict.update: expected (key, module) pairs, got {pair!r}")
+            self[pair[0]] = pair[1]
+
+    def pop(self, key):
+        """Remove ``key`` and return its module."""
+        return self._modules.pop(key)
+
+    def clear(self):
+        self._modules.clear()
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleDict has no forward(): pick modules from it in your own module's forward")

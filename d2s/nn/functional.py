@@ -294,3 +294,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     else:
         smooth = _reduce(smooth, reduction, "cross_entropy")
     return (1.0 - label_smoothing) * loss + (label_smoothing / n_classes) * smooth
+
+
+def pad(input, pad, mode="constant", value=0):
+    """``torch.nn.functional.pad``: see :func:`d2s.pad` (``pad`` starts from the last dim)."""
+    return _ops.pad(input, pad, mode=mode, value=value)

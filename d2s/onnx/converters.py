@@ -26,6 +26,9 @@ UNSUPPORTED = {
     "conv2d_grad_input": "gradient ops belong to backward programs; export the forward program",
     "conv2d_grad_weight": "gradient ops belong to backward programs; export the forward program",
     "max_pool2d_grad": "gradient ops belong to backward programs; export the forward program",
+    "pad_grad": "gradient ops belong to backward programs; export the forward program",
+    "randint_dyn": "random draws have no ONNX form that reproduces d2s's generator; pass the noise as an input",
+    "print": "ONNX has no print; remove d2s.print (or print of tensors) from the exported function",
 }
 
 
@@ -570,3 +573,27 @@ def _max_pool2d(g, op):
     pad = _pair(op.attrs.get("padding", 0))
     g.node("MaxPool", op.inputs, op.outputs, kernel_shape=k, strides=_pair(stride if stride is not None else k),
            pads=pad + pad)
+
+
+# ------------------------------------------------------------------ pad, identity, shape
+_ONNX_PAD_MODE = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
+
+
+@converter("pad")
+def _pad(g, op):
+    pads = op.attrs["pads"]
+    mode = op.attrs.get("mode", "constant")
+    ins = [op.inputs[0], g.const(_i64([b for b, _ in pads] + [e for _, e in pads]))]
+    if mode == "constant":
+        ins.append(g.const(np.asarray(op.attrs.get("value", 0), dtype=g.dtype(op.inputs[0]))))
+    g.node("Pad", ins, op.outputs, mode=_ONNX_PAD_MODE[mode])
+
+
+@converter("identity")
+def _identity(g, op):
+    g.node("Identity", op.inputs, op.outputs)
+
+
+@converter("shape")
+def _shape(g, op):
+    g.node("Shape", op.inputs, op.outputs)

@@ -124,22 +124,27 @@ def _weak_mask(obj):
 
 
 def _promote_weak(types, o_types, weak):
-    """``types`` with each weak loop var's dtype changed to the one the body returns for it
-    (same rank), or None when no weak loop var changed dtype."""
+    """``types`` with each weak loop var's dtype (and rank) changed to the one the body returns
+    for it (a Python number may become a tensor of any shape, as in eager code; unknown dims
+    start as 1), or None when no weak loop var changed."""
     new, changed = list(types), False
     for i, (t, o) in enumerate(zip(types, o_types)):
-        if weak[i] and t.dtype != o.dtype and t.ndim == o.ndim:
-            new[i] = TensorType(t.shape, o.dtype)
+        if weak[i] and (t.dtype != o.dtype or t.ndim != o.ndim):
+            new[i] = TensorType(t.shape if t.ndim == o.ndim else [1 if d is None else d for d in o.shape], o.dtype)
             changed = True
     return new if changed else None
 
 
 def _cast_leaves(b, leaves, in_names, types):
-    """Cast the initial loop vars whose dtype was promoted to their loop types."""
+    """Cast (and broadcast) the initial loop vars whose type was promoted to their loop types."""
     from .. import ops as d
     for i, t in enumerate(types):
-        if b.block.lookup(in_names[i]).type.dtype != t.dtype:
-            leaves[i] = d.cast(leaves[i], t.dtype)
+        have = b.block.lookup(in_names[i]).type
+        if have.dtype != t.dtype or have.ndim != t.ndim:
+            leaf = d.cast(leaves[i], t.dtype) if have.dtype != t.dtype else leaves[i]
+            if have.ndim != t.ndim:
+                leaf = d.broadcast_to(leaf, [1 if s is None else s for s in t.shape])
+            leaves[i] = leaf
             in_names[i] = b.var_of(leaves[i])
 
 
@@ -947,6 +952,10 @@ def replay_op(op, args):
         carry, ys = scan(step, tuple(args[:nc]), tuple(args[nc:nc + nx]), length=op.attrs.get("length"),
                          reverse=op.attrs.get("reverse", False))
         return list(carry) + list(ys)
+    if op.type == "print":
+        # replays build backward programs, which recompute the forward: what the forward
+        # printed must not print again when the gradients are computed
+        return []
     from ..dispatch import apply
     out = apply(op.type, *args, **op.attrs)
     return list(out) if isinstance(out, tuple) else [out]

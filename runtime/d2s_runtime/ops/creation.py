@@ -5,7 +5,7 @@ import threading
 import numpy as np
 
 from ..dtypes import normalize
-from .registry import TensorType, defop
+from .registry import ShapeError, TensorType, defop
 
 
 class _RNG:
@@ -194,3 +194,19 @@ def _arange_dyn(xp, start, stop, step, dtype="int64"):
     """``arange`` over 0-d inputs (bounds only known when the program runs)."""
     return xp.arange(start.item() if hasattr(start, "item") else start, stop.item() if hasattr(stop, "item") else stop,
                      step.item() if hasattr(step, "item") else step, dtype=normalize(dtype))
+
+
+def _randint_dyn_infer(low, high, shape, dtype="int64"):
+    for name, t in (("low", low), ("high", high)):
+        if t.ndim != 0:
+            raise ShapeError(f"randint: {name} must be a scalar (a 0-d tensor), got shape {t.shape}")
+    return TensorType(shape, dtype)
+
+
+@defop("randint_dyn", _randint_dyn_infer, effect=True)
+def _randint_dyn(xp, low, high, shape, dtype="int64"):
+    """``randint`` whose bounds are 0-d inputs (known only when the program runs)."""
+    low, high = int(low), int(high)
+    if low >= high:
+        raise ValueError(f"randint: low ({low}) must be less than high ({high})")
+    return _randint(xp, shape, low=low, high=high, dtype=dtype)

@@ -228,3 +228,124 @@ def _reshape_dims_infer(x, *dims, shape, same_as=None):
 def _reshape_dims(xp, x, *dims, shape, same_as=None):
     it = iter(dims)
     return xp.reshape(x, tuple(int(next(it)) if s is None else s for s in shape))
+
+
+# ------------------------------------------------------------------ pad
+# ``pads`` is one [before, after] pair per dim; ``mode`` is "constant" (fill with ``value``),
+# "reflect" (mirror without repeating the edge), "edge" (repeat the edge) or "wrap" (circular).
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
+
+
+def _check_pads(op, x, pads, mode):
+    if mode not in PAD_MODES:
+        raise ShapeError(f"{op}: unknown mode {mode!r}; use one of {', '.join(PAD_MODES)}")
+    if len(pads) != x.ndim:
+        raise ShapeError(f"{op}: {len(pads)} [before, after] pairs for a tensor of shape {fmt_shape(x.shape)} "
+                         f"({x.ndim} dims)")
+    for a, (b, e) in enumerate(pads):
+        if b < 0 or e < 0:
+            raise ShapeError(f"{op}: negative padding {[b, e]} for dim {a}; pads must be >= 0 "
+                             "(slice the tensor to crop it)")
+        d = x.shape[a]
+        if d is None or (b == 0 and e == 0) or mode == "constant":
+            continue
+        if d == 0:
+            raise ShapeError(f"{op}: mode {mode!r} cannot pad dim {a} of size 0 in {fmt_shape(x.shape)}")
+        if mode == "reflect" and max(b, e) >= d:
+            raise ShapeError(f"{op}: reflect padding {[b, e]} must be smaller than dim {a} of size {d} "
+                             f"in {fmt_shape(x.shape)}")
+        if mode == "wrap" and max(b, e) > d:
+            raise ShapeError(f"{op}: circular padding {[b, e]} must be at most dim {a} of size {d} "
+                             f"in {fmt_shape(x.shape)}")
+
+
+def _pad_infer(x, pads, mode="constant", value=0):
+    _check_pads("pad", x, pads, mode)
+    return TensorType([None if d is None else d + b + e for d, (b, e) in zip(x.shape, pads)], x.dtype)
+
+
+def pad_source_index(n, before, after, mode):
+    """For each position of a padded dim (size ``before + n + after``), the position of the
+    input it copies (modes other than "constant")."""
+    import numpy as np
+    p = np.arange(-before, n + after)
+    if mode == "edge":
+        return np.clip(p, 0, n - 1)
+    if mode == "wrap":
+        return np.mod(p, n)
+    if n == 1:
+        return np.zeros_like(p)
+    period = 2 * (n - 1)  # reflect: ... 2 1 | 0 1 2 ... n-1 | n-2 n-3 ...
+    q = np.mod(p, period)
+    return np.where(q < n, q, period - q)
+
+
+def _pad_check_runtime(x, pads, mode):
+    _check_pads("pad", TensorType(x.shape, x.dtype.name), pads, mode)
+
+
+@defop("pad", _pad_infer)
+def _pad(xp, x, pads, mode="constant", value=0):
+    """``x`` padded by ``pads`` ([before, after] per dim) in ``mode``."""
+    _pad_check_runtime(x, pads, mode)
+    if mode == "constant":
+        return xp.pad(x, [tuple(p) for p in pads], mode="constant", constant_values=value)
+    out = x
+    for a, (b, e) in enumerate(pads):
+        if b or e:
+            out = xp.take(out, xp.asarray(pad_source_index(x.shape[a], b, e, mode)), axis=a)
+    return out
+
+
+def _pad_grad_infer(g, pads, mode="constant"):
+    if len(pads) != g.ndim:
+        raise ShapeError(f"pad_grad: {len(pads)} [before, after] pairs for a gradient of shape {fmt_shape(g.shape)}")
+    return TensorType([None if d is None else d - b - e for d, (b, e) in zip(g.shape, pads)], g.dtype)
+
+
+@defop("pad_grad", _pad_grad_infer)
+def _pad_grad(xp, g, pads, mode="constant"):
+    """The gradient of ``pad`` (its transpose): each input position gets the sum of the
+    gradients of the output positions copied from it."""
+    if mode == "constant":
+        return g[tuple(slice(b, g.shape[a] - e) for a, (b, e) in enumerate(pads))]
+    out = g
+    # pad applies the dims in order, so its transpose undoes them in reverse order
+    for a in reversed(range(len(pads))):
+        b, e = pads[a]
+        if not (b or e):
+            continue
+        n = out.shape[a] - b - e
+        src = xp.asarray(pad_source_index(n, b, e, mode))
+        shape = list(out.shape)
+        shape[a] = n
+        acc = xp.zeros(shape, dtype=out.dtype)
+        key = (slice(None),) * a + (src,)
+        if hasattr(xp.add, "at"):
+            xp.add.at(acc, key, out)
+        else:  # cupy
+            import cupyx
+            cupyx.scatter_add(acc, key, out)
+        out = acc
+    return out
+
+
+# ------------------------------------------------------------------ identity, shape
+def _identity_infer(x):
+    return TensorType(x.shape, x.dtype)
+
+
+@defop("identity", _identity_infer)
+def _identity(xp, x):
+    """A copy of x (so writing into the result never changes x)."""
+    return x.copy()
+
+
+def _shape_infer(x):
+    return TensorType((x.ndim,), "int64")
+
+
+@defop("shape", _shape_infer)
+def _shape(xp, x):
+    """x's shape as a 1-d int64 array, read when the op runs (dims may be dynamic)."""
+    return xp.asarray(x.shape, dtype="int64").reshape(len(x.shape))
