@@ -7,10 +7,12 @@ engine (``d2s.grad``) then runs the same gradient rules as eager backward, which
 backward ops. The forward is recomputed inside the gradient program (intermediates of a
 separate forward run are not reused).
 """
+import contextlib
+
 from .._state import STATE
 from ..autograd.grad_mode import enable_grad
 from .builder import ProgramBuilder
-from .control_flow import replay_op
+from .control_flow import replay_op, replaying_forward
 
 
 def _is_float(dtype):
@@ -27,7 +29,7 @@ def default_wrt(program):
     return [n for n in list(program.inputs) + list(program.params) if _is_float(program.block.lookup(n).type.dtype)]
 
 
-def append_backward(program, wrt=None, *, only_grads=False):
+def append_backward(program, wrt=None, *, only_grads=False, keep_prints=False):
     """The gradient program of ``program`` w.r.t. chosen inputs and params.
 
     Args:
@@ -35,6 +37,9 @@ def append_backward(program, wrt=None, *, only_grads=False):
         wrt: names of program inputs and/or params to differentiate with respect to
             (default: :func:`default_wrt`, every floating-point input and param).
         only_grads: leave the forward outputs out of the result's outputs.
+        keep_prints: replay the forward's ``print`` ops too (for a joint program whose
+            forward part runs as the call's forward; a backward that only recomputes the
+            forward must not print again).
 
     Returns:
         A new Program with
@@ -73,8 +78,9 @@ def append_backward(program, wrt=None, *, only_grads=False):
         cot_idx = grad_outputs_of(program)
         cots = [b.add_input(gb.lookup(program.outputs[k]).type.shape, gb.lookup(program.outputs[k]).type.dtype)
                 for k in cot_idx]
-        for op in gb.ops:
-            env.update(zip(op.outputs, replay_op(op, [env[n] for n in op.inputs])))
+        with replaying_forward() if keep_prints else contextlib.nullcontext():
+            for op in gb.ops:
+                env.update(zip(op.outputs, replay_op(op, [env[n] for n in op.inputs])))
         fwd_outs = [env[n] for n in program.outputs]
         grads = _grads([fwd_outs[k] for k in cot_idx], cots, [env[n] for n in wrt])
         results = ([] if only_grads else fwd_outs) + grads

@@ -14,6 +14,9 @@ Python numbers among loop vars, carries and branch outputs are weakly typed, as 
 become tensors of the dtype they meet (the body's result for a carry, the other branch's
 output for a branch), eagerly as in programs, so both give the same dtypes.
 """
+import contextlib
+import threading
+
 import numpy as np
 
 from d2s_runtime.ir import Op
@@ -927,6 +930,21 @@ def replay_block(block, values):
     return [env[n] for n in block.outputs]
 
 
+_replay_prints = threading.local()  # .on: a replay that is the forward itself keeps its prints
+
+
+@contextlib.contextmanager
+def replaying_forward():
+    """Replays inside keep ``print`` ops: the program being built is the forward that runs
+    for the call (``d2s.static.partial_eval``), not a recomputation for gradients."""
+    prev = getattr(_replay_prints, "on", False)
+    _replay_prints.on = True
+    try:
+        yield
+    finally:
+        _replay_prints.on = prev
+
+
 def replay_op(op, args):
     """The outputs (a list) of IR ``op`` applied again to ``args``."""
     if op.type == "cond":
@@ -952,7 +970,7 @@ def replay_op(op, args):
         carry, ys = scan(step, tuple(args[:nc]), tuple(args[nc:nc + nx]), length=op.attrs.get("length"),
                          reverse=op.attrs.get("reverse", False))
         return list(carry) + list(ys)
-    if op.type == "print":
+    if op.type == "print" and not getattr(_replay_prints, "on", False):
         # replays build backward programs, which recompute the forward: what the forward
         # printed must not print again when the gradients are computed
         return []

@@ -46,7 +46,7 @@ def split_training(program, wrt, optimize=None):
     """The :class:`Split` of ``program``'s joint forward+backward w.r.t. ``wrt`` (names of
     inputs/params). ``optimize`` (``Program -> Program``), when given, runs on the joint
     program before the split, so forward and backward share one simplified computation."""
-    joint = append_backward(program, wrt)
+    joint = append_backward(program, wrt, keep_prints=True)
     n_in = len(program.inputs)
     cotangents = joint.inputs[n_in:]
     if optimize is not None:
