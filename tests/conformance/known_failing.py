@@ -64,25 +64,12 @@ KNOWN_FAILING = {
     "loops.while_else": _BLOCK + "while ... else with a tensor condition is refused",
     "returns.return_in_else_of_loop": _BLOCK + "return in the else of a loop is refused",
     # Paddle-style scalars and dtypes
-    "scalars.shape1_or_predicate": _SHAPE1 + "`or` gives bool[] and bool[1] branches",
-    "scalars.shape1_and_predicate": _SHAPE1 + "`and` gives bool[1] and bool[] branches",
-    "scalars.shape1_while_with_break": _SHAPE1 + "break in while i < 10 with i of shape [1]",
     "scalars.python_number_becomes_shape1_tensor": _SHAPE1 + "a Python number reassigned a [1] tensor in a tensor loop is refused",
     "builtins_and_indexing.int_accumulator_becomes_float_tensor": _SHAPE1 + "s = 0 then s = s + x ([3]) in a tensor "
                                                                   "loop is refused for its rank change",
-    "loops.int32_accumulator_with_loop_index": _WEAK,
-    "scalars.weak_counter_keeps_int32": _WEAK,
     # gradients
     # ops and APIs
     "ops.add_n_terms": _OP + "d2s.add_n",
-    "ops.cat_alias": _OP + "d2s.cat",
-    "ops.chunk_halves": _OP + "d2s.chunk",
-    "ops.identity_op": _OP + "d2s.identity",
-    "ops.pad_in_branch": _OP + "d2s.pad",
-    "ops.shape_as_tensor": _OP + "d2s.shape",
-    "ops.unstack_rows": _OP + "d2s.unstack",
-    "modules.HeadsByName": _OP + "nn.ModuleDict",
-    "ops.print_op_in_loop": _OP + "d2s.print",
     "ops.concat_with_list_of_symbolic": "a list holding a symbolic scalar is not packed into a tensor (SymbolicValueError)",
     "ops.tensor_of_symbolic_scalars": "d2s.tensor([n, n + 1]) of symbolic scalars raises SymbolicValueError",
     "ops.zeros_with_tensor_shape": "d2s.zeros with a 1-D int tensor shape fails eagerly (ValueError) and in programs",
