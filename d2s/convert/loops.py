@@ -17,18 +17,74 @@ from .values import is_symbolic, write_back
 
 
 # ------------------------------------------------------------------ while
-def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=None):
+def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=None, escaping=None):
     """Run ``body_fn`` over the loop variables ``init`` (values of ``names``) while
-    ``test_fn`` holds; returns their final values."""
+    ``test_fn`` holds; returns their final values. ``escaping()`` gives the objects of an
+    enclosing scope the body mutates (see :func:`refuse_escaping`)."""
     state = tuple(init)
     while True:
         c = _test(test_fn, state)
         if is_symbolic(c):
-            return _static_loop(lambda s: test_fn(*s), lambda s: tuple(body_fn(*s)), state, names,
-                                get_state, set_state)
+            with refuse_escaping(escaping):
+                return _static_loop(lambda s: test_fn(*s), lambda s: tuple(body_fn(*s)), state, names,
+                                    get_state, set_state)
         if not c:
             return state
         state = tuple(body_fn(*state))
+
+
+class refuse_escaping:
+    """Around the build of a tensor loop: a global or closure list (dict, set) that its body
+    mutates would be mutated once, while the body is traced, not once per iteration; such a
+    loop is refused with a clear error instead (the mutation cannot be carried without
+    rebinding a name that belongs to another scope)."""
+
+    def __init__(self, escaping):
+        self.thunk = escaping
+
+    def __enter__(self):
+        self.watched = []
+        if self.thunk is None:
+            return self
+        try:
+            objs = self.thunk()
+        except NameError:
+            objs = ()
+        self.watched = [(o, _copy(o)) for o in objs if isinstance(o, (list, dict, set))]
+        return self
+
+    def __exit__(self, *exc):
+        for o, before in self.watched:
+            if not _same_items(o, before):
+                _restore(o, before)  # leave the user's object as it was before the build
+                raise at_user_line(
+                    f"this tensor loop mutates a {type(o).__name__} that belongs to an enclosing scope (a global or "
+                    "closure variable); its body runs once while the program is built, so the mutation cannot "
+                    "happen once per iteration. Copy it into a local variable before the loop (e.g. "
+                    "`log = list(LOG)`), mutate that, and assign it back after the loop") from None
+        return False
+
+
+def _copy(o):
+    return dict(o) if isinstance(o, dict) else set(o) if isinstance(o, set) else list(o)
+
+
+def _same_items(o, before):
+    if isinstance(o, set):
+        return o == before
+    if len(o) != len(before):
+        return False
+    if isinstance(o, dict):
+        return list(o) == list(before) and all(o[k] is before[k] for k in o)
+    return all(a is b for a, b in zip(o, before))
+
+
+def _restore(o, before):
+    if isinstance(o, list):
+        o[:] = before
+    else:
+        o.clear()
+        o.update(before)
 
 
 def _test(test_fn, state):
@@ -313,14 +369,17 @@ def as_tensor_iterable(x):
     return None
 
 
-def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None, set_state=None):
+def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None, set_state=None,
+                escaping=None):
     """Run ``body_fn(item, *loop_vars)`` for each item of ``iterable``; returns the loop vars.
 
-    ``extra_test(*loop_vars)`` (a lowered ``break``) is checked before each iteration.
+    ``extra_test(*loop_vars)`` (a lowered ``break``) is checked before each iteration;
+    ``escaping()`` gives the objects of an enclosing scope the body mutates.
     """
     it = as_tensor_iterable(iterable)
     if it is not None:
-        return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state)
+        with refuse_escaping(escaping):
+            return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state)
     return _py_for(iterable, body_fn, tuple(init), names, extra_test, get_state, set_state)
 
 

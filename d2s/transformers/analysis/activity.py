@@ -114,10 +114,21 @@ def _function_free_reads(node):
     return reads
 
 
+def _placeholder_read(value):
+    """``{n}`` for the generated ``n = _jst.ld(locals(), 'n')``: it keeps n's current value where
+    some path bound it, so n stays live before it (a name bound in one branch of a Python ``if``
+    must reach the loop that then mutates it)."""
+    if (isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "ld"
+            and isinstance(value.func.value, gast.Name) and value.func.value.id == "_jst" and len(value.args) == 2
+            and isinstance(value.args[1], gast.Constant) and isinstance(value.args[1].value, str)):
+        return {value.args[1].value}
+    return set()
+
+
 def statement_effects(stmt):
     """Effects of a simple statement (compound statements are split by the CFG)."""
     if isinstance(stmt, gast.Assign):
-        e = Effects(expr_reads(stmt.value))
+        e = Effects(expr_reads(stmt.value) | _placeholder_read(stmt.value))
         for t in stmt.targets:
             r, w, m, c = target_effects(t)
             e.reads |= r; e.writes |= w; e.mods |= m | w; e.composites |= c  # noqa: E702
@@ -190,6 +201,42 @@ def _statements(stmt):
     for h in getattr(stmt, "handlers", None) or []:
         for s in h.body:
             yield from _statements(s)
+
+
+def bound_names(func):
+    """Names that are local to ``func`` as Python scopes them: its parameters and every name it
+    binds (the bodies of functions the converter generated included, user-written nested
+    function and class bodies not), less those it declares global or nonlocal. A name the
+    function only mutates (``LOG.append(i)`` on a module-level list) is not among them: it
+    belongs to an enclosing scope."""
+    names = {a.id for a in gast.walk(func.args) if isinstance(a, gast.Name)}
+    for stmt in func.body:
+        for node in _statements(stmt):
+            if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+                names.add(node.name)
+                if getattr(node, "_d2s_generated", False):
+                    names |= bound_names(node)
+                continue
+            for child in _own_expressions(node):
+                for sub in gast.walk(child):
+                    if isinstance(sub, gast.Name) and not isinstance(sub.ctx, gast.Load):
+                        names.add(sub.id)
+                    elif isinstance(sub, gast.alias):
+                        names.add((sub.asname or sub.name).split(".")[0])
+            for h in getattr(node, "handlers", None) or []:
+                if isinstance(h.name, gast.Name):
+                    names.add(h.name.id)
+    return names - declared_nonlocal(func)
+
+
+def _own_expressions(stmt):
+    """The parts of ``stmt`` that are not nested statements (those are walked on their own)."""
+    for field, value in gast.iter_fields(stmt):
+        if field in ("body", "orelse", "finalbody", "handlers"):
+            continue
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, gast.AST):
+                yield v
 
 
 def declared_nonlocal(func):
