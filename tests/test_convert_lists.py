@@ -89,3 +89,165 @@ def test_name_bound_in_one_python_branch_then_mutated_in_loop():
         bound_in_one_branch_then_mutated(X, False)
     with pytest.raises(NameError):
         conv(X, False)
+
+
+def static_equal(fn, *input_sets):
+    """``d2s.jit.to_static(fn)`` returns what ``fn`` returns (values, dtypes, Python list and
+    tuple structure) on each input set."""
+    sf = d2s.jit.to_static(fn)
+
+    def flat(o):
+        if isinstance(o, (list, tuple)):
+            return (type(o).__name__, [flat(v) for v in o])
+        if isinstance(o, d2s.Tensor):
+            return ("tensor", str(o.dtype), o.numpy().tolist())
+        return ("py", type(o).__name__, o)
+
+    for args in input_sets:
+        args = args if isinstance(args, tuple) else (args,)
+        e, s = flat(fn(*args)), flat(sf(*args))
+        assert s == e, f"on {args}: to_static gave {s}, eager {e}"
+
+
+# ------------------------------------------------------------------ list concatenation (item 7)
+def concat_plus(x, n):
+    s = [x]
+    for i in range(n):
+        s = s + [x * i]
+    return d2s.stack(s)
+
+
+def concat_iadd(x, n):
+    s = [x]
+    for i in range(n):
+        s += [x * i, x + i]
+    return d2s.stack(s)
+
+
+def concat_extend(x, n):
+    s = []
+    for i in range(n):
+        s.extend([x * i])
+        s.extend((x - i,))
+    return s
+
+
+def concat_radd(x, n):
+    s = [x]
+    for i in range(n):
+        s = [x * i] + s
+    return d2s.stack(s)
+
+
+@pytest.mark.parametrize("fn", [concat_plus, concat_iadd, concat_radd])
+def test_list_concatenation_in_tensor_loop(fn):
+    check(fn, (X, n_(0)), (X, n_(1)), (X, n_(3)))
+
+
+def test_list_extend_in_tensor_loop_returns_a_python_list():
+    static_equal(concat_extend, (X, n_(0)), (X, n_(2)), (X, n_(3)))
+
+
+# ------------------------------------------------------------------ lists grown in tensor loops (item 14)
+def iterate_grown_list(x, n):
+    a = []
+    for i in range(n):
+        a.append(x * i)
+    s = x * 0
+    for v in a:
+        s = s + v
+    return s
+
+
+def enumerate_grown_list(x, n):
+    a = []
+    for i in range(n):
+        a.append(x + i)
+    s = x * 0
+    for k, v in enumerate(a):
+        s = s + v * k
+    return s, len(a)
+
+
+def pop_in_tensor_if(x, n):
+    a = []
+    s = x * 0
+    for i in range(n):
+        a.append(x * i)
+        if x.sum() > i:
+            s = s + a.pop()
+    return s
+
+
+def pop_in_tensor_if_started_empty(x, n):
+    a = []
+    s = x * 0
+    for i in range(n):
+        if x.sum() > i:
+            a.append(x + i)
+        else:
+            if len(a) > 0:
+                s = s + a.pop()
+    return s
+
+
+def index_from_end_in_tensor_if(x, n):
+    feats = []
+    for i in range(n):
+        feats.append(x * (i + 1))
+        if i >= 1 and x.sum() > 0:
+            x = x + feats[-2]
+    return x
+
+
+def test_iterating_a_list_grown_in_a_tensor_loop():
+    check(iterate_grown_list, (X, n_(0)), (X, n_(1)), (X, n_(4)))
+    check(enumerate_grown_list, (X, n_(0)), (X, n_(3)))
+
+
+def test_pop_inside_tensor_if_inside_tensor_loop():
+    check(pop_in_tensor_if, (X, n_(0)), (X, n_(2)), (X, n_(5)), (-X, n_(3)))
+
+
+def test_pop_inside_tensor_if_on_a_list_that_started_empty():
+    check(pop_in_tensor_if_started_empty, (X, n_(0)), (X, n_(3)), (X, n_(6)), (-X, n_(3)))
+
+
+def test_negative_index_inside_tensor_if_inside_tensor_loop():
+    check(index_from_end_in_tensor_if, (X, n_(0)), (X, n_(1)), (X, n_(4)), (-X, n_(3)))
+
+
+# ------------------------------------------------------------------ a list whose length a tensor `if` decides (item 6)
+def list_from_tensor_ifexp(x):
+    lst = [x[0]] if x.sum() > 0 else []
+    return list(lst)
+
+
+def list_from_tensor_if_then_loop(x):
+    if x.sum() > 0:
+        lst = [x[0], x[1]]
+    else:
+        lst = [x[1]]
+    total = x[0] * 0
+    for v in lst:
+        total = total + v
+    return total, lst
+
+
+def test_list_whose_length_a_tensor_ifexp_decides():
+    static_equal(list_from_tensor_ifexp, X, -X)
+
+
+def test_list_whose_length_a_tensor_if_decides_is_iterated():
+    static_equal(list_from_tensor_if_then_loop, X, -X)
+
+
+def iterate_outside_converted_for(x):
+    lst = [x[0]] if x.sum() > 0 else []
+    return tuple(lst)
+
+
+def test_iterating_such_a_list_outside_a_converted_for_is_a_clear_error():
+    with pytest.raises(TypeError, match="known only when the program runs") as e:
+        d2s.jit.to_static(iterate_outside_converted_for)(X)
+    assert "tuple(lst)" in str(e.value)

@@ -11,7 +11,7 @@ import numpy as np
 from ..tensor import Tensor, tensor
 from .errors import ConvertError, at_user_line
 from .undefined import Undefined
-from .values import describe, fresh, is_symbolic, leaves, rebuild, write_back
+from .values import describe, fresh, is_symbolic, leaves, rebuild, truth, write_back
 
 _NUMBER = (bool, int, float, np.generic)
 
@@ -43,6 +43,7 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, out_names, get_state=No
         none_fillable: a fillable output undefined in the false branch and None in the true one
             stays None (a loop's peeled first iteration that leaves a ``None`` variable as is).
     """
+    pred = truth(pred)
     if is_symbolic(pred):
         return _static_if(pred, true_fn, false_fn, args, names, out_names, get_state, set_state, fillable,
                           none_fillable)
@@ -55,6 +56,7 @@ def _py_if(pred, true_fn, false_fn, args):
 
 def convert_ifexp(pred, true_thunk, false_thunk):
     """``a if pred else b`` with the two sides as thunks."""
+    pred = truth(pred)
     if is_symbolic(pred):
         out = _static_if(pred, lambda: (true_thunk(),), lambda: (false_thunk(),), (), (), ("the value",))
         return out[0]

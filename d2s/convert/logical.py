@@ -1,7 +1,7 @@
 """`and`, `or`, `not` over thunks: Python short-circuit semantics for Python values and
 concrete tensors; once a value is a symbolic tensor, the rest is evaluated inside a ``cond``
 so it still runs only when needed (``i < n and x[i] > 0`` never reads ``x[n]``)."""
-from .values import is_symbolic
+from .values import is_symbolic, truth
 
 
 def _as_bool(x):
@@ -57,6 +57,7 @@ def or_(*thunks):
 
 def not_(x):
     """``not x``: a logical_not op for a symbolic tensor."""
+    x = truth(x)
     if is_symbolic(x):
         from .. import ops
         return ops.logical_not(_as_bool(x))

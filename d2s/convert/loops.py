@@ -220,7 +220,7 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state):
     stays a list of loop variables, so indexing and item assignment keep working."""
     from ..static.tensor_array import TensorArray
     out = list(init)
-    probed, probe_error = {}, None
+    probed, probe_error, vals = {}, None, list(init)
     b = STATE.builder
     cf._probing[0] += 1
     try:
@@ -232,6 +232,11 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state):
             probed = {i: res[i] for i in lists if i < len(res)}
     except Exception as e:  # noqa: BLE001 - e.g. a tensor `if` appending on one side only
         probe_error = e
+        # the body may have failed because a list was still short while it was traced
+        # (``feats[-2]`` under a tensor `if`): what it appended before failing gives the type
+        grown = {i: vals[i] for i in lists if type(vals[i]) is list and len(vals[i]) > len(init[i])}
+        if grown:
+            probed, probe_error = grown, None
     finally:
         cf._probing[0] -= 1
     for i in lists:
@@ -241,6 +246,12 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state):
             continue  # same length after an iteration: a fixed list of loop variables
         if not v and probe_error is not None:
             raise probe_error
+        if not v and isinstance(p, TensorArray):  # grown under a tensor `if` in the body
+            if p.data is None:
+                continue
+            ta = TensorArray.like(p.element_zeros())
+            out[i] = ta
+            continue
         elem = v[0] if v else (p or [None])[0]
         if elem is None or not isinstance(elem, Tensor):
             continue  # never appended to: stays a Python list
@@ -361,11 +372,28 @@ class TensorZip(TensorIterable):
         return tuple(p.item(i) for p in self.parts)
 
 
+class TensorListItems(TensorIterable):
+    """The elements of a list grown in a tensor loop or branch (a TensorArray), whose length is
+    known only when the program runs."""
+
+    def __init__(self, ta):
+        self.ta = ta
+
+    def length(self):
+        return self.ta.length()
+
+    def item(self, i):
+        return self.ta[i]
+
+
 def as_tensor_iterable(x):
     if isinstance(x, TensorIterable):
         return x
     if is_symbolic(x):
         return TensorRows(x)
+    from ..static.tensor_array import TensorArray
+    if isinstance(x, TensorArray) and x.data is not None and x.data._data is None:
+        return TensorListItems(x.copy())  # a snapshot: the body may append to the list itself
     return None
 
 

@@ -7,6 +7,14 @@ def is_symbolic(x):
     return isinstance(x, Tensor) and x._data is None
 
 
+def truth(x):
+    """The value an ``if``/``not`` tests: a list grown in a tensor loop or branch (a TensorArray
+    whose length is known only at run time) tests ``len(xs) > 0`` in the program."""
+    if hasattr(x, "truth") and getattr(x, "data", None) is not None and is_symbolic(x.data):
+        return x.truth()
+    return x
+
+
 def any_symbolic(values):
     return any(is_symbolic(v) for v in values)
 

@@ -285,6 +285,11 @@ def _plain(attrs):
     return out
 
 
+def _is_tensor_list(o):
+    from .tensor_array import TensorArray
+    return isinstance(o, TensorArray)
+
+
 def _flatten(obj):
     """Tensors in a nested tuple/list/dict, in order, with a function rebuilding the structure."""
     leaves = []
@@ -293,6 +298,13 @@ def _flatten(obj):
         if isinstance(o, Tensor):
             leaves.append(o)
             return ("T", len(leaves) - 1)
+        if _is_tensor_list(o):
+            # a list grown in a tensor loop or branch: the program returns its elements as one
+            # tensor, and the caller gets back a Python list of them, as eager code would
+            if o.data is None:
+                return (list, [])
+            leaves.append(o.data)
+            return ("L", len(leaves) - 1)
         if isinstance(o, (list, tuple)):
             return (type(o), [walk(x) for x in o])
         if isinstance(o, dict):
@@ -307,6 +319,12 @@ def _flatten(obj):
             return values[t[1]]
         if kind == "C":
             return t[1]
+        if kind == "L":
+            rows = values[t[1]]
+            if not isinstance(rows, Tensor) or rows._data is None:
+                from .tensor_array import TensorArray
+                return TensorArray(rows)
+            return [rows[k] for k in range(rows.shape[0])]
         if kind is dict:
             return {k: build(values, s) for k, s in t[1]}
         items = [build(values, s) for s in t[1]]

@@ -43,17 +43,107 @@ class TensorArray:
         self.data = apply("list_push", self.data, x)
         return self
 
-    def pop(self):
-        """Remove and return the last element."""
+    def pop(self, index=-1):
+        """Remove and return the last element (``pop()`` / ``pop(-1)`` only: the list's length
+        may be known only when the program runs, so other positions cannot be cut out)."""
+        if isinstance(index, Tensor) or index != -1:
+            raise _user_error("pop(i) with i other than -1 on a list whose length is known only when the "
+                              "program runs (a list grown in a tensor loop or branch) is not supported; "
+                              "use pop() or index it (xs[i])", TypeError)
         self._need("pop")
         self.data, x = apply("list_pop", self.data)
         return x
 
+    def extend(self, items):
+        """Append every element of ``items`` (a list, tuple or TensorArray), in place."""
+        if isinstance(items, TensorArray):
+            if items.data is not None:
+                if self.data is None:
+                    self.data = items.data
+                else:
+                    from .. import ops
+                    self.data = ops.concat([self.data, items.data], 0)
+            return self
+        if isinstance(items, Tensor) or not isinstance(items, (list, tuple)):
+            raise _user_error(f"can only extend a list by a list or tuple here, not {type(items).__name__}",
+                              TypeError)
+        for x in items:
+            self.append(x)
+        return self
+
+    def copy(self):
+        """A new list holding the same elements (``xs.copy()``, ``list(xs)``, ``xs[:]``)."""
+        return TensorArray(self.data)
+
+    def __add__(self, other):
+        """``xs + [v]``: a new list, as Python's list concatenation."""
+        if not isinstance(other, (list, tuple, TensorArray)) or isinstance(other, tuple):
+            return NotImplemented
+        return self.copy().extend(other)
+
+    def __radd__(self, other):
+        """``[v] + xs``."""
+        if type(other) is not list:
+            return NotImplemented
+        return TensorArray.like(self._element_like(other)).extend(other).extend(self)
+
+    def __iadd__(self, other):
+        """``xs += items``: extends in place, as Python's ``list.__iadd__``."""
+        if isinstance(other, Tensor) or not isinstance(other, (list, tuple, TensorArray)):
+            return NotImplemented
+        return self.extend(other)
+
+    def element_zeros(self):
+        """Zeros typed like one element (unknown dims as 1), made in the current block: only
+        the type is used (to start an empty list of such elements)."""
+        from .. import ops
+        return ops.zeros([d if isinstance(d, int) else 1 for d in _elem_shape(self.data)],
+                         dtype=str(self.data.dtype))
+
+    def _element_like(self, items):
+        return self.element_zeros() if self.data is not None else items[0]
+
     def __getitem__(self, i):
+        if isinstance(i, slice):
+            if i == slice(None):
+                return self.copy()
+            raise _user_error("slicing a list whose length is known only when the program runs (grown in "
+                              "a tensor loop or branch) is not supported; index it (xs[i]) or stack it "
+                              "(d2s.stack(xs)) and slice the tensor", TypeError)
         self._need("index")
         if not isinstance(i, Tensor):
             i = tensor(int(i))
         return apply("list_get", self.data, i)
+
+    def __setitem__(self, i, value):
+        """``xs[i] = v`` (``i`` may be negative or a tensor)."""
+        from .. import ops
+        self._need("index")
+        if not isinstance(i, Tensor):
+            i = tensor(int(i))
+        n = apply("list_len", self.data)
+        i = ops.where(i < 0, i + n, i)  # negative positions count from the end, as in Python
+        data = self.data
+        if data._data is not None:  # a concrete list may share its array with a copy of it
+            data = Tensor._make(data._data.copy()) if not data.requires_grad else data
+        data = _alias_tensor(data)
+        ops.setitem(data, i, value)
+        self.data = data
+
+    def __iter__(self):
+        if self.data is not None and self.data._data is None:
+            raise _user_error("cannot iterate over a list whose length is known only when the program runs "
+                              "(it was grown in a tensor loop or branch) outside a converted `for`; iterate it "
+                              "with a `for` statement in a to_static function, or stack it (d2s.stack(xs))",
+                              TypeError)
+        for k in range(len(self)):
+            yield self[k]
+
+    def __bool__(self):
+        if self.data is not None and self.data._data is None:
+            raise _user_error("the truth value of a list whose length is known only when the program runs "
+                              "cannot be a Python bool here; test `len(xs) > 0`", TypeError)
+        return len(self) > 0
 
     def length(self):
         """The length, as a 0-d int64 tensor (symbolic inside programs)."""
@@ -70,9 +160,31 @@ class TensorArray:
         self._need("stack")
         return apply("list_stack", self.data)
 
+    def truth(self):
+        """``bool(xs)`` as a 0-d bool tensor (symbolic inside programs)."""
+        from .. import ops
+        return ops.gt(self.length(), 0)
+
     def _need(self, what):
         if self.data is None:
-            raise IndexError(f"TensorArray.{what}: the list is empty (and has no element type yet)")
+            raise _user_error(f"{'pop from' if what == 'pop' else 'index into'} an empty list (it has no "
+                              "element yet)", IndexError)
 
     def __repr__(self):
         return f"TensorArray({self.data!r})"
+
+
+def _user_error(message, cls):
+    from ..convert.errors import at_user_line
+    return at_user_line(message, cls)
+
+
+def _elem_shape(data):
+    shape = data._var.type.shape if data._data is None else data.shape
+    return list(shape)[1:]
+
+
+def _alias_tensor(t):
+    a = Tensor._make(t._data, t._var)
+    a.requires_grad, a.grad_fn, a._out_idx = t.requires_grad, t.grad_fn, t._out_idx
+    return a
