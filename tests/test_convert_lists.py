@@ -251,3 +251,50 @@ def test_iterating_such_a_list_outside_a_converted_for_is_a_clear_error():
     with pytest.raises(TypeError, match="known only when the program runs") as e:
         d2s.jit.to_static(iterate_outside_converted_for)(X)
     assert "tuple(lst)" in str(e.value)
+
+
+# ------------------------------------------------------------------ Python lists mutated per iteration (item 4)
+def pop_python_numbers(x, n):
+    lst = [1, 2, 3, 4, 5]
+    s = 0
+    for _ in range(n):
+        s += lst.pop()
+    return x + s, lst
+
+
+def append_python_numbers(x, n):
+    lst = [0.5]
+    for i in range(n):
+        lst.append(i * 2)
+        lst.append(x.sum())
+    return lst
+
+
+def append_strings(x, n):
+    names = []
+    for i in range(n):
+        names.append("step")
+        x = x + 1
+    return x, names
+
+
+def test_pop_from_a_list_of_numbers_runs_per_iteration():
+    static_equal(pop_python_numbers, (X, n_(0)), (X, n_(2)), (X, n_(5)))
+
+
+def test_append_numbers_and_tensors_to_a_list_of_numbers():
+    fn = d2s.jit.to_static(append_python_numbers)
+    for n in (0, 1, 3):
+        got, expected = fn(X, n_(n)), append_python_numbers(X, n_(n))
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            assert float(g) == float(e) and g.dtype == d2s.float32
+
+
+def test_a_list_of_other_values_changing_length_in_a_tensor_loop_is_refused():
+    with pytest.raises(ConvertError, match="'names' is a Python list of str") as e:
+        d2s.jit.to_static(append_strings)(X, n_(2))
+    assert "for i in range(n)" in str(e.value)
+    assert append_strings(X, 2)[1] == ["step", "step"]
+    got = d2s.jit.to_static(append_strings)(X, 2)  # a Python bound: the loop unrolls
+    assert got[1] == ["step", "step"]

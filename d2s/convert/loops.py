@@ -11,7 +11,7 @@ under a ``cond`` on it instead of being refused.
 from .._state import STATE
 from ..tensor import Tensor, tensor
 from . import control_flow as cf
-from .errors import at_user_line
+from .errors import ConvertError, at_user_line
 from .undefined import Undefined
 from .values import is_symbolic, write_back
 
@@ -113,9 +113,9 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
     if not peeled and any(v is None for v in state):
         return _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels[:n])
     init = list(extra_vars) + list(state) + list(comps)
-    lists = [i for i, v in enumerate(init) if type(v) is list and all(isinstance(e, Tensor) for e in v)]
+    lists = [i for i, v in enumerate(init) if type(v) is list]
     if lists:
-        init = _lists_to_tensor_arrays(body, init, lists, n, set_state)
+        init = _lists_to_tensor_arrays(body, init, lists, n, set_state, labels)
     if any(isinstance(v, Undefined) for v in init):
         init = _fill_undefined(body, init, n, labels, set_state)
     # still undefined: the body never binds it on the traced path (e.g. a `return` under a Python
@@ -213,12 +213,12 @@ def _check_carried(labels, init, ins, outs):
     return outs
 
 
-def _lists_to_tensor_arrays(body, init, lists, n, set_state):
+def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None):
     """Python lists carried by a tensor loop whose length the body changes become TensorArrays
     (``xs.append(v)`` then pushes onto one tensor); an empty list learns its element type from
     one trial trace of the body. A list the body keeps at its length (``hs[0] = hs[0] + v``)
     stays a list of loop variables, so indexing and item assignment keep working."""
-    from ..static.tensor_array import TensorArray
+    from ..static.tensor_array import NumberList, TensorArray
     out = list(init)
     probed, probe_error, vals = {}, None, list(init)
     b = STATE.builder
@@ -252,14 +252,43 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state):
             ta = TensorArray.like(p.element_zeros())
             out[i] = ta
             continue
-        elem = v[0] if v else (p or [None])[0]
-        if elem is None or not isinstance(elem, Tensor):
+        items = list(v) + (list(p) if type(p) is list else [])
+        if not items:
             continue  # never appended to: stays a Python list
-        ta = TensorArray.like(cf._zeros_like_type(elem) if not v else elem)
+        if not all(isinstance(e, (Tensor,) + cf._NUMBER) for e in items):
+            kinds = sorted({type(e).__name__ for e in items if not isinstance(e, (Tensor,) + cf._NUMBER)})
+            name = labels[i] if labels is not None and i < len(labels) else "a list"
+            raise at_user_line(
+                f"'{name}' is a Python list of {', '.join(kinds)} values whose length this tensor loop changes; "
+                "the body runs once while the program is built, so it cannot grow or shrink once per "
+                "iteration. Only lists of tensors or numbers can (they become tensor lists); keep other "
+                "lists out of tensor loops", ConvertError)
+        tensors = [e for e in items if isinstance(e, Tensor)]
+        dtype = _numbers_dtype(items)
+        like = cf._zeros_like_type(tensors[0]) if tensors else tensor(0, dtype=dtype)
+        if str(like.dtype) != dtype:
+            from .. import ops
+            like = ops.cast(like, dtype)
+        kind = TensorArray if tensors else NumberList
+        ta = kind.like(like)
         for e in v:
-            ta.append(e)
+            ta.append(e if isinstance(e, Tensor) and str(e.dtype) == dtype else tensor(e, dtype=dtype))
         out[i] = ta
     return out
+
+
+def _numbers_dtype(items):
+    """One dtype for a list's tensors and Python numbers: a floating tensor's dtype (float32
+    for a Python float) if any element is floating, bool if all are bools, else int64."""
+    floats = [str(e.dtype) for e in items if isinstance(e, Tensor) and e.dtype.is_floating_point]
+    if floats:
+        return floats[0]
+    if any(isinstance(e, float) for e in items):
+        return "float32"
+    if all(isinstance(e, bool) or (isinstance(e, Tensor) and str(e.dtype) == "bool") for e in items):
+        return "bool"
+    ints = [str(e.dtype) for e in items if isinstance(e, Tensor)]
+    return ints[0] if ints else "int64"
 
 
 def _fill_undefined(body, init, n, labels, set_state):

@@ -304,7 +304,8 @@ def _flatten(obj):
             if o.data is None:
                 return (list, [])
             leaves.append(o.data)
-            return ("L", len(leaves) - 1)
+            from .tensor_array import NumberList
+            return ("N" if isinstance(o, NumberList) else "L", len(leaves) - 1)
         if isinstance(o, (list, tuple)):
             return (type(o), [walk(x) for x in o])
         if isinstance(o, dict):
@@ -319,11 +320,13 @@ def _flatten(obj):
             return values[t[1]]
         if kind == "C":
             return t[1]
-        if kind == "L":
+        if kind in ("L", "N"):
             rows = values[t[1]]
             if not isinstance(rows, Tensor) or rows._data is None:
-                from .tensor_array import TensorArray
-                return TensorArray(rows)
+                from .tensor_array import NumberList, TensorArray
+                return (NumberList if kind == "N" else TensorArray)(rows)
+            if kind == "N":
+                return rows.numpy().tolist()
             return [rows[k] for k in range(rows.shape[0])]
         if kind is dict:
             return {k: build(values, s) for k, s in t[1]}

@@ -37,7 +37,11 @@ class TensorArray:
 
     def append(self, x):
         """Add ``x`` at the end (in place; also returns self)."""
-        x = x if isinstance(x, Tensor) else tensor(x)
+        if not isinstance(x, Tensor):  # a Python number takes the list's dtype, as in a tensor
+            x = tensor(x, dtype=str(self.data.dtype)) if self.data is not None else tensor(x)
+        elif self.data is not None and x.dtype != self.data.dtype and _mixes_numbers(self, x):
+            from .. import ops
+            x = ops.cast(x, str(self.data.dtype))
         if self.data is None:
             self.data = apply("list_new", x)
         self.data = apply("list_push", self.data, x)
@@ -73,7 +77,7 @@ class TensorArray:
 
     def copy(self):
         """A new list holding the same elements (``xs.copy()``, ``list(xs)``, ``xs[:]``)."""
-        return TensorArray(self.data)
+        return type(self)(self.data)
 
     def __add__(self, other):
         """``xs + [v]``: a new list, as Python's list concatenation."""
@@ -172,6 +176,21 @@ class TensorArray:
 
     def __repr__(self):
         return f"TensorArray({self.data!r})"
+
+
+class NumberList(TensorArray):
+    """A list of Python numbers that a tensor loop grows or shrinks (``xs.pop()`` per
+    iteration): a TensorArray of 0-d tensors inside the program, which a program returns as a
+    list of Python numbers again (``float32`` values for floats)."""
+
+    __slots__ = ()
+
+
+def _mixes_numbers(lst, x):
+    """Whether ``x`` joins a list of numbers of another kind (an int tensor into a float
+    list): such lists hold one dtype, as a Python list of mixed numbers would compare equal."""
+    return isinstance(lst, NumberList) or (x.ndim == 0 and lst.data.ndim == 1 and lst.data.dtype.is_floating_point
+                                           and not x.dtype.is_floating_point)
 
 
 def _user_error(message, cls):

@@ -81,6 +81,11 @@ def target_effects(target):
     return reads, writes, mods, comps
 
 
+def mutating_calls(node):
+    """Names whose value a method call in expression ``node`` mutates (``xs.pop()``)."""
+    return _mutating_calls(node) if node is not None else set()
+
+
 def _mutating_calls(node):
     mods = set()
     for child in gast.walk(node):
@@ -137,10 +142,11 @@ def statement_effects(stmt):
     if isinstance(stmt, gast.AugAssign):
         r, w, m, c = target_effects(stmt.target)
         reads = expr_reads(stmt.value) | r | expr_reads(stmt.target) | w
-        return Effects(reads, w, m, c)
+        return Effects(reads, w, m | _mutating_calls(stmt.value), c)
     if isinstance(stmt, gast.AnnAssign):
         r, w, m, c = target_effects(stmt.target)
-        return Effects(expr_reads(stmt.value) | r, w if stmt.value is not None else (), m, c)
+        mods = m | (_mutating_calls(stmt.value) if stmt.value is not None else set())
+        return Effects(expr_reads(stmt.value) | r, w if stmt.value is not None else (), mods, c)
     if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef)):
         return Effects(_function_free_reads(stmt), [stmt.name])
     if isinstance(stmt, gast.ClassDef):
@@ -167,10 +173,11 @@ def modified(stmts):
     for stmt in stmts:
         for node in _statements(stmt):
             if isinstance(node, (gast.If, gast.While)):
+                mods |= _mutating_calls(node.test)  # `while xs.pop() > 0:`
                 continue
             if isinstance(node, gast.For):
                 r, w, m, c = target_effects(node.target)
-                mods |= w | m
+                mods |= w | m | _mutating_calls(node.iter)
                 comps |= c
                 continue
             if isinstance(node, gast.With):
