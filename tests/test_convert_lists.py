@@ -298,3 +298,62 @@ def test_a_list_of_other_values_changing_length_in_a_tensor_loop_is_refused():
     assert append_strings(X, 2)[1] == ["step", "step"]
     got = d2s.jit.to_static(append_strings)(X, 2)  # a Python bound: the loop unrolls
     assert got[1] == ["step", "step"]
+
+
+# ------------------------------------------------------------------ Python lists at a tensor position (items 4, 8)
+def read_at_loop_index(x, n):
+    ws = [x, x * 2, x * 3]
+    s = x * 0
+    for i in range(n):
+        s = s + ws[i]
+    return s
+
+
+def read_numbers_at_loop_index(x, n):
+    scale = [0.5, 2.0, -1.0, 4.0]
+    for i in range(n):
+        x = x * scale[i]
+    return x
+
+
+def read_from_end_at_tensor_index(x, n):
+    ws = [x, x + 1]
+    i = n - 3
+    return ws[i]
+
+
+def write_at_loop_index(x, n):
+    hs = [x * 0, x * 0, x * 0]
+    for i in range(n):
+        hs[i] = x * (i + 1)
+        hs[-1] += x
+    return hs
+
+
+def test_python_list_read_at_a_tensor_loop_index():
+    check(read_at_loop_index, (X, n_(0)), (X, n_(2)), (X, n_(3)))
+    check(read_numbers_at_loop_index, (X, n_(0)), (X, n_(1)), (X, n_(4)))
+    check(read_from_end_at_tensor_index, (X, n_(1)), (X, n_(2)), (X, n_(4)))
+
+
+def test_python_list_written_at_a_tensor_loop_index():
+    check(write_at_loop_index, (X, n_(0)), (X, n_(1)), (X, n_(2)))
+    static_equal(write_at_loop_index, (X, n_(0)), (X, n_(2)))
+
+
+def test_writing_past_the_end_at_a_tensor_index_fails_when_the_program_runs():
+    with pytest.raises(IndexError):
+        write_at_loop_index(X, n_(4))
+    with pytest.raises(AssertionError, match="list assignment index out of range"):
+        d2s.jit.to_static(write_at_loop_index)(X, n_(4))
+
+
+def mixed_list_at_tensor_index(x, n):
+    parts = [x, "label"]
+    return parts[n]
+
+
+def test_a_list_of_other_values_at_a_tensor_index_is_refused():
+    with pytest.raises(TypeError, match="list holding str values") as e:
+        run_static(mixed_list_at_tensor_index, X, n_(0))
+    assert "return parts[n]" in str(e.value)

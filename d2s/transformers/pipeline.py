@@ -20,6 +20,7 @@ from .if_statements import IfStatements
 from .logical_expressions import LogicalExpressions
 from .naming import Namer
 from .return_statements import ReturnStatements
+from .subscripts import Subscripts
 from .unsupported_features import UnsupportedFeatures
 from .while_loops import WhileLoops
 
@@ -48,6 +49,9 @@ PIPELINE = [
     # above), then calls, which also wrap calls the earlier passes left in user expressions.
     (ConditionalExpressions, False),
     (LogicalExpressions, False),
+    # Subscripts with a computed index go through helpers (a Python list read or written at a
+    # tensor position); after the control-flow passes, so their analysis sees plain subscripts.
+    (Subscripts, False),
     (CallTrees, False),
 ]
 
