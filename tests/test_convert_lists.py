@@ -357,3 +357,48 @@ def test_a_list_of_other_values_at_a_tensor_index_is_refused():
     with pytest.raises(TypeError, match="list holding str values") as e:
         run_static(mixed_list_at_tensor_index, X, n_(0))
     assert "return parts[n]" in str(e.value)
+
+
+# ------------------------------------------------------------------ sequences packed into tensors (item 5)
+def concat_with_a_list_holding_a_tensor(x):
+    n = d2s.sum(x > 0)
+    return d2s.concat((d2s.tensor([0]), [n]), 0)
+
+
+def tensor_of_scalars(x):
+    a, b = x.sum(), x.max()
+    return d2s.tensor([a, b]), d2s.tensor([[a, 1.0], [b, 2.0]]), d2s.tensor([x.argmax(), 3])
+
+
+def tensor_of_scalars_with_dtype(x):
+    return d2s.tensor([x.sum(), x.min()], dtype="int64")
+
+
+def stack_of_mixed_parts(x):
+    return d2s.stack([x.sum(), 2.0, x.max()])
+
+
+def shape_from_tensor(x):
+    shape = d2s.tensor([2, 3])
+    n = d2s.sum(x > 0)
+    dyn = d2s.tensor([n, 2])
+    return d2s.zeros(shape), d2s.ones(dyn), d2s.full(dyn, 7), d2s.reshape(d2s.ones(6), shape)
+
+
+def test_list_holding_a_symbolic_tensor_in_concat():
+    check(concat_with_a_list_holding_a_tensor, X, t([1.0, -2.0]), t([-1.0, -2.0]))
+
+
+def test_tensor_of_symbolic_scalars_packs_with_eager_dtypes():
+    check(tensor_of_scalars, X, t([-3.0, 5.0]))
+    check(tensor_of_scalars_with_dtype, X)
+    check(stack_of_mixed_parts, X)
+    for out_e, out_s in zip(tensor_of_scalars(X), run_static(tensor_of_scalars, X)):
+        assert out_e.numpy().dtype == out_s.dtype
+
+
+def test_creation_with_a_1d_int_tensor_as_shape():
+    check(shape_from_tensor, X, t([1.0, -2.0]), t([-1.0, -2.0]))
+    assert d2s.zeros(d2s.tensor([2, 3])).shape == (2, 3)
+    with pytest.raises(TypeError, match="must hold integers"):
+        d2s.zeros(d2s.tensor([2.0, 3.0]))
