@@ -116,6 +116,8 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
     lists = [i for i, v in enumerate(init) if type(v) is list]
     if lists:
         init = _lists_to_tensor_arrays(body, init, lists, n, set_state, labels)
+    if any(type(v) is dict for v in init):
+        init = _dict_keys_from_body(test, body, init, n, set_state, labels)
     if any(isinstance(v, Undefined) for v in init):
         init = _fill_undefined(body, init, n, labels, set_state)
     # still undefined: the body never binds it on the traced path (e.g. a `return` under a Python
@@ -289,6 +291,56 @@ def _numbers_dtype(items):
         return "bool"
     ints = [str(e.dtype) for e in items if isinstance(e, Tensor)]
     return ints[0] if ints else "int64"
+
+
+def _dict_keys_from_body(test, body, init, n, set_state, labels):
+    """A dict the loop body adds keys to (``d['a'] = v`` first assigned inside the loop) is
+    carried with those keys, learnt from one trial trace of the body, holding zeros of the
+    values' types on entry. Python would leave the keys out when the loop runs zero times, so
+    the program then stops with an error naming them instead of handing out those zeros."""
+    from .builtins import convert_assert
+    dicts = [i for i, v in enumerate(init) if type(v) is dict]
+    b = STATE.builder
+    cf._probing[0] += 1
+    try:
+        with b.sub_block():
+            vals = [dict(v) if type(v) is dict else list(v) if type(v) is list else _as_loop_value(v)
+                    for v in init]
+            if set_state is not None:
+                set_state(tuple(vals[n:]))
+            res = list(body(tuple(vals[:n]))) + list(vals[n:])
+    except Exception:  # noqa: BLE001 - the real trace reports it at the user's line
+        return init
+    finally:
+        cf._probing[0] -= 1
+    out, added = list(init), []
+    for i in dicts:
+        got = res[i] if i < len(res) else None
+        if type(got) is not dict:
+            continue
+        new = [k for k in got if k not in init[i]]
+        if not new:
+            continue
+        filled = dict(init[i])
+        for k in new:
+            v = got[k]
+            if isinstance(v, Tensor):
+                filled[k] = cf._zeros_like_type(v)
+            elif isinstance(v, cf._NUMBER):
+                filled[k] = type(v)(0)
+            elif isinstance(v, (tuple, list, dict)):
+                filled[k] = cf._placeholder(v)
+            else:
+                raise at_user_line(f"the dict '{labels[i]}' gets key {k!r} first inside this tensor loop, holding "
+                                   f"{type(v).__name__}; only tensors, numbers and containers of them can be "
+                                   "carried by the loop. Assign the key before the loop", ConvertError)
+        out[i] = filled
+        added.append(f"{labels[i]}[{', '.join(repr(k) for k in new)}]")
+    if added:
+        ran = test(tuple(_as_loop_value(v) if not isinstance(v, (dict, list)) else v for v in out[:n]))
+        convert_assert(ran, lambda: f"{'; '.join(added)}: first assigned inside this tensor loop, which ran zero "
+                                    "times, so Python would not have these keys (assign them before the loop)")
+    return out
 
 
 def _fill_undefined(body, init, n, labels, set_state):
