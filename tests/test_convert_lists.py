@@ -402,3 +402,51 @@ def test_creation_with_a_1d_int_tensor_as_shape():
     assert d2s.zeros(d2s.tensor([2, 3])).shape == (2, 3)
     with pytest.raises(TypeError, match="must hold integers"):
         d2s.zeros(d2s.tensor([2.0, 3.0]))
+
+
+# ------------------------------------------------------------------ more list methods on grown lists
+def reverse_and_clear(x, n):
+    a, b = [], []
+    for i in range(n):
+        a.append(x * i)
+        b.append(x + i)
+    a.reverse()
+    b.clear()
+    b.append(x)
+    return a, b
+
+
+def insert_into_grown_list(x, n):
+    a = []
+    for i in range(n):
+        a.append(x * i)
+    a.insert(0, x)
+    return a
+
+
+def test_reverse_and_clear_on_a_grown_list():
+    static_equal(reverse_and_clear, (X, n_(0)), (X, n_(3)))
+
+
+def test_unsupported_list_method_names_the_method_not_an_internal_type():
+    with pytest.raises(TypeError, match=r"list.insert\(\) is not supported") as e:
+        d2s.jit.to_static(insert_into_grown_list)(X, n_(2))
+    assert "TensorArray" not in str(e.value)
+    assert "a.insert(0, x)" in str(e.value)
+
+
+# ------------------------------------------------------------------ gradients through list ops
+@pytest.mark.parametrize("fn", [concat_plus, concat_radd, iterate_grown_list, pop_in_tensor_if,
+                                read_at_loop_index, write_at_loop_index, index_from_end_in_tensor_if])
+def test_gradients_through_list_ops_match_eager(fn):
+    import jit_helpers
+    sf = d2s.jit.to_static(fn)
+    for n in (1, 3):
+        jit_helpers.check(fn, t([0.5, -1.5]), n_(n), static=sf)
+
+
+def test_gradient_through_a_returned_grown_list():
+    import jit_helpers
+    sf = d2s.jit.to_static(concat_extend)
+    for n in (1, 2):
+        jit_helpers.check(concat_extend, t([0.5, -1.5]), n_(n), static=sf)

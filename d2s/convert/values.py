@@ -92,4 +92,6 @@ def describe(v):
             if v._data is not None else f"a tensor {v._var.type}"
     if isinstance(v, Undefined):
         return "undefined"
+    if hasattr(type(v), "_d2s_children") and hasattr(v, "truth"):
+        return "a list whose length is known only when the program runs (grown in a tensor loop or branch)"
     return f"{type(v).__name__} {v!r}"

@@ -75,6 +75,29 @@ class TensorArray:
             self.append(x)
         return self
 
+    def clear(self):
+        """Remove every element (the element type stays)."""
+        if self.data is not None:
+            self.data = apply("list_new", self.element_zeros())
+
+    def reverse(self):
+        """Reverse the elements in place."""
+        if self.data is not None:
+            from .. import ops
+            self.data = ops.getitem(self.data, slice(None, None, -1))
+
+    def _unsupported(self, name):
+        def method(*args, **kwargs):
+            raise _user_error(f"list.{name}() is not supported on a list whose length is known only when the "
+                              "program runs (grown in a tensor loop or branch); append, extend, pop(), "
+                              "xs[i], xs[i] = v, len, +, iteration, reverse and clear are", TypeError)
+        return method
+
+    def __getattr__(self, name):
+        if name in ("insert", "remove", "index", "count", "sort"):
+            return self._unsupported(name)
+        raise AttributeError(f"a list grown in a tensor loop or branch has no attribute {name!r}")
+
     def copy(self):
         """A new list holding the same elements (``xs.copy()``, ``list(xs)``, ``xs[:]``)."""
         return type(self)(self.data)
