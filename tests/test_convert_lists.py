@@ -450,3 +450,60 @@ def test_gradient_through_a_returned_grown_list():
     sf = d2s.jit.to_static(concat_extend)
     for n in (1, 2):
         jit_helpers.check(concat_extend, t([0.5, -1.5]), n_(n), static=sf)
+
+
+# ------------------------------------------------------------------ more shapes of real code
+def nested_loops_with_lists(x, n, m):
+    outs = []
+    for i in range(n):
+        inner = []
+        j = 0
+        while j < m:
+            inner.append(x * j)
+            j += 1
+        outs.append(x + len(inner))
+    return d2s.stack(outs + [x])
+
+
+def zip_of_grown_lists(x, n):
+    a, b = [], []
+    for i in range(n):
+        a.append(x * i)
+        b.append(x + i)
+    s = x * 0
+    for u, v in zip(a, b):
+        s = s + u * v
+    return s
+
+
+def rnn_over_rows(xs, h):
+    outs = []
+    for row in xs:
+        h = d2s.tanh(row + h)
+        outs.append(h)
+    return d2s.stack(outs), outs[-1]
+
+
+def history_of_a_while(x):
+    hist = []
+    while x.sum() < 10:
+        x = x * 2
+        hist.append(x)
+    return hist
+
+
+def test_lists_in_nested_tensor_loops():
+    check(nested_loops_with_lists, (X, n_(0), n_(2)), (X, n_(2), n_(0)), (X, n_(2), n_(3)))
+
+
+def test_zip_of_lists_grown_in_a_tensor_loop():
+    check(zip_of_grown_lists, (X, n_(0)), (X, n_(3)))
+
+
+def test_rnn_outputs_over_tensor_rows():
+    # dynamic=True: rows of an unknown dim make the loop a while op
+    check(rnn_over_rows, (t([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), X), (t([[1.0, 2.0]]), X), dynamic=True)
+
+
+def test_history_of_a_tensor_while_returns_a_python_list():
+    static_equal(history_of_a_while, X, t([20.0, 1.0]), t([0.1, 0.1]))
