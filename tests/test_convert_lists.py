@@ -507,3 +507,44 @@ def test_rnn_outputs_over_tensor_rows():
 
 def test_history_of_a_tensor_while_returns_a_python_list():
     static_equal(history_of_a_while, X, t([20.0, 1.0]), t([0.1, 0.1]))
+
+
+def counts_in_a_fixed_list(x, n):
+    counts = [0, 0.5]
+    for i in range(n):
+        counts[0] = counts[0] + 1
+        counts[1] += x.sum()
+    return counts[0], counts[1]
+
+
+def pop_or_append(x, n, start):
+    a = [x] * start
+    for i in range(n):
+        if x.sum() > i:
+            a.pop()
+        else:
+            a.append(x * i)
+    return len(a)
+
+
+def flags_at_computed_positions(x, n):
+    seen = [False, False]
+    for i in range(n):
+        seen[i % 2] = True
+    return seen
+
+
+def test_fixed_lists_of_numbers_and_flags():
+    check(counts_in_a_fixed_list, (X, n_(0)), (X, n_(3)))
+    check(flags_at_computed_positions, (X, n_(0)), (X, n_(1)), (X, n_(3)))
+
+
+def test_pop_or_append_under_a_tensor_if():
+    check(pop_or_append, (X, n_(0), 3), (X, n_(3), 3), (-X, n_(2), 3), (t([1.5, 1.0]), n_(5), 3))
+
+
+def test_pop_from_an_empty_grown_list_raises_index_error_when_the_program_runs():
+    with pytest.raises(IndexError):
+        pop_or_append(X, n_(2), 1)
+    with pytest.raises(IndexError):
+        d2s.jit.to_static(pop_or_append)(X, n_(2), 1)

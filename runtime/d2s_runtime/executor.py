@@ -62,12 +62,14 @@ class ExecutionError(RuntimeError):
     """An op failed while a program ran; the message names the op and its input shapes."""
 
 
-# Errors a program raises on purpose (a failed assert op, a trace guard) reach the caller as
-# they are; any other failure is wrapped in an ExecutionError naming the op.
+# Errors a program raises on purpose (a failed assert op, a trace guard, a pop from an empty
+# tensor list) reach the caller as they are; any other failure is wrapped in an ExecutionError
+# naming the op.
 from .ops.debug import ProgramAssertionError  # noqa: E402
 from .ops.guard import GuardError  # noqa: E402
+from .ops.tensor_list import ProgramIndexError  # noqa: E402
 
-PASS_THROUGH = (ExecutionError, ProgramAssertionError, GuardError)
+PASS_THROUGH = (ExecutionError, ProgramAssertionError, GuardError, ProgramIndexError)
 
 
 def _control_flow_rules():

@@ -23,6 +23,11 @@ from .registry import ShapeError, TensorType, defop
 from .rules import fmt_shape
 
 
+class ProgramIndexError(IndexError):
+    """A tensor list op met an empty list or an index out of range while a program ran: the
+    ``IndexError`` Python's list would raise (the executor passes it through unwrapped)."""
+
+
 def list_type(elem):
     """The type of a list whose elements have type ``elem``."""
     return TensorType((None,) + tuple(elem.shape), elem.dtype)
@@ -68,7 +73,7 @@ def _pop_infer(lst):
 @defop("list_pop", _pop_infer, n_out=2)
 def _list_pop(xp, lst):
     if lst.shape[0] == 0:
-        raise IndexError("list_pop: pop from an empty tensor list")
+        raise ProgramIndexError("pop from empty list")
     return lst[:-1], lst[-1]
 
 
@@ -84,7 +89,7 @@ def _list_get(xp, lst, i):
     n = lst.shape[0]
     k = int(i)
     if not -n <= k < n:
-        raise IndexError(f"list_get: index {k} is out of range for a tensor list of length {n}")
+        raise ProgramIndexError(f"list index out of range (index {k}, length {n})")
     return lst[k]
 
 
