@@ -344,7 +344,7 @@ def test_python_list_written_at_a_tensor_loop_index():
 def test_writing_past_the_end_at_a_tensor_index_fails_when_the_program_runs():
     with pytest.raises(IndexError):
         write_at_loop_index(X, n_(4))
-    with pytest.raises(AssertionError, match="list assignment index out of range"):
+    with pytest.raises(IndexError, match="list index out of range"):
         d2s.jit.to_static(write_at_loop_index)(X, n_(4))
 
 
@@ -548,3 +548,10 @@ def test_pop_from_an_empty_grown_list_raises_index_error_when_the_program_runs()
         pop_or_append(X, n_(2), 1)
     with pytest.raises(IndexError):
         d2s.jit.to_static(pop_or_append)(X, n_(2), 1)
+
+
+def test_reading_past_the_end_at_a_tensor_index_raises_index_error():
+    with pytest.raises(IndexError):
+        read_from_end_at_tensor_index(X, n_(6))
+    with pytest.raises(IndexError):
+        d2s.jit.to_static(read_from_end_at_tensor_index)(X, n_(6))

@@ -12,7 +12,12 @@ _NUMBER = (bool, int, float)
 def getitem(obj, index):
     """``obj[index]``."""
     if type(obj) in (list, tuple) and is_symbolic(index):
-        return _stacked(obj, "read")[index]
+        from ..dispatch import apply
+        if index.ndim != 0 or not index.dtype.startswith("int"):
+            raise at_user_line(f"list indices must be integers, not a {index.dtype} tensor of shape "
+                               f"{tuple(index.shape)}", TypeError)
+        # list_get: an index out of range raises IndexError when the program runs, as Python does
+        return apply("list_get", _stacked(obj, "read"), index)
     return obj[index]
 
 
@@ -49,14 +54,19 @@ def _stacked(items, what):
 
 def _select_into(lst, index, value):
     """``lst[index] = value`` for a symbolic ``index``: every element becomes
-    ``where(index == k, value, lst[k])``; an index out of range fails when the program runs."""
+    ``where(index == j, value, lst[j])``."""
     from .. import ops
-    from .builtins import convert_assert
+    from ..dispatch import apply
     n = len(lst)
     _stacked(lst + [value], "written")  # checks that the value fits with the elements
-    k = ops.where(ops.lt(index, 0), ops.add(index, n), index)
-    convert_assert(ops.logical_and(ops.ge(k, 0), ops.lt(k, n)),
-                   lambda: "list assignment index out of range")
+    if index.ndim != 0 or not index.dtype.startswith("int"):
+        raise at_user_line(f"list indices must be integers, not a {index.dtype} tensor of shape "
+                           f"{tuple(index.shape)}", TypeError)
+    # the position counted from the start; an index out of range raises IndexError when the
+    # program runs, as Python's list assignment does
+    k = apply("list_get", tensor(list(range(n)), dtype="int64"), index) if n else None
+    if k is None:
+        raise at_user_line("list assignment index out of range (the list is empty)", IndexError)
     for j, old in enumerate(lst):
         new = ops.where(ops.eq(k, j), value, old)
         if isinstance(old, Tensor) and new.dtype != old.dtype:
