@@ -555,3 +555,25 @@ def test_reading_past_the_end_at_a_tensor_index_raises_index_error():
         read_from_end_at_tensor_index(X, n_(6))
     with pytest.raises(IndexError):
         d2s.jit.to_static(read_from_end_at_tensor_index)(X, n_(6))
+
+
+def numbers_appended_under_tensor_if(x):
+    lst = [1, 2]
+    if x.sum() > 0:
+        lst.append(3)
+    return x * len(lst), lst
+
+
+def tensors_appended_under_tensor_if(x):
+    lst = []
+    if x.sum() > 0:
+        lst.append(x)
+        lst.append(x * 2)
+    else:
+        lst.append(x - 1)
+    return lst
+
+
+def test_lists_whose_length_a_tensor_if_decides_come_back_as_python_lists():
+    static_equal(numbers_appended_under_tensor_if, X, -X)
+    static_equal(tensors_appended_under_tensor_if, X, -X)

@@ -257,6 +257,13 @@ def _growing_lists(t_out, f_out, t_skel, f_skel):
         if not all(type(v) is list or isinstance(v, TensorArray) for v in sides):
             return {}
         elems = [e for v in sides if type(v) is list for e in v]
+        if elems and all(isinstance(e, _NUMBER) and not isinstance(e, Tensor) for e in elems) and \
+                not any(isinstance(v, TensorArray) for v in sides):
+            # a list of Python numbers: a tensor list of their common dtype, returned as numbers
+            dtype = "float32" if any(isinstance(e, float) for e in elems) else \
+                "bool" if all(isinstance(e, bool) for e in elems) else "int64"
+            promote[("list", i)] = ("numbers", dtype)
+            continue
         if not elems or not all(isinstance(e, Tensor) and e.dtype == elems[0].dtype for e in elems):
             return {}
         if any(isinstance(v, TensorArray) and (v.data is None or v.data.dtype != elems[0].dtype) for v in sides):
@@ -267,11 +274,14 @@ def _growing_lists(t_out, f_out, t_skel, f_skel):
 
 def _lists_as_arrays(out, hints):
     """Apply the ``_growing_lists`` hints: those outputs become TensorArrays."""
-    from ..static.tensor_array import TensorArray
+    from ..static.tensor_array import NumberList, TensorArray
     out = list(out)
     for k, elem in hints.items():
         if isinstance(k, tuple) and k[1] < len(out) and type(out[k[1]]) is list:
-            ta = TensorArray.like(_zeros_like_type(elem))
+            if isinstance(elem, tuple):  # ("numbers", dtype)
+                ta = NumberList.like(tensor(0, dtype=elem[1]))
+            else:
+                ta = TensorArray.like(_zeros_like_type(elem))
             for e in out[k[1]]:
                 ta.append(e)
             out[k[1]] = ta
