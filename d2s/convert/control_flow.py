@@ -257,12 +257,15 @@ def _growing_lists(t_out, f_out, t_skel, f_skel):
         if not all(type(v) is list or isinstance(v, TensorArray) for v in sides):
             return {}
         elems = [e for v in sides if type(v) is list for e in v]
-        if elems and all(isinstance(e, _NUMBER) and not isinstance(e, Tensor) for e in elems) and \
-                not any(isinstance(v, TensorArray) for v in sides):
-            # a list of Python numbers: a tensor list of their common dtype, returned as numbers
-            dtype = "float32" if any(isinstance(e, float) for e in elems) else \
-                "bool" if all(isinstance(e, bool) for e in elems) else "int64"
-            promote[("list", i)] = ("numbers", dtype)
+        numbers = [e for e in elems if isinstance(e, _NUMBER) and not isinstance(e, Tensor)]
+        if numbers and not any(isinstance(v, TensorArray) for v in sides) and \
+                all(not isinstance(e, Tensor) or e.ndim == 0 for e in elems) and \
+                all(isinstance(e, (Tensor,) + _NUMBER) for e in elems):
+            # Python numbers (with 0-d tensors such as a loop counter's multiples): a tensor list
+            # of their common dtype; returned as Python numbers if no element is a tensor
+            from .loops import _numbers_dtype
+            kind = "numbers" if len(numbers) == len(elems) else "scalars"
+            promote[("list", i)] = (kind, _numbers_dtype(elems))
             continue
         if not elems or not all(isinstance(e, Tensor) and e.dtype == elems[0].dtype for e in elems):
             return {}
@@ -278,8 +281,8 @@ def _lists_as_arrays(out, hints):
     out = list(out)
     for k, elem in hints.items():
         if isinstance(k, tuple) and k[1] < len(out) and type(out[k[1]]) is list:
-            if isinstance(elem, tuple):  # ("numbers", dtype)
-                ta = NumberList.like(tensor(0, dtype=elem[1]))
+            if isinstance(elem, tuple):  # ("numbers" or "scalars", dtype)
+                ta = (NumberList if elem[0] == "numbers" else TensorArray).like(tensor(0, dtype=elem[1]))
             else:
                 ta = TensorArray.like(_zeros_like_type(elem))
             for e in out[k[1]]:

@@ -13,7 +13,7 @@ from ..tensor import Tensor, tensor
 from . import control_flow as cf
 from .errors import ConvertError, at_user_line
 from .undefined import Undefined
-from .values import is_symbolic, write_back
+from .values import fresh, is_symbolic, write_back
 
 
 # ------------------------------------------------------------------ while
@@ -189,6 +189,13 @@ def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labe
     return out
 
 
+def _probe_value(v):
+    """``v`` for a trial trace of a loop body: containers (lists, dicts, tensor lists) are
+    copied, so what the trial appends or assigns never reaches the loop's real values."""
+    return fresh(_as_loop_value(v)) if isinstance(v, (list, dict, tuple)) or hasattr(type(v), "_d2s_children") \
+        else _as_loop_value(v)
+
+
 def _as_loop_value(v):
     if isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
         return tensor(v)
@@ -227,7 +234,7 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None):
     cf._probing[0] += 1
     try:
         with b.sub_block():
-            vals = [list(v) if type(v) is list else _as_loop_value(v) for v in init]
+            vals = [_probe_value(v) for v in init]
             if set_state is not None:
                 set_state(tuple(vals[n:]))
             res = list(body(tuple(vals[:n])))
@@ -304,8 +311,7 @@ def _dict_keys_from_body(test, body, init, n, set_state, labels):
     cf._probing[0] += 1
     try:
         with b.sub_block():
-            vals = [dict(v) if type(v) is dict else list(v) if type(v) is list else _as_loop_value(v)
-                    for v in init]
+            vals = [_probe_value(v) for v in init]
             if set_state is not None:
                 set_state(tuple(vals[n:]))
             res = list(body(tuple(vals[:n]))) + list(vals[n:])
@@ -351,7 +357,7 @@ def _fill_undefined(body, init, n, labels, set_state):
     cf._probing[0] += 1
     try:
         with b.sub_block():
-            vals = [_as_loop_value(v) for v in init]
+            vals = [_probe_value(v) for v in init]
             if set_state is not None:
                 set_state(tuple(vals[n:]))
             out = list(body(tuple(vals[:n])))

@@ -10,7 +10,8 @@ def is_symbolic(x):
 def truth(x):
     """The value an ``if``/``not`` tests: a list grown in a tensor loop or branch (a TensorArray
     whose length is known only at run time) tests ``len(xs) > 0`` in the program."""
-    if hasattr(x, "truth") and getattr(x, "data", None) is not None and is_symbolic(x.data):
+    if hasattr(type(x), "truth") and hasattr(type(x), "_d2s_children") and x.data is not None \
+            and is_symbolic(x.data):
         return x.truth()
     return x
 

@@ -210,10 +210,10 @@ class NumberList(TensorArray):
 
 
 def _mixes_numbers(lst, x):
-    """Whether ``x`` joins a list of numbers of another kind (an int tensor into a float
-    list): such lists hold one dtype, as a Python list of mixed numbers would compare equal."""
-    return isinstance(lst, NumberList) or (x.ndim == 0 and lst.data.ndim == 1 and lst.data.dtype.is_floating_point
-                                           and not x.dtype.is_floating_point)
+    """Whether ``x`` joins a list of scalars of another dtype (an int loop counter's multiple
+    into a float list): such lists hold one dtype, as a Python list of mixed numbers would
+    compare equal."""
+    return isinstance(lst, NumberList) or (x.ndim == 0 and lst.data.ndim == 1)
 
 
 def _user_error(message, cls):
