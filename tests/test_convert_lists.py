@@ -577,3 +577,66 @@ def tensors_appended_under_tensor_if(x):
 def test_lists_whose_length_a_tensor_if_decides_come_back_as_python_lists():
     static_equal(numbers_appended_under_tensor_if, X, -X)
     static_equal(tensors_appended_under_tensor_if, X, -X)
+
+
+# ------------------------------------------------------------------ lists of tuples of tensors
+def lstm_like_outputs(x, n):
+    h, c = x, x * 0
+    outs = []
+    for i in range(n):
+        h, c = d2s.tanh(h + c), c + i
+        outs.append((h, c))
+    s = x * 0
+    for a, b in outs:
+        s = s + a * b
+    return s, outs
+
+
+def pop_pairs(x, n):
+    pairs = [(x, 1)]
+    s = x * 0
+    for i in range(n):
+        pairs.append((x * i, i))
+        if x.sum() > i:
+            a, k = pairs.pop()
+            s = s + a * k
+    return s, len(pairs)
+
+
+def dict_records(x, n):
+    recs = []
+    for i in range(n):
+        recs.append({"v": x * i, "i": i})
+    total = x * 0
+    for k in range(len(recs)):
+        total = total + recs[k]["v"] * recs[-1]["i"]
+    return total
+
+
+def pairs_under_tensor_if(x):
+    outs = [(x, x + 1)]
+    if x.sum() > 0:
+        outs.append((x * 2, x * 3))
+    return outs
+
+
+def lstm_like_sum(x, n):
+    return lstm_like_outputs(x, n)[0]  # a call: the callee is converted too
+
+
+def test_list_of_tuples_grown_in_a_tensor_loop():
+    check(lstm_like_sum, (X, n_(0)), (X, n_(1)), (X, n_(3)))
+    check(pop_pairs, (X, n_(0)), (X, n_(3)), (-X, n_(2)))
+    check(dict_records, (X, n_(0)), (X, n_(3)))
+
+
+def test_list_of_tuples_comes_back_as_python_tuples():
+    static_equal(lstm_like_outputs, (X, n_(0)), (X, n_(2)))
+    static_equal(pairs_under_tensor_if, X, -X)
+
+
+def test_gradients_through_a_list_of_tuples():
+    import jit_helpers
+    sf = d2s.jit.to_static(lstm_like_outputs)
+    for n in (1, 3):
+        jit_helpers.check(lstm_like_outputs, t([0.5, -1.5]), n_(n), static=sf)

@@ -267,6 +267,13 @@ def _growing_lists(t_out, f_out, t_skel, f_skel):
             kind = "numbers" if len(numbers) == len(elems) else "scalars"
             promote[("list", i)] = (kind, _numbers_dtype(elems))
             continue
+        if elems and all(isinstance(e, (tuple, dict)) for e in elems) and \
+                not any(isinstance(v, TensorArray) for v in sides):
+            from ..static.tensor_array import struct_list_for
+            if struct_list_for(elems) is None:  # (zeros of the element types; never read)
+                return {}
+            promote[("list", i)] = ("struct", tuple(elems))
+            continue
         if not elems or not all(isinstance(e, Tensor) and e.dtype == elems[0].dtype for e in elems):
             return {}
         if any(isinstance(v, TensorArray) and (v.data is None or v.data.dtype != elems[0].dtype) for v in sides):
@@ -281,7 +288,10 @@ def _lists_as_arrays(out, hints):
     out = list(out)
     for k, elem in hints.items():
         if isinstance(k, tuple) and k[1] < len(out) and type(out[k[1]]) is list:
-            if isinstance(elem, tuple):  # ("numbers" or "scalars", dtype)
+            if isinstance(elem, tuple) and elem[0] == "struct":  # lists of tuples of tensors
+                from ..static.tensor_array import struct_list_for
+                ta = struct_list_for(elem[1])
+            elif isinstance(elem, tuple):  # ("numbers" or "scalars", dtype)
                 ta = (NumberList if elem[0] == "numbers" else TensorArray).like(tensor(0, dtype=elem[1]))
             else:
                 ta = TensorArray.like(_zeros_like_type(elem))

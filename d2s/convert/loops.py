@@ -258,20 +258,28 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None):
         if not v and isinstance(p, TensorArray):  # grown under a tensor `if` in the body
             if p.data is None:
                 continue
-            ta = TensorArray.like(p.element_zeros())
+            ta = type(p).like(p.element_zeros())
             out[i] = ta
             continue
         items = list(v) + (list(p) if type(p) is list else [])
         if not items:
             continue  # never appended to: stays a Python list
+        if all(isinstance(e, (tuple, dict)) for e in items):  # ``outs.append((h, c))``
+            from ..static.tensor_array import struct_list_for
+            ta = struct_list_for(items)
+            if ta is not None:
+                for e in v:
+                    ta.append(e)
+                out[i] = ta
+                continue
         if not all(isinstance(e, (Tensor,) + cf._NUMBER) for e in items):
             kinds = sorted({type(e).__name__ for e in items if not isinstance(e, (Tensor,) + cf._NUMBER)})
             name = labels[i] if labels is not None and i < len(labels) else "a list"
             raise at_user_line(
                 f"'{name}' is a Python list of {', '.join(kinds)} values whose length this tensor loop changes; "
                 "the body runs once while the program is built, so it cannot grow or shrink once per "
-                "iteration. Only lists of tensors or numbers can (they become tensor lists); keep other "
-                "lists out of tensor loops", ConvertError)
+                "iteration. Only lists of tensors or numbers, or of tuples of them with one structure and "
+                "dtypes, can (they become tensor lists); keep other lists out of tensor loops", ConvertError)
         tensors = [e for e in items if isinstance(e, Tensor)]
         dtype = _numbers_dtype(items)
         like = cf._zeros_like_type(tensors[0]) if tensors else tensor(0, dtype=dtype)

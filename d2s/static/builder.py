@@ -303,8 +303,12 @@ def _flatten(obj):
             # tensor, and the caller gets back a Python list of them, as eager code would
             if o.data is None:
                 return (list, [])
+            from .tensor_array import NumberList, TupleList
+            if isinstance(o, TupleList):
+                start = len(leaves)
+                leaves.extend(o.parts)
+                return ("S", (start, len(o.parts), type(o)))
             leaves.append(o.data)
-            from .tensor_array import NumberList
             return ("N" if isinstance(o, NumberList) else "L", len(leaves) - 1)
         if isinstance(o, (list, tuple)):
             return (type(o), [walk(x) for x in o])
@@ -320,6 +324,12 @@ def _flatten(obj):
             return values[t[1]]
         if kind == "C":
             return t[1]
+        if kind == "S":
+            start, count, cls = t[1]
+            parts = values[start:start + count]
+            if not all(isinstance(p, Tensor) and p._data is not None for p in parts):
+                return cls(parts)
+            return [cls(parts)[k] for k in range(parts[0].shape[0])]
         if kind in ("L", "N"):
             rows = values[t[1]]
             if not isinstance(rows, Tensor) or rows._data is None:

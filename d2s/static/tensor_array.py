@@ -230,3 +230,178 @@ def _alias_tensor(t):
     a = Tensor._make(t._data, t._var)
     a.requires_grad, a.grad_fn, a._out_idx = t.requires_grad, t.grad_fn, t._out_idx
     return a
+
+
+# ------------------------------------------------------------------ lists of tuples
+def _struct_leaves(obj):
+    """(leaves, skeleton) of a nested tuple/list/dict element (``(h, c)``, ``{'h': h}``)."""
+    out = []
+
+    def walk(o):
+        if isinstance(o, (tuple, list)) and not hasattr(o, "_fields"):
+            return (type(o), tuple(walk(x) for x in o))
+        if isinstance(o, dict):
+            return (dict, tuple(o), tuple(walk(o[k]) for k in o))
+        out.append(o)
+        return None
+
+    return out, walk(obj)
+
+
+def _struct_rebuild(skel, values):
+    it = iter(values)
+
+    def build(s):
+        if s is None:
+            return next(it)
+        if s[0] is dict:
+            return {k: build(c) for k, c in zip(s[1], s[2])}
+        return s[0](build(c) for c in s[1])
+
+    return build(skel)
+
+
+_TUPLE_LIST_TYPES = {}
+
+
+class TupleList(TensorArray):
+    """A growable list whose elements are tuples (lists, dicts) of tensors of one structure
+    (``outs.append((h, c))`` in a tensor loop): one tensor list per position of the element.
+    ``TupleList.like(elem)`` picks the class for ``elem``'s structure."""
+
+    __slots__ = ("parts",)
+    skeleton = None  # the element structure, set on the per-structure subclasses
+
+    def __init__(self, parts=None):
+        self.parts = tuple(parts) if parts is not None else None
+
+    @property
+    def data(self):
+        return self.parts[0] if self.parts else None
+
+    @classmethod
+    def like(cls, elem):
+        leaves, skel = _struct_leaves(elem)
+        kind = _TUPLE_LIST_TYPES.get(skel)
+        if kind is None:
+            kind = _TUPLE_LIST_TYPES[skel] = type("TupleList", (TupleList,), {"__slots__": (), "skeleton": skel})
+        return kind([apply("list_new", x if isinstance(x, Tensor) else tensor(x)) for x in leaves])
+
+    def _d2s_children(self):
+        return tuple(self.parts)
+
+    @classmethod
+    def _d2s_from_children(cls, children):
+        return cls(children)
+
+    def _leaves_of(self, x):
+        leaves, skel = _struct_leaves(x)
+        if skel != self.skeleton:
+            raise _user_error(f"every element of this list must have the same structure as the first "
+                              f"({_describe_skel(self.skeleton)}), got {_describe_skel(skel)}", TypeError)
+        out = []
+        for leaf, part in zip(leaves, self.parts):
+            if not isinstance(leaf, Tensor):
+                leaf = tensor(leaf, dtype=str(part.dtype))
+            out.append(leaf)
+        return out
+
+    def append(self, x):
+        self.parts = tuple(apply("list_push", p, leaf) for p, leaf in zip(self.parts, self._leaves_of(x)))
+        return self
+
+    def pop(self, index=-1):
+        if isinstance(index, Tensor) or index != -1:
+            return TensorArray.pop(self, index)  # the same clear error
+        parts, leaves = [], []
+        for p in self.parts:
+            p, x = apply("list_pop", p)
+            parts.append(p)
+            leaves.append(x)
+        self.parts = tuple(parts)
+        return _struct_rebuild(self.skeleton, leaves)
+
+    def extend(self, items):
+        if isinstance(items, TupleList) and items.skeleton == self.skeleton:
+            from .. import ops
+            self.parts = tuple(ops.concat([a, b], 0) for a, b in zip(self.parts, items.parts))
+            return self
+        if isinstance(items, TensorArray) or not isinstance(items, (list, tuple)):
+            raise _user_error("can only extend a list of tuples by a list of tuples of the same structure",
+                              TypeError)
+        for x in items:
+            self.append(x)
+        return self
+
+    def copy(self):
+        return type(self)(self.parts)
+
+    def clear(self):
+        self.parts = tuple(apply("list_new", z) for z in _struct_leaves(self.element_zeros())[0])
+
+    def reverse(self):
+        from .. import ops
+        self.parts = tuple(ops.getitem(p, slice(None, None, -1)) for p in self.parts)
+
+    def element_zeros(self):
+        from .. import ops
+        zeros = [ops.zeros([d if isinstance(d, int) else 1 for d in _elem_shape(p)], dtype=str(p.dtype))
+                 for p in self.parts]
+        return _struct_rebuild(self.skeleton, zeros)
+
+    def __radd__(self, other):
+        if type(other) is not list:
+            return NotImplemented
+        return type(self).like(self.element_zeros()).extend(other).extend(self)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return TensorArray.__getitem__(self, i)
+        if not isinstance(i, Tensor):
+            i = tensor(int(i))
+        return _struct_rebuild(self.skeleton, [apply("list_get", p, i) for p in self.parts])
+
+    def __setitem__(self, i, value):
+        parts = []
+        for p, leaf in zip(self.parts, self._leaves_of(value)):
+            one = TensorArray(p)
+            one[i] = leaf
+            parts.append(one.data)
+        self.parts = tuple(parts)
+
+    def __repr__(self):
+        return f"TupleList({self.parts!r})"
+
+
+def _describe_skel(skel):
+    if skel is None:
+        return "a tensor"
+    if skel[0] is dict:
+        return f"a dict with keys {list(skel[1])}"
+    return f"a {skel[0].__name__} of {len(skel[1])}"
+
+
+def struct_list_for(items):
+    """A TupleList class's empty instance for ``items`` (tuples/lists/dicts of tensors and
+    numbers sharing one structure and leaf dtypes), or None if they do not fit one."""
+    structs = [_struct_leaves(e) for e in items]
+    if not structs or any(s[1] is None for s in structs) or len({repr(s[1]) for s in structs}) != 1:
+        return None
+    columns = list(zip(*[s[0] for s in structs]))
+    like = []
+    for col in columns:
+        tensors = [e for e in col if isinstance(e, Tensor)]
+        if not all(isinstance(e, (Tensor, bool, int, float)) for e in col):
+            return None
+        if tensors:
+            if len({str(t.dtype) for t in tensors}) != 1 or len({t.ndim for t in tensors}) != 1:
+                return None
+            t0 = tensors[0]
+            from .. import ops
+            like.append(ops.zeros([d if isinstance(d, int) else 1 for d in
+                                   (t0._var.type.shape if t0._data is None else t0.shape)], dtype=str(t0.dtype)))
+        else:
+            dt = "float32" if any(isinstance(e, float) for e in col) else \
+                "bool" if all(isinstance(e, bool) for e in col) else "int64"
+            like.append(tensor(0, dtype=dt))
+    return TupleList.like(_struct_rebuild(structs[0][1], like))
