@@ -640,3 +640,55 @@ def test_gradients_through_a_list_of_tuples():
     sf = d2s.jit.to_static(lstm_like_outputs)
     for n in (1, 3):
         jit_helpers.check(lstm_like_outputs, t([0.5, -1.5]), n_(n), static=sf)
+
+
+# ------------------------------------------------------------------ reads of too-short lists raise when they run
+def pop_in_a_branch_not_taken(x):
+    a = []
+    if x.sum() > 100:
+        x = x + a.pop()
+    return x
+
+
+def read_guarded_by_and(x, n):
+    a = []
+    s = x * 0
+    for i in range(n):
+        if i > 5 and a[-1].sum() > 0:
+            s = s + 1
+        s = s + x
+    return s
+
+
+def pop_every_iteration(x, n):
+    a = []
+    s = x * 0
+    for i in range(n):
+        s = s + a.pop()
+    return s
+
+
+def tensor_index_into_empty(x, n):
+    a = []
+    s = x * 0
+    for i in range(n):
+        s = s + a[i]
+    return s
+
+
+@pytest.mark.parametrize("fn, inputs", [
+    (pop_in_a_branch_not_taken, [(X,), (t([200.0, 1.0]),)]),
+    (read_guarded_by_and, [(X, n_(0)), (X, n_(3)), (X, n_(7))]),
+    (pop_every_iteration, [(X, n_(0)), (X, n_(2))]),
+    (tensor_index_into_empty, [(X, n_(0)), (X, n_(1))]),
+])
+def test_a_too_short_python_list_raises_index_error_only_where_python_does(fn, inputs):
+    sf = d2s.jit.to_static(fn)
+    for args in inputs:
+        try:
+            expected = fn(*args)
+        except IndexError:
+            with pytest.raises(IndexError):
+                sf(*args)
+            continue
+        assert sf(*args).tolist() == expected.tolist()

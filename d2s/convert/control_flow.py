@@ -9,7 +9,7 @@ tensors of the other side's dtype.
 import numpy as np
 
 from ..tensor import Tensor, tensor
-from .errors import ConvertError, at_user_line
+from .errors import ConvertError, at_user_line, deferred_index_error
 from .undefined import Undefined
 from .values import describe, fresh, is_symbolic, leaves, rebuild, truth, write_back
 
@@ -73,12 +73,28 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
     for _ in range(4):
         seen = {}
 
+        failed = {}
+
         def branch(fn, side):
             def run():
                 a = fresh(tuple(args))
                 if set_state is not None:
                     set_state(fresh(state0))
-                out = _fill_structures(tuple(fn(*a)), out_names, fillable, fills, side)
+                try:
+                    raw = tuple(fn(*a))
+                except IndexError as e:
+                    # a too-short Python list read in this branch: Python raises only if the
+                    # branch runs, so the program does too; the other branch types the outputs
+                    other = "false" if side == "true" else "true"
+                    if other in failed:
+                        raise failed[other] from None
+                    failed[side] = e
+                    deferred_index_error(e)
+                    a = fresh(tuple(args))
+                    if set_state is not None:
+                        set_state(fresh(state0))
+                    raw = tuple((false_fn if side == "true" else true_fn)(*a))
+                out = _fill_structures(raw, out_names, fillable, fills, side)
                 out = _lists_as_arrays(out, hints)
                 st = tuple(get_state()) if get_state is not None else ()
                 vals, skel = leaves(out + st)

@@ -24,7 +24,15 @@ def _lazy(value, rest, short_value):
     branch where it decides the result; the other branch yields ``short_value``."""
     from ..static.control_flow import cond
     pred = _as_bool(value)
-    evaluated = lambda: _bool_tensor(rest())  # noqa: E731
+
+    def evaluated():
+        try:
+            return _bool_tensor(rest())
+        except IndexError as e:  # `len(xs) > 0 and xs[-1] > 0` with xs still empty when traced
+            from .errors import deferred_index_error
+            deferred_index_error(e)
+            return _bool_tensor(short_value)
+
     shortcut = lambda: _bool_tensor(short_value)  # noqa: E731
     if short_value:  # `or`: a true value decides
         return cond(pred, shortcut, evaluated)

@@ -97,6 +97,11 @@ def _test(test_fn, state):
         return test_fn(*state)
 
 
+class _FirstIterationFails(Exception):
+    def __init__(self, error):
+        self.error = error
+
+
 class _LoopRetry(Exception):
     def __init__(self, dtypes):
         self.dtypes = dtypes
@@ -115,7 +120,10 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
     init = list(extra_vars) + list(state) + list(comps)
     lists = [i for i, v in enumerate(init) if type(v) is list]
     if lists:
-        init = _lists_to_tensor_arrays(body, init, lists, n, set_state, labels)
+        try:
+            init = _lists_to_tensor_arrays(body, init, lists, n, set_state, labels)
+        except _FirstIterationFails as f:
+            return _fails_if_it_runs(test, init, n, state, f.error)
     if any(type(v) is dict for v in init):
         init = _dict_keys_from_body(test, body, init, n, set_state, labels)
     if any(isinstance(v, Undefined) for v in init):
@@ -152,12 +160,26 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             continue
         except ControlFlowError as e:
             raise at_user_line(f"the variables of this tensor loop do not fit together: {e}") from None
+        except IndexError as e:
+            # a Python list too short for a read every iteration makes (branches defer theirs)
+            return _fails_if_it_runs(test, init, n, state, e)
         break
     result = widen(result)
     if set_state is not None:
         set_state(tuple(write_back(o, v) for o, v in zip(comps, result[n:])))
     originals = list(extra_vars) + list(state)
     return tuple(write_back(o, v) for o, v in zip(originals[n_extra:], result[n_extra:n]))
+
+
+def _fails_if_it_runs(test, init, n, state, error):
+    """The body reads a Python list that is too short on a path every iteration takes (the
+    first included): Python raises that IndexError if the loop runs at all, else leaves every
+    variable as it was; so does the program."""
+    from .. import ops
+    from .errors import deferred_index_error
+    ran = test(tuple(_as_loop_value(v) for v in init[:n]))
+    deferred_index_error(error, ops.logical_not(ran) if is_symbolic(ran) else tensor(not ran))
+    return tuple(state)
 
 
 def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels):
@@ -254,6 +276,8 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None):
         if v and type(p) is list and len(p) == len(v):
             continue  # same length after an iteration: a fixed list of loop variables
         if not v and probe_error is not None:
+            if isinstance(probe_error, IndexError):
+                raise _FirstIterationFails(probe_error)
             raise probe_error
         if not v and isinstance(p, TensorArray):  # grown under a tensor `if` in the body
             if p.data is None:

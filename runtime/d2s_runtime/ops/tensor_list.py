@@ -17,6 +17,7 @@ list_pop       L -> L', x                     ``L[:-1], L[-1]`` (error on an emp
 list_get       L, i -> x                      ``L[i]`` (``i`` a 0-d int tensor, may be < 0)
 list_len       L -> n                         ``len(L)`` as a 0-d int64 tensor
 list_stack     L -> T                         the elements stacked along a new axis 0
+list_index_check  ok ->                       raise IndexError unless ok (an effect op)
 =============  =============================  ==========================================
 """
 from .registry import ShapeError, TensorType, defop
@@ -26,6 +27,19 @@ from .rules import fmt_shape
 class ProgramIndexError(IndexError):
     """A tensor list op met an empty list or an index out of range while a program ran: the
     ``IndexError`` Python's list would raise (the executor passes it through unwrapped)."""
+
+
+def _no_outputs(*types, **attrs):
+    return ()
+
+
+@defop("list_index_check", _no_outputs, n_out=0, effect=True)
+def _list_index_check(xp, ok, message="list index out of range", where=""):
+    """Raise the ``IndexError`` a Python list would (``message``, at the user's ``where``)
+    unless ``ok`` holds: the branch or loop that reads a too-short Python list runs."""
+    if not bool(xp.all(ok)):
+        raise ProgramIndexError(f"{message} (at {where})" if where else message)
+    return ()
 
 
 def list_type(elem):
