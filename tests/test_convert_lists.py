@@ -692,3 +692,31 @@ def test_a_too_short_python_list_raises_index_error_only_where_python_does(fn, i
                 sf(*args)
             continue
         assert sf(*args).tolist() == expected.tolist()
+
+
+def pop_while_iterating(x, n):
+    a = []
+    for i in range(n):
+        a.append(x * i)
+    s = x * 0
+    for v in a:
+        s = s + v
+        a.pop()
+    return s
+
+
+def iterate_a_copy_while_popping(x, n):
+    a = []
+    for i in range(n):
+        a.append(x * i)
+    s = x * 0
+    for v in list(a):
+        s = s + v + a.pop()
+    return s
+
+
+def test_changing_a_grown_list_while_iterating_over_it_is_refused():
+    with pytest.raises(ConvertError, match="changes the list it iterates over") as e:
+        d2s.jit.to_static(pop_while_iterating)(X, n_(3))
+    assert "for v in a:" in str(e.value)
+    check(iterate_a_copy_while_popping, (X, n_(0)), (X, n_(3)))

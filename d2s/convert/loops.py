@@ -524,6 +524,10 @@ def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None,
     ``escaping()`` gives the objects of an enclosing scope the body mutates.
     """
     it = as_tensor_iterable(iterable)
+    if isinstance(it, TensorListItems) and any(v is iterable for v in init):
+        raise at_user_line("this `for` changes the list it iterates over, whose length is known only when the "
+                           "program runs (it was grown in a tensor loop or branch); iterate over a copy "
+                           "(`for v in list(xs):`) or over indexes", ConvertError)
     if it is not None:
         with refuse_escaping(escaping):
             return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state)
