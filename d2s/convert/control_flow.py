@@ -351,6 +351,8 @@ def _structure_error(labels, t_skel, f_skel, raw):
 def _fmt(s):
     if s is None:
         return "a value"
+    if len(s) == 3 and s[2] == "node":
+        return "a list grown in a tensor loop or branch"
     if s[0] is dict:
         return f"dict with keys {list(s[1])}"
     return f"{s[0].__name__} of {len(s[1])}"

@@ -104,20 +104,21 @@ class TensorArray:
 
     def __add__(self, other):
         """``xs + [v]``: a new list, as Python's list concatenation."""
-        if not isinstance(other, (list, tuple, TensorArray)) or isinstance(other, tuple):
-            return NotImplemented
+        if not isinstance(other, (list, TensorArray)):
+            raise _user_error(f'can only concatenate list (not "{type(other).__name__}") to list', TypeError)
         return self.copy().extend(other)
 
     def __radd__(self, other):
         """``[v] + xs``."""
         if type(other) is not list:
             return NotImplemented
-        return TensorArray.like(self._element_like(other)).extend(other).extend(self)
+        return type(self).like(self._element_like(other)).extend(other).extend(self)
 
     def __iadd__(self, other):
         """``xs += items``: extends in place, as Python's ``list.__iadd__``."""
         if isinstance(other, Tensor) or not isinstance(other, (list, tuple, TensorArray)):
-            return NotImplemented
+            raise _user_error(f"a list grown in a tensor loop or branch can only be extended by a list or "
+                              f"tuple here, not {type(other).__name__}", TypeError)
         return self.extend(other)
 
     def element_zeros(self):
