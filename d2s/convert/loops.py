@@ -119,13 +119,16 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
         return _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels[:n])
     init = list(extra_vars) + list(state) + list(comps)
     lists = [i for i, v in enumerate(init) if type(v) is list]
+    has_dicts = any(type(v) is dict for v in init)
+    # one trial trace of the body serves both (a nested loop's body is traced again per trial)
+    trial = _trial(body, init, n, set_state) if lists or has_dicts else None
     if lists:
         try:
-            init = _lists_to_tensor_arrays(body, init, lists, n, set_state, labels)
+            init = _lists_to_tensor_arrays(body, init, lists, n, set_state, labels, trial)
         except _FirstIterationFails as f:
             return _fails_if_it_runs(test, init, n, state, f.error)
-    if any(type(v) is dict for v in init):
-        init = _dict_keys_from_body(test, body, init, n, set_state, labels)
+    if has_dicts:
+        init = _dict_keys_from_body(test, body, init, n, set_state, labels, trial)
     if any(isinstance(v, Undefined) for v in init):
         init = _fill_undefined(body, init, n, labels, set_state)
     # still undefined: the body never binds it on the traced path (e.g. a `return` under a Python
@@ -244,32 +247,39 @@ def _check_carried(labels, init, ins, outs):
     return outs
 
 
-def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None):
-    """Python lists carried by a tensor loop whose length the body changes become TensorArrays
-    (``xs.append(v)`` then pushes onto one tensor); an empty list learns its element type from
-    one trial trace of the body. A list the body keeps at its length (``hs[0] = hs[0] + v``)
-    stays a list of loop variables, so indexing and item assignment keep working."""
-    from ..static.tensor_array import NumberList, TensorArray
-    out = list(init)
-    probed, probe_error, vals = {}, None, list(init)
+def _trial(body, init, n, set_state):
+    """One trial trace of the loop body into a throwaway block, on copies of the loop's values:
+    (its outputs or None, the exception it raised or None, the copies it ran on)."""
     b = STATE.builder
+    vals = list(init)
     cf._probing[0] += 1
     try:
         with b.sub_block():
             vals = [_probe_value(v) for v in init]
             if set_state is not None:
                 set_state(tuple(vals[n:]))
-            res = list(body(tuple(vals[:n])))
-            probed = {i: res[i] for i in lists if i < len(res)}
-    except Exception as e:  # noqa: BLE001 - e.g. a tensor `if` appending on one side only
-        probe_error = e
+            return list(body(tuple(vals[:n]))), None, vals
+    except Exception as e:  # noqa: BLE001 - the callers decide what a failed trial means
+        return None, e, vals
+    finally:
+        cf._probing[0] -= 1
+
+
+def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None, trial=None):
+    """Python lists carried by a tensor loop whose length the body changes become TensorArrays
+    (``xs.append(v)`` then pushes onto one tensor); an empty list learns its element type from
+    one trial trace of the body. A list the body keeps at its length (``hs[0] = hs[0] + v``)
+    stays a list of loop variables, so indexing and item assignment keep working."""
+    from ..static.tensor_array import NumberList, TensorArray
+    out = list(init)
+    res, probe_error, vals = trial if trial is not None else _trial(body, init, n, set_state)
+    probed = {i: res[i] for i in lists if i < len(res)} if res is not None else {}
+    if probe_error is not None:  # e.g. a tensor `if` appending on one side only
         # the body may have failed because a list was still short while it was traced
         # (``feats[-2]`` under a tensor `if`): what it appended before failing gives the type
         grown = {i: vals[i] for i in lists if type(vals[i]) is list and len(vals[i]) > len(init[i])}
         if grown:
             probed, probe_error = grown, None
-    finally:
-        cf._probing[0] -= 1
     for i in lists:
         v = init[i]
         p = probed.get(i)
@@ -332,25 +342,17 @@ def _numbers_dtype(items):
     return ints[0] if ints else "int64"
 
 
-def _dict_keys_from_body(test, body, init, n, set_state, labels):
+def _dict_keys_from_body(test, body, init, n, set_state, labels, trial=None):
     """A dict the loop body adds keys to (``d['a'] = v`` first assigned inside the loop) is
     carried with those keys, learnt from one trial trace of the body, holding zeros of the
     values' types on entry. Python would leave the keys out when the loop runs zero times, so
     the program then stops with an error naming them instead of handing out those zeros."""
     from .builtins import convert_assert
     dicts = [i for i, v in enumerate(init) if type(v) is dict]
-    b = STATE.builder
-    cf._probing[0] += 1
-    try:
-        with b.sub_block():
-            vals = [_probe_value(v) for v in init]
-            if set_state is not None:
-                set_state(tuple(vals[n:]))
-            res = list(body(tuple(vals[:n]))) + list(vals[n:])
-    except Exception:  # noqa: BLE001 - the real trace reports it at the user's line
+    res, error, vals = trial if trial is not None else _trial(body, init, n, set_state)
+    if res is None:  # the real trace reports the error at the user's line
         return init
-    finally:
-        cf._probing[0] -= 1
+    res = res + list(vals[n:])
     out, added = list(init), []
     for i in dicts:
         got = res[i] if i < len(res) else None
