@@ -370,6 +370,11 @@ class TupleList(TensorArray):
             parts.append(one.data)
         self.parts = tuple(parts)
 
+    def stack(self):
+        raise _user_error("d2s.stack/d2s.concat of a list of tuples grown in a tensor loop or branch is not "
+                          "supported; stack each position (d2s.stack([p[0] for p in xs]) in eager code, or "
+                          "keep one list per position)", TypeError)
+
     def __repr__(self):
         return f"TupleList({self.parts!r})"
 
