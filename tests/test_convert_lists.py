@@ -720,3 +720,18 @@ def test_changing_a_grown_list_while_iterating_over_it_is_refused():
         d2s.jit.to_static(pop_while_iterating)(X, n_(3))
     assert "for v in a:" in str(e.value)
     check(iterate_a_copy_while_popping, (X, n_(0)), (X, n_(3)))
+
+
+def append_to_global_under_tensor_if(x):
+    if x.sum() > 0:
+        LOG.append("positive")
+    return x
+
+
+def test_global_list_mutated_under_a_tensor_if_is_refused():
+    LOG[:] = []
+    with pytest.raises(ConvertError, match="tensor `if` mutates a list that belongs to an enclosing scope"):
+        d2s.jit.to_static(append_to_global_under_tensor_if)(X)
+    assert LOG == []
+    convert_function(append_to_global_under_tensor_if).fn(X)  # concrete: a Python if, as eager
+    assert LOG == ["positive"]

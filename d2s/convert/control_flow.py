@@ -29,7 +29,7 @@ class _Retry(Exception):
 
 
 def convert_ifelse(pred, true_fn, false_fn, args, names, out_names, get_state=None, set_state=None,
-                   fillable=(), none_fillable=False):
+                   fillable=(), none_fillable=False, escaping=None):
     """``true_fn(*args)`` if ``pred`` else ``false_fn(*args)``; returns the values of ``out_names``.
 
     Args:
@@ -42,11 +42,15 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, out_names, get_state=No
             read (the result variable of an early return); they get zeros there.
         none_fillable: a fillable output undefined in the false branch and None in the true one
             stays None (a loop's peeled first iteration that leaves a ``None`` variable as is).
+        escaping: returns the global/closure containers the branches mutate; a tensor ``if``
+            traces both branches, so such a mutation is refused (see ``loops.refuse_escaping``).
     """
     pred = truth(pred)
     if is_symbolic(pred):
-        return _static_if(pred, true_fn, false_fn, args, names, out_names, get_state, set_state, fillable,
-                          none_fillable)
+        from .loops import refuse_escaping
+        with refuse_escaping(escaping, "tensor `if`"):
+            return _static_if(pred, true_fn, false_fn, args, names, out_names, get_state, set_state, fillable,
+                              none_fillable)
     return _py_if(pred, true_fn, false_fn, args)
 
 

@@ -39,8 +39,8 @@ class refuse_escaping:
     loop is refused with a clear error instead (the mutation cannot be carried without
     rebinding a name that belongs to another scope)."""
 
-    def __init__(self, escaping):
-        self.thunk = escaping
+    def __init__(self, escaping, what="tensor loop"):
+        self.thunk, self.what = escaping, what
 
     def __enter__(self):
         self.watched = []
@@ -58,10 +58,10 @@ class refuse_escaping:
             if not _same_items(o, before):
                 _restore(o, before)  # leave the user's object as it was before the build
                 raise at_user_line(
-                    f"this tensor loop mutates a {type(o).__name__} that belongs to an enclosing scope (a global or "
-                    "closure variable); its body runs once while the program is built, so the mutation cannot "
-                    "happen once per iteration. Copy it into a local variable before the loop (e.g. "
-                    "`log = list(LOG)`), mutate that, and assign it back after the loop") from None
+                    f"this {self.what} mutates a {type(o).__name__} that belongs to an enclosing scope (a global "
+                    "or closure variable); its code runs once per branch while the program is built, not as the "
+                    "data decides when it runs. Copy it into a local variable before it (e.g. "
+                    "`log = list(LOG)`), mutate that, and assign it back after it") from None
         return False
 
 
