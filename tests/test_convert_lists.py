@@ -735,3 +735,17 @@ def test_global_list_mutated_under_a_tensor_if_is_refused():
     assert LOG == []
     convert_function(append_to_global_under_tensor_if).fn(X)  # concrete: a Python if, as eager
     assert LOG == ["positive"]
+
+
+def worklist(x, n):
+    todo = []
+    for i in range(n):
+        todo.append(x * i)
+    total = x * 0
+    while todo:
+        total = total + todo.pop()
+    return total, len(todo)
+
+
+def test_while_over_a_grown_list_tests_its_length():
+    check(worklist, (X, n_(0)), (X, n_(1)), (X, n_(4)))

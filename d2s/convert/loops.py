@@ -13,7 +13,7 @@ from ..tensor import Tensor, tensor
 from . import control_flow as cf
 from .errors import ConvertError, at_user_line
 from .undefined import Undefined
-from .values import fresh, is_symbolic, write_back
+from .values import fresh, is_symbolic, truth, write_back
 
 
 # ------------------------------------------------------------------ while
@@ -22,6 +22,8 @@ def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=
     ``test_fn`` holds; returns their final values. ``escaping()`` gives the objects of an
     enclosing scope the body mutates (see :func:`refuse_escaping`)."""
     state = tuple(init)
+    user_test = test_fn
+    test_fn = lambda *s: truth(user_test(*s))  # noqa: E731 - `while xs:` on a grown list tests its length
     while True:
         c = _test(test_fn, state)
         if is_symbolic(c):
