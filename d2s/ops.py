@@ -31,7 +31,23 @@ def _shape_arg(shape):
     symbolic 0-d tensor (``x.shape[0]`` of a dynamic dim), kept as is."""
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         shape = shape[0]
+    if len(shape) == 1 and isinstance(shape[0], Tensor) and shape[0].ndim == 1:
+        shape = _dims_of_shape_tensor(shape[0])
     return [d if _is_symbolic(d) else int(d) for d in shape]
+
+
+def _dims_of_shape_tensor(t):
+    """The dims a 1-D integer tensor holds (``d2s.zeros(x_shape_tensor)``): Python ints when
+    it is concrete, 0-d symbolic dims inside a program (its length must be known there)."""
+    if not t.dtype.startswith("int"):
+        raise TypeError(f"a shape given as a tensor must hold integers, got {t.dtype}")
+    if not _is_symbolic(t):
+        return [int(d) for d in t.numpy().tolist()]
+    n = t._var.type.shape[0]
+    if not isinstance(n, int):
+        raise ValueError("a shape given as a 1-D tensor needs a length known when the program is built "
+                         "(the rank of the result); this one's length is known only when it runs")
+    return [t[k] for k in range(n)]
 
 
 def _is_symbolic(v):
@@ -362,6 +378,8 @@ def _static_dims(shape):
 def reshape(x, *shape):
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         shape = shape[0]
+    elif len(shape) == 1 and isinstance(shape[0], Tensor) and shape[0].ndim == 1:
+        shape = _dims_of_shape_tensor(shape[0])
     if builtins.any(isinstance(d, Tensor) and d._data is None for d in shape):
         return _reshape_dims(x, shape)
     return apply("reshape", x, shape=_static_dims(shape))

@@ -283,6 +283,8 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     Python floats give float32, ints int64, bools bool; numpy arrays keep their dtype. The
     data is always copied (as ``torch.tensor`` does), so the tensor never aliases the input.
     """
+    if isinstance(data, (list, tuple)) and any(isinstance(a, Tensor) and a._data is None for a in _flat(data)):
+        return _pack_symbolic(data, dtype)
     xp = get_xp(device)
     if isinstance(data, Tensor):
         arr = data._concrete("d2s.tensor()") if data._data is not None else None
@@ -309,6 +311,35 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _pack_symbolic(data, dtype):
+    """``d2s.tensor([a, b])`` where some element is a symbolic tensor (inside a program): the
+    elements stacked (nested lists stack level by level), with the dtype eager code would give
+    (float32 if any element is floating, else int64, or bool if all are bools) and, as eager
+    code copies values, no gradient."""
+    from . import ops
+    leaves = list(_flat(data))
+    if dtype is not None:
+        dt = str(as_dtype(dtype))
+    elif any(isinstance(a, float) or (isinstance(a, Tensor) and a.dtype.is_floating_point) for a in leaves):
+        dt = "float32"
+    elif all(isinstance(a, bool) or (isinstance(a, Tensor) and str(a.dtype) == "bool") for a in leaves):
+        dt = "bool"
+    else:
+        dt = "int64"
+
+    def pack(x):
+        if isinstance(x, (list, tuple)):
+            if not x:
+                raise ValueError("d2s.tensor: an empty list among symbolic tensors has no shape to stack with")
+            return ops.stack([pack(e) for e in x], 0)
+        if isinstance(x, Tensor):
+            x = x.detach()
+            return x if str(x.dtype) == dt else ops.cast(x, dt)
+        return tensor(x, dtype=dt)
+
+    return pack(data)
 
 
 def _to_xp_input(arr, xp):

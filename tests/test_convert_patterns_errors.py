@@ -130,10 +130,17 @@ def try_around_tensor_if(x):
     return x
 
 
-def test_try_around_tensor_control_flow():
-    check(try_around_tensor_if, X, -X, static=False)  # eager: plain Python
-    with pytest.raises(ConvertError, match="`if` inside a `try` block"):
-        build(convert_function(try_around_tensor_if).fn, SPEC)
+def test_try_around_tensor_control_flow_converts():
+    check(try_around_tensor_if, X, -X)
+
+
+def try_return_under_tensor_if(x):
+    if x.sum() > 0:
+        try:
+            return x + 1
+        finally:
+            pass
+    return x
 
 
 def with_around_tensor_while(x):
@@ -143,9 +150,8 @@ def with_around_tensor_while(x):
     return x
 
 
-def test_with_around_tensor_control_flow():
-    with pytest.raises(ConvertError, match="`while` inside a `with` block"):
-        build(convert_function(with_around_tensor_while).fn, SPEC)
+def test_with_around_tensor_control_flow_converts():
+    check(with_around_tensor_while, X, t([3.0, 4.0]), t([0.1, 0.2]))
 
 
 COUNTER = 0
@@ -200,8 +206,7 @@ def test_while_else_with_tensor_condition():
 
 
 @pytest.mark.parametrize("fn, spec, construct, text", [
-    (try_around_tensor_if, SPEC, "inside a `try` block", "if x.sum() > 0"),
-    (with_around_tensor_while, SPEC, "inside a `with` block", "while x.sum() < 5"),
+    (try_return_under_tensor_if, SPEC, "holding a `return` inside a `try`/`with` block", "if x.sum() > 0"),
     (global_write, SPEC, "global/nonlocal name 'COUNTER'", "if x.sum() > 0"),
     (while_else_tensor, SPEC, "`while ... else`", "while x.sum() < 10"),
     (for_else_tensor, InputSpec([2, 2]), "`for ... else`", "for row in m"),

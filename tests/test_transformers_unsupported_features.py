@@ -1,4 +1,4 @@
-"""UnsupportedFeatures: yield/async rejected; control flow in try/with pinned to Python."""
+"""UnsupportedFeatures: yield/async rejected; control flow holding a try/with return pinned to Python."""
 import pytest
 
 from convert_helpers import same_code, transformed
@@ -6,8 +6,8 @@ from d2s.transformers import ConversionError
 from d2s.transformers.unsupported_features import UnsupportedFeatures
 
 
-def test_if_inside_try_is_pinned():
-    got = transformed("""
+def test_if_inside_try_converts():
+    source = """
         def f(x):
             try:
                 if x > 0:
@@ -15,14 +15,27 @@ def test_if_inside_try_is_pinned():
             finally:
                 pass
             return x
+    """
+    same_code(transformed(source, UnsupportedFeatures), source)
+
+
+def test_ifs_holding_a_return_inside_try_are_pinned():
+    got = transformed("""
+        def f(x, c):
+            if c:
+                if x > 0:
+                    x = 1
+                with g():
+                    return x
+            return x
     """, UnsupportedFeatures)
     same_code(got, """
-        def f(x):
-            try:
-                if _jst.python_cond(x > 0, 'if', 'inside a `try` block'):
+        def f(x, c):
+            if _jst.python_cond(c, 'if', 'holding a `return` inside a `try`/`with` block'):
+                if x > 0:
                     x = 1
-            finally:
-                pass
+                with g():
+                    return x
             return x
     """)
 

@@ -20,6 +20,14 @@ def convert_len(x):
     return builtins.len(x)
 
 
+def convert_list(*args):
+    """``list(xs)``: a copy; a list grown in a tensor loop or branch (a TensorArray, whose
+    length is known only when the program runs) stays one."""
+    if len(args) == 1 and _is_tensor_array(args[0]):
+        return args[0].copy()
+    return builtins.list(*args)
+
+
 def _cast(x, dtype, pyfn):
     if is_symbolic(x):
         from .. import ops

@@ -10,9 +10,9 @@ import numpy as np
 
 from ..tensor import Tensor, tensor
 from . import replay
-from .errors import ConvertError, at_user_line
+from .errors import ConvertError, at_user_line, deferred_index_error
 from .undefined import MaybeUnbound, Undefined, maybe_unbound
-from .values import describe, fresh, is_symbolic, leaves, rebuild, write_back
+from .values import describe, fresh, is_symbolic, leaves, rebuild, truth, write_back
 from .weak_index import WeakIndex, WeakNumber, weak
 
 _NUMBER = (bool, int, float, np.generic)
@@ -31,7 +31,7 @@ class _Retry(Exception):
 
 
 def convert_ifelse(pred, true_fn, false_fn, args, names, out_names, get_state=None, set_state=None,
-                   fillable=(), none_fillable=False):
+                   fillable=(), none_fillable=False, escaping=None):
     """``true_fn(*args)`` if ``pred`` else ``false_fn(*args)``; returns the values of ``out_names``.
 
     Args:
@@ -44,10 +44,15 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, out_names, get_state=No
             read (the result variable of an early return); they get zeros there.
         none_fillable: a fillable output undefined in the false branch and None in the true one
             stays None (a loop's peeled first iteration that leaves a ``None`` variable as is).
+        escaping: returns the global/closure containers the branches mutate; a tensor ``if``
+            traces both branches, so such a mutation is refused (see ``loops.refuse_escaping``).
     """
+    pred = truth(pred)
     if is_symbolic(pred):
-        return _static_if(pred, true_fn, false_fn, args, names, out_names, get_state, set_state, fillable,
-                          none_fillable)
+        from .loops import refuse_escaping
+        with refuse_escaping(escaping, "tensor `if`"):
+            return _static_if(pred, true_fn, false_fn, args, names, out_names, get_state, set_state, fillable,
+                              none_fillable)
     return _py_if(pred, true_fn, false_fn, args)
 
 
@@ -57,6 +62,7 @@ def _py_if(pred, true_fn, false_fn, args):
 
 def convert_ifexp(pred, true_thunk, false_thunk):
     """``a if pred else b`` with the two sides as thunks."""
+    pred = truth(pred)
     if is_symbolic(pred):
         out = _static_if(pred, lambda: (true_thunk(),), lambda: (false_thunk(),), (), (), ("the value",))
         return out[0]
@@ -100,12 +106,28 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
     for _ in range(4):
         seen = {}
 
+        failed = {}
+
         def branch(fn, side):
             def run():
                 a = fresh(tuple(args))
                 if set_state is not None:
                     set_state(fresh(state0))
-                out = _fill_structures(tuple(fn(*a)), out_names, fillable, fills, side)
+                try:
+                    raw = tuple(fn(*a))
+                except IndexError as e:
+                    # a too-short Python list read in this branch: Python raises only if the
+                    # branch runs, so the program does too; the other branch types the outputs
+                    other = "false" if side == "true" else "true"
+                    if other in failed:
+                        raise failed[other] from None
+                    failed[side] = e
+                    deferred_index_error(e)
+                    a = fresh(tuple(args))
+                    if set_state is not None:
+                        set_state(fresh(state0))
+                    raw = tuple((false_fn if side == "true" else true_fn)(*a))
+                out = _fill_structures(raw, out_names, fillable, fills, side)
                 if side == "false":
                     _find_maybe_unbound(seen["true_out"], out, out_names, fillable, maybe)
                 out = _bind_maybe_unbound(out, maybe)
@@ -384,6 +406,23 @@ def _growing_lists(t_out, f_out, t_skel, f_skel):
         if not all(type(v) is list or isinstance(v, TensorArray) for v in sides):
             return {}
         elems = [e for v in sides if type(v) is list for e in v]
+        numbers = [e for e in elems if isinstance(e, _NUMBER) and not isinstance(e, Tensor)]
+        if numbers and not any(isinstance(v, TensorArray) for v in sides) and \
+                all(not isinstance(e, Tensor) or e.ndim == 0 for e in elems) and \
+                all(isinstance(e, (Tensor,) + _NUMBER) for e in elems):
+            # Python numbers (with 0-d tensors such as a loop counter's multiples): a tensor list
+            # of their common dtype; returned as Python numbers if no element is a tensor
+            from .loops import _numbers_dtype
+            kind = "numbers" if len(numbers) == len(elems) else "scalars"
+            promote[("list", i)] = (kind, _numbers_dtype(elems))
+            continue
+        if elems and all(isinstance(e, (tuple, dict)) for e in elems) and \
+                not any(isinstance(v, TensorArray) for v in sides):
+            from ..static.tensor_array import struct_list_for
+            if struct_list_for(elems) is None:  # (zeros of the element types; never read)
+                return {}
+            promote[("list", i)] = ("struct", tuple(elems))
+            continue
         if not elems or not all(isinstance(e, Tensor) and e.dtype == elems[0].dtype for e in elems):
             return {}
         if any(isinstance(v, TensorArray) and (v.data is None or v.data.dtype != elems[0].dtype) for v in sides):
@@ -394,11 +433,17 @@ def _growing_lists(t_out, f_out, t_skel, f_skel):
 
 def _lists_as_arrays(out, hints):
     """Apply the ``_growing_lists`` hints: those outputs become TensorArrays."""
-    from ..static.tensor_array import TensorArray
+    from ..static.tensor_array import NumberList, TensorArray
     out = list(out)
     for k, elem in hints.items():
         if isinstance(k, tuple) and k[1] < len(out) and type(out[k[1]]) is list:
-            ta = TensorArray.like(_zeros_like_type(elem))
+            if isinstance(elem, tuple) and elem[0] == "struct":  # lists of tuples of tensors
+                from ..static.tensor_array import struct_list_for
+                ta = struct_list_for(elem[1])
+            elif isinstance(elem, tuple):  # ("numbers" or "scalars", dtype)
+                ta = (NumberList if elem[0] == "numbers" else TensorArray).like(tensor(0, dtype=elem[1]))
+            else:
+                ta = TensorArray.like(_zeros_like_type(elem))
             for e in out[k[1]]:
                 ta.append(e)
             out[k[1]] = ta
@@ -481,6 +526,8 @@ def _structure_error(labels, t_skel, f_skel, raw):
 def _fmt(s):
     if s is None:
         return "a value"
+    if len(s) == 3 and s[2] == "node":
+        return "a list grown in a tensor loop or branch"
     if s[0] is dict:
         return f"dict with keys {list(s[1])}"
     return f"{s[0].__name__} of {len(s[1])}"

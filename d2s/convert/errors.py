@@ -31,3 +31,21 @@ def at_user_line(message, cls=ConvertError):
         fn, line, text = loc
         message = f"{message}\n  File \"{fn}\", line {line}\n    {text}\n    {'^' * max(1, len(text))}"
     return cls(message)
+
+
+def deferred_index_error(exc, ok=None):
+    """Code that raised IndexError while a program was built (``a.pop()`` on a Python list that
+    is still empty, in a tensor branch that may never run) raises it when that code runs in the
+    program instead: an effect op in the current block, naming the user's line (raising unless
+    the boolean tensor ``ok`` holds, or always)."""
+    from ..dispatch import apply
+    from ..tensor import tensor
+    where = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        fn = os.path.abspath(tb.tb_frame.f_code.co_filename)
+        if not fn.startswith(_PKG + os.sep) and not fn.startswith("<"):
+            where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    message = str(exc).split("\n")[0] or "list index out of range"
+    apply("list_index_check", tensor(False) if ok is None else ok, message=message, where=where)

@@ -2,7 +2,7 @@
 concrete tensors; once a value is a symbolic tensor, the rest is evaluated inside a ``cond``
 so it still runs only when needed (``i < n and x[i] > 0`` never reads ``x[n]``)."""
 from .errors import at_user_line
-from .values import is_symbolic
+from .values import is_symbolic, truth
 
 
 def _as_bool(x):
@@ -33,7 +33,13 @@ def _lazy(value, rest, short_value, truth=False):
     decided = {}
 
     def evaluated():
-        out = rest()
+        try:
+            out = rest()
+        except IndexError as e:  # `len(xs) > 0 and xs[-1] > 0` with xs still empty when traced
+            from .errors import deferred_index_error
+            deferred_index_error(e)  # raised when the program runs this side
+            decided["form"] = None
+            return value
         if _same_type(out, value):
             decided["form"] = None
             return out
@@ -136,6 +142,7 @@ def or_(*thunks, truth=False):
 
 def not_(x):
     """``not x``: a logical_not op for a symbolic tensor."""
+    x = truth(x)
     if is_symbolic(x):
         from .. import ops
         return ops.logical_not(_as_bool(x))

@@ -11,25 +11,83 @@ under a ``cond`` on it instead of being refused.
 from .._state import STATE
 from ..tensor import Tensor, tensor
 from . import control_flow as cf
-from .errors import at_user_line
+from .errors import ConvertError, at_user_line
 from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
-from .values import is_symbolic, write_back
+from .values import fresh, is_symbolic, truth, write_back
 from .weak_index import WeakIndex, WeakNumber, number_stand_in, weak
 
 
 # ------------------------------------------------------------------ while
-def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=None):
+def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=None, escaping=None):
     """Run ``body_fn`` over the loop variables ``init`` (values of ``names``) while
-    ``test_fn`` holds; returns their final values."""
+    ``test_fn`` holds; returns their final values. ``escaping()`` gives the objects of an
+    enclosing scope the body mutates (see :func:`refuse_escaping`)."""
     state = tuple(init)
+    user_test = test_fn
+    test_fn = lambda *s: truth(user_test(*s))  # noqa: E731 - `while xs:` on a grown list tests its length
     while True:
         c = _test(test_fn, state)
         if is_symbolic(c):
-            return _static_loop(lambda s: test_fn(*s), lambda s: tuple(body_fn(*s)), state, names,
-                                get_state, set_state)
+            with refuse_escaping(escaping):
+                return _static_loop(lambda s: test_fn(*s), lambda s: tuple(body_fn(*s)), state, names,
+                                    get_state, set_state)
         if not c:
             return state
         state = tuple(body_fn(*state))
+
+
+class refuse_escaping:
+    """Around the build of a tensor loop: a global or closure list (dict, set) that its body
+    mutates would be mutated once, while the body is traced, not once per iteration; such a
+    loop is refused with a clear error instead (the mutation cannot be carried without
+    rebinding a name that belongs to another scope)."""
+
+    def __init__(self, escaping, what="tensor loop"):
+        self.thunk, self.what = escaping, what
+
+    def __enter__(self):
+        self.watched = []
+        if self.thunk is None:
+            return self
+        try:
+            objs = self.thunk()
+        except NameError:
+            objs = ()
+        self.watched = [(o, _copy(o)) for o in objs if isinstance(o, (list, dict, set))]
+        return self
+
+    def __exit__(self, *exc):
+        for o, before in self.watched:
+            if not _same_items(o, before):
+                _restore(o, before)  # leave the user's object as it was before the build
+                raise at_user_line(
+                    f"this {self.what} mutates a {type(o).__name__} that belongs to an enclosing scope (a global "
+                    "or closure variable); its code runs once per branch while the program is built, not as the "
+                    "data decides when it runs. Copy it into a local variable before it (e.g. "
+                    "`log = list(LOG)`), mutate that, and assign it back after it") from None
+        return False
+
+
+def _copy(o):
+    return dict(o) if isinstance(o, dict) else set(o) if isinstance(o, set) else list(o)
+
+
+def _same_items(o, before):
+    if isinstance(o, set):
+        return o == before
+    if len(o) != len(before):
+        return False
+    if isinstance(o, dict):
+        return list(o) == list(before) and all(o[k] is before[k] for k in o)
+    return all(a is b for a, b in zip(o, before))
+
+
+def _restore(o, before):
+    if isinstance(o, list):
+        o[:] = before
+    else:
+        o.clear()
+        o.update(before)
 
 
 def _test(test_fn, state):
@@ -40,6 +98,11 @@ def _test(test_fn, state):
         return test_fn(*state)
     with b.sub_block():
         return test_fn(*state)
+
+
+class _FirstIterationFails(Exception):
+    def __init__(self, error):
+        self.error = error
 
 
 class _LoopRetry(Exception):
@@ -58,9 +121,17 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
     if not peeled and any(v is None for v in state):
         return _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels[:n])
     init = list(extra_vars) + list(state) + list(comps)
-    lists = [i for i, v in enumerate(init) if type(v) is list and all(isinstance(e, Tensor) for e in v)]
+    lists = [i for i, v in enumerate(init) if type(v) is list]
+    has_dicts = any(type(v) is dict for v in init)
+    # one trial trace of the body serves both (a nested loop's body is traced again per trial)
+    trial = _trial(body, init, n, set_state) if lists or has_dicts else None
     if lists:
-        init = _lists_to_tensor_arrays(body, init, lists, n, set_state)
+        try:
+            init = _lists_to_tensor_arrays(body, init, lists, n, set_state, labels, trial)
+        except _FirstIterationFails as f:
+            return _fails_if_it_runs(test, init, n, state, f.error)
+    if has_dicts:
+        init = _dict_keys_from_body(test, body, init, n, set_state, labels, trial)
     if any(isinstance(v, Undefined) for v in init):
         init = _fill_undefined(body, init, n, labels, set_state)
     # still undefined: the body never binds it on the traced path (e.g. a `return` under a Python
@@ -98,12 +169,26 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             continue
         except ControlFlowError as e:
             raise at_user_line(f"the variables of this tensor loop do not fit together: {e}") from None
+        except IndexError as e:
+            # a Python list too short for a read every iteration makes (branches defer theirs)
+            return _fails_if_it_runs(test, init, n, state, e)
         break
     result = widen(result)
     if set_state is not None:
         set_state(tuple(write_back(o, v) for o, v in zip(comps, result[n:])))
     originals = list(extra_vars) + list(state)
     return tuple(write_back(o, v) for o, v in zip(originals[n_extra:], result[n_extra:n]))
+
+
+def _fails_if_it_runs(test, init, n, state, error):
+    """The body reads a Python list that is too short on a path every iteration takes (the
+    first included): Python raises that IndexError if the loop runs at all, else leaves every
+    variable as it was; so does the program."""
+    from .. import ops
+    from .errors import deferred_index_error
+    ran = test(tuple(_as_loop_value(v) for v in init[:n]))
+    deferred_index_error(error, ops.logical_not(ran) if is_symbolic(ran) else tensor(not ran))
+    return tuple(state)
 
 
 def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels):
@@ -146,6 +231,13 @@ def _weak_positions(init):
     body may still turn them into another type, as it would a Python number)."""
     return {i for i, v in enumerate(init)
             if isinstance(v, WeakNumber) or (isinstance(v, (bool, int, float)) and not isinstance(v, Tensor))}
+
+
+def _probe_value(v):
+    """``v`` for a trial trace of a loop body: containers (lists, dicts, tensor lists) are
+    copied, so what the trial appends or assigns never reaches the loop's real values."""
+    return fresh(_as_loop_value(v)) if isinstance(v, (list, dict, tuple)) or hasattr(type(v), "_d2s_children") \
+        else _as_loop_value(v)
 
 
 def _as_loop_value(v):
@@ -196,41 +288,139 @@ def _number_as(v, dtype, shape):
     return ops.full(shape, v, dtype=dtype) if shape else tensor(v, dtype=dtype)
 
 
-def _lists_to_tensor_arrays(body, init, lists, n, set_state):
+def _trial(body, init, n, set_state):
+    """One trial trace of the loop body into a throwaway block, on copies of the loop's values:
+    (its outputs or None, the exception it raised or None, the copies it ran on)."""
+    b = STATE.builder
+    vals = list(init)
+    cf._probing[0] += 1
+    try:
+        with b.sub_block():
+            vals = [_probe_value(v) for v in init]
+            if set_state is not None:
+                set_state(tuple(vals[n:]))
+            return list(body(tuple(vals[:n]))), None, vals
+    except Exception as e:  # noqa: BLE001 - the callers decide what a failed trial means
+        return None, e, vals
+    finally:
+        cf._probing[0] -= 1
+
+
+def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None, trial=None):
     """Python lists carried by a tensor loop whose length the body changes become TensorArrays
     (``xs.append(v)`` then pushes onto one tensor); an empty list learns its element type from
     one trial trace of the body. A list the body keeps at its length (``hs[0] = hs[0] + v``)
     stays a list of loop variables, so indexing and item assignment keep working."""
-    from ..static.tensor_array import TensorArray
+    from ..static.tensor_array import NumberList, TensorArray
     out = list(init)
-    probed, probe_error = {}, None
-    b = STATE.builder
-    cf._probing[0] += 1
-    try:
-        with b.sub_block():
-            vals = [list(v) if type(v) is list else _as_loop_value(v) for v in init]
-            if set_state is not None:
-                set_state(tuple(vals[n:]))
-            res = list(body(tuple(vals[:n])))
-            probed = {i: res[i] for i in lists if i < len(res)}
-    except Exception as e:  # noqa: BLE001 - e.g. a tensor `if` appending on one side only
-        probe_error = e
-    finally:
-        cf._probing[0] -= 1
+    res, probe_error, vals = trial if trial is not None else _trial(body, init, n, set_state)
+    probed = {i: res[i] for i in lists if i < len(res)} if res is not None else {}
+    if probe_error is not None:  # e.g. a tensor `if` appending on one side only
+        # the body may have failed because a list was still short while it was traced
+        # (``feats[-2]`` under a tensor `if`): what it appended before failing gives the type
+        grown = {i: vals[i] for i in lists if type(vals[i]) is list and len(vals[i]) > len(init[i])}
+        if grown:
+            probed, probe_error = grown, None
     for i in lists:
         v = init[i]
         p = probed.get(i)
         if v and type(p) is list and len(p) == len(v):
             continue  # same length after an iteration: a fixed list of loop variables
         if not v and probe_error is not None:
+            if isinstance(probe_error, IndexError):
+                raise _FirstIterationFails(probe_error)
             raise probe_error
-        elem = v[0] if v else (p or [None])[0]
-        if elem is None or not isinstance(elem, Tensor):
+        if not v and isinstance(p, TensorArray):  # grown under a tensor `if` in the body
+            if p.data is None:
+                continue
+            ta = type(p).like(p.element_zeros())
+            out[i] = ta
+            continue
+        items = list(v) + (list(p) if type(p) is list else [])
+        if not items:
             continue  # never appended to: stays a Python list
-        ta = TensorArray.like(cf._zeros_like_type(elem) if not v else elem)
+        if all(isinstance(e, (tuple, dict)) for e in items):  # ``outs.append((h, c))``
+            from ..static.tensor_array import struct_list_for
+            ta = struct_list_for(items)
+            if ta is not None:
+                for e in v:
+                    ta.append(e)
+                out[i] = ta
+                continue
+        if not all(isinstance(e, (Tensor,) + cf._NUMBER) for e in items):
+            kinds = sorted({type(e).__name__ for e in items if not isinstance(e, (Tensor,) + cf._NUMBER)})
+            name = labels[i] if labels is not None and i < len(labels) else "a list"
+            raise at_user_line(
+                f"'{name}' is a Python list of {', '.join(kinds)} values whose length this tensor loop changes; "
+                "the body runs once while the program is built, so it cannot grow or shrink once per "
+                "iteration. Only lists of tensors or numbers, or of tuples of them with one structure and "
+                "dtypes, can (they become tensor lists); keep other lists out of tensor loops", ConvertError)
+        tensors = [e for e in items if isinstance(e, Tensor)]
+        dtype = _numbers_dtype(items)
+        like = cf._zeros_like_type(tensors[0]) if tensors else tensor(0, dtype=dtype)
+        if str(like.dtype) != dtype:
+            from .. import ops
+            like = ops.cast(like, dtype)
+        kind = TensorArray if tensors else NumberList
+        ta = kind.like(like)
         for e in v:
-            ta.append(e)
+            ta.append(e if isinstance(e, Tensor) and str(e.dtype) == dtype else tensor(e, dtype=dtype))
         out[i] = ta
+    return out
+
+
+def _numbers_dtype(items):
+    """One dtype for a list's tensors and Python numbers: a floating tensor's dtype (float32
+    for a Python float) if any element is floating, bool if all are bools, else int64."""
+    floats = [str(e.dtype) for e in items if isinstance(e, Tensor) and e.dtype.is_floating_point]
+    if floats:
+        return floats[0]
+    if any(isinstance(e, float) for e in items):
+        return "float32"
+    if all(isinstance(e, bool) or (isinstance(e, Tensor) and str(e.dtype) == "bool") for e in items):
+        return "bool"
+    ints = [str(e.dtype) for e in items if isinstance(e, Tensor)]
+    return ints[0] if ints else "int64"
+
+
+def _dict_keys_from_body(test, body, init, n, set_state, labels, trial=None):
+    """A dict the loop body adds keys to (``d['a'] = v`` first assigned inside the loop) is
+    carried with those keys, learnt from one trial trace of the body, holding zeros of the
+    values' types on entry. Python would leave the keys out when the loop runs zero times, so
+    the program then stops with an error naming them instead of handing out those zeros."""
+    from .builtins import convert_assert
+    dicts = [i for i, v in enumerate(init) if type(v) is dict]
+    res, error, vals = trial if trial is not None else _trial(body, init, n, set_state)
+    if res is None:  # the real trace reports the error at the user's line
+        return init
+    res = res + list(vals[n:])
+    out, added = list(init), []
+    for i in dicts:
+        got = res[i] if i < len(res) else None
+        if type(got) is not dict:
+            continue
+        new = [k for k in got if k not in init[i]]
+        if not new:
+            continue
+        filled = dict(init[i])
+        for k in new:
+            v = got[k]
+            if isinstance(v, Tensor):
+                filled[k] = cf._zeros_like_type(v)
+            elif isinstance(v, cf._NUMBER):
+                filled[k] = type(v)(0)
+            elif isinstance(v, (tuple, list, dict)):
+                filled[k] = cf._placeholder(v)
+            else:
+                raise at_user_line(f"the dict '{labels[i]}' gets key {k!r} first inside this tensor loop, holding "
+                                   f"{type(v).__name__}; only tensors, numbers and containers of them can be "
+                                   "carried by the loop. Assign the key before the loop", ConvertError)
+        out[i] = filled
+        added.append(f"{labels[i]}[{', '.join(repr(k) for k in new)}]")
+    if added:
+        ran = test(tuple(_as_loop_value(v) if not isinstance(v, (dict, list)) else v for v in out[:n]))
+        convert_assert(ran, lambda: f"{'; '.join(added)}: first assigned inside this tensor loop, which ran zero "
+                                    "times, so Python would not have these keys (assign them before the loop)")
     return out
 
 
@@ -242,7 +432,7 @@ def _fill_undefined(body, init, n, labels, set_state):
     cf._probing[0] += 1
     try:
         with b.sub_block():
-            vals = [_as_loop_value(v) for v in init]
+            vals = [_probe_value(v) for v in init]
             if set_state is not None:
                 set_state(tuple(vals[n:]))
             out = list(body(tuple(vals[:n])))
@@ -349,22 +539,46 @@ class TensorZip(TensorIterable):
         return tuple(p.item(i) for p in self.parts)
 
 
+class TensorListItems(TensorIterable):
+    """The elements of a list grown in a tensor loop or branch (a TensorArray), whose length is
+    known only when the program runs."""
+
+    def __init__(self, ta):
+        self.ta = ta
+
+    def length(self):
+        return self.ta.length()
+
+    def item(self, i):
+        return self.ta[i]
+
+
 def as_tensor_iterable(x):
     if isinstance(x, TensorIterable):
         return x
     if is_symbolic(x):
         return TensorRows(x)
+    from ..static.tensor_array import TensorArray
+    if isinstance(x, TensorArray) and x.data is not None and x.data._data is None:
+        return TensorListItems(x.copy())  # a snapshot: the body may append to the list itself
     return None
 
 
-def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None, set_state=None):
+def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None, set_state=None,
+                escaping=None):
     """Run ``body_fn(item, *loop_vars)`` for each item of ``iterable``; returns the loop vars.
 
-    ``extra_test(*loop_vars)`` (a lowered ``break``) is checked before each iteration.
+    ``extra_test(*loop_vars)`` (a lowered ``break``) is checked before each iteration;
+    ``escaping()`` gives the objects of an enclosing scope the body mutates.
     """
     it = as_tensor_iterable(iterable)
+    if isinstance(it, TensorListItems) and any(v is iterable for v in init):
+        raise at_user_line("this `for` changes the list it iterates over, whose length is known only when the "
+                           "program runs (it was grown in a tensor loop or branch); iterate over a copy "
+                           "(`for v in list(xs):`) or over indexes", ConvertError)
     if it is not None:
-        return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state)
+        with refuse_escaping(escaping):
+            return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state)
     return _py_for(iterable, body_fn, tuple(init), names, extra_test, get_state, set_state)
 
 

@@ -7,6 +7,15 @@ def is_symbolic(x):
     return isinstance(x, Tensor) and x._data is None
 
 
+def truth(x):
+    """The value an ``if``/``not`` tests: a list grown in a tensor loop or branch (a TensorArray
+    whose length is known only at run time) tests ``len(xs) > 0`` in the program."""
+    if hasattr(type(x), "truth") and hasattr(type(x), "_d2s_children") and x.data is not None \
+            and is_symbolic(x.data):
+        return x.truth()
+    return x
+
+
 def any_symbolic(values):
     return any(is_symbolic(v) for v in values)
 
@@ -84,4 +93,6 @@ def describe(v):
             if v._data is not None else f"a tensor {v._var.type}"
     if isinstance(v, Undefined):
         return "undefined"
+    if hasattr(type(v), "_d2s_children") and hasattr(v, "truth"):
+        return "a list whose length is known only when the program runs (grown in a tensor loop or branch)"
     return f"{type(v).__name__} {v!r}"

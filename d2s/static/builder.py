@@ -291,6 +291,11 @@ def _plain(attrs):
     return out
 
 
+def _is_tensor_list(o):
+    from .tensor_array import TensorArray
+    return isinstance(o, TensorArray)
+
+
 def _flatten(obj):
     """Tensors in a nested tuple/list/dict, in order, with a function rebuilding the structure."""
     leaves = []
@@ -300,7 +305,19 @@ def _flatten(obj):
             leaves.append(o)
             return ("T", len(leaves) - 1)
         if hasattr(type(o), "_d2s_from_output"):  # a converted-code value (d2s.convert.undefined)
-            return ("N", type(o), [walk(x) for x in o._d2s_children()])
+            return ("V", type(o), [walk(x) for x in o._d2s_children()])
+        if _is_tensor_list(o):
+            # a list grown in a tensor loop or branch: the program returns its elements as one
+            # tensor, and the caller gets back a Python list of them, as eager code would
+            if o.data is None:
+                return (list, [])
+            from .tensor_array import NumberList, TupleList
+            if isinstance(o, TupleList):
+                start = len(leaves)
+                leaves.extend(o.parts)
+                return ("S", (start, len(o.parts), type(o)))
+            leaves.append(o.data)
+            return ("N" if isinstance(o, NumberList) else "L", len(leaves) - 1)
         if isinstance(o, (list, tuple)):
             return (type(o), [walk(x) for x in o])
         if isinstance(o, dict):
@@ -315,9 +332,23 @@ def _flatten(obj):
             return values[t[1]]
         if kind == "C":
             return t[1]
+        if kind == "S":
+            start, count, cls = t[1]
+            parts = values[start:start + count]
+            if not all(isinstance(p, Tensor) and p._data is not None for p in parts):
+                return cls(parts)
+            return [cls(parts)[k] for k in range(parts[0].shape[0])]
+        if kind in ("L", "N"):
+            rows = values[t[1]]
+            if not isinstance(rows, Tensor) or rows._data is None:
+                from .tensor_array import NumberList, TensorArray
+                return (NumberList if kind == "N" else TensorArray)(rows)
+            if kind == "N":
+                return rows.numpy().tolist()
+            return [rows[k] for k in range(rows.shape[0])]
         if kind is dict:
             return {k: build(values, s) for k, s in t[1]}
-        if kind == "N":  # decided from the run's values (None, or the value)
+        if kind == "V":  # decided from the run's values (None, or the value)
             return t[1]._d2s_from_output([build(values, s) for s in t[2]])
         items = [build(values, s) for s in t[1]]
         return kind(items) if kind in (list, tuple) else kind(*items)

@@ -19,7 +19,7 @@ from ..dispatch import apply
 from ..tensor import Tensor
 from .control_flow import cond, replay_block, scan, while_loop
 
-nondiff("list_new", "list_len", "stack_new", "stack_push", "stack_pop")
+nondiff("list_new", "list_len", "stack_new", "stack_push", "stack_pop", "list_index_check")
 
 
 def _is_float(t):

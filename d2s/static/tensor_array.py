@@ -37,23 +37,141 @@ class TensorArray:
 
     def append(self, x):
         """Add ``x`` at the end (in place; also returns self)."""
-        x = x if isinstance(x, Tensor) else tensor(x)
+        if not isinstance(x, Tensor):  # a Python number takes the list's dtype, as in a tensor
+            x = tensor(x, dtype=str(self.data.dtype)) if self.data is not None else tensor(x)
+        elif self.data is not None and x.dtype != self.data.dtype and _mixes_numbers(self, x):
+            from .. import ops
+            x = ops.cast(x, str(self.data.dtype))
         if self.data is None:
             self.data = apply("list_new", x)
         self.data = apply("list_push", self.data, x)
         return self
 
-    def pop(self):
-        """Remove and return the last element."""
+    def pop(self, index=-1):
+        """Remove and return the last element (``pop()`` / ``pop(-1)`` only: the list's length
+        may be known only when the program runs, so other positions cannot be cut out)."""
+        if isinstance(index, Tensor) or index != -1:
+            raise _user_error("pop(i) with i other than -1 on a list whose length is known only when the "
+                              "program runs (a list grown in a tensor loop or branch) is not supported; "
+                              "use pop() or index it (xs[i])", TypeError)
         self._need("pop")
         self.data, x = apply("list_pop", self.data)
         return x
 
+    def extend(self, items):
+        """Append every element of ``items`` (a list, tuple or TensorArray), in place."""
+        if isinstance(items, TensorArray):
+            if items.data is not None:
+                if self.data is None:
+                    self.data = items.data
+                else:
+                    from .. import ops
+                    self.data = ops.concat([self.data, items.data], 0)
+            return self
+        if isinstance(items, Tensor) or not isinstance(items, (list, tuple)):
+            raise _user_error(f"can only extend a list by a list or tuple here, not {type(items).__name__}",
+                              TypeError)
+        for x in items:
+            self.append(x)
+        return self
+
+    def clear(self):
+        """Remove every element (the element type stays)."""
+        if self.data is not None:
+            self.data = apply("list_new", self.element_zeros())
+
+    def reverse(self):
+        """Reverse the elements in place."""
+        if self.data is not None:
+            from .. import ops
+            self.data = ops.getitem(self.data, slice(None, None, -1))
+
+    def _unsupported(self, name):
+        def method(*args, **kwargs):
+            raise _user_error(f"list.{name}() is not supported on a list whose length is known only when the "
+                              "program runs (grown in a tensor loop or branch); append, extend, pop(), "
+                              "xs[i], xs[i] = v, len, +, iteration, reverse and clear are", TypeError)
+        return method
+
+    def __getattr__(self, name):
+        if name in ("insert", "remove", "index", "count", "sort"):
+            return self._unsupported(name)
+        raise AttributeError(f"a list grown in a tensor loop or branch has no attribute {name!r}")
+
+    def copy(self):
+        """A new list holding the same elements (``xs.copy()``, ``list(xs)``, ``xs[:]``)."""
+        return type(self)(self.data)
+
+    def __add__(self, other):
+        """``xs + [v]``: a new list, as Python's list concatenation."""
+        if not isinstance(other, (list, TensorArray)):
+            raise _user_error(f'can only concatenate list (not "{type(other).__name__}") to list', TypeError)
+        return self.copy().extend(other)
+
+    def __radd__(self, other):
+        """``[v] + xs``."""
+        if type(other) is not list:
+            return NotImplemented
+        return type(self).like(self._element_like(other)).extend(other).extend(self)
+
+    def __iadd__(self, other):
+        """``xs += items``: extends in place, as Python's ``list.__iadd__``."""
+        if isinstance(other, Tensor) or not isinstance(other, (list, tuple, TensorArray)):
+            raise _user_error(f"a list grown in a tensor loop or branch can only be extended by a list or "
+                              f"tuple here, not {type(other).__name__}", TypeError)
+        return self.extend(other)
+
+    def element_zeros(self):
+        """Zeros typed like one element (unknown dims as 1), made in the current block: only
+        the type is used (to start an empty list of such elements)."""
+        from .. import ops
+        return ops.zeros([d if isinstance(d, int) else 1 for d in _elem_shape(self.data)],
+                         dtype=str(self.data.dtype))
+
+    def _element_like(self, items):
+        return self.element_zeros() if self.data is not None else items[0]
+
     def __getitem__(self, i):
+        if isinstance(i, slice):
+            if i == slice(None):
+                return self.copy()
+            raise _user_error("slicing a list whose length is known only when the program runs (grown in "
+                              "a tensor loop or branch) is not supported; index it (xs[i]) or stack it "
+                              "(d2s.stack(xs)) and slice the tensor", TypeError)
         self._need("index")
         if not isinstance(i, Tensor):
             i = tensor(int(i))
         return apply("list_get", self.data, i)
+
+    def __setitem__(self, i, value):
+        """``xs[i] = v`` (``i`` may be negative or a tensor)."""
+        from .. import ops
+        self._need("index")
+        if not isinstance(i, Tensor):
+            i = tensor(int(i))
+        n = apply("list_len", self.data)
+        i = ops.where(i < 0, i + n, i)  # negative positions count from the end, as in Python
+        data = self.data
+        if data._data is not None:  # a concrete list may share its array with a copy of it
+            data = Tensor._make(data._data.copy()) if not data.requires_grad else data
+        data = _alias_tensor(data)
+        ops.setitem(data, i, value)
+        self.data = data
+
+    def __iter__(self):
+        if self.data is not None and self.data._data is None:
+            raise _user_error("cannot iterate over a list whose length is known only when the program runs "
+                              "(it was grown in a tensor loop or branch) outside a converted `for`; iterate it "
+                              "with a `for` statement in a to_static function, or stack it (d2s.stack(xs))",
+                              TypeError)
+        for k in range(len(self)):
+            yield self[k]
+
+    def __bool__(self):
+        if self.data is not None and self.data._data is None:
+            raise _user_error("the truth value of a list whose length is known only when the program runs "
+                              "cannot be a Python bool here; test `len(xs) > 0`", TypeError)
+        return len(self) > 0
 
     def length(self):
         """The length, as a 0-d int64 tensor (symbolic inside programs)."""
@@ -70,9 +188,226 @@ class TensorArray:
         self._need("stack")
         return apply("list_stack", self.data)
 
+    def truth(self):
+        """``bool(xs)`` as a 0-d bool tensor (symbolic inside programs)."""
+        from .. import ops
+        return ops.gt(self.length(), 0)
+
     def _need(self, what):
         if self.data is None:
-            raise IndexError(f"TensorArray.{what}: the list is empty (and has no element type yet)")
+            raise _user_error(f"{'pop from' if what == 'pop' else 'index into'} an empty list (it has no "
+                              "element yet)", IndexError)
 
     def __repr__(self):
         return f"TensorArray({self.data!r})"
+
+
+class NumberList(TensorArray):
+    """A list of Python numbers that a tensor loop grows or shrinks (``xs.pop()`` per
+    iteration): a TensorArray of 0-d tensors inside the program, which a program returns as a
+    list of Python numbers again (``float32`` values for floats)."""
+
+    __slots__ = ()
+
+
+def _mixes_numbers(lst, x):
+    """Whether ``x`` joins a list of scalars of another dtype (an int loop counter's multiple
+    into a float list): such lists hold one dtype, as a Python list of mixed numbers would
+    compare equal."""
+    return isinstance(lst, NumberList) or (x.ndim == 0 and lst.data.ndim == 1)
+
+
+def _user_error(message, cls):
+    from ..convert.errors import at_user_line
+    return at_user_line(message, cls)
+
+
+def _elem_shape(data):
+    shape = data._var.type.shape if data._data is None else data.shape
+    return list(shape)[1:]
+
+
+def _alias_tensor(t):
+    a = Tensor._make(t._data, t._var)
+    a.requires_grad, a.grad_fn, a._out_idx = t.requires_grad, t.grad_fn, t._out_idx
+    return a
+
+
+# ------------------------------------------------------------------ lists of tuples
+def _struct_leaves(obj):
+    """(leaves, skeleton) of a nested tuple/list/dict element (``(h, c)``, ``{'h': h}``)."""
+    out = []
+
+    def walk(o):
+        if isinstance(o, (tuple, list)) and not hasattr(o, "_fields"):
+            return (type(o), tuple(walk(x) for x in o))
+        if isinstance(o, dict):
+            return (dict, tuple(o), tuple(walk(o[k]) for k in o))
+        out.append(o)
+        return None
+
+    return out, walk(obj)
+
+
+def _struct_rebuild(skel, values):
+    it = iter(values)
+
+    def build(s):
+        if s is None:
+            return next(it)
+        if s[0] is dict:
+            return {k: build(c) for k, c in zip(s[1], s[2])}
+        return s[0](build(c) for c in s[1])
+
+    return build(skel)
+
+
+_TUPLE_LIST_TYPES = {}
+
+
+class TupleList(TensorArray):
+    """A growable list whose elements are tuples (lists, dicts) of tensors of one structure
+    (``outs.append((h, c))`` in a tensor loop): one tensor list per position of the element.
+    ``TupleList.like(elem)`` picks the class for ``elem``'s structure."""
+
+    __slots__ = ("parts",)
+    skeleton = None  # the element structure, set on the per-structure subclasses
+
+    def __init__(self, parts=None):
+        self.parts = tuple(parts) if parts is not None else None
+
+    @property
+    def data(self):
+        return self.parts[0] if self.parts else None
+
+    @classmethod
+    def like(cls, elem):
+        leaves, skel = _struct_leaves(elem)
+        kind = _TUPLE_LIST_TYPES.get(skel)
+        if kind is None:
+            kind = _TUPLE_LIST_TYPES[skel] = type("TupleList", (TupleList,), {"__slots__": (), "skeleton": skel})
+        return kind([apply("list_new", x if isinstance(x, Tensor) else tensor(x)) for x in leaves])
+
+    def _d2s_children(self):
+        return tuple(self.parts)
+
+    @classmethod
+    def _d2s_from_children(cls, children):
+        return cls(children)
+
+    def _leaves_of(self, x):
+        leaves, skel = _struct_leaves(x)
+        if skel != self.skeleton:
+            raise _user_error(f"every element of this list must have the same structure as the first "
+                              f"({_describe_skel(self.skeleton)}), got {_describe_skel(skel)}", TypeError)
+        out = []
+        for leaf, part in zip(leaves, self.parts):
+            if not isinstance(leaf, Tensor):
+                leaf = tensor(leaf, dtype=str(part.dtype))
+            out.append(leaf)
+        return out
+
+    def append(self, x):
+        self.parts = tuple(apply("list_push", p, leaf) for p, leaf in zip(self.parts, self._leaves_of(x)))
+        return self
+
+    def pop(self, index=-1):
+        if isinstance(index, Tensor) or index != -1:
+            return TensorArray.pop(self, index)  # the same clear error
+        parts, leaves = [], []
+        for p in self.parts:
+            p, x = apply("list_pop", p)
+            parts.append(p)
+            leaves.append(x)
+        self.parts = tuple(parts)
+        return _struct_rebuild(self.skeleton, leaves)
+
+    def extend(self, items):
+        if isinstance(items, TupleList) and items.skeleton == self.skeleton:
+            from .. import ops
+            self.parts = tuple(ops.concat([a, b], 0) for a, b in zip(self.parts, items.parts))
+            return self
+        if isinstance(items, TensorArray) or not isinstance(items, (list, tuple)):
+            raise _user_error("can only extend a list of tuples by a list of tuples of the same structure",
+                              TypeError)
+        for x in items:
+            self.append(x)
+        return self
+
+    def copy(self):
+        return type(self)(self.parts)
+
+    def clear(self):
+        self.parts = tuple(apply("list_new", z) for z in _struct_leaves(self.element_zeros())[0])
+
+    def reverse(self):
+        from .. import ops
+        self.parts = tuple(ops.getitem(p, slice(None, None, -1)) for p in self.parts)
+
+    def element_zeros(self):
+        from .. import ops
+        zeros = [ops.zeros([d if isinstance(d, int) else 1 for d in _elem_shape(p)], dtype=str(p.dtype))
+                 for p in self.parts]
+        return _struct_rebuild(self.skeleton, zeros)
+
+    def __radd__(self, other):
+        if type(other) is not list:
+            return NotImplemented
+        return type(self).like(self.element_zeros()).extend(other).extend(self)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return TensorArray.__getitem__(self, i)
+        if not isinstance(i, Tensor):
+            i = tensor(int(i))
+        return _struct_rebuild(self.skeleton, [apply("list_get", p, i) for p in self.parts])
+
+    def __setitem__(self, i, value):
+        parts = []
+        for p, leaf in zip(self.parts, self._leaves_of(value)):
+            one = TensorArray(p)
+            one[i] = leaf
+            parts.append(one.data)
+        self.parts = tuple(parts)
+
+    def stack(self):
+        raise _user_error("d2s.stack/d2s.concat of a list of tuples grown in a tensor loop or branch is not "
+                          "supported; stack each position (d2s.stack([p[0] for p in xs]) in eager code, or "
+                          "keep one list per position)", TypeError)
+
+    def __repr__(self):
+        return f"TupleList({self.parts!r})"
+
+
+def _describe_skel(skel):
+    if skel is None:
+        return "a tensor"
+    if skel[0] is dict:
+        return f"a dict with keys {list(skel[1])}"
+    return f"a {skel[0].__name__} of {len(skel[1])}"
+
+
+def struct_list_for(items):
+    """A TupleList class's empty instance for ``items`` (tuples/lists/dicts of tensors and
+    numbers sharing one structure and leaf dtypes), or None if they do not fit one."""
+    structs = [_struct_leaves(e) for e in items]
+    if not structs or any(s[1] is None for s in structs) or len({repr(s[1]) for s in structs}) != 1:
+        return None
+    columns = list(zip(*[s[0] for s in structs]))
+    like = []
+    for col in columns:
+        tensors = [e for e in col if isinstance(e, Tensor)]
+        if not all(isinstance(e, (Tensor, bool, int, float)) for e in col):
+            return None
+        if tensors:
+            if len({str(t.dtype) for t in tensors}) != 1 or len({t.ndim for t in tensors}) != 1:
+                return None
+            t0 = tensors[0]
+            from .. import ops
+            like.append(ops.zeros([d if isinstance(d, int) else 1 for d in
+                                   (t0._var.type.shape if t0._data is None else t0.shape)], dtype=str(t0.dtype)))
+        else:
+            dt = "float32" if any(isinstance(e, float) for e in col) else \
+                "bool" if all(isinstance(e, bool) for e in col) else "int64"
+            like.append(tensor(0, dtype=dt))
+    return TupleList.like(_struct_rebuild(structs[0][1], like))

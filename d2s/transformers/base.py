@@ -176,3 +176,13 @@ def state_functions(namer, composites):
                         for i, p in enumerate(paths))
     src = f"def {get_name}():\n    return ({getters},)\ndef {set_name}(values):\n{setters}\n"
     return mark_generated(replace(src)), gc.name(get_name), gc.name(set_name)
+
+
+def watch_escaping(call, anno):
+    """Pass the names a loop or ``if`` mutates but does not own (a global or closure list) to
+    its runtime helper as ``escaping=lambda: (LOG, ...)``: a tensor loop traces its body once,
+    so such a mutation would happen once at build time; the helper refuses it instead."""
+    names = sorted(getattr(anno, "escaping", None) or ())
+    if names:
+        call.keywords.append(gc.keyword("escaping", gc.lambda_(gc.tuple_([gc.name(n) for n in names]))))
+    return call

@@ -7,7 +7,8 @@ bound or the rows of a symbolic tensor. A lowered `break` arrives as an extra te
 
 from . import gast_compat as gc
 from .analysis import activity
-from .base import JST, Transformer, copy_location, mark_generated, python_only, state_functions, undefined_inits
+from .base import (JST, Transformer, copy_location, mark_generated, python_only, state_functions,
+                   undefined_inits, watch_escaping)
 from .templates import replace
 
 
@@ -39,5 +40,6 @@ class ForLoops(Transformer):
             """, body_fn=self.new_name("for_body"), item=item, loop_vars=loop_vars, target=node.target,
                        body=node.body, iterable=node.iter, names=gc.tuple_([gc.constant(n) for n in loop_vars]),
                        extra_fn=extra_fn, get_state=get_state, set_state=set_state)
+        watch_escaping(code[-1].value, anno)
         out = undefined_inits(loop_vars, anno) + state_defs + mark_generated(extra_defs + code)
         return copy_location(out, node)

@@ -6,7 +6,8 @@ as an ``Undefined`` placeholder, which ``convert_ifelse`` reports if a tensor ``
 undefined on one side and the code after reads it.
 """
 from . import gast_compat as gc
-from .base import JST, Transformer, copy_location, mark_generated, python_only, state_functions, undefined_inits
+from .base import (JST, Transformer, copy_location, mark_generated, python_only, state_functions,
+                   undefined_inits, watch_escaping)
 from .templates import replace, replace_as_expression
 
 
@@ -52,5 +53,6 @@ class IfStatements(Transformer):
         if fillable:
             call = code[-1].value
             call.keywords.append(gc.keyword("fillable", gc.tuple_([gc.constant(self._label(n)) for n in fillable])))
+        watch_escaping(code[-1].value, anno)
         out = undefined_inits(sorted(set(params) & anno.live_in), anno) + state_defs + mark_generated(code)
         return copy_location(out, node)

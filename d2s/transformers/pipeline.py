@@ -22,6 +22,7 @@ from .lambda_source import lambda_as_function
 from .logical_expressions import LogicalExpressions
 from .naming import Namer
 from .return_statements import ReturnStatements
+from .subscripts import Subscripts
 from .undefined_reads import UndefinedReads
 from .unsupported_features import UnsupportedFeatures
 from .while_loops import WhileLoops
@@ -54,6 +55,9 @@ PIPELINE = [
     # above), then calls, which also wrap calls the earlier passes left in user expressions.
     (ConditionalExpressions, False),
     (LogicalExpressions, False),
+    # Subscripts with a computed index go through helpers (a Python list read or written at a
+    # tensor position); after the control-flow passes, so their analysis sees plain subscripts.
+    (Subscripts, False),
     (CallTrees, False),
     # Last, over the finished tree: generated functions binding a closure cell declare it
     # nonlocal, so the user's lambdas and nested functions read the live value.

@@ -1,10 +1,12 @@
 """Rejects syntax that cannot become a graph and pins control flow that must stay Python.
 
 ``yield``, ``await`` and ``async`` raise a ConversionError at once. An ``if``/``while``/``for``
-inside ``try`` or ``with``, one carrying a ``for/while ... else``, or one that writes a
-``global``/``nonlocal`` name stays plain Python; its test is wrapped in ``_jst.python_cond``
-(its iterable in ``_jst.python_iter``), which raises at the user's line, naming the construct,
-only if the value turns out to be a symbolic tensor.
+carrying a ``for/while ... else``, one that writes a ``global``/``nonlocal`` name, and, in a
+function with a ``return`` inside ``try``/``with`` inside an if/while/for, each one holding a
+``return`` stays plain Python (so those returns stay real returns); its test is wrapped in
+``_jst.python_cond`` (its iterable in ``_jst.python_iter``), which raises at the user's line,
+naming the construct, only if the value turns out to be a symbolic tensor. Control flow inside
+``try``/``with`` bodies converts like any other.
 """
 import gast
 
@@ -13,12 +15,36 @@ from .analysis import activity
 from .base import Transformer, copy_location, jst
 
 _KIND = {gast.If: "if", gast.While: "while", gast.For: "for"}
+_TRY_RETURN = "holding a `return` inside a `try`/`with` block"
+
+
+def _has_try_return(stmts, in_control, in_try, any_return=False):
+    """Whether a ``return`` sits inside try/with inside an if/while/for among ``stmts`` (with
+    ``any_return``: whether any return sits in them); nested defs are not entered."""
+    for s in stmts:
+        if isinstance(s, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            continue
+        if isinstance(s, gast.Return) and (any_return or (in_control and in_try)):
+            return True
+        control = in_control or isinstance(s, (gast.If, gast.While, gast.For))
+        guarded = in_try or isinstance(s, (gast.Try, gast.With))
+        inner = list(getattr(s, "body", None) or []) + list(getattr(s, "orelse", None) or []) + \
+            list(getattr(s, "finalbody", None) or [])
+        for h in getattr(s, "handlers", None) or []:
+            inner += h.body
+        if inner and _has_try_return(inner, control, guarded, any_return):
+            return True
+    return False
 
 
 class UnsupportedFeatures(Transformer):
     def transform(self, func):
         self.declared = activity.declared_nonlocal(func)
         self._check_expressions(func)
+        # a `return` inside try/with inside an if/while/for must stay a real return (the
+        # early-return pass cannot carve a try/with into branch functions): every if/while/for
+        # holding a return then stays Python, which is exact for Python conditions
+        self.try_returns = _has_try_return(func.body, False, False)
         func.body = self._block(func.body, None, False)
         return func
 
@@ -45,15 +71,11 @@ class UnsupportedFeatures(Transformer):
     def _statement(self, s, reason, in_control):
         if isinstance(s, (gast.FunctionDef, gast.ClassDef)):
             return
-        if isinstance(s, gast.Return) and reason and in_control:
+        if isinstance(s, gast.Return) and reason and in_control and reason != _TRY_RETURN:
             raise self.error(s, f"`return` {reason} inside an if/while/for is not supported by to_static; "
                                 "assign the result to a variable and return it after the block")
         inner = reason
-        if isinstance(s, gast.Try):
-            inner = reason or "inside a `try` block"
-        elif isinstance(s, gast.With):
-            inner = reason or "inside a `with` block"
-        elif isinstance(s, (gast.If, gast.While, gast.For)):
+        if isinstance(s, (gast.If, gast.While, gast.For)):
             own = reason
             if not own and getattr(s, "orelse", None) and not isinstance(s, gast.If):
                 own = f"with an `else` clause (`{_KIND[type(s)]} ... else`)"
@@ -64,10 +86,13 @@ class UnsupportedFeatures(Transformer):
                 escaping = sorted(mods & self.declared)
                 if escaping:
                     own = f"writing the global/nonlocal name '{escaping[0]}'"
+            if not own and self.try_returns and _has_try_return([s], True, False, any_return=True):
+                own = _TRY_RETURN
             if own:
                 s._d2s_python_only = own
                 self._pin(s, own)
-            inner = own
+            # statements nested in one held Python for a try/with return are judged on their own
+            inner = None if own == _TRY_RETURN else own
             in_control = True
         for field in ("body", "orelse", "finalbody"):
             self._block(getattr(s, field, None) or [], inner, in_control)

@@ -6,7 +6,8 @@ analysis; the rest of what the body binds stays local to ``body_fn``.
 """
 
 from . import gast_compat as gc
-from .base import JST, Transformer, copy_location, mark_generated, python_only, state_functions, undefined_inits
+from .base import (JST, Transformer, copy_location, mark_generated, python_only, state_functions,
+                   undefined_inits, watch_escaping)
 from .templates import replace
 
 
@@ -29,5 +30,6 @@ class WhileLoops(Transformer):
                        loop_vars=loop_vars, test=node.test, body=node.body,
                        names=gc.tuple_([gc.constant(n) for n in loop_vars]),
                        get_state=get_state, set_state=set_state)
+        watch_escaping(code[-1].value, anno)
         out = undefined_inits(loop_vars, anno) + state_defs + mark_generated(code)
         return copy_location(out, node)

@@ -66,12 +66,15 @@ class LoopLimitError(ExecutionError):
     """A ``while`` op ran more iterations than the executor's ``max_loop_iterations``."""
 
 
-# Errors a program raises on purpose (a failed assert op, a trace guard) reach the caller as
-# they are; any other failure is wrapped in an ExecutionError naming the op.
+# Errors a program raises on purpose (a failed assert op, a trace guard, a pop from an empty
+# tensor list) reach the caller as they are; any other failure is wrapped in an ExecutionError
+# naming the op.
 from .ops.debug import ProgramAssertionError, ProgramTypeError, ProgramUnboundLocalError  # noqa: E402
 from .ops.guard import GuardError  # noqa: E402
+from .ops.tensor_list import ProgramIndexError  # noqa: E402
 
-PASS_THROUGH = (ExecutionError, ProgramAssertionError, ProgramUnboundLocalError, ProgramTypeError, GuardError)
+PASS_THROUGH = (ExecutionError, ProgramAssertionError, ProgramUnboundLocalError, ProgramTypeError, GuardError,
+                ProgramIndexError)
 
 
 def _control_flow_rules():

@@ -81,6 +81,11 @@ def target_effects(target):
     return reads, writes, mods, comps
 
 
+def mutating_calls(node):
+    """Names whose value a method call in expression ``node`` mutates (``xs.pop()``)."""
+    return _mutating_calls(node) if node is not None else set()
+
+
 def _mutating_calls(node):
     mods = set()
     for child in gast.walk(node):
@@ -114,10 +119,21 @@ def _function_free_reads(node):
     return reads
 
 
+def _placeholder_read(value):
+    """``{n}`` for the generated ``n = _jst.ld(locals(), 'n')``: it keeps n's current value where
+    some path bound it, so n stays live before it (a name bound in one branch of a Python ``if``
+    must reach the loop that then mutates it)."""
+    if (isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "ld"
+            and isinstance(value.func.value, gast.Name) and value.func.value.id == "_jst" and len(value.args) == 2
+            and isinstance(value.args[1], gast.Constant) and isinstance(value.args[1].value, str)):
+        return {value.args[1].value}
+    return set()
+
+
 def statement_effects(stmt):
     """Effects of a simple statement (compound statements are split by the CFG)."""
     if isinstance(stmt, gast.Assign):
-        e = Effects(expr_reads(stmt.value))
+        e = Effects(expr_reads(stmt.value) | _placeholder_read(stmt.value))
         for t in stmt.targets:
             r, w, m, c = target_effects(t)
             e.reads |= r; e.writes |= w; e.mods |= m | w; e.composites |= c  # noqa: E702
@@ -126,10 +142,11 @@ def statement_effects(stmt):
     if isinstance(stmt, gast.AugAssign):
         r, w, m, c = target_effects(stmt.target)
         reads = expr_reads(stmt.value) | r | expr_reads(stmt.target) | w
-        return Effects(reads, w, m, c)
+        return Effects(reads, w, m | _mutating_calls(stmt.value), c)
     if isinstance(stmt, gast.AnnAssign):
         r, w, m, c = target_effects(stmt.target)
-        return Effects(expr_reads(stmt.value) | r, w if stmt.value is not None else (), m, c)
+        mods = m | (_mutating_calls(stmt.value) if stmt.value is not None else set())
+        return Effects(expr_reads(stmt.value) | r, w if stmt.value is not None else (), mods, c)
     if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef)):
         return Effects(_function_free_reads(stmt), [stmt.name])
     if isinstance(stmt, gast.ClassDef):
@@ -156,10 +173,11 @@ def modified(stmts):
     for stmt in stmts:
         for node in _statements(stmt):
             if isinstance(node, (gast.If, gast.While)):
+                mods |= _mutating_calls(node.test)  # `while xs.pop() > 0:`
                 continue
             if isinstance(node, gast.For):
                 r, w, m, c = target_effects(node.target)
-                mods |= w | m
+                mods |= w | m | _mutating_calls(node.iter)
                 comps |= c
                 continue
             if isinstance(node, gast.With):
@@ -190,6 +208,42 @@ def _statements(stmt):
     for h in getattr(stmt, "handlers", None) or []:
         for s in h.body:
             yield from _statements(s)
+
+
+def bound_names(func):
+    """Names that are local to ``func`` as Python scopes them: its parameters and every name it
+    binds (the bodies of functions the converter generated included, user-written nested
+    function and class bodies not), less those it declares global or nonlocal. A name the
+    function only mutates (``LOG.append(i)`` on a module-level list) is not among them: it
+    belongs to an enclosing scope."""
+    names = {a.id for a in gast.walk(func.args) if isinstance(a, gast.Name)}
+    for stmt in func.body:
+        for node in _statements(stmt):
+            if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+                names.add(node.name)
+                if getattr(node, "_d2s_generated", False):
+                    names |= bound_names(node)
+                continue
+            for child in _own_expressions(node):
+                for sub in gast.walk(child):
+                    if isinstance(sub, gast.Name) and not isinstance(sub.ctx, gast.Load):
+                        names.add(sub.id)
+                    elif isinstance(sub, gast.alias):
+                        names.add((sub.asname or sub.name).split(".")[0])
+            for h in getattr(node, "handlers", None) or []:
+                if isinstance(h.name, gast.Name):
+                    names.add(h.name.id)
+    return names - declared_nonlocal(func)
+
+
+def _own_expressions(stmt):
+    """The parts of ``stmt`` that are not nested statements (those are walked on their own)."""
+    for field, value in gast.iter_fields(stmt):
+        if field in ("body", "orelse", "finalbody", "handlers"):
+            continue
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, gast.AST):
+                yield v
 
 
 def declared_nonlocal(func):

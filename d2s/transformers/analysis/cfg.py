@@ -56,7 +56,8 @@ class _Builder:
     def statement(self, s, preds):
         parts = self.g.parts
         if isinstance(s, gast.If):
-            test = self.node(s, "test", activity.Effects(activity.expr_reads(s.test)))
+            test = self.node(s, "test", activity.Effects(activity.expr_reads(s.test), (),
+                                                         activity.mutating_calls(s.test)))
             self.link(preds, test)
             ends = self.block(s.body, [test]) + self.block(s.orelse, [test])
             join = self.node(s, "join")
@@ -64,7 +65,8 @@ class _Builder:
             parts[id(s)] = {"test": test, "join": join}
             return [join]
         if isinstance(s, gast.While):
-            test = self.node(s, "test", activity.Effects(activity.expr_reads(s.test)))
+            test = self.node(s, "test", activity.Effects(activity.expr_reads(s.test), (),
+                                                         activity.mutating_calls(s.test)))
             self.link(preds, test)
             breaks = []
             self.loops.append((test, breaks))

@@ -11,9 +11,12 @@ class Anno:
     live_in / live_out: names that may be read before being rebound, on entry / after it.
     defined / maybe_defined: names bound on every path / on some path reaching its entry.
     mods / composites: names rebound or mutated inside it, attribute paths assigned inside it.
+
+    escaping: names mutated inside it that belong to an enclosing scope (a global or closure
+    list); they are not carried (rebinding them would make them locals), only watched.
     """
 
-    __slots__ = ("live_in", "live_out", "defined", "maybe_defined", "mods", "composites")
+    __slots__ = ("live_in", "live_out", "defined", "maybe_defined", "mods", "composites", "escaping")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -60,10 +63,13 @@ def _definedness(g):
     return must_in, may_in
 
 
-def analyze_function(func, always_live=frozenset()):
+def analyze_function(func, local_names=None, always_live=frozenset()):
     """Annotate every ``if``/``while``/``for`` directly in ``func`` (not in nested defs).
+    ``local_names``: the names local to the function being converted (default: ``func``'s).
     ``always_live``: names a closure may read at any time (closure cells): live on entry to
     and after every branch and loop they are bound before, so those carry what they rebind."""
+    if local_names is None:
+        local_names = activity.bound_names(func)
     g = cfg.build(func)
     live_in, live_out = _liveness(g)
     must_in, may_in = _definedness(g)
@@ -78,20 +84,27 @@ def analyze_function(func, always_live=frozenset()):
             r, w, m, c = activity.target_effects(stmt.target)
             mods |= w | m
             comps |= c
+        escaping = mods - local_names
+        mods = mods - escaping
         head = parts.get("head", entry)
         cells = always_live & must_in[entry]
         stmt._d2s_anno = Anno(live_in=live_in[head] | live_in[entry] | cells,
                               live_out=live_in[parts["join"]] | cells,
                               defined=must_in[entry], maybe_defined=may_in[entry],
-                              mods=mods, composites=comps)
+                              mods=mods, composites=comps, escaping=escaping)
     return g
 
 
 def analyze(tree, always_live=frozenset()):
-    """Annotate the compound statements of every function in ``tree`` (nested ones too)."""
+    """Annotate the compound statements of every function in ``tree`` (nested ones too). The
+    functions the converter generated share the scope of the function they were carved from."""
     for node in gast.walk(tree):
-        if isinstance(node, gast.FunctionDef):
-            analyze_function(node, always_live)
+        if isinstance(node, gast.FunctionDef) and not getattr(node, "_d2s_generated", False):
+            names = activity.bound_names(node)
+            analyze_function(node, names, always_live)
+            for sub in gast.walk(node):
+                if isinstance(sub, gast.FunctionDef) and getattr(sub, "_d2s_generated", False):
+                    analyze_function(sub, names, always_live)
     return tree
 
 

@@ -17,10 +17,29 @@ list_pop       L -> L', x                     ``L[:-1], L[-1]`` (error on an emp
 list_get       L, i -> x                      ``L[i]`` (``i`` a 0-d int tensor, may be < 0)
 list_len       L -> n                         ``len(L)`` as a 0-d int64 tensor
 list_stack     L -> T                         the elements stacked along a new axis 0
+list_index_check  ok ->                       raise IndexError unless ok (an effect op)
 =============  =============================  ==========================================
 """
 from .registry import ShapeError, TensorType, defop
 from .rules import fmt_shape
+
+
+class ProgramIndexError(IndexError):
+    """A tensor list op met an empty list or an index out of range while a program ran: the
+    ``IndexError`` Python's list would raise (the executor passes it through unwrapped)."""
+
+
+def _no_outputs(*types, **attrs):
+    return ()
+
+
+@defop("list_index_check", _no_outputs, n_out=0, effect=True)
+def _list_index_check(xp, ok, message="list index out of range", where=""):
+    """Raise the ``IndexError`` a Python list would (``message``, at the user's ``where``)
+    unless ``ok`` holds: the branch or loop that reads a too-short Python list runs."""
+    if not bool(xp.all(ok)):
+        raise ProgramIndexError(f"{message} (at {where})" if where else message)
+    return ()
 
 
 def list_type(elem):
@@ -68,7 +87,7 @@ def _pop_infer(lst):
 @defop("list_pop", _pop_infer, n_out=2)
 def _list_pop(xp, lst):
     if lst.shape[0] == 0:
-        raise IndexError("list_pop: pop from an empty tensor list")
+        raise ProgramIndexError("pop from empty list")
     return lst[:-1], lst[-1]
 
 
@@ -84,7 +103,7 @@ def _list_get(xp, lst, i):
     n = lst.shape[0]
     k = int(i)
     if not -n <= k < n:
-        raise IndexError(f"list_get: index {k} is out of range for a tensor list of length {n}")
+        raise ProgramIndexError(f"list index out of range (index {k}, length {n})")
     return lst[k]
 
 

@@ -1,0 +1,74 @@
+"""``xs[i]`` and ``xs[i] = v`` in converted code: a Python list or tuple indexed by a symbolic
+tensor (a loop index inside a tensor loop) is read by stacking its elements and written by
+selecting, element by element, between the new value and the old one. Anything else is
+plain Python indexing."""
+from ..tensor import Tensor, tensor
+from .errors import at_user_line
+from .values import is_symbolic
+
+_NUMBER = (bool, int, float)
+
+
+def getitem(obj, index):
+    """``obj[index]``."""
+    if type(obj) in (list, tuple) and is_symbolic(index):
+        from ..dispatch import apply
+        if index.ndim != 0 or not index.dtype.startswith("int"):
+            raise at_user_line(f"list indices must be integers, not a {index.dtype} tensor of shape "
+                               f"{tuple(index.shape)}", TypeError)
+        # list_get: an index out of range raises IndexError when the program runs, as Python does
+        return apply("list_get", _stacked(obj, "read"), index)
+    return obj[index]
+
+
+def setitem(obj, index, value):
+    """``obj[index] = value``."""
+    if type(obj) is list and is_symbolic(index):
+        _select_into(obj, index, value)
+        return
+    obj[index] = value
+
+
+def _stacked(items, what):
+    """The elements of a Python list as one tensor (they must share dtype and shape)."""
+    from .. import ops
+    items = list(items)
+    if not items:
+        raise at_user_line(f"list index out of range (a tensor index {what}s an empty list)", IndexError)
+    if all(isinstance(e, _NUMBER) for e in items):
+        return tensor(items)
+    if not all(isinstance(e, Tensor) or isinstance(e, _NUMBER) for e in items):
+        kinds = sorted({type(e).__name__ for e in items if not isinstance(e, (Tensor,) + _NUMBER)})
+        raise at_user_line(f"a Python list holding {', '.join(kinds)} values cannot be {what} at a tensor "
+                           "index (a position known only when the program runs); only lists of tensors of "
+                           "one dtype and shape, or of numbers, can", TypeError)
+    like = next(e for e in items if isinstance(e, Tensor))
+    parts = [e if isinstance(e, Tensor) else tensor(e, dtype=str(like.dtype)) for e in items]
+    shapes = {tuple(d if isinstance(d, int) else None for d in p.shape) for p in parts}
+    if len({str(p.dtype) for p in parts}) > 1 or len({len(s) for s in shapes}) > 1:
+        raise at_user_line(f"the elements of a Python list {what} at a tensor index must share one dtype and "
+                           f"shape (they become one stacked tensor), got "
+                           f"{sorted({f'{p.dtype}{tuple(p.shape)}' for p in parts})}", TypeError)
+    return ops.stack(parts, 0)
+
+
+def _select_into(lst, index, value):
+    """``lst[index] = value`` for a symbolic ``index``: every element becomes
+    ``where(index == j, value, lst[j])``."""
+    from .. import ops
+    from ..dispatch import apply
+    n = len(lst)
+    _stacked(lst + [value], "written")  # checks that the value fits with the elements
+    if index.ndim != 0 or not index.dtype.startswith("int"):
+        raise at_user_line(f"list indices must be integers, not a {index.dtype} tensor of shape "
+                           f"{tuple(index.shape)}", TypeError)
+    # the position counted from the start; an index out of range raises IndexError when the
+    # program runs, as Python's list assignment does
+    k = apply("list_get", tensor(list(range(n)), dtype="int64"), index) if n else None
+    if k is None:
+        raise at_user_line("list assignment index out of range (the list is empty)", IndexError)
+    for j, old in enumerate(lst):
+        new = ops.where(ops.eq(k, j), value, old)
+        if isinstance(old, Tensor) and new.dtype != old.dtype:
+            new = ops.cast(new, str(old.dtype))
+        lst[j] = new

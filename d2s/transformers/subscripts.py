@@ -1,0 +1,56 @@
+"""Lowers subscripts with a computed index, `xs[i]` and `xs[i] = v`, to `_jst.getitem(xs, i)`
+and `_jst.setitem(xs, i, v)`, so a Python list can be read and written at a tensor position
+(a loop index inside a tensor loop). Constant indexes, slices and tuples of indexes stay as
+written: they never meet a symbolic position in a Python list."""
+import copy
+
+import gast
+
+from . import gast_compat as gc
+from .base import Transformer, copy_location, jst
+
+
+def _computed(index):
+    """Whether ``index`` (a subscript's slice) is a single index computed at run time."""
+    if isinstance(index, (gast.Constant, gast.Slice, gast.Tuple)):
+        return False
+    if isinstance(index, gast.UnaryOp) and isinstance(index.operand, gast.Constant):
+        return False
+    return True
+
+
+class Subscripts(Transformer):
+    def visit_Subscript(self, node):
+        node = self.generic_visit(node)
+        if not isinstance(node.ctx, gast.Load) or not _computed(node.slice):
+            return node
+        return gast.copy_location(gc.call(jst("getitem"), [node.value, node.slice]), node)
+
+    def visit_Assign(self, node):
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if not isinstance(target, gast.Subscript) or not _computed(target.slice):
+            return self.generic_visit(node)
+        value = self.visit(node.value)
+        obj, index = self.visit(_loaded(target.value)), self.visit(target.slice)
+        call = gc.call(jst("setitem"), [obj, index, value])
+        return copy_location([gc.expr_stmt(call)], node)
+
+    def visit_AugAssign(self, node):
+        target = node.target
+        if not (isinstance(target, gast.Subscript) and _computed(target.slice)
+                and isinstance(target.value, gast.Name) and isinstance(target.slice, gast.Name)):
+            return self.generic_visit(node)
+        # `xs[i] += v` reads and writes the same position; both names are evaluated twice,
+        # which is safe because they are plain names
+        obj, index = _loaded(target.value), target.slice
+        current = gc.call(jst("getitem"), [copy.deepcopy(obj), copy.deepcopy(index)])
+        value = gast.BinOp(left=current, op=node.op, right=self.visit(node.value))
+        call = gc.call(jst("setitem"), [obj, index, value])
+        return copy_location([gc.expr_stmt(call)], node)
+
+
+def _loaded(node):
+    node = copy.deepcopy(node)
+    if hasattr(node, "ctx"):
+        node.ctx = gast.Load()
+    return node
