@@ -42,22 +42,10 @@ KNOWN_FAILING = {
     "scalars.item_in_python_logic": ".item() of a symbolic tensor gives a Tensor; round() then fails with a "
                                     "TypeError that names no line",
     # lists in tensor loops
-    "containers.append_in_tensor_loop_return_list": _LIST + "the internal TensorArray object is returned instead of a list",
-    "containers.list_concat_in_tensor_loop": _LIST + "s = s + [t] raises TypeError naming 'TensorArray'",
     "containers.list_extend_in_loop": _LIST + ".extend raises AttributeError naming 'TensorArray'",
-    "containers.iterate_list_built_in_tensor_loop": _LIST + "for v in a list appended in a tensor loop hangs",
-    "containers.list_literal_with_conditional": _LIST + "l = [x[0]] if pred else []; list(l) hangs",
     "containers.pop_inside_tensor_if_inside_loop": _LIST + "pop in a tensor if in a tensor loop: internal KeyError 'var ... is not defined in this program'",
-    "containers.list_index_assignment": _LIST + "buf[i] = ... with a tensor i in a tensor loop: SymbolicValueError",
-    "containers.python_list_read_with_tensor_index": _LIST + "reading a Python list with a tensor index in a tensor loop: SymbolicValueError",
-    "containers.dict_key_first_set_in_tensor_loop": "dict key first assigned in a tensor loop is refused (loop vars do not fit)",
     "containers.namedtuple_result": "namedtuples from the two branches of a tensor if are refused as different Python values",
     # control flow inside try/with, loop else clauses
-    "pythonic.try_except_around_tensor_if": _BLOCK + "a tensor if inside try is refused",
-    "pythonic.try_finally_counts": _BLOCK + "a tensor if inside try/finally is refused",
-    "pythonic.with_no_grad_tensor_if": _BLOCK + "a tensor if inside with is refused",
-    "pythonic.with_custom_context_manager": _BLOCK + "a tensor if inside with is refused",
-    "returns.return_inside_try_in_if": _BLOCK + "return inside try inside a Python if is refused",
     "returns.return_inside_with_in_tensor_if": _BLOCK + "return inside with inside a tensor if is refused",
     "loops.for_else_with_break": _BLOCK + "for ... else over a tensor is refused",
     "loops.for_else_without_break": _BLOCK + "for ... else over range(tensor) is refused",
@@ -70,9 +58,6 @@ KNOWN_FAILING = {
     # gradients
     # ops and APIs
     "ops.add_n_terms": _OP + "d2s.add_n",
-    "ops.concat_with_list_of_symbolic": "a list holding a symbolic scalar is not packed into a tensor (SymbolicValueError)",
-    "ops.tensor_of_symbolic_scalars": "d2s.tensor([n, n + 1]) of symbolic scalars raises SymbolicValueError",
-    "ops.zeros_with_tensor_shape": "d2s.zeros with a 1-D int tensor shape fails eagerly (ValueError) and in programs",
     # generators
     "pythonic.consumes_generator": "a generator helper is refused (`yield`) instead of running as Python",
     "pythonic.generator_inside_function": "a nested generator is refused (`yield`) instead of running as Python",
@@ -80,7 +65,6 @@ KNOWN_FAILING = {
     "closures.calls_decorated_helper": "SILENT: a helper wrapped by a decorator is called unwrapped (decorator dropped)",
     "closures.python_if_binds_list_then_loop_mutates": "a list bound in one branch of a Python if, then appended "
                                                        "in a tensor loop, is refused as undefined",
-    "closures.global_list_append": "a module-level list appended in a loop is treated as a local (UnboundLocalError)",
     "closures.method_on_helper_object": "a method setting an attribute inside a tensor if: internal KeyError "
                                         "'var ... is not defined in this program'",
     "modules.AttributeCounterModel": "SILENT: a Python attribute bumped in forward is read as the traced constant on "
