@@ -1,10 +1,11 @@
 """``to_static`` and ``not_to_static``: the decorators of the dynamic-to-static API."""
 import inspect
 
-from .static_function import StaticFunction
+from . import config
+from .static_function import SourceUnavailableError, StaticFunction
 
 
-def to_static(fn=None, *, input_spec=None):
+def to_static(fn=None, *, input_spec=None, fallback=True):
     """Run a function, method or ``nn.Module`` as static programs, converting its Python control
     flow on tensors into graph ops.
 
@@ -18,13 +19,17 @@ def to_static(fn=None, *, input_spec=None):
         input_spec: ``InputSpec``s for the positional arguments (``None`` dims are dynamic, so one
             program serves every size there); without it, one program per input signature
             (shapes, dtypes, Python argument values, training flag).
+        fallback: what to do when the source cannot be read (a lambda, REPL or ``exec`` code):
+            ``True`` (the default) runs the function eagerly with a warning; ``False`` raises
+            ``SourceUnavailableError``, as does ``d2s.jit.config.strict = True`` globally.
+            ``StaticFunction.is_static`` tells which one happens.
 
     Returns:
         A :class:`StaticFunction` (the module itself for a module); ``fn`` unchanged if it was
         marked with :func:`not_to_static`.
     """
     if fn is None:
-        return lambda f: to_static(f, input_spec=input_spec)
+        return lambda f: to_static(f, input_spec=input_spec, fallback=fallback)
     from ..nn.module import Module
     if isinstance(fn, Module):
         forward = fn.__dict__.get("forward") or type(fn).forward
@@ -34,26 +39,35 @@ def to_static(fn=None, *, input_spec=None):
             forward = forward._fn
         elif inspect.ismethod(forward):
             forward = forward.__func__
-        sf = StaticFunction(forward, input_spec=input_spec, instance=fn)
+        sf = StaticFunction(forward, input_spec=input_spec, instance=fn, fallback=fallback)
         object.__setattr__(fn, "forward", sf)
         return fn
     if isinstance(fn, StaticFunction):
-        if input_spec is None:
+        if input_spec is None and fallback == fn._fallback:
             return fn
-        return StaticFunction(fn._fn, input_spec=input_spec, instance=fn._instance, _conversion=fn._conversion)
+        return StaticFunction(fn._fn, input_spec=input_spec if input_spec is not None else fn._input_spec,
+                              instance=fn._instance, _conversion=fn._conversion, fallback=fallback)
     if getattr(fn, "__d2s_not_to_static__", False):
         return fn
     if inspect.ismethod(fn):
-        return StaticFunction(fn.__func__, input_spec=input_spec, instance=fn.__self__)
+        return StaticFunction(fn.__func__, input_spec=input_spec, instance=fn.__self__, fallback=fallback)
     if not callable(fn):
         raise TypeError(f"to_static expects a function, a method or an nn.Module, got {type(fn).__name__}")
     if not inspect.isfunction(fn):
         call = getattr(type(fn), "__call__", None)
         if inspect.isfunction(call):  # a callable object: convert its __call__, bound to it
-            return StaticFunction(call, input_spec=input_spec, instance=fn)
+            return StaticFunction(call, input_spec=input_spec, instance=fn, fallback=fallback)
         raise TypeError(f"to_static cannot convert {fn!r}: it is not a Python function (builtins and "
                         "C functions have no source to convert)")
-    return StaticFunction(fn, input_spec=input_spec)
+    sf = StaticFunction(fn, input_spec=input_spec, fallback=fallback)
+    if not fallback or config.strict:
+        try:
+            sf._converted()  # refuse now, where the user asked for a program, not at the first call
+        except SourceUnavailableError:
+            raise
+        except Exception:  # noqa: BLE001 - other conversion errors surface at the first call, as usual
+            pass
+    return sf
 
 
 def not_to_static(fn):

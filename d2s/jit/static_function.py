@@ -14,9 +14,10 @@ import weakref
 
 from .._state import STATE
 from ..autograd import enable_grad
+from ..autograd.engine import SymbolicInputNeedsGrad
 from ..static.builder import ProgramBuilder, _flatten
 from ..static.input_spec import InputSpec
-from . import linemap
+from . import config, linemap
 from .cache import ProgramCache, replace_kwargs, replace_leaves, signature
 from .concrete import _CELL, ConcreteProgram
 
@@ -36,19 +37,29 @@ def to_static_enabled():
 class _Conversion:
     """The converted form of one Python function, shared by every binding of it."""
 
-    __slots__ = ("fn", "code", "converted", "eager_only", "error")
+    __slots__ = ("fn", "code", "converted", "eager_only", "error", "warned")
 
     def __init__(self, fn):
         self.fn = fn
         self.code = None
         self.converted = None
         self.eager_only = False
-        self.error = None
+        self.error = None  # why the source could not be converted (a SourceUnavailable)
+        self.warned = False
 
-    def get(self):
-        """The converted function (converting on first use), or None to run eagerly."""
-        if self.converted is not None or self.eager_only:
+    def get(self, fallback=True):
+        """The converted function (converting on first use), or None to run eagerly.
+
+        With ``fallback=False`` (or ``d2s.jit.config.strict``), a function whose source cannot
+        be read raises instead of running eagerly: a caller who believes they run a program
+        must not be measuring eager code.
+        """
+        if self.converted is not None:
             return self.converted
+        if self.eager_only:
+            if self.error is not None:
+                self._refuse_or_warn(fallback)
+            return None
         fn = self.fn
         if getattr(fn, "__d2s_not_to_static__", False):
             self.eager_only = True
@@ -61,24 +72,59 @@ class _Conversion:
             self.converted = fn
             self.code = _source(fn)
             return fn
+        if getattr(fn, "__d2s_transform__", None) is not None:
+            return self._convert_transform(fn)
         try:
             cf = convert_function(fn)
         except SourceUnavailable as e:
-            warnings.warn(f"d2s.jit.to_static: the source of {getattr(fn, '__qualname__', fn)} is not available "
-                          f"({e}); it runs eagerly instead (define it in a file to convert it)",
-                          UserWarning, stacklevel=4)
             self.eager_only = True
+            self.error = e
+            self._refuse_or_warn(fallback)
             return None
         self.converted = cf.fn
         self.code = getattr(cf, "code", None)
         _register_linemap(fn, cf)
         return self.converted
 
+    def _convert_transform(self, fn):
+        """``to_static(d2s.func.grad(g))``: the transform runs inside the program around the
+        converted ``g`` (its ``.code`` is ``g``'s converted source)."""
+        from ..convert.call import convert_transform
+        inner = fn
+        while getattr(inner, "__d2s_transform__", None) is not None:
+            inner = inner.__d2s_transform_of__
+        self.converted = convert_transform(fn)
+        try:
+            from ..transformers import convert_function
+            self.code = convert_function(inner).code
+        except Exception:  # noqa: BLE001 - g runs unconverted (a lambda): no converted code to show
+            self.code = _source(inner)
+        return self.converted
+
+    def _refuse_or_warn(self, fallback):
+        name = getattr(self.fn, "__qualname__", self.fn)
+        if not fallback or config.strict:
+            why = "fallback=False" if not fallback else "d2s.jit.config.strict is set"
+            raise SourceUnavailableError(
+                f"d2s.jit.to_static: the source of {name} is not available ({self.error}), and {why}, "
+                "so it cannot run as a program: define it with `def` in a file, or pass "
+                "fallback=True to run it eagerly") from None
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"d2s.jit.to_static: the source of {name} is not available "
+                          f"({self.error}); it runs eagerly instead (define it in a file to convert it, "
+                          "or pass fallback=False to make this an error)", UserWarning, stacklevel=5)
+
+
+class SourceUnavailableError(RuntimeError):
+    """``to_static(fn, fallback=False)`` (or ``d2s.jit.config.strict``) on a function whose
+    source cannot be read: it would otherwise run eagerly."""
+
 
 def _source(fn):
     try:
         import textwrap
-        return textwrap.dedent(inspect.getsource(fn))
+        return textwrap.dedent(inspect.getsource(getattr(fn, "__code__", fn)))
     except (OSError, TypeError):
         return None
 
@@ -88,7 +134,7 @@ def _register_linemap(fn, cf):
     if code is None:
         return
     try:
-        original = inspect.getsourcefile(fn)
+        original = inspect.getsourcefile(getattr(fn, "__code__", fn))
     except TypeError:
         original = None
     if not linemap.is_generated(code.co_filename) and code.co_filename != original:
@@ -104,8 +150,9 @@ class StaticFunction:
         programs: the cached Programs, in the order they were built.
     """
 
-    def __init__(self, fn, input_spec=None, instance=None, _conversion=None):
+    def __init__(self, fn, input_spec=None, instance=None, _conversion=None, fallback=True):
         self._fn = fn
+        self._fallback = fallback
         self._instance = instance
         self._input_spec = _normalize_specs(input_spec)
         self._conversion = _conversion or _Conversion(fn)
@@ -124,7 +171,7 @@ class StaticFunction:
         except TypeError:
             sf = self._bound_by_id.get(id(instance))
         if sf is None:
-            sf = StaticFunction(self._fn, self._input_spec, instance, self._conversion)
+            sf = StaticFunction(self._fn, self._input_spec, instance, self._conversion, self._fallback)
             try:
                 self._bound[instance] = sf
             except TypeError:
@@ -139,8 +186,17 @@ class StaticFunction:
         return self._fn
 
     @property
+    def is_static(self):
+        """Whether calls run a static program (False: the function runs eagerly, because its
+        source cannot be read or conversion is switched off with ``enable_to_static(False)``)."""
+        return _ENABLED[0] and self._converted() is not None
+
+    def _converted(self):
+        return self._conversion.get(self._fallback)
+
+    @property
     def code(self):
-        self._conversion.get()
+        self._converted()
         if self._conversion.code is None:
             return _source(self._fn)
         return self._conversion.code
@@ -173,13 +229,22 @@ class StaticFunction:
         # the function and its conversion are shared, as functions are not copied
         import copy
         instance = copy.deepcopy(self._instance, memo) if self._instance is not None else None
-        return StaticFunction(self._fn, self._input_spec, instance, self._conversion)
+        return StaticFunction(self._fn, self._input_spec, instance, self._conversion, self._fallback)
 
     def __copy__(self):
-        return StaticFunction(self._fn, self._input_spec, self._instance, self._conversion)
+        return StaticFunction(self._fn, self._input_spec, self._instance, self._conversion, self._fallback)
 
     def __repr__(self):
-        return f"<StaticFunction {getattr(self._fn, '__qualname__', self._fn)} ({len(self._cache)} programs)>"
+        conv = self._conversion
+        if not _ENABLED[0]:
+            mode = "eager: to_static disabled"
+        elif conv.eager_only:
+            mode = "eager: source unavailable" if conv.error is not None else "eager"
+        elif conv.converted is None:
+            mode = "not converted yet"
+        else:
+            mode = "static"
+        return f"<StaticFunction {getattr(self._fn, '__qualname__', self._fn)} ({mode}, {len(self._cache)} programs)>"
 
     # ------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
@@ -194,7 +259,7 @@ class StaticFunction:
             self._cache.clear()
             entry = None
         if entry is None:
-            if self._conversion.get() is None:
+            if self._converted() is None:
                 return self.eager(*args, **kwargs)
             entry = self._miss(key, args, kwargs)
         return entry.run(leaves)
@@ -203,7 +268,7 @@ class StaticFunction:
         """Inside another program being built: inline the converted function into it. Under a
         tracer, or with conversion off: run the original function eagerly."""
         if STATE.builder is not None and _ENABLED[0]:
-            conv = self._conversion.get()
+            conv = self._converted()
             if conv is not None:
                 if self._instance is not None:
                     return conv(self._instance, *args, **kwargs)
@@ -231,7 +296,7 @@ class StaticFunction:
         return entry, key
 
     def _build(self, args, kwargs, leaf_types):
-        conv = self._conversion.get()
+        conv = self._converted()
         if conv is None:
             raise RuntimeError(f"{self._fn.__qualname__} cannot be converted (its source is unavailable), "
                                "so it has no program; it runs eagerly")
@@ -263,11 +328,23 @@ class StaticFunction:
                 leaves.extend(w.tensors)
             return sym, leaves, rebuild, out, writes
 
-        builder = ProgramBuilder(device)
-        builder.forward_only = True  # grad mode on, so the user's no_grad() regions show
-        with builder, enable_grad():
-            _, out_leaves, rebuild, out, writes = trace_into(builder)
-            outputs = [builder.var_of(t) for t in out_leaves]
+        def build(grad_inputs):
+            builder = ProgramBuilder(device)
+            builder.forward_only = True  # grad mode on, so the user's no_grad() regions show
+            builder.grad_inputs = grad_inputs
+            mask = None
+            if grad_inputs:  # inputs record autograd nodes where the caller's tensors require grad
+                mask = [bool(t.requires_grad) for t in signature(self._head(), args, kwargs)[1]]
+            with builder, enable_grad():
+                _, out_leaves, rebuild, out, writes = trace_into(builder, mask)
+                outputs = [builder.var_of(t) for t in out_leaves]
+            return builder, out_leaves, rebuild, out, writes, outputs
+
+        try:
+            builder, out_leaves, rebuild, out, writes, outputs = build(False)
+        except SymbolicInputNeedsGrad:
+            # the function calls d2s.grad on its inputs or params: build again with them recording
+            builder, out_leaves, rebuild, out, writes, outputs = build(True)
         program = builder.program
         program.name = name
         program.outputs = outputs

@@ -79,8 +79,10 @@ def _convert_module():
 
 def _parse(fn):
     try:
-        lines, start = inspect.getsourcelines(fn)
-        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        # the code object, not the function: inspect would follow a functools.wraps wrapper's
+        # __wrapped__ to the inner function and drop the wrapper's own code
+        lines, start = inspect.getsourcelines(fn.__code__)
+        filename = inspect.getsourcefile(fn.__code__) or fn.__code__.co_filename
     except (OSError, TypeError) as e:
         raise SourceUnavailable(f"cannot read the source of {getattr(fn, '__qualname__', fn)!r}: {e}") from None
     source = textwrap.dedent("".join(lines))
