@@ -14,12 +14,17 @@ GRAD_RULES = {}
 NONDIFF = set()  # ops whose outputs carry no gradient (comparisons, argmax, random draws, ...)
 
 
+USES_OUTPUTS = set()  # ops whose gradient rule reads the op's outputs (exp, tanh, ...)
+
+
 def defgrad(*names):
     """Register the decorated function as the gradient rule of ops ``names``."""
 
     def deco(rule):
         for n in names:
             GRAD_RULES[n] = rule
+            if "outputs" in rule.__code__.co_names:  # reads ctx.outputs: an in-place change spoils it
+                USES_OUTPUTS.add(n)
         return rule
 
     return deco
@@ -46,7 +51,7 @@ class Node:
     """One recorded op in the autograd graph (``t.grad_fn``)."""
 
     __slots__ = ("op", "rule", "inputs", "outputs", "attrs", "next_functions", "pre_hooks",
-                 "retained", "freed", "versions", "__weakref__")
+                 "retained", "freed", "versions", "out_versions", "__weakref__")
 
     def name(self):
         # reduce_sum -> SumBackward0, as PyTorch names it
@@ -78,9 +83,20 @@ class Node:
         skip = SHAPE_ONLY.get(self.op, ())
         for i, (t, v) in enumerate(zip(self.inputs, self.versions)):
             if v is not None and t._version != v and i not in skip:
-                raise RuntimeError(
-                    f"{self.name()}: one of the tensors it needs for the gradient was modified in place "
-                    f"(t[idx] = v) after it was used; write to a copy (t = t.clone()) before assigning")
+                raise self._modified_error(t, f"input {i}", v)
+        if self.op in USES_OUTPUTS and self.outputs is not None:
+            expected = getattr(self, "out_versions", None)
+            for i, o in enumerate(self.outputs):
+                v = expected[i] if expected is not None else 0
+                if o._version != v:
+                    raise self._modified_error(o, f"output {i}", v)
+
+    def _modified_error(self, t, which, expected):
+        return RuntimeError(
+            f"one of the variables needed for gradient computation has been modified by an inplace "
+            f"operation: a {t.dtype} tensor of shape {list(t.shape)}, which is {which} of {self.name()}, "
+            f"is at version {t._version}; expected version {expected} instead. It was modified in place "
+            "(t[idx] = v, t += v, t.add_(v), ...) after it was used; modify a copy (t = t.clone()) instead")
 
     def add_pre_hook(self, idx, fn):
         if self.pre_hooks is None:
@@ -172,6 +188,7 @@ def record(opdef, inputs, attrs, outputs):
     node.attrs = attrs
     node.next_functions = tuple(edges)
     node.versions = tuple(versions)
+    node.out_versions = None
     node.pre_hooks = None
     node.retained = None
     node.freed = False

@@ -367,15 +367,21 @@ class _StateWrite:
     ``self.last_h = h``: the program returns those tensors as extra outputs and each call
     assigns their values to the attribute, as eager execution would."""
 
-    __slots__ = ("module", "name", "tensors", "rebuild", "start", "container")
+    __slots__ = ("module", "name", "tensors", "rebuild", "start", "container", "buffer")
 
-    def __init__(self, module, name, value, container):
+    def __init__(self, module, name, value, container, buffer=None):
         self.module, self.name, self.container = module, name, container
         self.tensors, self.rebuild = _flatten(value)
         self.start = 0
+        self.buffer = buffer  # a buffer updated in place (self.buf.add_(v)): written into its array
 
     def apply(self, outputs):
         value = self.rebuild(outputs[self.start:self.start + len(self.tensors)])
+        if self.buffer is not None:
+            from ..autograd import no_grad
+            with no_grad():
+                self.buffer.copy_(value)
+            return
         c = self.container
         if c is not None and type(c) is type(value) and isinstance(c, (list, dict)):
             if isinstance(c, list):
@@ -418,6 +424,12 @@ def _holds_symbolic(v, depth=0):
 
 
 def _restore_symbolic_writes(snapshot):
+    from ..inplace import BUFFER_UPDATES
+    from ..tensor import Tensor
+    return _restore_writes(snapshot, BUFFER_UPDATES, Tensor)
+
+
+def _restore_writes(snapshot, BUFFER_UPDATES, Tensor):
     """Undo the attribute writes of a trace that left symbolic tensors on a module (they mean
     nothing once the build ends) and return them as ``_StateWrite``s; other writes stay."""
     if not snapshot:
@@ -431,8 +443,11 @@ def _restore_symbolic_writes(snapshot):
                 continue
             before = attrs.get(k, _MISSING)
             container = before if before is v and k in contents else None
+            buffer = regs.get("_buffers", {}).get(k)
+            if buffer is None or not (isinstance(v, Tensor) and BUFFER_UPDATES.get(id(v)) is v):
+                buffer = None
             writes.append(_StateWrite(m, k, v if container is None else
-                                      (list(v) if type(v) is list else dict(v)), container))
+                                      (list(v) if type(v) is list else dict(v)), container, buffer))
             if container is not None:  # mutated in place (xs.append(h)): put the contents back
                 if type(v) is list:
                     v[:] = contents[k]

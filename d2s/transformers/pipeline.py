@@ -17,6 +17,7 @@ from .continue_statements import ContinueStatements
 from .errors import ConversionError, SourceUnavailable
 from .for_loops import ForLoops
 from .if_statements import IfStatements
+from .inplace_calls import InplaceCalls
 from .logical_expressions import LogicalExpressions
 from .naming import Namer
 from .return_statements import ReturnStatements
@@ -38,6 +39,9 @@ PIPELINE = [
     (BreakStatements, False),
     # assert becomes a call before loops and ifs carve the body into functions.
     (AssertStatements, False),
+    # in-place updates (x.add_(v), self.buf += v) assign their target before loops and ifs
+    # carve the body into functions, so the name analysis carries the new values out of them.
+    (InplaceCalls, False),
     # Loops before ifs: the flags' guards (`if not break_`) must be inside the loop bodies'
     # functions when the if pass runs, and a loop's carried names are those of the original
     # body. for before while: both post-order, each re-analyzed, so either order is correct.
