@@ -23,6 +23,7 @@ _LAZY = {
     "TracerWarning": ("d2s.trace", "TracerWarning"),
     "TraceGuardError": ("d2s.trace", "TraceGuardError"),
     "TraceCheckError": ("d2s.trace", "TraceCheckError"),
+    "UnrollWarning": ("d2s.convert.loops", "UnrollWarning"),
     "save": ("d2s.jit.save_load", "save"),
     "load": ("d2s.jit.save_load", "load"),
 }

@@ -12,6 +12,8 @@ import types
 import warnings
 import weakref
 
+from d2s_runtime.gc_pause import paused_gc
+
 from .._state import STATE
 from ..autograd import enable_grad
 from ..autograd.engine import SymbolicInputNeedsGrad
@@ -335,7 +337,7 @@ class StaticFunction:
             mask = None
             if grad_inputs:  # inputs record autograd nodes where the caller's tensors require grad
                 mask = [bool(t.requires_grad) for t in signature(self._head(), args, kwargs)[1]]
-            with builder, enable_grad():
+            with builder, enable_grad(), paused_gc():  # see d2s_runtime/gc_pause.py
                 _, out_leaves, rebuild, out, writes = trace_into(builder, mask)
                 outputs = [builder.var_of(t) for t in out_leaves]
             return builder, out_leaves, rebuild, out, writes, outputs
