@@ -149,6 +149,8 @@ def _rebind(t, name, what, args, kwargs):
     b = STATE.builder
     if b is not None:
         _refuse_outside_values(b, t, what)
+    elif STATE.tracer is not None and t._data is not None:
+        _refuse_traced_inputs(STATE.tracer, t, what)
     if t._data is not None:
         src = Tensor._make(t._data, t._var)  # a tracer sees the old value under its own object
         src.requires_grad, src.grad_fn, src._out_idx = t.requires_grad, t.grad_fn, t._out_idx
@@ -176,6 +178,17 @@ def _rebind(t, name, what, args, kwargs):
 
 def _static_shape(t):
     return tuple(t._data.shape) if t._data is not None else tuple(t._var.type.shape)
+
+
+def _refuse_traced_inputs(tracer, t, what):
+    name = tracer.vars.get(id(t._data))
+    is_input = name is not None and name in tracer.program.inputs
+    if is_input or t.requires_grad or getattr(t, "_d2s_parameter", False):
+        kind = "an input" if is_input else "a parameter or buffer"
+        raise RuntimeError(
+            f"{what} under d2s.jit.trace: in-place update of {kind} of the traced function; the "
+            "traced program cannot write into the caller's tensors. Assign a new value instead "
+            "(x = x + v) and return it if the caller needs it")
 
 
 def _refuse_outside_values(b, t, what):

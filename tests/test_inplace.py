@@ -278,3 +278,24 @@ class WritesParameter(nn.Module):
 def test_in_place_on_a_parameter_is_refused():
     with pytest.raises(RuntimeError, match="in-place update of a parameter"):
         d2s.jit.to_static(WritesParameter())(d2s.ones(1, 2))
+
+
+def traced_updates(x):
+    y = x * 2.0
+    y.add_(1.0)
+    y *= x
+    z = y.clone()
+    z.clamp_(max=5.0)
+    return y, z
+
+
+def test_traced_in_place_updates_equal_eager():
+    tf = d2s.jit.trace(traced_updates, (d2s.tensor(VALUES[0]),))
+    for v in VALUES:
+        for e, s in zip(traced_updates(d2s.tensor(v)), tf(d2s.tensor(v))):
+            np.testing.assert_allclose(s.numpy(), e.numpy(), rtol=1e-6)
+
+
+def test_traced_in_place_on_an_input_is_refused():
+    with pytest.raises(RuntimeError, match="an input of the traced function"):
+        d2s.jit.trace(writes_input_method, (d2s.ones(2),))

@@ -174,3 +174,12 @@ def test_d2s_grad_of_parameters_inside_module():
     np.testing.assert_allclose(static.numpy(), eager.numpy(), rtol=1e-5)
     static.backward()
     np.testing.assert_allclose(m.fc.weight.grad.numpy(), g_eager, rtol=1e-4)
+
+
+def test_d2s_grad_program_follows_the_callers_requires_grad():
+    sf = d2s.jit.to_static(grad_of_input)
+    x = INPUTS[0]
+    np.testing.assert_allclose(sf(_x(x, True)).numpy(), grad_of_input(_x(x, True)).numpy(), rtol=1e-5)
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        sf(_x(x))  # eager raises here too; the cached program must not answer instead
+    np.testing.assert_allclose(sf(_x(x, True)).numpy(), grad_of_input(_x(x, True)).numpy(), rtol=1e-5)

@@ -264,6 +264,10 @@ class StaticFunction:
             if self._converted() is None:
                 return self.eager(*args, **kwargs)
             entry = self._miss(key, args, kwargs)
+        if entry.grad_mask is not None and entry.grad_mask != tuple(bool(t.requires_grad) for t in leaves):
+            # built for another requires_grad pattern: d2s.grad inside must see this one
+            # (eager raises for an input that does not require grad): a one-off program
+            return self._build(args, kwargs, self._entry_types(args, kwargs)).run(leaves)
         return entry.run(leaves)
 
     def _call_unbuilt(self, args, kwargs):
@@ -286,6 +290,11 @@ class StaticFunction:
         entry = self._entry(args, kwargs, specs=self._input_spec)[0]
         self._cache.alias(key, entry)
         return entry
+
+    def _entry_types(self, args, kwargs):
+        types_ = []
+        signature(self._head(), args, kwargs, self._input_spec, types_)
+        return types_
 
     def _entry(self, args, kwargs, specs=None):
         """(ConcreteProgram, its signature) for a call, building the program if needed."""
@@ -342,11 +351,13 @@ class StaticFunction:
                 outputs = [builder.var_of(t) for t in out_leaves]
             return builder, out_leaves, rebuild, out, writes, outputs
 
+        grad_mask = None
         try:
             builder, out_leaves, rebuild, out, writes, outputs = build(False)
         except SymbolicInputNeedsGrad:
             # the function calls d2s.grad on its inputs or params: build again with them recording
             builder, out_leaves, rebuild, out, writes, outputs = build(True)
+            grad_mask = tuple(bool(t.requires_grad) for t in signature(self._head(), args, kwargs)[1])
         program = builder.program
         program.name = name
         program.outputs = outputs
@@ -361,6 +372,7 @@ class StaticFunction:
         entry = ConcreteProgram(program, builder.param_tensors, rebuild, single, retrace, device,
                                 writes=writes)
         entry.param_refs = _param_refs(self._fn, instance, entry.param_tensors)
+        entry.grad_mask = grad_mask
         return entry
 
 
