@@ -299,3 +299,17 @@ def test_traced_in_place_updates_equal_eager():
 def test_traced_in_place_on_an_input_is_refused():
     with pytest.raises(RuntimeError, match="an input of the traced function"):
         d2s.jit.trace(writes_input_method, (d2s.ones(2),))
+
+
+def test_updating_a_parameter_seen_through_a_view_raises():
+    """x @ W.T saves the transpose, a view of W: an optimizer step on W before backward must
+    not silently give the gradient for the new W (PyTorch's views share the version counter)."""
+    d2s.manual_seed(0)
+    lin = nn.Linear(3, 2)
+    opt = optim.SGD(lin.parameters(), lr=0.1)
+    x = d2s.randn(4, 3, requires_grad=True)
+    lin(x).sum().backward()
+    out = lin(x).sum()
+    opt.step()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
