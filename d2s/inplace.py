@@ -96,6 +96,10 @@ def _update(t, name, args, kwargs):
             f"{what}: a leaf tensor that requires grad is being used in an in-place operation; "
             "update it under `with d2s.no_grad():` (as an optimizer step does) or work on a copy "
             "(t = t.clone())")
+    if STATE.grad_enabled and t.requires_grad and _views_a_leaf_requiring_grad(t):
+        raise RuntimeError(
+            f"{what}: a view of a leaf tensor that requires grad (W.T, W[0], W.reshape(...)) is being "
+            "used in an in-place operation; update the leaf itself under `with d2s.no_grad():`")
     if t._data is None or STATE.hooked:
         return _rebind(t, name, what, args, kwargs)
     others = tuple(args) + tuple(kwargs.values())
@@ -112,6 +116,15 @@ def _update(t, name, args, kwargs):
     _bump(t)
     _take_history(t, out)
     return t
+
+
+def _views_a_leaf_requiring_grad(t):
+    base = getattr(t, "_base", None)
+    while base is not None:
+        if base.requires_grad and base.grad_fn is None:
+            return True
+        base = getattr(base, "_base", None)
+    return False
 
 
 def _take_history(t, out):

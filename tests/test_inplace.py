@@ -313,3 +313,13 @@ def test_updating_a_parameter_seen_through_a_view_raises():
     opt.step()
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.backward()
+
+
+def test_in_place_on_a_view_of_a_leaf_requiring_grad_is_refused():
+    w = d2s.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    with pytest.raises(RuntimeError, match="view of a leaf tensor"):
+        w.T.add_(1.0)
+    np.testing.assert_allclose(w.detach().numpy(), [[1.0, 2.0], [3.0, 4.0]])
+    d = w.detach()
+    d.add_(1.0)  # a detached tensor may change (and w with it, as in PyTorch)
+    np.testing.assert_allclose(w.detach().numpy(), [[2.0, 3.0], [4.0, 5.0]])

@@ -17,8 +17,10 @@ from d2s_runtime.gc_pause import paused_gc
 from .._state import STATE
 from ..autograd import enable_grad
 from ..autograd.engine import SymbolicInputNeedsGrad
+from ..inplace import BUFFER_UPDATES
 from ..static.builder import ProgramBuilder, _flatten
 from ..static.input_spec import InputSpec
+from ..tensor import Tensor as _Tensor
 from . import config, linemap
 from .cache import ProgramCache, replace_kwargs, replace_leaves, signature
 from .concrete import _CELL, ConcreteProgram
@@ -438,12 +440,6 @@ def _holds_symbolic(v, depth=0):
 
 
 def _restore_symbolic_writes(snapshot):
-    from ..inplace import BUFFER_UPDATES
-    from ..tensor import Tensor
-    return _restore_writes(snapshot, BUFFER_UPDATES, Tensor)
-
-
-def _restore_writes(snapshot, BUFFER_UPDATES, Tensor):
     """Undo the attribute writes of a trace that left symbolic tensors on a module (they mean
     nothing once the build ends) and return them as ``_StateWrite``s; other writes stay."""
     if not snapshot:
@@ -458,7 +454,7 @@ def _restore_writes(snapshot, BUFFER_UPDATES, Tensor):
             before = attrs.get(k, _MISSING)
             container = before if before is v and k in contents else None
             buffer = regs.get("_buffers", {}).get(k)
-            if buffer is None or not (isinstance(v, Tensor) and BUFFER_UPDATES.get(id(v)) is v):
+            if buffer is None or not (isinstance(v, _Tensor) and BUFFER_UPDATES.get(id(v)) is v):
                 buffer = None
             writes.append(_StateWrite(m, k, v if container is None else
                                       (list(v) if type(v) is list else dict(v)), container, buffer))
