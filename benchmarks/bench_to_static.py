@@ -248,6 +248,9 @@ def bench_build_scaling(sizes):
     for label, src, name, ops_per_iter in (("x = x * c + c", UNROLLED_SRC, "unrolled", 2),
                                            ("tensor if per iteration", UNROLLED_COND_SRC, "unrolled_cond", 7)):
         firsts, seconds, n_ops = [], [], []
+        warm = d2s.jit.to_static(fresh(src, name))  # imports and first-use caches, not timed
+        warm(d2s.ones(4), 3)
+        warm(d2s.ones(4), 3)
         for size in sizes:
             fn = fresh(src, name)
             sf = d2s.jit.to_static(fn)
