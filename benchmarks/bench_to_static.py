@@ -18,6 +18,9 @@
    time (the machine may be shared). A tensor `if` whose branches disagreed (a Python number
    against a tensor) used to trace both branches again, and with them every nested `if` with
    its own retries: exponential in the nesting depth.
+5. Build scaling: a Python loop unrolled into programs of about 1k, 10k and 100k ops (a plain
+   chain, and a tensor ``if`` per iteration); first and second call times and their slope
+   (time ~ ops^k; near-linear is k ~ 1). ``--scaling-only`` runs just this part.
 
 Timings are best-of-repeats; references are timed interleaved with d2s.
 """
@@ -265,15 +268,79 @@ def bench_long_function(runs):
     _row("  best CPU time of this process", min(cpu), "s")
 
 
+UNROLLED_SRC = '''
+def unrolled(x, n):
+    for i in range(n):
+        x = x * 1.01 + 0.1
+    return x
+'''
+
+UNROLLED_COND_SRC = '''
+def unrolled_cond(x, n):
+    for i in range(n):
+        if x.sum() > 0:
+            x = x * 0.9 - 0.1
+        else:
+            x = x * 1.1 + 0.2
+    return x
+'''
+
+
+def _slope(sizes, times):
+    """The exponent k of time ~ size^k between consecutive sizes."""
+    import math
+    return [math.log(t2 / t1) / math.log(s2 / s1) for (s1, t1), (s2, t2) in
+            zip(zip(sizes, times), zip(sizes[1:], times[1:]))]
+
+
+def bench_build_scaling(sizes):
+    """5. A Python loop unrolled into programs of growing size: the first call (conversion,
+    program build, quick preparation, one run) and the second (optimization passes and code
+    generation, once); each should grow linearly with the number of ops (slope ~1)."""
+    import warnings
+    print("5. build time of an unrolled Python loop, by program size (slope: time ~ ops^k)")
+    for label, src, name, ops_per_iter in (("x = x * c + c", UNROLLED_SRC, "unrolled", 2),
+                                           ("tensor if per iteration", UNROLLED_COND_SRC, "unrolled_cond", 7)):
+        firsts, seconds, n_ops = [], [], []
+        warm = d2s.jit.to_static(fresh(src, name))  # imports and first-use caches, not timed
+        warm(d2s.ones(4), 3)
+        warm(d2s.ones(4), 3)
+        for size in sizes:
+            fn = fresh(src, name)
+            sf = d2s.jit.to_static(fn)
+            x = d2s.ones(4)
+            n = max(1, size // ops_per_iter)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the unroll warning, which is the point here
+                t0 = time.perf_counter()
+                sf(x, n)
+                t1 = time.perf_counter()
+                sf(x, n)
+                t2 = time.perf_counter()
+            prog = sf.programs[0]
+            n_ops.append(sum(len(b.ops) for b in prog.blocks))
+            firsts.append(t1 - t0)
+            seconds.append(t2 - t1)
+            print(f"  {label:<26} {n_ops[-1]:>7} ops   first call {firsts[-1]:8.2f} s "
+                  f"({firsts[-1] / n_ops[-1] * 1e6:6.1f} us/op)   second call {seconds[-1]:8.2f} s "
+                  f"({seconds[-1] / n_ops[-1] * 1e6:6.1f} us/op)")
+        s1 = ", ".join(f"{k:.2f}" for k in _slope(n_ops, firsts))
+        s2 = ", ".join(f"{k:.2f}" for k in _slope(n_ops, seconds))
+        print(f"  {'':<26} slope first call: {s1}; second call: {s2}   (target ~1, near-linear)")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer repeats")
+    ap.add_argument("--quick", action="store_true", help="fewer repeats, build scaling up to 10k ops")
+    ap.add_argument("--scaling-only", action="store_true", help="only the build-scaling section (5)")
     args = ap.parse_args(argv)
     q = args.quick
-    bench_first_calls(3 if q else 7)
-    bench_dispatch(20000 if q else 100000, 3 if q else 7)
-    bench_loop(5 if q else 15)
-    bench_long_function(2 if q else 3)
+    if not args.scaling_only:
+        bench_first_calls(3 if q else 7)
+        bench_dispatch(20000 if q else 100000, 3 if q else 7)
+        bench_loop(5 if q else 15)
+        bench_long_function(2 if q else 3)
+    bench_build_scaling((1000, 10000) if q else (1000, 10000, 100000))
 
 
 if __name__ == "__main__":

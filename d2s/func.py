@@ -124,6 +124,16 @@ def _vjp_leaves(outputs, cotangents, inputs, create_graph):
     return [zeros_like(x) if g is None else g for g, x in zip(gs, inputs)]
 
 
+def _mark_transform(wrapper, f, again):
+    """Tag ``wrapper`` as this module's transform of ``f``: ``to_static`` (and converted code
+    calling it) then applies the transform ``again(converted f)`` inside the program instead of
+    converting this module's own source or unwrapping it to ``f`` (``__wrapped__``)."""
+    wrapper.__d2s_transform__ = again
+    wrapper.__d2s_transform_of__ = f
+    wrapper.__dict__.pop("__d2s_converted__", None)  # copied from f by functools.wraps
+    return wrapper
+
+
 def _out(t, keep):
     return t if keep else t.detach()
 
@@ -182,7 +192,7 @@ def value_and_grad(f, argnums=0, has_aux=False):
             return (value, aux), g
         return value, g
 
-    return wrapper
+    return _mark_transform(wrapper, f, functools.partial(value_and_grad, argnums=argnums, has_aux=has_aux))
 
 
 def grad(f, argnums=0, has_aux=False):
@@ -205,7 +215,7 @@ def grad(f, argnums=0, has_aux=False):
             return g, value_aux[1]
         return g
 
-    return wrapper
+    return _mark_transform(wrapper, f, functools.partial(grad, argnums=argnums, has_aux=has_aux))
 
 
 def jacrev(f, argnums=0, has_aux=False):
@@ -231,7 +241,7 @@ def jacrev(f, argnums=0, has_aux=False):
                                           for row in blocks])
         return (result, aux) if has_aux else result
 
-    return wrapper
+    return _mark_transform(wrapper, f, functools.partial(jacrev, argnums=argnums, has_aux=has_aux))
 
 
 def _reverse_blocks(out, inputs, keep):
@@ -296,7 +306,7 @@ def jacfwd(f, argnums=0, has_aux=False):
                                           for row in blocks])
         return (result, aux) if has_aux else result
 
-    return wrapper
+    return _mark_transform(wrapper, f, functools.partial(jacfwd, argnums=argnums, has_aux=has_aux))
 
 
 def hessian(f, argnums=0, has_aux=False):

@@ -831,3 +831,7 @@ def _none_aware(method, result):
 
 
 _install()
+
+from .inplace import install as _install_inplace  # noqa: E402 - needs the operators above
+
+_install_inplace()

@@ -22,7 +22,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_var", "requires_grad", "grad", "grad_fn", "_out_idx", "_hooks",
-                 "_version", "_accum", "__weakref__")
+                 "_version", "_accum", "_base", "__weakref__")  # _base: what detach() came from
 
     # Python scalars on the left of an operator (2 * t) must reach our reflected methods.
     __array_priority__ = 1000

@@ -157,7 +157,10 @@ class Gen:
             v = self.pick(VARS)
             op = self.pick(["+=", "-=", "*="])
             e = self.expr(1, loop_vars)
-            return [f"{i}{v} {op} d2s.tanh({e})" if op == "*=" else f"{i}{v} {op} {e} * 0.5"]
+            rhs = f"d2s.tanh({e})" if op == "*=" else f"{e} * 0.5"
+            # in place, as in PyTorch: the right side is computed from the old value first and
+            # the update goes to a copy, so no tensor a gradient rule saved is overwritten
+            return [f"{i}aug_ = {rhs}", f"{i}{v} = {v}.clone()", f"{i}{v} {op} aug_"]
         if kind == "if":
             lines = [f"{i}if {self.pred(0, loop_vars)}:"] + self.block(i + "    ", depth + 1, in_loop, loop_vars)
             if self.draw(st.booleans()):

@@ -80,8 +80,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         grad_outputs = [grad_outputs]
     if retain_graph is None:
         retain_graph = create_graph
+    b = STATE.builder
+    if b is not None:
+        inputs = _program_params(b, inputs)
     for i, t in enumerate(inputs):
         if not t.requires_grad:
+            if t._data is None and b is not None and b.forward_only and not b.grad_inputs:
+                # a to_static forward build records no autograd nodes for its inputs and params;
+                # the program is built again with them recording (see StaticFunction._build)
+                raise SymbolicInputNeedsGrad(f"input {i} of d2s.grad does not require grad")
             raise RuntimeError(f"input {i} of d2s.grad does not require grad")
     roots = _root_grads(outputs, grad_outputs)
     keys = [(grad_node(t), t._out_idx if t.grad_fn is not None else 0) for t in inputs]
@@ -95,6 +102,24 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                "pass allow_unused=True to get None for it")
         result.append(g)
     return tuple(result)
+
+
+def _program_params(builder, inputs):
+    """Inside a program being built, a concrete parameter is read through its program param:
+    differentiate with respect to that."""
+    out = []
+    for t in inputs:
+        if t._data is not None and t.requires_grad:
+            if builder.forward_only and not builder.grad_inputs:
+                raise SymbolicInputNeedsGrad("d2s.grad of a parameter inside a forward-only build")
+            t = builder.param(t)
+        out.append(t)
+    return out
+
+
+class SymbolicInputNeedsGrad(RuntimeError):
+    """d2s.grad asked for the gradient of a program input or param in a to_static build that
+    does not record autograd nodes for them; the build is redone with them recording."""
 
 
 def _needed_nodes(roots, targets):

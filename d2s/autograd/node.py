@@ -14,12 +14,17 @@ GRAD_RULES = {}
 NONDIFF = set()  # ops whose outputs carry no gradient (comparisons, argmax, random draws, ...)
 
 
+USES_OUTPUTS = set()  # ops whose gradient rule reads the op's outputs (exp, tanh, ...)
+
+
 def defgrad(*names):
     """Register the decorated function as the gradient rule of ops ``names``."""
 
     def deco(rule):
         for n in names:
             GRAD_RULES[n] = rule
+            if "outputs" in rule.__code__.co_names:  # reads ctx.outputs: an in-place change spoils it
+                USES_OUTPUTS.add(n)
         return rule
 
     return deco
@@ -46,7 +51,7 @@ class Node:
     """One recorded op in the autograd graph (``t.grad_fn``)."""
 
     __slots__ = ("op", "rule", "inputs", "outputs", "attrs", "next_functions", "pre_hooks",
-                 "retained", "freed", "versions", "__weakref__")
+                 "retained", "freed", "versions", "out_versions", "__weakref__")
 
     def name(self):
         # reduce_sum -> SumBackward0, as PyTorch names it
@@ -77,10 +82,21 @@ class Node:
             return
         skip = SHAPE_ONLY.get(self.op, ())
         for i, (t, v) in enumerate(zip(self.inputs, self.versions)):
-            if v is not None and t._version != v and i not in skip:
-                raise RuntimeError(
-                    f"{self.name()}: one of the tensors it needs for the gradient was modified in place "
-                    f"(t[idx] = v) after it was used; write to a copy (t = t.clone()) before assigning")
+            if v is not None and i not in skip and changed_since(t, v):
+                raise self._modified_error(t, f"input {i}", v)
+        if self.op in USES_OUTPUTS and self.outputs is not None:
+            expected = getattr(self, "out_versions", None)
+            for i, o in enumerate(self.outputs):
+                v = expected[i] if expected is not None else 0
+                if o._version != v:
+                    raise self._modified_error(o, f"output {i}", v)
+
+    def _modified_error(self, t, which, expected):
+        return RuntimeError(
+            f"one of the variables needed for gradient computation has been modified by an inplace "
+            f"operation: a {t.dtype} tensor of shape {list(t.shape)}, which is {which} of {self.name()}, "
+            f"is at version {_plain(version_of(t))}; expected version {_plain(expected)} instead. It was modified in place "
+            "(t[idx] = v, t += v, t.add_(v), ...) after it was used; modify a copy (t = t.clone()) instead")
 
     def add_pre_hook(self, idx, fn):
         if self.pre_hooks is None:
@@ -125,6 +141,61 @@ def grad_node(t):
     return t._accum
 
 
+# ops whose output may be a view of input 0's array (numpy returns views for these)
+VIEW_OPS = frozenset({"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "getitem"})
+
+
+def version_of(t):
+    """t's version, or for a view (``_base`` set) ``(t's version, the versions of the tensors
+    it views)``: the second part changes when one of them is written in place."""
+    base = getattr(t, "_base", None)
+    if base is None:
+        return t._version
+    v = 0
+    while base is not None:
+        v += base._version
+        base = getattr(base, "_base", None)
+    return (t._version, v)
+
+
+def changed_since(t, recorded):
+    """Whether ``t`` was written in place since ``version_of(t)`` gave ``recorded``. A base
+    since rebound to a new array (``y[i] = v`` under autograd) no longer shares t's memory:
+    what t shows is intact then."""
+    if type(recorded) is not tuple:
+        return t._version != recorded
+    own, bases = recorded
+    if t._version != own:
+        return True
+    base = getattr(t, "_base", None)
+    return base is not None and _shares(t, base) and version_of(t)[1] != bases
+
+
+def _plain(v):
+    return v if type(v) is not tuple else sum(v)
+
+
+def _shares(t, base):
+    import numpy as np
+    a, b = t._data, base._data
+    if a is None or b is None:
+        return False
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return np.may_share_memory(a, b)
+    return True
+
+
+def _link_view(src, out):
+    """Mark ``out`` as a view of ``src`` when their arrays overlap, so writing into ``src``
+    later (an optimizer step on W after computing x @ W.T) is seen by out's version."""
+    import numpy as np
+    a, b = getattr(src, "_data", None), out._data
+    if a is None or b is None or not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+        return
+    if np.may_share_memory(a, b):
+        out._base = src
+
+
 _NO_EDGE = (None, 0)
 _Tensor = None  # d2s.tensor.Tensor, bound on first use (tensor.py must not import autograd)
 
@@ -160,8 +231,9 @@ def record(opdef, inputs, attrs, outputs):
                 edges.append((acc, 0))
             else:
                 edges.append(_NO_EDGE)
-            # Versions taken now let backward notice a later in-place write to a saved input.
-            versions.append(a._version)
+            # Versions taken now let backward notice a later in-place write to a saved input
+            # (or to the tensor it is a view of: W.T changes when W is updated in place).
+            versions.append(a._version if getattr(a, "_base", None) is None else version_of(a))
         else:
             edges.append(_NO_EDGE)
             versions.append(None)
@@ -173,6 +245,7 @@ def record(opdef, inputs, attrs, outputs):
     node.attrs = attrs
     node.next_functions = tuple(edges)
     node.versions = tuple(versions)
+    node.out_versions = None
     node.pre_hooks = None
     node.retained = None
     node.freed = False
@@ -182,6 +255,8 @@ def record(opdef, inputs, attrs, outputs):
             o.requires_grad = True
             o.grad_fn = node
             o._out_idx = i
+    if name in VIEW_OPS:
+        _link_view(inputs[0], outputs[0])
     # Outputs are saved for rules such as exp's, which reuse them; the cycle this makes
     # (output -> node -> output) is broken when backward frees the node.
     if ACTIVE_THREADS[0]:  # detect_anomaly() in some thread: remember the user's line

@@ -17,6 +17,9 @@ for _op in ("neg", "reshape", "transpose", "expand_dims", "squeeze", "broadcast_
     shape_only(_op, 0)
 for _op in ("add", "sub", "setitem", "index_add"):
     shape_only(_op, 0, 1)
+# Rules that read only the op's output (y = exp(x): dx = g * y), not its input.
+for _op in ("exp", "sqrt", "tanh", "sigmoid", "softmax", "log_softmax"):
+    shape_only(_op, 0)
 
 
 def _shape(x):

@@ -28,9 +28,31 @@ _BUILTINS = {
 
 
 def _library_overrides():
-    """d2s functions that must accept a TensorArray where users pass a list."""
+    """d2s functions that must accept a TensorArray where users pass a list, and d2s's
+    function transforms, whose function argument is converted so its control flow on tensors
+    builds graph ops (the transform itself runs inside the program)."""
     from .. import ops
-    return {ops.stack: cb.convert_stack, ops.concat: cb.convert_concat, ops.cat: cb.convert_concat}
+    from ..autograd import functional
+    out = {ops.stack: cb.convert_stack, ops.concat: cb.convert_concat, ops.cat: cb.convert_concat}
+    for fn in (functional.jacobian, functional.hessian, functional.vjp, functional.jvp):
+        out[fn] = _converting_first_argument(fn)
+    return out
+
+
+def _converting_first_argument(transform):
+    """``transform(func, ...)`` with ``func`` converted first."""
+    @functools.wraps(transform)
+    def call(func, *args, **kwargs):
+        return transform(convert_call(func), *args, **kwargs)
+    call.__d2s_converted__ = True
+    return call
+
+
+def convert_transform(f):
+    """A d2s function transform (``d2s.func.grad(g)`` and the like, tagged
+    ``__d2s_transform__``) rebuilt around the converted ``g``: the transform is applied inside
+    the program, never unwrapped to ``g`` and never converted from d2s's own source."""
+    return f.__d2s_transform__(convert_call(f.__d2s_transform_of__))
 
 _LIBRARY_MODULES = {"d2s", "d2s_runtime", "numpy", "cupy", "gast", "functools", "itertools",
                     "builtins", "math", "operator", "collections", "typing", "abc", "copy"}
@@ -91,6 +113,8 @@ def convert_call(f):
             mapped = None
     if mapped is not None:
         return mapped
+    if isinstance(f, types.FunctionType) and getattr(f, "__d2s_transform__", None) is not None:
+        return convert_transform(f)
     if getattr(f, "__d2s_not_to_static__", False) or getattr(f, "__d2s_converted__", False):
         return f
     target = getattr(f, "_d2s_convert_target", None)  # e.g. a StaticFunction called from converted code

@@ -8,6 +8,8 @@ tensors) and turns ``range`` with a tensor bound, the rows of a symbolic tensor,
 an extra test; when it turns symbolic inside an unrolled loop, the remaining iterations run
 under a ``cond`` on it instead of being refused.
 """
+import warnings
+
 from .._state import STATE
 from ..tensor import Tensor, tensor
 from . import control_flow as cf
@@ -25,6 +27,7 @@ def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=
     state = tuple(init)
     user_test = test_fn
     test_fn = lambda *s: truth(user_test(*s))  # noqa: E731 - `while xs:` on a grown list tests its length
+    count = 0
     while True:
         c = _test(test_fn, state)
         if is_symbolic(c):
@@ -33,6 +36,9 @@ def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=
                                     get_state, set_state)
         if not c:
             return state
+        count += 1
+        if count == UNROLL_WARNING_THRESHOLD + 1:
+            _warn_unrolled("while")
         state = tuple(body_fn(*state))
 
 
@@ -582,8 +588,43 @@ def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None,
     return _py_for(iterable, body_fn, tuple(init), names, extra_test, get_state, set_state)
 
 
+# A Python loop unrolled into a program more often than this warns once (per loop line).
+UNROLL_WARNING_THRESHOLD = 1000
+_UNROLL_WARNED = set()
+
+
+class UnrollWarning(UserWarning):
+    """A Python loop unrolled more than ``UNROLL_WARNING_THRESHOLD`` times into a program."""
+
+
+def _warn_unrolled(kind):
+    """Called once a Python loop being built into a program passes the threshold."""
+    if STATE.builder is None:
+        return
+    from .errors import user_location
+    loc = user_location()
+    key = loc[:2] if loc is not None else None
+    if key in _UNROLL_WARNED:
+        return
+    _UNROLL_WARNED.add(key)
+    where = f" at {loc[0]}:{loc[1]} (`{loc[2]}`)" if loc is not None else ""
+    message = (f"d2s.jit.to_static: this Python `{kind}` loop{where} has unrolled more than "
+               f"{UNROLL_WARNING_THRESHOLD} times into the program: every iteration adds its ops, so the "
+               "program and its build time grow with the trip count. Make the trip count a tensor "
+               "argument of the converted function (call it with `d2s.tensor(n)`, so `range(n)` or "
+               "`while i < n` compares against a tensor) and the loop becomes one `while` op.")
+    if loc is not None:
+        warnings.warn_explicit(message, UnrollWarning, loc[0], loc[1])
+    else:
+        warnings.warn(message, UnrollWarning, stacklevel=3)
+
+
 def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state):
+    count = 0
     for item in iterable:
+        count += 1
+        if count == UNROLL_WARNING_THRESHOLD + 1:
+            _warn_unrolled("for")
         if extra_test is not None:
             go_on = extra_test(*state)
             if is_symbolic(go_on):

@@ -14,7 +14,7 @@ import importlib
 from ..static.input_spec import InputSpec
 from . import config
 from .api import not_to_static, to_static
-from .static_function import StaticFunction, enable_to_static
+from .static_function import SourceUnavailableError, StaticFunction, enable_to_static
 
 # Names implemented elsewhere, imported on first use (trace mode lives in d2s.trace).
 _LAZY = {
@@ -23,6 +23,7 @@ _LAZY = {
     "TracerWarning": ("d2s.trace", "TracerWarning"),
     "TraceGuardError": ("d2s.trace", "TraceGuardError"),
     "TraceCheckError": ("d2s.trace", "TraceCheckError"),
+    "UnrollWarning": ("d2s.convert.loops", "UnrollWarning"),
     "save": ("d2s.jit.save_load", "save"),
     "load": ("d2s.jit.save_load", "load"),
 }
@@ -35,5 +36,6 @@ def __getattr__(name):
     raise AttributeError(f"module 'd2s.jit' has no attribute {name!r}")
 
 
-__all__ = ["to_static", "not_to_static", "enable_to_static", "StaticFunction", "InputSpec", "config",
+__all__ = ["to_static", "not_to_static", "enable_to_static", "StaticFunction", "SourceUnavailableError",
+           "InputSpec", "config",
            "trace", "TracedFunction", "TracerWarning", "TraceGuardError", "save", "load"]

@@ -2,10 +2,11 @@
 import functools
 import inspect
 
-from .static_function import StaticFunction
+from . import config
+from .static_function import SourceUnavailableError, StaticFunction
 
 
-def to_static(fn=None, *, input_spec=None, check_numerics=False):
+def to_static(fn=None, *, input_spec=None, fallback=True, check_numerics=False):
     """Run a function, method or ``nn.Module`` as static programs, converting its Python control
     flow on tensors into graph ops.
 
@@ -23,6 +24,10 @@ def to_static(fn=None, *, input_spec=None, check_numerics=False):
         check_numerics: check every call's outputs for NaN/inf and, when one holds them, raise
             ``d2s.autograd.NumericsError`` naming the op of the program (and the line of the
             user's source that built it) that first produced them from finite inputs.
+        fallback: what to do when the source cannot be read (a lambda, REPL or ``exec`` code):
+            ``True`` (the default) runs the function eagerly with a warning; ``False`` raises
+            ``SourceUnavailableError``, as does ``d2s.jit.config.strict = True`` globally.
+            ``StaticFunction.is_static`` tells which one happens.
 
     Returns:
         A :class:`StaticFunction` (the module itself for a module; for a partial, a partial
@@ -30,7 +35,7 @@ def to_static(fn=None, *, input_spec=None, check_numerics=False):
         unchanged if it was marked with :func:`not_to_static`.
     """
     if fn is None:
-        return lambda f: to_static(f, input_spec=input_spec, check_numerics=check_numerics)
+        return lambda f: to_static(f, input_spec=input_spec, fallback=fallback, check_numerics=check_numerics)
     from ..nn.module import Module
     if isinstance(fn, Module):
         forward = fn.__dict__.get("forward") or type(fn).forward
@@ -40,29 +45,41 @@ def to_static(fn=None, *, input_spec=None, check_numerics=False):
             forward = forward._fn
         elif inspect.ismethod(forward):
             forward = forward.__func__
-        sf = StaticFunction(forward, input_spec=input_spec, instance=fn, check_numerics=check_numerics)
+        sf = StaticFunction(forward, input_spec=input_spec, instance=fn, fallback=fallback,
+                            check_numerics=check_numerics)
         object.__setattr__(fn, "forward", sf)
         return fn
     if isinstance(fn, StaticFunction):
-        if input_spec is None and not check_numerics:
+        if input_spec is None and fallback == fn._fallback and not check_numerics:
             return fn
-        return StaticFunction(fn._fn, input_spec=input_spec or fn._input_spec, instance=fn._instance,
-                              _conversion=fn._conversion, check_numerics=check_numerics)
+        return StaticFunction(fn._fn, input_spec=input_spec if input_spec is not None else fn._input_spec,
+                              instance=fn._instance, _conversion=fn._conversion, fallback=fallback,
+                              check_numerics=check_numerics)
     if getattr(fn, "__d2s_not_to_static__", False):
         return fn
     if isinstance(fn, functools.partial):
         return _partial(fn, input_spec)
     if inspect.ismethod(fn):
-        return StaticFunction(fn.__func__, input_spec=input_spec, instance=fn.__self__, check_numerics=check_numerics)
+        return StaticFunction(fn.__func__, input_spec=input_spec, instance=fn.__self__, fallback=fallback,
+                              check_numerics=check_numerics)
     if not callable(fn):
         raise TypeError(f"to_static expects a function, a method or an nn.Module, got {type(fn).__name__}")
     if not inspect.isfunction(fn):
         call = getattr(type(fn), "__call__", None)
         if inspect.isfunction(call):  # a callable object: convert its __call__, bound to it
-            return StaticFunction(call, input_spec=input_spec, instance=fn, check_numerics=check_numerics)
+            return StaticFunction(call, input_spec=input_spec, instance=fn, fallback=fallback,
+                                  check_numerics=check_numerics)
         raise TypeError(f"to_static cannot convert {fn!r}: it is not a Python function (builtins and "
                         "C functions have no source to convert)")
-    return StaticFunction(fn, input_spec=input_spec, check_numerics=check_numerics)
+    sf = StaticFunction(fn, input_spec=input_spec, fallback=fallback, check_numerics=check_numerics)
+    if not fallback or config.strict:
+        try:
+            sf._converted()  # refuse now, where the user asked for a program, not at the first call
+        except SourceUnavailableError:
+            raise
+        except Exception:  # noqa: BLE001 - other conversion errors surface at the first call, as usual
+            pass
+    return sf
 
 
 def not_to_static(fn):

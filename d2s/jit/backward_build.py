@@ -9,6 +9,8 @@ symbolic inputs that require grad and ``d2s.grad`` is applied to its symbolic ou
 same rules, reached through Python instead of the program. Either way the forward is
 recomputed inside the backward program.
 """
+from d2s_runtime.gc_pause import paused_gc
+
 from ..autograd import enable_grad
 from ..autograd.engine import grad as _grad
 from ..static.builder import ProgramBuilder
@@ -25,6 +27,11 @@ def build_backward(entry, in_mask, par_mask):
 
     Uses ``d2s.static.backward.gradients`` (the program's own ops replayed, no Python rerun)
     when it handles the program, and re-runs the converted function otherwise."""
+    with paused_gc():  # building allocates many long-lived objects: see d2s_runtime/gc_pause.py
+        return _build_backward(entry, in_mask, par_mask)
+
+
+def _build_backward(entry, in_mask, par_mask):
     try:
         from ..static.backward import gradients
     except ImportError:

@@ -2,6 +2,7 @@
 
     import d2s
     d2s.jit.config.cache_size_limit = 32
+    d2s.jit.config.strict = True
 
 ``cache_size_limit``: the most programs one StaticFunction keeps (per function, and per module
 instance for a module's forward), like PyTorch's recompile limit (``torch._dynamo.config.
@@ -11,3 +12,8 @@ drops its least recently used program for each new one. ``None`` means no limit.
 """
 
 cache_size_limit = 8
+
+# When True, a to_static function whose source cannot be read (a lambda, code typed into a
+# REPL or built by exec) raises instead of running eagerly with a warning, as if every
+# to_static call had been given ``fallback=False``.
+strict = False

@@ -13,10 +13,15 @@ import types
 import warnings
 import weakref
 
+from d2s_runtime.gc_pause import paused_gc
+
 from .._state import HOOKED_THREADS, STATE
 from ..autograd import enable_grad
+from ..autograd.engine import SymbolicInputNeedsGrad
+from ..inplace import BUFFER_UPDATES
 from ..static.builder import ProgramBuilder, _flatten
 from ..static.input_spec import InputSpec
+from ..tensor import Tensor as _Tensor
 from . import config, linemap
 from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, varying_dims
 from .concrete import _CELL, ConcreteProgram
@@ -43,23 +48,34 @@ def to_static_enabled():
 class _Conversion:
     """The converted form of one Python function, shared by every binding of it."""
 
-    __slots__ = ("fn", "code", "converted", "eager_only", "error")
+    __slots__ = ("fn", "code", "converted", "eager_only", "error", "warned")
 
     def __init__(self, fn):
         self.fn = fn
         self.code = None
         self.converted = None
         self.eager_only = False
-        self.error = None
+        self.error = None  # why the source could not be converted (a SourceUnavailable)
+        self.warned = False
 
-    def get(self):
-        """The converted function (converting on first use), or None to run eagerly."""
-        if self.converted is not None or self.eager_only:
+    def get(self, fallback=True):
+        """The converted function (converting on first use), or None to run eagerly.
+
+        With ``fallback=False`` (or ``d2s.jit.config.strict``), a function whose source cannot
+        be read raises instead of running eagerly: a caller who believes they run a program
+        must not be measuring eager code.
+        """
+        if self.converted is not None:
             return self.converted
-        with BUILD_LOCK:
-            if self.converted is not None or self.eager_only:
-                return self.converted
-            return self._convert()
+        if not self.eager_only:
+            with BUILD_LOCK:
+                if self.converted is None and not self.eager_only:
+                    self._convert()
+        if self.converted is not None:
+            return self.converted
+        if self.error is not None:
+            self._refuse_or_warn(fallback)
+        return None
 
     def _convert(self):
         fn = self.fn
@@ -74,24 +90,58 @@ class _Conversion:
             self.converted = fn
             self.code = _source(fn)
             return fn
+        if getattr(fn, "__d2s_transform__", None) is not None:
+            return self._convert_transform(fn)
         try:
             cf = convert_function(fn)
         except SourceUnavailable as e:
-            warnings.warn(f"d2s.jit.to_static: the source of {getattr(fn, '__qualname__', fn)} is not available "
-                          f"({e}); it runs eagerly instead (define it in a file to convert it)",
-                          UserWarning, stacklevel=4)
             self.eager_only = True
+            self.error = e  # get() warns, or refuses without fallback
             return None
         self.converted = cf.fn
         self.code = getattr(cf, "code", None)
         _register_linemap(fn, cf)
         return self.converted
 
+    def _convert_transform(self, fn):
+        """``to_static(d2s.func.grad(g))``: the transform runs inside the program around the
+        converted ``g`` (its ``.code`` is ``g``'s converted source)."""
+        from ..convert.call import convert_transform
+        inner = fn
+        while getattr(inner, "__d2s_transform__", None) is not None:
+            inner = inner.__d2s_transform_of__
+        self.converted = convert_transform(fn)
+        try:
+            from ..transformers import convert_function
+            self.code = convert_function(inner).code
+        except Exception:  # noqa: BLE001 - g runs unconverted (a lambda): no converted code to show
+            self.code = _source(inner)
+        return self.converted
+
+    def _refuse_or_warn(self, fallback):
+        name = getattr(self.fn, "__qualname__", self.fn)
+        if not fallback or config.strict:
+            why = "fallback=False" if not fallback else "d2s.jit.config.strict is set"
+            raise SourceUnavailableError(
+                f"d2s.jit.to_static: the source of {name} is not available ({self.error}), and {why}, "
+                "so it cannot run as a program: define it with `def` in a file, or pass "
+                "fallback=True to run it eagerly") from None
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"d2s.jit.to_static: the source of {name} is not available "
+                          f"({self.error}); it runs eagerly instead (define it in a file to convert it, "
+                          "or pass fallback=False to make this an error)", UserWarning, stacklevel=5)
+
+
+class SourceUnavailableError(RuntimeError):
+    """``to_static(fn, fallback=False)`` (or ``d2s.jit.config.strict``) on a function whose
+    source cannot be read: it would otherwise run eagerly."""
+
 
 def _source(fn):
     try:
         import textwrap
-        return textwrap.dedent(inspect.getsource(fn))
+        return textwrap.dedent(inspect.getsource(getattr(fn, "__code__", fn)))
     except (OSError, TypeError):
         return None
 
@@ -101,7 +151,7 @@ def _register_linemap(fn, cf):
     if code is None:
         return
     try:
-        original = inspect.getsourcefile(fn)
+        original = inspect.getsourcefile(getattr(fn, "__code__", fn))
     except TypeError:
         original = None
     if not linemap.is_generated(code.co_filename) and code.co_filename != original:
@@ -117,8 +167,9 @@ class StaticFunction:
         programs: the cached Programs, in the order they were built.
     """
 
-    def __init__(self, fn, input_spec=None, instance=None, _conversion=None, check_numerics=False):
+    def __init__(self, fn, input_spec=None, instance=None, _conversion=None, fallback=True, check_numerics=False):
         self._fn = fn
+        self._fallback = fallback
         self._check_numerics = bool(check_numerics)
         self._instance = instance
         self._input_spec = _normalize_specs(input_spec)
@@ -144,7 +195,8 @@ class StaticFunction:
                 except TypeError:
                     sf = self._bound_by_id.get(id(instance))
                 if sf is None:
-                    sf = StaticFunction(self._fn, self._input_spec, instance, self._conversion, self._check_numerics)
+                    sf = StaticFunction(self._fn, self._input_spec, instance, self._conversion, self._fallback,
+                                        self._check_numerics)
                     try:
                         self._bound[instance] = sf
                     except TypeError:
@@ -159,8 +211,17 @@ class StaticFunction:
         return self._fn
 
     @property
+    def is_static(self):
+        """Whether calls run a static program (False: the function runs eagerly, because its
+        source cannot be read or conversion is switched off with ``enable_to_static(False)``)."""
+        return _ENABLED[0] and self._converted() is not None
+
+    def _converted(self):
+        return self._conversion.get(self._fallback)
+
+    @property
     def code(self):
-        self._conversion.get()
+        self._converted()
         if self._conversion.code is None:
             return _source(self._fn)
         return self._conversion.code
@@ -199,13 +260,24 @@ class StaticFunction:
         # the function and its conversion are shared, as functions are not copied
         import copy
         instance = copy.deepcopy(self._instance, memo) if self._instance is not None else None
-        return StaticFunction(self._fn, self._input_spec, instance, self._conversion, self._check_numerics)
+        return StaticFunction(self._fn, self._input_spec, instance, self._conversion, self._fallback,
+                              self._check_numerics)
 
     def __copy__(self):
-        return StaticFunction(self._fn, self._input_spec, self._instance, self._conversion, self._check_numerics)
+        return StaticFunction(self._fn, self._input_spec, self._instance, self._conversion, self._fallback,
+                              self._check_numerics)
 
     def __repr__(self):
-        return f"<StaticFunction {getattr(self._fn, '__qualname__', self._fn)} ({len(self._cache)} programs)>"
+        conv = self._conversion
+        if not _ENABLED[0]:
+            mode = "eager: to_static disabled"
+        elif conv.eager_only:
+            mode = "eager: source unavailable" if conv.error is not None else "eager"
+        elif conv.converted is None:
+            mode = "not converted yet"
+        else:
+            mode = "static"
+        return f"<StaticFunction {getattr(self._fn, '__qualname__', self._fn)} ({mode}, {len(self._cache)} programs)>"
 
     # ------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
@@ -223,9 +295,15 @@ class StaticFunction:
             self._cache.clear()
             entry = None
         if entry is None:
-            if self._conversion.get() is None:
+            if self._converted() is None:
                 return self.eager(*args, **kwargs)
             entry = self._miss(key, args, kwargs)
+        if entry.grad_mask is not None and entry.grad_mask != tuple(bool(t.requires_grad) for t in leaves):
+            # built for another requires_grad pattern: d2s.grad inside must see this one
+            # (eager raises for an input that does not require grad): a one-off program
+            with BUILD_LOCK:
+                one_off = self._build(args, kwargs, self._entry_types(args, kwargs))
+            return one_off.run(leaves)
         if self._check_numerics:
             return _run_checked(entry, leaves)
         return entry.run(leaves)
@@ -236,7 +314,7 @@ class StaticFunction:
         builder = STATE.builder
         # the switch as it was when this build started: a build is never half converted
         if builder is not None and getattr(builder, "to_static_enabled", _ENABLED[0]):
-            conv = self._conversion.get()
+            conv = self._converted()
             if conv is not None:
                 if self._instance is not None:
                     return conv(self._instance, *args, **kwargs)
@@ -252,6 +330,11 @@ class StaticFunction:
         entry = self._entry(args, kwargs, specs=self._input_spec, touch=True)[0]
         self._cache.alias(key, entry)
         return entry
+
+    def _entry_types(self, args, kwargs):
+        types_ = []
+        signature(self._head(), args, kwargs, self._input_spec, types_)
+        return types_
 
     def _entry(self, args, kwargs, specs=None, touch=False):
         """(ConcreteProgram, its signature) for a call, building the program if needed (once,
@@ -280,7 +363,7 @@ class StaticFunction:
         self._cache.add(key, entry, limit)
 
     def _build(self, args, kwargs, leaf_types):
-        conv = self._conversion.get()
+        conv = self._converted()
         if conv is None:
             raise RuntimeError(f"{self._fn.__qualname__} cannot be converted (its source is unavailable), "
                                "so it has no program; it runs eagerly")
@@ -312,12 +395,26 @@ class StaticFunction:
                 leaves.extend(w.tensors)
             return sym, leaves, rebuild, out, writes
 
-        builder = ProgramBuilder(device)
-        builder.to_static_enabled = True
-        builder.forward_only = True  # grad mode on, so the user's no_grad() regions show
-        with builder, enable_grad():
-            _, out_leaves, rebuild, out, writes = trace_into(builder)
-            outputs = [builder.var_of(t) for t in out_leaves]
+        def build(grad_inputs):
+            builder = ProgramBuilder(device)
+            builder.to_static_enabled = True
+            builder.forward_only = True  # grad mode on, so the user's no_grad() regions show
+            builder.grad_inputs = grad_inputs
+            mask = None
+            if grad_inputs:  # inputs record autograd nodes where the caller's tensors require grad
+                mask = [bool(t.requires_grad) for t in signature(self._head(), args, kwargs)[1]]
+            with builder, enable_grad(), paused_gc():  # see d2s_runtime/gc_pause.py
+                _, out_leaves, rebuild, out, writes = trace_into(builder, mask)
+                outputs = [builder.var_of(t) for t in out_leaves]
+            return builder, out_leaves, rebuild, out, writes, outputs
+
+        grad_mask = None
+        try:
+            builder, out_leaves, rebuild, out, writes, outputs = build(False)
+        except SymbolicInputNeedsGrad:
+            # the function calls d2s.grad on its inputs or params: build again with them recording
+            builder, out_leaves, rebuild, out, writes, outputs = build(True)
+            grad_mask = tuple(bool(t.requires_grad) for t in signature(self._head(), args, kwargs)[1])
         program = builder.program
         program.name = name
         program.outputs = outputs
@@ -335,6 +432,7 @@ class StaticFunction:
         # what this signature was, for the cache limit's warning
         entry.leaf_types = list(leaf_types)
         entry.leaf_labels, entry.arg_leaf = _leaf_labels(self._fn, instance, args, kwargs)
+        entry.grad_mask = grad_mask
         return entry
 
 
@@ -410,15 +508,21 @@ class _StateWrite:
     ``self.last_h = h``: the program returns those tensors as extra outputs and each call
     assigns their values to the attribute, as eager execution would."""
 
-    __slots__ = ("module", "name", "tensors", "rebuild", "start", "container")
+    __slots__ = ("module", "name", "tensors", "rebuild", "start", "container", "buffer")
 
-    def __init__(self, module, name, value, container):
+    def __init__(self, module, name, value, container, buffer=None):
         self.module, self.name, self.container = module, name, container
         self.tensors, self.rebuild = _flatten(value)
         self.start = 0
+        self.buffer = buffer  # a buffer updated in place (self.buf.add_(v)): written into its array
 
     def apply(self, outputs):
         value = self.rebuild(outputs[self.start:self.start + len(self.tensors)])
+        if self.buffer is not None:
+            from ..autograd import no_grad
+            with no_grad():
+                self.buffer.copy_(value)
+            return
         c = self.container
         if c is not None and type(c) is type(value) and isinstance(c, (list, dict)):
             if isinstance(c, list):
@@ -474,8 +578,11 @@ def _restore_symbolic_writes(snapshot):
                 continue
             before = attrs.get(k, _MISSING)
             container = before if before is v and k in contents else None
+            buffer = regs.get("_buffers", {}).get(k)
+            if buffer is None or not (isinstance(v, _Tensor) and BUFFER_UPDATES.get(id(v)) is v):
+                buffer = None
             writes.append(_StateWrite(m, k, v if container is None else
-                                      (list(v) if type(v) is list else dict(v)), container))
+                                      (list(v) if type(v) is list else dict(v)), container, buffer))
             if container is not None:  # mutated in place (xs.append(h)): put the contents back
                 if type(v) is list:
                     v[:] = contents[k]

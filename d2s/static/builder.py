@@ -65,6 +65,9 @@ class ProgramBuilder:
         # grad mode on but record no autograd nodes, and cut the ops the user's code runs under
         # ``no_grad()`` from the gradient with ``stop_gradient`` (static backward replays them)
         self.forward_only = False
+        # grad_inputs: in a forward-only build, params and the inputs marked requires_grad still
+        # record autograd nodes, because the function differentiates them itself (d2s.grad(y, x))
+        self.grad_inputs = False
         self._prev = None
         # var name of each op's first output -> (file, line) of the user's call that made the
         # op, for detect_anomaly and check_numerics to name lines inside a program
@@ -110,8 +113,11 @@ class ProgramBuilder:
             self.program.params.append(v.name)
             self.program.block.inputs.append(v.name)
             self.param_tensors[v.name] = t
-            s = self._param_vars[id(t)] = self.symbolic(v, t.requires_grad and not self.forward_only)
+            s = self._param_vars[id(t)] = self.symbolic(v, t.requires_grad and self._params_record())
         return s
+
+    def _params_record(self):
+        return not self.forward_only or self.grad_inputs
 
     def constant(self, value, dtype=None):
         """A var holding ``value`` (Python scalar or array) in the global block."""
@@ -232,7 +238,7 @@ class ProgramBuilder:
             return x
         if isinstance(x, Tensor) and _is_param(x):
             return self._param_vars[id(x)] if self.block is self.program.block else \
-                self.symbolic(self.block.lookup(name), x.requires_grad and not self.forward_only)
+                self.symbolic(self.block.lookup(name), x.requires_grad and self._params_record())
         return self.symbolic(self.block.lookup(name))
 
     def append_op(self, op):

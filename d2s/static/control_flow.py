@@ -416,8 +416,9 @@ class _CFOp:
 
 def _record(name, op, inputs, outputs, **extra):
     """Attach an autograd node for control-flow op ``op`` when some input requires grad."""
-    if not STATE.grad_enabled or not any(t.requires_grad for t in inputs) or \
-            getattr(STATE.builder, "forward_only", False):
+    # In a forward-only build (to_static) nothing the caller passes requires grad, so an input
+    # that does was made to inside the function (d2s.func.grad, d2s.grad): record it then too
+    if not STATE.grad_enabled or not any(t.requires_grad for t in inputs):
         return
     from ..autograd.node import record
     record(_CFOp(name), tuple(inputs), {"op": op, **extra}, tuple(outputs))

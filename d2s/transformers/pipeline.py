@@ -19,6 +19,7 @@ from .errors import ConversionError, SourceUnavailable
 from .for_loops import ForLoops
 from .if_statements import IfStatements
 from .lambda_source import lambda_as_function
+from .inplace_calls import InplaceCalls
 from .logical_expressions import LogicalExpressions
 from .naming import Namer
 from .return_statements import ReturnStatements
@@ -45,6 +46,9 @@ PIPELINE = [
     (BreakStatements, False),
     # assert becomes a call before loops and ifs carve the body into functions.
     (AssertStatements, False),
+    # in-place updates (x.add_(v), self.buf += v) assign their target before loops and ifs
+    # carve the body into functions, so the name analysis carries the new values out of them.
+    (InplaceCalls, False),
     # Loops before ifs: the flags' guards (`if not break_`) must be inside the loop bodies'
     # functions when the if pass runs, and a loop's carried names are those of the original
     # body. for before while: both post-order, each re-analyzed, so either order is correct.
@@ -92,8 +96,10 @@ def _convert_module():
 
 def _parse(fn):
     try:
-        lines, start = inspect.getsourcelines(fn)
-        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        # the code object, not the function: inspect would follow a functools.wraps wrapper's
+        # __wrapped__ to the inner function and drop the wrapper's own code
+        lines, start = inspect.getsourcelines(fn.__code__)
+        filename = inspect.getsourcefile(fn.__code__) or fn.__code__.co_filename
     except (OSError, TypeError) as e:
         raise SourceUnavailable(f"cannot read the source of {getattr(fn, '__qualname__', fn)!r}: {e}") from None
     source = textwrap.dedent("".join(lines))

@@ -36,6 +36,7 @@ import numpy as np
 from . import codegen
 from .device import get_xp
 from .ops import OPS, TensorType
+from .gc_pause import paused_gc
 
 # Element-wise ops that may write into a planned buffer through the ufunc's ``out=``.
 UFUNC_OPS = {
@@ -186,6 +187,10 @@ class Executor:
 
     def __init__(self, program, device="cpu", parallel=False, params=None, num_threads=None,
                  use_memory_plan=True, mode="auto", max_loop_iterations=None):
+        with paused_gc():  # preparing allocates many long-lived objects: see gc_pause.py
+            self._init(program, device, parallel, params, num_threads, use_memory_plan, mode, max_loop_iterations)
+
+    def _init(self, program, device, parallel, params, num_threads, use_memory_plan, mode, max_loop_iterations):
         if mode not in ("auto", "codegen", "interp"):
             raise ValueError(f"Executor: mode must be 'auto', 'codegen' or 'interp', got {mode!r}")
         if max_loop_iterations is not None and (type(max_loop_iterations) is not int or max_loop_iterations < 0):

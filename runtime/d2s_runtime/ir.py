@@ -54,8 +54,17 @@ class Op:
 
     def copy(self, blocks=None):
         """A copy of this op (attrs deep-copied); ``blocks`` replaces its sub-blocks."""
-        return Op(self.type, self.inputs, self.outputs, copy.deepcopy(self.attrs),
+        return Op(self.type, self.inputs, self.outputs, _copy_attrs(self.attrs),
                   self.blocks if blocks is None else blocks)
+
+
+_IMMUTABLE = (int, float, str, bool, type(None))
+
+
+def _copy_attrs(attrs):
+    """A deep copy of an op's attrs; scalars and strings (most attrs) are shared, not copied,
+    since every pass clones every op (deepcopy dominated cloning a large program)."""
+    return {k: v if type(v) in _IMMUTABLE else copy.deepcopy(v) for k, v in attrs.items()}
 
 
 class Block:

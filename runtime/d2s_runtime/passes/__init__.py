@@ -9,6 +9,7 @@
 ``optimize(program, passes=None)`` runs :data:`DEFAULT_PIPELINE` (or the given passes, as
 functions or names) and returns a new program.
 """
+from ..gc_pause import paused_gc
 from .algebraic import algebraic_simplify
 from .constant_folding import constant_folding
 from .cse import cse
@@ -35,11 +36,12 @@ def optimize(program, passes=None):
     """
     pipeline = DEFAULT_PIPELINE if passes is None else passes
     p = program
-    for ps in pipeline:
-        if isinstance(ps, str) and ps not in PASSES:
-            raise KeyError(f"unknown pass {ps!r}; passes: {', '.join(sorted(PASSES))}")
-        fn = PASSES[ps] if isinstance(ps, str) else ps
-        p = fn(p)
+    with paused_gc():  # passes allocate many long-lived objects: see gc_pause.py
+        for ps in pipeline:
+            if isinstance(ps, str) and ps not in PASSES:
+                raise KeyError(f"unknown pass {ps!r}; passes: {', '.join(sorted(PASSES))}")
+            fn = PASSES[ps] if isinstance(ps, str) else ps
+            p = fn(p)
     if p is program:
         p = program.clone()
     return p

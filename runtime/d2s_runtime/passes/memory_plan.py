@@ -66,13 +66,21 @@ def plan_block(program):
     roots = {}
     for n in external:
         roots[n] = frozenset()
+    empty = frozenset()
     for op in ops:
         fresh = op.type in FRESH_OPS and not op.blocks
         for o in op.outputs:
             if fresh and len(op.outputs) == 1:
                 roots[o] = frozenset([o])
+                continue
+            sources = [roots.get(i, empty) for i in _aliasable_inputs(op, o, gb)]
+            sources = [r for r in sources if r]
+            if not sources:
+                roots[o] = empty
+            elif len(sources) == 1:
+                roots[o] = sources[0]  # shared, not copied: a chain of views stays linear
             else:
-                roots[o] = frozenset().union(*[roots.get(i, frozenset()) for i in op.inputs]) if op.inputs else frozenset()
+                roots[o] = frozenset().union(*sources)
     # a buffer is dead after the last op reading any value that views it
     INF = len(ops) + 1
     end = {}
@@ -99,9 +107,12 @@ def plan_block(program):
     for r, e in end.items():
         if size.get(r):
             freed_at.setdefault(e, []).append(r)
+    ending = {}    # position -> physical buffers dying after it (buf_end inverted)
+    seq = {}       # physical buffer -> when it entered buf_end (the order buffers are freed in)
     for pos, op in enumerate(ops):
         for out in op.outputs:
-            if roots.get(out) != frozenset([out]) or not size.get(out):
+            r = roots.get(out)
+            if r is None or len(r) != 1 or out not in r or not size.get(out):
                 continue
             freed_live += size[out]
             donor = _find_donor(op, out, pos, gb, roots, free, buf_of, buf_end, holder)
@@ -112,13 +123,19 @@ def plan_block(program):
                 b = out
                 planned_live += size[out]
             buf_of[out] = b
+            old = buf_end.get(b)
+            if old is not None:
+                ending[old].discard(b)
+            else:
+                seq[b] = len(seq)
             buf_end[b] = end[out]
+            ending.setdefault(end[out], set()).add(b)
             holder[b] = out
         freed_peak = max(freed_peak, freed_live)
         planned_peak = max(planned_peak, planned_live)
         for r in freed_at.get(pos, ()):
             freed_live -= size[r]
-        for b in [b for b, e in buf_end.items() if e == pos]:
+        for b in sorted(ending.pop(pos, ()), key=seq.__getitem__):
             del buf_end[b]
             planned_live -= size[b]
             h = holder.pop(b)
@@ -128,6 +145,27 @@ def plan_block(program):
     return {"reuse": reuse, "order": order, "no_reuse_peak_bytes": no_reuse, "freed_peak_bytes": freed_peak,
             "planned_peak_bytes": planned_peak,
             "external_bytes": sum(_nbytes(gb.vars[n].type) or 0 for n in external if n in gb.vars)}
+
+
+# Ops with sub-blocks return block outputs, which may be block inputs passed through: an
+# output may alias an input of the same type only. Indexed writes return (a copy of) input 0.
+_FIRST_INPUT_ONLY = {"setitem", "index_add", "tensor_list_set", "tensor_list_push"}
+
+
+def _aliasable_inputs(op, out, gb):
+    """The inputs whose buffers ``out`` (an output of non-fresh ``op``) may share."""
+    if op.type in _FIRST_INPUT_ONLY:
+        return op.inputs[:1]
+    if not op.blocks or len(op.inputs) <= 1:
+        return op.inputs
+    t = gb.vars[out].type
+    return [i for i in op.inputs if _type_in(gb, i) is not None and _type_in(gb, i).dtype == t.dtype
+            and len(_type_in(gb, i).shape) == len(t.shape)]
+
+
+def _type_in(gb, name):
+    v = gb.vars.get(name)
+    return v.type if v is not None else None
 
 
 def _find_donor(op, out, pos, gb, roots, free, buf_of, buf_end, holder):

@@ -1,0 +1,293 @@
+"""PyTorch's in-place tensor surface: ``add_ sub_ mul_ div_ zero_ fill_ copy_ clamp_``, the
+augmented operators ``+= -= *= /=`` and ``.data``.
+
+Eagerly, an in-place op writes its result into the tensor's own array, so every tensor
+sharing that array (``t.data``, ``t.detach()``) sees it, and bumps the tensor's version
+counter (and that of the tensor it was detached from): a backward that needs the old value
+then raises instead of computing a wrong gradient. When autograd records the op (the tensor or
+the other operand requires grad), the tensor takes the op's node as its ``grad_fn``, as in
+PyTorch; a leaf that requires grad refuses in-place ops outside ``no_grad()``.
+
+In a program being built (``to_static``, ``build_program``) or under a tracer, the tensor
+object is rebound to the out-of-place result, and the converter rebinds the name (see
+``d2s/transformers/inplace_calls.py``), so branches and loops carry the new value. Writing in
+place to a program input, a parameter, a buffer or any tensor living outside the program is
+refused there with an error naming what to write instead (module buffers assigned as
+``self.buf += v`` or ``self.buf.add_(v)`` statements become attribute writes, which to_static
+writes back after each call).
+"""
+import operator
+import weakref
+
+import numpy as np
+
+from ._state import STATE
+from .tensor import Tensor
+
+
+# -------------------------------------------------------------- the out-of-place results
+def _full_mask(s):
+    from .ops import full_like
+    return full_like(s, True, dtype="bool")
+
+
+def _replaced(s, value):
+    """``value`` (broadcast, in s's dtype) in place of s; recorded as a ``where`` so that the
+    gradient reaching s is zero and a tensor ``value`` gets its share."""
+    from .ops import broadcast_to, cast, full_like, where
+    if isinstance(value, Tensor):
+        if value.dtype != s.dtype:
+            value = cast(value, s.dtype)
+    elif not _recording(s, ()) and s._data is not None and not STATE.hooked:
+        return full_like(s, value)
+    if _recording(s, (value,)) or s._data is None or STATE.hooked:
+        out = where(_full_mask(s), value, s)
+        return out if out.dtype == s.dtype else cast(out, s.dtype)
+    return broadcast_to(value, s.shape)
+
+
+def _scaled(other, alpha):
+    return other if alpha == 1 else other * alpha
+
+
+RESULTS = {
+    "add_": lambda s, other, alpha=1: s + _scaled(other, alpha),
+    "sub_": lambda s, other, alpha=1: s - _scaled(other, alpha),
+    "mul_": lambda s, other: s * other,
+    "div_": lambda s, other: s / other,
+    "zero_": lambda s: _replaced(s, 0),
+    "fill_": lambda s, value: _replaced(s, value),
+    "copy_": lambda s, src: _replaced(s, src),
+    "clamp_": lambda s, min=None, max=None: s.clip(min, max),
+    "__iadd__": lambda s, other: s + other,
+    "__isub__": lambda s, other: s - other,
+    "__imul__": lambda s, other: s * other,
+    "__itruediv__": lambda s, other: s / other,
+}
+INPLACE_METHODS = frozenset(RESULTS)
+
+
+def out_of_place(t, name, *args, **kwargs):
+    """What ``t.<name>(*args)`` computes, as a new tensor (``t`` untouched)."""
+    return RESULTS[name](t, *args, **kwargs)
+
+
+# -------------------------------------------------------------- the in-place update
+def _recording(t, others):
+    if not STATE.grad_enabled:
+        return False
+    if t.requires_grad:
+        return True
+    return any(isinstance(o, Tensor) and o.requires_grad for o in others)
+
+
+def _bump(t):
+    t._version += 1
+    base = getattr(t, "_base", None)
+    while base is not None:  # t.detach() shares its version with t, as in PyTorch
+        base._version += 1
+        base = getattr(base, "_base", None)
+
+
+def _update(t, name, args, kwargs):
+    what = f"{name.strip('_')}_()" if not name.startswith("__") else _AUG[name]
+    if STATE.grad_enabled and t.requires_grad and t.grad_fn is None:
+        raise RuntimeError(
+            f"{what}: a leaf tensor that requires grad is being used in an in-place operation; "
+            "update it under `with d2s.no_grad():` (as an optimizer step does) or work on a copy "
+            "(t = t.clone())")
+    if STATE.grad_enabled and t.requires_grad and _views_a_leaf_requiring_grad(t):
+        raise RuntimeError(
+            f"{what}: a view of a leaf tensor that requires grad (W.T, W[0], W.reshape(...)) is being "
+            "used in an in-place operation; update the leaf itself under `with d2s.no_grad():`")
+    if t._data is None or STATE.hooked:
+        return _rebind(t, name, what, args, kwargs)
+    others = tuple(args) + tuple(kwargs.values())
+    if not _recording(t, others):
+        out = RESULTS[name](t, *args, **kwargs)
+        _write(t, out, what)
+        _bump(t)
+        return t
+    # The node saves the old value: give it a copy, since t's own array is overwritten below.
+    src = Tensor._make(t._data.copy())
+    src.requires_grad, src.grad_fn, src._out_idx = t.requires_grad, t.grad_fn, t._out_idx
+    out = RESULTS[name](src, *args, **kwargs)
+    _write(t, out, what)
+    _bump(t)
+    _take_history(t, out)
+    return t
+
+
+def _views_a_leaf_requiring_grad(t):
+    base = getattr(t, "_base", None)
+    while base is not None:
+        if base.requires_grad and base.grad_fn is None:
+            return True
+        base = getattr(base, "_base", None)
+    return False
+
+
+def _take_history(t, out):
+    """t continues out's autograd history: its node's output is t, at t's current version."""
+    t.grad_fn, t.requires_grad, t._out_idx = out.grad_fn, out.requires_grad, out._out_idx
+    node = out.grad_fn
+    if node is not None and node.outputs is not None:
+        node.outputs = tuple(t if o is out else o for o in node.outputs)
+        node.out_versions = tuple(o._version for o in node.outputs)
+
+
+def _write(t, out, what):
+    """Write ``out``'s values into ``t``'s array, with PyTorch's shape and dtype rules."""
+    arr = out._data
+    dst = t._data
+    if tuple(arr.shape) != tuple(dst.shape):
+        raise RuntimeError(
+            f"{what}: the result has shape {tuple(arr.shape)}, which does not match the shape "
+            f"{tuple(dst.shape)} of the tensor updated in place (an in-place op cannot grow its target); "
+            "use the out-of-place form (x = x + y)")
+    if arr.dtype != dst.dtype and not np.can_cast(arr.dtype, dst.dtype, "same_kind"):
+        raise RuntimeError(
+            f"{what}: result type {arr.dtype} can't be cast to the desired output type {dst.dtype} "
+            f"of the tensor updated in place; use the out-of-place form (x = x + y) or cast first")
+    try:
+        dst[...] = arr
+    except ValueError as e:  # a read-only array: a broadcast view
+        raise RuntimeError(
+            f"{what}: this tensor's memory cannot be written to ({e}); it is a broadcast view that "
+            "shares elements: update a copy (t = t.clone()) instead") from None
+
+
+def _rebind(t, name, what, args, kwargs):
+    """In a program being built (or traced): the tensor object takes the out-of-place result."""
+    b = STATE.builder
+    if b is not None:
+        _refuse_outside_values(b, t, what)
+    elif STATE.tracer is not None and t._data is not None:
+        _refuse_traced_inputs(STATE.tracer, t, what)
+    if t._data is not None:
+        src = Tensor._make(t._data, t._var)  # a tracer sees the old value under its own object
+        src.requires_grad, src.grad_fn, src._out_idx = t.requires_grad, t.grad_fn, t._out_idx
+    else:
+        src = t
+    out = RESULTS[name](src, *args, **kwargs)
+    if out.dtype != t.dtype:
+        if not np.can_cast(np.dtype(str(out.dtype)), np.dtype(str(t.dtype)), "same_kind"):
+            raise RuntimeError(f"{what}: result type {out.dtype} can't be cast to the desired output type "
+                               f"{t.dtype} of the tensor updated in place")
+        out = out.cast(t.dtype)
+    ts, os_ = _static_shape(t), _static_shape(out)
+    if len(ts) != len(os_) or any(a is not None and c is not None and a != c for a, c in zip(ts, os_)):
+        raise RuntimeError(f"{what}: the result has shape {os_}, which does not match the shape {ts} "
+                           "of the tensor updated in place; use the out-of-place form (x = x + y)")
+    if b is not None and t._data is not None:
+        # a concrete tensor made while building (a literal, a loop counter being probed) may be
+        # shared by both branches of a tensor `if`: it keeps its value, the name is rebound
+        return out
+    t._data, t._var = out._data, out._var
+    _bump(t)
+    _take_history(t, out)
+    return t
+
+
+def _static_shape(t):
+    return tuple(t._data.shape) if t._data is not None else tuple(t._var.type.shape)
+
+
+def _refuse_traced_inputs(tracer, t, what):
+    name = tracer.vars.get(id(t._data))
+    is_input = name is not None and name in tracer.program.inputs
+    if is_input or t.requires_grad or getattr(t, "_d2s_parameter", False):
+        kind = "an input" if is_input else "a parameter or buffer"
+        raise RuntimeError(
+            f"{what} under d2s.jit.trace: in-place update of {kind} of the traced function; the "
+            "traced program cannot write into the caller's tensors. Assign a new value instead "
+            "(x = x + v) and return it if the caller needs it")
+
+
+def _refuse_outside_values(b, t, what):
+    if t._data is not None:
+        if not (t.requires_grad or getattr(t, "_d2s_parameter", False)):
+            return  # a concrete tensor made while building (d2s.tensor(...), a loop counter)
+        kind = "a parameter" if t.requires_grad else "a buffer"
+        raise RuntimeError(
+            f"{what} inside to_static: in-place update of {kind} (shape {tuple(t.shape)}); a program cannot "
+            "write into values it reads from outside. Assign the new value instead: for a module buffer "
+            "`self.buf = self.buf + v` (written back after each call), for a parameter update it outside "
+            "the converted function (an optimizer step)")
+    name = t._var.name
+    if name in b.program.inputs or name in b.program.params:
+        raise RuntimeError(
+            f"{what} inside to_static: in-place update of an input of the converted function; the "
+            "program cannot write into the caller's tensor. Assign a new value instead (x = x + v), "
+            "and return it if the caller needs it")
+
+
+# results of in-place updates of module buffers in a program being built: to_static writes
+# them into the buffer's own array after each call (the buffer object stays the same)
+BUFFER_UPDATES = weakref.WeakValueDictionary()  # id(tensor) -> tensor (tensors compare elementwise)
+
+
+def call_inplace(obj, name, on_attribute, args, kwargs):
+    """What converted code runs for a statement ``<obj>.<name>(*args)`` (and ``obj.a += v``),
+    then assigning the result to the same name or attribute: the name is rebound, so the new
+    value is carried out of tensor branches and loops. A module buffer reached as an attribute
+    (``self.buf.add_(v)``) gets the out-of-place result, so the write becomes an attribute
+    write, which to_static writes back after each call."""
+    if isinstance(obj, Tensor) and name in RESULTS and on_attribute and STATE.builder is not None \
+            and obj._data is not None and getattr(obj, "_d2s_parameter", False) and not obj.requires_grad:
+        out = out_of_place(obj, name, *args, **kwargs)
+        BUFFER_UPDATES[id(out)] = out
+        return out
+    if name in _AUG_OPERATORS:  # obj.a += v: Python's own augmented assignment (ints too)
+        return _AUG_OPERATORS[name](obj, *args)
+    result = getattr(obj, name)(*args, **kwargs)
+    return result if isinstance(obj, Tensor) and isinstance(result, Tensor) else obj
+
+
+_AUG = {"__iadd__": "+=", "__isub__": "-=", "__imul__": "*=", "__itruediv__": "/="}
+_AUG_OPERATORS = {"__iadd__": operator.iadd, "__isub__": operator.isub, "__imul__": operator.imul,
+                  "__itruediv__": operator.itruediv}
+
+
+def _method(name):
+    def method(self, *args, **kwargs):
+        return _update(self, name, args, kwargs)
+    method.__name__ = name
+    method.__doc__ = f"In-place ``{name}``: writes into this tensor and returns it (PyTorch semantics)."
+    return method
+
+
+# -------------------------------------------------------------- .data
+def _get_data(self):
+    """A tensor sharing this one's array, cut from autograd and from its version counter
+    (PyTorch's ``.data``: changes through it are not seen by autograd's checks)."""
+    if self._data is None:
+        return self.detach()
+    return Tensor._make(self._data)
+
+
+def _set_data(self, value):
+    if not isinstance(value, Tensor):
+        raise TypeError(f"t.data must be assigned a tensor, got {type(value).__name__}")
+    if self._data is None or value._data is None:
+        raise RuntimeError("t.data = ... cannot be used on symbolic tensors (inside a program)")
+    self._data = value._data
+
+
+def _detach_sharing_version(self):
+    """A tensor sharing this one's data, cut from the autograd graph; an in-place change
+    through it bumps this tensor's version too, so autograd notices it (PyTorch's detach)."""
+    out = _plain_detach(self)
+    if self._data is not None:
+        out._base = self
+    return out
+
+
+_plain_detach = Tensor.detach
+
+
+def install():
+    for name in RESULTS:
+        setattr(Tensor, name, _method(name))
+    Tensor.data = property(_get_data, _set_data)
+    Tensor.detach = _detach_sharing_version
