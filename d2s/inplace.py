@@ -90,6 +90,10 @@ def _bump(t):
 
 
 def _update(t, name, args, kwargs):
+    if name in _AUG and getattr(type(t), "_d2s_stands_for_number", False):
+        # a loop counter or Python number carried by converted code: `i += 1` rebinds the
+        # name as it does for the Python int it stands for, never mutating a shared object
+        return RESULTS[name](t, *args, **kwargs)
     what = f"{name.strip('_')}_()" if not name.startswith("__") else _AUG[name]
     if STATE.grad_enabled and t.requires_grad and t.grad_fn is None:
         raise RuntimeError(

@@ -19,6 +19,7 @@ class WeakNumber(Tensor):
     started as ``0.0`` or ``False``): a tensor `if` may turn it into the other branch's dtype
     and shape, as it would a Python number."""
     __slots__ = ()
+    _d2s_stands_for_number = True  # augmented assignment rebinds instead of mutating (d2s.inplace)
 
 
 class WeakIndex(WeakNumber):
