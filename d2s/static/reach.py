@@ -106,20 +106,29 @@ def _is_float(block, name):
     return str(block.lookup(name).type.dtype).startswith("float")
 
 
-def add_reach_flags(program, wrt):
+def add_reach_flags(program, wrt, per_output=False):
     """A copy of ``program`` with one more output per name in ``wrt`` (inputs or params): a
-    0-d bool, true when that value reached a floating-point output on this call's path."""
+    0-d bool, true when that value reached a floating-point output on this call's path.
+
+    With ``per_output``, one flag per pair of a ``wrt`` name and a floating-point output
+    instead (``wrt``-major, outputs in order): whether that value reached that output, so a
+    caller knows which outputs carry a gradient on this call (eagerly, an output computed
+    only from values that need no gradient does not require grad) and which values a
+    backward from some of the outputs reaches."""
     p = program.clone()
     p.annotations.pop("memory_plan", None)
     namer = Namer(p, prefix="used_")
     gb = p.block
     roots = {}
-    for n in p.outputs:
-        if _is_float(gb, n):
-            roots[n] = {0: True}
+    float_outs = [k for k, n in enumerate(p.outputs) if _is_float(gb, n)]
+    for k in float_outs:
+        roots.setdefault(p.outputs[k], {})[k if per_output else 0] = True
     reach = _block_reach(gb, roots, namer)
     emit = _Emitter(gb, namer)
-    flags = [emit(reach.get(n, {}).get(0, False)) for n in wrt]
+    if per_output:
+        flags = [emit(reach.get(n, {}).get(k, False)) for n in wrt for k in float_outs]
+    else:
+        flags = [emit(reach.get(n, {}).get(0, False)) for n in wrt]
     p.outputs = list(p.outputs) + flags
     gb.outputs = list(p.outputs)
     return p

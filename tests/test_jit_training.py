@@ -1,0 +1,471 @@
+"""Training through ``d2s.jit.to_static`` equals eager training, written as user code.
+
+Each test builds the same float64 model twice (eager and converted, same weights), runs a few
+forward/backward/optimizer steps on inputs that take every branch, and compares the loss, every
+parameter's ``.grad`` (its value, and whether it is ``None``), the inputs' ``.grad`` and the
+parameters after each step. The split forward/backward (``d2s.static.partial_eval``) and the
+per-call used flags (``d2s.static.reach``) are what runs under the converted calls.
+"""
+import numpy as np
+import pytest
+
+import d2s
+import d2s.nn.functional as F
+from d2s import nn, optim
+
+RTOL, ATOL = 1e-9, 1e-11
+
+
+# ------------------------------------------------------------------ harness
+def _pair(factory):
+    """(eager model, converted model) with the same float64 weights."""
+    d2s.manual_seed(0)
+    eager = factory().double()
+    static = factory().double()
+    static.load_state_dict(eager.state_dict())
+    return eager, d2s.jit.to_static(static)
+
+
+def _t(a, requires_grad=False):
+    a = np.asarray(a)
+    return d2s.tensor(a.copy(), dtype=str(a.dtype), requires_grad=requires_grad)
+
+
+def _close(got, want, what=""):
+    assert (got is None) == (want is None), f"{what}: got {got!r}, want {want!r}"
+    if want is not None:
+        got = got.numpy() if hasattr(got, "numpy") else got
+        want = want.numpy() if hasattr(want, "numpy") else want
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=what)
+
+
+def _check_params(eager, static, what=""):
+    for (name, pe), (_, ps) in zip(eager.named_parameters(), static.named_parameters()):
+        _close(ps.grad, pe.grad, f"{what} grad of {name}")
+        _close(ps.detach(), pe.detach(), f"{what} value of {name}")
+
+
+def _train(factory, batches, loss_fn=None, opt="adam", seed=None, grad_inputs=True):
+    """Train eager and converted copies side by side on ``batches`` (tuples of arrays; the first
+    is a float input that requires grad when ``grad_inputs``) and compare after every step."""
+    eager, static = _pair(factory)
+    loss_fn = loss_fn or (lambda out, *args: out.sum() if not isinstance(out, tuple) else out[0].sum())
+    make = {"adam": lambda ps: optim.Adam(ps, lr=0.05),
+            "sgd": lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9)}[opt]
+    opts = [make(list(m.parameters())) for m in (eager, static)]
+    for step, batch in enumerate(batches):
+        results = []
+        for m, o in zip((eager, static), opts):
+            o.zero_grad()
+            args = [_t(a, requires_grad=(k == 0 and grad_inputs and np.asarray(a).dtype.kind == "f"))
+                    for k, a in enumerate(batch)]
+            if seed is not None:
+                d2s.manual_seed(seed + step)
+            out = m(*args)
+            loss = loss_fn(out, *args)
+            loss.backward()
+            results.append((float(loss), args[0].grad))
+        (le, gxe), (ls, gxs) = results
+        assert ls == pytest.approx(le, rel=1e-10, abs=1e-12), f"step {step}"
+        _close(gxs, gxe, f"step {step} input grad")
+        _check_params(eager, static, f"step {step} before the update:")
+        for o in opts:
+            o.step()
+        _check_params(eager, static, f"step {step} after the update:")
+    return eager, static
+
+
+RNG = np.random.default_rng(7)
+
+
+def _randn(*shape, scale=1.0, shift=0.0):
+    return RNG.standard_normal(shape) * scale + shift
+
+
+# ------------------------------------------------------------------ models
+class BranchyMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.l2, self.pos, self.neg = nn.Linear(4, 8), nn.Linear(8, 8), nn.Linear(8, 3), nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = F.relu(self.l1(x))
+        if x.mean() > 0:
+            h = F.tanh(self.l2(h))
+            out = self.pos(h)
+        else:
+            out = self.neg(h)
+        return out
+
+
+MLP_BATCHES = [(_randn(5, 4, shift=1.0),), (_randn(5, 4, shift=-1.0),), (_randn(5, 4, shift=1.0),),
+               (_randn(5, 4, shift=-1.0),)]
+
+
+@pytest.mark.parametrize("opt", ["adam", "sgd"])
+def test_mlp_with_branches_every_step(opt):
+    _train(BranchyMLP, MLP_BATCHES, loss_fn=lambda out, x: (out ** 2).mean(), opt=opt)
+
+
+def test_mlp_inputs_without_grad():
+    _train(BranchyMLP, MLP_BATCHES, grad_inputs=False)
+
+
+def test_mlp_cross_entropy_with_integer_targets():
+    batches = [(b[0], RNG.integers(0, 3, size=5)) for b in MLP_BATCHES]
+
+    class WithTarget(BranchyMLP):
+        def forward(self, x, y):
+            return F.cross_entropy(super().forward(x), y)
+
+    _train(WithTarget, batches, loss_fn=lambda out, *a: out)
+
+
+# an Elman RNN: a Python for over a Python range, and a tensor while of 0, 1, several trips
+class ElmanFor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wx, self.wh, self.out = nn.Linear(3, 5), nn.Linear(5, 5, bias=False), nn.Linear(5, 2)
+
+    def forward(self, x):
+        h = d2s.zeros([x.shape[0], 5], dtype="float64")
+        for t in range(x.shape[1]):
+            h = d2s.tanh(self.wx(x[:, t]) + self.wh(h))
+        return self.out(h)
+
+
+class ElmanWhile(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wx, self.wh, self.out = nn.Linear(3, 5), nn.Linear(5, 5, bias=False), nn.Linear(5, 2)
+
+    def forward(self, x, n):
+        h = F.tanh(self.wx(x))
+        i = d2s.tensor(0)
+        while i < n:
+            h = d2s.tanh(self.wx(x) + self.wh(h))
+            i = i + 1
+        return self.out(h)
+
+
+def test_elman_rnn_python_for():
+    _train(ElmanFor, [(_randn(2, 4, 3),), (_randn(2, 4, 3),), (_randn(2, 4, 3),)])
+
+
+@pytest.mark.parametrize("trips", [[0, 1, 3], [3, 0, 0], [1, 2, 0, 4]])
+def test_elman_rnn_tensor_while(trips):
+    # with zero trips wh is not used: its .grad stays None, and Adam leaves it alone
+    _train(ElmanWhile, [(_randn(2, 3), np.array(n)) for n in trips])
+
+
+@pytest.mark.parametrize("cell", ["gru", "rnn"])
+def test_gru_and_rnn_cells_over_a_sequence(cell):
+    class Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = nn.GRUCell(3, 4) if cell == "gru" else nn.RNNCell(3, 4)
+            self.head = nn.Linear(4, 1)
+
+        def forward(self, x):
+            h = d2s.zeros([x.shape[1], 4], dtype="float64")
+            for t in range(x.shape[0]):
+                h = self.cell(x[t], h)
+            return self.head(h)
+
+    _train(Seq, [(_randn(3, 2, 3),), (_randn(3, 2, 3),), (_randn(3, 2, 3),)], opt="sgd")
+
+
+def test_conv_maxpool():
+    class Conv(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.pool, self.fc = nn.Conv2d(2, 3, 3, padding=1), nn.MaxPool2d(2), nn.Linear(12, 2)
+
+        def forward(self, x):
+            h = self.pool(F.relu(self.conv(x)))
+            return self.fc(h.reshape([x.shape[0], -1]))
+
+    _train(Conv, [(_randn(2, 2, 4, 4),), (_randn(2, 2, 4, 4),)])
+
+
+class DropNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1, self.drop, self.l2 = nn.Linear(6, 16), nn.Dropout(0.4), nn.Linear(16, 2)
+
+    def forward(self, x):
+        h = self.drop(F.relu(self.l1(x)))
+        if h.sum() > 3.0:
+            h = self.drop(h)
+        return self.l2(h)
+
+
+def test_dropout_train_mode_same_seed_same_grads():
+    batches = [(_randn(8, 6, shift=s),) for s in (1.0, -0.5, 1.0, 0.2)]
+    _train(DropNet, batches, seed=11)
+
+
+def test_dropout_eval_mode():
+    def factory():
+        m = DropNet()
+        m.eval()
+        return m
+
+    _train(factory, [(_randn(8, 6, shift=s),) for s in (1.0, -0.5)])
+
+
+def test_layernorm_and_embedding_with_integer_input():
+    class Tok(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.norm, self.fc = nn.Embedding(10, 6), nn.LayerNorm(6), nn.Linear(6, 2)
+
+        def forward(self, ids):
+            h = self.norm(self.emb(ids))
+            if ids.max() > 6:
+                h = h * 2.0
+            return self.fc(h).mean(axis=1)
+
+    # only the rows of the embedding that were looked up change; the rest stay (Adam too)
+    batches = [(RNG.integers(0, 10, size=(2, 4)),), (np.array([[0, 1, 2, 3], [1, 1, 2, 2]]),),
+               (np.array([[9, 9, 8, 7], [0, 0, 0, 0]]),)]
+    _train(Tok, batches)
+
+
+def test_module_writes_tensors_to_attributes():
+    class Stateful(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+            self.last = None
+
+        def forward(self, x):
+            h = self.fc(x)
+            self.last = h.detach()
+            self.hidden = h  # keeps its graph: the user may backprop through it later
+            if h.sum() > 0:
+                return h.relu()
+            return h * 0.5
+
+    eager, static = _train(Stateful, [(_randn(2, 3, shift=1),), (_randn(2, 3, shift=-1),)])
+    _close(static.last, eager.last)
+    assert static.last.requires_grad is False
+    # backward through the tensor written to the attribute
+    x = _randn(2, 3)
+    for m in (eager, static):
+        for p in m.parameters():
+            p.grad = None
+        m(_t(x))
+        (m.hidden ** 2).sum().backward()
+    _check_params(eager, static, "through the attribute")
+
+
+class MultiOut(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(3, 2), nn.Linear(3, 2), nn.Linear(3, 2)
+
+    def forward(self, x):
+        ha, hb, hc = self.a(x), self.b(x), self.c(x)
+        return {"a": ha, "b": (hb, hb.argmax(axis=1)), "c": hc, "n": (x > 0).sum(), "flag": hc.sum() > 0}
+
+
+def test_dict_and_tuple_outputs_with_non_float_leaves_and_an_unused_output():
+    # the loss uses a and b only: c's parameters get no gradient (None), as eagerly
+    def loss_fn(out, x):
+        assert out["b"][1].dtype == d2s.int64 and out["flag"].dtype == d2s.bool
+        return (out["a"] * out["b"][0]).sum() + out["n"].double() * out["a"].mean()
+
+    _train(MultiOut, [(_randn(4, 3),), (_randn(4, 3),)], loss_fn=loss_fn)
+
+
+def test_loss_from_several_outputs_of_a_converted_function():
+    w1 = d2s.tensor(_randn(3, 3), requires_grad=True)
+    w2 = d2s.tensor(_randn(3), requires_grad=True)
+
+    def f(x):
+        y = x @ w1
+        if y.sum() > 0:
+            z = y * w2
+        else:
+            z = y - w2
+        return y, z, z.detach() * 3
+
+    static = d2s.jit.to_static(f)
+    for x in (_randn(2, 3, shift=2), _randn(2, 3, shift=-2)):
+        got = []
+        for fn in (f, static):
+            w1.grad = w2.grad = None
+            xt = _t(x, requires_grad=True)
+            y, z, c = fn(xt)
+            assert not c.requires_grad
+            (y.sum() * 2 + (z * c).mean()).backward()
+            got.append((xt.grad, w1.grad, w2.grad))
+        for a, b in zip(*got):
+            _close(b, a)
+
+
+def test_retain_graph_then_second_backward():
+    eager, static = _pair(BranchyMLP)
+    for x in (MLP_BATCHES[0][0], MLP_BATCHES[1][0]):
+        for m in (eager, static):
+            for p in m.parameters():
+                p.grad = None
+            loss = (m(_t(x)) ** 2).sum()
+            loss.backward(retain_graph=True)
+            loss.backward()  # accumulates a second, equal gradient
+        _check_params(eager, static, "retain_graph")
+    # without retain_graph the second backward raises, as eagerly
+    loss = static(_t(MLP_BATCHES[0][0])).sum()
+    loss.backward()
+    with pytest.raises(RuntimeError):
+        loss.backward()
+
+
+@pytest.mark.parametrize("x", [MLP_BATCHES[0][0], MLP_BATCHES[1][0]])
+def test_create_graph_double_backward(x):
+    eager, static = _pair(BranchyMLP)
+    got = []
+    for m in (eager, static):
+        for p in m.parameters():
+            p.grad = None
+        xt = _t(x, requires_grad=True)
+        out = (d2s.tanh(m(xt)) ** 2).sum()
+        (gx,) = d2s.grad(out, xt, create_graph=True)
+        (gx ** 2).sum().backward()  # a gradient penalty
+        got.append((gx.detach(), xt.grad, [p.grad for p in m.parameters()]))
+    (ge, gxe, pe), (gs, gxs, ps) = got
+    _close(gs, ge)
+    _close(gxs, gxe)
+    for a, b in zip(ps, pe):
+        _close(a, b)
+
+
+def test_gradient_accumulation_over_two_calls_before_a_step():
+    eager, static = _pair(BranchyMLP)
+    opts = [optim.SGD(list(m.parameters()), lr=0.1, momentum=0.9) for m in (eager, static)]
+    for k in range(0, 4, 2):
+        for m, o in zip((eager, static), opts):
+            o.zero_grad()
+            for x in (MLP_BATCHES[k][0], MLP_BATCHES[k + 1][0]):  # both branches accumulate
+                (m(_t(x)) ** 2).mean().backward()
+        _check_params(eager, static, "accumulated")
+        for o in opts:
+            o.step()
+        _check_params(eager, static, "stepped")
+
+
+def test_to_static_under_no_grad_keeps_nothing():
+    eager, static = _pair(BranchyMLP)
+    x = _t(MLP_BATCHES[0][0], requires_grad=True)
+    with d2s.no_grad():
+        out = static(x)
+        want = eager(x)
+    assert out.grad_fn is None and not out.requires_grad
+    _close(out, want)
+    (entry,) = static.forward.concrete_programs
+    assert not entry._trainers  # no training forward ran, no residuals kept
+    out = static(x)  # then with grad: a node, and training works
+    assert out.grad_fn is not None
+    out.sum().backward()
+
+
+def test_input_requiring_grad_only_some_inputs():
+    w = d2s.tensor(_randn(3), requires_grad=True)
+
+    def f(a, b, k):
+        if k > 1:
+            return (a * w + b).sum()
+        return (a * b).sum()
+
+    static = d2s.jit.to_static(f)
+    for k in (0, 2):
+        for req in ((True, False), (False, True), (True, True), (False, False)):
+            got = []
+            av, bv = _randn(3), _randn(3)
+            for fn in (f, static):
+                w.grad = None
+                a2, b2 = _t(av, req[0]), _t(bv, req[1])
+                out = fn(a2, b2, d2s.tensor(k))
+                if not out.requires_grad:  # k == 0 with neither input requiring grad
+                    with pytest.raises(RuntimeError, match="does not require grad"):
+                        out.backward()
+                else:
+                    out.backward()
+                got.append((out.requires_grad, a2.grad, b2.grad, w.grad))
+            assert got[1][0] == got[0][0]
+            got = [g[1:] for g in got]
+            for g, e in zip(got[1], got[0]):
+                _close(g, e, f"k={k} req={req}")
+
+
+# ------------------------------------------------------------------ params used in nested control flow
+class Nested(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c, self.d = (nn.Linear(3, 3) for _ in range(4))
+
+    def forward(self, x, n):
+        h = x
+        if x.sum() > 0:
+            if x[0, 0] > 0.5:
+                h = self.a(h)
+            else:
+                h = self.b(h)
+        i = d2s.tensor(0)
+        while i < n:
+            h = d2s.tanh(self.c(h))
+            i = i + 1
+        return self.d(h)
+
+
+NESTED_BATCHES = [(np.full((2, 3), v) + _randn(2, 3, scale=0.01), np.array(n))
+                  for v, n in ((1.0, 0), (0.2, 2), (-1.0, 1), (1.0, 3), (-1.0, 0))]
+
+
+@pytest.mark.parametrize("opt", ["adam", "sgd"])
+def test_params_in_nested_conds_and_a_while_body(opt):
+    _train(Nested, NESTED_BATCHES, opt=opt)
+
+
+def test_params_inside_scan():
+    class Scanned(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell, self.unused = nn.Linear(3, 3), nn.Linear(3, 3)
+
+        def forward(self, xs):
+            def step(h, x):
+                h = d2s.tanh(self.cell(x) + h)
+                return h, h.sum()
+
+            h, ys = d2s.scan(step, d2s.zeros([3], dtype="float64"), xs)
+            return h.sum() + ys.mean()
+
+    _train(Scanned, [(_randn(4, 3),), (_randn(2, 3),)], loss_fn=lambda out, x: out)
+
+
+def test_save_load_then_fine_tune(tmp_path):
+    eager, static = _pair(BranchyMLP)
+    spec = [d2s.jit.InputSpec([None, 4], dtype="float64", name="x")]
+    d2s.jit.save(static, str(tmp_path / "m"), input_spec=spec)
+    loaded = d2s.jit.load(str(tmp_path / "m"))
+    assert len(loaded.parameters()) == len(list(eager.parameters()))
+    opts = [optim.Adam(list(eager.parameters()), lr=0.05), optim.Adam(loaded.parameters(), lr=0.05)]
+    by_value = {}
+    for (name, p) in eager.named_parameters():
+        match = [q for q in loaded.parameters() if q.shape == p.shape and np.array_equal(q.numpy(), p.numpy())]
+        assert len(match) == 1, name
+        by_value[name] = match[0]
+    for x, in MLP_BATCHES:
+        for fn, o in ((eager, opts[0]), (loaded, opts[1])):
+            o.zero_grad()
+            xt = _t(x, requires_grad=True)
+            loss = (fn(xt) ** 2).mean()
+            loss.backward()
+        for name, p in eager.named_parameters():
+            _close(by_value[name].grad, p.grad, name)
+        for o in opts:
+            o.step()
+        for name, p in eager.named_parameters():
+            _close(by_value[name].detach(), p.detach(), name)
