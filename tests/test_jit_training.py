@@ -469,3 +469,200 @@ def test_save_load_then_fine_tune(tmp_path):
             o.step()
         for name, p in eager.named_parameters():
             _close(by_value[name].detach(), p.detach(), name)
+
+
+# ------------------------------------------------------------------ more user patterns
+def _fn_grads(fn, args, targets, loss_fn=lambda out: out.sum()):
+    """(loss, output requires_grad, [grad of each target]) of one forward/backward of ``fn``."""
+    for t in targets:
+        t.grad = None
+    out = fn(*args)
+    req = out.requires_grad if hasattr(out, "requires_grad") else None
+    loss = loss_fn(out)
+    if not loss.requires_grad:
+        return float(loss), req, [None for _ in targets]
+    loss.backward()
+    return float(loss), req, [None if t.grad is None else t.grad.numpy().copy() for t in targets]
+
+
+def _same_fn_training(fn, arg_sets, targets, loss_fn=lambda out: out.sum(), calls=3):
+    static = d2s.jit.to_static(fn)
+    for args in arg_sets:
+        want = _fn_grads(fn, args(), targets, loss_fn)
+        for _ in range(calls):  # first call, optimized programs, cached trainer
+            got = _fn_grads(static, args(), targets, loss_fn)
+            assert got[0] == pytest.approx(want[0], rel=1e-12, abs=1e-14)
+            assert got[1] == want[1], "output requires_grad"
+            for g, e in zip(got[2], want[2]):
+                _close(g, e)
+
+
+W = [d2s.tensor(_randn(3), requires_grad=True) for _ in range(4)]
+
+
+def test_output_requires_grad_only_on_the_branch_that_reads_a_parameter():
+    def f(x):
+        if x.sum() > 0:
+            return x * W[0]
+        return x * 2.0
+
+    _same_fn_training(f, [lambda: (_t([1.0, 2.0, 3.0]),), lambda: (_t([-1.0, 2.0, -3.0]),)], W,
+                      loss_fn=lambda out: out.sum() if out.requires_grad else out.sum().detach())
+
+
+def test_parameter_only_inside_a_while_body_and_a_nested_cond():
+    def f(x, n):
+        i = d2s.tensor(0)
+        while i < n:
+            if x.sum() > 0:
+                x = x * W[0]
+            else:
+                x = x + W[1]
+            i = i + 1
+        return (x * W[2]).sum()
+
+    sets = [lambda n=n, s=s: (_t(s * np.array([0.5, 0.2, 0.3])), d2s.tensor(n)) for n in (0, 1, 3) for s in (1, -1)]
+    _same_fn_training(f, sets, W)
+
+
+def test_break_in_a_tensor_while():
+    def f(x):
+        i = d2s.tensor(0)
+        while i < 5:
+            x = d2s.tanh(x * W[0] + W[1])
+            if x.sum() > 0.5:
+                break
+            i = i + 1
+        return (x * W[3]).sum()
+
+    _same_fn_training(f, [lambda: (_t(v),) for v in ([2.0, 1.0, 1.0], [-1.0, 0.1, 0.2], [0.1, 0.1, 0.1])], W)
+
+
+def test_dropout_inside_a_while_and_a_scan_same_seed():
+    def f(x, n):
+        h = x * W[0]
+        i = d2s.tensor(0)
+        while i < n:
+            h = F.dropout(d2s.tanh(h * W[1]), 0.3, True)
+            i = i + 1
+
+        def step(c, xt):
+            c = F.dropout(c * W[2] + xt, 0.2, True)
+            return c, c.sum()
+
+        c, ys = d2s.scan(step, h, d2s.stack([h, h * 2.0]))
+        return c.sum() + ys.sum()
+
+    def args(n):
+        def make():
+            d2s.manual_seed(4)
+            return _t(np.linspace(0.5, 1.5, 3)), d2s.tensor(n)
+        return make
+
+    _same_fn_training(f, [args(0), args(1), args(3)], W)
+
+
+def test_non_leaf_input_requiring_grad_and_hooks():
+    seen = []
+
+    def f(x):
+        return d2s.tanh(x * W[0]).sum()
+
+    static = d2s.jit.to_static(f)
+    grads = []
+    for fn in (f, static, static):
+        for w in W:
+            w.grad = None
+        a = _t([0.3, -0.2, 0.9], requires_grad=True)
+        x = a * 2.0  # computed eagerly before the call
+        x.retain_grad()
+        h = W[0].register_hook(lambda g: seen.append(g.numpy().copy()))
+        fn(x).backward()
+        h.remove()
+        grads.append((a.grad, x.grad, W[0].grad))
+    for got in grads[1:]:
+        for g, e in zip(got, grads[0]):
+            _close(g, e)
+    assert len(seen) == 3
+    for s in seen[1:]:
+        np.testing.assert_allclose(s, seen[0], rtol=1e-12)
+
+
+def test_two_calls_alive_then_one_backward_of_their_sum():
+    eager, static = _pair(BranchyMLP)
+    for m in (eager, static):
+        l1 = (m(_t(MLP_BATCHES[0][0])) ** 2).sum()
+        l2 = (m(_t(MLP_BATCHES[1][0])) ** 2).sum()
+        (l1 + 0.5 * l2).backward()
+    _check_params(eager, static)
+
+
+def test_same_output_returned_twice_and_an_input_returned_as_is():
+    def f(x):
+        y = x * W[0]
+        return y, y, x
+
+    def loss(out):
+        return (out[0] * 2).sum() + out[1].sum() + (out[2] ** 2).sum()
+
+    _same_fn_training(f, [lambda: (_t([1.0, 2.0, 3.0], requires_grad=True),)], W, loss_fn=loss)
+
+
+def test_freezing_a_layer_between_steps():
+    eager, static = _pair(BranchyMLP)
+    opts = [optim.SGD(list(m.parameters()), lr=0.1, momentum=0.9) for m in (eager, static)]
+    for step, (x,) in enumerate(MLP_BATCHES):
+        for m in (eager, static):
+            for p in m.l1.parameters():
+                p.requires_grad = step % 2 == 0
+        for m, o in zip((eager, static), opts):
+            o.zero_grad()
+            (m(_t(x)) ** 2).mean().backward()
+        _check_params(eager, static, f"step {step}")
+        for o in opts:
+            o.step()
+        _check_params(eager, static, f"step {step} stepped")
+
+
+def test_train_eval_switch_with_dropout():
+    eager, static = _pair(DropNet)
+    for step, mode in enumerate(("train", "eval", "train")):
+        for m in (eager, static):
+            getattr(m, mode)()
+            for p in m.parameters():
+                p.grad = None
+            d2s.manual_seed(step)
+            m(_t(MLP_X6[step])).sum().backward()
+        _check_params(eager, static, mode)
+
+
+MLP_X6 = [_randn(4, 6, shift=0.5) for _ in range(3)]
+
+
+def test_d2s_grad_with_respect_to_some_parameters_only():
+    eager, static = _pair(BranchyMLP)
+    for x, in MLP_BATCHES[:2]:
+        got = []
+        for m in (eager, static):
+            loss = (m(_t(x)) ** 2).sum()
+            got.append(d2s.grad(loss, [m.l1.weight, m.neg.bias], allow_unused=True))
+        for g, e in zip(got[1], got[0]):
+            _close(g, e)
+        assert all(p.grad is None for p in static.parameters())
+
+
+def test_in_place_writes_inside_the_converted_forward():
+    def f(x):
+        h = x * W[0]
+        h[0] = h[1] * W[1][0]
+        if h.sum() > 0:
+            h[2] = 0.0
+        return (h * h).sum()
+
+    _same_fn_training(f, [lambda: (_t([1.0, 2.0, 3.0], requires_grad=True),),
+                          lambda: (_t([-1.0, -2.0, -3.0], requires_grad=True),)], W)
+
+
+def test_batch_size_change_builds_a_new_program_and_trains():
+    _train(BranchyMLP, [(_randn(5, 4, shift=1.0),), (_randn(3, 4, shift=-1.0),), (_randn(1, 4, shift=1.0),),
+                        (_randn(5, 4, shift=-1.0),)])

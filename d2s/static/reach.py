@@ -12,8 +12,8 @@ its floating-point outputs to its floating-point inputs unless it carries no gra
 with its predicate; when a branch's own reachability depends on a nested predicate, the
 branch computes it and the ``cond`` returns it as an extra output. Through a ``while`` or
 ``scan``, a value the body can pass on to an output counts as used when the body runs at least
-once (a ``while``'s condition is evaluated once more on the initial values to know); branches
-inside a loop body are not told apart across iterations (such a value counts as used).
+once (a ``while``'s condition is evaluated once more on the initial values to know); a
+capture the body reads only under a branch gets a bool carry or-ed over the iterations.
 Expressions larger than ``_MAX_TERMS`` are replaced by ``True`` (used), the old behaviour.
 """
 from d2s_runtime.ir import Op, Var
@@ -198,11 +198,25 @@ def _cond(block, op, outs, flow, namer):
 
 def _loop(block, op, outs, flow, namer):
     """Reachability through a ``while``/``scan``: a value the body can pass on to an output
-    counts as used when a ``while`` runs its body at least once (a ``scan`` always does)."""
+    counts as used when a ``while`` runs its body at least once (a ``scan`` always does). A
+    capture (or ``xs``) the body reads only under a branch gets a bool carry instead, or-ed
+    each iteration with whether this iteration's path read it, so a parameter of the branch
+    that no iteration took (or of a body that ran zero times) stays unused."""
     body = op.blocks["body"]
     n_carry = len(op.outputs) if op.type == "while" else op.attrs["n_carry"]
-    step = {j: {k for k, e in ks.items() if e is not False} for j, ks in _sub_reach(body, namer).items()}
+    d = _sub_reach(body, namer)
+    step = {j: {k for k, e in ks.items() if e is not False} for j, ks in d.items()}
     entered = _entered(block, op, namer) if op.type == "while" else True
+    # body outputs whose value reaches an output of the op someone reads (through carries)
+    live = {k for k, ks in enumerate(outs) if ks}
+    grew = True
+    while grew:
+        grew = False
+        for j in range(n_carry):
+            if j not in live and step.get(j, set()) & live:
+                live.add(j)
+                grew = True
+    accs = []  # (body expression, outer flag var) per dynamically used input
     for j, name in enumerate(op.inputs):
         if not _is_float(block, name):
             continue
@@ -213,11 +227,55 @@ def _loop(block, op, outs, flow, namer):
                 if k < n_carry and k not in seen:
                     seen.add(k)
                     todo.append(k)
+        when = entered
+        if j >= n_carry and hit & live:
+            u = False
+            for k in live:
+                u = _or(u, d.get(j, {}).get(k, False))
+            if not _static(u):
+                when = namer()
+                block.vars[when] = _var(when)
+                accs.append((u, when))
         for k, ks in enumerate(outs):
             if ks and k in hit:
-                flow(name, ks, True if k == j else entered)
+                flow(name, ks, True if k == j else when)
             elif ks and k == j and j < n_carry:
                 flow(name, ks)  # zero iterations: the initial carry is the final one
+    if accs:
+        _add_flag_carries(block, op, n_carry, accs, namer)
+
+
+def _add_flag_carries(block, op, n_carry, accs, namer):
+    """Give loop ``op`` one bool carry per ``(body expression, outer var)`` of ``accs``: false
+    before the loop, or-ed with the expression each iteration, its final value the outer var."""
+    body = op.blocks["body"]
+    emit = _Emitter(body, namer)
+    inits, ins, news = [], [], []
+    for u, out in accs:
+        init = namer()
+        block.vars[init] = _var(init)
+        inits.append(Op("constant", [], [init], {"value": False, "dtype": "bool", "shape": []}))
+        acc_in, acc_new = namer(), namer()
+        body.vars[acc_in], body.vars[acc_new] = _var(acc_in), _var(acc_new)
+        body.ops.append(Op("bitwise_or", [acc_in, emit(u)], [acc_new]))
+        ins.append(acc_in)
+        news.append(acc_new)
+    at = block.ops.index(op)
+    block.ops[at:at] = inits
+    op.inputs[n_carry:n_carry] = [o.outputs[0] for o in inits]
+    op.outputs[n_carry:n_carry] = [out for _, out in accs]
+    body.inputs[n_carry:n_carry] = ins
+    body.outputs[n_carry:n_carry] = news
+    if op.type == "while":
+        cond = op.blocks["cond"]
+        unused = []
+        for _ in accs:
+            name = namer()
+            cond.vars[name] = _var(name)
+            unused.append(name)
+        cond.inputs[n_carry:n_carry] = unused
+    else:
+        op.attrs["n_carry"] = n_carry + len(accs)
 
 
 def _entered(block, op, namer):
