@@ -666,3 +666,68 @@ def test_in_place_writes_inside_the_converted_forward():
 def test_batch_size_change_builds_a_new_program_and_trains():
     _train(BranchyMLP, [(_randn(5, 4, shift=1.0),), (_randn(3, 4, shift=-1.0),), (_randn(1, 4, shift=1.0),),
                         (_randn(5, 4, shift=-1.0),)])
+
+
+def test_same_tensor_passed_twice_and_an_input_the_function_ignores():
+    def f(a, b, c):
+        if a.sum() > 0:
+            return (a * b * W[0]).sum()
+        return (a * W[1]).sum()
+
+    static = d2s.jit.to_static(f)
+    for v in ([1.0, 2.0, 0.5], [-1.0, -2.0, 0.5]):
+        got = []
+        for fn in (f, static, static):
+            for w in W:
+                w.grad = None
+            x = _t(v, requires_grad=True)
+            c = _t([3.0, 1.0, 2.0], requires_grad=True)
+            fn(x, x, c).backward()
+            got.append((x.grad, c.grad, W[0].grad, W[1].grad))
+        for g in got[1:]:
+            for a, b in zip(g, got[0]):
+                _close(a, b)
+
+
+def test_weight_shared_by_two_calls_of_one_layer_in_a_loop_with_hvp():
+    class Shared(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+
+        def forward(self, x, n):
+            i = d2s.tensor(0)
+            while i < n:
+                x = d2s.tanh(self.fc(x))
+                i = i + 1
+            return (self.fc(x) ** 2).sum()
+
+    eager, static = _pair(Shared)
+    for n in (0, 2):
+        got = []
+        for m in (eager, static):
+            for p in m.parameters():
+                p.grad = None
+            loss = m(_t(SHARED_X), d2s.tensor(n))
+            gw, = d2s.grad(loss, m.fc.weight, create_graph=True)
+            (gw * SHARED_V).sum().backward()  # a Hessian-vector product into .grad
+            got.append([p.grad for p in m.parameters()])
+        for a, b in zip(*got):
+            _close(b, a)
+
+
+SHARED_X, SHARED_V = _randn(2, 3), _randn(3, 3)
+
+
+def test_loaded_model_with_a_branch_keeps_unused_grads_none(tmp_path):
+    eager, static = _pair(BranchyMLP)
+    d2s.jit.save(static, str(tmp_path / "m"), input_spec=[d2s.jit.InputSpec([None, 4], dtype="float64")])
+    loaded = d2s.jit.load(str(tmp_path / "m"))
+    for x, in MLP_BATCHES[:2]:
+        for p in list(eager.parameters()) + loaded.parameters():
+            p.grad = None
+        eager(_t(x)).sum().backward()
+        loaded(_t(x)).sum().backward()
+        want = sorted((p.grad is None, p.shape) for p in eager.parameters())
+        got = sorted((p.grad is None, p.shape) for p in loaded.parameters())
+        assert got == want
