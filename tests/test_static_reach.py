@@ -216,3 +216,27 @@ def test_flag_carries_keep_the_program_valid_and_runnable():
     assert len(loop.outputs) > len(before.outputs)  # a bool carry for each branch-only param
     Executor(flagged).run(INPUTS[0], 2, params=None if not flagged.params else
                           {name: np.ones(3) for name in flagged.params})
+
+
+def scan_body_param(h, xs):
+    def step(c, x):
+        c = c * W[0] + x
+        return c, c.sum()
+
+    c, ys = d2s.scan(step, h, xs)
+    return c.sum() + ys.sum()
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("length", [0, 1, 3])
+def test_a_scan_of_length_zero_leaves_its_body_params_unused(length, dynamic):
+    spec = [d2s.jit.InputSpec([3], "float64"), d2s.jit.InputSpec([None, 3], "float64")] if dynamic else None
+    static = d2s.jit.to_static(scan_body_param, input_spec=spec)
+    xs = np.linspace(0.1, 0.9, 3 * length).reshape(length, 3)
+    want = _grads(scan_body_param, INPUTS[0], d2s.tensor(xs))
+    for _ in range(2):
+        got = _grads(static, INPUTS[0], d2s.tensor(xs))
+        for g, e in zip(got, want):
+            assert (g is None) == (e is None), (got, want)
+            if e is not None:
+                np.testing.assert_allclose(g, e, rtol=1e-12)

@@ -24,6 +24,7 @@ from ..autograd.node import GRAD_RULES, NONDIFF
 
 _MAX_TERMS = 64
 _BOOL = TensorType((), "bool")
+_INT = TensorType((), "int64")
 
 
 # ------------------------------------------------------------------ boolean expressions
@@ -206,7 +207,7 @@ def _loop(block, op, outs, flow, namer):
     n_carry = len(op.outputs) if op.type == "while" else op.attrs["n_carry"]
     d = _sub_reach(body, namer)
     step = {j: {k for k, e in ks.items() if e is not False} for j, ks in d.items()}
-    entered = _entered(block, op, namer) if op.type == "while" else True
+    entered = _entered(block, op, namer) if op.type == "while" else _scan_entered(block, op, namer)
     # body outputs whose value reaches an output of the op someone reads (through carries)
     live = {k for k, ks in enumerate(outs) if ks}
     grew = True
@@ -276,6 +277,25 @@ def _add_flag_carries(block, op, n_carry, accs, namer):
         cond.inputs[n_carry:n_carry] = unused
     else:
         op.attrs["n_carry"] = n_carry + len(accs)
+
+
+def _scan_entered(block, op, namer):
+    """Whether ``scan`` op ``op`` runs its body at all: its length is not zero (a var of
+    ``block`` when the length is known only at run time)."""
+    nc, nx = op.attrs["n_carry"], op.attrs["n_xs"]
+    if not nx:
+        return bool(op.attrs.get("length", 1))
+    xs = op.inputs[nc]
+    length = block.lookup(xs).type.shape[0]
+    if length is not None:
+        return length > 0
+    n, zero, nonzero = namer(), namer(), namer()
+    block.vars[n], block.vars[zero] = Var(n, _INT), Var(zero, _INT)
+    block.vars[nonzero] = _var(nonzero)
+    block.ops += [Op("dim", [xs], [n], {"axis": 0}),
+                  Op("constant", [], [zero], {"value": 0, "dtype": "int64", "shape": []}),
+                  Op("gt", [n, zero], [nonzero])]
+    return nonzero
 
 
 def _entered(block, op, namer):
