@@ -731,3 +731,43 @@ def test_loaded_model_with_a_branch_keeps_unused_grads_none(tmp_path):
         want = sorted((p.grad is None, p.shape) for p in eager.parameters())
         got = sorted((p.grad is None, p.shape) for p in loaded.parameters())
         assert got == want
+
+
+def test_input_spec_with_a_dynamic_batch_trains_like_eager():
+    spec = [d2s.jit.InputSpec([None, 4], dtype="float64")]
+
+    d2s.manual_seed(0)
+    eager = BranchyMLP().double()
+    static = BranchyMLP().double()
+    static.load_state_dict(eager.state_dict())
+    static = d2s.jit.to_static(static, input_spec=spec)
+    opts = [optim.Adam(list(m.parameters()), lr=0.05) for m in (eager, static)]
+    for step, x in enumerate((_randn(5, 4, shift=1), _randn(2, 4, shift=-1), _randn(7, 4, shift=1))):
+        for m, o in zip((eager, static), opts):
+            o.zero_grad()
+            (m(_t(x)) ** 2).mean().backward()
+        _check_params(eager, static, f"step {step}")
+        for o in opts:
+            o.step()
+
+
+def test_method_of_a_plain_class_converted():
+    class Scorer:
+        def __init__(self):
+            self.w = nn.Parameter(d2s.tensor(_randn(3)))
+            self.v = nn.Parameter(d2s.tensor(_randn(3)))
+
+        def score(self, x):
+            if (x * self.w).sum() > 0:
+                return (x * self.w).sum()
+            return (x * self.v).sum() * 2.0
+
+    eager, conv = Scorer(), Scorer()
+    conv.w, conv.v = nn.Parameter(d2s.tensor(eager.w.numpy())), nn.Parameter(d2s.tensor(eager.v.numpy()))
+    conv.score = d2s.jit.to_static(conv.score)
+    for x in (eager.w.numpy(), -eager.w.numpy()):
+        for obj in (eager, conv):
+            obj.w.grad = obj.v.grad = None
+            obj.score(_t(x)).backward()
+        _close(conv.w.grad, eager.w.grad)
+        _close(conv.v.grad, eager.v.grad)
