@@ -144,7 +144,10 @@ def _hoist_over(p, a, b):
         if op is not None and op not in needed:
             needed.append(op)
             todo.extend(op.inputs)
+    from d2s_runtime.passes._util import is_effect
     moved = [op for op in ops[ia + 1:ib] if op in needed]
+    if any(op.blocks or is_effect(op) or op.type in _RANDOM for op in moved):
+        return False  # moving it would reorder draws or effects
     rest = [op for op in ops[ia + 1:ib] if op not in needed]
     gb.ops = ops[:ia] + moved + [b] + rest + ops[ib + 1:]
     rename = dict(zip(a.outputs, b.outputs))
