@@ -771,3 +771,42 @@ def test_method_of_a_plain_class_converted():
             obj.score(_t(x)).backward()
         _close(conv.w.grad, eager.w.grad)
         _close(conv.v.grad, eager.v.grad)
+
+
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner, self.c = BranchyMLP(), nn.Linear(3, 1)
+
+    def forward(self, x):
+        h = self.inner(x)
+        i = d2s.tensor(0)
+        while i < 2:
+            h = d2s.tanh(h)
+            i = i + 1
+        return self.c(h)
+
+
+@pytest.mark.parametrize("outer_too", [False, True])
+def test_converting_a_submodule_in_place_keeps_parameter_order_and_trains(outer_too):
+    def factory():
+        m = Outer()
+        names = [n for n, _ in m.named_parameters()]
+        m.inner = d2s.jit.to_static(m.inner)  # replaces the submodule by its converted self
+        assert [n for n, _ in m.named_parameters()] == names
+        return m
+
+    eager = Outer().double()
+    conv = factory().double()
+    conv.load_state_dict(eager.state_dict())
+    if outer_too:
+        conv = d2s.jit.to_static(conv)
+    opts = [optim.Adam(list(m.parameters()), lr=0.05) for m in (eager, conv)]
+    for step, (x,) in enumerate(MLP_BATCHES):
+        for m, o in zip((eager, conv), opts):
+            o.zero_grad()
+            (m(_t(x)) ** 2).mean().backward()
+        _check_params(eager, conv, f"step {step}")
+        for o in opts:
+            o.step()
+        _check_params(eager, conv, f"step {step} stepped")
