@@ -810,3 +810,27 @@ def test_converting_a_submodule_in_place_keeps_parameter_order_and_trains(outer_
         for o in opts:
             o.step()
         _check_params(eager, conv, f"step {step} stepped")
+
+
+def test_detached_output_of_a_program_with_dropout_under_a_branch_does_not_require_grad():
+    # such a program trains through the eager replay (no per-call flags): the output that only
+    # a detached value reaches still does not require grad
+    def f(x):
+        h = x * W[0]
+        if h.sum() > 0:
+            h = F.dropout(h, 0.5, True)
+        return h, h.detach() * 2.0, (x > 0).sum()
+
+    static = d2s.jit.to_static(f)
+    for v in ([1.0, 2.0, 3.0], [-1.0, -2.0, -3.0]):
+        got = []
+        for fn in (f, static):
+            W[0].grad = None
+            d2s.manual_seed(2)
+            x = _t(v, requires_grad=True)
+            h, c, n = fn(x)
+            assert c.requires_grad is False and n.requires_grad is False
+            (h * c).sum().backward()
+            got.append((x.grad, W[0].grad))
+        for g, e in zip(*got):
+            _close(e, g)

@@ -209,6 +209,7 @@ class ConcreteProgram:
         self.param_refs = []
         self._backward = {}
         self._trainers = {}
+        self._reachable = {}
         gb = program.block
         self.out_float = [np.dtype(gb.lookup(n).type.dtype).kind == "f" for n in program.outputs]
         self.any_float_out = any(self.out_float)
@@ -292,7 +293,10 @@ class ConcreteProgram:
         else:
             outs = self._tiered.run(arrays, params)
             tensors = [Tensor._make(o) for o in outs]
-            residuals = differentiable = None
+            residuals = None
+            differentiable = self._reachable_outputs(*masks) if masks is not None else None
+            if differentiable is not None and not any(differentiable):
+                masks = None
         if masks is not None:
             self._attach_node(leaves, arrays, params, tensors, masks, rng, trainer, residuals, differentiable)
         if self.writes:
@@ -333,6 +337,24 @@ class ConcreteProgram:
                           RuntimeWarning, stacklevel=4)
             r = None
         self._trainers[key] = r
+        return r
+
+    def _reachable_outputs(self, in_mask, par_mask):
+        """For each floating-point output, whether any value requiring grad can reach it at all
+        (on some path; used where no per-call flags exist): a detached output never can."""
+        key = (in_mask, par_mask)
+        r = self._reachable.get(key)
+        if r is None:
+            from ..autograd.node import GRAD_RULES, NONDIFF
+            prog = self.raw_program
+            gb = prog.block
+            live = {n for n, m in zip(prog.inputs, in_mask) if m} | {n for n, m in zip(prog.params, par_mask) if m}
+            for op in gb.ops:
+                if op.type in NONDIFF or (not op.blocks and op.type not in GRAD_RULES):
+                    continue
+                if any(i in live for i in op.inputs):
+                    live.update(op.outputs)
+            r = self._reachable[key] = [n in live for n, f in zip(prog.outputs, self.out_float) if f]
         return r
 
     def _attach_node(self, leaves, arrays, params, outputs, masks, rng=None, trainer=None, residuals=None,
