@@ -834,3 +834,21 @@ def test_detached_output_of_a_program_with_dropout_under_a_branch_does_not_requi
             got.append((x.grad, W[0].grad))
         for g, e in zip(*got):
             _close(e, g)
+
+
+def test_while_collecting_outputs_in_a_list_and_a_growing_carry():
+    def f(x, n):
+        outs = []
+        h = x
+        acc = x[:1] * W[3][0]
+        i = d2s.tensor(0)
+        while i < n:
+            h = d2s.tanh(h * W[0] + W[1])
+            outs.append(h * W[2])
+            acc = d2s.concat([acc, h[:1]])  # a carry that grows each iteration
+            i = i + 1
+        outs.append(h)
+        return (d2s.stack(outs) ** 2).sum() + acc.sum()
+
+    sets = [lambda n=n: (_t(np.linspace(-0.5, 0.5, 3), requires_grad=True), d2s.tensor(n)) for n in (0, 1, 3)]
+    _same_fn_training(f, sets, W)
