@@ -160,3 +160,48 @@ def test_residuals_are_released_after_backward():
     assert node.saved[4] is not None  # the residuals the forward kept
     y.backward()
     assert node.saved is None
+
+
+def _loops(program):
+    return [op for op in program.block.ops if op.type == "while"]
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_the_training_forward_runs_each_while_once(n):
+    # the gradient rule replays the loop pushing its carries; that replay replaces the loop
+    x, nn_ = np.array([0.5, 0.2]), np.array(n)
+    p = _program(branchy, d2s.tensor(x), d2s.tensor(nn_))
+    assert len(_loops(p)) == 1
+    split = split_training(p, [p.inputs[0]])
+    assert len(_loops(split.forward.verify())) == 1
+    assert _ops(split.forward).count("sin") == 1
+    joint = _run(append_backward(p, [p.inputs[0]]), [x, nn_, np.float64(1.0)])
+    outs = _run(split.forward, [x, nn_])
+    (g,) = _run(split.backward.verify(), split.gather([x, nn_], [], outs) + [np.float64(1.0)])
+    np.testing.assert_allclose(outs[0], joint[0], rtol=1e-12)
+    np.testing.assert_allclose(g, joint[1], rtol=1e-12)
+
+
+def two_loops(x, n):
+    i, y = d2s.tensor(0), x
+    while i < n:
+        y = y * 1.5
+        i = i + 1
+    j, z = d2s.tensor(0), x
+    while j < n:
+        z = z * 2.5  # same shape of loop, another body: not the replay of the first
+        j = j + 1
+    return (y * z).sum()
+
+
+@pytest.mark.parametrize("n", [0, 2])
+def test_loops_that_only_look_alike_are_not_merged(n):
+    x, nn_ = np.array([0.5, -0.2]), np.array(n)
+    p = _program(two_loops, d2s.tensor(x), d2s.tensor(nn_))
+    split = split_training(p, [p.inputs[0]])
+    assert len(_loops(split.forward)) == 2
+    joint = _run(append_backward(p, [p.inputs[0]]), [x, nn_, np.float64(1.0)])
+    outs = _run(split.forward.verify(), [x, nn_])
+    (g,) = _run(split.backward, split.gather([x, nn_], [], outs) + [np.float64(1.0)])
+    np.testing.assert_allclose(outs[0], joint[0], rtol=1e-12)
+    np.testing.assert_allclose(g, joint[1], rtol=1e-12)

@@ -133,3 +133,110 @@ def test_module_branch_parameters_stay_none_for_the_optimizer():
         for pe, ps in zip(eager.parameters(), static.parameters()):
             assert (pe.grad is None) == (ps.grad is None)
             np.testing.assert_allclose(ps.numpy(), pe.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ branches inside loop bodies
+def branch_in_while(x, n):
+    i = d2s.tensor(0)
+    while i < n:
+        if x.sum() > 0:
+            x = x * W[0]
+        else:
+            x = x + W[1]
+        i = i + 1
+    return (x * W[2]).sum()
+
+
+def branch_on_the_counter(x, n):
+    # which branch runs changes from one iteration to the next: W[1] only from the third on
+    i = d2s.tensor(0)
+    while i < n:
+        if i < 2:
+            x = x * W[0]
+        else:
+            x = x * W[1]
+        i = i + 1
+    return x.sum()
+
+
+def nested_loops(x, n):
+    i = d2s.tensor(0)
+    while i < n:
+        j = d2s.tensor(0)
+        while j < i:
+            if x.sum() > 0:
+                x = x * W[0]
+            else:
+                x = x * W[1]
+            j = j + 1
+        i = i + 1
+    return (x + W[3]).sum()
+
+
+def loop_inside_a_branch(x, n):
+    if x.sum() > 0:
+        i = d2s.tensor(0)
+        while i < n:
+            if x[0] > 0.5:
+                x = x * W[0]
+            i = i + 1
+    else:
+        x = x * W[1]
+    return x.sum()
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 4])
+@pytest.mark.parametrize("fn", [branch_in_while, branch_on_the_counter, nested_loops, loop_inside_a_branch])
+def test_branch_inside_a_loop_body_counts_only_when_some_iteration_took_it(fn, n):
+    for x in INPUTS:
+        _compare(fn, x, d2s.tensor(n))
+
+
+def branch_in_scan(x):
+    # (a function passed to d2s.scan is not source-converted: its branch is a d2s.cond)
+    def step(h, xt):
+        h = d2s.cond(xt.sum() > 0, lambda h, xt: h * W[0] + xt, lambda h, xt: h - xt * W[1], h, xt)
+        return h, h.sum()
+
+    h, ys = d2s.scan(step, x, d2s.stack([x, x * 2.0]))
+    return h.sum() + ys.sum()
+
+
+@pytest.mark.parametrize("x", INPUTS)
+def test_branch_inside_a_scan_body(x):
+    _compare(branch_in_scan, x)
+
+
+def test_flag_carries_keep_the_program_valid_and_runnable():
+    x, n = d2s.tensor(INPUTS[0]), d2s.tensor(2)
+    p = d2s.jit.to_static(branch_in_while).get_program(x, n)
+    flagged = add_reach_flags(p, list(p.params), per_output=True).verify()
+    loop = next(op for op in flagged.block.ops if op.type == "while")
+    before = next(op for op in p.block.ops if op.type == "while")
+    assert len(loop.outputs) > len(before.outputs)  # a bool carry for each branch-only param
+    Executor(flagged).run(INPUTS[0], 2, params=None if not flagged.params else
+                          {name: np.ones(3) for name in flagged.params})
+
+
+def scan_body_param(h, xs):
+    def step(c, x):
+        c = c * W[0] + x
+        return c, c.sum()
+
+    c, ys = d2s.scan(step, h, xs)
+    return c.sum() + ys.sum()
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("length", [0, 1, 3])
+def test_a_scan_of_length_zero_leaves_its_body_params_unused(length, dynamic):
+    spec = [d2s.jit.InputSpec([3], "float64"), d2s.jit.InputSpec([None, 3], "float64")] if dynamic else None
+    static = d2s.jit.to_static(scan_body_param, input_spec=spec)
+    xs = np.linspace(0.1, 0.9, 3 * length).reshape(length, 3)
+    want = _grads(scan_body_param, INPUTS[0], d2s.tensor(xs))
+    for _ in range(2):
+        got = _grads(static, INPUTS[0], d2s.tensor(xs))
+        for g, e in zip(got, want):
+            assert (g is None) == (e is None), (got, want)
+            if e is not None:
+                np.testing.assert_allclose(g, e, rtol=1e-12)

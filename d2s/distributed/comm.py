@@ -71,6 +71,9 @@ def _install_abort_hook(comm):
         previous(kind, value, tb)
         sys.stderr.write(f"d2s.distributed: rank {comm.Get_rank()} raised {kind.__name__}; aborting the MPI job\n")
         sys.stderr.flush()
+        # the launcher forwards this rank's stderr asynchronously: Abort kills the job at once,
+        # and on a loaded machine the traceback and this line were sometimes cut off
+        time.sleep(0.5)
         comm.Abort(1)
 
     sys.excepthook = hook

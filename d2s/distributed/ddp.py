@@ -43,7 +43,7 @@ class DistributedDataParallel(Module):
 
     ``ddp(x)`` runs ``module(x)``; after ``loss.backward()`` every parameter's ``.grad`` is the
     mean over ranks of the local gradients. A parameter that got no gradient on a rank takes
-    part with zeros. ``ddp.module`` is the wrapped model (save or export that one).
+    part with zeros; one that no rank reached keeps ``.grad`` None. ``ddp.module`` is the wrapped model (save or export that one).
     """
 
     def __init__(self, module, bucket_cap_mb=25, broadcast_parameters=True):
@@ -93,10 +93,14 @@ class DistributedDataParallel(Module):
 
     def _start(self, b):
         MPI = comm._mpi()
-        send = np.zeros(b.offsets[-1], dtype=b.dtype)
-        for p, lo, hi in zip(b.params, b.offsets, b.offsets[1:]):
+        # after the gradients, one count per parameter of the ranks that have a gradient for
+        # it: a parameter no rank reached keeps .grad None (as in one process), not zeros
+        end = b.offsets[-1]
+        send = np.zeros(end + len(b.params), dtype=b.dtype)
+        for k, (p, lo, hi) in enumerate(zip(b.params, b.offsets, b.offsets[1:])):
             if p.grad is not None:
                 send[lo:hi] = comm.to_host(p.grad._data).reshape(-1)
+                send[end + k] = 1
         b.send, b.recv = send, np.empty_like(send)
         b.request = comm._comm().Iallreduce(send, b.recv, op=MPI.SUM)
 
@@ -109,8 +113,11 @@ class DistributedDataParallel(Module):
         n = comm.world_size()
         for b in self._buckets:
             comm.wait(b.request, f"the gradient all-reduce of a {b.offsets[-1]}-element bucket")
-            b.recv /= n
-            for p, lo, hi in zip(b.params, b.offsets, b.offsets[1:]):
+            end = b.offsets[-1]
+            b.recv[:end] /= n
+            for k, (p, lo, hi) in enumerate(zip(b.params, b.offsets, b.offsets[1:])):
+                if b.recv[end + k] == 0:
+                    continue  # no rank has a gradient for it
                 g = b.recv[lo:hi].reshape(p.shape).copy()
                 p.grad = Tensor._make(g if isinstance(p._data, np.ndarray) else comm.xp_of(p._data).asarray(g))
             b.request = b.send = b.recv = None

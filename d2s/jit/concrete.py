@@ -222,10 +222,16 @@ class ConcreteProgram:
         self.param_refs = []
         self._backward = {}
         self._trainers = {}
+        self._reachable = {}
         gb = program.block
         self.out_float = [np.dtype(gb.lookup(n).type.dtype).kind == "f" for n in program.outputs]
         self.any_float_out = any(self.out_float)
         self.random = any(op.type in _RANDOM_OPS for b in program.blocks for op in b.ops)
+        # the gradient rules of cond/while/scan replay their sub-blocks, drawing again: a
+        # random op in one (dropout under a tensor `if`) would get a mask the forward never
+        # drew, so such a program's backward replays the forward eagerly with its draws
+        self.random_in_blocks = any(op.type in _RANDOM_OPS for b in program.blocks if b is not program.block
+                                    for op in b.ops)
 
     @property
     def program(self):
@@ -296,12 +302,22 @@ class ConcreteProgram:
         if trainer is not None:
             # the forward also returned what the backward needs (no recomputation)
             tensors = [Tensor._make(o) for o in outs[:trainer.n_outputs]]
-            residuals = (trainer.gather(arrays, params, outs), trainer.used(outs))
+            used = trainer.used(outs)
+            # as eagerly, an output that no value requiring grad reached on this call's path
+            # (a detached value, a branch reading no parameter) does not require grad
+            differentiable = trainer.differentiable(used)
+            if any(differentiable):
+                residuals = (trainer.gather(arrays, params, outs), used)
+            else:
+                masks = None
         else:
             tensors = [Tensor._make(o) for o in outs]
             residuals = None
+            differentiable = self._reachable_outputs(*masks) if masks is not None else None
+            if differentiable is not None and not any(differentiable):
+                masks = None
         if masks is not None:
-            self._attach_node(leaves, arrays, params, tensors, masks, rng, trainer, residuals)
+            self._attach_node(leaves, arrays, params, tensors, masks, rng, trainer, residuals, differentiable)
         if self.writes:
             for w in self.writes:
                 w.apply(tensors)
@@ -329,6 +345,9 @@ class ConcreteProgram:
             return self._trainers[key]
         except KeyError:
             pass
+        if self.random_in_blocks:
+            self._trainers[key] = None
+            return None
         from .static_function import BUILD_LOCK
         with BUILD_LOCK:  # one build at a time; a trainer is published once, complete
             if key in self._trainers:
@@ -343,7 +362,26 @@ class ConcreteProgram:
             self._trainers[key] = r
         return r
 
-    def _attach_node(self, leaves, arrays, params, outputs, masks, rng=None, trainer=None, residuals=None):
+    def _reachable_outputs(self, in_mask, par_mask):
+        """For each floating-point output, whether any value requiring grad can reach it at all
+        (on some path; used where no per-call flags exist): a detached output never can."""
+        key = (in_mask, par_mask)
+        r = self._reachable.get(key)
+        if r is None:
+            from ..autograd.node import GRAD_RULES, NONDIFF
+            prog = self.raw_program
+            gb = prog.block
+            live = {n for n, m in zip(prog.inputs, in_mask) if m} | {n for n, m in zip(prog.params, par_mask) if m}
+            for op in gb.ops:
+                if op.type in NONDIFF or (not op.blocks and op.type not in GRAD_RULES):
+                    continue
+                if any(i in live for i in op.inputs):
+                    live.update(op.outputs)
+            r = self._reachable[key] = [n in live for n, f in zip(prog.outputs, self.out_float) if f]
+        return r
+
+    def _attach_node(self, leaves, arrays, params, outputs, masks, rng=None, trainer=None, residuals=None,
+                     differentiable=None):
         in_mask, par_mask = masks
         targets = [t for t, m in zip(leaves, in_mask) if m] + \
                   [t for t, m in zip(self.param_tensors, par_mask) if m]
@@ -354,10 +392,13 @@ class ConcreteProgram:
         node.next_functions = tuple((grad_node(t), t._out_idx if t.grad_fn is not None else 0) for t in targets)
         node.entry, node.masks = self, masks
         node.saved = (arrays, params, rng, trainer, residuals)
+        node.given = None
         node.outputs = tuple(diff)
         if ACTIVE_THREADS[0]:
             remember(node)
         for i, o in enumerate(diff):
+            if differentiable is not None and not differentiable[i]:
+                continue
             o.requires_grad = True
             o.grad_fn = node
             o._out_idx = i
@@ -382,7 +423,12 @@ _RANDOM_OPS = {"rand", "randn", "randint", "dropout_mask"}
 class RunProgramNode(Node):
     """The autograd node of one StaticFunction call: ``RunProgramBackward0``."""
 
-    __slots__ = ("entry", "masks", "saved")
+    __slots__ = ("entry", "masks", "saved", "given")
+
+    def apply(self, grads):
+        # which outputs received a gradient: a value reaching only the others gets None
+        self.given = [g is not None for g in grads]
+        return super().apply(grads)
 
     def release(self):
         super().release()
@@ -393,8 +439,10 @@ def _run_program_backward(node, *grads):
     if STATE.grad_enabled:
         return _differentiable_backward(node, grads)
     arrays, params, rng, trainer, residuals = node.saved
+    if node.entry.random_in_blocks:
+        return _differentiable_backward(node, grads, create_graph=False)
     if trainer is not None:
-        res = trainer.backward(residuals[0], [g._data for g in grads], residuals[1])
+        res = trainer.backward(residuals[0], [g._data for g in grads], residuals[1], node.given)
         return tuple(None if r is None else Tensor._make(r) for r in res)
     runner = node.entry.backward_runner(*node.masks)
     with _same_draws(rng):
@@ -414,11 +462,14 @@ def _same_draws(rng):
         yield
 
 
-def _differentiable_backward(node, grads):
+def _differentiable_backward(node, grads, create_graph=True):
     """Backward with ``create_graph``: replay the forward program through the eager dispatch
     (so autograd records it, with the same gradient rules), then differentiate that replay;
-    the gradients it returns are themselves differentiable (higher-order derivatives)."""
+    the gradients it returns are themselves differentiable (higher-order derivatives).
+    Without ``create_graph``, the same replay gives plain gradients (for programs whose
+    random draws only a replay of the forward's own run reproduces)."""
     from ..autograd.engine import grad as autograd_grad
+    from ..autograd.grad_mode import enable_grad
     from ..static.control_flow import replay_block
     entry = node.entry
     program = entry.raw_program
@@ -432,14 +483,15 @@ def _differentiable_backward(node, grads):
         env[name] = next(targets) if m else Tensor._make(arr)
     for name, arr in program.constants.items():
         env[name] = Tensor._make(arr)
-    with _same_draws(rng):
+    with _same_draws(rng), enable_grad():
         outs = replay_block(program.block, [env[n] for n in program.block.inputs])
-    diff = [o for o, f in zip(outs, entry.out_float) if f]
-    used = [(o, g) for o, g in zip(diff, grads) if o.requires_grad]
-    if not used:
-        return tuple(None for _ in node.inputs)
-    return autograd_grad([o for o, _ in used], list(node.inputs), grad_outputs=[g for _, g in used],
-                         create_graph=True, allow_unused=True)
+        diff = [o for o, f in zip(outs, entry.out_float) if f]
+        given = node.given or [True] * len(diff)
+        used = [(o, g) for o, g, k in zip(diff, grads, given) if o.requires_grad and k]
+        if not used:
+            return tuple(None for _ in node.inputs)
+        return autograd_grad([o for o, _ in used], list(node.inputs), grad_outputs=[g for _, g in used],
+                             create_graph=create_graph, allow_unused=True)
 
 
 class TrainingRunner:
@@ -457,10 +509,11 @@ class TrainingRunner:
         prog = entry.raw_program
         wrt = [n for n, m in zip(prog.inputs, in_mask) if m] + [n for n, m in zip(prog.params, par_mask) if m]
         # the forward also says which of ``wrt`` this call used (the others get no gradient)
-        flagged = add_reach_flags(prog, wrt)
+        flagged = add_reach_flags(prog, wrt, per_output=True)
         split = split_training(flagged, wrt, optimize=lambda p: _optimize(p, "training"))
         self.n_outputs = len(prog.outputs)
-        self.n_flags = len(wrt)
+        self.n_wrt, self.n_float = len(wrt), sum(entry.out_float)
+        self.n_flags = self.n_wrt * self.n_float
         self.gather = split.gather
         self.forward = TieredProgram(split.forward, entry.device, "training forward")
         # residuals come from the forward as they are (a while's stacks are typed nominally);
@@ -470,15 +523,23 @@ class TrainingRunner:
         self._cot_dtypes = [bb.vars[n].type.dtype for n in split.backward.inputs[len(split.residuals):]]
 
     def used(self, outs):
-        """Which differentiated values the call whose forward returned ``outs`` used."""
-        return [bool(f) for f in outs[self.n_outputs:self.n_outputs + self.n_flags]]
+        """For each differentiated value, which floating-point outputs it reached on the call
+        whose forward returned ``outs`` (a list of rows of bools)."""
+        flags = [bool(f) for f in outs[self.n_outputs:self.n_outputs + self.n_flags]]
+        return [flags[i * self.n_float:(i + 1) * self.n_float] for i in range(self.n_wrt)]
 
-    def backward(self, residuals, grads, used):
-        """The gradients (None for values the call did not use), from a call's residuals and
-        its outputs' gradient arrays."""
+    def differentiable(self, used):
+        """Which floating-point outputs some differentiated value reached (require grad)."""
+        return [any(row[k] for row in used) for k in range(self.n_float)]
+
+    def backward(self, residuals, grads, used, given=None):
+        """The gradients (None for values that reached no output given a gradient), from a
+        call's residuals and its outputs' gradient arrays (``given``: which of them the engine
+        sent; the others are zeros)."""
         cots = [g if g.dtype.name == d else g.astype(d) for g, d in zip(grads, self._cot_dtypes)]
         res = self._backward.run(residuals + cots, [])
-        return [r if u else None for r, u in zip(res, used)]
+        given = given or [True] * self.n_float
+        return [r if any(u and k for u, k in zip(row, given)) else None for r, row in zip(res, used)]
 
 
 class BackwardRunner:

@@ -105,8 +105,13 @@ class Module:
             raise TypeError(f"cannot assign {type(value).__name__} as parameter {name!r} of "
                             f"{type(self).__name__} (nn.Parameter or None expected); wrap it in "
                             "nn.Parameter(...) or update the values in place under d2s.no_grad()")
+        # a registry that gets the name again keeps its place (as in PyTorch): replacing a
+        # submodule by its converted self, or a parameter by a new one, keeps parameters() order
+        target = (self._parameters if isinstance(value, Parameter) else self._buffers if isinstance(value, Buffer)
+                  else self._modules if isinstance(value, Module) else None)
         for d in (self._parameters, self._buffers, self._modules):
-            d.pop(name, None)
+            if d is not target:
+                d.pop(name, None)
         if isinstance(value, Parameter):
             self._parameters[name] = value
             self.__dict__.pop(name, None)

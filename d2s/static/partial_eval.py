@@ -51,7 +51,113 @@ def split_training(program, wrt, optimize=None):
     cotangents = joint.inputs[n_in:]
     if optimize is not None:
         joint = optimize(joint)
+    joint = merge_replayed_loops(joint)
     return split_joint(joint, len(program.outputs), n_in, cotangents)
+
+
+def merge_replayed_loops(program):
+    """``program`` with each ``while`` of its global block that a later ``while`` replays
+    (the gradient rule's copy of the loop, which also pushes every iteration's carries onto
+    stacks) removed, its readers reading the copy's carries: the forward then runs each loop
+    once. A loop is merged only when the copy provably computes the same carries from the
+    same inputs (same ops, attrs and captures, no nested blocks, no random ops)."""
+    p = program.clone()
+    gb = p.block
+    changed = True
+    while changed:
+        changed = False
+        loops = [op for op in gb.ops if op.type == "while"]
+        for a in loops:
+            b = next((b for b in loops if b is not a and _replays(a, b)), None)
+            if b is not None and _hoist_over(p, a, b):
+                changed = True
+                break
+    return p
+
+
+def _replays(a, b):
+    """Whether ``while`` op ``b`` computes ``a``'s carries (its first ones) and ``a``'s
+    condition from the same initial values and captures."""
+    n = len(a.outputs)
+    if len(b.outputs) <= n or list(b.inputs[:n]) != list(a.inputs[:n]):
+        return False
+    keys_a = _block_keys(a, n, len(a.outputs))
+    keys_b = _block_keys(b, n, len(b.outputs))
+    if keys_a is None or keys_b is None:
+        return False
+    (cond_a, body_a), (cond_b, body_b) = keys_a, keys_b
+    return cond_a[0] == cond_b[0] and body_a[:n] == body_b[:n]
+
+
+def _block_keys(op, n, n_carry):
+    """Structural keys of the cond output and body outputs of ``while`` op ``op``: carry ``i``
+    (``i < n``) is ``("carry", i)``, the other carries are distinct opaque keys, a capture is
+    the outer var it reads; None when a block holds sub-blocks or random/effectful ops."""
+    from d2s_runtime.passes._util import is_effect
+    out = []
+    for key in ("cond", "body"):
+        blk = op.blocks[key]
+        env = {}
+        for i, name in enumerate(blk.inputs):
+            if i < n:
+                env[name] = ("carry", i)
+            elif i < n_carry:
+                env[name] = ("own", id(op), i)
+            else:
+                env[name] = ("outer", op.inputs[i])
+        for o in blk.ops:
+            if o.blocks or is_effect(o) or o.type in _RANDOM:
+                return None
+            try:
+                attrs = repr(sorted(o.attrs.items()))
+            except TypeError:
+                return None
+            ins = tuple(env.get(i, ("unknown", i)) for i in o.inputs)
+            for k, name in enumerate(o.outputs):
+                env[name] = (o.type, attrs, ins, k)
+        out.append([env.get(name, ("unknown", name)) for name in blk.outputs])
+    return out
+
+
+_RANDOM = {"rand", "randn", "randint", "dropout_mask"}
+
+
+def _hoist_over(p, a, b):
+    """Put ``b`` (and the ops it needs after ``a``) in ``a``'s place and drop ``a``, renaming
+    ``a``'s outputs to ``b``'s first ones; False (nothing changed) when ``b`` depends on ``a``."""
+    gb = p.block
+    ops = gb.ops
+    ia, ib = ops.index(a), ops.index(b)
+    if ib < ia:
+        return False
+    produced = {name: op for op in ops[ia + 1:ib] for name in op.outputs}
+    needed, todo = [], list(b.inputs)
+    seen = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in a.outputs:
+            return False
+        op = produced.get(name)
+        if op is not None and op not in needed:
+            needed.append(op)
+            todo.extend(op.inputs)
+    from d2s_runtime.passes._util import is_effect
+    moved = [op for op in ops[ia + 1:ib] if op in needed]
+    if any(op.blocks or is_effect(op) or op.type in _RANDOM for op in moved):
+        return False  # moving it would reorder draws or effects
+    rest = [op for op in ops[ia + 1:ib] if op not in needed]
+    gb.ops = ops[:ia] + moved + [b] + rest + ops[ib + 1:]
+    rename = dict(zip(a.outputs, b.outputs))
+    for op in gb.ops:
+        op.inputs = [rename.get(i, i) for i in op.inputs]
+    gb.outputs = [rename.get(o, o) for o in gb.outputs]
+    p.outputs = [rename.get(o, o) for o in p.outputs]
+    for name in a.outputs:
+        gb.vars.pop(name, None)
+    return True
 
 
 def split_joint(joint, n_outputs, n_inputs, cotangents):

@@ -12,8 +12,8 @@ its floating-point outputs to its floating-point inputs unless it carries no gra
 with its predicate; when a branch's own reachability depends on a nested predicate, the
 branch computes it and the ``cond`` returns it as an extra output. Through a ``while`` or
 ``scan``, a value the body can pass on to an output counts as used when the body runs at least
-once (a ``while``'s condition is evaluated once more on the initial values to know); branches
-inside a loop body are not told apart across iterations (such a value counts as used).
+once (a ``while``'s condition is evaluated once more on the initial values to know); a
+capture the body reads only under a branch gets a bool carry or-ed over the iterations.
 Expressions larger than ``_MAX_TERMS`` are replaced by ``True`` (used), the old behaviour.
 """
 from d2s_runtime.ir import Op, Var
@@ -24,6 +24,7 @@ from ..autograd.node import GRAD_RULES, NONDIFF
 
 _MAX_TERMS = 64
 _BOOL = TensorType((), "bool")
+_INT = TensorType((), "int64")
 
 
 # ------------------------------------------------------------------ boolean expressions
@@ -106,20 +107,29 @@ def _is_float(block, name):
     return str(block.lookup(name).type.dtype).startswith("float")
 
 
-def add_reach_flags(program, wrt):
+def add_reach_flags(program, wrt, per_output=False):
     """A copy of ``program`` with one more output per name in ``wrt`` (inputs or params): a
-    0-d bool, true when that value reached a floating-point output on this call's path."""
+    0-d bool, true when that value reached a floating-point output on this call's path.
+
+    With ``per_output``, one flag per pair of a ``wrt`` name and a floating-point output
+    instead (``wrt``-major, outputs in order): whether that value reached that output, so a
+    caller knows which outputs carry a gradient on this call (eagerly, an output computed
+    only from values that need no gradient does not require grad) and which values a
+    backward from some of the outputs reaches."""
     p = program.clone()
     p.annotations.pop("memory_plan", None)
     namer = Namer(p, prefix="used_")
     gb = p.block
     roots = {}
-    for n in p.outputs:
-        if _is_float(gb, n):
-            roots[n] = {0: True}
+    float_outs = [k for k, n in enumerate(p.outputs) if _is_float(gb, n)]
+    for k in float_outs:
+        roots.setdefault(p.outputs[k], {})[k if per_output else 0] = True
     reach = _block_reach(gb, roots, namer)
     emit = _Emitter(gb, namer)
-    flags = [emit(reach.get(n, {}).get(0, False)) for n in wrt]
+    if per_output:
+        flags = [emit(reach.get(n, {}).get(k, False)) for n in wrt for k in float_outs]
+    else:
+        flags = [emit(reach.get(n, {}).get(0, False)) for n in wrt]
     p.outputs = list(p.outputs) + flags
     gb.outputs = list(p.outputs)
     return p
@@ -189,11 +199,25 @@ def _cond(block, op, outs, flow, namer):
 
 def _loop(block, op, outs, flow, namer):
     """Reachability through a ``while``/``scan``: a value the body can pass on to an output
-    counts as used when a ``while`` runs its body at least once (a ``scan`` always does)."""
+    counts as used when a ``while`` runs its body at least once (a ``scan`` always does). A
+    capture (or ``xs``) the body reads only under a branch gets a bool carry instead, or-ed
+    each iteration with whether this iteration's path read it, so a parameter of the branch
+    that no iteration took (or of a body that ran zero times) stays unused."""
     body = op.blocks["body"]
     n_carry = len(op.outputs) if op.type == "while" else op.attrs["n_carry"]
-    step = {j: {k for k, e in ks.items() if e is not False} for j, ks in _sub_reach(body, namer).items()}
-    entered = _entered(block, op, namer) if op.type == "while" else True
+    d = _sub_reach(body, namer)
+    step = {j: {k for k, e in ks.items() if e is not False} for j, ks in d.items()}
+    entered = _entered(block, op, namer) if op.type == "while" else _scan_entered(block, op, namer)
+    # body outputs whose value reaches an output of the op someone reads (through carries)
+    live = {k for k, ks in enumerate(outs) if ks}
+    grew = True
+    while grew:
+        grew = False
+        for j in range(n_carry):
+            if j not in live and step.get(j, set()) & live:
+                live.add(j)
+                grew = True
+    accs = []  # (body expression, outer flag var) per dynamically used input
     for j, name in enumerate(op.inputs):
         if not _is_float(block, name):
             continue
@@ -204,11 +228,74 @@ def _loop(block, op, outs, flow, namer):
                 if k < n_carry and k not in seen:
                     seen.add(k)
                     todo.append(k)
+        when = entered
+        if j >= n_carry and hit & live:
+            u = False
+            for k in live:
+                u = _or(u, d.get(j, {}).get(k, False))
+            if not _static(u):
+                when = namer()
+                block.vars[when] = _var(when)
+                accs.append((u, when))
         for k, ks in enumerate(outs):
             if ks and k in hit:
-                flow(name, ks, True if k == j else entered)
+                flow(name, ks, True if k == j else when)
             elif ks and k == j and j < n_carry:
                 flow(name, ks)  # zero iterations: the initial carry is the final one
+    if accs:
+        _add_flag_carries(block, op, n_carry, accs, namer)
+
+
+def _add_flag_carries(block, op, n_carry, accs, namer):
+    """Give loop ``op`` one bool carry per ``(body expression, outer var)`` of ``accs``: false
+    before the loop, or-ed with the expression each iteration, its final value the outer var."""
+    body = op.blocks["body"]
+    emit = _Emitter(body, namer)
+    inits, ins, news = [], [], []
+    for u, out in accs:
+        init = namer()
+        block.vars[init] = _var(init)
+        inits.append(Op("constant", [], [init], {"value": False, "dtype": "bool", "shape": []}))
+        acc_in, acc_new = namer(), namer()
+        body.vars[acc_in], body.vars[acc_new] = _var(acc_in), _var(acc_new)
+        body.ops.append(Op("bitwise_or", [acc_in, emit(u)], [acc_new]))
+        ins.append(acc_in)
+        news.append(acc_new)
+    at = block.ops.index(op)
+    block.ops[at:at] = inits
+    op.inputs[n_carry:n_carry] = [o.outputs[0] for o in inits]
+    op.outputs[n_carry:n_carry] = [out for _, out in accs]
+    body.inputs[n_carry:n_carry] = ins
+    body.outputs[n_carry:n_carry] = news
+    if op.type == "while":
+        cond = op.blocks["cond"]
+        unused = []
+        for _ in accs:
+            name = namer()
+            cond.vars[name] = _var(name)
+            unused.append(name)
+        cond.inputs[n_carry:n_carry] = unused
+    else:
+        op.attrs["n_carry"] = n_carry + len(accs)
+
+
+def _scan_entered(block, op, namer):
+    """Whether ``scan`` op ``op`` runs its body at all: its length is not zero (a var of
+    ``block`` when the length is known only at run time)."""
+    nc, nx = op.attrs["n_carry"], op.attrs["n_xs"]
+    if not nx:
+        return bool(op.attrs.get("length", 1))
+    xs = op.inputs[nc]
+    length = block.lookup(xs).type.shape[0]
+    if length is not None:
+        return length > 0
+    n, zero, nonzero = namer(), namer(), namer()
+    block.vars[n], block.vars[zero] = Var(n, _INT), Var(zero, _INT)
+    block.vars[nonzero] = _var(nonzero)
+    block.ops += [Op("dim", [xs], [n], {"axis": 0}),
+                  Op("constant", [], [zero], {"value": 0, "dtype": "int64", "shape": []}),
+                  Op("gt", [n, zero], [nonzero])]
+    return nonzero
 
 
 def _entered(block, op, namer):
