@@ -187,6 +187,11 @@ def _rebind(t, name, what, args, kwargs):
         # a concrete tensor made while building (a literal, a loop counter being probed) may be
         # shared by both branches of a tensor `if`: it keeps its value, the name is rebound
         return out
+    if b is not None and b.defined_in.get(t._var.name) is not b.block:
+        # a value from an enclosing block (a loop variable, a value captured by a branch):
+        # the object is shared with code outside this block, which must not see a var of
+        # this one, so only the name is rebound
+        return out
     t._data, t._var = out._data, out._var
     _bump(t)
     _take_history(t, out)
@@ -209,21 +214,23 @@ def _refuse_traced_inputs(tracer, t, what):
 
 
 def _refuse_outside_values(b, t, what):
+    # the refusal names the user's line (converted code runs under the user's file name)
+    from .convert.errors import at_user_line  # noqa: PLC0415 - convert is a layer above; only on refusal
     if t._data is not None:
         if not (t.requires_grad or getattr(t, "_d2s_parameter", False)):
             return  # a concrete tensor made while building (d2s.tensor(...), a loop counter)
         kind = "a parameter" if t.requires_grad else "a buffer"
-        raise RuntimeError(
+        raise at_user_line(
             f"{what} inside to_static: in-place update of {kind} (shape {tuple(t.shape)}); a program cannot "
             "write into values it reads from outside. Assign the new value instead: for a module buffer "
             "`self.buf = self.buf + v` (written back after each call), for a parameter update it outside "
-            "the converted function (an optimizer step)")
+            "the converted function (an optimizer step)", RuntimeError)
     name = t._var.name
     if name in b.program.inputs or name in b.program.params:
-        raise RuntimeError(
+        raise at_user_line(
             f"{what} inside to_static: in-place update of an input of the converted function; the "
             "program cannot write into the caller's tensor. Assign a new value instead (x = x + v), "
-            "and return it if the caller needs it")
+            "and return it if the caller needs it", RuntimeError)
 
 
 # results of in-place updates of module buffers in a program being built: to_static writes

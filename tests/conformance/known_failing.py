@@ -62,7 +62,6 @@ KNOWN_FAILING = {
     "pythonic.consumes_generator": "a generator helper is refused (`yield`) instead of running as Python",
     "pythonic.generator_inside_function": "a nested generator is refused (`yield`) instead of running as Python",
     # other silent differences
-    "closures.calls_decorated_helper": "SILENT: a helper wrapped by a decorator is called unwrapped (decorator dropped)",
     "closures.python_if_binds_list_then_loop_mutates": "a list bound in one branch of a Python if, then appended "
                                                        "in a tensor loop, is refused as undefined",
     "closures.method_on_helper_object": "a method setting an attribute inside a tensor if: internal KeyError "
@@ -89,6 +88,7 @@ KNOWN_FAILING = {
 # accepted behaviour, because what eager returns is a Python value or structure chosen by
 # tensor data, which no static program can return. The error must name the corpus file.
 REFUSED = {
+    "pythonic.augassign_on_input_tensor": "an in-place update of an input: the program cannot write into the caller's tensor",
     "closures.lambda_in_branch": "a function chosen by a tensor condition",
     "returns.return_none_or_tensor": "None or a tensor, chosen by tensor data",
     "returns.bare_return_in_branch": "None or a tensor, chosen by tensor data",
