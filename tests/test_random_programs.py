@@ -537,30 +537,22 @@ FUZZ_SEED = 0
 # one pass turns it red until its entry is deleted here.
 FUZZ_KNOWN_FAILING = {
     2: "mismatch: wrong values",
-    9: "error: loop else clause refused",
     13: "leak: internal KeyError 'var ... is not defined in this program'",
     22: "leak: internal KeyError 'var ... is not defined in this program'",
     26: "leak: internal KeyError 'var ... is not defined in this program'",
     29: "leak: 'TensorArray' named in a refusal of a list appended in a tensor if",
-    35: "error: loop else clause refused",
-    36: "error: loop else clause refused",
-    42: "error: loop else clause refused",
+    36: "leak: internal KeyError 'var ... is not defined in this program'",
     44: "mismatch: wrong values",
-    49: "error: loop else clause refused",
-    52: "error: loop else clause refused",
+    49: "leak: internal KeyError 'var ... is not defined in this program'",
+    52: "leak: internal KeyError 'var ... is not defined in this program'",
     54: "leak: internal KeyError 'var ... is not defined in this program'",
     58: "mismatch: wrong values",
     63: "leak: 'TensorArray' named in a refusal of a list appended in a tensor if",
     65: "error: list appended in one branch of a tensor if refused",
     68: "mismatch: wrong values",
     76: "leak: internal KeyError 'var ... is not defined in this program'",
-    77: "error: loop else clause refused",
-    78: "error: loop else clause refused",
-    84: "error: loop else clause refused",
     85: "error: loop variables refused (a dict key first set in a tensor loop)",
     87: "leak: internal KeyError 'var ... is not defined in this program'",
-    91: "error: loop else clause refused",
-    94: "error: loop else clause refused",
 }
 
 

@@ -179,6 +179,7 @@ class ProgramCache:
         self.evictions = 0
         self._add_stamps = 0  # clock values taken by add() rather than by hits
         self.warned = False
+        self.warned_state = False  # warned that the forward keeps changing a Python attribute
 
     @property
     def entries(self):

@@ -217,6 +217,11 @@ class ConcreteProgram:
         # [(registry dict, key, tensor)]: where the module's params read by the program live
         # (set by the StaticFunction), to notice a parameter replaced by a new tensor
         self.param_refs = []
+        # [(attribute dict, name, value)]: the module's Python attributes when the program was
+        # built (set by the StaticFunction); a call finding another value builds a new program.
+        # py_written: those the build itself changed (a counter bumped by forward)
+        self.py_state = []
+        self.py_written = []
         self._backward = {}
         self._trainers = {}
         gb = program.block

@@ -222,6 +222,8 @@ class StaticFunction:
             # every program of this function reads the old one, so build them again
             self._cache.clear()
             entry = None
+        if entry is not None and entry.py_state and not _python_state_holds(entry.py_state):
+            entry = self._python_state_changed(entry)
         if entry is None:
             if self._conversion.get() is None:
                 return self.eager(*args, **kwargs)
@@ -259,6 +261,8 @@ class StaticFunction:
         types_ = []
         key, leaves = signature(self._head(), args, kwargs, specs, types_)
         entry = self._cache.get(key)
+        if entry is not None and entry.py_state and not _python_state_holds(entry.py_state):
+            entry = self._python_state_changed(entry)
         if entry is None:
             with BUILD_LOCK:
                 entry = self._cache.get(key)
@@ -269,6 +273,20 @@ class StaticFunction:
         if touch:
             self._cache.touch(entry)
         return entry, key
+
+    def _python_state_changed(self, entry):
+        """A Python attribute of the module that a program holds as a constant has another value
+        now: drop the programs (built from the old value) so the call builds one from the new
+        one. Warns once when the function's own forward keeps changing it (a rebuild per call)."""
+        if entry.py_written and not self._cache.warned_state:
+            self._cache.warned_state = True
+            names = ", ".join(f"'{n}'" for n in entry.py_written)
+            warnings.warn(f"d2s.jit.to_static: {getattr(self._fn, '__qualname__', self._fn)} changes the Python "
+                          f"attribute(s) {names} of its module on every call. A program holds Python values as "
+                          "constants, so it is built again for each new value (slow); keep such state in a "
+                          "tensor (register_buffer) to run one program", UserWarning, stacklevel=_user_stacklevel())
+        self._cache.clear()
+        return None
 
     def _add(self, key, entry):
         """Cache a new program, within ``d2s.jit.config.cache_size_limit`` (warning once the
@@ -299,6 +317,8 @@ class StaticFunction:
             if instance is not None:
                 sargs = (instance,) + tuple(sargs)
             snapshot = _module_snapshot(instance)
+            builder.state_tensors = _state_tensors(instance)
+            py_state = _python_state(instance)
             try:
                 out = conv(*sargs, **skw)
             except BaseException as e:
@@ -310,7 +330,11 @@ class StaticFunction:
             for w in writes:
                 w.start = len(leaves)
                 leaves.extend(w.tensors)
+            if not py_states:  # the first trace; a retrace (for a backward) is not the state's
+                py_states.append(_with_new_attrs(py_state, _python_state(instance)))
             return sym, leaves, rebuild, out, writes
+
+        py_states = []
 
         builder = ProgramBuilder(device)
         builder.to_static_enabled = True
@@ -332,6 +356,10 @@ class StaticFunction:
         entry = ConcreteProgram(program, builder.param_tensors, rebuild, single, retrace, device,
                                 writes=writes)
         entry.param_refs = _param_refs(self._fn, instance, entry.param_tensors)
+        # the module's Python attributes as the build found them: the program holds the ones it
+        # read as constants, so it is valid only while they keep these values
+        entry.py_state = py_states[0]
+        entry.py_written = sorted({k for d, k, v in entry.py_state if not _same_python_value(d.get(k, _MISSING), v)})
         # what this signature was, for the cache limit's warning
         entry.leaf_types = list(leaf_types)
         entry.leaf_labels, entry.arg_leaf = _leaf_labels(self._fn, instance, args, kwargs)
@@ -361,12 +389,13 @@ def _warn_cache_limit(sf, entries, limit):
 
 
 def _user_stacklevel():
-    """The ``stacklevel`` of the first frame outside d2s.jit: the user's call."""
+    """The ``stacklevel`` of the first frame outside d2s: the user's call (a module's
+    ``__call__`` in d2s.nn included)."""
     import os
     import sys
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here:
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
         frame, level = frame.f_back, level + 1
     return level
 
@@ -495,6 +524,52 @@ def _restore_symbolic_writes(snapshot):
 _MISSING = object()
 
 
+_PY_STATE_TYPES = frozenset({int, float, bool, str, type(None)})
+
+
+def _python_state(instance):
+    """``[(attribute dict, name, value)]`` of the Python scalar attributes of a module tree
+    (``training`` aside: it is part of every signature already)."""
+    if not _is_module(instance):
+        return []
+    return [(m.__dict__, k, v) for m in instance.modules() for k, v in m.__dict__.items()
+            if type(v) in _PY_STATE_TYPES and k != "training"]
+
+
+def _with_new_attrs(before, after):
+    """``before`` plus, as missing, the attributes that only ``after`` has (created by the
+    trace: a later call finding them set is not the state the program was built from)."""
+    seen = {(id(d), k) for d, k, _ in before}
+    return before + [(d, k, _MISSING) for d, k, _ in after if (id(d), k) not in seen]
+
+
+def _same_python_value(a, b):
+    return a is b or (type(a) is type(b) and a == b)
+
+
+def _python_state_holds(state):
+    for d, k, v in state:
+        cur = d.get(k, _MISSING)
+        if cur is not v and not (type(cur) is type(v) and cur == v):
+            return False
+    return True
+
+
+def _state_tensors(instance):
+    """``{id: tensor}`` of the plain (unregistered) tensor attributes of a module tree: a
+    program reads them as params, so a forward that replaces one (``self.running = ...``) is
+    read afresh on the next call instead of being frozen into a constant."""
+    from ..tensor import Tensor
+    if not _is_module(instance):
+        return {}
+    out = {}
+    for m in instance.modules():
+        for k, v in m.__dict__.items():
+            if isinstance(v, Tensor) and v._data is not None and k not in _REGISTRIES:
+                out[id(v)] = v
+    return out
+
+
 def _param_refs(fn, instance, tensors):
     """``[(dict, key, tensor)]`` locating each of ``tensors`` (the program's params) where the
     function finds it: a parameter or buffer registry of the module it is bound to (or of a
@@ -514,6 +589,13 @@ def _param_refs(fn, instance, tensors):
                 for k, v in (d or {}).items():
                     if v is not None:
                         where.setdefault(id(v), (d, k))
+            # plain tensor attributes too (``self.running = d2s.zeros(4)``, or a buffer that a
+            # forward reassigned a plain tensor to): a forward that writes one hands the next
+            # call a new tensor, which must be read, not the one the program was built with
+            d = m.__dict__
+            for k, v in list(d.items()):
+                if isinstance(v, Tensor) and k not in _REGISTRIES:
+                    where.setdefault(id(v), (d, k))
 
     def add_value(d, k, v):
         if isinstance(v, Tensor):

@@ -1,7 +1,7 @@
 """Rejects syntax that cannot become a graph and pins control flow that must stay Python.
 
 ``yield``, ``await`` and ``async`` raise a ConversionError at once. An ``if``/``while``/``for``
-inside ``try`` or ``with``, one carrying a ``for/while ... else``, or one that writes a
+inside ``try`` or ``with``, or one that writes a
 ``global``/``nonlocal`` name stays plain Python; its test is wrapped in ``_jst.python_cond``
 (its iterable in ``_jst.python_iter``), which raises at the user's line, naming the construct,
 only if the value turns out to be a symbolic tensor.
@@ -55,8 +55,6 @@ class UnsupportedFeatures(Transformer):
             inner = reason or "inside a `with` block"
         elif isinstance(s, (gast.If, gast.While, gast.For)):
             own = reason
-            if not own and getattr(s, "orelse", None) and not isinstance(s, gast.If):
-                own = f"with an `else` clause (`{_KIND[type(s)]} ... else`)"
             if not own and self.declared:
                 mods, _ = activity.modified(s.body + s.orelse)
                 if isinstance(s, gast.For):

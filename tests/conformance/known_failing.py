@@ -58,17 +58,13 @@ KNOWN_FAILING = {
     "containers.python_list_read_with_tensor_index": _LIST + "reading a Python list with a tensor index in a tensor loop: SymbolicValueError",
     "containers.dict_key_first_set_in_tensor_loop": "dict key first assigned in a tensor loop is refused (loop vars do not fit)",
     "containers.namedtuple_result": "namedtuples from the two branches of a tensor if are refused as different Python values",
-    # control flow inside try/with, loop else clauses
+    # control flow inside try/with
     "pythonic.try_except_around_tensor_if": _BLOCK + "a tensor if inside try is refused",
     "pythonic.try_finally_counts": _BLOCK + "a tensor if inside try/finally is refused",
     "pythonic.with_no_grad_tensor_if": _BLOCK + "a tensor if inside with is refused",
     "pythonic.with_custom_context_manager": _BLOCK + "a tensor if inside with is refused",
     "returns.return_inside_try_in_if": _BLOCK + "return inside try inside a Python if is refused",
     "returns.return_inside_with_in_tensor_if": _BLOCK + "return inside with inside a tensor if is refused",
-    "loops.for_else_with_break": _BLOCK + "for ... else over a tensor is refused",
-    "loops.for_else_without_break": _BLOCK + "for ... else over range(tensor) is refused",
-    "loops.while_else": _BLOCK + "while ... else with a tensor condition is refused",
-    "returns.return_in_else_of_loop": _BLOCK + "return in the else of a loop is refused",
     # Paddle-style scalars and dtypes
     "scalars.shape1_or_predicate": _SHAPE1 + "`or` gives bool[] and bool[1] branches",
     "scalars.shape1_and_predicate": _SHAPE1 + "`and` gives bool[1] and bool[] branches",
@@ -92,9 +88,6 @@ KNOWN_FAILING = {
     "ops.concat_with_list_of_symbolic": "a list holding a symbolic scalar is not packed into a tensor (SymbolicValueError)",
     "ops.tensor_of_symbolic_scalars": "d2s.tensor([n, n + 1]) of symbolic scalars raises SymbolicValueError",
     "ops.zeros_with_tensor_shape": "d2s.zeros with a 1-D int tensor shape fails eagerly (ValueError) and in programs",
-    # generators
-    "pythonic.consumes_generator": "a generator helper is refused (`yield`) instead of running as Python",
-    "pythonic.generator_inside_function": "a nested generator is refused (`yield`) instead of running as Python",
     # other silent differences
     "closures.calls_decorated_helper": "SILENT: a helper wrapped by a decorator is called unwrapped (decorator dropped)",
     "closures.python_if_binds_list_then_loop_mutates": "a list bound in one branch of a Python if, then appended "
@@ -102,12 +95,6 @@ KNOWN_FAILING = {
     "closures.global_list_append": "a module-level list appended in a loop is treated as a local (UnboundLocalError)",
     "closures.method_on_helper_object": "a method setting an attribute inside a tensor if: internal KeyError "
                                         "'var ... is not defined in this program'",
-    "modules.AttributeCounterModel": "SILENT: a Python attribute bumped in forward is read as the traced constant on "
-                                     "later calls (1 instead of 2)",
-    "modules.RunningMean": "SILENT: a tensor attribute reassigned in forward is read stale on later calls "
-                           "(the program keeps the value it was built with)",
-    "modules.BufferUpdatedEachCall": "SILENT: a registered buffer reassigned in every forward is read stale from the "
-                                     "third call on",
     "builtins_and_indexing.nested_function_returns_early_in_loop": "return of a Python int from a tensor if in a "
                                                                    "Python loop is refused as 'defined only in the "
                                                                    "true branch'",
