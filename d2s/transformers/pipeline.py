@@ -85,9 +85,13 @@ def _convert_module():
 
 
 def _parse(fn):
+    # a functools.wraps wrapper has __wrapped__, which inspect follows to the wrapped function's
+    # source: converting that in place of the wrapper would silently drop the decorator, so the
+    # source is looked up from the function's own code object
+    where = fn.__code__ if hasattr(fn, "__wrapped__") else fn
     try:
-        lines, start = inspect.getsourcelines(fn)
-        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+        lines, start = inspect.getsourcelines(where)
+        filename = inspect.getsourcefile(where) or fn.__code__.co_filename
     except (OSError, TypeError) as e:
         raise SourceUnavailable(f"cannot read the source of {getattr(fn, '__qualname__', fn)!r}: {e}") from None
     source = textwrap.dedent("".join(lines))

@@ -89,7 +89,6 @@ KNOWN_FAILING = {
     "ops.tensor_of_symbolic_scalars": "d2s.tensor([n, n + 1]) of symbolic scalars raises SymbolicValueError",
     "ops.zeros_with_tensor_shape": "d2s.zeros with a 1-D int tensor shape fails eagerly (ValueError) and in programs",
     # other silent differences
-    "closures.calls_decorated_helper": "SILENT: a helper wrapped by a decorator is called unwrapped (decorator dropped)",
     "closures.python_if_binds_list_then_loop_mutates": "a list bound in one branch of a Python if, then appended "
                                                        "in a tensor loop, is refused as undefined",
     "closures.global_list_append": "a module-level list appended in a loop is treated as a local (UnboundLocalError)",
