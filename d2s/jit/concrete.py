@@ -306,7 +306,7 @@ class ConcreteProgram:
             self._attach_node(leaves, arrays, params, tensors, masks, rng, trainer, residuals)
         if self.writes:
             for w in self.writes:
-                w.apply(tensors)
+                w.apply(tensors, leaves)
         if self.single:
             return tensors[0]
         return self.rebuild(tensors)

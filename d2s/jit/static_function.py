@@ -319,14 +319,19 @@ class StaticFunction:
             snapshot = _module_snapshot(instance)
             builder.state_tensors = _state_tensors(instance)
             py_state = _python_state(instance)
+            input_vars = [t._var for t in sym]
             try:
                 out = conv(*sargs, **skw)
+            except RecursionError as e:
+                _restore_symbolic_writes(snapshot)
+                raise _recursion_error(e, name) from None
             except BaseException as e:
                 _restore_symbolic_writes(snapshot)
                 linemap.annotate_exception(e, name)
                 raise
             leaves, rebuild = _flatten(out)
             writes = _restore_symbolic_writes(snapshot)
+            writes += _input_writes(builder, sym, input_vars)
             for w in writes:
                 w.start = len(leaves)
                 leaves.extend(w.tensors)
@@ -364,6 +369,34 @@ class StaticFunction:
         entry.leaf_types = list(leaf_types)
         entry.leaf_labels, entry.arg_leaf = _leaf_labels(self._fn, instance, args, kwargs)
         return entry
+
+
+def _recursion_error(exc, name):
+    """The error for a build that recursed past Python's limit: most likely a recursion ended
+    by a tensor condition, whose both branches are traced, so it never ends while building."""
+    import linecache
+    import os
+    from ..convert.errors import ConvertError
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    counts = {}
+    tb = exc.__traceback__
+    while tb is not None:  # the user's line met most often in the stack: the recursive call
+        filename = tb.tb_frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(pkg) and not filename.startswith("<"):
+            counts[(filename, tb.tb_lineno)] = counts.get((filename, tb.tb_lineno), 0) + 1
+        tb = tb.tb_next
+    where = None
+    if counts:
+        filename, line = max(counts, key=counts.get)
+        where = (filename, line, linecache.getline(filename, line).strip())
+    message = (f"building the program of {name} recursed past Python's recursion limit. A recursion "
+               "ended by a tensor condition cannot become a static program: both branches of a tensor "
+               "`if` are built, so the recursive call is built again without end. End the recursion "
+               "with a Python value (a depth counter), or mark the function @d2s.jit.not_to_static")
+    if where is not None:
+        filename, line, text = where
+        message += f"\n  File \"{filename}\", line {line}\n    {text}\n    {'^' * max(1, len(text))}"
+    return ConvertError(message)
 
 
 def _run_checked(entry, leaves):
@@ -446,7 +479,7 @@ class _StateWrite:
         self.tensors, self.rebuild = _flatten(value)
         self.start = 0
 
-    def apply(self, outputs):
+    def apply(self, outputs, leaves=None):
         value = self.rebuild(outputs[self.start:self.start + len(self.tensors)])
         c = self.container
         if c is not None and type(c) is type(value) and isinstance(c, (list, dict)):
@@ -457,6 +490,30 @@ class _StateWrite:
                 c.update(value)
             value = c  # mutated in place: other references to the container see it too
         setattr(self.module, self.name, value)
+
+
+class _InputWrite:
+    """A tensor argument the function assigned into in place (``x[0] = 0.0``): its final value
+    is an extra program output, copied into the caller's tensor after each call, as eager
+    ``setitem`` writes into the caller's array."""
+
+    __slots__ = ("index", "tensors", "start")
+
+    def __init__(self, index, tensor):
+        self.index, self.tensors, self.start = index, [tensor], 0
+
+    def apply(self, outputs, leaves=None):
+        target = leaves[self.index]
+        target._data[...] = outputs[self.start]._data
+        target._version += 1
+
+
+def _input_writes(builder, sym, input_vars):
+    """``_InputWrite``s for the symbolic inputs that setitem rebound to a new value of the
+    program's top block (a value left inside a branch's block is not one the program has)."""
+    top = builder.program.block
+    return [_InputWrite(i, t) for i, (t, v) in enumerate(zip(sym, input_vars))
+            if t._var is not v and builder.defined_in.get(t._var.name) is top]
 
 
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
