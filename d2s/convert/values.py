@@ -84,4 +84,9 @@ def describe(v):
             if v._data is not None else f"a tensor {v._var.type}"
     if isinstance(v, Undefined):
         return "undefined"
+    func = getattr(v, "__func__", v)
+    code = getattr(func, "__code__", None)
+    if code is not None and callable(v):
+        # not its repr: a converted function's qualified name shows the converter's wrappers
+        return f"the function {func.__name__} (line {code.co_firstlineno})"
     return f"{type(v).__name__} {v!r}"

@@ -101,8 +101,6 @@ KNOWN_FAILING = {
                                                "reach the caller's tensor",
     "pythonic.raise_in_tensor_branch": "raise in one branch of a tensor if fires while tracing, on inputs where "
                                        "eager returns",
-    "pythonic.recursion_with_tensor_condition": "recursion ended by a tensor condition: RecursionError naming no line",
-    "closures.lambda_in_branch": "refusal message leaks the converter's __d2s_factory names",
     "returns.return_different_python_types_from_loop": "refusal message names the converter's 'retval'",
 }
 
