@@ -163,3 +163,36 @@ def test_attribute_first_set_by_forward_settles_after_one_rebuild():
             same(eager(x), static(x))
     assert static.seen is True
     assert static.forward.cache_info().misses <= 2
+
+
+def test_attribute_changed_by_the_user_on_every_call_warns_once():
+    eager, static = pair(Scaled)
+    with pytest.warns(UserWarning, match="built .* times because Python attribute.*'scale'") as record:
+        for i in range(12):
+            for m in (eager, static):
+                m.scale = 1.0 + i
+            same(eager(X), static(X))
+    assert sum("Python attribute" in str(w.message) for w in record) == 1
+
+
+def test_backward_by_rerunning_forward_does_not_count_twice(monkeypatch):
+    import d2s.static.backward as static_backward
+
+    def unsupported(*args, **kwargs):
+        raise NotImplementedError("forced: build the backward by re-running the function")
+
+    import d2s.jit.concrete as concrete
+    # neither split the backward from the forward program nor differentiate the program: the
+    # backward is built by running the converted forward again, which must not bump the counter
+    monkeypatch.setattr(concrete, "TrainingRunner", unsupported)
+    monkeypatch.setattr(static_backward, "gradients", unsupported)
+    eager, static = pair(Counter)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for x in INPUTS[:3]:
+            (y_e, n_e), (y_s, n_s) = eager(x), static(x)
+            y_e.sum().backward()
+            y_s.sum().backward()
+            assert n_s == n_e
+    assert static.calls == eager.calls == 3
+    same(eager.fc.weight.grad, static.fc.weight.grad)

@@ -278,14 +278,24 @@ class StaticFunction:
         """A Python attribute of the module that a program holds as a constant has another value
         now: drop the programs (built from the old value) so the call builds one from the new
         one. Warns once when the function's own forward keeps changing it (a rebuild per call)."""
-        if entry.py_written and not self._cache.warned_state:
-            self._cache.warned_state = True
-            names = ", ".join(f"'{n}'" for n in entry.py_written)
-            warnings.warn(f"d2s.jit.to_static: {getattr(self._fn, '__qualname__', self._fn)} changes the Python "
-                          f"attribute(s) {names} of its module on every call. A program holds Python values as "
-                          "constants, so it is built again for each new value (slow); keep such state in a "
-                          "tensor (register_buffer) to run one program", UserWarning, stacklevel=_user_stacklevel())
-        self._cache.clear()
+        cache = self._cache
+        cache.state_rebuilds += 1
+        limit = config.cache_size_limit or 8
+        if not cache.warned_state and (entry.py_written or cache.state_rebuilds >= limit):
+            cache.warned_state = True
+            fn = getattr(self._fn, '__qualname__', self._fn)
+            if entry.py_written:
+                names = ", ".join(f"'{n}'" for n in entry.py_written)
+                what = f"{fn} changes the Python attribute(s) {names} of its module on every call"
+            else:
+                names = ", ".join(sorted({f"'{k}'" for d, k, v in entry.py_state
+                                          if not _same_python_value(d.get(k, _MISSING), v)}))
+                what = (f"{fn} was built {cache.state_rebuilds + 1} times because Python attribute(s) "
+                        f"{names} of its module changed between calls")
+            warnings.warn(f"d2s.jit.to_static: {what}. A program holds Python values as constants, so it is "
+                          "built again for each new value (slow); keep such state in a tensor "
+                          "(register_buffer) to run one program", UserWarning, stacklevel=_user_stacklevel())
+        cache.clear()
         return None
 
     def _add(self, key, entry):
@@ -337,6 +347,8 @@ class StaticFunction:
                 leaves.extend(w.tensors)
             if not py_states:  # the first trace; a retrace (for a backward) is not the state's
                 py_states.append(_with_new_attrs(py_state, _python_state(instance)))
+            else:  # a retrace for a backward: the build made the forward's Python writes already
+                _restore_python_state(py_state, _python_state(instance))
             return sym, leaves, rebuild, out, writes
 
         py_states = []
@@ -598,6 +610,17 @@ def _with_new_attrs(before, after):
     trace: a later call finding them set is not the state the program was built from)."""
     seen = {(id(d), k) for d, k, _ in before}
     return before + [(d, k, _MISSING) for d, k, _ in after if (id(d), k) not in seen]
+
+
+def _restore_python_state(before, after):
+    """Put back the Python attributes listed in ``before``; drop those only ``after`` has."""
+    for d, k, v in before:
+        if d.get(k, _MISSING) is not v:
+            d[k] = v
+    seen = {(id(d), k) for d, k, _ in before}
+    for d, k, _ in after:
+        if (id(d), k) not in seen:
+            d.pop(k, None)
 
 
 def _same_python_value(a, b):
