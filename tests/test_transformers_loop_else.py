@@ -161,3 +161,35 @@ def test_python_loop_else_runs_as_python():
     assert conv([1, 2]) == f([1, 2]) == [1, 2, "done"]
     assert conv([1, 3, 4]) == f([1, 3, 4]) == [1]
     assert conv([]) == f([]) == ["done"]
+
+
+def test_break_inside_try_clears_the_flag():
+    def f(xs):
+        out = 0
+        for v in xs:
+            try:
+                if v == 2:
+                    break
+                out += v
+            finally:
+                out += 100
+        else:
+            out -= 1000
+        return out
+    conv = convert_function(f).fn
+    for xs in ([1, 2], [1, 3, 4], [], [2, 3], [5]):
+        assert conv(xs) == f(xs), xs
+
+
+def test_break_inside_match_clears_the_flag():
+    got = transformed("""
+        def f(xs):
+            for v in xs:
+                match v:
+                    case 3:
+                        break
+            else:
+                v = 0
+            return v
+    """, LoopElse)
+    assert "no_break = False" in got and "if no_break:" in got

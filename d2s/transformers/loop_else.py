@@ -11,25 +11,40 @@ import gast
 
 from . import gast_compat as gc
 from .base import Transformer, copy_location
-from .loop_flags import contains
+
+
+_MATCH = getattr(gast, "Match", ())  # `match` statements (Python 3.10+)
+
+
+def _inner_blocks(s):
+    """The statement lists nested in ``s`` whose ``break`` still belongs to the enclosing loop
+    (not those of nested loops or defs)."""
+    if isinstance(s, (gast.If, gast.With, gast.Try)):
+        blocks = [getattr(s, f, None) or [] for f in ("body", "orelse", "finalbody")]
+        return blocks + [h.body for h in getattr(s, "handlers", None) or []]
+    if _MATCH and isinstance(s, _MATCH):
+        return [c.body for c in s.cases]
+    return []
+
+
+def _has_own_break(stmts):
+    return any(isinstance(s, gast.Break) or any(_has_own_break(b) for b in _inner_blocks(s)) for s in stmts)
 
 
 def _clear_before_breaks(stmts, flag):
-    """``stmts`` with ``flag = False`` put before each ``break`` that belongs to this loop."""
-    out = []
-    for s in stmts:
+    """``stmts`` with ``flag = False`` put before each ``break`` that belongs to this loop
+    (the lists are edited in place, so nested blocks are updated where they stand)."""
+    i = 0
+    while i < len(stmts):
+        s = stmts[i]
         if isinstance(s, gast.Break):
             clear = gast.copy_location(gc.assign(gc.name(flag, gast.Store()), gc.constant(False)), s)
-            out += [clear, s]
-            continue
-        if isinstance(s, (gast.If, gast.With, gast.Try)):
-            for field in ("body", "orelse", "finalbody"):
-                if getattr(s, field, None):
-                    setattr(s, field, _clear_before_breaks(getattr(s, field), flag))
-            for h in getattr(s, "handlers", None) or []:
-                h.body = _clear_before_breaks(h.body, flag)
-        out.append(s)
-    return out
+            stmts.insert(i, clear)
+            i += 1
+        for block in _inner_blocks(s):
+            _clear_before_breaks(block, flag)
+        i += 1
+    return stmts
 
 
 class LoopElse(Transformer):
@@ -39,7 +54,7 @@ class LoopElse(Transformer):
         if not tail:
             return node
         node.orelse = []
-        if not contains(node.body, gast.Break):
+        if not _has_own_break(node.body):
             return [node] + tail
         flag = self.new_name("no_break")
         node.body = _clear_before_breaks(node.body, flag)
