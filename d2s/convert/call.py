@@ -3,10 +3,12 @@
 User functions (plain functions, methods, nested defs, a module's ``forward``) are converted
 on first use and cached per function object; builtins that matter for tensors map to their
 tensor-aware versions; library code (the standard library, site-packages, numpy, d2s itself)
-and functions marked ``__d2s_not_to_static__`` are returned unchanged.
+functions marked ``__d2s_not_to_static__`` and generator functions (they run as Python) are
+returned unchanged.
 """
 import builtins
 import functools
+import inspect
 import os
 import sys
 import sysconfig
@@ -86,10 +88,15 @@ def _convert_function(fn):
     except (KeyError, TypeError):
         pass
     from ..transformers import SourceUnavailable, convert_function
-    try:
-        new = convert_function(fn).fn
-    except SourceUnavailable:
+    if fn.__code__.co_flags & inspect.CO_GENERATOR:
+        # a generator runs as Python: its loops unroll as it is consumed, and a tensor
+        # condition inside it raises at its line (a generator cannot become graph ops)
         new = fn
+    else:
+        try:
+            new = convert_function(fn).fn
+        except SourceUnavailable:
+            new = fn
     try:
         _converted[fn] = new
     except TypeError:

@@ -95,4 +95,9 @@ def describe(v):
         return "undefined"
     if hasattr(type(v), "_d2s_children") and hasattr(v, "truth"):
         return "a list whose length is known only when the program runs (grown in a tensor loop or branch)"
+    func = getattr(v, "__func__", v)
+    code = getattr(func, "__code__", None)
+    if code is not None and callable(v):
+        # not its repr: a converted function's qualified name shows the converter's wrappers
+        return f"the function {func.__name__} (line {code.co_firstlineno})"
     return f"{type(v).__name__} {v!r}"

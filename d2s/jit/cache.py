@@ -179,6 +179,8 @@ class ProgramCache:
         self.evictions = 0
         self._add_stamps = 0  # clock values taken by add() rather than by hits
         self.warned = False
+        self.warned_state = False  # warned that the forward keeps changing a Python attribute
+        self.state_rebuilds = 0  # builds caused by a changed Python attribute of the module
 
     @property
     def entries(self):

@@ -220,6 +220,11 @@ class ConcreteProgram:
         # [(registry dict, key, tensor)]: where the module's params read by the program live
         # (set by the StaticFunction), to notice a parameter replaced by a new tensor
         self.param_refs = []
+        # [(attribute dict, name, value)]: the module's Python attributes when the program was
+        # built (set by the StaticFunction); a call finding another value builds a new program.
+        # py_written: those the build itself changed (a counter bumped by forward)
+        self.py_state = []
+        self.py_written = []
         self._backward = {}
         self._trainers = {}
         self._reachable = {}
@@ -320,7 +325,7 @@ class ConcreteProgram:
             self._attach_node(leaves, arrays, params, tensors, masks, rng, trainer, residuals, differentiable)
         if self.writes:
             for w in self.writes:
-                w.apply(tensors)
+                w.apply(tensors, leaves)
         if self.single:
             return tensors[0]
         return self.rebuild(tensors)

@@ -294,6 +294,8 @@ class StaticFunction:
             # every program of this function reads the old one, so build them again
             self._cache.clear()
             entry = None
+        if entry is not None and entry.py_state and not _python_state_holds(entry.py_state):
+            entry = self._python_state_changed(entry)
         if entry is None:
             if self._converted() is None:
                 return self.eager(*args, **kwargs)
@@ -342,6 +344,8 @@ class StaticFunction:
         types_ = []
         key, leaves = signature(self._head(), args, kwargs, specs, types_)
         entry = self._cache.get(key)
+        if entry is not None and entry.py_state and not _python_state_holds(entry.py_state):
+            entry = self._python_state_changed(entry)
         if entry is None:
             with BUILD_LOCK:
                 entry = self._cache.get(key)
@@ -352,6 +356,30 @@ class StaticFunction:
         if touch:
             self._cache.touch(entry)
         return entry, key
+
+    def _python_state_changed(self, entry):
+        """A Python attribute of the module that a program holds as a constant has another value
+        now: drop the programs (built from the old value) so the call builds one from the new
+        one. Warns once when the function's own forward keeps changing it (a rebuild per call)."""
+        cache = self._cache
+        cache.state_rebuilds += 1
+        limit = config.cache_size_limit or 8
+        if not cache.warned_state and (entry.py_written or cache.state_rebuilds >= limit):
+            cache.warned_state = True
+            fn = getattr(self._fn, '__qualname__', self._fn)
+            if entry.py_written:
+                names = ", ".join(f"'{n}'" for n in entry.py_written)
+                what = f"{fn} changes the Python attribute(s) {names} of its module on every call"
+            else:
+                names = ", ".join(sorted({f"'{k}'" for d, k, v in entry.py_state
+                                          if not _same_python_value(d.get(k, _MISSING), v)}))
+                what = (f"{fn} was built {cache.state_rebuilds + 1} times because Python attribute(s) "
+                        f"{names} of its module changed between calls")
+            warnings.warn(f"d2s.jit.to_static: {what}. A program holds Python values as constants, so it is "
+                          "built again for each new value (slow); keep such state in a tensor "
+                          "(register_buffer) to run one program", UserWarning, stacklevel=_user_stacklevel())
+        cache.clear()
+        return None
 
     def _add(self, key, entry):
         """Cache a new program, within ``d2s.jit.config.cache_size_limit`` (warning once the
@@ -382,18 +410,31 @@ class StaticFunction:
             if instance is not None:
                 sargs = (instance,) + tuple(sargs)
             snapshot = _module_snapshot(instance)
+            builder.state_tensors = _state_tensors(instance)
+            py_state = _python_state(instance)
+            input_vars = [t._var for t in sym]
             try:
                 out = conv(*sargs, **skw)
+            except RecursionError as e:
+                _restore_symbolic_writes(snapshot)
+                raise _recursion_error(e, name) from None
             except BaseException as e:
                 _restore_symbolic_writes(snapshot)
                 linemap.annotate_exception(e, name)
                 raise
             leaves, rebuild = _flatten(out)
             writes = _restore_symbolic_writes(snapshot)
+            writes += _input_writes(builder, sym, input_vars)
             for w in writes:
                 w.start = len(leaves)
                 leaves.extend(w.tensors)
+            if not py_states:  # the first trace; a retrace (for a backward) is not the state's
+                py_states.append(_with_new_attrs(py_state, _python_state(instance)))
+            else:  # a retrace for a backward: the build made the forward's Python writes already
+                _restore_python_state(py_state, _python_state(instance))
             return sym, leaves, rebuild, out, writes
+
+        py_states = []
 
         def build(grad_inputs):
             builder = ProgramBuilder(device)
@@ -429,11 +470,43 @@ class StaticFunction:
         entry = ConcreteProgram(program, builder.param_tensors, rebuild, single, retrace, device,
                                 writes=writes)
         entry.param_refs = _param_refs(self._fn, instance, entry.param_tensors)
+        # the module's Python attributes as the build found them: the program holds the ones it
+        # read as constants, so it is valid only while they keep these values
+        entry.py_state = py_states[0]
+        entry.py_written = sorted({k for d, k, v in entry.py_state if not _same_python_value(d.get(k, _MISSING), v)})
         # what this signature was, for the cache limit's warning
         entry.leaf_types = list(leaf_types)
         entry.leaf_labels, entry.arg_leaf = _leaf_labels(self._fn, instance, args, kwargs)
         entry.grad_mask = grad_mask
         return entry
+
+
+def _recursion_error(exc, name):
+    """The error for a build that recursed past Python's limit: most likely a recursion ended
+    by a tensor condition, whose both branches are traced, so it never ends while building."""
+    import linecache
+    import os
+    from ..convert.errors import ConvertError
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    counts = {}
+    tb = exc.__traceback__
+    while tb is not None:  # the user's line met most often in the stack: the recursive call
+        filename = tb.tb_frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(pkg) and not filename.startswith("<"):
+            counts[(filename, tb.tb_lineno)] = counts.get((filename, tb.tb_lineno), 0) + 1
+        tb = tb.tb_next
+    where = None
+    if counts:
+        filename, line = max(counts, key=counts.get)
+        where = (filename, line, linecache.getline(filename, line).strip())
+    message = (f"building the program of {name} recursed past Python's recursion limit. A recursion "
+               "ended by a tensor condition cannot become a static program: both branches of a tensor "
+               "`if` are built, so the recursive call is built again without end. End the recursion "
+               "with a Python value (a depth counter), or mark the function @d2s.jit.not_to_static")
+    if where is not None:
+        filename, line, text = where
+        message += f"\n  File \"{filename}\", line {line}\n    {text}\n    {'^' * max(1, len(text))}"
+    return ConvertError(message)
 
 
 def _run_checked(entry, leaves):
@@ -459,12 +532,13 @@ def _warn_cache_limit(sf, entries, limit):
 
 
 def _user_stacklevel():
-    """The ``stacklevel`` of the first frame outside d2s.jit: the user's call."""
+    """The ``stacklevel`` of the first frame outside d2s: the user's call (a module's
+    ``__call__`` in d2s.nn included)."""
     import os
     import sys
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here:
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
         frame, level = frame.f_back, level + 1
     return level
 
@@ -516,7 +590,7 @@ class _StateWrite:
         self.start = 0
         self.buffer = buffer  # a buffer updated in place (self.buf.add_(v)): written into its array
 
-    def apply(self, outputs):
+    def apply(self, outputs, leaves=None):
         value = self.rebuild(outputs[self.start:self.start + len(self.tensors)])
         if self.buffer is not None:
             from ..autograd import no_grad
@@ -532,6 +606,30 @@ class _StateWrite:
                 c.update(value)
             value = c  # mutated in place: other references to the container see it too
         setattr(self.module, self.name, value)
+
+
+class _InputWrite:
+    """A tensor argument the function assigned into in place (``x[0] = 0.0``): its final value
+    is an extra program output, copied into the caller's tensor after each call, as eager
+    ``setitem`` writes into the caller's array."""
+
+    __slots__ = ("index", "tensors", "start")
+
+    def __init__(self, index, tensor):
+        self.index, self.tensors, self.start = index, [tensor], 0
+
+    def apply(self, outputs, leaves=None):
+        target = leaves[self.index]
+        target._data[...] = outputs[self.start]._data
+        target._version += 1
+
+
+def _input_writes(builder, sym, input_vars):
+    """``_InputWrite``s for the symbolic inputs that setitem rebound to a new value of the
+    program's top block (a value left inside a branch's block is not one the program has)."""
+    top = builder.program.block
+    return [_InputWrite(i, t) for i, (t, v) in enumerate(zip(sym, input_vars))
+            if t._var is not v and builder.defined_in.get(t._var.name) is top]
 
 
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
@@ -602,6 +700,63 @@ def _restore_symbolic_writes(snapshot):
 _MISSING = object()
 
 
+_PY_STATE_TYPES = frozenset({int, float, bool, str, type(None)})
+
+
+def _python_state(instance):
+    """``[(attribute dict, name, value)]`` of the Python scalar attributes of a module tree
+    (``training`` aside: it is part of every signature already)."""
+    if not _is_module(instance):
+        return []
+    return [(m.__dict__, k, v) for m in instance.modules() for k, v in m.__dict__.items()
+            if type(v) in _PY_STATE_TYPES and k != "training"]
+
+
+def _with_new_attrs(before, after):
+    """``before`` plus, as missing, the attributes that only ``after`` has (created by the
+    trace: a later call finding them set is not the state the program was built from)."""
+    seen = {(id(d), k) for d, k, _ in before}
+    return before + [(d, k, _MISSING) for d, k, _ in after if (id(d), k) not in seen]
+
+
+def _restore_python_state(before, after):
+    """Put back the Python attributes listed in ``before``; drop those only ``after`` has."""
+    for d, k, v in before:
+        if d.get(k, _MISSING) is not v:
+            d[k] = v
+    seen = {(id(d), k) for d, k, _ in before}
+    for d, k, _ in after:
+        if (id(d), k) not in seen:
+            d.pop(k, None)
+
+
+def _same_python_value(a, b):
+    return a is b or (type(a) is type(b) and a == b)
+
+
+def _python_state_holds(state):
+    for d, k, v in state:
+        cur = d.get(k, _MISSING)
+        if cur is not v and not (type(cur) is type(v) and cur == v):
+            return False
+    return True
+
+
+def _state_tensors(instance):
+    """``{id: tensor}`` of the plain (unregistered) tensor attributes of a module tree: a
+    program reads them as params, so a forward that replaces one (``self.running = ...``) is
+    read afresh on the next call instead of being frozen into a constant."""
+    from ..tensor import Tensor
+    if not _is_module(instance):
+        return {}
+    out = {}
+    for m in instance.modules():
+        for k, v in m.__dict__.items():
+            if isinstance(v, Tensor) and v._data is not None and k not in _REGISTRIES:
+                out[id(v)] = v
+    return out
+
+
 def _param_refs(fn, instance, tensors):
     """``[(dict, key, tensor)]`` locating each of ``tensors`` (the program's params) where the
     function finds it: a parameter or buffer registry of the module it is bound to (or of a
@@ -621,6 +776,13 @@ def _param_refs(fn, instance, tensors):
                 for k, v in (d or {}).items():
                     if v is not None:
                         where.setdefault(id(v), (d, k))
+            # plain tensor attributes too (``self.running = d2s.zeros(4)``, or a buffer that a
+            # forward reassigned a plain tensor to): a forward that writes one hands the next
+            # call a new tensor, which must be read, not the one the program was built with
+            d = m.__dict__
+            for k, v in list(d.items()):
+                if isinstance(v, Tensor) and k not in _REGISTRIES:
+                    where.setdefault(id(v), (d, k))
 
     def add_value(d, k, v):
         if isinstance(v, Tensor):

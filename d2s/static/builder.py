@@ -58,6 +58,9 @@ class ProgramBuilder:
         self.captures = {}         # Block -> {outer name: inner name}
         self.capture_tensors = {}  # Block -> {outer name: the Tensor it was captured from}
         self.dim_sources = {}      # var name of a `dim` op's output -> (input var name, axis)
+        # id -> tensor: plain tensors that are module state (``self.running = ...``), read as
+        # params rather than folded into constants, since a forward may replace them
+        self.state_tensors = {}
         self.param_tensors = {}    # param var name -> the concrete Parameter it reads
         self._param_vars = {}      # id(concrete tensor) -> symbolic tensor in the global block
         self._const_vars = {}      # id(array) -> var name (keeps the array alive for the key)
@@ -97,6 +100,10 @@ class ProgramBuilder:
         t = Tensor._make(None, var)
         t.requires_grad = requires_grad
         return t
+
+    def reads_as_param(self, t):
+        """Whether concrete tensor ``t`` becomes a program param (read at every call)."""
+        return _is_param(t) or self.state_tensors.get(id(t)) is t
 
     def add_input(self, shape, dtype, name=None, requires_grad=False):
         """A program input fed by the caller; returns its symbolic tensor."""
@@ -175,7 +182,7 @@ class ProgramBuilder:
         if isinstance(x, Tensor):
             if x._data is None:
                 return self.resolve(x._var.name, tensor=x)
-            if _is_param(x):
+            if self.reads_as_param(x):
                 p = self.param(x)
                 return self.resolve(p._var.name, tensor=p)
             return self.resolve(self.constant(x._data if isinstance(x._data, np.ndarray) else x._data.get()))
@@ -236,7 +243,7 @@ class ProgramBuilder:
     def _as_symbolic(self, x, name):
         if isinstance(x, Tensor) and x._data is None:
             return x
-        if isinstance(x, Tensor) and _is_param(x):
+        if isinstance(x, Tensor) and self.reads_as_param(x):
             return self._param_vars[id(x)] if self.block is self.program.block else \
                 self.symbolic(self.block.lookup(name), x.requires_grad and self._params_record())
         return self.symbolic(self.block.lookup(name))

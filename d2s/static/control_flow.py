@@ -398,8 +398,7 @@ def _sym(b, x):
     """The symbolic tensor in program ``b`` standing for op input ``x`` (for autograd edges)."""
     if x._data is None:
         return x
-    from .builder import _is_param
-    if _is_param(x):
+    if b.reads_as_param(x):
         return b.param(x)
     return b.symbolic(b.program.block.lookup(b.constant(x._data if isinstance(x._data, np.ndarray)
                                                         else x._data.get())))

@@ -21,6 +21,7 @@ from .if_statements import IfStatements
 from .lambda_source import lambda_as_function
 from .inplace_calls import InplaceCalls
 from .logical_expressions import LogicalExpressions
+from .loop_else import LoopElse
 from .naming import Namer
 from .return_statements import ReturnStatements
 from .subscripts import Subscripts
@@ -31,8 +32,13 @@ from .while_loops import WhileLoops
 # The order matters; each entry says why it comes where it does. ``True`` marks passes that
 # read the name analysis, which is recomputed just before them (earlier passes changed the tree).
 PIPELINE = [
-    # Rejects yield/async first, and pins control flow that must stay Python (inside try/with,
-    # for/while-else, global writes) before any pass rewrites it.
+    # Loop `else` clauses become a `no_break` flag tested after the loop, before anything else:
+    # every later pass then sees loops without `else` (a `return` in the else is an ordinary
+    # return after the loop for the return pass; its own breaks are still plain breaks, lowered
+    # with the rest by the break pass), and the pins below see the code that will really run.
+    (LoopElse, False),
+    # Rejects yield/async, and pins control flow that must stay Python (inside try/with,
+    # global writes) before any pass rewrites it.
     (UnsupportedFeatures, False),
     # Reads of locals that may be unbound get a check, while the body is still the user's:
     # later passes bind such names to placeholders, where Python would have raised.

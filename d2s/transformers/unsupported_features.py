@@ -1,12 +1,12 @@
 """Rejects syntax that cannot become a graph and pins control flow that must stay Python.
 
 ``yield``, ``await`` and ``async`` raise a ConversionError at once. An ``if``/``while``/``for``
-carrying a ``for/while ... else``, one that writes a ``global``/``nonlocal`` name, and, in a
-function with a ``return`` inside ``try``/``with`` inside an if/while/for, each one holding a
-``return`` stays plain Python (so those returns stay real returns); its test is wrapped in
-``_jst.python_cond`` (its iterable in ``_jst.python_iter``), which raises at the user's line,
-naming the construct, only if the value turns out to be a symbolic tensor. Control flow inside
-``try``/``with`` bodies converts like any other.
+carrying one that writes a ``global``/``nonlocal`` name, and, in a function with a ``return``
+inside ``try``/``with`` inside an if/while/for, each one holding a ``return`` stays plain
+Python (so those returns stay real returns); its test is wrapped in ``_jst.python_cond`` (its
+iterable in ``_jst.python_iter``), which raises at the user's line, naming the construct, only
+if the value turns out to be a symbolic tensor. Control flow inside ``try``/``with`` bodies
+converts like any other (loop ``else`` clauses are lowered before this pass).
 """
 import gast
 
@@ -77,8 +77,6 @@ class UnsupportedFeatures(Transformer):
         inner = reason
         if isinstance(s, (gast.If, gast.While, gast.For)):
             own = reason
-            if not own and getattr(s, "orelse", None) and not isinstance(s, gast.If):
-                own = f"with an `else` clause (`{_KIND[type(s)]} ... else`)"
             if not own and self.declared:
                 mods, _ = activity.modified(s.body + s.orelse)
                 if isinstance(s, gast.For):
