@@ -539,21 +539,10 @@ FUZZ_SEED = 0
 # index -> "verdict: cause" for the programs that fail today; strict xfails, so a fix that makes
 # one pass turns it red until its entry is deleted here.
 FUZZ_KNOWN_FAILING = {
-    9: "error: loop else clause refused",
     29: "leak: 'TensorArray' named in a refusal of a list appended in a tensor if",
-    35: "error: loop else clause refused",
-    36: "error: loop else clause refused",
-    42: "error: loop else clause refused",
-    49: "error: loop else clause refused",
-    52: "error: loop else clause refused",
     63: "leak: 'TensorArray' named in a refusal of a list appended in a tensor if",
     65: "error: list appended in one branch of a tensor if refused",
-    77: "error: loop else clause refused",
-    78: "error: loop else clause refused",
-    84: "error: loop else clause refused",
     85: "error: loop variables refused (a dict key first set in a tensor loop)",
-    91: "error: loop else clause refused",
-    94: "error: loop else clause refused",
 }
 
 

@@ -47,10 +47,6 @@ KNOWN_FAILING = {
     "containers.namedtuple_result": "namedtuples from the two branches of a tensor if are refused as different Python values",
     # control flow inside try/with, loop else clauses
     "returns.return_inside_with_in_tensor_if": _BLOCK + "return inside with inside a tensor if is refused",
-    "loops.for_else_with_break": _BLOCK + "for ... else over a tensor is refused",
-    "loops.for_else_without_break": _BLOCK + "for ... else over range(tensor) is refused",
-    "loops.while_else": _BLOCK + "while ... else with a tensor condition is refused",
-    "returns.return_in_else_of_loop": _BLOCK + "return in the else of a loop is refused",
     # Paddle-style scalars and dtypes
     "scalars.python_number_becomes_shape1_tensor": _SHAPE1 + "a Python number reassigned a [1] tensor in a tensor loop is refused",
     "builtins_and_indexing.int_accumulator_becomes_float_tensor": _SHAPE1 + "s = 0 then s = s + x ([3]) in a tensor "
@@ -59,19 +55,11 @@ KNOWN_FAILING = {
     # ops and APIs
     "ops.add_n_terms": _OP + "d2s.add_n",
     # generators
-    "pythonic.consumes_generator": "a generator helper is refused (`yield`) instead of running as Python",
-    "pythonic.generator_inside_function": "a nested generator is refused (`yield`) instead of running as Python",
     # other silent differences
     "closures.python_if_binds_list_then_loop_mutates": "a list bound in one branch of a Python if, then appended "
                                                        "in a tensor loop, is refused as undefined",
     "closures.method_on_helper_object": "a method setting an attribute inside a tensor if: internal KeyError "
                                         "'var ... is not defined in this program'",
-    "modules.AttributeCounterModel": "SILENT: a Python attribute bumped in forward is read as the traced constant on "
-                                     "later calls (1 instead of 2)",
-    "modules.RunningMean": "SILENT: a tensor attribute reassigned in forward is read stale on later calls "
-                           "(the program keeps the value it was built with)",
-    "modules.BufferUpdatedEachCall": "SILENT: a registered buffer reassigned in every forward is read stale from the "
-                                     "third call on",
     "builtins_and_indexing.nested_function_returns_early_in_loop": "return of a Python int from a tensor if in a "
                                                                    "Python loop is refused as 'defined only in the "
                                                                    "true branch'",
@@ -79,8 +67,6 @@ KNOWN_FAILING = {
                                                "reach the caller's tensor",
     "pythonic.raise_in_tensor_branch": "raise in one branch of a tensor if fires while tracing, on inputs where "
                                        "eager returns",
-    "pythonic.recursion_with_tensor_condition": "recursion ended by a tensor condition: RecursionError naming no line",
-    "closures.lambda_in_branch": "refusal message leaks the converter's __d2s_factory names",
     "returns.return_different_python_types_from_loop": "refusal message names the converter's 'retval'",
 }
 
@@ -88,8 +74,9 @@ KNOWN_FAILING = {
 # accepted behaviour, because what eager returns is a Python value or structure chosen by
 # tensor data, which no static program can return. The error must name the corpus file.
 REFUSED = {
-    "pythonic.augassign_on_input_tensor": "an in-place update of an input: the program cannot write into the caller's tensor",
     "closures.lambda_in_branch": "a function chosen by a tensor condition",
+    "pythonic.recursion_with_tensor_condition": "a recursion depth chosen by tensor data",
+    "pythonic.augassign_on_input_tensor": "an in-place update of an input: the program cannot write into the caller's tensor",
     "returns.return_none_or_tensor": "None or a tensor, chosen by tensor data",
     "returns.bare_return_in_branch": "None or a tensor, chosen by tensor data",
     "returns.return_different_python_types_from_loop": "a Python string chosen by tensor data",
@@ -101,5 +88,4 @@ REFUSED = {
     "scalars.item_in_python_logic": "Python arithmetic (round) on a number read from tensor data",
     "pythonic.float_of_tensor_in_python": "a Python float read from tensor data",
     "pythonic.global_assigned_in_tensor_branch": "a global's Python value chosen by tensor data",
-    "pythonic.recursion_with_tensor_condition": "a recursion depth chosen by tensor data",
 }
