@@ -14,7 +14,7 @@ from . import control_flow as cf
 from .errors import ConvertError, at_user_line
 from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
 from .values import fresh, is_symbolic, truth, write_back
-from .weak_index import WeakIndex, WeakNumber, number_stand_in, weak
+from .weak_index import WeakIndex, WeakNumber, number_stand_in, plain_tensor, weak
 
 
 # ------------------------------------------------------------------ while
@@ -139,6 +139,10 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
     dead = {i: v for i, v in enumerate(init) if isinstance(v, Undefined)}
 
     weak_at = _weak_positions(init)
+    # whether the body, as last traced, leaves each weak variable a Python number (``i += 1``)
+    # or makes it a tensor (``s = s + x.sum()``): only the former is a Python number after the
+    # loop, and comes back from the program as one
+    body_weak = {}
 
     def widen(vals):
         vals = iter(vals)
@@ -159,6 +163,7 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
 
         def body_fn(*vals):
             out = list(body(split(vals))) + (list(get_state()) if get_state is not None else [])
+            body_weak.update((i, _is_python_number(out[i])) for i in weak_at if i < len(out))
             out = _check_carried(labels, init, widen(vals), out)
             return tuple(v for i, v in enumerate(out) if i not in dead)
 
@@ -173,7 +178,8 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             # a Python list too short for a read every iteration makes (branches defer theirs)
             return _fails_if_it_runs(test, init, n, state, e)
         break
-    result = widen(result)
+    result = [plain_tensor(v) if i in weak_at and not body_weak.get(i, True) else v
+              for i, v in enumerate(widen(result))]
     if set_state is not None:
         set_state(tuple(write_back(o, v) for o, v in zip(comps, result[n:])))
     originals = list(extra_vars) + list(state)
@@ -231,6 +237,10 @@ def _weak_positions(init):
     body may still turn them into another type, as it would a Python number)."""
     return {i for i, v in enumerate(init)
             if isinstance(v, WeakNumber) or (isinstance(v, (bool, int, float)) and not isinstance(v, Tensor))}
+
+
+def _is_python_number(v):
+    return isinstance(v, WeakNumber) or (isinstance(v, (bool, int, float)) and not isinstance(v, Tensor))
 
 
 def _probe_value(v):

@@ -35,8 +35,8 @@ def _other_dtype(other):
 
 
 def _stays_weak(other):
-    """Python int op Python int is a Python int: the result stays weak."""
-    return isinstance(other, WeakIndex) or (isinstance(other, (int, bool)) and not isinstance(other, Tensor))
+    """Python int op Python number is a Python number: the result stays weak."""
+    return isinstance(other, WeakNumber) or (isinstance(other, (int, bool, float)) and not isinstance(other, Tensor))
 
 
 def _as_plain(self, other):
@@ -55,16 +55,38 @@ def _plain(other):
 def _fwd(op):
     def method(self, other):
         out = apply(op, _as_plain(self, other), _plain(other))
-        return weak(out) if _stays_weak(other) else out
+        return number_stand_in(out) if _stays_weak(other) else out
     return method
 
 
 def _rev(op):
     def method(self, other):
         out = apply(op, _plain(other), _as_plain(self, other))
-        return weak(out) if _stays_weak(other) else out
+        return number_stand_in(out) if _stays_weak(other) else out
     return method
 
+
+def _number_fwd(op):
+    def method(self, other):
+        out = apply(op, self, other)
+        return number_stand_in(out) if _stays_weak(other) else out
+    return method
+
+
+def _number_rev(op):
+    def method(self, other):
+        out = apply(op, other, self)
+        return number_stand_in(out) if _stays_weak(other) else out
+    return method
+
+
+# a Python float (or bool) op a Python number is a Python number: the result stays weak, so a
+# program returning it gives the caller the Python number eager code returns
+for _dunder, _op in _ARITH:
+    setattr(WeakNumber, f"__{_dunder}__", _number_fwd(_op))
+    setattr(WeakNumber, f"__r{_dunder}__", _number_rev(_op))
+WeakNumber.__neg__ = lambda self: number_stand_in(apply("neg", self))
+WeakNumber.__abs__ = lambda self: number_stand_in(apply("abs", self))
 
 for _dunder, _op in _ARITH:
     setattr(WeakIndex, f"__{_dunder}__", _fwd(_op))
@@ -88,3 +110,20 @@ def number_stand_in(t):
     if t.dtype.is_floating_point or t.dtype == "bool":
         return WeakNumber._make(t._data, t._var)
     return weak(t)
+
+
+def python_type(t):
+    """The Python type (int, float, bool) of the number that weak tensor ``t`` stands for,
+    else None (``t`` is a plain tensor, or not a tensor)."""
+    if not isinstance(t, WeakNumber):
+        return None
+    if t.dtype == "bool":
+        return bool
+    return float if t.dtype.is_floating_point else int
+
+
+def plain_tensor(t):
+    """``t`` as a plain Tensor (no longer standing for a Python number)."""
+    if not isinstance(t, WeakNumber):
+        return t
+    return Tensor._make(t._data, t._var) if t._data is None else Tensor._make(t._data)

@@ -296,6 +296,22 @@ def _is_tensor_list(o):
     return isinstance(o, TensorArray)
 
 
+def python_number_type(t):
+    """``int``, ``float`` or ``bool`` when tensor ``t`` stands for a Python number of converted
+    code (a weak number: a loop counter, a number carried by a tensor loop or merged by a
+    tensor `if`), else None."""
+    from ..convert.weak_index import python_type
+    return python_type(t)
+
+
+def as_python_number(v, py):
+    """A program's concrete output ``v`` as the Python number (of type ``py``) that eager code
+    returns; a symbolic or non-scalar value stays as it is."""
+    if isinstance(v, Tensor) and v._data is not None and v.ndim == 0:
+        return py(v.item())
+    return v
+
+
 def _flatten(obj):
     """Tensors in a nested tuple/list/dict, in order, with a function rebuilding the structure."""
     leaves = []
@@ -303,7 +319,8 @@ def _flatten(obj):
     def walk(o):
         if isinstance(o, Tensor):
             leaves.append(o)
-            return ("T", len(leaves) - 1)
+            py = python_number_type(o)
+            return ("P", len(leaves) - 1, py) if py is not None else ("T", len(leaves) - 1)
         if hasattr(type(o), "_d2s_from_output"):  # a converted-code value (d2s.convert.undefined)
             return ("V", type(o), [walk(x) for x in o._d2s_children()])
         if _is_tensor_list(o):
@@ -330,6 +347,8 @@ def _flatten(obj):
         kind = t[0]
         if kind == "T":
             return values[t[1]]
+        if kind == "P":  # what eager code holds as a Python number: that number, run by run
+            return as_python_number(values[t[1]], t[2])
         if kind == "C":
             return t[1]
         if kind == "S":

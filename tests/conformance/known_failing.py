@@ -18,26 +18,17 @@ KNOWN_FAILING = {
     # a name bound on one path only, or only in a loop that runs zero times
     "loops.loop_variable_after_loop": _UNDEF + "zero-trip tensor for leaves its target defined (0)",
     # converting a body into a function changes which cell a closure reads
-    "closures.closure_sees_loop_updates": _CELL + "a lambda reading the loop counter sees its stale value",
     "closures.lambdas_capture_late": _CELL + "lambdas appended in a loop do not see the final counter (late binding)",
     "closures.nonlocal_counter": _CELL + "a nonlocal counter bumped by a call in one branch of a tensor if counts both branches",
     "pythonic.walrus_in_while": "walrus in a while condition: UnboundLocalError inside the converted loop",
     # Python numbers computed from data
-    "loops.while_counter": _PYNUM,
-    "loops.break_on_tensor_condition": _PYNUM,
-    "loops.counter_python_int_returned": _PYNUM,
-    "loops.while_tensor_condition": _PYNUM,
     "returns.return_from_nested_loops": _PYNUM,
     "returns.return_python_number_in_tensor_branch": _PYNUM,
     "returns.return_int_vs_tensor": _PYNUM,
     "containers.len_of_list_grown_in_tensor_loop": _PYNUM,
     "containers.pop_in_loop": _PYNUM + " (and pop runs once at trace time: (8, 3) instead of (7, 2) for n=2)",
-    "modules.GRUUntilSmall": _PYNUM,
     "containers.mutates_argument_list": _PYNUM + " (len of a list argument appended to in a tensor if, "
                                                  "when it is not refused)",
-    "scalars.tensor_counter_used_as_float_factor": _PYNUM,
-    "scalars.shape1_loop_bound": _PYNUM,
-    "pythonic.attribute_update_on_simple_object": _PYNUM + " (an attribute set in a tensor if)",
     "pythonic.float_of_tensor_in_python": _PYNUM + " (float() of a symbolic tensor)",
     "scalars.item_in_python_logic": ".item() of a symbolic tensor gives a Tensor; round() then fails with a "
                                     "TypeError that names no line",
