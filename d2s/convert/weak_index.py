@@ -127,3 +127,30 @@ def plain_tensor(t):
     if not isinstance(t, WeakNumber):
         return t
     return Tensor._make(t._data, t._var) if t._data is None else Tensor._make(t._data)
+
+
+def number_type(v):
+    """The Python type of the number ``v`` is or stands for (int, float, bool), else None."""
+    if isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
+        return type(v)
+    return python_type(v)
+
+
+class NumberOrTensor(Tensor):
+    """The output of a tensor ``if`` where one branch gives a Python number and the other a
+    tensor: used as the tensor in the program; a program returning it gives the caller the
+    Python number (of type ``pytype``) on runs where ``is_number`` holds, else the tensor."""
+    __slots__ = ("is_number", "pytype")
+
+
+def number_or_tensor(t, pred, on_true, pytype):
+    """Merged cond output ``t`` that is a Python number where ``pred`` is ``on_true``."""
+    if not isinstance(t, Tensor) or t._data is not None:
+        return t
+    from .. import ops
+    flag = pred if str(pred.dtype) == "bool" else ops.cast(pred, "bool")
+    flag = flag if on_true else ops.logical_not(flag)
+    out = NumberOrTensor._make(None, t._var)
+    out.requires_grad, out.grad_fn, out._out_idx = t.requires_grad, t.grad_fn, t._out_idx
+    out.is_number, out.pytype = flag, pytype
+    return out

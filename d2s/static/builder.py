@@ -317,6 +317,9 @@ def _flatten(obj):
     leaves = []
 
     def walk(o):
+        if isinstance(o, Tensor) and hasattr(o, "is_number"):  # a Python number on some runs only
+            leaves.extend((o, o.is_number))
+            return ("Q", len(leaves) - 2, o.pytype)
         if isinstance(o, Tensor):
             leaves.append(o)
             py = python_number_type(o)
@@ -346,6 +349,11 @@ def _flatten(obj):
     def build(values, t=tree):
         kind = t[0]
         if kind == "T":
+            return values[t[1]]
+        if kind == "Q":
+            flag = values[t[1] + 1]
+            if isinstance(flag, Tensor) and flag._data is not None and bool(flag.numpy().all()):
+                return as_python_number(values[t[1]], t[2])
             return values[t[1]]
         if kind == "P":  # what eager code holds as a Python number: that number, run by run
             return as_python_number(values[t[1]], t[2])

@@ -16,15 +16,11 @@ _OP = "missing op: "
 
 KNOWN_FAILING = {
     # a name bound on one path only, or only in a loop that runs zero times
-    "loops.loop_variable_after_loop": _UNDEF + "zero-trip tensor for leaves its target defined (0)",
     # converting a body into a function changes which cell a closure reads
     "closures.lambdas_capture_late": _CELL + "lambdas appended in a loop do not see the final counter (late binding)",
     "closures.nonlocal_counter": _CELL + "a nonlocal counter bumped by a call in one branch of a tensor if counts both branches",
     "pythonic.walrus_in_while": "walrus in a while condition: UnboundLocalError inside the converted loop",
     # Python numbers computed from data
-    "returns.return_from_nested_loops": _PYNUM,
-    "returns.return_python_number_in_tensor_branch": _PYNUM,
-    "returns.return_int_vs_tensor": _PYNUM,
     "containers.len_of_list_grown_in_tensor_loop": _PYNUM,
     "containers.pop_in_loop": _PYNUM + " (and pop runs once at trace time: (8, 3) instead of (7, 2) for n=2)",
     "containers.mutates_argument_list": _PYNUM + " (len of a list argument appended to in a tensor if, "
