@@ -140,11 +140,12 @@ class NumberOrTensor(Tensor):
     """The output of a tensor ``if`` where one branch gives a Python number and the other a
     tensor: used as the tensor in the program; a program returning it gives the caller the
     Python number (of type ``pytype``) on runs where ``is_number`` holds, else the tensor."""
-    __slots__ = ("is_number", "pytype")
+    __slots__ = ("is_number", "pytype", "else_type")
 
 
-def number_or_tensor(t, pred, on_true, pytype):
-    """Merged cond output ``t`` that is a Python number where ``pred`` is ``on_true``."""
+def number_or_tensor(t, pred, on_true, pytype, else_type=None):
+    """``t`` (a merged cond or loop output) as a Python number of type ``pytype`` where
+    ``pred`` is ``on_true``, else a number of type ``else_type`` (None: the tensor)."""
     if not isinstance(t, Tensor) or t._data is not None:
         return t
     from .. import ops
@@ -152,5 +153,28 @@ def number_or_tensor(t, pred, on_true, pytype):
     flag = flag if on_true else ops.logical_not(flag)
     out = NumberOrTensor._make(None, t._var)
     out.requires_grad, out.grad_fn, out._out_idx = t.requires_grad, t.grad_fn, t._out_idx
-    out.is_number, out.pytype = flag, pytype
+    out.is_number, out.pytype, out.else_type = flag, pytype, else_type
     return out
+
+
+def _round(self, ndigits=None):
+    """``round(n)`` / ``round(n, k)`` of the Python number this stands for: half to even, as
+    Python rounds (to ``k`` decimals via a scaled float, which float32 carries approximately);
+    an int with no ``ndigits``, as Python gives."""
+    from .. import ops
+    if self.dtype == "bool" or not self.dtype.is_floating_point:
+        return self if ndigits is None or ndigits >= 0 else number_stand_in(
+            apply("mul", apply("floordiv", self, 10 ** -ndigits), 10 ** -ndigits))
+    scale = 10.0 ** ndigits if ndigits is not None else 1.0
+    x = apply("mul", self, scale) if ndigits is not None else self
+    low = ops.floor(x)
+    frac = apply("sub", x, low)
+    odd = ops.eq(ops.mod(low, 2.0), 1.0)
+    up = ops.logical_or(ops.gt(frac, 0.5), ops.logical_and(ops.eq(frac, 0.5), odd))
+    r = ops.where(up, apply("add", low, 1.0), low)
+    if ndigits is None:
+        return number_stand_in(ops.cast(r, "int64"))
+    return number_stand_in(apply("div", r, scale))
+
+
+WeakNumber.__round__ = _round

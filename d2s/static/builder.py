@@ -304,11 +304,13 @@ def python_number_type(t):
     return python_type(t)
 
 
-def as_python_number(v, py):
+def as_python_number(v, py, broadcast=False):
     """A program's concrete output ``v`` as the Python number (of type ``py``) that eager code
-    returns; a symbolic or non-scalar value stays as it is."""
-    if isinstance(v, Tensor) and v._data is not None and v.ndim == 0:
-        return py(v.item())
+    returns; a symbolic or non-scalar value stays as it is. ``broadcast``: ``v`` is known to be
+    a number broadcast to its shape (a loop variable's start on a zero-trip run)."""
+    if isinstance(v, Tensor) and v._data is not None and (v.ndim == 0 or v.numel() == 1 or
+                                                          (broadcast and v.numel() > 0)):
+        return py(v.numpy().reshape(-1)[0].item())
     return v
 
 
@@ -319,7 +321,7 @@ def _flatten(obj):
     def walk(o):
         if isinstance(o, Tensor) and hasattr(o, "is_number"):  # a Python number on some runs only
             leaves.extend((o, o.is_number))
-            return ("Q", len(leaves) - 2, o.pytype)
+            return ("Q", len(leaves) - 2, o.pytype, o.else_type)
         if isinstance(o, Tensor):
             leaves.append(o)
             py = python_number_type(o)
@@ -353,8 +355,8 @@ def _flatten(obj):
         if kind == "Q":
             flag = values[t[1] + 1]
             if isinstance(flag, Tensor) and flag._data is not None and bool(flag.numpy().all()):
-                return as_python_number(values[t[1]], t[2])
-            return values[t[1]]
+                return as_python_number(values[t[1]], t[2], broadcast=True)
+            return values[t[1]] if t[3] is None else as_python_number(values[t[1]], t[3])
         if kind == "P":  # what eager code holds as a Python number: that number, run by run
             return as_python_number(values[t[1]], t[2])
         if kind == "C":

@@ -21,16 +21,10 @@ KNOWN_FAILING = {
     "closures.nonlocal_counter": _CELL + "a nonlocal counter bumped by a call in one branch of a tensor if counts both branches",
     "pythonic.walrus_in_while": "walrus in a while condition: UnboundLocalError inside the converted loop",
     # Python numbers computed from data
-    "containers.len_of_list_grown_in_tensor_loop": _PYNUM,
     "containers.pop_in_loop": _PYNUM + " (and pop runs once at trace time: (8, 3) instead of (7, 2) for n=2)",
-    "containers.mutates_argument_list": _PYNUM + " (len of a list argument appended to in a tensor if, "
-                                                 "when it is not refused)",
-    "pythonic.float_of_tensor_in_python": _PYNUM + " (float() of a symbolic tensor)",
-    "scalars.item_in_python_logic": ".item() of a symbolic tensor gives a Tensor; round() then fails with a "
-                                    "TypeError that names no line",
+    "containers.mutates_argument_list": _LIST + "a list argument appended to in a tensor if: the appends "
+                                                "do not reach the caller's list",
     # lists in tensor loops
-    "containers.list_extend_in_loop": _LIST + ".extend raises AttributeError naming 'TensorArray'",
-    "containers.pop_inside_tensor_if_inside_loop": _LIST + "pop in a tensor if in a tensor loop: internal KeyError 'var ... is not defined in this program'",
     "containers.namedtuple_result": "namedtuples from the two branches of a tensor if are refused as different Python values",
     # control flow inside try/with, loop else clauses
     "returns.return_inside_with_in_tensor_if": _BLOCK + "return inside with inside a tensor if is refused",
@@ -39,9 +33,6 @@ KNOWN_FAILING = {
     "loops.while_else": _BLOCK + "while ... else with a tensor condition is refused",
     "returns.return_in_else_of_loop": _BLOCK + "return in the else of a loop is refused",
     # Paddle-style scalars and dtypes
-    "scalars.python_number_becomes_shape1_tensor": _SHAPE1 + "a Python number reassigned a [1] tensor in a tensor loop is refused",
-    "builtins_and_indexing.int_accumulator_becomes_float_tensor": _SHAPE1 + "s = 0 then s = s + x ([3]) in a tensor "
-                                                                  "loop is refused for its rank change",
     # gradients
     # ops and APIs
     "ops.add_n_terms": _OP + "d2s.add_n",
@@ -85,8 +76,7 @@ REFUSED = {
     "containers.mutates_argument_list": "a list length chosen by tensor data",
     "containers.mutates_argument_dict": "a dict's keys chosen by tensor data",
     "containers.comprehension_with_tensor_filter": "a list length chosen by tensor data",
-    "scalars.item_in_python_logic": "Python arithmetic (round) on a number read from tensor data",
-    "pythonic.float_of_tensor_in_python": "a Python float read from tensor data",
+    "scalars.item_in_python_logic": "a Python string (type name) chosen by tensor data",
     "pythonic.global_assigned_in_tensor_branch": "a global's Python value chosen by tensor data",
     "pythonic.recursion_with_tensor_condition": "a recursion depth chosen by tensor data",
 }
