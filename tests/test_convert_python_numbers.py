@@ -247,3 +247,16 @@ def test_type_decided_by_the_trip_count(n):
     _check(number_becomes_shape1_tensor, (n,))
     _check(int_becomes_float, (n,))
     _check(int_becomes_vector, (X_POS, n))
+
+
+def pop_numbers(n):
+    l = [1, 2, 3, 4]
+    s = 0
+    for _ in range(n):
+        s += l.pop()
+    return s, len(l)
+
+
+@pytest.mark.parametrize("n", [d2s.tensor(k) for k in (0, 1, 3)], ids=["0trips", "1trip", "3trips"])
+def test_numbers_popped_from_a_list_in_a_tensor_loop(n):
+    _check(pop_numbers, (n,))

@@ -7,7 +7,6 @@ a short cause tag so the table reads grouped.
 
 _UNDEF = "undefined: "
 _CELL = "closure cell: "
-_PYNUM = "python number out: a data-dependent Python int/float/len comes back as a 0-d tensor"
 _LIST = "tensor list: "
 _BLOCK = "try/with/else: "
 _SHAPE1 = "shape-[1] scalar: "
@@ -15,13 +14,12 @@ _WEAK = "weak counter: the int64 loop index promotes an int32 accumulator; conve
 _OP = "missing op: "
 
 KNOWN_FAILING = {
-    # a name bound on one path only, or only in a loop that runs zero times
     # converting a body into a function changes which cell a closure reads
-    "closures.lambdas_capture_late": _CELL + "lambdas appended in a loop do not see the final counter (late binding)",
+    "closures.lambdas_capture_late": _CELL + "lambdas appended in a tensor loop: a list of functions whose length "
+                                             "the loop changes is refused (late binding not modelled)",
     "closures.nonlocal_counter": _CELL + "a nonlocal counter bumped by a call in one branch of a tensor if counts both branches",
     "pythonic.walrus_in_while": "walrus in a while condition: UnboundLocalError inside the converted loop",
-    # Python numbers computed from data
-    "containers.pop_in_loop": _PYNUM + " (and pop runs once at trace time: (8, 3) instead of (7, 2) for n=2)",
+    # lists
     "containers.mutates_argument_list": _LIST + "a list argument appended to in a tensor if: the appends "
                                                 "do not reach the caller's list",
     # lists in tensor loops
