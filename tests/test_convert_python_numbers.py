@@ -260,3 +260,16 @@ def pop_numbers(n):
 @pytest.mark.parametrize("n", [d2s.tensor(k) for k in (0, 1, 3)], ids=["0trips", "1trip", "3trips"])
 def test_numbers_popped_from_a_list_in_a_tensor_loop(n):
     _check(pop_numbers, (n,))
+
+
+def type_of_numbers(x, n):
+    k = 0
+    for _ in range(n):
+        k += 1
+    v = x.max().item()
+    return (type(k).__name__, type(v).__name__, isinstance(k, int), isinstance(v, float),
+            isinstance(v, (int, bool)), isinstance(k, d2s.Tensor), type(x).__name__)
+
+
+def test_type_and_isinstance_see_python_numbers():
+    _check(type_of_numbers, (X_POS, d2s.tensor(0)), (X_NEG, d2s.tensor(3)))

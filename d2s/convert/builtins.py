@@ -113,7 +113,23 @@ def convert_assert(test, message=None):
 
 
 def convert_isinstance(obj, cls):
+    """``isinstance``; a tensor standing for a Python number answers as that number would."""
+    from .weak_index import python_type
+    py = python_type(obj)
+    if py is not None:
+        return builtins.issubclass(py, cls)
     return builtins.isinstance(obj, cls)
+
+
+def convert_type(*args):
+    """``type(x)``: for a tensor standing for a Python number, that number's type (int, float,
+    bool), as eager code sees it."""
+    from .weak_index import python_type
+    if len(args) == 1:
+        py = python_type(args[0])
+        if py is not None:
+            return py
+    return builtins.type(*args)
 
 
 def _extreme(pyfn, opname, args, kwargs):
