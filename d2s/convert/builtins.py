@@ -11,12 +11,13 @@ from .values import is_symbolic
 
 def convert_len(x):
     """``len(x)``: the static size when known, else a 0-d int64 tensor computed in the program."""
+    from .weak_index import weak  # a length is a Python int: it comes back from the program as one
     if is_symbolic(x):
         if x.ndim == 0:
             raise at_user_line("len() of a 0-d tensor", TypeError)
-        return x.shape[0]
+        return weak(x.shape[0])
     if _is_tensor_array(x):
-        return x.length() if x.data is None or x.data._data is None else builtins.len(x)
+        return weak(x.length()) if x.data is None or x.data._data is None else builtins.len(x)
     return builtins.len(x)
 
 
@@ -42,16 +43,21 @@ def _cast(x, dtype, pyfn):
     return pyfn(x)
 
 
+# int()/float()/bool() of a symbolic tensor: a 0-d tensor standing for the Python number eager
+# code gets (weak: it comes back from the program as that number)
 def convert_int(x=0, *args):
-    return builtins.int(x, *args) if args else _cast(x, "int64", builtins.int)
+    from .weak_index import number_stand_in
+    return builtins.int(x, *args) if args else number_stand_in(_cast(x, "int64", builtins.int))
 
 
 def convert_float(x=0.0):
-    return _cast(x, "float32", builtins.float)
+    from .weak_index import number_stand_in
+    return number_stand_in(_cast(x, "float32", builtins.float))
 
 
 def convert_bool(x=False):
-    return _cast(x, "bool", builtins.bool)
+    from .weak_index import number_stand_in
+    return number_stand_in(_cast(x, "bool", builtins.bool))
 
 
 def convert_item(x):
@@ -63,7 +69,8 @@ def convert_item(x):
         raise at_user_line(f".item() needs a tensor with one element, but this one has shape {tuple(shape)}",
                            ValueError)
     from .. import ops
-    return ops.reshape(x.detach(), [])
+    from .weak_index import number_stand_in
+    return number_stand_in(ops.reshape(x.detach(), []))
 
 
 def convert_print(*args, sep=" ", end="\n", **kwargs):
@@ -106,7 +113,23 @@ def convert_assert(test, message=None):
 
 
 def convert_isinstance(obj, cls):
+    """``isinstance``; a tensor standing for a Python number answers as that number would."""
+    from .weak_index import python_type
+    py = python_type(obj)
+    if py is not None:
+        return builtins.issubclass(py, cls)
     return builtins.isinstance(obj, cls)
+
+
+def convert_type(*args):
+    """``type(x)``: for a tensor standing for a Python number, that number's type (int, float,
+    bool), as eager code sees it."""
+    from .weak_index import python_type
+    if len(args) == 1:
+        py = python_type(args[0])
+        if py is not None:
+            return py
+    return builtins.type(*args)
 
 
 def _extreme(pyfn, opname, args, kwargs):

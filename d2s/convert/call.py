@@ -25,7 +25,7 @@ _BUILTINS = {
     builtins.float: cb.convert_float, builtins.bool: cb.convert_bool, builtins.range: convert_range,
     builtins.enumerate: convert_enumerate, builtins.zip: convert_zip,
     builtins.isinstance: cb.convert_isinstance, builtins.max: cb.convert_max, builtins.min: cb.convert_min,
-    builtins.abs: cb.convert_abs, builtins.list: cb.convert_list,
+    builtins.abs: cb.convert_abs, builtins.list: cb.convert_list, builtins.type: cb.convert_type,
 }
 
 

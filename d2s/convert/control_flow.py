@@ -13,7 +13,7 @@ from . import replay
 from .errors import ConvertError, at_user_line, deferred_index_error
 from .undefined import MaybeUnbound, Undefined, maybe_unbound
 from .values import describe, fresh, is_symbolic, leaves, rebuild, truth, write_back
-from .weak_index import WeakIndex, WeakNumber, weak
+from .weak_index import WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type, weak
 
 _NUMBER = (bool, int, float, np.generic)
 
@@ -83,10 +83,12 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
                                  none_fillable, state0, labels, hints, fills, maybe, rounds)
     replay.record(key, (hints, fills, maybe, rounds.cur))
     merged = list(merged) if isinstance(merged, (tuple, list)) else [merged]
-    (skel, kinds, consts), weak_ints = plan
+    (skel, kinds, consts), (weak_numbers, number_on) = plan
     it = iter(merged)
     vals = [next(it) if k == "T" else c for k, c in zip(kinds, consts)]
-    vals = [weak(v) if j in weak_ints else v for j, v in enumerate(vals)]
+    vals = [number_stand_in(v) if j in weak_numbers else v for j, v in enumerate(vals)]
+    for j, (on_true, py) in number_on.items():
+        vals[j] = number_or_tensor(vals[j], pred, on_true, py)
     everything = rebuild(skel, vals)
     n_out = len(everything) - len(state0)
     outs, st = everything[:n_out], everything[n_out:]
@@ -149,7 +151,7 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
             continue
         except ControlFlowError as e:
             raise at_user_line(f"the branches of this tensor `if` do not fit together: {e}") from None
-        return merged, (seen["plan"], seen.get("weak", ()))
+        return merged, (seen["plan"], (seen.get("weak", ()), seen.get("number_on", {})))
     raise at_user_line("the branches of this tensor `if` could not be reconciled")
 
 
@@ -339,7 +341,21 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
         raise _Retry(new_hints)
     # a value that is a Python int on both sides stays weakly typed after the merge, as the
     # Python int that eager code holds (``z + c`` keeps an int32 ``z`` int32)
-    seen["weak"] = {k for k, (tr, fv) in enumerate(zip(t_raw, vals)) if _is_weak_int(tr) and _is_weak_int(fv)}
+    # (an undefined side, filled with a placeholder, counts as the other side's kind)
+    seen["weak"] = {k for k, (tr, fv) in enumerate(zip(t_raw, vals))
+                    if _is_weak_int(fv if isinstance(tr, Undefined) else tr)
+                    and _is_weak_int(tr if isinstance(fv, Undefined) else fv)}
+    # a Python float or bool on both sides (of one type) is a Python number after the merge too
+    seen["weak"] |= {k for k, (tr, fv) in enumerate(zip(t_raw, vals))
+                     if number_type(fv if isinstance(tr, Undefined) else tr) in (float, bool)
+                     and number_type(tr if isinstance(fv, Undefined) else fv) is
+                     number_type(fv if isinstance(tr, Undefined) else tr)}
+    # a Python number on one side and a tensor on the other: which one eager code holds is
+    # decided by the predicate, run by run (``return x.sum()`` in the `if`, ``return 0`` after)
+    seen["number_on"] = {k: (number_type(tr) is not None, number_type(tr) or number_type(fv))
+                         for k, (tr, fv) in enumerate(zip(t_raw, vals))
+                         if _is_plain_tensor(tr) + _is_plain_tensor(fv) == 1
+                         and (number_type(tr) is not None) + (number_type(fv) is not None) == 1}
     return tuple(out)
 
 
@@ -386,6 +402,10 @@ def _patch_true(seen, hints, new_hints):
         b.block = outer
     patches["tree"] = tree_flatten(tensors)[1]
     return True
+
+
+def _is_plain_tensor(v):
+    return isinstance(v, Tensor) and not isinstance(v, WeakNumber)
 
 
 def _is_weak_int(v):
@@ -510,7 +530,9 @@ def _zeros_like_type(t):
     """Zeros with ``t``'s dtype and shape (unknown dims as 1): a placeholder never read."""
     from .. import ops
     shape = [d if isinstance(d, int) else 1 for d in (t._var.type.shape if t._data is None else t.shape)]
-    return ops.zeros(*shape, dtype=str(t.dtype)) if shape else ops.zeros((), dtype=str(t.dtype))
+    z = ops.zeros(*shape, dtype=str(t.dtype)) if shape else ops.zeros((), dtype=str(t.dtype))
+    # standing in for a Python number, so does its placeholder (the merge keeps it a number)
+    return number_stand_in(z) if isinstance(t, WeakNumber) else z
 
 
 def _structure_error(labels, t_skel, f_skel, raw):

@@ -15,8 +15,9 @@ from ..tensor import Tensor, tensor
 from . import control_flow as cf
 from .errors import ConvertError, at_user_line
 from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
-from .values import fresh, is_symbolic, truth, write_back
-from .weak_index import WeakIndex, WeakNumber, number_stand_in, weak
+from .values import fresh, is_symbolic, leaves, rebuild, truth, write_back
+from .weak_index import (WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type, plain_tensor,
+                         weak)
 
 
 # ------------------------------------------------------------------ while
@@ -145,13 +146,24 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
     dead = {i: v for i, v in enumerate(init) if isinstance(v, Undefined)}
 
     weak_at = _weak_positions(init)
+    # the Python type each weak variable has before the loop (what a zero-trip run returns)
+    start_types = {i: number_type(init[i]) for i in weak_at}
+    body_types = {}
+    # whether the body, as last traced, leaves each weak variable a Python number (``i += 1``)
+    # or makes it a tensor (``s = s + x.sum()``): only the former is a Python number after the
+    # loop, and comes back from the program as one
+    body_weak, nested_weak = {}, {}
 
     def widen(vals):
         vals = iter(vals)
-        return [dead[i] if i in dead else number_stand_in(next(vals)) if i in weak_at else next(vals)
-                for i in range(len(init))]
+        out = [dead[i] if i in dead else number_stand_in(next(vals)) if i in weak_at else next(vals)
+               for i in range(len(init))]
+        return [_mark_numbers(v, init_nested[i]) if init_nested.get(i) else v for i, v in enumerate(out)]
 
     for _ in range(4):
+        # Python numbers inside carried structures (a tuple return value holding a counter)
+        init_nested = {i: _number_leaves(v) for i, v in enumerate(init)
+                       if i not in weak_at and i not in dead and _is_structure(v)}
         start = [_as_loop_value(v) for i, v in enumerate(init) if i not in dead]
 
         def split(vals):
@@ -165,7 +177,12 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
 
         def body_fn(*vals):
             out = list(body(split(vals))) + (list(get_state()) if get_state is not None else [])
+            body_weak.update((i, _is_python_number(out[i])) for i in weak_at if i < len(out))
+            body_types.update((i, number_type(out[i])) for i in weak_at if i < len(out))
             out = _check_carried(labels, init, widen(vals), out)
+            # numbers inside carried structures (a tuple return value holding a loop counter)
+            nested_weak.update((i, _number_leaves(o)) for i, o in enumerate(out)
+                               if i not in weak_at and i not in dead and _is_structure(o))
             return tuple(v for i, v in enumerate(out) if i not in dead)
 
         try:
@@ -179,7 +196,14 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             # a Python list too short for a read every iteration makes (branches defer theirs)
             return _fails_if_it_runs(test, init, n, state, e)
         break
-    result = widen(result)
+    result = [plain_tensor(v) if i in weak_at and not body_weak.get(i, True) else v
+              for i, v in enumerate(widen(result))]
+    result = [_mark_numbers(v, nested_weak.get(i, ())) if i in init_nested or i in nested_weak else v
+              for i, v in enumerate(result)]
+    retyped = {i for i in weak_at if i < n and start_types.get(i) is not None
+               and body_types.get(i, start_types[i]) is not start_types[i]}
+    if retyped:
+        result = _number_if_zero_trips(test, init, n, set_state, result, retyped, start_types, body_types)
     if set_state is not None:
         set_state(tuple(write_back(o, v) for o, v in zip(comps, result[n:])))
     originals = list(extra_vars) + list(state)
@@ -237,6 +261,47 @@ def _weak_positions(init):
     body may still turn them into another type, as it would a Python number)."""
     return {i for i, v in enumerate(init)
             if isinstance(v, WeakNumber) or (isinstance(v, (bool, int, float)) and not isinstance(v, Tensor))}
+
+
+def _number_if_zero_trips(test, init, n, set_state, result, retyped, start_types, body_types):
+    """Variables the body retypes (``c = 5`` then ``c = d2s.zeros([1]) + 3``, or ``r = 0`` then
+    ``r = i / 2``): eager code holds the Python number it started as when the loop runs zero
+    times, and the body's type otherwise; the program says which, run by run, from the loop's
+    first test."""
+    try:
+        if set_state is not None:
+            set_state(tuple(_as_loop_value(v) for v in init[n:]))
+        ran = test(tuple(_as_loop_value(v) for v in init[:n]))
+    except Exception:  # noqa: BLE001 - the test needs values only the loop binds: leave the types
+        return result
+    if not is_symbolic(ran):
+        return result
+    from .. import ops
+    zero_trips = ops.logical_not(ran if str(ran.dtype) == "bool" else ops.cast(ran, "bool"))
+    out = list(result)
+    for i in retyped:
+        out[i] = number_or_tensor(result[i], zero_trips, True, start_types[i], body_types.get(i))
+    return out
+
+
+def _is_structure(v):
+    return isinstance(v, (tuple, list, dict)) or hasattr(type(v), "_d2s_from_output")
+
+
+def _number_leaves(v):
+    """Positions of the leaves of structure ``v`` that stand for Python numbers."""
+    return {k for k, x in enumerate(leaves(v)[0]) if _is_python_number(x)}
+
+
+def _mark_numbers(v, positions):
+    """Structure ``v`` with its leaves at ``positions`` standing for Python numbers (the
+    ``while`` op gives back plain tensors), and its other leaves plain tensors."""
+    vals, skel = leaves(v)
+    return rebuild(skel, [number_stand_in(x) if k in positions else plain_tensor(x) for k, x in enumerate(vals)])
+
+
+def _is_python_number(v):
+    return isinstance(v, WeakNumber) or (isinstance(v, (bool, int, float)) and not isinstance(v, Tensor))
 
 
 def _probe_value(v):

@@ -36,8 +36,8 @@ def _other_dtype(other):
 
 
 def _stays_weak(other):
-    """Python int op Python int is a Python int: the result stays weak."""
-    return isinstance(other, WeakIndex) or (isinstance(other, (int, bool)) and not isinstance(other, Tensor))
+    """Python int op Python number is a Python number: the result stays weak."""
+    return isinstance(other, WeakNumber) or (isinstance(other, (int, bool, float)) and not isinstance(other, Tensor))
 
 
 def _as_plain(self, other):
@@ -56,16 +56,38 @@ def _plain(other):
 def _fwd(op):
     def method(self, other):
         out = apply(op, _as_plain(self, other), _plain(other))
-        return weak(out) if _stays_weak(other) else out
+        return number_stand_in(out) if _stays_weak(other) else out
     return method
 
 
 def _rev(op):
     def method(self, other):
         out = apply(op, _plain(other), _as_plain(self, other))
-        return weak(out) if _stays_weak(other) else out
+        return number_stand_in(out) if _stays_weak(other) else out
     return method
 
+
+def _number_fwd(op):
+    def method(self, other):
+        out = apply(op, self, other)
+        return number_stand_in(out) if _stays_weak(other) else out
+    return method
+
+
+def _number_rev(op):
+    def method(self, other):
+        out = apply(op, other, self)
+        return number_stand_in(out) if _stays_weak(other) else out
+    return method
+
+
+# a Python float (or bool) op a Python number is a Python number: the result stays weak, so a
+# program returning it gives the caller the Python number eager code returns
+for _dunder, _op in _ARITH:
+    setattr(WeakNumber, f"__{_dunder}__", _number_fwd(_op))
+    setattr(WeakNumber, f"__r{_dunder}__", _number_rev(_op))
+WeakNumber.__neg__ = lambda self: number_stand_in(apply("neg", self))
+WeakNumber.__abs__ = lambda self: number_stand_in(apply("abs", self))
 
 for _dunder, _op in _ARITH:
     setattr(WeakIndex, f"__{_dunder}__", _fwd(_op))
@@ -89,3 +111,71 @@ def number_stand_in(t):
     if t.dtype.is_floating_point or t.dtype == "bool":
         return WeakNumber._make(t._data, t._var)
     return weak(t)
+
+
+def python_type(t):
+    """The Python type (int, float, bool) of the number that weak tensor ``t`` stands for,
+    else None (``t`` is a plain tensor, or not a tensor)."""
+    if not isinstance(t, WeakNumber):
+        return None
+    if t.dtype == "bool":
+        return bool
+    return float if t.dtype.is_floating_point else int
+
+
+def plain_tensor(t):
+    """``t`` as a plain Tensor (no longer standing for a Python number)."""
+    if not isinstance(t, WeakNumber):
+        return t
+    return Tensor._make(t._data, t._var) if t._data is None else Tensor._make(t._data)
+
+
+def number_type(v):
+    """The Python type of the number ``v`` is or stands for (int, float, bool), else None."""
+    if isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
+        return type(v)
+    return python_type(v)
+
+
+class NumberOrTensor(Tensor):
+    """The output of a tensor ``if`` where one branch gives a Python number and the other a
+    tensor: used as the tensor in the program; a program returning it gives the caller the
+    Python number (of type ``pytype``) on runs where ``is_number`` holds, else the tensor."""
+    __slots__ = ("is_number", "pytype", "else_type")
+
+
+def number_or_tensor(t, pred, on_true, pytype, else_type=None):
+    """``t`` (a merged cond or loop output) as a Python number of type ``pytype`` where
+    ``pred`` is ``on_true``, else a number of type ``else_type`` (None: the tensor)."""
+    if not isinstance(t, Tensor) or t._data is not None:
+        return t
+    from .. import ops
+    flag = pred if str(pred.dtype) == "bool" else ops.cast(pred, "bool")
+    flag = flag if on_true else ops.logical_not(flag)
+    out = NumberOrTensor._make(None, t._var)
+    out.requires_grad, out.grad_fn, out._out_idx = t.requires_grad, t.grad_fn, t._out_idx
+    out.is_number, out.pytype, out.else_type = flag, pytype, else_type
+    return out
+
+
+def _round(self, ndigits=None):
+    """``round(n)`` / ``round(n, k)`` of the Python number this stands for: half to even, as
+    Python rounds (to ``k`` decimals via a scaled float, which float32 carries approximately);
+    an int with no ``ndigits``, as Python gives."""
+    from .. import ops
+    if self.dtype == "bool" or not self.dtype.is_floating_point:
+        return self if ndigits is None or ndigits >= 0 else number_stand_in(
+            apply("mul", apply("floordiv", self, 10 ** -ndigits), 10 ** -ndigits))
+    scale = 10.0 ** ndigits if ndigits is not None else 1.0
+    x = apply("mul", self, scale) if ndigits is not None else self
+    low = ops.floor(x)
+    frac = apply("sub", x, low)
+    odd = ops.eq(ops.mod(low, 2.0), 1.0)
+    up = ops.logical_or(ops.gt(frac, 0.5), ops.logical_and(ops.eq(frac, 0.5), odd))
+    r = ops.where(up, apply("add", low, 1.0), low)
+    if ndigits is None:
+        return number_stand_in(ops.cast(r, "int64"))
+    return number_stand_in(apply("div", r, scale))
+
+
+WeakNumber.__round__ = _round

@@ -19,7 +19,7 @@ from .._state import HOOKED_THREADS, STATE
 from ..autograd import enable_grad
 from ..autograd.engine import SymbolicInputNeedsGrad
 from ..inplace import BUFFER_UPDATES
-from ..static.builder import ProgramBuilder, _flatten
+from ..static.builder import ProgramBuilder, _flatten, python_number_type
 from ..static.input_spec import InputSpec
 from ..tensor import Tensor as _Tensor
 from . import config, linemap
@@ -461,7 +461,7 @@ class StaticFunction:
         program.outputs = outputs
         program.block.outputs = list(outputs)
         single = out is (out_leaves[0] if out_leaves else None) and len(out_leaves) - sum(
-            len(w.tensors) for w in writes) == 1
+            len(w.tensors) for w in writes) == 1 and python_number_type(out) is None
 
         def retrace(b, requires_grad):
             sym, leaves, _, _, _ = trace_into(b, requires_grad)

@@ -309,14 +309,36 @@ def _is_tensor_list(o):
     return isinstance(o, TensorArray)
 
 
+def python_number_type(t):
+    """``int``, ``float`` or ``bool`` when tensor ``t`` stands for a Python number of converted
+    code (a weak number: a loop counter, a number carried by a tensor loop or merged by a
+    tensor `if`), else None."""
+    from ..convert.weak_index import python_type
+    return python_type(t)
+
+
+def as_python_number(v, py, broadcast=False):
+    """A program's concrete output ``v`` as the Python number (of type ``py``) that eager code
+    returns; a symbolic or non-scalar value stays as it is. ``broadcast``: ``v`` is known to be
+    a number broadcast to its shape (a loop variable's start on a zero-trip run)."""
+    if isinstance(v, Tensor) and v._data is not None and (v.ndim == 0 or v.numel() == 1 or
+                                                          (broadcast and v.numel() > 0)):
+        return py(v.numpy().reshape(-1)[0].item())
+    return v
+
+
 def _flatten(obj):
     """Tensors in a nested tuple/list/dict, in order, with a function rebuilding the structure."""
     leaves = []
 
     def walk(o):
+        if isinstance(o, Tensor) and hasattr(o, "is_number"):  # a Python number on some runs only
+            leaves.extend((o, o.is_number))
+            return ("Q", len(leaves) - 2, o.pytype, o.else_type)
         if isinstance(o, Tensor):
             leaves.append(o)
-            return ("T", len(leaves) - 1)
+            py = python_number_type(o)
+            return ("P", len(leaves) - 1, py) if py is not None else ("T", len(leaves) - 1)
         if hasattr(type(o), "_d2s_from_output"):  # a converted-code value (d2s.convert.undefined)
             return ("V", type(o), [walk(x) for x in o._d2s_children()])
         if _is_tensor_list(o):
@@ -343,6 +365,13 @@ def _flatten(obj):
         kind = t[0]
         if kind == "T":
             return values[t[1]]
+        if kind == "Q":
+            flag = values[t[1] + 1]
+            if isinstance(flag, Tensor) and flag._data is not None and bool(flag.numpy().all()):
+                return as_python_number(values[t[1]], t[2], broadcast=True)
+            return values[t[1]] if t[3] is None else as_python_number(values[t[1]], t[3])
+        if kind == "P":  # what eager code holds as a Python number: that number, run by run
+            return as_python_number(values[t[1]], t[2])
         if kind == "C":
             return t[1]
         if kind == "S":

@@ -205,9 +205,22 @@ class TensorArray:
 class NumberList(TensorArray):
     """A list of Python numbers that a tensor loop grows or shrinks (``xs.pop()`` per
     iteration): a TensorArray of 0-d tensors inside the program, which a program returns as a
-    list of Python numbers again (``float32`` values for floats)."""
+    list of Python numbers again (``float32`` values for floats). An element read from it
+    stands for the Python number eager code reads (weak: it promotes like one and comes back
+    from the program as one)."""
 
     __slots__ = ()
+
+    def pop(self, index=-1):
+        return _number(super().pop(index))
+
+    def __getitem__(self, i):
+        return _number(super().__getitem__(i))
+
+
+def _number(x):
+    from ..convert.weak_index import number_stand_in
+    return number_stand_in(x) if isinstance(x, Tensor) and x.ndim == 0 else x
 
 
 def _mixes_numbers(lst, x):

@@ -7,7 +7,6 @@ a short cause tag so the table reads grouped.
 
 _UNDEF = "undefined: "
 _CELL = "closure cell: "
-_PYNUM = "python number out: a data-dependent Python int/float/len comes back as a 0-d tensor"
 _LIST = "tensor list: "
 _BLOCK = "try/with/else: "
 _SHAPE1 = "shape-[1] scalar: "
@@ -15,42 +14,19 @@ _WEAK = "weak counter: the int64 loop index promotes an int32 accumulator; conve
 _OP = "missing op: "
 
 KNOWN_FAILING = {
-    # a name bound on one path only, or only in a loop that runs zero times
-    "loops.loop_variable_after_loop": _UNDEF + "zero-trip tensor for leaves its target defined (0)",
     # converting a body into a function changes which cell a closure reads
-    "closures.closure_sees_loop_updates": _CELL + "a lambda reading the loop counter sees its stale value",
-    "closures.lambdas_capture_late": _CELL + "lambdas appended in a loop do not see the final counter (late binding)",
+    "closures.lambdas_capture_late": _CELL + "lambdas appended in a tensor loop: a list of functions whose length "
+                                             "the loop changes is refused (late binding not modelled)",
     "closures.nonlocal_counter": _CELL + "a nonlocal counter bumped by a call in one branch of a tensor if counts both branches",
     "pythonic.walrus_in_while": "walrus in a while condition: UnboundLocalError inside the converted loop",
-    # Python numbers computed from data
-    "loops.while_counter": _PYNUM,
-    "loops.break_on_tensor_condition": _PYNUM,
-    "loops.counter_python_int_returned": _PYNUM,
-    "loops.while_tensor_condition": _PYNUM,
-    "returns.return_from_nested_loops": _PYNUM,
-    "returns.return_python_number_in_tensor_branch": _PYNUM,
-    "returns.return_int_vs_tensor": _PYNUM,
-    "containers.len_of_list_grown_in_tensor_loop": _PYNUM,
-    "containers.pop_in_loop": _PYNUM + " (and pop runs once at trace time: (8, 3) instead of (7, 2) for n=2)",
-    "modules.GRUUntilSmall": _PYNUM,
-    "containers.mutates_argument_list": _PYNUM + " (len of a list argument appended to in a tensor if, "
-                                                 "when it is not refused)",
-    "scalars.tensor_counter_used_as_float_factor": _PYNUM,
-    "scalars.shape1_loop_bound": _PYNUM,
-    "pythonic.attribute_update_on_simple_object": _PYNUM + " (an attribute set in a tensor if)",
-    "pythonic.float_of_tensor_in_python": _PYNUM + " (float() of a symbolic tensor)",
-    "scalars.item_in_python_logic": ".item() of a symbolic tensor gives a Tensor; round() then fails with a "
-                                    "TypeError that names no line",
+    # lists
+    "containers.mutates_argument_list": _LIST + "a list argument appended to in a tensor if: the appends "
+                                                "do not reach the caller's list",
     # lists in tensor loops
-    "containers.list_extend_in_loop": _LIST + ".extend raises AttributeError naming 'TensorArray'",
-    "containers.pop_inside_tensor_if_inside_loop": _LIST + "pop in a tensor if in a tensor loop: internal KeyError 'var ... is not defined in this program'",
     "containers.namedtuple_result": "namedtuples from the two branches of a tensor if are refused as different Python values",
     # control flow inside try/with, loop else clauses
     "returns.return_inside_with_in_tensor_if": _BLOCK + "return inside with inside a tensor if is refused",
     # Paddle-style scalars and dtypes
-    "scalars.python_number_becomes_shape1_tensor": _SHAPE1 + "a Python number reassigned a [1] tensor in a tensor loop is refused",
-    "builtins_and_indexing.int_accumulator_becomes_float_tensor": _SHAPE1 + "s = 0 then s = s + x ([3]) in a tensor "
-                                                                  "loop is refused for its rank change",
     # gradients
     # ops and APIs
     "ops.add_n_terms": _OP + "d2s.add_n",
@@ -85,7 +61,6 @@ REFUSED = {
     "containers.mutates_argument_list": "a list length chosen by tensor data",
     "containers.mutates_argument_dict": "a dict's keys chosen by tensor data",
     "containers.comprehension_with_tensor_filter": "a list length chosen by tensor data",
-    "scalars.item_in_python_logic": "Python arithmetic (round) on a number read from tensor data",
-    "pythonic.float_of_tensor_in_python": "a Python float read from tensor data",
+    "scalars.item_in_python_logic": "a Python string (type name) chosen by tensor data",
     "pythonic.global_assigned_in_tensor_branch": "a global's Python value chosen by tensor data",
 }
