@@ -49,7 +49,7 @@ def main(mode, out):
     elif mode == "stall":
         dist.init(timeout=1.0)
         if dist.rank() == 1:
-            time.sleep(8)  # never joins the collective in time
+            time.sleep(60)  # never joins the collective in time (the abort ends this rank too)
             return
         dist.all_reduce(d2s.ones([3]))
 

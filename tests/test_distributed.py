@@ -119,4 +119,4 @@ def test_a_collective_nobody_joins_times_out():
     r = _launch("stall")
     assert r.returncode != 0
     assert "DistributedTimeoutError" in r.stderr and "did not complete within 1 s" in r.stderr
-    assert time.monotonic() - t < 30
+    assert time.monotonic() - t < 50  # well before the sleeping rank would wake (60 s)
