@@ -1,12 +1,17 @@
-"""In-place semantics compared with PyTorch itself (skipped where torch is not installed):
-each case is written once against a module ``T`` (torch or d2s); both must raise, or both
-return the same values and gradients."""
+"""In-place semantics compared with PyTorch itself, where torch is installed (it is not a
+dependency, so this is a peer comparison, not part of the test suite).
+
+    python benchmarks/compare_inplace_pytorch.py
+
+Each case is written once against a module ``T`` (torch or d2s); both must raise, or both
+return the same values and gradients. Prints one line per case and the count that agree.
+``tests/test_inplace.py`` checks the same semantics against hand-derived values.
+"""
+import sys
+
 import numpy as np
-import pytest
 
 import d2s
-
-torch = pytest.importorskip("torch")
 
 
 def _t(T, v, rg=False):
@@ -146,13 +151,34 @@ def _run(T, case):
     return "ok", [None if o is None else np.asarray(o.detach().numpy(), dtype=np.float64) for o in out]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.__name__)
-def test_in_place_semantics_match_pytorch(case):
+def compare(torch, case):
+    """None when d2s behaves as PyTorch on ``case``, else what differs."""
     (t_kind, t_out), (d_kind, d_out) = _run(torch, case), _run(d2s, case)
-    assert d_kind == t_kind, f"PyTorch: {t_kind} {t_out if t_kind == 'raise' else ''}; d2s: {d_kind} {d_out}"
+    if d_kind != t_kind:
+        return f"PyTorch: {t_kind} {t_out if t_kind == 'raise' else ''}; d2s: {d_kind} {d_out}"
     if t_kind == "raise":
-        return
+        return None
     for t, d in zip(t_out, d_out):
-        assert (t is None) == (d is None)
-        if t is not None:
-            np.testing.assert_allclose(d, t, rtol=1e-6, atol=1e-6)
+        if (t is None) != (d is None):
+            return f"PyTorch gives {t}, d2s {d}"
+        if t is not None and not np.allclose(d, t, rtol=1e-6, atol=1e-6):
+            return f"values differ: PyTorch {t}, d2s {d}"
+    return None
+
+
+def main():
+    try:
+        import torch
+    except ImportError:
+        sys.exit("this comparison needs PyTorch: pip install torch (CPU build)")
+    agree = 0
+    for case in CASES:
+        diff = compare(torch, case)
+        agree += diff is None
+        print(f"{case.__name__:<40} {'same as PyTorch' if diff is None else 'DIFFERS: ' + diff}")
+    print(f"{agree} of {len(CASES)} cases behave as in PyTorch {torch.__version__}")
+    return 0 if agree == len(CASES) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
