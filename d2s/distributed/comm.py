@@ -102,10 +102,18 @@ def world_size():
 def wait(request, what):
     """Wait for a non-blocking MPI request, raising :class:`DistributedTimeoutError` after
     the configured timeout (polling with a short sleep so a waiting rank does not spin)."""
-    deadline = time.monotonic() + _STATE["timeout"]
+    start = time.monotonic()
+    deadline = start + _STATE["timeout"]
     pause = 1e-5
+    # MPI makes progress on a non-blocking collective only inside MPI calls: poll without
+    # sleeping for a short while (the usual case: the other ranks are about as far), then
+    # with growing sleeps so a rank left waiting does not hold a core
+    spin_until = start + 0.05
     while not request.Test():
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now < spin_until:
+            continue
+        if now > deadline:
             raise DistributedTimeoutError(
                 f"d2s.distributed: {what} did not complete within {_STATE['timeout']:.0f} s on rank {rank()}: "
                 "another rank has failed or stopped taking part (set the limit with init(timeout=...))")

@@ -90,6 +90,11 @@ class DistributedDataParallel(Module):
         b.pending.discard(id(p))
         if not b.pending and b.request is None:
             self._start(b)
+        # MPI advances a non-blocking reduction only inside MPI calls: give the ones in flight
+        # a step at every gradient, so they proceed while backward goes on
+        for other in self._buckets:
+            if other.request is not None:
+                other.request.Test()
 
     def _start(self, b):
         MPI = comm._mpi()
