@@ -101,13 +101,8 @@ def forms(make_model, args):
             for n, p in saved.items():
                 _set(whole_model, n, p)
 
-    # the transform runs as Python while the program is built (the model has no
-    # tensor-dependent control flow, so nothing needs converting inside it)
-    value_and_grad = d2s.jit.not_to_static(d2s.func.value_and_grad(loss_of))
-
-    @d2s.jit.to_static
-    def whole(ps, *a):
-        return value_and_grad(ps, *a)
+    # one program for the whole step: the transform is applied inside it
+    whole = d2s.jit.to_static(d2s.func.value_and_grad(loss_of))
 
     def eager_step():
         for p in eager_model.parameters():

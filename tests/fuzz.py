@@ -231,12 +231,13 @@ def inputs(seed, index, count=5):
 PRELUDE = "import d2s\n\n\n"
 
 
-def load(source):
-    """Writes ``source`` to a real file and imports its ``f``."""
-    name = "d2s_fuzz_" + hashlib.sha1(source.encode()).hexdigest()[:16]
+def load(source, prelude=PRELUDE, prefix="d2s_fuzz_"):
+    """Writes ``prelude + source`` to a real file (to_static reads source files) and imports
+    its ``f``."""
+    name = prefix + hashlib.sha1((prelude + source).encode()).hexdigest()[:16]
     path = os.path.join(SRC_DIR, name + ".py")
     with open(path, "w") as fh:
-        fh.write(PRELUDE + source)
+        fh.write(prelude + source)
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod

@@ -12,21 +12,15 @@ with respect to the float64 inputs.
 (closures, lists, dicts, Python-valued inputs, zero-trip loops; ``python -m tests.fuzz 1000 0``
 runs a thousand programs outside the suite).
 """
-import hashlib
-import importlib.util
-import os
-import sys
-import tempfile
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import d2s
+import fuzz  # the differential fuzzer's program loader (tests/fuzz.py)
 
 VARS = ("a", "b", "c")
-SRC_DIR = tempfile.mkdtemp(prefix="d2s_random_programs_")
 # No shrinking: a failing program is printed whole, and the suite stays fast even when it fails.
 SETTINGS = dict(deadline=None, derandomize=True, database=None, print_blob=True,
                 phases=[Phase.explicit, Phase.generate],
@@ -263,16 +257,8 @@ def helper(u, w):
 
 
 def load(source):
-    """Writes ``source`` to a real file (to_static reads source files) and imports ``f`` from it."""
-    name = "d2s_rp_" + hashlib.sha1(source.encode()).hexdigest()[:16]
-    path = os.path.join(SRC_DIR, name + ".py")
-    with open(path, "w") as fh:
-        fh.write(PRELUDE + source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod.f
+    """``f`` of ``source`` (with this file's helpers), imported from a real file."""
+    return fuzz.load(source, PRELUDE, "d2s_rp_")
 
 
 INPUT_SETS = [
@@ -555,7 +541,6 @@ def _fuzz_params():
 
 @pytest.mark.parametrize("index", _fuzz_params())
 def test_fuzz_slice(index):
-    import fuzz
     src = fuzz.generate(FUZZ_SEED, index)
     verdict, detail = fuzz.check_program(src, fuzz.inputs(FUZZ_SEED, index), limit=10.0)
     assert verdict == "ok", f"{verdict}: {detail}\n---- program {index} of seed {FUZZ_SEED} ----\n{src}"

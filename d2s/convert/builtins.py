@@ -79,15 +79,8 @@ def convert_print(*args, sep=" ", end="\n", **kwargs):
     if not builtins.any(is_symbolic(a) for a in args) or kwargs:
         builtins.print(*args, sep=sep, end=end, **kwargs)
         return
-    from ..dispatch import apply
-    parts, tensors = [], []
-    for a in args:
-        if isinstance(a, Tensor):
-            parts.append(["t", len(tensors)])
-            tensors.append(a)
-        else:
-            parts.append(["s", str(a)])
-    apply("print", *tensors, parts=parts, sep=sep, end=end)
+    from ..printing import print as print_op
+    print_op(*args, sep=sep, end=end)
 
 
 def assert_op(test, message, error="AssertionError"):

@@ -14,7 +14,7 @@ block is exact: a ``cond``/``while`` op is forward when none of its inputs is a 
 """
 from d2s_runtime.ir import Program
 
-from .backward import append_backward, grad_outputs_of
+from .backward import append_backward
 
 
 class Split:
@@ -228,4 +228,4 @@ def _program(joint, name, inputs, params, ops, outputs):
     return p
 
 
-__all__ = ["Split", "split_training", "split_joint", "grad_outputs_of"]
+__all__ = ["Split", "split_training", "split_joint"]
