@@ -292,12 +292,12 @@ class ConcreteProgram:
         arrays = [t._data for t in leaves]
         params = [t._data for t in self.param_tensors]
         masks = self._grad_masks(leaves) if STATE.grad_enabled else None
-        # the create_graph replay recomputes the forward: with random ops (dropout) it must
-        # draw what this run drew, so the generator state is kept for it
         trainer = self.trainer(*masks) if masks is not None else None
         run = trainer.forward.run if trainer is not None else self._tiered.run
         if masks is not None and self.random:
-            # no other thread may draw between the snapshot and this run's own draws
+            # a backward that replays the forward (create_graph, random ops under control flow)
+            # must draw what this run drew, so the generator state is kept for it; no other
+            # thread may draw between the snapshot and this run's own draws
             with RNG.lock:
                 rng = RNG.state()
                 outs = run(arrays, params)
