@@ -107,14 +107,14 @@ def _fill_infer(shape, value=0.0, dtype="float32"):
     return TensorType(shape, dtype)
 
 
-defop("full", _fill_infer)(lambda xp, shape, value=0.0, dtype="float32": xp.full(tuple(shape), value, dtype=normalize(dtype)))
+defop("full", _fill_infer, fresh=True)(lambda xp, shape, value=0.0, dtype="float32": xp.full(tuple(shape), value, dtype=normalize(dtype)))
 
 
 def _full_like_infer(x, value=0.0, dtype=None):
     return TensorType(x.shape, dtype or x.dtype)
 
 
-@defop("full_like", _full_like_infer)
+@defop("full_like", _full_like_infer, fresh=True)
 def _full_like(xp, x, value=0.0, dtype=None):
     """An array shaped like x (whose values are never read) filled with ``value``: the way to
     make zeros/ones when x's shape is only known when the program runs."""
@@ -147,7 +147,7 @@ def _random_infer(shape, dtype="float32", **_):
     return TensorType(shape, dtype)
 
 
-@defop("rand", _random_infer, effect=True)
+@defop("rand", _random_infer, random=True)
 def _rand(xp, shape, dtype="float32"):
     with RNG.lock:
         gen = RNG.get(xp)
@@ -156,14 +156,14 @@ def _rand(xp, shape, dtype="float32"):
     return out.astype(normalize(dtype), copy=False)
 
 
-@defop("randn", _random_infer, effect=True)
+@defop("randn", _random_infer, random=True)
 def _randn(xp, shape, dtype="float32"):
     with RNG.lock:
         out = RNG.get(xp).standard_normal(tuple(shape))
     return out.astype(normalize(dtype), copy=False)
 
 
-@defop("randint", _random_infer, effect=True)
+@defop("randint", _random_infer, random=True)
 def _randint(xp, shape, low=0, high=2, dtype="int64"):
     with RNG.lock:
         gen = RNG.get(xp)
@@ -203,7 +203,7 @@ def _randint_dyn_infer(low, high, shape, dtype="int64"):
     return TensorType(shape, dtype)
 
 
-@defop("randint_dyn", _randint_dyn_infer, effect=True)
+@defop("randint_dyn", _randint_dyn_infer, random=True)
 def _randint_dyn(xp, low, high, shape, dtype="int64"):
     """``randint`` whose bounds are 0-d inputs (known only when the program runs)."""
     low, high = int(low), int(high)

@@ -10,7 +10,7 @@ def _float_result(op, t):
     return float_of(t.dtype)
 
 
-def _unary(name, fn, float_only=False):
+def _unary(name, fn, float_only=False, **traits):
     def infer(x):
         return TensorType(x.shape, _float_result(name, x) if float_only else x.dtype)
 
@@ -22,7 +22,7 @@ def _unary(name, fn, float_only=False):
         def fn(xp, x):
             return inner(xp, x if x.dtype.kind == "f" else x.astype("float32"))
 
-    defop(name, infer)(fn)
+    defop(name, infer, elementwise=True, float_inputs=float_only, **traits)(fn)
 
 
 def _ufunc(uname):
@@ -35,7 +35,7 @@ def _ufunc(uname):
     return fn
 
 
-def _binary(name, fn, dtype=None):
+def _binary(name, fn, dtype=None, **traits):
     def infer(a, b):
         return elementwise(name, a, b, dtype=dtype)
 
@@ -54,18 +54,18 @@ def _binary(name, fn, dtype=None):
         return fn(xp, a, b)
 
     kernel.__doc__ = fn.__doc__
-    defop(name, infer)(kernel)
+    defop(name, infer, elementwise=True, promotes=None, fresh=True, **traits)(kernel)
 
 
-_unary("neg", lambda xp, x: xp.negative(x))
-_unary("abs", lambda xp, x: xp.abs(x))
-_unary("sign", lambda xp, x: xp.sign(x))
-_unary("exp", lambda xp, x: xp.exp(x), float_only=True)
-_unary("log", lambda xp, x: xp.log(x), float_only=True)
-_unary("sqrt", lambda xp, x: xp.sqrt(x), float_only=True)
-_unary("sin", lambda xp, x: xp.sin(x), float_only=True)
-_unary("cos", lambda xp, x: xp.cos(x), float_only=True)
-_unary("tanh", lambda xp, x: xp.tanh(x), float_only=True)
+_unary("neg", lambda xp, x: xp.negative(x), ufunc="negative", out_ok=True, fresh=True)
+_unary("abs", lambda xp, x: xp.abs(x), ufunc="absolute", out_ok=True, fresh=True)
+_unary("sign", lambda xp, x: xp.sign(x), ufunc="sign", fresh=True)
+_unary("exp", lambda xp, x: xp.exp(x), float_only=True, ufunc="exp", out_ok=True, fresh=True)
+_unary("log", lambda xp, x: xp.log(x), float_only=True, ufunc="log", out_ok=True, fresh=True)
+_unary("sqrt", lambda xp, x: xp.sqrt(x), float_only=True, ufunc="sqrt", out_ok=True, fresh=True)
+_unary("sin", lambda xp, x: xp.sin(x), float_only=True, ufunc="sin", out_ok=True, fresh=True)
+_unary("cos", lambda xp, x: xp.cos(x), float_only=True, ufunc="cos", out_ok=True, fresh=True)
+_unary("tanh", lambda xp, x: xp.tanh(x), float_only=True, ufunc="tanh", out_ok=True, fresh=True)
 
 
 def _sigmoid(xp, x):
@@ -74,22 +74,23 @@ def _sigmoid(xp, x):
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
-_unary("sigmoid", _sigmoid, float_only=True)
+_unary("sigmoid", _sigmoid, float_only=True, fresh=True)
 _unary("relu", lambda xp, x: xp.maximum(x, 0).astype(x.dtype, copy=False))
 _unary("logical_not", lambda xp, x: xp.logical_not(x) if x.dtype == bool else xp.invert(x))
-_unary("floor", lambda xp, x: xp.floor(x))
+_unary("floor", lambda xp, x: xp.floor(x), ufunc="floor", fresh=True)
 
-_binary("add", _ufunc("add"))
-_binary("sub", _ufunc("subtract"))
-_binary("mul", _ufunc("multiply"))
-_binary("floordiv", _ufunc("floor_divide"))
-_binary("mod", _ufunc("mod"))
-_binary("pow", _ufunc("power"))
-_binary("maximum", _ufunc("maximum"))
-_binary("minimum", _ufunc("minimum"))
-for _name, _fn in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", "less_equal"),
-                   ("gt", "greater"), ("ge", "greater_equal")):
-    _binary(_name, (lambda f: lambda xp, a, b: getattr(xp, f)(a, b))(_fn), dtype="bool")
+_binary("add", _ufunc("add"), ufunc="add", infix="+", commutative=True, associative=True, out_ok=True)
+_binary("sub", _ufunc("subtract"), ufunc="subtract", infix="-", out_ok=True)
+_binary("mul", _ufunc("multiply"), ufunc="multiply", infix="*", commutative=True, associative=True, out_ok=True)
+_binary("floordiv", _ufunc("floor_divide"), ufunc="floor_divide", infix="//")
+_binary("mod", _ufunc("mod"), ufunc="mod", infix="%")
+_binary("pow", _ufunc("power"), ufunc="power", out_ok=True)
+_binary("maximum", _ufunc("maximum"), ufunc="maximum", commutative=True, out_ok=True)
+_binary("minimum", _ufunc("minimum"), ufunc="minimum", commutative=True, out_ok=True)
+for _name, _fn, _symbol in (("eq", "equal", "=="), ("ne", "not_equal", "!="), ("lt", "less", "<"),
+                            ("le", "less_equal", "<="), ("gt", "greater", ">"), ("ge", "greater_equal", ">=")):
+    _binary(_name, (lambda f: lambda xp, a, b: getattr(xp, f)(a, b))(_fn), dtype="bool", comparison=True,
+            ufunc=_fn, infix=_symbol, commutative=_name in ("eq", "ne"))
 
 
 def _div_infer(a, b):
@@ -97,7 +98,8 @@ def _div_infer(a, b):
     return TensorType(t.shape, float_of(t.dtype))
 
 
-@defop("div", _div_infer)
+@defop("div", _div_infer, elementwise=True, promotes=None, float_inputs=True, ufunc="true_divide",
+       out_ok=True, fresh=True, infix="/")
 def _div(xp, a, b):
     """True division; integer inputs give float32."""
     da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
@@ -107,14 +109,14 @@ def _div(xp, a, b):
     return xp.true_divide(a, b)
 
 
-def _bitwise(name, fn):
+def _bitwise(name, fn, **traits):
     def infer(a, b):
         t = elementwise(name, a, b)
         if t.dtype.startswith("float"):
             raise ShapeError(f"{name}: needs bool or integer tensors, got {a.dtype} and {b.dtype}")
         return t
 
-    defop(name, infer)(fn)
+    defop(name, infer, elementwise=True, commutative=True, fresh=True, **traits)(fn)
 
 
 _bitwise("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b))
@@ -127,7 +129,7 @@ def _where_infer(c, a, b):
     return TensorType(t.shape, elementwise("where", a, b).dtype)
 
 
-@defop("where", _where_infer)
+@defop("where", _where_infer, elementwise=True, promotes=(1, 2), fresh=True)
 def _where(xp, c, a, b):
     da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
     if da is None and db is None:
@@ -156,7 +158,7 @@ def _clip_infer(x, lo=None, hi=None):
     return TensorType(x.shape, _clip_dtype(x.dtype, lo, hi))
 
 
-@defop("clip", _clip_infer)
+@defop("clip", _clip_infer, elementwise=True)
 def _clip(xp, x, lo=None, hi=None):
     """Clip to [lo, hi]; either bound may be None. Bounds are attrs (Python numbers)."""
     if x.dtype.kind != "f" and (isinstance(lo, float) or isinstance(hi, float)):

@@ -98,7 +98,7 @@ def _getitem_infer(x, *idx, index):
     return TensorType(index_shape(x.shape, index, idx), x.dtype)
 
 
-@defop("getitem", _getitem_infer)
+@defop("getitem", _getitem_infer, view=True)
 def _getitem(xp, x, *idx, index):
     return x[decode_index(index, idx)]
 
@@ -109,7 +109,7 @@ def _setitem_infer(x, v, *idx, index):
     return TensorType(x.shape, x.dtype)
 
 
-@defop("setitem", _setitem_infer)
+@defop("setitem", _setitem_infer, writes_input=True)
 def _setitem(xp, x, v, *idx, index):
     """Functional ``x[index] = v``: a copy of x with the indexed part replaced."""
     out = x.copy()
@@ -138,7 +138,7 @@ def _index_add_infer(x, v, *idx, index):
     return TensorType(x.shape, x.dtype)
 
 
-@defop("index_add", _index_add_infer)
+@defop("index_add", _index_add_infer, writes_input=True)
 def _index_add(xp, x, v, *idx, index):
     """A copy of x with v added at index; repeated integer indices accumulate (scatter-add)."""
     out = x.copy()

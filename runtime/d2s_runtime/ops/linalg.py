@@ -22,7 +22,7 @@ def _matmul_infer(a, b):
     return TensorType(out, result_type(a.dtype, b.dtype))
 
 
-@defop("matmul", _matmul_infer)
+@defop("matmul", _matmul_infer, promotes=None, ufunc="matmul", out_ok=True, fresh=True)
 def _matmul(xp, a, b):
     if a.dtype is not b.dtype:
         a, b = promote((a, b))

@@ -33,7 +33,7 @@ def _softmax_infer(x, axis=-1):
     return TensorType(x.shape, _float_dtype("softmax", x))
 
 
-@defop("softmax", _softmax_infer)
+@defop("softmax", _softmax_infer, float_inputs=True)
 def _softmax(xp, x, axis=-1):
     """exp(x - max) / sum: subtracting the max keeps exp from overflowing."""
     x = _as_float(x)
@@ -47,7 +47,7 @@ def _log_softmax_infer(x, axis=-1):
     return TensorType(x.shape, _float_dtype("log_softmax", x))
 
 
-@defop("log_softmax", _log_softmax_infer)
+@defop("log_softmax", _log_softmax_infer, float_inputs=True)
 def _log_softmax(xp, x, axis=-1):
     x = _as_float(x)
     z = x - xp.max(x, axis=axis, keepdims=True)
@@ -59,7 +59,7 @@ def _logsumexp_infer(x, axes=None, keepdims=False):
     return TensorType(reduce_shape(x.shape, ax, keepdims), _float_dtype("logsumexp", x))
 
 
-@defop("logsumexp", _logsumexp_infer)
+@defop("logsumexp", _logsumexp_infer, float_inputs=True)
 def _logsumexp(xp, x, axes=None, keepdims=False):
     x = _as_float(x)
     ax = None if axes is None or x.ndim == 0 else tuple(axes)
@@ -174,7 +174,7 @@ def _dropout_mask_infer(x, p):
     return TensorType(x.shape, _float_dtype("dropout", x))
 
 
-@defop("dropout_mask", _dropout_mask_infer, effect=True)
+@defop("dropout_mask", _dropout_mask_infer, random=True)
 def _dropout_mask(xp, x, p):
     """Random keep-mask shaped like x, already scaled by 1/(1-p): ``dropout(x) = x * mask``."""
     with RNG.lock:

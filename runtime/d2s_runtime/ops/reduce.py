@@ -4,7 +4,7 @@ from .registry import ShapeError, TensorType, defop
 from .rules import norm_axes, reduce_shape
 
 
-def _reduction(name, fn, dtype_rule=None):
+def _reduction(name, fn, dtype_rule=None, **traits):
     def infer(x, axes=None, keepdims=False):
         ax = norm_axes(axes, x.ndim, name)
         dtype = dtype_rule(x.dtype) if dtype_rule else x.dtype
@@ -14,7 +14,7 @@ def _reduction(name, fn, dtype_rule=None):
         # a 0-d tensor reduced over axis 0 or -1 (allowed by the rule) is reduced over nothing
         return fn(xp, x, None if axes is None or x.ndim == 0 else tuple(axes), keepdims)
 
-    defop(name, infer)(kernel)
+    defop(name, infer, **traits)(kernel)
 
 
 def _sum_dtype(d):
@@ -25,14 +25,14 @@ def _sum_dtype(d):
 # ``dtype.name`` costs microseconds per call and small-tensor loops call this a lot
 _SUM_ACC = {"?": "int64", "i": "int64"}
 _reduction("reduce_sum", lambda xp, x, ax, k: x.sum(axis=ax, keepdims=k, dtype=_SUM_ACC.get(x.dtype.char)),
-           _sum_dtype)
+           _sum_dtype, fresh=True, method=("sum", "f"))
 _reduction("reduce_mean", lambda xp, x, ax, k: xp.mean(x, axis=ax, keepdims=k,
                                                        dtype=None if x.dtype.kind == "f" else "float32"),
-           lambda d: d if is_floating(d) else "float32")
-_reduction("reduce_max", lambda xp, x, ax, k: xp.max(x, axis=ax, keepdims=k))
-_reduction("reduce_min", lambda xp, x, ax, k: xp.min(x, axis=ax, keepdims=k))
+           lambda d: d if is_floating(d) else "float32", fresh=True, float_inputs=True, method=("mean", "fiu"))
+_reduction("reduce_max", lambda xp, x, ax, k: xp.max(x, axis=ax, keepdims=k), fresh=True, method=("max", "fiu"))
+_reduction("reduce_min", lambda xp, x, ax, k: xp.min(x, axis=ax, keepdims=k), fresh=True, method=("min", "fiu"))
 _reduction("reduce_prod", lambda xp, x, ax, k: xp.prod(x, axis=ax, keepdims=k, dtype=_sum_dtype(x.dtype.name)),
-           _sum_dtype)
+           _sum_dtype, fresh=True)
 _reduction("reduce_any", lambda xp, x, ax, k: xp.any(x, axis=ax, keepdims=k), lambda d: "bool")
 _reduction("reduce_all", lambda xp, x, ax, k: xp.all(x, axis=ax, keepdims=k), lambda d: "bool")
 

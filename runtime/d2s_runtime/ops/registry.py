@@ -38,16 +38,44 @@ class TensorType:
         return f"{SHORT[self.dtype]}[{dims}]"
 
 
+# Every trait an op may declare, with its default. Consumers (the builder, the executor, the
+# code generator, the passes, the d2s side) read these; none keeps its own list of op names.
+TRAITS = {
+    "elementwise": False,   # output[i] depends on inputs[i] only (after broadcasting)
+    "ufunc": None,          # the kernel is exactly ``xp.<ufunc>(*inputs)`` on same-dtype inputs
+    "out_ok": False,        # the ufunc may write into a planned buffer through ``out=``
+    "infix": None,          # Python operator symbol computing the op (generated code may use it)
+    "comparison": False,    # an element-wise comparison returning bool
+    "commutative": False,   # op(a, b) == op(b, a)
+    "associative": False,   # op(op(a, b), c) == op(a, op(b, c)): constant folding may regroup
+    "promotes": (),         # inputs brought to one common dtype: () none, None all, or positions
+    "float_inputs": False,  # integer and bool inputs compute in float32 (input 0 unless promotes)
+    "method": None,         # (array method, dtype kinds) a full reduction equals, e.g. ("sum", "f")
+    "fresh": False,         # outputs are new buffers, never an input's (else: may alias one)
+    "writes_input": False,  # returns (a copy of) input 0 with some elements written
+    "view": False,          # eager output may share input 0's memory (autograd version checks)
+    "movement": False,      # only moves, reshapes or relabels input 0's elements
+    "random": False,        # draws from the generator (implies effect)
+    "effect": False,        # passes must neither merge nor drop it (random, print, assert)
+}
+
+
 class OpDef:
-    """A registered primitive. ``effect`` marks ops that passes must neither merge nor drop
-    (random draws, prints, asserts); ``n_out`` is the number of outputs (``None``: decided by
-    the attrs, see ``num_outputs``)."""
+    """A registered primitive: its kernel, its shape/dtype rule and its traits (see TRAITS).
+    ``n_out`` is the number of outputs (``None``: decided by the attrs, see
+    ``num_outputs``)."""
 
-    __slots__ = ("name", "kernel", "infer", "n_out", "effect", "doc")
+    __slots__ = ("name", "kernel", "infer", "n_out", "doc") + tuple(TRAITS)
 
-    def __init__(self, name, kernel, infer, n_out=1, effect=False, doc=""):
-        self.name, self.kernel, self.infer = name, kernel, infer
-        self.n_out, self.effect, self.doc = n_out, effect, doc
+    def __init__(self, name, kernel, infer, n_out=1, doc="", **traits):
+        unknown = set(traits) - set(TRAITS)
+        if unknown:
+            raise TypeError(f"op {name!r}: unknown traits {sorted(unknown)}; known: {sorted(TRAITS)}")
+        self.name, self.kernel, self.infer, self.n_out, self.doc = name, kernel, infer, n_out, doc
+        for trait, default in TRAITS.items():
+            setattr(self, trait, traits.get(trait, default))
+        if self.random:
+            self.effect = True
 
     def __repr__(self):
         return f"<op {self.name}>"
@@ -56,16 +84,22 @@ class OpDef:
 OPS = {}
 
 
-def defop(name, infer, n_out=1, effect=False):
-    """Decorator registering ``kernel`` as primitive ``name`` with shape rule ``infer``."""
+def defop(name, infer, n_out=1, **traits):
+    """Decorator registering ``kernel`` as primitive ``name`` with shape rule ``infer`` and
+    the given traits (keywords of TRAITS)."""
 
     def deco(kernel):
         if name in OPS:
             raise ValueError(f"op {name!r} is registered twice")
-        OPS[name] = OpDef(name, kernel, infer, n_out, effect, (kernel.__doc__ or "").strip())
+        OPS[name] = OpDef(name, kernel, infer, n_out, (kernel.__doc__ or "").strip(), **traits)
         return kernel
 
     return deco
+
+
+def ops_with(trait, value=True):
+    """Names of the registered ops whose ``trait`` equals ``value`` (a frozenset)."""
+    return frozenset(n for n, d in OPS.items() if getattr(d, trait) == value)
 
 
 def get_op(name):

@@ -34,7 +34,7 @@ def _reshape_infer(x, shape):
     return TensorType(shape, x.dtype)
 
 
-defop("reshape", _reshape_infer)(lambda xp, x, shape: xp.reshape(x, tuple(shape)))
+defop("reshape", _reshape_infer, movement=True, view=True)(lambda xp, x, shape: xp.reshape(x, tuple(shape)))
 
 
 def _transpose_infer(x, perm=None):
@@ -44,7 +44,7 @@ def _transpose_infer(x, perm=None):
     return TensorType([x.shape[p] for p in perm], x.dtype)
 
 
-defop("transpose", _transpose_infer)(lambda xp, x, perm=None: xp.transpose(x, None if perm is None else tuple(perm)))
+defop("transpose", _transpose_infer, movement=True, view=True)(lambda xp, x, perm=None: xp.transpose(x, None if perm is None else tuple(perm)))
 
 
 def _broadcast_to_infer(x, shape):
@@ -55,7 +55,7 @@ def _broadcast_to_infer(x, shape):
     return TensorType(target, x.dtype)
 
 
-defop("broadcast_to", _broadcast_to_infer)(lambda xp, x, shape: xp.broadcast_to(x, tuple(shape)))
+defop("broadcast_to", _broadcast_to_infer, movement=True, view=True)(lambda xp, x, shape: xp.broadcast_to(x, tuple(shape)))
 
 
 def _cast_infer(x, dtype):
@@ -73,7 +73,7 @@ def _expand_dims_infer(x, axis):
     return TensorType(s, x.dtype)
 
 
-defop("expand_dims", _expand_dims_infer)(lambda xp, x, axis: xp.expand_dims(x, axis))
+defop("expand_dims", _expand_dims_infer, movement=True, view=True)(lambda xp, x, axis: xp.expand_dims(x, axis))
 
 
 def _squeeze_infer(x, axes=None):
@@ -86,7 +86,7 @@ def _squeeze_infer(x, axes=None):
     return TensorType([d for i, d in enumerate(x.shape) if i not in ax], x.dtype)
 
 
-defop("squeeze", _squeeze_infer)(lambda xp, x, axes=None: xp.squeeze(x, None if axes is None else tuple(axes)))
+defop("squeeze", _squeeze_infer, movement=True, view=True)(lambda xp, x, axes=None: xp.squeeze(x, None if axes is None else tuple(axes)))
 
 
 def _concat_infer(*xs, axis=0):
@@ -117,7 +117,7 @@ def _same_dtype(xs):
     return xs if all(x.dtype is xs[0].dtype for x in xs) else promote(xs)
 
 
-defop("concat", _concat_infer)(lambda xp, *xs, axis=0: xp.concatenate(_same_dtype(xs), axis=axis))
+defop("concat", _concat_infer, promotes=None, fresh=True)(lambda xp, *xs, axis=0: xp.concatenate(_same_dtype(xs), axis=axis))
 
 
 def _stack_infer(*xs, axis=0):
@@ -134,14 +134,14 @@ def _stack_infer(*xs, axis=0):
     return TensorType(merged, result_type(*(t.dtype for t in xs)))
 
 
-defop("stack", _stack_infer)(lambda xp, *xs, axis=0: xp.stack(_same_dtype(xs), axis=axis))
+defop("stack", _stack_infer, promotes=None, fresh=True)(lambda xp, *xs, axis=0: xp.stack(_same_dtype(xs), axis=axis))
 
 
 def _same_infer(x, **_):
     return TensorType(x.shape, x.dtype)
 
 
-defop("stop_gradient", _same_infer)(lambda xp, x: x)
+defop("stop_gradient", _same_infer, movement=True)(lambda xp, x: x)
 
 
 @defop("to_device", _same_infer)
