@@ -17,21 +17,14 @@ import shutil
 import subprocess
 import sys
 
-_SPEC = re.compile(r"^\s*(\w+)\s*\[([^\]]*)\]\s*$")
+from .static.input_spec import spec_from_text
 
 
 def parse_spec(text):
-    """'float32[?,784]' -> InputSpec([None, 784], 'float32'); several specs are ';'-separated."""
-    from .static.input_spec import InputSpec
-    m = _SPEC.match(text)
-    if not m:
-        raise SystemExit(f"d2s: bad --spec {text!r}: write it as DTYPE[DIM,...], e.g. 'float32[?,784]' "
-                         "('?' for a dynamic dim, '[]' for a scalar)")
-    dtype, dims = m.group(1), m.group(2).strip()
+    """'float32[?,784]' -> InputSpec([None, 784], 'float32')."""
     try:
-        shape = [] if not dims else [None if d.strip() in ("?", "-1", "None") else int(d) for d in dims.split(",")]
-        return InputSpec(shape, dtype)
-    except (TypeError, ValueError) as e:
+        return spec_from_text(text)
+    except ValueError as e:
         raise SystemExit(f"d2s: bad --spec {text!r}: {e}") from None
 
 
@@ -190,8 +183,14 @@ def _signature_fn(sf):
     return sf.eager
 
 
+def run_compare(target, shapes=None):
+    """``d2s compare FILE::FUNC``: load FUNC from FILE and return the printed tables
+    (:func:`d2s.trace.compare.compare_report`; ``shapes`` as :func:`d2s.trace.compare` takes)."""
+    from .trace.compare import compare_report
+    return compare_report(load_target(target), shapes=shapes)
+
+
 def cmd_compare(args):
-    from .trace.compare import run_compare
     print(run_compare(args.target, shapes=_specs(args) or None))
 
 
@@ -263,8 +262,8 @@ def _save_inside(outdir, path, array):
 
 
 def cmd_export_onnx(args):
+    from .onnx import export
     try:
-        from .onnx import export
         import onnx  # noqa: F401
     except ImportError:
         raise SystemExit("d2s export-onnx: needs the onnx package: pip install 'd2s[onnx]'") from None
@@ -361,18 +360,10 @@ def _user_errors():
     from d2s_runtime import ExecutionError, GuardError, ProgramAssertionError, ShapeError
     from d2s_runtime.saved_model import InputError
     from d2s_runtime.serialize import FormatError
-    errors = [FormatError, InputError, ShapeError, ExecutionError, GuardError, ProgramAssertionError, UserFileError]
-    try:
-        from .transformers import ConversionError
-        errors.append(ConversionError)
-    except ImportError:
-        pass
-    try:
-        from .onnx.export import ExportError
-        errors.append(ExportError)
-    except ImportError:
-        pass
-    return tuple(errors)
+    from .onnx.export import ExportError
+    from .transformers import ConversionError
+    return (FormatError, InputError, ShapeError, ExecutionError, GuardError, ProgramAssertionError, UserFileError,
+            ConversionError, ExportError)
 
 
 def _user_message(e, args):

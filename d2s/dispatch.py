@@ -110,7 +110,7 @@ def _apply_hooked(opdef, inputs, attrs):
     builder = STATE.builder
     if builder is not None or any(isinstance(a, Tensor) and a._data is None for a in inputs):
         if builder is None:
-            from .static.errors import stray_symbolic_error
+            from .user_errors import stray_symbolic_error
             raise stray_symbolic_error(opdef.name)
         results, inputs = builder.append(opdef, inputs, attrs)
     else:

@@ -58,11 +58,6 @@ def tree_unflatten(treedef, leaves):
     return build(treedef)
 
 
-def _tree_map(fn, tree):
-    leaves, treedef = tree_flatten(tree)
-    return tree_unflatten(treedef, [fn(x) for x in leaves])
-
-
 # ------------------------------------------------------------------ helpers
 def _argnums(argnums, nargs, fn_name):
     many = isinstance(argnums, (tuple, list))

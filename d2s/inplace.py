@@ -23,6 +23,7 @@ import numpy as np
 
 from ._state import STATE
 from .tensor import Tensor
+from .user_errors import at_user_line
 
 
 # -------------------------------------------------------------- the out-of-place results
@@ -215,7 +216,6 @@ def _refuse_traced_inputs(tracer, t, what):
 
 def _refuse_outside_values(b, t, what):
     # the refusal names the user's line (converted code runs under the user's file name)
-    from .convert.errors import at_user_line  # noqa: PLC0415 - convert is a layer above; only on refusal
     if t._data is not None:
         if not (t.requires_grad or getattr(t, "_d2s_parameter", False)):
             return  # a concrete tensor made while building (d2s.tensor(...), a loop counter)

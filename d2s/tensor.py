@@ -107,7 +107,7 @@ class Tensor:
     def _concrete(self, what):
         """The array behind a concrete tensor; symbolic tensors cannot become Python values."""
         if self._data is None:
-            from .static.errors import symbolic_value_error
+            from .user_errors import symbolic_value_error
             raise symbolic_value_error(self, what)
         if STATE.tracer is not None:
             STATE.tracer.on_value(self, what)
@@ -151,7 +151,7 @@ class Tensor:
         if self._data is None:
             d = self._var.type.shape[0] if self._var.type.shape else None
             if d is None:
-                from .static.errors import symbolic_value_error
+                from .user_errors import symbolic_value_error
                 raise symbolic_value_error(self, "len()")
             return d
         if self._data.ndim == 0:

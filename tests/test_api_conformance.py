@@ -1,7 +1,7 @@
-"""The public contract of /work/shared/API.md, checked the way a user would use it.
+"""d2s's public API contract, checked the way a user would use it.
 
-Every name and signature listed in API.md is exercised here, against numpy results, hand-derived
-values or PyTorch-like expectations. Sections mirror API.md: §1 tensors, §2 autograd, §3 nn / optim
+Every name and signature of the contract is exercised here, against numpy results, hand-derived
+values or PyTorch-like expectations. Sections follow the contract: §1 tensors, §2 autograd, §3 nn / optim
 / data, §4 d2s.jit and control flow, §5 programs, §6 the command line.
 """
 import math

@@ -7,7 +7,7 @@ import pytest
 import d2s
 from d2s import nn
 from d2s.static import InputSpec, build_program
-from d2s.static.errors import SymbolicValueError
+from d2s.static import SymbolicValueError
 from d2s_runtime import Executor
 
 RNG = np.random.default_rng(0)

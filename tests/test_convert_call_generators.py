@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import d2s
-from d2s.static.errors import SymbolicValueError
+from d2s.static import SymbolicValueError
 
 
 def scaled(x, n):

@@ -4,7 +4,7 @@ import pytest
 
 import d2s
 from convert_helpers import check, run_static, t
-from d2s.convert.errors import ConvertError
+from d2s.convert import ConvertError
 from d2s.transformers import convert_function
 
 X = t([1.0, 2.0])

@@ -251,7 +251,7 @@ def test_and_or_of_different_types_as_a_value_is_a_clear_error():
         b = (x.sum() > 0) and x.min()    # a bool or a float, depending on the data
         return b
 
-    with pytest.raises(d2s.convert.errors.ConvertError, match=r"this `and` gives one of its operands.*"
+    with pytest.raises(d2s.convert.ConvertError, match=r"this `and` gives one of its operands.*"
                                                              r"bool\[\] and float32\[\]"):
         d2s.jit.to_static(fn)(T([1.0, 2.0]))
 

@@ -3,7 +3,8 @@ import textwrap
 
 import numpy as np
 
-from d2s.trace.compare import compare, compare_main, generate_inputs, path_of, run_compare
+from d2s.cli import main as cli_main, run_compare
+from d2s.trace.compare import compare, generate_inputs, path_of
 
 from trace_corpus import elif_chain, t, while_halve
 
@@ -82,11 +83,11 @@ def test_run_compare_loads_file_and_function(tmp_path):
     assert "model.py:5" in out and "loop condition" in out
 
 
-def test_compare_main_prints_the_table(capsys, tmp_path):
+def test_cli_compare_prints_the_table(capsys, tmp_path):
     src = tmp_path / "m.py"
     src.write_text("COMPARE_INPUTS = None\n\n"
                    "def g(x):\n    return x * 2\n")
-    assert compare_main([f"{src}::g", "--spec", "float32[2]"]) == 0
+    assert cli_main(["compare", f"{src}::g", "--spec", "float32[2]"]) == 0
     out = capsys.readouterr().out
     rows = _rows(out)
     assert rows and all(r[3] == "ok" and r[4] == "ok" for r in rows)

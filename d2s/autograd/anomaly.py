@@ -34,8 +34,8 @@ class NumericsError(RuntimeError):
 
 
 def user_site(skip=1):
-    """``(file, line)`` of the innermost frame outside d2s (the user's code, possibly converted
-    code, mapped back later by :func:`describe_site`), or None."""
+    """``(file, line)`` of the innermost frame outside d2s (the user's code; converted code runs
+    under the user's own file and line numbers), or None."""
     frame = sys._getframe(skip)
     while frame is not None:
         f = frame.f_code.co_filename
@@ -46,14 +46,12 @@ def user_site(skip=1):
 
 
 def describe_site(site):
-    """``'file:line: source text'`` for a site from :func:`user_site` (original source lines for
-    converted code)."""
+    """``'file:line: source text'`` for a site from :func:`user_site`."""
     if site is None:
         return "an unknown line (run the forward pass inside detect_anomaly() too to know where)"
-    from ..jit.linemap import original_location
     import linecache
-    f, ln, text = original_location(site[0], site[1])
-    text = text or linecache.getline(f, ln).strip()
+    f, ln = site
+    text = linecache.getline(f, ln).strip()
     return f"{f}:{ln}" + (f": {text}" if text else "")
 
 

@@ -7,7 +7,7 @@ from .builtins import (convert_abs, convert_assert, convert_bool, convert_float,
                        convert_isinstance, convert_len, convert_print)
 from .call import convert_call, is_library
 from .control_flow import convert_ifelse, convert_ifexp, python_cond, python_iter
-from .errors import ConvertError
+from ..user_errors import ConvertError
 from .logical import and_, not_, or_
 from .loops import (TensorEnumerate, TensorIterable, TensorRange, TensorRows, TensorZip, convert_enumerate,
                     convert_for, convert_range, convert_while_loop, convert_zip)

@@ -5,7 +5,7 @@ import builtins
 import numpy as np
 
 from ..tensor import Tensor
-from .errors import at_user_line
+from ..user_errors import at_user_line
 from .values import is_symbolic
 
 
@@ -87,7 +87,7 @@ def assert_op(test, message, error="AssertionError"):
     """An ``assert`` op on symbolic ``test``, raising ``error`` (its Python name) with
     ``message`` and the user's file:line each time the program runs with a false test."""
     from ..dispatch import apply
-    from ..static.errors import user_frame
+    from ..user_errors import user_frame
     loc = user_frame()
     extra = {} if error == "AssertionError" else {"error": error}  # plain asserts keep their attrs
     apply("assert", test, message=message, where=f"{loc[0]}:{loc[1]}" if loc else "", **extra)

@@ -6,11 +6,14 @@ on its own copy of the carried values, its outputs are checked against the other
 (names defined on one side only, structure, dtype) and Python numbers on one side become
 tensors of the other side's dtype.
 """
+import contextlib
+
 import numpy as np
 
 from ..tensor import Tensor, tensor
 from . import replay
-from .errors import ConvertError, at_user_line, deferred_index_error
+from ..user_errors import ConvertError, at_user_line
+from .index_check import deferred_index_error
 from .undefined import MaybeUnbound, Undefined, maybe_unbound
 from .values import describe, fresh, is_symbolic, leaves, rebuild, truth, write_back
 from .weak_index import WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type, weak
@@ -20,6 +23,16 @@ _NUMBER = (bool, int, float, np.generic)
 # While a loop body is traced once to learn the types of loop variables that are not yet
 # defined, a branch may legitimately leave such a variable undefined.
 _probing = [0]
+
+
+@contextlib.contextmanager
+def probing():
+    """The extent of such a trial trace of a loop body (nested trials count)."""
+    _probing[0] += 1
+    try:
+        yield
+    finally:
+        _probing[0] -= 1
 
 
 class _Retry(Exception):
@@ -468,12 +481,6 @@ def _lists_as_arrays(out, hints):
                 ta.append(e)
             out[k[1]] = ta
     return tuple(out)
-
-
-def _dtype_of(v, hint):
-    if hint is not None and hint[0] == "tensor":
-        return hint[1]
-    return v.dtype if isinstance(v, Tensor) else _number_dtype(v)
 
 
 def _make(hint, v):

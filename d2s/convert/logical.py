@@ -1,7 +1,7 @@
 """`and`, `or`, `not` over thunks: Python short-circuit semantics for Python values and
 concrete tensors; once a value is a symbolic tensor, the rest is evaluated inside a ``cond``
 so it still runs only when needed (``i < n and x[i] > 0`` never reads ``x[n]``)."""
-from .errors import at_user_line
+from ..user_errors import at_user_line
 from .values import is_symbolic, truth
 
 
@@ -36,7 +36,7 @@ def _lazy(value, rest, short_value, truth=False):
         try:
             out = rest()
         except IndexError as e:  # `len(xs) > 0 and xs[-1] > 0` with xs still empty when traced
-            from .errors import deferred_index_error
+            from .index_check import deferred_index_error
             deferred_index_error(e)  # raised when the program runs this side
             decided["form"] = None
             return value

@@ -13,7 +13,7 @@ import warnings
 from .._state import STATE
 from ..tensor import Tensor, tensor
 from . import control_flow as cf
-from .errors import ConvertError, at_user_line
+from ..user_errors import ConvertError, at_user_line
 from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
 from .values import fresh, is_symbolic, leaves, rebuild, truth, write_back
 from .weak_index import (WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type, plain_tensor,
@@ -215,7 +215,7 @@ def _fails_if_it_runs(test, init, n, state, error):
     first included): Python raises that IndexError if the loop runs at all, else leaves every
     variable as it was; so does the program."""
     from .. import ops
-    from .errors import deferred_index_error
+    from .index_check import deferred_index_error
     ran = test(tuple(_as_loop_value(v) for v in init[:n]))
     deferred_index_error(error, ops.logical_not(ran) if is_symbolic(ran) else tensor(not ran))
     return tuple(state)
@@ -364,17 +364,15 @@ def _trial(body, init, n, set_state):
     (its outputs or None, the exception it raised or None, the copies it ran on)."""
     b = STATE.builder
     vals = list(init)
-    cf._probing[0] += 1
-    try:
-        with b.sub_block():
-            vals = [_probe_value(v) for v in init]
-            if set_state is not None:
-                set_state(tuple(vals[n:]))
-            return list(body(tuple(vals[:n]))), None, vals
-    except Exception as e:  # noqa: BLE001 - the callers decide what a failed trial means
-        return None, e, vals
-    finally:
-        cf._probing[0] -= 1
+    with cf.probing():
+        try:
+            with b.sub_block():
+                vals = [_probe_value(v) for v in init]
+                if set_state is not None:
+                    set_state(tuple(vals[n:]))
+                return list(body(tuple(vals[:n]))), None, vals
+        except Exception as e:  # noqa: BLE001 - the callers decide what a failed trial means
+            return None, e, vals
 
 
 def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None, trial=None):
@@ -500,19 +498,17 @@ def _fill_undefined(body, init, n, labels, set_state):
     first bound inside the loop; start it as zeros of that type (read only if the loop runs
     zero times, where Python would raise NameError)."""
     b = STATE.builder
-    cf._probing[0] += 1
-    try:
-        with b.sub_block():
-            vals = [_probe_value(v) for v in init]
-            if set_state is not None:
-                set_state(tuple(vals[n:]))
-            out = list(body(tuple(vals[:n])))
-    except Exception as e:
-        names = [labels[i] for i, v in enumerate(init) if isinstance(v, Undefined)]
-        raise at_user_line(f"{', '.join(repr(x) for x in names)} must be defined before this tensor loop "
-                           f"(it is read in the loop before it is first assigned): {e}") from None
-    finally:
-        cf._probing[0] -= 1
+    with cf.probing():
+        try:
+            with b.sub_block():
+                vals = [_probe_value(v) for v in init]
+                if set_state is not None:
+                    set_state(tuple(vals[n:]))
+                out = list(body(tuple(vals[:n])))
+        except Exception as e:
+            names = [labels[i] for i, v in enumerate(init) if isinstance(v, Undefined)]
+            raise at_user_line(f"{', '.join(repr(x) for x in names)} must be defined before this tensor loop "
+                               f"(it is read in the loop before it is first assigned): {e}") from None
     filled = list(init)
     for i, v in enumerate(init[:n]):
         if isinstance(v, Undefined) and i < len(out):
@@ -666,8 +662,8 @@ def _warn_unrolled(kind):
     """Called once a Python loop being built into a program passes the threshold."""
     if STATE.builder is None:
         return
-    from .errors import user_location
-    loc = user_location()
+    from ..user_errors import user_frame
+    loc = user_frame()
     key = loc[:2] if loc is not None else None
     if key in _UNROLL_WARNED:
         return

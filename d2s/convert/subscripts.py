@@ -3,7 +3,7 @@ tensor (a loop index inside a tensor loop) is read by stacking its elements and 
 selecting, element by element, between the new value and the old one. Anything else is
 plain Python indexing."""
 from ..tensor import Tensor, tensor
-from .errors import at_user_line
+from ..user_errors import at_user_line
 from .values import is_symbolic
 
 _NUMBER = (bool, int, float)

@@ -27,7 +27,7 @@ class Undefined:
 
 def unbound_error(name):
     """Python's own error for reading local ``name`` before it is bound, at the user's line."""
-    from .errors import at_user_line
+    from ..user_errors import at_user_line
     return at_user_line(f"cannot access local variable '{name}' where it is not associated with a value",
                         UnboundLocalError)
 
@@ -64,7 +64,7 @@ class MaybeUnbound:
     def _unchecked(self, *args, **kwargs):
         # every read the analysis sees goes through `checked`; this one did not (a lambda,
         # comprehension or nested function reading the variable)
-        from .errors import at_user_line
+        from ..user_errors import at_user_line
         raise at_user_line("a variable that a tensor loop or tensor `if` binds on some runs only is read here, "
                            "inside a lambda, comprehension or nested function, where to_static cannot check it "
                            "when the program runs; bind it before the loop or `if` (or read it outside)")
@@ -130,7 +130,7 @@ def checked(value, name):
                               "value", UnboundLocalError)
         if not is_symbolic(value.bound):
             if not bool(value.bound):
-                from .errors import at_user_line
+                from ..user_errors import at_user_line
                 raise at_user_line(message, error)
             return value.value
         from .builtins import assert_op

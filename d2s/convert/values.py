@@ -16,10 +16,6 @@ def truth(x):
     return x
 
 
-def any_symbolic(values):
-    return any(is_symbolic(v) for v in values)
-
-
 def leaves(obj):
     """(leaves, skeleton) of a nested tuple/list/dict: every non-container value is a leaf."""
     out = []

@@ -65,7 +65,8 @@ class DistributedDataParallel(Module):
             size += nbytes
         if current:
             self._add_bucket(current)
-        self._handles = [p.register_post_accumulate_grad_hook(self._on_grad) for p in params]
+        for p in params:
+            p.register_post_accumulate_grad_hook(self._on_grad)
         self._active = False
         self.comm_seconds = 0.0  # time spent waiting for reductions (for benchmarks)
 

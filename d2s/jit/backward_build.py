@@ -32,20 +32,16 @@ def build_backward(entry, in_mask, par_mask):
 
 
 def _build_backward(entry, in_mask, par_mask):
+    from ..static.backward import gradients
+    prog = entry.program
+    wrt = [n for n, m in zip(prog.inputs, in_mask) if m] + [n for n, m in zip(prog.params, par_mask) if m]
     try:
-        from ..static.backward import gradients
-    except ImportError:
-        gradients = None
-    if gradients is not None:
-        prog = entry.program
-        wrt = [n for n, m in zip(prog.inputs, in_mask) if m] + [n for n, m in zip(prog.params, par_mask) if m]
-        try:
-            bwd = gradients(prog, wrt)
-        except Exception as e:  # noqa: BLE001 - fall back to rebuilding from the Python function
-            _warn_fallback(prog, e)
-        else:
-            index = {n: i for i, (n, _) in enumerate(entry.params)}
-            return bwd, {n: index[n] for n in bwd.params}
+        bwd = gradients(prog, wrt)
+    except Exception as e:  # noqa: BLE001 - fall back to rebuilding from the Python function
+        _warn_fallback(prog, e)
+    else:
+        index = {n: i for i, (n, _) in enumerate(entry.params)}
+        return bwd, {n: index[n] for n in bwd.params}
     return build_by_retrace(entry, in_mask, par_mask)
 
 

@@ -246,12 +246,6 @@ class ConcreteProgram:
     def executor(self):
         return self._tiered.executor
 
-    def optimized_program(self):
-        """The optimized program (optimizing now if it has not been run twice yet), e.g. to
-        save or export it."""
-        self._tiered.optimize_now()
-        return self._tiered.program
-
     def params_replaced(self):
         """Whether a parameter this program reads is no longer the one found where it was
         found at build time (``module.w = nn.Parameter(...)``, a global rebound, or deleted)."""

@@ -158,10 +158,7 @@ def _is_traced(obj):
 
 
 def _is_module(obj):
-    try:
-        from ..nn.module import Module
-    except ImportError:
-        return False
+    from ..nn.module import Module
     return isinstance(obj, Module)
 
 

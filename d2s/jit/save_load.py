@@ -203,7 +203,7 @@ def _swap(new, target, parent):
 
 def _merge(new, target):
     """Move the files of ``new`` into ``target`` one by one (program.json of each model last)."""
-    for root, dirs, files in os.walk(new):
+    for root, _, files in os.walk(new):
         rel = os.path.relpath(root, new)
         dest = os.path.normpath(os.path.join(target, rel))
         os.makedirs(dest, exist_ok=True)

@@ -22,7 +22,7 @@ from ..inplace import BUFFER_UPDATES
 from ..static.builder import ProgramBuilder, _flatten, python_number_type
 from ..static.input_spec import InputSpec
 from ..tensor import Tensor as _Tensor
-from . import config, linemap
+from . import config
 from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, varying_dims
 from .concrete import _CELL, ConcreteProgram
 
@@ -82,14 +82,7 @@ class _Conversion:
         if getattr(fn, "__d2s_not_to_static__", False):
             self.eager_only = True
             return None
-        try:
-            from ..transformers import ConversionError, SourceUnavailable, convert_function  # noqa: F401
-        except ImportError:
-            # no converter available: straight-line code still builds; Python control flow on
-            # symbolic tensors raises at the user's line.
-            self.converted = fn
-            self.code = _source(fn)
-            return fn
+        from ..transformers import SourceUnavailable, convert_function
         if getattr(fn, "__d2s_transform__", None) is not None:
             return self._convert_transform(fn)
         try:
@@ -100,7 +93,6 @@ class _Conversion:
             return None
         self.converted = cf.fn
         self.code = getattr(cf, "code", None)
-        _register_linemap(fn, cf)
         return self.converted
 
     def _convert_transform(self, fn):
@@ -144,18 +136,6 @@ def _source(fn):
         return textwrap.dedent(inspect.getsource(getattr(fn, "__code__", fn)))
     except (OSError, TypeError):
         return None
-
-
-def _register_linemap(fn, cf):
-    code = getattr(cf.fn, "__code__", None)
-    if code is None:
-        return
-    try:
-        original = inspect.getsourcefile(getattr(fn, "__code__", fn))
-    except TypeError:
-        original = None
-    if not linemap.is_generated(code.co_filename) and code.co_filename != original:
-        linemap.register(code.co_filename, getattr(cf, "source_map", None), original, fn.__qualname__)
 
 
 class StaticFunction:
@@ -418,9 +398,8 @@ class StaticFunction:
             except RecursionError as e:
                 _restore_symbolic_writes(snapshot)
                 raise _recursion_error(e, name) from None
-            except BaseException as e:
+            except BaseException:
                 _restore_symbolic_writes(snapshot)
-                linemap.annotate_exception(e, name)
                 raise
             leaves, rebuild = _flatten(out)
             writes = _restore_symbolic_writes(snapshot)
@@ -486,7 +465,7 @@ def _recursion_error(exc, name):
     by a tensor condition, whose both branches are traced, so it never ends while building."""
     import linecache
     import os
-    from ..convert.errors import ConvertError
+    from ..user_errors import ConvertError
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     counts = {}
     tb = exc.__traceback__
@@ -831,8 +810,5 @@ def _normalize_specs(input_spec):
 def _is_module(obj):
     if obj is None:
         return False
-    try:
-        from ..nn.module import Module
-    except ImportError:
-        return False
+    from ..nn.module import Module
     return isinstance(obj, Module)

@@ -17,6 +17,9 @@ from .converters import CONVERTERS, UNSUPPORTED
 OPSET = 18
 IR_VERSION = 9   # onnxruntime 1.16+ reads it
 VAR_PREFIX = "_v_"
+# op type -> lowering(exporter, graph, op) for ops holding sub-blocks; filled by control_flow.py
+# (which d2s.onnx imports), so this module never imports it
+CONTROL_FLOW = {}
 
 
 class ExportError(ValueError):
@@ -107,7 +110,6 @@ class Exporter:
         return f"_t{self._n}"
 
     def emit_block(self, g, block):
-        from .control_flow import CONTROL_FLOW
         for op in block.ops:
             if op.type in CONTROL_FLOW:
                 CONTROL_FLOW[op.type](self, g, op)

@@ -8,7 +8,8 @@ from .control_flow import cond, scan, while_loop
 from .structured import fori_loop, map, switch  # noqa: A004  (d2s.static.map, like jax.lax.map)
 from .backward import append_backward, gradients
 from .tensor_array import TensorArray
+from ..user_errors import SymbolicValueError
 
 __all__ = ["ProgramBuilder", "build_program", "InputSpec", "cond", "while_loop", "scan", "fori_loop", "switch",
-           "append_backward", "gradients", "TensorArray"]
+           "append_backward", "gradients", "TensorArray", "SymbolicValueError"]
 # (``map`` stays out of __all__: a star import must not hide the builtin)

@@ -201,7 +201,7 @@ class ProgramBuilder:
         try:
             out_types = opdef.infer(*types, **attrs)
         except ShapeError as e:
-            from .errors import where_text
+            from ..user_errors import where_text
             raise ShapeError(f"{e}{where_text()}") from None
         if isinstance(out_types, TensorType):
             out_types = (out_types,)
@@ -287,10 +287,6 @@ def _scalar_dtype(inputs):
     for s in scalars:
         target = scalar_result(target, s)
     return target
-
-
-def _default_scalar(x):
-    return "bool" if isinstance(x, bool) else "int64" if isinstance(x, int) else "float32"
 
 
 def _plain(attrs):

@@ -664,7 +664,7 @@ def _static_while(call_cond, call_body, vals):
             return _tensorize(call_body(tree_unflatten(treedef, args)), like=tree_unflatten(treedef, args))
 
         cond_blk, c_tree, _, c_types = _trace_block(b, cond_of, types)
-        body_blk, o_tree, o_names, o_types = _trace_block(b, body_of, types)
+        body_blk, o_tree, _, o_types = _trace_block(b, body_of, types)
         promoted = _promote_weak(types, o_types, weak) if o_tree == treedef else None
         if promoted is not None:
             types = promoted  # a loop var that was a Python number changed dtype: rebuild

@@ -231,7 +231,7 @@ def _mixes_numbers(lst, x):
 
 
 def _user_error(message, cls):
-    from ..convert.errors import at_user_line
+    from ..user_errors import at_user_line
     return at_user_line(message, cls)
 
 

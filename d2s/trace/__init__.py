@@ -7,7 +7,7 @@ and ``to_static`` side by side (``d2s compare FILE::FUNC`` on the command line).
 """
 from .guards import TraceCheckError, TraceGuardError, TracerWarning
 from .tracer import TracedFunction, Tracer, trace
-from .compare import compare, compare_main, run_compare
+from .compare import compare, compare_report
 
 __all__ = ["trace", "TracedFunction", "Tracer", "TracerWarning", "TraceGuardError", "TraceCheckError",
-           "compare", "compare_main", "run_compare"]
+           "compare", "compare_report"]

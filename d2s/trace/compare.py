@@ -16,33 +16,19 @@ import warnings
 
 import numpy as np
 
-from ..tensor import Tensor, _host
+from ..jit import to_static
+from ..nn import Module
+from ..static.builder import ProgramBuilder
+from ..static.input_spec import spec_from_text
+from ..tensor import Tensor
+from ..user_errors import user_frame
 from .guards import TraceGuardError, baked_text, group_by_line, kind_of_line
+from .match import outputs_match
+from .tracer import Tracer, _as_args, _call_untraced, _describe_inputs, _table, trace
 
 MAX_INPUTS = 6
 _SCALES = (1.0, -1.0, 0.1, 10.0, 3.0, -0.1, -10.0, 0.5)
 _SHIFTS = (0.0, 2.0, -2.0)
-
-
-def outputs_match(expected, got, rtol=1e-4, atol=1e-5):
-    """(equal?, detail) for two output structures of tensors / Python values."""
-    from ..static.builder import _flatten
-    a, _ = _flatten(expected)
-    b, _ = _flatten(got)
-    if len(a) != len(b):
-        return False, f"{len(a)} tensor outputs vs {len(b)}"
-    worst = 0.0
-    for x, y in zip(a, b):
-        x, y = np.asarray(_host(x._data)), np.asarray(_host(y._data))
-        if x.shape != y.shape:
-            return False, f"shape {x.shape} vs {y.shape}"
-        if x.size == 0:
-            continue
-        diff = np.abs(x.astype(np.float64) - y.astype(np.float64))
-        if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
-            return False, f"max |diff| = {float(np.nanmax(diff)):.3g}"
-        worst = max(worst, float(np.nanmax(diff)) if not np.all(np.isnan(diff)) else 0.0)
-    return True, f"max |diff| = {worst:.2g}" if worst else ""
 
 
 # ---------------------------------------------------------------------------- inputs
@@ -51,8 +37,10 @@ def _spec_of(s):
     if hasattr(s, "shape") and hasattr(s, "dtype"):
         return tuple(4 if d is None else d for d in s.shape), str(s.dtype)
     if isinstance(s, str):
-        from ..cli import parse_spec
-        return _spec_of(parse_spec(s))
+        try:
+            return _spec_of(spec_from_text(s))
+        except ValueError as e:
+            raise ValueError(f"d2s.trace.compare: bad shape {s!r}: {e}") from None
     if isinstance(s, tuple) and len(s) == 2 and isinstance(s[1], str):
         return tuple(4 if d is None or d == -1 else d for d in s[0]), s[1]
     shape = (s,) if isinstance(s, int) else tuple(s)
@@ -62,7 +50,6 @@ def _spec_of(s):
 def path_of(fn, args):
     """The control-flow path ``fn`` takes on ``args``, as the tracer sees it: the values read
     at each place a tensor's value steered Python (a hashable tuple)."""
-    from .tracer import Tracer
     tracer = Tracer(guards=False)
     for a in args:
         if isinstance(a, Tensor):
@@ -184,9 +171,7 @@ def static_ops(program, lines_by_op=None):
 @contextlib.contextmanager
 def _capture_op_lines():
     """While a program is built, note the user's source line of each control-flow op (the
-    frame of converted code that appends it, mapped back through the converter's line map)."""
-    from ..static.builder import ProgramBuilder
-    from ..static.errors import user_frame
+    frame of converted code that appends it: converted code runs under the user's file and lines)."""
     lines = {}
     original = ProgramBuilder.append_op
 
@@ -194,11 +179,6 @@ def _capture_op_lines():
         if op.type in ("cond", "while", "scan") or op.blocks:
             loc = user_frame()
             if loc is not None:
-                try:
-                    from ..jit.linemap import original_location
-                    loc = original_location(*loc)
-                except Exception:
-                    pass
                 lines[id(op)] = loc[1]
         return original(self, op)
 
@@ -227,7 +207,6 @@ class Comparison:
         return all(r["to_static"] == "ok" for r in self.rows)
 
     def __str__(self):
-        from .tracer import _table
         head = ("#", "input", "path", "trace (guards off)", "trace (guards on)", "to_static")
         rows = [(r["i"], r["input"], r["path"], r["trace"], r["guarded"], r["to_static"]) for r in self.rows]
         out = [f"d2s compare {self.name}: eager vs trace (traced on input #0) vs to_static", "",
@@ -246,14 +225,6 @@ def _clip(s, n):
     return s if len(s) <= n else s[:n - 3] + "..."
 
 
-def _to_static():
-    try:
-        from ..jit import to_static
-        return to_static
-    except Exception:
-        return None
-
-
 def compare(fn, inputs=None, shapes=None, seed=0):
     """Run ``fn`` eagerly, traced and converted by ``to_static`` on several inputs, side by side.
 
@@ -270,7 +241,6 @@ def compare(fn, inputs=None, shapes=None, seed=0):
     Returns:
         A :class:`Comparison`; ``print`` it for the tables.
     """
-    from .tracer import _as_args, _call_untraced, _describe_inputs, trace
     if inputs is None:
         inputs = generate_inputs(fn, shapes if shapes is not None else _default_shapes(fn), seed)
     inputs = [_as_args(a) for a in inputs]
@@ -289,16 +259,12 @@ def compare(fn, inputs=None, shapes=None, seed=0):
         classic = trace(fn, inputs[0], guards=False)
         guarded = trace(fn, inputs[0], guards=True)
 
-    to_static = _to_static()
     static_fn, static_note = None, ""
-    if to_static is None:
-        static_note = "to_static: n/a (d2s.jit.to_static is not importable)"
-    else:
-        try:
-            # a module's bound forward, so comparing never replaces the user's module.forward
-            static_fn = to_static(fn.forward if _is_module(fn) else fn)
-        except Exception as e:
-            static_note = f"to_static: failed to convert: {type(e).__name__}: {e}"
+    try:
+        # a module's bound forward, so comparing never replaces the user's module.forward
+        static_fn = to_static(fn.forward if _is_module(fn) else fn)
+    except Exception as e:
+        static_note = f"to_static: failed to convert: {type(e).__name__}: {e}"
 
     # the program is built (and cached) here first, so its ops' source lines are captured
     ops_found, by_line, static_state = [], {}, "n/a"
@@ -335,7 +301,6 @@ def compare(fn, inputs=None, shapes=None, seed=0):
 
 
 def _is_module(obj):
-    from ..nn import Module
     return isinstance(obj, Module)
 
 
@@ -387,7 +352,6 @@ def _points(fn, traced, example, static_state, by_line):
 def _executed_lines(fn, args):
     """{(realpath, line)} executed by an eager call of ``fn`` on ``args`` (sys.settrace)."""
     import sys
-    from .tracer import _call_untraced
     hits = set()
     own = os.path.realpath(os.path.dirname(os.path.dirname(__file__)))
 
@@ -423,15 +387,13 @@ def _point(filename, line, kind, src, baked, static_state, by_line):
             "trace": baked, "to_static": static}
 
 
-def run_compare(spec, shapes=None):
-    """``d2s compare FILE::FUNC``: load FUNC from FILE, compare, return the printed tables.
+def compare_report(fn, shapes=None):
+    """The printed tables of :func:`compare` for ``fn`` (what ``d2s compare FILE::FUNC`` prints).
 
     ``shapes`` are ``InputSpec``s (``None`` dims become 4) or anything :func:`compare` takes;
-    without them, FILE may define ``COMPARE_INPUTS`` (a list of argument tuples) or
+    without them, ``fn``'s module may define ``COMPARE_INPUTS`` (a list of argument tuples) or
     ``COMPARE_SHAPES``; otherwise each positional parameter gets ``float32[4]``.
     """
-    from ..cli import load_target
-    fn = load_target(spec)
     fn = getattr(fn, "eager", fn)
     module = inspect.getmodule(fn)
     if shapes:
@@ -440,14 +402,3 @@ def run_compare(spec, shapes=None):
     if inputs is not None:
         return str(compare(fn, inputs=inputs))
     return str(compare(fn, shapes=getattr(module, "COMPARE_SHAPES", None) or _default_shapes(fn)))
-
-
-def compare_main(argv=None):
-    """Command-line entry: ``compare_main(['file.py::func', '--spec', 'float32[3]'])``."""
-    import argparse
-    p = argparse.ArgumentParser(prog="d2s compare")
-    p.add_argument("target", help="FILE.py::FUNC")
-    p.add_argument("--spec", action="append", help="input shape, e.g. 'float32[3]' (repeat per input)")
-    args = p.parse_args(argv)
-    print(run_compare(args.target, shapes=args.spec or None))
-    return 0

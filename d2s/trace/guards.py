@@ -128,7 +128,7 @@ def _module_name(filename):
     return base[:-3] if base.endswith(".py") else base
 
 
-def guard_error_from(err, decisions_by_where=None):
+def guard_error_from(err):
     """The TraceGuardError for a runtime GuardError (naming the user's file and line)."""
     where = getattr(err, "where", "")
     filename, lineno = None, None

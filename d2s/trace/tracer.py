@@ -22,10 +22,11 @@ from d2s_runtime.ops import TensorType
 from .._state import STATE
 from ..autograd.grad_mode import no_grad
 from ..static.builder import ProgramBuilder, _flatten, _is_param, _plain, _scalar_dtype
-from ..static.errors import user_frame
+from ..user_errors import user_frame
 from ..tensor import Tensor, _host
 from .guards import (CHECK_OF, Decision, TraceCheckError, TraceGuardError, emit_warnings, find_guard_error,
                      guard_error_from)
+from .match import outputs_match
 
 
 class Tracer:
@@ -255,7 +256,6 @@ class TracedFunction:
     # ------------------------------------------------------------ checking
     def check(self, inputs_list, rtol=1e-4, atol=1e-5):
         """Run eager and traced on each input tuple; returns (all_ok, table text)."""
-        from .compare import outputs_match
         rows = []
         ok_all = True
         for k, inputs in enumerate(inputs_list):

@@ -21,7 +21,7 @@ The contract with ``d2s.jit``:
 The pipeline (``pipeline.PIPELINE``) runs one transformer per syntax, in an order explained
 there; the name analysis in ``analysis/`` decides what each branch and loop carries.
 """
-from .errors import ConversionError, SourceUnavailable
+from ..user_errors import ConversionError, SourceUnavailable
 from .pipeline import PIPELINE, ConvertedFunction, convert_function
 
 __all__ = ["convert_function", "ConvertedFunction", "ConversionError", "SourceUnavailable", "PIPELINE"]

@@ -1,8 +1,8 @@
-"""The base of every transformer: conversion context, scoped state, fresh names, locations."""
+"""The base of every transformer: conversion context, fresh names, locations."""
 import gast
 
 from . import gast_compat as gc
-from .errors import ConversionError
+from ..user_errors import ConversionError
 
 JST = "_jst"  # the one global name under which converted code reaches d2s.convert
 
@@ -17,49 +17,6 @@ class Context:
         self.retval_names = set()
         # locals of the root function that its closures read (analysis.activity.closure_cells)
         self.cells = set()
-
-
-class _Scope:
-    def __init__(self, stack, factory):
-        self.stack, self.factory = stack, factory
-
-    def __enter__(self):
-        self.stack.append(self.factory())
-        return self.stack[-1]
-
-    def __exit__(self, *exc):
-        self.stack.pop()
-        return False
-
-
-class ScopedState:
-    """``with self.state[Loop] as loop:`` pushes a fresh ``Loop()``; ``self.state[Loop].top``
-    is the innermost one still open (None when there is none)."""
-
-    class _Stack(list):
-        def __init__(self, factory):
-            super().__init__()
-            self.factory = factory
-
-        def __enter__(self):
-            self.append(self.factory())
-            return self[-1]
-
-        def __exit__(self, *exc):
-            self.pop()
-            return False
-
-        @property
-        def top(self):
-            return self[-1] if self else None
-
-    def __init__(self):
-        self._stacks = {}
-
-    def __getitem__(self, factory):
-        if factory not in self._stacks:
-            self._stacks[factory] = self._Stack(factory)
-        return self._stacks[factory]
 
 
 def _unlocated(nodes):
@@ -111,11 +68,10 @@ def is_jst_call(node):
 
 
 class Transformer(gast.NodeTransformer):
-    """A gast transformer with the conversion context, scoped state and error helpers."""
+    """A gast transformer with the conversion context and error helpers."""
 
     def __init__(self, ctx):
         self.ctx = ctx
-        self.state = ScopedState()
 
     def new_name(self, base):
         return self.ctx.namer.new(base)

@@ -34,11 +34,6 @@ def tuple_(elts, ctx=None):
     return gast.Tuple(elts=list(elts), ctx=ctx or gast.Load())
 
 
-def names_tuple(ids, ctx=None):
-    """A tuple of Name nodes (an assignment target with ``ctx=gast.Store()``)."""
-    return tuple_([name(i, ctx) for i in ids], ctx)
-
-
 def call(func, args=(), keywords=()):
     return gast.Call(func=func, args=list(args), keywords=list(keywords))
 

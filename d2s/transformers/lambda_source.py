@@ -14,7 +14,7 @@ import textwrap
 import gast
 
 from . import gast_compat as gc
-from .errors import SourceUnavailable
+from ..user_errors import SourceUnavailable
 
 
 def lambda_as_function(fn):

@@ -15,7 +15,7 @@ from .call_trees import CallTrees
 from .closure_cells import ClosureCells
 from .conditional_expressions import ConditionalExpressions
 from .continue_statements import ContinueStatements
-from .errors import ConversionError, SourceUnavailable
+from ..user_errors import ConversionError, SourceUnavailable
 from .for_loops import ForLoops
 from .if_statements import IfStatements
 from .lambda_source import lambda_as_function
@@ -92,7 +92,10 @@ class ConvertedFunction:
         return f"<ConvertedFunction {getattr(self.original, '__qualname__', self.original)}>"
 
 
-_CACHE = {}  # code object -> (converted code object, source text, source map)
+# (code object, its file) -> (converted code object, source text, source map). Code objects
+# compare equal across files (equality ignores co_filename): keyed by code alone, the same
+# function in two files would run under the first file's name and report errors there.
+_CACHE = {}
 
 
 def _convert_module():
@@ -190,7 +193,8 @@ def convert_function(fn):
         return ConvertedFunction(types.MethodType(inner.fn, fn.__self__), inner.code, inner.source_map, fn)
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"convert_function expects a Python function or method, got {type(fn).__name__}")
-    cached = _CACHE.get(fn.__code__)
+    key = (fn.__code__, fn.__code__.co_filename)
+    cached = _CACHE.get(key)
     if cached is None:
         # a lambda's source is part of a larger statement: found by its lines and columns
         module, func, filename = lambda_as_function(fn) if fn.__name__ == "<lambda>" else _parse(fn)
@@ -200,7 +204,7 @@ def convert_function(fn):
         code_text = ast.unparse(func_ast)
         source_map = _source_map(func_ast, code_text, filename)
         code_obj = _compile(func_ast, fn, filename)
-        cached = _CACHE[fn.__code__] = (code_obj, code_text, source_map)
+        cached = _CACHE[key] = (code_obj, code_text, source_map)
     code_obj, code_text, source_map = cached
     g = fn.__globals__
     jst = _convert_module()

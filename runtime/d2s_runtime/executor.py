@@ -35,7 +35,7 @@ import numpy as np
 
 from . import codegen
 from .device import get_xp
-from .ops import OPS, TensorType
+from .ops import OPS
 from .gc_pause import paused_gc
 
 # Element-wise ops that may write into a planned buffer through the ufunc's ``out=``.
@@ -227,7 +227,6 @@ class Executor:
         self._pool = None
         if parallel:
             self._pool = ThreadPoolExecutor(max_workers=num_threads or os.cpu_count() or 2)
-        self._n_feeds = len(feeds)
         self._compiled = None
         self.mode = "interp"
         self.codegen_error = None  # why codegen fell back to the interpreter (mode='auto')
@@ -634,7 +633,4 @@ def _kernel_attrs(attrs):
     return dict(attrs)
 
 
-def output_type(value):
-    """The TensorType of a concrete array (for checks and tests)."""
-    return TensorType(value.shape, value.dtype.name)
 

@@ -91,11 +91,6 @@ def _block_inline(block, head):
     return f"{{ lambda {head} . let {'; '.join(eqs)} in ( {' '.join(block.outputs)} ) }}"
 
 
-def format_block(block, indent=0):
-    """The text form of one block (a sub-block prints like a program without params)."""
-    return "\n".join(_block_lines(block, _binders(block, block.inputs), indent, True))
-
-
 def format_program(program, multiline=True):
     """The text form of ``program`` (grammar in the module docstring)."""
     gb = program.block

@@ -73,7 +73,7 @@ def analyze_function(func, local_names=None, always_live=frozenset()):
     g = cfg.build(func)
     live_in, live_out = _liveness(g)
     must_in, may_in = _definedness(g)
-    for stmt_id, parts in g.parts.items():
+    for parts in g.parts.values():
         entry = parts.get("test") or parts.get("iter")
         stmt = entry.stmt
         if not isinstance(stmt, (gast.If, gast.While, gast.For)):

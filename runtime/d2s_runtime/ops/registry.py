@@ -97,11 +97,6 @@ def defop(name, infer, n_out=1, **traits):
     return deco
 
 
-def ops_with(trait, value=True):
-    """Names of the registered ops whose ``trait`` equals ``value`` (a frozenset)."""
-    return frozenset(n for n, d in OPS.items() if getattr(d, trait) == value)
-
-
 def get_op(name):
     try:
         return OPS[name]

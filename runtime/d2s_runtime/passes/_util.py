@@ -60,11 +60,6 @@ def constant_op(name, value):
                                      "shape": list(value.shape)})
 
 
-def producers(block):
-    """var name -> the op (of ``block``) defining it."""
-    return {o: op for op in block.ops for o in op.outputs}
-
-
 def use_counts(block, extra_outputs=()):
     """var name -> number of reads by ops of ``block`` plus block outputs (and ``extra_outputs``)."""
     n = {}
@@ -101,12 +96,3 @@ def prune_vars(block):
     for op in block.ops:
         keep.update(op.outputs)
     block.vars = {n: v for n, v in block.vars.items() if n in keep}
-
-
-def each_block(program):
-    """Every block, the global one first (sub-blocks after the block holding them)."""
-    return program.blocks
-
-
-def kernel_attrs(attrs):
-    return dict(attrs)

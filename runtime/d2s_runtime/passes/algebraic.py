@@ -24,7 +24,6 @@ from ..ir import Op
 from ..ops import OPS, TensorType
 from ._util import COMMUTATIVE, Namer, constant_op_value, prune_vars, start, use_counts
 
-NAME = "algebraic_simplify"
 MAX_ROUNDS = 6
 ELEMENTWISE_UNIFORM = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
                        "maximum": np.maximum, "minimum": np.minimum}

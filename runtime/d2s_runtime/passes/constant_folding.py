@@ -18,7 +18,6 @@ from ..ir import Op
 from ..ops import OPS, TensorType
 from ._util import Namer, SMALL_CONSTANT, constant_op, constant_op_value, is_effect, prune_vars, start, use_counts
 
-NAME = "constant_folding"
 REGROUP = ("mul", "add")
 
 

@@ -9,8 +9,6 @@ import json
 
 from ._util import COMMUTATIVE, is_effect, prune_vars, rename_uses, start
 
-NAME = "cse"
-
 
 def cse(program):
     """Return a new Program with common subexpressions merged."""

@@ -8,8 +8,6 @@ are the calling convention).
 """
 from ._util import is_effect, prune_vars, start
 
-NAME = "dce"
-
 
 def dce(program):
     """Return a new Program without dead ops."""

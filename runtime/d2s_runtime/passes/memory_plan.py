@@ -23,7 +23,6 @@ import numpy as np
 from ..executor import UFUNC_OPS, topo_order
 from ._util import start
 
-NAME = "memory_plan"
 
 # Ops known to return a newly allocated array. Any other op (reshape, transpose, getitem,
 # stop_gradient, cast, control flow...) may return a view of, or the very array of, an input.
