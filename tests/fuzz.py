@@ -24,7 +24,7 @@ Run ``python -m tests.fuzz 1000 SEED`` from the repository root (``-v`` prints e
 program, ``--save DIR`` writes them to DIR). Program ``i`` of seed ``s`` depends only on
 ``(s, i)``, so one program can be regenerated alone: ``python -m tests.fuzz --show s i``.
 ``--minimize SEED INDEX`` shrinks a failing program to the statements that keep its failure.
-``tests/test_random_programs.py`` runs a fixed-seed slice of 100 programs in the suite.
+``tests/jit/test_random_programs.py`` runs a fixed-seed slice of 100 programs in the suite.
 """
 import argparse
 import hashlib

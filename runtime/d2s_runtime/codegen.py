@@ -33,7 +33,7 @@ values of the function's globals under generated names (``k3``, ``a3``, ``c5``, 
 types are only looked up in the registries (``OPS``, ``RULES``, the tables below) and attrs
 that steer the structure (``scan``'s ``n_carry``, ``n_xs``, ``reverse``) are read as Python
 values, never formatted into the source. The only program-derived source text is therefore
-made of this module's own literals. ``tests/test_codegen.py`` runs a program whose var names
+made of this module's own literals. ``tests/runtime/test_codegen.py`` runs a program whose var names
 and attrs hold Python code.
 """
 import linecache

@@ -14,7 +14,7 @@ import pytest
 
 import d2s
 
-HERE = os.path.join(os.path.dirname(__file__), "regressions")
+HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "regressions")
 NAMES = sorted(f[:-3] for f in os.listdir(HERE) if f.startswith("fuzz_") and f.endswith(".py"))
 
 

@@ -11,7 +11,7 @@ import pytest
 import d2s
 import d2s.convert.control_flow as cf
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _bench():

@@ -10,7 +10,7 @@ import d2s
 from d2s.static import build_program
 from d2s_runtime.serialize import save_program
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CHILD = textwrap.dedent("""
     import sys

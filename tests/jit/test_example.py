@@ -2,7 +2,7 @@
 import importlib.util
 import os
 
-EXAMPLE = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "to_static_rnn.py")
+EXAMPLE = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "examples", "to_static_rnn.py")
 
 
 def test_to_static_rnn_example_matches_eager():

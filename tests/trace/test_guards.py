@@ -63,7 +63,7 @@ def test_warning_names_the_user_line_and_what_was_baked(fn, text, baked):
     assert os.path.abspath(w.filename) == HERE
     assert w.lineno == _line_of(fn, text)
     msg = str(w.message)
-    assert f"test_trace_guards.py:{w.lineno}" in msg and text in msg and baked in msg
+    assert f"test_guards.py:{w.lineno}" in msg and text in msg and baked in msg
 
 
 def test_every_kind_of_value_read_warns_at_its_line():
@@ -167,7 +167,7 @@ def test_check_inputs_raises_with_a_table():
         table = info.value.table.splitlines()
     assert table[0].split() == ["#", "inputs", "trace", "vs", "eager", "detail"]
     assert table[2].split()[2] == "ok"
-    assert "GUARD" in table[3] and f"test_trace_guards.py:{_line_of(branchy, 'if x.sum()')}" in table[3]
+    assert "GUARD" in table[3] and f"test_guards.py:{_line_of(branchy, 'if x.sum()')}" in table[3]
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TracerWarning)

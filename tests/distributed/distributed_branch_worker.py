@@ -1,4 +1,4 @@
-"""Run by ``tests/test_distributed_training.py`` under ``mpiexec -n 2`` (and in-process for the
+"""Run by ``tests/distributed/test_training.py`` under ``mpiexec -n 2`` (and in-process for the
 reference): a converted model whose ranks take different branches, so a parameter may get a
 gradient on one rank only, or on none."""
 import sys

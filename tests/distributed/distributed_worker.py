@@ -1,4 +1,4 @@
-"""The program ``tests/test_distributed.py`` runs under ``mpiexec -n 2`` (and in-process for
+"""The program ``tests/distributed/test_distributed.py`` runs under ``mpiexec -n 2`` (and in-process for
 the single-process reference): 20 training steps of a small MLP on a fixed global batch."""
 import sys
 import time

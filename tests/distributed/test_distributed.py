@@ -29,7 +29,7 @@ needs_mpi = pytest.mark.skipif(not dist.is_available() or _mpiexec() is None,
 
 def _launch(mode, out="", n=2, timeout=120):
     env = dict(os.environ)
-    root = HERE.parent
+    root = HERE.parent.parent
     env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / "runtime"), env.get("PYTHONPATH", "")])
     return subprocess.run([_mpiexec(), "-n", str(n), sys.executable, str(WORKER), mode, out],
                           capture_output=True, text=True, timeout=timeout, env=env)

@@ -11,7 +11,7 @@ import d2s
 import d2s.distributed as dist
 from d2s import nn, optim
 
-from test_distributed import _mpiexec, needs_mpi
+from .test_distributed import _mpiexec, needs_mpi
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -49,7 +49,7 @@ def test_two_ranks_taking_different_branches(mode, tmp_path):
     import os
     import subprocess
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), str(HERE.parent / "runtime"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent.parent), str(HERE.parent.parent / "runtime"), env.get("PYTHONPATH", "")])
     r = subprocess.run([_mpiexec(), "-n", "2", sys.executable, str(HERE / "distributed_branch_worker.py"), mode,
                         str(tmp_path / "out")], capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 X = np.linspace(-1.0, 1.0, 12, dtype="float32").reshape(4, 3)
 TABLE = np.arange(24, dtype="float32").reshape(4, 6) / 10.0  # > 16 elements: lives in constants.npz
 PEAK_RSS_LIMIT_MB = 300

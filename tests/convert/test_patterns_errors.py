@@ -186,7 +186,7 @@ def for_else_tensor(m):
 
 
 def test_for_else_over_tensor():
-    # loop `else` clauses are lowered (tests/test_transformers_loop_else.py), no longer pinned
+    # loop `else` clauses are lowered (tests/transformers/test_loop_else.py), no longer pinned
     check(for_else_tensor, t([[1.0, 2.0], [3.0, 4.0]]))
 
 

@@ -53,7 +53,7 @@ def test_zero_trip_loop_leaves_such_keys_out_as_a_run_time_error():
     import inspect
     lines, first = inspect.getsourcelines(key_first_assigned_in_loop)
     loop_line = first + next(k for k, line in enumerate(lines) if "for i in range(n)" in line)
-    assert f"test_convert_dicts.py:{loop_line}" in str(e.value)
+    assert f"test_dicts.py:{loop_line}" in str(e.value)
 
 
 def test_dict_key_holding_a_python_object_is_refused():

@@ -16,7 +16,7 @@ import d2s_runtime
 from d2s import nn
 from d2s.jit import InputSpec
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RNG = np.random.default_rng(0)
 
 
