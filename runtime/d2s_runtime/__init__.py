@@ -11,6 +11,7 @@ from .ops.debug import ProgramAssertionError, ProgramTypeError, ProgramUnboundLo
 from .ir import Block, Op, Program, Var
 from .executor import ExecutionError, Executor, LoopLimitError
 from .verify import VerifyError, verify
+from .version import __version__
 
 
 def __getattr__(name):
@@ -23,4 +24,3 @@ def __getattr__(name):
         return InputError
     raise AttributeError(f"module 'd2s_runtime' has no attribute {name!r}")
 
-__version__ = "0.1.0"
