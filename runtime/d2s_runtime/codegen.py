@@ -49,7 +49,8 @@ from .schedule import topo_order
 
 # The backend name under which an op registers how generated code computes it on numpy scalars
 # (``deflowering(op, SCALAR_LOWERING)``): the hook gets the operands' expressions and returns the
-# expression of the result.
+# expression of the result. It is used where the op runs as its bare ufunc (its ``ufunc`` trait,
+# no attrs, operands of one dtype) and every operand is 0-d.
 SCALAR_LOWERING = "python_scalar"
 
 
