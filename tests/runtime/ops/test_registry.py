@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import d2s_runtime
-from d2s_runtime.ops import OPS, RNG, ShapeError, TensorType, defop
-from d2s_runtime.ops.registry import TRAITS, deflowering, ops_with
+from d2s_runtime.ops import OPS, RNG, TRAITS, ShapeError, TensorType, deflowering, defop, ops_with
 
 PYTHON_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
                     "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "<": operator.lt,
