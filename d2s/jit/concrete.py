@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from d2s_runtime.ops import RNG
+from d2s_runtime.ops import OPS, RNG
 
 from .._state import STATE
 from ..autograd.anomaly import ACTIVE_THREADS, remember
@@ -76,56 +76,18 @@ def make_runner(executor, checked=False):
     """``run(arrays, param_arrays) -> outputs`` for a prepared executor.
 
     A StaticFunction's signature already guarantees each input's shape and dtype, so the
-    per-call input checks of ``Executor.run`` are skipped: the arrays go straight into the
-    prepared plan's slots. Falls back to ``Executor.run`` if the executor does not expose
-    its plan (or runs in parallel mode).
+    per-call input checks of ``Executor.run`` are skipped (``Executor.unchecked_runner``)
+    unless ``checked`` (inputs that no signature checked, such as output gradients).
     """
-    program = executor.program
-    names = list(program.params)
-    compiled = getattr(executor, "_call_compiled", None) if getattr(executor, "_compiled", None) else None
-    if compiled is not None and not checked:
-        # the program compiled into one Python function taking (inputs, params, constants)
-        consts = list(getattr(executor, "_const_values", ()))
-        if consts:
-            def compiled_runner(arrays, param_arrays):
-                return compiled(arrays + param_arrays + consts)
-        else:
-            def compiled_runner(arrays, param_arrays):
-                return compiled(arrays + param_arrays)
-        return compiled_runner
-    try:
-        plan = executor._main
-        run_steps = executor._run_steps
-        in_slots = list(plan.input_slots[:len(program.inputs)])
-        par_slots = list(executor._param_slots)
-        consts = list(zip(executor._const_slots, executor._const_values))
-        n_slots = plan.n_slots
-        fast = not checked and getattr(executor, "_pool", None) is None and len(par_slots) == len(names)
-    except AttributeError:
-        fast = False
-    if not fast:
-        run = executor.run
+    if not checked:
+        return executor.unchecked_runner()
+    names = list(executor.program.params)
+    run = executor.run
 
-        def slow_runner(arrays, param_arrays):
-            return run(*arrays, params=dict(zip(names, param_arrays)) if names else None)
+    def checked_runner(arrays, param_arrays):
+        return run(*arrays, params=dict(zip(names, param_arrays)) if names else None)
 
-        return slow_runner
-    slots = in_slots + par_slots
-    if not consts:
-        def runner(arrays, param_arrays):
-            env = [None] * n_slots
-            for s, a in zip(slots, arrays + param_arrays):
-                env[s] = a
-            return run_steps(plan, env)
-    else:
-        def runner(arrays, param_arrays):
-            env = [None] * n_slots
-            for s, a in zip(slots, arrays + param_arrays):
-                env[s] = a
-            for s, v in consts:
-                env[s] = v
-            return run_steps(plan, env)
-    return runner
+    return checked_runner
 
 
 class TieredProgram:
@@ -231,12 +193,11 @@ class ConcreteProgram:
         gb = program.block
         self.out_float = [np.dtype(gb.lookup(n).type.dtype).kind == "f" for n in program.outputs]
         self.any_float_out = any(self.out_float)
-        self.random = any(op.type in _RANDOM_OPS for b in program.blocks for op in b.ops)
+        self.random = any(_draws(op) for b in program.blocks for op in b.ops)
         # the gradient rules of cond/while/scan replay their sub-blocks, drawing again: a
         # random op in one (dropout under a tensor `if`) would get a mask the forward never
         # drew, so such a program's backward replays the forward eagerly with its draws
-        self.random_in_blocks = any(op.type in _RANDOM_OPS for b in program.blocks if b is not program.block
-                                    for op in b.ops)
+        self.random_in_blocks = any(_draws(op) for b in program.blocks if b is not program.block for op in b.ops)
 
     @property
     def program(self):
@@ -415,8 +376,10 @@ class ConcreteProgram:
         return r
 
 
-# ops whose outputs are random draws (their effect is consuming the generator)
-_RANDOM_OPS = {"rand", "randn", "randint", "dropout_mask"}
+def _draws(op):
+    """Whether ``op`` draws from the random generator (its ``random`` trait)."""
+    opdef = OPS.get(op.type)
+    return opdef is not None and opdef.random
 
 
 class RunProgramNode(Node):

@@ -13,7 +13,6 @@ import numpy as np
 from d2s_runtime.ir import Block, Op, Program
 from d2s_runtime.dtypes import float_of, result_type, scalar_result
 from d2s_runtime.ops import ShapeError, TensorType
-from d2s_runtime.ops.rules import FLOAT_INPUTS, PROMOTED_INPUTS
 
 from .._state import STATE
 from ..autograd.anomaly import user_site
@@ -196,8 +195,8 @@ class ProgramBuilder:
         sdt = _scalar_dtype(inputs)
         names = [self.var_of(x, sdt) for x in inputs]
         types = [self.block.lookup(n).type for n in names]
-        if opdef.name in PROMOTED_INPUTS or opdef.name in FLOAT_INPUTS:
-            self._promote(opdef.name, names, types)
+        if opdef.promotes != () or opdef.float_inputs:
+            self._promote(opdef, names, types)
         try:
             out_types = opdef.infer(*types, **attrs)
         except ShapeError as e:
@@ -223,15 +222,16 @@ class ProgramBuilder:
         self.block.ops.append(Op("stop_gradient", [v.name], [out.name], {}))
         return out
 
-    def _promote(self, opname, names, types):
-        """Insert the casts that bring ``opname``'s inputs to their common dtype (in place)."""
-        spec = PROMOTED_INPUTS.get(opname, ())
-        positions = range(len(names)) if spec is None else spec if opname in PROMOTED_INPUTS else (0,)
+    def _promote(self, opdef, names, types):
+        """Insert the casts that bring ``opdef``'s inputs to their common dtype (in place):
+        those its ``promotes`` trait names, else (a ``float_inputs`` op) input 0."""
+        spec = opdef.promotes
+        positions = range(len(names)) if spec is None else spec if spec else (0,)
         positions = [i for i in positions if i < len(names)]
         if not positions:
             return
         target = result_type(*(types[i].dtype for i in positions))
-        if opname in FLOAT_INPUTS:
+        if opdef.float_inputs:
             target = float_of(target)
         for i in positions:
             if types[i].dtype != target:

@@ -106,7 +106,7 @@ def _block_keys(op, n, n_carry):
             else:
                 env[name] = ("outer", op.inputs[i])
         for o in blk.ops:
-            if o.blocks or is_effect(o) or o.type in _RANDOM:
+            if o.blocks or is_effect(o):  # random draws are effects too
                 return None
             try:
                 attrs = repr(sorted(o.attrs.items()))
@@ -117,9 +117,6 @@ def _block_keys(op, n, n_carry):
                 env[name] = (o.type, attrs, ins, k)
         out.append([env.get(name, ("unknown", name)) for name in blk.outputs])
     return out
-
-
-_RANDOM = {"rand", "randn", "randint", "dropout_mask"}
 
 
 def _hoist_over(p, a, b):
@@ -146,7 +143,7 @@ def _hoist_over(p, a, b):
             todo.extend(op.inputs)
     from d2s_runtime.passes._util import is_effect
     moved = [op for op in ops[ia + 1:ib] if op in needed]
-    if any(op.blocks or is_effect(op) or op.type in _RANDOM for op in moved):
+    if any(op.blocks or is_effect(op) for op in moved):  # random draws are effects too
         return False  # moving it would reorder draws or effects
     rest = [op for op in ops[ia + 1:ib] if op not in needed]
     gb.ops = ops[:ia] + moved + [b] + rest + ops[ib + 1:]

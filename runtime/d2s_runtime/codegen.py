@@ -16,10 +16,11 @@ sub-blocks is run by its ``control_flow.RULES`` entry (the interpreter runs its 
 Small-tensor programs are dominated by per-op overhead, so the generated code also
 
 * keeps 0-d results as numpy scalars and computes on them with Python operators
-  (``v5 = v3 < v4``: numpy's scalar math, ~20x cheaper than a ufunc call on 0-d arrays);
+  (``v5 = v3 < v4``: numpy's scalar math, ~20x cheaper than a ufunc call on 0-d arrays): an
+  op's ``infix`` trait, or its ``"python_scalar"`` lowering (``ops.registry.deflowering``);
   0-d constants and inputs get a scalar twin bound once at entry for such uses;
 * calls a few reductions through the array's own method (``v.sum()``) when the attrs make
-  that identical to the kernel;
+  that identical to the kernel (the op's ``method`` trait);
 * skips ``del`` for values known to be tiny (they would cost more time than they save).
 
 Values are therefore ndarrays or numpy scalars (``device='cpu'``) and always arrays of ``xp``
@@ -30,7 +31,7 @@ SAFETY. A saved model's program JSON is untrusted input and loading a model must
 code, so no text from the program ever reaches the generated source: local names are
 generated here (``v0, v1, ...``), kernels, attrs, constants, ops and rules are handed in as
 values of the function's globals under generated names (``k3``, ``a3``, ``c5``, ``o7``), op
-types are only looked up in the registries (``OPS``, ``RULES``, the tables below) and attrs
+types are only looked up in the registries (``OPS`` and its traits, ``RULES``) and attrs
 that steer the structure (``scan``'s ``n_carry``, ``n_xs``, ``reverse``) are read as Python
 values, never formatted into the source. The only program-derived source text is therefore
 made of this module's own literals. ``tests/runtime/test_codegen.py`` runs a program whose var names
@@ -42,9 +43,15 @@ from itertools import count
 
 import numpy as np
 
+from .control_flow import RULES, loop_limit_exceeded
 from .ops import OPS
+from .schedule import topo_order
 
-_COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+# The backend name under which an op registers how generated code computes it on numpy scalars
+# (``deflowering(op, SCALAR_LOWERING)``): the hook gets the operands' expressions and returns the
+# expression of the result. It is used where the op runs as its bare ufunc (its ``ufunc`` trait,
+# no attrs, operands of one dtype) and every operand is 0-d.
+SCALAR_LOWERING = "python_scalar"
 
 
 def direct_ufunc_ok(op, type_of):
@@ -55,16 +62,20 @@ def direct_ufunc_ok(op, type_of):
         out = type_of(op.outputs[0]).dtype
     except KeyError:
         return False
-    return len(dts) == 1 and (op.type in _COMPARISONS or out in dts)
+    return len(dts) == 1 and (OPS[op.type].comparison or out in dts)
 
-# Binary ops computed with a Python operator when both operands are 0-d (numpy scalar math);
-# each is the ufunc the op's kernel calls (see executor.DIRECT_UFUNCS), so results are equal.
-INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%",
-         "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
-# Full reductions (axes=None, keepdims=False) whose kernel equals the array method, by input
-# dtype kind (reduce_sum accumulates bool/int32 in int64 itself, so only floats here).
-METHOD_REDUCTIONS = {"reduce_sum": ("sum", "f"), "reduce_mean": ("mean", "fiu"),
-                     "reduce_max": ("max", "fiu"), "reduce_min": ("min", "fiu")}
+
+def scalar_expression(opdef, args):
+    """The Python expression computing ``opdef`` on numpy scalars ``args`` (expressions), or
+    None. An op's ``infix`` symbol is the Python operator on two numpy scalars that its ufunc
+    computes (so results equal the kernel's); other ops may register a scalar lowering."""
+    hook = opdef.lowering(SCALAR_LOWERING)
+    if hook is not None:
+        return hook(*args)
+    if opdef.infix is not None and len(args) == 2:
+        return f"{args[0]} {opdef.infix} {args[1]}"
+    return None
+
 # Values of at most this many bytes (all dims known) are not ``del``-ed after their last use.
 SMALL_BYTES = 256
 
@@ -179,14 +190,11 @@ def _nbytes(t):
 class _Codegen:
     """Builds the source of one program (see the module docstring); ``build()`` compiles it."""
 
-    def __init__(self, program, xp, ctx, rules, topo_order, main_order, direct_ufuncs, ufunc_ops,
-                 memory_plan=None):
+    def __init__(self, program, xp, ctx, main_order, memory_plan=None):
         self.program = program
         self.xp = xp
         self.numpy = xp is np
-        self.rules = rules
-        self.topo_order, self.main_order = topo_order, main_order
-        self.direct_ufuncs, self.ufunc_ops = direct_ufuncs, ufunc_ops
+        self.main_order = main_order
         self.memory_plan = memory_plan
         self.loop_limit = getattr(ctx, "max_loop_iterations", None)
         self.types = {n: v.type for b in program.blocks for n, v in b.vars.items()}
@@ -324,7 +332,8 @@ class _Codegen:
         pos_of = {o: p for p, op in enumerate(ops) for o in op.outputs}
         donors, used = {}, set()
         for pos, op in enumerate(ops):
-            if len(op.outputs) != 1 or op.type not in self.ufunc_ops:
+            opdef = OPS.get(op.type)
+            if len(op.outputs) != 1 or opdef is None or not opdef.out_ok:
                 continue
             donor = reuse.get(op.outputs[0])
             if (not isinstance(donor, str) or donor not in defined or donor in keep or donor in used
@@ -343,7 +352,7 @@ class _Codegen:
         locals holding its outputs. ``owned_inputs``: inputs it may free."""
         for name, loc in zip(block.inputs, in_locals):
             self.local[name] = loc
-        order, _, _ = self.topo_order(block)
+        order, _, _ = topo_order(block)
         owned = {o for op in block.ops for o in op.outputs} | set(owned_inputs)
         wrote = self.emit_ops(block, order, indent, owned, keep=set(block.outputs))
         missing = [n for n in block.outputs if n not in self.local]
@@ -378,20 +387,18 @@ class _Codegen:
             call = self.kernel_call(op, opdef)
             return self.emit(indent, f"{', '.join(outs)}, = _multi({call}, {len(outs)})", info)
         out = outs[0]
-        ufunc = self.direct_ufuncs.get(op.type)
+        ufunc = opdef.ufunc
         if ufunc is not None and not op.attrs and len(op.inputs) in (1, 2) and hasattr(self.xp, ufunc) \
                 and direct_ufunc_ok(op, self.types.__getitem__):
             if donor is not None:
-                fn = self.glob("o", _out_step(getattr(np, self.ufunc_ops[op.type]), self.types[op.outputs[0]].shape,
+                fn = self.glob("o", _out_step(getattr(np, ufunc), self.types[op.outputs[0]].shape,
                                               np.dtype(self.types[op.outputs[0]].dtype)))
                 args = ", ".join(self.local[n] for n in op.inputs)
                 return self.emit(indent, f"{out} = {fn}({self.local[donor]}, {args})", info)
             if self.numpy and all(self.is0d(n) for n in op.inputs):
-                a = [self.use(n, scalar=True) for n in op.inputs]
-                if len(a) == 2 and op.type in INFIX:
-                    return self.emit(indent, f"{out} = {a[0]} {INFIX[op.type]} {a[1]}", info)
-                if len(a) == 1 and op.type == "neg":
-                    return self.emit(indent, f"{out} = -{a[0]}", info)
+                expr = scalar_expression(opdef, [self.use(n, scalar=True) for n in op.inputs])
+                if expr is not None:
+                    return self.emit(indent, f"{out} = {expr}", info)
             fn = self.g_ufunc(ufunc)
             args = ", ".join(self.local[n] for n in op.inputs)
             return self.emit(indent, f"{out} = {fn}({args})", info)
@@ -403,7 +410,7 @@ class _Codegen:
         self.emit(indent, f"if type({out}) is not _nd: {out} = _asarray({out})", info)
 
     def g_ufunc(self, name):
-        key = "u_" + name  # a fixed prefix plus a name from this runtime's own table
+        key = "u_" + name  # a fixed prefix plus a ufunc name from this runtime's op registry
         if key not in self.g:
             self.g[key] = getattr(self.xp, name)
         return key
@@ -416,7 +423,7 @@ class _Codegen:
         return f"{k}({args})"
 
     def method_reduction(self, op):
-        spec = METHOD_REDUCTIONS.get(op.type)
+        spec = OPS[op.type].method
         if spec is None or len(op.inputs) != 1 or set(op.attrs) - {"axes", "keepdims"}:
             return None
         if op.attrs.get("axes") is not None or op.attrs.get("keepdims", False) is not False:
@@ -436,7 +443,7 @@ class _Codegen:
             self.twin[loc] = self.glob("c", value[()])
 
     def emit_rule(self, op, indent, info):
-        rule = self.rules.get(op.type)
+        rule = RULES.get(op.type)
         if rule is None:
             raise CodegenUnsupported(f"op {op.type!r} has neither a kernel nor a control-flow rule")
         outs = [self.fresh() for _ in op.outputs]
@@ -492,7 +499,6 @@ class _Codegen:
         (flag,) = self.emit_sub(cond_blk, carries + caps, None, indent + 1)
         self.emit(indent + 1, f"if not {flag}: break", info)
         if count is not None:
-            from .control_flow import loop_limit_exceeded
             limit = self.glob("c", self.loop_limit)
             self.emit(indent + 1, f"{count} += 1", info)
             self.emit(indent + 1, f"if {count} > {limit}: {self.glob('r', loop_limit_exceeded)}({self.glob('o', op)}, "
@@ -554,19 +560,16 @@ class _Codegen:
             self.local[o] = loc
 
 
-def compile_program(program, xp, ctx, rules, topo_order, main_order, direct_ufuncs, ufunc_ops,
-                    memory_plan=None):
+def compile_program(program, xp, ctx, main_order, memory_plan=None):
     """Compile ``program`` into a :class:`CompiledProgram` (raises CodegenUnsupported).
 
     Args:
-        program: the Program; xp: the array namespace; ctx: the ExecContext fallback rules get.
-        rules: ``control_flow.RULES``; topo_order: ``executor.topo_order`` (sub-block order).
+        program: the Program; xp: the array namespace; ctx: the ExecContext fallback rules get
+            (their sub-blocks run through its ``run_block``).
         main_order: the global block's op order (feeds: inputs, params, constants).
-        direct_ufuncs, ufunc_ops: the executor's tables of ops that are plain ufunc calls.
         memory_plan: the ``memory_plan`` annotation to honour (numpy only), or None.
     """
     try:
-        return _Codegen(program, xp, ctx, rules, topo_order, main_order, direct_ufuncs, ufunc_ops,
-                        memory_plan).build()
+        return _Codegen(program, xp, ctx, main_order, memory_plan).build()
     except RecursionError as e:  # sub-blocks nested too deep for the emitter itself
         raise CodegenUnsupported(f"the program nests too deep to compile: {e}") from e

@@ -34,6 +34,7 @@ Tensor lists (``list_new``, ``list_push``, ``list_pop``, ``list_get``, ``list_le
 ``list_stack``) are plain primitives over arrays with a leading length dim; see
 ``ops/tensor_list.py``.
 """
+from .errors import LoopLimitError
 from .ops import ShapeError, TensorType
 
 
@@ -59,7 +60,6 @@ def _run_while(ctx, op, values):
 
 def loop_limit_exceeded(op, limit):
     """Raise LoopLimitError: ``op`` (a ``while``) wants iteration ``limit + 1``."""
-    from .executor import LoopLimitError
     raise LoopLimitError(f"op 'while' (outputs {', '.join(op.outputs) or 'none'}) did not finish within "
                          f"max_loop_iterations={limit} iterations; its condition may never become false for this "
                          "input, or the bound is too low for it (raise max_loop_iterations, or None for no bound)")

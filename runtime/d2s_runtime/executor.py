@@ -2,9 +2,10 @@
 
 Everything that can be decided before the first call is decided once, in ``__init__``:
 
-* the op order of every block (Kahn's algorithm over data dependencies; ops with effects,
-  such as random draws, keep their relative order),
-* the kernel of every op (``OPS[type].kernel``) or, for control-flow ops, its rule
+* the op order of every block (``schedule.topo_order``: Kahn's algorithm over data
+  dependencies; ops with effects, such as random draws, keep their relative order),
+* the kernel of every op (``OPS[type].kernel``; the bare ufunc for an op whose ``ufunc`` trait
+  says the kernel is exactly that ufunc) or, for control-flow ops, its rule
   (``control_flow.RULES[type]``),
 * a slot number for every var, so values live in a flat list rather than a dict,
 * last-use liveness: after each op, the slots no later op reads are cleared, so a buffer is
@@ -26,7 +27,6 @@ one Python function (straight-line kernel calls, control flow as native ``if``/`
 by per-op overhead, which the generated code mostly removes. The step interpreter remains for
 ``parallel=True``, for ``mode='interp'``, and for what codegen cannot compile.
 """
-import heapq
 import os
 from collections import namedtuple
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -34,23 +34,15 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 import numpy as np
 
 from . import codegen
+from .control_flow import RULES
 from .device import get_xp
-from .ops import OPS
+from .errors import ExecutionError, LoopLimitError  # noqa: F401  (part of this module's API)
 from .gc_pause import paused_gc
-
-# Element-wise ops that may write into a planned buffer through the ufunc's ``out=``.
-UFUNC_OPS = {
-    "add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide",
-    "maximum": "maximum", "minimum": "minimum", "pow": "power",
-    "neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
-    "tanh": "tanh", "abs": "absolute", "matmul": "matmul",
-}
-
-
-# Ops whose registered kernel is exactly ``xp.<ufunc>(*inputs)``: the executor calls the ufunc
-# directly, saving a Python call per op (small-tensor programs are overhead-bound).
-DIRECT_UFUNCS = dict(UFUNC_OPS, eq="equal", ne="not_equal", lt="less", le="less_equal", gt="greater",
-                     ge="greater_equal", floordiv="floor_divide", mod="mod", sign="sign", floor="floor")
+from .ops import OPS, TensorType
+from .ops.debug import ProgramAssertionError, ProgramTypeError, ProgramUnboundLocalError
+from .ops.guard import GuardError
+from .ops.tensor_list import ProgramIndexError
+from .schedule import FeedView, topo_order
 
 # Step kinds
 KERNEL, MULTI, OUT, UFUNC1, UFUNC2, PRESET = range(6)
@@ -59,31 +51,11 @@ Step.__doc__ = """One prepared op: ``kind`` (KERNEL, MULTI, OUT, UFUNC1, UFUNC2,
 slots, output slot (a tuple of slots for MULTI), attrs and slots to clear afterwards."""
 
 
-class ExecutionError(RuntimeError):
-    """An op failed while a program ran; the message names the op and its input shapes."""
-
-
-class LoopLimitError(ExecutionError):
-    """A ``while`` op ran more iterations than the executor's ``max_loop_iterations``."""
-
-
 # Errors a program raises on purpose (a failed assert op, a trace guard, a pop from an empty
 # tensor list) reach the caller as they are; any other failure is wrapped in an ExecutionError
 # naming the op.
-from .ops.debug import ProgramAssertionError, ProgramTypeError, ProgramUnboundLocalError  # noqa: E402
-from .ops.guard import GuardError  # noqa: E402
-from .ops.tensor_list import ProgramIndexError  # noqa: E402
-
 PASS_THROUGH = (ExecutionError, ProgramAssertionError, ProgramUnboundLocalError, ProgramTypeError, GuardError,
                 ProgramIndexError)
-
-
-def _control_flow_rules():
-    try:
-        from .control_flow import RULES
-    except ImportError:  # the control-flow module is optional for plain programs
-        return {}
-    return RULES
 
 
 def is_control_flow(op):
@@ -112,58 +84,6 @@ class _Plan:
 
     __slots__ = ("block", "input_slots", "output_slots", "n_slots", "steps", "order", "slot_of",
                  "succ", "n_preds", "step_inputs", "consumers", "pinned", "free_first", "presets", "pad")
-
-
-def topo_order(block):
-    """Indices of ``block.ops`` in a topological order over data dependencies (Kahn).
-
-    Ties keep program order, so an already ordered block keeps its order; effect ops keep their
-    relative order. Raises ValueError on a cycle or a var read in this block but defined nowhere
-    visible to it.
-    """
-    producer = {}
-    for i, op in enumerate(block.ops):
-        for o in op.outputs:
-            producer[o] = i
-    known = set(block.inputs)
-    n = len(block.ops)
-    succ = [[] for _ in range(n)]
-    n_preds = [0] * n
-    last_effect = None
-    for i, op in enumerate(block.ops):
-        preds = set()
-        for name in op.inputs:
-            p = producer.get(name)
-            if p is not None:
-                preds.add(p)
-            elif name not in known:
-                raise ValueError(f"op #{i} {op.type!r} reads var {name!r}, which is neither an input of its "
-                                 "block nor defined in it (a sub-block reads outer values only through "
-                                 "its inputs)")
-        opdef = OPS.get(op.type)
-        if opdef is not None and opdef.effect or op.type not in OPS and not op.blocks:
-            if last_effect is not None:
-                preds.add(last_effect)
-            last_effect = i
-        preds.discard(i)
-        for p in preds:
-            succ[p].append(i)
-        n_preds[i] = len(preds)
-    remaining = list(n_preds)
-    heap = [i for i in range(n) if remaining[i] == 0]
-    heapq.heapify(heap)
-    order = []
-    while heap:
-        i = heapq.heappop(heap)
-        order.append(i)
-        for j in succ[i]:
-            remaining[j] -= 1
-            if remaining[j] == 0:
-                heapq.heappush(heap, j)
-    if len(order) != n:
-        stuck = [block.ops[i].type for i in range(n) if remaining[i] > 0]
-        raise ValueError(f"the block has a dependency cycle among ops {stuck}")
-    return order, succ, n_preds
 
 
 class Executor:
@@ -204,7 +124,7 @@ class Executor:
         self.xp = get_xp(device)
         self.parallel = parallel
         self._ctx = ExecContext(self)
-        self._rules = _control_flow_rules()
+        self._rules = RULES
         self._plans = {}
         self._ndarray = self.xp.ndarray
         self._input_types = [program.block.lookup(n).type for n in program.inputs]
@@ -236,9 +156,8 @@ class Executor:
     # ------------------------------------------------------------ codegen
     def _compile(self, memory_plan, required):
         try:
-            self._compiled = codegen.compile_program(
-                self.program, self.xp, self._ctx, self._rules, topo_order, self._main.order, DIRECT_UFUNCS, UFUNC_OPS,
-                memory_plan=memory_plan)
+            self._compiled = codegen.compile_program(self.program, self.xp, self._ctx, self._main.order,
+                                                     memory_plan=memory_plan)
         except Exception as e:
             if required:
                 raise
@@ -252,8 +171,6 @@ class Executor:
             self._prepare(block)
         self.mode = "codegen"
         self._fn = self._compiled.fn
-        # callers holding the prepared plan (d2s.jit's fast runner) run the compiled function too
-        self._run_steps = self._run_steps_compiled
 
     @property
     def source(self):
@@ -267,11 +184,6 @@ class Executor:
             raise
         except Exception as e:
             raise self._compiled_error(e) from e
-
-    def _run_steps_compiled(self, plan, env):
-        if plan is self._main:
-            return self._call_compiled([env[s] for s in plan.input_slots])
-        return Executor._run_steps(self, plan, env)
 
     def _compiled_error(self, err):
         info, frame_locals = self._compiled.locate(err.__traceback__)
@@ -290,7 +202,7 @@ class Executor:
             return plan
         inputs = list(block.inputs if inputs is None else inputs)
         outputs = list(block.outputs if outputs is None else outputs)
-        order, succ, n_preds = topo_order(_FeedView(block, inputs))
+        order, succ, n_preds = topo_order(FeedView(block, inputs))
         slot_of = {}
 
         def slot(name):
@@ -350,11 +262,11 @@ class Executor:
             opdef = OPS[op.type]
             if opdef.n_out != 1 or len(outs) != 1:
                 steps.append(Step(MULTI, opdef.kernel, ins, outs, _kernel_attrs(op.attrs), frees_here))
-            elif op.type in DIRECT_UFUNCS and not op.attrs and len(ins) in (1, 2) and \
-                    hasattr(self.xp, DIRECT_UFUNCS[op.type]) and \
+            elif opdef.ufunc is not None and not op.attrs and len(ins) in (1, 2) and \
+                    hasattr(self.xp, opdef.ufunc) and \
                     codegen.direct_ufunc_ok(op, lambda n: block.lookup(n).type):
                 kind = UFUNC1 if len(ins) == 1 else UFUNC2
-                steps.append(Step(kind, getattr(self.xp, DIRECT_UFUNCS[op.type]), ins, outs[0], {}, frees_here))
+                steps.append(Step(kind, getattr(self.xp, opdef.ufunc), ins, outs[0], {}, frees_here))
             else:
                 steps.append(Step(KERNEL, opdef.kernel, ins, outs[0], _kernel_attrs(op.attrs), frees_here))
         plan = _Plan()
@@ -401,7 +313,8 @@ class Executor:
         for pos, i in enumerate(plan.order):
             op = ops[i]
             donor = reuse.get(op.outputs[0]) if len(op.outputs) == 1 else None
-            if donor is None or op.type not in UFUNC_OPS or donor not in plan.slot_of:
+            opdef = OPS.get(op.type)
+            if donor is None or opdef is None or not opdef.out_ok or donor not in plan.slot_of:
                 continue
             ds = plan.slot_of[donor]
             if ds in plan.pinned or ds in plan.input_slots or ds in donors:
@@ -410,7 +323,7 @@ class Executor:
             if None in t.shape:
                 continue
             donors.add(ds)
-            ufunc = getattr(np, UFUNC_OPS[op.type])
+            ufunc = getattr(np, opdef.ufunc)
             steps[pos] = steps[pos]._replace(kind=OUT, fn=_OutStep(ufunc, ds, t.shape, np.dtype(t.dtype)))
         plan.steps = [st._replace(frees=tuple(s for s in st.frees if s not in donors)) for st in steps]
         self._buffer_plan = memory_plan
@@ -462,6 +375,47 @@ class Executor:
         if self._pool is not None:
             return self._run_parallel(plan, env)
         return self._run_steps(plan, env)
+
+    def unchecked_runner(self):
+        """A function ``run(inputs, params) -> outputs`` that runs the prepared program as
+        :meth:`run` does, minus ``run``'s per-call checks and conversions.
+
+        ``inputs`` is a list of arrays of the array namespace, one per program input, each
+        already of the input's dtype and shape; ``params`` a list of arrays in
+        ``program.params`` order (no defaults are filled in). For callers that check their
+        inputs once themselves (``d2s.jit`` checks each call against the signature its program
+        was built for): on small programs these checks cost as much as running them. In
+        parallel mode the function calls :meth:`run`.
+        """
+        if self._compiled is not None:
+            call, consts = self._call_compiled, self._const_values
+            if consts:
+                def run_compiled_consts(inputs, params):
+                    return call(inputs + params + consts)
+                return run_compiled_consts
+
+            def run_compiled(inputs, params):
+                return call(inputs + params)
+            return run_compiled
+        if self._pool is not None:
+            names, run = list(self.program.params), self.run
+
+            def run_parallel(inputs, params):
+                return run(*inputs, params=dict(zip(names, params)) if names else None)
+            return run_parallel
+        plan, run_steps = self._main, self._run_steps
+        slots = list(plan.input_slots[:len(self.program.inputs)]) + list(self._param_slots)
+        consts = list(zip(self._const_slots, self._const_values))
+        n_slots = plan.n_slots
+
+        def run_interp(inputs, params):
+            env = [None] * n_slots
+            for s, a in zip(slots, inputs + params):
+                env[s] = a
+            for s, v in consts:
+                env[s] = v
+            return run_steps(plan, env)
+        return run_interp
 
     def run_block(self, block, input_values):
         """Run a sub-block with ``block.inputs`` bound to ``input_values``; returns its outputs."""
@@ -616,16 +570,6 @@ class _OutStep:
                 or not buf.flags.writeable or buf.base is not None):
             return np.asarray(self.ufunc(*args))
         return self.ufunc(*args, out=buf)
-
-
-class _FeedView:
-    """A block seen with another list of inputs (the global block is fed inputs, params and
-    constants, whatever order its ``inputs`` list has)."""
-
-    __slots__ = ("ops", "inputs")
-
-    def __init__(self, block, inputs):
-        self.ops, self.inputs = block.ops, inputs
 
 
 def _kernel_attrs(attrs):

@@ -19,6 +19,8 @@
 import copy
 
 from .ops.registry import TensorType
+from .printer import format_program, to_dot
+from .verify import verify as verify_program
 
 
 class Var:
@@ -151,13 +153,11 @@ class Program:
     def verify(self):
         """Check the program is well formed; raises :class:`~d2s_runtime.verify.VerifyError`
         naming the op and the var otherwise. Returns the program."""
-        from .verify import verify
-        verify(self)
+        verify_program(self)
         return self
 
     def pretty(self, multiline=True):
         """The text form (see ``printer.py`` for the grammar)."""
-        from .printer import format_program
         return format_program(self, multiline=multiline)
 
     def __str__(self):
@@ -169,5 +169,4 @@ class Program:
 
     def to_dot(self):
         """Graphviz DOT source of the program (sub-blocks as clusters)."""
-        from .printer import to_dot
         return to_dot(self)

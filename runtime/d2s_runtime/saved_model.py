@@ -20,9 +20,12 @@ import os
 import numpy as np
 
 from .dtypes import DTYPES
+from .errors import FormatError
+from .untrusted import inside
 
 SAVED_MODEL_FORMAT = "d2s-saved-model"
 SAVED_MODEL_VERSION = 1
+META_FILE = "meta.json"
 
 
 class InputError(TypeError, ValueError):
@@ -30,7 +33,6 @@ class InputError(TypeError, ValueError):
 
 
 def _fail(where, msg):
-    from .serialize import FormatError
     raise FormatError(f"{where}: {msg}")
 
 
@@ -174,8 +176,6 @@ def method_dir(root, signature, name):
     if name not in signature.methods:
         raise AttributeError(f"the saved model has no method {name!r} (its methods: "
                              f"{', '.join(sorted(signature.methods)) or 'none besides the default'})")
-    from .serialize import META_FILE
-    from .untrusted import inside
     # the path comes from the file: it must stay in the model directory, symlinks resolved
     return inside(root, os.path.join(root, signature.methods[name]), os.path.join(root, META_FILE),
                   f"directory of method {name!r}")

@@ -31,24 +31,24 @@ import os
 import numpy as np
 
 from .dtypes import DTYPES
-from .executor import ExecutionError, Executor
+from .control_flow import BLOCKS, RULES
+from .errors import ExecutionError, FormatError
+from .executor import Executor
 from .ir import Block, Op, Program
+from .ops.guard import GuardError
 from .ops import OPS, TensorType
+from .saved_model import META_FILE, Signature, method_dir
 from .untrusted import DEFAULT_MAX_BYTES, Budget, nbytes, read_json, read_npz, regular_file, safe_text
 from .verify import VerifyError, verify
+from .version import __version__
 
 FORMAT = "d2s-program"
 VERSION = 1
 PROGRAM_FILE = "program.json"
 PARAMS_FILE = "params.npz"
 CONSTANTS_FILE = "constants.npz"
-META_FILE = "meta.json"
 MAX_NDIM = 32
 MAX_DIM = 1 << 48  # numpy needs element counts that fit an int64; no real dim comes near
-
-
-class FormatError(ValueError):
-    """A saved program that cannot be loaded: missing, truncated, malformed or unsupported."""
 
 
 # ---------------------------------------------------------------- saving
@@ -204,7 +204,6 @@ def _check_json_data(value, where):
 
 
 def _version():
-    from . import __version__
     return f"version {__version__}"
 
 
@@ -221,7 +220,6 @@ def program_from_json(doc, where=PROGRAM_FILE):
     _expect(isinstance(data, dict), where, "missing 'program' object")
     missing = {"inputs", "params", "constants", "outputs", "block"} - set(data)
     _expect(not missing, where, f"the program is missing {sorted(missing)}")
-    from .control_flow import BLOCKS, RULES
     p = Program()
     p.name = data.get("name", "program") if isinstance(data.get("name", ""), str) else "program"
     p.inputs = _names(data["inputs"], where, "program inputs")
@@ -320,7 +318,6 @@ class Model:
 
     def __init__(self, program, params, meta, device="cpu", parallel=False, path=None, max_bytes=DEFAULT_MAX_BYTES,
                  max_loop_iterations=None):
-        from .saved_model import Signature
         missing = [n for n in program.params if n not in params]
         if missing:
             raise FormatError(f"the saved model has no arrays for params {missing}; save it with params=")
@@ -343,7 +340,6 @@ class Model:
         try:
             out = self.executor.run(*self.signature.bind(arrays, named))
         except ExecutionError as e:
-            from .ops.guard import GuardError
             if isinstance(e.__cause__, GuardError):  # a saved trace's guard: say so, unwrapped
                 raise e.__cause__ from None
             raise
@@ -353,7 +349,6 @@ class Model:
         """Another saved method of the model (``model.encode(x)``), loaded on first use."""
         if name.startswith("_") or "signature" not in self.__dict__:
             raise AttributeError(name)
-        from .saved_model import method_dir
         m = self._methods.get(name)
         if m is None:
             m = self._methods[name] = load(method_dir(self.path, self.signature, name), device=self.device,

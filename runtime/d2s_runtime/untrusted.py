@@ -27,6 +27,8 @@ import zlib
 
 import numpy as np
 
+from .errors import FormatError
+
 # A budget for the arrays one load may read or declare: big enough for real models, small
 # enough that a hostile file cannot make a server allocate without bound. ``None``: no cap.
 DEFAULT_MAX_BYTES = 4 << 30
@@ -37,11 +39,6 @@ MAX_INT_DIGITS = 20
 MAX_HEADER_BYTES = 10000
 # C0 controls except tab and newline, DEL, C1 controls, bidi overrides and isolates
 _BAD_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def _format_error(msg):
-    from .serialize import FormatError
-    return FormatError(msg)
 
 
 def safe_text(s, limit=80):
@@ -57,7 +54,7 @@ def inside(root, path, where, what="file"):
     real_root = os.path.realpath(root)
     real = os.path.realpath(path)
     if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
-        raise _format_error(f"{where}: the {what} resolves to {safe_text(real)}, outside the model directory "
+        raise FormatError(f"{where}: the {what} resolves to {safe_text(real)}, outside the model directory "
                             f"{safe_text(real_root)} (a symlink or '..' leaving the model is refused)")
     return path
 
@@ -70,7 +67,7 @@ def regular_file(root, path):
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise _format_error(f"{path}: is {kind}; a saved model holds a regular file here")
+        raise FormatError(f"{path}: is {kind}; a saved model holds a regular file here")
     return True
 
 
@@ -80,7 +77,7 @@ def _pairs(where):
         out = {}
         for k, v in pairs:
             if k in out:
-                raise _format_error(f"{where}: duplicate key {safe_text(k)} in one JSON object (a file with "
+                raise FormatError(f"{where}: duplicate key {safe_text(k)} in one JSON object (a file with "
                                     "two values for one field is ambiguous)")
             out[k] = v
         return out
@@ -111,18 +108,18 @@ def read_json(path, max_bytes=MAX_JSON_BYTES):
     """The JSON document in ``path``, checked as described in the module docstring."""
     size = os.stat(path).st_size
     if size > max_bytes:
-        raise _format_error(f"{path}: {size} bytes is more than the {max_bytes} accepted for this file")
+        raise FormatError(f"{path}: {size} bytes is more than the {max_bytes} accepted for this file")
     try:
         with open(path, "rb") as f:
             text = f.read(max_bytes + 1).decode("utf-8")
         doc = json.loads(text, object_pairs_hook=_pairs(path), parse_int=_parse_int,
                          parse_constant=_json_constant)
     except RecursionError:
-        raise _format_error(f"{path}: JSON nested too deep (at most {MAX_JSON_DEPTH} levels)") from None
+        raise FormatError(f"{path}: JSON nested too deep (at most {MAX_JSON_DEPTH} levels)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise _format_error(f"{path}: not valid JSON (truncated or corrupt?): {e}") from None
+        raise FormatError(f"{path}: not valid JSON (truncated or corrupt?): {e}") from None
     except ValueError as e:  # numbers the parser refuses
-        raise _format_error(f"{path}: not valid JSON: {e}") from None
+        raise FormatError(f"{path}: not valid JSON: {e}") from None
     check_json_tree(doc, path)
     return doc
 
@@ -134,12 +131,12 @@ def check_json_tree(doc, where):
     while stack:
         value, path, depth = stack.pop()
         if depth > MAX_JSON_DEPTH:
-            raise _format_error(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels at "
+            raise FormatError(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels at "
                                 f"{field_name(path[:8])}...")
         if isinstance(value, str):
             check_text(value, where, path)
         elif isinstance(value, _LongInt):
-            raise _format_error(f"{where}: field {field_name(path)} holds an integer of {value.digits} digits "
+            raise FormatError(f"{where}: field {field_name(path)} holds an integer of {value.digits} digits "
                                 f"(at most {MAX_INT_DIGITS} are accepted)")
         elif isinstance(value, dict):
             for k, v in value.items():
@@ -174,7 +171,7 @@ def check_text(s, where, path):
             what = "a lone surrogate (not valid Unicode text)"
     else:
         what = f"the control character {ascii(bad.group())}"
-    raise _format_error(f"{where}: field {field_name(path)} holds {what}: {safe_text(s)}")
+    raise FormatError(f"{where}: field {field_name(path)} holds {what}: {safe_text(s)}")
 
 
 # ------------------------------------------------------------------ sizes
@@ -198,7 +195,7 @@ class Budget:
     def take(self, n, where, what):
         self.used += n
         if self.max_bytes is not None and self.used > self.max_bytes:
-            raise _format_error(f"{where}: {what} needs {n} bytes, which brings the arrays of this model to "
+            raise FormatError(f"{where}: {what} needs {n} bytes, which brings the arrays of this model to "
                                 f"{self.used} bytes, over max_bytes={self.max_bytes}; if the file is trusted, "
                                 "load it with a larger max_bytes (or max_bytes=None)")
 
@@ -212,31 +209,31 @@ def read_npz(path, where, names, type_of, budget):
             members = {}
             for info in zf.infolist():
                 if info.filename in members:
-                    raise _format_error(f"{where}: the archive holds member {safe_text(info.filename)} twice")
+                    raise FormatError(f"{where}: the archive holds member {safe_text(info.filename)} twice")
                 members[info.filename] = info
             wanted = {n + ".npy" for n in names}
             extra = sorted(m for m in members if m not in wanted)
             if extra:
-                raise _format_error(f"{where}: holds array(s) the program does not declare: "
+                raise FormatError(f"{where}: holds array(s) the program does not declare: "
                                     f"{', '.join(safe_text(m) for m in extra[:5])}")
             headers = {}
             for n in names:
                 info = members.get(n + ".npy")
                 if info is None:
-                    raise _format_error(f"{where}: has no array {n!r}")
+                    raise FormatError(f"{where}: has no array {n!r}")
                 headers[n] = _check_header(zf, info, where, n, type_of(n), budget)
             out = {}
             for n in names:
                 with zf.open(members[n + ".npy"]) as f:
                     out[n] = np.lib.format.read_array(f, allow_pickle=False, max_header_size=MAX_HEADER_BYTES)
                 if out[n].shape != headers[n]:
-                    raise _format_error(f"{where}: array {n!r} is truncated or corrupt")
+                    raise FormatError(f"{where}: array {n!r} is truncated or corrupt")
             return out
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, struct.error, ValueError, OSError, EOFError,
             KeyError, NotImplementedError, RuntimeError, OverflowError) as e:
         if type(e).__name__ == "FormatError":
             raise
-        raise _format_error(f"{where}: cannot read arrays (truncated or corrupt file?): {type(e).__name__}: "
+        raise FormatError(f"{where}: cannot read arrays (truncated or corrupt file?): {type(e).__name__}: "
                             f"{safe_text(str(e), 200)}") from None
 
 
@@ -247,21 +244,21 @@ def _check_header(zf, info, where, name, t, budget):
         try:
             version = np.lib.format.read_magic(f)
         except ValueError:
-            raise _format_error(f"{where}: {field} is not a .npy array (a pickle or other data?); refused "
+            raise FormatError(f"{where}: {field} is not a .npy array (a pickle or other data?); refused "
                                 "unread") from None
         read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
         if read is None:
-            raise _format_error(f"{where}: {field} has .npy format version {version}, which is not supported")
+            raise FormatError(f"{where}: {field} has .npy format version {version}, which is not supported")
         shape, _, dtype = read(f, max_header_size=MAX_HEADER_BYTES)
         header_len = f.tell()
     if dtype.hasobject:
-        raise _format_error(f"{where}: {field} holds Python objects (a pickle); refused unread")
+        raise FormatError(f"{where}: {field} holds Python objects (a pickle); refused unread")
     if dtype.name != t.dtype or len(shape) != len(t.shape) or any(
             d is not None and d != s for d, s in zip(t.shape, shape)):
-        raise _format_error(f"{where}: {field} is {dtype.name}{list(shape)} but the program types it {t}")
+        raise FormatError(f"{where}: {field} is {dtype.name}{list(shape)} but the program types it {t}")
     n = nbytes(shape, dtype.name)
     budget.take(n, where, field)
     if info.file_size < header_len + n:
-        raise _format_error(f"{where}: {field} declares {n} bytes of data but its member holds "
+        raise FormatError(f"{where}: {field} declares {n} bytes of data but its member holds "
                             f"{info.file_size - header_len} (truncated file?)")
     return tuple(shape)

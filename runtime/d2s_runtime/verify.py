@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from .dtypes import DTYPES
+from . import control_flow
 from .ops import OPS, TensorType
 
 
@@ -24,12 +25,7 @@ class VerifyError(ValueError):
 
 
 def _control_flow():
-    try:
-        from . import control_flow
-    except ImportError:
-        return {}, {}, {}
-    return (getattr(control_flow, "RULES", {}), getattr(control_flow, "SHAPE_RULES", {}),
-            getattr(control_flow, "BLOCKS", {}))
+    return control_flow.RULES, control_flow.SHAPE_RULES, control_flow.BLOCKS
 
 
 def verify(program):

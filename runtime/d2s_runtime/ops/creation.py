@@ -107,7 +107,8 @@ def _fill_infer(shape, value=0.0, dtype="float32"):
     return TensorType(shape, dtype)
 
 
-defop("full", _fill_infer, fresh=True)(lambda xp, shape, value=0.0, dtype="float32": xp.full(tuple(shape), value, dtype=normalize(dtype)))
+defop("full", _fill_infer, doc="An array of ``shape`` filled with ``value``.", fresh=True)(
+    lambda xp, shape, value=0.0, dtype="float32": xp.full(tuple(shape), value, dtype=normalize(dtype)))
 
 
 def _full_like_infer(x, value=0.0, dtype=None):
@@ -126,21 +127,24 @@ def _arange_infer(start, stop, step=1, dtype="int64"):
     return TensorType((n,), dtype)
 
 
-defop("arange", _arange_infer)(lambda xp, start, stop, step=1, dtype="int64": xp.arange(start, stop, step, dtype=normalize(dtype)))
+defop("arange", _arange_infer, doc="Evenly spaced values in ``[start, stop)`` by ``step``.")(
+    lambda xp, start, stop, step=1, dtype="int64": xp.arange(start, stop, step, dtype=normalize(dtype)))
 
 
 def _linspace_infer(start, stop, num, dtype="float32"):
     return TensorType((num,), dtype)
 
 
-defop("linspace", _linspace_infer)(lambda xp, start, stop, num, dtype="float32": xp.linspace(start, stop, num, dtype=normalize(dtype)))
+defop("linspace", _linspace_infer, doc="``num`` evenly spaced values from ``start`` to ``stop`` (included).")(
+    lambda xp, start, stop, num, dtype="float32": xp.linspace(start, stop, num, dtype=normalize(dtype)))
 
 
 def _eye_infer(n, m=None, dtype="float32"):
     return TensorType((n, n if m is None else m), dtype)
 
 
-defop("eye", _eye_infer)(lambda xp, n, m=None, dtype="float32": xp.eye(n, m, dtype=normalize(dtype)))
+defop("eye", _eye_infer, doc="An ``n`` x ``m`` matrix with ones on the diagonal.")(
+    lambda xp, n, m=None, dtype="float32": xp.eye(n, m, dtype=normalize(dtype)))
 
 
 def _random_infer(shape, dtype="float32", **_):
@@ -149,6 +153,7 @@ def _random_infer(shape, dtype="float32", **_):
 
 @defop("rand", _random_infer, random=True)
 def _rand(xp, shape, dtype="float32"):
+    """Uniform draws in ``[0, 1)`` from the shared generator."""
     with RNG.lock:
         gen = RNG.get(xp)
         draw = getattr(gen, "random", None) or gen.random_sample  # numpy Generator / cupy RandomState
@@ -158,6 +163,7 @@ def _rand(xp, shape, dtype="float32"):
 
 @defop("randn", _random_infer, random=True)
 def _randn(xp, shape, dtype="float32"):
+    """Standard normal draws from the shared generator."""
     with RNG.lock:
         out = RNG.get(xp).standard_normal(tuple(shape))
     return out.astype(normalize(dtype), copy=False)
@@ -165,6 +171,7 @@ def _randn(xp, shape, dtype="float32"):
 
 @defop("randint", _random_infer, random=True)
 def _randint(xp, shape, low=0, high=2, dtype="int64"):
+    """Uniform integer draws in ``[low, high)`` from the shared generator."""
     with RNG.lock:
         gen = RNG.get(xp)
         draw = gen.integers if xp is np else gen.randint

@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..dtypes import float_of, is_floating, promote
-from .registry import ShapeError, TensorType, defop
+from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import elementwise
 
 
@@ -10,7 +10,7 @@ def _float_result(op, t):
     return float_of(t.dtype)
 
 
-def _unary(name, fn, float_only=False, **traits):
+def _unary(name, fn, doc, float_only=False, **traits):
     def infer(x):
         return TensorType(x.shape, _float_result(name, x) if float_only else x.dtype)
 
@@ -22,7 +22,7 @@ def _unary(name, fn, float_only=False, **traits):
         def fn(xp, x):
             return inner(xp, x if x.dtype.kind == "f" else x.astype("float32"))
 
-    defop(name, infer, elementwise=True, float_inputs=float_only, **traits)(fn)
+    defop(name, infer, doc=doc, elementwise=True, float_inputs=float_only, **traits)(fn)
 
 
 def _ufunc(uname):
@@ -35,7 +35,7 @@ def _ufunc(uname):
     return fn
 
 
-def _binary(name, fn, dtype=None, **traits):
+def _binary(name, fn, doc, dtype=None, **traits):
     def infer(a, b):
         return elementwise(name, a, b, dtype=dtype)
 
@@ -53,19 +53,18 @@ def _binary(name, fn, dtype=None, **traits):
         a, b = promote((a, b))
         return fn(xp, a, b)
 
-    kernel.__doc__ = fn.__doc__
-    defop(name, infer, elementwise=True, promotes=None, fresh=True, **traits)(kernel)
+    defop(name, infer, doc=doc, elementwise=True, promotes=None, fresh=True, **traits)(kernel)
 
 
-_unary("neg", lambda xp, x: xp.negative(x), ufunc="negative", out_ok=True, fresh=True)
-_unary("abs", lambda xp, x: xp.abs(x), ufunc="absolute", out_ok=True, fresh=True)
-_unary("sign", lambda xp, x: xp.sign(x), ufunc="sign", fresh=True)
-_unary("exp", lambda xp, x: xp.exp(x), float_only=True, ufunc="exp", out_ok=True, fresh=True)
-_unary("log", lambda xp, x: xp.log(x), float_only=True, ufunc="log", out_ok=True, fresh=True)
-_unary("sqrt", lambda xp, x: xp.sqrt(x), float_only=True, ufunc="sqrt", out_ok=True, fresh=True)
-_unary("sin", lambda xp, x: xp.sin(x), float_only=True, ufunc="sin", out_ok=True, fresh=True)
-_unary("cos", lambda xp, x: xp.cos(x), float_only=True, ufunc="cos", out_ok=True, fresh=True)
-_unary("tanh", lambda xp, x: xp.tanh(x), float_only=True, ufunc="tanh", out_ok=True, fresh=True)
+_unary("neg", lambda xp, x: xp.negative(x), "Negation, ``-x``.", ufunc="negative", out_ok=True, fresh=True)
+_unary("abs", lambda xp, x: xp.abs(x), "Absolute value.", ufunc="absolute", out_ok=True, fresh=True)
+_unary("sign", lambda xp, x: xp.sign(x), "Sign: -1, 0 or 1.", ufunc="sign", fresh=True)
+_unary("exp", lambda xp, x: xp.exp(x), "Exponential; integer inputs give float32.", float_only=True, ufunc="exp", out_ok=True, fresh=True)
+_unary("log", lambda xp, x: xp.log(x), "Natural logarithm; integer inputs give float32.", float_only=True, ufunc="log", out_ok=True, fresh=True)
+_unary("sqrt", lambda xp, x: xp.sqrt(x), "Square root; integer inputs give float32.", float_only=True, ufunc="sqrt", out_ok=True, fresh=True)
+_unary("sin", lambda xp, x: xp.sin(x), "Sine; integer inputs give float32.", float_only=True, ufunc="sin", out_ok=True, fresh=True)
+_unary("cos", lambda xp, x: xp.cos(x), "Cosine; integer inputs give float32.", float_only=True, ufunc="cos", out_ok=True, fresh=True)
+_unary("tanh", lambda xp, x: xp.tanh(x), "Hyperbolic tangent; integer inputs give float32.", float_only=True, ufunc="tanh", out_ok=True, fresh=True)
 
 
 def _sigmoid(xp, x):
@@ -74,23 +73,33 @@ def _sigmoid(xp, x):
     return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
-_unary("sigmoid", _sigmoid, float_only=True, fresh=True)
-_unary("relu", lambda xp, x: xp.maximum(x, 0).astype(x.dtype, copy=False))
-_unary("logical_not", lambda xp, x: xp.logical_not(x) if x.dtype == bool else xp.invert(x))
-_unary("floor", lambda xp, x: xp.floor(x), ufunc="floor", fresh=True)
+_unary("sigmoid", _sigmoid, "Logistic sigmoid ``1 / (1 + exp(-x))``, stable for large ``|x|``.", float_only=True, fresh=True)
+_unary("relu", lambda xp, x: xp.maximum(x, 0).astype(x.dtype, copy=False), "``max(x, 0)`` in x's dtype.")
+_unary("logical_not", lambda xp, x: xp.logical_not(x) if x.dtype == bool else xp.invert(x),
+       "Logical not of a bool tensor (bitwise not of an integer one).")
+_unary("floor", lambda xp, x: xp.floor(x), "Largest integer not above x, in x's dtype.", ufunc="floor", fresh=True)
 
-_binary("add", _ufunc("add"), ufunc="add", infix="+", commutative=True, associative=True, out_ok=True)
-_binary("sub", _ufunc("subtract"), ufunc="subtract", infix="-", out_ok=True)
-_binary("mul", _ufunc("multiply"), ufunc="multiply", infix="*", commutative=True, associative=True, out_ok=True)
-_binary("floordiv", _ufunc("floor_divide"), ufunc="floor_divide", infix="//")
-_binary("mod", _ufunc("mod"), ufunc="mod", infix="%")
-_binary("pow", _ufunc("power"), ufunc="power", out_ok=True)
-_binary("maximum", _ufunc("maximum"), ufunc="maximum", commutative=True, out_ok=True)
-_binary("minimum", _ufunc("minimum"), ufunc="minimum", commutative=True, out_ok=True)
+_binary("add", _ufunc("add"), "Sum ``a + b``.", ufunc="add", infix="+", commutative=True, associative=True,
+        identity=0, out_ok=True)
+_binary("sub", _ufunc("subtract"), "Difference ``a - b``.", ufunc="subtract", infix="-", identity=0, out_ok=True)
+_binary("mul", _ufunc("multiply"), "Product ``a * b``.", ufunc="multiply", infix="*", commutative=True,
+        associative=True, identity=1, out_ok=True)
+_binary("floordiv", _ufunc("floor_divide"), "Floor division ``a // b``.", ufunc="floor_divide", infix="//")
+_binary("mod", _ufunc("mod"), "Remainder ``a % b`` (the sign of b, as Python's).", ufunc="mod", infix="%")
+_binary("pow", _ufunc("power"), "Power ``a ** b``.", ufunc="power", out_ok=True)
+_binary("maximum", _ufunc("maximum"), "Element-wise maximum (NaN wins).", ufunc="maximum", commutative=True, out_ok=True)
+_binary("minimum", _ufunc("minimum"), "Element-wise minimum (NaN wins).", ufunc="minimum", commutative=True, out_ok=True)
 for _name, _fn, _symbol in (("eq", "equal", "=="), ("ne", "not_equal", "!="), ("lt", "less", "<"),
                             ("le", "less_equal", "<="), ("gt", "greater", ">"), ("ge", "greater_equal", ">=")):
-    _binary(_name, (lambda f: lambda xp, a, b: getattr(xp, f)(a, b))(_fn), dtype="bool", comparison=True,
+    _binary(_name, (lambda f: lambda xp, a, b: getattr(xp, f)(a, b))(_fn), f"Comparison ``a {_symbol} b`` (bool).",
+            dtype="bool", comparison=True,
             ufunc=_fn, infix=_symbol, commutative=_name in ("eq", "ne"))
+
+
+@deflowering("neg", "python_scalar")
+def _neg_python_scalar(x):
+    """Generated code negates a numpy scalar with Python's unary minus (see codegen.py)."""
+    return f"-{x}"
 
 
 def _div_infer(a, b):
@@ -99,7 +108,7 @@ def _div_infer(a, b):
 
 
 @defop("div", _div_infer, elementwise=True, promotes=None, float_inputs=True, ufunc="true_divide",
-       out_ok=True, fresh=True, infix="/")
+       out_ok=True, fresh=True, infix="/", identity=1)
 def _div(xp, a, b):
     """True division; integer inputs give float32."""
     da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
@@ -109,19 +118,19 @@ def _div(xp, a, b):
     return xp.true_divide(a, b)
 
 
-def _bitwise(name, fn, **traits):
+def _bitwise(name, fn, doc, **traits):
     def infer(a, b):
         t = elementwise(name, a, b)
         if t.dtype.startswith("float"):
             raise ShapeError(f"{name}: needs bool or integer tensors, got {a.dtype} and {b.dtype}")
         return t
 
-    defop(name, infer, elementwise=True, commutative=True, fresh=True, **traits)(fn)
+    defop(name, infer, doc=doc, elementwise=True, commutative=True, fresh=True, **traits)(fn)
 
 
-_bitwise("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b))
-_bitwise("bitwise_or", lambda xp, a, b: xp.bitwise_or(a, b))
-_bitwise("bitwise_xor", lambda xp, a, b: xp.bitwise_xor(a, b))
+_bitwise("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b), "Bitwise (logical, for bool) and.")
+_bitwise("bitwise_or", lambda xp, a, b: xp.bitwise_or(a, b), "Bitwise (logical, for bool) or.")
+_bitwise("bitwise_xor", lambda xp, a, b: xp.bitwise_xor(a, b), "Bitwise (logical, for bool) exclusive or.")
 
 
 def _where_infer(c, a, b):
@@ -131,6 +140,7 @@ def _where_infer(c, a, b):
 
 @defop("where", _where_infer, elementwise=True, promotes=(1, 2), fresh=True)
 def _where(xp, c, a, b):
+    """``a`` where ``c`` holds, else ``b`` (a and b promoted to one dtype)."""
     da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
     if da is None and db is None:
         # two Python scalars take d2s's defaults (a float gives float32, not numpy's float64)

@@ -100,6 +100,7 @@ def _getitem_infer(x, *idx, index):
 
 @defop("getitem", _getitem_infer, view=True)
 def _getitem(xp, x, *idx, index):
+    """``x[index]``, tensor indices read from the inputs after x (numpy indexing rules)."""
     return x[decode_index(index, idx)]
 
 
@@ -121,7 +122,8 @@ def _dim_infer(x, axis):
     return TensorType((), "int64")
 
 
-defop("dim", _dim_infer)(lambda xp, x, axis: xp.asarray(x.shape[axis], dtype="int64"))
+defop("dim", _dim_infer, doc="The size of ``x`` along ``axis``, as a 0-d int64 tensor.")(
+    lambda xp, x, axis: xp.asarray(x.shape[axis], dtype="int64"))
 
 
 def _constant_infer(value, dtype, shape=()):

@@ -24,6 +24,7 @@ def _matmul_infer(a, b):
 
 @defop("matmul", _matmul_infer, promotes=None, ufunc="matmul", out_ok=True, fresh=True)
 def _matmul(xp, a, b):
+    """Matrix product with numpy's ``matmul`` semantics (operands promoted to one dtype)."""
     if a.dtype is not b.dtype:
         a, b = promote((a, b))
     return xp.matmul(a, b)

@@ -6,7 +6,7 @@ with ``as_strided`` (numpy and cupy both have it), so one kernel serves both dev
 """
 import numpy as np
 
-from ..dtypes import is_floating
+from ..dtypes import is_floating, result_type
 from .creation import RNG
 from .registry import ShapeError, TensorType, defop
 from .rules import fmt_shape, norm_axes, reduce_shape
@@ -49,6 +49,7 @@ def _log_softmax_infer(x, axis=-1):
 
 @defop("log_softmax", _log_softmax_infer, float_inputs=True)
 def _log_softmax(xp, x, axis=-1):
+    """``log(softmax(x))`` along ``axis``, computed stably."""
     x = _as_float(x)
     z = x - xp.max(x, axis=axis, keepdims=True)
     return z - xp.log(xp.sum(xp.exp(z), axis=axis, keepdims=True))
@@ -61,6 +62,7 @@ def _logsumexp_infer(x, axes=None, keepdims=False):
 
 @defop("logsumexp", _logsumexp_infer, float_inputs=True)
 def _logsumexp(xp, x, axes=None, keepdims=False):
+    """``log(sum(exp(x)))`` over ``axes``, computed stably (an all -inf slice gives -inf)."""
     x = _as_float(x)
     ax = None if axes is None or x.ndim == 0 else tuple(axes)
     m = xp.max(x, axis=ax, keepdims=True)
@@ -161,6 +163,7 @@ def _one_hot_infer(x, num_classes):
 
 @defop("one_hot", _one_hot_infer)
 def _one_hot(xp, x, num_classes):
+    """Class ids as one-hot int64 rows of ``num_classes`` entries."""
     if x.dtype.kind not in "iu":
         raise ValueError(f"one_hot: needs an integer tensor of class ids, got {x.dtype}")
     if x.size and (int(x.min()) < 0 or int(x.max()) >= num_classes):
@@ -230,7 +233,6 @@ def _conv2d_infer(x, w, stride=1, padding=0):
     kh, kw = w.shape[2], w.shape[3]
     if kh is None or kw is None:
         raise ShapeError(f"conv2d: the kernel size must be known, weight is {fmt_shape(w.shape)}")
-    from ..dtypes import result_type
     return TensorType((x.shape[0], w.shape[0], _out_dim("conv2d", x.shape[2], kh, sh, ph),
                        _out_dim("conv2d", x.shape[3], kw, sw, pw)), result_type(x.dtype, w.dtype))
 

@@ -4,7 +4,7 @@ from .registry import ShapeError, TensorType, defop
 from .rules import norm_axes, reduce_shape
 
 
-def _reduction(name, fn, dtype_rule=None, **traits):
+def _reduction(name, fn, doc, dtype_rule=None, **traits):
     def infer(x, axes=None, keepdims=False):
         ax = norm_axes(axes, x.ndim, name)
         dtype = dtype_rule(x.dtype) if dtype_rule else x.dtype
@@ -14,7 +14,7 @@ def _reduction(name, fn, dtype_rule=None, **traits):
         # a 0-d tensor reduced over axis 0 or -1 (allowed by the rule) is reduced over nothing
         return fn(xp, x, None if axes is None or x.ndim == 0 else tuple(axes), keepdims)
 
-    defop(name, infer, **traits)(kernel)
+    defop(name, infer, doc=doc, **traits)(kernel)
 
 
 def _sum_dtype(d):
@@ -25,16 +25,19 @@ def _sum_dtype(d):
 # ``dtype.name`` costs microseconds per call and small-tensor loops call this a lot
 _SUM_ACC = {"?": "int64", "i": "int64"}
 _reduction("reduce_sum", lambda xp, x, ax, k: x.sum(axis=ax, keepdims=k, dtype=_SUM_ACC.get(x.dtype.char)),
-           _sum_dtype, fresh=True, method=("sum", "f"))
+           "Sum over ``axes``; bool and int32 accumulate in int64.", _sum_dtype, fresh=True, method=("sum", "f"))
 _reduction("reduce_mean", lambda xp, x, ax, k: xp.mean(x, axis=ax, keepdims=k,
                                                        dtype=None if x.dtype.kind == "f" else "float32"),
-           lambda d: d if is_floating(d) else "float32", fresh=True, float_inputs=True, method=("mean", "fiu"))
-_reduction("reduce_max", lambda xp, x, ax, k: xp.max(x, axis=ax, keepdims=k), fresh=True, method=("max", "fiu"))
-_reduction("reduce_min", lambda xp, x, ax, k: xp.min(x, axis=ax, keepdims=k), fresh=True, method=("min", "fiu"))
+           "Mean over ``axes``; integer inputs give float32.", lambda d: d if is_floating(d) else "float32", fresh=True, float_inputs=True,
+           method=("mean", "f"))  # not integers: their array mean is float64, the op's float32
+_reduction("reduce_max", lambda xp, x, ax, k: xp.max(x, axis=ax, keepdims=k), "Maximum over ``axes``.", fresh=True, method=("max", "fiu"))
+_reduction("reduce_min", lambda xp, x, ax, k: xp.min(x, axis=ax, keepdims=k), "Minimum over ``axes``.", fresh=True, method=("min", "fiu"))
 _reduction("reduce_prod", lambda xp, x, ax, k: xp.prod(x, axis=ax, keepdims=k, dtype=_sum_dtype(x.dtype.name)),
-           _sum_dtype, fresh=True)
-_reduction("reduce_any", lambda xp, x, ax, k: xp.any(x, axis=ax, keepdims=k), lambda d: "bool")
-_reduction("reduce_all", lambda xp, x, ax, k: xp.all(x, axis=ax, keepdims=k), lambda d: "bool")
+           "Product over ``axes``; bool and int32 accumulate in int64.", _sum_dtype, fresh=True)
+_reduction("reduce_any", lambda xp, x, ax, k: xp.any(x, axis=ax, keepdims=k), "Whether any element over ``axes`` is true.",
+           lambda d: "bool")
+_reduction("reduce_all", lambda xp, x, ax, k: xp.all(x, axis=ax, keepdims=k), "Whether every element over ``axes`` is true.",
+           lambda d: "bool")
 
 
 def _arg_infer(x, axis=None, keepdims=False):
@@ -46,11 +49,13 @@ def _arg_infer(x, axis=None, keepdims=False):
 
 @defop("argmax", _arg_infer)
 def _argmax(xp, x, axis=None, keepdims=False):
+    """Index (int64) of the first maximum along ``axis`` (None: of the flattened tensor)."""
     axis = None if x.ndim == 0 else axis
     return xp.asarray(xp.argmax(x, axis=axis, keepdims=keepdims), dtype="int64")
 
 
 @defop("argmin", _arg_infer)
 def _argmin(xp, x, axis=None, keepdims=False):
+    """Index (int64) of the first minimum along ``axis`` (None: of the flattened tensor)."""
     axis = None if x.ndim == 0 else axis
     return xp.asarray(xp.argmin(x, axis=axis, keepdims=keepdims), dtype="int64")

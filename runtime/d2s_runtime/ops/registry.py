@@ -5,8 +5,13 @@ A kernel is ``kernel(xp, *arrays, **attrs)`` written against an array namespace 
 ``infer(*types, **attrs)`` over :class:`TensorType` inputs, returning one TensorType or a
 tuple of them; unknown dimensions are ``None``. Eager execution calls only the kernel; graph
 building calls only the rule; the executor calls the kernel.
+
+Every other fact about an op is declared at its registration too: its traits (``TRAITS``: what
+the builder, executor, code generator and passes need to know) and its lowerings (``deflowering``:
+how a backend other than the kernel call computes it). Consumers read these; none keeps its own
+list of op names.
 """
-from ..dtypes import normalize
+from ..dtypes import SHORT, normalize
 
 
 class ShapeError(ValueError):
@@ -33,7 +38,6 @@ class TensorType:
         return hash((self.shape, self.dtype))
 
     def __repr__(self):
-        from ..dtypes import SHORT
         dims = ",".join("?" if d is None else str(d) for d in self.shape)
         return f"{SHORT[self.dtype]}[{dims}]"
 
@@ -48,6 +52,7 @@ TRAITS = {
     "comparison": False,    # an element-wise comparison returning bool
     "commutative": False,   # op(a, b) == op(b, a)
     "associative": False,   # op(op(a, b), c) == op(a, op(b, c)): constant folding may regroup
+    "identity": None,       # e with op(x, e) == x (and op(e, x) == x when commutative): x+0, x*1
     "promotes": (),         # inputs brought to one common dtype: () none, None all, or positions
     "float_inputs": False,  # integer and bool inputs compute in float32 (input 0 unless promotes)
     "method": None,         # (array method, dtype kinds) a full reduction equals, e.g. ("sum", "f")
@@ -61,21 +66,27 @@ TRAITS = {
 
 
 class OpDef:
-    """A registered primitive: its kernel, its shape/dtype rule and its traits (see TRAITS).
-    ``n_out`` is the number of outputs (``None``: decided by the attrs, see
-    ``num_outputs``)."""
+    """A registered primitive: its kernel, its shape/dtype rule, its traits (see TRAITS) and
+    its lowerings (see ``deflowering``). ``n_out`` is the number of outputs (``None``: decided
+    by the attrs, see ``num_outputs``)."""
 
-    __slots__ = ("name", "kernel", "infer", "n_out", "doc") + tuple(TRAITS)
+    __slots__ = ("name", "kernel", "infer", "n_out", "doc", "lowerings") + tuple(TRAITS)
 
     def __init__(self, name, kernel, infer, n_out=1, doc="", **traits):
         unknown = set(traits) - set(TRAITS)
         if unknown:
             raise TypeError(f"op {name!r}: unknown traits {sorted(unknown)}; known: {sorted(TRAITS)}")
         self.name, self.kernel, self.infer, self.n_out, self.doc = name, kernel, infer, n_out, doc
+        self.lowerings = {}
         for trait, default in TRAITS.items():
             setattr(self, trait, traits.get(trait, default))
         if self.random:
             self.effect = True
+
+    def lowering(self, backend):
+        """The hook registered for ``backend`` (see ``deflowering``), or None: the backend
+        then computes the op by calling its kernel (or as its traits allow)."""
+        return self.lowerings.get(backend)
 
     def __repr__(self):
         return f"<op {self.name}>"
@@ -84,17 +95,39 @@ class OpDef:
 OPS = {}
 
 
-def defop(name, infer, n_out=1, **traits):
+def defop(name, infer, n_out=1, doc=None, **traits):
     """Decorator registering ``kernel`` as primitive ``name`` with shape rule ``infer`` and
-    the given traits (keywords of TRAITS)."""
+    the given traits (keywords of TRAITS). ``doc``: the op's docstring when the kernel has
+    none of its own (kernels made by a factory)."""
 
     def deco(kernel):
         if name in OPS:
             raise ValueError(f"op {name!r} is registered twice")
-        OPS[name] = OpDef(name, kernel, infer, n_out, (kernel.__doc__ or "").strip(), **traits)
+        OPS[name] = OpDef(name, kernel, infer, n_out, (doc or kernel.__doc__ or "").strip(), **traits)
         return kernel
 
     return deco
+
+
+def deflowering(name, backend):
+    """Decorator registering ``fn`` as how backend ``backend`` lowers op ``name`` (declared next
+    to the op's kernel, after it). What ``fn`` takes and returns is the backend's contract: the
+    code generator's ``"python_scalar"`` hook, for instance, gets the Python expressions of the
+    operands (numpy scalars) and returns the expression computing the op on them."""
+
+    def deco(fn):
+        opdef = get_op(name)
+        if backend in opdef.lowerings:
+            raise ValueError(f"op {name!r} already has a lowering for backend {backend!r}")
+        opdef.lowerings[backend] = fn
+        return fn
+
+    return deco
+
+
+def ops_with(trait, value=True):
+    """Names of the registered ops whose ``trait`` equals ``value`` (a frozenset)."""
+    return frozenset(n for n, d in OPS.items() if getattr(d, trait) == value)
 
 
 def get_op(name):

@@ -59,16 +59,3 @@ def reduce_shape(shape, axes, keepdims):
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
-
-# Inputs that an op brings to one common dtype (``dtypes.result_type``). Kernels promote by
-# themselves; program builders make the casts explicit ops, so inside a program every kernel
-# sees uniform dtypes (and exporters such as ONNX, which require them, need no extra work).
-# ``None`` means every input.
-PROMOTED_INPUTS = {name: None for name in (
-    "add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "minimum",
-    "eq", "ne", "lt", "le", "gt", "ge", "matmul", "concat", "stack")}
-PROMOTED_INPUTS["where"] = (1, 2)
-
-# Ops computing in floating point: integer and bool inputs are cast to float32 first.
-FLOAT_INPUTS = {"div", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "reduce_mean",
-                "softmax", "log_softmax", "logsumexp"}

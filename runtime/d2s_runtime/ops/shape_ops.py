@@ -1,5 +1,8 @@
 """Primitives that move or reinterpret data: reshape, transpose, broadcast, concat, cast, ..."""
-from ..dtypes import normalize
+import itertools
+
+from ..device import get_xp
+from ..dtypes import normalize, promote, result_type
 from .registry import ShapeError, TensorType, defop
 from .rules import broadcast_shapes, fmt_shape
 
@@ -34,7 +37,8 @@ def _reshape_infer(x, shape):
     return TensorType(shape, x.dtype)
 
 
-defop("reshape", _reshape_infer, movement=True, view=True)(lambda xp, x, shape: xp.reshape(x, tuple(shape)))
+defop("reshape", _reshape_infer, doc="The elements in row-major order, in a new ``shape``.", movement=True,
+      view=True)(lambda xp, x, shape: xp.reshape(x, tuple(shape)))
 
 
 def _transpose_infer(x, perm=None):
@@ -44,7 +48,8 @@ def _transpose_infer(x, perm=None):
     return TensorType([x.shape[p] for p in perm], x.dtype)
 
 
-defop("transpose", _transpose_infer, movement=True, view=True)(lambda xp, x, perm=None: xp.transpose(x, None if perm is None else tuple(perm)))
+defop("transpose", _transpose_infer, doc="Axes permuted by ``perm`` (None: reversed).", movement=True, view=True)(
+    lambda xp, x, perm=None: xp.transpose(x, None if perm is None else tuple(perm)))
 
 
 def _broadcast_to_infer(x, shape):
@@ -55,14 +60,15 @@ def _broadcast_to_infer(x, shape):
     return TensorType(target, x.dtype)
 
 
-defop("broadcast_to", _broadcast_to_infer, movement=True, view=True)(lambda xp, x, shape: xp.broadcast_to(x, tuple(shape)))
+defop("broadcast_to", _broadcast_to_infer, doc="Broadcast (numpy rules) to ``shape``.", movement=True, view=True)(
+    lambda xp, x, shape: xp.broadcast_to(x, tuple(shape)))
 
 
 def _cast_infer(x, dtype):
     return TensorType(x.shape, normalize(dtype))
 
 
-defop("cast", _cast_infer)(lambda xp, x, dtype: x.astype(dtype, copy=False))
+defop("cast", _cast_infer, doc="Converted to ``dtype`` (no copy if it already has it).")(lambda xp, x, dtype: x.astype(dtype, copy=False))
 
 
 def _expand_dims_infer(x, axis):
@@ -73,7 +79,8 @@ def _expand_dims_infer(x, axis):
     return TensorType(s, x.dtype)
 
 
-defop("expand_dims", _expand_dims_infer, movement=True, view=True)(lambda xp, x, axis: xp.expand_dims(x, axis))
+defop("expand_dims", _expand_dims_infer, doc="A new axis of size 1 at ``axis``.", movement=True, view=True)(
+    lambda xp, x, axis: xp.expand_dims(x, axis))
 
 
 def _squeeze_infer(x, axes=None):
@@ -86,11 +93,11 @@ def _squeeze_infer(x, axes=None):
     return TensorType([d for i, d in enumerate(x.shape) if i not in ax], x.dtype)
 
 
-defop("squeeze", _squeeze_infer, movement=True, view=True)(lambda xp, x, axes=None: xp.squeeze(x, None if axes is None else tuple(axes)))
+defop("squeeze", _squeeze_infer, doc="Axes of size 1 removed (``axes``, or all).", movement=True, view=True)(
+    lambda xp, x, axes=None: xp.squeeze(x, None if axes is None else tuple(axes)))
 
 
 def _concat_infer(*xs, axis=0):
-    from ..dtypes import result_type
     if not xs:
         raise ShapeError("concat: needs at least one tensor")
     nd = xs[0].ndim
@@ -113,15 +120,14 @@ def _concat_infer(*xs, axis=0):
 
 
 def _same_dtype(xs):
-    from ..dtypes import promote
     return xs if all(x.dtype is xs[0].dtype for x in xs) else promote(xs)
 
 
-defop("concat", _concat_infer, promotes=None, fresh=True)(lambda xp, *xs, axis=0: xp.concatenate(_same_dtype(xs), axis=axis))
+defop("concat", _concat_infer, doc="Joined along an existing ``axis``.", promotes=None, fresh=True)(
+    lambda xp, *xs, axis=0: xp.concatenate(_same_dtype(xs), axis=axis))
 
 
 def _stack_infer(*xs, axis=0):
-    from ..dtypes import result_type
     if not xs:
         raise ShapeError("stack: needs at least one tensor")
     shape = xs[0].shape
@@ -134,20 +140,20 @@ def _stack_infer(*xs, axis=0):
     return TensorType(merged, result_type(*(t.dtype for t in xs)))
 
 
-defop("stack", _stack_infer, promotes=None, fresh=True)(lambda xp, *xs, axis=0: xp.stack(_same_dtype(xs), axis=axis))
+defop("stack", _stack_infer, doc="Joined along a new ``axis``.", promotes=None, fresh=True)(
+    lambda xp, *xs, axis=0: xp.stack(_same_dtype(xs), axis=axis))
 
 
 def _same_infer(x, **_):
     return TensorType(x.shape, x.dtype)
 
 
-defop("stop_gradient", _same_infer, movement=True)(lambda xp, x: x)
+defop("stop_gradient", _same_infer, doc="The input itself; gradients do not flow through it.", movement=True)(lambda xp, x: x)
 
 
 @defop("to_device", _same_infer)
 def _to_device(xp, x, device):
     """Copy between host (numpy) and GPU (cupy) memory."""
-    from ..device import get_xp
     target = get_xp(device)
     if target is xp:
         return x
@@ -163,7 +169,7 @@ def _split_infer(x, sections, axis=0):
 
 
 def _split(xp, x, sections, axis=0):
-    import itertools
+    """Pieces of sizes ``sections`` along ``axis``."""
     if sum(sections) != x.shape[axis]:
         raise ShapeError(f"split: sizes {list(sections)} do not add up to dim {axis} of {fmt_shape(x.shape)}")
     cuts = list(itertools.accumulate(sections))[:-1]
@@ -177,7 +183,7 @@ def _reshape_like_infer(x, like):
     return TensorType(like.shape, x.dtype)
 
 
-defop("reshape_like", _reshape_like_infer)(lambda xp, x, like: xp.reshape(x, like.shape))
+defop("reshape_like", _reshape_like_infer, doc="``x`` reshaped to the shape of ``like``.")(lambda xp, x, like: xp.reshape(x, like.shape))
 
 
 def _reshape_dims_infer(x, *dims, shape, same_as=None):
@@ -226,6 +232,7 @@ def _reshape_dims_infer(x, *dims, shape, same_as=None):
 
 @defop("reshape_dims", _reshape_dims_infer)
 def _reshape_dims(xp, x, *dims, shape, same_as=None):
+    """``reshape`` whose None entries of ``shape`` are read, in order, from the 0-d inputs."""
     it = iter(dims)
     return xp.reshape(x, tuple(int(next(it)) if s is None else s for s in shape))
 

@@ -71,6 +71,7 @@ def _list_new(xp, like):
 
 @defop("list_push", lambda lst, x: list_type(_merge_elem("list_push", lst, x)))
 def _list_push(xp, lst, x):
+    """The list with ``x`` appended (a new array)."""
     x = xp.asarray(x, dtype=lst.dtype)
     if lst.shape[0] == 0:
         # an empty list takes its element shape from its first element (the element type it
@@ -86,6 +87,7 @@ def _pop_infer(lst):
 
 @defop("list_pop", _pop_infer, n_out=2)
 def _list_pop(xp, lst):
+    """(the list without its last element, that element)."""
     if lst.shape[0] == 0:
         raise ProgramIndexError("pop from empty list")
     return lst[:-1], lst[-1]
@@ -100,6 +102,7 @@ def _get_infer(lst, i):
 
 @defop("list_get", _get_infer)
 def _list_get(xp, lst, i):
+    """Element ``i`` of the list (negative indices count from the end)."""
     n = lst.shape[0]
     k = int(i)
     if not -n <= k < n:
@@ -112,7 +115,8 @@ def _len_infer(lst):
     return TensorType((), "int64")
 
 
-defop("list_len", _len_infer)(lambda xp, lst: xp.asarray(lst.shape[0], dtype="int64"))
+defop("list_len", _len_infer, doc="The number of elements, as a 0-d int64 tensor.")(
+    lambda xp, lst: xp.asarray(lst.shape[0], dtype="int64"))
 
 
 def _stack_infer(lst):
@@ -121,7 +125,8 @@ def _stack_infer(lst):
 
 
 # a copy, not the list itself: an output must never alias a buffer the memory planner may reuse
-defop("list_stack", _stack_infer)(lambda xp, lst: lst.copy())
+defop("list_stack", _stack_infer, doc="The elements stacked along a new leading axis (a copy).")(
+    lambda xp, lst: lst.copy())
 
 
 # ------------------------------------------------------------------ ragged stacks
@@ -151,6 +156,7 @@ def _stack_push_infer(buf, shapes, x):
 
 @defop("stack_push", _stack_push_infer, n_out=2)
 def _stack_push(xp, buf, shapes, x):
+    """The ragged stack with ``x`` pushed (its elements appended, its shape a new row)."""
     x = xp.asarray(x)
     row = xp.asarray(x.shape, dtype="int64").reshape(1, x.ndim)
     return xp.concatenate([buf, x.reshape(-1)]), xp.concatenate([shapes, row])

@@ -2,9 +2,8 @@
 import numpy as np
 
 from ..ops import OPS
+from ..ops.registry import TRAITS
 
-# Commutative binary ops (CSE sorts their inputs; algebraic rules try both operand orders).
-COMMUTATIVE = {"add", "mul", "maximum", "minimum", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor"}
 SMALL_CONSTANT = 16  # elements; folded results up to this size become `constant` ops
 
 
@@ -38,6 +37,13 @@ class Namer:
             if name not in self.taken:
                 self.taken.add(name)
                 return name
+
+
+def trait(op, name):
+    """The op's trait ``name`` (see ``ops.registry.TRAITS``); control-flow ops, which are not
+    in the registry, have every trait at its default."""
+    opdef = OPS.get(op.type)
+    return getattr(opdef, name) if opdef is not None else TRAITS[name]
 
 
 def is_effect(op):

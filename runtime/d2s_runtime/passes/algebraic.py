@@ -22,12 +22,9 @@ import numpy as np
 
 from ..ir import Op
 from ..ops import OPS, TensorType
-from ._util import COMMUTATIVE, Namer, constant_op_value, prune_vars, start, use_counts
+from ._util import Namer, constant_op_value, prune_vars, start, trait, use_counts
 
 MAX_ROUNDS = 6
-ELEMENTWISE_UNIFORM = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-                       "maximum": np.maximum, "minimum": np.minimum}
-SHAPE_PRESERVING = ("broadcast_to", "expand_dims", "reshape", "squeeze", "transpose", "stop_gradient")
 
 
 def algebraic_simplify(program):
@@ -126,7 +123,7 @@ class _Rewriter:
             return None
         if op.type in ("full", "full_like"):
             return np.asarray(op.attrs.get("value", 0.0), dtype=self.type(name).dtype)[()]
-        if op.type in SHAPE_PRESERVING or op.type == "cast":
+        if trait(op, "movement") or op.type == "cast":  # they keep a uniform value uniform
             v = self.uniform(op.inputs[0], depth + 1)
             return None if v is None else np.asarray(v).astype(self.type(name).dtype)[()]
         return None
@@ -149,7 +146,7 @@ class _Rewriter:
         t = op.type
         out = op.outputs[0]
         tout = self.type(out)
-        if t in ("mul", "add", "sub", "div"):
+        if trait(op, "identity") is not None and len(op.inputs) == 2:
             return self._binary(op, out, tout)
         if t == "neg":
             inner = self.prod.get(op.inputs[0])
@@ -173,11 +170,12 @@ class _Rewriter:
         a, b = op.inputs
         ua, ub = self.uniform(a), self.uniform(b)
         # identities: x*1, x+0, x-0, x/1 (and 1*x, 0+x)
-        ident = {"mul": 1, "add": 0, "sub": 0, "div": 1}[op.type]
+        opdef = OPS[op.type]
+        ident = opdef.identity
         if ub is not None and ub == ident and self.type(a) == tout:
             self.replace(out, a)
             return True
-        if op.type in COMMUTATIVE and ua is not None and ua == ident and self.type(b) == tout:
+        if opdef.commutative and ua is not None and ua == ident and self.type(b) == tout:
             self.replace(out, b)
             return True
         known_shape = None not in tout.shape
@@ -189,10 +187,10 @@ class _Rewriter:
                     self.replace(out, self.new_ops[-1].outputs[0])
                     return True
         # two uniform operands: one full
-        if ua is not None and ub is not None and known_shape and op.type in ELEMENTWISE_UNIFORM:
+        if ua is not None and ub is not None and known_shape and opdef.elementwise and opdef.ufunc is not None:
             with np.errstate(all="ignore"):
-                v = ELEMENTWISE_UNIFORM[op.type](np.asarray(ua, dtype=self.type(a).dtype),
-                                                 np.asarray(ub, dtype=self.type(b).dtype))
+                v = getattr(np, opdef.ufunc)(np.asarray(ua, dtype=self.type(a).dtype),
+                                             np.asarray(ub, dtype=self.type(b).dtype))
             if v.dtype.name != tout.dtype:
                 return False
             self.emit("full", [], {"shape": list(tout.shape), "value": v.item(), "dtype": tout.dtype})

@@ -5,9 +5,9 @@
   program constant (global block only). Ops that *expand* their inputs (``broadcast_to``,
   ``full`` of a big shape...) are left to run: storing their result would cost memory for no
   time saved, and the algebraic pass can exploit them as they are.
-* ``(x * c1) * c2 -> x * (c1*c2)`` and ``(x + c1) + c2 -> x + (c1+c2)`` when the inner op has
-  no other reader and the regrouped op has the same type (floating-point reassociation, as
-  fast-math compilers do).
+* ``(x * c1) * c2 -> x * (c1*c2)`` and ``(x + c1) + c2 -> x + (c1+c2)`` (ops with the
+  ``associative`` trait) when the inner op has no other reader and the regrouped op has the
+  same type (floating-point reassociation, as fast-math compilers do).
 
 Sub-blocks are folded on their own (their constants arrive as block inputs, so only what is
 constant inside the sub-block folds there).
@@ -16,9 +16,8 @@ import numpy as np
 
 from ..ir import Op
 from ..ops import OPS, TensorType
-from ._util import Namer, SMALL_CONSTANT, constant_op, constant_op_value, is_effect, prune_vars, start, use_counts
+from ._util import Namer, SMALL_CONSTANT, constant_op, constant_op_value, is_effect, prune_vars, start, trait, use_counts
 
-REGROUP = ("mul", "add")
 
 
 def constant_folding(program):
@@ -60,7 +59,7 @@ def _fold_block(program, block, namer):
                         program.constants[name] = value
                         block.inputs.append(name)
                 continue
-        regrouped = _regroup(op, block, known, made, uses, namer) if op.type in REGROUP else None
+        regrouped = _regroup(op, block, known, made, uses, namer) if trait(op, "associative") else None
         if regrouped is not None:
             new_ops.extend(regrouped)
             for o in regrouped:
@@ -121,7 +120,7 @@ def _regroup(op, block, known, made, uses, namer):
     if c1 not in known or x in known:
         return None
     c2 = known[b]
-    folded = np.add(known[c1], c2) if op.type == "add" else np.multiply(known[c1], c2)
+    folded = getattr(np, OPS[op.type].ufunc)(known[c1], c2)
     if folded.size > SMALL_CONSTANT:
         return None
     try:

@@ -7,7 +7,7 @@ processed on its own: a sub-block's values are its own (its inputs are fresh nam
 """
 import json
 
-from ._util import COMMUTATIVE, is_effect, prune_vars, rename_uses, start
+from ._util import is_effect, prune_vars, rename_uses, start, trait
 
 
 def cse(program):
@@ -19,7 +19,7 @@ def cse(program):
 
 
 def _key(op):
-    inputs = sorted(op.inputs) if op.type in COMMUTATIVE else list(op.inputs)
+    inputs = sorted(op.inputs) if trait(op, "commutative") else list(op.inputs)
     try:
         attrs = json.dumps(op.attrs, sort_keys=True)
     except (TypeError, ValueError):

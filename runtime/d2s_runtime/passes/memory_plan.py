@@ -1,12 +1,14 @@
 """Plans buffer reuse in the global block: a value may take the buffer of a dead one.
 
-The plan follows the executor's schedule (Kahn order). A *buffer* is what a freshly
-allocating op produces (element-wise ufuncs, matmul, reductions...: ``FRESH_OPS``); any other
-op (views such as reshape, transpose, broadcast_to, getitem, stop_gradient, cast, and
-control flow) is taken to share the buffers of its inputs, so a buffer is dead only after the last use of every value viewing it.
-An element-wise or matmul output may then reuse a dead buffer of exactly its shape and dtype
-(element-wise ops even the buffer of an input dying at that very op: ufuncs allow ``out=`` to
-alias an input). The executor writes those outputs with ``out=`` into the donated buffer.
+The plan follows the executor's schedule (``schedule.topo_order``). A *buffer* is what a
+freshly allocating op produces (element-wise ufuncs, matmul, reductions...: ops with the
+``fresh`` trait); any other op (views such as reshape, transpose, broadcast_to, getitem,
+stop_gradient, cast, and control flow) is taken to share the buffers of its inputs, so a buffer
+is dead only after the last use of every value viewing it. The output of an op that may write
+into a planned buffer (the ``out_ok`` trait: element-wise ufuncs, matmul) may then reuse a dead
+buffer of exactly its shape and dtype (element-wise ones even the buffer of an input dying at
+that very op: ufuncs allow ``out=`` to alias an input). The executor writes those outputs with
+``out=`` into the donated buffer.
 
 The plan is stored as ``program.annotations['memory_plan']``::
 
@@ -20,24 +22,8 @@ Values of unknown size are left out of the plan and the byte counts.
 """
 import numpy as np
 
-from ..executor import UFUNC_OPS, topo_order
-from ._util import start
-
-
-# Ops known to return a newly allocated array. Any other op (reshape, transpose, getitem,
-# stop_gradient, cast, control flow...) may return a view of, or the very array of, an input.
-FRESH_OPS = set(UFUNC_OPS) | {"matmul", "eq", "ne", "lt", "le", "gt", "ge", "floordiv", "mod", "sign", "floor",
-                              "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "where",
-                              "concat", "stack", "full", "full_like", "sigmoid", "bitwise_and", "bitwise_or", "bitwise_xor"}
-# Receivers: ops the executor can run with out= (all operands of the output's dtype).
-INPLACE_OK = set(UFUNC_OPS) - {"matmul"}
-
-
-class _FeedView:
-    __slots__ = ("ops", "inputs")
-
-    def __init__(self, block, inputs):
-        self.ops, self.inputs = block.ops, inputs
+from ..schedule import FeedView, topo_order
+from ._util import start, trait
 
 
 def _nbytes(t):
@@ -56,7 +42,7 @@ def memory_plan(program):
 def plan_block(program):
     gb = program.block
     feeds = list(program.inputs) + list(program.params) + list(program.constants)
-    order, _, _ = topo_order(_FeedView(gb, feeds))
+    order, _, _ = topo_order(FeedView(gb, feeds))
     ops = [gb.ops[i] for i in order]
     external = set(feeds) | set(gb.inputs)
     pinned_names = set(program.outputs) | set(gb.outputs)
@@ -67,7 +53,8 @@ def plan_block(program):
         roots[n] = frozenset()
     empty = frozenset()
     for op in ops:
-        fresh = op.type in FRESH_OPS and not op.blocks
+        # any op not known to allocate its result may return a view of, or the very array of, an input
+        fresh = trait(op, "fresh") and not op.blocks
         for o in op.outputs:
             if fresh and len(op.outputs) == 1:
                 roots[o] = frozenset([o])
@@ -146,14 +133,11 @@ def plan_block(program):
             "external_bytes": sum(_nbytes(gb.vars[n].type) or 0 for n in external if n in gb.vars)}
 
 
-# Ops with sub-blocks return block outputs, which may be block inputs passed through: an
-# output may alias an input of the same type only. Indexed writes return (a copy of) input 0.
-_FIRST_INPUT_ONLY = {"setitem", "index_add", "tensor_list_set", "tensor_list_push"}
-
-
 def _aliasable_inputs(op, out, gb):
-    """The inputs whose buffers ``out`` (an output of non-fresh ``op``) may share."""
-    if op.type in _FIRST_INPUT_ONLY:
+    """The inputs whose buffers ``out`` (an output of non-fresh ``op``) may share: indexed
+    writes return (a copy of) input 0; ops with sub-blocks return block outputs, which may be
+    block inputs passed through, so an output may alias an input of the same type only."""
+    if trait(op, "writes_input"):
         return op.inputs[:1]
     if not op.blocks or len(op.inputs) <= 1:
         return op.inputs
@@ -169,7 +153,7 @@ def _type_in(gb, name):
 
 def _find_donor(op, out, pos, gb, roots, free, buf_of, buf_end, holder):
     """The var whose (dead) buffer ``out`` may take, or None."""
-    if op.type not in UFUNC_OPS:
+    if not trait(op, "out_ok"):
         return None
     t = gb.vars[out].type
     if not t.dtype.startswith("float") or any(gb.vars[i].type.dtype != t.dtype for i in op.inputs):
@@ -177,8 +161,9 @@ def _find_donor(op, out, pos, gb, roots, free, buf_of, buf_end, holder):
     pool = free.get((t.shape, t.dtype))
     if pool:
         return pool.pop()
-    if op.type in INPLACE_OK:
-        # an input whose buffer dies at this very op can be overwritten in place
+    if trait(op, "elementwise"):
+        # an input whose buffer dies at this very op can be overwritten in place (ufuncs allow
+        # out= to alias an input; matmul does not)
         for i in op.inputs:
             b = buf_of.get(i)
             if b is not None and holder.get(b) == i and buf_end.get(b) == pos and gb.vars[i].type == t:

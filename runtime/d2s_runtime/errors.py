@@ -1,0 +1,14 @@
+"""The runtime's own error types, below every module that raises them (so a control-flow rule,
+the code generator or a file reader raises them without importing the executor or the loader)."""
+
+
+class ExecutionError(RuntimeError):
+    """An op failed while a program ran; the message names the op and its input shapes."""
+
+
+class LoopLimitError(ExecutionError):
+    """A ``while`` op ran more iterations than the executor's ``max_loop_iterations``."""
+
+
+class FormatError(ValueError):
+    """A saved program that cannot be loaded: missing, truncated, malformed or unsupported."""
