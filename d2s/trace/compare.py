@@ -26,9 +26,9 @@ _SHIFTS = (0.0, 2.0, -2.0)
 
 def outputs_match(expected, got, rtol=1e-4, atol=1e-5):
     """(equal?, detail) for two output structures of tensors / Python values."""
-    from ..static.builder import _flatten
-    a, _ = _flatten(expected)
-    b, _ = _flatten(got)
+    from ..static.builder import flatten_outputs
+    a, _ = flatten_outputs(expected)
+    b, _ = flatten_outputs(got)
     if len(a) != len(b):
         return False, f"{len(a)} tensor outputs vs {len(b)}"
     worst = 0.0
