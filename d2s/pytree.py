@@ -198,11 +198,21 @@ def _walk(o, leaves, is_leaf, leaf_types, sort_keys):
     return _make((t, aux, children, len(leaves) - start))
 
 
+_PLAIN = frozenset((tuple, list, dict))
+_FLAT = {}  # (tuple or list, n) -> the treedef of n leaves in one, made once
+
+
 def _walk_plain(o, leaves):
     """``_walk`` where only plain tuples, lists and dicts are nodes (call signatures: the
     cheapest walk, for the cache lookup of every call)."""
     t = type(o)
     if t is tuple or t is list:
+        if _PLAIN.isdisjoint(map(type, o)):  # leaves only (``(h, c)``): a shared treedef
+            leaves.extend(o)
+            d = _FLAT.get((t, len(o)))
+            if d is None:
+                d = _FLAT[t, len(o)] = _make((t, None, (_LEAF,) * len(o), len(o)))
+            return d
         start = len(leaves)
         return _make((t, None, tuple([_walk_plain(x, leaves) for x in o]), len(leaves) - start))
     if t is dict:

@@ -37,13 +37,6 @@ OBJ = _Tag("<object>")      # an unhashable argument, keyed by identity
 SCALARS = frozenset({int, float, bool, str, bytes, type(None), complex})
 
 
-def _is_arg_leaf(o):
-    """In call arguments only plain tuples, lists and dicts are structure; anything else (a
-    namedtuple or a TensorArray too) is one value of the signature."""
-    t = type(o)
-    return t is not tuple and t is not list and t is not dict
-
-
 def leaf_key(a, key, leaves, types=None, spec=None):
     """Append argument leaf ``a``'s part of the signature to ``key`` and its tensor to ``leaves``.
 
@@ -121,10 +114,9 @@ def _compatible(spec, shape, dtype):
 def signature(head, args, kwargs, specs=None, types=None):
     """The signature key of a call and its tensor arguments (see the module docstring)."""
     names = tuple(sorted(kwargs)) if kwargs else ()
-    if not names and type(args) is tuple and all(map(_is_arg_leaf, args)):
-        parts, treedef = args, _flat_def(len(args))  # no nesting (most calls): no walk
-    else:
-        parts, treedef = pytree.tree_flatten((args, tuple([kwargs[k] for k in names])), plain=True)
+    # (a call of leaves only, the common case, walks one level and gets a shared treedef)
+    tree = (args, tuple([kwargs[k] for k in names])) if names else args
+    parts, treedef = pytree.tree_flatten(tree, plain=True)
     key = [*head, treedef, names]
     leaves = []
     if specs is None:
@@ -133,26 +125,15 @@ def signature(head, args, kwargs, specs=None, types=None):
         return tuple(key), leaves
     pos_specs = specs if isinstance(specs, list) else ()
     kw_specs = specs if isinstance(specs, dict) else {}
-    arg_defs, kw_defs = treedef.children
+    arg_defs, kw_defs = treedef.children if names else (treedef, None)
     part_specs = []
     for i, d in enumerate(arg_defs.children):
         _leaf_specs(d, pos_specs[i] if i < len(pos_specs) else None, part_specs)
-    for k, d in zip(names, kw_defs.children):
+    for k, d in zip(names, kw_defs.children if names else ()):
         _leaf_specs(d, kw_specs.get(k), part_specs)
     for a, spec in zip(parts, part_specs):
         leaf_key(a, key, leaves, types, spec)
     return tuple(key), leaves
-
-
-_FLAT_DEFS = []
-
-
-def _flat_def(n):
-    """The treedef of ``n`` positional arguments that are all leaves (and no keywords), made
-    once per ``n``: one object, so hashing and comparing keys that hold it is cheap."""
-    while len(_FLAT_DEFS) <= n:
-        _FLAT_DEFS.append(pytree.tree_structure((tuple(range(len(_FLAT_DEFS))), ())))
-    return _FLAT_DEFS[n]
 
 
 def _replaced(o, it):
