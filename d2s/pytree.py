@@ -11,7 +11,9 @@ they count as a leaf, and say so per call:
 - ``leaf_types=Tensor``: only tensors are leaves; other values that are not nodes stay in the
   treedef as constants (the control-flow builders: a branch returning ``(x, "tag")``);
 - ``is_leaf(obj)``: objects it accepts are leaves even when they are nodes (a namedtuple kept
-  whole, a TensorArray treated as one value).
+  whole, a TensorArray treated as one value);
+- ``plain=True``: only plain tuples, lists and dicts are nodes (call signatures of
+  ``to_static`` functions: the cheapest walk, on every call).
 
 Dict keys keep their insertion order unless ``sort_keys=True`` (what ``d2s.func`` does, as JAX
 does); a dict is rebuilt as a plain dict. A namedtuple is rebuilt from its fields, another
@@ -175,6 +177,7 @@ def _kind_of(t):
 
 
 def _walk(o, leaves, is_leaf, leaf_types, sort_keys):
+    """The treedef of ``o``, appending its leaves to ``leaves`` (see :func:`tree_flatten`)."""
     if (leaf_types is not None and isinstance(o, leaf_types)) or (is_leaf is not None and is_leaf(o)):
         leaves.append(o)
         return _LEAF
