@@ -16,6 +16,7 @@ import functools
 
 import numpy as np
 
+from . import pytree
 from .autograd.engine import grad as _autograd_grad
 from .autograd.grad_mode import enable_grad
 from .tensor import Tensor, tensor
@@ -28,34 +29,12 @@ _depth = [0]  # how many transforms are running around the current call
 # ------------------------------------------------------------------ pytrees
 def tree_flatten(tree):
     """(list of leaves, treedef) for nested tuples/lists/dicts; dict keys in sorted order, as in JAX."""
-    leaves = []
-
-    def walk(t):
-        if isinstance(t, (tuple, list)):
-            return (type(t), [walk(c) for c in t])
-        if isinstance(t, dict):
-            keys = sorted(t)
-            return (dict, keys, [walk(t[k]) for k in keys])
-        leaves.append(t)
-        return None
-
-    return leaves, walk(tree)
+    return pytree.tree_flatten(tree, sort_keys=True)
 
 
 def tree_unflatten(treedef, leaves):
     """Inverse of :func:`tree_flatten`."""
-    it = iter(leaves)
-
-    def build(d):
-        if d is None:
-            return next(it)
-        if d[0] is dict:
-            return {k: build(c) for k, c in zip(d[1], d[2])}
-        kind, children = d
-        items = [build(c) for c in children]
-        return kind(items) if kind in (tuple, list) else kind(*items)
-
-    return build(treedef)
+    return pytree.tree_unflatten(treedef, leaves)
 
 
 # ------------------------------------------------------------------ helpers

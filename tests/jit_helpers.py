@@ -2,11 +2,11 @@
 import numpy as np
 
 import d2s
-from d2s.static.builder import _flatten
+from d2s.static.builder import flatten_outputs
 
 
 def _leaves(out):
-    leaves, _ = _flatten(out)
+    leaves, _ = flatten_outputs(out)
     return leaves
 
 
@@ -36,7 +36,7 @@ def _loss(out):
 
 def assert_same_structure(static_out, eager_out, atol=1e-5):
     """Same pytree structure, same Python values, same tensor values."""
-    sl, el = _flatten(static_out), _flatten(eager_out)
+    sl, el = flatten_outputs(static_out), flatten_outputs(eager_out)
     assert len(sl[0]) == len(el[0]), f"{len(sl[0])} tensors from static, {len(el[0])} from eager"
     marker_s = sl[1](list(range(len(sl[0]))))
     marker_e = el[1](list(range(len(el[0]))))

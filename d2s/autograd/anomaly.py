@@ -212,7 +212,7 @@ def check_forward(entry, leaves, outputs):
     if bad_inputs:
         raise NumericsError(f"check_numerics: the program {program.name!r} was given NaN/inf in its "
                             f"input(s) {', '.join(bad_inputs)}")
-    from ..static.control_flow import replay_block
+    from ..static.replay import replay_block
     from .grad_mode import no_grad
     hook = _ForwardCheck(getattr(program, "op_locations", {}), program.name)
     env = {n: Tensor._make(t._data) for n, t in zip(program.inputs, leaves)}

@@ -228,19 +228,11 @@ def _placeholder(v):
     return rebuild(skel, [_zeros_like_type(x) if isinstance(x, Tensor) else x for x in vals])
 
 
-def _count(s):
-    """How many leaves a skeleton from ``values.leaves`` holds."""
-    if s is None:
-        return 1
-    children = s[2] if s[0] is dict else s[1]
-    return sum(_count(c) for c in children)
-
-
 def _label(labels, skel, k):
     """The user-facing name of leaf ``k`` (the top-level item it belongs to)."""
     count = 0
-    for i, sub in enumerate(skel[1]):
-        count += _count(sub)
+    for i, sub in enumerate(skel.children):
+        count += sub.num_leaves
         if k < count:
             return labels[i] if i < len(labels) else f"output #{i}"
     return "a value"
@@ -432,7 +424,7 @@ def _growing_lists(t_out, f_out, t_skel, f_skel):
     time. The hint holds an element whose type an empty list's TensorArray takes."""
     from ..static.tensor_array import TensorArray
     promote = {}
-    for i, (a, b) in enumerate(zip(t_skel[1], f_skel[1])):
+    for i, (a, b) in enumerate(zip(t_skel.children, f_skel.children)):
         if a == b:
             continue
         sides = (t_out[i], f_out[i])
@@ -543,7 +535,7 @@ def _zeros_like_type(t):
 
 
 def _structure_error(labels, t_skel, f_skel, raw):
-    for i, (a, b) in enumerate(zip(t_skel[1], f_skel[1])):
+    for i, (a, b) in enumerate(zip(t_skel.children, f_skel.children)):
         if a != b:
             name = labels[i] if i < len(labels) else f"output #{i}"
             raise at_user_line(f"'{name}' has a different structure in the two branches of this tensor `if` "
@@ -553,13 +545,13 @@ def _structure_error(labels, t_skel, f_skel, raw):
 
 
 def _fmt(s):
-    if s is None:
+    if s.node_type is None:
         return "a value"
-    if len(s) == 3 and s[2] == "node":
+    if s.node_type is dict:
+        return f"dict with keys {list(s.node_data)}"
+    if not issubclass(s.node_type, (list, tuple)):  # a TensorArray (a registered pytree node)
         return "a list grown in a tensor loop or branch"
-    if s[0] is dict:
-        return f"dict with keys {list(s[1])}"
-    return f"{s[0].__name__} of {len(s[1])}"
+    return f"{s.node_type.__name__} of {len(s.children)}"
 
 
 # ------------------------------------------------------------------ pinned Python control flow

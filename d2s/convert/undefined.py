@@ -1,4 +1,5 @@
 """Placeholders for names not bound on every path into a branch or loop."""
+from .. import pytree
 
 
 class Undefined:
@@ -95,6 +96,11 @@ class MaybeNone(MaybeUnbound):
 
     def __repr__(self):
         return f"<None or {self.value!r}>"
+
+
+# branches and loops carry a MaybeUnbound (MaybeNone too) as a pytree node of two leaves
+pytree.register_node(MaybeUnbound, lambda m: (m._d2s_children(), type(m)),
+                     lambda cls, children: cls._d2s_from_children(children))
 
 
 def is_none(value):

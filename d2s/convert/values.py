@@ -1,4 +1,5 @@
 """Values flowing through converted control flow: symbolic checks, leaves, fresh copies."""
+from ..pytree import tree_flatten, tree_unflatten
 from ..tensor import Tensor
 from .undefined import Undefined
 
@@ -16,36 +17,19 @@ def truth(x):
     return x
 
 
+def _is_namedtuple(o):
+    return isinstance(o, tuple) and hasattr(o, "_fields")
+
+
 def leaves(obj):
-    """(leaves, skeleton) of a nested tuple/list/dict: every non-container value is a leaf."""
-    out = []
-
-    def walk(o):
-        if isinstance(o, (list, tuple)) and not hasattr(o, "_fields"):
-            return (type(o), tuple(walk(x) for x in o))
-        if isinstance(o, dict):
-            return (dict, tuple(o), tuple(walk(o[k]) for k in o))
-        if hasattr(type(o), "_d2s_children"):  # a pytree node such as TensorArray
-            return (type(o), tuple(walk(c) for c in o._d2s_children()), "node")
-        out.append(o)
-        return None
-
-    return out, walk(obj)
+    """(leaves, treedef) of a nested tuple/list/dict: every non-container value is a leaf (a
+    namedtuple too: converted code keeps it whole); TensorArrays are nodes."""
+    return tree_flatten(obj, is_leaf=_is_namedtuple)
 
 
-def rebuild(skeleton, values):
-    it = iter(values)
-
-    def build(s):
-        if s is None:
-            return next(it)
-        if s[0] is dict:
-            return {k: build(c) for k, c in zip(s[1], s[2])}
-        if len(s) == 3:
-            return s[0]._d2s_from_children(tuple(build(c) for c in s[1]))
-        return s[0](build(c) for c in s[1])
-
-    return build(skeleton)
+def rebuild(treedef, values):
+    """Inverse of :func:`leaves`."""
+    return tree_unflatten(treedef, values)
 
 
 def alias(t):

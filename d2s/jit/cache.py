@@ -1,9 +1,10 @@
 """Input signatures and the program cache of a StaticFunction.
 
-A call's signature is one flat, hashable tuple: for every tensor argument a tag, its shape and
-its dtype; for every other argument its type and value (containers by type and length, then
-their items). It is computed in a single walk that also collects the tensor arguments, so a
-cache hit costs one walk and one dict lookup. With ``InputSpec``s, the first call of a new
+A call's signature is one flat, hashable tuple: the arguments' nesting of tuples, lists and dicts
+(a ``d2s.pytree`` treedef) and the keyword names, then for every tensor argument a tag, its shape
+and its dtype, and for every other argument its type and value. It is computed in a single
+flatten that also collects the tensor arguments, so a cache hit costs one walk and one dict
+lookup. With ``InputSpec``s, the first call of a new
 shape computes the signature a second time with the spec's dims (``None`` where dynamic); the
 program found (or built) for that generalized signature is then also stored under the call's
 exact signature, so later calls of that shape take the fast path again.
@@ -14,6 +15,7 @@ from itertools import count
 
 import numpy as np
 
+from .. import pytree
 from ..static.input_spec import InputSpec
 from ..tensor import Tensor
 
@@ -35,12 +37,11 @@ OBJ = _Tag("<object>")      # an unhashable argument, keyed by identity
 SCALARS = frozenset({int, float, bool, str, bytes, type(None), complex})
 
 
-def walk(a, key, leaves, types=None, spec=None):
-    """Append ``a``'s part of the signature to ``key`` and its tensors to ``leaves``.
+def leaf_key(a, key, leaves, types=None, spec=None):
+    """Append argument leaf ``a``'s part of the signature to ``key`` and its tensor to ``leaves``.
 
     ``types`` (when given) collects ``(shape, dtype, name)`` per tensor, the shape taken from
-    ``spec`` (an InputSpec matching this argument; for a list, tuple or dict argument, specs
-    of the same structure) when it is compatible.
+    ``spec`` (the InputSpec at ``a``'s place, if any) when it is compatible.
     """
     t = type(a)
     if t is Tensor or isinstance(a, Tensor):
@@ -62,24 +63,8 @@ def walk(a, key, leaves, types=None, spec=None):
     elif t in SCALARS:
         key.append(t)
         key.append(a)
-    elif t is tuple or t is list:
-        key.append(t)
-        key.append(len(a))
-        if spec is not None and isinstance(spec, (list, tuple)) and len(spec) == len(a):
-            for x, sp in zip(a, spec):  # a nested spec: one per item
-                walk(x, key, leaves, types, sp)
-        else:
-            for x in a:
-                walk(x, key, leaves, types)
-    elif t is dict:
-        key.append(dict)
-        key.append(len(a))
-        sub = spec if isinstance(spec, dict) else {}
-        for k, v in a.items():
-            key.append(k)
-            walk(v, key, leaves, types, sub.get(k))
     elif t is np.ndarray:
-        walk(Tensor._make(a), key, leaves, types, spec)
+        leaf_key(Tensor._make(a), key, leaves, types, spec)
     elif t is InputSpec:
         dtype = np.dtype(str(a.dtype))
         key.append(TENSOR)
@@ -102,6 +87,21 @@ def walk(a, key, leaves, types=None, spec=None):
             key.append(a)
 
 
+def _leaf_specs(treedef, spec, out):
+    """Append to ``out``, per leaf of ``treedef``, the part of ``spec`` at its place (None where
+    the spec's nesting does not reach it)."""
+    if treedef.node_type is None:
+        out.append(spec)
+    elif treedef.node_type is dict:
+        sub = spec if isinstance(spec, dict) else {}
+        for k, c in zip(treedef.node_data, treedef.children):
+            _leaf_specs(c, sub.get(k), out)
+    else:
+        nested = isinstance(spec, (list, tuple)) and len(spec) == len(treedef.children)
+        for i, c in enumerate(treedef.children):
+            _leaf_specs(c, spec[i] if nested else None, out)
+
+
 def _compatible(spec, shape, dtype):
     if len(spec.shape) != len(shape) or np.dtype(str(spec.dtype)) != dtype:
         return False
@@ -113,35 +113,37 @@ def _compatible(spec, shape, dtype):
 
 def signature(head, args, kwargs, specs=None, types=None):
     """The signature key of a call and its tensor arguments (see the module docstring)."""
-    key = list(head)
+    names = tuple(sorted(kwargs)) if kwargs else ()
+    # (a call of leaves only, the common case, walks one level and gets a shared treedef)
+    tree = (args, tuple([kwargs[k] for k in names])) if names else args
+    parts, treedef = pytree.tree_flatten(tree, plain=True)
+    key = [*head, treedef, names]
     leaves = []
+    if specs is None:
+        for a in parts:
+            leaf_key(a, key, leaves, types)
+        return tuple(key), leaves
     pos_specs = specs if isinstance(specs, list) else ()
-    for i, a in enumerate(args):
-        spec = pos_specs[i] if i < len(pos_specs) else None
-        walk(a, key, leaves, types, spec)
-    if kwargs:
-        key.append(_KW)
-        for k in sorted(kwargs):
-            key.append(k)
-            spec = specs.get(k) if isinstance(specs, dict) else None
-            walk(kwargs[k], key, leaves, types, spec)
+    kw_specs = specs if isinstance(specs, dict) else {}
+    arg_defs, kw_defs = treedef.children if names else (treedef, None)
+    part_specs = []
+    for i, d in enumerate(arg_defs.children):
+        _leaf_specs(d, pos_specs[i] if i < len(pos_specs) else None, part_specs)
+    for k, d in zip(names, kw_defs.children if names else ()):
+        _leaf_specs(d, kw_specs.get(k), part_specs)
+    for a, spec in zip(parts, part_specs):
+        leaf_key(a, key, leaves, types, spec)
     return tuple(key), leaves
 
 
-_KW = _Tag("<kwargs>")
+def _replaced(o, it):
+    return next(it) if isinstance(o, (Tensor, np.ndarray, InputSpec)) else o
 
 
 def replace_leaves(obj, it):
     """``obj`` with each tensor / array / InputSpec replaced by the next item of ``it``
-    (the same walk order as :func:`walk`)."""
-    t = type(obj)
-    if t is Tensor or isinstance(obj, (Tensor, np.ndarray, InputSpec)):
-        return next(it)
-    if t is tuple or t is list:
-        return t(replace_leaves(x, it) for x in obj)
-    if t is dict:
-        return {k: replace_leaves(v, it) for k, v in obj.items()}
-    return obj
+    (in the order :func:`signature` takes them)."""
+    return pytree.tree_map(lambda o: _replaced(o, it), obj, plain=True)
 
 
 def replace_kwargs(kwargs, it):

@@ -432,7 +432,7 @@ def _differentiable_backward(node, grads, create_graph=True):
     random draws only a replay of the forward's own run reproduces)."""
     from ..autograd.engine import grad as autograd_grad
     from ..autograd.grad_mode import enable_grad
-    from ..static.control_flow import replay_block
+    from ..static.replay import replay_block
     entry = node.entry
     program = entry.raw_program
     in_mask, par_mask = node.masks

@@ -11,6 +11,7 @@ import inspect
 
 import numpy as np
 
+from .. import pytree
 from ..static.input_spec import InputSpec
 from ..tensor import Tensor, _host
 
@@ -76,17 +77,25 @@ def tree_of(rebuild, n_outputs, single=False):
 
 
 def _to_json(o):
-    if isinstance(o, _Leaf):
-        return {"leaf": o.i}
-    if isinstance(o, list):
-        return {"list": [_to_json(x) for x in o]}
-    if isinstance(o, tuple):  # named tuples too: saved as plain tuples
-        return {"tuple": [_to_json(x) for x in o]}
-    if isinstance(o, dict):
-        bad = [k for k in o if not isinstance(k, (str, int, float, bool))]
+    leaves, treedef = pytree.tree_flatten(o, is_leaf=pytree.is_registered)
+    return _json_of(treedef, iter(leaves))
+
+
+def _json_of(d, leaves):
+    if d.node_type is None:
+        return _leaf_json(next(leaves))
+    if d.node_type is dict:
+        bad = [k for k in d.node_data if not isinstance(k, (str, int, float, bool))]
         if bad:
             raise TypeError(f"cannot save outputs in a dict with keys {bad}: keys must be str, int, float or bool")
-        return {"dict": [[k, _to_json(v)] for k, v in o.items()]}
+        return {"dict": [[k, _json_of(c, leaves)] for k, c in zip(d.node_data, d.children)]}
+    items = [_json_of(c, leaves) for c in d.children]
+    return {"list": items} if issubclass(d.node_type, list) else {"tuple": items}  # named tuples: plain tuples
+
+
+def _leaf_json(o):
+    if isinstance(o, _Leaf):
+        return {"leaf": o.i}
     if o is None or isinstance(o, (bool, int, float, str)):
         return {"const": o}
     if isinstance(o, np.generic):

@@ -329,7 +329,7 @@ class LoadedFunction:
         types = [prog.block.lookup(n).type for n in prog.inputs]
         sym = [builder.add_input(t.shape, t.dtype, None, bool(requires_grad and requires_grad[i]))
                for i, t in enumerate(types)]
-        from ..static.control_flow import replay_op
+        from ..static.replay import replay_op
         from ..tensor import Tensor
         env = {**dict(zip(prog.inputs, sym)), **{v: p for v, (_, p) in zip(prog.params, self._params)},
                **{n: Tensor._make(a) for n, a in prog.constants.items()}}

@@ -19,7 +19,7 @@ from .._state import HOOKED_THREADS, STATE
 from ..autograd import enable_grad
 from ..autograd.engine import SymbolicInputNeedsGrad
 from ..inplace import BUFFER_UPDATES
-from ..static.builder import ProgramBuilder, _flatten, python_number_type
+from ..static.builder import ProgramBuilder, flatten_outputs, python_number_type
 from ..static.input_spec import InputSpec
 from ..tensor import Tensor as _Tensor
 from . import config
@@ -401,7 +401,7 @@ class StaticFunction:
             except BaseException:
                 _restore_symbolic_writes(snapshot)
                 raise
-            leaves, rebuild = _flatten(out)
+            leaves, rebuild = flatten_outputs(out)
             writes = _restore_symbolic_writes(snapshot)
             writes += _input_writes(builder, sym, input_vars)
             for w in writes:
@@ -492,7 +492,7 @@ def _run_checked(entry, leaves):
     """Run ``entry``, then raise naming the op that made NaN/inf if an output holds them."""
     from ..autograd.anomaly import check_forward
     out = entry.run(leaves)
-    tensors, _ = _flatten(out)
+    tensors, _ = flatten_outputs(out)
     check_forward(entry, leaves, tensors)
     return out
 
@@ -565,7 +565,7 @@ class _StateWrite:
 
     def __init__(self, module, name, value, container, buffer=None):
         self.module, self.name, self.container = module, name, container
-        self.tensors, self.rebuild = _flatten(value)
+        self.tensors, self.rebuild = flatten_outputs(value)
         self.start = 0
         self.buffer = buffer  # a buffer updated in place (self.buf.add_(v)): written into its array
 

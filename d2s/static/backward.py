@@ -12,7 +12,7 @@ import contextlib
 from .._state import STATE
 from ..autograd.grad_mode import enable_grad
 from .builder import ProgramBuilder
-from .control_flow import replay_op, replaying_forward
+from .replay import replay_op, replaying_forward
 
 
 def _is_float(dtype):

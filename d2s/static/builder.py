@@ -7,6 +7,7 @@ captures of the sub-block), infers output types with the op's shape rule, and re
 symbolic tensors.
 """
 import contextlib
+import functools
 
 import numpy as np
 
@@ -14,9 +15,11 @@ from d2s_runtime.ir import Block, Op, Program
 from d2s_runtime.dtypes import float_of, result_type, scalar_result
 from d2s_runtime.ops import ShapeError, TensorType
 
+from .. import pytree
 from .._state import STATE
 from ..autograd.anomaly import user_site
 from ..tensor import Tensor
+from .tensor_array import NumberList, TensorArray, TupleList
 
 SMALL_CONSTANT = 16  # elements; larger captured arrays live in program.constants
 
@@ -300,11 +303,6 @@ def _plain(attrs):
     return out
 
 
-def _is_tensor_list(o):
-    from .tensor_array import TensorArray
-    return isinstance(o, TensorArray)
-
-
 def python_number_type(t):
     """``int``, ``float`` or ``bool`` when tensor ``t`` stands for a Python number of converted
     code (a weak number: a loop counter, a number carried by a tensor loop or merged by a
@@ -323,75 +321,81 @@ def as_python_number(v, py, broadcast=False):
     return v
 
 
-def _flatten(obj):
-    """Tensors in a nested tuple/list/dict, in order, with a function rebuilding the structure."""
+def flatten_outputs(obj):
+    """The tensors in ``obj`` (a function's result: a pytree, see ``d2s.pytree``), in order, and
+    a function ``rebuild(values)`` giving back what eager code returns when ``values`` (one per
+    tensor) are what the program computed for them: the same structure, Python numbers where
+    eager code holds numbers, Python lists for lists grown in tensor loops."""
     leaves = []
+    return leaves, _output_tree(obj, leaves)
 
-    def walk(o):
-        if isinstance(o, Tensor) and hasattr(o, "is_number"):  # a Python number on some runs only
-            leaves.extend((o, o.is_number))
-            return ("Q", len(leaves) - 2, o.pytype, o.else_type)
-        if isinstance(o, Tensor):
-            leaves.append(o)
-            py = python_number_type(o)
-            return ("P", len(leaves) - 1, py) if py is not None else ("T", len(leaves) - 1)
-        if hasattr(type(o), "_d2s_from_output"):  # a converted-code value (d2s.convert.undefined)
-            return ("V", type(o), [walk(x) for x in o._d2s_children()])
-        if _is_tensor_list(o):
-            # a list grown in a tensor loop or branch: the program returns its elements as one
-            # tensor, and the caller gets back a Python list of them, as eager code would
-            if o.data is None:
-                return (list, [])
-            from .tensor_array import NumberList, TupleList
-            if isinstance(o, TupleList):
-                start = len(leaves)
-                leaves.extend(o.parts)
-                return ("S", (start, len(o.parts), type(o)))
-            leaves.append(o.data)
-            return ("N" if isinstance(o, NumberList) else "L", len(leaves) - 1)
-        if isinstance(o, (list, tuple)):
-            return (type(o), [walk(x) for x in o])
-        if isinstance(o, dict):
-            return (dict, [(k, walk(v)) for k, v in o.items()])
-        return ("C", o)
 
-    tree = walk(obj)
+def _output_tree(obj, leaves):
+    parts, treedef = pytree.tree_flatten(obj, is_leaf=_is_output_part)
+    decoders = [_output_part(o, leaves) for o in parts]
+    if treedef.node_type is None:  # one part (a tensor, most often): no structure to rebuild
+        return decoders[0]
+    return lambda values: pytree.tree_unflatten(treedef, [decode(values) for decode in decoders])
 
-    def build(values, t=tree):
-        kind = t[0]
-        if kind == "T":
-            return values[t[1]]
-        if kind == "Q":
-            flag = values[t[1] + 1]
+
+def _is_output_part(o):
+    """Values whose program outputs are rebuilt by ``_output_part`` rather than as a pytree."""
+    return isinstance(o, (Tensor, TensorArray)) or hasattr(type(o), "_d2s_from_output")
+
+
+def _output_part(o, leaves):
+    """Add the tensors of output part ``o`` to ``leaves``; returns the function that rebuilds
+    it from the program's values (anything else is a constant of the result)."""
+    i = len(leaves)
+    if isinstance(o, Tensor) and hasattr(o, "is_number"):  # a Python number on some runs only
+        leaves.extend((o, o.is_number))
+        pytype, else_type = o.pytype, o.else_type
+
+        def number_or_tensor(values):
+            flag = values[i + 1]
             if isinstance(flag, Tensor) and flag._data is not None and bool(flag.numpy().all()):
-                return as_python_number(values[t[1]], t[2], broadcast=True)
-            return values[t[1]] if t[3] is None else as_python_number(values[t[1]], t[3])
-        if kind == "P":  # what eager code holds as a Python number: that number, run by run
-            return as_python_number(values[t[1]], t[2])
-        if kind == "C":
-            return t[1]
-        if kind == "S":
-            start, count, cls = t[1]
-            parts = values[start:start + count]
-            if not all(isinstance(p, Tensor) and p._data is not None for p in parts):
-                return cls(parts)
-            return [cls(parts)[k] for k in range(parts[0].shape[0])]
-        if kind in ("L", "N"):
-            rows = values[t[1]]
-            if not isinstance(rows, Tensor) or rows._data is None:
-                from .tensor_array import NumberList, TensorArray
-                return (NumberList if kind == "N" else TensorArray)(rows)
-            if kind == "N":
-                return rows.numpy().tolist()
-            return [rows[k] for k in range(rows.shape[0])]
-        if kind is dict:
-            return {k: build(values, s) for k, s in t[1]}
-        if kind == "V":  # decided from the run's values (None, or the value)
-            return t[1]._d2s_from_output([build(values, s) for s in t[2]])
-        items = [build(values, s) for s in t[1]]
-        return kind(items) if kind in (list, tuple) else kind(*items)
+                return as_python_number(values[i], pytype, broadcast=True)
+            return values[i] if else_type is None else as_python_number(values[i], else_type)
 
-    return leaves, build
+        return number_or_tensor
+    if isinstance(o, Tensor):
+        leaves.append(o)
+        py = python_number_type(o)
+        if py is None:
+            return lambda values: values[i]
+        # what eager code holds as a Python number: that number, run by run
+        return lambda values: as_python_number(values[i], py)
+    if hasattr(type(o), "_d2s_from_output"):  # a converted-code value (d2s.convert.undefined)
+        # decided from the run's values (None, or the value)
+        children = [_output_tree(x, leaves) for x in o._d2s_children()]
+        return lambda values: type(o)._d2s_from_output([c(values) for c in children])
+    if isinstance(o, TensorArray):
+        # a list grown in a tensor loop or branch: the program returns its elements as one
+        # tensor, and the caller gets back a Python list of them, as eager code would
+        if o.data is None:
+            return lambda values: []
+        if isinstance(o, TupleList):
+            leaves.extend(o.parts)
+            return functools.partial(_tuple_list_output, type(o), i, len(o.parts))
+        leaves.append(o.data)
+        return functools.partial(_list_output, isinstance(o, NumberList), i)
+    return lambda values: o
+
+
+def _tuple_list_output(cls, start, count, values):
+    parts = values[start:start + count]
+    if not all(isinstance(p, Tensor) and p._data is not None for p in parts):
+        return cls(parts)
+    return [cls(parts)[k] for k in range(parts[0].shape[0])]
+
+
+def _list_output(numbers, i, values):
+    rows = values[i]
+    if not isinstance(rows, Tensor) or rows._data is None:
+        return (NumberList if numbers else TensorArray)(rows)
+    if numbers:
+        return rows.numpy().tolist()
+    return [rows[k] for k in range(rows.shape[0])]
 
 
 def build_program(fn, *args, device="cpu"):
@@ -415,7 +419,7 @@ def build_program(fn, *args, device="cpu"):
             else:
                 sym_args.append(a)
         out = fn(*sym_args)
-        leaves, _ = _flatten(out)
+        leaves, _ = flatten_outputs(out)
         builder.program.outputs = [builder.var_of(t) for t in leaves]
     builder.program.block.outputs = list(builder.program.outputs)
     return builder.program

@@ -14,19 +14,18 @@ Python numbers among loop vars, carries and branch outputs are weakly typed, as 
 become tensors of the dtype they meet (the body's result for a carry, the other branch's
 output for a branch), eagerly as in programs, so both give the same dtypes.
 """
-import contextlib
-import threading
-
 import numpy as np
 
 from d2s_runtime.ir import Op
 from d2s_runtime.ops import TensorType
 
+from .. import pytree
 from .._state import STATE
+from ..pytree import tree_unflatten
 from ..tensor import Tensor, tensor
 from .builder import ProgramBuilder
 
-__all__ = ["cond", "while_loop", "scan", "replay_block"]
+__all__ = ["cond", "while_loop", "scan"]
 
 _MAX_WIDEN = 32  # rebuilds of a loop body before giving up on a fixed point of its types
 
@@ -37,65 +36,30 @@ class ControlFlowError(TypeError):
 
 # ------------------------------------------------------------------ pytrees
 def tree_flatten(obj):
-    """(tensor leaves, treedef) of a nested tuple/list/dict; other values stay in the treedef."""
-    leaves = []
-
-    def walk(o):
-        if isinstance(o, Tensor):
-            leaves.append(o)
-            return ("T",)
-        if isinstance(o, (list, tuple)):
-            if hasattr(o, "_fields"):  # a namedtuple: rebuilt from its fields in order
-                return (type(o), tuple(walk(x) for x in o), "namedtuple")
-            return (type(o), tuple(walk(x) for x in o))
-        if isinstance(o, dict):
-            keys = tuple(o)
-            return (dict, keys, tuple(walk(o[k]) for k in keys))
-        if hasattr(o, "_d2s_children"):  # a pytree node class, e.g. TensorArray
-            return (type(o), tuple(walk(x) for x in o._d2s_children()), "node")
-        return ("C", o)
-
-    return leaves, walk(obj)
-
-
-def tree_unflatten(treedef, leaves):
-    it = iter(leaves)
-
-    def build(t):
-        kind = t[0]
-        if kind == "T":
-            return next(it)
-        if kind == "C":
-            return t[1]
-        if kind is dict:
-            return {k: build(s) for k, s in zip(t[1], t[2])}
-        if len(t) == 3:
-            if t[2] == "namedtuple":
-                return kind(*[build(s) for s in t[1]])
-            return kind._d2s_from_children([build(s) for s in t[1]])
-        return kind(build(s) for s in t[1])
-
-    return build(treedef)
+    """(tensor leaves, treedef) of a pytree (see ``d2s.pytree``): other values stay in the
+    treedef as constants, so two trees match only when those values are equal too."""
+    return pytree.tree_flatten(obj, leaf_types=Tensor)
 
 
 def _tensorize(obj, like=None):
-    """Python numbers (and numpy values) in a pytree become tensors (dtype of ``like``'s leaf)."""
-    from ..tensor import tensor
+    """Python numbers (and numpy values) in a pytree become tensors (of the dtype of the
+    tensor at the same place in ``like``, when ``like`` has the structure of ``obj``)."""
+    leaves, treedef = pytree.tree_flatten(obj, is_leaf=pytree.is_registered)
+    refs = [None] * len(leaves)
+    if like is not None:
+        like_leaves, like_def = pytree.tree_flatten(like, is_leaf=pytree.is_registered)
+        if like_def == treedef:
+            refs = like_leaves
 
     def conv(o, ref):
-        if isinstance(o, Tensor) or o is None:
-            return o
-        if isinstance(o, (bool, int, float, np.generic, np.ndarray)):
+        if isinstance(o, (bool, int, float, np.generic, np.ndarray)) and not isinstance(o, Tensor):
             return tensor(o, dtype=ref.dtype if isinstance(ref, Tensor) else None)
-        if isinstance(o, (list, tuple)):
-            refs = ref if isinstance(ref, (list, tuple)) and len(ref) == len(o) else [None] * len(o)
-            items = [conv(x, r) for x, r in zip(o, refs)]
-            return type(o)(*items) if hasattr(o, "_fields") else type(o)(items)
-        if isinstance(o, dict):
-            return {k: conv(v, ref.get(k) if isinstance(ref, dict) else None) for k, v in o.items()}
         return o
 
-    return conv(obj, like)
+    return tree_unflatten(treedef, [conv(o, r) for o, r in zip(leaves, refs)])
+
+
+_NOT_WEAK = (Tensor, np.generic, np.ndarray)
 
 
 def _weak_mask(obj):
@@ -103,27 +67,8 @@ def _weak_mask(obj):
     Such a leaf is weakly typed (as in JAX): when a loop body turns it into another dtype
     (``i + 0.5``, ``s + x.sum()`` with float64 ``x``), the loop var takes that dtype, as the
     Python value would in an eager loop."""
-    mask = []
-
-    def walk(o):
-        if isinstance(o, Tensor):
-            mask.append(False)
-        elif isinstance(o, (np.generic, np.ndarray)):
-            mask.append(False)
-        elif isinstance(o, (bool, int, float)):
-            mask.append(True)
-        elif isinstance(o, (list, tuple)):
-            for x in o:
-                walk(x)
-        elif isinstance(o, dict):
-            for k in tuple(o):
-                walk(o[k])
-        elif hasattr(o, "_d2s_children"):
-            for x in o._d2s_children():
-                walk(x)
-
-    walk(obj)
-    return mask
+    leaves = pytree.tree_leaves(obj, leaf_types=(*_NOT_WEAK, bool, int, float))
+    return [not isinstance(o, _NOT_WEAK) for o in leaves]
 
 
 def _promote_weak(types, o_types, weak):
@@ -177,8 +122,6 @@ def _tensorize_weak(obj, dtypes=None):
         if isinstance(o, Tensor):
             weak.append(None)
             return o
-        if o is None:
-            return o
         if _is_weak(o):
             k = len(weak)
             weak.append(o)
@@ -187,16 +130,11 @@ def _tensorize_weak(obj, dtypes=None):
         if isinstance(o, (np.generic, np.ndarray)):
             weak.append(None)
             return tensor(o)
-        if isinstance(o, (list, tuple)):
-            items = [conv(x) for x in o]
-            return type(o)(*items) if hasattr(o, "_fields") else type(o)(items)
-        if isinstance(o, dict):
-            return {k: conv(v) for k, v in o.items()}
-        if hasattr(o, "_d2s_children"):
+        if pytree.is_registered(o):  # a TensorArray: its tensors as they are
             weak.extend([None] * len(tree_flatten(o)[0]))
         return o
 
-    return conv(obj), weak
+    return pytree.tree_map(conv, obj, is_leaf=pytree.is_registered), weak
 
 
 def _join_weak(branches):
@@ -266,29 +204,16 @@ _LEAF = (Tensor, bool, int, float, np.ndarray, np.generic)
 
 def _same_structure(a, b):
     """Whether two carries have the same pytree structure, with tensors, arrays and Python
-    numbers all as leaves."""
-    if isinstance(a, _LEAF):
-        return isinstance(b, _LEAF)
-    if type(a) is not type(b):
+    numbers all as leaves (a TensorArray matches one of its own type, whatever it holds)."""
+    a_leaves, a_def = pytree.tree_flatten(a, is_leaf=pytree.is_registered, leaf_types=_LEAF)
+    b_leaves, b_def = pytree.tree_flatten(b, is_leaf=pytree.is_registered, leaf_types=_LEAF)
+    if a_def != b_def:
         return False
-    if isinstance(a, (list, tuple)):
-        if len(a) != len(b):
+    for x, y in zip(a_leaves, b_leaves):
+        x_leaf, y_leaf = isinstance(x, _LEAF), isinstance(y, _LEAF)
+        if x_leaf != y_leaf or (not x_leaf and type(x) is not type(y)):
             return False
-        for x, y in zip(a, b):  # leaves inline: the common case
-            if isinstance(x, _LEAF):
-                if not isinstance(y, _LEAF):
-                    return False
-            elif not _same_structure(x, y):
-                return False
-        return True
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same_structure(a[k], b[k]) for k in a)
-    if hasattr(a, "_d2s_children"):
-        return True
-    try:
-        return a is b or bool(a == b)
-    except Exception:  # noqa: BLE001 - a value without a truthful ==: compared by identity
-        return False
+    return True
 
 
 def _check_carry(what, old, new):
@@ -300,14 +225,8 @@ def _check_carry(what, old, new):
 
 
 def _describe(o):
-    if isinstance(o, Tensor):
-        return f"{o.dtype}{list(o.shape)}"
-    if isinstance(o, (list, tuple)):
-        inner = ", ".join(_describe(x) for x in o)
-        return f"[{inner}]" if isinstance(o, list) else f"({inner}{',' if len(o) == 1 else ''})"
-    if isinstance(o, dict):
-        return "{" + ", ".join(f"{k!r}: {_describe(v)}" for k, v in o.items()) + "}"
-    return repr(o)
+    leaves, treedef = pytree.tree_flatten(o, is_leaf=pytree.is_registered)
+    return treedef.format([f"{x.dtype}{list(x.shape)}" if isinstance(x, Tensor) else repr(x) for x in leaves])
 
 
 def _finish_carry(carry, step):
@@ -337,34 +256,9 @@ def _weak_carry_types(types, weak, probe):
             for t, o, w in zip(types, info[1], weak)]
 
 
-def _n_leaves(treedef):
-    """How many tensor leaves a treedef of ``tree_flatten`` holds."""
-    kind = treedef[0]
-    if kind == "T":
-        return 1
-    if kind == "C":
-        return 0
-    return sum(_n_leaves(t) for t in (treedef[2] if kind is dict else treedef[1]))
-
-
 def _fmt_tree(treedef, types):
     """A readable form of a pytree of types, for error messages."""
-    it = iter(types)
-
-    def fmt(t):
-        kind = t[0]
-        if kind == "T":
-            return str(next(it, "?"))
-        if kind == "C":
-            return repr(t[1])
-        if kind is dict:
-            return "{" + ", ".join(f"{k!r}: {fmt(s)}" for k, s in zip(t[1], t[2])) + "}"
-        if len(t) == 3:
-            return f"{kind.__name__}(" + ", ".join(fmt(s) for s in t[1]) + ")"
-        inner = ", ".join(fmt(s) for s in t[1])
-        return f"[{inner}]" if kind is list else f"({inner}{',' if len(t[1]) == 1 else ''})"
-
-    return fmt(treedef)
+    return treedef.format([str(t) for t in types])
 
 
 # ------------------------------------------------------------------ helpers
@@ -700,7 +594,6 @@ def _static_while(call_cond, call_body, vals):
 
 def _as_pred_value(p):
     """A condition as one bool scalar tensor (a Python bool becomes a constant)."""
-    from ..tensor import tensor
     if not isinstance(p, Tensor):
         p = tensor(bool(p))
     if p._data is not None:
@@ -742,28 +635,20 @@ def _scan(fn, init, xs, length, reverse, what, static=False):
 def _as_scanned(xs):
     """``xs`` with numpy arrays and lists of numbers (nested, rectangular) as tensors; tuples,
     dicts and lists holding tensors stay pytrees."""
-    from ..tensor import tensor
-
     def numbers_only(o):
         if isinstance(o, list):
             return all(numbers_only(x) for x in o)
         return isinstance(o, (bool, int, float, np.generic))
 
+    def is_leaf(o):
+        return pytree.is_registered(o) or (isinstance(o, list) and len(o) > 0 and numbers_only(o))
+
     def conv(o):
-        if isinstance(o, Tensor) or o is None:
-            return o
-        if isinstance(o, (np.ndarray, np.generic)):
+        if isinstance(o, (np.ndarray, np.generic, list)):
             return tensor(o)
-        if isinstance(o, list) and o and numbers_only(o):
-            return tensor(o)
-        if isinstance(o, (list, tuple)):
-            items = [conv(x) for x in o]
-            return type(o)(*items) if hasattr(o, "_fields") else type(o)(items)
-        if isinstance(o, dict):
-            return {k: conv(v) for k, v in o.items()}
         return o
 
-    return conv(xs)
+    return pytree.tree_map(conv, xs, is_leaf=is_leaf)
 
 
 def _py_scan(fn, init, xs, length, reverse, what="d2s.scan"):
@@ -879,7 +764,7 @@ def _static_scan(fn, init, xs, length, reverse, what="d2s.scan"):
             return (_tensorize(out[0], like=carry), _tensorize(out[1]))
 
         blk, o_tree, _, o_types = _trace_block(b, body_of, types + slice_types)
-        c_out_tree = o_tree[1][0]
+        c_out_tree = o_tree.children[0]
         promoted = _promote_weak(types, o_types[:nc], weak) if c_out_tree == c_tree else None
         if promoted is not None:
             types = promoted  # a carry that was a Python number changed dtype: rebuild
@@ -888,8 +773,8 @@ def _static_scan(fn, init, xs, length, reverse, what="d2s.scan"):
             raise ControlFlowError(
                 f"{what}: fn must return a carry of the same structure, dtypes and ranks as it takes:\n"
                 f"  carry        {_fmt_tree(c_tree, types)}\n"
-                f"  fn returns   {_fmt_tree(c_out_tree, o_types[:_n_leaves(c_out_tree)])}")
-        y_tree = o_tree[1][1]
+                f"  fn returns   {_fmt_tree(c_out_tree, o_types[:c_out_tree.num_leaves])}")
+        y_tree = o_tree.children[1]
         widened = [_widen(t, o) for t, o in zip(types, o_types[:nc])]
         if widened == types:
             break
@@ -907,73 +792,3 @@ def _static_scan(fn, init, xs, length, reverse, what="d2s.scan"):
     b.append_op(op)
     _record("scan", op, [*[_sym(b, t) for t in c_leaves], *[_sym(b, t) for t in x_leaves], *cap_tensors], outs)
     return tree_unflatten(c_tree, outs[:nc]), tree_unflatten(y_tree, outs[nc:])
-
-
-# ------------------------------------------------------------------ replay
-def replay_block(block, values):
-    """Run the ops of IR ``block`` again through ``dispatch.apply`` (and the control-flow
-    builders) on ``values`` for its inputs; returns the tensors of its outputs.
-
-    On symbolic values inside a builder this re-appends the ops (recording autograd nodes
-    where values require grad): static backward and the control-flow gradient rules use it.
-    """
-    env = dict(zip(block.inputs, values))
-    hook = STATE.anomaly  # detect_anomaly / check_numerics follow the replay op by op
-    for op in block.ops:
-        args = [env[n] for n in op.inputs]
-        if hook is not None:
-            hook.before_op(op)
-        outs = replay_op(op, args)
-        if hook is not None:
-            hook.after_op(op, outs, args)
-        env.update(zip(op.outputs, outs))
-    return [env[n] for n in block.outputs]
-
-
-_replay_prints = threading.local()  # .on: a replay that is the forward itself keeps its prints
-
-
-@contextlib.contextmanager
-def replaying_forward():
-    """Replays inside keep ``print`` ops: the program being built is the forward that runs
-    for the call (``d2s.static.partial_eval``), not a recomputation for gradients."""
-    prev = getattr(_replay_prints, "on", False)
-    _replay_prints.on = True
-    try:
-        yield
-    finally:
-        _replay_prints.on = prev
-
-
-def replay_op(op, args):
-    """The outputs (a list) of IR ``op`` applied again to ``args``."""
-    if op.type == "cond":
-        then_blk, else_blk = op.blocks["then"], op.blocks["else"]
-        out = cond(args[0], lambda *a: tuple(replay_block(then_blk, a)),
-                   lambda *a: tuple(replay_block(else_blk, a)), *args[1:])
-        return list(out)
-    if op.type == "while":
-        n = len(op.outputs)
-        caps = args[n:]
-        cond_blk, body_blk = op.blocks["cond"], op.blocks["body"]
-        return list(while_loop(lambda *c: replay_block(cond_blk, [*c, *caps])[0],
-                               lambda *c: tuple(replay_block(body_blk, [*c, *caps])), tuple(args[:n])))
-    if op.type == "scan":
-        nc, nx = op.attrs["n_carry"], op.attrs["n_xs"]
-        caps = args[nc + nx:]
-        body_blk = op.blocks["body"]
-
-        def step(carry, x):
-            out = replay_block(body_blk, [*carry, *x, *caps])
-            return tuple(out[:nc]), tuple(out[nc:])
-
-        carry, ys = scan(step, tuple(args[:nc]), tuple(args[nc:nc + nx]), length=op.attrs.get("length"),
-                         reverse=op.attrs.get("reverse", False))
-        return list(carry) + list(ys)
-    if op.type == "print" and not getattr(_replay_prints, "on", False):
-        # replays build backward programs, which recompute the forward: what the forward
-        # printed must not print again when the gradients are computed
-        return []
-    from ..dispatch import apply
-    out = apply(op.type, *args, **op.attrs)
-    return list(out) if isinstance(out, tuple) else [out]

@@ -17,7 +17,8 @@ from ..autograd.grad_mode import enable_grad
 from ..autograd.node import defgrad, nondiff
 from ..dispatch import apply
 from ..tensor import Tensor
-from .control_flow import cond, replay_block, scan, while_loop
+from .control_flow import cond, scan, while_loop
+from .replay import replay_block
 
 nondiff("list_new", "list_len", "stack_new", "stack_push", "stack_pop", "list_index_check")
 

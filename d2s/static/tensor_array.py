@@ -5,6 +5,7 @@ value is one tensor whose leading dim is the length (see ``d2s_runtime/ops/tenso
 so it can be a ``while_loop`` / ``scan`` carry like any tensor: a ``TensorArray`` is a pytree
 node whose one child is that tensor.
 """
+from .. import pytree
 from ..dispatch import apply
 from ..tensor import Tensor, tensor
 
@@ -27,7 +28,7 @@ class TensorArray:
         """An empty list whose elements will be typed like tensor ``x``."""
         return cls(apply("list_new", x if isinstance(x, Tensor) else tensor(x)))
 
-    # pytree node protocol (see control_flow.tree_flatten)
+    # pytree node protocol (registered with d2s.pytree below the class)
     def _d2s_children(self):
         return (self.data,)
 
@@ -247,35 +248,25 @@ def _alias_tensor(t):
 
 
 # ------------------------------------------------------------------ lists of tuples
+def _is_element_leaf(o):
+    """In a list element, only plain tuples, lists and dicts are structure (a namedtuple or a
+    TensorArray is one value)."""
+    return not isinstance(o, (tuple, list, dict)) or hasattr(o, "_fields")
+
+
 def _struct_leaves(obj):
-    """(leaves, skeleton) of a nested tuple/list/dict element (``(h, c)``, ``{'h': h}``)."""
-    out = []
+    """(leaves, treedef) of a nested tuple/list/dict element (``(h, c)``, ``{'h': h}``)."""
+    return pytree.tree_flatten(obj, is_leaf=_is_element_leaf)
 
-    def walk(o):
-        if isinstance(o, (tuple, list)) and not hasattr(o, "_fields"):
-            return (type(o), tuple(walk(x) for x in o))
-        if isinstance(o, dict):
-            return (dict, tuple(o), tuple(walk(o[k]) for k in o))
-        out.append(o)
-        return None
-
-    return out, walk(obj)
-
-
-def _struct_rebuild(skel, values):
-    it = iter(values)
-
-    def build(s):
-        if s is None:
-            return next(it)
-        if s[0] is dict:
-            return {k: build(c) for k, c in zip(s[1], s[2])}
-        return s[0](build(c) for c in s[1])
-
-    return build(skel)
 
 
 _TUPLE_LIST_TYPES = {}
+
+
+# a TensorArray (TupleList too) is a pytree node: its children are its tensors, rebuilt by its
+# own class (each TupleList structure has its own subclass)
+pytree.register_node(TensorArray, lambda a: (a._d2s_children(), type(a)),
+                     lambda cls, children: cls._d2s_from_children(children))
 
 
 class TupleList(TensorArray):
@@ -333,7 +324,7 @@ class TupleList(TensorArray):
             parts.append(p)
             leaves.append(x)
         self.parts = tuple(parts)
-        return _struct_rebuild(self.skeleton, leaves)
+        return pytree.tree_unflatten(self.skeleton, leaves)
 
     def extend(self, items):
         if isinstance(items, TupleList) and items.skeleton == self.skeleton:
@@ -361,7 +352,7 @@ class TupleList(TensorArray):
         from .. import ops
         zeros = [ops.zeros([d if isinstance(d, int) else 1 for d in _elem_shape(p)], dtype=str(p.dtype))
                  for p in self.parts]
-        return _struct_rebuild(self.skeleton, zeros)
+        return pytree.tree_unflatten(self.skeleton, zeros)
 
     def __radd__(self, other):
         if type(other) is not list:
@@ -373,7 +364,7 @@ class TupleList(TensorArray):
             return TensorArray.__getitem__(self, i)
         if not isinstance(i, Tensor):
             i = tensor(int(i))
-        return _struct_rebuild(self.skeleton, [apply("list_get", p, i) for p in self.parts])
+        return pytree.tree_unflatten(self.skeleton, [apply("list_get", p, i) for p in self.parts])
 
     def __setitem__(self, i, value):
         parts = []
@@ -393,18 +384,18 @@ class TupleList(TensorArray):
 
 
 def _describe_skel(skel):
-    if skel is None:
+    if skel.node_type is None:
         return "a tensor"
-    if skel[0] is dict:
-        return f"a dict with keys {list(skel[1])}"
-    return f"a {skel[0].__name__} of {len(skel[1])}"
+    if skel.node_type is dict:
+        return f"a dict with keys {list(skel.node_data)}"
+    return f"a {skel.node_type.__name__} of {len(skel.children)}"
 
 
 def struct_list_for(items):
     """A TupleList class's empty instance for ``items`` (tuples/lists/dicts of tensors and
     numbers sharing one structure and leaf dtypes), or None if they do not fit one."""
     structs = [_struct_leaves(e) for e in items]
-    if not structs or any(s[1] is None for s in structs) or len({repr(s[1]) for s in structs}) != 1:
+    if not structs or structs[0][1].node_type is None or any(s[1] != structs[0][1] for s in structs):
         return None
     columns = list(zip(*[s[0] for s in structs]))
     like = []
@@ -423,4 +414,4 @@ def struct_list_for(items):
             dt = "float32" if any(isinstance(e, float) for e in col) else \
                 "bool" if all(isinstance(e, bool) for e in col) else "int64"
             like.append(tensor(0, dtype=dt))
-    return TupleList.like(_struct_rebuild(structs[0][1], like))
+    return TupleList.like(pytree.tree_unflatten(structs[0][1], like))

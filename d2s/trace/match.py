@@ -2,14 +2,14 @@
 trace checking and ``d2s compare`` report per input."""
 import numpy as np
 
-from ..static.builder import _flatten
+from ..static.builder import flatten_outputs
 from ..tensor import _host
 
 
 def outputs_match(expected, got, rtol=1e-4, atol=1e-5):
     """(equal?, detail) for two output structures of tensors / Python values."""
-    a, _ = _flatten(expected)
-    b, _ = _flatten(got)
+    a, _ = flatten_outputs(expected)
+    b, _ = flatten_outputs(got)
     if len(a) != len(b):
         return False, f"{len(a)} tensor outputs vs {len(b)}"
     worst = 0.0

@@ -21,7 +21,7 @@ from d2s_runtime.ops import TensorType
 
 from .._state import STATE
 from ..autograd.grad_mode import no_grad
-from ..static.builder import ProgramBuilder, _flatten, _is_param, _plain, _scalar_dtype
+from ..static.builder import ProgramBuilder, _is_param, _plain, _scalar_dtype, flatten_outputs
 from ..user_errors import user_frame
 from ..tensor import Tensor, _host
 from .guards import (CHECK_OF, Decision, TraceCheckError, TraceGuardError, emit_warnings, find_guard_error,
@@ -244,7 +244,7 @@ class TracedFunction:
     def _replay(self, tensors):
         """Run the program op by op through the eager dispatch (records autograd nodes); guard
         ops run their check on the concrete values like any other kernel."""
-        from ..static.control_flow import replay_op
+        from ..static.replay import replay_op
         prog = self.program
         env = dict(zip(prog.inputs, tensors))
         env.update(self._param_tensors)
@@ -358,7 +358,7 @@ def trace(fn_or_module, example_inputs, check_inputs=None, guards=True):
     try:
         with tracer:
             out = fn_or_module(*args)
-        leaves, build = _flatten(out)
+        leaves, build = flatten_outputs(out)
         out_names = [tracer.name_of(t) for t in leaves]
     finally:
         emit_warnings(tracer.decisions, guards)

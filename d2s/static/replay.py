@@ -1,0 +1,89 @@
+"""Replay: an interpreter that runs the ops of an IR block again, op by op, on tensors (like
+torch.fx's ``Interpreter``).
+
+Each op goes back through ``dispatch.apply``, and ``cond`` / ``while`` / ``scan`` through the
+control-flow builders (``d2s.static.control_flow``) with their sub-blocks replayed as the
+branch, condition and body functions. On concrete values that computes the block eagerly; on
+symbolic values inside a builder it appends the ops again, recording autograd nodes where
+values require grad: static backward, the control-flow gradient rules, anomaly detection,
+traced functions' guards and loaded programs use it.
+
+(Not to be confused with ``d2s.convert.replay``, which replays the *decisions* of nested
+converted ``if``s when an enclosing ``if`` traces its branches again.)
+"""
+import contextlib
+import threading
+
+from .._state import STATE
+from ..dispatch import apply
+from .control_flow import cond, scan, while_loop
+
+__all__ = ["replay_block", "replay_op", "replaying_forward"]
+
+
+def replay_block(block, values):
+    """Run the ops of IR ``block`` again through ``dispatch.apply`` (and the control-flow
+    builders) on ``values`` for its inputs; returns the tensors of its outputs.
+
+    On symbolic values inside a builder this re-appends the ops (recording autograd nodes
+    where values require grad): static backward and the control-flow gradient rules use it.
+    """
+    env = dict(zip(block.inputs, values))
+    hook = STATE.anomaly  # detect_anomaly / check_numerics follow the replay op by op
+    for op in block.ops:
+        args = [env[n] for n in op.inputs]
+        if hook is not None:
+            hook.before_op(op)
+        outs = replay_op(op, args)
+        if hook is not None:
+            hook.after_op(op, outs, args)
+        env.update(zip(op.outputs, outs))
+    return [env[n] for n in block.outputs]
+
+
+_replay_prints = threading.local()  # .on: a replay that is the forward itself keeps its prints
+
+
+@contextlib.contextmanager
+def replaying_forward():
+    """Replays inside keep ``print`` ops: the program being built is the forward that runs
+    for the call (``d2s.static.partial_eval``), not a recomputation for gradients."""
+    prev = getattr(_replay_prints, "on", False)
+    _replay_prints.on = True
+    try:
+        yield
+    finally:
+        _replay_prints.on = prev
+
+
+def replay_op(op, args):
+    """The outputs (a list) of IR ``op`` applied again to ``args``."""
+    if op.type == "cond":
+        then_blk, else_blk = op.blocks["then"], op.blocks["else"]
+        out = cond(args[0], lambda *a: tuple(replay_block(then_blk, a)),
+                   lambda *a: tuple(replay_block(else_blk, a)), *args[1:])
+        return list(out)
+    if op.type == "while":
+        n = len(op.outputs)
+        caps = args[n:]
+        cond_blk, body_blk = op.blocks["cond"], op.blocks["body"]
+        return list(while_loop(lambda *c: replay_block(cond_blk, [*c, *caps])[0],
+                               lambda *c: tuple(replay_block(body_blk, [*c, *caps])), tuple(args[:n])))
+    if op.type == "scan":
+        nc, nx = op.attrs["n_carry"], op.attrs["n_xs"]
+        caps = args[nc + nx:]
+        body_blk = op.blocks["body"]
+
+        def step(carry, x):
+            out = replay_block(body_blk, [*carry, *x, *caps])
+            return tuple(out[:nc]), tuple(out[nc:])
+
+        carry, ys = scan(step, tuple(args[:nc]), tuple(args[nc:nc + nx]), length=op.attrs.get("length"),
+                         reverse=op.attrs.get("reverse", False))
+        return list(carry) + list(ys)
+    if op.type == "print" and not getattr(_replay_prints, "on", False):
+        # replays build backward programs, which recompute the forward: what the forward
+        # printed must not print again when the gradients are computed
+        return []
+    out = apply(op.type, *args, **op.attrs)
+    return list(out) if isinstance(out, tuple) else [out]
