@@ -17,12 +17,21 @@ import shutil
 import subprocess
 import sys
 
+from .onnx import export as onnx_export
+from .onnx.export import ExportError
+from .transformers import ConversionError, convert_function
+from .demo import main as demo_main
+from .jit import to_static
+from .jit.export_support import module_static_function
+from .nn.module import Module
+from .static.input_spec import InputSpec
+from .trace.compare import run_compare
+
 _SPEC = re.compile(r"^\s*(\w+)\s*\[([^\]]*)\]\s*$")
 
 
 def parse_spec(text):
     """'float32[?,784]' -> InputSpec([None, 784], 'float32'); several specs are ';'-separated."""
-    from .static.input_spec import InputSpec
     m = _SPEC.match(text)
     if not m:
         raise SystemExit(f"d2s: bad --spec {text!r}: write it as DTYPE[DIM,...], e.g. 'float32[?,784]' "
@@ -118,9 +127,6 @@ def _check_target(obj, command, target):
 def _static_function(obj, command, target):
     """The StaticFunction to build programs from: the object itself, a module's ``forward``
     (converted for this command, the module unchanged), or a function converted now."""
-    from .jit import to_static
-    from .jit.export_support import module_static_function
-    from .nn.module import Module
     _check_target(obj, command, target)
     if isinstance(obj, Module):
         return module_static_function(obj)
@@ -145,8 +151,6 @@ def _check_spec_count(fn, specs, command, target):
 
 
 def cmd_convert(args):
-    from .transformers import convert_function
-    from .nn.module import Module
     fn = load_target(args.target)
     _check_target(fn, "convert", args.target)
     if isinstance(fn, Module):
@@ -191,7 +195,6 @@ def _signature_fn(sf):
 
 
 def cmd_compare(args):
-    from .trace.compare import run_compare
     print(run_compare(args.target, shapes=_specs(args) or None))
 
 
@@ -264,7 +267,6 @@ def _save_inside(outdir, path, array):
 
 def cmd_export_onnx(args):
     try:
-        from .onnx import export
         import onnx  # noqa: F401
     except ImportError:
         raise SystemExit("d2s export-onnx: needs the onnx package: pip install 'd2s[onnx]'") from None
@@ -278,12 +280,11 @@ def cmd_export_onnx(args):
     if specs:
         _check_spec_count(_signature_fn(sf), specs, "export-onnx", args.target)
     _writable_file(args.output, "-o")
-    inputs, outputs = export(fn, args.output, specs or None)
+    inputs, outputs = onnx_export(fn, args.output, specs or None)
     print(f"wrote {args.output} (inputs {', '.join(inputs)}; outputs {', '.join(outputs)})")
 
 
 def cmd_demo(args):
-    from .demo import main as demo_main
     return demo_main(quick=args.quick)
 
 
@@ -362,17 +363,7 @@ def _user_errors():
     from d2s_runtime.saved_model import InputError
     from d2s_runtime.serialize import FormatError
     errors = [FormatError, InputError, ShapeError, ExecutionError, GuardError, ProgramAssertionError, UserFileError]
-    try:
-        from .transformers import ConversionError
-        errors.append(ConversionError)
-    except ImportError:
-        pass
-    try:
-        from .onnx.export import ExportError
-        errors.append(ExportError)
-    except ImportError:
-        pass
-    return tuple(errors)
+    return tuple(errors) + (ConversionError, ExportError)
 
 
 def _user_message(e, args):

@@ -11,8 +11,11 @@ import inspect
 
 import numpy as np
 
+from ..nn.module import Module
 from ..static.input_spec import InputSpec
 from ..tensor import Tensor, _host
+from .api import to_static
+from .static_function import StaticFunction
 
 
 class Exported:
@@ -158,17 +161,12 @@ def _is_traced(obj):
 
 
 def _is_module(obj):
-    try:
-        from ..nn.module import Module
-    except ImportError:
-        return False
     return isinstance(obj, Module)
 
 
 def module_static_function(module, name="forward"):
     """The StaticFunction of ``module.<name>``; an unconverted method gets one for the
     export (the module itself is not changed)."""
-    from .static_function import StaticFunction
     attr = getattr(module, name)
     if isinstance(attr, StaticFunction):
         return attr
@@ -180,7 +178,6 @@ def module_static_function(module, name="forward"):
 
 def converted_methods(module):
     """``{name: StaticFunction}`` of every converted method of ``module`` (forward first)."""
-    from .static_function import StaticFunction
     # converted per instance (``m.forward = to_static(m.forward)``, ``to_static(m)``) or per class
     names = [n for n, v in vars(module).items() if isinstance(v, StaticFunction)]
     for klass in type(module).__mro__:
@@ -284,7 +281,6 @@ def program_and_params(obj, input_spec=None, params=None):
     if _is_module(obj):
         return from_static_function(module_static_function(obj), input_spec)
     if callable(obj):
-        from .api import to_static
         sf = to_static(obj)
         if not _is_static_function(sf):
             raise TypeError(f"cannot export {obj!r}: it is marked not_to_static")

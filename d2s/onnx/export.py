@@ -17,6 +17,7 @@ from .converters import CONVERTERS, UNSUPPORTED
 OPSET = 18
 IR_VERSION = 9   # onnxruntime 1.16+ reads it
 VAR_PREFIX = "_v_"
+CONTROL_FLOW = {}  # op type -> its lowering to ONNX control flow; d2s.onnx.control_flow fills it
 
 
 class ExportError(ValueError):
@@ -107,7 +108,6 @@ class Exporter:
         return f"_t{self._n}"
 
     def emit_block(self, g, block):
-        from .control_flow import CONTROL_FLOW
         for op in block.ops:
             if op.type in CONTROL_FLOW:
                 CONTROL_FLOW[op.type](self, g, op)

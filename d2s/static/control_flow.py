@@ -25,6 +25,10 @@ from d2s_runtime.ops import TensorType
 from .._state import STATE
 from ..tensor import Tensor, tensor
 from .builder import ProgramBuilder
+from .. import ops as d
+from ..autograd.grad_mode import no_grad
+from ..autograd.node import record
+from ..dispatch import apply
 
 __all__ = ["cond", "while_loop", "scan", "replay_block"]
 
@@ -80,7 +84,6 @@ def tree_unflatten(treedef, leaves):
 
 def _tensorize(obj, like=None):
     """Python numbers (and numpy values) in a pytree become tensors (dtype of ``like``'s leaf)."""
-    from ..tensor import tensor
 
     def conv(o, ref):
         if isinstance(o, Tensor) or o is None:
@@ -140,7 +143,6 @@ def _promote_weak(types, o_types, weak):
 
 def _cast_leaves(b, leaves, in_names, types):
     """Cast (and broadcast) the initial loop vars whose type was promoted to their loop types."""
-    from .. import ops as d
     for i, t in enumerate(types):
         have = b.block.lookup(in_names[i]).type
         if have.dtype != t.dtype or have.ndim != t.ndim:
@@ -231,7 +233,6 @@ def _abstract(fn):
 
     Eager code uses it to learn the type a value would have in a program: the branch not
     taken, or a loop body on its initial carry (as a program builds it)."""
-    from ..autograd.grad_mode import no_grad
     b = STATE.builder
     scope = b.sub_block() if b is not None else ProgramBuilder()
     try:
@@ -419,7 +420,6 @@ def _record(name, op, inputs, outputs, **extra):
     # that does was made to inside the function (d2s.func.grad, d2s.grad): record it then too
     if not STATE.grad_enabled or not any(t.requires_grad for t in inputs):
         return
-    from ..autograd.node import record
     record(_CFOp(name), tuple(inputs), {"op": op, **extra}, tuple(outputs))
 
 
@@ -505,7 +505,6 @@ def cond(pred, true_fn, false_fn, *operands):
 
 
 def _as_pred(pred, what):
-    from .. import ops as d
     t = pred._var.type
     if any(s != 1 for s in t.shape):
         raise ControlFlowError(f"{what}: the predicate must be a scalar (one element), got a tensor of type {t}")
@@ -700,7 +699,6 @@ def _static_while(call_cond, call_body, vals):
 
 def _as_pred_value(p):
     """A condition as one bool scalar tensor (a Python bool becomes a constant)."""
-    from ..tensor import tensor
     if not isinstance(p, Tensor):
         p = tensor(bool(p))
     if p._data is not None:
@@ -742,7 +740,6 @@ def _scan(fn, init, xs, length, reverse, what, static=False):
 def _as_scanned(xs):
     """``xs`` with numpy arrays and lists of numbers (nested, rectangular) as tensors; tuples,
     dicts and lists holding tensors stay pytrees."""
-    from ..tensor import tensor
 
     def numbers_only(o):
         if isinstance(o, list):
@@ -767,7 +764,6 @@ def _as_scanned(xs):
 
 
 def _py_scan(fn, init, xs, length, reverse, what="d2s.scan"):
-    from .. import ops as d
     x_leaves, x_tree = tree_flatten(xs)
     for x in x_leaves:
         if x.ndim == 0:
@@ -816,11 +812,9 @@ def _py_scan(fn, init, xs, length, reverse, what="d2s.scan"):
 
 def _empty_ys(fn, init, x_leaves, x_tree, info):
     """The stacked ys of a scan of no steps: empty tensors of the types a step gives."""
-    from .. import ops as d
     if info is not None and all(None not in t.shape for t in info[1]):
         return tree_unflatten(info[0], [d.zeros([0, *t.shape], dtype=t.dtype) for t in info[1]])
     # (a step whose ys' shapes depend on data: learn them from one step on zeros)
-    from ..autograd.grad_mode import no_grad
     with no_grad():
         _, y0 = fn(init, tree_unflatten(x_tree, [d.zeros(list(x.shape[1:]), dtype=x.dtype) for x in x_leaves]))
     y_leaves, y_tree = tree_flatten(_tensorize(y0))
@@ -974,6 +968,5 @@ def replay_op(op, args):
         # replays build backward programs, which recompute the forward: what the forward
         # printed must not print again when the gradients are computed
         return []
-    from ..dispatch import apply
     out = apply(op.type, *args, **op.attrs)
     return list(out) if isinstance(out, tuple) else [out]

@@ -18,6 +18,7 @@ from ..autograd.node import defgrad, nondiff
 from ..dispatch import apply
 from ..tensor import Tensor
 from .control_flow import cond, replay_block, scan, while_loop
+from ..autograd.engine import grad
 
 nondiff("list_new", "list_len", "stack_new", "stack_push", "stack_pop", "list_index_check")
 
@@ -57,7 +58,6 @@ def block_vjp(block, values, cotangents, wrt):
              if g is not None and isinstance(o, Tensor) and o.requires_grad and _is_float(o)]
     grads = [None] * len(leaves)
     if pairs and leaves:
-        from ..autograd.engine import grad
         grads = grad([o for o, _ in pairs], leaves, grad_outputs=[d.cast(g, o.dtype) for o, g in pairs],
                      allow_unused=True, create_graph=create_graph)
     return [d.zeros_like(x) if g is None else g for g, x in zip(grads, leaves)]

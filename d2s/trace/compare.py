@@ -16,33 +16,18 @@ import warnings
 
 import numpy as np
 
-from ..tensor import Tensor, _host
+from ..tensor import Tensor, tensor
 from .guards import TraceGuardError, baked_text, group_by_line, kind_of_line
+from .tracer import _as_args, _call_untraced, _describe_inputs, _table, outputs_match, trace, Tracer
+from ..jit import to_static
+from ..jit.linemap import original_location
+from ..nn import Module
+from ..static.builder import ProgramBuilder
+from ..static.errors import user_frame
 
 MAX_INPUTS = 6
 _SCALES = (1.0, -1.0, 0.1, 10.0, 3.0, -0.1, -10.0, 0.5)
 _SHIFTS = (0.0, 2.0, -2.0)
-
-
-def outputs_match(expected, got, rtol=1e-4, atol=1e-5):
-    """(equal?, detail) for two output structures of tensors / Python values."""
-    from ..static.builder import _flatten
-    a, _ = _flatten(expected)
-    b, _ = _flatten(got)
-    if len(a) != len(b):
-        return False, f"{len(a)} tensor outputs vs {len(b)}"
-    worst = 0.0
-    for x, y in zip(a, b):
-        x, y = np.asarray(_host(x._data)), np.asarray(_host(y._data))
-        if x.shape != y.shape:
-            return False, f"shape {x.shape} vs {y.shape}"
-        if x.size == 0:
-            continue
-        diff = np.abs(x.astype(np.float64) - y.astype(np.float64))
-        if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
-            return False, f"max |diff| = {float(np.nanmax(diff)):.3g}"
-        worst = max(worst, float(np.nanmax(diff)) if not np.all(np.isnan(diff)) else 0.0)
-    return True, f"max |diff| = {worst:.2g}" if worst else ""
 
 
 # ---------------------------------------------------------------------------- inputs
@@ -62,7 +47,6 @@ def _spec_of(s):
 def path_of(fn, args):
     """The control-flow path ``fn`` takes on ``args``, as the tracer sees it: the values read
     at each place a tensor's value steered Python (a hashable tuple)."""
-    from .tracer import Tracer
     tracer = Tracer(guards=False)
     for a in args:
         if isinstance(a, Tensor):
@@ -97,13 +81,12 @@ def generate_inputs(fn, shapes, seed=0, max_inputs=MAX_INPUTS):
 
 
 def _make(arr, dtype):
-    import d2s
     arr = np.asarray(arr)
     if dtype.startswith("int"):
         arr = np.round(arr)
     elif dtype == "bool":
         arr = arr > 0
-    return d2s.tensor(arr.astype(dtype))
+    return tensor(arr.astype(dtype))
 
 
 def _default_shapes(fn):
@@ -185,8 +168,6 @@ def static_ops(program, lines_by_op=None):
 def _capture_op_lines():
     """While a program is built, note the user's source line of each control-flow op (the
     frame of converted code that appends it, mapped back through the converter's line map)."""
-    from ..static.builder import ProgramBuilder
-    from ..static.errors import user_frame
     lines = {}
     original = ProgramBuilder.append_op
 
@@ -195,7 +176,6 @@ def _capture_op_lines():
             loc = user_frame()
             if loc is not None:
                 try:
-                    from ..jit.linemap import original_location
                     loc = original_location(*loc)
                 except Exception:
                     pass
@@ -227,7 +207,6 @@ class Comparison:
         return all(r["to_static"] == "ok" for r in self.rows)
 
     def __str__(self):
-        from .tracer import _table
         head = ("#", "input", "path", "trace (guards off)", "trace (guards on)", "to_static")
         rows = [(r["i"], r["input"], r["path"], r["trace"], r["guarded"], r["to_static"]) for r in self.rows]
         out = [f"d2s compare {self.name}: eager vs trace (traced on input #0) vs to_static", "",
@@ -246,14 +225,6 @@ def _clip(s, n):
     return s if len(s) <= n else s[:n - 3] + "..."
 
 
-def _to_static():
-    try:
-        from ..jit import to_static
-        return to_static
-    except Exception:
-        return None
-
-
 def compare(fn, inputs=None, shapes=None, seed=0):
     """Run ``fn`` eagerly, traced and converted by ``to_static`` on several inputs, side by side.
 
@@ -270,7 +241,6 @@ def compare(fn, inputs=None, shapes=None, seed=0):
     Returns:
         A :class:`Comparison`; ``print`` it for the tables.
     """
-    from .tracer import _as_args, _call_untraced, _describe_inputs, trace
     if inputs is None:
         inputs = generate_inputs(fn, shapes if shapes is not None else _default_shapes(fn), seed)
     inputs = [_as_args(a) for a in inputs]
@@ -289,16 +259,12 @@ def compare(fn, inputs=None, shapes=None, seed=0):
         classic = trace(fn, inputs[0], guards=False)
         guarded = trace(fn, inputs[0], guards=True)
 
-    to_static = _to_static()
     static_fn, static_note = None, ""
-    if to_static is None:
-        static_note = "to_static: n/a (d2s.jit.to_static is not importable)"
-    else:
-        try:
-            # a module's bound forward, so comparing never replaces the user's module.forward
-            static_fn = to_static(fn.forward if _is_module(fn) else fn)
-        except Exception as e:
-            static_note = f"to_static: failed to convert: {type(e).__name__}: {e}"
+    try:
+        # a module's bound forward, so comparing never replaces the user's module.forward
+        static_fn = to_static(fn.forward if _is_module(fn) else fn)
+    except Exception as e:
+        static_note = f"to_static: failed to convert: {type(e).__name__}: {e}"
 
     # the program is built (and cached) here first, so its ops' source lines are captured
     ops_found, by_line, static_state = [], {}, "n/a"
@@ -335,7 +301,6 @@ def compare(fn, inputs=None, shapes=None, seed=0):
 
 
 def _is_module(obj):
-    from ..nn import Module
     return isinstance(obj, Module)
 
 
@@ -387,7 +352,6 @@ def _points(fn, traced, example, static_state, by_line):
 def _executed_lines(fn, args):
     """{(realpath, line)} executed by an eager call of ``fn`` on ``args`` (sys.settrace)."""
     import sys
-    from .tracer import _call_untraced
     hits = set()
     own = os.path.realpath(os.path.dirname(os.path.dirname(__file__)))
 

@@ -23,9 +23,10 @@ from .._state import STATE
 from ..autograd.grad_mode import no_grad
 from ..static.builder import ProgramBuilder, _flatten, _is_param, _plain, _scalar_dtype
 from ..static.errors import user_frame
-from ..tensor import Tensor, _host
+from ..tensor import _host, Tensor, tensor
 from .guards import (CHECK_OF, Decision, TraceCheckError, TraceGuardError, emit_warnings, find_guard_error,
                      guard_error_from)
+from ..static.control_flow import replay_op
 
 
 class Tracer:
@@ -223,7 +224,6 @@ class TracedFunction:
         for i, a in enumerate(args):
             if i in positions:
                 if not isinstance(a, Tensor):
-                    from ..tensor import tensor
                     a = tensor(a) if not isinstance(a, np.ndarray) else Tensor._make(a)
                 t = self._example_types[len(tensors)]
                 if tuple(a._data.shape) != t.shape or str(a.dtype) != t.dtype:
@@ -243,7 +243,6 @@ class TracedFunction:
     def _replay(self, tensors):
         """Run the program op by op through the eager dispatch (records autograd nodes); guard
         ops run their check on the concrete values like any other kernel."""
-        from ..static.control_flow import replay_op
         prog = self.program
         env = dict(zip(prog.inputs, tensors))
         env.update(self._param_tensors)
@@ -255,7 +254,6 @@ class TracedFunction:
     # ------------------------------------------------------------ checking
     def check(self, inputs_list, rtol=1e-4, atol=1e-5):
         """Run eager and traced on each input tuple; returns (all_ok, table text)."""
-        from .compare import outputs_match
         rows = []
         ok_all = True
         for k, inputs in enumerate(inputs_list):
@@ -272,6 +270,26 @@ class TracedFunction:
             ok_all &= ok
             rows.append((str(k), _describe_inputs(inputs), status, detail))
         return ok_all, _table(("#", "inputs", "trace vs eager", "detail"), rows)
+
+
+def outputs_match(expected, got, rtol=1e-4, atol=1e-5):
+    """(equal?, detail) for two output structures of tensors / Python values."""
+    a, _ = _flatten(expected)
+    b, _ = _flatten(got)
+    if len(a) != len(b):
+        return False, f"{len(a)} tensor outputs vs {len(b)}"
+    worst = 0.0
+    for x, y in zip(a, b):
+        x, y = np.asarray(_host(x._data)), np.asarray(_host(y._data))
+        if x.shape != y.shape:
+            return False, f"shape {x.shape} vs {y.shape}"
+        if x.size == 0:
+            continue
+        diff = np.abs(x.astype(np.float64) - y.astype(np.float64))
+        if not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
+            return False, f"max |diff| = {float(np.nanmax(diff)):.3g}"
+        worst = max(worst, float(np.nanmax(diff)) if not np.all(np.isnan(diff)) else 0.0)
+    return True, f"max |diff| = {worst:.2g}" if worst else ""
 
 
 def _where(e):
