@@ -240,6 +240,8 @@ def _mixes_numbers(lst, x):
 
 
 def _user_error(message, cls):
+    # convert sits above static (its package imports this module); the user-line mapping moves
+    # below both when the error modules merge, and this becomes a module-level import
     from ..convert.errors import at_user_line
     return at_user_line(message, cls)
 
