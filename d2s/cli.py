@@ -17,15 +17,15 @@ import shutil
 import subprocess
 import sys
 
-from .onnx import export as onnx_export
-from .onnx.export import ExportError
-from .transformers import ConversionError, convert_function
 from .demo import main as demo_main
 from .jit import to_static
 from .jit.export_support import module_static_function
 from .nn.module import Module
+from .onnx import export as onnx_export
+from .onnx.export import ExportError
 from .static.input_spec import InputSpec
 from .trace.compare import run_compare
+from .transformers import ConversionError, convert_function
 
 _SPEC = re.compile(r"^\s*(\w+)\s*\[([^\]]*)\]\s*$")
 

@@ -18,8 +18,8 @@ import numpy as np
 
 from .autograd.engine import grad as _autograd_grad
 from .autograd.grad_mode import enable_grad
-from .tensor import Tensor, tensor
 from .ops import reshape, stack, zeros, zeros_like
+from .tensor import Tensor, tensor
 
 __all__ = ["grad", "value_and_grad", "jacrev", "jacfwd", "hessian", "tree_flatten", "tree_unflatten"]
 

@@ -4,16 +4,16 @@ import builtins
 
 import numpy as np
 
-from ..tensor import Tensor
-from .errors import at_user_line
-from .undefined import MaybeNone, MaybeUnbound, Undefined, unbound_error
-from .values import is_symbolic
 from .. import ops
 from ..dispatch import apply
 from ..printing import print as print_op
 from ..static.errors import user_frame
 from ..static.tensor_array import TensorArray
 from ..static.weak_index import number_stand_in, python_type, weak
+from ..tensor import Tensor
+from .errors import at_user_line
+from .undefined import MaybeNone, MaybeUnbound, Undefined, unbound_error
+from .values import is_symbolic
 
 
 def convert_len(x):

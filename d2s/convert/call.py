@@ -15,12 +15,12 @@ import sysconfig
 import types
 import weakref
 
-from . import builtins as cb
-from ..tensor import Tensor
-from .loops import convert_enumerate, convert_range, convert_zip
-from .values import is_symbolic
 from .. import ops
 from ..autograd import functional
+from ..tensor import Tensor
+from . import builtins as cb
+from .loops import convert_enumerate, convert_range, convert_zip
+from .values import is_symbolic
 
 _BUILTINS = {
     builtins.len: cb.convert_len, builtins.print: cb.convert_print, builtins.int: cb.convert_int,

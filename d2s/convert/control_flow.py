@@ -8,17 +8,17 @@ tensors of the other side's dtype.
 """
 import numpy as np
 
+from .. import ops
+from .._state import STATE
+from ..static.control_flow import ControlFlowError, _static_cond, tree_flatten
+from ..static.tensor_array import NumberList, TensorArray, numbers_dtype, struct_list_for
+from ..static.weak_index import WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type
 from ..tensor import Tensor, tensor
 from . import replay
 from .errors import ConvertError, at_user_line, deferred_index_error
 from .escaping import refuse_escaping
 from .undefined import MaybeUnbound, Undefined, maybe_unbound
 from .values import describe, fresh, is_symbolic, leaves, rebuild, truth, write_back
-from ..static.weak_index import WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type, weak
-from .. import ops
-from .._state import STATE
-from ..static.control_flow import _static_cond, ControlFlowError, tree_flatten
-from ..static.tensor_array import NumberList, numbers_dtype, struct_list_for, TensorArray
 
 _NUMBER = (bool, int, float, np.generic)
 

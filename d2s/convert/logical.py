@@ -1,11 +1,11 @@
 """`and`, `or`, `not` over thunks: Python short-circuit semantics for Python values and
 concrete tensors; once a value is a symbolic tensor, the rest is evaluated inside a ``cond``
 so it still runs only when needed (``i < n and x[i] > 0`` never reads ``x[n]``)."""
-from .errors import at_user_line, deferred_index_error
-from .values import is_symbolic, truth
 from .. import ops
 from ..static.control_flow import cond
 from ..tensor import Tensor
+from .errors import at_user_line, deferred_index_error
+from .values import is_symbolic, truth
 
 
 def _as_bool(x):

@@ -10,19 +10,19 @@ under a ``cond`` on it instead of being refused.
 """
 import warnings
 
+from .. import ops
 from .._state import STATE
+from ..static.control_flow import ControlFlowError, while_loop
+from ..static.tensor_array import NumberList, TensorArray, numbers_dtype, struct_list_for
+from ..static.weak_index import (WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type, plain_tensor,
+                                 weak)
 from ..tensor import Tensor, tensor
 from . import control_flow as cf
-from .errors import at_user_line, ConvertError, deferred_index_error, user_location
+from .builtins import convert_assert
+from .errors import ConvertError, at_user_line, deferred_index_error, user_location
 from .escaping import refuse_escaping
 from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
 from .values import fresh, is_symbolic, leaves, rebuild, truth, write_back
-from ..static.weak_index import (WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type, plain_tensor,
-                         weak)
-from .. import ops
-from ..static.control_flow import ControlFlowError, while_loop
-from ..static.tensor_array import NumberList, numbers_dtype, struct_list_for, TensorArray
-from .builtins import convert_assert
 
 
 # ------------------------------------------------------------------ while

@@ -2,11 +2,11 @@
 tensor (a loop index inside a tensor loop) is read by stacking its elements and written by
 selecting, element by element, between the new value and the old one. Anything else is
 plain Python indexing."""
+from .. import ops
+from ..dispatch import apply
 from ..tensor import Tensor, tensor
 from .errors import at_user_line
 from .values import is_symbolic
-from .. import ops
-from ..dispatch import apply
 
 _NUMBER = (bool, int, float)
 

@@ -1,7 +1,7 @@
 """Values flowing through converted control flow: symbolic checks, leaves, fresh copies."""
+from ..autograd.node import AccumulateGrad
 from ..tensor import Tensor
 from .undefined import Undefined
-from ..autograd.node import AccumulateGrad
 
 
 def is_symbolic(x):

@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from d2s_runtime.device import xp_of
+
 from ..tensor import Tensor
 
 _STATE = {"comm": None, "timeout": None}

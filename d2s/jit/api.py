@@ -2,9 +2,9 @@
 import functools
 import inspect
 
+from ..nn.module import Module
 from . import config
 from .static_function import SourceUnavailableError, StaticFunction
-from ..nn.module import Module
 
 
 def to_static(fn=None, *, input_spec=None, fallback=True, check_numerics=False):

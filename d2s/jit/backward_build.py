@@ -13,9 +13,9 @@ from d2s_runtime.gc_pause import paused_gc
 
 from ..autograd import enable_grad
 from ..autograd.engine import grad as _grad
+from ..ops import zeros_like
 from ..static import backward as static_backward  # (a module: tests replace gradients in it)
 from ..static.builder import ProgramBuilder
-from ..ops import zeros_like
 
 
 def _type_of(t):

@@ -20,15 +20,14 @@ from d2s_runtime.ops import RNG
 
 from .._state import STATE
 from ..autograd.anomaly import ACTIVE_THREADS, remember
-from ..autograd.node import grad_node, GRAD_RULES, Node, NONDIFF
-from ..tensor import Tensor
 from ..autograd.engine import grad as autograd_grad
 from ..autograd.grad_mode import enable_grad
-from ..static.control_flow import replay_block
+from ..autograd.node import GRAD_RULES, NONDIFF, Node, grad_node
 from ..static import partial_eval  # (a module: tests replace split_training in it)
+from ..static.control_flow import replay_block
 from ..static.reach import add_reach_flags
+from ..tensor import Tensor
 from .backward_build import build_backward
-
 
 # One program build at a time, process-wide (as torch._dynamo's compile lock): a build runs the
 # user's function, which may write module attributes for the duration of the trace, so two

@@ -21,17 +21,17 @@ import secrets
 import shutil
 import warnings
 
+import d2s
 from d2s_runtime.untrusted import DEFAULT_MAX_BYTES
 
-from .export_support import Exported, converted_methods, module_static_function, program_and_params
 from ..nn.module import Module, Parameter
 from ..ops import cast
 from ..static.control_flow import replay_op
 from ..tensor import Tensor
 from ..trace.guards import find_guard_error, guard_error_from
 from .concrete import ConcreteProgram
+from .export_support import Exported, converted_methods, module_static_function, program_and_params
 from .static_function import StaticFunction
-import d2s
 
 METHODS_DIR = "methods"
 

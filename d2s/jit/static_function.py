@@ -16,19 +16,19 @@ from d2s_runtime.gc_pause import paused_gc
 
 from .._state import HOOKED_THREADS, STATE
 from ..autograd import enable_grad, no_grad
+from ..autograd.anomaly import check_forward
 from ..autograd.engine import SymbolicInputNeedsGrad
+from ..convert.call import convert_transform
+from ..convert.errors import ConvertError
 from ..inplace import BUFFER_UPDATES
-from ..static.builder import ProgramBuilder, _flatten, python_number_type
 from ..nn.module import Module
+from ..static.builder import ProgramBuilder, _flatten, python_number_type
 from ..static.input_spec import InputSpec
-from ..tensor import Tensor as _Tensor, Tensor
+from ..tensor import Tensor
 from ..transformers import SourceUnavailable, convert_function
 from . import config, linemap
 from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, varying_dims
 from .concrete import _CELL, BUILD_LOCK, ConcreteProgram
-from ..autograd.anomaly import check_forward
-from ..convert.call import convert_transform
-from ..convert.errors import ConvertError
 
 _ENABLED = [True]
 
@@ -660,7 +660,7 @@ def _restore_symbolic_writes(snapshot):
             before = attrs.get(k, _MISSING)
             container = before if before is v and k in contents else None
             buffer = regs.get("_buffers", {}).get(k)
-            if buffer is None or not (isinstance(v, _Tensor) and BUFFER_UPDATES.get(id(v)) is v):
+            if buffer is None or not (isinstance(v, Tensor) and BUFFER_UPDATES.get(id(v)) is v):
                 buffer = None
             writes.append(_StateWrite(m, k, v if container is None else
                                       (list(v) if type(v) is list else dict(v)), container, buffer))

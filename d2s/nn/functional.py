@@ -6,7 +6,8 @@ inputs are symbolic.
 """
 import math
 
-from .. import nn_ops, ops as _ops
+from .. import nn_ops
+from .. import ops as _ops
 from ..tensor import Tensor, tensor
 
 

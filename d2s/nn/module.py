@@ -10,8 +10,8 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
-from ..tensor import Tensor, tensor
 from ..dtypes import as_dtype
+from ..tensor import Tensor, tensor
 
 
 def _array_of(data):

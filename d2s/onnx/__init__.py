@@ -4,9 +4,9 @@ Control flow is kept as control flow: ``cond`` becomes ``If``, ``while`` becomes
 ``scan`` a ``Loop`` with scan outputs; unknown dims (``InputSpec(None, ...)``) stay symbolic.
 Needs the ``onnx`` extra (``pip install 'd2s[onnx]'``).
 """
-from .export import ExportError, program_to_onnx
-from . import control_flow  # noqa: F401  (registers If/Loop lowering and tensor-list converters)
 from ..jit.export_support import program_and_params
+from . import control_flow  # noqa: F401  (registers If/Loop lowering and tensor-list converters)
+from .export import ExportError, program_to_onnx
 
 
 def export(obj, path, input_spec=None, params=None):

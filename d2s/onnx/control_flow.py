@@ -19,7 +19,7 @@ import numpy as np
 from d2s_runtime.ir import Block, Op
 
 from .converters import _i64, converter
-from .export import CONTROL_FLOW, _Type, GraphCtx
+from .export import CONTROL_FLOW, GraphCtx, _Type
 
 
 def _cf(name):

@@ -10,8 +10,8 @@ import numpy as np
 
 from d2s_runtime.device import xp_of
 
-from ..tensor import Tensor
 from ..autograd import enable_grad
+from ..tensor import Tensor
 
 
 class Optimizer:

@@ -9,12 +9,12 @@ separate forward run are not reused).
 """
 import contextlib
 
+from .. import ops as d
 from .._state import STATE
+from ..autograd.engine import grad
 from ..autograd.grad_mode import enable_grad
 from .builder import ProgramBuilder
 from .control_flow import replay_op, replaying_forward
-from .. import ops as d
-from ..autograd.engine import grad
 
 
 def _is_float(dtype):

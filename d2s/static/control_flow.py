@@ -22,13 +22,13 @@ import numpy as np
 from d2s_runtime.ir import Op
 from d2s_runtime.ops import TensorType
 
-from .._state import STATE
-from ..tensor import Tensor, tensor
-from .builder import ProgramBuilder
 from .. import ops as d
+from .._state import STATE
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import record
 from ..dispatch import apply
+from ..tensor import Tensor, tensor
+from .builder import ProgramBuilder
 
 __all__ = ["cond", "while_loop", "scan", "replay_block"]
 

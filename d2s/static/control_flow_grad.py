@@ -13,12 +13,12 @@ leaf tensors inside new sub-blocks and asks the engine for the vector-Jacobian p
 """
 from .. import ops as d
 from .._state import STATE
+from ..autograd.engine import grad
 from ..autograd.grad_mode import enable_grad
 from ..autograd.node import defgrad, nondiff
 from ..dispatch import apply
 from ..tensor import Tensor
 from .control_flow import cond, replay_block, scan, while_loop
-from ..autograd.engine import grad
 
 nondiff("list_new", "list_len", "stack_new", "stack_push", "stack_pop", "list_index_check")
 

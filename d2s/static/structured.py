@@ -10,10 +10,10 @@ new), with JAX's semantics.
 """
 import numpy as np
 
+from .. import ops as d
 from ..tensor import Tensor
 from .control_flow import (ControlFlowError, _abstract, _eager_branch, _fmt_tree, _is_symbolic, _join_weak, _scan,
                            _tensorize_weak, cond, run_while)
-from .. import ops as d
 
 __all__ = ["fori_loop", "switch", "map"]
 

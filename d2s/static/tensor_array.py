@@ -5,9 +5,9 @@ value is one tensor whose leading dim is the length (see ``d2s_runtime/ops/tenso
 so it can be a ``while_loop`` / ``scan`` carry like any tensor: a ``TensorArray`` is a pytree
 node whose one child is that tensor.
 """
+from .. import ops
 from ..dispatch import apply
 from ..tensor import Tensor, tensor
-from .. import ops
 from .weak_index import number_stand_in
 
 

@@ -7,9 +7,9 @@ Tensor whose arithmetic with another tensor first casts the index to that tensor
 a Python int meeting a tensor does), and whose arithmetic with Python ints (``i + 1``, ``-i``)
 stays weak, so converted code keeps eager dtypes.
 """
+from .. import ops
 from ..dispatch import apply
 from ..tensor import Tensor
-from .. import ops
 
 _ARITH = (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("floordiv", "floordiv"),
           ("mod", "mod"), ("pow", "pow"))

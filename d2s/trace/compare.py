@@ -16,14 +16,14 @@ import warnings
 
 import numpy as np
 
-from ..tensor import Tensor, tensor
-from .guards import TraceGuardError, baked_text, group_by_line, kind_of_line
-from .tracer import _as_args, _call_untraced, _describe_inputs, _table, outputs_match, trace, Tracer
 from ..jit import to_static
 from ..jit.linemap import original_location
 from ..nn import Module
 from ..static.builder import ProgramBuilder
 from ..static.errors import user_frame
+from ..tensor import Tensor, tensor
+from .guards import TraceGuardError, baked_text, group_by_line, kind_of_line
+from .tracer import Tracer, _as_args, _call_untraced, _describe_inputs, _table, outputs_match, trace
 
 MAX_INPUTS = 6
 _SCALES = (1.0, -1.0, 0.1, 10.0, 3.0, -0.1, -10.0, 0.5)

@@ -22,11 +22,11 @@ from d2s_runtime.ops import TensorType
 from .._state import STATE
 from ..autograd.grad_mode import no_grad
 from ..static.builder import ProgramBuilder, _flatten, _is_param, _plain, _scalar_dtype
+from ..static.control_flow import replay_op
 from ..static.errors import user_frame
-from ..tensor import _host, Tensor, tensor
+from ..tensor import Tensor, _host, tensor
 from .guards import (CHECK_OF, Decision, TraceCheckError, TraceGuardError, emit_warnings, find_guard_error,
                      guard_error_from)
-from ..static.control_flow import replay_op
 
 
 class Tracer:

@@ -20,8 +20,8 @@ from .continue_statements import ContinueStatements
 from .errors import ConversionError, SourceUnavailable
 from .for_loops import ForLoops
 from .if_statements import IfStatements
-from .lambda_source import lambda_as_function
 from .inplace_calls import InplaceCalls
+from .lambda_source import lambda_as_function
 from .logical_expressions import LogicalExpressions
 from .loop_else import LoopElse
 from .naming import Namer
