@@ -2,6 +2,13 @@
 except Tensor and the autograd engine, and few imports of d2s's own modules hidden in
 functions, each with a comment saying why.
 
+The layers, low to high (a module imports only from its own layer or below):
+d2s_runtime < _state, dtypes < tensor, autograd core < dispatch, static.builder < ops <
+static (control_flow, backward, tensor_array, weak_index, ...) < nn, optim, data, func,
+autograd.functional < convert (the helpers converted code calls) < transformers (the AST
+passes; they hand the call-time conversion down to convert) < jit < trace, onnx, distributed
+< cli, demo.
+
 The analyzer here reads the sources with ``ast`` (nothing is imported), so it sees what a
 reader sees: module-level imports, imports under a top-level ``if``/``try`` (counted as module
 level), and imports inside functions or classes (counted as function level).
