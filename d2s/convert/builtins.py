@@ -1,5 +1,6 @@
 """Tensor-aware versions of the builtins converted code calls: len, print, int/float/bool,
-assert, isinstance. Python values keep Python behaviour; symbolic tensors get ops."""
+assert, isinstance (and the checked read of a local that may be unbound). Python values keep Python
+behaviour; symbolic tensors get ops."""
 import builtins
 
 import numpy as np
@@ -18,6 +19,7 @@ from .values import is_symbolic
 
 def convert_len(x):
     """``len(x)``: the static size when known, else a 0-d int64 tensor computed in the program."""
+    # (weak: a length is a Python int, and it comes back from the program as one)
     if is_symbolic(x):
         if x.ndim == 0:
             raise at_user_line("len() of a 0-d tensor", TypeError)
@@ -102,7 +104,8 @@ def convert_assert(test, message=None):
         raise AssertionError(msg) if msg is not None else AssertionError()
 
 
-# a read of a local that may be unbound: its run-time check is an assert op, like `assert`
+# A read of a local that may be unbound is checked by an assert op, so it lives here with `assert`
+# (undefined.py, below this module, holds the placeholders themselves).
 def checked(value, name):
     """``value``, read from local ``name`` where it may be unbound: an ``Undefined`` raises
     UnboundLocalError as Python would; a ``MaybeUnbound`` adds that check to the program (it
