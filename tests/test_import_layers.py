@@ -150,6 +150,21 @@ def import_graph(found):
     return edges
 
 
+def load_graph(found, mods):
+    """What loading each module runs: its module-level imports, and for each imported
+    submodule the ``__init__`` of every package above it (importing d2s.static.tensor_array
+    first runs d2s/static/__init__.py, which imports the whole static package). A cycle here
+    fails at import time, in one import order only."""
+    edges = import_graph([f for f in found if not f[3]])
+    for mod, target, *_ in [f for f in found if not f[3]]:
+        parent = target.rpartition(".")[0]
+        while parent in mods and not mod.startswith(parent + "."):
+            edges[mod].add(parent)
+            edges.setdefault(parent, set())
+            parent = parent.rpartition(".")[0]
+    return edges
+
+
 # ------------------------------------------------------------------ the analyzer on a toy package
 def _write(root, files):
     for rel, text in files.items():
@@ -179,6 +194,21 @@ def test_analyzer_finds_cycles_through_function_level_and_relative_imports(tmp_p
     assert cycles(import_graph(acyclic)) == []
 
 
+def test_analyzer_finds_load_cycles_through_package_inits(tmp_path):
+    _write(str(tmp_path), {
+        "pkg/__init__.py": "",
+        "pkg/low/__init__.py": "from . import base, extra\n",
+        "pkg/low/base.py": "",
+        "pkg/low/extra.py": "from ..high import helper\n",
+        "pkg/high.py": "from .low.base import thing\n",
+    })
+    found = imports(str(tmp_path), "pkg")
+    mods = modules(str(tmp_path), "pkg")
+    assert cycles(import_graph(found)) == []  # no module imports another that imports it back...
+    # ...but loading pkg.high first runs pkg/low/__init__.py, which loads pkg.low.extra -> pkg.high
+    assert cycles(load_graph(found, mods)) == [["pkg.high", "pkg.low", "pkg.low.extra"]]
+
+
 # ------------------------------------------------------------------ d2s itself
 @_WAITS_FOR_CORE
 def test_no_import_cycle_in_d2s_but_tensor_and_autograd_engine():
@@ -199,6 +229,12 @@ def test_few_function_level_imports_of_d2s_modules_each_with_a_reason():
     assert len(hidden) <= MAX_FUNCTION_LEVEL, \
         f"{len(hidden)} function-level imports of d2s's own modules (at most {MAX_FUNCTION_LEVEL}):\n  " + \
         "\n  ".join(f"{m}:{line} -> {t}" for m, t, line, _ in hidden)
+
+
+def test_module_level_imports_have_no_cycle_through_package_inits():
+    bad = [c for c in cycles(load_graph(imports(ROOT, "d2s"), modules(ROOT, "d2s"))) if not set(c) <= ALLOWED_CYCLE]
+    assert not bad, "import cycles at module load (package __init__ files included):\n" + \
+        "\n".join("  " + " ".join(c) for c in bad)
 
 
 def test_allowed_cycle_stays_small():
