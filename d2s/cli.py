@@ -17,7 +17,14 @@ import shutil
 import subprocess
 import sys
 
+from .demo import main as demo_main
+from .jit import to_static
+from .jit.export_support import module_static_function
+from .nn.module import Module
+from .onnx import export as onnx_export
+from .onnx.export import ExportError
 from .static.input_spec import spec_from_text
+from .transformers import ConversionError, convert_function
 
 
 def parse_spec(text):
@@ -111,9 +118,6 @@ def _check_target(obj, command, target):
 def _static_function(obj, command, target):
     """The StaticFunction to build programs from: the object itself, a module's ``forward``
     (converted for this command, the module unchanged), or a function converted now."""
-    from .jit import to_static
-    from .jit.export_support import module_static_function
-    from .nn.module import Module
     _check_target(obj, command, target)
     if isinstance(obj, Module):
         return module_static_function(obj)
@@ -138,8 +142,6 @@ def _check_spec_count(fn, specs, command, target):
 
 
 def cmd_convert(args):
-    from .transformers import convert_function
-    from .nn.module import Module
     fn = load_target(args.target)
     _check_target(fn, "convert", args.target)
     if isinstance(fn, Module):
@@ -262,7 +264,6 @@ def _save_inside(outdir, path, array):
 
 
 def cmd_export_onnx(args):
-    from .onnx import export
     try:
         import onnx  # noqa: F401
     except ImportError:
@@ -277,12 +278,11 @@ def cmd_export_onnx(args):
     if specs:
         _check_spec_count(_signature_fn(sf), specs, "export-onnx", args.target)
     _writable_file(args.output, "-o")
-    inputs, outputs = export(fn, args.output, specs or None)
+    inputs, outputs = onnx_export(fn, args.output, specs or None)
     print(f"wrote {args.output} (inputs {', '.join(inputs)}; outputs {', '.join(outputs)})")
 
 
 def cmd_demo(args):
-    from .demo import main as demo_main
     return demo_main(quick=args.quick)
 
 
@@ -360,10 +360,8 @@ def _user_errors():
     from d2s_runtime import ExecutionError, GuardError, ProgramAssertionError, ShapeError
     from d2s_runtime.saved_model import InputError
     from d2s_runtime.serialize import FormatError
-    from .onnx.export import ExportError
-    from .transformers import ConversionError
-    return (FormatError, InputError, ShapeError, ExecutionError, GuardError, ProgramAssertionError, UserFileError,
-            ConversionError, ExportError)
+    errors = [FormatError, InputError, ShapeError, ExecutionError, GuardError, ProgramAssertionError, UserFileError]
+    return tuple(errors) + (ConversionError, ExportError)
 
 
 def _user_message(e, args):

@@ -80,7 +80,7 @@ def _coerce_plain(inputs):
 
 
 # Element-wise ops whose dtype follows NumPy promotion over these input positions (None: all):
-# a weakly typed int among them (a loop counter, see d2s.convert.weak_index) takes the other
+# a weakly typed int among them (a loop counter, see d2s.static.weak_index) takes the other
 # inputs' dtype, as the Python int it stands for would.
 _WEAK_PROMOTING = {name: None for name in ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum",
                                           "minimum", "bitwise_and", "bitwise_or", "bitwise_xor")}

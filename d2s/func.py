@@ -19,6 +19,7 @@ import numpy as np
 from . import pytree
 from .autograd.engine import grad as _autograd_grad
 from .autograd.grad_mode import enable_grad
+from .ops import reshape, stack, zeros, zeros_like
 from .tensor import Tensor, tensor
 
 __all__ = ["grad", "value_and_grad", "jacrev", "jacfwd", "hessian", "tree_flatten", "tree_unflatten"]
@@ -89,7 +90,6 @@ def _nested(flat_inputs):
 
 def _vjp_leaves(outputs, cotangents, inputs, create_graph):
     """d(sum <out, cot>)/d(inputs), zeros for inputs the outputs do not depend on."""
-    from .ops import zeros_like
     pairs = [(o, c) for o, c in zip(outputs, cotangents) if isinstance(o, Tensor) and o.requires_grad]
     if not pairs:
         return [zeros_like(x) for x in inputs]
@@ -219,7 +219,6 @@ def jacrev(f, argnums=0, has_aux=False):
 
 
 def _reverse_blocks(out, inputs, keep):
-    from .ops import reshape, stack, zeros
     n = out.numel()
     if n == 0 or not out.requires_grad:
         return [zeros(*(tuple(out.shape) + tuple(x.shape)), dtype=x.dtype, device=x.device) for x in inputs]
@@ -239,7 +238,6 @@ def jacfwd(f, argnums=0, has_aux=False):
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        from .ops import reshape, stack, zeros, zeros_like
         nums, many = _argnums(argnums, len(args), "jacfwd")
         with _Transform(), enable_grad():
             new_args, flat, defs = _prepare(args, nums, "jacfwd")

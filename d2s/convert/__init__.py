@@ -3,17 +3,17 @@
 Each dispatches on the value it gets: Python values (and concrete tensors) keep plain Python
 semantics; symbolic tensors build ``cond``/``while`` ops through ``d2s.static.control_flow``.
 """
-from .builtins import (convert_abs, convert_assert, convert_bool, convert_float, convert_int,
+from ..inplace import call_inplace
+from .builtins import (checked, convert_abs, convert_assert, convert_bool, convert_float, convert_int,
                        convert_isinstance, convert_len, convert_print)
 from .call import convert_call, is_library
-from .control_flow import convert_ifelse, convert_ifexp, python_cond, python_iter
+from .control_flow import convert_ifelse, convert_ifexp, python_cond
 from ..user_errors import ConvertError
 from .logical import and_, not_, or_
-from .loops import (TensorEnumerate, TensorIterable, TensorRange, TensorRows, TensorZip, convert_enumerate,
-                    convert_for, convert_range, convert_while_loop, convert_zip)
-from ..inplace import call_inplace
+from .loops import (TensorEnumerate, TensorIterable, TensorRange, TensorRows, TensorZip, convert_enumerate, convert_for,
+                    convert_range, convert_while_loop, convert_zip, python_iter)
 from .subscripts import getitem, setitem
-from .undefined import Undefined, checked, is_none, is_undefined, ld, ld_attr, st_attr
+from .undefined import Undefined, is_none, is_undefined, ld, ld_attr, st_attr
 
 __all__ = [
     "convert_call", "convert_ifelse", "convert_ifexp", "convert_while_loop", "convert_for", "convert_range",

@@ -1,17 +1,25 @@
 """Tensor-aware versions of the builtins converted code calls: len, print, int/float/bool,
-assert, isinstance. Python values keep Python behaviour; symbolic tensors get ops."""
+assert, isinstance (and the checked read of a local that may be unbound). Python values keep Python
+behaviour; symbolic tensors get ops."""
 import builtins
 
 import numpy as np
 
+from .. import ops
+from ..dispatch import apply
+from ..printing import print as print_op
+from ..user_errors import user_frame
+from ..static.tensor_array import TensorArray
+from ..static.weak_index import number_stand_in, python_type, weak
 from ..tensor import Tensor
 from ..user_errors import at_user_line
+from .undefined import MaybeNone, MaybeUnbound, Undefined, unbound_error
 from .values import is_symbolic
 
 
 def convert_len(x):
     """``len(x)``: the static size when known, else a 0-d int64 tensor computed in the program."""
-    from .weak_index import weak  # a length is a Python int: it comes back from the program as one
+    # (weak: a length is a Python int, and it comes back from the program as one)
     if is_symbolic(x):
         if x.ndim == 0:
             raise at_user_line("len() of a 0-d tensor", TypeError)
@@ -31,7 +39,6 @@ def convert_list(*args):
 
 def _cast(x, dtype, pyfn):
     if is_symbolic(x):
-        from .. import ops
         x = x.detach()  # a Python number carries no gradient, so neither does its stand-in
         if x.dtype == dtype:
             return x
@@ -46,17 +53,14 @@ def _cast(x, dtype, pyfn):
 # int()/float()/bool() of a symbolic tensor: a 0-d tensor standing for the Python number eager
 # code gets (weak: it comes back from the program as that number)
 def convert_int(x=0, *args):
-    from .weak_index import number_stand_in
     return builtins.int(x, *args) if args else number_stand_in(_cast(x, "int64", builtins.int))
 
 
 def convert_float(x=0.0):
-    from .weak_index import number_stand_in
     return number_stand_in(_cast(x, "float32", builtins.float))
 
 
 def convert_bool(x=False):
-    from .weak_index import number_stand_in
     return number_stand_in(_cast(x, "bool", builtins.bool))
 
 
@@ -68,8 +72,6 @@ def convert_item(x):
     if all(isinstance(d, int) for d in shape) and int(np.prod(shape, dtype=np.int64)) != 1:
         raise at_user_line(f".item() needs a tensor with one element, but this one has shape {tuple(shape)}",
                            ValueError)
-    from .. import ops
-    from .weak_index import number_stand_in
     return number_stand_in(ops.reshape(x.detach(), []))
 
 
@@ -79,15 +81,12 @@ def convert_print(*args, sep=" ", end="\n", **kwargs):
     if not builtins.any(is_symbolic(a) for a in args) or kwargs:
         builtins.print(*args, sep=sep, end=end, **kwargs)
         return
-    from ..printing import print as print_op
     print_op(*args, sep=sep, end=end)
 
 
 def assert_op(test, message, error="AssertionError"):
     """An ``assert`` op on symbolic ``test``, raising ``error`` (its Python name) with
     ``message`` and the user's file:line each time the program runs with a false test."""
-    from ..dispatch import apply
-    from ..user_errors import user_frame
     loc = user_frame()
     extra = {} if error == "AssertionError" else {"error": error}  # plain asserts keep their attrs
     apply("assert", test, message=message, where=f"{loc[0]}:{loc[1]}" if loc else "", **extra)
@@ -105,9 +104,32 @@ def convert_assert(test, message=None):
         raise AssertionError(msg) if msg is not None else AssertionError()
 
 
+# A read of a local that may be unbound is checked by an assert op, so it lives here with `assert`
+# (undefined.py, below this module, holds the placeholders themselves).
+def checked(value, name):
+    """``value``, read from local ``name`` where it may be unbound: an ``Undefined`` raises
+    UnboundLocalError as Python would; a ``MaybeUnbound`` adds that check to the program (it
+    runs each time the program does) and gives its value."""
+    if type(value) is Undefined:
+        raise unbound_error(name)
+    if isinstance(value, MaybeUnbound):
+        if type(value) is MaybeNone:
+            message, error = (f"'{name}' is None here (the tensor loop that assigns it ran zero times) "
+                              "and this use of it needs a value", TypeError)
+        else:
+            message, error = (f"cannot access local variable '{name}' where it is not associated with a "
+                              "value", UnboundLocalError)
+        if not is_symbolic(value.bound):
+            if not bool(value.bound):
+                raise at_user_line(message, error)
+            return value.value
+        assert_op(value.bound, message, error.__name__)
+        return value.value
+    return value
+
+
 def convert_isinstance(obj, cls):
     """``isinstance``; a tensor standing for a Python number answers as that number would."""
-    from .weak_index import python_type
     py = python_type(obj)
     if py is not None:
         return builtins.issubclass(py, cls)
@@ -117,7 +139,6 @@ def convert_isinstance(obj, cls):
 def convert_type(*args):
     """``type(x)``: for a tensor standing for a Python number, that number's type (int, float,
     bool), as eager code sees it."""
-    from .weak_index import python_type
     if len(args) == 1:
         py = python_type(args[0])
         if py is not None:
@@ -132,7 +153,6 @@ def _extreme(pyfn, opname, args, kwargs):
     items = args[0] if len(args) == 1 and not isinstance(args[0], Tensor) else args
     if kwargs or not builtins.any(is_symbolic(a) for a in (items if not isinstance(items, Tensor) else [items])):
         return pyfn(*args, **kwargs)
-    from .. import ops
     if isinstance(items, Tensor):
         return getattr(ops, opname)(items, axis=0)
     items = list(items)
@@ -155,13 +175,11 @@ def convert_abs(x):
 
 
 def _is_tensor_array(x):
-    from ..static.tensor_array import TensorArray
     return isinstance(x, TensorArray)
 
 
 def convert_stack(tensors, axis=0):
     """``d2s.stack`` that also takes a TensorArray (a list appended to in a tensor loop)."""
-    from .. import ops
     if _is_tensor_array(tensors):
         out = tensors.stack()
         if axis != 0:
@@ -175,7 +193,6 @@ def convert_stack(tensors, axis=0):
 
 def convert_concat(tensors, axis=0):
     """``d2s.concat`` that also takes a TensorArray."""
-    from .. import ops
     if _is_tensor_array(tensors):
         stacked = convert_stack(tensors, axis)
         axis = axis % (stacked.ndim - 1)

@@ -15,8 +15,10 @@ import sysconfig
 import types
 import weakref
 
-from . import builtins as cb
+from .. import ops
+from ..autograd import functional
 from ..tensor import Tensor
+from . import builtins as cb
 from .loops import convert_enumerate, convert_range, convert_zip
 from .values import is_symbolic
 
@@ -33,8 +35,6 @@ def _library_overrides():
     """d2s functions that must accept a TensorArray where users pass a list, and d2s's
     function transforms, whose function argument is converted so its control flow on tensors
     builds graph ops (the transform itself runs inside the program)."""
-    from .. import ops
-    from ..autograd import functional
     out = {ops.stack: cb.convert_stack, ops.concat: cb.convert_concat, ops.cat: cb.convert_concat}
     for fn in (functional.jacobian, functional.hessian, functional.vjp, functional.jvp):
         out[fn] = _converting_first_argument(fn)
@@ -82,21 +82,32 @@ def is_library(fn):
     return "site-packages" in path or path.startswith(_LIBRARY_DIRS)
 
 
+# The source conversion of a callee lives one layer up, in d2s.transformers, which hands it
+# here when it loads (converted code, the only caller of convert_call, comes from that layer).
+_source_converter = None
+
+
+def set_source_converter(convert):
+    """Sets ``convert(fn)``, which gives ``fn`` converted (or ``fn`` itself when its source cannot
+    be read); called by d2s.transformers."""
+    global _source_converter
+    _source_converter = convert
+
+
 def _convert_function(fn):
     try:
         return _converted[fn]
     except (KeyError, TypeError):
         pass
-    from ..transformers import SourceUnavailable, convert_function
     if fn.__code__.co_flags & inspect.CO_GENERATOR:
         # a generator runs as Python: its loops unroll as it is consumed, and a tensor
         # condition inside it raises at its line (a generator cannot become graph ops)
         new = fn
     else:
-        try:
-            new = convert_function(fn).fn
-        except SourceUnavailable:
-            new = fn
+        if _source_converter is None:
+            raise RuntimeError("convert_call converts a function's source through d2s.transformers, which "
+                               "is not loaded; import d2s.transformers (or use d2s.jit.to_static) first")
+        new = _source_converter(fn)
     try:
         _converted[fn] = new
     except TypeError:

@@ -10,13 +10,18 @@ import contextlib
 
 import numpy as np
 
+from .. import ops
+from .._state import STATE
+from ..static.control_flow import ControlFlowError, _static_cond, tree_flatten
+from ..static.tensor_array import NumberList, TensorArray, numbers_dtype, struct_list_for
+from ..static.weak_index import WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type
 from ..tensor import Tensor, tensor
 from . import replay
 from ..user_errors import ConvertError, at_user_line
+from .escaping import refuse_escaping
 from .index_check import deferred_index_error
 from .undefined import MaybeUnbound, Undefined, maybe_unbound
 from .values import describe, fresh, is_symbolic, leaves, rebuild, truth, write_back
-from .weak_index import WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type, weak
 
 _NUMBER = (bool, int, float, np.generic)
 
@@ -58,11 +63,10 @@ def convert_ifelse(pred, true_fn, false_fn, args, names, out_names, get_state=No
         none_fillable: a fillable output undefined in the false branch and None in the true one
             stays None (a loop's peeled first iteration that leaves a ``None`` variable as is).
         escaping: returns the global/closure containers the branches mutate; a tensor ``if``
-            traces both branches, so such a mutation is refused (see ``loops.refuse_escaping``).
+            traces both branches, so such a mutation is refused (see ``escaping.refuse_escaping``).
     """
     pred = truth(pred)
     if is_symbolic(pred):
-        from .loops import refuse_escaping
         with refuse_escaping(escaping, "tensor `if`"):
             return _static_if(pred, true_fn, false_fn, args, names, out_names, get_state, set_state, fillable,
                               none_fillable)
@@ -117,7 +121,6 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
     """Trace both branches into a ``cond`` op, again while the branches ask for more hints
     (``hints``, ``fills`` and ``maybe`` are updated in place); returns (merged outputs, (output
     plan, positions of the outputs that stay weakly typed ints))."""
-    from ..static.control_flow import ControlFlowError, _static_cond
     for _ in range(4):
         seen = {}
 
@@ -251,7 +254,6 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
     """The tensors a branch returns to ``cond``; the true branch (traced first) records which
     leaves are tensors and which stay Python values, the false branch checks itself against it."""
     if side == "true":
-        from .._state import STATE
         seen["then_block"] = STATE.builder.block
         return _plan_true(vals, skel, seen, hints, raw)
     t_raw, t_vals, t_skel = seen["true"]
@@ -302,7 +304,6 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
                     if fv.ndim > tv.ndim:
                         new_hints[k] = ("reshape", _shape_for_number(fv))
                         continue
-                    from .. import ops
                     out.append(ops.reshape(fv, list(_shape_for_number(tv))))
                     continue
                 if fv.ndim != tv.ndim:
@@ -396,8 +397,6 @@ def _patch_true(seen, hints, new_hints):
                 (h[0] == "tensor" and isinstance(t_raw[k], _NUMBER)) or
                 (h[0] == "zeros" and isinstance(t_raw[k], Undefined))):
             return False
-    from .._state import STATE
-    from ..static.control_flow import tree_flatten
     b = STATE.builder
     outer, b.block = b.block, blk
     try:
@@ -422,7 +421,6 @@ def _growing_lists(t_out, f_out, t_skel, f_skel):
     side and a list of another length (or a TensorArray) on the other into a TensorArray on both
     sides: ``xs.append(v)`` under a tensor ``if`` makes a list whose length is known only at run
     time. The hint holds an element whose type an empty list's TensorArray takes."""
-    from ..static.tensor_array import TensorArray
     promote = {}
     for i, (a, b) in enumerate(zip(t_skel.children, f_skel.children)):
         if a == b:
@@ -437,13 +435,11 @@ def _growing_lists(t_out, f_out, t_skel, f_skel):
                 all(isinstance(e, (Tensor,) + _NUMBER) for e in elems):
             # Python numbers (with 0-d tensors such as a loop counter's multiples): a tensor list
             # of their common dtype; returned as Python numbers if no element is a tensor
-            from .loops import _numbers_dtype
             kind = "numbers" if len(numbers) == len(elems) else "scalars"
-            promote[("list", i)] = (kind, _numbers_dtype(elems))
+            promote[("list", i)] = (kind, numbers_dtype(elems))
             continue
         if elems and all(isinstance(e, (tuple, dict)) for e in elems) and \
                 not any(isinstance(v, TensorArray) for v in sides):
-            from ..static.tensor_array import struct_list_for
             if struct_list_for(elems) is None:  # (zeros of the element types; never read)
                 return {}
             promote[("list", i)] = ("struct", tuple(elems))
@@ -458,12 +454,10 @@ def _growing_lists(t_out, f_out, t_skel, f_skel):
 
 def _lists_as_arrays(out, hints):
     """Apply the ``_growing_lists`` hints: those outputs become TensorArrays."""
-    from ..static.tensor_array import NumberList, TensorArray
     out = list(out)
     for k, elem in hints.items():
         if isinstance(k, tuple) and k[1] < len(out) and type(out[k[1]]) is list:
             if isinstance(elem, tuple) and elem[0] == "struct":  # lists of tuples of tensors
-                from ..static.tensor_array import struct_list_for
                 ta = struct_list_for(elem[1])
             elif isinstance(elem, tuple):  # ("numbers" or "scalars", dtype)
                 ta = (NumberList if elem[0] == "numbers" else TensorArray).like(tensor(0, dtype=elem[1]))
@@ -481,7 +475,6 @@ def _make(hint, v):
     if hint[0] == "as":
         return _tensor_as(v, hint[1], hint[2])
     if hint[0] == "reshape":
-        from .. import ops
         return ops.reshape(v, list(hint[1])) if isinstance(v, Tensor) else _number_tensor(v, "bool", hint[1])
     if isinstance(v, Tensor):
         return v
@@ -496,7 +489,6 @@ def _stands_for_number(v):
 
 def _tensor_as(t, dtype, shape):
     """``t`` (standing for a Python number) cast to ``dtype`` and broadcast to ``shape``."""
-    from .. import ops
     if str(t.dtype) != dtype:
         t = ops.cast(t, dtype)
     have = t._var.type.shape if t._data is None else t.shape
@@ -521,13 +513,11 @@ def _shape_for_number(t):
 
 
 def _number_tensor(v, dtype, shape):
-    from .. import ops
     return ops.full(list(shape), v, dtype=dtype) if shape else tensor(v, dtype=dtype)
 
 
 def _zeros_like_type(t):
     """Zeros with ``t``'s dtype and shape (unknown dims as 1): a placeholder never read."""
-    from .. import ops
     shape = [d if isinstance(d, int) else 1 for d in (t._var.type.shape if t._data is None else t.shape)]
     z = ops.zeros(*shape, dtype=str(t.dtype)) if shape else ops.zeros((), dtype=str(t.dtype))
     # standing in for a Python number, so does its placeholder (the merge keeps it a number)
@@ -561,13 +551,4 @@ def python_cond(value, kind, reason):
         raise at_user_line(f"a tensor-dependent `{kind}` {reason} is not supported by to_static: the "
                            f"condition is a symbolic tensor here. Move the `{kind}` out of it, or compute the "
                            "condition from Python values", ConvertError)
-    return value
-
-
-def python_iter(value, kind, reason):
-    """``value`` for a ``for`` that must stay Python; iterating a symbolic tensor is an error."""
-    from .loops import TensorIterable
-    if is_symbolic(value) or isinstance(value, TensorIterable):
-        raise at_user_line(f"a `for` over a symbolic tensor {reason} is not supported by to_static. Move "
-                           "the `for` out of it, or iterate over Python values", ConvertError)
     return value

@@ -1,20 +1,21 @@
 """`and`, `or`, `not` over thunks: Python short-circuit semantics for Python values and
 concrete tensors; once a value is a symbolic tensor, the rest is evaluated inside a ``cond``
 so it still runs only when needed (``i < n and x[i] > 0`` never reads ``x[n]``)."""
+from .. import ops
+from ..static.control_flow import cond
+from ..tensor import Tensor
 from ..user_errors import at_user_line
+from .index_check import deferred_index_error
 from .values import is_symbolic, truth
 
 
 def _as_bool(x):
-    from .. import ops
     if not is_symbolic(x):
         return x
     return x if x.dtype == "bool" else ops.ne(x, 0)
 
 
 def _bool_tensor(x):
-    from .. import ops
-    from ..tensor import Tensor
     if isinstance(x, Tensor):
         return _as_bool(x) if is_symbolic(x) else ops.cast(x, "bool")
     return ops.full([], bool(x), dtype="bool")
@@ -27,8 +28,6 @@ def _lazy(value, rest, short_value, truth=False):
     of one element take the higher rank, and a result used only for its truth (``truth``: the
     test of an ``if``/``while``) is a bool scalar. Any other mix is an error: which operand
     comes back depends on the data, and a program value has one type."""
-    from .. import ops
-    from ..static.control_flow import cond
     pred = _as_bool(value)
     decided = {}
 
@@ -36,7 +35,6 @@ def _lazy(value, rest, short_value, truth=False):
         try:
             out = rest()
         except IndexError as e:  # `len(xs) > 0 and xs[-1] > 0` with xs still empty when traced
-            from .index_check import deferred_index_error
             deferred_index_error(e)  # raised when the program runs this side
             decided["form"] = None
             return value
@@ -76,14 +74,12 @@ def _shape(x):
 
 def _same_type(a, b):
     """Whether ``a`` can merge with symbolic ``b`` as is (same dtype and shape)."""
-    from ..tensor import Tensor
     return isinstance(a, Tensor) and a.dtype == b.dtype and _shape(a) == _shape(b)
 
 
 def _flag_shape(a, b):
     """The shared shape of bool flags ``a`` (a tensor or Python bool) and ``b`` when both hold
     one element (the higher rank of the two), else None."""
-    from ..tensor import Tensor
     if isinstance(a, bool):
         a_shape = ()
     elif isinstance(a, Tensor) and a.dtype == "bool":
@@ -96,7 +92,6 @@ def _flag_shape(a, b):
 
 
 def _describe(x):
-    from ..tensor import Tensor
     if isinstance(x, Tensor):
         dims = ", ".join("?" if d is None else str(d) for d in _shape(x))
         return f"{x.dtype}[{dims}]"
@@ -105,8 +100,6 @@ def _describe(x):
 
 def _truth(x):
     """``x``'s truth as a bool scalar tensor; a one-element tensor of any shape qualifies."""
-    from .. import ops
-    from ..tensor import Tensor
     t = _bool_tensor(x)
     shape = t._var.type.shape if isinstance(t, Tensor) and t._data is None else t.shape
     if len(shape) and all(d == 1 for d in shape):
@@ -144,6 +137,5 @@ def not_(x):
     """``not x``: a logical_not op for a symbolic tensor."""
     x = truth(x)
     if is_symbolic(x):
-        from .. import ops
         return ops.logical_not(_as_bool(x))
     return not x

@@ -10,14 +10,20 @@ under a ``cond`` on it instead of being refused.
 """
 import warnings
 
+from .. import ops
 from .._state import STATE
+from ..static.control_flow import ControlFlowError, while_loop
+from ..static.tensor_array import NumberList, TensorArray, numbers_dtype, struct_list_for
+from ..static.weak_index import (WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type, plain_tensor,
+                                 weak)
 from ..tensor import Tensor, tensor
 from . import control_flow as cf
-from ..user_errors import ConvertError, at_user_line
+from ..user_errors import ConvertError, at_user_line, user_frame
+from .builtins import convert_assert
+from .escaping import refuse_escaping
+from .index_check import deferred_index_error
 from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
 from .values import fresh, is_symbolic, leaves, rebuild, truth, write_back
-from .weak_index import (WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type, plain_tensor,
-                         weak)
 
 
 # ------------------------------------------------------------------ while
@@ -43,60 +49,6 @@ def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=
         state = tuple(body_fn(*state))
 
 
-class refuse_escaping:
-    """Around the build of a tensor loop: a global or closure list (dict, set) that its body
-    mutates would be mutated once, while the body is traced, not once per iteration; such a
-    loop is refused with a clear error instead (the mutation cannot be carried without
-    rebinding a name that belongs to another scope)."""
-
-    def __init__(self, escaping, what="tensor loop"):
-        self.thunk, self.what = escaping, what
-
-    def __enter__(self):
-        self.watched = []
-        if self.thunk is None:
-            return self
-        try:
-            objs = self.thunk()
-        except NameError:
-            objs = ()
-        self.watched = [(o, _copy(o)) for o in objs if isinstance(o, (list, dict, set))]
-        return self
-
-    def __exit__(self, *exc):
-        for o, before in self.watched:
-            if not _same_items(o, before):
-                _restore(o, before)  # leave the user's object as it was before the build
-                raise at_user_line(
-                    f"this {self.what} mutates a {type(o).__name__} that belongs to an enclosing scope (a global "
-                    "or closure variable); its code runs once per branch while the program is built, not as the "
-                    "data decides when it runs. Copy it into a local variable before it (e.g. "
-                    "`log = list(LOG)`), mutate that, and assign it back after it") from None
-        return False
-
-
-def _copy(o):
-    return dict(o) if isinstance(o, dict) else set(o) if isinstance(o, set) else list(o)
-
-
-def _same_items(o, before):
-    if isinstance(o, set):
-        return o == before
-    if len(o) != len(before):
-        return False
-    if isinstance(o, dict):
-        return list(o) == list(before) and all(o[k] is before[k] for k in o)
-    return all(a is b for a, b in zip(o, before))
-
-
-def _restore(o, before):
-    if isinstance(o, list):
-        o[:] = before
-    else:
-        o.clear()
-        o.update(before)
-
-
 def _test(test_fn, state):
     """The loop test on ``state``; inside a program it is traced into a throwaway block (if it
     is symbolic the ``while`` op's own condition block computes it again)."""
@@ -120,7 +72,6 @@ class _LoopRetry(Exception):
 def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), peeled=False):
     """A ``while`` op over ``extra_vars + state`` (and attribute targets): ``test(s)`` and
     ``body(s)`` take and return the tuple of the state's values (extra vars first)."""
-    from ..static.control_flow import ControlFlowError, while_loop
     comps = tuple(get_state()) if get_state is not None else ()
     n_extra, n = len(extra_vars), len(extra_vars) + len(state)
     labels = [f"loop index #{i}" for i in range(n_extra)] + list(names) + \
@@ -214,8 +165,6 @@ def _fails_if_it_runs(test, init, n, state, error):
     """The body reads a Python list that is too short on a path every iteration takes (the
     first included): Python raises that IndexError if the loop runs at all, else leaves every
     variable as it was; so does the program."""
-    from .. import ops
-    from .index_check import deferred_index_error
     ran = test(tuple(_as_loop_value(v) for v in init[:n]))
     deferred_index_error(error, ops.logical_not(ran) if is_symbolic(ran) else tensor(not ran))
     return tuple(state)
@@ -226,7 +175,6 @@ def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labe
     else h + x``): the first iteration runs on its own under a ``cond`` on the loop test, where
     ``h is None`` still holds, and the ``while`` op carries the tensor from then on. After the
     loop such a variable is a MaybeNone: None on runs where the loop ran zero times."""
-    from .undefined import Undefined
     n_extra = len(extra_vars)
     full = tuple(extra_vars) + tuple(state)
 
@@ -276,7 +224,6 @@ def _number_if_zero_trips(test, init, n, set_state, result, retyped, start_types
         return result
     if not is_symbolic(ran):
         return result
-    from .. import ops
     zero_trips = ops.logical_not(ran if str(ran.dtype) == "bool" else ops.cast(ran, "bool"))
     out = list(result)
     for i in retyped:
@@ -354,7 +301,6 @@ def _static_shape(t):
 
 def _number_as(v, dtype, shape):
     """Python number ``v`` as a tensor of ``dtype`` and ``shape`` (unknown dims as 1)."""
-    from .. import ops
     shape = [d if isinstance(d, int) else 1 for d in shape]
     return ops.full(shape, v, dtype=dtype) if shape else tensor(v, dtype=dtype)
 
@@ -380,7 +326,6 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None, trial=
     (``xs.append(v)`` then pushes onto one tensor); an empty list learns its element type from
     one trial trace of the body. A list the body keeps at its length (``hs[0] = hs[0] + v``)
     stays a list of loop variables, so indexing and item assignment keep working."""
-    from ..static.tensor_array import NumberList, TensorArray
     out = list(init)
     res, probe_error, vals = trial if trial is not None else _trial(body, init, n, set_state)
     probed = {i: res[i] for i in lists if i < len(res)} if res is not None else {}
@@ -409,7 +354,6 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None, trial=
         if not items:
             continue  # never appended to: stays a Python list
         if all(isinstance(e, (tuple, dict)) for e in items):  # ``outs.append((h, c))``
-            from ..static.tensor_array import struct_list_for
             ta = struct_list_for(items)
             if ta is not None:
                 for e in v:
@@ -425,10 +369,9 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None, trial=
                 "iteration. Only lists of tensors or numbers, or of tuples of them with one structure and "
                 "dtypes, can (they become tensor lists); keep other lists out of tensor loops", ConvertError)
         tensors = [e for e in items if isinstance(e, Tensor)]
-        dtype = _numbers_dtype(items)
+        dtype = numbers_dtype(items)
         like = cf._zeros_like_type(tensors[0]) if tensors else tensor(0, dtype=dtype)
         if str(like.dtype) != dtype:
-            from .. import ops
             like = ops.cast(like, dtype)
         kind = TensorArray if tensors else NumberList
         ta = kind.like(like)
@@ -438,26 +381,11 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None, trial=
     return out
 
 
-def _numbers_dtype(items):
-    """One dtype for a list's tensors and Python numbers: a floating tensor's dtype (float32
-    for a Python float) if any element is floating, bool if all are bools, else int64."""
-    floats = [str(e.dtype) for e in items if isinstance(e, Tensor) and e.dtype.is_floating_point]
-    if floats:
-        return floats[0]
-    if any(isinstance(e, float) for e in items):
-        return "float32"
-    if all(isinstance(e, bool) or (isinstance(e, Tensor) and str(e.dtype) == "bool") for e in items):
-        return "bool"
-    ints = [str(e.dtype) for e in items if isinstance(e, Tensor)]
-    return ints[0] if ints else "int64"
-
-
 def _dict_keys_from_body(test, body, init, n, set_state, labels, trial=None):
     """A dict the loop body adds keys to (``d['a'] = v`` first assigned inside the loop) is
     carried with those keys, learnt from one trial trace of the body, holding zeros of the
     values' types on entry. Python would leave the keys out when the loop runs zero times, so
     the program then stops with an error naming them instead of handing out those zeros."""
-    from .builtins import convert_assert
     dicts = [i for i, v in enumerate(init) if type(v) is dict]
     res, error, vals = trial if trial is not None else _trial(body, init, n, set_state)
     if res is None:  # the real trace reports the error at the user's line
@@ -538,6 +466,14 @@ class TensorIterable:
         raise NotImplementedError
 
 
+def python_iter(value, kind, reason):
+    """``value`` for a ``for`` that must stay Python; iterating a symbolic tensor is an error."""
+    if is_symbolic(value) or isinstance(value, TensorIterable):
+        raise at_user_line(f"a `for` over a symbolic tensor {reason} is not supported by to_static. Move "
+                           "the `for` out of it, or iterate over Python values", ConvertError)
+    return value
+
+
 class TensorRange(TensorIterable):
     """``range(start, stop, step)`` where some bound is a symbolic tensor."""
 
@@ -547,7 +483,6 @@ class TensorRange(TensorIterable):
         self.start, self.stop, self.step = start, stop, step
 
     def length(self):
-        from .. import ops
         span = ops.sub(self.stop, self.start)
         if isinstance(self.step, Tensor) or self.step != 1:  # (a Python step is never 0 here)
             step = self.step
@@ -556,8 +491,6 @@ class TensorRange(TensorIterable):
         return ops.maximum(ops.cast(span, "int64"), 0)
 
     def item(self, i):
-        from .. import ops
-        from .weak_index import weak
         plain = not isinstance(self.step, Tensor) and not isinstance(self.start, Tensor) and \
             self.step == 1 and self.start == 0
         return weak(i if plain else ops.add(self.start, ops.mul(i, self.step)))
@@ -584,8 +517,6 @@ class TensorEnumerate(TensorIterable):
         return self.inner.length()
 
     def item(self, i):
-        from .. import ops
-        from .weak_index import weak
         return (weak(ops.add(i, self.start) if not (isinstance(self.start, int) and self.start == 0) else i),
                 self.inner.item(i))
 
@@ -595,7 +526,6 @@ class TensorZip(TensorIterable):
         self.parts = parts
 
     def length(self):
-        from .. import ops
         lengths = [p.length() for p in self.parts]
         out = lengths[0]
         for n in lengths[1:]:
@@ -625,7 +555,6 @@ def as_tensor_iterable(x):
         return x
     if is_symbolic(x):
         return TensorRows(x)
-    from ..static.tensor_array import TensorArray
     if isinstance(x, TensorArray) and x.data is not None and x.data._data is None:
         return TensorListItems(x.copy())  # a snapshot: the body may append to the list itself
     return None
@@ -662,7 +591,6 @@ def _warn_unrolled(kind):
     """Called once a Python loop being built into a program passes the threshold."""
     if STATE.builder is None:
         return
-    from ..user_errors import user_frame
     loc = user_frame()
     key = loc[:2] if loc is not None else None
     if key in _UNROLL_WARNED:
@@ -702,7 +630,6 @@ def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state):
 
 
 def _static_for(it, body_fn, state, names, extra_test, get_state, set_state):
-    from .. import ops
     n = it.length()
     index0 = tensor(0)
 

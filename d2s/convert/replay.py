@@ -15,6 +15,7 @@ same, and otherwise starts from nothing as before.
 """
 from ..tensor import Tensor
 from .undefined import Undefined
+from .values import leaves
 
 _frames = []  # the `if`s now retracing their branches, innermost last
 
@@ -60,7 +61,6 @@ def record(key, decision):
 def signature(values):
     """What a trace's decisions depend on in ``values``: tensors by dtype, shape and whether
     they are symbolic, Python scalars by value, other objects by type and identity."""
-    from .values import leaves
     vals, skel = leaves(values)
     out = []
     for v in vals:

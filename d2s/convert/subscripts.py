@@ -2,6 +2,8 @@
 tensor (a loop index inside a tensor loop) is read by stacking its elements and written by
 selecting, element by element, between the new value and the old one. Anything else is
 plain Python indexing."""
+from .. import ops
+from ..dispatch import apply
 from ..tensor import Tensor, tensor
 from ..user_errors import at_user_line
 from .values import is_symbolic
@@ -12,7 +14,6 @@ _NUMBER = (bool, int, float)
 def getitem(obj, index):
     """``obj[index]``."""
     if type(obj) in (list, tuple) and is_symbolic(index):
-        from ..dispatch import apply
         if index.ndim != 0 or not index.dtype.startswith("int"):
             raise at_user_line(f"list indices must be integers, not a {index.dtype} tensor of shape "
                                f"{tuple(index.shape)}", TypeError)
@@ -31,7 +32,6 @@ def setitem(obj, index, value):
 
 def _stacked(items, what):
     """The elements of a Python list as one tensor (they must share dtype and shape)."""
-    from .. import ops
     items = list(items)
     if not items:
         raise at_user_line(f"list index out of range (a tensor index {what}s an empty list)", IndexError)
@@ -55,8 +55,6 @@ def _stacked(items, what):
 def _select_into(lst, index, value):
     """``lst[index] = value`` for a symbolic ``index``: every element becomes
     ``where(index == j, value, lst[j])``."""
-    from .. import ops
-    from ..dispatch import apply
     n = len(lst)
     _stacked(lst + [value], "written")  # checks that the value fits with the elements
     if index.ndim != 0 or not index.dtype.startswith("int"):

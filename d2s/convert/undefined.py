@@ -1,5 +1,7 @@
 """Placeholders for names not bound on every path into a branch or loop."""
-from .. import pytree
+from .. import ops, pytree
+from ..tensor import Tensor, tensor
+from ..user_errors import at_user_line
 
 
 class Undefined:
@@ -28,7 +30,6 @@ class Undefined:
 
 def unbound_error(name):
     """Python's own error for reading local ``name`` before it is bound, at the user's line."""
-    from ..user_errors import at_user_line
     return at_user_line(f"cannot access local variable '{name}' where it is not associated with a value",
                         UnboundLocalError)
 
@@ -65,7 +66,6 @@ class MaybeUnbound:
     def _unchecked(self, *args, **kwargs):
         # every read the analysis sees goes through `checked`; this one did not (a lambda,
         # comprehension or nested function reading the variable)
-        from ..user_errors import at_user_line
         raise at_user_line("a variable that a tensor loop or tensor `if` binds on some runs only is read here, "
                            "inside a lambda, comprehension or nested function, where to_static cannot check it "
                            "when the program runs; bind it before the loop or `if` (or read it outside)")
@@ -106,7 +106,6 @@ pytree.register_node(MaybeUnbound, lambda m: (m._d2s_children(), type(m)),
 def is_none(value):
     """``value is None``; for a MaybeNone, a bool tensor computed when the program runs."""
     if type(value) is MaybeNone:
-        from .. import ops
         return ops.logical_not(value.bound)
     return value is None
 
@@ -114,35 +113,9 @@ def is_none(value):
 def maybe_unbound(value, bound):
     """``value`` as a MaybeUnbound bound where ``bound`` (a Python bool becomes a tensor, so
     both sides of a tensor ``if`` carry the flag the same way)."""
-    from ..tensor import Tensor, tensor
     if isinstance(value, MaybeUnbound):
         return value
     return MaybeUnbound(value, bound if isinstance(bound, Tensor) else tensor(bool(bound)))
-
-
-def checked(value, name):
-    """``value``, read from local ``name`` where it may be unbound: an ``Undefined`` raises
-    UnboundLocalError as Python would; a ``MaybeUnbound`` adds that check to the program (it
-    runs each time the program does) and gives its value."""
-    if type(value) is Undefined:
-        raise unbound_error(name)
-    if isinstance(value, MaybeUnbound):
-        from .values import is_symbolic
-        if type(value) is MaybeNone:
-            message, error = (f"'{name}' is None here (the tensor loop that assigns it ran zero times) "
-                              "and this use of it needs a value", TypeError)
-        else:
-            message, error = (f"cannot access local variable '{name}' where it is not associated with a "
-                              "value", UnboundLocalError)
-        if not is_symbolic(value.bound):
-            if not bool(value.bound):
-                from ..user_errors import at_user_line
-                raise at_user_line(message, error)
-            return value.value
-        from .builtins import assert_op
-        assert_op(value.bound, message, error.__name__)
-        return value.value
-    return value
 
 
 def is_undefined(x):

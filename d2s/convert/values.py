@@ -1,4 +1,5 @@
 """Values flowing through converted control flow: symbolic checks, leaves, fresh copies."""
+from ..autograd.node import AccumulateGrad
 from ..pytree import tree_flatten, tree_unflatten
 from ..tensor import Tensor
 from .undefined import Undefined
@@ -41,7 +42,6 @@ def alias(t):
     a.requires_grad, a.grad_fn, a._out_idx = t.requires_grad, t.grad_fn, t._out_idx
     if t.requires_grad and t.grad_fn is None:
         if t._accum is None:
-            from ..autograd.node import AccumulateGrad
             t._accum = AccumulateGrad(t)
         a._accum = t._accum
     return a

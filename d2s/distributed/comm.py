@@ -13,6 +13,8 @@ import numpy as np
 
 from d2s_runtime.device import xp_of
 
+from ..tensor import Tensor
+
 _STATE = {"comm": None, "timeout": None}
 _DEFAULT_TIMEOUT = 300.0  # seconds a collective may wait for the other ranks
 
@@ -125,7 +127,6 @@ _OPS = ("sum", "mean")
 
 
 def _host_array(t):
-    from ..tensor import Tensor
     if not isinstance(t, Tensor) or t._data is None:
         raise DistributedError(f"expected a concrete d2s.Tensor, got {type(t).__name__}")
     return t._data

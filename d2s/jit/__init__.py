@@ -11,19 +11,19 @@
 """
 import importlib
 
+from ..convert.loops import UnrollWarning  # noqa: F401  (d2s.jit.UnrollWarning)
 from ..static.input_spec import InputSpec
 from . import config
 from .api import not_to_static, to_static
 from .static_function import SourceUnavailableError, StaticFunction, enable_to_static
 
-# Names implemented elsewhere, imported on first use (trace mode lives in d2s.trace).
+# Names implemented elsewhere, imported on first use (trace mode lives in d2s.trace, a layer above).
 _LAZY = {
     "trace": ("d2s.trace", "trace"),
     "TracedFunction": ("d2s.trace", "TracedFunction"),
     "TracerWarning": ("d2s.trace", "TracerWarning"),
     "TraceGuardError": ("d2s.trace", "TraceGuardError"),
     "TraceCheckError": ("d2s.trace", "TraceCheckError"),
-    "UnrollWarning": ("d2s.convert.loops", "UnrollWarning"),
     "save": ("d2s.jit.save_load", "save"),
     "load": ("d2s.jit.save_load", "load"),
 }

@@ -2,6 +2,7 @@
 import functools
 import inspect
 
+from ..nn.module import Module
 from . import config
 from .static_function import SourceUnavailableError, StaticFunction
 
@@ -36,7 +37,6 @@ def to_static(fn=None, *, input_spec=None, fallback=True, check_numerics=False):
     """
     if fn is None:
         return lambda f: to_static(f, input_spec=input_spec, fallback=fallback, check_numerics=check_numerics)
-    from ..nn.module import Module
     if isinstance(fn, Module):
         forward = fn.__dict__.get("forward") or type(fn).forward
         if isinstance(forward, StaticFunction):

@@ -20,8 +20,20 @@ from d2s_runtime.ops import OPS, RNG
 
 from .._state import STATE
 from ..autograd.anomaly import ACTIVE_THREADS, remember
-from ..autograd.node import Node, grad_node
+from ..autograd.engine import grad as autograd_grad
+from ..autograd.grad_mode import enable_grad
+from ..autograd.node import GRAD_RULES, NONDIFF, Node, grad_node
+from ..static import partial_eval  # (a module: tests replace split_training in it)
+from ..static.replay import replay_block
+from ..static.reach import add_reach_flags
 from ..tensor import Tensor
+from .backward_build import build_backward
+
+# One program build at a time, process-wide (as torch._dynamo's compile lock): a build runs the
+# user's function, which may write module attributes for the duration of the trace, so two
+# builds at once could see each other's symbolic values. Builds hold the GIL anyway; cached
+# programs run without any lock. Reentrant: a build may ask for another program.
+BUILD_LOCK = threading.RLock()
 
 
 def _optimize(program, what):
@@ -308,7 +320,6 @@ class ConcreteProgram:
         if self.random_in_blocks:
             self._trainers[key] = None
             return None
-        from .static_function import BUILD_LOCK
         with BUILD_LOCK:  # one build at a time; a trainer is published once, complete
             if key in self._trainers:
                 return self._trainers[key]
@@ -328,7 +339,6 @@ class ConcreteProgram:
         key = (in_mask, par_mask)
         r = self._reachable.get(key)
         if r is None:
-            from ..autograd.node import GRAD_RULES, NONDIFF
             prog = self.raw_program
             gb = prog.block
             live = {n for n, m in zip(prog.inputs, in_mask) if m} | {n for n, m in zip(prog.params, par_mask) if m}
@@ -368,7 +378,6 @@ class ConcreteProgram:
         key = (in_mask, par_mask)
         r = self._backward.get(key)
         if r is None:
-            from .static_function import BUILD_LOCK
             with BUILD_LOCK:  # it may run the user's function again: one build at a time
                 r = self._backward.get(key)
                 if r is None:
@@ -430,9 +439,6 @@ def _differentiable_backward(node, grads, create_graph=True):
     the gradients it returns are themselves differentiable (higher-order derivatives).
     Without ``create_graph``, the same replay gives plain gradients (for programs whose
     random draws only a replay of the forward's own run reproduces)."""
-    from ..autograd.engine import grad as autograd_grad
-    from ..autograd.grad_mode import enable_grad
-    from ..static.replay import replay_block
     entry = node.entry
     program = entry.raw_program
     in_mask, par_mask = node.masks
@@ -466,13 +472,11 @@ class TrainingRunner:
     """
 
     def __init__(self, entry, in_mask, par_mask):
-        from ..static.partial_eval import split_training
-        from ..static.reach import add_reach_flags
         prog = entry.raw_program
         wrt = [n for n, m in zip(prog.inputs, in_mask) if m] + [n for n, m in zip(prog.params, par_mask) if m]
         # the forward also says which of ``wrt`` this call used (the others get no gradient)
         flagged = add_reach_flags(prog, wrt, per_output=True)
-        split = split_training(flagged, wrt, optimize=lambda p: _optimize(p, "training"))
+        split = partial_eval.split_training(flagged, wrt, optimize=lambda p: _optimize(p, "training"))
         self.n_outputs = len(prog.outputs)
         self.n_wrt, self.n_float = len(wrt), sum(entry.out_float)
         self.n_flags = self.n_wrt * self.n_float
@@ -533,5 +537,4 @@ class BackwardRunner:
 
 def _build_backward(entry, in_mask, par_mask):
     """(backward program, {backward param name: index of the forward param, or the tensor})."""
-    from .backward_build import build_backward
     return build_backward(entry, in_mask, par_mask)

@@ -12,8 +12,11 @@ import inspect
 import numpy as np
 
 from .. import pytree
+from ..nn.module import Module
 from ..static.input_spec import InputSpec
 from ..tensor import Tensor, _host
+from .api import to_static
+from .static_function import StaticFunction
 
 
 class Exported:
@@ -167,14 +170,12 @@ def _is_traced(obj):
 
 
 def _is_module(obj):
-    from ..nn.module import Module
     return isinstance(obj, Module)
 
 
 def module_static_function(module, name="forward"):
     """The StaticFunction of ``module.<name>``; an unconverted method gets one for the
     export (the module itself is not changed)."""
-    from .static_function import StaticFunction
     attr = getattr(module, name)
     if isinstance(attr, StaticFunction):
         return attr
@@ -186,7 +187,6 @@ def module_static_function(module, name="forward"):
 
 def converted_methods(module):
     """``{name: StaticFunction}`` of every converted method of ``module`` (forward first)."""
-    from .static_function import StaticFunction
     # converted per instance (``m.forward = to_static(m.forward)``, ``to_static(m)``) or per class
     names = [n for n, v in vars(module).items() if isinstance(v, StaticFunction)]
     for klass in type(module).__mro__:
@@ -290,7 +290,6 @@ def program_and_params(obj, input_spec=None, params=None):
     if _is_module(obj):
         return from_static_function(module_static_function(obj), input_spec)
     if callable(obj):
-        from .api import to_static
         sf = to_static(obj)
         if not _is_static_function(sf):
             raise TypeError(f"cannot export {obj!r}: it is marked not_to_static")

@@ -21,15 +21,22 @@ import secrets
 import shutil
 import warnings
 
+import d2s
 from d2s_runtime.untrusted import DEFAULT_MAX_BYTES
 
+from ..nn.module import Module, Parameter
+from ..ops import cast
+from ..static.replay import replay_op
+from ..tensor import Tensor
+from ..trace.guards import find_guard_error, guard_error_from
+from .concrete import ConcreteProgram
 from .export_support import Exported, converted_methods, module_static_function, program_and_params
+from .static_function import StaticFunction
 
 METHODS_DIR = "methods"
 
 
 def _version():
-    import d2s
     return d2s.__version__
 
 
@@ -48,8 +55,6 @@ def _meta(exported, name, methods=None):
 
 def _exports(obj, input_spec):
     """``[(method name, Exported)]`` for ``obj``, the default method first."""
-    from .static_function import StaticFunction
-    from ..nn.module import Module
     if isinstance(obj, Module):
         methods = converted_methods(obj) or {"forward": module_static_function(obj)}
         specs = input_spec if isinstance(input_spec, dict) else {"forward" if "forward" in methods else
@@ -251,8 +256,6 @@ class LoadedFunction:
     def __init__(self, path, device="cpu", _shared=None, max_bytes=DEFAULT_MAX_BYTES):
         from d2s_runtime.saved_model import Signature
         from d2s_runtime.serialize import META_FILE, load_program
-        from ..nn.module import Parameter
-        from .concrete import ConcreteProgram
         program, arrays, meta = load_program(path, max_bytes=max_bytes)
         self._max_bytes = max_bytes
         self.path, self.device, self.meta, self.program = path, device, meta, program
@@ -293,7 +296,6 @@ class LoadedFunction:
         return list(self._params)
 
     def __call__(self, *args, **named):
-        from ..tensor import Tensor
         tensors = [a if isinstance(a, Tensor) else None for a in args]
         named_t = {k: v if isinstance(v, Tensor) else None for k, v in named.items()}
         arrays = [a._data if isinstance(a, Tensor) else a for a in args]
@@ -309,14 +311,12 @@ class LoadedFunction:
                 requires = bool(t is not None and t.requires_grad)
                 t2 = Tensor._make(arr)
                 if requires:  # a cast input: differentiate through the original tensor's cast
-                    from ..ops import cast
                     t2 = cast(t, str(arr.dtype))
                 t = t2
             leaves.append(t)
         try:
             return self._entry.run(leaves)
         except Exception as e:
-            from ..trace.guards import find_guard_error, guard_error_from
             g = find_guard_error(e)
             if g is None:
                 raise
@@ -329,8 +329,6 @@ class LoadedFunction:
         types = [prog.block.lookup(n).type for n in prog.inputs]
         sym = [builder.add_input(t.shape, t.dtype, None, bool(requires_grad and requires_grad[i]))
                for i, t in enumerate(types)]
-        from ..static.replay import replay_op
-        from ..tensor import Tensor
         env = {**dict(zip(prog.inputs, sym)), **{v: p for v, (_, p) in zip(prog.params, self._params)},
                **{n: Tensor._make(a) for n, a in prog.constants.items()}}
         for op in prog.block.ops:

@@ -8,7 +8,6 @@ parameters (and any tensor that requires grad) become program params.
 """
 import functools
 import inspect
-import threading
 import types
 import warnings
 import weakref
@@ -16,23 +15,22 @@ import weakref
 from d2s_runtime.gc_pause import paused_gc
 
 from .._state import HOOKED_THREADS, STATE
-from ..autograd import enable_grad
+from ..autograd import enable_grad, no_grad
+from ..autograd.anomaly import check_forward
 from ..autograd.engine import SymbolicInputNeedsGrad
+from ..convert.call import convert_transform
 from ..inplace import BUFFER_UPDATES
+from ..nn.module import Module
 from ..static.builder import ProgramBuilder, flatten_outputs, python_number_type
 from ..static.input_spec import InputSpec
-from ..tensor import Tensor as _Tensor
+from ..tensor import Tensor
+from ..transformers import SourceUnavailable, convert_function
+from ..user_errors import ConvertError
 from . import config
 from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, varying_dims
-from .concrete import _CELL, ConcreteProgram
+from .concrete import _CELL, BUILD_LOCK, ConcreteProgram
 
 _ENABLED = [True]
-
-# One program build at a time, process-wide (as torch._dynamo's compile lock): a build runs the
-# user's function, which may write module attributes for the duration of the trace, so two
-# builds at once could see each other's symbolic values. Builds hold the GIL anyway; cached
-# programs run without any lock. Reentrant: a build may ask for another program.
-BUILD_LOCK = threading.RLock()
 
 
 def enable_to_static(enable=True):
@@ -82,7 +80,6 @@ class _Conversion:
         if getattr(fn, "__d2s_not_to_static__", False):
             self.eager_only = True
             return None
-        from ..transformers import SourceUnavailable, convert_function
         if getattr(fn, "__d2s_transform__", None) is not None:
             return self._convert_transform(fn)
         try:
@@ -98,13 +95,11 @@ class _Conversion:
     def _convert_transform(self, fn):
         """``to_static(d2s.func.grad(g))``: the transform runs inside the program around the
         converted ``g`` (its ``.code`` is ``g``'s converted source)."""
-        from ..convert.call import convert_transform
         inner = fn
         while getattr(inner, "__d2s_transform__", None) is not None:
             inner = inner.__d2s_transform_of__
         self.converted = convert_transform(fn)
         try:
-            from ..transformers import convert_function
             self.code = convert_function(inner).code
         except Exception:  # noqa: BLE001 - g runs unconverted (a lambda): no converted code to show
             self.code = _source(inner)
@@ -465,7 +460,6 @@ def _recursion_error(exc, name):
     by a tensor condition, whose both branches are traced, so it never ends while building."""
     import linecache
     import os
-    from ..user_errors import ConvertError
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     counts = {}
     tb = exc.__traceback__
@@ -490,7 +484,6 @@ def _recursion_error(exc, name):
 
 def _run_checked(entry, leaves):
     """Run ``entry``, then raise naming the op that made NaN/inf if an output holds them."""
-    from ..autograd.anomaly import check_forward
     out = entry.run(leaves)
     tensors, _ = flatten_outputs(out)
     check_forward(entry, leaves, tensors)
@@ -525,7 +518,6 @@ def _user_stacklevel():
 def _leaf_labels(fn, instance, args, kwargs):
     """(a label per tensor argument, in signature order, e.g. ``'x'`` or ``'pair[1]'``; and for
     each positional argument the index of its tensor, or None when it is not a plain tensor)."""
-    from ..tensor import Tensor
     import numpy as np
     try:
         names = list(inspect.signature(fn).parameters)
@@ -572,7 +564,6 @@ class _StateWrite:
     def apply(self, outputs, leaves=None):
         value = self.rebuild(outputs[self.start:self.start + len(self.tensors)])
         if self.buffer is not None:
-            from ..autograd import no_grad
             with no_grad():
                 self.buffer.copy_(value)
             return
@@ -631,7 +622,6 @@ def _module_snapshot(instance):
 
 
 def _holds_symbolic(v, depth=0):
-    from ..tensor import Tensor
     if isinstance(v, Tensor):
         return v._data is None
     if depth < 8 and isinstance(v, (list, tuple)):
@@ -656,7 +646,7 @@ def _restore_symbolic_writes(snapshot):
             before = attrs.get(k, _MISSING)
             container = before if before is v and k in contents else None
             buffer = regs.get("_buffers", {}).get(k)
-            if buffer is None or not (isinstance(v, _Tensor) and BUFFER_UPDATES.get(id(v)) is v):
+            if buffer is None or not (isinstance(v, Tensor) and BUFFER_UPDATES.get(id(v)) is v):
                 buffer = None
             writes.append(_StateWrite(m, k, v if container is None else
                                       (list(v) if type(v) is list else dict(v)), container, buffer))
@@ -725,7 +715,6 @@ def _state_tensors(instance):
     """``{id: tensor}`` of the plain (unregistered) tensor attributes of a module tree: a
     program reads them as params, so a forward that replaces one (``self.running = ...``) is
     read afresh on the next call instead of being frozen into a constant."""
-    from ..tensor import Tensor
     if not _is_module(instance):
         return {}
     out = {}
@@ -743,7 +732,6 @@ def _param_refs(fn, instance, tensors):
     variable or a closure cell (as ``(cell, _CELL, tensor)``). A call compares them, so a
     parameter replaced by a new tensor (``m.w = nn.Parameter(...)``, ``w = w - lr * w.grad``
     on a global) makes the programs be built again instead of reading the old one."""
-    from ..tensor import Tensor
     if not tensors:
         return []
     where = {}
@@ -790,7 +778,6 @@ def _param_refs(fn, instance, tensors):
 
 
 def _device_of(args, kwargs):
-    from ..tensor import Tensor
     for a in list(args) + list(kwargs.values()):
         if isinstance(a, Tensor) and a._data is not None:
             return a.device
@@ -810,5 +797,4 @@ def _normalize_specs(input_spec):
 def _is_module(obj):
     if obj is None:
         return False
-    from ..nn.module import Module
     return isinstance(obj, Module)

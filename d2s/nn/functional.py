@@ -6,15 +6,9 @@ inputs are symbolic.
 """
 import math
 
+from .. import nn_ops
 from .. import ops as _ops
-from ..tensor import Tensor
-
-
-def _nn_ops():
-    # d2s.nn_ops holds the NN primitives (softmax, conv2d, ...); imported on first use so this
-    # module stays importable on its own.
-    from .. import nn_ops
-    return nn_ops
+from ..tensor import Tensor, tensor
 
 
 def _static_shape(x):
@@ -76,11 +70,11 @@ def _erf(x):
 
 
 def softmax(x, axis=-1, dim=None):
-    return _nn_ops().softmax(x, axis=_axis(axis, dim))
+    return nn_ops.softmax(x, axis=_axis(axis, dim))
 
 
 def log_softmax(x, axis=-1, dim=None):
-    return _nn_ops().log_softmax(x, axis=_axis(axis, dim))
+    return nn_ops.log_softmax(x, axis=_axis(axis, dim))
 
 
 def dropout(x, p=0.5, training=True):
@@ -90,7 +84,7 @@ def dropout(x, p=0.5, training=True):
         raise ValueError(f"dropout: probability p must be in [0, 1], got {p}")
     if not training or p == 0.0:
         return x
-    return _nn_ops().dropout(x, p, training)
+    return nn_ops.dropout(x, p, training)
 
 
 # ------------------------------------------------------------------ linear layers
@@ -132,7 +126,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 def embedding(ids, weight, padding_idx=None):
     """Rows of ``weight`` (num_embeddings, dim) picked by integer ``ids`` (any shape); rows
     picked by ``padding_idx`` pass no gradient to ``weight``, as in PyTorch."""
-    out = _nn_ops().embedding(ids, weight)
+    out = nn_ops.embedding(ids, weight)
     if padding_idx is None:
         return out
     ids = _as_tensor(ids)
@@ -144,12 +138,12 @@ def embedding(ids, weight, padding_idx=None):
 def conv2d(x, weight, bias=None, stride=1, padding=0, groups=1):
     """2-d cross-correlation of NCHW (or CHW) ``x`` with OIHW ``weight``, plus a per-channel
     bias; ``padding`` may also be ``'valid'`` or ``'same'``."""
-    return _nn_ops().conv2d(x, weight, bias, stride=stride, padding=padding, groups=groups)
+    return nn_ops.conv2d(x, weight, bias, stride=stride, padding=padding, groups=groups)
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0):
     """Max over ``kernel_size`` windows of NCHW ``x`` (stride defaults to the kernel size)."""
-    return _nn_ops().max_pool2d(x, kernel_size, stride=stride, padding=padding)
+    return nn_ops.max_pool2d(x, kernel_size, stride=stride, padding=padding)
 
 
 def flatten(x, start_dim=1, end_dim=-1):
@@ -198,7 +192,6 @@ def gru_cell(x, h, w_ih, w_hh, b_ih=None, b_hh=None):
 
 # ------------------------------------------------------------------ losses
 def _as_tensor(t):
-    from ..tensor import tensor
     return t if isinstance(t, Tensor) else tensor(t)
 
 
@@ -241,10 +234,10 @@ def nll_loss(log_probs, target, weight=None, ignore_index=-100, reduction="mean"
                          f"{tuple(log_probs.shape)} without the class dim 1")
     valid = _ops.ne(target, ignore_index)
     safe = _ops.where(valid, target, 0)  # an ignored id (-100) must not index the class dim
-    picked = -_ops.squeeze(_nn_ops().gather(log_probs, 1, _ops.unsqueeze(safe, 1)), 1)
+    picked = -_ops.squeeze(nn_ops.gather(log_probs, 1, _ops.unsqueeze(safe, 1)), 1)
     w = _ops.cast(valid, log_probs.dtype)
     if weight is not None:
-        w = w * _nn_ops().embedding(safe, _as_tensor(weight))
+        w = w * nn_ops.embedding(safe, _as_tensor(weight))
     loss = picked * w
     if reduction == "mean":
         return _ops.sum(loss) / _ops.sum(w)
@@ -288,7 +281,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         if weight is None:
             denom = _ops.sum(_ops.cast(valid, logp.dtype))
         else:
-            denom = _ops.sum(_nn_ops().embedding(_ops.where(valid, target, 0), _as_tensor(weight)) *
+            denom = _ops.sum(nn_ops.embedding(_ops.where(valid, target, 0), _as_tensor(weight)) *
                              _ops.cast(valid, logp.dtype))
         smooth = _ops.sum(smooth) / denom
     else:

@@ -10,6 +10,7 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
+from ..dtypes import as_dtype
 from ..tensor import Tensor, tensor
 
 
@@ -327,7 +328,6 @@ class Module:
         """Move (``'cpu'``/``'gpu'``) and/or cast floating point parameters and buffers in place;
         the Parameter objects stay the same, so optimizers built before keep working."""
         from d2s_runtime.device import get_xp
-        from ..dtypes import as_dtype
         if isinstance(device, str) and device not in ("cpu", "gpu", "cuda") and dtype is None:
             device, dtype = None, device  # module.to('float64')
         xp = get_xp(device) if device is not None else None

@@ -4,8 +4,9 @@ Control flow is kept as control flow: ``cond`` becomes ``If``, ``while`` becomes
 ``scan`` a ``Loop`` with scan outputs; unknown dims (``InputSpec(None, ...)``) stay symbolic.
 Needs the ``onnx`` extra (``pip install 'd2s[onnx]'``).
 """
-from .export import ExportError, program_to_onnx
+from ..jit.export_support import program_and_params
 from . import control_flow  # noqa: F401  (registers If/Loop lowering and tensor-list converters)
+from .export import ExportError, program_to_onnx
 
 
 def export(obj, path, input_spec=None, params=None):
@@ -22,7 +23,6 @@ def export(obj, path, input_spec=None, params=None):
     Returns:
         ``(input_names, output_names)`` of the ONNX graph.
     """
-    from ..jit.export_support import program_and_params
     exported = program_and_params(obj, input_spec, params=params)
     model, inputs, outputs = program_to_onnx(exported.program, exported.params, exported.input_names,
                                              exported.output_names)

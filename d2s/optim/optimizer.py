@@ -10,6 +10,7 @@ import numpy as np
 
 from d2s_runtime.device import xp_of
 
+from ..autograd import enable_grad
 from ..tensor import Tensor
 
 
@@ -65,7 +66,6 @@ class Optimizer:
         recomputes the loss with grad enabled; its result is returned."""
         loss = None
         if closure is not None:
-            from ..autograd import enable_grad
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:

@@ -9,7 +9,9 @@ separate forward run are not reused).
 """
 import contextlib
 
+from .. import ops as d
 from .._state import STATE
+from ..autograd.engine import grad
 from ..autograd.grad_mode import enable_grad
 from .builder import ProgramBuilder
 from .replay import replay_op, replaying_forward
@@ -105,8 +107,6 @@ def _feed(b, name, type, names, requires_grad):
 
 
 def _grads(outs, cots, wrt_tensors):
-    from .. import ops as d
-    from ..autograd.engine import grad
     pairs = [(o, g) for o, g in zip(outs, cots) if o.requires_grad]
     grads = [None] * len(wrt_tensors)
     if pairs and wrt_tensors:

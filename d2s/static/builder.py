@@ -307,7 +307,7 @@ def python_number_type(t):
     """``int``, ``float`` or ``bool`` when tensor ``t`` stands for a Python number of converted
     code (a weak number: a loop counter, a number carried by a tensor loop or merged by a
     tensor `if`), else None."""
-    from ..convert.weak_index import python_type
+    from .weak_index import python_type
     return python_type(t)
 
 

@@ -19,8 +19,11 @@ import numpy as np
 from d2s_runtime.ir import Op
 from d2s_runtime.ops import TensorType
 
+from .. import ops as d
 from .. import pytree
 from .._state import STATE
+from ..autograd.grad_mode import no_grad
+from ..autograd.node import record
 from ..pytree import tree_unflatten
 from ..tensor import Tensor, tensor
 from .builder import ProgramBuilder
@@ -85,7 +88,6 @@ def _promote_weak(types, o_types, weak):
 
 def _cast_leaves(b, leaves, in_names, types):
     """Cast (and broadcast) the initial loop vars whose type was promoted to their loop types."""
-    from .. import ops as d
     for i, t in enumerate(types):
         have = b.block.lookup(in_names[i]).type
         if have.dtype != t.dtype or have.ndim != t.ndim:
@@ -169,7 +171,6 @@ def _abstract(fn):
 
     Eager code uses it to learn the type a value would have in a program: the branch not
     taken, or a loop body on its initial carry (as a program builds it)."""
-    from ..autograd.grad_mode import no_grad
     b = STATE.builder
     scope = b.sub_block() if b is not None else ProgramBuilder()
     try:
@@ -313,7 +314,6 @@ def _record(name, op, inputs, outputs, **extra):
     # that does was made to inside the function (d2s.func.grad, d2s.grad): record it then too
     if not STATE.grad_enabled or not any(t.requires_grad for t in inputs):
         return
-    from ..autograd.node import record
     record(_CFOp(name), tuple(inputs), {"op": op, **extra}, tuple(outputs))
 
 
@@ -399,7 +399,6 @@ def cond(pred, true_fn, false_fn, *operands):
 
 
 def _as_pred(pred, what):
-    from .. import ops as d
     t = pred._var.type
     if any(s != 1 for s in t.shape):
         raise ControlFlowError(f"{what}: the predicate must be a scalar (one element), got a tensor of type {t}")
@@ -652,7 +651,6 @@ def _as_scanned(xs):
 
 
 def _py_scan(fn, init, xs, length, reverse, what="d2s.scan"):
-    from .. import ops as d
     x_leaves, x_tree = tree_flatten(xs)
     for x in x_leaves:
         if x.ndim == 0:
@@ -701,11 +699,9 @@ def _py_scan(fn, init, xs, length, reverse, what="d2s.scan"):
 
 def _empty_ys(fn, init, x_leaves, x_tree, info):
     """The stacked ys of a scan of no steps: empty tensors of the types a step gives."""
-    from .. import ops as d
     if info is not None and all(None not in t.shape for t in info[1]):
         return tree_unflatten(info[0], [d.zeros([0, *t.shape], dtype=t.dtype) for t in info[1]])
     # (a step whose ys' shapes depend on data: learn them from one step on zeros)
-    from ..autograd.grad_mode import no_grad
     with no_grad():
         _, y0 = fn(init, tree_unflatten(x_tree, [d.zeros(list(x.shape[1:]), dtype=x.dtype) for x in x_leaves]))
     y_leaves, y_tree = tree_flatten(_tensorize(y0))

@@ -13,6 +13,7 @@ leaf tensors inside new sub-blocks and asks the engine for the vector-Jacobian p
 """
 from .. import ops as d
 from .._state import STATE
+from ..autograd.engine import grad
 from ..autograd.grad_mode import enable_grad
 from ..autograd.node import defgrad, nondiff
 from ..dispatch import apply
@@ -58,7 +59,6 @@ def block_vjp(block, values, cotangents, wrt):
              if g is not None and isinstance(o, Tensor) and o.requires_grad and _is_float(o)]
     grads = [None] * len(leaves)
     if pairs and leaves:
-        from ..autograd.engine import grad
         grads = grad([o for o, _ in pairs], leaves, grad_outputs=[d.cast(g, o.dtype) for o, g in pairs],
                      allow_unused=True, create_graph=create_graph)
     return [d.zeros_like(x) if g is None else g for g, x in zip(grads, leaves)]

@@ -10,6 +10,7 @@ new), with JAX's semantics.
 """
 import numpy as np
 
+from .. import ops as d
 from ..tensor import Tensor
 from .control_flow import (ControlFlowError, _abstract, _eager_branch, _fmt_tree, _is_symbolic, _join_weak, _scan,
                            _tensorize_weak, cond, run_while)
@@ -64,7 +65,6 @@ def fori_loop(lower, upper, body_fn, init_val):
     Returns:
         The value after the last iteration, with Python numbers as tensors.
     """
-    from .. import ops as d
     dtype = _index_dtype("d2s.fori_loop", lower, upper)
     if not _is_symbolic(lower) and not _is_symbolic(upper):
         lo, hi = int(lower), int(upper)
@@ -96,7 +96,6 @@ def switch(index, branches, *operands):
     Returns:
         The selected branch's result.
     """
-    from .. import ops as d
     branches = list(branches)
     if not branches:
         raise ControlFlowError("d2s.switch: give at least one branch")

@@ -5,9 +5,11 @@ value is one tensor whose leading dim is the length (see ``d2s_runtime/ops/tenso
 so it can be a ``while_loop`` / ``scan`` carry like any tensor: a ``TensorArray`` is a pytree
 node whose one child is that tensor.
 """
-from .. import pytree
+from .. import ops, pytree
 from ..dispatch import apply
 from ..tensor import Tensor, tensor
+from ..user_errors import at_user_line
+from .weak_index import number_stand_in
 
 
 class TensorArray:
@@ -41,7 +43,6 @@ class TensorArray:
         if not isinstance(x, Tensor):  # a Python number takes the list's dtype, as in a tensor
             x = tensor(x, dtype=str(self.data.dtype)) if self.data is not None else tensor(x)
         elif self.data is not None and x.dtype != self.data.dtype and _mixes_numbers(self, x):
-            from .. import ops
             x = ops.cast(x, str(self.data.dtype))
         if self.data is None:
             self.data = apply("list_new", x)
@@ -66,7 +67,6 @@ class TensorArray:
                 if self.data is None:
                     self.data = items.data
                 else:
-                    from .. import ops
                     self.data = ops.concat([self.data, items.data], 0)
             return self
         if isinstance(items, Tensor) or not isinstance(items, (list, tuple)):
@@ -84,7 +84,6 @@ class TensorArray:
     def reverse(self):
         """Reverse the elements in place."""
         if self.data is not None:
-            from .. import ops
             self.data = ops.getitem(self.data, slice(None, None, -1))
 
     def _unsupported(self, name):
@@ -125,7 +124,6 @@ class TensorArray:
     def element_zeros(self):
         """Zeros typed like one element (unknown dims as 1), made in the current block: only
         the type is used (to start an empty list of such elements)."""
-        from .. import ops
         return ops.zeros([d if isinstance(d, int) else 1 for d in _elem_shape(self.data)],
                          dtype=str(self.data.dtype))
 
@@ -146,7 +144,6 @@ class TensorArray:
 
     def __setitem__(self, i, value):
         """``xs[i] = v`` (``i`` may be negative or a tensor)."""
-        from .. import ops
         self._need("index")
         if not isinstance(i, Tensor):
             i = tensor(int(i))
@@ -191,7 +188,6 @@ class TensorArray:
 
     def truth(self):
         """``bool(xs)`` as a 0-d bool tensor (symbolic inside programs)."""
-        from .. import ops
         return ops.gt(self.length(), 0)
 
     def _need(self, what):
@@ -220,8 +216,21 @@ class NumberList(TensorArray):
 
 
 def _number(x):
-    from ..convert.weak_index import number_stand_in
     return number_stand_in(x) if isinstance(x, Tensor) and x.ndim == 0 else x
+
+
+def numbers_dtype(items):
+    """One dtype for a list's tensors and Python numbers: a floating tensor's dtype (float32
+    for a Python float) if any element is floating, bool if all are bools, else int64."""
+    floats = [str(e.dtype) for e in items if isinstance(e, Tensor) and e.dtype.is_floating_point]
+    if floats:
+        return floats[0]
+    if any(isinstance(e, float) for e in items):
+        return "float32"
+    if all(isinstance(e, bool) or (isinstance(e, Tensor) and str(e.dtype) == "bool") for e in items):
+        return "bool"
+    ints = [str(e.dtype) for e in items if isinstance(e, Tensor)]
+    return ints[0] if ints else "int64"
 
 
 def _mixes_numbers(lst, x):
@@ -232,7 +241,6 @@ def _mixes_numbers(lst, x):
 
 
 def _user_error(message, cls):
-    from ..user_errors import at_user_line
     return at_user_line(message, cls)
 
 
@@ -328,7 +336,6 @@ class TupleList(TensorArray):
 
     def extend(self, items):
         if isinstance(items, TupleList) and items.skeleton == self.skeleton:
-            from .. import ops
             self.parts = tuple(ops.concat([a, b], 0) for a, b in zip(self.parts, items.parts))
             return self
         if isinstance(items, TensorArray) or not isinstance(items, (list, tuple)):
@@ -345,11 +352,9 @@ class TupleList(TensorArray):
         self.parts = tuple(apply("list_new", z) for z in _struct_leaves(self.element_zeros())[0])
 
     def reverse(self):
-        from .. import ops
         self.parts = tuple(ops.getitem(p, slice(None, None, -1)) for p in self.parts)
 
     def element_zeros(self):
-        from .. import ops
         zeros = [ops.zeros([d if isinstance(d, int) else 1 for d in _elem_shape(p)], dtype=str(p.dtype))
                  for p in self.parts]
         return pytree.tree_unflatten(self.skeleton, zeros)
@@ -407,7 +412,6 @@ def struct_list_for(items):
             if len({str(t.dtype) for t in tensors}) != 1 or len({t.ndim for t in tensors}) != 1:
                 return None
             t0 = tensors[0]
-            from .. import ops
             like.append(ops.zeros([d if isinstance(d, int) else 1 for d in
                                    (t0._var.type.shape if t0._data is None else t0.shape)], dtype=str(t0.dtype)))
         else:

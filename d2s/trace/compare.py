@@ -20,7 +20,7 @@ from ..jit import to_static
 from ..nn import Module
 from ..static.builder import ProgramBuilder
 from ..static.input_spec import spec_from_text
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor
 from ..user_errors import user_frame
 from .guards import TraceGuardError, baked_text, group_by_line, kind_of_line
 from .match import outputs_match
@@ -84,13 +84,12 @@ def generate_inputs(fn, shapes, seed=0, max_inputs=MAX_INPUTS):
 
 
 def _make(arr, dtype):
-    import d2s
     arr = np.asarray(arr)
     if dtype.startswith("int"):
         arr = np.round(arr)
     elif dtype == "bool":
         arr = arr > 0
-    return d2s.tensor(arr.astype(dtype))
+    return tensor(arr.astype(dtype))
 
 
 def _default_shapes(fn):

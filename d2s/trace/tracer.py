@@ -22,8 +22,9 @@ from d2s_runtime.ops import TensorType
 from .._state import STATE
 from ..autograd.grad_mode import no_grad
 from ..static.builder import ProgramBuilder, _is_param, _plain, _scalar_dtype, flatten_outputs
+from ..static.replay import replay_op
+from ..tensor import Tensor, _host, tensor
 from ..user_errors import user_frame
-from ..tensor import Tensor, _host
 from .guards import (CHECK_OF, Decision, TraceCheckError, TraceGuardError, emit_warnings, find_guard_error,
                      guard_error_from)
 from .match import outputs_match
@@ -224,7 +225,6 @@ class TracedFunction:
         for i, a in enumerate(args):
             if i in positions:
                 if not isinstance(a, Tensor):
-                    from ..tensor import tensor
                     a = tensor(a) if not isinstance(a, np.ndarray) else Tensor._make(a)
                 t = self._example_types[len(tensors)]
                 if tuple(a._data.shape) != t.shape or str(a.dtype) != t.dtype:
@@ -244,7 +244,6 @@ class TracedFunction:
     def _replay(self, tensors):
         """Run the program op by op through the eager dispatch (records autograd nodes); guard
         ops run their check on the concrete values like any other kernel."""
-        from ..static.replay import replay_op
         prog = self.program
         env = dict(zip(prog.inputs, tensors))
         env.update(self._param_tensors)

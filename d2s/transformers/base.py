@@ -3,6 +3,7 @@ import gast
 
 from . import gast_compat as gc
 from ..user_errors import ConversionError
+from .templates import replace
 
 JST = "_jst"  # the one global name under which converted code reaches d2s.convert
 
@@ -107,7 +108,6 @@ def python_only(node):
 def undefined_inits(names, anno):
     """Statements binding each of ``names`` not surely bound at the statement's entry: to an
     ``Undefined`` placeholder, or to its current value where some path binds it."""
-    from .templates import replace
     out = []
     for n in names:
         if n in anno.defined:
@@ -122,7 +122,6 @@ def undefined_inits(names, anno):
 def state_functions(namer, composites):
     """``get_state``/``set_state`` defs for attribute paths assigned inside a branch or loop
     (``self.h = ...``), plus the two expressions to pass (``None`` when there are none)."""
-    from .templates import replace
     if not composites:
         return [], gc.constant(None), gc.constant(None)
     paths = sorted(composites)

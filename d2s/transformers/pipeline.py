@@ -7,6 +7,8 @@ import types
 
 import gast
 
+from .. import convert as convert_runtime  # the `_jst` module converted code calls
+from ..convert import call as _call
 from . import analysis
 from .assert_statements import AssertStatements
 from .base import JST, Context
@@ -18,8 +20,8 @@ from .continue_statements import ContinueStatements
 from ..user_errors import ConversionError, SourceUnavailable
 from .for_loops import ForLoops
 from .if_statements import IfStatements
-from .lambda_source import lambda_as_function
 from .inplace_calls import InplaceCalls
+from .lambda_source import lambda_as_function
 from .logical_expressions import LogicalExpressions
 from .loop_else import LoopElse
 from .naming import Namer
@@ -96,11 +98,6 @@ class ConvertedFunction:
 # compare equal across files (equality ignores co_filename): keyed by code alone, the same
 # function in two files would run under the first file's name and report errors there.
 _CACHE = {}
-
-
-def _convert_module():
-    import d2s.convert
-    return d2s.convert
 
 
 def _parse(fn):
@@ -207,7 +204,7 @@ def convert_function(fn):
         cached = _CACHE[key] = (code_obj, code_text, source_map)
     code_obj, code_text, source_map = cached
     g = fn.__globals__
-    jst = _convert_module()
+    jst = convert_runtime
     if g.get(JST, jst) is not jst:
         raise ConversionError(f"the module of {fn.__qualname__} defines its own global '{JST}', which "
                               "converted code needs for d2s's runtime helpers; rename it",
@@ -221,3 +218,16 @@ def convert_function(fn):
     new.__dict__.update(fn.__dict__)
     new.__d2s_converted__ = True
     return ConvertedFunction(new, code_text, source_map, fn)
+
+
+def _converted_or_same(fn):
+    """``fn`` converted, or ``fn`` itself when its source cannot be read (it then runs eagerly)."""
+    try:
+        return convert_function(fn).fn
+    except SourceUnavailable:
+        return fn
+
+
+# converted code converts the functions it calls (``_jst.convert_call``); the runtime helpers sit
+# below this layer, so the conversion is handed to them here
+_call.set_source_converter(_converted_or_same)

@@ -1,4 +1,4 @@
-"""A converted call returns the Python numbers eager code returns (d2s/convert/weak_index.py):
+"""A converted call returns the Python numbers eager code returns (d2s/static/weak_index.py):
 loop counters, numbers carried by tensor loops or merged by tensor `if`s, len() of lists grown
 in tensor loops, int()/float()/.item()/round() of tensor values. Each function runs eagerly and
 through ``to_static`` on inputs that take zero, one and several trips and both branches; the

@@ -7,6 +7,7 @@ Tensor whose arithmetic with another tensor first casts the index to that tensor
 a Python int meeting a tensor does), and whose arithmetic with Python ints (``i + 1``, ``-i``)
 stays weak, so converted code keeps eager dtypes.
 """
+from .. import ops
 from ..dispatch import apply
 from ..tensor import Tensor
 
@@ -149,7 +150,6 @@ def number_or_tensor(t, pred, on_true, pytype, else_type=None):
     ``pred`` is ``on_true``, else a number of type ``else_type`` (None: the tensor)."""
     if not isinstance(t, Tensor) or t._data is not None:
         return t
-    from .. import ops
     flag = pred if str(pred.dtype) == "bool" else ops.cast(pred, "bool")
     flag = flag if on_true else ops.logical_not(flag)
     out = NumberOrTensor._make(None, t._var)
@@ -162,7 +162,6 @@ def _round(self, ndigits=None):
     """``round(n)`` / ``round(n, k)`` of the Python number this stands for: half to even, as
     Python rounds (to ``k`` decimals via a scaled float, which float32 carries approximately);
     an int with no ``ndigits``, as Python gives."""
-    from .. import ops
     if self.dtype == "bool" or not self.dtype.is_floating_point:
         return self if ndigits is None or ndigits >= 0 else number_stand_in(
             apply("mul", apply("floordiv", self, 10 ** -ndigits), 10 ** -ndigits))
