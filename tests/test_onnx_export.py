@@ -10,7 +10,7 @@ import d2s  # noqa: E402
 import d2s.nn.functional as F  # noqa: E402
 from d2s.dispatch import apply  # noqa: E402
 from d2s.onnx import ExportError, export, program_to_onnx  # noqa: E402
-from d2s.onnx.converters import CONVERTERS  # noqa: E402
+from d2s.onnx.registry import CONVERTERS  # noqa: E402
 from d2s.static import InputSpec, build_program  # noqa: E402
 from d2s_runtime import Executor  # noqa: E402
 

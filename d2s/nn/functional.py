@@ -7,14 +7,13 @@ inputs are symbolic.
 import math
 
 from .. import ops as _ops
+from ..ops import nn as _nn_family
 from ..tensor import Tensor
 
 
 def _nn_ops():
-    # d2s.nn_ops holds the NN primitives (softmax, conv2d, ...); imported on first use so this
-    # module stays importable on its own.
-    from .. import nn_ops
-    return nn_ops
+    # d2s.ops.nn holds the NN primitives (softmax, conv2d, ...)
+    return _nn_family
 
 
 def _static_shape(x):
