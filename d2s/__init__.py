@@ -4,7 +4,7 @@
     from d2s import nn, optim
     import d2s.nn.functional as F
 """
-import importlib
+import importlib as _importlib
 
 from . import dtypes as _dtypes  # noqa: F401
 from .dtypes import bool_, dtype, float32, float64, int32, int64
@@ -41,8 +41,8 @@ __all__ = (["Tensor", "tensor", "dtype", "bool", "bool_", "float32", "float64", 
 
 def __getattr__(name):
     if name in _LAZY_MODULES:
-        return importlib.import_module(f"d2s.{name}")
+        return _importlib.import_module(f"d2s.{name}")
     if name in _LAZY_NAMES:
         mod, attr = _LAZY_NAMES[name]
-        return getattr(importlib.import_module(mod), attr)
+        return getattr(_importlib.import_module(mod), attr)
     raise AttributeError(f"module 'd2s' has no attribute {name!r}")

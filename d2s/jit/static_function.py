@@ -511,7 +511,7 @@ def _recursion_error(exc, name):
 
 def _run_checked(entry, leaves):
     """Run ``entry``, then raise naming the op that made NaN/inf if an output holds them."""
-    from ..autograd.anomaly import check_forward
+    from .numerics import check_forward
     out = entry.run(leaves)
     tensors, _ = _flatten(out)
     check_forward(entry, leaves, tensors)

@@ -18,10 +18,8 @@ import numpy as np
 
 from d2s_runtime.ir import Block, Op
 
-from .registry import _i64, converter, onnx_unsupported
-from .export import _Type
-
-CONTROL_FLOW = {}
+from .export import GraphCtx, _Type
+from .registry import CONTROL_FLOW, _i64, converter, onnx_unsupported
 
 
 def _cf(name):
@@ -96,7 +94,6 @@ def _loop_header(ex, g):
 
 @_cf("while")
 def _while(ex, g, op):
-    from .export import GraphCtx
     n = len(op.outputs)
     cond_b, body_b = op.blocks["cond"], op.blocks["body"]
     init, caps = op.inputs[:n], op.inputs[n:]
@@ -128,7 +125,6 @@ def _trip_count(g, op, xs):
 
 @_cf("scan")
 def _scan(ex, g, op):
-    from .export import GraphCtx
     nc, nx = op.attrs["n_carry"], op.attrs["n_xs"]
     reverse = bool(op.attrs.get("reverse", False))
     body_b = op.blocks["body"]

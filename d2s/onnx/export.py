@@ -13,7 +13,7 @@ import numpy as np
 
 from d2s_runtime.ops import OPS
 
-from .registry import CONVERTERS, UNSUPPORTED
+from .registry import CONTROL_FLOW, CONVERTERS, UNSUPPORTED
 
 OPSET = 18
 IR_VERSION = 9   # onnxruntime 1.16+ reads it
@@ -108,7 +108,6 @@ class Exporter:
         return f"_t{self._n}"
 
     def emit_block(self, g, block):
-        from .control_flow import CONTROL_FLOW
         for op in block.ops:
             if op.type in CONTROL_FLOW:
                 CONTROL_FLOW[op.type](self, g, op)

@@ -17,6 +17,7 @@ from d2s_runtime.dtypes import result_type
 CONVERTERS = {}    # op name -> converter
 UNSUPPORTED = {}   # op name -> the reason the exporter's error gives
 CONSTANTS = set()  # ops with no inputs and no effect: the exporter writes their value as a constant
+CONTROL_FLOW = {}  # ops with sub-blocks (cond, while, scan) -> fn(exporter, g, op), see control_flow.py
 
 
 def onnx_converter(*names):

@@ -9,7 +9,7 @@ from d2s_runtime.ops import manual_seed as _runtime_seed
 
 from .._state import STATE
 from ..autograd.registry import non_differentiable
-from ..dispatch import apply, apply_kernel, create, fill_like
+from ..dispatch import apply, create, fill_like
 from ..dtypes import as_dtype
 from ..onnx.registry import i64, onnx_constant, onnx_converter, onnx_unsupported
 from ..tensor import Tensor, tensor
@@ -19,7 +19,7 @@ _float32 = "float32"
 _RANDOM_REASON = "random draws have no ONNX form that reproduces d2s's generator; pass the noise as an input"
 
 __all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "linspace", "eye",
-           "rand", "randn", "randint", "manual_seed", "apply_kernel"]
+           "rand", "randn", "randint", "manual_seed"]
 
 
 def _creation(name, device, requires_grad, **attrs):

@@ -18,6 +18,9 @@ from d2s_runtime.ops.rules import FLOAT_INPUTS, PROMOTED_INPUTS
 from .._state import STATE
 from ..autograd.anomaly import user_site
 from ..tensor import Tensor
+from .errors import where_text
+from .input_spec import InputSpec
+from .tensor_array import NumberList, TensorArray, TupleList
 
 SMALL_CONSTANT = 16  # elements; larger captured arrays live in program.constants
 
@@ -201,7 +204,6 @@ class ProgramBuilder:
         try:
             out_types = opdef.infer(*types, **attrs)
         except ShapeError as e:
-            from .errors import where_text
             raise ShapeError(f"{e}{where_text()}") from None
         if isinstance(out_types, TensorType):
             out_types = (out_types,)
@@ -305,7 +307,6 @@ def _plain(attrs):
 
 
 def _is_tensor_list(o):
-    from .tensor_array import TensorArray
     return isinstance(o, TensorArray)
 
 
@@ -313,8 +314,12 @@ def python_number_type(t):
     """``int``, ``float`` or ``bool`` when tensor ``t`` stands for a Python number of converted
     code (a weak number: a loop counter, a number carried by a tensor loop or merged by a
     tensor `if`), else None."""
-    from ..convert.weak_index import python_type
-    return python_type(t)
+    # d2s.convert.weak_index's WeakNumber says so by a class flag (convert sits above static)
+    if not getattr(type(t), "_d2s_stands_for_number", False):
+        return None
+    if t.dtype == "bool":
+        return bool
+    return float if t.dtype.is_floating_point else int
 
 
 def as_python_number(v, py, broadcast=False):
@@ -346,7 +351,6 @@ def _flatten(obj):
             # tensor, and the caller gets back a Python list of them, as eager code would
             if o.data is None:
                 return (list, [])
-            from .tensor_array import NumberList, TupleList
             if isinstance(o, TupleList):
                 start = len(leaves)
                 leaves.extend(o.parts)
@@ -383,7 +387,6 @@ def _flatten(obj):
         if kind in ("L", "N"):
             rows = values[t[1]]
             if not isinstance(rows, Tensor) or rows._data is None:
-                from .tensor_array import NumberList, TensorArray
                 return (NumberList if kind == "N" else TensorArray)(rows)
             if kind == "N":
                 return rows.numpy().tolist()
@@ -405,7 +408,6 @@ def build_program(fn, *args, device="cpu"):
     values passed through unchanged. No source conversion happens here: Python control flow
     on a symbolic tensor raises an error that says where.
     """
-    from .input_spec import InputSpec
     builder = ProgramBuilder(device)
     with builder:
         sym_args = []
