@@ -11,6 +11,7 @@ GRAD_RULES = {}      # op name -> rule
 NONDIFF = {}         # op name -> why its outputs carry no gradient
 USES_OUTPUTS = set()  # ops whose rule reads the op's outputs (exp, tanh, ...)
 SHAPE_ONLY = {}      # op name -> positions of inputs whose values its rule never reads
+SAMPLES = {}         # op name -> (public wrapper, input shapes): an example call declared with the op
 
 
 def grad_rule(*names):
@@ -36,6 +37,13 @@ def shape_only(name, *positions):
     """Declare that op ``name``'s gradient rule reads only the shape and dtype of these inputs,
     so writing to them in place after the op (``y[0] = y[0] * 3``) does not spoil backward."""
     SHAPE_ONLY[name] = frozenset(positions)
+
+
+def sample_call(name, wrapper, *shapes):
+    """Declare an example call of op ``name``: ``wrapper`` on random float inputs of ``shapes``.
+    The registry test gradchecks it in float64 and the ONNX test exports it, so an op declared
+    with one needs no row in those tests' tables."""
+    SAMPLES[name] = (wrapper, shapes)
 
 
 # the names used before the registry had its own module (custom ops and control-flow rules)
