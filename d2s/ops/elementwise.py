@@ -2,7 +2,7 @@
 wrapper, its gradient rule and its ONNX converter, side by side."""
 import numpy as np
 
-from ..autograd.registry import grad_rule, non_differentiable, shape_only
+from ..autograd.registry import grad_rule, non_differentiable, sample_call, shape_only
 from ..dispatch import apply
 from ..dtypes import as_dtype
 from ..onnx.registry import elementwise as onnx_elementwise, onnx_converter, promoted
@@ -12,7 +12,7 @@ from ._util import _is_diff, _pair, _shape, unbroadcast
 
 __all__ = ["add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg", "exp", "log", "sqrt", "sin", "cos",
            "tanh", "sigmoid", "relu", "abs", "sign", "floor", "maximum", "minimum", "clip", "where", "eq", "ne",
-           "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not", "cast"]
+           "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not", "cast", "logaddexp"]
 
 _COMPARISON = "a comparison's bool result carries no gradient"
 _PIECEWISE_CONSTANT = "piecewise constant: its gradient is zero almost everywhere, so none flows"
@@ -186,6 +186,43 @@ def _maxmin_grad(ctx, g):
 
 onnx_elementwise("maximum", "Max", bool_form="Or")
 onnx_elementwise("minimum", "Min", bool_form="And")
+
+
+@tensor_method()
+def logaddexp(a, b):
+    """``log(exp(a) + exp(b))``, computed without overflow (NumPy's ``logaddexp``); integer
+    and bool inputs give float32."""
+    return apply("logaddexp", a, b)
+
+
+@grad_rule("logaddexp")
+def _logaddexp_grad(ctx, g):
+    # d/da log(e^a + e^b) = e^a / (e^a + e^b) = exp(a - y), with y the output
+    a, b = ctx.inputs
+    y = ctx.outputs[0]
+    return _pair(ctx, g * exp(a - y) if _is_diff(a) else None, g * exp(b - y) if _is_diff(b) else None)
+
+
+@onnx_converter("logaddexp")
+def _logaddexp_onnx(g, op):
+    # max(a, b) + log(1 + exp(-|a - b|)); where a == b (both infinities included) a + log 2
+    dt = g.dtype(op.outputs[0])
+    a, b = promoted(g, op.inputs, dt)
+    m, diff, mag, neg, e, one_e, lg, general, same, tied = (g.tmp() for _ in range(10))
+    g.node("Max", [a, b], [m])
+    g.node("Sub", [a, b], [diff])
+    g.node("Abs", [diff], [mag])
+    g.node("Neg", [mag], [neg])
+    g.node("Exp", [neg], [e])
+    g.node("Add", [e, g.const(np.ones((), dtype=dt))], [one_e])
+    g.node("Log", [one_e], [lg])
+    g.node("Add", [m, lg], [general])
+    g.node("Equal", [a, b], [same])
+    g.node("Add", [a, g.const(np.asarray(np.log(2.0), dtype=dt))], [tied])
+    g.node("Where", [same, tied, general], op.outputs)
+
+
+sample_call("logaddexp", logaddexp, (3, 1), (1, 4))
 
 
 # ------------------------------------------------------------------ unary math
