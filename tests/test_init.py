@@ -1,12 +1,7 @@
 """``import d2s`` exposes exactly its public names: the API contract's, nothing internal."""
-import re
-from pathlib import Path
-
 import pytest
 
 import d2s
-
-API = Path("/work/shared/API.md")
 
 
 def test_internal_names_do_not_leak():
@@ -28,7 +23,8 @@ def test_star_import_gives_the_public_names_only():
     assert "np" not in names and "STATE" not in names and "apply" not in names
 
 
-# the API contract's functions (section 1 and the README's additions), as d2s.f
+# every d2s.<name> of the API contract (its section 1 and the d2s.* names it mentions) and of
+# the README's additions
 CONTRACT = """tensor Tensor float32 float64 int32 int64 bool zeros ones full zeros_like ones_like full_like
 arange linspace eye rand randn randint manual_seed add sub mul div neg exp log sqrt sin cos tanh sigmoid
 relu abs pow clip maximum minimum where matmul sum mean max min prod argmax argmin reshape transpose permute
@@ -42,11 +38,3 @@ utils viz onnx autograd""".split()
 def test_contract_name_resolves_and_is_public(name):
     assert name in d2s.__all__, f"d2s.{name} is public API but missing from d2s.__all__"
     assert getattr(d2s, name) is not None
-
-
-@pytest.mark.skipif(not API.exists(), reason="the shared API contract is not on this machine")
-def test_every_d2s_name_in_the_api_contract_resolves():
-    text = API.read_text()
-    names = set(re.findall(r"`d2s\.([a-z_][a-z_0-9]*)", text)) - {"f"}  # d2s.f(t): "any function"
-    missing = [n for n in sorted(names) if not hasattr(d2s, n)]
-    assert missing == []
