@@ -480,7 +480,7 @@ def _bind_operators():
         reflected = _dispatch.operator(op.name, reflected=True)
         reflected.__name__ = "__r" + dunder[2:]
         setattr(Tensor, reflected.__name__, reflected)
-    Tensor.__hash__ = object.__hash__  # defining __eq__ would otherwise unset it
+    Tensor.__hash__ = object.__hash__  # tensors hash by identity (dict keys, sets); == is element-wise
 
 
 from . import dispatch as _dispatch  # noqa: E402 - dispatch builds on Tensor, defined above

@@ -8,13 +8,12 @@ import weakref
 
 import numpy as np
 
-from d2s_runtime.ops import OPS
-
 from .. import dispatch as _dispatch
 from .. import tensor as _tensor
 from .._state import STATE
 from .anomaly import ACTIVE_THREADS, remember
-from .registry import GRAD_RULES, NONDIFF, SHAPE_ONLY, USES_OUTPUTS, defgrad, nondiff, shape_only  # noqa: F401
+from .registry import GRAD_RULES, NONDIFF, SHAPE_ONLY, USES_OUTPUTS
+from .registry import defgrad, nondiff, shape_only  # noqa: F401  (the names control-flow rules import from here)
 
 
 def _camel(name):

@@ -7,18 +7,27 @@ Each family module holds, for each of its ops, the public wrapper (a thin call o
 the runtime's ``d2s_runtime/ops/*.py`` where the kernel, shape rule and traits live. Wrappers
 that are also Tensor methods say so with ``@tensor_method`` (see ``d2s/tensor.py``).
 
-Families are imported lowest first: each may use the ones above it in this list. (The shape
-family's module is ``d2s.ops.shape``; the name ``d2s.ops.shape`` itself is the ``shape`` op.)
+Families are imported lowest first: each may use the ones above it in this list. A family's
+public wrappers are its functions without a leading underscore; this package re-exports them
+(so adding an op touches its family module only). The shape family's module is
+``d2s.ops.shape``; the name ``d2s.ops.shape`` itself is the ``shape`` op.
 """
-from . import creation, elementwise, shape as _shape_family, reduce, indexing, linalg, nn, debug  # noqa: F401
-from .creation import *  # noqa: F401,F403
-from .elementwise import *  # noqa: F401,F403
-from .shape import *  # noqa: F401,F403
-from .reduce import *  # noqa: F401,F403
-from .indexing import *  # noqa: F401,F403
-from .linalg import *  # noqa: F401,F403
-from .nn import *  # noqa: F401,F403
-from .debug import print  # noqa: F401,A004
+import inspect
 
-__all__ = (creation.__all__ + elementwise.__all__ + _shape_family.__all__ + reduce.__all__ + indexing.__all__
-           + linalg.__all__ + nn.__all__ + debug.__all__)
+from . import creation, elementwise, shape as _shape_family, reduce, indexing, linalg, nn, debug
+
+_FAMILIES = (creation, elementwise, _shape_family, reduce, indexing, linalg, nn, debug)
+
+
+def _public(family):
+    """A family's public wrappers: the functions it defines whose names have no leading
+    underscore (its helpers have one)."""
+    return {name: fn for name, fn in vars(family).items()
+            if not name.startswith("_") and inspect.isfunction(fn) and fn.__module__ == family.__name__}
+
+
+for _family in _FAMILIES:
+    globals().update(_public(_family))
+
+# the public functions: every family's public wrappers (d2s re-exports exactly these)
+__all__ = sorted(name for family in _FAMILIES for name in _public(family))

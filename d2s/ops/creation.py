@@ -18,8 +18,6 @@ from ._util import _is_symbolic, _shape_arg
 _float32 = "float32"
 _RANDOM_REASON = "random draws have no ONNX form that reproduces d2s's generator; pass the noise as an input"
 
-__all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "linspace", "eye",
-           "rand", "randn", "randint", "manual_seed"]
 
 
 def _creation(name, device, requires_grad, **attrs):

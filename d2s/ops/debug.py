@@ -13,7 +13,6 @@ from ..dispatch import apply
 from ..onnx.registry import onnx_unsupported
 from ..tensor import Tensor
 
-__all__ = ["print"]
 
 _NO_OUTPUTS = "it has no outputs to differentiate"
 

@@ -10,9 +10,6 @@ from ..tensor import Tensor, tensor_method
 from .creation import zeros_like
 from ._util import _is_diff, _pair, _shape, unbroadcast
 
-__all__ = ["add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg", "exp", "log", "sqrt", "sin", "cos",
-           "tanh", "sigmoid", "relu", "abs", "sign", "floor", "maximum", "minimum", "clip", "where", "eq", "ne",
-           "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not", "cast", "logaddexp"]
 
 _COMPARISON = "a comparison's bool result carries no gradient"
 _PIECEWISE_CONSTANT = "piecewise constant: its gradient is zero almost everywhere, so none flows"

@@ -13,7 +13,6 @@ from ..tensor import Tensor, tensor_method
 from .creation import zeros_like
 from ._util import _is_diff, _shape, unbroadcast
 
-__all__ = ["getitem", "setitem"]
 
 
 # ------------------------------------------------------------------ wrappers
@@ -170,7 +169,7 @@ def _index_entries(g, x, spec, arrays):
     return entries
 
 
-def lower_getitem(g, op, x, spec, arrays, out):
+def _lower_getitem(g, op, x, spec, arrays, out):
     """``x[spec]`` as Slice (ints and slices), Squeeze (ints), Gather (one integer index
     array), GatherND over NonZero (one bool mask) and Unsqueeze (None), writing ``out``."""
     entries = _index_entries(g, x, spec, arrays)
@@ -260,7 +259,7 @@ def lower_getitem(g, op, x, spec, arrays, out):
 
 @onnx_converter("getitem")
 def _getitem_onnx(g, op):
-    lower_getitem(g, op, op.inputs[0], op.attrs["index"], op.inputs[1:], op.outputs[0])
+    _lower_getitem(g, op, op.inputs[0], op.attrs["index"], op.inputs[1:], op.outputs[0])
 
 
 def _scatter_onnx(reduction):
@@ -275,7 +274,7 @@ def _scatter_onnx(reduction):
         g.node("Range", [g.const(np.zeros((), np.int64)), size, g.const(np.ones((), np.int64))], [flat_pos])
         g.node("Reshape", [flat_pos, shape], [iota])
         g.types[iota] = g.types[x].__class__(g.shape(x), "int64")
-        lower_getitem(g, op, iota, op.attrs["index"], arrays, sel)
+        _lower_getitem(g, op, iota, op.attrs["index"], arrays, sel)
         g.node("Shape", [sel], [sel_shape])
         g.node("Expand", [g.cast(v, dt), sel_shape], [vb])
         g.node("Reshape", [vb, g.const(i64([-1]))], [vflat])

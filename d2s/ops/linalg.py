@@ -7,7 +7,6 @@ from ..tensor import tensor_method
 from .shape import reshape, transpose, unsqueeze
 from ._util import _is_diff, _shape, unbroadcast
 
-__all__ = ["matmul"]
 
 
 @tensor_method()

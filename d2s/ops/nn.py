@@ -14,12 +14,10 @@ from ..onnx.registry import i64, onnx_converter, onnx_unsupported, promoted
 from ..tensor import Tensor, tensor, tensor_method
 from .creation import zeros_like
 from .elementwise import exp
-from .reduce import _reduce_onnx, reduction_operands, sum
+from .reduce import _reduce_onnx, _reduction_operands, sum
 from .shape import concat, split, stop_gradient
 from ._util import _as_tensor, _axes, _is_diff
 
-__all__ = ["softmax", "log_softmax", "logsumexp", "cumsum", "gather", "scatter_add", "one_hot", "conv2d",
-           "max_pool2d", "dropout", "embedding"]
 
 _GRAD_OP = "gradient ops belong to backward programs; export the forward program"
 
@@ -196,7 +194,7 @@ def _log_softmax_grad(ctx, g):
 
 @grad_rule("logsumexp")
 def _logsumexp_grad(ctx, g):
-    x, y, g = reduction_operands(ctx, g)
+    x, y, g = _reduction_operands(ctx, g)
     return (g * exp(x - y),)
 
 

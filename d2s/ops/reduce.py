@@ -10,7 +10,6 @@ from .elementwise import cast, eq, logical_not, ne, where
 from .shape import broadcast_to, unsqueeze
 from ._util import _axes, _shape
 
-__all__ = ["sum", "mean", "max", "min", "prod", "any", "all", "argmax", "argmin"]
 
 
 # ------------------------------------------------------------------ helpers of the rules
@@ -24,7 +23,7 @@ def _expand_reduced(g, x, axes, keepdims):
     return g
 
 
-def reduction_operands(ctx, g):
+def _reduction_operands(ctx, g):
     """(input, output, gradient) of a reduction, output and gradient with the reduced axes put
     back as size 1 so they broadcast against the input."""
     x, y = ctx.inputs[0], ctx.outputs[0]
@@ -108,7 +107,7 @@ def min(x, axis=None, keepdims=False):
 
 @grad_rule("reduce_max", "reduce_min")
 def _maxmin_reduce_grad(ctx, g):
-    x, y, g = reduction_operands(ctx, g)
+    x, y, g = _reduction_operands(ctx, g)
     axes = ctx.attrs.get("axes")
     hit = cast(eq(x, y), g.dtype)
     # ties share the gradient evenly
@@ -128,7 +127,7 @@ def prod(x, axis=None, keepdims=False):
 
 @grad_rule("reduce_prod")
 def _prod_grad(ctx, g):
-    x, y, g = reduction_operands(ctx, g)
+    x, y, g = _reduction_operands(ctx, g)
     axes = ctx.attrs.get("axes")
     # y / x is wrong where x == 0: there, multiply the other factors directly
     nonzero = ne(x, 0)

@@ -17,9 +17,6 @@ from .elementwise import add, logical_or
 from ._util import (_axes, _dims_of_shape_tensor, _is_diff, _is_symbolic, _shape, _shape_arg, _static_dims,
                     _static_shape, unbroadcast)
 
-__all__ = ["reshape", "transpose", "permute", "squeeze", "unsqueeze", "broadcast_to", "flatten", "concat",
-           "stack", "split", "cat", "chunk", "unstack", "add_n", "identity", "shape", "numel", "pad", "clone",
-           "stop_gradient", "to_device"]
 
 _GRAD_OP = "gradient ops belong to backward programs; export the forward program"
 
@@ -240,8 +237,8 @@ def _broadcast_to_dims(x, shape):
     return x + full(shape, False if str(x.dtype) == "bool" else 0, dtype=x.dtype)
 
 
-@tensor_method()
-def expand(self, *shape):
+@tensor_method("expand")
+def _expand(self, *shape):
     """``t.expand(2, -1, 4)``: broadcast_to where -1 keeps that dim, as in PyTorch."""
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         shape = shape[0]
