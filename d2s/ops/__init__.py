@@ -7,6 +7,12 @@ Each family module holds, for each of its ops, the public wrapper (a thin call o
 the runtime's ``d2s_runtime/ops/*.py`` where the kernel, shape rule and traits live. Wrappers
 that are also Tensor methods say so with ``@tensor_method`` (see ``d2s/tensor.py``).
 
+Adding an op: its kernel, shape rule and traits go in its runtime family module
+(``defop``); its wrapper (with a docstring), ``@grad_rule`` (or ``non_differentiable``),
+``@onnx_converter`` (or ``onnx_unsupported``) and an example call (``sample_call``, which
+the registry test gradchecks and the ONNX test exports) go in its family module here.
+``tests/ops/test_registry.py`` fails until all of them are there.
+
 Families are imported lowest first: each may use the ones above it in this list. A family's
 public wrappers are its functions without a leading underscore; this package re-exports them
 (so adding an op touches its family module only). The shape family's module is

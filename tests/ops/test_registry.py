@@ -42,11 +42,21 @@ def spread(*shape):
     return (R.permutation(n) * 0.37 - n * 0.15).reshape(shape) + 0.05
 
 
+def _reshape_to_symbolic_dims(x):
+    # a dynamic batch dim makes x.shape[0] symbolic: the reshape is a reshape_dims op, and
+    # backward runs its rule in the static backward program
+    return d2s.reshape(x, [x.shape[0], -1]) * fixed(4, 6)
+
+
+_reshape_dims_static = d2s.jit.to_static(_reshape_to_symbolic_dims,
+                                         input_spec=[d2s.jit.InputSpec([None, 2, 3], "float64")])
+
+
 # ------------------------------------------------------------------ test data, one row per op
 # op -> (public wrapper or a reason it has none, gradcheck case (fn, inputs) or a reason)
 _INTERNAL = "internal op, emitted by other ops' wrappers or rules; no public wrapper"
-_SYMBOLIC = "only built inside programs (symbolic inputs); its rule is exercised by the static-backward tests"
-_LISTS = "a tensor-list op of converted loops; its rule is checked by tests/test_tensor_array.py through programs"
+_LISTS = ("a tensor-list op of converted loops (symbolic only); its rule is checked against eager gradients by "
+          "tests/test_convert_lists.py and tests/test_control_flow.py::test_tensor_array_gradients_eager_and_static")
 _ND = "not differentiable"
 
 CASES = {
@@ -89,7 +99,7 @@ CASES = {
     "reshape": (ops.reshape, (lambda x: ops.reshape(x, [4, 3]) * np.arange(12.0).reshape(4, 3), [randn(3, 4)])),
     "reshape_like": (_INTERNAL, (lambda x, y: apply("reshape_like", x, y) * np.arange(6.0).reshape(3, 2),
                                  [randn(2, 3), randn(3, 2)])),
-    "reshape_dims": (_INTERNAL, _SYMBOLIC),
+    "reshape_dims": (_INTERNAL, (_reshape_dims_static, [randn(4, 2, 3)])),
     "transpose": (ops.transpose, (lambda x: ops.transpose(x, [2, 0, 1]) * fixed(4, 2, 3), [randn(2, 3, 4)])),
     "expand_dims": (ops.unsqueeze, (lambda x: ops.unsqueeze(x, 1) * fixed(3, 1, 4), [randn(3, 4)])),
     "squeeze": (ops.squeeze, (lambda x: ops.squeeze(x, 1) * fixed(3, 4), [randn(3, 1, 4)])),
@@ -172,6 +182,12 @@ def test_op_is_complete(name):
         assert gradcheck(fn, inputs, eps=1e-6, atol=1e-6, rtol=1e-4)
     else:
         assert isinstance(check, str) and check
+
+
+def test_reshape_dims_case_builds_the_op():
+    from d2s.static import build_program
+    program = build_program(_reshape_to_symbolic_dims, d2s.jit.InputSpec([None, 2, 3], "float64"))
+    assert "reshape_dims" in [op.type for op in program.block.ops]
 
 
 def test_gradchecks_fail_on_a_wrong_rule():
