@@ -4,23 +4,16 @@
     from d2s import nn, optim
     import d2s.nn.functional as F
 """
-import importlib
+import importlib as _importlib
 
-from . import dtypes as _dtypes
-from ._state import STATE as _STATE
-from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from . import dtypes as _dtypes  # noqa: F401
 from .dtypes import bool_, dtype, float32, float64, int32, int64
-from .ops import *  # noqa: F401,F403
-from .ops import (abs, add, all, any, arange, argmax, argmin, broadcast_to, cast, clip, clone, concat, cos,  # noqa: F401
-                  div, eq, exp, eye, flatten, full, full_like, ge, gt, le, linspace, log, logical_and,
-                  logical_not, logical_or, logical_xor, lt, manual_seed, matmul, max, maximum, mean, min,
-                  minimum, mul, ne, neg, ones, ones_like, permute, pow, prod, rand, randint, randn, relu,
-                  reshape, sigmoid, sign, sin, split, sqrt, squeeze, stack, stop_gradient, sub, sum, tanh,
-                  transpose, unsqueeze, where, zeros, zeros_like)
-from .tensor import Tensor, tensor
-from .nn_ops import cumsum, gather, log_softmax, logsumexp, one_hot, softmax  # noqa: F401
-from .ops import add_n, cat, chunk, identity, numel, pad, shape, unstack  # noqa: F401
-from .printing import print  # noqa: F401,A004  (d2s.print: prints on every call of a program)
+from .tensor import Tensor, tensor  # first: the eager core (tensor, dispatch, autograd) loads with it
+from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from . import ops as _ops
+from .ops import *  # noqa: F401,F403  (exactly d2s.ops.__all__: the public tensor functions)
+from . import inplace as _inplace  # noqa: F401  (Tensor's in-place methods: add_, +=, ...)
+from .ops.debug import print  # noqa: F401,A004  (d2s.print: prints on every call of a program)
 
 bool = bool_  # d2s.bool, as in the API; Python's bool stays reachable as builtins.bool
 
@@ -39,11 +32,17 @@ _LAZY_NAMES = {
     "to_static": ("d2s.jit", "to_static"),
 }
 
+# The public names of ``d2s`` (see the API contract and the README): tensors and dtypes, the
+# op functions of d2s.ops, grad modes, functional control flow, and the subpackages.
+__all__ = (["Tensor", "tensor", "dtype", "bool", "bool_", "float32", "float64", "int32", "int64",
+            "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+           + list(_ops.__all__) + sorted(_LAZY_NAMES) + sorted(_LAZY_MODULES))
+
 
 def __getattr__(name):
     if name in _LAZY_MODULES:
-        return importlib.import_module(f"d2s.{name}")
+        return _importlib.import_module(f"d2s.{name}")
     if name in _LAZY_NAMES:
         mod, attr = _LAZY_NAMES[name]
-        return getattr(importlib.import_module(mod), attr)
+        return getattr(_importlib.import_module(mod), attr)
     raise AttributeError(f"module 'd2s' has no attribute {name!r}")

@@ -6,14 +6,21 @@ program is being built (or with a symbolic input) the builder appends an op and 
 symbolic tensors. In both cases, when grad mode is on and an input requires grad, an autograd
 node is recorded with the op's gradient rule, so eager, static and higher-order backward
 share one rule.
+
+Every op call goes through here: public wrappers (``d2s/ops/*``) call :func:`apply`, creation
+ops with no inputs :func:`create`, and Tensor's operators are built by :func:`operator`, whose
+eager fast path (plain arrays, nothing to record or build) calls the kernel directly.
 """
 import numpy as np
 
-from d2s_runtime.device import xp_of
-from d2s_runtime.ops import OPS, ShapeError
+from d2s_runtime.device import get_xp, xp_of
+from d2s_runtime.dtypes import result_type, scalar_result
+from d2s_runtime.ops import OPS, ShapeError, TensorType
 
 from ._state import HOOKED_THREADS, STATE
+from .autograd import node as _node
 from .tensor import Tensor, _default_array
+from .user_errors import stray_symbolic_error
 
 _ndarray = np.ndarray
 
@@ -79,18 +86,17 @@ def _coerce_plain(inputs):
     return tuple(_default_array(a, np) for a in inputs)
 
 
-# Element-wise ops whose dtype follows NumPy promotion over these input positions (None: all):
-# a weakly typed int among them (a loop counter, see d2s.static.weak_index) takes the other
-# inputs' dtype, as the Python int it stands for would.
-_WEAK_PROMOTING = {name: None for name in ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum",
-                                          "minimum", "bitwise_and", "bitwise_or", "bitwise_xor")}
-_WEAK_PROMOTING["where"] = (1, 2)
+def _weak_promoting(opdef):
+    """Whether a weakly typed int among the op's inputs (a loop counter, see
+    d2s.static.weak_index) takes the other inputs' dtype (over the ``promotes`` positions, or
+    all), as the Python int it stands for would: element-wise ops other than comparisons (a
+    unary op has no other input to take a dtype from, so it keeps its input)."""
+    return opdef.elementwise and not opdef.comparison
 
 
 def _strengthen_weak(opdef, inputs):
     """``inputs`` with weak ints cast to the dtype the other operands give (as Python ints)."""
-    from d2s_runtime.dtypes import result_type, scalar_result
-    positions = _WEAK_PROMOTING[opdef.name] or range(len(inputs))
+    positions = opdef.promotes or range(len(inputs))
     strong = [str(a.dtype) for k, a in enumerate(inputs) if k in positions and hasattr(a, "dtype")
               and not getattr(a, "_d2s_weak", False)]
     if not strong:
@@ -105,12 +111,11 @@ def _strengthen_weak(opdef, inputs):
 
 
 def _apply_hooked(opdef, inputs, attrs):
-    if opdef.name in _WEAK_PROMOTING and any(getattr(a, "_d2s_weak", False) for a in inputs):
+    if _weak_promoting(opdef) and any(getattr(a, "_d2s_weak", False) for a in inputs):
         inputs = _strengthen_weak(opdef, inputs)
     builder = STATE.builder
     if builder is not None or any(isinstance(a, Tensor) and a._data is None for a in inputs):
         if builder is None:
-            from .user_errors import stray_symbolic_error
             raise stray_symbolic_error(opdef.name)
         results, inputs = builder.append(opdef, inputs, attrs)
     else:
@@ -131,15 +136,8 @@ def _apply_hooked(opdef, inputs, attrs):
     return results[0] if opdef.n_out == 1 else results
 
 
-_record_fn = None  # d2s.autograd.node.record, bound on first use (autograd imports this module)
-
-
 def _record(opdef, inputs, attrs, outputs):
-    global _record_fn
-    if _record_fn is None:
-        from .autograd.node import record
-        _record_fn = record
-    _record_fn(opdef, inputs, attrs, outputs)
+    _node.record(opdef, inputs, attrs, outputs)
 
 
 def _same_device(opdef, arrays, xp):
@@ -170,8 +168,66 @@ def _op_error(opdef, inputs, err, attrs=None):
 
 
 def _type_of(a):
-    from d2s_runtime.ops import TensorType
     if isinstance(a, Tensor):
         return TensorType(a.shape, str(a.dtype))
     arr = a if hasattr(a, "dtype") else np.asarray(a)
     return TensorType(arr.shape, arr.dtype.name)
+
+
+# ------------------------------------------------------------------ creation ops
+def create(name, device=None, **attrs):
+    """Run creation op ``name`` (no inputs) on ``device``; inside a program, append it."""
+    if STATE.builder is not None:
+        return apply(name, **attrs)
+    opdef = OPS[name]
+    out = Tensor._make(opdef.kernel(get_xp(device), **attrs))
+    if STATE.tracer is not None:  # a trace must redraw random values on every call
+        STATE.tracer.record(opdef, (), attrs, (out,))
+    return out
+
+
+def apply_kernel(name, xp, **attrs):
+    """Op ``name``'s kernel on array namespace ``xp``, with no tensor around it (nn.init fills
+    existing arrays with draws of the random ops)."""
+    return OPS[name].kernel(xp, **attrs)
+
+
+def fill_like(x, value):
+    """A tensor shaped like tensor ``x``, of its dtype and on its device, holding ``value``
+    (``zeros_like``/``ones_like``, and the seed gradients of backward)."""
+    if x._data is None:
+        # A symbolic shape may hold unknown dims: the full_like op reads x's shape when the
+        # program runs (x * 0 + fill would turn inf and nan entries into nan).
+        return apply("full_like", x, value=value, dtype=str(x.dtype))
+    return create("full", x.device, shape=[int(d) for d in x.shape], value=value, dtype=str(x.dtype))
+
+
+# ------------------------------------------------------------------ Tensor's operators
+_SCALARS = (int, float, bool)
+
+
+def operator(name, reflected=False):
+    """Tensor's ``__op__`` (or ``__rop__``) for op ``name``: plain numpy operands with nothing
+    to record or build call the registered kernel directly; everything else (and any error,
+    for its full message) goes through :func:`apply`."""
+    kernel = OPS[name].kernel
+
+    def method(self, other):
+        a = self._data
+        if type(a) is _ndarray and not (HOOKED_THREADS[0] and STATE.hooked) and not self.requires_grad:
+            t = type(other)
+            b = None
+            if t in _SCALARS:
+                b = other
+            elif t is Tensor and not reflected and not other.requires_grad and type(other._data) is _ndarray:
+                b = other._data
+            if b is not None:
+                try:
+                    out = kernel(np, b, a) if reflected else kernel(np, a, b)
+                except Exception:
+                    pass
+                else:
+                    return Tensor._make(out if type(out) is _ndarray else np.asarray(out))
+        return apply(name, other, self) if reflected else apply(name, self, other)
+
+    return method

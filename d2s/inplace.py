@@ -6,7 +6,8 @@ sharing that array (``t.data``, ``t.detach()``) sees it, and bumps the tensor's 
 counter (and that of the tensor it was detached from): a backward that needs the old value
 then raises instead of computing a wrong gradient. When autograd records the op (the tensor or
 the other operand requires grad), the tensor takes the op's node as its ``grad_fn``, as in
-PyTorch; a leaf that requires grad refuses in-place ops outside ``no_grad()``.
+PyTorch; a leaf that requires grad refuses in-place ops outside ``no_grad()``. (``.data`` and
+the version-sharing ``detach()`` are Tensor's own.)
 
 In a program being built (``to_static``, ``build_program``) or under a tracer, the tensor
 object is rebound to the out-of-place result, and the converter rebinds the name (see
@@ -22,20 +23,19 @@ import weakref
 import numpy as np
 
 from ._state import STATE
-from .tensor import Tensor
+from .ops import broadcast_to, cast, full_like, where
+from .tensor import Tensor, tensor_method
 from .user_errors import at_user_line
 
 
 # -------------------------------------------------------------- the out-of-place results
 def _full_mask(s):
-    from .ops import full_like
     return full_like(s, True, dtype="bool")
 
 
 def _replaced(s, value):
     """``value`` (broadcast, in s's dtype) in place of s; recorded as a ``where`` so that the
     gradient reaching s is zero and a tensor ``value`` gets its share."""
-    from .ops import broadcast_to, cast, full_like, where
     if isinstance(value, Tensor):
         if value.dtype != s.dtype:
             value = cast(value, s.dtype)
@@ -268,37 +268,5 @@ def _method(name):
     return method
 
 
-# -------------------------------------------------------------- .data
-def _get_data(self):
-    """A tensor sharing this one's array, cut from autograd and from its version counter
-    (PyTorch's ``.data``: changes through it are not seen by autograd's checks)."""
-    if self._data is None:
-        return self.detach()
-    return Tensor._make(self._data)
-
-
-def _set_data(self, value):
-    if not isinstance(value, Tensor):
-        raise TypeError(f"t.data must be assigned a tensor, got {type(value).__name__}")
-    if self._data is None or value._data is None:
-        raise RuntimeError("t.data = ... cannot be used on symbolic tensors (inside a program)")
-    self._data = value._data
-
-
-def _detach_sharing_version(self):
-    """A tensor sharing this one's data, cut from the autograd graph; an in-place change
-    through it bumps this tensor's version too, so autograd notices it (PyTorch's detach)."""
-    out = _plain_detach(self)
-    if self._data is not None:
-        out._base = self
-    return out
-
-
-_plain_detach = Tensor.detach
-
-
-def install():
-    for name in RESULTS:
-        setattr(Tensor, name, _method(name))
-    Tensor.data = property(_get_data, _set_data)
-    Tensor.detach = _detach_sharing_version
+for _name in RESULTS:  # Tensor's in-place methods (see the end of d2s/tensor.py)
+    tensor_method(_name)(_method(_name))

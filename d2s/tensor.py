@@ -2,14 +2,16 @@
 
 Every operator and method routes through :func:`d2s.dispatch.apply`, which computes now for
 concrete inputs, appends an op while a program is being built, and records autograd nodes
-in both cases.
+in both cases. Where each operator and method comes from is said at the end of this file.
 """
 import numpy as np
 
 from d2s_runtime.device import device_of, get_xp
+from d2s_runtime.ops import OPS
 
 from ._state import STATE
 from .dtypes import as_dtype
+from .user_errors import symbolic_value_error
 
 
 _DTYPE_CACHE = {}  # numpy dtype or dtype name -> d2s dtype
@@ -63,8 +65,7 @@ class Tensor:
             return shape
         # Unknown dims read as 0-d int64 tensors computed in the program, so code such as
         # ``x.shape[0] > 3`` or ``reshape(x, [x.shape[0], -1])`` keeps working symbolically.
-        from .dispatch import apply
-        return tuple(d if d is not None else apply("dim", self, axis=i) for i, d in enumerate(shape))
+        return tuple(d if d is not None else _dispatch.apply("dim", self, axis=i) for i, d in enumerate(shape))
 
     @property
     def dtype(self):
@@ -91,8 +92,7 @@ class Tensor:
 
     @property
     def T(self):
-        from .ops import transpose
-        return transpose(self)
+        return self.transpose()
 
     def size(self, dim=None):
         return self.shape if dim is None else self.shape[dim]
@@ -107,7 +107,6 @@ class Tensor:
     def _concrete(self, what):
         """The array behind a concrete tensor; symbolic tensors cannot become Python values."""
         if self._data is None:
-            from .user_errors import symbolic_value_error
             raise symbolic_value_error(self, what)
         if STATE.tracer is not None:
             STATE.tracer.on_value(self, what)
@@ -151,7 +150,6 @@ class Tensor:
         if self._data is None:
             d = self._var.type.shape[0] if self._var.type.shape else None
             if d is None:
-                from .user_errors import symbolic_value_error
                 raise symbolic_value_error(self, "len()")
             return d
         if self._data.ndim == 0:
@@ -196,13 +194,14 @@ class Tensor:
         return self
 
     def detach(self):
-        """A tensor sharing this one's data, cut from the autograd graph."""
+        """A tensor sharing this one's data, cut from the autograd graph; an in-place change
+        through it bumps this tensor's version too, so autograd notices it (PyTorch's detach)."""
         if self._data is None:
-            from .dispatch import apply
-            from .autograd.grad_mode import no_grad
             with no_grad():
-                return apply("stop_gradient", self)
-        return Tensor._make(self._data)
+                return _dispatch.apply("stop_gradient", self)
+        out = Tensor._make(self._data)
+        out._base = self
+        return out
 
     def detach_(self):
         self.grad_fn = None
@@ -230,15 +229,30 @@ class Tensor:
         (PyTorch's hook of the same name; data-parallel training starts reductions from it)."""
         if not self.requires_grad or self.grad_fn is not None:
             raise RuntimeError("post-accumulate-grad hooks are for leaf tensors that require grad")
-        from .autograd.node import grad_node
-        node = grad_node(self)
+        node = _node.grad_node(self)
         if node.post_hooks is None:
             node.post_hooks = []
         return _HookHandle(node.post_hooks, fn)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from .autograd.engine import backward
-        backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+        """Accumulate the gradient of this tensor into the ``.grad`` of the leaves it comes from."""
+        _engine.backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+
+    @property
+    def data(self):
+        """A tensor sharing this one's array, cut from autograd and from its version counter
+        (PyTorch's ``.data``: changes through it are not seen by autograd's checks)."""
+        if self._data is None:
+            return self.detach()
+        return Tensor._make(self._data)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"t.data must be assigned a tensor, got {type(value).__name__}")
+        if self._data is None or value._data is None:
+            raise RuntimeError("t.data = ... cannot be used on symbolic tensors (inside a program)")
+        self._data = value._data
 
     # ----------------------------------------------------------------- devices
     def to(self, device=None, dtype=None):
@@ -252,8 +266,8 @@ class Tensor:
         if dtype is not None and as_dtype(dtype) != self.dtype:
             out = out.cast(dtype)
         if device is not None and device != out.device:
-            from .ops import to_device
-            out = to_device(out, device)
+            get_xp(device)  # a clear error when the device is unavailable
+            out = _dispatch.apply("to_device", out, device="gpu" if device == "cuda" else device)
         return out
 
     def cpu(self):
@@ -261,6 +275,35 @@ class Tensor:
 
     def gpu(self):
         return self.to("gpu")
+
+    # ----------------------------------------------------------------- dtype shorthands
+    def float(self):
+        return self.cast("float32")
+
+    def double(self):
+        return self.cast("float64")
+
+    def long(self):
+        return self.cast("int64")
+
+    def int(self):
+        return self.cast("int32")
+
+    def bool(self):
+        return self.cast("bool")
+
+    # ----------------------------------------------------------------- unary operators
+    def __neg__(self):
+        return _dispatch.apply("neg", self)
+
+    def __pos__(self):
+        return self
+
+    def __invert__(self):
+        return _dispatch.apply("logical_not", self)
+
+    def __abs__(self):
+        return _dispatch.apply("abs", self)
 
 
 class _HookHandle:
@@ -318,7 +361,6 @@ def _pack_symbolic(data, dtype):
     elements stacked (nested lists stack level by level), with the dtype eager code would give
     (float32 if any element is floating, else int64, or bool if all are bools) and, as eager
     code copies values, no gradient."""
-    from . import ops
     leaves = list(_flat(data))
     if dtype is not None:
         dt = str(as_dtype(dtype))
@@ -333,10 +375,10 @@ def _pack_symbolic(data, dtype):
         if isinstance(x, (list, tuple)):
             if not x:
                 raise ValueError("d2s.tensor: an empty list among symbolic tensors has no shape to stack with")
-            return ops.stack([pack(e) for e in x], 0)
+            return _dispatch.apply("stack", *[pack(e) for e in x], axis=0)
         if isinstance(x, Tensor):
             x = x.detach()
-            return x if str(x.dtype) == dt else ops.cast(x, dt)
+            return x if str(x.dtype) == dt else x.cast(dt)
         return tensor(x, dtype=dt)
 
     return pack(data)
@@ -378,3 +420,68 @@ def _default_array(data, xp):
     elif arr.dtype.kind not in "fb":
         raise TypeError(f"cannot make a tensor from {type(data).__name__} data of dtype {arr.dtype}")
     return arr if xp is np else xp.asarray(arr)
+
+
+# ------------------------------------------------------------------ operators and methods
+# Tensor is the bottom of the eager core; the code behind its operators and methods lives in
+# the layers above it. Where each comes from:
+#   * binary operators (+ - * / // % == != < <= > >= and their reflected forms): one per op of
+#     the runtime registry with an ``infix`` trait, plus _MORE_OPERATORS; each is built by
+#     d2s.dispatch.operator, whose eager fast path calls the kernel on plain arrays;
+#   * unary operators and dtype shorthands: in the class above;
+#   * the other methods (t.sum(), t.reshape(), x[i], x[i] = v, ...): the public wrappers of
+#     d2s.ops (d2s/ops/*.py) declared with ``@tensor_method``, bound when d2s.ops is imported;
+#   * in-place methods (add_, +=, zero_, ...): d2s.inplace, declared the same way.
+def tensor_method(*names):
+    """Decorator: the function (``fn(tensor, *args)``) is also a Tensor method, under its own
+    name or under ``names``."""
+
+    def deco(fn):
+        for name in names or (fn.__name__,):
+            setattr(Tensor, name, fn)
+        return fn
+
+    return deco
+
+
+_DUNDERS = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv", "%": "mod",
+            "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+# operators of ops the code generator does not write infix (``**`` stays np.power there)
+_MORE_OPERATORS = {"__pow__": "pow", "__matmul__": "matmul", "__and__": "bitwise_and",
+                   "__or__": "bitwise_or", "__xor__": "bitwise_xor"}
+
+
+def _none_aware(method, result):
+    """``t == None`` is False and ``t != None`` True (as in PyTorch), so ``t in [None, ...]``
+    and comparisons against optional arguments work."""
+    def compare(self, other):
+        if other is None:
+            return result
+        return method(self, other)
+    compare.__name__ = method.__name__
+    return compare
+
+
+def _bind_operators():
+    ops = {f"__{_DUNDERS[op.infix]}__": op for op in OPS.values() if op.infix}
+    ops.update((dunder, OPS[name]) for dunder, name in _MORE_OPERATORS.items())
+    for dunder, op in ops.items():
+        method = _dispatch.operator(op.name)
+        method.__name__ = dunder
+        if op.comparison:  # Python reflects comparisons by swapping them (a < b is b > a)
+            if dunder in ("__eq__", "__ne__"):
+                method = _none_aware(method, dunder == "__ne__")
+            setattr(Tensor, dunder, method)
+            continue
+        setattr(Tensor, dunder, method)
+        reflected = _dispatch.operator(op.name, reflected=True)
+        reflected.__name__ = "__r" + dunder[2:]
+        setattr(Tensor, reflected.__name__, reflected)
+    Tensor.__hash__ = object.__hash__  # tensors hash by identity (dict keys, sets); == is element-wise
+
+
+from . import dispatch as _dispatch  # noqa: E402 - dispatch builds on Tensor, defined above
+from .autograd import engine as _engine, node as _node  # noqa: E402 - the autograd core builds on Tensor too
+from .autograd.grad_mode import no_grad  # noqa: E402
+
+_bind_operators()

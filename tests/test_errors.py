@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import d2s
-from d2s.nn_ops import conv2d, max_pool2d
+from d2s.ops.nn import conv2d, max_pool2d
 from d2s.static import InputSpec, build_program
 
 
@@ -96,7 +96,7 @@ def test_gpu_without_cupy_says_cupy_is_missing(make):
 
 def test_bad_arguments_of_nn_ops():
     with pytest.raises(ValueError, match="dropout: p must lie in"):
-        d2s.nn_ops.dropout(d2s.zeros(3), 1.5)
+        d2s.ops.nn.dropout(d2s.zeros(3), 1.5)
     with pytest.raises(ValueError, match=r"one_hot: class ids must lie in \[0, 3\)"):
         d2s.one_hot(d2s.tensor([0, 3]), 3)
     with pytest.raises(TypeError, match="index must hold integers"):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import d2s
-from d2s.nn_ops import conv2d, dropout, embedding, max_pool2d, scatter_add
+from d2s.ops.nn import conv2d, dropout, embedding, max_pool2d, scatter_add
 
 
 def _gpu_unavailable():

@@ -1,5 +1,5 @@
-"""Finding where NaN/inf first appears: ``detect_anomaly()`` (backward) and the forward check
-behind ``to_static(..., check_numerics=True)``.
+"""Finding where NaN/inf first appears: ``detect_anomaly()`` (backward); the forward check
+behind ``to_static(..., check_numerics=True)`` is ``d2s.jit.numerics``.
 
 ``detect_anomaly`` (like ``torch.autograd.detect_anomaly``) remembers, for every autograd node
 recorded inside it, the user's source line that ran the op, and checks every gradient the
@@ -161,7 +161,6 @@ def _locate_in_program(node, out_grads):
     """A to_static program's backward gave NaN/inf: replay its forward op by op (each op
     attributed to the line that built it) and differentiate that replay with the eager
     rules, so the failing op raises by name."""
-    from ..jit.concrete import _differentiable_backward
     if node.saved is None or any(g is None for g in out_grads):
         return
     mode = STATE.anomaly
@@ -169,63 +168,8 @@ def _locate_in_program(node, out_grads):
     prev = STATE.grad_enabled
     STATE.grad_enabled = True
     try:
-        _differentiable_backward(node, list(out_grads))
+        # with grad mode on, the node's rule is that differentiable replay (jit/concrete.py)
+        node.rule(node, *out_grads)
     finally:
         STATE.grad_enabled = prev
         mode.locations = None
-
-
-# ---------------------------------------------------------------- forward numerics check
-class _ForwardCheck:
-    """The replay hook of ``check_numerics``: the first op whose finite inputs give a NaN/inf
-    output raises, naming the op and the user's line that built it."""
-
-    def __init__(self, locations, program_name):
-        self.locations, self.program_name = locations, program_name
-        self.check_nan = False
-        self.site = None
-
-    def before_op(self, op):
-        pass
-
-    def after_op(self, op, outs, args=()):
-        for o in outs:
-            kind = _nonfinite(o)
-            if kind is None:
-                continue
-            if any(_nonfinite(a) for a in args if hasattr(a, "_data")):
-                return  # not this op: it was given NaN/inf already
-            site = self.locations.get(op.outputs[0]) if op.outputs else None
-            raise NumericsError(
-                f"check_numerics: op {op.type!r} (output {op.outputs[0]}) of program {self.program_name!r} "
-                f"produced {kind} from finite inputs, at {describe_site(site)}")
-
-
-def check_forward(entry, leaves, outputs):
-    """``to_static(..., check_numerics=True)``: when an output of this call holds NaN/inf,
-    replay the program op by op to name the op and line that first produced it."""
-    from ..tensor import Tensor
-    if not any(_nonfinite(t) for t in outputs if isinstance(t, Tensor)):
-        return
-    program = entry.raw_program
-    bad_inputs = [n for n, t in zip(program.inputs, leaves) if _nonfinite(t)]
-    if bad_inputs:
-        raise NumericsError(f"check_numerics: the program {program.name!r} was given NaN/inf in its "
-                            f"input(s) {', '.join(bad_inputs)}")
-    from ..static.replay import replay_block
-    from .grad_mode import no_grad
-    hook = _ForwardCheck(getattr(program, "op_locations", {}), program.name)
-    env = {n: Tensor._make(t._data) for n, t in zip(program.inputs, leaves)}
-    for name, p in entry.params:
-        env[name] = Tensor._make(p._data)
-    for name, arr in program.constants.items():
-        env[name] = Tensor._make(arr)
-    prev = STATE.anomaly
-    STATE.anomaly = hook
-    try:
-        with no_grad():
-            replay_block(program.block, [env[n] for n in program.block.inputs])
-    finally:
-        STATE.anomaly = prev
-    raise NumericsError(f"check_numerics: an output of program {program.name!r} holds NaN/inf, but no "
-                        "single op produced it from finite inputs when replayed")

@@ -6,6 +6,8 @@ are summed before its rule runs, and a chain of any length backprops without rec
 """
 import threading
 
+from .. import dispatch as _dispatch
+from .. import tensor as _tensor
 from .._state import STATE
 from .anomaly import ACTIVE_THREADS, check_gradients
 from .node import AccumulateGrad, grad_node
@@ -24,14 +26,12 @@ def queue_callback(fn):
 
 
 def _as_tensor_like(g, ref):
-    from ..tensor import Tensor, tensor
-    if isinstance(g, Tensor):
+    if isinstance(g, _tensor.Tensor):
         return g
-    return tensor(g, dtype=ref.dtype, device=ref.device)
+    return _tensor.tensor(g, dtype=ref.dtype, device=ref.device)
 
 
 def _root_grads(tensors, grads):
-    from ..ops import ones_like
     roots = []
     for i, t in enumerate(tensors):
         g = None if grads is None else grads[i]
@@ -47,7 +47,7 @@ def _root_grads(tensors, grads):
                 raise RuntimeError(
                     f"grad can be implicitly created only for scalar outputs, this one has shape "
                     f"{tuple(t.shape)}: pass gradient= (e.g. d2s.ones_like(out)) or reduce it first")
-            g = ones_like(t)
+            g = _dispatch.fill_like(t, 1)
         else:
             g = _as_tensor_like(g, t)
         roots.append((grad_node(t), t._out_idx if t.grad_fn is not None else 0, g))
@@ -71,7 +71,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
     Only the part of the graph that leads from ``outputs`` to ``inputs`` runs.
     """
-    from ..tensor import Tensor
+    Tensor = _tensor.Tensor
     single_out = isinstance(outputs, Tensor)
     outputs = [outputs] if single_out else list(outputs)
     single_in = isinstance(inputs, Tensor)
@@ -280,11 +280,9 @@ def _leaf(node, g, capture, create_graph, accumulate_only):
     if not create_graph:
         g = g.detach()
     if g.dtype != t.dtype:  # a float32 leaf used with float64 values gets a float32 .grad
-        from ..ops import cast
-        g = cast(g, t.dtype)
+        g = g.cast(t.dtype)
     if g.shape != t.shape:
-        from ..ops import broadcast_to
-        g = broadcast_to(g, t.shape)
+        g = g.broadcast_to(t.shape)
     t.grad = g if t.grad is None else t.grad + g
     if node.post_hooks:
         for fn in list(node.post_hooks):

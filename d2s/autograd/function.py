@@ -18,6 +18,8 @@
 argument (``None`` where there is none). It runs in the engine's grad mode, so writing it in
 d2s ops makes it differentiable with ``create_graph``.
 """
+from ..tensor import Tensor, tensor
+from .._state import STATE
 from .grad_mode import no_grad
 from .node import Node, grad_node
 
@@ -70,7 +72,6 @@ def _run_backward(node, *grads):
 
 
 def _as_tensor(g):
-    from ..tensor import Tensor, tensor
     return g if g is None or isinstance(g, Tensor) else tensor(g)
 
 
@@ -89,8 +90,6 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run ``forward`` and, when an argument requires grad, record one node for the outputs."""
-        from .._state import STATE
-        from ..tensor import Tensor
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         with no_grad():

@@ -6,6 +6,7 @@ leaves, so the caller's tensors and their ``.grad`` are never touched. ``jvp`` u
 double-vjp trick (the vjp is linear in its cotangent, so differentiating it with respect to
 the cotangent gives the jvp), so it needs no forward-mode rules.
 """
+from ..ops import ones_like, reshape, stack, zeros, zeros_like
 from ..tensor import Tensor, tensor
 from .engine import grad as _grad
 from .grad_mode import enable_grad
@@ -44,7 +45,6 @@ def _grad_inputs(inputs, create_graph, fn_name):
 
 def _grads(outputs, inputs, grad_outputs, create_graph):
     """d2s.grad that gives zeros (not None) for inputs an output does not depend on."""
-    from ..ops import zeros_like
     diff = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
     if not diff:
         return tuple(zeros_like(x) for x in inputs)
@@ -77,7 +77,6 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
             if len(outs) != 1 or outs[0].numel() != 1:
                 raise RuntimeError("vjp: v may be omitted only when func returns a single one-element tensor; "
                                    f"it returned shapes {[tuple(o.shape) for o in outs]}")
-            from ..ops import ones_like
             vs = (ones_like(outs[0]),)
         else:
             vs, _ = _as_tuple(v, "v", "vjp")
@@ -98,7 +97,6 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     Returns:
         ``(func_output, jvp)``: ``jvp`` has the structure of ``func``'s output.
     """
-    from ..ops import ones_like, zeros_like
     inputs, in_tuple = _as_tuple(inputs, "input", "jvp")
     if v is None:
         if len(inputs) != 1 or inputs[0].numel() != 1:
@@ -141,7 +139,6 @@ def _jacobian_of(out, xs, create_graph):
     """One tuple entry per input: d out / d x, shaped out.shape + x.shape."""
     import numpy as np
 
-    from ..ops import reshape, stack, zeros
     n = out.numel()
     if n == 0 or not out.requires_grad:
         return tuple(zeros(*(tuple(out.shape) + tuple(x.shape)), dtype=x.dtype, device=x.device) for x in xs)
@@ -168,7 +165,6 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False):
         if not isinstance(out, Tensor) or out.numel() != 1:
             raise RuntimeError("hessian: func must return a single one-element tensor, got "
                                f"{tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__}")
-        from ..ops import reshape
         out = reshape(out, [])
         return _grads((out,), xs, (None,), create_graph=True) if out.requires_grad else tuple(
             x * 0 for x in xs)

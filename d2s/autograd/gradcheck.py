@@ -2,6 +2,8 @@
 import numpy as np
 
 from ..tensor import Tensor, tensor
+from .engine import grad
+from .grad_mode import no_grad
 
 
 class GradcheckError(AssertionError):
@@ -66,7 +68,6 @@ def gradcheck(f, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
 
 def _analytic(y, xs, y_shape):
     """Jacobian blocks d y / d x, each of shape y_shape + x.shape, one backward per output entry."""
-    from .engine import grad
     jac = [np.zeros(y_shape + tuple(x.shape)) for x in xs]
     if not y.requires_grad:  # f does not depend on any input
         return jac
@@ -84,7 +85,6 @@ def _analytic(y, xs, y_shape):
 
 def _numeric(outputs, xs, diff, k, eps, y_shape):
     """Central differences (f(x + eps) - f(x - eps)) / 2 eps of output ``k``, entry by entry."""
-    from .grad_mode import no_grad
     jac = []
     for i in diff:
         base = xs[i].numpy()

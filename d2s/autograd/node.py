@@ -1,46 +1,19 @@
-"""Autograd graph nodes and the registry of gradient rules.
+"""Autograd graph nodes, and ``record``, which dispatch calls to attach one to an op's outputs.
 
-A gradient rule is written once, in d2s ops, as ``rule(ctx, *grads) -> tuple`` with one entry
-per op input (``None`` where no gradient flows). ``ctx`` is the node: ``ctx.inputs`` (the
-op's inputs as given: tensors, arrays or Python scalars), ``ctx.outputs`` and ``ctx.attrs``.
-Because rules call ordinary d2s ops, the same rule serves eager backward, static backward
-(on symbolic tensors) and higher-order derivatives (with ``create_graph``).
+A node runs its op's gradient rule (see ``registry.py``; the rules themselves sit next to
+their ops in ``d2s/ops/*.py``) with itself as ``ctx``: ``ctx.inputs`` (the op's inputs as
+given: tensors, arrays or Python scalars), ``ctx.outputs`` and ``ctx.attrs``.
 """
 import weakref
 
+import numpy as np
+
+from .. import dispatch as _dispatch
+from .. import tensor as _tensor
 from .._state import STATE
-
-GRAD_RULES = {}
-NONDIFF = set()  # ops whose outputs carry no gradient (comparisons, argmax, random draws, ...)
-
-
-USES_OUTPUTS = set()  # ops whose gradient rule reads the op's outputs (exp, tanh, ...)
-
-
-def defgrad(*names):
-    """Register the decorated function as the gradient rule of ops ``names``."""
-
-    def deco(rule):
-        for n in names:
-            GRAD_RULES[n] = rule
-            if "outputs" in rule.__code__.co_names:  # reads ctx.outputs: an in-place change spoils it
-                USES_OUTPUTS.add(n)
-        return rule
-
-    return deco
-
-
-def nondiff(*names):
-    NONDIFF.update(names)
-
-
-SHAPE_ONLY = {}  # op -> positions of inputs whose values its rule never reads (shape/dtype only)
-
-
-def shape_only(name, *positions):
-    """Declare that op ``name``'s gradient rule reads only the shape and dtype of these inputs,
-    so writing to them in place after the op (``y[0] = y[0] * 3``) does not spoil backward."""
-    SHAPE_ONLY[name] = frozenset(positions)
+from .anomaly import ACTIVE_THREADS, remember
+from .registry import GRAD_RULES, NONDIFF, SHAPE_ONLY, USES_OUTPUTS
+from .registry import defgrad, nondiff, shape_only  # noqa: F401  (the names control-flow rules import from here)
 
 
 def _camel(name):
@@ -69,8 +42,7 @@ class Node:
                 "if you need to backward through the graph again.")
         self._check_versions()
         if any(g is None for g in grads):
-            from ..ops import zeros_like
-            grads = [zeros_like(o) if g is None else g for g, o in zip(grads, self.outputs)]
+            grads = [_dispatch.fill_like(o, 0) if g is None else g for g, o in zip(grads, self.outputs)]
         return self.rule(self, *grads)
 
     def release(self):
@@ -102,8 +74,7 @@ class Node:
         if self.pre_hooks is None:
             self.pre_hooks = {}
         hooks = self.pre_hooks.setdefault(idx, [])
-        from ..tensor import _HookHandle
-        return _HookHandle(hooks, fn)
+        return _tensor._HookHandle(hooks, fn)
 
     def retain(self, idx, tensor):
         if self.retained is None:
@@ -141,8 +112,6 @@ def grad_node(t):
     return t._accum
 
 
-# ops whose output may be a view of input 0's array (numpy returns views for these)
-VIEW_OPS = frozenset({"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "getitem"})
 
 
 def version_of(t):
@@ -176,7 +145,6 @@ def _plain(v):
 
 
 def _shares(t, base):
-    import numpy as np
     a, b = t._data, base._data
     if a is None or b is None:
         return False
@@ -188,7 +156,6 @@ def _shares(t, base):
 def _link_view(src, out):
     """Mark ``out`` as a view of ``src`` when their arrays overlap, so writing into ``src``
     later (an optimizer step on W after computing x @ W.T) is seen by out's version."""
-    import numpy as np
     a, b = getattr(src, "_data", None), out._data
     if a is None or b is None or not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
         return
@@ -197,7 +164,6 @@ def _link_view(src, out):
 
 
 _NO_EDGE = (None, 0)
-_Tensor = None  # d2s.tensor.Tensor, bound on first use (tensor.py must not import autograd)
 
 
 def record(opdef, inputs, attrs, outputs):
@@ -206,17 +172,13 @@ def record(opdef, inputs, attrs, outputs):
     This runs once per differentiable op call, so it is written for speed: one pass over the
     inputs builds the edges and the version snapshot, and dtypes are read off the arrays.
     """
-    global _Tensor
     name = opdef.name
     rule = GRAD_RULES.get(name)
     if rule is None:
         if name in NONDIFF:
             return
         raise NotImplementedError(f"d2s has no gradient rule for op {name!r}")
-    Tensor = _Tensor
-    if Tensor is None:
-        from ..tensor import Tensor
-        _Tensor = Tensor
+    Tensor = _tensor.Tensor
     edges = []
     versions = []
     for a in inputs:
@@ -255,7 +217,7 @@ def record(opdef, inputs, attrs, outputs):
             o.requires_grad = True
             o.grad_fn = node
             o._out_idx = i
-    if name in VIEW_OPS:
+    if getattr(opdef, "view", False):  # the output may be a view of input 0's array (numpy returns views for these)
         _link_view(inputs[0], outputs[0])
     # Outputs are saved for rules such as exp's, which reuse them; the cycle this makes
     # (output -> node -> output) is broken when backward frees the node.
@@ -264,5 +226,3 @@ def record(opdef, inputs, attrs, outputs):
     if not STATE.grad_enabled:  # pragma: no cover - dispatch only records with grad on
         node.release()
 
-
-from .anomaly import ACTIVE_THREADS, remember  # noqa: E402  (anomaly imports nothing from here)

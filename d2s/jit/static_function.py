@@ -16,7 +16,6 @@ from d2s_runtime.gc_pause import paused_gc
 
 from .._state import HOOKED_THREADS, STATE
 from ..autograd import enable_grad, no_grad
-from ..autograd.anomaly import check_forward
 from ..autograd.engine import SymbolicInputNeedsGrad
 from ..convert.call import convert_transform
 from ..inplace import BUFFER_UPDATES
@@ -27,6 +26,7 @@ from ..tensor import Tensor
 from ..transformers import SourceUnavailable, convert_function
 from ..user_errors import ConvertError
 from . import config
+from .numerics import check_forward
 from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, varying_dims
 from .concrete import _CELL, BUILD_LOCK, ConcreteProgram
 

@@ -6,8 +6,8 @@ inputs are symbolic.
 """
 import math
 
-from .. import nn_ops
 from .. import ops as _ops
+from ..ops import nn as nn_ops
 from ..tensor import Tensor, tensor
 
 

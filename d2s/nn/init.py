@@ -8,7 +8,7 @@ import math
 
 from d2s_runtime.device import xp_of
 
-from ..ops import apply_kernel
+from ..dispatch import apply_kernel
 
 
 def _fill(t, name, **attrs):

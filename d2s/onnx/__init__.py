@@ -4,7 +4,6 @@ Control flow is kept as control flow: ``cond`` becomes ``If``, ``while`` becomes
 ``scan`` a ``Loop`` with scan outputs; unknown dims (``InputSpec(None, ...)``) stay symbolic.
 Needs the ``onnx`` extra (``pip install 'd2s[onnx]'``).
 """
-from ..jit.export_support import program_and_params
 from . import control_flow  # noqa: F401  (registers If/Loop lowering and tensor-list converters)
 from .export import ExportError, program_to_onnx
 
@@ -23,6 +22,9 @@ def export(obj, path, input_spec=None, params=None):
     Returns:
         ``(input_names, output_names)`` of the ONNX graph.
     """
+    # d2s.ops imports this package for its converter registry, so the package itself stays
+    # below jit; only an export reaches up to it
+    from ..jit.export_support import program_and_params
     exported = program_and_params(obj, input_spec, params=params)
     model, inputs, outputs = program_to_onnx(exported.program, exported.params, exported.input_names,
                                              exported.output_names)

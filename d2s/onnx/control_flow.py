@@ -18,8 +18,8 @@ import numpy as np
 
 from d2s_runtime.ir import Block, Op
 
-from .converters import _i64, converter
-from .export import CONTROL_FLOW, GraphCtx, _Type
+from .export import GraphCtx, _Type
+from .registry import CONTROL_FLOW, _i64, converter, onnx_unsupported
 
 
 def _cf(name):
@@ -161,6 +161,12 @@ def _scan(ex, g, op):
 
 
 # ------------------------------------------------------------------ tensor lists
+onnx_unsupported("stack_new", "stack_push", "stack_pop",
+                 reason="the stacks of saved loop carries belong to backward programs; export the forward program")
+onnx_unsupported("list_index_check", reason="an ONNX graph cannot raise on an index out of range; index tensor "
+                                            "lists with indices known to be in range, or use to_static")
+
+
 @converter("list_new")
 def _list_new(g, op):
     like = op.inputs[0]

@@ -1,6 +1,7 @@
 """Program -> ONNX model (opset 18).
 
-Straight-line ops go through ``converters`` (one converter per op type); control-flow ops keep
+Straight-line ops go through ``registry.CONVERTERS`` (one converter per op type, declared next to
+the op in ``d2s/ops/*.py``); control-flow ops keep
 their structure (``cond`` as ``If``, ``while`` and ``scan`` as ``Loop``; see ``control_flow``).
 Unknown dims stay symbolic: each dynamic dim of a graph input gets a name (``x_dim0``), and
 every other value keeps its rank with unknown sizes.
@@ -12,14 +13,11 @@ import numpy as np
 
 from d2s_runtime.ops import OPS
 
-from .converters import CONVERTERS, UNSUPPORTED
+from .registry import CONTROL_FLOW, CONVERTERS, UNSUPPORTED
 
 OPSET = 18
 IR_VERSION = 9   # onnxruntime 1.16+ reads it
 VAR_PREFIX = "_v_"
-# op type -> lowering(exporter, graph, op) for ops holding sub-blocks; filled by control_flow.py
-# (which d2s.onnx imports), so this module never imports it
-CONTROL_FLOW = {}
 
 
 class ExportError(ValueError):

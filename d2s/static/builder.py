@@ -19,6 +19,8 @@ from .. import pytree
 from .._state import STATE
 from ..autograd.anomaly import user_site
 from ..tensor import Tensor
+from ..user_errors import where_text
+from .input_spec import InputSpec
 from .tensor_array import NumberList, TensorArray, TupleList
 
 SMALL_CONSTANT = 16  # elements; larger captured arrays live in program.constants
@@ -203,7 +205,6 @@ class ProgramBuilder:
         try:
             out_types = opdef.infer(*types, **attrs)
         except ShapeError as e:
-            from ..user_errors import where_text
             raise ShapeError(f"{e}{where_text()}") from None
         if isinstance(out_types, TensorType):
             out_types = (out_types,)
@@ -268,15 +269,6 @@ class ProgramBuilder:
             self.block = prev
 
 
-def dim_source(t):
-    """``(var name, axis)`` when symbolic tensor ``t`` is ``x.shape[axis]`` read in the active
-    program (so a reshape to it can keep the dim's static size), else None."""
-    b = STATE.builder
-    if b is None or not isinstance(t, Tensor) or t._data is not None:
-        return None
-    return b.dim_sources.get(t._var.name)
-
-
 def _scalar_dtype(inputs):
     """dtype for Python-scalar inputs: weak scalars against the tensor inputs (see
     ``d2s_runtime.dtypes.scalar_result``), so a program computes what eager kernels do."""
@@ -307,8 +299,12 @@ def python_number_type(t):
     """``int``, ``float`` or ``bool`` when tensor ``t`` stands for a Python number of converted
     code (a weak number: a loop counter, a number carried by a tensor loop or merged by a
     tensor `if`), else None."""
-    from .weak_index import python_type
-    return python_type(t)
+    # d2s.static.weak_index's WeakNumber says so by a class flag (it builds on ops, above the builder)
+    if not getattr(type(t), "_d2s_stands_for_number", False):
+        return None
+    if t.dtype == "bool":
+        return bool
+    return float if t.dtype.is_floating_point else int
 
 
 def as_python_number(v, py, broadcast=False):
@@ -405,7 +401,6 @@ def build_program(fn, *args, device="cpu"):
     values passed through unchanged. No source conversion happens here: Python control flow
     on a symbolic tensor raises an error that says where.
     """
-    from .input_spec import InputSpec
     builder = ProgramBuilder(device)
     with builder:
         sym_args = []

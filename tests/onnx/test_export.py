@@ -10,7 +10,8 @@ import d2s  # noqa: E402
 import d2s.nn.functional as F  # noqa: E402
 from d2s.dispatch import apply  # noqa: E402
 from d2s.onnx import ExportError, export, program_to_onnx  # noqa: E402
-from d2s.onnx.converters import CONVERTERS  # noqa: E402
+from d2s.autograd.registry import SAMPLES  # noqa: E402
+from d2s.onnx.registry import CONVERTERS  # noqa: E402
 from d2s.static import InputSpec, build_program  # noqa: E402
 from d2s_runtime import Executor  # noqa: E402
 
@@ -183,9 +184,15 @@ def _setitem(a, idx, v):
     return a
 
 
+# ops declared with an example call next to them (d2s.autograd.registry.sample_call): exported
+# too, with fixed shapes
+CASES += [(f"{name}_sample", fn, lambda n, shapes=shapes: [f32(*s) for s in shapes])
+          for name, (fn, shapes) in sorted(SAMPLES.items())]
+
+
 @pytest.mark.parametrize("name,fn,make", CASES, ids=[c[0] for c in CASES])
 def test_op_matches_onnxruntime(name, fn, make):
-    dynamic = name not in ("broadcast_to",)
+    dynamic = name not in ("broadcast_to",) and not name.endswith("_sample")
     run_both(fn, make(4), dynamic=dynamic, extra_batches=[make(6)] if dynamic else [])
 
 
@@ -193,7 +200,7 @@ def test_every_converter_is_exercised():
     seen = set()
     for name, fn, make in CASES:
         arrays = make(4)
-        prog = build_program(fn, *_specs(arrays, name != "broadcast_to"))
+        prog = build_program(fn, *_specs(arrays, name != "broadcast_to" and not name.endswith("_sample")))
         for b in prog.blocks:
             seen.update(op.type for op in b.ops)
     from d2s_runtime.ops import OPS

@@ -6,7 +6,7 @@ import pytest
 import d2s
 from references import conv2d_ref, max_pool2d_ref
 from d2s.autograd import GradcheckError, gradcheck
-from d2s.nn_ops import conv2d, dropout, embedding, max_pool2d, scatter_add
+from d2s.ops.nn import conv2d, dropout, embedding, max_pool2d, scatter_add
 
 RNG = np.random.default_rng(0)
 

@@ -118,6 +118,22 @@ def _div(xp, a, b):
     return xp.true_divide(a, b)
 
 
+def _logaddexp_infer(a, b):
+    t = elementwise("logaddexp", a, b)
+    return TensorType(t.shape, float_of(t.dtype))
+
+
+@defop("logaddexp", _logaddexp_infer, elementwise=True, promotes=None, float_inputs=True, ufunc="logaddexp",
+       out_ok=True, fresh=True, commutative=True)
+def _logaddexp(xp, a, b):
+    """log(exp(a) + exp(b)) without overflow; integer and bool inputs give float32."""
+    da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
+    if da is not None and da is db and da.kind == "f":
+        return xp.logaddexp(a, b)
+    a, b = promote((a, b), floating=True)
+    return xp.logaddexp(a, b)
+
+
 def _bitwise(name, fn, doc, **traits):
     def infer(a, b):
         t = elementwise(name, a, b)

@@ -1,0 +1,51 @@
+"""The gradient-rule registry: plain dicts filled by declarations next to each op.
+
+Each op family module (``d2s/ops/*.py``) declares, beside the op's public wrapper, either its
+rule (``@grad_rule("add")``) or why it has none (``non_differentiable("argmax", reason)``).
+A rule is ``rule(ctx, *grads) -> tuple`` with one entry per op input (``None`` where no
+gradient flows); ``ctx`` is the autograd node (``ctx.inputs``, ``ctx.outputs``, ``ctx.attrs``).
+Rules are ordinary d2s code, so one rule serves eager backward, static backward (on symbolic
+tensors) and higher-order derivatives (with ``create_graph``).
+"""
+GRAD_RULES = {}      # op name -> rule
+NONDIFF = {}         # op name -> why its outputs carry no gradient
+USES_OUTPUTS = set()  # ops whose rule reads the op's outputs (exp, tanh, ...)
+SHAPE_ONLY = {}      # op name -> positions of inputs whose values its rule never reads
+SAMPLES = {}         # op name -> (public wrapper, input shapes): an example call declared with the op
+
+
+def grad_rule(*names):
+    """Register the decorated function as the gradient rule of ops ``names``."""
+
+    def deco(rule):
+        for n in names:
+            GRAD_RULES[n] = rule
+            if "outputs" in rule.__code__.co_names:  # reads ctx.outputs: an in-place change spoils it
+                USES_OUTPUTS.add(n)
+        return rule
+
+    return deco
+
+
+def non_differentiable(*names, reason="its outputs are integers, bools or constants"):
+    """Declare that ops ``names`` carry no gradient (autograd records no node for them)."""
+    for n in names:
+        NONDIFF[n] = reason
+
+
+def shape_only(name, *positions):
+    """Declare that op ``name``'s gradient rule reads only the shape and dtype of these inputs,
+    so writing to them in place after the op (``y[0] = y[0] * 3``) does not spoil backward."""
+    SHAPE_ONLY[name] = frozenset(positions)
+
+
+def sample_call(name, wrapper, *shapes):
+    """Declare an example call of op ``name``: ``wrapper`` on random float inputs of ``shapes``.
+    The registry test gradchecks it in float64 and the ONNX test exports it, so an op declared
+    with one needs no row in those tests' tables."""
+    SAMPLES[name] = (wrapper, shapes)
+
+
+# the names used before the registry had its own module (custom ops and control-flow rules)
+defgrad = grad_rule
+nondiff = non_differentiable

@@ -1,0 +1,549 @@
+"""Shape ops: reshape, transpose, squeeze, broadcast_to, concat/stack/split, pad, identity,
+... (runtime: ``d2s_runtime/ops/shape_ops.py`` and ``grad_ops.py``): for each op its public
+wrapper, its gradient rule and its ONNX converter, side by side."""
+import builtins
+
+import numpy as np
+
+from d2s_runtime.device import get_xp
+
+from .._state import STATE
+from ..autograd.registry import grad_rule, non_differentiable, shape_only
+from ..dispatch import apply
+from ..onnx.registry import i64, onnx_converter, onnx_unsupported, promoted, elementwise as onnx_elementwise
+from ..tensor import Tensor, tensor, tensor_method
+from .creation import full
+from .elementwise import add, logical_or
+from ._util import (_axes, _dims_of_shape_tensor, _is_diff, _is_symbolic, _shape, _shape_arg, _static_dims,
+                    _static_shape, unbroadcast)
+
+
+_GRAD_OP = "gradient ops belong to backward programs; export the forward program"
+
+
+# ------------------------------------------------------------------ reshape
+@tensor_method("reshape", "view")
+def reshape(x, *shape):
+    """``x`` with a new shape of as many elements (one dim may be -1: inferred)."""
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        shape = shape[0]
+    elif len(shape) == 1 and isinstance(shape[0], Tensor) and shape[0].ndim == 1:
+        shape = _dims_of_shape_tensor(shape[0])
+    if builtins.any(isinstance(d, Tensor) and d._data is None for d in shape):
+        return _reshape_dims(x, shape)
+    return apply("reshape", x, shape=_static_dims(shape))
+
+
+def _reshape_dims(x, shape):
+    """reshape to a target with symbolic dims: they become inputs of a ``reshape_dims`` op."""
+    target, dims, same_as = [], [], []
+    for d in shape:
+        if isinstance(d, Tensor) and d._data is None:
+            target.append(None)
+            dims.append(d)
+            # (var name, axis) when d is x.shape[axis], read symbolically in the active program
+            src = STATE.builder.dim_sources.get(d._var.name) if STATE.builder is not None else None
+            same_as.append(src[1] if src is not None and isinstance(x, Tensor) and x._data is None
+                           and src[0] == x._var.name else -1)
+        else:
+            target.append(int(d))
+    return apply("reshape_dims", x, *dims, shape=target, same_as=same_as)
+
+
+@grad_rule("reshape")
+def _reshape_grad(ctx, g):
+    shape = _shape(ctx.inputs[0])
+    if shape.count(None) <= 1:
+        return (reshape(g, [-1 if s is None else s for s in shape]),)
+    return (apply("reshape_like", g, stop_gradient(ctx.inputs[0])),)
+
+
+shape_only("reshape", 0)
+
+
+@onnx_converter("reshape")
+def _reshape_onnx(g, op):
+    g.node("Reshape", [op.inputs[0], g.const(i64(op.attrs["shape"]))], op.outputs, allowzero=1)
+
+
+# reshape_dims's gradient rule lives with the control-flow rules (d2s/static/control_flow_grad.py)
+@onnx_converter("reshape_dims")
+def _reshape_dims_onnx(g, op):
+    parts, dims = [], iter(op.inputs[1:])
+    for s in op.attrs["shape"]:
+        if s is None:
+            d = g.tmp()
+            g.node("Reshape", [g.cast(next(dims), "int64"), g.const(i64([1]))], [d])
+            parts.append(d)
+        else:
+            parts.append(g.const(i64([s])))
+    shape = g.tmp()
+    g.node("Concat", parts, [shape], axis=0)
+    g.node("Reshape", [op.inputs[0], shape], op.outputs, allowzero=1)
+
+
+@grad_rule("reshape_like")
+def _reshape_like_grad(ctx, g):
+    return (apply("reshape_like", g, stop_gradient(ctx.inputs[0])), None)
+
+
+@onnx_converter("reshape_like")
+def _reshape_like_onnx(g, op):
+    s = g.tmp()
+    g.node("Shape", [op.inputs[1]], [s])
+    g.node("Reshape", [op.inputs[0], s], op.outputs, allowzero=1)
+
+
+@tensor_method()
+def flatten(x, start_dim=0, end_dim=-1):
+    """``x`` with dims ``start_dim`` to ``end_dim`` merged into one."""
+    if not isinstance(x, Tensor):
+        x = tensor(x)
+    nd = x.ndim
+    if nd == 0:
+        return reshape(x, [1])
+    s, e = start_dim % nd, end_dim % nd
+    shape = list(x.shape)
+    n = 1
+    for dim in shape[s:e + 1]:
+        if isinstance(dim, Tensor):
+            n = -1  # an unknown dim inside the flattened range: let reshape infer it
+            break
+        n *= dim
+    return reshape(x, shape[:s] + [n] + shape[e + 1:])
+
+
+# ------------------------------------------------------------------ transpose
+@tensor_method()
+def transpose(x, dim0=None, dim1=None):
+    """Reverse the dims (no arguments), swap two dims, or permute by a list of dims."""
+    if dim0 is None:
+        return apply("transpose", x, perm=None)
+    if isinstance(dim0, (list, tuple)):
+        return apply("transpose", x, perm=[int(p) for p in dim0])
+    perm = list(range(x.ndim if isinstance(x, Tensor) else np.ndim(x)))
+    perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+    return apply("transpose", x, perm=perm)
+
+
+@tensor_method()
+def permute(x, *dims):
+    """``x`` with its dims in the order ``dims``."""
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = dims[0]
+    return apply("transpose", x, perm=[int(d) for d in dims])
+
+
+@grad_rule("transpose")
+def _transpose_grad(ctx, g):
+    perm = ctx.attrs.get("perm")
+    if perm is None:
+        return (transpose(g),)
+    nd = len(perm)
+    inv = [0] * nd
+    for i, p in enumerate(perm):
+        inv[p % nd] = i
+    return (transpose(g, inv),)
+
+
+shape_only("transpose", 0)
+
+
+@onnx_converter("transpose")
+def _transpose_onnx(g, op):
+    nd = len(g.shape(op.inputs[0]))
+    perm = op.attrs.get("perm")
+    perm = list(reversed(range(nd))) if perm is None else [int(p) % max(nd, 1) for p in perm]
+    g.node("Transpose", op.inputs, op.outputs, perm=perm)
+
+
+# ------------------------------------------------------------------ squeeze, unsqueeze
+@tensor_method()
+def squeeze(x, axis=None):
+    """Drop dims of size 1 (all of them, or those among ``axis``). As in PyTorch, a named
+    axis whose size is known not to be 1 is left alone rather than being an error."""
+    axes = _axes(axis)
+    if axes is not None:
+        shape = _static_shape(x)
+        nd = len(shape)
+        axes = [a for a in axes if not (-nd <= a < nd and shape[a] is not None and shape[a] != 1)]
+    return apply("squeeze", x, axes=axes)
+
+
+@grad_rule("squeeze")
+def _squeeze_grad(ctx, g):
+    return (reshape(g, [-1 if s is None else s for s in _shape(ctx.inputs[0])]),)
+
+
+shape_only("squeeze", 0)
+
+
+@onnx_converter("squeeze")
+def _squeeze_onnx(g, op):
+    axes = op.attrs.get("axes")
+    shape = g.shape(op.inputs[0])
+    if axes is None:  # the dims the shape rule squeezed: those known to be 1
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    if not axes:  # ONNX squeezes every 1-sized dim when given no axes
+        g.node("Identity", op.inputs, op.outputs)
+        return
+    g.node("Squeeze", [op.inputs[0], g.const(i64(axes))], op.outputs)
+
+
+@tensor_method()
+def unsqueeze(x, axis):
+    """``x`` with a new dim of size 1 at ``axis``."""
+    return apply("expand_dims", x, axis=int(axis))
+
+
+@grad_rule("expand_dims")
+def _expand_dims_grad(ctx, g):
+    return (squeeze(g, ctx.attrs["axis"]),)
+
+
+shape_only("expand_dims", 0)
+
+
+@onnx_converter("expand_dims")
+def _expand_dims_onnx(g, op):
+    g.node("Unsqueeze", [op.inputs[0], g.const(i64([op.attrs["axis"]]))], op.outputs)
+
+
+# ------------------------------------------------------------------ broadcast_to
+@tensor_method()
+def broadcast_to(x, shape):
+    """``x`` broadcast (NumPy's rules) to ``shape``; dims may be symbolic inside a program."""
+    shape = _shape_arg(shape if isinstance(shape, (list, tuple)) else [shape])
+    if builtins.any(_is_symbolic(d) for d in shape):
+        return _broadcast_to_dims(x, shape)
+    return apply("broadcast_to", x, shape=_static_dims(shape))
+
+
+def _broadcast_to_dims(x, shape):
+    """broadcast_to a target with dims known only when the program runs (``x.shape`` of a
+    dynamic batch): adding zeros of that shape broadcasts the same way, and the gradient of
+    ``add`` already sums over the broadcast dims."""
+    if not isinstance(x, Tensor):
+        x = tensor(x)
+    xs = x.shape
+    if len(shape) < len(xs):
+        raise ValueError(f"broadcast_to: cannot broadcast a {len(xs)}-d tensor to a target of "
+                         f"{len(shape)} dims; the target needs at least {len(xs)} dims")
+    for xd, td in zip(reversed(xs), reversed(shape)):
+        if not _is_symbolic(xd) and not _is_symbolic(td) and xd not in (1, int(td)):
+            show = lambda dims: "[" + ", ".join("?" if _is_symbolic(d) else str(d) for d in dims) + "]"
+            raise ValueError(f"broadcast_to: shape {show(xs)} does not broadcast to {show(shape)} "
+                             f"(dim {xd} vs {td}); only dims of size 1 can be expanded")
+    return x + full(shape, False if str(x.dtype) == "bool" else 0, dtype=x.dtype)
+
+
+@tensor_method("expand")
+def _expand(self, *shape):
+    """``t.expand(2, -1, 4)``: broadcast_to where -1 keeps that dim, as in PyTorch."""
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        shape = shape[0]
+    lead = len(shape) - self.ndim
+    if builtins.any(not isinstance(d, Tensor) and d == -1 for d in shape):
+        own = self.shape
+        shape = [own[i - lead] if (not isinstance(d, Tensor) and d == -1 and i >= lead) else d
+                 for i, d in enumerate(shape)]
+    return broadcast_to(self, shape)
+
+
+@grad_rule("broadcast_to")
+def _broadcast_to_grad(ctx, g):
+    return (unbroadcast(g, _shape(ctx.inputs[0])),)
+
+
+shape_only("broadcast_to", 0)
+
+
+@onnx_converter("broadcast_to")
+def _broadcast_to_onnx(g, op):
+    g.node("Expand", [op.inputs[0], g.const(i64(op.attrs["shape"]))], op.outputs)
+
+
+# ------------------------------------------------------------------ concat, stack, split
+def concat(tensors, axis=0):
+    """The tensors joined along existing dim ``axis``."""
+    return apply("concat", *_seq_args(tensors), axis=int(axis))
+
+
+def _seq_args(items):
+    """Python scalars and lists among concat/stack inputs become tensors (d2s dtype defaults)."""
+    return [t if isinstance(t, Tensor) or hasattr(t, "dtype") else tensor(t) for t in items]
+
+
+@grad_rule("concat")
+def _concat_grad(ctx, g):
+    axis = ctx.attrs.get("axis", 0)
+    sizes = [_shape(x)[axis] for x in ctx.inputs]
+    if len(sizes) == 1:
+        parts = (g,)
+    elif None in sizes:  # sizes known only when the program runs
+        parts = apply("split_like", g, *[stop_gradient(x) for x in ctx.inputs], axis=axis)
+    else:
+        parts = split(g, sizes, axis=axis)
+    return tuple(p if _is_diff(x) else None for p, x in zip(parts, ctx.inputs))
+
+
+@onnx_converter("concat")
+def _concat_onnx(g, op):
+    g.node("Concat", promoted(g, op.inputs, g.dtype(op.outputs[0])), op.outputs, axis=int(op.attrs.get("axis", 0)))
+
+
+@grad_rule("split_like")
+def _split_like_grad(ctx, *gs):
+    return (concat(list(gs), axis=ctx.attrs.get("axis", 0)),) + (None,) * (len(ctx.inputs) - 1)
+
+
+onnx_unsupported("split_like", reason=_GRAD_OP)
+
+
+def cat(tensors, axis=0):
+    """``concat`` under PyTorch's name."""
+    return concat(tensors, axis)
+
+
+def stack(tensors, axis=0):
+    """The tensors (of one shape) joined along a new dim ``axis``."""
+    return apply("stack", *_seq_args(tensors), axis=int(axis))
+
+
+@grad_rule("stack")
+def _stack_grad(ctx, g):
+    axis = ctx.attrs.get("axis", 0)
+    n = len(ctx.inputs)
+    parts = split(g, [1] * n, axis=axis) if n > 1 else (g,)
+    return tuple(squeeze(p, axis) if _is_diff(x) else None for p, x in zip(parts, ctx.inputs))
+
+
+@onnx_converter("stack")
+def _stack_onnx(g, op):
+    axis = int(op.attrs.get("axis", 0))
+    ax = g.const(i64([axis]))
+    parts = []
+    for n in promoted(g, op.inputs, g.dtype(op.outputs[0])):
+        t = g.tmp()
+        g.node("Unsqueeze", [n, ax], [t])
+        parts.append(t)
+    g.node("Concat", parts, op.outputs, axis=axis)
+
+
+@tensor_method()
+def split(x, split_size_or_sections, axis=0):
+    """Split into pieces of ``split_size`` along ``axis`` (the last may be smaller), or by a list of sizes."""
+    d = x.shape[axis] if isinstance(x, Tensor) else np.shape(x)[axis]
+    if isinstance(split_size_or_sections, int):
+        n = split_size_or_sections
+        sections = [n] * (d // n) + ([d % n] if d % n else [])
+    else:
+        sections = [int(s) for s in split_size_or_sections]
+    return apply("split", x, sections=sections, axis=int(axis))
+
+
+@grad_rule("split")
+def _split_grad(ctx, *gs):
+    return (concat(list(gs), axis=ctx.attrs.get("axis", 0)),)
+
+
+@onnx_converter("split")
+def _split_onnx(g, op):
+    g.node("Split", [op.inputs[0], g.const(i64(op.attrs["sections"]))], op.outputs,
+           axis=int(op.attrs.get("axis", 0)))
+
+
+def chunk(x, chunks, axis=0):
+    """Split ``x`` into ``chunks`` pieces along ``axis`` (as ``torch.chunk``): pieces of
+    ``ceil(size / chunks)``, the last one smaller; fewer pieces when the size runs out."""
+    chunks = int(chunks)
+    if chunks <= 0:
+        raise ValueError(f"chunk: chunks must be a positive int, got {chunks}")
+    d = _known_dim("chunk", x, axis)
+    if d == 0:
+        return (x if isinstance(x, Tensor) else tensor(x),)
+    size = -(-d // chunks)
+    return tuple(split(x, size, axis))
+
+
+def unstack(x, axis=0):
+    """The slices of ``x`` along ``axis``, as a tuple of tensors with that dim removed (the
+    inverse of ``stack``)."""
+    if not isinstance(x, Tensor):
+        x = tensor(x)
+    nd = x.ndim
+    if not -nd <= axis < nd:
+        raise ValueError(f"unstack: axis {axis} is out of range for a tensor of shape {tuple(x.shape)}")
+    d = _known_dim("unstack", x, axis)
+    if d == 0:
+        return ()
+    return tuple(squeeze(p, axis) for p in split(x, [1] * d, axis))
+
+
+def _known_dim(what, x, axis):
+    """The size of dim ``axis`` of ``x``; an error when it is known only when the program runs
+    (the number of pieces must be a Python int)."""
+    shape = _static_shape(x)
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"{what}: axis {axis} is out of range for a tensor of shape {tuple(shape)}")
+    d = shape[axis]
+    if d is None:
+        raise ValueError(f"{what}: dim {axis} of this tensor is only known when the program runs, but the "
+                         "number of pieces must be known when it is built; give the dim a fixed size "
+                         "(InputSpec) or index the tensor in a loop instead")
+    return int(d)
+
+
+def add_n(inputs):
+    """The element-wise sum of a list of tensors (as ``tf.add_n``), with NumPy broadcasting."""
+    inputs = list(inputs)
+    if not inputs:
+        raise ValueError("add_n: needs at least one tensor")
+    if len(inputs) == 1:
+        return identity(inputs[0])
+    out = add(inputs[0], inputs[1])
+    for t in inputs[2:]:
+        out = add(out, t)
+    return out
+
+
+# ------------------------------------------------------------------ copies and stops
+def identity(x):
+    """A tensor equal to ``x`` (a copy: writing into it leaves ``x`` alone); gradients pass
+    through unchanged."""
+    return apply("identity", x)
+
+
+@grad_rule("identity")
+def _identity_grad(ctx, g):
+    return (g,)
+
+
+@onnx_converter("identity")
+def _identity_onnx(g, op):
+    g.node("Identity", op.inputs, op.outputs)
+
+
+@tensor_method()
+def clone(x):
+    """A copy of ``x`` that keeps its autograd history."""
+    return apply("add", x, 0) if not isinstance(x, Tensor) or x.dtype != "bool" else logical_or(x, False)
+
+
+def stop_gradient(x):
+    """``x``'s value with no gradient flowing back through it."""
+    return apply("stop_gradient", x)
+
+
+non_differentiable("stop_gradient", reason="it exists to stop gradients")
+onnx_elementwise("stop_gradient", "Identity")
+
+
+def to_device(x, device):
+    """``x`` copied to ``device`` ('cpu' or 'gpu'; 'cuda' means 'gpu')."""
+    get_xp(device)  # a clear error when the device is unavailable
+    return apply("to_device", x, device="gpu" if device == "cuda" else device)
+
+
+@grad_rule("to_device")
+def _to_device_grad(ctx, g):
+    return (to_device(g, ctx.inputs[0].device),)
+
+
+shape_only("to_device", 0)
+onnx_elementwise("to_device", "Identity")
+
+
+# ------------------------------------------------------------------ shape reads
+def shape(x):
+    """``x``'s shape as a 1-d int64 tensor; inside a program it is read when the program runs,
+    so dynamic dims give their actual sizes."""
+    return apply("shape", x)
+
+
+non_differentiable("shape", reason="a shape is integers")
+
+
+@onnx_converter("shape")
+def _shape_onnx(g, op):
+    g.node("Shape", op.inputs, op.outputs)
+
+
+def numel(x):
+    """The number of elements of ``x``: an int, or a 0-d int64 tensor when some dim is known
+    only when the program runs."""
+    if not isinstance(x, Tensor):
+        return int(np.size(x))
+    return x.numel()
+
+
+# ------------------------------------------------------------------ pad
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "edge": "edge",
+              "circular": "wrap", "wrap": "wrap"}
+
+
+def pad(x, pad, mode="constant", value=0):
+    """Pad ``x`` (as ``torch.nn.functional.pad`` or ``numpy.pad``).
+
+    Args:
+        x: the tensor.
+        pad: either a flat sequence ``(left, right, top, bottom, ...)`` starting from the last
+            dim (PyTorch's order), or a sequence of ``(before, after)`` pairs, one per dim from
+            the first (NumPy's and TensorFlow's order).
+        mode: "constant", "reflect", "replicate" (also "edge") or "circular" (also "wrap").
+        value: the fill of "constant" mode.
+
+    Returns:
+        The padded tensor, of ``x``'s dtype.
+    """
+    if not isinstance(x, Tensor):
+        x = tensor(x)
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: unknown mode {mode!r}; use one of {', '.join(_PAD_MODES)}")
+    nd = x.ndim
+    pad = list(pad)
+    if pad and builtins.all(isinstance(p, (list, tuple)) for p in pad):
+        if len(pad) != nd or builtins.any(len(p) != 2 for p in pad):
+            raise ValueError(f"pad: {len(pad)} (before, after) pairs given for a tensor of {nd} dims; "
+                             "give one pair per dim")
+        pads = [[int(b), int(e)] for b, e in pad]
+    else:
+        if builtins.any(isinstance(p, (list, tuple)) for p in pad):
+            raise ValueError("pad: give either a flat list (left, right, top, bottom, ...) or one "
+                             "(before, after) pair per dim, not a mix")
+        if len(pad) % 2 or len(pad) // 2 > nd:
+            raise ValueError(f"pad: a flat pad needs an even number of entries, at most 2 per dim "
+                             f"({2 * nd} for this {nd}-d tensor), got {len(pad)}")
+        pads = [[0, 0] for _ in range(nd)]
+        for k in range(len(pad) // 2):
+            pads[nd - 1 - k] = [int(pad[2 * k]), int(pad[2 * k + 1])]
+    value = value.item() if isinstance(value, Tensor) else value
+    return apply("pad", x, pads=pads, mode=_PAD_MODES[mode], value=value)
+
+
+@grad_rule("pad")
+def _pad_grad(ctx, g):
+    return (apply("pad_grad", g, pads=ctx.attrs["pads"], mode=ctx.attrs.get("mode", "constant")),)
+
+
+@grad_rule("pad_grad")
+def _pad_grad_grad(ctx, g):
+    # pad_grad is linear in its input and the transpose of pad, so its own gradient is pad
+    # (with zeros as the fill: the constant does not depend on the input)
+    return (apply("pad", g, pads=ctx.attrs["pads"], mode=ctx.attrs.get("mode", "constant"), value=0),)
+
+
+shape_only("pad_grad", 0)
+onnx_unsupported("pad_grad", reason=_GRAD_OP)
+_ONNX_PAD_MODE = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
+
+
+@onnx_converter("pad")
+def _pad_onnx(g, op):
+    pads = op.attrs["pads"]
+    mode = op.attrs.get("mode", "constant")
+    ins = [op.inputs[0], g.const(i64([b for b, _ in pads] + [e for _, e in pads]))]
+    if mode == "constant":
+        ins.append(g.const(np.asarray(op.attrs.get("value", 0), dtype=g.dtype(op.inputs[0]))))
+    g.node("Pad", ins, op.outputs, mode=_ONNX_PAD_MODE[mode])
+
