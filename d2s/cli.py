@@ -24,6 +24,7 @@ from .nn.module import Module
 from .onnx import export as onnx_export
 from .onnx.export import ExportError
 from .static.input_spec import spec_from_text
+from .trace.compare import compare_report
 from .transformers import ConversionError, convert_function
 
 
@@ -188,7 +189,6 @@ def _signature_fn(sf):
 def run_compare(target, shapes=None):
     """``d2s compare FILE::FUNC``: load FUNC from FILE and return the printed tables
     (:func:`d2s.trace.compare.compare_report`; ``shapes`` as :func:`d2s.trace.compare` takes)."""
-    from .trace.compare import compare_report
     return compare_report(load_target(target), shapes=shapes)
 
 

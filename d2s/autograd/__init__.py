@@ -2,8 +2,6 @@
 sit next to their ops in ``d2s/ops/*.py``), functional API."""
 from .anomaly import NumericsError, detect_anomaly
 from .engine import backward, grad
-from .function import Function, FunctionCtx
-from .gradcheck import GradcheckError, gradcheck
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .node import AccumulateGrad, Node
 from .registry import defgrad, grad_rule, non_differentiable
@@ -14,9 +12,21 @@ __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is
            "Function", "FunctionCtx", "functional", "detect_anomaly", "NumericsError"]
 
 
+# Modules above the autograd core: Function and gradcheck build on Tensor, and functional
+# (jacobian, hessian, ...) is written in d2s ops. Importing the core (which Tensor does) must not
+# load them, or Tensor would import itself back: they load on first use.
+_LAZY = {"functional": ("d2s.autograd.functional", None), "Function": ("d2s.autograd.function", "Function"),
+         "FunctionCtx": ("d2s.autograd.function", "FunctionCtx"), "gradcheck": ("d2s.autograd.gradient_check", "gradcheck"),
+         "GradcheckError": ("d2s.autograd.gradient_check", "GradcheckError")}
+
+
 def __getattr__(name):
-    # d2s.autograd.functional (jacobian, hessian, ...) is written in d2s ops, a layer above the
-    # autograd core that this package's other modules form: it loads on first use
-    if name == "functional":
-        return importlib.import_module("d2s.autograd.functional")
+    if name in _LAZY:
+        module_name = _LAZY[name][0]
+        module = importlib.import_module(module_name)
+        # bind every name the module provides, so later reads skip this hook
+        for lazy_name, (mod, attr) in _LAZY.items():
+            if mod == module_name:
+                globals()[lazy_name] = module if attr is None else getattr(module, attr)
+        return globals()[name]
     raise AttributeError(f"module 'd2s.autograd' has no attribute {name!r}")

@@ -12,7 +12,7 @@ from ..user_errors import ConvertError
 from .logical import and_, not_, or_
 from .loops import (TensorEnumerate, TensorIterable, TensorRange, TensorRows, TensorZip, convert_enumerate, convert_for,
                     convert_range, convert_while_loop, convert_zip, python_iter)
-from .subscripts import getitem, setitem
+from .subscripts import convert_getitem, convert_setitem
 from .undefined import Undefined, is_none, is_undefined, ld, ld_attr, st_attr
 
 __all__ = [
@@ -20,5 +20,5 @@ __all__ = [
     "convert_enumerate", "convert_zip", "and_", "or_", "not_", "convert_len", "convert_print", "convert_int",
     "convert_float", "convert_bool", "convert_assert", "convert_isinstance", "convert_abs", "python_cond",
     "python_iter", "Undefined", "checked", "is_none", "is_undefined", "ld", "ld_attr", "st_attr", "ConvertError", "is_library",
-    "TensorIterable", "TensorRange", "TensorRows", "TensorEnumerate", "TensorZip", "getitem", "setitem", "call_inplace",
+    "TensorIterable", "TensorRange", "TensorRows", "TensorEnumerate", "TensorZip", "convert_getitem", "convert_setitem", "call_inplace",
 ]

@@ -11,7 +11,7 @@ from .values import is_symbolic
 _NUMBER = (bool, int, float)
 
 
-def getitem(obj, index):
+def convert_getitem(obj, index):
     """``obj[index]``."""
     if type(obj) in (list, tuple) and is_symbolic(index):
         if index.ndim != 0 or not index.dtype.startswith("int"):
@@ -22,7 +22,7 @@ def getitem(obj, index):
     return obj[index]
 
 
-def setitem(obj, index, value):
+def convert_setitem(obj, index, value):
     """``obj[index] = value``."""
     if type(obj) is list and is_symbolic(index):
         _select_into(obj, index, value)

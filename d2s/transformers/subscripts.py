@@ -1,5 +1,5 @@
-"""Lowers subscripts with a computed index, `xs[i]` and `xs[i] = v`, to `_jst.getitem(xs, i)`
-and `_jst.setitem(xs, i, v)`, so a Python list can be read and written at a tensor position
+"""Lowers subscripts with a computed index, `xs[i]` and `xs[i] = v`, to `_jst.convert_getitem(xs, i)`
+and `_jst.convert_setitem(xs, i, v)`, so a Python list can be read and written at a tensor position
 (a loop index inside a tensor loop). Constant indexes, slices and tuples of indexes stay as
 written: they never meet a symbolic position in a Python list."""
 import copy
@@ -24,7 +24,7 @@ class Subscripts(Transformer):
         node = self.generic_visit(node)
         if not isinstance(node.ctx, gast.Load) or not _computed(node.slice):
             return node
-        return gast.copy_location(gc.call(jst("getitem"), [node.value, node.slice]), node)
+        return gast.copy_location(gc.call(jst("convert_getitem"), [node.value, node.slice]), node)
 
     def visit_Assign(self, node):
         target = node.targets[0] if len(node.targets) == 1 else None
@@ -32,7 +32,7 @@ class Subscripts(Transformer):
             return self.generic_visit(node)
         value = self.visit(node.value)
         obj, index = self.visit(_loaded(target.value)), self.visit(target.slice)
-        call = gc.call(jst("setitem"), [obj, index, value])
+        call = gc.call(jst("convert_setitem"), [obj, index, value])
         return copy_location([gc.expr_stmt(call)], node)
 
     def visit_AugAssign(self, node):
@@ -43,9 +43,9 @@ class Subscripts(Transformer):
         # `xs[i] += v` reads and writes the same position; both names are evaluated twice,
         # which is safe because they are plain names
         obj, index = _loaded(target.value), target.slice
-        current = gc.call(jst("getitem"), [copy.deepcopy(obj), copy.deepcopy(index)])
+        current = gc.call(jst("convert_getitem"), [copy.deepcopy(obj), copy.deepcopy(index)])
         value = gast.BinOp(left=current, op=node.op, right=self.visit(node.value))
-        call = gc.call(jst("setitem"), [obj, index, value])
+        call = gc.call(jst("convert_setitem"), [obj, index, value])
         return copy_location([gc.expr_stmt(call)], node)
 
 

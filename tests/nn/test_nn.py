@@ -9,7 +9,7 @@ import d2s
 from references import conv2d_ref, max_pool2d_ref
 import d2s.nn.functional as F
 from d2s import nn
-from d2s.autograd.gradcheck import gradcheck
+from d2s.autograd import gradcheck
 
 
 def _np(t):
