@@ -39,9 +39,9 @@ def _replaced(s, value):
     if isinstance(value, Tensor):
         if value.dtype != s.dtype:
             value = cast(value, s.dtype)
-    elif not _recording(s, ()) and s._data is not None and not STATE.hooked:
+    elif not _recording(s, ()) and not s.is_symbolic and not STATE.hooked:
         return full_like(s, value)
-    if _recording(s, (value,)) or s._data is None or STATE.hooked:
+    if _recording(s, (value,)) or s.is_symbolic or STATE.hooked:
         out = where(_full_mask(s), value, s)
         return out if out.dtype == s.dtype else cast(out, s.dtype)
     return broadcast_to(value, s.shape)
@@ -105,7 +105,7 @@ def _update(t, name, args, kwargs):
         raise RuntimeError(
             f"{what}: a view of a leaf tensor that requires grad (W.T, W[0], W.reshape(...)) is being "
             "used in an in-place operation; update the leaf itself under `with d2s.no_grad():`")
-    if t._data is None or STATE.hooked:
+    if t.is_symbolic or STATE.hooked:
         return _rebind(t, name, what, args, kwargs)
     others = tuple(args) + tuple(kwargs.values())
     if not _recording(t, others):
@@ -167,9 +167,9 @@ def _rebind(t, name, what, args, kwargs):
     b = STATE.builder
     if b is not None:
         _refuse_outside_values(b, t, what)
-    elif STATE.tracer is not None and t._data is not None:
+    elif STATE.tracer is not None and not t.is_symbolic:
         _refuse_traced_inputs(STATE.tracer, t, what)
-    if t._data is not None:
+    if not t.is_symbolic:
         src = Tensor._make(t._data, t._var)  # a tracer sees the old value under its own object
         src.requires_grad, src.grad_fn, src._out_idx = t.requires_grad, t.grad_fn, t._out_idx
     else:
@@ -184,7 +184,7 @@ def _rebind(t, name, what, args, kwargs):
     if len(ts) != len(os_) or any(a is not None and c is not None and a != c for a, c in zip(ts, os_)):
         raise RuntimeError(f"{what}: the result has shape {os_}, which does not match the shape {ts} "
                            "of the tensor updated in place; use the out-of-place form (x = x + y)")
-    if b is not None and t._data is not None:
+    if b is not None and not t.is_symbolic:
         # a concrete tensor made while building (a literal, a loop counter being probed) may be
         # shared by both branches of a tensor `if`: it keeps its value, the name is rebound
         return out
@@ -200,7 +200,7 @@ def _rebind(t, name, what, args, kwargs):
 
 
 def _static_shape(t):
-    return tuple(t._data.shape) if t._data is not None else tuple(t._var.type.shape)
+    return tuple(t._data.shape) if not t.is_symbolic else tuple(t._var.type.shape)
 
 
 def _refuse_traced_inputs(tracer, t, what):
@@ -216,7 +216,7 @@ def _refuse_traced_inputs(tracer, t, what):
 
 def _refuse_outside_values(b, t, what):
     # the refusal names the user's line (converted code runs under the user's file name)
-    if t._data is not None:
+    if not t.is_symbolic:
         if not (t.requires_grad or getattr(t, "_d2s_parameter", False)):
             return  # a concrete tensor made while building (d2s.tensor(...), a loop counter)
         kind = "a parameter" if t.requires_grad else "a buffer"
@@ -245,7 +245,7 @@ def call_inplace(obj, name, on_attribute, args, kwargs):
     (``self.buf.add_(v)``) gets the out-of-place result, so the write becomes an attribute
     write, which to_static writes back after each call."""
     if isinstance(obj, Tensor) and name in RESULTS and on_attribute and STATE.builder is not None \
-            and obj._data is not None and getattr(obj, "_d2s_parameter", False) and not obj.requires_grad:
+            and not obj.is_symbolic and getattr(obj, "_d2s_parameter", False) and not obj.requires_grad:
         out = out_of_place(obj, name, *args, **kwargs)
         BUFFER_UPDATES[id(out)] = out
         return out

@@ -66,7 +66,7 @@ def _quote(s):
 
 
 def _shape(t):
-    if t._data is not None:
+    if not t.is_symbolic:
         return tuple(t._data.shape)
     return tuple("?" if d is None else d for d in t._var.type.shape)
 

@@ -85,7 +85,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         inputs = _program_params(b, inputs)
     for i, t in enumerate(inputs):
         if not t.requires_grad:
-            if t._data is None and b is not None and b.forward_only and not b.grad_inputs:
+            if t.is_symbolic and b is not None and b.forward_only and not b.grad_inputs:
                 # a to_static forward build records no autograd nodes for its inputs and params;
                 # the program is built again with them recording (see StaticFunction._build)
                 raise SymbolicInputNeedsGrad(f"input {i} of d2s.grad does not require grad")
@@ -109,7 +109,7 @@ def _program_params(builder, inputs):
     differentiate with respect to that."""
     out = []
     for t in inputs:
-        if t._data is not None and t.requires_grad:
+        if not t.is_symbolic and t.requires_grad:
             if builder.forward_only and not builder.grad_inputs:
                 raise SymbolicInputNeedsGrad("d2s.grad of a parameter inside a forward-only build")
             t = builder.param(t)

@@ -25,7 +25,7 @@ def convert_len(x):
             raise at_user_line("len() of a 0-d tensor", TypeError)
         return weak(x.shape[0])
     if _is_tensor_array(x):
-        return weak(x.length()) if x.data is None or x.data._data is None else builtins.len(x)
+        return weak(x.length()) if x.data is None or x.data.is_symbolic else builtins.len(x)
     return builtins.len(x)
 
 

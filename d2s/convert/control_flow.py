@@ -491,7 +491,7 @@ def _tensor_as(t, dtype, shape):
     """``t`` (standing for a Python number) cast to ``dtype`` and broadcast to ``shape``."""
     if str(t.dtype) != dtype:
         t = ops.cast(t, dtype)
-    have = t._var.type.shape if t._data is None else t.shape
+    have = t._var.type.shape if t.is_symbolic else t.shape
     if tuple(have) != tuple(shape):
         t = ops.broadcast_to(t, list(shape))
     return t
@@ -500,7 +500,7 @@ def _tensor_as(t, dtype, shape):
 def _size1_flags(a, b):
     """Whether ``a`` and ``b`` are bool tensors known to hold one element each."""
     def one(t):
-        shape = t._var.type.shape if t._data is None else t.shape
+        shape = t._var.type.shape if t.is_symbolic else t.shape
         return all(d == 1 for d in shape)
     return a.dtype == "bool" and b.dtype == "bool" and one(a) and one(b)
 
@@ -508,7 +508,7 @@ def _size1_flags(a, b):
 def _shape_for_number(t):
     """The shape a Python number on the other side of a tensor `if` takes to merge with ``t``
     (unknown dims as 1: the merged type widens them)."""
-    shape = t._var.type.shape if t._data is None else t.shape
+    shape = t._var.type.shape if t.is_symbolic else t.shape
     return tuple(d if isinstance(d, int) else 1 for d in shape)
 
 
@@ -518,7 +518,7 @@ def _number_tensor(v, dtype, shape):
 
 def _zeros_like_type(t):
     """Zeros with ``t``'s dtype and shape (unknown dims as 1): a placeholder never read."""
-    shape = [d if isinstance(d, int) else 1 for d in (t._var.type.shape if t._data is None else t.shape)]
+    shape = [d if isinstance(d, int) else 1 for d in (t._var.type.shape if t.is_symbolic else t.shape)]
     z = ops.zeros(*shape, dtype=str(t.dtype)) if shape else ops.zeros((), dtype=str(t.dtype))
     # standing in for a Python number, so does its placeholder (the merge keeps it a number)
     return number_stand_in(z) if isinstance(t, WeakNumber) else z

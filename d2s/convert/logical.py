@@ -69,7 +69,7 @@ def _lazy(value, rest, short_value, truth=False):
 
 
 def _shape(x):
-    return tuple(x._var.type.shape if x._data is None else x._data.shape)
+    return tuple(x._var.type.shape if x.is_symbolic else x._data.shape)
 
 
 def _same_type(a, b):
@@ -101,7 +101,7 @@ def _describe(x):
 def _truth(x):
     """``x``'s truth as a bool scalar tensor; a one-element tensor of any shape qualifies."""
     t = _bool_tensor(x)
-    shape = t._var.type.shape if isinstance(t, Tensor) and t._data is None else t.shape
+    shape = t._var.type.shape if isinstance(t, Tensor) and t.is_symbolic else t.shape
     if len(shape) and all(d == 1 for d in shape):
         t = ops.reshape(t, [])
     return t

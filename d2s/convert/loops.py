@@ -296,7 +296,7 @@ def _check_carried(labels, init, ins, outs):
 
 
 def _static_shape(t):
-    return t._var.type.shape if t._data is None else t._data.shape
+    return t._var.type.shape if t.is_symbolic else t._data.shape
 
 
 def _number_as(v, dtype, shape):
@@ -555,7 +555,7 @@ def as_tensor_iterable(x):
         return x
     if is_symbolic(x):
         return TensorRows(x)
-    if isinstance(x, TensorArray) and x.data is not None and x.data._data is None:
+    if isinstance(x, TensorArray) and x.data is not None and x.data.is_symbolic:
         return TensorListItems(x.copy())  # a snapshot: the body may append to the list itself
     return None
 

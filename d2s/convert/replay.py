@@ -65,8 +65,8 @@ def signature(values):
     out = []
     for v in vals:
         if isinstance(v, Tensor):
-            shape = v._var.type.shape if v._data is None else v.shape
-            out.append(("T", str(v.dtype), tuple(shape), v._data is None))
+            shape = v._var.type.shape if v.is_symbolic else v.shape
+            out.append(("T", str(v.dtype), tuple(shape), v.is_symbolic))
         elif v is None or isinstance(v, (bool, int, float, str)):
             out.append((type(v), v))
         elif isinstance(v, Undefined):

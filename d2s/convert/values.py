@@ -6,7 +6,7 @@ from .undefined import Undefined
 
 
 def is_symbolic(x):
-    return isinstance(x, Tensor) and x._data is None
+    return isinstance(x, Tensor) and x.is_symbolic
 
 
 def truth(x):
@@ -70,7 +70,7 @@ def write_back(original, merged):
 def describe(v):
     if isinstance(v, Tensor):
         return f"a {v.dtype} tensor of shape {tuple('?' if not isinstance(d, int) else d for d in v.shape)}" \
-            if v._data is not None else f"a tensor {v._var.type}"
+            if not v.is_symbolic else f"a tensor {v._var.type}"
     if isinstance(v, Undefined):
         return "undefined"
     if hasattr(type(v), "_d2s_children") and hasattr(v, "truth"):

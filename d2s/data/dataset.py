@@ -26,7 +26,7 @@ class TensorDataset(Dataset):
             raise ValueError("TensorDataset needs at least one tensor")
         ts = [t if isinstance(t, Tensor) else tensor(t) for t in tensors]
         for t in ts:
-            if t._data is None:
+            if t.is_symbolic:
                 raise TypeError("TensorDataset needs concrete tensors, not symbolic ones")
             if t.ndim == 0:
                 raise ValueError("TensorDataset: every tensor needs a first (sample) dimension")

@@ -27,7 +27,7 @@ def default_collate(samples):
     """
     first = samples[0]
     if isinstance(first, Tensor):
-        if any(s._data is None for s in samples):
+        if any(s.is_symbolic for s in samples):
             raise TypeError("DataLoader: a sample holds a symbolic tensor; datasets must return concrete data")
         xp = xp_of(first._data)
         return Tensor._make(xp.stack([s._data for s in samples]))

@@ -19,7 +19,7 @@ from ..static.builder import ProgramBuilder
 
 
 def _type_of(t):
-    if t._data is None:
+    if t.is_symbolic:
         return t._var.type.shape, t._var.type.dtype
     return tuple(t._data.shape), t._data.dtype.name
 

@@ -243,7 +243,7 @@ class ConcreteProgram:
                 cur = d.cell_contents if k is _CELL else d.get(k)
             except ValueError:
                 return False
-            if cur is not t and not (isinstance(cur, Tensor) and cur._data is not None
+            if cur is not t and not (isinstance(cur, Tensor) and not cur.is_symbolic
                                      and type(cur._data) is type(t._data)
                                      and cur._data.shape == t._data.shape and cur._data.dtype == t._data.dtype):
                 return False

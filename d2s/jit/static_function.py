@@ -623,7 +623,7 @@ def _module_snapshot(instance):
 
 def _holds_symbolic(v, depth=0):
     if isinstance(v, Tensor):
-        return v._data is None
+        return v.is_symbolic
     if depth < 8 and isinstance(v, (list, tuple)):
         return any(_holds_symbolic(x, depth + 1) for x in v)
     if depth < 8 and isinstance(v, dict):
@@ -720,7 +720,7 @@ def _state_tensors(instance):
     out = {}
     for m in instance.modules():
         for k, v in m.__dict__.items():
-            if isinstance(v, Tensor) and v._data is not None and k not in _REGISTRIES:
+            if isinstance(v, Tensor) and not v.is_symbolic and k not in _REGISTRIES:
                 out[id(v)] = v
     return out
 
@@ -779,7 +779,7 @@ def _param_refs(fn, instance, tensors):
 
 def _device_of(args, kwargs):
     for a in list(args) + list(kwargs.values()):
-        if isinstance(a, Tensor) and a._data is not None:
+        if isinstance(a, Tensor) and not a.is_symbolic:
             return a.device
     return "cpu"
 

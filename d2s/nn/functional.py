@@ -16,7 +16,7 @@ def _static_shape(x):
     symbolic tensor would add ops computing those dims)."""
     if not isinstance(x, Tensor):
         return tuple(getattr(x, "shape", ()))
-    return tuple(x._data.shape) if x._data is not None else tuple(x._var.type.shape)
+    return tuple(x._data.shape) if not x.is_symbolic else tuple(x._var.type.shape)
 
 
 def _axis(axis, dim):
@@ -148,7 +148,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0):
 
 def flatten(x, start_dim=1, end_dim=-1):
     """Merge dims ``start_dim..end_dim`` (by default all but the batch dim)."""
-    if x._data is not None or x.ndim == 0:
+    if not x.is_symbolic or x.ndim == 0:
         return _ops.flatten(x, start_dim, end_dim)
     # Symbolic: the static shape has None for dims known only at run time; at most one
     # dim of the target may be unknown (-1), typically the batch dim.

@@ -17,7 +17,7 @@ from ..tensor import Tensor, tensor
 def _array_of(data):
     """The concrete array behind ``data`` (a Tensor, array or nested list)."""
     if isinstance(data, Tensor):
-        if data._data is None:
+        if data.is_symbolic:
             raise TypeError("nn.Parameter needs a concrete tensor, not a symbolic one: create "
                             "parameters outside of to_static/build_program (e.g. in __init__)")
         return data._data

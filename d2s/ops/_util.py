@@ -14,7 +14,7 @@ def _axes(axis):
 
 
 def _is_symbolic(v):
-    return isinstance(v, Tensor) and v._data is None
+    return isinstance(v, Tensor) and v.is_symbolic
 
 
 def _shape_arg(shape):
@@ -46,7 +46,7 @@ def _static_dims(shape):
     out = []
     for d in shape:
         if isinstance(d, Tensor):
-            if d._data is None:
+            if d.is_symbolic:
                 out.append(-1)
                 continue
             d = int(d)
@@ -59,7 +59,7 @@ def _static_dims(shape):
 def _static_shape(x):
     """Shape with ``None`` for dims known only when a program runs."""
     if isinstance(x, Tensor):
-        return tuple(x._data.shape) if x._data is not None else tuple(x._var.type.shape)
+        return tuple(x._data.shape) if not x.is_symbolic else tuple(x._var.type.shape)
     return np.shape(x)
 
 
@@ -72,7 +72,7 @@ def _as_tensor(x):
 def _shape(x):
     """Static shape of an op input (Tensor, array or Python scalar); None marks unknown dims."""
     if isinstance(x, Tensor):
-        return x._var.type.shape if x._data is None else x._data.shape
+        return x._var.type.shape if x.is_symbolic else x._data.shape
     return getattr(x, "shape", ())
 
 

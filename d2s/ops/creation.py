@@ -77,7 +77,7 @@ def _full_dims_onnx(g, op):
 def _like(x, fill, dtype, device, requires_grad):
     if isinstance(x, Tensor) and dtype is None and device is None and not requires_grad:
         return fill_like(x, fill)
-    if isinstance(x, Tensor) and x._data is None:
+    if isinstance(x, Tensor) and x.is_symbolic:
         # A symbolic shape may hold unknown dims: the full_like op reads x's shape when the
         # program runs (x * 0 + fill would turn inf and nan entries into nan).
         dtype = x.dtype if dtype is None else dtype

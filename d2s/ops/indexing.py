@@ -35,7 +35,7 @@ def _encode_index(idx):
             spec.append(["i", int(e)])
         elif isinstance(e, Tensor):
             # a tracer must see a tensor index as an op input, not a baked-in int
-            if e._data is not None and e.ndim == 0 and e.dtype.startswith("int") and not STATE.hooked:
+            if not e.is_symbolic and e.ndim == 0 and e.dtype.startswith("int") and not STATE.hooked:
                 spec.append(["i", int(e._data)])
             else:
                 spec.append(["t", len(extra)])
@@ -55,7 +55,7 @@ def _slice_part(v):
     if v is None:
         return None
     if isinstance(v, Tensor):
-        if v._data is None:
+        if v.is_symbolic:
             raise IndexError("slice bounds must be known when the program is built; "
                              "use d2s.gather or a mask for data-dependent slices")
         return int(v._concrete("int()"))  # _concrete lets a tracer guard the baked-in bound
@@ -75,7 +75,7 @@ def setitem(x, idx, value):
     update (x rebinds to the result) when x or value takes part in autograd or a program."""
     spec, extra = _encode_index(idx)
     recording = (STATE.grad_enabled and (x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)))
-    symbolic = x._data is None or STATE.hooked or (isinstance(value, Tensor) and value._data is None)
+    symbolic = x.is_symbolic or STATE.hooked or (isinstance(value, Tensor) and value.is_symbolic)
     if not recording and not symbolic:
         v = value._data if isinstance(value, Tensor) else value
         x._data[tuple(_decode_host(spec, extra))] = v

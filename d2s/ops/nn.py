@@ -77,7 +77,7 @@ def one_hot(x, num_classes=-1):
     """
     x = _index_tensor(x)
     if num_classes is None or int(num_classes) < 0:
-        if x._data is None:
+        if x.is_symbolic:
             raise ValueError("one_hot: num_classes must be given for a symbolic tensor "
                              "(the largest id is only known when the program runs)")
         num_classes = int(x._concrete("one_hot without num_classes").max()) + 1 if x.numel() else 0

@@ -29,7 +29,7 @@ def reshape(x, *shape):
         shape = shape[0]
     elif len(shape) == 1 and isinstance(shape[0], Tensor) and shape[0].ndim == 1:
         shape = _dims_of_shape_tensor(shape[0])
-    if builtins.any(isinstance(d, Tensor) and d._data is None for d in shape):
+    if builtins.any(isinstance(d, Tensor) and d.is_symbolic for d in shape):
         return _reshape_dims(x, shape)
     return apply("reshape", x, shape=_static_dims(shape))
 
@@ -38,12 +38,12 @@ def _reshape_dims(x, shape):
     """reshape to a target with symbolic dims: they become inputs of a ``reshape_dims`` op."""
     target, dims, same_as = [], [], []
     for d in shape:
-        if isinstance(d, Tensor) and d._data is None:
+        if isinstance(d, Tensor) and d.is_symbolic:
             target.append(None)
             dims.append(d)
             # (var name, axis) when d is x.shape[axis], read symbolically in the active program
             src = STATE.builder.dim_sources.get(d._var.name) if STATE.builder is not None else None
-            same_as.append(src[1] if src is not None and isinstance(x, Tensor) and x._data is None
+            same_as.append(src[1] if src is not None and isinstance(x, Tensor) and x.is_symbolic
                            and src[0] == x._var.name else -1)
         else:
             target.append(int(d))

@@ -39,7 +39,7 @@ class Optimizer:
         ps = group["params"]
         ps = [ps] if isinstance(ps, Tensor) else list(ps)
         for p in ps:
-            if not isinstance(p, Tensor) or p._data is None:
+            if not isinstance(p, Tensor) or p.is_symbolic:
                 raise TypeError(f"{type(self).__name__} can only optimize concrete tensors, got {type(p).__name__}")
             if not p.is_leaf:
                 raise ValueError(f"{type(self).__name__} can only optimize leaf tensors (parameters), "

@@ -184,7 +184,7 @@ class ProgramBuilder:
     def var_of(self, x, scalar_dtype=None):
         """Name of a var visible in the current block that holds op input ``x``."""
         if isinstance(x, Tensor):
-            if x._data is None:
+            if x.is_symbolic:
                 return self.resolve(x._var.name, tensor=x)
             if self.reads_as_param(x):
                 p = self.param(x)
@@ -245,7 +245,7 @@ class ProgramBuilder:
                 names[i], types[i] = v.name, t
 
     def _as_symbolic(self, x, name):
-        if isinstance(x, Tensor) and x._data is None:
+        if isinstance(x, Tensor) and x.is_symbolic:
             return x
         if isinstance(x, Tensor) and self.reads_as_param(x):
             return self._param_vars[id(x)] if self.block is self.program.block else \
@@ -311,7 +311,7 @@ def as_python_number(v, py, broadcast=False):
     """A program's concrete output ``v`` as the Python number (of type ``py``) that eager code
     returns; a symbolic or non-scalar value stays as it is. ``broadcast``: ``v`` is known to be
     a number broadcast to its shape (a loop variable's start on a zero-trip run)."""
-    if isinstance(v, Tensor) and v._data is not None and (v.ndim == 0 or v.numel() == 1 or
+    if isinstance(v, Tensor) and not v.is_symbolic and (v.ndim == 0 or v.numel() == 1 or
                                                           (broadcast and v.numel() > 0)):
         return py(v.numpy().reshape(-1)[0].item())
     return v
@@ -349,7 +349,7 @@ def _output_part(o, leaves):
 
         def number_or_tensor(values):
             flag = values[i + 1]
-            if isinstance(flag, Tensor) and flag._data is not None and bool(flag.numpy().all()):
+            if isinstance(flag, Tensor) and not flag.is_symbolic and bool(flag.numpy().all()):
                 return as_python_number(values[i], pytype, broadcast=True)
             return values[i] if else_type is None else as_python_number(values[i], else_type)
 
@@ -380,14 +380,14 @@ def _output_part(o, leaves):
 
 def _tuple_list_output(cls, start, count, values):
     parts = values[start:start + count]
-    if not all(isinstance(p, Tensor) and p._data is not None for p in parts):
+    if not all(isinstance(p, Tensor) and not p.is_symbolic for p in parts):
         return cls(parts)
     return [cls(parts)[k] for k in range(parts[0].shape[0])]
 
 
 def _list_output(numbers, i, values):
     rows = values[i]
-    if not isinstance(rows, Tensor) or rows._data is None:
+    if not isinstance(rows, Tensor) or rows.is_symbolic:
         return (NumberList if numbers else TensorArray)(rows)
     if numbers:
         return rows.numpy().tolist()

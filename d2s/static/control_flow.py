@@ -264,11 +264,11 @@ def _fmt_tree(treedef, types):
 
 # ------------------------------------------------------------------ helpers
 def _is_symbolic(x):
-    return isinstance(x, Tensor) and x._data is None
+    return isinstance(x, Tensor) and x.is_symbolic
 
 
 def _type_of(t):
-    if t._data is None:
+    if t.is_symbolic:
         return t._var.type
     return TensorType(t._data.shape, t._data.dtype.name)
 
@@ -291,7 +291,7 @@ def _builder():
 
 def _sym(b, x):
     """The symbolic tensor in program ``b`` standing for op input ``x`` (for autograd edges)."""
-    if x._data is None:
+    if x.is_symbolic:
         return x
     if b.reads_as_param(x):
         return b.param(x)
@@ -595,7 +595,7 @@ def _as_pred_value(p):
     """A condition as one bool scalar tensor (a Python bool becomes a constant)."""
     if not isinstance(p, Tensor):
         p = tensor(bool(p))
-    if p._data is not None:
+    if not p.is_symbolic:
         return p if p.dtype == "bool" and p.ndim == 0 else tensor(bool(p))
     return _as_pred(p, "d2s.while_loop")
 

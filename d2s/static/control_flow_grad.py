@@ -40,7 +40,7 @@ def _leaf(t):
 
 
 def _shape_of(t):
-    return t._var.type.shape if t._data is None else t._data.shape
+    return t._var.type.shape if t.is_symbolic else t._data.shape
 
 
 def block_vjp(block, values, cotangents, wrt):

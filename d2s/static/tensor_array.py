@@ -150,14 +150,14 @@ class TensorArray:
         n = apply("list_len", self.data)
         i = ops.where(i < 0, i + n, i)  # negative positions count from the end, as in Python
         data = self.data
-        if data._data is not None:  # a concrete list may share its array with a copy of it
+        if not data.is_symbolic:  # a concrete list may share its array with a copy of it
             data = Tensor._make(data._data.copy()) if not data.requires_grad else data
         data = _alias_tensor(data)
         ops.setitem(data, i, value)
         self.data = data
 
     def __iter__(self):
-        if self.data is not None and self.data._data is None:
+        if self.data is not None and self.data.is_symbolic:
             raise _user_error("cannot iterate over a list whose length is known only when the program runs "
                               "(it was grown in a tensor loop or branch) outside a converted `for`; iterate it "
                               "with a `for` statement in a to_static function, or stack it (d2s.stack(xs))",
@@ -166,7 +166,7 @@ class TensorArray:
             yield self[k]
 
     def __bool__(self):
-        if self.data is not None and self.data._data is None:
+        if self.data is not None and self.data.is_symbolic:
             raise _user_error("the truth value of a list whose length is known only when the program runs "
                               "cannot be a Python bool here; test `len(xs) > 0`", TypeError)
         return len(self) > 0
@@ -245,7 +245,7 @@ def _user_error(message, cls):
 
 
 def _elem_shape(data):
-    shape = data._var.type.shape if data._data is None else data.shape
+    shape = data._var.type.shape if data.is_symbolic else data.shape
     return list(shape)[1:]
 
 
@@ -413,7 +413,7 @@ def struct_list_for(items):
                 return None
             t0 = tensors[0]
             like.append(ops.zeros([d if isinstance(d, int) else 1 for d in
-                                   (t0._var.type.shape if t0._data is None else t0.shape)], dtype=str(t0.dtype)))
+                                   (t0._var.type.shape if t0.is_symbolic else t0.shape)], dtype=str(t0.dtype)))
         else:
             dt = "float32" if any(isinstance(e, float) for e in col) else \
                 "bool" if all(isinstance(e, bool) for e in col) else "int64"

@@ -45,12 +45,12 @@ def _as_plain(self, other):
     dt = _other_dtype(other)
     if dt is not None and dt != str(self.dtype):
         return apply("cast", self, dtype=dt)
-    return Tensor._make(self._data, self._var) if self._data is None else Tensor._make(self._data)
+    return Tensor._make(self._data, self._var) if self.is_symbolic else Tensor._make(self._data)
 
 
 def _plain(other):
     if isinstance(other, WeakIndex):
-        return Tensor._make(other._data, other._var) if other._data is None else Tensor._make(other._data)
+        return Tensor._make(other._data, other._var) if other.is_symbolic else Tensor._make(other._data)
     return other
 
 
@@ -128,7 +128,7 @@ def plain_tensor(t):
     """``t`` as a plain Tensor (no longer standing for a Python number)."""
     if not isinstance(t, WeakNumber):
         return t
-    return Tensor._make(t._data, t._var) if t._data is None else Tensor._make(t._data)
+    return Tensor._make(t._data, t._var) if t.is_symbolic else Tensor._make(t._data)
 
 
 def number_type(v):
@@ -148,7 +148,7 @@ class NumberOrTensor(Tensor):
 def number_or_tensor(t, pred, on_true, pytype, else_type=None):
     """``t`` (a merged cond or loop output) as a Python number of type ``pytype`` where
     ``pred`` is ``on_true``, else a number of type ``else_type`` (None: the tensor)."""
-    if not isinstance(t, Tensor) or t._data is not None:
+    if not isinstance(t, Tensor) or not t.is_symbolic:
         return t
     flag = pred if str(pred.dtype) == "bool" else ops.cast(pred, "bool")
     flag = flag if on_true else ops.logical_not(flag)

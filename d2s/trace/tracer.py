@@ -306,7 +306,7 @@ def _call_untraced(fn, args):
 def _describe_inputs(inputs):
     parts = []
     for a in inputs:
-        if isinstance(a, Tensor) and a._data is not None:
+        if isinstance(a, Tensor) and not a.is_symbolic:
             d = _host(a._data)
             if d.size <= 4:
                 parts.append(np.array2string(d.ravel(), precision=3, separator=",", max_line_width=60))
@@ -348,7 +348,7 @@ def trace(fn_or_module, example_inputs, check_inputs=None, guards=True):
     args = tuple(Tensor._make(a) if isinstance(a, np.ndarray) else a for a in args)
     positions = {i for i, a in enumerate(args) if isinstance(a, Tensor)}
     tensors = [args[i] for i in sorted(positions)]
-    if any(t._data is None for t in tensors):
+    if any(t.is_symbolic for t in tensors):
         raise TypeError("trace needs concrete example inputs, not symbolic tensors")
     statics = [None if i in positions else a for i, a in enumerate(args)]
     tracer = Tracer(guards)
