@@ -35,7 +35,8 @@ def _library_overrides():
     builds graph ops (the transform itself runs inside the program)."""
     from .. import ops
     from ..autograd import functional
-    out = {ops.stack: cb.convert_stack, ops.concat: cb.convert_concat, ops.cat: cb.convert_concat}
+    out = {ops.stack: cb.convert_stack, ops.concat: cb.convert_concat, ops.cat: cb.convert_concat,
+           ops.add_n: cb.convert_add_n}
     for fn in (functional.jacobian, functional.hessian, functional.vjp, functional.jvp):
         out[fn] = _converting_first_argument(fn)
     return out

@@ -140,7 +140,10 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
     if has_dicts:
         init = _dict_keys_from_body(test, body, init, n, set_state, labels, trial)
     if any(isinstance(v, Undefined) for v in init):
-        init = _fill_undefined(body, init, n, labels, set_state)
+        try:
+            init = _fill_undefined(body, init, n, labels, set_state)
+        except _FirstIterationFails as f:
+            return _fails_if_it_runs(test, init, n, state, f.error)
     # still undefined: the body never binds it on the traced path (e.g. a `return` under a Python
     # condition that is False), so it passes through the loop untouched instead of being carried
     dead = {i: v for i, v in enumerate(init) if isinstance(v, Undefined)}
@@ -211,13 +214,14 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
 
 
 def _fails_if_it_runs(test, init, n, state, error):
-    """The body reads a Python list that is too short on a path every iteration takes (the
-    first included): Python raises that IndexError if the loop runs at all, else leaves every
-    variable as it was; so does the program."""
+    """The body reads a Python list that is too short, or a variable not bound yet, on a path
+    every iteration takes (the first included): Python raises that IndexError or
+    UnboundLocalError if the loop runs at all, else leaves every variable as it was; so does the
+    program."""
     from .. import ops
-    from .index_check import deferred_index_error
+    from . import raising
     ran = test(tuple(_as_loop_value(v) for v in init[:n]))
-    deferred_index_error(error, ops.logical_not(ran) if is_symbolic(ran) else tensor(not ran))
+    raising.defer(error, ops.logical_not(ran) if is_symbolic(ran) else tensor(not ran))
     return tuple(state)
 
 
@@ -505,6 +509,10 @@ def _fill_undefined(body, init, n, labels, set_state):
                 if set_state is not None:
                     set_state(tuple(vals[n:]))
                 out = list(body(tuple(vals[:n])))
+        except UnboundLocalError as e:
+            # the first iteration reads a variable that nothing bound yet: Python raises this
+            # if the loop runs at all
+            raise _FirstIterationFails(e) from None
         except Exception as e:
             names = [labels[i] for i, v in enumerate(init) if isinstance(v, Undefined)]
             raise at_user_line(f"{', '.join(repr(x) for x in names)} must be defined before this tensor loop "

@@ -17,11 +17,12 @@ def truth(x):
 
 
 def leaves(obj):
-    """(leaves, skeleton) of a nested tuple/list/dict: every non-container value is a leaf."""
+    """(leaves, skeleton) of a nested tuple/list/dict (namedtuples included): every
+    non-container value is a leaf."""
     out = []
 
     def walk(o):
-        if isinstance(o, (list, tuple)) and not hasattr(o, "_fields"):
+        if isinstance(o, (list, tuple)):  # namedtuples too: their fields are leaves
             return (type(o), tuple(walk(x) for x in o))
         if isinstance(o, dict):
             return (dict, tuple(o), tuple(walk(o[k]) for k in o))
@@ -43,7 +44,8 @@ def rebuild(skeleton, values):
             return {k: build(c) for k, c in zip(s[1], s[2])}
         if len(s) == 3:
             return s[0]._d2s_from_children(tuple(build(c) for c in s[1]))
-        return s[0](build(c) for c in s[1])
+        items = [build(c) for c in s[1]]
+        return s[0](*items) if hasattr(s[0], "_fields") else s[0](items)
 
     return build(skeleton)
 
@@ -70,17 +72,35 @@ def fresh(obj):
     return rebuild(skel, [alias(v) for v in vals])
 
 
+# ids of the Python lists that a tensor branch or loop replaced by a tensor list while the
+# current program is built: the list object itself no longer shows the change (the jit refuses
+# such a list when it is an argument, see jit/static_function.py)
+REPLACED_LISTS = set()
+
+
 def write_back(original, merged):
     """Update container ``original`` in place to hold ``merged`` (so other references to it see
     what the branch or loop did); returns the object to bind."""
     if type(original) is list and isinstance(merged, list):
         original[:] = merged
         return original
+    if type(original) is list and hasattr(type(merged), "_d2s_children") and hasattr(merged, "truth"):
+        REPLACED_LISTS.add(id(original))
     if type(original) is dict and isinstance(merged, dict):
         original.clear()
         original.update(merged)
         return original
     return merged
+
+
+def changed(original, copy):
+    """Whether ``copy`` (from ``fresh(original)``) no longer holds what ``original`` holds."""
+    a_vals, a_skel = leaves(original)
+    b_vals, b_skel = leaves(copy)
+    if a_skel != b_skel:
+        return True
+    return any((a._var is not b._var) if is_symbolic(a) and is_symbolic(b) else a is not b
+               for a, b in zip(a_vals, b_vals))
 
 
 def describe(v):

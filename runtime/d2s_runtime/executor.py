@@ -70,12 +70,12 @@ class LoopLimitError(ExecutionError):
 # Errors a program raises on purpose (a failed assert op, a trace guard, a pop from an empty
 # tensor list) reach the caller as they are; any other failure is wrapped in an ExecutionError
 # naming the op.
-from .ops.debug import ProgramAssertionError, ProgramTypeError, ProgramUnboundLocalError  # noqa: E402
+from .ops.debug import ProgramAssertionError, ProgramRaisedError, ProgramTypeError, ProgramUnboundLocalError  # noqa: E402
 from .ops.guard import GuardError  # noqa: E402
 from .ops.tensor_list import ProgramIndexError  # noqa: E402
 
 PASS_THROUGH = (ExecutionError, ProgramAssertionError, ProgramUnboundLocalError, ProgramTypeError, GuardError,
-                ProgramIndexError)
+                ProgramIndexError, ProgramRaisedError)
 
 
 def _control_flow_rules():
