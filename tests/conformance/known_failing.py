@@ -18,7 +18,6 @@ KNOWN_FAILING = {
     # lists
     # lists in tensor loops
     # control flow inside try/with, loop else clauses
-    "returns.return_inside_with_in_tensor_if": _BLOCK + "return inside with inside a tensor if is refused",
     # Paddle-style scalars and dtypes
     # gradients
     # ops and APIs
