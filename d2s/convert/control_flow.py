@@ -196,9 +196,7 @@ def _refuse_changed_objects(objects):
         now = vars(o)
         diff = [k for k in set(before) | set(now) if k not in before or k not in now or now[k] is not before[k]]
         if diff:
-            for k in set(before) - set(now):
-                setattr(o, k, before[k])
-            for k in diff:
+            for k in diff:  # back as it was: the error leaves the object untouched
                 if k in before:
                     setattr(o, k, before[k])
                 else:

@@ -22,6 +22,7 @@ from ..inplace import BUFFER_UPDATES
 from ..static.builder import ProgramBuilder, _flatten, python_number_type
 from ..static.input_spec import InputSpec
 from ..tensor import Tensor as _Tensor
+from ..user_errors import ConvertError
 from . import config
 from ..convert import values
 from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, varying_dims
@@ -476,7 +477,8 @@ def _container_state(obj, replaced=()):
     as changed."""
     if isinstance(obj, (list, dict)):
         items = list(obj.items()) if isinstance(obj, dict) else list(enumerate(obj))
-        return (type(obj), id(obj), id(obj) in replaced, tuple((k, _container_state(v, replaced)) for k, v in items))
+        return (type(obj), id(obj), id(obj) in replaced,
+                tuple((k, _container_state(v, replaced)) for k, v in items))
     if isinstance(obj, tuple):
         return (tuple, tuple(_container_state(v, replaced) for v in obj))
     if isinstance(obj, _Tensor) and obj._data is None:
@@ -505,7 +507,6 @@ def _refuse_changed_containers(fn, instance, before, after):
                if b != a] + [k for k in before[1] if before[1][k] != after[1].get(k)]
     code = getattr(fn, "__code__", None)
     where = f'\n  File "{code.co_filename}", line {code.co_firstlineno}, in {fn.__name__}' if code else ""
-    from ..user_errors import ConvertError
     raise ConvertError(
         f"{getattr(fn, '__qualname__', 'the function')} changes its list or dict argument "
         f"{', '.join(repr(c) for c in changed)} (appends, pops, item or key writes): a to_static program "

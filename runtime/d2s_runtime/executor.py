@@ -70,7 +70,8 @@ class LoopLimitError(ExecutionError):
 # Errors a program raises on purpose (a failed assert op, a trace guard, a pop from an empty
 # tensor list) reach the caller as they are; any other failure is wrapped in an ExecutionError
 # naming the op.
-from .ops.debug import ProgramAssertionError, ProgramRaisedError, ProgramTypeError, ProgramUnboundLocalError  # noqa: E402
+from .ops.debug import (ProgramAssertionError, ProgramRaisedError, ProgramTypeError,  # noqa: E402
+                        ProgramUnboundLocalError)
 from .ops.guard import GuardError  # noqa: E402
 from .ops.tensor_list import ProgramIndexError  # noqa: E402
 
