@@ -8,11 +8,10 @@ import numpy as np
 from .. import ops
 from ..dispatch import apply
 from ..printing import print as print_op
-from ..user_errors import user_frame
 from ..static.tensor_array import TensorArray
 from ..static.weak_index import number_stand_in, python_type, weak
 from ..tensor import Tensor
-from ..user_errors import at_user_line
+from ..user_errors import at_user_line, user_frame
 from .undefined import MaybeNone, MaybeUnbound, Undefined, unbound_error
 from .values import is_symbolic
 
@@ -200,3 +199,18 @@ def convert_concat(tensors, axis=0):
         merged = shape[:axis] + [-1] + shape[axis + 2:]
         return ops.reshape(stacked, merged)
     return ops.concat(tensors, axis)
+
+
+def convert_add_n(inputs):
+    """``d2s.add_n`` that also takes a TensorArray (a list appended to in a tensor loop or
+    branch): the sum of its stacked elements; an empty one raises ValueError when the program
+    runs, as eager ``add_n([])`` does."""
+    if not _is_tensor_array(inputs):
+        return ops.add_n(inputs)
+    if inputs.data is None:
+        return ops.add_n([])  # never appended to on any path: eager's error, now
+    loc = user_frame()
+    apply("assert", ops.gt(inputs.length(), 0), message="add_n: needs at least one tensor",
+          where=f"{loc[0]}:{loc[1]}" if loc else "", error="ValueError")
+    return ops.sum(inputs.stack(), 0)
+

@@ -16,12 +16,11 @@ from ..static.control_flow import ControlFlowError, _static_cond, tree_flatten
 from ..static.tensor_array import NumberList, TensorArray, numbers_dtype, struct_list_for
 from ..static.weak_index import WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type
 from ..tensor import Tensor, tensor
-from . import replay
+from . import raising, replay
 from ..user_errors import ConvertError, at_user_line
 from .escaping import refuse_escaping
-from .index_check import deferred_index_error
 from .undefined import MaybeUnbound, Undefined, maybe_unbound
-from .values import describe, fresh, is_symbolic, leaves, rebuild, truth, write_back
+from .values import REPLACED_LISTS, changed, describe, fresh, is_symbolic, leaves, rebuild, truth, write_back
 
 _NUMBER = (bool, int, float, np.generic)
 
@@ -95,9 +94,11 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
     key = (true_fn.__code__, false_fn.__code__, _probing[0] > 0, replay.signature((tuple(args), tuple(state0))))
     hints, fills, maybe, children = replay.recall(key) or ({}, {}, {}, None)
     hints, fills, maybe = dict(hints), dict(fills), dict(maybe)
+    # containers passed in but not handed back: a change to one is lost (see values.REPLACED_LISTS)
+    watch = [j for j, (n, v) in enumerate(zip(names, args)) if type(v) in (list, dict) and n not in out_names]
     with replay.Rounds(children) as rounds:
         merged, plan = _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fillable,
-                                 none_fillable, state0, labels, hints, fills, maybe, rounds)
+                                 none_fillable, state0, labels, hints, fills, maybe, rounds, watch)
     replay.record(key, (hints, fills, maybe, rounds.cur))
     merged = list(merged) if isinstance(merged, (tuple, list)) else [merged]
     (skel, kinds, consts), (weak_numbers, number_on) = plan
@@ -117,10 +118,11 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
 
 
 def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fillable, none_fillable, state0,
-              labels, hints, fills, maybe, rounds):
+              labels, hints, fills, maybe, rounds, watch=()):
     """Trace both branches into a ``cond`` op, again while the branches ask for more hints
     (``hints``, ``fills`` and ``maybe`` are updated in place); returns (merged outputs, (output
     plan, positions of the outputs that stay weakly typed ints))."""
+    objects = []
     for _ in range(4):
         seen = {}
 
@@ -128,23 +130,32 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
 
         def branch(fn, side):
             def run():
+                # (with attribute targets of its own, the `if` carries those: not checked)
+                objects[:] = _plain_objects(args) if get_state is None else []
                 a = fresh(tuple(args))
                 if set_state is not None:
                     set_state(fresh(state0))
                 try:
                     raw = tuple(fn(*a))
-                except IndexError as e:
-                    # a too-short Python list read in this branch: Python raises only if the
-                    # branch runs, so the program does too; the other branch types the outputs
+                except Exception as e:
+                    # a too-short Python list read, or the user's `raise`, in this branch: Python
+                    # raises only if the branch runs, so the program does too; the other branch
+                    # types the outputs
+                    if not raising.deferrable(e):
+                        raise
                     other = "false" if side == "true" else "true"
                     if other in failed:
                         raise failed[other] from None
                     failed[side] = e
-                    deferred_index_error(e)
+                    raising.defer(e)
                     a = fresh(tuple(args))
                     if set_state is not None:
                         set_state(fresh(state0))
                     raw = tuple((false_fn if side == "true" else true_fn)(*a))
+                for j in watch:
+                    if changed(args[j], a[j]):
+                        REPLACED_LISTS.add(id(args[j]))
+                _refuse_changed_objects(objects)
                 out = _fill_structures(raw, out_names, fillable, fills, side)
                 if side == "false":
                     _find_maybe_unbound(seen["true_out"], out, out_names, fillable, maybe)
@@ -169,6 +180,36 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
             raise at_user_line(f"the branches of this tensor `if` do not fit together: {e}") from None
         return merged, (seen["plan"], (seen.get("weak", ()), seen.get("number_on", {})))
     raise at_user_line("the branches of this tensor `if` could not be reconciled")
+
+
+def _plain_objects(args):
+    """(object, its attributes) for the user-class objects among ``args`` (not d2s's own)."""
+    vals, _ = leaves(tuple(args))
+    return [(o, dict(vars(o))) for o in vals
+            if hasattr(o, "__dict__") and not isinstance(o, (Tensor, type)) and not callable(o)
+            and not type(o).__module__.startswith("d2s")]
+
+
+def _refuse_changed_objects(objects):
+    """A branch that rebinds an attribute of such an object through a call (``a.add(x)``
+    setting ``self.total``) would change it while the program is built, for both branches:
+    refused, naming the attribute (an assignment ``a.total = ...`` in the branch itself is
+    carried by the `if`)."""
+    for o, before in objects:
+        now = vars(o)
+        diff = [k for k in set(before) | set(now) if k not in before or k not in now or now[k] is not before[k]]
+        if diff:
+            for k in diff:  # back as it was: the error leaves the object untouched
+                if k in before:
+                    setattr(o, k, before[k])
+                else:
+                    delattr(o, k)
+            raise at_user_line(
+                f"a call inside this tensor `if` sets attribute {sorted(diff)[0]!r} of an object of class "
+                f"{type(o).__name__}: "
+                "to_static traces both branches, so the object would see both branches' writes. Assign the "
+                f"attribute in the branch itself (`obj.{sorted(diff)[0]} = ...`), or return the new value from "
+                "the call and assign it there")
 
 
 def _fill_structures(out, out_names, fillable, fills, side):
@@ -259,7 +300,7 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
     t_raw, t_vals, t_skel = seen["true"]
     if t_skel != skel:
         promote = _growing_lists(seen["true_out"], raw, t_skel, skel)
-        if promote:
+        if set(promote) - set(hints):
             raise _Retry({**hints, **promote})
         _structure_error(labels, t_skel, skel, raw)
     new_hints, out = dict(hints), []
@@ -278,7 +319,21 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
                 else:
                     out.append(_zeros_like_type(other))
                 continue
+            if name in fillable and isinstance(other, _NUMBER) and not isinstance(other, Tensor):
+                # a Python number returned on one side: a (weakly typed) tensor on both, which
+                # the flag guarding every read hands back as the number eager code returns
+                dtype = _number_dtype(other)
+                if t_undef:
+                    new_hints[k] = ("zeros", _number_tensor(other, dtype, ()))
+                    continue
+                new_hints[k] = ("tensor", dtype)
+                continue
             side_def = "true" if f_undef else "false"
+            if name in fillable and not isinstance(other, (Tensor, tuple, list, dict) + _NUMBER):
+                raise at_user_line(
+                    f"'{name}' is {describe(other)} when the {side_def} branch of this tensor `if` returns, and "
+                    "comes from elsewhere otherwise: a Python value chosen by tensor data cannot be returned "
+                    "by a program. Return tensors (or numbers) from both paths, or decide with Python values")
             raise at_user_line(
                 f"'{name}' is defined only in the {side_def} branch of this tensor `if`, and is used "
                 f"after it; define it before the `if` (or in both branches)")
@@ -420,14 +475,15 @@ def _growing_lists(t_out, f_out, t_skel, f_skel):
     """Retry hints turning each top-level output that is a list of tensors of one dtype on one
     side and a list of another length (or a TensorArray) on the other into a TensorArray on both
     sides: ``xs.append(v)`` under a tensor ``if`` makes a list whose length is known only at run
-    time. The hint holds an element whose type an empty list's TensorArray takes."""
+    time. The hint holds an element whose type an empty list's TensorArray takes. Outputs that
+    differ otherwise are left to the structure check, which names them."""
     promote = {}
     for i, (a, b) in enumerate(zip(t_skel.children, f_skel.children)):
         if a == b:
             continue
         sides = (t_out[i], f_out[i])
         if not all(type(v) is list or isinstance(v, TensorArray) for v in sides):
-            return {}
+            continue
         elems = [e for v in sides if type(v) is list for e in v]
         numbers = [e for e in elems if isinstance(e, _NUMBER) and not isinstance(e, Tensor)]
         if numbers and not any(isinstance(v, TensorArray) for v in sides) and \
@@ -441,13 +497,23 @@ def _growing_lists(t_out, f_out, t_skel, f_skel):
         if elems and all(isinstance(e, (tuple, dict)) for e in elems) and \
                 not any(isinstance(v, TensorArray) for v in sides):
             if struct_list_for(elems) is None:  # (zeros of the element types; never read)
-                return {}
+                continue
             promote[("list", i)] = ("struct", tuple(elems))
             continue
-        if not elems or not all(isinstance(e, Tensor) and e.dtype == elems[0].dtype for e in elems):
-            return {}
+        if not elems:
+            # appended on one side only (the other left it as it was, empty): the element type
+            # is the grown side's
+            grown = [v for v in sides if isinstance(v, TensorArray) and v.data is not None]
+            if not grown or type(grown[0]) not in (TensorArray, NumberList):
+                continue
+            kind = "numbers" if type(grown[0]) is NumberList else "scalars"
+            promote[("list", i)] = (kind, str(grown[0].data.dtype)) if grown[0].data.ndim == 1 \
+                else grown[0].element_zeros()
+            continue
+        if not all(isinstance(e, Tensor) and e.dtype == elems[0].dtype for e in elems):
+            continue
         if any(isinstance(v, TensorArray) and (v.data is None or v.data.dtype != elems[0].dtype) for v in sides):
-            return {}
+            continue
         promote[("list", i)] = elems[0]
     return promote
 
@@ -528,6 +594,13 @@ def _structure_error(labels, t_skel, f_skel, raw):
     for i, (a, b) in enumerate(zip(t_skel.children, f_skel.children)):
         if a != b:
             name = labels[i] if i < len(labels) else f"output #{i}"
+            if a.node_type is dict and b.node_type is dict and list(a.node_data) != list(b.node_data):
+                only = [k for k in a.node_data if k not in b.node_data] + [k for k in b.node_data if k not in a.node_data]
+                raise at_user_line(
+                    f"the dict '{name}' has keys {list(a.node_data)} after the true branch of this tensor `if` and "
+                    f"{list(b.node_data)} after the false branch: Python's dict would hold {only} on some runs only, "
+                    f"which a program cannot represent. Assign {name}[{only[0]!r}] before the `if` (or in both "
+                    "branches)")
             raise at_user_line(f"'{name}' has a different structure in the two branches of this tensor `if` "
                                f"({_fmt(a)} vs {_fmt(b)}); both branches must give it the same nesting of "
                                "tuples, lists and dicts")

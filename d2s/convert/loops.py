@@ -17,11 +17,10 @@ from ..static.tensor_array import NumberList, TensorArray, numbers_dtype, struct
 from ..static.weak_index import (WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type, plain_tensor,
                                  weak)
 from ..tensor import Tensor, tensor
-from . import control_flow as cf
+from . import control_flow as cf, raising
 from ..user_errors import ConvertError, at_user_line, user_frame
 from .builtins import convert_assert
 from .escaping import refuse_escaping
-from .index_check import deferred_index_error
 from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
 from .values import fresh, is_symbolic, leaves, rebuild, truth, write_back
 
@@ -91,7 +90,10 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
     if has_dicts:
         init = _dict_keys_from_body(test, body, init, n, set_state, labels, trial)
     if any(isinstance(v, Undefined) for v in init):
-        init = _fill_undefined(body, init, n, labels, set_state)
+        try:
+            init = _fill_undefined(body, init, n, labels, set_state)
+        except _FirstIterationFails as f:
+            return _fails_if_it_runs(test, init, n, state, f.error)
     # still undefined: the body never binds it on the traced path (e.g. a `return` under a Python
     # condition that is False), so it passes through the loop untouched instead of being carried
     dead = {i: v for i, v in enumerate(init) if isinstance(v, Undefined)}
@@ -162,11 +164,12 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
 
 
 def _fails_if_it_runs(test, init, n, state, error):
-    """The body reads a Python list that is too short on a path every iteration takes (the
-    first included): Python raises that IndexError if the loop runs at all, else leaves every
-    variable as it was; so does the program."""
+    """The body reads a Python list that is too short, or a variable not bound yet, on a path
+    every iteration takes (the first included): Python raises that IndexError or
+    UnboundLocalError if the loop runs at all, else leaves every variable as it was; so does the
+    program."""
     ran = test(tuple(_as_loop_value(v) for v in init[:n]))
-    deferred_index_error(error, ops.logical_not(ran) if is_symbolic(ran) else tensor(not ran))
+    raising.defer(error, ops.logical_not(ran) if is_symbolic(ran) else tensor(not ran))
     return tuple(state)
 
 
@@ -433,6 +436,10 @@ def _fill_undefined(body, init, n, labels, set_state):
                 if set_state is not None:
                     set_state(tuple(vals[n:]))
                 out = list(body(tuple(vals[:n])))
+        except UnboundLocalError as e:
+            # the first iteration reads a variable that nothing bound yet: Python raises this
+            # if the loop runs at all
+            raise _FirstIterationFails(e) from None
         except Exception as e:
             names = [labels[i] for i, v in enumerate(init) if isinstance(v, Undefined)]
             raise at_user_line(f"{', '.join(repr(x) for x in names)} must be defined before this tensor loop "

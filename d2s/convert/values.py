@@ -18,14 +18,10 @@ def truth(x):
     return x
 
 
-def _is_namedtuple(o):
-    return isinstance(o, tuple) and hasattr(o, "_fields")
-
-
 def leaves(obj):
-    """(leaves, treedef) of a nested tuple/list/dict: every non-container value is a leaf (a
-    namedtuple too: converted code keeps it whole); TensorArrays are nodes."""
-    return tree_flatten(obj, is_leaf=_is_namedtuple)
+    """(leaves, treedef) of a nested tuple/list/dict: every non-container value is a leaf (namedtuples
+    included: their fields are leaves); TensorArrays are nodes."""
+    return tree_flatten(obj)
 
 
 def rebuild(treedef, values):
@@ -54,17 +50,35 @@ def fresh(obj):
     return rebuild(skel, [alias(v) for v in vals])
 
 
+# ids of the Python lists that a tensor branch or loop replaced by a tensor list while the
+# current program is built: the list object itself no longer shows the change (the jit refuses
+# such a list when it is an argument, see jit/static_function.py)
+REPLACED_LISTS = set()
+
+
 def write_back(original, merged):
     """Update container ``original`` in place to hold ``merged`` (so other references to it see
     what the branch or loop did); returns the object to bind."""
     if type(original) is list and isinstance(merged, list):
         original[:] = merged
         return original
+    if type(original) is list and hasattr(type(merged), "_d2s_children") and hasattr(merged, "truth"):
+        REPLACED_LISTS.add(id(original))
     if type(original) is dict and isinstance(merged, dict):
         original.clear()
         original.update(merged)
         return original
     return merged
+
+
+def changed(original, copy):
+    """Whether ``copy`` (from ``fresh(original)``) no longer holds what ``original`` holds."""
+    a_vals, a_skel = leaves(original)
+    b_vals, b_skel = leaves(copy)
+    if a_skel != b_skel:
+        return True
+    return any((a._var is not b._var) if is_symbolic(a) and is_symbolic(b) else a is not b
+               for a, b in zip(a_vals, b_vals))
 
 
 def describe(v):

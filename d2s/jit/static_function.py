@@ -27,6 +27,7 @@ from ..transformers import SourceUnavailable, convert_function
 from ..user_errors import ConvertError
 from . import config
 from .numerics import check_forward
+from ..convert import values
 from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, varying_dims
 from .concrete import _CELL, BUILD_LOCK, ConcreteProgram
 
@@ -388,6 +389,9 @@ class StaticFunction:
             builder.state_tensors = _state_tensors(instance)
             py_state = _python_state(instance)
             input_vars = [t._var for t in sym]
+            before = _containers_state(sargs, skw)
+            outer_replaced = set(values.REPLACED_LISTS)  # (a to_static function called while tracing)
+            values.REPLACED_LISTS.clear()
             try:
                 out = conv(*sargs, **skw)
             except RecursionError as e:
@@ -396,8 +400,13 @@ class StaticFunction:
             except BaseException:
                 _restore_symbolic_writes(snapshot)
                 raise
+            finally:
+                replaced = set(values.REPLACED_LISTS)
+                values.REPLACED_LISTS.clear()
+                values.REPLACED_LISTS.update(outer_replaced)
             leaves, rebuild = flatten_outputs(out)
             writes = _restore_symbolic_writes(snapshot)
+            _refuse_changed_containers(self._fn, instance, before, _containers_state(sargs, skw, replaced))
             writes += _input_writes(builder, sym, input_vars)
             for w in writes:
                 w.start = len(leaves)
@@ -453,6 +462,50 @@ class StaticFunction:
         entry.leaf_labels, entry.arg_leaf = _leaf_labels(self._fn, instance, args, kwargs)
         entry.grad_mask = grad_mask
         return entry
+
+
+def _container_state(obj, replaced=()):
+    """What a list/dict argument holds (nested, leaves by identity; a symbolic tensor by its
+    variable, which the per-branch aliases share), to tell whether the function changed it; a
+    list in ``replaced`` (ids of lists a tensor branch or loop grew into a tensor list) counts
+    as changed."""
+    if isinstance(obj, (list, dict)):
+        items = list(obj.items()) if isinstance(obj, dict) else list(enumerate(obj))
+        return (type(obj), id(obj), id(obj) in replaced,
+                tuple((k, _container_state(v, replaced)) for k, v in items))
+    if isinstance(obj, tuple):
+        return (tuple, tuple(_container_state(v, replaced) for v in obj))
+    if isinstance(obj, Tensor) and obj.is_symbolic:
+        return ("T", id(obj._var))
+    return id(obj)
+
+
+def _containers_state(args, kwargs, replaced=()):
+    return ([_container_state(a, replaced) if isinstance(a, (list, dict, tuple)) else None for a in args],
+            {k: _container_state(v, replaced) for k, v in kwargs.items() if isinstance(v, (list, dict, tuple))})
+
+
+def _refuse_changed_containers(fn, instance, before, after):
+    """A program cannot change the caller's Python lists and dicts (its arguments are copied
+    into it): a function that appends to (or otherwise changes) one is refused, naming it,
+    instead of leaving the caller's list silently as it was."""
+    if before == after:
+        return
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+    if instance is not None:
+        params = params[1:]
+    changed = [params[i] if i < len(params) else f"#{i}" for i, (b, a) in enumerate(zip(before[0], after[0]))
+               if b != a] + [k for k in before[1] if before[1][k] != after[1].get(k)]
+    code = getattr(fn, "__code__", None)
+    where = f'\n  File "{code.co_filename}", line {code.co_firstlineno}, in {fn.__name__}' if code else ""
+    raise ConvertError(
+        f"{getattr(fn, '__qualname__', 'the function')} changes its list or dict argument "
+        f"{', '.join(repr(c) for c in changed)} (appends, pops, item or key writes): a to_static program "
+        "cannot change the caller's Python containers, whose contents would silently stay as they were. "
+        f"Work on a copy (e.g. `{changed[0]} = list({changed[0]})`) and return it instead{where}")
 
 
 def _recursion_error(exc, name):

@@ -18,6 +18,8 @@ class Context:
         self.retval_names = set()
         # locals of the root function that its closures read (analysis.activity.closure_cells)
         self.cells = set()
+        # those of them that a nested function rebinds (`nonlocal n; n += 1`): see nonlocal_cells
+        self.nonlocal_cells = set()
 
 
 def _unlocated(nodes):
@@ -119,18 +121,40 @@ def undefined_inits(names, anno):
     return out
 
 
-def state_functions(namer, composites):
+def state_functions(namer, composites, cells=()):
     """``get_state``/``set_state`` defs for attribute paths assigned inside a branch or loop
-    (``self.h = ...``), plus the two expressions to pass (``None`` when there are none)."""
-    if not composites:
+    (``self.h = ...``) and for closure cells a call inside it may rebind (``cells``, see
+    ``called_cells``), plus the two expressions to pass (``None`` when there are none)."""
+    if not composites and not cells:
         return [], gc.constant(None), gc.constant(None)
     paths = sorted(composites)
     get_name, set_name = namer.new("get_state"), namer.new("set_state")
-    getters = ", ".join(f"{JST}.ld_attr({p.rsplit('.', 1)[0]}, {p.rsplit('.', 1)[1]!r})" for p in paths)
-    setters = "\n".join(f"    {JST}.st_attr({p.rsplit('.', 1)[0]}, {p.rsplit('.', 1)[1]!r}, values[{i}])"
-                        for i, p in enumerate(paths))
-    src = f"def {get_name}():\n    return ({getters},)\ndef {set_name}(values):\n{setters}\n"
+    getters = ", ".join([f"{JST}.ld_attr({p.rsplit('.', 1)[0]}, {p.rsplit('.', 1)[1]!r})" for p in paths]
+                        + list(cells))
+    setters = "\n".join([f"    {JST}.st_attr({p.rsplit('.', 1)[0]}, {p.rsplit('.', 1)[1]!r}, values[{i}])"
+                         for i, p in enumerate(paths)]
+                        + [f"    {c} = values[{len(paths) + i}]" for i, c in enumerate(cells)])
+    declare = f"    nonlocal {', '.join(cells)}\n" if cells else ""
+    src = f"def {get_name}():\n    return ({getters},)\ndef {set_name}(values):\n{declare}{setters}\n"
     return mark_generated(replace(src)), gc.name(get_name), gc.name(set_name)
+
+
+def nonlocal_cells(func, cells):
+    """Locals of ``func`` that a function nested in it rebinds through ``nonlocal``."""
+    out = set()
+    for node in gast.walk(func):
+        if isinstance(node, gast.Nonlocal):
+            out.update(node.names)
+    return out & set(cells)
+
+
+def called_cells(ctx, node, anno):
+    """The closure cells that a call inside ``node`` (an if or loop) may rebind, bound on entry
+    and not rebound by ``node`` itself: the branch or loop carries them as state, so a tensor
+    ``if`` that traces both branches keeps the count of the branch taken, as Python does."""
+    if not ctx.nonlocal_cells or not any(isinstance(n, gast.Call) for n in gast.walk(node)):
+        return ()
+    return tuple(sorted(c for c in ctx.nonlocal_cells if c in anno.defined and c not in anno.mods))
 
 
 def watch_escaping(call, anno):

@@ -7,12 +7,21 @@ bound or the rows of a symbolic tensor. A lowered `break` arrives as an extra te
 
 from . import gast_compat as gc
 from .analysis import activity
-from .base import (JST, Transformer, copy_location, mark_generated, python_only, state_functions,
+from .base import (JST, Transformer, called_cells, copy_location, mark_generated, python_only,
+                   state_functions,
                    undefined_inits, watch_escaping)
 from .templates import replace
 
 
 class ForLoops(Transformer):
+    def _label(self, name):
+        """How messages name a loop variable: the early-return pass's result variable is the
+        function's return value, not a name the user wrote."""
+        return "the return value" if name in self.ctx.retval_names else name
+
+    def _labels(self, loop_vars):
+        return gc.tuple_([gc.constant(self._label(n)) for n in loop_vars])
+
     def visit_For(self, node):
         node = self.generic_visit(node)
         if python_only(node):
@@ -23,7 +32,8 @@ class ForLoops(Transformer):
         if extra is not None:
             live |= activity.expr_reads(extra)  # the flag is read between iterations
         loop_vars = sorted(anno.mods & live)
-        state_defs, get_state, set_state = state_functions(self.ctx.namer, anno.composites)
+        state_defs, get_state, set_state = state_functions(
+            self.ctx.namer, anno.composites, called_cells(self.ctx, node, anno))
         extra_defs, extra_fn = [], gc.constant(None)
         if extra is not None:
             extra_name = self.new_name("for_test")
@@ -38,7 +48,7 @@ class ForLoops(Transformer):
                 return loop_vars
             loop_vars = {JST}.convert_for(iterable, body_fn, loop_vars, names, extra_fn, get_state, set_state)
             """, body_fn=self.new_name("for_body"), item=item, loop_vars=loop_vars, target=node.target,
-                       body=node.body, iterable=node.iter, names=gc.tuple_([gc.constant(n) for n in loop_vars]),
+                       body=node.body, iterable=node.iter, names=self._labels(loop_vars),
                        extra_fn=extra_fn, get_state=get_state, set_state=set_state)
         watch_escaping(code[-1].value, anno)
         out = undefined_inits(loop_vars, anno) + state_defs + mark_generated(extra_defs + code)

@@ -6,7 +6,8 @@ as an ``Undefined`` placeholder, which ``convert_ifelse`` reports if a tensor ``
 undefined on one side and the code after reads it.
 """
 from . import gast_compat as gc
-from .base import (JST, Transformer, copy_location, mark_generated, python_only, state_functions,
+from .base import (JST, Transformer, called_cells, copy_location, mark_generated, python_only,
+                   state_functions,
                    undefined_inits, watch_escaping)
 from .templates import replace, replace_as_expression
 
@@ -34,7 +35,8 @@ class IfStatements(Transformer):
         anno = node._d2s_anno
         params = sorted(anno.mods & (anno.live_in | anno.live_out))
         outputs = sorted(anno.mods & anno.live_out)
-        state_defs, get_state, set_state = state_functions(self.ctx.namer, anno.composites)
+        state_defs, get_state, set_state = state_functions(
+            self.ctx.namer, anno.composites, called_cells(self.ctx, node, anno))
         code = replace(f"""
             def true_fn(params):
                 body

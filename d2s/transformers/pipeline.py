@@ -11,7 +11,7 @@ from .. import convert as convert_runtime  # the `_jst` module converted code ca
 from ..convert import call as _call
 from . import analysis
 from .assert_statements import AssertStatements
-from .base import JST, Context
+from .base import JST, Context, nonlocal_cells
 from .break_statements import BreakStatements
 from .call_trees import CallTrees
 from .closure_cells import ClosureCells
@@ -30,6 +30,7 @@ from .subscripts import Subscripts
 from .undefined_reads import UndefinedReads
 from .unsupported_features import UnsupportedFeatures
 from .while_loops import WhileLoops
+from .while_walrus import WhileWalrus
 
 # The order matters; each entry says why it comes where it does. ``True`` marks passes that
 # read the name analysis, which is recomputed just before them (earlier passes changed the tree).
@@ -39,6 +40,9 @@ PIPELINE = [
     # return after the loop for the return pass; its own breaks are still plain breaks, lowered
     # with the rest by the break pass), and the pins below see the code that will really run.
     (LoopElse, False),
+    # A `while` test binding a name with := moves into the body (after the else pass, whose
+    # flag this generated break must leave set), so the loop passes carry that name.
+    (WhileWalrus, False),
     # Rejects yield/async, and pins control flow that must stay Python (inside try/with,
     # global writes) before any pass rewrites it.
     (UnsupportedFeatures, False),
@@ -128,6 +132,7 @@ def transform(module, func, filename):
     """Run the pipeline over ``func`` (in place) and return it."""
     ctx = Context(filename, Namer(module), func)
     ctx.cells = analysis.activity.closure_cells(func)
+    ctx.nonlocal_cells = nonlocal_cells(func, analysis.activity.own_names(func)[0])
     for cls, needs_analysis in PIPELINE:
         if needs_analysis:
             # a closure may read a cell at any time: branches and loops carry what they rebind

@@ -13,16 +13,27 @@ from . import gast_compat as gc
 from .base import Transformer
 
 
-def _own_statements(stmts):
+def _own_statements(stmts, in_loop=False):
     for s in stmts:
         yield s
         if isinstance(s, (gast.If, gast.While, gast.For)):
-            yield from _own_statements(s.body)
-            yield from _own_statements(s.orelse)
+            loop = in_loop or not isinstance(s, gast.If)
+            yield from _own_statements(s.body, loop)
+            yield from _own_statements(s.orelse, loop)
+        elif returning_with(s) and not in_loop:
+            yield from _own_statements(s.body, in_loop)
+
+
+def returning_with(s):
+    """A ``with`` whose body always returns: its return is lowered like any other outside
+    loops (the code after it is dead, so nothing moves into the context), which lets the
+    ``if`` holding it be a tensor ``if``."""
+    return isinstance(s, gast.With) and always_returns(s.body)
 
 
 def contains_return(stmts):
-    """Whether a ``return`` is nested in these statements' if/while/for (not in defs, try, with)."""
+    """Whether a ``return`` is nested in these statements' if/while/for (not in defs or try,
+    nor in with blocks except a returning ``with`` outside loops)."""
     return any(isinstance(s, gast.Return) for s in _own_statements(stmts))
 
 
@@ -31,6 +42,8 @@ def always_returns(stmts):
         if isinstance(s, (gast.Return, gast.Raise)):
             return True
         if isinstance(s, gast.If) and always_returns(s.body) and always_returns(s.orelse):
+            return True
+        if isinstance(s, gast.With) and always_returns(s.body):
             return True
     return False
 
@@ -77,6 +90,10 @@ class ReturnStatements(Transformer):
                 s.orelse = self._block(s.orelse, in_loop)
                 out.append(s)
                 return out
+            if returning_with(s) and not in_loop:
+                s.body = self._block(s.body, in_loop)
+                out.append(s)
+                return out  # what follows it is dead
             if isinstance(s, (gast.While, gast.For)) and contains_return(s.body):
                 flag = self._loop_flag()
                 s.body = self._block(s.body, True) or [gast.Pass()]

@@ -13,26 +13,30 @@ import gast
 from . import gast_compat as gc
 from .analysis import activity
 from .base import Transformer, copy_location, jst
+from .return_statements import returning_with
 
 _KIND = {gast.If: "if", gast.While: "while", gast.For: "for"}
 _TRY_RETURN = "holding a `return` inside a `try`/`with` block"
 
 
-def _has_try_return(stmts, in_control, in_try, any_return=False):
+def _has_try_return(stmts, in_control, in_try, any_return=False, in_loop=False):
     """Whether a ``return`` sits inside try/with inside an if/while/for among ``stmts`` (with
-    ``any_return``: whether any return sits in them); nested defs are not entered."""
+    ``any_return``: whether any return sits in them); nested defs are not entered. A ``with``
+    that always returns, outside loops, does not count: the early-return pass lowers it."""
     for s in stmts:
         if isinstance(s, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
             continue
         if isinstance(s, gast.Return) and (any_return or (in_control and in_try)):
             return True
         control = in_control or isinstance(s, (gast.If, gast.While, gast.For))
-        guarded = in_try or isinstance(s, (gast.Try, gast.With))
+        loop = in_loop or isinstance(s, (gast.While, gast.For))
+        guarded = in_try or isinstance(s, gast.Try) or (
+            isinstance(s, gast.With) and (loop or in_try or not returning_with(s)))
         inner = list(getattr(s, "body", None) or []) + list(getattr(s, "orelse", None) or []) + \
             list(getattr(s, "finalbody", None) or [])
         for h in getattr(s, "handlers", None) or []:
             inner += h.body
-        if inner and _has_try_return(inner, control, guarded, any_return):
+        if inner and _has_try_return(inner, control, guarded, any_return, loop):
             return True
     return False
 

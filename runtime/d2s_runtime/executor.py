@@ -39,7 +39,7 @@ from .device import get_xp
 from .errors import ExecutionError, LoopLimitError  # noqa: F401  (part of this module's API)
 from .gc_pause import paused_gc
 from .ops import OPS, TensorType
-from .ops.debug import ProgramAssertionError, ProgramTypeError, ProgramUnboundLocalError
+from .ops.debug import ProgramAssertionError, ProgramRaisedError, ProgramTypeError, ProgramUnboundLocalError
 from .ops.guard import GuardError
 from .ops.tensor_list import ProgramIndexError
 from .schedule import FeedView, topo_order
@@ -55,7 +55,7 @@ slots, output slot (a tuple of slots for MULTI), attrs and slots to clear afterw
 # tensor list) reach the caller as they are; any other failure is wrapped in an ExecutionError
 # naming the op.
 PASS_THROUGH = (ExecutionError, ProgramAssertionError, ProgramUnboundLocalError, ProgramTypeError, GuardError,
-                ProgramIndexError)
+                ProgramIndexError, ProgramRaisedError)
 
 
 def is_control_flow(op):

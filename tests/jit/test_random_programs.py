@@ -525,9 +525,7 @@ FUZZ_SEED = 0
 # index -> "verdict: cause" for the programs that fail today; strict xfails, so a fix that makes
 # one pass turns it red until its entry is deleted here.
 FUZZ_KNOWN_FAILING = {
-    29: "leak: 'TensorArray' named in a refusal of a list appended in a tensor if",
-    63: "leak: 'TensorArray' named in a refusal of a list appended in a tensor if",
-    65: "error: list appended in one branch of a tensor if refused",
+    65: "error: a dict key set in one branch of a tensor if (refused, naming the dict)",
     85: "error: loop variables refused (a dict key first set in a tensor loop)",
 }
 

@@ -25,8 +25,10 @@ def test_ifs_holding_a_return_inside_try_are_pinned():
             if c:
                 if x > 0:
                     x = 1
-                with g():
+                try:
                     return x
+                finally:
+                    g()
             return x
     """, UnsupportedFeatures)
     same_code(got, """
@@ -34,6 +36,42 @@ def test_ifs_holding_a_return_inside_try_are_pinned():
             if _jst.python_cond(c, 'if', 'holding a `return` inside a `try`/`with` block'):
                 if x > 0:
                     x = 1
+                try:
+                    return x
+                finally:
+                    g()
+            return x
+    """)
+
+
+def test_a_with_that_always_returns_outside_loops_is_not_pinned():
+    source = """
+        def f(x, c):
+            if c:
+                with g():
+                    return x
+            return x
+    """
+    same_code(transformed(source, UnsupportedFeatures), source)
+
+
+def test_a_return_inside_with_in_a_loop_pins_every_statement_holding_returns():
+    got = transformed("""
+        def f(x, c):
+            for i in c:
+                with g():
+                    return x
+            if c:
+                with g():
+                    return x
+            return x
+    """, UnsupportedFeatures)
+    same_code(got, """
+        def f(x, c):
+            for i in _jst.python_iter(c, 'for', 'holding a `return` inside a `try`/`with` block'):
+                with g():
+                    return x
+            if _jst.python_cond(c, 'if', 'holding a `return` inside a `try`/`with` block'):
                 with g():
                     return x
             return x

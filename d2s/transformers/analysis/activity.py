@@ -86,12 +86,25 @@ def mutating_calls(node):
     return _mutating_calls(node) if node is not None else set()
 
 
+def _receiver(value):
+    """The name a method is called on: ``xs`` in ``xs.append`` and in the
+    ``_jst.checked(xs, 'xs').append`` that the undefined-reads pass makes of a maybe-unbound
+    ``xs`` (or None)."""
+    if isinstance(value, gast.Name):
+        return value.id
+    if (isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) and value.func.attr == "checked"
+            and isinstance(value.func.value, gast.Name) and value.func.value.id == "_jst" and value.args
+            and isinstance(value.args[0], gast.Name)):
+        return value.args[0].id
+    return None
+
+
 def _mutating_calls(node):
     mods = set()
     for child in gast.walk(node):
         if (isinstance(child, gast.Call) and isinstance(child.func, gast.Attribute)
-                and child.func.attr in MUTATING_METHODS and isinstance(child.func.value, gast.Name)):
-            mods.add(child.func.value.id)
+                and child.func.attr in MUTATING_METHODS and _receiver(child.func.value) is not None):
+            mods.add(_receiver(child.func.value))
     return mods
 
 

@@ -10,8 +10,11 @@ every time the program does. Both have no outputs; passes never drop them.
 Python exception it stands for, ``"AssertionError"`` (an ``assert`` statement) or
 ``"UnboundLocalError"`` (converted code reading a variable that the path this run took never
 bound, e.g. one first assigned in a tensor loop that ran zero times) or ``"TypeError"`` (using
-a variable that is still None on this path).
+a variable that is still None on this path), or another built-in exception's name (a Python
+``raise`` in the branch of a tensor ``if`` that this run took).
 """
+import builtins
+
 from .registry import defop
 
 
@@ -29,8 +32,27 @@ class ProgramTypeError(TypeError):
     tensor loop that ran zero times), where Python's operators raise TypeError."""
 
 
+class ProgramRaisedError(Exception):
+    """Base of the errors standing for a Python ``raise`` of a built-in exception type in a
+    branch the program took (``raise ValueError(...)`` under a tensor ``if``): each is a
+    subclass of both this and that built-in type, so ``except ValueError`` catches it."""
+
+
 _ERRORS = {"AssertionError": ProgramAssertionError, "UnboundLocalError": ProgramUnboundLocalError,
            "TypeError": ProgramTypeError}
+
+
+def error_class(name):
+    """The exception class an ``assert`` op with ``error=name`` raises: a known one above, or
+    for another built-in exception type ``Program<name>`` (a subclass of it)."""
+    cls = _ERRORS.get(name)
+    if cls is None:
+        base = getattr(builtins, name, None)
+        if not (isinstance(base, type) and issubclass(base, Exception)):
+            raise ValueError(f"assert op: error={name!r} is not a built-in Python exception type")
+        cls = type(f"Program{name}", (ProgramRaisedError, base), {"__module__": __name__})
+        _ERRORS[name] = cls
+    return cls
 
 
 def _no_outputs(*types, **attrs):
@@ -55,5 +77,5 @@ def _assert(xp, cond, message="", where="", error="AssertionError"):
     ``cond`` is true."""
     if not bool(xp.all(cond)):
         loc = f" (at {where})" if where else ""
-        raise _ERRORS[error](f"{message or 'assertion failed'}{loc}")
+        raise error_class(error)(f"{message or 'assertion failed'}{loc}")
     return ()
