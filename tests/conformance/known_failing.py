@@ -39,8 +39,6 @@ KNOWN_FAILING = {
     "builtins_and_indexing.nested_function_returns_early_in_loop": "return of a Python int from a tensor if in a "
                                                                    "Python loop is refused as 'defined only in the "
                                                                    "true branch'",
-    "pythonic.mutates_input_tensor_in_branch": "SILENT: x[0] = 0 on an input tensor inside a tensor if does not "
-                                               "reach the caller's tensor",
     "pythonic.raise_in_tensor_branch": "raise in one branch of a tensor if fires while tracing, on inputs where "
                                        "eager returns",
     "returns.return_different_python_types_from_loop": "refusal message names the converter's 'retval'",
@@ -52,7 +50,6 @@ KNOWN_FAILING = {
 REFUSED = {
     "closures.lambda_in_branch": "a function chosen by a tensor condition",
     "pythonic.recursion_with_tensor_condition": "a recursion depth chosen by tensor data",
-    "pythonic.augassign_on_input_tensor": "an in-place update of an input: the program cannot write into the caller's tensor",
     "returns.return_none_or_tensor": "None or a tensor, chosen by tensor data",
     "returns.bare_return_in_branch": "None or a tensor, chosen by tensor data",
     "returns.return_different_python_types_from_loop": "a Python string chosen by tensor data",
