@@ -11,11 +11,14 @@ the version-sharing ``detach()`` are Tensor's own.)
 
 In a program being built (``to_static``, ``build_program``) or under a tracer, the tensor
 object is rebound to the out-of-place result, and the converter rebinds the name (see
-``d2s/transformers/inplace_calls.py``), so branches and loops carry the new value. Writing in
-place to a program input, a parameter, a buffer or any tensor living outside the program is
-refused there with an error naming what to write instead (module buffers assigned as
-``self.buf += v`` or ``self.buf.add_(v)`` statements become attribute writes, which to_static
-writes back after each call).
+``d2s/transformers/inplace_calls.py``). Inside a tensor ``if`` or loop the object itself is
+carried out of the ``cond``/``while`` op (``ProgramBuilder.note_inplace``), so every alias of it
+(another name, a list holding it) sees the update, as in eager code. Writing in
+place to a parameter, a buffer or any tensor living outside the program is refused there with
+an error naming what to write instead; to_static copies an argument updated in place back into
+the caller's tensor after each call, as eager code writes into it, and module buffers updated
+as ``self.buf += v`` or ``self.buf.add_(v)`` statements become attribute writes, which to_static
+writes back after each call.
 """
 import operator
 import weakref
@@ -188,14 +191,16 @@ def _rebind(t, name, what, args, kwargs):
         # a concrete tensor made while building (a literal, a loop counter being probed) may be
         # shared by both branches of a tensor `if`: it keeps its value, the name is rebound
         return out
-    if b is not None and b.defined_in.get(t._var.name) is not b.block:
-        # a value from an enclosing block (a loop variable, a value captured by a branch):
-        # the object is shared with code outside this block, which must not see a var of
-        # this one, so only the name is rebound
-        return out
+    if b is not None:
+        # a tensor from an enclosing block (a value captured by a branch or a loop body) takes
+        # the update while the block is built; the control-flow op then carries it out, so
+        # every name and container holding the object sees it (see ProgramBuilder.note_inplace)
+        b.note_inplace(t)
     t._data, t._var = out._data, out._var
     _bump(t)
     _take_history(t, out)
+    if b is not None:
+        b.after_inplace(t)
     return t
 
 
@@ -226,7 +231,9 @@ def _refuse_outside_values(b, t, what):
             "`self.buf = self.buf + v` (written back after each call), for a parameter update it outside "
             "the converted function (an optimizer step)", RuntimeError)
     name = t._var.name
-    if name in b.program.inputs or name in b.program.params:
+    # to_static copies an updated input back into the caller's tensor after each call, as eager
+    # code writes into it (d2s.jit.static_function._InputWrite); build_program has no caller
+    if (name in b.program.inputs and not getattr(b, "to_static_enabled", False)) or name in b.program.params:
         raise at_user_line(
             f"{what} inside to_static: in-place update of an input of the converted function; the "
             "program cannot write into the caller's tensor. Assign a new value instead (x = x + v), "

@@ -271,9 +271,10 @@ def _grad_difference(got, want, where):
     return None
 
 
-# Refusals the issues ask for: the program cannot write into the caller's tensors, so an
-# in-place update of an input (eagerly, `b = x; b += 1` changes the caller's x) is a clear
-# error at the user's line instead of a silently different answer.
+# Refusals the issues ask for: a program that cannot write into the caller's tensors refuses
+# an in-place update of an input (eagerly, `b = x; b += 1` changes the caller's x) with a clear
+# error at the user's line instead of a silently different answer (to_static now copies such
+# an update back into the caller's tensor; build_program still refuses it).
 _BY_DESIGN = ("in-place update of an input of the converted function",)
 
 

@@ -148,6 +148,7 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
                         raise failed[other] from None
                     failed[side] = e
                     raising.defer(e)
+                    STATE.builder.undo_inplace()  # what the failed branch updated in place
                     a = fresh(tuple(args))
                     if set_state is not None:
                         set_state(fresh(state0))
@@ -296,6 +297,9 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
     leaves are tensors and which stay Python values, the false branch checks itself against it."""
     if side == "true":
         seen["then_block"] = STATE.builder.block
+        # the vars the true branch ends with: a tensor object from outside that the false
+        # branch updates in place points into the false branch's block while it is traced
+        seen["true_vars"] = {id(v): v._var for v in vals if is_symbolic(v)}
         return _plan_true(vals, skel, seen, hints, raw)
     t_raw, t_vals, t_skel = seen["true"]
     if t_skel != skel:
@@ -456,7 +460,8 @@ def _patch_true(seen, hints, new_hints):
     outer, b.block = b.block, blk
     try:
         tensors = _plan_true(t_raw, seen["true"][2], seen, new_hints, seen["true_out"])
-        blk.outputs = [b.var_of(t) for t in tensors]
+        ends = seen.get("true_vars", {})
+        blk.outputs = [b.resolve(ends[id(t)].name, tensor=t) if id(t) in ends else b.var_of(t) for t in tensors]
     finally:
         b.block = outer
     patches["tree"] = tree_flatten(tensors)[1]

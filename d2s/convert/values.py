@@ -1,5 +1,4 @@
 """Values flowing through converted control flow: symbolic checks, leaves, fresh copies."""
-from ..autograd.node import AccumulateGrad
 from ..pytree import tree_flatten, tree_unflatten
 from ..tensor import Tensor
 from .undefined import Undefined
@@ -29,25 +28,13 @@ def rebuild(treedef, values):
     return tree_unflatten(treedef, values)
 
 
-def alias(t):
-    """A second Tensor object for symbolic ``t`` sharing its value and autograd history, so an
-    in-place update (``t[i] = v``) traced in one branch cannot leak into the other."""
-    if not is_symbolic(t):
-        return t
-    a = type(t)._make(None, t._var)  # a WeakIndex stays weak
-    a.requires_grad, a.grad_fn, a._out_idx = t.requires_grad, t.grad_fn, t._out_idx
-    if t.requires_grad and t.grad_fn is None:
-        if t._accum is None:
-            t._accum = AccumulateGrad(t)
-        a._accum = t._accum
-    return a
-
-
 def fresh(obj):
-    """``obj`` with containers (and TensorArrays) rebuilt and symbolic tensors aliased (one
-    copy per branch)."""
+    """``obj`` with containers (and TensorArrays) rebuilt, one copy per branch, so what a branch
+    appends or assigns into a container cannot leak into the other. Tensors stay the same
+    objects, so aliases keep aliasing: an in-place update a branch makes to a tensor from
+    outside lasts only while that branch is built (see ``ProgramBuilder.note_inplace``)."""
     vals, skel = leaves(obj)
-    return rebuild(skel, [alias(v) for v in vals])
+    return rebuild(skel, vals)
 
 
 # ids of the Python lists that a tensor branch or loop replaced by a tensor list while the

@@ -404,7 +404,7 @@ class StaticFunction:
                 replaced = set(values.REPLACED_LISTS)
                 values.REPLACED_LISTS.clear()
                 values.REPLACED_LISTS.update(outer_replaced)
-            leaves, rebuild = flatten_outputs(out)
+            leaves, rebuild = flatten_outputs(out, same_objects=True)
             writes = _restore_symbolic_writes(snapshot)
             _refuse_changed_containers(self._fn, instance, before, _containers_state(sargs, skw, replaced))
             writes += _input_writes(builder, sym, input_vars)
@@ -643,6 +643,13 @@ class _InputWrite:
 
     def apply(self, outputs, leaves=None):
         target = leaves[self.index]
+        if target.requires_grad:
+            # eager code refuses a leaf (and would give a non-leaf a new autograd history,
+            # which a copy into its array cannot): refuse before writing anything
+            raise RuntimeError(
+                f"argument #{self.index} of this to_static function is updated in place, and the caller's "
+                "tensor requires grad: autograd cannot follow a write into it. Pass a copy (x.clone()) or "
+                "assign a new value in the function (x = x + v) and return it")
         target._data[...] = outputs[self.start]._data
         target._version += 1
 

@@ -85,12 +85,16 @@ def setitem(x, idx, value):
         raise RuntimeError("a leaf tensor that requires grad cannot be assigned to in place; "
                            "assign to a copy (y = x.clone(); y[idx] = v) or do it under d2s.no_grad()")
     out = apply("setitem", _alias(x), value, *extra, index=spec)
+    if STATE.builder is not None:
+        STATE.builder.note_inplace(x)  # carried out of a tensor if/loop to every alias of x
     x._data, x._var = out._data, out._var
     x.grad_fn, x.requires_grad, x._out_idx = out.grad_fn, out.requires_grad, out._out_idx
     if out.grad_fn is not None:
         # the node's saved output must be x itself so later rebinding stays consistent
         out.grad_fn.outputs = (x,)
     x._version += 1
+    if STATE.builder is not None:
+        STATE.builder.after_inplace(x)
     return x
 
 

@@ -18,8 +18,9 @@ from d2s_runtime.ops import ShapeError, TensorType
 from .. import pytree
 from .._state import STATE
 from ..autograd.anomaly import user_site
+from ..ops import where
 from ..tensor import Tensor
-from ..user_errors import where_text
+from ..user_errors import at_user_line, where_text
 from .input_spec import InputSpec
 from .tensor_array import NumberList, TensorArray, TupleList
 
@@ -62,6 +63,15 @@ class ProgramBuilder:
         self.captures = {}         # Block -> {outer name: inner name}
         self.capture_tensors = {}  # Block -> {outer name: the Tensor it was captured from}
         self.dim_sources = {}      # var name of a `dim` op's output -> (input var name, axis)
+        # in-place updates (``a += v``, ``a[i] = v``) of tensor objects made outside the sub-block
+        # being built: one {id: (tensor, its state before)} per open sub-block (see note_inplace)
+        self._inplace_logs = []
+        self.inplace_writes = {}   # Block -> [(tensor, its value at the end of the block)]
+        self.block_leaves = {}     # Block -> the tensors a traced function returned (control_flow)
+        # id(tensor) -> (tensor, [(other tensor, flag, block)]): objects that eager code holds as
+        # one object exactly when the bool tensor ``flag`` holds (a name rebound in one branch of
+        # a tensor `if` only), or on some runs only (flag None); see link_maybe_alias
+        self.maybe_aliases = {}
         # id -> tensor: plain tensors that are module state (``self.running = ...``), read as
         # params rather than folded into constants, since a forward may replace them
         self.state_tensors = {}
@@ -257,16 +267,99 @@ class ProgramBuilder:
         self.block.ops.append(op)
         return op
 
+    def note_inplace(self, t):
+        """Called just before symbolic tensor object ``t`` is re-pointed to a new var by an
+        in-place update. An object made outside the sub-block being built (its var lives in an
+        enclosing block) takes the update only while the sub-block is built: it is re-pointed
+        back when the block ends, so code outside never sees a var of the block, and the
+        control-flow op built from the block carries the object's final value as an extra
+        output and re-points the object to it (``inplace_writes``): every name or container
+        holding the object then sees the update, as in eager code."""
+        if not self._inplace_logs or not t.is_symbolic:
+            return
+        log = self._inplace_logs[-1]
+        if id(t) in log or self.defined_in.get(t._var.name) is self.block:
+            return
+        log[id(t)] = (t, _tensor_state(t))
+
+    def undo_inplace(self):
+        """Undo the in-place updates of outside tensors made so far in the sub-block being built
+        (a branch that failed half-way runs another function in its place)."""
+        if self._inplace_logs:
+            for t, before in self._inplace_logs[-1].values():
+                _set_tensor_state(t, before)
+            self._inplace_logs[-1].clear()
+
+    def link_maybe_alias(self, a, b, flag):
+        """Tensor objects ``a`` and ``b`` are one object in eager code when ``flag`` (a bool
+        scalar tensor of the current block) holds, and two otherwise; ``flag`` None: on some
+        runs only, which the program does not know. An in-place update of one later reaches
+        the other where the flag holds (``after_inplace``)."""
+        for x, y in ((a, b), (b, a)):
+            self.maybe_aliases.setdefault(id(x), (x, []))[1].append((y, flag, self.block))
+
+    def after_inplace(self, t):
+        """Called just after tensor object ``t`` took an in-place update: the objects it may be
+        (``link_maybe_alias``) take the new value where they are ``t`` in eager code."""
+        if not self.maybe_aliases:
+            return
+        seen, todo = {id(t)}, [t]
+        while todo:
+            src = todo.pop()
+            for other, flag, blk in self.maybe_aliases.get(id(src), (None, ()))[1]:
+                if id(other) in seen or not self._visible(blk):
+                    continue
+                if flag is None:
+                    raise at_user_line(
+                        "in-place update of a tensor that another name holds on some runs of a tensor loop only "
+                        "(an alias taken inside the loop); the program cannot tell which: copy it where the "
+                        "alias is taken (a = b.clone()) or update it out of place (a = a + x)")
+                seen.add(id(other))
+                new = where(flag, src, other)
+                if new.dtype != other.dtype:
+                    new = new.cast(other.dtype)
+                self.note_inplace(other)
+                other._data, other._var = None, new._var
+                other.requires_grad, other.grad_fn, other._out_idx = new.requires_grad, new.grad_fn, new._out_idx
+                other._version += 1
+                todo.append(other)
+
+    def _visible(self, blk):
+        b = self.block
+        while b is not None:
+            if b is blk:
+                return True
+            b = b.parent
+        return False
+
     @contextlib.contextmanager
     def sub_block(self):
         """Build ops into a fresh Block nested in the current one."""
         blk = Block(parent=self.block)
         prev = self.block
         self.block = blk
+        self._inplace_logs.append({})
         try:
             yield blk
         finally:
+            log = self._inplace_logs.pop()
+            if log:
+                writes = []
+                for t, before in log.values():
+                    final = Tensor._make(None, t._var)
+                    final.requires_grad, final.grad_fn, final._out_idx = t.requires_grad, t.grad_fn, t._out_idx
+                    writes.append((t, final))
+                    _set_tensor_state(t, before)
+                self.inplace_writes[blk] = writes
             self.block = prev
+
+
+def _tensor_state(t):
+    return t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version
+
+
+def _set_tensor_state(t, state):
+    t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version = state
 
 
 def _scalar_dtype(inputs):
@@ -317,18 +410,19 @@ def as_python_number(v, py, broadcast=False):
     return v
 
 
-def flatten_outputs(obj):
+def flatten_outputs(obj, same_objects=False):
     """The tensors in ``obj`` (a function's result: a pytree, see ``d2s.pytree``), in order, and
     a function ``rebuild(values)`` giving back what eager code returns when ``values`` (one per
     tensor) are what the program computed for them: the same structure, Python numbers where
-    eager code holds numbers, Python lists for lists grown in tensor loops."""
+    eager code holds numbers, Python lists for lists grown in tensor loops. ``same_objects``: a
+    tensor object found twice is one leaf, rebuilt as one object twice (as eager returns it)."""
     leaves = []
-    return leaves, _output_tree(obj, leaves)
+    return leaves, _output_tree(obj, leaves, {} if same_objects else None)
 
 
-def _output_tree(obj, leaves):
+def _output_tree(obj, leaves, seen):
     parts, treedef = pytree.tree_flatten(obj, is_leaf=_is_output_part)
-    decoders = [_output_part(o, leaves) for o in parts]
+    decoders = [_output_part(o, leaves, seen) for o in parts]
     if treedef.node_type is None:  # one part (a tensor, most often): no structure to rebuild
         return decoders[0]
     return lambda values: pytree.tree_unflatten(treedef, [decode(values) for decode in decoders])
@@ -339,9 +433,10 @@ def _is_output_part(o):
     return isinstance(o, (Tensor, TensorArray)) or hasattr(type(o), "_d2s_from_output")
 
 
-def _output_part(o, leaves):
+def _output_part(o, leaves, seen):
     """Add the tensors of output part ``o`` to ``leaves``; returns the function that rebuilds
-    it from the program's values (anything else is a constant of the result)."""
+    it from the program's values (anything else is a constant of the result). ``seen`` (id ->
+    leaf index, or None) makes a plain tensor object found twice one leaf."""
     i = len(leaves)
     if isinstance(o, Tensor) and hasattr(o, "is_number"):  # a Python number on some runs only
         leaves.extend((o, o.is_number))
@@ -355,15 +450,19 @@ def _output_part(o, leaves):
 
         return number_or_tensor
     if isinstance(o, Tensor):
-        leaves.append(o)
         py = python_number_type(o)
+        if py is None and seen is not None:
+            i = seen.setdefault(id(o), i)
+            if i < len(leaves):  # this very object is an earlier leaf: the same object again
+                return lambda values: values[i]
+        leaves.append(o)
         if py is None:
             return lambda values: values[i]
         # what eager code holds as a Python number: that number, run by run
         return lambda values: as_python_number(values[i], py)
     if hasattr(type(o), "_d2s_from_output"):  # a converted-code value (d2s.convert.undefined)
         # decided from the run's values (None, or the value)
-        children = [_output_tree(x, leaves) for x in o._d2s_children()]
+        children = [_output_tree(x, leaves, seen) for x in o._d2s_children()]
         return lambda values: type(o)._d2s_from_output([c(values) for c in children])
     if isinstance(o, TensorArray):
         # a list grown in a tensor loop or branch: the program returns its elements as one

@@ -24,8 +24,10 @@ from .. import pytree
 from .._state import STATE
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import record
+from ..inplace import _take_history
 from ..pytree import tree_unflatten
 from ..tensor import Tensor, tensor
+from ..user_errors import at_user_line
 from .builder import ProgramBuilder
 
 __all__ = ["cond", "while_loop", "scan"]
@@ -335,7 +337,91 @@ def _trace_block(b, fn, in_types, convert_outputs=None):
         names = [b.var_of(t) for t in leaves]
         blk.outputs = names
         types = [blk.lookup(n).type for n in names]
+    b.block_leaves[blk] = leaves
     return blk, treedef, names, types
+
+
+# ------------------------------------------------------------------ in-place updates
+# A branch or loop body may update in place a tensor object made outside it (``a += v``,
+# ``a[i] = v``, ``lst[0].add_(v)``): every name and container holding that object must see the
+# update after the op, as in eager code, not only the name the converter carries. The builder
+# logs such objects while the block is built and re-points them back when it ends
+# (``ProgramBuilder.note_inplace``); the op carries each one's final value as an extra output
+# and the object is re-pointed to it.
+def _inplace_outputs(b, blocks):
+    """The outside tensor objects some of ``blocks`` updated in place; each block gets one more
+    output per object: its final value there, or the object's unchanged value (captured)."""
+    writes = [b.inplace_writes.pop(blk, []) for blk in blocks]
+    objs = list({id(t): t for w in writes for t, _ in w}.values())
+    for blk, w in zip(blocks, writes):
+        final = {id(t): f for t, f in w}
+        for t in objs:
+            src = final.get(id(t), t)
+            blk.outputs.append(b.resolve(src._var.name, blk, tensor=src))
+    return objs
+
+
+def _repoint(b, objs, outs):
+    """After the op: each object updated in place inside it takes the op's output for it."""
+    for t, o in zip(objs, outs):
+        b.note_inplace(t)  # (inside an enclosing block being built: carried out of it too)
+        t._data, t._var = None, o._var
+        t._version += 1
+        _take_history(t, o)
+    for t in objs:
+        b.after_inplace(t)
+
+
+def _kept_objects(b, blocks, outs, pred):
+    """``outs`` where both branches return the same outside tensor object: that object itself
+    (re-pointed if updated), so names that alias before the op still alias after it. Where
+    one branch returns an outside object and the other does not, eager code holds that
+    object only on runs taking that branch: the output is linked to it under the predicate
+    (``ProgramBuilder.link_maybe_alias``), so a later in-place update reaches both as eager's."""
+    per_block = [b.block_leaves.pop(blk, None) for blk in blocks]
+    if any(p is None or len(p) != len(outs) for p in per_block):
+        return outs
+    flags = {}
+
+    def flag(side):
+        if side not in flags:
+            flags[side] = pred if side else d.logical_not(pred)
+        return flags[side]
+
+    kept, first = [], {}
+    for i, (o, t, e) in enumerate(zip(outs, *per_block)):
+        if t is e and t.is_symbolic:
+            kept.append(t)
+            continue
+        if (id(t), id(e)) in first and isinstance(t, Tensor) and isinstance(e, Tensor):
+            kept.append(kept[first[(id(t), id(e))]])  # one object in both branches: one result
+            continue
+        first[(id(t), id(e))] = i
+        kept.append(o)
+        for side, obj in ((True, t), (False, e)):
+            if _outside(b, obj):
+                b.link_maybe_alias(o, obj, flag(side))
+    # outputs that are one object in one branch only: one object on the runs taking it
+    for side, k in ((True, 0), (False, 1)):
+        seen = {}
+        for (t, e), i in first.items():
+            key = (t, e)[k]
+            if key in seen and isinstance(per_block[k][i], Tensor):
+                b.link_maybe_alias(kept[i], kept[seen[key]], flag(side))
+            seen.setdefault(key, i)
+    return kept
+
+
+def _outside(b, t):
+    """Whether ``t`` is a symbolic tensor object whose var the current block sees (made before
+    the op, not inside one of its blocks)."""
+    if not isinstance(t, Tensor) or not t.is_symbolic:
+        return False
+    try:
+        b.block.lookup(t._var.name)
+    except KeyError:
+        return False
+    return True
 
 
 def _merge_captures(b, blocks, n_explicit):
@@ -431,6 +517,10 @@ def _static_cond(pred, true_fn, false_fn, operands, patches=None):
             f"  false_fn returns {_fmt_tree(e_tree, e_types)}\n"
             "both branches must return the same structure of tensors with the same dtypes and ranks "
             "(cast one branch, or return the same number of values from both)")
+    n_out = len(t_types)
+    objs = _inplace_outputs(b, [then_blk, else_blk])
+    t_types = t_types + [then_blk.lookup(n).type for n in then_blk.outputs[n_out:]]
+    e_types = e_types + [else_blk.lookup(n).type for n in else_blk.outputs[n_out:]]
     out_types = [_widen(x, y) for x, y in zip(t_types, e_types)]
     cap_names, cap_tensors = _merge_captures(b, [then_blk, else_blk], len(in_names))
     out_vars, outs = _new_outputs(b, out_types)
@@ -438,6 +528,10 @@ def _static_cond(pred, true_fn, false_fn, operands, patches=None):
             {}, {"then": then_blk, "else": else_blk})
     b.append_op(op)
     _record("cond", op, [pred, *[_sym(b, t) for t in leaves], *cap_tensors], outs)
+    _repoint(b, objs, outs[n_out:])
+    outs = outs[:n_out]
+    if not (patches and "tree" in patches):
+        outs = _kept_objects(b, [then_blk, else_blk], outs, pred)
     return tree_unflatten(t_tree, outs)
 
 
@@ -539,7 +633,38 @@ def _probe(call_cond, vals):
         return call_cond(vals)
 
 
-def _static_while(call_cond, call_body, vals):
+class _PeelFirst(Exception):
+    """The body updates in place a tensor that it then stops holding (``a += x; a = a * 2``):
+    the first iteration updates the loop's entry tensor, later ones tensors of the loop's own."""
+
+    def __init__(self, error):
+        self.error = error
+
+
+def _static_while(call_cond, call_body, vals, private=None):
+    """The ``while`` op. ``private``: ids of loop-var tensors made for this loop alone (the
+    results of its peeled first iteration), which no name outside it holds."""
+    try:
+        return _build_while(call_cond, call_body, vals, private)
+    except _PeelFirst as p:
+        if private is not None:
+            raise p.error from None
+        error = p.error
+    # the first iteration runs on its own under a `cond` on the loop test; the loop then runs
+    # on tensors of its own, which later iterations may update and drop as they like
+    leaves, treedef = tree_flatten(_tensorize(vals))
+    before = {id(t) for t in leaves}
+    go = _as_pred_value(call_cond(tree_unflatten(treedef, leaves)))
+    try:  # (each side on its own containers, rebuilt from the same tensors)
+        first = cond(go, lambda: list(call_body(tree_unflatten(treedef, leaves))),
+                     lambda: tree_unflatten(treedef, leaves))
+    except ControlFlowError:
+        raise error from None
+    mine = {id(t) for t in tree_flatten(first)[0] if id(t) not in before}
+    return _static_while(call_cond, call_body, first, mine)
+
+
+def _build_while(call_cond, call_body, vals, private):
     b = _builder()
     weak = _weak_mask(vals)
     raw = vals
@@ -549,15 +674,24 @@ def _static_while(call_cond, call_body, vals):
     in_names = [b.var_of(t) for t in leaves]
     types = [b.block.lookup(n).type for n in in_names]
     types = _weak_carry_types(types, weak, lambda: call_body(raw))
+    n = len(leaves)
+    carried = _ObjectCarry(b, leaves, weak, private or ())
     for _ in range(_MAX_WIDEN):
         def cond_of(args):
-            return _as_pred_value(call_cond(tree_unflatten(treedef, args)))
+            return _as_pred_value(call_cond(tree_unflatten(treedef, carried.enter(args))))
 
         def body_of(args):
-            return _tensorize(call_body(tree_unflatten(treedef, args)), like=tree_unflatten(treedef, args))
+            ins = tree_unflatten(treedef, carried.enter(args))
+            out = _tensorize(call_body(ins), like=ins)
+            return out, carried.extra_values()
 
-        cond_blk, c_tree, _, c_types = _trace_block(b, cond_of, types)
-        body_blk, o_tree, _, o_types = _trace_block(b, body_of, types)
+        all_types = types + carried.extra_types()
+        cond_blk, c_tree, _, c_types = _trace_block(b, cond_of, all_types)
+        body_blk, o_tree, _, o_types = _trace_block(b, body_of, all_types)
+        carried.check_condition(cond_blk)
+        if carried.share_updated() or carried.found_new(body_blk) or carried.split_classes(body_blk):
+            continue  # more tensor objects to carry, or fewer to share: rebuild
+        o_tree, o_types = o_tree.children[0], o_types[:n]
         promoted = _promote_weak(types, o_types, weak) if o_tree == treedef else None
         if promoted is not None:
             types = promoted  # a loop var that was a Python number changed dtype: rebuild
@@ -581,14 +715,196 @@ def _static_while(call_cond, call_body, vals):
     else:
         raise ControlFlowError(f"d2s.while_loop: the loop vars' types did not settle after {_MAX_WIDEN} "
                                f"rebuilds of the body ({_fmt_tree(treedef, types)})")
+    kept = carried.check_body(body_blk)
     _cast_leaves(b, leaves, in_names, types)
-    cap_names, cap_tensors = _merge_captures(b, [cond_blk, body_blk], len(in_names))
-    out_vars, outs = _new_outputs(b, types)
-    op = Op("while", [*in_names, *cap_names], [v.name for v in out_vars], {},
+    extra_names = [b.var_of(t) for t in carried.extra]
+    all_types = types + carried.extra_types()
+    cap_names, cap_tensors = _merge_captures(b, [cond_blk, body_blk], len(in_names) + len(extra_names))
+    out_vars, outs = _new_outputs(b, all_types)
+    op = Op("while", [*in_names, *extra_names, *cap_names], [v.name for v in out_vars], {},
             {"cond": cond_blk, "body": body_blk})
     b.append_op(op)
-    _record("while", op, [*[_sym(b, t) for t in leaves], *cap_tensors], outs)
-    return tree_unflatten(treedef, outs)
+    _record("while", op, [*[_sym(b, t) for t in leaves + carried.extra], *cap_tensors], outs)
+    # the loop vars' outside objects updated in place take their final value; so do the
+    # outside tensors the body updated through another name (the extra loop vars)
+    mutated = [(carried.objs[i], outs[i]) for i in carried.mutated_reps]
+    _repoint(b, [t for t, _ in mutated] + carried.extra, [o for _, o in mutated] + outs[n:])
+    results = [carried.objs[i] if i in kept else o for i, o in enumerate(outs[:n])]
+    for i, r in enumerate(carried.rep):
+        if r is not None and r != i:  # one object in every iteration (split_classes): one result
+            results[i] = results[r]
+    for i, j in carried.joined:
+        # bound inside the body to a tensor the body updates: that tensor after a run of one
+        # iteration or more, the name's own before-loop tensor after a run of none
+        b.link_maybe_alias(results[i], j, None)
+    return tree_unflatten(treedef, results)
+
+
+class _ObjectCarry:
+    """Tensor objects through a ``while`` op, so that names aliasing one object before the
+    loop alias it in every iteration and after it, as in eager code.
+
+    The body first runs on a fresh tensor per loop var (values only). Loop vars whose tensor
+    it updates in place, with the loop vars holding the same tensor object, then form one
+    class: the body and condition see that object itself (re-pointed to the class's first
+    block input while the block is built), so the update reaches every name and container
+    holding it, and after the op the object takes its final value. A tensor from outside the
+    loop vars that the body updates in place (an alias read through a closure or a
+    container) becomes an extra loop var. Object identities must be the same at the end of an
+    iteration as at its start wherever an object is updated in place (else a later iteration
+    would update another object): for ``a += x; a = a * 2`` the first iteration runs on its
+    own (``_PeelFirst``)."""
+
+    def __init__(self, b, leaves, weak, private=()):
+        self.b = b
+        self.private = private
+        self.objs = list(leaves)
+        self.rep = [None] * len(leaves)  # for each loop var sharing its object: the first such
+        self.cls = []  # for each loop var: the first loop var holding the same object
+        first = {}
+        for i, t in enumerate(leaves):
+            sym = isinstance(t, Tensor) and t.is_symbolic and not weak[i]
+            self.cls.append(first.setdefault(id(t), i) if sym else None)
+        self.extra = []  # outside tensors updated in place by the body, not among the loop vars
+        self.mutated_reps = []
+        self.joined = []
+        self._entry = {}
+        self._fresh = {}
+
+    def extra_types(self):
+        return [_type_of(t) for t in self.extra]
+
+    def enter(self, args):
+        """The values the condition or body sees for block inputs ``args``."""
+        n = len(self.objs)
+        ins = list(args[:n])
+        self._fresh = {}
+        for i, r in enumerate(self.rep):
+            if r is None:
+                if self.cls[i] is not None:
+                    self._fresh[i] = (args[i], args[i]._var.name)
+                continue
+            if r == i:
+                self._point(self.objs[i], args[i])
+            ins[i] = self.objs[r]
+        for t, a in zip(self.extra, args[n:]):
+            self._point(t, a)
+        return ins
+
+    def _point(self, t, a):
+        self.b.note_inplace(t)
+        t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx = None, a._var, False, None, 0
+        self._entry.setdefault(id(t), set()).add(a._var.name)
+
+    def share_updated(self):
+        """After a trace: share the object of every loop var whose fresh tensor the body updated
+        in place (with the loop vars holding the same object); whether that needs a rebuild."""
+        more = False
+        for i, (t, name) in self._fresh.items():
+            if t._var is not None and t._var.name != name:
+                c = self.cls[i]
+                for j, q in enumerate(self.cls):
+                    if q == c:
+                        self.rep[j] = c
+                more = True
+        return more
+
+    def extra_values(self):
+        return tuple(self.extra)
+
+    def _changed(self, blk):
+        """The outside objects ``blk`` updated in place: {id: (object, final value)}."""
+        return {id(t): (t, f) for t, f in self.b.inplace_writes.pop(blk, [])
+                if f._var.name not in self._entry.get(id(t), ())}
+
+    def check_condition(self, blk):
+        self.b.block_leaves.pop(blk, None)
+        if self._changed(blk):
+            raise _alias_error("the condition of this tensor loop updates a tensor in place; compute the "
+                               "condition without in-place updates")
+
+    def found_new(self, blk):
+        """Whether the body updated in place outside tensors not carried yet (added to extra)."""
+        changed = self._changed(blk)
+        self._body_changed = changed
+        known = {id(t) for t in self.objs} | {id(t) for t in self.extra}
+        new = [t for k, (t, _) in changed.items() if k not in known]
+        self.extra.extend(new)
+        if new:
+            self.b.block_leaves.pop(blk, None)
+        return bool(new)
+
+    def split_classes(self, blk):
+        """Loop vars holding one object that the body leaves holding different objects (``buf =
+        [x, x]``, then ``buf[i] = buf[i] * 2``) cannot share one object in every iteration: each
+        gets its own block input then (exact as long as the body updates none of them in place)."""
+        out = self.b.block_leaves.get(blk)
+        split = False
+        for r in {r for r in self.rep if r is not None}:
+            members = [i for i, q in enumerate(self.rep) if q == r]
+            mutated = id(self.objs[r]) in self._body_changed
+            if len({id(out[i]) for i in members}) == 1 and (mutated or out[r] is self.objs[r]):
+                continue
+            if not mutated and len({id(out[i]) for i in members}) == 1:
+                # rebound, never updated in place: the loop vars carry values, and the object
+                # itself keeps its value before the loop (code in the loop may read it by another name)
+                for i in members:
+                    self.rep[i] = None
+                split = True
+                continue
+            if mutated:
+                raise _alias_error(
+                    "this tensor loop updates in place a tensor that several loop variables hold, and leaves "
+                    "them holding different tensors, so a later iteration would update only some of them; "
+                    "copy it where they are bound (b = a.clone()) or update it out of place (a = a + x)")
+            for i in members:
+                self.rep[i] = None
+            split = True
+        if split:
+            self.b.block_leaves.pop(blk, None)
+        return split
+
+    def check_body(self, blk):
+        """Check that object identities are the same after an iteration as before it wherever
+        an object is updated in place; returns the loop vars whose result is their object."""
+        out = self.b.block_leaves.pop(blk)[:len(self.objs)]
+        changed = {k: v for k, v in self._body_changed.items() if k not in self.private}
+        self.mutated_reps = [i for i, r in enumerate(self.rep) if r == i and id(self.objs[i]) in changed]
+        kept = {i for i, r in enumerate(self.rep) if r is not None and out[i] is self.objs[r]}
+        for i, r in enumerate(self.rep):
+            if r is not None and id(self.objs[r]) in changed and i not in kept:
+                links = self.b.maybe_aliases.get(id(out[i]), (None, ()))[1]
+                if any(o is self.objs[r] for o, _, _ in links):
+                    # the name still holds the tensor on some runs of the body only
+                    raise _alias_error(
+                        "this tensor loop updates a tensor in place, and whether a name still holds that tensor "
+                        "after an iteration depends on the data (it is rebound in a tensor `if`), so the program "
+                        "cannot tell which tensor later iterations update; update it out of place (a = a + x) or "
+                        "copy it before the loop (a = a.clone())")
+                raise _PeelFirst(_alias_error(
+                    "this tensor loop updates a tensor in place and rebinds a name that held it, so a later "
+                    "iteration would update another tensor than the first one did; update it out of place "
+                    "(a = a + x) or copy it before the loop (a = a.clone())"))
+        updated = [self.objs[i] for i in self.mutated_reps] + self.extra
+        self.joined = []
+        for i, o in enumerate(out):
+            if i in kept or not any(o is t for t in updated):
+                continue
+            self.joined.append((i, o))
+            # bound in the body to a tensor the body updates in place: the name aliases that
+            # tensor from the second iteration on, which matters only if the body reads the
+            # value the name enters an iteration with
+            entry = blk.inputs[self.rep[i] if self.rep[i] is not None else i]
+            if any(entry in op.inputs for op in blk.ops) or entry in blk.outputs:
+                raise _alias_error(
+                    "in this tensor loop a name enters the second iteration aliasing a tensor the loop updates "
+                    "in place, but not the first; copy the tensor where the name is bound (a = b.clone()) or "
+                    "update it out of place (a = a + x)")
+        return kept
+
+
+def _alias_error(message):
+    return at_user_line(message)
 
 
 def _as_pred_value(p):
@@ -760,6 +1076,10 @@ def _static_scan(fn, init, xs, length, reverse, what="d2s.scan"):
             return (_tensorize(out[0], like=carry), _tensorize(out[1]))
 
         blk, o_tree, _, o_types = _trace_block(b, body_of, types + slice_types)
+        b.block_leaves.pop(blk, None)
+        if b.inplace_writes.pop(blk, None):
+            raise _alias_error(f"{what}: fn updates in place a tensor from outside it; return the new value "
+                               "as part of the carry instead")
         c_out_tree = o_tree.children[0]
         promoted = _promote_weak(types, o_types[:nc], weak) if c_out_tree == c_tree else None
         if promoted is not None:

@@ -23,8 +23,6 @@ KNOWN_FAILING = {
     # ops and APIs
     # generators
     # other silent differences
-    "pythonic.mutates_input_tensor_in_branch": "SILENT: x[0] = 0 on an input tensor inside a tensor if does not "
-                                               "reach the caller's tensor",
 }
 
 # Cases where raising a clear error at the user's line (instead of eager's answer) is the
@@ -33,7 +31,6 @@ KNOWN_FAILING = {
 REFUSED = {
     "closures.lambda_in_branch": "a function chosen by a tensor condition",
     "pythonic.recursion_with_tensor_condition": "a recursion depth chosen by tensor data",
-    "pythonic.augassign_on_input_tensor": "an in-place update of an input: the program cannot write into the caller's tensor",
     "returns.return_none_or_tensor": "None or a tensor, chosen by tensor data",
     "returns.bare_return_in_branch": "None or a tensor, chosen by tensor data",
     "returns.return_different_python_types_from_loop": "a Python string chosen by tensor data",
