@@ -864,6 +864,26 @@ class _ObjectCarry:
             self.b.block_leaves.pop(blk, None)
         return split
 
+    def _refuse_new_aliases(self, out, kept, updated):
+        """Loop vars that enter an iteration as different tensors and leave it as one new tensor
+        (``b = a`` after ``a`` was rebound in the body) alias from the second iteration on. The
+        program carries them as separate values, so an in-place update of one of them in a
+        later iteration would miss the other, as eager code would not: refused when the body
+        updates a loop variable in place."""
+        if not (self.mutated_reps or any(r is not None for r in self.rep)):
+            return
+        holders = {}
+        for i, o in enumerate(out):
+            if i in kept or self.cls[i] is None or any(o is t for t in updated):
+                continue
+            holders.setdefault(id(o), set()).add(self.cls[i])
+        if any(len(classes) > 1 for classes in holders.values()):
+            raise _alias_error(
+                "in this tensor loop two names that held different tensors hold the same one after an "
+                "iteration (b = a), and the loop updates a tensor in place, so a later iteration's in-place "
+                "update would have to reach both; copy the tensor where the name is bound (b = a.clone()) or "
+                "update it out of place (b = b + x)")
+
     def check_body(self, blk):
         """Check that object identities are the same after an iteration as before it wherever
         an object is updated in place; returns the loop vars whose result is their object."""
@@ -886,6 +906,7 @@ class _ObjectCarry:
                     "iteration would update another tensor than the first one did; update it out of place "
                     "(a = a + x) or copy it before the loop (a = a.clone())"))
         updated = [self.objs[i] for i in self.mutated_reps] + self.extra
+        self._refuse_new_aliases(out, kept, updated)
         self.joined = []
         for i, o in enumerate(out):
             if i in kept or not any(o is t for t in updated):
