@@ -119,3 +119,28 @@ def same_code(got, expected):
     import textwrap
     norm = lambda s: "\n".join(line.rstrip() for line in textwrap.dedent(s).strip().splitlines() if line.strip())  # noqa: E731
     assert norm(got) == norm(expected), f"got:\n{got}"
+
+
+def assert_exactly_eager(got, want, atol=0.0, float_rtol=0.0):
+    """``got`` (a converted call's result) is what eager code returned: the same Python types
+    all the way down, tensors of the same dtype and shape and (to rtol 1e-6) values."""
+    assert type(got) is type(want), (got, want)
+    if isinstance(want, (tuple, list)):
+        assert len(got) == len(want), (got, want)
+        for g, w in zip(got, want):
+            assert_exactly_eager(g, w, atol, float_rtol)
+    elif isinstance(want, d2s.Tensor):
+        assert str(got.dtype) == str(want.dtype) and tuple(got.shape) == tuple(want.shape), (got, want)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=atol)
+    elif isinstance(want, float) and float_rtol:
+        assert abs(got - want) <= float_rtol * max(1.0, abs(want)), (got, want)
+    else:
+        assert got == want, (got, want)
+
+
+def check_exact(fn, inputs, **tolerances):
+    """``to_static(fn)`` returns exactly what ``fn`` returns on each argument tuple of ``inputs``."""
+    static = d2s.jit.to_static(fn)
+    for args in inputs:
+        assert_exactly_eager(static(*args), fn(*args), **tolerances)
+    return static

@@ -8,7 +8,7 @@ import pytest
 
 import d2s
 from d2s import pytree
-from d2s.convert.values import leaves as converted_leaves
+from d2s.pytree import tree_flatten as converted_leaves  # what converted code carries
 from d2s.static.control_flow import tree_flatten as tensor_tree_flatten
 from d2s.static.tensor_array import TensorArray, TupleList
 

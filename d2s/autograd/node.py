@@ -13,7 +13,6 @@ from .. import tensor as _tensor
 from .._state import STATE
 from .anomaly import ACTIVE_THREADS, remember
 from .registry import GRAD_RULES, NONDIFF, SHAPE_ONLY, USES_OUTPUTS
-from .registry import defgrad, nondiff, shape_only  # noqa: F401  (the names control-flow rules import from here)
 
 
 def _camel(name):

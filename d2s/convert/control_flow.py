@@ -10,7 +10,7 @@ import contextlib
 
 import numpy as np
 
-from .. import ops
+from .. import ops, pytree
 from .._state import STATE
 from ..static.control_flow import ControlFlowError, _static_cond, tree_flatten
 from ..static.tensor_array import NumberList, TensorArray, numbers_dtype, struct_list_for
@@ -20,7 +20,7 @@ from . import raising, replay
 from ..user_errors import ConvertError, at_user_line
 from .escaping import refuse_escaping
 from .undefined import MaybeUnbound, Undefined, maybe_unbound
-from .values import REPLACED_LISTS, changed, describe, fresh, is_symbolic, leaves, rebuild, truth, write_back
+from .values import REPLACED_LISTS, changed, describe, fresh, is_symbolic, truth, write_back
 
 _NUMBER = (bool, int, float, np.generic)
 
@@ -107,7 +107,7 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
     vals = [number_stand_in(v) if j in weak_numbers else v for j, v in enumerate(vals)]
     for j, (on_true, py) in number_on.items():
         vals[j] = number_or_tensor(vals[j], pred, on_true, py)
-    everything = rebuild(skel, vals)
+    everything = pytree.tree_unflatten(skel, vals)
     n_out = len(everything) - len(state0)
     outs, st = everything[:n_out], everything[n_out:]
     originals = dict(zip(names, args))
@@ -163,7 +163,7 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
                 out = _bind_maybe_unbound(out, maybe)
                 out = _lists_as_arrays(out, hints)
                 st = tuple(get_state()) if get_state is not None else ()
-                vals, skel = leaves(out + st)
+                vals, skel = pytree.tree_flatten(out + st)
                 return _normalize(side, vals, skel, seen, hints, labels, out + st, fillable, none_fillable)
             return run
 
@@ -185,7 +185,7 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
 
 def _plain_objects(args):
     """(object, its attributes) for the user-class objects among ``args`` (not d2s's own)."""
-    vals, _ = leaves(tuple(args))
+    vals, _ = pytree.tree_flatten(tuple(args))
     return [(o, dict(vars(o))) for o in vals
             if hasattr(o, "__dict__") and not isinstance(o, (Tensor, type)) and not callable(o)
             and not type(o).__module__.startswith("d2s")]
@@ -269,8 +269,8 @@ def _bind_maybe_unbound(out, maybe):
 
 
 def _placeholder(v):
-    vals, skel = leaves(v)
-    return rebuild(skel, [_zeros_like_type(x) if isinstance(x, Tensor) else x for x in vals])
+    vals, skel = pytree.tree_flatten(v)
+    return pytree.tree_unflatten(skel, [_zeros_like_type(x) if isinstance(x, Tensor) else x for x in vals])
 
 
 def _label(labels, skel, k):

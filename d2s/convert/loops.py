@@ -10,7 +10,7 @@ under a ``cond`` on it instead of being refused.
 """
 import warnings
 
-from .. import ops
+from .. import ops, pytree
 from .._state import STATE
 from ..static.control_flow import ControlFlowError, while_loop
 from ..static.tensor_array import NumberList, TensorArray, numbers_dtype, struct_list_for
@@ -22,7 +22,7 @@ from ..user_errors import ConvertError, at_user_line, user_frame
 from .builtins import convert_assert
 from .escaping import refuse_escaping
 from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
-from .values import fresh, is_symbolic, leaves, rebuild, truth, write_back
+from .values import fresh, is_symbolic, truth, write_back
 
 
 # ------------------------------------------------------------------ while
@@ -240,14 +240,14 @@ def _is_structure(v):
 
 def _number_leaves(v):
     """Positions of the leaves of structure ``v`` that stand for Python numbers."""
-    return {k for k, x in enumerate(leaves(v)[0]) if _is_python_number(x)}
+    return {k for k, x in enumerate(pytree.tree_flatten(v)[0]) if _is_python_number(x)}
 
 
 def _mark_numbers(v, positions):
     """Structure ``v`` with its leaves at ``positions`` standing for Python numbers (the
     ``while`` op gives back plain tensors), and its other leaves plain tensors."""
-    vals, skel = leaves(v)
-    return rebuild(skel, [number_stand_in(x) if k in positions else plain_tensor(x) for k, x in enumerate(vals)])
+    vals, skel = pytree.tree_flatten(v)
+    return pytree.tree_unflatten(skel, [number_stand_in(x) if k in positions else plain_tensor(x) for k, x in enumerate(vals)])
 
 
 def _is_python_number(v):

@@ -13,9 +13,9 @@ the list of (key, decision) its nested ``if``s finished with; the ``i``-th neste
 round takes the ``i``-th decision when its key (branch code, argument types, probing mode) is the
 same, and otherwise starts from nothing as before.
 """
+from .. import pytree
 from ..tensor import Tensor
 from .undefined import Undefined
-from .values import leaves
 
 _frames = []  # the `if`s now retracing their branches, innermost last
 
@@ -61,7 +61,7 @@ def record(key, decision):
 def signature(values):
     """What a trace's decisions depend on in ``values``: tensors by dtype, shape and whether
     they are symbolic, Python scalars by value, other objects by type and identity."""
-    vals, skel = leaves(values)
+    vals, skel = pytree.tree_flatten(values)
     out = []
     for v in vals:
         if isinstance(v, Tensor):

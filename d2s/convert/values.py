@@ -1,5 +1,5 @@
 """Values flowing through converted control flow: symbolic checks, leaves, fresh copies."""
-from ..pytree import tree_flatten, tree_unflatten
+from .. import pytree
 from ..tensor import Tensor
 from .undefined import Undefined
 
@@ -17,24 +17,13 @@ def truth(x):
     return x
 
 
-def leaves(obj):
-    """(leaves, treedef) of a nested tuple/list/dict: every non-container value is a leaf (namedtuples
-    included: their fields are leaves); TensorArrays are nodes."""
-    return tree_flatten(obj)
-
-
-def rebuild(treedef, values):
-    """Inverse of :func:`leaves`."""
-    return tree_unflatten(treedef, values)
-
-
 def fresh(obj):
     """``obj`` with containers (and TensorArrays) rebuilt, one copy per branch, so what a branch
     appends or assigns into a container cannot leak into the other. Tensors stay the same
     objects, so aliases keep aliasing: an in-place update a branch makes to a tensor from
     outside lasts only while that branch is built (see ``ProgramBuilder.note_inplace``)."""
-    vals, skel = leaves(obj)
-    return rebuild(skel, vals)
+    vals, skel = pytree.tree_flatten(obj)
+    return pytree.tree_unflatten(skel, vals)
 
 
 # ids of the Python lists that a tensor branch or loop replaced by a tensor list while the
@@ -60,8 +49,8 @@ def write_back(original, merged):
 
 def changed(original, copy):
     """Whether ``copy`` (from ``fresh(original)``) no longer holds what ``original`` holds."""
-    a_vals, a_skel = leaves(original)
-    b_vals, b_skel = leaves(copy)
+    a_vals, a_skel = pytree.tree_flatten(original)
+    b_vals, b_skel = pytree.tree_flatten(copy)
     if a_skel != b_skel:
         return True
     return any((a._var is not b._var) if is_symbolic(a) and is_symbolic(b) else a is not b

@@ -15,7 +15,7 @@ from .. import ops as d
 from .._state import STATE
 from ..autograd.engine import grad
 from ..autograd.grad_mode import enable_grad
-from ..autograd.node import defgrad, nondiff
+from ..autograd.registry import defgrad, nondiff
 from ..dispatch import apply
 from ..tensor import Tensor
 from .control_flow import cond, scan, while_loop

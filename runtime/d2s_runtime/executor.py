@@ -36,9 +36,9 @@ import numpy as np
 from . import codegen
 from .control_flow import RULES
 from .device import get_xp
-from .errors import ExecutionError, LoopLimitError  # noqa: F401  (part of this module's API)
+from .errors import ExecutionError
 from .gc_pause import paused_gc
-from .ops import OPS, TensorType
+from .ops import OPS
 from .ops.debug import ProgramAssertionError, ProgramRaisedError, ProgramTypeError, ProgramUnboundLocalError
 from .ops.guard import GuardError
 from .ops.tensor_list import ProgramIndexError

@@ -18,7 +18,6 @@
 """
 import copy
 
-from .ops.registry import TensorType
 from .printer import format_program, to_dot
 from .verify import verify as verify_program
 

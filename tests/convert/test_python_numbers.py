@@ -7,27 +7,11 @@ import numpy as np
 import pytest
 
 import d2s
-
-
-def _same(got, want):
-    assert type(got) is type(want), (got, want)
-    if isinstance(want, (tuple, list)):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            _same(g, w)
-    elif isinstance(want, d2s.Tensor):
-        assert str(got.dtype) == str(want.dtype) and tuple(got.shape) == tuple(want.shape)
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
-    elif isinstance(want, float):
-        assert abs(got - want) <= 1e-5 * max(1.0, abs(want)), (got, want)
-    else:
-        assert got == want, (got, want)
+from convert_helpers import assert_exactly_eager, check_exact
 
 
 def _check(fn, *inputs):
-    static = d2s.jit.to_static(fn)
-    for args in inputs:
-        _same(static(*args), fn(*args))
+    check_exact(fn, inputs, atol=1e-6, float_rtol=1e-5)  # Python floats to 1e-5
 
 
 X_POS = d2s.tensor([0.5, 1.0, 2.0])
@@ -212,7 +196,7 @@ def test_gradients_unchanged_by_a_returned_counter(n):
     ws = d2s.tensor([0.5, 1.5], requires_grad=True)
     le, ke = loss_and_steps(we, n)
     ls, ks = static(ws, n)
-    _same(ks, ke)
+    assert_exactly_eager(ks, ke, atol=1e-6, float_rtol=1e-5)
     le.backward()
     ls.backward()
     np.testing.assert_allclose(ws.grad.numpy(), we.grad.numpy(), rtol=1e-5)

@@ -4,26 +4,13 @@ numbers kept Python numbers). Converted vs eager on inputs taking each branch an
 loops."""
 import collections
 
-import numpy as np
 import pytest
 
 import d2s
-from d2s.convert.values import leaves, rebuild
+from convert_helpers import check_exact
+from d2s.pytree import tree_flatten as leaves, tree_unflatten as rebuild  # what converted code carries
 
 Pair = collections.namedtuple("Pair", ["lo", "hi"])
-
-
-def _same(got, want):
-    assert type(got) is type(want), (got, want)
-    if isinstance(want, tuple):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            _same(g, w)
-    elif isinstance(want, d2s.Tensor):
-        assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
-    else:
-        assert got == want
 
 
 def branch_results(x):
@@ -66,10 +53,7 @@ CASES = [
 
 @pytest.mark.parametrize("fn,inputs", CASES, ids=[c[0].__name__ for c in CASES])
 def test_namedtuple_converted_equals_eager(fn, inputs):
-    static = d2s.jit.to_static(fn)
-    for args in inputs:
-        _same(static(*args), fn(*args))
-    assert static.programs
+    assert check_exact(fn, inputs).programs
 
 
 def test_leaves_walk_namedtuple_fields_and_rebuild_the_type():

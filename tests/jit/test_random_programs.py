@@ -109,7 +109,7 @@ class Gen:
             return f"{e}[0] > {self.expr(1, loop_vars)}[1]"
         if form == 3:
             return f"d2s.max({e}) >= {self.const()}"
-        return f"({e} > 0).any()" if hasattr(d2s.Tensor, "any") else f"{e}.sum() < 0.0"
+        return f"({e} > 0).any()"
 
     def block(self, indent, depth, in_loop, loop_vars, min_len=1):
         n = self.draw(st.integers(min_len, 3))

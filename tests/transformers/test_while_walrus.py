@@ -1,31 +1,11 @@
 """d2s/transformers/while_walrus.py: a ``while`` whose test binds a name with ``:=`` carries
 that name through the loop (tensor and Python bounds, zero trips, ``continue``, ``else``);
 a walrus the pass cannot hoist exactly is refused at the user's line. Converted vs eager."""
-import numpy as np
 import pytest
 
 import d2s
+from convert_helpers import check_exact
 from d2s.user_errors import ConversionError
-
-
-def _same(got, want):
-    assert type(got) is type(want), (got, want)
-    if isinstance(want, tuple):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            _same(g, w)
-    elif isinstance(want, d2s.Tensor):
-        assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
-    else:
-        assert got == want
-
-
-def check(fn, inputs):
-    static = d2s.jit.to_static(fn)
-    for args in inputs:
-        _same(static(*args), fn(*args))
-    assert static.programs
 
 
 X = d2s.tensor([1.0, 2.0, 3.0])
@@ -71,11 +51,11 @@ def walrus_with_break_skips_else(x, n):
 
 @pytest.mark.parametrize("fn", [counter_in_test, walrus_with_continue_and_else, walrus_with_break_skips_else])
 def test_walrus_counter_in_while_test(fn):
-    check(fn, [(X, n) for n in BOUNDS])
+    assert check_exact(fn, [(X, n) for n in BOUNDS]).programs
 
 
 def test_walrus_on_a_tensor_in_while_test():
-    check(tensor_bound_by_walrus, [(X, d2s.tensor(0)), (X, d2s.tensor(3))])
+    assert check_exact(tensor_bound_by_walrus, [(X, d2s.tensor(0)), (X, d2s.tensor(3))]).programs
 
 
 def walrus_after_and(x, n):
