@@ -5,7 +5,7 @@ from .. import ops
 from ..static.control_flow import cond
 from ..tensor import Tensor
 from ..user_errors import at_user_line
-from .index_check import deferred_index_error
+from . import raising
 from .values import is_symbolic, truth
 
 
@@ -35,7 +35,7 @@ def _lazy(value, rest, short_value, truth=False):
         try:
             out = rest()
         except IndexError as e:  # `len(xs) > 0 and xs[-1] > 0` with xs still empty when traced
-            deferred_index_error(e)  # raised when the program runs this side
+            raising.defer(e)  # raised when the program runs this side
             decided["form"] = None
             return value
         if _same_type(out, value):

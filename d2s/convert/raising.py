@@ -5,7 +5,7 @@ takes raises. So an exception that the user's own ``raise`` statement (or ``asse
 while one branch is traced becomes an effect op in that branch's block, raising the same
 built-in exception type (a ``Program<Name>`` subclass from d2s_runtime) with the same message
 and the user's file:line each time the program takes that branch; the other branch gives the
-outputs. IndexError keeps its own op (``index_check``).
+outputs. IndexError keeps its own op (``list_index_check``: a Python list read out of range).
 """
 import builtins
 import dis
@@ -13,7 +13,6 @@ import dis
 from ..dispatch import apply
 from ..tensor import tensor
 from ..user_errors import _is_user_file, at_user_line, traceback_user_line
-from .index_check import deferred_index_error
 
 _RAISE_OPS = {dis.opmap[n] for n in ("RAISE_VARARGS", "RERAISE") if n in dis.opmap}
 # generator protocol and name lookups: never a user's deliberate raise of a tensor condition
@@ -49,7 +48,10 @@ def defer(exc, ok=None):
     boolean tensor ``ok`` holds). A user-defined exception class cannot be raised by a program
     (programs are saved without Python code): a clear error at the user's line."""
     if isinstance(exc, IndexError):
-        deferred_index_error(exc, ok)
+        # `a.pop()` on a Python list still empty, in a tensor branch that may never run
+        message = str(exc).split("\n")[0] or "list index out of range"
+        apply("list_index_check", tensor(False) if ok is None else ok, message=message,
+              where=traceback_user_line(exc.__traceback__))
         return
     name = type(exc).__name__
     if getattr(builtins, name, None) is not type(exc):
