@@ -5,8 +5,8 @@ A tensor list is an ordinary array whose leading dim is the list's length: eleme
 ``L[i]``. So a list is typed ``TensorType((None, *element_shape), dtype)`` (its length is
 known only when the program runs; a new list is typed ``(0, *element_shape)``), and every list op is a plain functional primitive:
 the executor, the passes, serialization and the ONNX exporter need nothing special.
-``list_push`` copies (O(length)), which keeps the ops pure; the lists d2s builds are short
-stacks of per-iteration values.
+Every op is pure: no value a program holds ever changes. ``list_push`` (and ``stack_push``
+below) still costs amortized O(element), not O(length): see ``_append``.
 
 =============  =============================  ==========================================
 op             inputs -> outputs              meaning
@@ -20,6 +20,9 @@ list_stack     L -> T                         the elements stacked along a new a
 list_index_check  ok ->                       raise IndexError unless ok (an effect op)
 =============  =============================  ==========================================
 """
+import threading
+import weakref
+
 from .registry import ShapeError, TensorType, defop
 from .rules import fmt_shape
 
@@ -47,6 +50,39 @@ def list_type(elem):
     return TensorType((None,) + tuple(elem.shape), elem.dtype)
 
 
+# ------------------------------------------------------------------ growing arrays
+# Appending to a list or stack is amortized O(element), not O(length): a list (or a stack's two
+# arrays) is a view of the leading part of a larger array with room to grow, and appending to
+# the newest view of such an array writes the new rows into the room after it instead of
+# copying. No value any program holds ever changes: every view of a growing array ends at or
+# before its fill mark (the end of its newest view) and an append writes only after it; an
+# append to any other view (an older version of the list, one popped from, an array from
+# outside) copies into a new growing array first (a "fork"), so the ops stay pure for the
+# passes (CSE may merge two equal pushes, DCE drop an unused one, constant folding run one).
+
+_TIPS = {}              # id(growing array) -> weak reference to its newest view (its fill mark)
+_TIPS_LOCK = threading.Lock()
+_MIN_CAPACITY = 8
+
+
+def _append(xp, arr, rows):
+    """``concatenate([arr, rows])`` along axis 0, in amortized O(len(rows)): written in place
+    into ``arr``'s growing array when ``arr`` is its newest view and it has room, else into a
+    new growing array with twice the needed room. Returns the new view."""
+    n, k = arr.shape[0], rows.shape[0]
+    base = arr.base
+    with _TIPS_LOCK:
+        tip = _TIPS.get(id(base)) if base is not None else None
+        if tip is None or tip() is not arr or n + k > base.shape[0]:
+            base = xp.empty((max(2 * (n + k), _MIN_CAPACITY),) + tuple(arr.shape[1:]), dtype=arr.dtype)
+            base[:n] = arr
+            weakref.finalize(base, _TIPS.pop, id(base), None)
+        base[n:n + k] = rows
+        out = base[:n + k]
+        _TIPS[id(base)] = weakref.ref(out)
+    return out
+
+
 def _merge_elem(op, lst, x):
     """Element type of ``lst`` checked against a new element ``x`` (unknown dims merge)."""
     elem = lst.shape[1:]
@@ -71,13 +107,17 @@ def _list_new(xp, like):
 
 @defop("list_push", lambda lst, x: list_type(_merge_elem("list_push", lst, x)))
 def _list_push(xp, lst, x):
-    """The list with ``x`` appended (a new array)."""
+    """The list with ``x`` appended, in amortized O(x.size) (see ``_append``: the result may
+    share memory with ``lst``, whose value stays unchanged)."""
     x = xp.asarray(x, dtype=lst.dtype)
     if lst.shape[0] == 0:
         # an empty list takes its element shape from its first element (the element type it
         # was created with may hold placeholder sizes for dims unknown until the program runs)
-        return x[None].copy()
-    return xp.concatenate([lst, x[None]], axis=0)
+        lst = xp.empty((0,) + tuple(x.shape), dtype=lst.dtype)
+    elif tuple(lst.shape[1:]) != tuple(x.shape):
+        raise ShapeError(f"list_push: the list holds elements of shape {tuple(lst.shape[1:])} but the new element "
+                         f"has shape {tuple(x.shape)}; every element of a tensor list must have the same shape")
+    return _append(xp, lst, x[None])
 
 
 def _pop_infer(lst):
@@ -134,6 +174,8 @@ defop("list_stack", _stack_infer, doc="The elements stacked along a new leading 
 # from push to push (loop vars that grow, tensor lists carried by the loop). A stack is two
 # arrays: ``buf``, the flattened elements end to end (1-D), and ``shapes``, one row of dims
 # per element (int64, ``[length, rank]``).
+#
+# Pushes cost amortized O(element) (see ``_append``); pops return views.
 
 def _stack_new_infer(like):
     # the length is unknown: the stack grows with every push (it is typed as it will be
@@ -156,10 +198,15 @@ def _stack_push_infer(buf, shapes, x):
 
 @defop("stack_push", _stack_push_infer, n_out=2)
 def _stack_push(xp, buf, shapes, x):
-    """The ragged stack with ``x`` pushed (its elements appended, its shape a new row)."""
+    """The ragged stack with ``x`` pushed (its elements appended, its shape a new row), in
+    amortized O(x.size): the result may share memory with ``buf`` and ``shapes``, whose values
+    stay unchanged (see the section comment)."""
     x = xp.asarray(x)
+    if buf.ndim != 1 or shapes.ndim != 2 or x.dtype != buf.dtype or shapes.shape[1] != x.ndim:
+        raise ShapeError(f"stack_push: a stack of {buf.dtype} rank-{shapes.shape[1] if shapes.ndim == 2 else '?'} "
+                         f"elements cannot take a {x.dtype} array of shape {tuple(x.shape)}")
     row = xp.asarray(x.shape, dtype="int64").reshape(1, x.ndim)
-    return xp.concatenate([buf, x.reshape(-1)]), xp.concatenate([shapes, row])
+    return _append(xp, buf, x.reshape(-1)), _append(xp, shapes, row)
 
 
 def _stack_pop_infer(buf, shapes, shape, dtype=None):
@@ -168,10 +215,11 @@ def _stack_pop_infer(buf, shapes, shape, dtype=None):
 
 @defop("stack_pop", _stack_pop_infer, n_out=3)
 def _stack_pop(xp, buf, shapes, shape, dtype=None):
-    """Pop the last element; ``shape`` (attr) is its static type's shape (None: unknown)."""
+    """Pop the last element; ``shape`` (attr) is its static type's shape (None: unknown).
+    Returns views of ``buf`` and ``shapes`` (no copy)."""
     if shapes.shape[0] == 0:
         raise IndexError("stack_pop: pop from an empty stack")
-    dims = tuple(int(d) for d in shapes[-1])
+    dims = tuple(int(d) for d in shapes[-1].tolist())
     n = 1
     for d in dims:
         n *= d
