@@ -1,0 +1,695 @@
+"""d2s's Python and native backends side by side with numpy by hand and (``--peers``) JAX,
+PyTorch and TensorFlow, on the workloads of the native-backend issue.
+
+    python benchmarks/bench_native.py [--quick] [--peers] [--tf-python PATH] [--only NAMES]
+
+Workloads (every framework computes the same function on the same inputs):
+
+* ``control``: a 200-step loop on a float32 (16,) tensor, ``if x.sum() > 0: s = s + x * 0.5
+  else: s = s - x``, then ``x = tanh(x) - 0.1``; also at 50 / 1,000 / 5,000 steps for the cost
+  per iteration (the slope between the shortest and the longest run);
+* ``mlp``: one training step of an MLP 784-512-512-10 (softmax cross-entropy, SGD update),
+  batch 128 (as in bench_static.py);
+* ``rnn``: an Elman RNN, T=64, B=32, D=64, H=256, ``h = tanh(x_t @ W + h @ U + b)``, loss
+  ``sum(h_T ** 2)``, its value and gradients w.r.t. W, U, b;
+* ``seed``: ``(x @ x.T).sum()`` and its gradient for a 1000x1000 float32 ``x``;
+* ``rnn-slope``: the RNN's forward+backward at T = 64, 256, 1024, printed per time step: a
+  loop gradient costs O(T), so time/T must stay flat.
+
+Columns: ``d2s-py`` (``d2s.jit.to_static``, the Python backend), ``d2s-native``
+(``to_static(fn, backend="native")`` once its background compile is done; ``n/a (reason)``
+where this d2s has no native backend or the program does not run natively), ``numpy`` (the
+function written by hand), and with ``--peers``: ``jax`` (``jax.jit``; loops as
+``lax.while_loop``/``lax.cond``/``lax.scan``), ``torch`` (eager, CPU) and ``tf``
+(``tf.function``). TensorFlow runs in a subprocess (``--tf-python``: an interpreter that can
+import it, such as a separate virtual environment, since it may need another numpy; default:
+this interpreter if it can import tensorflow, else the column is skipped with a note).
+
+Every framework is limited to 2 threads (BLAS/OpenMP environment variables set before numpy is
+imported, ``torch.set_num_threads``, TensorFlow's threading config, and the process pinned to 2
+CPUs where it has more). Each timing is the median of ``--repeat`` samples taken after a
+warm-up, the frameworks interleaved sample by sample so that machine noise hits them alike.
+Each column's outputs are compared with numpy by hand (max abs difference, with the largest
+reference magnitude for scale) so that no column measures a different program. The load
+average is printed at the start and the end: on a shared machine it says how much to trust
+the ratios. No timing is asserted anywhere; ratios are from this one run.
+"""
+import os
+import sys
+
+THREADS = 2
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+             "VECLIB_MAXIMUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+    os.environ[_var] = str(THREADS)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+LR = 0.01
+MLP_SIZES = (784, 512, 512, 10)
+CONTROL_STEPS = (50, 200, 1000, 5000)
+RNN_SLOPE_T = (64, 256, 1024)
+
+
+class Unavailable(Exception):
+    """A column that cannot run here (the reason is printed in its cell)."""
+
+
+def pin_threads():
+    """Keep this process (and the threads every framework starts) on THREADS CPUs."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) > THREADS:
+            os.sched_setaffinity(0, cpus[:THREADS])
+    except (AttributeError, OSError):
+        pass
+
+
+# ---------------------------------------------------------------- inputs and numpy by hand
+def control_inputs(steps):
+    x = np.random.default_rng(0).standard_normal(16).astype("float32")
+    return {"x": x, "n": np.array(steps, "int64")}
+
+
+def control_numpy(x, n):
+    s = np.zeros_like(x)
+    half, tenth = np.float32(0.5), np.float32(0.1)
+    for _ in range(int(n)):
+        if x.sum() > 0:
+            s = s + x * half
+        else:
+            s = s - x
+        x = np.tanh(x) - tenth
+    return [s]
+
+
+def mlp_inputs(batch=128, sizes=MLP_SIZES):
+    rng = np.random.default_rng(1)
+    arrays = {}
+    for k, (i, o) in enumerate(zip(sizes[:-1], sizes[1:])):
+        arrays[f"W{k}"] = (rng.standard_normal((i, o)) / np.sqrt(i)).astype("float32")
+        arrays[f"b{k}"] = (rng.standard_normal(o) * 0.1).astype("float32")
+    arrays["x"] = rng.standard_normal((batch, sizes[0])).astype("float32")
+    arrays["y"] = np.eye(sizes[-1], dtype="float32")[rng.integers(0, sizes[-1], batch)]
+    return arrays
+
+
+def mlp_param_names(inputs):
+    return sorted(k for k in inputs if k[0] in "Wb" and k[1:].isdigit())
+
+
+def _mlp_params(inputs):
+    n = len(mlp_param_names(inputs)) // 2
+    return [inputs[f"{c}{k}"] for k in range(n) for c in "Wb"]
+
+
+def mlp_numpy(**inputs):
+    x, y, params = inputs["x"], inputs["y"], _mlp_params(inputs)
+    batch = np.float32(x.shape[0])
+    zs, hs = [], [x]
+    h = x
+    for i in range(0, len(params), 2):
+        z = h @ params[i] + params[i + 1]
+        zs.append(z)
+        h = np.maximum(z, 0) if i + 2 < len(params) else z
+        hs.append(h)
+    z = zs[-1]
+    m = z.max(axis=1, keepdims=True)
+    e = np.exp(z - m)
+    s = e.sum(axis=1, keepdims=True)
+    loss = -((z - m - np.log(s)) * y).sum() / batch
+    dz = (e / s * y.sum(axis=1, keepdims=True) - y) / batch
+    grads = [None] * len(params)
+    for i in range(len(params) - 2, -1, -2):
+        grads[i], grads[i + 1] = hs[i // 2].T @ dz, dz.sum(0)
+        if i:
+            dz = (dz @ params[i].T) * (zs[i // 2 - 1] > 0)
+    return [loss] + [p - np.float32(LR) * g for p, g in zip(params, grads)]
+
+
+def rnn_inputs(T=64, B=32, D=64, H=256):
+    rng = np.random.default_rng(2)
+    return {"xs": rng.standard_normal((T, B, D)).astype("float32"),
+            "h0": np.zeros((B, H), "float32"),
+            "W": (rng.standard_normal((D, H)) / np.sqrt(D)).astype("float32"),
+            "U": (rng.standard_normal((H, H)) * (0.9 / np.sqrt(H))).astype("float32"),
+            "b": (rng.standard_normal(H) * 0.1).astype("float32"),
+            "n": np.array(T, "int64")}
+
+
+def rnn_numpy(xs, h0, W, U, b, n):
+    hs = [h0]
+    h = h0
+    for t in range(int(n)):
+        h = np.tanh(xs[t] @ W + h @ U + b)
+        hs.append(h)
+    loss = (h * h).sum()
+    dh = 2 * h
+    gW, gU, gb = np.zeros_like(W), np.zeros_like(U), np.zeros_like(b)
+    for t in range(int(n) - 1, -1, -1):
+        dz = dh * (1 - hs[t + 1] * hs[t + 1])
+        gW += xs[t].T @ dz
+        gU += hs[t].T @ dz
+        gb += dz.sum(0)
+        dh = dz @ U.T
+    return [loss, gW, gU, gb]
+
+
+def seed_inputs(size=1000):
+    return {"x": np.random.default_rng(3).standard_normal((size, size)).astype("float32")}
+
+
+def seed_numpy(x):
+    value = (x @ x.T).sum()
+    ones = np.ones((x.shape[0], x.shape[0]), x.dtype)
+    return [value, ones @ x + (x.T @ ones).T]
+
+
+NUMPY = {"control": control_numpy, "mlp": mlp_numpy, "rnn": rnn_numpy, "seed": seed_numpy}
+
+
+# ---------------------------------------------------------------- d2s (both backends)
+def d2s_functions():
+    """The workloads written with d2s (imported here: the TensorFlow worker has no d2s)."""
+    import d2s
+
+    def control(x, n):
+        s = d2s.zeros_like(x)
+        i = d2s.zeros([], dtype="int64")
+        while i < n:
+            if x.sum() > 0:
+                s = s + x * 0.5
+            else:
+                s = s - x
+            x = d2s.tanh(x) - 0.1
+            i = i + 1
+        return s
+
+    def mlp_loss(params, x, y):
+        h = x
+        for i in range(0, len(params), 2):
+            h = h @ params[i] + params[i + 1]
+            if i + 2 < len(params):
+                h = d2s.relu(h)
+        return -(d2s.log_softmax(h, axis=-1) * y).sum() / x.shape[0]
+
+    mlp_vg = d2s.func.value_and_grad(mlp_loss)
+
+    def mlp(params, x, y):
+        loss, grads = mlp_vg(params, x, y)
+        return loss, [p - LR * g for p, g in zip(params, grads)]
+
+    def rnn_loss(params, xs, h0, n):
+        W, U, b = params
+        h = h0
+        t = d2s.zeros([], dtype="int64")
+        while t < n:
+            h = d2s.tanh(xs[t] @ W + h @ U + b)
+            t = t + 1
+        return (h * h).sum()
+
+    rnn = d2s.func.value_and_grad(rnn_loss)
+
+    def seed_loss(x):
+        return (x @ x.T).sum()
+
+    seed = d2s.func.value_and_grad(seed_loss)
+    return {"control": control, "mlp": mlp, "rnn": rnn, "seed": seed}
+
+
+def _d2s_args(name, inputs):
+    import d2s
+    t = {k: d2s.tensor(v) for k, v in inputs.items()}
+    if name == "control":
+        return (t["x"], t["n"])
+    if name == "mlp":
+        return ([d2s.tensor(p) for p in _mlp_params(inputs)], t["x"], t["y"])
+    if name == "rnn":
+        return ([t["W"], t["U"], t["b"]], t["xs"], t["h0"], t["n"])
+    return (t["x"],)
+
+
+def _flat(out):
+    """The outputs of any framework as a flat list of numpy arrays."""
+    if isinstance(out, (list, tuple)):
+        return [a for o in out for a in _flat(o)]
+    if hasattr(out, "numpy"):
+        out = out.numpy() if not hasattr(out, "detach") else out.detach().numpy()
+    return [np.asarray(out)]
+
+
+def d2s_runner(name, inputs, backend, native_wait):
+    """A no-argument callable running workload ``name`` with d2s's ``backend`` ('python' or
+    'native'); raises Unavailable (with the reason) where that backend cannot run it."""
+    import d2s
+    fn = d2s_functions()[name]
+    if backend == "python":
+        static = d2s.jit.to_static(fn)
+    else:
+        try:
+            static = d2s.jit.to_static(fn, backend="native")
+        except TypeError as e:
+            raise Unavailable("no native backend in this d2s") from e
+    args = _d2s_args(name, inputs)
+    with d2s.no_grad():
+        static(*args)
+        if backend == "native":
+            wait = getattr(static, "wait_native", None)
+            if wait is None:
+                raise Unavailable("StaticFunction has no wait_native()")
+            wait(native_wait)
+            static(*args)
+            report = static.backend_report()
+            if report != "native":
+                raise Unavailable(report)
+
+    def run():
+        with d2s.no_grad():
+            return static(*args)
+
+    return run
+
+
+# ---------------------------------------------------------------- peers
+def jax_runner(name, inputs):
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    jax.config.update("jax_enable_x64", False)
+    if name == "control":
+        @jax.jit
+        def f(x, n):
+            def body(c):
+                i, x, s = c
+                s = lax.cond(x.sum() > 0, lambda: s + x * 0.5, lambda: s - x)
+                return i + 1, jnp.tanh(x) - 0.1, s
+            return lax.while_loop(lambda c: c[0] < n, body, (jnp.int32(0), x, jnp.zeros_like(x)))[2]
+        args = (jnp.asarray(inputs["x"]), jnp.int32(int(inputs["n"])))
+    elif name == "mlp":
+        def loss(params, x, y):
+            h = x
+            for i in range(0, len(params), 2):
+                h = h @ params[i] + params[i + 1]
+                if i + 2 < len(params):
+                    h = jax.nn.relu(h)
+            return -(jax.nn.log_softmax(h, axis=-1) * y).sum() / x.shape[0]
+
+        @jax.jit
+        def f(params, x, y):
+            value, grads = jax.value_and_grad(loss)(params, x, y)
+            return value, [p - LR * g for p, g in zip(params, grads)]
+        args = ([jnp.asarray(p) for p in _mlp_params(inputs)], jnp.asarray(inputs["x"]), jnp.asarray(inputs["y"]))
+    elif name == "rnn":
+        def loss(params, xs, h0):
+            W, U, b = params
+            h, _ = lax.scan(lambda h, x: (jnp.tanh(x @ W + h @ U + b), None), h0, xs)
+            return (h * h).sum()
+        f = jax.jit(jax.value_and_grad(loss))
+        args = ([jnp.asarray(inputs[k]) for k in "WUb"], jnp.asarray(inputs["xs"]), jnp.asarray(inputs["h0"]))
+    else:
+        f = jax.jit(jax.value_and_grad(lambda x: (x @ x.T).sum()))
+        args = (jnp.asarray(inputs["x"]),)
+    return lambda: jax.block_until_ready(f(*args))
+
+
+def torch_runner(name, inputs):
+    import torch
+    torch.set_num_threads(THREADS)
+    T = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in inputs.items()}
+    if name == "control":
+        def f():
+            with torch.no_grad():
+                x = T["x"]
+                s = torch.zeros_like(x)
+                for _ in range(int(inputs["n"])):
+                    if x.sum() > 0:
+                        s = s + x * 0.5
+                    else:
+                        s = s - x
+                    x = torch.tanh(x) - 0.1
+                return s
+    elif name == "mlp":
+        params = [torch.from_numpy(p.copy()).requires_grad_() for p in _mlp_params(inputs)]
+
+        def f():
+            h = T["x"]
+            for i in range(0, len(params), 2):
+                h = h @ params[i] + params[i + 1]
+                if i + 2 < len(params):
+                    h = torch.relu(h)
+            loss = -(torch.log_softmax(h, dim=-1) * T["y"]).sum() / h.shape[0]
+            grads = torch.autograd.grad(loss, params)
+            with torch.no_grad():
+                return [loss.detach()] + [p - LR * g for p, g in zip(params, grads)]
+    elif name == "rnn":
+        params = [T[k].clone().requires_grad_() for k in "WUb"]
+
+        def f():
+            W, U, b = params
+            h = T["h0"]
+            for t in range(int(inputs["n"])):
+                h = torch.tanh(T["xs"][t] @ W + h @ U + b)
+            loss = (h * h).sum()
+            return [loss.detach()] + list(torch.autograd.grad(loss, params))
+    else:
+        x = T["x"].clone().requires_grad_()
+
+        def f():
+            value = (x @ x.T).sum()
+            return [value.detach(), torch.autograd.grad(value, x)[0]]
+    return f
+
+
+def tf_runner(name, inputs):
+    import tensorflow as tf
+    C = {k: tf.constant(v) for k, v in inputs.items()}
+    if name == "control":
+        @tf.function
+        def f(x, n):
+            s = tf.zeros_like(x)
+            i = tf.constant(0, tf.int64)
+            while i < n:
+                if tf.reduce_sum(x) > 0:
+                    s = s + x * 0.5
+                else:
+                    s = s - x
+                x = tf.tanh(x) - 0.1
+                i += 1
+            return s
+        return lambda: f(C["x"], C["n"])
+    if name == "mlp":
+        params = [tf.constant(p) for p in _mlp_params(inputs)]
+
+        @tf.function
+        def f(params, x, y):
+            with tf.GradientTape() as tape:
+                tape.watch(params)
+                h = x
+                for i in range(0, len(params), 2):
+                    h = h @ params[i] + params[i + 1]
+                    if i + 2 < len(params):
+                        h = tf.nn.relu(h)
+                loss = -tf.reduce_sum(tf.nn.log_softmax(h, axis=-1) * y) / h.shape[0]
+            grads = tape.gradient(loss, params)
+            return [loss] + [p - LR * g for p, g in zip(params, grads)]
+        return lambda: f(params, C["x"], C["y"])
+    if name == "rnn":
+        params = [C[k] for k in "WUb"]
+
+        @tf.function
+        def f(params, xs, h0, n):
+            W, U, b = params
+            with tf.GradientTape() as tape:
+                tape.watch(params)
+                h = h0
+                for t in tf.range(n):
+                    h = tf.tanh(xs[t] @ W + h @ U + b)
+                loss = tf.reduce_sum(h * h)
+            return [loss] + tape.gradient(loss, params)
+        return lambda: f(params, C["xs"], C["h0"], C["n"])
+
+    @tf.function
+    def f(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            value = tf.reduce_sum(x @ tf.transpose(x))
+        return [value, tape.gradient(value, x)]
+    return lambda: f(C["x"])
+
+
+# ---------------------------------------------------------------- timing
+def median_times(runners, repeat, budget=0.05):
+    """Median seconds per call of each runner (a dict name -> callable): warm-up, then
+    ``repeat`` samples, the runners interleaved; each sample runs enough calls to last about
+    ``budget`` seconds."""
+    number = {}
+    for k, f in runners.items():
+        f()
+        t = time.perf_counter()
+        f()
+        number[k] = max(1, int(budget / max(time.perf_counter() - t, 1e-7)))
+    samples = {k: [] for k in runners}
+    for _ in range(repeat):
+        for k, f in runners.items():
+            t = time.perf_counter()
+            for _ in range(number[k]):
+                f()
+            samples[k].append((time.perf_counter() - t) / number[k])
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def max_diff(got, want):
+    """(max abs difference over all outputs, max abs reference value)."""
+    got, want = _flat(got), _flat(want)
+    if len(got) != len(want):
+        return float("inf"), 0.0
+    d = max((float(np.max(np.abs(np.asarray(g, np.float64) - np.asarray(w, np.float64)))) if np.size(w) else 0.0
+             for g, w in zip(got, want)), default=0.0)
+    m = max((float(np.max(np.abs(w))) if np.size(w) else 0.0 for w in want), default=0.0)
+    return d, m
+
+
+def fmt_time(s):
+    if s is None:
+        return "-"
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} us"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
+
+
+# ---------------------------------------------------------------- the TensorFlow subprocess
+def tf_worker(folder, cases, repeat):
+    """Run in the TensorFlow interpreter: time each case whose inputs the parent wrote into
+    ``folder``; write its outputs there and print the timings as one JSON line."""
+    pin_threads()
+    import tensorflow as tf
+    tf.config.threading.set_intra_op_parallelism_threads(THREADS)
+    tf.config.threading.set_inter_op_parallelism_threads(THREADS)
+    result = {"version": tf.__version__, "times": {}, "errors": {}}
+    for case in cases:
+        name = case.split("@")[0]
+        try:
+            with np.load(os.path.join(folder, f"in_{case}.npz")) as z:
+                inputs = {k: z[k] for k in z.files}
+            f = tf_runner(name, inputs)
+            out = f()
+            np.savez(os.path.join(folder, f"out_{case}.npz"), *_flat(out))
+            result["times"][case] = median_times({"tf": f}, repeat)["tf"]
+        except Exception as e:  # noqa: BLE001 - one failing workload must not hide the others
+            result["errors"][case] = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+    print("TFRESULT " + json.dumps(result))
+
+
+def find_tf_python(path):
+    if path:
+        return path, None
+    try:
+        import importlib.util
+        if importlib.util.find_spec("tensorflow") is not None:
+            return sys.executable, None
+    except (ImportError, ValueError):
+        pass
+    return None, ("tensorflow is not importable here; pass --tf-python PATH (an interpreter with "
+                  "tensorflow, e.g. a separate venv: python -m venv venv-tf && venv-tf/bin/pip install tensorflow-cpu)")
+
+
+def run_tf(tf_python, cases, repeat):
+    """{case: (seconds, outputs)} from the TensorFlow worker, or {case: Unavailable}."""
+    out = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for case, inputs in cases.items():
+            np.savez(os.path.join(folder, f"in_{case}.npz"), **inputs)
+        env = dict(os.environ, PYTHONPATH="")
+        r = subprocess.run([tf_python, os.path.abspath(__file__), "--tf-worker", folder, "--repeat", str(repeat),
+                            "--cases", ",".join(cases)], capture_output=True, text=True, env=env)
+        line = [ln for ln in r.stdout.splitlines() if ln.startswith("TFRESULT ")]
+        if r.returncode or not line:
+            why = (r.stderr.strip().splitlines() or ["no output"])[-1][:160]
+            return {c: Unavailable(f"tf worker failed: {why}") for c in cases}, None
+        res = json.loads(line[-1][len("TFRESULT "):])
+        for case in cases:
+            if case in res["times"]:
+                with np.load(os.path.join(folder, f"out_{case}.npz")) as z:
+                    outs = [z[f"arr_{i}"] for i in range(len(z.files))]
+                out[case] = (res["times"][case], outs)
+            else:
+                out[case] = Unavailable(res["errors"].get(case, "no result"))
+    return out, res["version"]
+
+
+# ---------------------------------------------------------------- main
+def cases_for(only, quick, tiny=False):
+    """{case: (workload name, inputs)}: a case is a workload at one size (``tiny``: small
+    sizes that only check that every column runs and agrees, for the smoke test)."""
+    cases = {}
+    if "control" in only:
+        for steps in ((0, 3, 20) if tiny else CONTROL_STEPS[:3] if quick else CONTROL_STEPS):
+            cases[f"control@{steps}"] = ("control", control_inputs(steps))
+    if "mlp" in only:
+        cases["mlp"] = ("mlp", mlp_inputs(4, (8, 6, 6, 3)) if tiny else mlp_inputs())
+    if "rnn" in only:
+        cases["rnn"] = ("rnn", rnn_inputs(3, 2, 3, 4) if tiny else rnn_inputs())
+    if "seed" in only:
+        cases["seed"] = ("seed", seed_inputs(8) if tiny else seed_inputs())
+    return cases
+
+
+def bench(args):
+    only = [w.strip() for w in args.only.split(",") if w.strip()]
+    repeat = args.repeat or (1 if args.tiny else 5 if args.quick else 15)
+    print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}  "
+          f"({os.cpu_count()} CPUs; every framework limited to {THREADS} threads); median of {repeat} samples")
+    cases = cases_for(only, args.quick, args.tiny)
+    columns = ["d2s-py", "d2s-native", "numpy"] + (["jax", "torch", "tf"] if args.peers else [])
+    times = {c: {} for c in cases}   # case -> column -> seconds or Unavailable
+    diffs = {c: {} for c in cases}   # case -> column -> (max abs diff, max abs ref)
+    refs = {}
+    for case, (name, inputs) in cases.items():
+        refs[case] = NUMPY[name](**inputs)
+        runners = {"numpy": (lambda n=name, i=inputs: NUMPY[n](**i))}
+        makers = {"d2s-py": lambda n, i: d2s_runner(n, i, "python", args.native_wait),
+                  "d2s-native": lambda n, i: d2s_runner(n, i, "native", args.native_wait)}
+        if args.peers:
+            makers.update({"jax": jax_runner, "torch": torch_runner})
+        for col, make in makers.items():
+            try:
+                runners[col] = make(name, inputs)
+            except Unavailable as e:
+                times[case][col] = e
+            except ImportError as e:
+                times[case][col] = Unavailable(f"not installed ({e.name})")
+        for col, f in runners.items():
+            diffs[case][col] = max_diff(f(), refs[case])
+        for col, t in median_times(runners, repeat, budget=0.0 if args.tiny else 0.05).items():
+            times[case][col] = t
+        print(f"  timed {case}", flush=True)
+    tf_version = None
+    if args.peers:
+        tf_python, why = find_tf_python(args.tf_python)
+        if tf_python is None:
+            print(f"tf: skipped ({why})")
+            for case in cases:
+                times[case]["tf"] = Unavailable("skipped: tensorflow not found")
+        else:
+            res, tf_version = run_tf(tf_python, {c: i for c, (_, i) in cases.items()}, repeat)
+            for case, r in res.items():
+                if isinstance(r, Unavailable):
+                    times[case]["tf"] = r
+                else:
+                    times[case]["tf"], outs = r
+                    diffs[case]["tf"] = max_diff(outs, refs[case])
+    report(cases, columns, times, diffs, tf_version)
+    slope = rnn_slope(args, repeat) if "rnn-slope" in only else None
+    print(f"load average at end:   {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    return {"times": times, "diffs": diffs, "rnn_slope": slope}
+
+
+def report(cases, columns, times, diffs, tf_version):
+    def cell(v):
+        if isinstance(v, Unavailable):
+            return f"n/a ({v})"
+        return fmt_time(v)
+
+    print()
+    print("time per call (median)" + (f"; tensorflow {tf_version}" if tf_version else ""))
+    print("| case | " + " | ".join(columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for case in cases:
+        print(f"| {case} | " + " | ".join(cell(times[case].get(c, Unavailable("not run"))) for c in columns) + " |")
+    peers = [c for c in ("jax", "torch", "tf") if c in columns]
+    print()
+    print("ratios (d2s time / peer time, same run; < 1 means d2s is faster)")
+    heads = [f"{d}/{p}" for d in ("d2s-py", "d2s-native") for p in ["numpy"] + peers]
+    print("| case | " + " | ".join(heads) + " |")
+    print("|---" * (len(heads) + 1) + "|")
+    for case in cases:
+        row = []
+        for d in ("d2s-py", "d2s-native"):
+            for p in ["numpy"] + peers:
+                a, b = times[case].get(d), times[case].get(p)
+                row.append(f"{a / b:.2f}x" if isinstance(a, float) and isinstance(b, float) else "-")
+        print(f"| {case} | " + " | ".join(row) + " |")
+    print()
+    print("max abs difference vs numpy by hand (largest reference magnitude in brackets)")
+    for case in cases:
+        parts = [f"{c} {d:.2g}" for c, (d, m) in diffs[case].items() if c != "numpy"]
+        m = diffs[case].get("numpy", (0, 0))[1]
+        print(f"  {case} [{m:.3g}]: " + ", ".join(parts))
+    ctl = [c for c in cases if c.startswith("control@")]
+    if len(ctl) >= 2:
+        lo, hi = ctl[0], ctl[-1]
+        steps = int(hi.split("@")[1]) - int(lo.split("@")[1])
+        print()
+        print(f"control loop, cost per iteration (slope {lo} -> {hi}):")
+        for c in columns:
+            a, b = times[lo].get(c), times[hi].get(c)
+            if isinstance(a, float) and isinstance(b, float):
+                print(f"  {c}: {(b - a) / steps * 1e6:.2f} us/iteration")
+
+
+def rnn_slope(args, repeat):
+    """RNN forward+backward at several T: the loop gradient must cost O(T)."""
+    print()
+    print("RNN forward+backward" + ("" if args.tiny else " (B=32, D=64, H=256)") + ", time per time step:")
+    rows = []
+    for T in ([int(t) for t in args.slope_t.split(",")] if args.slope_t else (2, 4, 8) if args.tiny else RNN_SLOPE_T):
+        inputs = rnn_inputs(T, 2, 3, 4) if args.tiny else rnn_inputs(T=T)
+        runners = {"d2s-py": d2s_runner("rnn", inputs, "python", args.native_wait)}
+        try:
+            runners["d2s-native"] = d2s_runner("rnn", inputs, "native", args.native_wait)
+        except Unavailable as e:
+            native_note = str(e)
+        else:
+            native_note = None
+        t = median_times(runners, 1 if args.tiny else max(3, repeat // 3), budget=0.0)
+        d, m = max_diff(runners["d2s-py"](), rnn_numpy(**inputs))
+        rows.append((T, t, native_note, d))
+        nat = fmt_time(t["d2s-native"]) if "d2s-native" in t else f"n/a ({native_note})"
+        print(f"  T={T:5d}: d2s-py {fmt_time(t['d2s-py'])} ({t['d2s-py'] / T * 1e6:.1f} us/step), "
+              f"d2s-native {nat}"
+              + (f" ({t['d2s-native'] / T * 1e6:.1f} us/step)" if "d2s-native" in t else "")
+              + f"; max abs diff vs numpy {d:.2g}", flush=True)
+    if len(rows) >= 2:
+        (t0, a, _, _), (t1, b, _, _) = rows[0], rows[-1]
+        print(f"  growth of time/T from T={t0} to T={t1}: "
+              f"{(b['d2s-py'] / t1) / (a['d2s-py'] / t0):.2f}x (1.0 = linear in T)")
+    return rows
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="fewer samples, control loop up to 1,000 steps (< 2 min)")
+    p.add_argument("--peers", action="store_true", help="also time jax, torch and tensorflow")
+    p.add_argument("--no-peers", dest="peers", action="store_false", help="d2s and numpy only (the default)")
+    p.add_argument("--tf-python", default=None,
+                   help="python interpreter that can import tensorflow (default: this one, if it can)")
+    p.add_argument("--only", default="control,mlp,rnn,seed,rnn-slope",
+                   help="comma-separated workloads: control, mlp, rnn, seed, rnn-slope")
+    p.add_argument("--tiny", action="store_true", help="tiny sizes, one sample: checks that every column runs")
+    p.add_argument("--repeat", type=int, default=None, help="samples per timing (default 15, 5 with --quick)")
+    p.add_argument("--slope-t", default=None, help="comma-separated T values of rnn-slope (default 64,256,1024)")
+    p.add_argument("--native-wait", type=float, default=300.0,
+                   help="seconds to wait for a native background compile before giving up on that column")
+    p.add_argument("--tf-worker", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--cases", default="", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    pin_threads()
+    if args.tf_worker:
+        tf_worker(args.tf_worker, [c for c in args.cases.split(",") if c], args.repeat or 5)
+        return
+    return bench(args)
+
+
+if __name__ == "__main__":
+    main()
