@@ -25,7 +25,7 @@ function written by hand), and with ``--peers``: ``jax`` (``jax.jit``; loops as
 import it, such as a separate virtual environment, since it may need another numpy; default:
 this interpreter if it can import tensorflow, else the column is skipped with a note).
 
-Every framework is limited to 2 threads (BLAS/OpenMP environment variables set before numpy is
+Every framework is limited to 2 threads (``--threads``; BLAS/OpenMP environment variables set before numpy is
 imported, ``torch.set_num_threads``, TensorFlow's threading config, and the process pinned to 2
 CPUs where it has more). Each timing is the median of ``--repeat`` samples taken after a
 warm-up, the frameworks interleaved sample by sample so that machine noise hits them alike.
@@ -37,7 +37,17 @@ the ratios. No timing is asserted anywhere; ratios are from this one run.
 import os
 import sys
 
-THREADS = 2
+def _threads_arg(argv):
+    """``--threads N`` read before numpy is imported (BLAS reads its thread count at import)."""
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return int(argv[i + 1])
+        if a.startswith("--threads="):
+            return int(a.split("=", 1)[1])
+    return 2
+
+
+THREADS = _threads_arg(sys.argv)
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
              "VECLIB_MAXIMUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
     os.environ[_var] = str(THREADS)
@@ -433,17 +443,27 @@ def median_times(runners, repeat, budget=0.05):
     number = {}
     for k, f in runners.items():
         f()
-        t = time.perf_counter()
-        f()
-        number[k] = max(1, int(budget / max(time.perf_counter() - t, 1e-7)))
+        if budget:
+            t = time.perf_counter()
+            f()
+            number[k] = max(1, int(budget / max(time.perf_counter() - t, 1e-7)))
+        else:
+            number[k] = 1
     samples = {k: [] for k in runners}
+    cpu = {k: [] for k in runners}
     for _ in range(repeat):
         for k, f in runners.items():
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             for _ in range(number[k]):
                 f()
             samples[k].append((time.perf_counter() - t) / number[k])
+            cpu[k].append((time.process_time() - c) / number[k])
+    CPU_TIMES.clear()
+    CPU_TIMES.update({k: statistics.median(v) for k, v in cpu.items()})
     return {k: statistics.median(v) for k, v in samples.items()}
+
+
+CPU_TIMES = {}  # the process CPU seconds per call of the last median_times (less sensitive to load)
 
 
 def max_diff(got, want):
@@ -652,17 +672,18 @@ def rnn_slope(args, repeat):
         else:
             native_note = None
         t = median_times(runners, 1 if args.tiny else max(3, repeat // 3), budget=0.0)
+        cpu = dict(CPU_TIMES)
         d, m = max_diff(runners["d2s-py"](), rnn_numpy(**inputs))
-        rows.append((T, t, native_note, d))
+        rows.append((T, t, native_note, d, cpu))
         nat = fmt_time(t["d2s-native"]) if "d2s-native" in t else f"n/a ({native_note})"
-        print(f"  T={T:5d}: d2s-py {fmt_time(t['d2s-py'])} ({t['d2s-py'] / T * 1e6:.1f} us/step), "
-              f"d2s-native {nat}"
+        print(f"  T={T:5d}: d2s-py {fmt_time(t['d2s-py'])} ({t['d2s-py'] / T * 1e6:.1f} us/step; "
+              f"CPU {cpu['d2s-py'] / T * 1e6:.1f} us/step), d2s-native {nat}"
               + (f" ({t['d2s-native'] / T * 1e6:.1f} us/step)" if "d2s-native" in t else "")
               + f"; max abs diff vs numpy {d:.2g}", flush=True)
     if len(rows) >= 2:
-        (t0, a, _, _), (t1, b, _, _) = rows[0], rows[-1]
-        print(f"  growth of time/T from T={t0} to T={t1}: "
-              f"{(b['d2s-py'] / t1) / (a['d2s-py'] / t0):.2f}x (1.0 = linear in T)")
+        (t0, a, _, _, ca), (t1, b, _, _, cb) = rows[0], rows[-1]
+        print(f"  growth of time/T from T={t0} to T={t1}: wall {(b['d2s-py'] / t1) / (a['d2s-py'] / t0):.2f}x, "
+              f"CPU {(cb['d2s-py'] / t1) / (ca['d2s-py'] / t0):.2f}x (1.0 = linear in T)")
     return rows
 
 
@@ -676,6 +697,8 @@ def main(argv=None):
                    help="python interpreter that can import tensorflow (default: this one, if it can)")
     p.add_argument("--only", default="control,mlp,rnn,seed,rnn-slope",
                    help="comma-separated workloads: control, mlp, rnn, seed, rnn-slope")
+    p.add_argument("--threads", type=int, default=2,
+                   help="threads every framework may use (default 2; read before numpy is imported)")
     p.add_argument("--tiny", action="store_true", help="tiny sizes, one sample: checks that every column runs")
     p.add_argument("--repeat", type=int, default=None, help="samples per timing (default 15, 5 with --quick)")
     p.add_argument("--slope-t", default=None, help="comma-separated T values of rnn-slope (default 64,256,1024)")

@@ -7,7 +7,9 @@ leaf tensors inside new sub-blocks and asks the engine for the vector-Jacobian p
 * ``cond``: a ``cond`` over the two branches' gradients;
 * ``while``: the forward loop runs again, pushing each iteration's carries onto stacks
   (``stack_push``: ragged, so carries may change shape; and counting iterations); a backward ``while`` then pops them, one body VJP per iteration,
-  for exactly the recorded trip count;
+  for exactly the recorded trip count. A push costs amortized O(size of the carry) and a pop
+  returns views (see ``d2s_runtime/ops/tensor_list.py``), so the gradient of a T-step loop
+  costs O(T) steps, not O(T²);
 * ``scan``: the forward scan runs again, also emitting each step's incoming carry; a reverse
   ``scan`` over those saved carries then runs one body VJP per step.
 """
