@@ -11,7 +11,9 @@ Workloads (every framework computes the same function on the same inputs):
 * ``mlp``: one training step of an MLP 784-512-512-10 (softmax cross-entropy, SGD update),
   batch 128 (as in bench_static.py);
 * ``rnn``: an Elman RNN, T=64, B=32, D=64, H=256, ``h = tanh(x_t @ W + h @ U + b)``, loss
-  ``sum(h_T ** 2)``, its value and gradients w.r.t. W, U, b;
+  ``sum_t sum(h_t ** 2)``, its value and gradients w.r.t. W, U, b (every step feeds the loss, so
+  the gradient flowing back does not decay into float32 denormals, whose slow arithmetic would
+  make the cost per step depend on T for reasons that have nothing to do with the program);
 * ``seed``: ``(x @ x.T).sum()`` and its gradient for a 1000x1000 float32 ``x``;
 * ``rnn-slope``: the RNN's forward+backward at T = 64, 256, 1024, printed per time step: a
   loop gradient costs O(T), so time/T must stay flat.
@@ -158,13 +160,15 @@ def rnn_inputs(T=64, B=32, D=64, H=256):
 def rnn_numpy(xs, h0, W, U, b, n):
     hs = [h0]
     h = h0
+    loss = np.float32(0)
     for t in range(int(n)):
         h = np.tanh(xs[t] @ W + h @ U + b)
         hs.append(h)
-    loss = (h * h).sum()
-    dh = 2 * h
+        loss = loss + (h * h).sum()
+    dh = np.zeros_like(h0)
     gW, gU, gb = np.zeros_like(W), np.zeros_like(U), np.zeros_like(b)
     for t in range(int(n) - 1, -1, -1):
+        dh = dh + 2 * hs[t + 1]
         dz = dh * (1 - hs[t + 1] * hs[t + 1])
         gW += xs[t].T @ dz
         gU += hs[t].T @ dz
@@ -220,11 +224,13 @@ def d2s_functions():
     def rnn_loss(params, xs, h0, n):
         W, U, b = params
         h = h0
+        loss = (h0 * 0).sum()
         t = d2s.zeros([], dtype="int64")
         while t < n:
             h = d2s.tanh(xs[t] @ W + h @ U + b)
+            loss = loss + (h * h).sum()
             t = t + 1
-        return (h * h).sum()
+        return loss
 
     rnn = d2s.func.value_and_grad(rnn_loss)
 
@@ -320,8 +326,12 @@ def jax_runner(name, inputs):
     elif name == "rnn":
         def loss(params, xs, h0):
             W, U, b = params
-            h, _ = lax.scan(lambda h, x: (jnp.tanh(x @ W + h @ U + b), None), h0, xs)
-            return (h * h).sum()
+            def step(c, x):
+                h, loss = c
+                h = jnp.tanh(x @ W + h @ U + b)
+                return (h, loss + (h * h).sum()), None
+            (_, loss), _ = lax.scan(step, (h0, jnp.float32(0)), xs)
+            return loss
         f = jax.jit(jax.value_and_grad(loss))
         args = ([jnp.asarray(inputs[k]) for k in "WUb"], jnp.asarray(inputs["xs"]), jnp.asarray(inputs["h0"]))
     else:
@@ -365,9 +375,10 @@ def torch_runner(name, inputs):
         def f():
             W, U, b = params
             h = T["h0"]
+            loss = (h * 0).sum()
             for t in range(int(inputs["n"])):
                 h = torch.tanh(T["xs"][t] @ W + h @ U + b)
-            loss = (h * h).sum()
+                loss = loss + (h * h).sum()
             return [loss.detach()] + list(torch.autograd.grad(loss, params))
     else:
         x = T["x"].clone().requires_grad_()
@@ -420,9 +431,10 @@ def tf_runner(name, inputs):
             with tf.GradientTape() as tape:
                 tape.watch(params)
                 h = h0
+                loss = tf.constant(0.0)
                 for t in tf.range(n):
                     h = tf.tanh(xs[t] @ W + h @ U + b)
-                loss = tf.reduce_sum(h * h)
+                    loss = loss + tf.reduce_sum(h * h)
             return [loss] + tape.gradient(loss, params)
         return lambda: f(params, C["xs"], C["h0"], C["n"])
 
