@@ -192,3 +192,34 @@ def test_a_long_loop_gradient_grows_its_stacks_in_place(mode, monkeypatch):
     np.testing.assert_allclose(value, eager_value, rtol=1e-10)
     np.testing.assert_allclose(gW, eW, rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(gU, eU, rtol=1e-8, atol=1e-12)
+
+
+def _two_carries_from_one_value(x, w, n):
+    def body(i, a, b):
+        return i + 1, d2s.tanh(a * w), b * 0.5 + a
+
+    _, a, b = d2s.while_loop(lambda i, a, b: i < n, body, [d2s.zeros([], dtype="int64"), x, x])
+    return (a * b).sum()
+
+
+@pytest.mark.parametrize("mode", ["codegen", "interp"])
+def test_optimized_gradient_programs_merge_and_fold_stack_ops_safely(mode):
+    """The passes (constant folding, CSE, DCE, memory plan) treat the stack ops as the pure
+    ops they are: CSE merges the two ``stack_new`` of carries that start from one value, and
+    each stack still grows on its own (a push onto a shared version copies first)."""
+    from d2s_runtime.passes import optimize
+
+    specs = [InputSpec([3], "float64"), InputSpec([3], "float64"), InputSpec([], "int64")]
+    _, gp = _grad_program(_two_carries_from_one_value, specs, [0, 1])
+    opt = optimize(gp).verify()
+    top = [op.type for op in opt.block.ops]
+    assert top.count("stack_new") < [op.type for op in gp.block.ops].count("stack_new")
+    rng = np.random.default_rng(5)
+    for n in TRIPS:
+        x, w = rng.standard_normal(3), rng.standard_normal(3)
+        ev, eg = _eager(_two_carries_from_one_value, [x, w], extra=(np.array(n),))
+        for prog in (gp, opt):
+            value, gx, gw = Executor(prog, mode=mode).run(x, w, np.array(n), np.array(1.0))
+            np.testing.assert_allclose(value, ev, rtol=1e-12)
+            np.testing.assert_allclose(gx, eg[0], rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(gw, eg[1], rtol=1e-9, atol=1e-12)
