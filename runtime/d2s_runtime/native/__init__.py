@@ -189,6 +189,7 @@ def compile_lowered(lowered, cache_dir=None):
 
     run.source = lowered.source
     run.key = lowered.key
+    run.dispatcher = core  # numba's dispatcher (its ``stats`` count disk-cache hits)
     return run
 
 

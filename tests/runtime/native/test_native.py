@@ -79,8 +79,17 @@ def test_integer_and_bool_arithmetic_is_exact(cache, dtype):
     check(prog, fn, [(a, b, f), (b, np.where(a == 0, 1, a).astype(dtype), f * 10)])
 
 
-def test_scalar_math_on_0d_values():
-    pass
+def _scalars(i, n, a):
+    q = (i * 3 + n) // 2 - i % 3
+    s = -(a * a) / (a + 1.5) - a ** 2.0
+    return q, i / n, s, i < n, i == n, d2s.maximum(a, s), d2s.tanh(a), d2s.where(i > n, a, s), a.astype("int32")
+
+
+def test_scalar_math_on_0d_values(cache):
+    prog = build_program(_scalars, InputSpec([], "int64"), InputSpec([], "int64"), InputSpec([]))
+    fn = compile_native(prog, cache)
+    cases = [(np.array(i), np.array(n), np.array(a, "float32")) for i, n, a in [(0, 5, 0.5), (7, 2, -3.0), (-4, 3, 2.25)]]
+    check(prog, fn, cases, rtol=1e-6, atol=0, exact=(0, 1, 2, 3, 4, 5, 7, 8))
 
 
 # ------------------------------------------------------------------ reductions
@@ -100,9 +109,19 @@ def test_reductions_over_axes(cache):
     check(prog, fn, cases, rtol=1e-5, atol=1e-5, exact=(5, 7, 9, 10, 11, 12, 13, 14))
 
 
-def test_float32_sum_accuracy_against_float64():
-    """Sums accumulate float32 in float64: at least as close to the exact sum as numpy's."""
-    pass
+def test_float32_sums_are_as_accurate_as_numpys(cache):
+    """float32 sums accumulate in float64 (numpy: pairwise float32): over 10^5 elements the
+    native sum is at least as close to the exact (float64) sum as numpy's."""
+    prog = build_program(lambda x: (x.sum(), x.mean(), x.reshape(100, 1000).sum(axis=1)), InputSpec([100000]))
+    fn = compile_native(prog, cache)
+    x = (RNG.standard_normal(100000) + 3.0).astype("float32")
+    s, m, rows = fn(x)
+    exact = x.astype("float64").sum()
+    assert abs(float(s) - exact) <= abs(float(x.sum()) - exact) + abs(exact) * 2 ** -24
+    assert abs(float(m) - exact / x.size) <= abs(float(x.mean()) - exact / x.size) + abs(exact / x.size) * 2 ** -24
+    exact_rows = x.reshape(100, 1000).astype("float64").sum(axis=1)
+    assert np.all(np.abs(rows - exact_rows) <= np.abs(x.reshape(100, 1000).sum(axis=1) - exact_rows)
+                  + np.abs(exact_rows) * 2 ** -24)
 
 
 # ------------------------------------------------------------------ matmul and epilogues
@@ -110,7 +129,7 @@ def _mlp_layer(x, w, b, v):
     h = d2s.relu(x @ w + b)
     t = d2s.tanh(h @ v.T + 1.0)
     g = d2s.sigmoid(x @ w) * 2.0
-    return h, t, g, x[0] @ w if False else (x @ w).sum(axis=0)
+    return h, t, g, (x @ w).sum(axis=0), d2s.sigmoid(b @ v.T), b @ b  # 1-d @ 2-d, 1-d @ 1-d
 
 
 def test_matmul_with_bias_and_activation_epilogues(cache):
