@@ -58,3 +58,6 @@ _.static_ok  # Comparison.static_ok, the result of d2s.trace.compare
 _.render  # d2s.viz graph .render(path, format='svg') (API.md)
 _.comm_seconds  # DistributedDataParallel.comm_seconds, read by the benchmarks
 _.codegen_error  # Executor.codegen_error: why mode='auto' fell back to the interpreter
+_.set_default_device  # public API (d2s.set_default_device, as torch.set_default_device); tests/conftest.py
+_.register_device  # public runtime hook: tests/conftest.py registers the "strict" test device with it
+_.unregister_device  # its inverse (tests/strict_device.py)
