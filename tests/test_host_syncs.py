@@ -138,3 +138,54 @@ def test_printing_the_loss_is_the_sync():
     with sd.counting() as c:
         text = f"loss {loss.item():.4f}"
     assert c.syncs == 1 and text.startswith("loss ")
+
+
+class _Gated(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.gate, self.out = nn.Linear(6, 8), nn.Linear(8, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = F.relu(self.fc(x))
+        if h.mean() > 0.3:
+            h = F.tanh(self.gate(h)) + h
+        return self.out(h)
+
+
+def _static_steps(make, xs, y):
+    """Syncs of each converted training step on "strict", and the losses of strict and cpu."""
+    d2s.manual_seed(0)
+    model = d2s.jit.to_static(make())
+    d2s.manual_seed(0)
+    cpu_model = d2s.jit.to_static(make().to("cpu"))
+    opt, cpu_opt = optim.SGD(model.parameters(), lr=0.1), optim.SGD(cpu_model.parameters(), lr=0.1)
+    kinds, losses = [], []
+    for x in xs:
+        for m, o, xv, yv in ((model, opt, x, y), (cpu_model, cpu_opt, _on_cpu(x), _on_cpu(y))):
+            with sd.counting() as c:
+                o.zero_grad()
+                loss = F.cross_entropy(m(xv), yv)
+                loss.backward()
+                o.step()
+            if m is model:
+                kinds.append(list(c.sync_kinds))
+            losses.append(loss.item())
+    return kinds, losses
+
+
+def test_a_converted_training_step_without_control_flow_makes_no_sync():
+    # the forward's reach flags (which parameters reached the loss) are known when the program
+    # is built, so none is read back per call
+    x, y = _x(8, 6), d2s.tensor(RNG.integers(0, 3, size=8))
+    kinds, losses = _static_steps(_mlp, [x, x, x], y)
+    assert kinds == [[], [], []]
+    np.testing.assert_allclose(losses[0::2], losses[1::2], rtol=1e-5)
+
+
+def test_a_converted_training_step_with_a_cond_makes_three_syncs():
+    # forward: the predicate, then the reach flags (known only on this call's path) in one
+    # copy; backward: the saved predicate again
+    x, y = _x(8, 6), d2s.tensor(RNG.integers(0, 3, size=8))
+    kinds, losses = _static_steps(_Gated, [x, x * 4.0, x - 3.0], y)
+    assert kinds == [["bool", "asnumpy", "bool"]] * 3
+    np.testing.assert_allclose(losses[0::2], losses[1::2], rtol=1e-5)
