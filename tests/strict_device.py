@@ -141,6 +141,20 @@ def _binary(name, reflected=False):
     return method
 
 
+class _Flags:
+    """cupy's ndarray.flags: contiguity and ownership only (no ``writeable``: device arrays
+    cannot be made read-only)."""
+
+    __slots__ = ("c_contiguous", "f_contiguous", "owndata")
+
+    def __init__(self, flags):
+        self.c_contiguous, self.f_contiguous, self.owndata = flags.c_contiguous, flags.f_contiguous, flags.owndata
+
+    def __getitem__(self, name):
+        return getattr(self, {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous",
+                              "OWNDATA": "owndata"}[name])
+
+
 class StrictArray:
     """A numpy array on the "strict" device (see the module docstring)."""
 
@@ -242,7 +256,7 @@ class StrictArray:
 
     @property
     def flags(self):
-        return self._a.flags
+        return _Flags(self._a.flags)
 
     @property
     def base(self):
@@ -435,16 +449,17 @@ class _Random:
     __name__ = "strict.random"
 
     class RandomState:
+        """cupy's RandomState (cuRAND underneath) has no ``get_state``/``set_state``: its
+        state cannot be read or restored, only seeded."""
+
+        _DRAWS = ("random_sample", "standard_normal", "randint", "uniform", "normal", "seed")
+
         def __init__(self, seed=None):
             self._rs = np.random.RandomState(seed)
 
-        def get_state(self):
-            return self._rs.get_state()
-
-        def set_state(self, state):
-            self._rs.set_state(state)
-
         def __getattr__(self, name):
+            if name not in self._DRAWS:
+                raise AttributeError(f"'RandomState' object has no attribute {name!r}")
             attr = getattr(self._rs, name)
 
             def draw(*args, **kwargs):

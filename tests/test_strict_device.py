@@ -188,3 +188,31 @@ def test_gradients_flow_back_across_devices():
     (z.to("cpu") * 3.0).sum().backward()
     assert z.grad.device == "strict"
     np.testing.assert_array_equal(z.grad.numpy(), [3.0, 3.0])
+
+
+def _dropout_twice(x):
+    y = d2s.nn.functional.dropout(x, 0.5, training=True)
+    if y.sum() > 0:  # random draws under control flow: a create_graph backward replays them
+        y = y * 3.0
+    return y
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_random_ops_under_grad_on_a_generator_without_readable_state(create_graph):
+    # cupy's RandomState (cuRAND) has no get_state/set_state; a converted function with random
+    # draws under grad snapshots the generator anyway, and a replay draws the same values
+    f = d2s.jit.to_static(_dropout_twice)
+    x = d2s.tensor(np.linspace(1.0, 2.0, 40, dtype="float32").reshape(5, 8), device="strict", requires_grad=True)
+    d2s.manual_seed(3)
+    out = f(x)
+    (g,) = d2s.grad(out.sum(), x, create_graph=create_graph)
+    kept = to_host(out._data) != 0
+    assert 0 < kept.sum() < kept.size
+    np.testing.assert_allclose(to_host(g._data), kept * 6.0, rtol=1e-6)
+
+
+def test_flags_are_cupys_no_read_only_arrays():
+    s = _s(np.ones((2, 3)))
+    assert s.flags.c_contiguous and s.flags["OWNDATA"] and not s.T.flags.c_contiguous
+    assert not hasattr(s.flags, "writeable")
+    assert not hasattr(xp.random.RandomState(0), "get_state")  # cuRAND state is not readable

@@ -27,6 +27,10 @@ class _RNG:
         with self.lock:
             self._seed = seed
             self._gens = {}
+            # seeds for generators whose state cannot be read (cupy's cuRAND ones), drawn on
+            # the host so a snapshot costs no device sync
+            self._reseeds = np.random.default_rng(seed)
+            self._new_seed = seed  # the seed of a device generator made on first use
 
     def get(self, xp):
         key = xp.__name__
@@ -34,15 +38,26 @@ class _RNG:
         if replay is not None:
             return replay.get(key, xp)
         if key not in self._gens:
-            self._gens[key] = xp.random.default_rng(self._seed) if xp is np else xp.random.RandomState(self._seed)
+            self._gens[key] = xp.random.default_rng(self._seed) if xp is np else xp.random.RandomState(self._new_seed)
         return self._gens[key]
 
     def state(self):
         """A snapshot of every generator's state (for replaying the same draws later)."""
         self.get(np)  # exists from now on, so a restore replays its draws rather than reseeding
-        out = {}
+        # a device generator first used after this snapshot starts from this seed (so does its replay)
+        self._new_seed = int(self._reseeds.integers(0, 2 ** 31))
+        out = {_NEW: self._new_seed}
         for key, gen in list(self._gens.items()):
-            out[key] = gen.bit_generator.state if hasattr(gen, "bit_generator") else gen.get_state()
+            if hasattr(gen, "bit_generator"):
+                out[key] = gen.bit_generator.state
+            elif hasattr(gen, "get_state"):
+                out[key] = gen.get_state()
+            else:
+                # cupy's RandomState cannot report its state: restart it from a new seed, which
+                # is then the snapshot (a replay starts a generator from the same seed)
+                s = int(self._reseeds.integers(0, 2 ** 31))
+                self._gens[key] = type(gen)(s)
+                out[key] = ("seed", s)
         return out
 
     def set_state(self, state):
@@ -50,12 +65,15 @@ class _RNG:
         for key in list(self._gens):
             if key not in state:
                 del self._gens[key]
+        self._new_seed = state.get(_NEW, self._new_seed)
         for key, st in state.items():
             gen = self._gens.get(key)
             if gen is None:
                 continue
             if hasattr(gen, "bit_generator"):
                 gen.bit_generator.state = st
+            elif _is_seed(st):
+                self._gens[key] = type(gen)(st[1])
             else:
                 gen.set_state(st)
 
@@ -87,12 +105,23 @@ class _Replay:
                 gen = np.random.default_rng()
                 if st is not None:
                     gen.bit_generator.state = st
+            elif _is_seed(st) or (st is None and _NEW in self.state):
+                gen = xp.random.RandomState(st[1] if st is not None else self.state[_NEW])
             else:
                 gen = xp.random.RandomState()
                 if st is not None:
                     gen.set_state(st)
             self.gens[key] = gen
         return gen
+
+
+# the key of a snapshot's seed for device generators made after it
+_NEW = "<new device generators>"
+
+
+def _is_seed(state):
+    """Whether a snapshot entry is a seed (see ``_RNG.state``) rather than a generator state."""
+    return type(state) is tuple and len(state) == 2 and state[0] == "seed"
 
 
 RNG = _RNG()
