@@ -26,7 +26,7 @@ PARAMETRIZED_SUITES = ("tests/ops/test_ops.py", "tests/ops/test_ops_new.py", "te
                        "tests/runtime/test_executor.py", "tests/static/test_control_flow.py",
                        "tests/jit/test_patterns_if.py", "tests/jit/test_patterns_loops.py",
                        "tests/jit/test_patterns_python.py", "tests/jit/test_save_load.py",
-                       "tests/jit/test_api_save_load.py")
+                       "tests/jit/test_api_save_load.py", "tests/jit/test_training.py")
 
 
 def pytest_addoption(parser):

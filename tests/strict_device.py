@@ -14,7 +14,7 @@ wait for the GPU:
 * A numpy array operand of a strict function or operator raises ``TypeError``, as cupy's
   "Unsupported type <class 'numpy.ndarray'>"; numpy and Python scalars are accepted.
   ``xp.asarray``/``xp.array`` of host data is the host-to-device copy (counted), and a numpy
-  index array in ``s[idx]`` is copied the same way (cupy accepts both).
+  index array in ``s[idx]`` or value in ``s[idx] = v`` is copied the same way (cupy accepts them).
 * Host synchronizations are counted (``COUNTS.syncs``): ``float()``, ``int()``, ``bool()``,
   ``complex()``, ``operator.index``, ``.item()``, ``.tolist()``, ``repr``/``str``/``format``,
   and the ops whose output shape depends on the data (a boolean-mask index, ``nonzero``,
@@ -293,7 +293,11 @@ class StrictArray:
         return _wrap(self._a[_unwrap_index(key)])
 
     def __setitem__(self, key, value):
-        self._a[_unwrap_index(key)] = _unwrap(value, "__setitem__")
+        if type(value) is np.ndarray:
+            COUNTS.to_device += 1  # cupy uploads a host value written into a device array
+        else:
+            value = _unwrap(value, "__setitem__")
+        self._a[_unwrap_index(key)] = value
 
     # -- copies (copy.deepcopy of a model; pickling as cupy allows)
     def __copy__(self):

@@ -85,7 +85,10 @@ def test_asnumpy_is_the_explicit_copy_and_asarray_the_upload():
         assert type(back) is np.ndarray and c.to_host == 1 and c.syncs == 1
         s.get()
         assert c.to_host == 2
+        s[1:] = np.zeros(3)  # a host value written into a device array is uploaded
+        assert c.to_device == 2 and s.get()[1] == 0.0
     np.testing.assert_array_equal(back, h)
+    s[...] = xp.asarray(h)
     back[0] = 9.0  # a copy: the device array does not change
     assert sd.asnumpy(s)[0] == 0.0
 
@@ -216,3 +219,14 @@ def test_flags_are_cupys_no_read_only_arrays():
     assert s.flags.c_contiguous and s.flags["OWNDATA"] and not s.T.flags.c_contiguous
     assert not hasattr(s.flags, "writeable")
     assert not hasattr(xp.random.RandomState(0), "get_state")  # cuRAND state is not readable
+
+
+def test_checkpoint_recomputes_the_same_device_dropout_mask():
+    from d2s.utils.checkpoint import checkpoint
+    x = d2s.tensor(np.linspace(1.0, 2.0, 40, dtype="float32").reshape(5, 8), device="strict", requires_grad=True)
+    d2s.manual_seed(1)
+    out = checkpoint(lambda t: d2s.nn.functional.dropout(t, 0.5, True) * 3.0, x)
+    out.sum().backward()
+    kept = to_host(out._data) != 0
+    assert 0 < kept.sum() < kept.size
+    np.testing.assert_allclose(to_host(x.grad._data), kept * 6.0, rtol=1e-6)
