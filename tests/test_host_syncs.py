@@ -5,7 +5,9 @@ budgets: on a GPU each one stalls the host until the device catches up.
 * a ``cond`` makes one (reading its predicate), a ``while`` one per predicate reading, that is
   iterations + 1;
 * an eager training step (forward, backward, optimizer step) makes none until the loss is
-  read (``.item()``, ``print``).
+  read (``.item()``, ``print``); a converted one none without control flow.
+
+None of these runs copies data to the device either (program constants are uploaded once).
 """
 import numpy as np
 import pytest
@@ -48,7 +50,7 @@ def test_a_program_without_control_flow_makes_no_sync(mode):
     for _ in range(2):
         with sd.counting() as c:
             outs = ex.run(x._data, w._data)
-        assert c.syncs == 0, c.sync_kinds
+        assert c.syncs == 0 and c.to_device == 0, c.sync_kinds  # constants were uploaded once
     for got, want in zip(outs, f(_on_cpu(x), _on_cpu(w))):
         np.testing.assert_allclose(to_host(got), want.numpy(), rtol=1e-6)
 
@@ -62,7 +64,7 @@ def test_a_converted_function_without_control_flow_makes_no_sync():
     f(x)  # builds the program
     with sd.counting() as c:
         out = f(x)
-    assert c.syncs == 0, c.sync_kinds
+    assert c.syncs == 0 and c.to_device == 0, c.sync_kinds
     xc = _on_cpu(x)
     np.testing.assert_allclose(to_host(out._data), ((xc * 2.0).relu().sum(1) - xc.mean()).numpy(), rtol=1e-6)
 
@@ -81,7 +83,7 @@ def test_a_cond_makes_one_sync_its_predicate():
         f(x)
         with sd.counting() as c:
             out = f(x)
-        assert c.sync_kinds == ["bool"]
+        assert c.sync_kinds == ["bool"] and c.to_device == 0
         np.testing.assert_allclose(to_host(out._data), _branchy(_on_cpu(x)).numpy(), rtol=1e-6)
 
 
@@ -99,7 +101,7 @@ def test_a_while_makes_one_sync_per_predicate_reading(scale, iterations):
     f(x)
     with sd.counting() as c:
         out = f(x)
-    assert c.sync_kinds == ["bool"] * (iterations + 1)  # the last reading ends the loop
+    assert c.sync_kinds == ["bool"] * (iterations + 1) and c.to_device == 0  # the last reading ends the loop
     np.testing.assert_allclose(to_host(out._data), _halve(_on_cpu(x)).numpy(), rtol=1e-6)
 
 
@@ -121,7 +123,7 @@ def test_an_eager_training_step_makes_no_sync_until_the_loss_is_read(make_opt):
             loss = F.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
-        assert c.syncs == 0, c.sync_kinds
+        assert c.syncs == 0 and c.to_device == 0, c.sync_kinds
         with sd.counting() as c:
             value = loss.item()
         assert c.sync_kinds == ["item"]
@@ -169,6 +171,7 @@ def _static_steps(make, xs, y):
                 o.step()
             if m is model:
                 kinds.append(list(c.sync_kinds))
+                assert c.to_device == 0
             losses.append(loss.item())
     return kinds, losses
 
