@@ -65,3 +65,6 @@ _.bdim  # native/_lib.py: generated native code calls it
 _.check_dim  # native/_lib.py: generated native code calls it
 _.TANH_MAX_ULP  # native/_lib.py: the documented accuracy, asserted by tests/runtime/native/test_native_math.py
 _.dispatcher  # native.compile_lowered's fn.dispatcher: numba's dispatcher, read by tests (cache hit counters)
+_.set_default_device  # public API (d2s.set_default_device, as torch.set_default_device); tests/conftest.py
+_.register_device  # public runtime hook: tests/conftest.py registers the "strict" test device with it
+_.unregister_device  # its inverse (tests/strict_device.py)

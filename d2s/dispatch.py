@@ -13,13 +13,13 @@ eager fast path (plain arrays, nothing to record or build) calls the kernel dire
 """
 import numpy as np
 
-from d2s_runtime.device import get_xp, xp_of
+from d2s_runtime.device import device_of, get_xp, xp_of
 from d2s_runtime.dtypes import result_type, scalar_result
 from d2s_runtime.ops import OPS, ShapeError, TensorType
 
 from ._state import HOOKED_THREADS, STATE
 from .autograd import node as _node
-from .tensor import Tensor, _default_array
+from .tensor import Tensor, _default_array, get_default_device
 from .user_errors import stray_symbolic_error
 
 _ndarray = np.ndarray
@@ -52,15 +52,19 @@ def apply(name, *inputs, **attrs):
                 seq = True
             elif hasattr(a, "shape"):
                 plain = False
+                if xp is None and type(a) is not _ndarray:  # a bare device array (gradient rules pass them)
+                    xp = xp_of(a)
+                    if xp is np:
+                        xp = None
             arrays.append(a)
     if plain and arrays:
         arrays = [_default_array(a, np) for a in arrays]
-    elif seq:  # gradient rules see the lists as the arrays they became
-        inputs = tuple(arr if type(a) is list or type(a) is tuple else a for a, arr in zip(inputs, arrays))
     if xp is None:
         xp = np
     elif xp is not np:
-        arrays = _same_device(opdef, arrays, xp)
+        arrays = _same_device(opdef, arrays, xp, inputs)
+    if seq and not plain:  # gradient rules see the lists as the arrays they became
+        inputs = tuple(arr if type(a) is list or type(a) is tuple else a for a, arr in zip(inputs, arrays))
     try:
         out = opdef.kernel(xp, *arrays, **attrs)
     except ShapeError:
@@ -68,14 +72,22 @@ def apply(name, *inputs, **attrs):
     except (ValueError, TypeError, IndexError) as e:
         raise _op_error(opdef, inputs, e, attrs) from None
     if opdef.n_out == 1:
-        result = Tensor._make(out if type(out) is _ndarray else xp.asarray(out))
+        result = Tensor._make(out if type(out) is _ndarray else _as_array(out, xp))
         if record and STATE.grad_enabled:
             _record(opdef, inputs, attrs, (result,))
         return result
-    results = tuple(Tensor._make(o if type(o) is _ndarray else xp.asarray(o)) for o in out)
+    results = tuple(Tensor._make(o if type(o) is _ndarray else _as_array(o, xp)) for o in out)
     if record and STATE.grad_enabled:
         _record(opdef, inputs, attrs, results)
     return results
+
+
+def _as_array(out, xp):
+    """A kernel's result as an array: scalars become 0-d arrays of ``xp``; an array of another
+    device stays as it is (``to_device``'s result is on the target device, not the input's)."""
+    if isinstance(out, np.generic) or not hasattr(out, "shape"):
+        return xp.asarray(out)
+    return out
 
 
 def _coerce_plain(inputs):
@@ -140,15 +152,20 @@ def _record(opdef, inputs, attrs, outputs):
     _node.record(opdef, inputs, attrs, outputs)
 
 
-def _same_device(opdef, arrays, xp):
+def _same_device(opdef, arrays, xp, inputs):
+    """``arrays`` on the device of namespace ``xp``: Python data (scalars, lists) and one-element
+    numpy arrays are copied there; a larger numpy array is refused, as torch refuses a CPU
+    tensor meeting a CUDA one (a silent copy on every call would hide a slow program)."""
     out = []
-    for a in arrays:
+    for a, given in zip(arrays, inputs):
         if isinstance(a, _ndarray):
-            if a.ndim == 0 or a.size == 1:
+            if a.ndim == 0 or a.size == 1 or type(given) is list or type(given) is tuple:
                 a = xp.asarray(a)
             else:
-                raise RuntimeError(f"{opdef.name}: inputs are on different devices (cpu and gpu); "
-                                   "move them with .to('gpu') or .to('cpu') first")
+                dev = next(device_of(b) for b in arrays if not isinstance(b, (_ndarray, np.generic))
+                           and hasattr(b, "dtype") and xp_of(b) is xp)
+                raise RuntimeError(f"{opdef.name}: inputs are on different devices (cpu and {dev}); "
+                                   f"move them with .to({dev!r}) or .to('cpu') first")
         out.append(a)
     return out
 
@@ -180,7 +197,7 @@ def create(name, device=None, **attrs):
     if STATE.builder is not None:
         return apply(name, **attrs)
     opdef = OPS[name]
-    out = Tensor._make(opdef.kernel(get_xp(device), **attrs))
+    out = Tensor._make(opdef.kernel(get_xp(device if device is not None else get_default_device()), **attrs))
     if STATE.tracer is not None:  # a trace must redraw random values on every call
         STATE.tracer.record(opdef, (), attrs, (out,))
     return out

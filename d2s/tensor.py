@@ -6,7 +6,7 @@ in both cases. Where each operator and method comes from is said at the end of t
 """
 import numpy as np
 
-from d2s_runtime.device import device_of, get_xp
+from d2s_runtime.device import device_of, get_xp, known_devices, to_host, xp_of
 from d2s_runtime.ops import OPS
 
 from ._state import STATE
@@ -15,6 +15,24 @@ from .user_errors import symbolic_value_error
 
 
 _DTYPE_CACHE = {}  # numpy dtype or dtype name -> d2s dtype
+
+# The device of tensors created without ``device=`` (see set_default_device)
+_DEFAULT_DEVICE = ["cpu"]
+
+
+def set_default_device(device):
+    """Make tensors, creation ops and new parameters go to ``device`` when no ``device=`` is
+    given ('cpu', 'gpu', or a device added with ``d2s_runtime.device.register_device``), as
+    ``torch.set_default_device``. Returns the previous default."""
+    get_xp(device)  # a clear error when the device is unknown or unavailable
+    prev = _DEFAULT_DEVICE[0]
+    _DEFAULT_DEVICE[0] = "gpu" if device == "cuda" else device
+    return prev
+
+
+def get_default_device():
+    """The device of tensors created without ``device=`` ('cpu' unless changed)."""
+    return _DEFAULT_DEVICE[0]
 
 
 class Tensor:
@@ -116,7 +134,7 @@ class Tensor:
         data = self._concrete(".numpy()")
         if self.requires_grad and STATE.tracer is None:
             pass  # PyTorch refuses here; d2s returns a copy-free view, which is harmless for numpy users
-        return data if isinstance(data, np.ndarray) else data.get()
+        return data if isinstance(data, np.ndarray) else to_host(data)
 
     def item(self):
         data = self._concrete(".item()")
@@ -257,7 +275,7 @@ class Tensor:
     # ----------------------------------------------------------------- devices
     def to(self, device=None, dtype=None):
         """Move to ``device`` ('cpu'/'gpu') and/or cast to ``dtype``; ``t.to('float64')`` casts."""
-        if isinstance(device, str) and device not in ("cpu", "gpu", "cuda"):
+        if isinstance(device, str) and device not in known_devices():
             try:
                 dtype, device = as_dtype(device), None
             except TypeError:
@@ -317,7 +335,7 @@ class _HookHandle:
 
 
 def _host(data):
-    return data if isinstance(data, (np.ndarray, np.generic)) else data.get()
+    return data if isinstance(data, (np.ndarray, np.generic)) else to_host(data)
 
 
 def tensor(data, dtype=None, requires_grad=False, device=None):
@@ -328,6 +346,8 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     """
     if isinstance(data, (list, tuple)) and any(isinstance(a, Tensor) and a._data is None for a in _flat(data)):
         return _pack_symbolic(data, dtype)
+    if device is None and _DEFAULT_DEVICE[0] != "cpu" and not _on_device(data):
+        device = _DEFAULT_DEVICE[0]
     xp = get_xp(device)
     if isinstance(data, Tensor):
         arr = data._concrete("d2s.tensor()") if data._data is not None else None
@@ -336,6 +356,12 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
             return out
     else:
         arr = data
+    if not isinstance(arr, np.ndarray) and hasattr(arr, "dtype") and not isinstance(arr, np.generic):
+        src_xp = xp_of(arr)
+        if device is None:
+            xp = src_xp  # a device array stays on its device
+        elif src_xp is not xp:
+            arr = to_host(arr)  # another device: through the host, the one explicit copy
     src = arr
     if dtype is not None:
         dt = str(as_dtype(dtype))
@@ -402,12 +428,18 @@ def _flat(seq):
             yield a
 
 
+def _on_device(data):
+    """Whether ``data`` is already a device's array (cupy, a registered device) or a tensor."""
+    return isinstance(data, Tensor) or (not isinstance(data, (np.ndarray, np.generic)) and hasattr(data, "dtype")
+                                        and xp_of(data) is not np)
+
+
 def _default_array(data, xp):
     """Python data with d2s defaults: floats as float32, ints as int64."""
     if isinstance(data, np.ndarray):
         return data if xp is np else xp.asarray(data)
-    if type(data).__module__.startswith("cupy"):
-        return data
+    if not isinstance(data, np.generic) and hasattr(data, "dtype") and xp_of(data) is not np:
+        return data  # a device array (cupy, a registered device)
     if isinstance(data, np.generic):
         return xp.asarray(data)
     if isinstance(data, (list, tuple)) and any(isinstance(a, Tensor) for a in _flat(data)):

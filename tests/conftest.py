@@ -9,3 +9,45 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.append(_HERE)
+
+
+# ------------------------------------------------------------------ devices
+# "strict" (tests/strict_device.py) is numpy behind an array type that behaves like cupy's: the
+# GPU path checked without a GPU. It exists only in the tests: registered here, never by d2s.
+import pytest  # noqa: E402
+
+import strict_device  # noqa: E402
+
+strict_device.register()
+
+# The suites that run once per device (their modules use the ``device`` fixture);
+# tests/test_gpu.py runs them on "gpu" with ``--devices=gpu``.
+PARAMETRIZED_SUITES = ("tests/ops/test_ops.py", "tests/ops/test_ops_new.py", "tests/ops/test_logaddexp.py",
+                       "tests/runtime/test_executor.py", "tests/static/test_control_flow.py",
+                       "tests/jit/test_patterns_if.py", "tests/jit/test_patterns_loops.py",
+                       "tests/jit/test_patterns_python.py", "tests/jit/test_save_load.py",
+                       "tests/jit/test_api_save_load.py", "tests/jit/test_training.py")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--devices", default="cpu,strict",
+                     help="comma-separated devices the device-parametrized suites run on (default cpu,strict; "
+                          "tests/test_gpu.py runs them with --devices=gpu)")
+
+
+def pytest_generate_tests(metafunc):
+    if "device" in metafunc.fixturenames:
+        devices = [d for d in metafunc.config.getoption("devices").split(",") if d]
+        metafunc.parametrize("device", devices, indirect=True)
+
+
+@pytest.fixture
+def device(request):
+    """Each test that asks for it runs once per device of ``--devices``, with that device as
+    d2s's default (tensors, creation ops and new parameters land there unless told otherwise)."""
+    import d2s
+    prev = d2s.set_default_device(request.param)
+    try:
+        yield request.param
+    finally:
+        d2s.set_default_device(prev)

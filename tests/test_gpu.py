@@ -1,7 +1,13 @@
-"""Every op on device 'gpu' (cupy) against 'cpu' (numpy): values and gradients.
+"""Every op on device 'gpu' (cupy) against 'cpu' (numpy): values and gradients; and the
+device-parametrized suites (conftest.PARAMETRIZED_SUITES, which run on "cpu" and "strict" by
+default) run once more on "gpu".
 
 Skipped as a whole where cupy or a CUDA GPU is missing.
 """
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -95,3 +101,12 @@ def test_gpu_tensor_attributes_and_creation():
 def test_mixing_devices_is_a_clear_error():
     with pytest.raises(RuntimeError, match="different devices"):
         d2s.ones(3, device="gpu") + np.ones(3)
+
+
+def test_parametrized_suites_on_gpu():
+    """The suites that run on "cpu" and "strict" in the default run, on the real device."""
+    from conftest import PARAMETRIZED_SUITES
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--devices=gpu",
+                           *PARAMETRIZED_SUITES], cwd=root, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]

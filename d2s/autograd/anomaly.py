@@ -17,7 +17,7 @@ import sys
 import threading
 import weakref
 
-import numpy as np
+from d2s_runtime.device import xp_of
 
 from .._state import STATE
 
@@ -131,7 +131,7 @@ def _nonfinite(t):
     d = getattr(t, "_data", None)
     if d is None or getattr(d, "dtype", None) is None or d.dtype.kind not in "fc":
         return None
-    xp = np if isinstance(d, np.ndarray) else __import__("cupy")
+    xp = xp_of(d)
     bad = ~xp.isfinite(d)
     if not bool(bad.any()):
         return None

@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 
+from d2s_runtime.device import to_host, xp_of
 from d2s_runtime.ops import OPS, RNG
 
 from .._state import STATE
@@ -480,6 +481,7 @@ class TrainingRunner:
         self.n_outputs = len(prog.outputs)
         self.n_wrt, self.n_float = len(wrt), sum(entry.out_float)
         self.n_flags = self.n_wrt * self.n_float
+        self._known_flags = _known_flags(flagged, self.n_outputs, self.n_flags)
         self.gather = split.gather
         self.forward = TieredProgram(split.forward, entry.device, "training forward")
         # residuals come from the forward as they are (a while's stacks are typed nominally);
@@ -491,7 +493,9 @@ class TrainingRunner:
     def used(self, outs):
         """For each differentiated value, which floating-point outputs it reached on the call
         whose forward returned ``outs`` (a list of rows of bools)."""
-        flags = [bool(f) for f in outs[self.n_outputs:self.n_outputs + self.n_flags]]
+        flags = self._known_flags
+        if None in flags:  # some depend on this call's path: read them
+            flags = _read_flags(flags, outs[self.n_outputs:self.n_outputs + self.n_flags])
         return [flags[i * self.n_float:(i + 1) * self.n_float] for i in range(self.n_wrt)]
 
     def differentiable(self, used):
@@ -506,6 +510,26 @@ class TrainingRunner:
         res = self._backward.run(residuals + cots, [])
         given = given or [True] * self.n_float
         return [r if any(u and k for u, k in zip(row, given)) else None for r, row in zip(res, used)]
+
+
+def _known_flags(flagged, n_outputs, n_flags):
+    """The reach flags of ``flagged`` (see ``add_reach_flags``) known when it is built (a
+    program without control flow knows them all), None for those known only when it runs:
+    reading a flag from a device array waits for the device (a host sync per call)."""
+    producer = {o: op for op in flagged.block.ops for o in op.outputs}
+    out = []
+    for name in flagged.outputs[n_outputs:n_outputs + n_flags]:
+        op = producer.get(name)
+        out.append(bool(op.attrs["value"]) if op is not None and op.type == "constant" else None)
+    return out
+
+
+def _read_flags(known, arrays):
+    """``known`` with its None entries read from ``arrays``; on a device, in one copy."""
+    dyn = [a for k, a in zip(known, arrays) if k is None]
+    xp = xp_of(dyn[0])
+    values = iter([bool(a) for a in dyn] if xp is np else to_host(xp.stack(dyn)).tolist())
+    return [bool(next(values)) if k is None else k for k in known]
 
 
 class BackwardRunner:

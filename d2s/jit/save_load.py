@@ -21,13 +21,16 @@ import secrets
 import shutil
 import warnings
 
+import numpy as np
+
 import d2s
+from d2s_runtime.device import device_of, get_xp
 from d2s_runtime.untrusted import DEFAULT_MAX_BYTES
 
 from ..nn.module import Module, Parameter
 from ..ops import cast
 from ..static.replay import replay_op
-from ..tensor import Tensor
+from ..tensor import Tensor, get_default_device
 from ..trace.guards import find_guard_error, guard_error_from
 from .concrete import ConcreteProgram
 from .export_support import Exported, converted_methods, module_static_function, program_and_params
@@ -253,11 +256,13 @@ class LoadedFunction:
         program: the Program. meta: the saved meta dict. input_names, output_names.
     """
 
-    def __init__(self, path, device="cpu", _shared=None, max_bytes=DEFAULT_MAX_BYTES):
+    def __init__(self, path, device=None, _shared=None, max_bytes=DEFAULT_MAX_BYTES):
         from d2s_runtime.saved_model import Signature
         from d2s_runtime.serialize import META_FILE, load_program
         program, arrays, meta = load_program(path, max_bytes=max_bytes)
         self._max_bytes = max_bytes
+        device = get_default_device() if device is None else "gpu" if device == "cuda" else device
+        get_xp(device)  # a clear error when the device is unknown or unavailable
         self.path, self.device, self.meta, self.program = path, device, meta, program
         self.signature = Signature(program, meta, os.path.join(path, META_FILE))
         missing = [n for n in program.params if n not in arrays]
@@ -300,7 +305,8 @@ class LoadedFunction:
         named_t = {k: v if isinstance(v, Tensor) else None for k, v in named.items()}
         arrays = [a._data if isinstance(a, Tensor) else a for a in args]
         named_a = {k: v._data if isinstance(v, Tensor) else v for k, v in named.items()}
-        checked = self.signature.bind(arrays, named_a)
+        checked = [self._on_device(name, a) for name, a in
+                   zip(self.signature.input_names, self.signature.bind(arrays, named_a))]
         # keep the caller's tensors (their requires_grad matters); wrap the rest
         by_pos = list(tensors) + [None] * (len(checked) - len(tensors))
         for k, v in named_t.items():
@@ -322,6 +328,19 @@ class LoadedFunction:
                 raise
             # a saved trace met an input that takes another path: the trace's own error
             raise guard_error_from(g) from None
+
+    def _on_device(self, name, arr):
+        """Input ``arr`` on this function's device: host data is copied there (as
+        ``Executor.run`` does); an array of another device is refused, as torch refuses a CUDA
+        tensor given to a CPU module (a silent round trip through the host would hide it)."""
+        dev = device_of(arr)
+        if dev == self.device:
+            return arr
+        if isinstance(arr, (np.ndarray, np.generic)):
+            return get_xp(self.device).asarray(arr)
+        raise RuntimeError(f"input {name!r} is on device {dev!r} but the model was loaded on {self.device!r}: "
+                           f"load it with d2s.jit.load(path, device={dev!r}) or move the input with "
+                           f".to({self.device!r})")
 
     def _retrace(self, builder, requires_grad=None):
         """Replay the saved program on new symbolic inputs of ``builder`` (for its backward)."""
@@ -351,20 +370,18 @@ class LoadedFunction:
 
 
 def _to_device(arr, device):
-    if device == "cpu":
-        return arr
-    from d2s_runtime.device import get_xp
-    return get_xp(device).asarray(arr)
+    return arr if device == "cpu" else get_xp(device).asarray(arr)
 
 
-def load(path, device="cpu", max_bytes=DEFAULT_MAX_BYTES):
+def load(path, device=None, max_bytes=DEFAULT_MAX_BYTES):
     """Load a directory written by :func:`save` as a :class:`LoadedFunction`.
 
     Loading never runs code from the files: the program is JSON, the arrays are read with
     ``allow_pickle=False`` after their headers are checked, and everything is validated first
     (a bad file raises ``d2s_runtime.FormatError`` saying which file and what is wrong).
     ``max_bytes`` caps the bytes of arrays the model may declare (default 4 GiB; ``None``:
-    no cap), as in ``d2s_runtime.load``.
+    no cap), as in ``d2s_runtime.load``. ``device``: where parameters live and the program
+    runs ('cpu', 'gpu', a registered device; default: ``d2s.get_default_device()``).
     """
     return LoadedFunction(path, device, max_bytes=max_bytes)
 

@@ -9,6 +9,7 @@ one into a program param (read at every call, never folded into a constant).
 from collections import OrderedDict, namedtuple
 
 import numpy as np
+from d2s_runtime.device import device_of, get_xp, known_devices, to_host, xp_of
 
 from ..dtypes import as_dtype
 from ..tensor import Tensor, tensor
@@ -299,7 +300,7 @@ class Module:
             arr = value._data if isinstance(value, Tensor) else value
             if arr is None:
                 raise TypeError(f"load_state_dict: entry {k!r} is a symbolic tensor; pass concrete values")
-            shape = tuple(getattr(arr, "shape", np.shape(arr)))
+            shape = tuple(arr.shape if hasattr(arr, "shape") else np.shape(arr))
             if shape != tuple(target.shape):
                 raise ValueError(f"load_state_dict for {type(self).__name__}: {k!r} has shape {shape} in "
                                  f"the state dict but {tuple(target.shape)} in the module")
@@ -307,11 +308,11 @@ class Module:
         # all checks pass before anything is written, so a failed load leaves the module as it was
         for target, arr in updates:
             xp_arr = target._data
-            if isinstance(arr, np.ndarray) and not isinstance(xp_arr, np.ndarray):
-                import cupy  # the target lives on the GPU
-                arr = cupy.asarray(arr)
-            elif not isinstance(arr, np.ndarray) and isinstance(xp_arr, np.ndarray) and hasattr(arr, "get"):
-                arr = arr.get()
+            if hasattr(arr, "dtype") and device_of(arr) != device_of(xp_arr):
+                # another device: through the host (the one explicit copy), then onto the target's
+                arr = to_host(arr)
+                if not isinstance(xp_arr, np.ndarray):
+                    arr = xp_of(xp_arr).asarray(arr)
             xp_arr[...] = arr
             target._version += 1
         return _IncompatibleKeys(missing, unexpected)
@@ -327,8 +328,7 @@ class Module:
     def to(self, device=None, dtype=None):
         """Move (``'cpu'``/``'gpu'``) and/or cast floating point parameters and buffers in place;
         the Parameter objects stay the same, so optimizers built before keep working."""
-        from d2s_runtime.device import get_xp
-        if isinstance(device, str) and device not in ("cpu", "gpu", "cuda") and dtype is None:
+        if isinstance(device, str) and device not in known_devices() and dtype is None:
             device, dtype = None, device  # module.to('float64')
         xp = get_xp(device) if device is not None else None
         dt = str(as_dtype(dtype)) if dtype is not None else None
@@ -336,10 +336,10 @@ class Module:
         def convert(a):
             if dt is not None and a.dtype.kind == "f":
                 a = a.astype(dt)
-            if xp is np and not isinstance(a, np.ndarray):
-                a = a.get()  # cupy -> numpy
-            elif xp is not None:
-                a = xp.asarray(a)
+            if xp is not None and xp_of(a) is not xp:
+                a = to_host(a)  # through the host: the one explicit copy between devices
+                if xp is not np:
+                    a = xp.asarray(a)
             return a
 
         return self._apply_to_tensors(convert)

@@ -60,7 +60,7 @@ def _static_shape(x):
     """Shape with ``None`` for dims known only when a program runs."""
     if isinstance(x, Tensor):
         return tuple(x._data.shape) if not x.is_symbolic else tuple(x._var.type.shape)
-    return np.shape(x)
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
 
 
 def _as_tensor(x):

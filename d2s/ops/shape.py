@@ -121,7 +121,7 @@ def transpose(x, dim0=None, dim1=None):
         return apply("transpose", x, perm=None)
     if isinstance(dim0, (list, tuple)):
         return apply("transpose", x, perm=[int(p) for p in dim0])
-    perm = list(range(x.ndim if isinstance(x, Tensor) else np.ndim(x)))
+    perm = list(range(x.ndim if hasattr(x, "ndim") else np.ndim(x)))
     perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
     return apply("transpose", x, perm=perm)
 
@@ -333,7 +333,7 @@ def _stack_onnx(g, op):
 @tensor_method()
 def split(x, split_size_or_sections, axis=0):
     """Split into pieces of ``split_size`` along ``axis`` (the last may be smaller), or by a list of sizes."""
-    d = x.shape[axis] if isinstance(x, Tensor) else np.shape(x)[axis]
+    d = x.shape[axis] if hasattr(x, "shape") else np.shape(x)[axis]
     if isinstance(split_size_or_sections, int):
         n = split_size_or_sections
         sections = [n] * (d // n) + ([d % n] if d % n else [])
@@ -473,7 +473,7 @@ def numel(x):
     """The number of elements of ``x``: an int, or a 0-d int64 tensor when some dim is known
     only when the program runs."""
     if not isinstance(x, Tensor):
-        return int(np.size(x))
+        return int(x.size) if hasattr(x, "shape") else int(np.size(x))
     return x.numel()
 
 

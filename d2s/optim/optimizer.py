@@ -6,9 +6,7 @@ read parameters at every call) and the optimizer all see the new values.
 """
 import copy
 
-import numpy as np
-
-from d2s_runtime.device import xp_of
+from d2s_runtime.device import to_host, xp_of
 
 from ..autograd import enable_grad
 from ..tensor import Tensor
@@ -101,7 +99,7 @@ class Optimizer:
         for p in self._index():
             s = self.state.get(id(p))
             if s:
-                state[index[id(p)]] = {k: Tensor._make(v.copy()) if hasattr(v, "shape") and np.ndim(v) else v
+                state[index[id(p)]] = {k: Tensor._make(v.copy()) if hasattr(v, "shape") and len(v.shape) else v
                                        for k, v in s.items()}
         groups = []
         for g in self.param_groups:
@@ -127,11 +125,14 @@ class Optimizer:
             for k, v in s.items():
                 if isinstance(v, Tensor):
                     v = v._data
-                if hasattr(v, "shape") and np.ndim(v):
+                if hasattr(v, "shape") and len(v.shape):
                     if tuple(v.shape) != tuple(p.shape):
                         raise ValueError(f"{type(self).__name__}.load_state_dict: state {k!r} of parameter {i} "
                                          f"has shape {tuple(v.shape)}, the parameter has {tuple(p.shape)}")
-                    v = xp_of(p._data).asarray(v).astype(p._data.dtype, copy=True)
+                    xp = xp_of(p._data)
+                    if xp_of(v) is not xp:
+                        v = to_host(v)  # saved on another device: through the host
+                    v = xp.asarray(v).astype(p._data.dtype, copy=True)
                 entry[k] = v
             new_state[id(p)] = entry
         for g, saved in zip(self.param_groups, groups):

@@ -11,6 +11,7 @@ import functools
 
 import numpy as np
 
+from d2s_runtime.device import to_host
 from d2s_runtime.ir import Block, Op, Program
 from d2s_runtime.dtypes import float_of, result_type, scalar_result
 from d2s_runtime.ops import ShapeError, TensorType
@@ -199,7 +200,7 @@ class ProgramBuilder:
             if self.reads_as_param(x):
                 p = self.param(x)
                 return self.resolve(p._var.name, tensor=p)
-            return self.resolve(self.constant(x._data if isinstance(x._data, np.ndarray) else x._data.get()))
+            return self.resolve(self.constant(to_host(x._data)))
         if isinstance(x, (bool, int, float, np.generic)) and not isinstance(x, np.ndarray):
             return self.resolve(self.constant(x, scalar_dtype))
         return self.resolve(self.constant(np.asarray(x)))

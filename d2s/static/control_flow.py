@@ -16,6 +16,7 @@ output for a branch), eagerly as in programs, so both give the same dtypes.
 """
 import numpy as np
 
+from d2s_runtime.device import to_host
 from d2s_runtime.ir import Op
 from d2s_runtime.ops import TensorType
 
@@ -297,8 +298,7 @@ def _sym(b, x):
         return x
     if b.reads_as_param(x):
         return b.param(x)
-    return b.symbolic(b.program.block.lookup(b.constant(x._data if isinstance(x._data, np.ndarray)
-                                                        else x._data.get())))
+    return b.symbolic(b.program.block.lookup(b.constant(to_host(x._data))))
 
 
 class _CFOp:

@@ -16,16 +16,15 @@ __all__ = ["checkpoint", "checkpoint_sequential", "saved_tensor_bytes"]
 
 
 def _rng_state():
-    import numpy as np
+    # every generator (numpy's and a device's): dropout on a GPU must redraw its mask too
     from d2s_runtime.ops import RNG
-    return RNG.get(np).bit_generator.state
+    return RNG.state()
 
 
 def _set_rng_state(state):
-    import numpy as np
     from d2s_runtime.ops import RNG
     if state is not None:
-        RNG.get(np).bit_generator.state = state
+        RNG.set_state(state)
 
 
 class CheckpointFunction(Function):

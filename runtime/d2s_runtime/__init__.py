@@ -5,7 +5,7 @@ This package never imports ``d2s`` or ``gast``.
 from . import ops
 from .dtypes import DTYPES, normalize as normalize_dtype
 from .ops import OPS, ShapeError, TensorType, get_op, manual_seed
-from .device import get_xp, xp_of
+from .device import get_xp, register_device, to_host, xp_of
 from .ops.guard import GuardError
 from .ops.debug import ProgramAssertionError, ProgramTypeError, ProgramUnboundLocalError
 from .ir import Block, Op, Program, Var

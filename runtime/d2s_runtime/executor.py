@@ -140,6 +140,8 @@ class Executor:
         self._param_slots = self._main.input_slots[n_in:n_in + n_par]
         self._const_slots = self._main.input_slots[n_in + n_par:]
         self._const_values = [self._constants[k] for k in program.constants]
+        # numpy hands out constants as read-only views; a device array cannot be read-only
+        self._copied_outputs = constant_aliased_outputs(program) if self.xp is not np else ()
         self._buffer_plan = None
         plan = getattr(program, "annotations", {}).get("memory_plan") if use_memory_plan else None
         if plan and not parallel and self.xp is np:
@@ -179,6 +181,8 @@ class Executor:
 
     def _call_compiled(self, feeds):
         try:
+            if self._copied_outputs:
+                return self._copy_outputs(self._fn(*feeds))
             return self._fn(*feeds)
         except PASS_THROUGH:
             raise
@@ -373,8 +377,16 @@ class Executor:
         for s, v in zip(plan.input_slots, feeds):
             env[s] = v
         if self._pool is not None:
-            return self._run_parallel(plan, env)
-        return self._run_steps(plan, env)
+            return self._copy_outputs(self._run_parallel(plan, env))
+        return self._copy_outputs(self._run_steps(plan, env))
+
+    def _copy_outputs(self, outs):
+        """``outs`` with the outputs that may alias a constant copied (on a device, where a
+        caller writing into one would change what later runs compute)."""
+        for k in self._copied_outputs:
+            if outs[k] is not None:
+                outs[k] = outs[k].copy()
+        return outs
 
     def unchecked_runner(self):
         """A function ``run(inputs, params) -> outputs`` that runs the prepared program as
@@ -404,6 +416,11 @@ class Executor:
                 return run(*inputs, params=dict(zip(names, params)) if names else None)
             return run_parallel
         plan, run_steps = self._main, self._run_steps
+        if self._copied_outputs:
+            copy_outputs, raw_steps = self._copy_outputs, run_steps
+
+            def run_steps(plan, env):
+                return copy_outputs(raw_steps(plan, env))
         slots = list(plan.input_slots[:len(self.program.inputs)]) + list(self._param_slots)
         consts = list(zip(self._const_slots, self._const_values))
         n_slots = plan.n_slots
@@ -552,6 +569,36 @@ class Executor:
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.shutdown(wait=False)
+
+
+def constant_aliased_outputs(program):
+    """Positions of ``program``'s outputs that may be (views of) its constants or literals:
+    outputs of ``constant`` ops and program constants, what view and movement ops make of
+    them, and (conservatively) every output of a control-flow op that may pass one through."""
+
+    def scan(block, alias):
+        for op in block.ops:
+            if op.type == "constant":
+                alias.update(op.outputs)
+            elif op.blocks:
+                inner = set(alias)
+                if any(i in alias for i in op.inputs):
+                    for sub in op.blocks.values():
+                        inner.update(sub.inputs)
+                hit = any(i in alias for i in op.inputs)
+                for sub in op.blocks.values():
+                    sub_alias = scan(sub, set(inner))
+                    hit = hit or any(o in sub_alias for o in sub.outputs)
+                if hit:
+                    alias.update(op.outputs)
+            elif op.inputs and op.inputs[0] in alias:
+                opdef = OPS.get(op.type)
+                if opdef is None or opdef.view or opdef.movement:
+                    alias.update(op.outputs)
+        return alias
+
+    alias = scan(program.block, set(program.constants))
+    return tuple(k for k, n in enumerate(program.outputs) if n in alias)
 
 
 class _OutStep:

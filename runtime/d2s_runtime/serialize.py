@@ -30,6 +30,7 @@ import os
 
 import numpy as np
 
+from .device import to_host
 from .dtypes import DTYPES
 from .control_flow import BLOCKS, RULES
 from .errors import ExecutionError, FormatError
@@ -86,7 +87,7 @@ def program_to_json(program):
 
 
 def _host(a):
-    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
+    return to_host(a)
 
 
 def save_program(program, dirpath, params=None, meta=None):

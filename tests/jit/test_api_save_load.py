@@ -11,6 +11,10 @@ import d2s
 
 from api_helpers import LoopNet, X, branchy, close
 
+# every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py)
+pytestmark = pytest.mark.usefixtures("device")
+
+
 
 class TestSaveLoad:
     def test_save_load_and_runtime(self, tmp_path):

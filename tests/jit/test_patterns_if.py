@@ -1,9 +1,15 @@
 """to_static vs eager, values and gradients: if/elif/else, returns, logical operators.
 
 Every test runs on inputs that take each branch."""
+import pytest
+
 import d2s
 
 from jit_helpers import check
+
+# every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py)
+pytestmark = pytest.mark.usefixtures("device")
+
 
 
 def _x(*vals):

@@ -1,9 +1,15 @@
 """to_static vs eager, values and gradients: while/for loops, break/continue, tensor lists.
 
 Every loop is also run with zero iterations."""
+import pytest
+
 import d2s
 
 from jit_helpers import check
+
+# every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py)
+pytestmark = pytest.mark.usefixtures("device")
+
 
 
 def _x(*vals):

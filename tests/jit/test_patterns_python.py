@@ -7,6 +7,10 @@ import d2s
 
 from jit_helpers import check
 
+# every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py)
+pytestmark = pytest.mark.usefixtures("device")
+
+
 
 def _x(*vals):
     return d2s.tensor([float(v) for v in vals])

@@ -16,6 +16,10 @@ import d2s_runtime
 from d2s import nn
 from d2s.jit import InputSpec
 
+# every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py)
+pytestmark = pytest.mark.usefixtures("device")
+
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RNG = np.random.default_rng(0)
 

@@ -12,6 +12,10 @@ import pytest
 import d2s
 import d2s.nn.functional as F
 from d2s import nn, optim
+from d2s_runtime.device import to_host
+
+# every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py)
+pytestmark = pytest.mark.usefixtures("device")
 
 RTOL, ATOL = 1e-9, 1e-11
 
@@ -500,6 +504,14 @@ def _same_fn_training(fn, arg_sets, targets, loss_fn=lambda out: out.sum(), call
 W = [d2s.tensor(_randn(3), requires_grad=True) for _ in range(4)]
 
 
+@pytest.fixture(autouse=True)
+def _weights_on_the_device(device):
+    """``W`` (made at import, on the CPU) lives on the test's device."""
+    for w in W:
+        w._data = d2s.tensor(to_host(w._data), device=device)._data
+        w.grad = None
+
+
 def test_output_requires_grad_only_on_the_branch_that_reads_a_parameter():
     def f(x):
         if x.sum() > 0:
@@ -710,7 +722,7 @@ def test_weight_shared_by_two_calls_of_one_layer_in_a_loop_with_hvp():
                 p.grad = None
             loss = m(_t(SHARED_X), d2s.tensor(n))
             gw, = d2s.grad(loss, m.fc.weight, create_graph=True)
-            (gw * SHARED_V).sum().backward()  # a Hessian-vector product into .grad
+            (gw * d2s.tensor(SHARED_V)).sum().backward()  # a Hessian-vector product into .grad
             got.append([p.grad for p in m.parameters()])
         for a, b in zip(*got):
             _close(b, a)

@@ -4,6 +4,9 @@ import numpy as np
 import pytest
 
 import d2s
+
+# every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py)
+pytestmark = pytest.mark.usefixtures("device")
 from d2s.autograd import gradcheck
 from d2s_runtime.ops import ShapeError
 

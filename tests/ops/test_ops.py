@@ -4,6 +4,9 @@ import numpy as np
 import pytest
 
 import d2s
+
+# every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py)
+pytestmark = pytest.mark.usefixtures("device")
 from references import conv2d_ref, max_pool2d_ref
 from d2s.autograd import GradcheckError, gradcheck
 from d2s.ops.nn import conv2d, dropout, embedding, max_pool2d, scatter_add
@@ -427,9 +430,10 @@ def test_grad_binary_with_python_scalars(name):
     _gc(lambda x: f(2.0, x), pos(3))
 
 
-def test_grad_with_list_and_numpy_operands():
+def test_grad_with_list_and_numpy_operands(device):
     _gc(lambda a: d2s.concat([a, [[1.0, 2.0]]], axis=0) * 2.0, rnd(2, 2))
-    _gc(lambda a: d2s.stack([np.ones(3), a]).sin(), rnd(3))
+    if device == "cpu":  # a numpy array meeting a device's tensor is refused (tests/test_strict_device.py)
+        _gc(lambda a: d2s.stack([np.ones(3), a]).sin(), rnd(3))
     _gc(lambda a: d2s.where([True, False, True], a, [0.0, 1.0, 2.0]), rnd(3))
     _gc(lambda a: d2s.matmul([[1.0, 2.0, 3.0]], a), rnd(3, 2))
 
@@ -443,7 +447,7 @@ def test_grad_clip_where():
     _gc(lambda x: d2s.clip(x, -0.5, 0.7), x)
     _gc(lambda x, hi: d2s.clip(x, -0.5, hi), x, rnd(5))
     _gc(lambda x: d2s.clip(x, min=0.1), x)
-    c = rnd(4, 1) > 0
+    c = d2s.tensor(rnd(4, 1) > 0)
     _gc(lambda a, b: d2s.where(c, a, b), rnd(4, 5), rnd(1, 5))
     _gc(lambda a: d2s.where(a > 0, a, 0.0), x)
 
@@ -469,7 +473,7 @@ def test_grad_matmul(sa, sb):
 
 def test_grad_shape_functions():
     x = rnd(2, 3, 4)
-    w = rnd(4, 3, 2)
+    w = d2s.tensor(rnd(4, 3, 2))
     _gc(lambda x: d2s.reshape(x, [4, -1]) * d2s.tensor(np.arange(6.0)), x)
     _gc(lambda x: d2s.transpose(x, 0, 2) * w, x)
     _gc(lambda x: d2s.permute(x, 2, 0, 1).sin(), x)
@@ -479,7 +483,7 @@ def test_grad_shape_functions():
     _gc(lambda x: d2s.flatten(x, 1).cos(), x)
     _gc(lambda a, b: d2s.concat([a, b, a], axis=1).sin(), rnd(2, 3), rnd(2, 2))
     from d2s.dispatch import apply  # split_like: concat's gradient when sizes are unknown
-    _gc(lambda a: tuple(p.sin() for p in apply("split_like", a, np.zeros((2, 1)), np.zeros((2, 2)), axis=1)),
+    _gc(lambda a: tuple(p.sin() for p in apply("split_like", a, d2s.zeros(2, 1), d2s.zeros(2, 2), axis=1)),
         rnd(2, 3))
     _gc(lambda a, b: d2s.stack([a, b], axis=1).sin(), rnd(2, 3), rnd(2, 3))
     _gc(lambda x: tuple(p.sin() for p in d2s.split(x, [1, 3], axis=2)), x)
@@ -497,9 +501,9 @@ def test_grad_softmax_family(axis):
 
 @pytest.mark.parametrize("axis", [0, 1])
 def test_grad_cumsum_gather(axis):
-    x, w = rnd(3, 4), rnd(3, 4)
+    x, w = rnd(3, 4), d2s.tensor(rnd(3, 4))
     _gc(lambda x: d2s.cumsum(x, axis) * w, x)
-    idx = RNG.integers(0, x.shape[axis], size=(5, 4) if axis == 0 else (3, 6))
+    idx = d2s.tensor(RNG.integers(0, x.shape[axis], size=(5, 4) if axis == 0 else (3, 6)))
     _gc(lambda x: d2s.gather(x, axis, idx), x)
     _gc(lambda x: d2s.gather(x, axis, idx[:2, :2]), x)
 
@@ -511,7 +515,7 @@ def test_grad_scatter_add():
 
 def test_grad_getitem_setitem():
     x = rnd(4, 5)
-    mask = rnd(4, 5) > 0
+    mask = d2s.tensor(rnd(4, 5) > 0)
     _gc(lambda x: x[1:3, ::2], x)
     _gc(lambda x: x[None, ..., 2], x)
     _gc(lambda x: x[d2s.tensor([0, 0, 3])], x)  # repeated rows accumulate

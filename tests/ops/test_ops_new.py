@@ -6,6 +6,9 @@ import numpy as np
 import pytest
 
 import d2s
+
+# every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py)
+pytestmark = pytest.mark.usefixtures("device")
 import d2s.nn.functional as F
 from d2s import nn
 from d2s.autograd import gradcheck

@@ -5,11 +5,15 @@ import pytest
 import d2s
 from d2s.static import build_program
 from d2s.static.builder import ProgramBuilder
-from d2s_runtime import Executor, ExecutionError
+from d2s_runtime import ExecutionError
+from device_helpers import Executor, host  # on the test's device, outputs copied to the host
 from d2s_runtime import control_flow
 from d2s_runtime.executor import topo_order
 from d2s_runtime.ir import Block, Op, Program
 from d2s_runtime.ops import TensorType
+
+# every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py)
+pytestmark = pytest.mark.usefixtures("device")
 
 RNG = np.random.default_rng(0)
 
@@ -70,7 +74,9 @@ def test_large_constants_come_from_program_constants():
 
 
 @pytest.mark.parametrize("mode", ["interp", "codegen"])
-def test_outputs_aliasing_constants_cannot_corrupt_later_runs(mode):
+def test_outputs_aliasing_constants_cannot_corrupt_later_runs(mode, device):
+    if device != "cpu":
+        pytest.skip("read-only views are numpy's; a device array (cupy) cannot be made read-only")
     # an output that is (a view of) a program constant or literal is read-only: writing into
     # it in place would otherwise change every later run's result
     from d2s_runtime.passes import optimize
@@ -90,6 +96,38 @@ def test_outputs_aliasing_constants_cannot_corrupt_later_runs(mode):
         np.testing.assert_array_equal(again[1], table.reshape(4, 5))
         np.testing.assert_array_equal(again[2], [3.0, 3.0])
         np.testing.assert_array_equal(again[0], x + 1)
+
+
+def _table_or_input(x, table):
+    return d2s.cond(x.sum() > 0, lambda: d2s.tensor(table), lambda: x * 2.0)
+
+
+@pytest.mark.parametrize("mode", ["interp", "codegen", "parallel"])
+def test_device_outputs_aliasing_constants_are_copies(mode, device):
+    # a device array cannot be made read-only: outputs that may alias a constant are copies,
+    # so a caller writing into one leaves later runs unchanged
+    if device == "cpu":
+        pytest.skip("numpy outputs are read-only views (the test above)")
+    from d2s_runtime import Executor as DeviceExecutor
+    from d2s_runtime.executor import constant_aliased_outputs
+    from d2s_runtime.passes import optimize
+    table = np.arange(20, dtype="float32")
+    x = _inputs(20)[0]
+    progs = [build_program(lambda x: (x + 1, d2s.tensor(table).reshape([4, 5]), d2s.ones([2]) * 3), d2s.tensor(x)),
+             build_program(lambda x: (x + 1, _table_or_input(x, table)), d2s.tensor(x))]
+    progs.append(optimize(progs[0]))  # `ones * 3` folded into a literal
+    kw = {"parallel": True} if mode == "parallel" else {"mode": mode}
+    # the reshaped table, the cond passing it through, the folded literal; not x + 1 nor ones * 3
+    for p, aliased in zip(progs, [(1,), (1,), (1, 2)]):
+        assert constant_aliased_outputs(p) == aliased
+        ex = DeviceExecutor(p, device=device, **kw)
+        for xv in (np.abs(x), -np.abs(x)):  # each branch of the cond
+            want = [host(o) for o in ex.run(xv)]
+            for run in (ex.run, lambda xv: ex.unchecked_runner()([ex.xp.asarray(xv)], [])):
+                for out in run(xv)[1:]:
+                    out[...] = -1.0
+                for got, w in zip(ex.run(xv), want):
+                    np.testing.assert_array_equal(host(got), w)
 
 
 def test_bad_inputs_give_clear_errors():

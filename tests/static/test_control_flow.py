@@ -7,7 +7,10 @@ import pytest
 import d2s
 from d2s.static import InputSpec, TensorArray, build_program
 from d2s.static.control_flow import ControlFlowError
-from d2s_runtime import Executor
+from device_helpers import Executor  # on the test's device, outputs copied to the host
+
+# every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py)
+pytestmark = pytest.mark.usefixtures("device")
 
 RNG = np.random.default_rng(0)
 

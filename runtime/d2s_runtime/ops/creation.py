@@ -27,6 +27,8 @@ class _RNG:
         with self.lock:
             self._seed = seed
             self._gens = {}
+            self._namespaces = {}  # key -> xp, to rebuild a generator a restore brings back
+            self._device_seed = seed  # where a device generator made on first use starts
 
     def get(self, xp):
         key = xp.__name__
@@ -34,15 +36,18 @@ class _RNG:
         if replay is not None:
             return replay.get(key, xp)
         if key not in self._gens:
-            self._gens[key] = xp.random.default_rng(self._seed) if xp is np else xp.random.RandomState(self._seed)
+            self._gens[key] = np.random.default_rng(self._seed) if xp is np else _DeviceDraws(xp, self._device_seed)
+            self._namespaces[key] = xp
         return self._gens[key]
 
     def state(self):
         """A snapshot of every generator's state (for replaying the same draws later)."""
         self.get(np)  # exists from now on, so a restore replays its draws rather than reseeding
-        out = {}
+        if self._device_seed is None:  # a device generator made later must start where its replay will
+            self._device_seed = int(np.random.default_rng().integers(0, 2 ** 62))
+        out = {_DEVICE_SEED: self._device_seed}
         for key, gen in list(self._gens.items()):
-            out[key] = gen.bit_generator.state if hasattr(gen, "bit_generator") else gen.get_state()
+            out[key] = gen.bit_generator.state
         return out
 
     def set_state(self, state):
@@ -50,15 +55,14 @@ class _RNG:
         for key in list(self._gens):
             if key not in state:
                 del self._gens[key]
+        self._device_seed = state.get(_DEVICE_SEED, self._device_seed)
         for key, st in state.items():
             gen = self._gens.get(key)
-            if gen is None:
-                continue
-            if hasattr(gen, "bit_generator"):
+            if gen is None and key in self._namespaces:  # dropped by an earlier restore
+                xp = self._namespaces[key]
+                gen = self._gens[key] = np.random.default_rng() if xp is np else _DeviceDraws(xp, None)
+            if gen is not None:
                 gen.bit_generator.state = st
-            else:
-                gen.set_state(st)
-
 
     @contextlib.contextmanager
     def replaying(self, state):
@@ -73,6 +77,32 @@ class _RNG:
             self._local.replay = prev
 
 
+class _DeviceDraws:
+    """Random draws on a device (cupy) whose generator state cannot be read or restored
+    (cuRAND's): each draw uses a device generator seeded from a host numpy generator, whose
+    state is therefore the whole state. Snapshots and replays work as on numpy, and eager code
+    and a program draw the same values after the same ``manual_seed``."""
+
+    def __init__(self, xp, seed):
+        self._xp, self._host = xp, np.random.default_rng(seed)
+
+    @property
+    def bit_generator(self):
+        return self._host.bit_generator
+
+    def _device(self):
+        return self._xp.random.RandomState(int(self._host.integers(0, 2 ** 31)))
+
+    def random_sample(self, size):
+        return self._device().random_sample(size)
+
+    def standard_normal(self, size):
+        return self._device().standard_normal(size)
+
+    def randint(self, low, high, size):
+        return self._device().randint(low, high, size=size)
+
+
 class _Replay:
     """Private generators rebuilt from a snapshot, made on first use per array namespace."""
 
@@ -83,16 +113,15 @@ class _Replay:
         gen = self.gens.get(key)
         if gen is None:
             st = self.state.get(key)
-            if xp is np:
-                gen = np.random.default_rng()
-                if st is not None:
-                    gen.bit_generator.state = st
-            else:
-                gen = xp.random.RandomState()
-                if st is not None:
-                    gen.set_state(st)
+            gen = np.random.default_rng() if xp is np else _DeviceDraws(xp, self.state.get(_DEVICE_SEED))
+            if st is not None:
+                gen.bit_generator.state = st
             self.gens[key] = gen
         return gen
+
+
+# the key of a snapshot's seed for device generators made after it
+_DEVICE_SEED = "<device seed>"
 
 
 RNG = _RNG()

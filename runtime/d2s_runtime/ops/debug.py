@@ -15,6 +15,7 @@ a variable that is still None on this path), or another built-in exception's nam
 """
 import builtins
 
+from ..device import to_host
 from .registry import defop
 
 
@@ -60,7 +61,7 @@ def _no_outputs(*types, **attrs):
 
 
 def _host(x):
-    return x.get() if hasattr(x, "get") else x
+    return to_host(x)
 
 
 @defop("print", _no_outputs, n_out=0, effect=True)
