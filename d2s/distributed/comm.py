@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 
+from d2s_runtime.device import to_host as _device_to_host
 from d2s_runtime.device import xp_of
 
 from ..tensor import Tensor
@@ -137,7 +138,7 @@ def to_host(arr):
     library is not assumed to be CUDA-aware)."""
     if isinstance(arr, np.ndarray):
         return np.ascontiguousarray(arr)
-    return np.ascontiguousarray(arr.get())
+    return np.ascontiguousarray(_device_to_host(arr))
 
 
 def write_back(arr, host):
