@@ -683,7 +683,7 @@ def rnn_slope(args, repeat):
             native_note = str(e)
         else:
             native_note = None
-        t = median_times(runners, 1 if args.tiny else max(3, repeat // 3), budget=0.0)
+        t = median_times(runners, 1 if args.tiny else 2 if args.quick else max(3, repeat // 3), budget=0.0)
         cpu = dict(CPU_TIMES)
         d, m = max_diff(runners["d2s-py"](), rnn_numpy(**inputs))
         rows.append((T, t, native_note, d, cpu))
