@@ -104,13 +104,17 @@ def forms(make_model, args):
     # one program for the whole step: the transform is applied inside it
     whole = d2s.jit.to_static(d2s.func.value_and_grad(loss_of))
 
+    # gradients cleared through lists held once, as optimizer.zero_grad() does (walking the
+    # module tree each step would cost as much as the whole step's own call overhead)
+    eager_params, fwd_params = list(eager_model.parameters()), list(fwd_model.parameters())
+
     def eager_step():
-        for p in eager_model.parameters():
+        for p in eager_params:
             p.grad = None
         eager_model(*args).backward()
 
     def fwd_step():
-        for p in fwd_model.parameters():
+        for p in fwd_params:
             p.grad = None
         fwd_model(*args).backward()
 

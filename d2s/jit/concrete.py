@@ -481,6 +481,7 @@ class TrainingRunner:
         self.n_outputs = len(prog.outputs)
         self.n_wrt, self.n_float = len(wrt), sum(entry.out_float)
         self.n_flags = self.n_wrt * self.n_float
+        self.residuals = split.residuals  # where each residual comes from (Split.residuals)
         self._gather = _gatherer(split)
         self.forward = TieredProgram(split.forward, entry.device, "training forward")
         # flags the forward computes as constants (no branch decides them, the usual case):
