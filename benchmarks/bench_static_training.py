@@ -1,9 +1,11 @@
 """Static training: converting only the forward vs eager vs the whole step converted.
 
-    python benchmarks/bench_static_training.py [--quick]
+    python benchmarks/bench_static_training.py [--quick] [--one-thread]
 
 For an MLP (784-512-512-10, softmax cross-entropy) at batches 32/128/512 and an Elman RNN
-(T=64, B=32, D=64, H=256), one training step's forward and backward computed three ways:
+(T=64, B=32, D=64, H=256; its Python ``for`` over ``range(T)`` unrolls into the program; the
+same RNN with a tensor ``while`` keeps one loop, whose gradient pops the carries the forward
+pushed), one training step's forward and backward computed three ways:
 
 * eager: the d2s module run eagerly, ``loss.backward()``;
 * forward-only: ``d2s.jit.to_static(model)``, ``loss.backward()`` on its output (the forward
@@ -13,12 +15,20 @@ For an MLP (784-512-512-10, softmax cross-entropy) at batches 32/128/512 and an 
 
 It prints each time per step, the ratios forward-only / eager and forward-only / whole step,
 and the peak traced memory (tracemalloc) of one step in each form. Timings are best of
-repeats, the forms interleaved so that machine noise hits them alike.
+repeats, the forms interleaved so that machine noise hits them alike. ``--one-thread`` runs
+BLAS on one thread: on a loaded machine, BLAS threads waiting for busy cores make the matmul
+times (and every ratio) swing by large factors; ``--cpu-time`` then times by process CPU time.
 """
 import argparse
 import gc
+import os
+import sys
 import time
 import tracemalloc
+
+if __name__ == "__main__" and "--one-thread" in sys.argv:  # before numpy loads BLAS
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = "1"
 
 import numpy as np
 
@@ -51,6 +61,18 @@ class RNN(nn.Module):
         return (self.out(h) ** 2).mean()
 
 
+class LoopRNN(RNN):
+    """The RNN with a tensor loop counter: one ``while`` in the program, not T unrolled steps."""
+
+    def forward(self, xs):
+        h = d2s.zeros([xs.shape[1], self.h])
+        t = d2s.tensor(0)
+        while t < xs.shape[0]:
+            h = d2s.tanh(self.wx(xs[t]) + self.wh(h))
+            t = t + 1
+        return (self.out(h) ** 2).mean()
+
+
 def _set(module, dotted, value):
     *path, leaf = dotted.split(".")
     for p in path:
@@ -58,13 +80,17 @@ def _set(module, dotted, value):
     module._parameters[leaf] = value
 
 
+CLOCK = [time.perf_counter]
+
+
 def best_time(fns, repeat):
+    clock = CLOCK[0]
     best = [float("inf")] * len(fns)
     for _ in range(repeat):
         for i, f in enumerate(fns):
-            t = time.perf_counter()
+            t = clock()
             f()
-            best[i] = min(best[i], time.perf_counter() - t)
+            best[i] = min(best[i], clock() - t)
     return best
 
 
@@ -104,13 +130,17 @@ def forms(make_model, args):
     # one program for the whole step: the transform is applied inside it
     whole = d2s.jit.to_static(d2s.func.value_and_grad(loss_of))
 
+    # gradients cleared through lists held once, as optimizer.zero_grad() does (walking the
+    # module tree each step would cost as much as the whole step's own call overhead)
+    eager_params, fwd_params = list(eager_model.parameters()), list(fwd_model.parameters())
+
     def eager_step():
-        for p in eager_model.parameters():
+        for p in eager_params:
             p.grad = None
         eager_model(*args).backward()
 
     def fwd_step():
-        for p in fwd_model.parameters():
+        for p in fwd_params:
             p.grad = None
         fwd_model(*args).backward()
 
@@ -135,7 +165,13 @@ def report(label, make_model, args, repeat):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
+    ap.add_argument("--one-thread", action="store_true", help="BLAS on one thread (set before numpy loads)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time steps by process CPU time (with --one-thread: not counting time other processes "
+                         "hold the cores on a loaded machine)")
     a = ap.parse_args(argv)
+    if a.cpu_time:
+        CLOCK[0] = time.process_time
     repeat = 5 if a.quick else 20
     rng = np.random.default_rng(0)
     for batch in (32, 128, 512):
@@ -144,6 +180,8 @@ def main(argv=None):
         report(f"MLP batch {batch}", MLP, (x, y), repeat)
     xs = d2s.tensor(rng.standard_normal((64, 32, 64)).astype(np.float32))
     report("RNN T=64 B=32 H=256", RNN, (xs,), max(3, repeat // 4))
+    report("RNN T=64, tensor while", LoopRNN, (xs,), max(3, repeat // 4))
+    print(f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import threading
 
 from .. import dispatch as _dispatch
 from .. import tensor as _tensor
-from .._state import STATE
+from .._state import HOOKED_THREADS, STATE
 from .anomaly import ACTIVE_THREADS, check_gradients
 from .node import AccumulateGrad, grad_node
 
@@ -279,10 +279,15 @@ def _leaf(node, g, capture, create_graph, accumulate_only):
         return
     if not create_graph:
         g = g.detach()
-    if g.dtype != t.dtype:  # a float32 leaf used with float64 values gets a float32 .grad
-        g = g.cast(t.dtype)
-    if g.shape != t.shape:
-        g = g.broadcast_to(t.shape)
+    gd, td = g._data, t._data
+    if not HOOKED_THREADS[0] and gd is not None and td is not None and gd.dtype == td.dtype \
+            and gd.shape == td.shape:
+        pass  # the usual case, checked on the arrays (the properties below cost more, and tell a tracer)
+    else:
+        if g.dtype != t.dtype:  # a float32 leaf used with float64 values gets a float32 .grad
+            g = g.cast(t.dtype)
+        if g.shape != t.shape:
+            g = g.broadcast_to(t.shape)
     t.grad = g if t.grad is None else t.grad + g
     if node.post_hooks:
         for fn in list(node.post_hooks):

@@ -11,6 +11,7 @@ Programs run as built on their first call and optimized (``d2s.passes.optimize``
 second on (``TieredProgram``), so a first call costs conversion, build and preparation only.
 """
 import contextlib
+import operator
 import threading
 import warnings
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from d2s_runtime.device import to_host, xp_of
 from d2s_runtime.ops import OPS, RNG
+from d2s_runtime.passes._util import constant_op_value
 
 from .._state import STATE
 from ..autograd.anomaly import ACTIVE_THREADS, remember
@@ -278,7 +280,7 @@ class ConcreteProgram:
             used = trainer.used(outs)
             # as eagerly, an output that no value requiring grad reached on this call's path
             # (a detached value, a branch reading no parameter) does not require grad
-            differentiable = trainer.differentiable(used)
+            differentiable = trainer.static_differentiable or trainer.differentiable(used)
             if any(differentiable):
                 residuals = (trainer.gather(arrays, params, outs), used)
             else:
@@ -481,21 +483,38 @@ class TrainingRunner:
         self.n_outputs = len(prog.outputs)
         self.n_wrt, self.n_float = len(wrt), sum(entry.out_float)
         self.n_flags = self.n_wrt * self.n_float
+        self.residuals = split.residuals  # where each residual comes from (Split.residuals)
+        self._gather = _gatherer(split)
         self._known_flags = _known_flags(flagged, self.n_outputs, self.n_flags)
-        self.gather = split.gather
         self.forward = TieredProgram(split.forward, entry.device, "training forward")
+        # flags the forward computes as constants (no branch decides them, the usual case):
+        # known now, so calls neither read nor check them
+        flags = _constant_outputs(split.forward, self.n_outputs, self.n_flags)
+        self.static_used = None if flags is None else self._rows(flags)
+        self.static_differentiable = None if flags is None else self.differentiable(self.static_used)
+        self._all_used = flags is not None and all(flags)
         # residuals come from the forward as they are (a while's stacks are typed nominally);
         # only the cotangents, which come from the autograd engine, are coerced
         self._backward = TieredProgram(split.backward, entry.device, "backward")
         bb = split.backward.block
-        self._cot_dtypes = [bb.vars[n].type.dtype for n in split.backward.inputs[len(split.residuals):]]
+        self._cot_dtypes = [np.dtype(bb.vars[n].type.dtype) for n in split.backward.inputs[len(split.residuals):]]
+
+    def gather(self, inputs, params, outputs):
+        """The backward's residual values from a call's input and param arrays and the
+        forward's outputs."""
+        return self._gather([*inputs, *params, *outputs])
 
     def used(self, outs):
         """For each differentiated value, which floating-point outputs it reached on the call
         whose forward returned ``outs`` (a list of rows of bools)."""
+        if self.static_used is not None:
+            return self.static_used
         flags = self._known_flags
         if None in flags:  # some depend on this call's path: read them
             flags = _read_flags(flags, outs[self.n_outputs:self.n_outputs + self.n_flags])
+        return self._rows(flags)
+
+    def _rows(self, flags):
         return [flags[i * self.n_float:(i + 1) * self.n_float] for i in range(self.n_wrt)]
 
     def differentiable(self, used):
@@ -506,8 +525,10 @@ class TrainingRunner:
         """The gradients (None for values that reached no output given a gradient), from a
         call's residuals and its outputs' gradient arrays (``given``: which of them the engine
         sent; the others are zeros)."""
-        cots = [g if g.dtype.name == d else g.astype(d) for g, d in zip(grads, self._cot_dtypes)]
+        cots = [g if g.dtype == d else g.astype(d) for g, d in zip(grads, self._cot_dtypes)]
         res = self._backward.run(residuals + cots, [])
+        if self._all_used and (given is None or all(given)):
+            return res  # every value reached every output, and every output got a gradient
         given = given or [True] * self.n_float
         return [r if any(u and k for u, k in zip(row, given)) else None for r, row in zip(res, used)]
 
@@ -562,3 +583,35 @@ class BackwardRunner:
 def _build_backward(entry, in_mask, par_mask):
     """(backward program, {backward param name: index of the forward param, or the tensor})."""
     return build_backward(entry, in_mask, par_mask)
+
+
+def _gatherer(split):
+    """``pick(inputs + params + outputs) -> residuals``: ``split.gather`` as one C-level pick."""
+    n_in, n_par = len(split.forward.inputs), len(split.forward.params)
+    base = {"input": 0, "param": n_in, "output": n_in + n_par}
+    index = [base[kind] + i for kind, i in split.residuals]
+    if not index:
+        return lambda values: []
+    pick = operator.itemgetter(*index)
+    if len(index) == 1:
+        return lambda values: [pick(values)]
+    return lambda values: list(pick(values))
+
+
+def _constant_outputs(program, start, n):
+    """The values (bools) of ``program``'s outputs ``start..start+n`` when each is a constant
+    (a ``constant`` op or a program constant), else None."""
+    producer = {o: op for op in program.block.ops for o in op.outputs}
+    values = []
+    for name in program.outputs[start:start + n]:
+        op = producer.get(name)
+        if op is not None and op.type == "constant" and not op.inputs:
+            v = constant_op_value(op)
+        elif name in program.constants:
+            v = np.asarray(program.constants[name])
+        else:
+            return None
+        if v.size != 1:
+            return None
+        values.append(bool(v.reshape(-1)[0]))
+    return values

@@ -4,6 +4,9 @@ Rewrites (each only when the result keeps the exact type of the value it replace
 
 * ``x*1, 1*x, x+0, 0+x, x-0, x/1 -> x``; ``neg(neg(x)) -> x``;
   ``transpose(transpose(x))`` -> one transpose, or ``x`` when the permutations cancel.
+* ``f(transpose(x, p), transpose(y, p)) -> transpose(f(x, y), p)`` for element-wise ``f``
+  (``add``, ``sub``, ``mul``) of same-shaped operands: a weight's gradient summed over its
+  uses is then summed in the matmuls' own layout.
 * ``full_like(y)`` with a known shape becomes ``full`` (it never reads ``y``'s values), and the
   ``zeros_like`` idiom of symbolic autograd, ``cast(stop_gradient(y)) * 0``, becomes
   ``full(shape, 0)`` when the shape is known (it means zeros, whatever ``y`` holds), and an
@@ -160,6 +163,12 @@ class _Rewriter:
             return True
         if t == "transpose":
             return self._transpose(op, out, tout)
+        if t == "stop_gradient":  # stop_gradient(stop_gradient(x)) -> stop_gradient(x)
+            inner = self.prod.get(op.inputs[0])
+            if inner is not None and inner.type == "stop_gradient":
+                self.replace(out, op.inputs[0])
+                return True
+            return False
         if t == "reduce_sum":
             return self._sum_of_matmul(op, out, tout)
         if t == "matmul":
@@ -186,6 +195,8 @@ class _Rewriter:
                     self.emit("full", [], {"shape": list(tout.shape), "value": 0, "dtype": tout.dtype})
                     self.replace(out, self.new_ops[-1].outputs[0])
                     return True
+        if self._of_transposes(op, out, tout):
+            return True
         # two uniform operands: one full
         if ua is not None and ub is not None and known_shape and opdef.elementwise and opdef.ufunc is not None:
             with np.errstate(all="ignore"):
@@ -197,6 +208,52 @@ class _Rewriter:
             self.replace(out, self.new_ops[-1].outputs[0])
             return True
         return False
+
+    def _of_transposes(self, op, out, tout):
+        """``f(transpose(x, p), transpose(y, p)) -> transpose(f(x, y), p)`` for an element-wise
+        ``f`` of same-shaped operands: the same numbers, but computed on the untransposed
+        layouts. A weight's gradient summed over its uses is such a chain of adds of
+        transposed matmul results; element-wise ops writing into a planned (C-ordered)
+        buffer from transposed operands run several times slower than on matching layouts.
+        An operand read through ``stop_gradient`` (gradients computed inside a program) keeps
+        it: on ``x`` when only that operand had it, on the result when both did."""
+        opdef = OPS[op.type]
+        if not (opdef.elementwise and opdef.ufunc is not None) or op.attrs or None in tout.shape:
+            return False
+        a, b = op.inputs
+        sa, sb = self._transposed(a), self._transposed(b)
+        if sa is None or sb is None or self.type(a) != tout or self.type(b) != tout:
+            return False
+        (x, pa, ga), (y, pb, gb) = sa, sb
+        nd = len(tout.shape)
+        perm = _perm(pa, nd)
+        if self.type(x) != self.type(y) or perm != _perm(pb, nd):
+            return False
+        both = ga and gb
+        if ga and not both:
+            x = self.emit("stop_gradient", [x])
+        if gb and not both:
+            y = self.emit("stop_gradient", [y])
+        inner = self.emit(op.type, [x, y])
+        if self.type(inner) != self.type(x):
+            return False
+        new = self.emit("transpose", [inner], {"perm": perm})
+        if both:
+            new = self.emit("stop_gradient", [new])
+        if self.type(new) != tout:
+            return False
+        self.replace(out, new)
+        return True
+
+    def _transposed(self, name):
+        """``(x, perm, through stop_gradient)`` when ``name`` is ``transpose(x, perm)``, possibly
+        under ``stop_gradient``s; else None."""
+        op, stopped = self.prod.get(name), False
+        while op is not None and op.type == "stop_gradient":
+            op, stopped = self.prod.get(op.inputs[0]), True
+        if op is None or op.type != "transpose":
+            return None
+        return op.inputs[0], op.attrs.get("perm"), stopped
 
     def _transpose(self, op, out, tout):
         inner = self.prod.get(op.inputs[0])
