@@ -332,11 +332,23 @@ class _Rewriter:
         return True
 
     def _pattern_source(self, name):
-        """(2-d source var, its shape) when ``name`` is a broadcast of a scalar/row/column."""
+        """(2-d source var, its shape) when ``name`` is a broadcast of a scalar/row/column,
+        possibly read through ``stop_gradient`` (gradient programs wrap what they compute in
+        it): the source is then returned under a ``stop_gradient`` too, so the rewrite lets
+        no gradient through that the original blocked."""
         t = self.type(name)
         op = self.prod.get(name)
+        through = False
+        while op is not None and op.type == "stop_gradient":
+            through, op = True, self.prod.get(op.inputs[0])
         if op is None:
             return None
+        found = self._broadcast_source(op, t)
+        if found is None or not through:
+            return found
+        return self.emit("stop_gradient", [found[0]]), found[1]
+
+    def _broadcast_source(self, op, t):
         if op.type == "full":
             c = self.namer()
             value = np.full((1, 1), op.attrs.get("value", 0), dtype=t.dtype)

@@ -73,3 +73,45 @@ def test_seed_value_and_gradient_has_no_matmul_after_optimize():
     q = optimize(p)
     assert "matmul" not in op_types(q)
     assert_same_outputs(p, q, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("src_shape", [(1, 1), (3, 1)])
+def test_matmul_of_broadcast_read_through_stop_gradient(src_shape):
+    # gradient programs wrap what they compute in stop_gradient (the ones that seed a sum's
+    # gradient, broadcast, then multiplied into a matmul): the rewrite must still apply
+    s = d2s.tensor(np.zeros(src_shape, "float32"))
+    q = _simplify(lambda s, b: d2s.broadcast_to(s, (3, 4)).detach() @ b, s, d2s.tensor(np.zeros((4, 5), "float32")))
+    assert "matmul" not in op_types(q)
+    src = next(op for op in q.block.ops if op.type == "stop_gradient")
+    assert src.inputs == [q.inputs[0]]  # the source stays under stop_gradient: no gradient reaches it
+
+
+def test_matmul_through_stop_gradient_keeps_gradients_blocked():
+    # d(sum(stop_gradient(broadcast(s)) @ b))/ds is zero and d/db a broadcast of 2.0, before
+    # and after the rewrite
+    pb = ProgramBuilder()
+    with pb:
+        s = pb.add_input((1, 1), "float64", requires_grad=True)
+        b = pb.add_input((4, 5), "float64", requires_grad=True)
+        y = (d2s.broadcast_to(s, (3, 4)).detach() @ b).sum()
+        gs, gb = d2s.grad(y, [s, b], allow_unused=True)
+        assert gs is None
+        pb.program.outputs = [pb.var_of(y), pb.var_of(gb)]
+    pb.program.block.outputs = list(pb.program.outputs)
+    p = pb.program
+    q = optimize(p)
+    assert "matmul" not in op_types(q)
+    assert_same_outputs(p, q, rtol=1e-12, atol=1e-12)
+
+
+def test_seed_value_and_grad_under_to_static_has_no_matmul():
+    # the seed benchmark's path: to_static(value_and_grad(f)); its gradient ops sit under
+    # stop_gradient, which used to keep two matmuls
+    f = d2s.jit.to_static(d2s.func.value_and_grad(lambda x: (x @ x.T).sum()))
+    x = d2s.tensor(np.random.default_rng(0).random((6, 6)))
+    v, g = f(x)
+    q = optimize(f.concrete_programs[0].raw_program)
+    assert "matmul" not in op_types(q)
+    xv = x.numpy()
+    np.testing.assert_allclose(v.numpy(), (xv @ xv.T).sum(), rtol=1e-12)
+    np.testing.assert_allclose(g.numpy(), 2 * np.outer(np.ones(6), xv.sum(0)), rtol=1e-12)
