@@ -72,16 +72,14 @@ def _optimizer():
     return _OPTIMIZE[0]
 
 
-def _executor(program, device, quick=False):
+def _executor(program, device, quick=False, backend="python"):
     """A prepared Executor; ``quick``: the one cheapest to prepare (the step interpreter rather
-    than compiled code), for a program that may well run only once."""
+    than compiled code), for a program that may well run only once; ``backend``: see
+    ``d2s_runtime.Executor`` (the quick one is always Python)."""
     from d2s_runtime import Executor
     if quick:
-        try:
-            return Executor(program, device=device, mode="interp")
-        except TypeError:  # an executor without modes
-            pass
-    return Executor(program, device=device)
+        return Executor(program, device=device, mode="interp", backend="python")
+    return Executor(program, device=device, backend=backend)
 
 
 def make_runner(executor, checked=False):
@@ -111,13 +109,18 @@ class TieredProgram:
     later run uses. A program run once (a one-off shape, a debugging call) never pays for the
     passes or the code generation, and the first call of a StaticFunction costs conversion,
     build and a quick preparation only.
+
+    With a native ``backend`` the first run optimizes at once (a few ms): the native compile,
+    started in the background then, is of the optimized program, and a warm process finds
+    that one in the disk cache and runs it natively from the first call.
     """
 
-    def __init__(self, program, device, what, checked=False, optimize=True):
+    def __init__(self, program, device, what, checked=False, optimize=True, backend="python"):
         self.program = program
         self.device = device
         self.what = what
         self.checked = checked
+        self.backend = backend
         self._pending = optimize
         self._exec = None
         self._runner = None
@@ -127,7 +130,7 @@ class TieredProgram:
         self.run = self._first_run
 
     def _use(self, program, quick=False):
-        executor = _executor(program, self.device, quick)
+        executor = _executor(program, self.device, quick, self.backend)
         runner = make_runner(executor, self.checked)
         # publish the runner before the executor: a thread that sees _exec set finds its runner
         self._runner = runner
@@ -139,9 +142,25 @@ class TieredProgram:
         if self._exec is None:
             with self._lock:
                 if self._exec is None:
-                    self._use(self.program, quick=self._pending)
+                    if self._pending and self.backend != "python":
+                        self._use(_optimize(self.program, self.what))
+                        self._pending = False
+                    else:
+                        self._use(self.program, quick=self._pending)
                     self.run = self._tier_up if self._pending else self._runner
         return self._exec
+
+    def backend_report(self):
+        """One line: the backend this program runs on (see ``Executor.backend_report``)."""
+        ex = self._exec
+        if ex is None or self._pending:
+            return "python" if self.backend == "python" else "python (native pending: prepared at the first call)"
+        return ex.backend_report() if hasattr(ex, "backend_report") else "python"
+
+    def wait_native(self, timeout=None):
+        """Wait for a pending native compile; whether the native backend runs now."""
+        ex = self._exec
+        return ex is not None and hasattr(ex, "wait_native") and ex.wait_native(timeout)
 
     def _first_run(self, arrays, params):
         self.executor
@@ -176,9 +195,10 @@ class ConcreteProgram:
     """
 
     def __init__(self, program, param_tensors, rebuild, single, retrace, device="cpu", optimize=True,
-                 writes=()):
+                 writes=(), backend="python"):
         self.raw_program = program
-        self._tiered = TieredProgram(program, device, "forward", optimize=optimize)
+        self.backend = backend
+        self._tiered = TieredProgram(program, device, "forward", optimize=optimize, backend=backend)
         self.params = [(n, param_tensors[n]) for n in program.params]
         self.param_tensors = [t for _, t in self.params]
         self.rebuild = rebuild
@@ -218,6 +238,15 @@ class ConcreteProgram:
     @property
     def executor(self):
         return self._tiered.executor
+
+    def backend_report(self):
+        """One line: the backend the forward program runs on now, and why not the native one
+        where it was asked for (see ``d2s_runtime.Executor.backend_report``)."""
+        return self._tiered.backend_report()
+
+    def wait_native(self, timeout=None):
+        """Wait for the forward's pending native compile; whether it runs natively now."""
+        return self._tiered.wait_native(timeout)
 
     def params_replaced(self):
         """Whether a parameter this program reads is no longer the one found where it was
@@ -481,10 +510,10 @@ class TrainingRunner:
         self.n_wrt, self.n_float = len(wrt), sum(entry.out_float)
         self.n_flags = self.n_wrt * self.n_float
         self.gather = split.gather
-        self.forward = TieredProgram(split.forward, entry.device, "training forward")
+        self.forward = TieredProgram(split.forward, entry.device, "training forward", backend=entry.backend)
         # residuals come from the forward as they are (a while's stacks are typed nominally);
         # only the cotangents, which come from the autograd engine, are coerced
-        self._backward = TieredProgram(split.backward, entry.device, "backward")
+        self._backward = TieredProgram(split.backward, entry.device, "backward", backend=entry.backend)
         bb = split.backward.block
         self._cot_dtypes = [bb.vars[n].type.dtype for n in split.backward.inputs[len(split.residuals):]]
 
@@ -522,7 +551,7 @@ class BackwardRunner:
         program, param_index = _build_backward(entry, in_mask, par_mask)
         self.param_src = [param_index[n] for n in program.params]
         # checked: output gradients come from the engine, not from a signature-checked call
-        self._tiered = TieredProgram(program, entry.device, "backward", checked=True)
+        self._tiered = TieredProgram(program, entry.device, "backward", checked=True, backend=entry.backend)
 
     @property
     def program(self):
