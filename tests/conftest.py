@@ -9,3 +9,6 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.append(_HERE)
+
+# the ``backend`` fixture (python / native executor backends), for the suites run on both
+pytest_plugins = ["backend_fixture"]

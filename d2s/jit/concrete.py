@@ -11,6 +11,7 @@ Programs run as built on their first call and optimized (``d2s.passes.optimize``
 second on (``TieredProgram``), so a first call costs conversion, build and preparation only.
 """
 import contextlib
+import operator
 import threading
 import warnings
 
@@ -34,6 +35,8 @@ from .backward_build import build_backward
 # builds at once could see each other's symbolic values. Builds hold the GIL anyway; cached
 # programs run without any lock. Reentrant: a build may ask for another program.
 BUILD_LOCK = threading.RLock()
+
+_DATA = operator.attrgetter("_data")  # a tensor's array (map(_DATA, ...) beats a list comprehension)
 
 
 def _optimize(program, what):
@@ -285,6 +288,8 @@ class ConcreteProgram:
 
     def run(self, leaves):
         """Run the program on tensor arguments ``leaves``; returns the user's output structure."""
+        if not STATE.grad_enabled or not self.any_float_out or not self._needs_grad(leaves):
+            return self._run_no_grad(leaves)
         arrays = [t._data for t in leaves]
         params = [t._data for t in self.param_tensors]
         masks = self._grad_masks(leaves) if STATE.grad_enabled else None
@@ -322,6 +327,30 @@ class ConcreteProgram:
         if self.writes:
             for w in self.writes:
                 w.apply(tensors, leaves)
+        if self.single:
+            return tensors[0]
+        return self.rebuild(tensors)
+
+    def _needs_grad(self, leaves):
+        """Whether a call on ``leaves`` in grad mode records autograd (see ``_grad_masks``)."""
+        for t in leaves:
+            if t.requires_grad:
+                return True
+        for t in self.param_tensors:
+            if t.requires_grad:
+                return True
+        return False
+
+    def _run_no_grad(self, leaves):
+        """``run`` for a call that records no autograd: the per-call hot path of inference."""
+        params = self.param_tensors
+        outs = self._tiered.run(list(map(_DATA, leaves)), list(map(_DATA, params)) if params else [])
+        make = Tensor._make
+        if self.single and not self.writes:
+            return make(outs[0])
+        tensors = [make(o) for o in outs]
+        for w in self.writes:
+            w.apply(tensors, leaves)
         if self.single:
             return tensors[0]
         return self.rebuild(tensors)

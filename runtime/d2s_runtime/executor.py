@@ -552,14 +552,25 @@ class Executor:
                 return box[0](inputs + params)
             return run_tiered
         if self._compiled is not None:
-            call, consts = self._call_compiled, self._const_values
+            # _call_compiled, inlined: one Python frame less per call
+            fn, consts, error = self._fn, self._const_values, self._compiled_error
             if consts:
                 def run_compiled_consts(inputs, params):
-                    return call(inputs + params + consts)
+                    try:
+                        return fn(*inputs, *params, *consts)
+                    except PASS_THROUGH:
+                        raise
+                    except Exception as e:
+                        raise error(e) from e
                 return run_compiled_consts
 
             def run_compiled(inputs, params):
-                return call(inputs + params)
+                try:
+                    return fn(*inputs, *params)
+                except PASS_THROUGH:
+                    raise
+                except Exception as e:
+                    raise error(e) from e
             return run_compiled
         if self._pool is not None:
             names, run = list(self.program.params), self.run

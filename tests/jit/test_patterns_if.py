@@ -1,9 +1,14 @@
 """to_static vs eager, values and gradients: if/elif/else, returns, logical operators.
 
 Every test runs on inputs that take each branch."""
+import pytest
+
 import d2s
 
 from jit_helpers import check
+
+# each test runs on the python and the native backend (tests/backend_fixture.py)
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 def _x(*vals):

@@ -1,9 +1,14 @@
 """to_static vs eager, values and gradients: while/for loops, break/continue, tensor lists.
 
 Every loop is also run with zero iterations."""
+import pytest
+
 import d2s
 
 from jit_helpers import check
+
+# each test runs on the python and the native backend (tests/backend_fixture.py)
+pytestmark = pytest.mark.usefixtures("backend")
 
 
 def _x(*vals):

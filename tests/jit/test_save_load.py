@@ -16,6 +16,9 @@ import d2s_runtime
 from d2s import nn
 from d2s.jit import InputSpec
 
+# each test runs on the python and the native backend (tests/backend_fixture.py)
+pytestmark = pytest.mark.usefixtures("backend")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RNG = np.random.default_rng(0)
 

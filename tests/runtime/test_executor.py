@@ -11,6 +11,9 @@ from d2s_runtime.executor import topo_order
 from d2s_runtime.ir import Block, Op, Program
 from d2s_runtime.ops import TensorType
 
+# each test runs on the python and the native backend (tests/backend_fixture.py)
+pytestmark = pytest.mark.usefixtures("backend")
+
 RNG = np.random.default_rng(0)
 
 
