@@ -58,3 +58,9 @@ _.static_ok  # Comparison.static_ok, the result of d2s.trace.compare
 _.render  # d2s.viz graph .render(path, format='svg') (API.md)
 _.comm_seconds  # DistributedDataParallel.comm_seconds, read by the benchmarks
 _.codegen_error  # Executor.codegen_error: why mode='auto' fell back to the interpreter
+
+# native backend: helpers called by name from generated source (runtime/d2s_runtime/native/lower.py)
+_.tanh32  # native/_lib.py: generated native code calls it (L.tanh32)
+_.bdim  # native/_lib.py: generated native code calls it
+_.check_dim  # native/_lib.py: generated native code calls it
+_.TANH_MAX_ULP  # native/_lib.py: the documented accuracy, asserted by tests/runtime/native/test_native_math.py

@@ -5,7 +5,7 @@ import threading
 import numpy as np
 
 from ..dtypes import normalize
-from .registry import ShapeError, TensorType, defop
+from .registry import ShapeError, TensorType, deflowering, defop
 
 
 class _RNG:
@@ -217,3 +217,13 @@ def _randint_dyn(xp, low, high, shape, dtype="int64"):
     if low >= high:
         raise ValueError(f"randint: low ({low}) must be less than high ({high})")
     return _randint(xp, shape, low=low, high=high, dtype=dtype)
+
+
+@deflowering("full", "native")
+def _full_native(e, shape, value=0.0, dtype="float32"):
+    return e.fill(value)
+
+
+@deflowering("full_like", "native")
+def _full_like_native(e, x, value=0.0, dtype=None):
+    return e.fill(value, shape_of=x)

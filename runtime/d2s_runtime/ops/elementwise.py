@@ -190,3 +190,130 @@ def _clip(xp, x, lo=None, hi=None):
     if x.dtype.kind != "f" and (isinstance(lo, float) or isinstance(hi, float)):
         x = x.astype("float32")
     return xp.clip(x, lo, hi).astype(x.dtype, copy=False)
+
+
+# ---------------------------------------------------------------- native lowerings
+# Element-wise hooks of the native backend (see native/lower.py): ``hook(e, *args, **attrs)``
+# gets the operands as scalar expressions already converted to ``e.dtype`` and returns the
+# expression of the result (converted to the op's dtype by the caller).
+NATIVE = "native"
+
+
+def _native_binary(name, symbol, bool_symbol=None):
+    def hook(e, a, b):
+        if e.dtype == "bool":
+            if bool_symbol is None:
+                e.unsupported("bool operands")
+            return f"({a} {bool_symbol} {b})"
+        return f"({a} {symbol} {b})"
+
+    deflowering(name, NATIVE)(hook)
+
+
+for _name, _symbol, _bool in (("add", "+", "|"), ("sub", "-", None), ("mul", "*", "&"), ("div", "/", None),
+                              ("floordiv", "//", None), ("mod", "%", None), ("eq", "==", "=="), ("ne", "!=", "!="),
+                              ("lt", "<", "<"), ("le", "<=", "<="), ("gt", ">", ">"), ("ge", ">=", ">="),
+                              ("bitwise_and", "&", "&"), ("bitwise_or", "|", "|"), ("bitwise_xor", "^", "^")):
+    _native_binary(_name, _symbol, _bool)
+
+
+@deflowering("pow", NATIVE)
+def _pow_native(e, a, b):
+    if e.dtype not in ("float32", "float64"):
+        e.unsupported("integer power (numpy's overflow and negative-exponent rules)")
+    return f"({a} ** {b})"
+
+
+def _native_lib2(name, fn):
+    def hook(e, a, b):
+        if e.dtype == "bool":
+            e.unsupported("bool operands")
+        return f"{e.lib(fn)}({a}, {b})"
+
+    deflowering(name, NATIVE)(hook)
+
+
+_native_lib2("maximum", "maximum")
+_native_lib2("minimum", "minimum")
+_native_lib2("logaddexp", "logaddexp")
+
+
+@deflowering("neg", NATIVE)
+def _neg_native(e, x):
+    if e.dtype == "bool":
+        e.unsupported("bool operand")
+    return f"(-{x})"
+
+
+@deflowering("abs", NATIVE)
+def _abs_native(e, x):
+    if e.dtype == "bool":
+        e.unsupported("bool operand")
+    return f"abs({x})"
+
+
+@deflowering("sign", NATIVE)
+def _sign_native(e, x):
+    if e.dtype == "bool":
+        e.unsupported("bool operand")
+    return f"{e.lib('sign')}({x}, {e.const(0)}, {e.const(1)})"
+
+
+def _native_float_fn(name, fn):
+    def hook(e, x):
+        return f"{e.np(fn)}({x})"
+
+    deflowering(name, NATIVE)(hook)
+
+
+for _name in ("exp", "log", "sqrt", "sin", "cos"):
+    _native_float_fn(_name, _name)
+
+
+@deflowering("tanh", NATIVE)
+def _tanh_native(e, x):
+    # float32: a vectorizable rational form (native/_lib.py: within 1 ulp of the exact value)
+    return f"{e.lib('tanh32')}({x})" if e.dtype == "float32" else f"np.tanh({x})"
+
+
+@deflowering("sigmoid", NATIVE)
+def _sigmoid_native(e, x):
+    return f"{e.lib('sigmoid')}({x}, {e.const(1)})"
+
+
+@deflowering("relu", NATIVE)
+def _relu_native(e, x):
+    if e.dtype == "bool":
+        e.unsupported("bool operand")
+    return f"{e.lib('relu')}({x}, {e.const(0)})"
+
+
+@deflowering("logical_not", NATIVE)
+def _logical_not_native(e, x):
+    return f"(not {x})" if e.dtype == "bool" else f"(~{x})"
+
+
+@deflowering("floor", NATIVE)
+def _floor_native(e, x):
+    if e.dtype not in ("float32", "float64"):
+        e.unsupported("floor of an integer tensor")
+    return f"np.floor({x})"
+
+
+@deflowering("where", NATIVE)
+def _where_native(e, c, a, b):
+    return f"({a} if {c} else {b})"
+
+
+@deflowering("clip", NATIVE)
+def _clip_native(e, x, lo=None, hi=None):
+    if e.dtype == "bool":
+        e.unsupported("bool operand")
+    for v in (lo, hi):
+        if v is not None and (type(v) is bool or not isinstance(v, (int, float))):
+            e.unsupported("clip bounds must be numbers")
+    if lo is not None:
+        x = f"{e.lib('maximum')}({x}, {e.const(lo)})"
+    if hi is not None:
+        x = f"{e.lib('minimum')}({x}, {e.const(hi)})"
+    return x

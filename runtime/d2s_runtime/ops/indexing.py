@@ -2,7 +2,7 @@
 a list of entries ``["i", k]`` (int), ``["s", start, stop, step]`` (slice), ``["n"]``
 (None, a new axis), ``["e"]`` (Ellipsis) and ``["t", j]`` (the j-th extra array input:
 a bool mask or an integer index array)."""
-from .registry import ShapeError, TensorType, defop
+from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import broadcast_shapes, fmt_shape
 
 
@@ -151,3 +151,13 @@ def _index_add(xp, x, v, *idx, index):
         import cupyx
         cupyx.scatter_add(out, key, v)
     return out
+
+
+@deflowering("constant", "native")
+def _constant_native(e, value, dtype, shape=()):
+    return e.constant(value)
+
+
+@deflowering("dim", "native")
+def _dim_native(e, x, axis):
+    return e.dim(x, axis)

@@ -1,6 +1,6 @@
 """Matrix multiplication with NumPy's ``matmul`` semantics (1-d operands, batch broadcasting)."""
 from ..dtypes import promote, result_type
-from .registry import ShapeError, TensorType, defop
+from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import broadcast_shapes, fmt_shape
 
 
@@ -28,3 +28,10 @@ def _matmul(xp, a, b):
     if a.dtype is not b.dtype:
         a, b = promote((a, b))
     return xp.matmul(a, b)
+
+
+@deflowering("matmul", "native")
+def _matmul_native(e, a, b):
+    """numba's ``np.dot`` (BLAS) on 1-d and 2-d operands; a bias/activation chain reading the
+    result runs in place in its buffer (native/lower.py)."""
+    return e.matmul(a, b)

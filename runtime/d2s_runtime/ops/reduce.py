@@ -1,6 +1,6 @@
 """Reductions over ``axes`` (None: all) with ``keepdims``."""
 from ..dtypes import is_floating
-from .registry import ShapeError, TensorType, defop
+from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import norm_axes, reduce_shape
 
 
@@ -59,3 +59,17 @@ def _argmin(xp, x, axis=None, keepdims=False):
     """Index (int64) of the first minimum along ``axis`` (None: of the flattened tensor)."""
     axis = None if x.ndim == 0 else axis
     return xp.asarray(xp.argmin(x, axis=axis, keepdims=keepdims), dtype="int64")
+
+
+# native lowerings (native/lower.py): a reduction inlines the element-wise chain it reads
+def _native_reduction(name, kind):
+    def hook(e, x, axes=None, keepdims=False):
+        return e.reduce(kind, x, axes, keepdims)
+
+    hook.fuses_input = True  # reads an element-wise chain inline (no temporary)
+    deflowering(name, "native")(hook)
+
+
+for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_max", "max"), ("reduce_min", "min"),
+                     ("reduce_prod", "prod"), ("reduce_any", "any"), ("reduce_all", "all")):
+    _native_reduction(_name, _kind)

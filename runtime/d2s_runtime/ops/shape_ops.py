@@ -3,7 +3,7 @@ import itertools
 
 from ..device import get_xp
 from ..dtypes import normalize, promote, result_type
-from .registry import ShapeError, TensorType, defop
+from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import broadcast_shapes, fmt_shape
 
 
@@ -356,3 +356,68 @@ def _shape_infer(x):
 def _shape(xp, x):
     """x's shape as a 1-d int64 array, read when the op runs (dims may be dynamic)."""
     return xp.asarray(x.shape, dtype="int64").reshape(len(x.shape))
+
+
+# ------------------------------------------------------------------ native lowerings
+@deflowering("reshape", "native")
+def _reshape_native(e, x, shape):
+    return e.reshape(x, shape)
+
+
+def _native_reshape_to_out(e, x):
+    dims = [-1 if d is None else d for d in e.out.shape]
+    if dims.count(-1) > 1:
+        e.unsupported("more than one dim unknown when lowering")
+    return e.reshape(x, dims)
+
+
+@deflowering("expand_dims", "native")
+def _expand_dims_native(e, x, axis):
+    return _native_reshape_to_out(e, x)
+
+
+@deflowering("squeeze", "native")
+def _squeeze_native(e, x, axes=None):
+    return _native_reshape_to_out(e, x)
+
+
+@deflowering("transpose", "native")
+def _transpose_native(e, x, perm=None):
+    return e.transpose(x, perm)
+
+
+@deflowering("broadcast_to", "native")
+def _broadcast_to_native(e, x, shape):
+    return e.broadcast(x, shape)
+
+
+_broadcast_to_native.fuses_input = True  # a lazy view its consumers index directly
+
+
+@deflowering("cast", "native")
+def _cast_native(e, x, dtype):
+    return e.cast(x, e.in_dtypes[0], e.out_dtype)
+
+
+_cast_native.elementwise = True  # lowered as a scalar expression, fused like element-wise ops
+_cast_native.raw_args = True     # gets its operand unconverted
+
+
+@deflowering("concat", "native")
+def _concat_native(e, *xs, axis=0):
+    return e.join(xs, axis, new_axis=False)
+
+
+@deflowering("stack", "native")
+def _stack_native(e, *xs, axis=0):
+    return e.join(xs, axis, new_axis=True)
+
+
+@deflowering("stop_gradient", "native")
+def _stop_gradient_native(e, x):
+    return e.alias(x)
+
+
+@deflowering("identity", "native")
+def _identity_native(e, x):
+    return e.copy(x)

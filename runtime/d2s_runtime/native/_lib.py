@@ -1,0 +1,101 @@
+"""Scalar helpers that generated native code calls (compiled with numba; imported only when a
+program is compiled natively, never by ``import d2s_runtime``).
+
+Each helper takes and returns machine scalars; numba inlines them into the fused loops, where
+LLVM vectorizes what has no libm call. ``tanh32`` is this module's own rational approximation
+(see ``TANH_MAX_ULP``), so float32 ``tanh`` runs on SIMD lanes instead of a scalar ``tanhf`` call
+(~14 ns each here); every other transcendental is numba's (libm).
+"""
+import numba
+import numpy as np
+
+_JIT = dict(cache=True, error_model="numpy", inline="always")
+njit = numba.njit
+
+# tanh(x) / x = P(x*x) / Q(x*x) on |x| <= 9, evaluated in float64 and rounded once to float32.
+# Fitted here (weighted linear least squares, iterated on the relative error): max relative
+# error 3.8e-11 on [0, 9], far below float32's half ulp (3e-8). tanh(x) rounds to +-1.0f for
+# |x| >= 9.01, so inputs are clamped to +-9.5. Measured over every finite float32 against
+# float64 tanh rounded to float32 (tests/runtime/native/test_native_math.py checks a sample):
+TANH_MAX_ULP = 1
+_P0, _P1, _P2, _P3, _P4, _P5 = (0.9999999999618483, 0.1409896258170045, 0.004425622953711625,
+                                4.226561268924628e-05, 1.111328488790695e-07, 3.672084918457459e-11)
+_Q1, _Q2, _Q3, _Q4, _Q5 = (0.474322958734039, 0.02919994328598163, 0.0005007722420758228,
+                           2.603123217915551e-06, 2.9496677179857478e-09)
+
+
+@njit(**_JIT)
+def tanh32(x):
+    # NaN fails both comparisons and stays NaN; +-inf clamp to +-9.5, whose tanh rounds to +-1
+    d = np.float64(x)
+    if d > 9.5:
+        d = 9.5
+    elif d < -9.5:
+        d = -9.5
+    z = d * d
+    p = _P0 + z * (_P1 + z * (_P2 + z * (_P3 + z * (_P4 + z * _P5))))
+    q = 1.0 + z * (_Q1 + z * (_Q2 + z * (_Q3 + z * (_Q4 + z * _Q5))))
+    return np.float32(d * (p / q))
+
+
+@njit(**_JIT)
+def maximum(a, b):
+    # numpy's maximum: NaN wins, and a is kept on ties (so signed zeros match)
+    return a if (a >= b or a != a) else b
+
+
+@njit(**_JIT)
+def minimum(a, b):
+    return a if (a <= b or a != a) else b
+
+
+@njit(**_JIT)
+def relu(x, zero):
+    return x if (x >= zero or x != x) else zero
+
+
+@njit(**_JIT)
+def sign(x, zero, one):
+    if x > zero:
+        return one
+    if x < zero:
+        return -one
+    return x if x != x else zero
+
+
+@njit(**_JIT)
+def sigmoid(x, one):
+    # the kernel's formula (ops/elementwise.py): exp of a non-positive number only
+    e = np.exp(-abs(x))
+    return one / (one + e) if x >= 0 else e / (one + e)
+
+
+@njit(**_JIT)
+def logaddexp(a, b):
+    return np.logaddexp(a, b)
+
+
+@njit(**_JIT)
+def clip(x, lo, hi, use_lo, use_hi):
+    # np.clip(x, lo, hi) = minimum(maximum(x, lo), hi), with NaN propagated
+    if use_lo:
+        x = maximum(x, lo)
+    if use_hi:
+        x = minimum(x, hi)
+    return x
+
+
+@njit(**_JIT)
+def bdim(a, b):
+    """The broadcast of two runtime dims (raises where numpy would)."""
+    if a == b or b == 1:
+        return a
+    if a == 1:
+        return b
+    raise ValueError("native program: operands could not be broadcast together")
+
+
+@njit(**_JIT)
+def check_dim(actual, expected):
+    if actual != expected:
+        raise ValueError("native program: an input does not have the shape the program was built for")

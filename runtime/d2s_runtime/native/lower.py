@@ -1,0 +1,1111 @@
+"""Lowering a prepared Program to the Python source of ONE numba function (pure Python: no
+numba import, no compile; see ``native/__init__.py`` for the contract).
+
+The generated function takes the feeds (inputs, params, constants), then the literal values
+this module collects (``constant`` ops, typed zeros, ...), as arguments; every other name in it
+is generated here. How values are held:
+
+* a 0-d value is a machine scalar (0-d feeds are read once at entry, ``v = f[()]``);
+* an element-wise op whose result is read once, by another element-wise op or a reduction of
+  the same block, stays *lazy*: its consumer inlines it, so a chain of element-wise ops and the
+  reduction reading it become one loop nest with no temporaries;
+* everything else is an array made by one loop nest (or a numpy call numba compiles, such as
+  ``np.dot``). A fused loop writes into the buffer of an operand it reads at the same index
+  when nothing reads that buffer later (a matmul's bias/activation epilogue then runs in place
+  in the matmul's output); loop carries are owned by the loop (copied in at entry where they
+  alias a caller's array), so a loop body updates them in place.
+
+``cond`` lowers to ``if``/``else``, ``while`` to ``while True`` with the cond block and a
+``break``, ``scan`` to a ``for`` over the leading axis writing its ys into preallocated arrays.
+
+SAFETY. A saved model's program is untrusted: no text of it reaches the source. Local names
+are generated (``v12``, ``k3``); op types are only looked up in the registry; attrs are read as
+Python values, validated (ints, bools, dtype names from ``dtypes.DTYPES``) and either turned into
+structure or passed as argument values (literals, fill values), never formatted as text; the
+only numbers formatted into the source are validated Python ints (dims, axes).
+"""
+import hashlib
+from itertools import count
+
+import numpy as np
+
+from ..dtypes import DTYPES, float_of, result_type
+from ..ops import OPS
+from ..schedule import topo_order
+
+BACKEND = "native"
+# Bumped whenever the generated code changes meaning, so disk caches of older versions are not used.
+LOWERING_VERSION = "1"
+
+NP_TYPE = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32", "int64": "np.int64",
+           "bool": "np.bool_"}
+
+
+class NativeUnsupported(Exception):
+    """The program has something the native backend does not lower (one-line reason)."""
+
+
+class V:
+    """A value during lowering. ``kind``: 's' machine scalar, 'a' array, 'l' lazy element-wise
+    expression (``tree``). ``layout``: 'C' (contiguous), 'F' (a transposed matrix) or 'A'."""
+
+    __slots__ = ("kind", "name", "dtype", "shape", "tree", "layout", "var")
+
+    def __init__(self, kind, name, dtype, shape, tree=None, layout="C"):
+        self.kind, self.name, self.dtype, self.shape, self.tree, self.layout = kind, name, dtype, tuple(shape), tree, layout
+        self.var = None
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+
+def _int(v, what):
+    if type(v) is bool or not isinstance(v, (int, np.integer)):
+        raise NativeUnsupported(f"{what} must be an int, got {type(v).__name__}")
+    return int(v)
+
+
+def _dtype(name, what="dtype"):
+    if not isinstance(name, str) or name not in DTYPES:
+        raise NativeUnsupported(f"{what} is not one of {', '.join(DTYPES)}")
+    return name
+
+
+def cast_expr(expr, src, dst):
+    """The scalar expression ``expr`` (of dtype ``src``) converted to ``dst`` as numpy's astype."""
+    if src == dst:
+        return expr
+    if dst == "bool":
+        return f"({expr} != 0)"
+    return f"{NP_TYPE[dst]}({expr})"
+
+
+class ScalarEmit:
+    """What an element-wise op's native lowering gets (``hook(e, *args, **attrs) -> expr``):
+    ``args`` are scalar expressions already converted to ``e.dtype`` (the op's compute dtype:
+    its output dtype, or the promoted input dtype of a comparison)."""
+
+    def __init__(self, lowerer, op, dtype, in_dtypes, out_dtype):
+        self._l, self._op = lowerer, op
+        self.dtype, self.in_dtypes, self.out_dtype = dtype, in_dtypes, out_dtype
+
+    def const(self, value, dtype=None):
+        """A literal of ``dtype`` (default: the compute dtype), passed as an argument."""
+        return self._l.const_arg(np.asarray(value, dtype=dtype or self.dtype)[()])
+
+    def lib(self, name):
+        return self._l.lib(name)
+
+    def cast(self, expr, src, dst):
+        return cast_expr(expr, src, dst)
+
+    def np(self, fn):
+        """``np.<fn>`` for a numpy function numba compiles (names from this runtime only)."""
+        if not fn.isidentifier():
+            raise NativeUnsupported("bad numpy function name")
+        return f"np.{fn}"
+
+    def unsupported(self, why):
+        raise NativeUnsupported(f"op {self._op.type} (output {self._op.outputs[0]}): {why}")
+
+
+class Emit:
+    """What a non-element-wise op's native lowering gets (``hook(e, *inputs, **attrs)``, returning
+    its output value(s)): the op's input values and builders for the statements it needs."""
+
+    def __init__(self, lowerer, op, out_types):
+        self._l, self._op, self.out_types = lowerer, op, out_types
+
+    @property
+    def out(self):
+        return self.out_types[0]
+
+    def unsupported(self, why):
+        raise NativeUnsupported(f"op {self._op.type} (output {self._op.outputs[0]}): {why}")
+
+    # builders (each returns a value)
+    def reduce(self, kind, x, axes, keepdims):
+        return self._l.reduce(self, kind, x, axes, keepdims)
+
+    def matmul(self, a, b):
+        return self._l.matmul(self, a, b)
+
+    def reshape(self, x, shape):
+        return self._l.reshape(self, x, shape)
+
+    def transpose(self, x, perm):
+        return self._l.transpose(self, x, perm)
+
+    def broadcast(self, x, shape):
+        return self._l.broadcast(self, x, shape)
+
+    def join(self, xs, axis, new_axis):
+        return self._l.join(self, xs, axis, new_axis)
+
+    def fill(self, value, shape_of=None):
+        return self._l.fill(self, value, shape_of)
+
+    def copy(self, x):
+        return self._l.copy_of(x)
+
+    def alias(self, x):
+        return self._l.alias(x)
+
+    def dim(self, x, axis):
+        return self._l.dim(self, x, axis)
+
+    def constant(self, value):
+        return self._l.constant(self, value)
+
+
+class Lowerer:
+    def __init__(self, program, order=None):
+        self.program = program
+        self.types = {}
+        for b in program.blocks:
+            for n, v in b.vars.items():
+                self.types[n] = v.type
+        self.order = order
+        self.lines = []
+        self.consts = []       # values of the extra arguments, in order
+        self.const_names = []
+        self._n = count()
+        self.libs = set()
+
+    # ---------------------------------------------------------------- names
+    def fresh(self):
+        return f"v{next(self._n)}"
+
+    def const_arg(self, value):
+        name = f"k{len(self.consts)}"
+        self.consts.append(value)
+        self.const_names.append(name)
+        return name
+
+    def lib(self, name):
+        if name not in lib_names():
+            raise NativeUnsupported(f"no native helper {name!r}")
+        return f"L.{name}"
+
+    def emit(self, indent, text):
+        self.lines.append("    " * indent + text)
+
+    def type_of(self, name):
+        t = self.types.get(name)
+        if t is None:
+            raise NativeUnsupported(f"var {name} has no type")
+        return t
+
+    # ---------------------------------------------------------------- program
+    def lower(self):
+        prog = self.program
+        feeds = list(prog.inputs) + list(prog.params) + list(prog.constants)
+        args, env, sig = [], {}, []
+        self.indent = 1
+        entry = []
+        for name in feeds:
+            t = self.type_of(name)
+            dt = _dtype(t.dtype, f"var {name}'s dtype")
+            loc = self.fresh()
+            args.append(loc)
+            sig.append((dt, len(t.shape)))
+            if len(t.shape) == 0:
+                s = self.fresh()
+                entry.append(f"{s} = {loc}[()]")
+                v = V("s", s, dt, ())
+            else:
+                for j, d in enumerate(t.shape):
+                    if d is not None:
+                        entry.append(f"L.check_dim({loc}.shape[{j}], {_int(d, 'dim')})")
+                v = V("a", loc, dt, t.shape)
+            v.var = name
+            env[name] = v
+        self.libs.add("check_dim")
+        for line in entry:
+            self.emit(1, line)
+        order = self.order if self.order is not None else topo_order(prog.block)[0]
+        outs = self.block(prog.block, env, order, 1, set(prog.outputs), owned=set(), outputs=list(prog.outputs))
+        rets = []
+        for v in outs:
+            rets.append(f"np.asarray({v.name})" if v.kind == "s" else v.name)
+            # checked by the runtime: what it returns is what the program declares
+        self.emit(1, f"return ({', '.join(rets)}{',' if len(rets) == 1 else ''})")
+        header = f"def program({', '.join(args + self.const_names)}):"
+        source = ("import numpy as np\nfrom d2s_runtime.native import _lib as L\n\n\n" + header + "\n"
+                  + "\n".join(self.lines) + "\n")
+        out_types = [(self.type_of(n).dtype, len(self.type_of(n).shape)) for n in prog.outputs]
+        return source, sig, out_types
+
+    # ---------------------------------------------------------------- blocks
+    def block(self, block, env, order, indent, keep, owned, outputs):
+        """Lower ``block``'s ops (``env`` maps its input names to values); returns the values
+        of ``outputs``, materialized. ``owned``: input names whose buffers this block may write
+        (nothing reads them after the block)."""
+        ops = [block.ops[i] for i in order]
+        uses = {}
+        last = {}
+        for pos, op in enumerate(ops):
+            for n in op.inputs:
+                uses[n] = uses.get(n, 0) + 1
+                last[n] = pos
+        for n in outputs:
+            uses[n] = uses.get(n, 0) + 1
+            last[n] = len(ops)
+        saved = (self.indent, getattr(self, "_ctx", None))
+        self.indent = indent
+        self._ctx = _BlockCtx(ops, uses, last, set(outputs), set(owned))
+        try:
+            for pos, op in enumerate(ops):
+                self._ctx.pos = pos
+                self.lower_op(op, env)
+            res = [self.materialize(env[n]) if n in env else self._missing(n) for n in outputs]
+            self._fresh_log = set(self._ctx.fresh)
+            return res
+        finally:
+            self.indent, self._ctx = saved
+
+    def _missing(self, name):
+        raise NativeUnsupported(f"var {name} is read but defined nowhere")
+
+    def get(self, env, name):
+        try:
+            return env[name]
+        except KeyError:
+            raise NativeUnsupported(f"var {name} is read before it is defined") from None
+
+    # ---------------------------------------------------------------- ops
+    def lower_op(self, op, env):
+        if op.type in ("cond", "while", "scan") and op.blocks:
+            lower_cf = {"cond": self.lower_cond, "while": self.lower_while, "scan": self.lower_scan}[op.type]
+            return lower_cf(op, env)
+        if op.blocks or op.type not in OPS:
+            raise NativeUnsupported(f"op {op.type} (output {op.outputs[0] if op.outputs else '-'}) "
+                                    f"has no native lowering")
+        opdef = OPS[op.type]
+        hook = opdef.lowering(BACKEND)
+        where = f"op {op.type} (output {op.outputs[0] if op.outputs else '-'})"
+        if hook is None:
+            raise NativeUnsupported(f"{where} has no native lowering")
+        if opdef.effect:
+            raise NativeUnsupported(f"{where} has effects")
+        ins = [self.get(env, n) for n in op.inputs]
+        for n in op.inputs:
+            self._ctx.pending.pop(n, None)
+        out_types = [self.type_of(o) for o in op.outputs]
+        for t in out_types:
+            _dtype(t.dtype, f"{where}'s output dtype")
+        try:
+            if opdef.elementwise or getattr(hook, "elementwise", False):
+                results = [self.elementwise(op, opdef, hook, ins, out_types[0])]
+            else:
+                r = hook(Emit(self, op, out_types), *ins, **op.attrs)
+                results = list(r) if isinstance(r, (tuple, list)) else [r]
+        except TypeError as e:  # attrs the hook does not take
+            raise NativeUnsupported(f"{where}: unsupported attrs ({e})") from None
+        if len(results) != len(op.outputs):
+            raise NativeUnsupported(f"{where}: lowering gave {len(results)} outputs")
+        for o, v, t in zip(op.outputs, results, out_types):
+            if v.dtype != t.dtype or len(v.shape) != len(t.shape):
+                raise NativeUnsupported(f"{where}: lowering gave {v.dtype}[{v.ndim}d], the program says "
+                                        f"{t.dtype}[{len(t.shape)}d]")
+            v.var = o
+            env[o] = v
+            if v.kind == "l":
+                if self.fusable(o):
+                    self._ctx.pending[o] = v
+                else:
+                    env[o] = self.materialize(v)
+                    env[o].var = o
+
+    def fusable(self, name):
+        """A lazy result stays lazy when exactly one op of this block reads it and that op is an
+        element-wise op or a reduction (it then inlines the expression)."""
+        ctx = self._ctx
+        if ctx.uses.get(name, 0) != 1 or name in ctx.outputs:
+            return False
+        for op in ctx.ops[ctx.pos + 1:]:
+            if name in op.inputs:
+                d = OPS.get(op.type)
+                hook = d.lowering(BACKEND) if d is not None else None
+                # element-wise ops inline it; so do reductions and broadcasts (``fuses_input`` hooks)
+                return hook is not None and not op.blocks and (
+                    d.elementwise or getattr(hook, "elementwise", False) or getattr(hook, "fuses_input", False))
+        return False
+
+    def elementwise(self, op, opdef, hook, ins, out_t):
+        out_dt = out_t.dtype
+        in_dts = [v.dtype for v in ins]
+        if opdef.comparison:
+            cd = result_type(*in_dts)
+        elif opdef.float_inputs:
+            cd = float_of(out_dt)
+        else:
+            cd = out_dt
+        raw = getattr(hook, "raw_args", False)
+        e = ScalarEmit(self, op, cd, in_dts, out_dt)
+        res_dt = self._res_dtype(opdef, cd)
+
+        def call(args, hook=hook, e=e, attrs=dict(op.attrs)):
+            expr = hook(e, *args, **attrs)
+            # numba widens small ints (int32 + int32 is int64): bring every result back to its dtype
+            return expr if res_dt == "bool" or raw else f"{NP_TYPE[res_dt]}({expr})"
+
+        if all(v.kind == "s" for v in ins):
+            args = [v.name if raw else cast_expr(v.name, v.dtype, self._arg_dtype(op, i, cd, v)) for i, v in enumerate(ins)]
+            expr = cast_expr(call(args), res_dt, out_dt)
+            name = self.fresh()
+            self.emit(self.indent, f"{name} = {expr}")
+            return V("s", name, out_dt, ())
+        shape = tuple(out_t.shape)
+        # the expression tree: ('x', fn, children, dtype) over leaves ('v', V)
+        kids = []
+        for i, v in enumerate(ins):
+            kid = v.tree if v.kind == "l" else ("v", v)
+            if not raw:
+                kid = ("c", kid, v.dtype, self._arg_dtype(op, i, cd, v))
+            kids.append(kid)
+        tree = ("c", ("x", call, kids), res_dt, out_dt)
+        # check the hook accepts the attrs now (errors name the op)
+        hook(e, *["_" for _ in ins], **op.attrs)
+        return V("l", None, out_dt, shape, tree=tree)
+
+    @staticmethod
+    def _arg_dtype(op, i, cd, v):
+        if op.type == "where" and i == 0:
+            return "bool"
+        return cd
+
+    @staticmethod
+    def _res_dtype(opdef, cd):
+        return "bool" if opdef.comparison else cd
+
+    # ---------------------------------------------------------------- loops over shapes
+    def leaves(self, tree, acc):
+        tag = tree[0]
+        if tag == "v":
+            if all(tree[1] is not x for x in acc):
+                acc.append(tree[1])
+        elif tag == "c":
+            self.leaves(tree[1], acc)
+        else:
+            for k in tree[2]:
+                self.leaves(k, acc)
+        return acc
+
+    def dims(self, shape, leaves, indent):
+        """Runtime extents of an iteration space of static ``shape``: literal ints where known,
+        else the broadcast of the leaves' runtime dims (checked)."""
+        out = []
+        n = len(shape)
+        for j, d in enumerate(shape):
+            if d is not None:
+                out.append(str(_int(d, "dim")))
+                continue
+            srcs = []
+            for v in leaves:
+                if v.kind != "a":
+                    continue
+                k = j - (n - v.ndim)
+                if k >= 0 and v.shape[k] != 1:
+                    srcs.append(f"{v.name}.shape[{k}]")
+            if not srcs:
+                raise NativeUnsupported("a dim is unknown and no operand gives it")
+            expr = srcs[0]
+            for s in srcs[1:]:
+                expr = f"L.bdim({expr}, {s})"
+            name = self.fresh()
+            self.emit(indent, f"{name} = {expr}")
+            out.append(name)
+        return out
+
+    def index(self, v, shape, idx):
+        """Index expression of leaf array ``v`` inside an iteration space of ``shape`` with
+        loop variables ``idx`` (broadcasting: size-1 dims read element 0)."""
+        n = len(shape)
+        parts = []
+        for k in range(v.ndim):
+            j = k + n - v.ndim
+            d = v.shape[k]
+            if d == 1 and shape[j] != 1:
+                parts.append("0")
+            elif d is not None and d == shape[j]:
+                parts.append(idx[j])
+            else:  # unknown at lowering: size 1 broadcasts at run time
+                parts.append(f"min({idx[j]}, {v.name}.shape[{k}] - 1)")
+        if not parts:
+            return f"{v.name}[()]"
+        return f"{v.name}[{', '.join(parts)}]"
+
+    def render(self, tree, shape, idx, indent, memo):
+        """Emit the statements computing ``tree`` at index ``idx``; returns the scalar local."""
+        key = id(tree)
+        if key in memo:
+            return memo[key]
+        tag = tree[0]
+        if tag == "v":
+            v = tree[1]
+            if v.kind == "s":
+                res = v.name
+            else:
+                res = self.fresh()
+                self.emit(indent, f"{res} = {self.index(v, shape, idx)}")
+        elif tag == "c":
+            inner = self.render(tree[1], shape, idx, indent, memo)
+            expr = cast_expr(inner, tree[2], tree[3])
+            if expr == inner:
+                res = inner
+            else:
+                res = self.fresh()
+                self.emit(indent, f"{res} = {expr}")
+        else:
+            args = [self.render(k, shape, idx, indent, memo) for k in tree[2]]
+            res = self.fresh()
+            self.emit(indent, f"{res} = {tree[1](args)}")
+        memo[key] = res
+        return res
+
+    def loops(self, dims, indent):
+        idx = []
+        for d in dims:
+            i = self.fresh()
+            self.emit(indent, f"for {i} in range({d}):")
+            idx.append(i)
+            indent += 1
+        return idx, indent
+
+    # ---------------------------------------------------------------- materializing
+    def materialize(self, v):
+        if v.kind != "l":
+            return v
+        leaves = self.leaves(v.tree, [])
+        ind = self.indent
+        dims = self.dims(v.shape, leaves, ind)
+        donor = self.donor(v, leaves)
+        if donor is not None:  # written in place: the result keeps the donor's local
+            out = donor.name
+        else:
+            out = self.fresh()
+            self.emit(ind, f"{out} = np.empty(({', '.join(dims)}{',' if len(dims) == 1 else ''}), {NP_TYPE[v.dtype]})")
+        idx, inner = self.loops(dims, ind)
+        res = self.render(v.tree, v.shape, idx, inner, {})
+        if idx:
+            self.emit(inner, f"{out}[{', '.join(idx)}] = {res}")
+        else:
+            self.emit(inner, f"{out}[()] = {res}")
+        self._ctx.fresh.add(out)
+        r = V("a", out, v.dtype, v.shape)
+        r.var = v.var
+        return r
+
+    def donor(self, v, leaves):
+        """A leaf array whose buffer the fused loop may write (see the module docstring)."""
+        ctx = self._ctx
+        for leaf in leaves:
+            if leaf.kind != "a" or leaf.dtype != v.dtype or leaf.shape != v.shape or None in leaf.shape:
+                continue
+            if leaf.layout != "C" or not (leaf.name in ctx.fresh or leaf.var in ctx.owned):
+                continue
+            name = leaf.var
+            if name is None or name in ctx.outputs or name in ctx.pinned or ctx.last.get(name, -1) > ctx.pos:
+                continue
+            if leaf.name in ctx.donated:
+                continue
+            if any(p is not v and any(x.name == leaf.name for x in self.leaves(p.tree, []))
+                   for p in ctx.pending.values()):
+                continue
+            ctx.donated.add(leaf.name)
+            return leaf
+        return None
+
+    def pin(self, v):
+        """``v``'s buffer is now visible through another value: never write it in place."""
+        if v.var is not None:
+            self._ctx.pinned.add(v.var)
+
+    def array(self, v):
+        """``v`` as an array local (0-d scalars become 0-d arrays)."""
+        v = self.materialize(v)
+        if v.kind == "s":
+            name = self.fresh()
+            self.emit(self.indent, f"{name} = np.asarray({v.name})")
+            return V("a", name, v.dtype, ())
+        return v
+
+    def contiguous(self, v):
+        v = self.array(v)
+        if v.layout == "C":
+            return v
+        name = self.fresh()
+        self.emit(self.indent, f"{name} = np.ascontiguousarray({v.name})")
+        self._ctx.fresh.add(name)
+        return V("a", name, v.dtype, v.shape)
+
+    def new_array(self, name, dtype, shape, layout="C", fresh=True):
+        if fresh:
+            self._ctx.fresh.add(name)
+        return V("a", name, dtype, shape, layout=layout)
+
+    def copy_of(self, v):
+        v = self.materialize(v)
+        if v.kind == "s":
+            return v
+        name = self.fresh()
+        self.emit(self.indent, f"{name} = {v.name}.copy()")
+        return self.new_array(name, v.dtype, v.shape)
+
+    def alias(self, v):
+        self.pin(v)
+        return v if v.kind != "l" else self.materialize(v)
+
+    # ---------------------------------------------------------------- builders
+    def reduce(self, e, kind, x, axes, keepdims):
+        out_t = e.out
+        if type(keepdims) is not bool:
+            raise NativeUnsupported("reduce: keepdims must be a bool")
+        nd = x.ndim
+        if axes is None or nd == 0:
+            ax = list(range(nd))
+        else:
+            if not isinstance(axes, (list, tuple)):
+                axes = [axes]
+            ax = sorted({_int(a, "axis") % nd for a in axes})
+        odt = out_t.dtype
+        if kind in ("sum", "mean"):
+            acc_dt = "float64" if odt in ("float32", "float64") else "int64"
+        elif kind == "prod":
+            acc_dt = odt
+        elif kind in ("any", "all"):
+            acc_dt = "bool"
+        else:
+            acc_dt = odt
+        if kind in ("sum", "mean", "prod") and x.dtype == "bool" and kind != "sum":
+            pass
+        init = {"sum": 0, "mean": 0, "prod": 1, "any": False, "all": True}.get(kind)
+        if kind in ("max", "min"):
+            if np.dtype(odt).kind == "f":
+                init = -np.inf if kind == "max" else np.inf
+            elif odt == "bool":
+                init = kind == "min"
+            else:
+                info = np.iinfo(odt)
+                init = info.min if kind == "max" else info.max
+        k_init = self.const_arg(np.asarray(init, dtype=acc_dt)[()])
+        if x.kind == "s":
+            src_tree = ("v", x)
+        elif x.kind == "l":
+            src_tree = x.tree
+        else:
+            src_tree = ("v", x)
+        src_tree = ("c", src_tree, x.dtype, acc_dt if kind not in ("any", "all") else "bool")
+        leaves = self.leaves(src_tree, [])
+        ind = self.indent
+        dims = self.dims(x.shape, leaves, ind)
+        full = len(ax) == nd
+        count_expr = " * ".join(dims[a] for a in ax) or "1"
+        if kind in ("max", "min"):
+            self.emit(ind, f"if {count_expr} == 0: raise ValueError('native program: a max/min reduction over zero elements')")
+        upd = {"sum": "{a} + {v}", "mean": "{a} + {v}", "prod": "{a} * {v}", "any": "{a} or {v}",
+               "all": "{a} and {v}", "max": "L.maximum({a}, {v})", "min": "L.minimum({a}, {v})"}[kind]
+        if kind in ("max", "min"):
+            self.libs.add("maximum")
+        if full:
+            acc = self.fresh()
+            self.emit(ind, f"{acc} = {k_init}")
+            idx, inner = self.loops(dims, ind)
+            val = self.render(src_tree, x.shape, idx, inner, {})
+            self.emit(inner, f"{acc} = {upd.format(a=acc, v=val)}")
+            res = acc
+            if kind == "mean":
+                res = f"{acc} / ({count_expr})"
+            name = self.fresh()
+            self.emit(ind, f"{name} = {cast_expr(res, 'float64' if kind == 'mean' else acc_dt, odt)}")
+            if keepdims and nd:
+                arr = self.fresh()
+                self.emit(ind, f"{arr} = np.full(({', '.join('1' for _ in range(nd))},), {name})")
+                return self.new_array(arr, odt, (1,) * nd)
+            return V("s", name, odt, ())
+        kshape = [("1" if j in ax else dims[j]) for j in range(nd)]
+        acc = self.fresh()
+        self.emit(ind, f"{acc} = np.full(({', '.join(kshape)},), {k_init})")
+        idx, inner = self.loops(dims, ind)
+        val = self.render(src_tree, x.shape, idx, inner, {})
+        aidx = ", ".join("0" if j in ax else idx[j] for j in range(nd))
+        self.emit(inner, f"{acc}[{aidx}] = {upd.format(a=f'{acc}[{aidx}]', v=val)}")
+        res = acc
+        if kind == "mean":
+            r2 = self.fresh()
+            self.emit(ind, f"{r2} = {acc} / ({count_expr})")
+            res = r2
+        if odt != acc_dt or kind == "mean":
+            r3 = self.fresh()
+            self.emit(ind, f"{r3} = {res}.astype({NP_TYPE[odt]})")
+            res = r3
+        oshape = tuple(out_t.shape)
+        if not keepdims:
+            r4 = self.fresh()
+            rdims = [dims[j] for j in range(nd) if j not in ax]
+            self.emit(ind, f"{r4} = {res}.reshape(({', '.join(rdims)}{',' if len(rdims) == 1 else ''}))")
+            res = r4
+        return self.new_array(res, odt, oshape)
+
+    def matmul(self, e, a, b):
+        odt = e.out.dtype
+        if odt not in ("float32", "float64"):
+            e.unsupported("integer matmul (numba's np.dot is for floats)")
+        if a.ndim not in (1, 2) or b.ndim not in (1, 2):
+            e.unsupported("batched matmul (more than 2 dims)")
+        args = []
+        for v in (a, b):
+            v = self.array(v)
+            if v.layout == "A":
+                v = self.contiguous(v)
+            if v.dtype != odt:
+                name = self.fresh()
+                self.emit(self.indent, f"{name} = {v.name}.astype({NP_TYPE[odt]})")
+                v = self.new_array(name, odt, v.shape)
+            args.append(v)
+        name = self.fresh()
+        self.emit(self.indent, f"{name} = np.dot({args[0].name}, {args[1].name})")
+        if a.ndim == 1 and b.ndim == 1:
+            return V("s", name, odt, ())
+        return self.new_array(name, odt, tuple(e.out.shape))
+
+    def reshape(self, e, x, shape):
+        """``x`` reshaped to the op's output type (``shape``: ints, at most one -1)."""
+        dims = [_int(d, "reshape dim") for d in shape]
+        if dims.count(-1) > 1 or any(d < -1 for d in dims):
+            e.unsupported("bad reshape target")
+        if x.kind == "s":
+            x = self.array(x)
+        x = self.contiguous(x)
+        self.pin(x)
+        name = self.fresh()
+        if not dims:
+            self.emit(self.indent, f"{name} = {x.name}.reshape(())")
+        else:
+            self.emit(self.indent, f"{name} = {x.name}.reshape(({', '.join(map(str, dims))},))")
+        if not dims:
+            s = self.fresh()
+            self.emit(self.indent, f"{s} = {name}[()]")
+            return V("s", s, x.dtype, ())
+        return V("a", name, x.dtype, tuple(e.out.shape))
+
+    def transpose(self, e, x, perm):
+        nd = x.ndim
+        if perm is None:
+            perm = list(range(nd))[::-1]
+        perm = [_int(p, "perm") % max(nd, 1) for p in perm]
+        if sorted(perm) != list(range(nd)):
+            e.unsupported("perm is not a permutation")
+        if nd < 2 or perm == list(range(nd)):
+            return self.alias(x)
+        x = self.array(x)
+        self.pin(x)
+        name = self.fresh()
+        if nd == 2 and x.layout == "C":
+            self.emit(self.indent, f"{name} = {x.name}.T")
+            return V("a", name, x.dtype, tuple(e.out.shape), layout="F")
+        self.emit(self.indent, f"{name} = np.transpose({x.name}, ({', '.join(map(str, perm))},))")
+        return V("a", name, x.dtype, tuple(e.out.shape), layout="A")
+
+    def broadcast(self, e, x, shape):
+        """``x`` broadcast to the op's output shape, as a lazy value (fused by consumers)."""
+        shape = tuple(e.out.shape)
+        if x.kind == "l":
+            return V("l", None, x.dtype, shape, tree=x.tree)
+        return V("l", None, x.dtype, shape, tree=("v", x))
+
+    def join(self, e, xs, axis, new_axis):
+        odt = e.out.dtype
+        vs = []
+        for v in xs:
+            v = self.array(v)
+            if v.layout != "C":
+                v = self.contiguous(v)
+            if v.dtype != odt:
+                name = self.fresh()
+                self.emit(self.indent, f"{name} = {v.name}.astype({NP_TYPE[odt]})")
+                v = self.new_array(name, odt, v.shape)
+            vs.append(v)
+        nd = len(e.out.shape)
+        axis = _int(axis, "axis") % max(nd, 1)
+        name = self.fresh()
+        fn = "np.stack" if new_axis else "np.concatenate"
+        self.emit(self.indent, f"{name} = {fn}(({', '.join(v.name for v in vs)},), {axis})")
+        return self.new_array(name, odt, tuple(e.out.shape))
+
+    def fill(self, e, value, shape_of):
+        t = e.out
+        if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+            e.unsupported("fill value is not a number")
+        k = self.const_arg(np.asarray(value, dtype=t.dtype)[()])
+        if len(t.shape) == 0:
+            return V("s", k, t.dtype, ())
+        if shape_of is not None:
+            src = self.array(shape_of)
+            dims = [f"{src.name}.shape[{j}]" for j in range(src.ndim)]
+        else:
+            if None in t.shape:
+                e.unsupported("fill of a shape unknown when lowering")
+            dims = [str(_int(d, "dim")) for d in t.shape]
+        name = self.fresh()
+        self.emit(self.indent, f"{name} = np.full(({', '.join(dims)},), {k})")
+        return self.new_array(name, t.dtype, tuple(t.shape))
+
+    def dim(self, e, x, axis):
+        a = _int(axis, "axis")
+        if not -x.ndim <= a < x.ndim:
+            e.unsupported("axis out of range")
+        if x.shape[a] is not None:
+            return V("s", self.const_arg(np.int64(x.shape[a])), "int64", ())
+        x = self.array(x)
+        name = self.fresh()
+        self.emit(self.indent, f"{name} = np.int64({x.name}.shape[{a % x.ndim}])")
+        return V("s", name, "int64", ())
+
+    def constant(self, e, value):
+        t = e.out
+        arr = OPS["constant"].kernel(np, value=value, dtype=t.dtype, shape=t.shape)
+        if arr.ndim == 0:
+            return V("s", self.const_arg(arr[()]), t.dtype, ())
+        return V("a", self.const_arg(np.ascontiguousarray(arr)), t.dtype, arr.shape)
+
+    # ---------------------------------------------------------------- control flow
+    def lower_cond(self, op, env):
+        b = op.blocks
+        if set(b) != {"then", "else"} or not op.inputs:
+            raise NativeUnsupported(f"op cond (output {op.outputs[0] if op.outputs else '-'}): malformed")
+        pred = self.materialize(self.get(env, op.inputs[0]))
+        if pred.kind != "s":
+            raise NativeUnsupported(f"op cond (output {op.outputs[0] if op.outputs else '-'}): predicate is not 0-d")
+        ins = [self.materialize(self.get(env, n)) for n in op.inputs[1:]]
+        outs_t = [self.type_of(o) for o in op.outputs]
+        locs = [self.fresh() for _ in op.outputs]
+        ctx = self._ctx
+        # an input the cond reads last, once, and that we own may be written by a branch
+        passed_owned = set()
+        for k, (n, v) in enumerate(zip(op.inputs[1:], ins)):
+            if (v.kind == "a" and op.inputs[1:].count(n) == 1 and ctx.last.get(n, -1) <= ctx.pos
+                    and n not in ctx.outputs and n not in ctx.pinned and (v.name in ctx.fresh or n in ctx.owned)):
+                passed_owned.add(k)
+        ind = self.indent
+        start_line = len(self.lines)
+        self.emit(ind, f"if {pred.name}:")
+        owned_out, names = [], []
+        for key in ("then", "else"):
+            if key == "else":
+                self.emit(ind, "else:")
+            blk = b[key]
+            if len(blk.inputs) != len(ins) or len(blk.outputs) != len(op.outputs):
+                raise NativeUnsupported(f"op cond (output {op.outputs[0] if op.outputs else '-'}): malformed {key} block")
+            sub_env = {}
+            owned = set()
+            for k, (name, v) in enumerate(zip(blk.inputs, ins)):
+                sv = V(v.kind, v.name, v.dtype, v.shape, layout=v.layout)
+                sv.var = name
+                sub_env[name] = sv
+                if k in passed_owned:
+                    owned.add(name)
+            order = topo_order(blk)[0]
+            before = len(self.lines)
+            res = self.block(blk, sub_env, order, ind + 1, set(blk.outputs), owned, list(blk.outputs))
+            fresh_here = self._fresh_results(res, blk, owned)
+            owned_out.append(fresh_here)
+            names.append([self.coerce(v, t) for v, t in zip(res, outs_t)])
+            for loc, v, t in zip(locs, res, outs_t):
+                self.emit(ind + 1, f"{loc} = {self.coerce(v, t)}")
+            if len(self.lines) == before:
+                self.emit(ind + 1, "pass")
+        # an output both branches give as the same outer local (a buffer updated in place in
+        # either branch) needs no assignment: drop the two and use that local
+        drop = set()
+        for j in range(len(locs)):
+            a, b_ = names[0][j], names[1][j]
+            if a == b_ and a.isidentifier() and (a in self._ctx.fresh or any(a == iv.name for iv in ins)):
+                drop.add(j)
+        if drop:
+            text = {f"{'    ' * (ind + 1)}{locs[j]} = {names[0][j]}" for j in drop}
+            lines = self.lines[start_line:]
+            kept = [ln for ln in lines if ln not in text]
+            self.lines[start_line:] = self._fix_empty(kept, ind)
+            for j in drop:
+                locs[j] = names[0][j]
+        results = []
+        for j, (loc, t) in enumerate(zip(locs, outs_t)):
+            if len(t.shape) == 0:
+                results.append(V("s", loc, t.dtype, ()))
+            else:
+                layouts = set()
+                v = V("a", loc, t.dtype, t.shape, layout="C")
+                if all(j in f for f in owned_out):
+                    ctx.fresh.add(loc)
+                else:
+                    v.layout = "A"
+                    for k, iv in enumerate(ins):  # the output may be one of the inputs
+                        self.pin(iv)
+                del layouts
+                results.append(v)
+        return self._bind(op, env, results)
+
+    @staticmethod
+    def _fix_empty(lines, ind):
+        """``if``/``else`` lines whose branch became empty get a ``pass``."""
+        out = []
+        head = "    " * ind
+        for k, ln in enumerate(lines):
+            out.append(ln)
+            if ln in (f"{head}else:",) or (ln.startswith(head + "if ") and ln.endswith(":") and not ln.startswith(head + " ")):
+                nxt = lines[k + 1] if k + 1 < len(lines) else ""
+                if not nxt.startswith(head + "    "):
+                    out.append(head + "    pass")
+        return out
+
+    def _fresh_results(self, res, blk, owned):
+        """Positions of block results that are buffers nothing else can see (fresh in the
+        block, or an owned input passed through once)."""
+        out = set()
+        seen = {}
+        for v in res:
+            seen[v.name] = seen.get(v.name, 0) + 1
+        ctx_fresh = self._last_fresh
+        for j, v in enumerate(res):
+            if v.kind != "a" or seen[v.name] != 1 or v.layout != "C":
+                continue
+            if v.name in ctx_fresh or v.var in owned:
+                out.add(j)
+        return out
+
+    def coerce(self, v, t):
+        """``v`` as the expression a carry or branch output of type ``t`` is assigned."""
+        if v.dtype != t.dtype:
+            if v.kind == "s":
+                return cast_expr(v.name, v.dtype, t.dtype)
+            return f"{v.name}.astype({NP_TYPE[t.dtype]})"
+        return v.name
+
+    def _bind(self, op, env, results):
+        for o, v in zip(op.outputs, results):
+            v.var = o
+            env[o] = v
+        return results
+
+    def lower_while(self, op, env):
+        b, n = op.blocks, len(op.outputs)
+        where = f"op while (output {op.outputs[0] if op.outputs else '-'})"
+        if (set(b) != {"cond", "body"} or len(op.inputs) < n or len(b["cond"].inputs) != len(op.inputs)
+                or len(b["body"].inputs) != len(op.inputs) or len(b["cond"].outputs) != 1
+                or len(b["body"].outputs) != n):
+            raise NativeUnsupported(f"{where}: malformed")
+        ins = [self.materialize(self.get(env, x)) for x in op.inputs]
+        ctx = self._ctx
+        ind = self.indent
+        outs_t = [self.type_of(o) for o in op.outputs]
+        carries = []
+        for k in range(n):
+            v, t, name = ins[k], outs_t[k], op.inputs[k]
+            loc = self.fresh()
+            if v.kind == "s":
+                self.emit(ind, f"{loc} = {self.coerce(v, t)}")
+                carries.append(V("s", loc, t.dtype, ()))
+                continue
+            if len(t.shape) == 0:
+                raise NativeUnsupported(f"{where}: carry {k} changes rank")
+            own = (op.inputs.count(name) == 1 and ctx.last.get(name, -1) <= ctx.pos and name not in ctx.outputs
+                   and name not in ctx.pinned and v.name in ctx.fresh and v.layout == "C" and v.dtype == t.dtype)
+            if own:
+                self.emit(ind, f"{loc} = {v.name}")
+            else:  # the loop writes its carries in place: start from a copy of the caller's value
+                src = self.coerce(v, t)
+                self.emit(ind, f"{loc} = np.ascontiguousarray({src}).copy()" if v.layout != "C" or src == v.name
+                          else f"{loc} = {src}")
+            carries.append(V("a", loc, t.dtype, t.shape))
+        caps = ins[n:]
+        self.emit(ind, "while True:")
+        cond_blk, body_blk = b["cond"], b["body"]
+        env_c = self._sub_env(cond_blk, carries + caps)
+        (flag,) = self.block(cond_blk, env_c, topo_order(cond_blk)[0], ind + 1, set(cond_blk.outputs), set(),
+                             list(cond_blk.outputs))
+        if flag.kind != "s":
+            raise NativeUnsupported(f"{where}: the loop predicate is not 0-d")
+        self.emit(ind + 1, f"if not {flag.name}:")
+        self.emit(ind + 2, "break")
+        env_b = self._sub_env(body_blk, carries + caps)
+        owned = {body_blk.inputs[k] for k in range(n) if carries[k].kind == "a"}
+        res = self.block(body_blk, env_b, topo_order(body_blk)[0], ind + 1, set(body_blk.outputs), owned,
+                         list(body_blk.outputs))
+        fresh = self._fresh_results(res, body_blk, owned)
+        srcs = []
+        for k, (v, c) in enumerate(zip(res, carries)):
+            t = outs_t[k]
+            if c.kind == "s":
+                if v.kind != "s":
+                    raise NativeUnsupported(f"{where}: carry {k} changes rank")
+                srcs.append(self.coerce(v, t))
+            elif k in fresh and v.dtype == t.dtype:
+                srcs.append(v.name)
+            else:
+                srcs.append(f"np.ascontiguousarray({self.coerce(v, t)}).copy()")
+        pairs = [(c.name, src) for c, src in zip(carries, srcs) if c.name != src]
+        if pairs:
+            self.emit(ind + 1, f"{', '.join(p[0] for p in pairs)} = {', '.join(p[1] for p in pairs)}")
+        results = []
+        for c in carries:
+            r = V(c.kind, c.name, c.dtype, c.shape)
+            if c.kind == "a":
+                ctx.fresh.add(c.name)
+            results.append(r)
+        return self._bind(op, env, results)
+
+    def _sub_env(self, blk, vals):
+        env = {}
+        for name, v in zip(blk.inputs, vals):
+            sv = V(v.kind, v.name, v.dtype, v.shape, layout=v.layout)
+            sv.var = name
+            env[name] = sv
+        return env
+
+    def lower_scan(self, op, env):
+        a, b = op.attrs, op.blocks
+        where = f"op scan (output {op.outputs[0] if op.outputs else '-'})"
+        nc, nx = a.get("n_carry"), a.get("n_xs")
+        if set(b) != {"body"} or type(nc) is not int or type(nx) is not int or nc < 0 or nx < 0:
+            raise NativeUnsupported(f"{where}: malformed")
+        body = b["body"]
+        if len(op.inputs) < nc + nx or len(body.inputs) != len(op.inputs) or len(body.outputs) != len(op.outputs) \
+                or len(op.outputs) < nc:
+            raise NativeUnsupported(f"{where}: malformed")
+        reverse = a.get("reverse", False)
+        if type(reverse) is not bool:
+            raise NativeUnsupported(f"{where}: reverse is not a bool")
+        ins = [self.materialize(self.get(env, x)) for x in op.inputs]
+        ind = self.indent
+        outs_t = [self.type_of(o) for o in op.outputs]
+        carries = []
+        for k in range(nc):
+            v, t = ins[k], outs_t[k]
+            loc = self.fresh()
+            if v.kind == "s":
+                self.emit(ind, f"{loc} = {self.coerce(v, t)}")
+                carries.append(V("s", loc, t.dtype, ()))
+            else:
+                self.emit(ind, f"{loc} = np.ascontiguousarray({self.coerce(v, t)}).copy()")
+                carries.append(V("a", loc, t.dtype, t.shape))
+        xs = ins[nc:nc + nx]
+        for x in xs:
+            if x.kind != "a":
+                raise NativeUnsupported(f"{where}: an xs is 0-d")
+        caps = ins[nc + nx:]
+        nloc = self.fresh()
+        if xs:
+            self.emit(ind, f"{nloc} = {xs[0].name}.shape[0]")
+            for x in xs[1:]:
+                self.emit(ind, f"if {x.name}.shape[0] != {nloc}: raise ValueError('scan: xs have different leading dims')")
+        else:
+            length = a.get("length")
+            self.emit(ind, f"{nloc} = {_int(length, 'scan length')}")
+        ys = []
+        for j, t in enumerate(outs_t[nc:]):
+            yshape = t.shape[1:]
+            loc = self.fresh()
+            dims = [nloc] + [str(_int(d, "dim")) if d is not None else "0" for d in yshape]
+            self.emit(ind, f"{loc} = np.empty(({', '.join(dims)},), {NP_TYPE[t.dtype]})")
+            ys.append((loc, t, None in yshape))
+        tloc = self.fresh()
+        rng = f"range({nloc} - 1, -1, -1)" if reverse else f"range({nloc})"
+        self.emit(ind, f"for {tloc} in {rng}:")
+        slices = []
+        for x in xs:
+            s = self.fresh()
+            if x.ndim == 1:
+                self.emit(ind + 1, f"{s} = {x.name}[{tloc}]")
+                slices.append(V("s", s, x.dtype, ()))
+            else:
+                self.emit(ind + 1, f"{s} = {x.name}[{tloc}]")
+                slices.append(V("a", s, x.dtype, x.shape[1:], layout="C" if x.layout == "C" else "A"))
+        env_b = self._sub_env(body, carries + slices + caps)
+        owned = {body.inputs[k] for k in range(nc) if carries[k].kind == "a"}
+        res = self.block(body, env_b, topo_order(body)[0], ind + 1, set(body.outputs), owned, list(body.outputs))
+        fresh = self._fresh_results(res, body, owned)
+        for (loc, t, dyn), v in zip(ys, res[nc:]):
+            if dyn:
+                self.emit(ind + 1, f"if {tloc} == {'(' + nloc + ' - 1)' if reverse else '0'}:")
+                shp = ", ".join([nloc] + [f"{v.name}.shape[{q}]" for q in range(v.ndim)])
+                self.emit(ind + 2, f"{loc} = np.empty(({shp},), {NP_TYPE[t.dtype]})")
+            if v.kind == "s":
+                self.emit(ind + 1, f"{loc}[{tloc}] = {cast_expr(v.name, v.dtype, t.dtype)}")
+            else:
+                self.emit(ind + 1, f"{loc}[{tloc}] = {self.coerce(v, t)}")
+        srcs = []
+        for k, (v, c) in enumerate(zip(res[:nc], carries)):
+            t = outs_t[k]
+            if c.kind == "s":
+                if v.kind != "s":
+                    raise NativeUnsupported(f"{where}: carry {k} changes rank")
+                srcs.append(self.coerce(v, t))
+            elif k in fresh and v.dtype == t.dtype:
+                srcs.append(v.name)
+            else:
+                srcs.append(f"np.ascontiguousarray({self.coerce(v, t)}).copy()")
+        pairs = [(c.name, src) for c, src in zip(carries, srcs) if c.name != src]
+        if pairs:
+            self.emit(ind + 1, f"{', '.join(p[0] for p in pairs)} = {', '.join(p[1] for p in pairs)}")
+        results = []
+        for c in carries:
+            if c.kind == "a":
+                self._ctx.fresh.add(c.name)
+            results.append(V(c.kind, c.name, c.dtype, c.shape))
+        for loc, t, _ in ys:
+            self._ctx.fresh.add(loc)
+            results.append(V("a", loc, t.dtype, t.shape))
+        return self._bind(op, env, results)
+
+    @property
+    def _last_fresh(self):
+        return self._fresh_log
+
+
+_LIB_NAMES = []
+
+
+def lib_names():
+    """Names of the helpers ``_lib.py`` defines, read from its source (importing it would
+    import numba)."""
+    if not _LIB_NAMES:
+        import os
+        import re
+        with open(os.path.join(os.path.dirname(__file__), "_lib.py"), encoding="utf-8") as f:
+            _LIB_NAMES.extend(re.findall(r"^def (\w+)\(", f.read(), flags=re.M))
+    return _LIB_NAMES
+
+
+class _BlockCtx:
+    __slots__ = ("ops", "uses", "last", "outputs", "owned", "pos", "fresh", "pinned", "donated", "pending")
+
+    def __init__(self, ops, uses, last, outputs, owned):
+        self.ops, self.uses, self.last, self.outputs, self.owned = ops, uses, last, outputs, owned
+        self.pos = 0
+        self.fresh = set()
+        self.pinned = set()
+        self.donated = set()
+        self.pending = {}
+
+
+def lower(program, order=None):
+    """``(source, feed signature, output types, constant values)`` of ``program``."""
+    lw = Lowerer(program, order)
+    lw._fresh_log = set()
+    try:
+        source, sig, out_types = lw.lower()
+    except RecursionError:
+        raise NativeUnsupported("the program nests too deep to lower") from None
+    return source, sig, out_types, lw.consts
+
+
+def source_key(source, sig, versions):
+    h = hashlib.sha256()
+    h.update(LOWERING_VERSION.encode())
+    h.update(source.encode())
+    h.update(repr(sig).encode())
+    h.update(repr(versions).encode())
+    return h.hexdigest()[:32]

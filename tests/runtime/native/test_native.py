@@ -1,0 +1,230 @@
+"""The native backend (runtime/d2s_runtime/native/) against the Python backend: fused
+element-wise chains with broadcasting for every lowered op and dtype (NaN, inf, signed zeros),
+reductions over axes, matmul epilogues, shape ops, cond (both branches), while (zero-trip
+included), scan, and the MLP / Elman RNN training programs. Arithmetic, comparisons, where,
+max/min, abs, neg and relu are bit-identical to numpy; transcendental functions and sums
+within a stated tolerance (libm vs numpy's SIMD; float64 accumulation vs pairwise sums)."""
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+import d2s  # noqa: E402
+from d2s.static import InputSpec, build_program, gradients  # noqa: E402
+
+from .helpers import check, compile_native  # noqa: E402
+
+RNG = np.random.default_rng(12)
+SPECIAL = np.array([0.0, -0.0, 1.5, -2.25, np.nan, np.inf, -np.inf, 1e-30, -7.0, 3.0, 0.5, -0.5], "float32")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("native_cache")
+
+
+def _f32(*shape):
+    return RNG.standard_normal(shape).astype("float32")
+
+
+# ------------------------------------------------------------------ element-wise, fused
+def _arith(x, y, z, s):
+    a = x * y + z - s            # broadcasting (3,4) * (4,) + (3,1) - ()
+    b = (x - s) / y
+    return (a, b, d2s.maximum(x, y), d2s.minimum(z, x), abs(x), -y, d2s.relu(x - 1.0), d2s.where(x > y, x, z),
+            x == y, x < z, x >= s, d2s.logical_not(x > 0), (x > 0) & (y > 0), (x > 0) | (z > 0),
+            x.astype("int64") if hasattr(x, "astype") else x, x * 2.0 + s * s)
+
+
+def test_float32_arithmetic_is_bit_identical(cache):
+    prog = build_program(_arith, InputSpec([3, 4]), InputSpec([4]), InputSpec([3, 1]), InputSpec([]))
+    fn = compile_native(prog, cache)
+    sp = SPECIAL
+    cases = [(_f32(3, 4), _f32(4), _f32(3, 1), np.array(0.5, "float32")),
+             (sp.reshape(3, 4), sp[:4][::-1].copy(), sp[4:7].reshape(3, 1), np.array(-0.0, "float32")),
+             (sp.reshape(3, 4)[::-1].copy(), sp[8:12].copy(), sp[:3].reshape(3, 1), np.array(np.nan, "float32"))]
+    check(prog, fn, cases)
+
+
+def _unary(x):
+    return (d2s.exp(x), d2s.log(abs(x) + 0.5), d2s.sqrt(abs(x)), d2s.sin(x), d2s.cos(x), d2s.tanh(x), d2s.sigmoid(x),
+            d2s.sign(x), d2s.floor(x), d2s.clip(x, -1.0, 2.0), x ** 2.0, x // 0.75, x % 0.75,
+            d2s.logaddexp(x, x * 0.5), d2s.tanh(x * 3.0) * 0.5 + d2s.sigmoid(x) - d2s.exp(-x * x))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_unary_math_within_a_few_ulp(cache, dtype):
+    prog = build_program(_unary, InputSpec([None, 4], dtype))
+    fn = compile_native(prog, cache)
+    sp = SPECIAL.astype(dtype)
+    cases = [(sp.reshape(3, 4),), ((RNG.standard_normal((5, 4)) * 4).astype(dtype),),
+             (np.zeros((0, 4), dtype),)]
+    # sign, floor, clip: exact; the rest: libm / this backend's tanh vs numpy's SIMD loops
+    check(prog, fn, cases, rtol=2e-6 if dtype == "float32" else 1e-14, atol=1e-7 if dtype == "float32" else 1e-15,
+          exact=(7, 8, 9, 11, 12))
+
+
+def _ints(i, j, f):
+    return (i + j, i - j, i * j, i // j, i % j, i & j, i | j, i ^ j, i < j, i == j, d2s.maximum(i, j), -i,
+            abs(i), i + f, i * 3, (i > 0) + (j > 0), (i > 0) * (j > 0), i.astype("float32") / 2.0, f.astype("int32"))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_and_bool_arithmetic_is_exact(cache, dtype):
+    prog = build_program(_ints, InputSpec([5], dtype), InputSpec([5], dtype), InputSpec([5], "float32"))
+    fn = compile_native(prog, cache)
+    a = np.array([7, -7, 0, 5, -3], dtype)
+    b = np.array([2, 3, -4, -5, 7], dtype)
+    f = np.array([0.5, -1.5, 2.0, 3.75, -0.25], "float32")
+    check(prog, fn, [(a, b, f), (b, np.where(a == 0, 1, a).astype(dtype), f * 10)])
+
+
+def _scalars(i, n, a):
+    q = (i * 3 + n) // 2 - i % 3
+    s = -(a * a) / (a + 1.5) - a ** 2.0
+    return q, i / n, s, i < n, i == n, d2s.maximum(a, s), d2s.tanh(a), d2s.where(i > n, a, s), a.astype("int32")
+
+
+def test_scalar_math_on_0d_values(cache):
+    prog = build_program(_scalars, InputSpec([], "int64"), InputSpec([], "int64"), InputSpec([]))
+    fn = compile_native(prog, cache)
+    cases = [(np.array(i), np.array(n), np.array(a, "float32")) for i, n, a in [(0, 5, 0.5), (7, 2, -3.0), (-4, 3, 2.25)]]
+    check(prog, fn, cases, rtol=1e-6, atol=0, exact=(0, 1, 2, 3, 4, 5, 7, 8))
+
+
+# ------------------------------------------------------------------ reductions
+def _reductions(x, b):
+    h = d2s.tanh(x) * 2.0 - 0.5
+    return (h.sum(), x.sum(axis=0), x.sum(axis=1, keepdims=True), h.mean(axis=-1), x.mean(), x.max(axis=0),
+            (x * x).min(), x.max(axis=(0, 1), keepdims=True), x.prod(axis=1), (x > 0).sum(), (x > 0).any(axis=0),
+            b.sum(), b.prod(), b.max(), (b > 1).all())
+
+
+def test_reductions_over_axes(cache):
+    prog = build_program(_reductions, InputSpec([None, 5]), InputSpec([3], "int32"))
+    fn = compile_native(prog, cache)
+    big = (RNG.standard_normal((300, 5)) * 10).astype("float32")
+    cases = [(_f32(4, 5), np.array([1, 2, -3], "int32")), (big, np.array([5, 0, 2], "int32")),
+             (SPECIAL[:10].reshape(2, 5), np.array([1, 1, 1], "int32"))]
+    check(prog, fn, cases, rtol=1e-5, atol=1e-5, exact=(5, 7, 9, 10, 11, 12, 13, 14))
+
+
+def test_float32_sums_are_as_accurate_as_numpys(cache):
+    """float32 sums accumulate in float64 (numpy: pairwise float32): over 10^5 elements the
+    native sum is at least as close to the exact (float64) sum as numpy's."""
+    prog = build_program(lambda x: (x.sum(), x.mean(), x.reshape(100, 1000).sum(axis=1)), InputSpec([100000]))
+    fn = compile_native(prog, cache)
+    x = (RNG.standard_normal(100000) + 3.0).astype("float32")
+    s, m, rows = fn(x)
+    exact = x.astype("float64").sum()
+    assert abs(float(s) - exact) <= abs(float(x.sum()) - exact) + abs(exact) * 2 ** -24
+    assert abs(float(m) - exact / x.size) <= abs(float(x.mean()) - exact / x.size) + abs(exact / x.size) * 2 ** -24
+    exact_rows = x.reshape(100, 1000).astype("float64").sum(axis=1)
+    assert np.all(np.abs(rows - exact_rows) <= np.abs(x.reshape(100, 1000).sum(axis=1) - exact_rows)
+                  + np.abs(exact_rows) * 2 ** -24)
+
+
+# ------------------------------------------------------------------ matmul and epilogues
+def _mlp_layer(x, w, b, v):
+    h = d2s.relu(x @ w + b)
+    t = d2s.tanh(h @ v.T + 1.0)
+    g = d2s.sigmoid(x @ w) * 2.0
+    return h, t, g, (x @ w).sum(axis=0), d2s.sigmoid(b @ v.T), b @ b  # 1-d @ 2-d, 1-d @ 1-d
+
+
+def test_matmul_with_bias_and_activation_epilogues(cache):
+    prog = build_program(_mlp_layer, InputSpec([None, 6]), InputSpec([6, 8]), InputSpec([8]), InputSpec([3, 8]))
+    fn = compile_native(prog, cache)
+    cases = [(_f32(4, 6), _f32(6, 8), _f32(8), _f32(3, 8)), (_f32(1, 6), _f32(6, 8), _f32(8), _f32(3, 8))]
+    check(prog, fn, cases, rtol=2e-5, atol=2e-6)
+
+
+# ------------------------------------------------------------------ shape ops and creation
+def _shapes(x, y):
+    r = x.reshape(4, 3) * 2.0
+    t = x.transpose(1, 0) + 1.0
+    u = d2s.unsqueeze(y, 0) + x
+    c = d2s.concat([x, x * 2.0], axis=0)
+    s = d2s.stack([y, y + 1.0], axis=1)
+    z = d2s.zeros_like(x) + d2s.ones(4) * 3.0
+    return r, t, u, c, s, z, d2s.squeeze(d2s.unsqueeze(y, 1), 1), d2s.broadcast_to(y, (2, 3, 4)) * x
+
+
+def test_shape_ops(cache):
+    prog = build_program(_shapes, InputSpec([3, 4]), InputSpec([4]))
+    fn = compile_native(prog, cache)
+    check(prog, fn, [(_f32(3, 4), _f32(4)), (SPECIAL.reshape(3, 4), SPECIAL[:4].copy())])
+
+
+# ------------------------------------------------------------------ control flow
+def _control(x, n, w):
+    def body(i, a, s):
+        s = d2s.cond(a.sum() > 0, lambda: s + a * 0.5, lambda: s - a)
+        return i + 1, d2s.tanh(a) - 0.1, s
+
+    i, a, s = d2s.while_loop(lambda i, a, s: i < n, body, (d2s.tensor(0), x, x * 0.0))
+
+    def outer(i, a, b):
+        _, a = d2s.while_loop(lambda j, c: j < i, lambda j, c: (j + 1, c * 0.9 + w), (d2s.tensor(0), a))
+        return i + 1, b, a  # the carries swap places each iteration
+
+    _, p, q = d2s.while_loop(lambda i, a, b: i < n, outer, (d2s.tensor(0), x, x * 2.0))
+    return i, a, s, p, q, x  # x: an input passed through
+
+
+def test_while_and_cond_both_branches_and_zero_trip(cache):
+    prog = build_program(_control, InputSpec([16]), InputSpec([], "int64"), InputSpec([16]))
+    fn = compile_native(prog, cache)
+    x = np.linspace(-1, 1, 16).astype("float32")
+    cases = [(x, np.array(n), _f32(16)) for n in (0, 1, 7, 60)] + [(-np.abs(_f32(16)) - 1, np.array(3), _f32(16))]
+    check(prog, fn, cases, rtol=1e-5, atol=1e-6, exact=(0, 5))
+    # the caller's arrays are never written (loop carries are copied in)
+    x0 = x.copy()
+    fn(x, np.array(5), _f32(16))
+    assert np.array_equal(x, x0)
+
+
+def _scan(xs, w, h0):
+    def step(h, x):
+        h = d2s.tanh(x @ w + h * 0.5)
+        return h, h.sum()
+
+    h, ys = d2s.scan(step, h0, xs)
+    c2, zs = d2s.scan(lambda c, x: (c + x, c * x), h0, xs @ w, reverse=True)
+    return h, ys, c2, zs
+
+
+def test_scan_forward_reverse_and_empty(cache):
+    prog = build_program(_scan, InputSpec([None, 4]), InputSpec([4, 3]), InputSpec([3]))
+    fn = compile_native(prog, cache)
+    check(prog, fn, [(_f32(n, 4), _f32(4, 3), _f32(3)) for n in (0, 1, 6)], rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ training programs
+def test_mlp_forward_and_backward_program(cache):
+    def loss(x, w1, b1, w2, b2, w3):
+        h = d2s.relu(x @ w1 + b1)
+        h = d2s.relu(h @ w2 + b2)
+        return ((h @ w3) ** 2).mean()
+
+    prog = gradients(build_program(loss, InputSpec([None, 20]), InputSpec([20, 16]), InputSpec([16]),
+                                   InputSpec([16, 16]), InputSpec([16]), InputSpec([16, 4]))).verify()
+    fn = compile_native(prog, cache)
+    ws = [_f32(20, 16) * 0.3, _f32(16) * 0.1, _f32(16, 16) * 0.3, _f32(16) * 0.1, _f32(16, 4) * 0.3]
+    check(prog, fn, [(_f32(8, 20), *ws, np.array(1.0, "float32")), (_f32(3, 20), *ws, np.array(2.0, "float32"))],
+          rtol=1e-4, atol=1e-6)
+
+
+def test_elman_rnn_forward_and_backward_program(cache):
+    def loss(xs, wx, wh, h0):
+        def step(h, x):
+            h = d2s.tanh(x @ wx + h @ wh)
+            return h, h
+        h, hs = d2s.scan(step, h0, xs)
+        return (hs * hs).mean() + h.sum()
+
+    prog = gradients(build_program(loss, InputSpec([6, 2, 5]), InputSpec([5, 4]), InputSpec([4, 4]),
+                                   InputSpec([2, 4]))).verify()
+    fn = compile_native(prog, cache)
+    check(prog, fn, [(_f32(6, 2, 5), _f32(5, 4) * 0.5, _f32(4, 4) * 0.5, _f32(2, 4), np.array(1.0, "float32"))],
+          rtol=1e-4, atol=1e-6)

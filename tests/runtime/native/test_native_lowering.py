@@ -1,0 +1,176 @@
+"""Lowering a program for the native backend (runtime/d2s_runtime/native/lower.py): what is not
+supported raises NativeUnsupported with a one-line reason naming the op and its output var;
+the cache key is stable; untrusted var names and attrs never reach the generated source; and
+d2s_runtime imports and runs without numba. Lowering needs no numba; the tests that compile
+skip where it is absent."""
+import builtins
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import d2s
+from d2s.static import InputSpec, build_program
+from d2s_runtime import Executor, native
+from d2s_runtime.ir import Block, Op, Program
+from d2s_runtime.ops import TensorType
+
+from .helpers import check
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def test_an_op_without_lowering_names_itself_in_one_line():
+    prog = build_program(lambda x: d2s.softmax(x * 2.0, axis=-1) + 1.0, InputSpec([2, 3]))
+    out = [op.outputs[0] for op in prog.block.ops if op.type == "softmax"][0]
+    with pytest.raises(native.NativeUnsupported) as e:
+        native.lower_program(prog)
+    msg = str(e.value)
+    assert "\n" not in msg and "softmax" in msg and out in msg
+
+
+def test_unsupported_dtype_and_attrs_are_reasons_not_errors():
+    # integer matmul: numba's np.dot is for floats
+    prog = build_program(lambda a, b: a @ b, InputSpec([2, 2], "int64"), InputSpec([2, 2], "int64"))
+    with pytest.raises(native.NativeUnsupported, match="matmul.*integer"):
+        native.lower_program(prog)
+    # an attr the lowering does not know
+    prog = build_program(lambda x: x.sum(axis=0), InputSpec([2, 3]))
+    prog.block.ops[-1].attrs["surprise"] = 1
+    with pytest.raises(native.NativeUnsupported, match="reduce_sum.*attrs"):
+        native.lower_program(prog)
+
+
+def test_the_key_is_stable_and_follows_structure_and_dtypes():
+    def f(x):
+        return d2s.tanh(x) * 2.0
+
+    k1 = native.lower_program(build_program(f, InputSpec([4]))).key
+    k2 = native.lower_program(build_program(f, InputSpec([4]))).key
+    k3 = native.lower_program(build_program(f, InputSpec([4], "float64"))).key
+    k4 = native.lower_program(build_program(lambda x: d2s.tanh(x) * 3.0, InputSpec([4]))).key
+    assert k1 == k2 != k3
+    assert k4 == k1  # literals are arguments, not source: programs differing only in them share code
+
+
+PAYLOAD = "__import__('builtins').__setattr__('D2S_PWNED', 1)"
+
+
+def _hostile_program():
+    """A while over a cond whose every var name is Python code; attrs hold code too."""
+    names = iter(f"{PAYLOAD} or v{k}\n)]}}; {PAYLOAD}  # {k}" for k in range(100))
+    t, s, i, b = (TensorType((3,), "float32"), TensorType((), "float32"), TensorType((), "int64"),
+                  TensorType((), "bool"))
+    p = Program()
+    gb = p.block
+    x, n, one, zero, cnt, lim = (next(names) for _ in range(6))
+    for v, ty in ((x, t), (n, i), (one, i), (zero, i), (cnt, i)):
+        gb.add_var(v, ty)
+    cb = Block(parent=gb)
+    ci, cv, cn, co, cl = (next(names) for _ in range(5))
+    for v, ty in ((ci, i), (cv, t), (cn, i), (co, i), (cl, b)):
+        cb.add_var(v, ty)
+    cb.inputs, cb.ops, cb.outputs = [ci, cv, cn, co], [Op("lt", [ci, cn], [cl])], [cl]
+    body = Block(parent=gb)
+    bi, bv, bn, bo, bsum, bzero, bpred, bnext, bout = (next(names) for _ in range(9))
+    for v, ty in ((bi, i), (bv, t), (bn, i), (bo, i), (bsum, s), (bzero, s), (bpred, b), (bnext, i), (bout, t)):
+        body.add_var(v, ty)
+    then, other = Block(parent=body), Block(parent=body)
+    ta, tb, tc, ea, eb, ec = (next(names) for _ in range(6))
+    for blk, (u, k, o), op in ((then, (ta, tb, tc), "mul"), (other, (ea, eb, ec), "add")):
+        for v, ty in ((u, t), (k, s), (o, t)):
+            blk.add_var(v, ty)
+        blk.inputs, blk.outputs = [u, k], [o]
+        blk.ops = [Op(op, [u, k], [o])]
+    two = next(names)
+    body.add_var(two, s)
+    body.ops = [Op("reduce_sum", [bv], [bsum], {"axes": None, "keepdims": False}),
+                Op("constant", [], [bzero], {"value": 0.0, "dtype": "float32", "shape": []}),
+                Op("gt", [bsum, bzero], [bpred]),
+                Op("constant", [], [two], {"value": 2.0, "dtype": "float32", "shape": []}),
+                Op("cond", [bpred, bv, two], [bout], {}, {"then": then, "else": other}),
+                Op("add", [bi, bo], [bnext])]
+    body.inputs, body.outputs = [bi, bv, bn, bo], [bnext, bout]
+    gb.ops = [Op("constant", [], [one], {"value": 1, "dtype": "int64", "shape": []}),
+              Op("constant", [], [zero], {"value": 0, "dtype": "int64", "shape": []}),
+              Op("while", [zero, x, n, one], [cnt, lim], {}, {"cond": cb, "body": body})]
+    gb.add_var(lim, t)
+    gb.inputs = p.inputs = [x, n]
+    p.outputs = gb.outputs = [lim, cnt]
+    return p
+
+
+def test_untrusted_names_and_attrs_never_reach_the_source(tmp_path):
+    p = _hostile_program()
+    low = native.lower_program(p)
+    for piece in ("__import__", "PWNED", "builtins", "#"):
+        assert piece not in low.source
+    # attrs holding code: a reduction's axes and keepdims, scan's structure attrs, are refused
+    p.block.ops[2].blocks["body"].ops[0].attrs["keepdims"] = PAYLOAD
+    with pytest.raises(native.NativeUnsupported, match="keepdims"):
+        native.lower_program(p)
+    p.block.ops[2].blocks["body"].ops[0].attrs["keepdims"] = False
+    p.block.ops[2].blocks["body"].ops[0].attrs["axes"] = [PAYLOAD]
+    with pytest.raises(native.NativeUnsupported, match="axis must be an int"):
+        native.lower_program(p)
+    p.block.ops[2].blocks["body"].ops[0].attrs["axes"] = None
+    p.block.ops[1].attrs["value"] = PAYLOAD  # a literal is an argument value, never source
+    with pytest.raises((native.NativeUnsupported, ValueError, TypeError)):
+        native.lower_program(p)
+    p.block.ops[1].attrs["value"] = 0
+    if native.available()[0]:
+        fn = native.compile_lowered(native.lower_program(p), cache_dir=str(tmp_path))
+        xv = np.array([1.0, -2.0, 0.5], "float32")
+        check(p, fn, [(xv, np.array(3)), (xv, np.array(0))])
+    assert not hasattr(builtins, "D2S_PWNED")
+
+
+def test_runtime_imports_and_runs_without_numba():
+    code = r"""
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "numba" or name.startswith("numba.") or name.startswith("llvmlite"):
+            raise ImportError("numba blocked for this test")
+sys.meta_path.insert(0, Block())
+import numpy as np
+import d2s_runtime
+from d2s_runtime import Executor, native
+from d2s_runtime.ir import Op, Program
+from d2s_runtime.ops import TensorType
+p = Program()
+p.block.add_var("x", TensorType((2,), "float32"))
+p.block.add_var("y", TensorType((2,), "float32"))
+p.block.ops = [Op("tanh", ["x"], ["y"])]
+p.block.inputs = p.inputs = ["x"]
+p.outputs = p.block.outputs = ["y"]
+print(Executor(p).run(np.zeros(2, "float32"))[0].tolist())
+ok, why = native.available()
+assert not ok and why, (ok, why)
+assert native.lower_program(p).source  # lowering is pure Python
+assert "numba" not in sys.modules
+print("ok")
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "runtime"), ROOT]))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["[0.0,", "0.0]", "ok"]
+
+
+def test_lowering_does_not_import_numba():
+    r = subprocess.run([sys.executable, "-c", "import sys; import d2s_runtime.native as n; from d2s_runtime.ir import "
+                        "Program; assert 'numba' not in sys.modules; print('ok')"],
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "runtime"), ROOT])))
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_executor_still_runs_a_program_whose_lowering_fails():
+    # the fallback contract: NativeUnsupported is a reason; the Python backend runs the program
+    prog = build_program(lambda x: d2s.softmax(x, axis=-1), InputSpec([2, 3]))
+    with pytest.raises(native.NativeUnsupported):
+        native.lower_program(prog)
+    x = np.ones((2, 3), "float32")
+    np.testing.assert_allclose(Executor(prog).run(x)[0], np.full((2, 3), 1 / 3, "float32"), rtol=1e-6)
