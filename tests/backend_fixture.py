@@ -39,7 +39,7 @@ def backend(request, monkeypatch):
     module, reason = tiers.native_module()
     if module is None:
         pytest.skip(f"native backend unavailable: {reason}")
-    monkeypatch.setenv("D2S_NATIVE_CACHE", request.getfixturevalue("native_cache_dir"))
+    monkeypatch.setenv("D2S_CACHE_DIR", request.getfixturevalue("native_cache_dir"))
     monkeypatch.setattr(tiers, "default_backend", "native")
     monkeypatch.setattr(tiers, "synchronous", True)
     monkeypatch.setattr(d2s.jit.config, "backend", "native")

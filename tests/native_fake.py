@@ -38,7 +38,7 @@ class FakeNative:
         return Lowered(program, hashlib.sha256(str(program).encode()).hexdigest()[:16])
 
     def _marker(self, lowered, cache_dir):
-        return os.path.join(cache_dir or tiers.cache_dir() or ".", f"fake-{lowered.key}")
+        return os.path.join(cache_dir or os.environ.get("D2S_CACHE_DIR") or ".", f"fake-{lowered.key}")
 
     def is_cached(self, lowered, cache_dir=None):
         return os.path.exists(self._marker(lowered, cache_dir))
@@ -67,5 +67,5 @@ class FakeNative:
 def install(monkeypatch, fake, cache_dir):
     """Make ``fake`` the native compiler of this test, with ``cache_dir`` as its disk cache."""
     monkeypatch.setattr(tiers, "_AVAILABLE", [(fake, None)])
-    monkeypatch.setenv("D2S_NATIVE_CACHE", str(cache_dir))
+    monkeypatch.setenv("D2S_CACHE_DIR", str(cache_dir))
     return fake

@@ -199,6 +199,8 @@ class Executor:
         self._python_call = self._call_compiled if self._compiled is not None else self._call_interp
         self._box = [self._python_call]
         self._native_fn = None
+        self._job = None  # the compile to start after the first call
+        self._job_lock = threading.Lock()
         self._native_state = "off"  # off | pending | native | unsupported | failed
         self._native_reason = None
         self._native_done = threading.Event()
@@ -218,7 +220,7 @@ class Executor:
         if reason is not None:
             self._native_state, self._native_reason = "unsupported", reason
             return
-        cache = tiers.cache_dir()
+        cache = None  # the native compiler's default: $D2S_CACHE_DIR/native
         try:
             cached = native.is_cached(lowered, cache_dir=cache)
         except Exception:  # noqa: BLE001 - an unreadable cache: compile in the background
@@ -237,7 +239,24 @@ class Executor:
                 return
         self._native_state = "pending"
         self._native_done.clear()
-        tiers.WORKER.submit(tiers.CompileJob(self, lowered, native, cache))
+        # submitted after the first call: numba's compiler holds the GIL most of the time, so
+        # compiling while the first call runs would make that call slower than on Python alone
+        self._job = tiers.CompileJob(self, lowered, native, cache)
+        self._box[0] = self._first_call_then_compile
+
+    def _first_call_then_compile(self, feeds):
+        try:
+            return self._python_call(feeds)
+        finally:
+            self._submit_compile()
+
+    def _submit_compile(self):
+        with self._job_lock:  # threads finishing first calls at once submit it once
+            job, self._job = self._job, None
+        if job is not None:
+            if self._box[0] == self._first_call_then_compile:
+                self._box[0] = self._python_call
+            tiers.WORKER.submit(job)
 
     def _native_refusal(self):
         """Why this executor cannot run natively whatever the program (None: it can)."""
@@ -251,6 +270,27 @@ class Executor:
         """(The compile worker, or a cache load.) Swap the native function in: one store into
         the box that every runner reads, so calls in flight finish on the Python backend and
         the next ones run natively."""
+        if self._const_values:
+            # the Python backend's constants are read-only arrays, which a function compiled
+            # for writable ones does not take: the native one gets writable copies, made once.
+            # An output that is a view of one is made read-only, as the Python backend's are:
+            # a caller writing into it would change every later run's result
+            n_var = len(self.program.inputs) + len(self.program.params)
+            consts = [np.array(c) for c in self._const_values]
+            const_dtypes = {c.dtype for c in consts}
+            maybe_views = [i for i, name in enumerate(self.program.outputs)
+                           if np.dtype(self.program.block.lookup(name).type.dtype) in const_dtypes]
+            compiled = fn
+            may_share = np.may_share_memory
+
+            def fn(*feeds):
+                outs = compiled(*feeds[:n_var], *consts)
+                for i in maybe_views:
+                    o = outs[i]
+                    if o.flags.writeable and any(may_share(o, c) for c in consts):
+                        o = outs[i] = o.view()  # (the constant itself must stay writable)
+                        o.flags.writeable = False
+                return outs
         self._native_fn = fn
         self._native_state, self._native_reason = "native", None
         self.backend = "native"
@@ -265,13 +305,27 @@ class Executor:
     def _call_native(self, feeds):
         try:
             return self._native_fn(*feeds)
+        except TypeError as e:
+            # a read-only input array (np.broadcast_to, a frozen buffer): not a signature the
+            # native function was compiled for; a writable copy is (the Python backend never
+            # writes into inputs either, so nothing else changes)
+            if any(type(f) is np.ndarray and not f.flags.writeable for f in feeds):
+                try:
+                    return self._native_fn(*[np.array(f) if type(f) is np.ndarray and not f.flags.writeable else f
+                                             for f in feeds])
+                except Exception as e2:  # noqa: BLE001
+                    e = e2
+            return self._native_run_failed(feeds, e)
         except Exception as e:  # noqa: BLE001 - see below
-            # run the call on the Python backend: an error the program raises on purpose (a
-            # failed assert, a bad index) then reaches the caller exactly as Python raises it;
-            # if Python succeeds, native was wrong for this input: stop using it
-            out = self._python_call(feeds)
-            self._drop_native(f"native run failed where the Python backend did not: {tiers.one_line(e)}")
-            return out
+            return self._native_run_failed(feeds, e)
+
+    def _native_run_failed(self, feeds, e):
+        """Run the call on the Python backend: an error the program raises on purpose (a failed
+        assert, a bad index) then reaches the caller exactly as Python raises it; if Python
+        succeeds, native was wrong for this input: stop using it."""
+        out = self._python_call(feeds)
+        self._drop_native(f"native run failed where the Python backend did not: {tiers.one_line(e)}")
+        return out
 
     def _call_native_first(self, feeds):
         """The first native call checks what the compiled function returns (arrays of the
@@ -320,6 +374,7 @@ class Executor:
     def wait_native(self, timeout=None):
         """Wait until a pending native compile is done (for tests and benchmarks); returns
         whether the native backend runs now."""
+        self._submit_compile()  # (not yet started when no call ran)
         self._native_done.wait(timeout)
         return self.backend == "native"
 
@@ -517,7 +572,7 @@ class Executor:
                 v = self.xp.asarray(v)
             feeds.append(v)
         feeds += self._const_values
-        if self._native_state == "native":
+        if self._native_state in ("pending", "native"):
             return self._box[0](feeds)
         if self._compiled is not None:
             return self._call_compiled(feeds)

@@ -16,12 +16,12 @@ native compiler:
 Like a JIT's tiers (HotSpot's interpreter then C2, or JAX's async dispatch hiding compile
 time), the first call never waits for the slow compiler.
 
-The native compiler's disk cache lives where ``native.compile_lowered`` puts it by default;
-the environment variable ``D2S_NATIVE_CACHE`` (read at each compile) moves it.
+The native compiler's disk cache is ``$D2S_CACHE_DIR/native`` (default
+``~/.cache/d2s/native``; see ``native.default_cache_dir``), read at each compile.
 """
 import atexit
 import importlib
-import os
+import importlib.util
 import queue
 import threading
 import weakref
@@ -50,22 +50,19 @@ def native_module():
 
 
 def _probe():
+    # whether numba is installed, without importing it: importing numba takes about a second,
+    # which the first call must not wait for (the background compile imports it; a numba that
+    # is installed but broken makes that compile fail, with the reason, and Python keeps running)
+    try:
+        if importlib.util.find_spec("numba") is None:
+            return None, "numba is not installed (pip install 'd2s[native]')"
+    except (ImportError, ValueError) as e:
+        return None, f"numba cannot be found ({e})"
     try:
         native = importlib.import_module(__package__ + ".native")
     except ImportError as e:  # a runtime without the native compiler
         return None, f"the native compiler is not available ({e})"
-    try:
-        ok, reason = native.available()
-    except Exception as e:  # noqa: BLE001 - a broken numba install must not break the executor
-        return None, f"checking for numba failed ({type(e).__name__}: {e})"
-    if not ok:
-        return None, reason or "numba is not installed (pip install 'd2s[native]')"
     return native, None
-
-
-def cache_dir():
-    """The native disk-cache directory to use (``None``: the native compiler's default)."""
-    return os.environ.get("D2S_NATIVE_CACHE") or None
 
 
 def one_line(err):
@@ -134,6 +131,10 @@ class CompileJob:
         if executor is None:
             return
         try:
+            ok, reason = self.native.available()  # imports numba (here, not in the caller's thread)
+            if not ok:
+                executor._native_failed(reason)
+                return
             fn = self.native.compile_lowered(self.lowered, cache_dir=self.cache)
         except BaseException as e:  # noqa: BLE001 - a failed compile leaves the Python backend running
             executor._native_failed(f"native compile failed: {one_line(e)}")

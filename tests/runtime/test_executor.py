@@ -26,13 +26,17 @@ def _f(x, y):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_matches_eager_on_several_inputs(seed):
+def test_matches_eager_on_several_inputs(seed, backend):
     x, y = _inputs((3, 4), (3, 4))
     prog = build_program(_f, d2s.tensor(x), d2s.tensor(y))
     ex = Executor(prog)
     (out,) = ex.run(x, y)
     ref = _f(d2s.tensor(x), d2s.tensor(y)).numpy()
-    np.testing.assert_allclose(out, ref, rtol=1e-6)
+    # native exp/tanh and sums may differ from numpy's by a few ulp (README: "Native backend")
+    if backend == "python":
+        np.testing.assert_allclose(out, ref, rtol=1e-6)
+    else:
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
     assert out.dtype == np.float32
 
 

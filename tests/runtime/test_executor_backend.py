@@ -53,6 +53,7 @@ def test_native_compiles_in_background_then_swaps(monkeypatch, tmp_path):
     fake.release.clear()  # hold the compile: calls meanwhile run on the Python backend
     ex = Executor(_program(), backend="native")
     runner = ex.unchecked_runner()  # taken before the swap: must pick it up
+    assert fake.compile_threads == []  # the compile starts after the first call, not during it
     assert ex.backend == "python"
     assert ex.backend_report() == "python (native pending: compiling in background)"
     _check(ex)
