@@ -64,3 +64,4 @@ _.tanh32  # native/_lib.py: generated native code calls it (L.tanh32)
 _.bdim  # native/_lib.py: generated native code calls it
 _.check_dim  # native/_lib.py: generated native code calls it
 _.TANH_MAX_ULP  # native/_lib.py: the documented accuracy, asserted by tests/runtime/native/test_native_math.py
+_.dispatcher  # native.compile_lowered's fn.dispatcher: numba's dispatcher, read by tests (cache hit counters)

@@ -155,6 +155,9 @@ class Emit:
     def dim(self, x, axis):
         return self._l.dim(self, x, axis)
 
+    def basic_index(self, x, index):
+        return self._l.basic_index(self, x, index)
+
     def constant(self, value):
         return self._l.constant(self, value)
 
@@ -509,19 +512,24 @@ class Lowerer:
             name = leaf.var
             if name is None or name in ctx.outputs or name in ctx.pinned or ctx.last.get(name, -1) > ctx.pos:
                 continue
-            if leaf.name in ctx.donated:
-                continue
-            if any(p is not v and any(x.name == leaf.name for x in self.leaves(p.tree, []))
-                   for p in ctx.pending.values()):
+            if leaf.name in ctx.donated or leaf.name in ctx.pinned or self.read_later(leaf, v):
                 continue
             ctx.donated.add(leaf.name)
             return leaf
         return None
 
+    def read_later(self, v, but=None):
+        """Whether a lazy value not yet computed (other than ``but``) reads ``v``'s buffer."""
+        return any(p is not but and any(x.name == v.name for x in self.leaves(p.tree, []))
+                   for p in self._ctx.pending.values())
+
     def pin(self, v):
-        """``v``'s buffer is now visible through another value: never write it in place."""
+        """``v``'s buffer is now visible through another value: never write it in place
+        (pinned by var name and by local name, which every alias of the buffer shares)."""
         if v.var is not None:
             self._ctx.pinned.add(v.var)
+        if v.name is not None:
+            self._ctx.pinned.add(v.name)
 
     def array(self, v):
         """``v`` as an array local (0-d scalars become 0-d arrays)."""
@@ -555,8 +563,11 @@ class Lowerer:
         return self.new_array(name, v.dtype, v.shape)
 
     def alias(self, v):
+        """The same value under another var (a new handle: the lowering rebinds its var)."""
+        if v.kind == "l":
+            return V("l", None, v.dtype, v.shape, tree=v.tree)
         self.pin(v)
-        return v if v.kind != "l" else self.materialize(v)
+        return V(v.kind, v.name, v.dtype, v.shape, layout=v.layout)
 
     # ---------------------------------------------------------------- builders
     def reduce(self, e, kind, x, axes, keepdims):
@@ -609,12 +620,28 @@ class Lowerer:
                "all": "{a} and {v}", "max": "L.maximum({a}, {v})", "min": "L.minimum({a}, {v})"}[kind]
         if kind in ("max", "min"):
             self.libs.add("maximum")
-        if full:
+        if full and nd == 1 and kind in ("sum", "mean") and acc_dt == "float64":
+            # four float64 partial sums: the adds of a short vector do not wait on each other
+            parts = [self.fresh() for _ in range(4)]
+            self.emit(ind, f"{' = '.join(parts)} = {k_init}")
+            i, top = self.fresh(), self.fresh()
+            self.emit(ind, f"{top} = {dims[0]} - {dims[0]} % 4")
+            self.emit(ind, f"for {i} in range(0, {top}, 4):")
+            for q, part in enumerate(parts):
+                val = self.render(src_tree, x.shape, [f"{i} + {q}" if q else i], ind + 1, {})
+                self.emit(ind + 1, f"{part} = {part} + {val}")
+            self.emit(ind, f"for {i} in range({top}, {dims[0]}):")
+            val = self.render(src_tree, x.shape, [i], ind + 1, {})
+            self.emit(ind + 1, f"{parts[0]} = {parts[0]} + {val}")
+            acc = self.fresh()
+            self.emit(ind, f"{acc} = ({parts[0]} + {parts[1]}) + ({parts[2]} + {parts[3]})")
+        elif full:
             acc = self.fresh()
             self.emit(ind, f"{acc} = {k_init}")
             idx, inner = self.loops(dims, ind)
             val = self.render(src_tree, x.shape, idx, inner, {})
             self.emit(inner, f"{acc} = {upd.format(a=acc, v=val)}")
+        if full:
             res = acc
             if kind == "mean":
                 res = f"{acc} / ({count_expr})"
@@ -764,6 +791,52 @@ class Lowerer:
         self.emit(self.indent, f"{name} = np.int64({x.name}.shape[{a % x.ndim}])")
         return V("s", name, "int64", ())
 
+    def basic_index(self, e, x, index):
+        """``x[ints, slices, ...]`` as a numba view (ints bounds-checked: numba does not)."""
+        if not isinstance(index, (list, tuple)):
+            e.unsupported("index is not a list")
+        entries = []
+        for ent in index:
+            if not isinstance(ent, (list, tuple)) or not ent or ent[0] not in ("i", "s", "e"):
+                e.unsupported("only ints, slices and Ellipsis are lowered")
+            entries.append(ent)
+        n_fixed = sum(1 for ent in entries if ent[0] != "e")
+        if sum(1 for ent in entries if ent[0] == "e") > 1 or n_fixed > x.ndim:
+            e.unsupported("bad index")
+        full = []
+        for ent in entries:
+            if ent[0] == "e":
+                full += [["s", None, None, None]] * (x.ndim - n_fixed)
+            else:
+                full.append(ent)
+        full += [["s", None, None, None]] * (x.ndim - len(full))
+        x = self.array(x)
+        parts = []
+        for dim, ent in enumerate(full):
+            if ent[0] == "i":
+                k = _int(ent[1], "index")
+                d = x.shape[dim]
+                if d is not None:
+                    if not -d <= k < d:
+                        e.unsupported("index out of range")
+                else:
+                    self.emit(self.indent, f"if not -{x.name}.shape[{dim}] <= {k} < {x.name}.shape[{dim}]: "
+                                           f"raise IndexError('native program: index out of range')")
+                parts.append(str(k))
+            else:
+                if len(ent) != 4:
+                    e.unsupported("bad slice")
+                b = [None if v is None else _int(v, "slice bound") for v in ent[1:]]
+                if b[2] == 0:
+                    e.unsupported("slice step 0")
+                parts.append(":".join("" if v is None else str(v) for v in b))
+        self.pin(x)
+        name = self.fresh()
+        self.emit(self.indent, f"{name} = {x.name}[{', '.join(parts)}]")
+        if all(ent[0] == "i" for ent in full):
+            return V("s", name, x.dtype, ())
+        return V("a", name, x.dtype, tuple(e.out.shape), layout="A")
+
     def constant(self, e, value):
         t = e.out
         arr = OPS["constant"].kernel(np, value=value, dtype=t.dtype, shape=t.shape)
@@ -787,7 +860,8 @@ class Lowerer:
         passed_owned = set()
         for k, (n, v) in enumerate(zip(op.inputs[1:], ins)):
             if (v.kind == "a" and op.inputs[1:].count(n) == 1 and ctx.last.get(n, -1) <= ctx.pos
-                    and n not in ctx.outputs and n not in ctx.pinned and (v.name in ctx.fresh or n in ctx.owned)):
+                    and n not in ctx.outputs and n not in ctx.pinned and v.name not in ctx.pinned
+                    and not self.read_later(v) and (v.name in ctx.fresh or n in ctx.owned)):
                 passed_owned.add(k)
         ind = self.indent
         start_line = len(self.lines)
@@ -912,7 +986,8 @@ class Lowerer:
             if len(t.shape) == 0:
                 raise NativeUnsupported(f"{where}: carry {k} changes rank")
             own = (op.inputs.count(name) == 1 and ctx.last.get(name, -1) <= ctx.pos and name not in ctx.outputs
-                   and name not in ctx.pinned and v.name in ctx.fresh and v.layout == "C" and v.dtype == t.dtype)
+                   and name not in ctx.pinned and v.name not in ctx.pinned and not self.read_later(v)
+                   and v.name in ctx.fresh and v.layout == "C" and v.dtype == t.dtype)
             if own:
                 self.emit(ind, f"{loc} = {v.name}")
             else:  # the loop writes its carries in place: start from a copy of the caller's value

@@ -161,3 +161,11 @@ def _constant_native(e, value, dtype, shape=()):
 @deflowering("dim", "native")
 def _dim_native(e, x, axis):
     return e.dim(x, axis)
+
+
+@deflowering("getitem", "native")
+def _getitem_native(e, x, *idx, index):
+    """Basic indexing (ints, slices, one Ellipsis) as a view; tensor indices are not lowered."""
+    if idx:
+        e.unsupported("indexing with tensors")
+    return e.basic_index(x, index)

@@ -52,16 +52,16 @@ def _unary(x):
             d2s.logaddexp(x, x * 0.5), d2s.tanh(x * 3.0) * 0.5 + d2s.sigmoid(x) - d2s.exp(-x * x))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_unary_math_within_a_few_ulp(cache, dtype):
-    prog = build_program(_unary, InputSpec([None, 4], dtype))
+def test_unary_math_within_a_few_ulp(cache):
+    # one program for both float dtypes (one compile)
+    prog = build_program(lambda a, b: _unary(a) + _unary(b), InputSpec([None, 4]), InputSpec([None, 4], "float64"))
     fn = compile_native(prog, cache)
-    sp = SPECIAL.astype(dtype)
-    cases = [(sp.reshape(3, 4),), ((RNG.standard_normal((5, 4)) * 4).astype(dtype),),
-             (np.zeros((0, 4), dtype),)]
-    # sign, floor, clip: exact; the rest: libm / this backend's tanh vs numpy's SIMD loops
-    check(prog, fn, cases, rtol=2e-6 if dtype == "float32" else 1e-14, atol=1e-7 if dtype == "float32" else 1e-15,
-          exact=(7, 8, 9, 11, 12))
+    rows = (SPECIAL.reshape(3, 4), (RNG.standard_normal((5, 4)) * 4).astype("float32"), np.zeros((0, 4), "float32"))
+    n = len(_unary(d2s.tensor(SPECIAL[:4].reshape(1, 4))))
+    cases = [(r, r.astype("float64")) for r in rows]
+    # sign, floor, clip, floordiv, mod: exact; the rest: libm / this backend's tanh vs numpy's SIMD loops
+    exact = {7, 8, 9, 11, 12}
+    check(prog, fn, cases, rtol=2e-6, atol=1e-7, exact=exact | {k + n for k in exact})
 
 
 def _ints(i, j, f):
@@ -69,14 +69,18 @@ def _ints(i, j, f):
             abs(i), i + f, i * 3, (i > 0) + (j > 0), (i > 0) * (j > 0), i.astype("float32") / 2.0, f.astype("int32"))
 
 
-@pytest.mark.parametrize("dtype", ["int32", "int64"])
-def test_integer_and_bool_arithmetic_is_exact(cache, dtype):
-    prog = build_program(_ints, InputSpec([5], dtype), InputSpec([5], dtype), InputSpec([5], "float32"))
+def test_integer_and_bool_arithmetic_is_exact(cache):
+    # int32 and int64 in one program (one compile)
+    prog = build_program(lambda i, j, k, m, f: _ints(i, j, f) + _ints(k, m, f), InputSpec([5], "int32"),
+                         InputSpec([5], "int32"), InputSpec([5], "int64"), InputSpec([5], "int64"), InputSpec([5]))
     fn = compile_native(prog, cache)
-    a = np.array([7, -7, 0, 5, -3], dtype)
-    b = np.array([2, 3, -4, -5, 7], dtype)
+    a = np.array([7, -7, 0, 5, -3])
+    b = np.array([2, 3, -4, -5, 0])  # x // 0 and x % 0 give 0, as numpy
     f = np.array([0.5, -1.5, 2.0, 3.75, -0.25], "float32")
-    check(prog, fn, [(a, b, f), (b, np.where(a == 0, 1, a).astype(dtype), f * 10)])
+    cases = []
+    for i, j, g in ((a, b, f), (b, np.where(a == 0, 1, a), f * 10)):
+        cases.append((i.astype("int32"), j.astype("int32"), i.astype("int64"), j.astype("int64"), g))
+    check(prog, fn, cases)
 
 
 def _scalars(i, n, a):
@@ -90,6 +94,22 @@ def test_scalar_math_on_0d_values(cache):
     fn = compile_native(prog, cache)
     cases = [(np.array(i), np.array(n), np.array(a, "float32")) for i, n, a in [(0, 5, 0.5), (7, 2, -3.0), (-4, 3, 2.25)]]
     check(prog, fn, cases, rtol=1e-6, atol=0, exact=(0, 1, 2, 3, 4, 5, 7, 8))
+
+
+def _hazards(x, p):
+    big = x * 2.0
+    a = d2s.tanh(big)  # inlined into its reader, after the cond: big must still hold x * 2
+    y = d2s.cond(p > 0, lambda: big * 3.0, lambda: big - 1.0)  # big's last direct reader
+    z = x + 1.0
+    b = d2s.exp(z * 0.1)  # inlined later: z must survive c's loop
+    c = z * 2.0
+    return a + y, b + c * c, d2s.stop_gradient(c) * 1.0, c
+
+
+def test_buffers_are_written_in_place_only_when_nothing_reads_them_later(cache):
+    prog = build_program(_hazards, InputSpec([6]), InputSpec([]))
+    fn = compile_native(prog, cache)
+    check(prog, fn, [(_f32(6), np.array(p, "float32")) for p in (1.0, -1.0)], rtol=1e-6, atol=1e-7)
 
 
 # ------------------------------------------------------------------ reductions
@@ -147,7 +167,9 @@ def _shapes(x, y):
     c = d2s.concat([x, x * 2.0], axis=0)
     s = d2s.stack([y, y + 1.0], axis=1)
     z = d2s.zeros_like(x) + d2s.ones(4) * 3.0
-    return r, t, u, c, s, z, d2s.squeeze(d2s.unsqueeze(y, 1), 1), d2s.broadcast_to(y, (2, 3, 4)) * x
+    g = x[1:, ::2] * 2.0 + x[0, 1] + x[..., -1].sum()
+    return (r, t, u, c, s, z, d2s.squeeze(d2s.unsqueeze(y, 1), 1), d2s.broadcast_to(y, (2, 3, 4)) * x, g,
+            x[2], x[:, 1:3].T @ y[:3].reshape(3, 1))
 
 
 def test_shape_ops(cache):
