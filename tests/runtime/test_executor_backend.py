@@ -100,9 +100,11 @@ def test_failed_compile_leaves_python_running(monkeypatch, tmp_path):
 
 def test_without_numba_native_falls_back(monkeypatch):
     monkeypatch.setattr(tiers, "_AVAILABLE", [(None, "numba is not installed (pip install 'd2s[native]')")])
-    ex = Executor(_program(), backend="native")
-    assert ex.backend_report() == "python (native unsupported: numba is not installed (pip install 'd2s[native]'))"
-    _check(ex)
+    for backend in ("native", "auto"):
+        ex = Executor(_program(), backend=backend)
+        assert ex.backend == "python"
+        assert ex.backend_report() == "python (native unsupported: numba is not installed (pip install 'd2s[native]'))"
+        _check(ex)
 
 
 def test_parallel_and_wrong_outputs_fall_back(monkeypatch, tmp_path):
@@ -132,3 +134,25 @@ def test_a_native_run_error_is_reported_as_python_reports_it(monkeypatch, tmp_pa
     assert "matmul" in str(info.value)
     assert fake.calls == calls + 1 and ex.backend == "native"
 
+
+
+def test_a_warm_second_process_runs_natively_from_the_start(tmp_path, native_cache_dir, monkeypatch):
+    import os
+    import subprocess
+    import sys
+    from d2s_runtime import load, save_program
+    module, reason = tiers.native_module()
+    if module is None:
+        pytest.skip(f"native backend unavailable: {reason}")
+    save_program(_program(), str(tmp_path / "model"))
+    monkeypatch.setenv("D2S_CACHE_DIR", native_cache_dir)
+    model = load(str(tmp_path / "model"), backend="native")
+    assert model.backend == "python" and model.wait_native(120) and model.backend == "native"
+    code = ("import sys, d2s_runtime; m = d2s_runtime.load(sys.argv[1], backend='native'); "
+            "print(m.backend_report())")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.path.join(root, "runtime")]))
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "model")], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "native"  # loaded from the disk cache while preparing
