@@ -46,13 +46,25 @@ def available():
     return True, ""
 
 
+_VERSIONS = []
+
+
 def _versions():
-    try:
-        from importlib.metadata import version
-        nb = version("numba")
-    except Exception:
-        nb = "?"
-    return (nb, np.__version__, sys.version_info[:2])
+    """(numba, numpy, Python) versions, part of every cache key; read once per process, from
+    numba's dist-info folder (importing numba or scanning every installed distribution would
+    cost a large part of a second)."""
+    if not _VERSIONS:
+        nb = "none"
+        try:
+            spec = importlib.util.find_spec("numba")
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin:
+            site = os.path.dirname(os.path.dirname(spec.origin))
+            infos = sorted(f for f in os.listdir(site) if f.startswith("numba-") and f.endswith(".dist-info"))
+            nb = infos[-1][len("numba-"):-len(".dist-info")] if infos else spec.origin
+        _VERSIONS.append((nb, np.__version__, tuple(sys.version_info[:2])))
+    return _VERSIONS[0]
 
 
 class Lowered:
@@ -157,7 +169,13 @@ def compile_lowered(lowered, cache_dir=None):
     from ``cache_dir``, default ``$D2S_CACHE_DIR/native`` or ``~/.cache/d2s/native``).
 
     Returns ``fn(*feeds) -> list of arrays`` with the calling convention of the Python code
-    generator's function: feeds are the program's inputs, params and constants in order."""
+    generator's function: feeds are the program's inputs, params and constants in order.
+    Raises :class:`NativeUnsupported` if numba cannot compile the lowered source (a gap of
+    this backend: the caller falls back to the Python backend).
+
+    Errors a program raises while running natively are ValueError/IndexError with a generic
+    message (numba's exceptions carry no op names): callers wrap them as the Python backend
+    does, or re-run on it to name the op."""
     import numba
 
     path = _path(lowered, cache_dir)
@@ -173,7 +191,11 @@ def compile_lowered(lowered, cache_dir=None):
             spec.loader.exec_module(module)
         arg_types = [_numba_type(dt, nd) for dt, nd in lowered.signature]
         arg_types += [_const_type(v) for v in lowered.constants]
-        core = numba.njit(tuple(arg_types), cache=True, error_model="numpy", nogil=True)(module.program)
+        try:
+            core = numba.njit(tuple(arg_types), cache=True, error_model="numpy", nogil=True)(module.program)
+        except numba.core.errors.NumbaError as e:  # a lowering numba cannot type: a reason, not a crash
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise NativeUnsupported(f"numba could not compile the lowered program: {first}") from e
     consts = tuple(lowered.constants)
     expect = [(np.dtype(dt), nd) for dt, nd in lowered.signature]
 

@@ -158,6 +158,9 @@ class Emit:
     def basic_index(self, x, index):
         return self._l.basic_index(self, x, index)
 
+    def softmax(self, x, axis, log):
+        return self._l.softmax(self, x, axis, log)
+
     def constant(self, value):
         return self._l.constant(self, value)
 
@@ -790,6 +793,51 @@ class Lowerer:
         name = self.fresh()
         self.emit(self.indent, f"{name} = np.int64({x.name}.shape[{a % x.ndim}])")
         return V("s", name, "int64", ())
+
+    def softmax(self, e, x, axis, log):
+        """(log-)softmax along ``axis``, one pass per row for the max, one for the sum of exps
+        (float64), one for the output; the kernel's formula (max-shifted), numpy's NaN/inf."""
+        odt = e.out.dtype
+        if odt not in ("float32", "float64") or x.ndim == 0:
+            e.unsupported("softmax of a 0-d or non-float result")
+        a = _int(axis, "axis")
+        if not -x.ndim <= a < x.ndim:
+            e.unsupported("axis out of range")
+        a %= x.ndim
+        x = self.contiguous(self.array(x))
+        if x.dtype != odt:
+            c = self.fresh()
+            self.emit(self.indent, f"{c} = {x.name}.astype({NP_TYPE[odt]})")
+            x = self.new_array(c, odt, x.shape)
+        ind = self.indent
+        outer = " * ".join(f"{x.name}.shape[{j}]" for j in range(a)) or "1"
+        inner = " * ".join(f"{x.name}.shape[{j}]" for j in range(a + 1, x.ndim)) or "1"
+        xr, out, o, i, k, m, s, v = (self.fresh() for _ in range(8))
+        self.emit(ind, f"{xr} = {x.name}.reshape(({outer}, {x.name}.shape[{a}], {inner}))")
+        self.emit(ind, f"{out} = np.empty_like({xr})")
+        k_inf = self.const_arg(np.asarray(-np.inf, dtype=odt)[()])
+        self.emit(ind, f"for {o} in range({xr}.shape[0]):")
+        self.emit(ind + 1, f"for {i} in range({xr}.shape[2]):")
+        b = ind + 2
+        self.emit(b, f"{m} = {k_inf}")
+        self.emit(b, f"for {k} in range({xr}.shape[1]):")
+        self.emit(b + 1, f"{m} = L.maximum({m}, {xr}[{o}, {k}, {i}])")
+        self.emit(b, f"{s} = 0.0")
+        self.emit(b, f"for {k} in range({xr}.shape[1]):")
+        self.emit(b + 1, f"{v} = np.exp({xr}[{o}, {k}, {i}] - {m})")
+        if not log:
+            self.emit(b + 1, f"{out}[{o}, {k}, {i}] = {v}")
+        self.emit(b + 1, f"{s} = {s} + np.float64({v})")
+        st = self.fresh()  # the sum in the output dtype (a new local: numba types each once)
+        self.emit(b, f"{st} = {NP_TYPE[odt]}({s})")
+        self.emit(b, f"for {k} in range({xr}.shape[1]):")
+        if log:
+            self.emit(b + 1, f"{out}[{o}, {k}, {i}] = ({xr}[{o}, {k}, {i}] - {m}) - np.log({st})")
+        else:
+            self.emit(b + 1, f"{out}[{o}, {k}, {i}] = {out}[{o}, {k}, {i}] / {st}")
+        res = self.fresh()
+        self.emit(ind, f"{res} = {out}.reshape({x.name}.shape)")
+        return self.new_array(res, odt, tuple(e.out.shape))
 
     def basic_index(self, e, x, index):
         """``x[ints, slices, ...]`` as a numba view (ints bounds-checked: numba does not)."""

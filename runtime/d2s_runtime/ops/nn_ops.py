@@ -8,7 +8,7 @@ import numpy as np
 
 from ..dtypes import is_floating, result_type
 from .creation import RNG
-from .registry import ShapeError, TensorType, defop
+from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import fmt_shape, norm_axes, reduce_shape
 
 
@@ -326,3 +326,13 @@ def _max_pool2d_grad(xp, g, x, kernel_size, stride=None, padding=0):
         for j in range(kw):
             dx[:, :, i:i + sh * ho:sh, j:j + sw * wo:sw] += g * (arg == i * kw + j)
     return dx[:, :, ph:ph + h, pw:pw + w]
+
+
+@deflowering("softmax", "native")
+def _softmax_native(e, x, axis=-1):
+    return e.softmax(x, axis, log=False)
+
+
+@deflowering("log_softmax", "native")
+def _log_softmax_native(e, x, axis=-1):
+    return e.softmax(x, axis, log=True)
