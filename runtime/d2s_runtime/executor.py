@@ -232,7 +232,7 @@ class Executor:
                 fn = native.compile_lowered(lowered, cache_dir=cache)
             except Exception as e:  # noqa: BLE001 - a failed compile leaves the Python backend running
                 if tiers.synchronous:
-                    self._native_failed(f"native compile failed: {tiers.one_line(e)}")
+                    self._native_failed(*tiers.compile_failure(e))
                     return
             else:
                 self._native_ready(fn)
@@ -297,9 +297,9 @@ class Executor:
         self._box[0] = self._call_native_first
         self._native_done.set()
 
-    def _native_failed(self, reason):
+    def _native_failed(self, reason, state="failed"):
         """(The compile worker.) The native backend will not run: keep the Python one."""
-        self._native_state, self._native_reason = "failed", reason
+        self._native_state, self._native_reason = state, reason
         self._native_done.set()
 
     def _call_native(self, feeds):

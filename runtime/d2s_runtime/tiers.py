@@ -72,6 +72,14 @@ def one_line(err):
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+def compile_failure(err):
+    """``(reason, state)`` for a compile that raised ``err``: a program numba cannot type is
+    unsupported (``NativeUnsupported``), anything else a failure."""
+    if type(err).__name__ == "NativeUnsupported":
+        return one_line(str(err)), "unsupported"
+    return f"native compile failed: {one_line(err)}", "failed"
+
+
 class _Worker:
     """One daemon thread compiling native programs, one at a time, in submission order.
 
@@ -137,7 +145,7 @@ class CompileJob:
                 return
             fn = self.native.compile_lowered(self.lowered, cache_dir=self.cache)
         except BaseException as e:  # noqa: BLE001 - a failed compile leaves the Python backend running
-            executor._native_failed(f"native compile failed: {one_line(e)}")
+            executor._native_failed(*compile_failure(e))
             return
         executor._native_ready(fn)
 

@@ -98,6 +98,21 @@ def test_failed_compile_leaves_python_running(monkeypatch, tmp_path):
     _check(ex)
 
 
+def test_a_program_numba_cannot_type_is_unsupported(monkeypatch, tmp_path):
+    from native_fake import NativeUnsupported
+
+    class Untypable(FakeNative):
+        def compile_lowered(self, lowered, cache_dir=None):
+            raise NativeUnsupported("numba could not compile the lowered program: a typing error")
+
+    install(monkeypatch, Untypable(), tmp_path)
+    ex = Executor(_program(), backend="native")
+    assert ex.wait_native(30) is False
+    assert ex.backend_report() == ("python (native unsupported: numba could not compile the lowered program: "
+                                   "a typing error)")
+    _check(ex)
+
+
 def test_without_numba_native_falls_back(monkeypatch):
     monkeypatch.setattr(tiers, "_AVAILABLE", [(None, "numba is not installed (pip install 'd2s[native]')")])
     for backend in ("native", "auto"):
