@@ -4,6 +4,7 @@ a Python-backend executor of the program, after an optional delay, and records t
 key in the cache directory; ops listed in ``refuse`` are unsupported."""
 import hashlib
 import os
+import tempfile
 import threading
 
 from d2s_runtime import tiers
@@ -38,7 +39,8 @@ class FakeNative:
         return Lowered(program, hashlib.sha256(str(program).encode()).hexdigest()[:16])
 
     def _marker(self, lowered, cache_dir):
-        return os.path.join(cache_dir or os.environ.get("D2S_CACHE_DIR") or ".", f"fake-{lowered.key}")
+        where = cache_dir or os.environ.get("D2S_CACHE_DIR") or tempfile.gettempdir()
+        return os.path.join(where, f"fake-{lowered.key}")
 
     def is_cached(self, lowered, cache_dir=None):
         return os.path.exists(self._marker(lowered, cache_dir))
