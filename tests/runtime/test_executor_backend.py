@@ -3,6 +3,7 @@ fallbacks with a one-line reason, the disk cache's synchronous load. The tiers a
 a stand-in compiler (tests/native_fake.py) so they run without numba; the real one is tested
 where it is installed (tests/runtime/native/ and the backend-parametrized suites)."""
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -171,3 +172,33 @@ def test_a_warm_second_process_runs_natively_from_the_start(tmp_path, native_cac
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "native"  # loaded from the disk cache while preparing
+
+
+def test_threads_calling_through_the_swap_all_get_right_answers(monkeypatch, tmp_path):
+    fake = install(monkeypatch, FakeNative(delay=0.05), tmp_path)
+    ex = Executor(_program(), backend="native")
+    runner = ex.unchecked_runner()
+    data = [tuple(RNG.standard_normal((3, 4)).astype("float32") for _ in range(2)) for _ in range(4)]
+    refs = [_f(d2s.tensor(x), d2s.tensor(y)).numpy() for x, y in data]
+    errors = []
+
+    def work(k):
+        try:
+            # call through the swap: until the native backend runs, then 50 calls more
+            i, after, deadline = 0, 0, time.monotonic() + 30
+            while after < 50 and time.monotonic() < deadline:
+                i += 1
+                after += ex.backend == "native"
+                x, y = data[(i + k) % 4]
+                out = runner([x, y], [])[0] if i % 2 else ex.run(x, y)[0]
+                np.testing.assert_allclose(out, refs[(i + k) % 4], rtol=1e-6)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert ex.wait_native(30) and fake.compiles == 1 and fake.calls > 0
