@@ -177,7 +177,6 @@ class Lowerer:
         self.consts = []       # values of the extra arguments, in order
         self.const_names = []
         self._n = count()
-        self.libs = set()
 
     # ---------------------------------------------------------------- names
     def fresh(self):
@@ -227,7 +226,6 @@ class Lowerer:
                 v = V("a", loc, dt, t.shape)
             v.var = name
             env[name] = v
-        self.libs.add("check_dim")
         for line in entry:
             self.emit(1, line)
         order = self.order if self.order is not None else topo_order(prog.block)[0]
@@ -593,8 +591,6 @@ class Lowerer:
             acc_dt = "bool"
         else:
             acc_dt = odt
-        if kind in ("sum", "mean", "prod") and x.dtype == "bool" and kind != "sum":
-            pass
         init = {"sum": 0, "mean": 0, "prod": 1, "any": False, "all": True}.get(kind)
         if kind in ("max", "min"):
             if np.dtype(odt).kind == "f":
@@ -621,8 +617,6 @@ class Lowerer:
             self.emit(ind, f"if {count_expr} == 0: raise ValueError('native program: a max/min reduction over zero elements')")
         upd = {"sum": "{a} + {v}", "mean": "{a} + {v}", "prod": "{a} * {v}", "any": "{a} or {v}",
                "all": "{a} and {v}", "max": "L.maximum({a}, {v})", "min": "L.minimum({a}, {v})"}[kind]
-        if kind in ("max", "min"):
-            self.libs.add("maximum")
         if full and nd == 1 and kind in ("sum", "mean") and acc_dt == "float64":
             # four float64 partial sums: the adds of a short vector do not wait on each other
             parts = [self.fresh() for _ in range(4)]
@@ -958,7 +952,6 @@ class Lowerer:
             if len(t.shape) == 0:
                 results.append(V("s", loc, t.dtype, ()))
             else:
-                layouts = set()
                 v = V("a", loc, t.dtype, t.shape, layout="C")
                 if all(j in f for f in owned_out):
                     ctx.fresh.add(loc)
@@ -966,7 +959,6 @@ class Lowerer:
                     v.layout = "A"
                     for k, iv in enumerate(ins):  # the output may be one of the inputs
                         self.pin(iv)
-                del layouts
                 results.append(v)
         return self._bind(op, env, results)
 
