@@ -51,3 +51,20 @@ def device(request):
         yield request.param
     finally:
         d2s.set_default_device(prev)
+
+
+# the ``backend`` fixture (python / native executor backends), for the suites run on both
+pytest_plugins = ["backend_fixture"]
+
+
+def pytest_collection_modifyitems(config, items):
+    # native code runs on the CPU: a test parametrized over devices and backends runs the
+    # native backend on "cpu" only (the strict device x native pair is not a case)
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        native_off_cpu = params.get("backend") == "native" and params.get("device", "cpu") != "cpu"
+        (drop if native_off_cpu else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

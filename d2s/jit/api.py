@@ -7,7 +7,7 @@ from . import config
 from .static_function import SourceUnavailableError, StaticFunction
 
 
-def to_static(fn=None, *, input_spec=None, fallback=True, check_numerics=False):
+def to_static(fn=None, *, input_spec=None, fallback=True, check_numerics=False, backend=None):
     """Run a function, method or ``nn.Module`` as static programs, converting its Python control
     flow on tensors into graph ops.
 
@@ -29,6 +29,11 @@ def to_static(fn=None, *, input_spec=None, fallback=True, check_numerics=False):
             ``True`` (the default) runs the function eagerly with a warning; ``False`` raises
             ``SourceUnavailableError``, as does ``d2s.jit.config.strict = True`` globally.
             ``StaticFunction.is_static`` tells which one happens.
+        backend: ``'python'``, ``'native'`` or ``'auto'`` (``None``: ``d2s.jit.config.backend``,
+            ``'python'`` unless changed): with ``'native'``, each program is also compiled by
+            numba in the background and runs natively once ready (the Python backend runs
+            until then, and wherever the native one cannot: ``StaticFunction.backend_report()``
+            says why). See the README's "Native backend" section.
 
     Returns:
         A :class:`StaticFunction` (the module itself for a module; for a partial, a partial
@@ -36,42 +41,45 @@ def to_static(fn=None, *, input_spec=None, fallback=True, check_numerics=False):
         unchanged if it was marked with :func:`not_to_static`.
     """
     if fn is None:
-        return lambda f: to_static(f, input_spec=input_spec, fallback=fallback, check_numerics=check_numerics)
+        return lambda f: to_static(f, input_spec=input_spec, fallback=fallback, check_numerics=check_numerics,
+                                   backend=backend)
     if isinstance(fn, Module):
         forward = fn.__dict__.get("forward") or type(fn).forward
         if isinstance(forward, StaticFunction):
-            if forward._instance is fn and input_spec is None and not check_numerics:
+            if forward._instance is fn and input_spec is None and not check_numerics and backend is None:
                 return fn
+            backend = backend if backend is not None else forward._backend
             forward = forward._fn
         elif inspect.ismethod(forward):
             forward = forward.__func__
         sf = StaticFunction(forward, input_spec=input_spec, instance=fn, fallback=fallback,
-                            check_numerics=check_numerics)
+                            check_numerics=check_numerics, backend=backend)
         object.__setattr__(fn, "forward", sf)
         return fn
     if isinstance(fn, StaticFunction):
-        if input_spec is None and fallback == fn._fallback and not check_numerics:
+        if input_spec is None and fallback == fn._fallback and not check_numerics and backend is None:
             return fn
         return StaticFunction(fn._fn, input_spec=input_spec if input_spec is not None else fn._input_spec,
                               instance=fn._instance, _conversion=fn._conversion, fallback=fallback,
-                              check_numerics=check_numerics)
+                              check_numerics=check_numerics,
+                              backend=backend if backend is not None else fn._backend)
     if getattr(fn, "__d2s_not_to_static__", False):
         return fn
     if isinstance(fn, functools.partial):
-        return _partial(fn, input_spec)
+        return _partial(fn, input_spec, backend)
     if inspect.ismethod(fn):
         return StaticFunction(fn.__func__, input_spec=input_spec, instance=fn.__self__, fallback=fallback,
-                              check_numerics=check_numerics)
+                              check_numerics=check_numerics, backend=backend)
     if not callable(fn):
         raise TypeError(f"to_static expects a function, a method or an nn.Module, got {type(fn).__name__}")
     if not inspect.isfunction(fn):
         call = getattr(type(fn), "__call__", None)
         if inspect.isfunction(call):  # a callable object: convert its __call__, bound to it
             return StaticFunction(call, input_spec=input_spec, instance=fn, fallback=fallback,
-                                  check_numerics=check_numerics)
+                                  check_numerics=check_numerics, backend=backend)
         raise TypeError(f"to_static cannot convert {fn!r}: it is not a Python function (builtins and "
                         "C functions have no source to convert)")
-    sf = StaticFunction(fn, input_spec=input_spec, fallback=fallback, check_numerics=check_numerics)
+    sf = StaticFunction(fn, input_spec=input_spec, fallback=fallback, check_numerics=check_numerics, backend=backend)
     if not fallback or config.strict:
         try:
             sf._converted()  # refuse now, where the user asked for a program, not at the first call
@@ -88,7 +96,7 @@ def not_to_static(fn):
     return fn
 
 
-def _partial(p, input_spec):
+def _partial(p, input_spec, backend=None):
     """``to_static(functools.partial(f, *args, **kw))``: ``f`` converted, the same arguments
     bound. The bound arguments are passed on every call, so a bound tensor is a program input
     and a bound Python value part of the program's signature, as if the caller passed them;
@@ -96,5 +104,5 @@ def _partial(p, input_spec):
     if input_spec is not None and p.args and not isinstance(input_spec, dict):
         specs = list(input_spec) if isinstance(input_spec, (list, tuple)) else [input_spec]
         input_spec = [None] * len(p.args) + specs
-    inner = to_static(p.func, input_spec=input_spec)
+    inner = to_static(p.func, input_spec=input_spec, backend=backend)
     return functools.partial(inner, *p.args, **p.keywords)

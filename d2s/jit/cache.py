@@ -111,8 +111,35 @@ def _compatible(spec, shape, dtype):
     return True
 
 
+_ARGS_DEF = {}  # number of arguments -> the treedef of a call whose arguments are all tensors
+
+
+def _tensor_args_key(head, args):
+    """:func:`signature`'s key for a call whose arguments are all plain CPU tensors (the common
+    case, checked in one pass without the general walk), or None for any other call."""
+    key = [*head, None, ()]
+    for a in args:
+        if type(a) is not Tensor:
+            return None
+        d = a._data
+        if type(d) is not np.ndarray:
+            return None
+        key.append(TENSOR)
+        key.append(d.shape)
+        key.append(d.dtype)
+    treedef = _ARGS_DEF.get(len(args))
+    if treedef is None:
+        treedef = _ARGS_DEF[len(args)] = pytree.tree_flatten(tuple(args), plain=True)[1]
+    key[len(head)] = treedef
+    return tuple(key)
+
+
 def signature(head, args, kwargs, specs=None, types=None):
     """The signature key of a call and its tensor arguments (see the module docstring)."""
+    if not kwargs and specs is None and types is None:
+        key = _tensor_args_key(head, args)
+        if key is not None:
+            return key, list(args)
     names = tuple(sorted(kwargs)) if kwargs else ()
     # (a call of leaves only, the common case, walks one level and gets a shared treedef)
     tree = (args, tuple([kwargs[k] for k in names])) if names else args

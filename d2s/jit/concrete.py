@@ -38,6 +38,8 @@ from .backward_build import build_backward
 # programs run without any lock. Reentrant: a build may ask for another program.
 BUILD_LOCK = threading.RLock()
 
+_DATA = operator.attrgetter("_data")  # a tensor's array (map(_DATA, ...) beats a list comprehension)
+
 
 def _optimize(program, what):
     """``d2s.passes.optimize(program)`` when the passes exist and keep the program's interface;
@@ -75,16 +77,14 @@ def _optimizer():
     return _OPTIMIZE[0]
 
 
-def _executor(program, device, quick=False):
+def _executor(program, device, quick=False, backend="python"):
     """A prepared Executor; ``quick``: the one cheapest to prepare (the step interpreter rather
-    than compiled code), for a program that may well run only once."""
+    than compiled code), for a program that may well run only once; ``backend``: see
+    ``d2s_runtime.Executor`` (the quick one is always Python)."""
     from d2s_runtime import Executor
     if quick:
-        try:
-            return Executor(program, device=device, mode="interp")
-        except TypeError:  # an executor without modes
-            pass
-    return Executor(program, device=device)
+        return Executor(program, device=device, mode="interp", backend="python")
+    return Executor(program, device=device, backend=backend)
 
 
 def make_runner(executor, checked=False):
@@ -114,13 +114,18 @@ class TieredProgram:
     later run uses. A program run once (a one-off shape, a debugging call) never pays for the
     passes or the code generation, and the first call of a StaticFunction costs conversion,
     build and a quick preparation only.
+
+    With a native ``backend`` the first run optimizes at once (a few ms): the native compile,
+    started in the background then, is of the optimized program, and a warm process finds
+    that one in the disk cache and runs it natively from the first call.
     """
 
-    def __init__(self, program, device, what, checked=False, optimize=True):
+    def __init__(self, program, device, what, checked=False, optimize=True, backend="python"):
         self.program = program
         self.device = device
         self.what = what
         self.checked = checked
+        self.backend = backend
         self._pending = optimize
         self._exec = None
         self._runner = None
@@ -130,7 +135,7 @@ class TieredProgram:
         self.run = self._first_run
 
     def _use(self, program, quick=False):
-        executor = _executor(program, self.device, quick)
+        executor = _executor(program, self.device, quick, self.backend)
         runner = make_runner(executor, self.checked)
         # publish the runner before the executor: a thread that sees _exec set finds its runner
         self._runner = runner
@@ -142,9 +147,25 @@ class TieredProgram:
         if self._exec is None:
             with self._lock:
                 if self._exec is None:
-                    self._use(self.program, quick=self._pending)
+                    if self._pending and self.backend != "python":
+                        self._use(_optimize(self.program, self.what))
+                        self._pending = False
+                    else:
+                        self._use(self.program, quick=self._pending)
                     self.run = self._tier_up if self._pending else self._runner
         return self._exec
+
+    def backend_report(self):
+        """One line: the backend this program runs on (see ``Executor.backend_report``)."""
+        ex = self._exec
+        if ex is None or self._pending:
+            return "python" if self.backend == "python" else "python (native pending: prepared at the first call)"
+        return ex.backend_report() if hasattr(ex, "backend_report") else "python"
+
+    def wait_native(self, timeout=None):
+        """Wait for a pending native compile; whether the native backend runs now."""
+        ex = self._exec
+        return ex is not None and hasattr(ex, "wait_native") and ex.wait_native(timeout)
 
     def _first_run(self, arrays, params):
         self.executor
@@ -179,9 +200,10 @@ class ConcreteProgram:
     """
 
     def __init__(self, program, param_tensors, rebuild, single, retrace, device="cpu", optimize=True,
-                 writes=()):
+                 writes=(), backend="python"):
         self.raw_program = program
-        self._tiered = TieredProgram(program, device, "forward", optimize=optimize)
+        self.backend = backend
+        self._tiered = TieredProgram(program, device, "forward", optimize=optimize, backend=backend)
         self.params = [(n, param_tensors[n]) for n in program.params]
         self.param_tensors = [t for _, t in self.params]
         self.rebuild = rebuild
@@ -222,6 +244,15 @@ class ConcreteProgram:
     def executor(self):
         return self._tiered.executor
 
+    def backend_report(self):
+        """One line: the backend the forward program runs on now, and why not the native one
+        where it was asked for (see ``d2s_runtime.Executor.backend_report``)."""
+        return self._tiered.backend_report()
+
+    def wait_native(self, timeout=None):
+        """Wait for the forward's pending native compile; whether it runs natively now."""
+        return self._tiered.wait_native(timeout)
+
     def params_replaced(self):
         """Whether a parameter this program reads is no longer the one found where it was
         found at build time (``module.w = nn.Parameter(...)``, a global rebound, or deleted)."""
@@ -259,6 +290,8 @@ class ConcreteProgram:
 
     def run(self, leaves):
         """Run the program on tensor arguments ``leaves``; returns the user's output structure."""
+        if not STATE.grad_enabled or not self.any_float_out or not self._needs_grad(leaves):
+            return self._run_no_grad(leaves)
         arrays = [t._data for t in leaves]
         params = [t._data for t in self.param_tensors]
         masks = self._grad_masks(leaves) if STATE.grad_enabled else None
@@ -296,6 +329,30 @@ class ConcreteProgram:
         if self.writes:
             for w in self.writes:
                 w.apply(tensors, leaves)
+        if self.single:
+            return tensors[0]
+        return self.rebuild(tensors)
+
+    def _needs_grad(self, leaves):
+        """Whether a call on ``leaves`` in grad mode records autograd (see ``_grad_masks``)."""
+        for t in leaves:
+            if t.requires_grad:
+                return True
+        for t in self.param_tensors:
+            if t.requires_grad:
+                return True
+        return False
+
+    def _run_no_grad(self, leaves):
+        """``run`` for a call that records no autograd: the per-call hot path of inference."""
+        params = self.param_tensors
+        outs = self._tiered.run(list(map(_DATA, leaves)), list(map(_DATA, params)) if params else [])
+        make = Tensor._make
+        if self.single and not self.writes:
+            return make(outs[0])
+        tensors = [make(o) for o in outs]
+        for w in self.writes:
+            w.apply(tensors, leaves)
         if self.single:
             return tensors[0]
         return self.rebuild(tensors)
@@ -486,7 +543,7 @@ class TrainingRunner:
         self.residuals = split.residuals  # where each residual comes from (Split.residuals)
         self._gather = _gatherer(split)
         self._known_flags = _known_flags(flagged, self.n_outputs, self.n_flags)
-        self.forward = TieredProgram(split.forward, entry.device, "training forward")
+        self.forward = TieredProgram(split.forward, entry.device, "training forward", backend=entry.backend)
         # flags the forward computes as constants (no branch decides them, the usual case):
         # known now, so calls neither read nor check them
         flags = _constant_outputs(split.forward, self.n_outputs, self.n_flags)
@@ -495,7 +552,7 @@ class TrainingRunner:
         self._all_used = flags is not None and all(flags)
         # residuals come from the forward as they are (a while's stacks are typed nominally);
         # only the cotangents, which come from the autograd engine, are coerced
-        self._backward = TieredProgram(split.backward, entry.device, "backward")
+        self._backward = TieredProgram(split.backward, entry.device, "backward", backend=entry.backend)
         bb = split.backward.block
         self._cot_dtypes = [np.dtype(bb.vars[n].type.dtype) for n in split.backward.inputs[len(split.residuals):]]
 
@@ -567,7 +624,7 @@ class BackwardRunner:
         program, param_index = _build_backward(entry, in_mask, par_mask)
         self.param_src = [param_index[n] for n in program.params]
         # checked: output gradients come from the engine, not from a signature-checked call
-        self._tiered = TieredProgram(program, entry.device, "backward", checked=True)
+        self._tiered = TieredProgram(program, entry.device, "backward", checked=True, backend=entry.backend)
 
     @property
     def program(self):

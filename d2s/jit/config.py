@@ -17,3 +17,9 @@ cache_size_limit = 8
 # REPL or built by exec) raises instead of running eagerly with a warning, as if every
 # to_static call had been given ``fallback=False``.
 strict = False
+
+# The backend of programs built from now on, for to_static functions given no ``backend=``:
+# "python" (the code generator), "native" (numba-compiled in the background, swapped in when
+# ready) or "auto" (native where numba is installed and the program is supported). See the
+# README's "Native backend" section.
+backend = "python"

@@ -34,7 +34,8 @@ from ..tensor import Tensor, get_default_device
 from ..trace.guards import find_guard_error, guard_error_from
 from .concrete import ConcreteProgram
 from .export_support import Exported, converted_methods, module_static_function, program_and_params
-from .static_function import StaticFunction
+from . import config
+from .static_function import StaticFunction, _check_backend
 
 METHODS_DIR = "methods"
 
@@ -256,13 +257,14 @@ class LoadedFunction:
         program: the Program. meta: the saved meta dict. input_names, output_names.
     """
 
-    def __init__(self, path, device=None, _shared=None, max_bytes=DEFAULT_MAX_BYTES):
+    def __init__(self, path, device=None, _shared=None, max_bytes=DEFAULT_MAX_BYTES, backend=None):
         from d2s_runtime.saved_model import Signature
         from d2s_runtime.serialize import META_FILE, load_program
         program, arrays, meta = load_program(path, max_bytes=max_bytes)
         self._max_bytes = max_bytes
         device = get_default_device() if device is None else "gpu" if device == "cuda" else device
         get_xp(device)  # a clear error when the device is unknown or unavailable
+        self.backend = _check_backend(backend) or config.backend
         self.path, self.device, self.meta, self.program = path, device, meta, program
         self.signature = Signature(program, meta, os.path.join(path, META_FILE))
         missing = [n for n in program.params if n not in arrays]
@@ -284,7 +286,7 @@ class LoadedFunction:
         from d2s_runtime.saved_model import build_outputs
         self._entry = ConcreteProgram(program, {v: p for v, (_, p) in zip(program.params, self._params)},
                                       lambda values: build_outputs(tree, values), tree == {"leaf": 0},
-                                      self._retrace, device, optimize=False)
+                                      self._retrace, device, optimize=False, backend=self.backend)
 
     @property
     def input_names(self):
@@ -361,8 +363,17 @@ class LoadedFunction:
         if m is None:
             from d2s_runtime.saved_model import method_dir
             m = self._methods[name] = LoadedFunction(method_dir(self.path, self.signature, name), self.device,
-                                                     self._shared, self._max_bytes)
+                                                     self._shared, self._max_bytes, self.backend)
         return m
+
+    def backend_report(self):
+        """One line: which backend runs the loaded program (see ``StaticFunction.backend_report``)."""
+        return self._entry.backend_report()
+
+    def wait_native(self, timeout=None):
+        """Wait for a pending native compile; whether the program runs natively now."""
+        self._entry.executor  # prepared (and its compile started) on first use otherwise
+        return self._entry.wait_native(timeout)
 
     def __repr__(self):
         return (f"<d2s.jit.LoadedFunction {self.meta.get('name', self.program.name)} from {self.path}: "
@@ -373,7 +384,7 @@ def _to_device(arr, device):
     return arr if device == "cpu" else get_xp(device).asarray(arr)
 
 
-def load(path, device=None, max_bytes=DEFAULT_MAX_BYTES):
+def load(path, device=None, max_bytes=DEFAULT_MAX_BYTES, backend=None):
     """Load a directory written by :func:`save` as a :class:`LoadedFunction`.
 
     Loading never runs code from the files: the program is JSON, the arrays are read with
@@ -382,8 +393,10 @@ def load(path, device=None, max_bytes=DEFAULT_MAX_BYTES):
     ``max_bytes`` caps the bytes of arrays the model may declare (default 4 GiB; ``None``:
     no cap), as in ``d2s_runtime.load``. ``device``: where parameters live and the program
     runs ('cpu', 'gpu', a registered device; default: ``d2s.get_default_device()``).
+    ``backend``: ``'python'``, ``'native'`` or ``'auto'`` (``None``:
+    ``d2s.jit.config.backend``), as in ``d2s.jit.to_static``.
     """
-    return LoadedFunction(path, device, max_bytes=max_bytes)
+    return LoadedFunction(path, device, max_bytes=max_bytes, backend=backend)
 
 
 __all__ = ["save", "load", "LoadedFunction", "Exported"]

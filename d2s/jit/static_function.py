@@ -143,8 +143,10 @@ class StaticFunction:
         programs: the cached Programs, in the order they were built.
     """
 
-    def __init__(self, fn, input_spec=None, instance=None, _conversion=None, fallback=True, check_numerics=False):
+    def __init__(self, fn, input_spec=None, instance=None, _conversion=None, fallback=True, check_numerics=False,
+                 backend=None):
         self._fn = fn
+        self._backend = _check_backend(backend)
         self._fallback = fallback
         self._check_numerics = bool(check_numerics)
         self._instance = instance
@@ -172,7 +174,7 @@ class StaticFunction:
                     sf = self._bound_by_id.get(id(instance))
                 if sf is None:
                     sf = StaticFunction(self._fn, self._input_spec, instance, self._conversion, self._fallback,
-                                        self._check_numerics)
+                                        self._check_numerics, self._backend)
                     try:
                         self._bound[instance] = sf
                     except TypeError:
@@ -224,6 +226,29 @@ class StaticFunction:
     def clear_cache(self):
         self._cache.clear()
 
+    @property
+    def backend(self):
+        """The backend asked for (``'python'``, ``'native'`` or ``'auto'``; the default comes
+        from ``d2s.jit.config.backend`` when the program is built)."""
+        return self._backend or config.backend
+
+    def backend_report(self, per_program=False):
+        """Which backend runs the programs, in one line for the last program used (with
+        ``per_program=True``, one line per cached program, each led by its input signature):
+        ``'native'``, ``'python'``, ``'python (native pending: compiling in background)'`` or
+        ``'python (native unsupported: <reason>)'`` (see ``d2s_runtime.Executor.backend_report``)."""
+        entries = self._cache.entries
+        if not entries:
+            return "no program built yet"
+        if not per_program:
+            return max(entries, key=lambda e: getattr(e, "stamp", 0)).backend_report()
+        return "\n".join(f"{_describe_types(getattr(e, 'leaf_types', []))}: {e.backend_report()}" for e in entries)
+
+    def wait_native(self, timeout=None):
+        """Wait for the native compiles pending for the cached programs (tests, benchmarks);
+        whether every one of them runs natively now."""
+        return all([e.wait_native(timeout) for e in self._cache.entries])
+
     def cache_info(self):
         """``CacheInfo(hits, misses, size, limit, evictions)`` of this function's programs:
         calls that ran a cached program, programs built, programs cached now, the limit
@@ -237,11 +262,11 @@ class StaticFunction:
         import copy
         instance = copy.deepcopy(self._instance, memo) if self._instance is not None else None
         return StaticFunction(self._fn, self._input_spec, instance, self._conversion, self._fallback,
-                              self._check_numerics)
+                              self._check_numerics, self._backend)
 
     def __copy__(self):
         return StaticFunction(self._fn, self._input_spec, self._instance, self._conversion, self._fallback,
-                              self._check_numerics)
+                              self._check_numerics, self._backend)
 
     def __repr__(self):
         conv = self._conversion
@@ -451,7 +476,7 @@ class StaticFunction:
             return sym, leaves
 
         entry = ConcreteProgram(program, builder.param_tensors, rebuild, single, retrace, device,
-                                writes=writes)
+                                writes=writes, backend=self.backend)
         entry.param_refs = _param_refs(self._fn, instance, entry.param_tensors)
         # the module's Python attributes as the build found them: the program holds the ones it
         # read as constants, so it is valid only while they keep these values
@@ -842,6 +867,16 @@ def _device_of(args, kwargs):
         if isinstance(a, Tensor) and not a.is_symbolic:
             return a.device
     return "cpu"
+
+
+def _check_backend(backend):
+    if backend is not None and backend not in ("python", "native", "auto"):
+        raise ValueError(f"d2s.jit.to_static: backend must be 'python', 'native' or 'auto', got {backend!r}")
+    return backend
+
+
+def _describe_types(types_):
+    return "(" + ", ".join(f"{dtype}{list(shape)}" for shape, dtype, _ in types_) + ")"
 
 
 def _normalize_specs(input_spec):

@@ -26,8 +26,13 @@ one Python function (straight-line kernel calls, control flow as native ``if``/`
 ``run`` calls instead of the step loop: small-tensor programs with control flow are dominated
 by per-op overhead, which the generated code mostly removes. The step interpreter remains for
 ``parallel=True``, for ``mode='interp'``, and for what codegen cannot compile.
+
+With ``backend='native'`` (or ``'auto'``) the program is also lowered to one numba-compiled
+function (``native/``), compiled in the background and swapped in when ready; the Python
+backend above runs meanwhile, and wherever the native one cannot (see ``tiers.py``).
 """
 import os
+import threading
 from collections import namedtuple
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
@@ -43,6 +48,7 @@ from .ops.debug import ProgramAssertionError, ProgramRaisedError, ProgramTypeErr
 from .ops.guard import GuardError
 from .ops.tensor_list import ProgramIndexError
 from .schedule import FeedView, topo_order
+from . import tiers
 
 # Step kinds
 KERNEL, MULTI, OUT, UFUNC1, UFUNC2, PRESET = range(6)
@@ -103,12 +109,24 @@ class Executor:
             which one runs (and ``self.codegen_error`` why an ``'auto'`` one fell back).
         max_loop_iterations: if set, a ``while`` op that runs more iterations than this raises
             :class:`LoopLimitError` naming the op; ``None`` (default): no bound.
+        backend: ``'python'`` (the default, unless ``tiers.default_backend`` says otherwise:
+            ``mode`` above), ``'native'`` (the program compiled by
+            numba, see ``tiers.py``: compiled in the background while the Python backend runs,
+            or loaded at once from the disk cache; where it cannot run, the Python backend
+            runs and :meth:`backend_report` says why, never an error) or ``'auto'`` (native
+            when numba is installed and the program is supported, else python).
+            ``self.backend`` says which one runs now.
     """
 
     def __init__(self, program, device="cpu", parallel=False, params=None, num_threads=None,
-                 use_memory_plan=True, mode="auto", max_loop_iterations=None):
+                 use_memory_plan=True, mode="auto", max_loop_iterations=None, backend=None):
+        if backend is None:
+            backend = tiers.default_backend
+        if backend not in tiers.BACKENDS:
+            raise ValueError(f"Executor: backend must be 'python', 'native' or 'auto', got {backend!r}")
         with paused_gc():  # preparing allocates many long-lived objects: see gc_pause.py
             self._init(program, device, parallel, params, num_threads, use_memory_plan, mode, max_loop_iterations)
+        self._init_backend(backend)
 
     def _init(self, program, device, parallel, params, num_threads, use_memory_plan, mode, max_loop_iterations):
         if mode not in ("auto", "codegen", "interp"):
@@ -173,6 +191,194 @@ class Executor:
             self._prepare(block)
         self.mode = "codegen"
         self._fn = self._compiled.fn
+
+    # ------------------------------------------------------------ backends
+    def _init_backend(self, requested):
+        self.backend_requested = requested
+        self.backend = "python"
+        # what runs the feeds (inputs + params + constants) now: the Python backend's call, or
+        # the native one once swapped in; runners read it from this box at each call
+        self._python_call = self._call_compiled if self._compiled is not None else self._call_interp
+        self._box = [self._python_call]
+        self._native_fn = None
+        self._job = None  # the compile to start after the first call
+        self._job_lock = threading.Lock()
+        self._native_state = "off"  # off | pending | native | unsupported | failed
+        self._native_reason = None
+        self._native_done = threading.Event()
+        self._native_done.set()
+        if requested == "python":
+            return
+        reason = self._native_refusal()
+        native = None
+        if reason is None:
+            native, reason = tiers.native_module()
+        lowered = None
+        if reason is None:
+            try:
+                lowered = native.lower_program(self.program, order=self._main.order)
+            except Exception as e:  # noqa: BLE001 - NativeUnsupported, or a lowering bug: Python runs it
+                reason = _unsupported_reason(e)
+        if reason is not None:
+            self._native_state, self._native_reason = "unsupported", reason
+            return
+        cache = None  # the native compiler's default: $D2S_CACHE_DIR/native
+        try:
+            cached = native.is_cached(lowered, cache_dir=cache)
+        except Exception:  # noqa: BLE001 - an unreadable cache: compile in the background
+            cached = False
+        if cached or tiers.synchronous:
+            # a warm process: loading the compiled function costs little, so run natively
+            # from the first call (a load that fails falls back to the background compile)
+            try:
+                fn = native.compile_lowered(lowered, cache_dir=cache)
+            except Exception as e:  # noqa: BLE001 - a failed compile leaves the Python backend running
+                if tiers.synchronous:
+                    self._native_failed(*tiers.compile_failure(e))
+                    return
+            else:
+                self._native_ready(fn)
+                return
+        self._native_state = "pending"
+        self._native_done.clear()
+        # submitted after the first call: numba's compiler holds the GIL most of the time, so
+        # compiling while the first call runs would make that call slower than on Python alone
+        self._job = tiers.CompileJob(self, lowered, native, cache)
+        self._box[0] = self._first_call_then_compile
+
+    def _first_call_then_compile(self, feeds):
+        try:
+            return self._python_call(feeds)
+        finally:
+            self._submit_compile()
+
+    def _submit_compile(self):
+        with self._job_lock:  # threads finishing first calls at once submit it once
+            job, self._job = self._job, None
+        if job is not None:
+            if self._box[0] == self._first_call_then_compile:
+                self._box[0] = self._python_call
+            tiers.WORKER.submit(job)
+
+    def _native_refusal(self):
+        """Why this executor cannot run natively whatever the program (None: it can)."""
+        if self.xp is not np:
+            return f"device {self.device!r} runs on the Python backend"
+        if self.parallel:
+            return "parallel=True runs on the Python step interpreter"
+        return None
+
+    def _native_ready(self, fn):
+        """(The compile worker, or a cache load.) Swap the native function in: one store into
+        the box that every runner reads, so calls in flight finish on the Python backend and
+        the next ones run natively."""
+        if self._const_values:
+            # the Python backend's constants are read-only arrays, which a function compiled
+            # for writable ones does not take: the native one gets writable copies, made once.
+            # An output that is a view of one is made read-only, as the Python backend's are:
+            # a caller writing into it would change every later run's result
+            n_var = len(self.program.inputs) + len(self.program.params)
+            consts = [np.array(c) for c in self._const_values]
+            const_dtypes = {c.dtype for c in consts}
+            maybe_views = [i for i, name in enumerate(self.program.outputs)
+                           if np.dtype(self.program.block.lookup(name).type.dtype) in const_dtypes]
+            compiled = fn
+            may_share = np.may_share_memory
+
+            def fn(*feeds):
+                outs = compiled(*feeds[:n_var], *consts)
+                for i in maybe_views:
+                    o = outs[i]
+                    if o.flags.writeable and any(may_share(o, c) for c in consts):
+                        o = outs[i] = o.view()  # (the constant itself must stay writable)
+                        o.flags.writeable = False
+                return outs
+        self._native_fn = fn
+        self._native_state, self._native_reason = "native", None
+        self.backend = "native"
+        self._box[0] = self._call_native_first
+        self._native_done.set()
+
+    def _native_failed(self, reason, state="failed"):
+        """(The compile worker.) The native backend will not run: keep the Python one."""
+        self._native_state, self._native_reason = state, reason
+        self._native_done.set()
+
+    def _call_native(self, feeds):
+        try:
+            return self._native_fn(*feeds)
+        except TypeError as e:
+            # a read-only input array (np.broadcast_to, a frozen buffer): not a signature the
+            # native function was compiled for; a writable copy is (the Python backend never
+            # writes into inputs either, so nothing else changes)
+            if any(type(f) is np.ndarray and not f.flags.writeable for f in feeds):
+                try:
+                    return self._native_fn(*[np.array(f) if type(f) is np.ndarray and not f.flags.writeable else f
+                                             for f in feeds])
+                except Exception as e2:  # noqa: BLE001
+                    e = e2
+            return self._native_run_failed(feeds, e)
+        except Exception as e:  # noqa: BLE001 - see below
+            return self._native_run_failed(feeds, e)
+
+    def _native_run_failed(self, feeds, e):
+        """Run the call on the Python backend: an error the program raises on purpose (a failed
+        assert, a bad index) then reaches the caller exactly as Python raises it; if Python
+        succeeds, native was wrong for this input: stop using it."""
+        out = self._python_call(feeds)
+        self._drop_native(f"native run failed where the Python backend did not: {tiers.one_line(e)}")
+        return out
+
+    def _call_native_first(self, feeds):
+        """The first native call checks what the compiled function returns (arrays of the
+        program's output dtypes and ranks) once; later calls skip the check."""
+        outs = self._call_native(feeds)
+        if self._native_state != "native":
+            return outs
+        bad = _output_mismatch(self.program, outs, self._ndarray)
+        if bad is not None:
+            self._drop_native(f"native outputs do not match the program: {bad}")
+            return self._python_call(feeds)
+        if self._box[0] == self._call_native_first:
+            self._box[0] = self._call_native
+        return outs
+
+    def _drop_native(self, reason):
+        self._box[0] = self._python_call
+        self.backend = "python"
+        self._native_state, self._native_reason = "failed", reason
+
+    def _call_interp(self, feeds):
+        if self._pool is not None:
+            names = list(self.program.params)
+            n_in = len(self.program.inputs)
+            params = dict(zip(names, feeds[n_in:n_in + len(names)])) if names else None
+            return self.run(*feeds[:n_in], params=params)
+        plan = self._main
+        env = [None] * plan.n_slots
+        for s, v in zip(plan.input_slots, feeds):
+            env[s] = v
+        return self._run_steps(plan, env)
+
+    def backend_report(self):
+        """One line: which backend runs this program now, and why not the native one where it
+        was asked for (``'native'``, ``'python (native pending: compiling in background)'``,
+        ``'python (native unsupported: <reason>)'``, ...)."""
+        state = self._native_state
+        if state == "native":
+            return "native"
+        if state == "off":
+            return "python"
+        if state == "pending":
+            return "python (native pending: compiling in background)"
+        return f"python (native {state}: {self._native_reason})"
+
+    def wait_native(self, timeout=None):
+        """Wait until a pending native compile is done (for tests and benchmarks); returns
+        whether the native backend runs now."""
+        self._submit_compile()  # (not yet started when no call ran)
+        self._native_done.wait(timeout)
+        return self.backend == "native"
 
     @property
     def source(self):
@@ -370,6 +576,8 @@ class Executor:
                 v = self.xp.asarray(v)
             feeds.append(v)
         feeds += self._const_values
+        if self._native_state in ("pending", "native"):
+            return self._box[0](feeds)
         if self._compiled is not None:
             return self._call_compiled(feeds)
         plan = self._main
@@ -397,17 +605,46 @@ class Executor:
         ``program.params`` order (no defaults are filled in). For callers that check their
         inputs once themselves (``d2s.jit`` checks each call against the signature its program
         was built for): on small programs these checks cost as much as running them. In
-        parallel mode the function calls :meth:`run`.
+        parallel mode the function calls :meth:`run`. With a native backend asked for, the
+        function runs whichever backend runs now (it picks up the native one once swapped in).
         """
-        if self._compiled is not None:
+        if self.backend_requested != "python" and self._native_state in ("pending", "native"):
+            box, consts = self._box, self._const_values
+            if consts:
+                def run_tiered_consts(inputs, params):
+                    return box[0](inputs + params + consts)
+                return run_tiered_consts
+
+            def run_tiered(inputs, params):
+                return box[0](inputs + params)
+            return run_tiered
+        if self._compiled is not None and self._copied_outputs:
+            # on a device, outputs that may alias a constant are copied (_call_compiled)
             call, consts = self._call_compiled, self._const_values
+
+            def run_compiled_copying(inputs, params):
+                return call(inputs + params + consts)
+            return run_compiled_copying
+        if self._compiled is not None:
+            # _call_compiled, inlined: one Python frame less per call
+            fn, consts, error = self._fn, self._const_values, self._compiled_error
             if consts:
                 def run_compiled_consts(inputs, params):
-                    return call(inputs + params + consts)
+                    try:
+                        return fn(*inputs, *params, *consts)
+                    except PASS_THROUGH:
+                        raise
+                    except Exception as e:
+                        raise error(e) from e
                 return run_compiled_consts
 
             def run_compiled(inputs, params):
-                return call(inputs + params)
+                try:
+                    return fn(*inputs, *params)
+                except PASS_THROUGH:
+                    raise
+                except Exception as e:
+                    raise error(e) from e
             return run_compiled
         if self._pool is not None:
             names, run = list(self.program.params), self.run
@@ -599,6 +836,25 @@ def constant_aliased_outputs(program):
 
     alias = scan(program.block, set(program.constants))
     return tuple(k for k, n in enumerate(program.outputs) if n in alias)
+
+
+def _output_mismatch(program, outs, ndarray):
+    """What is wrong with a native function's outputs ``outs`` (None: nothing)."""
+    if type(outs) not in (list, tuple) or len(outs) != len(program.outputs):
+        return f"expected a list of {len(program.outputs)} outputs, got {type(outs).__name__}"
+    for name, o in zip(program.outputs, outs):
+        t = program.block.lookup(name).type
+        if type(o) is not ndarray or o.dtype.name != t.dtype or o.ndim != len(t.shape):
+            return (f"output {name} should be a {t.dtype} array of rank {len(t.shape)}, got "
+                    f"{type(o).__name__} {getattr(o, 'dtype', '')} {getattr(o, 'shape', '')}")
+    return None
+
+
+def _unsupported_reason(err):
+    """One line saying why the native backend refused a program."""
+    if type(err).__name__ == "NativeUnsupported":
+        return tiers.one_line(str(err))
+    return f"lowering failed: {tiers.one_line(err)}"
 
 
 class _OutStep:

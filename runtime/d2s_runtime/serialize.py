@@ -318,17 +318,31 @@ class Model:
     """
 
     def __init__(self, program, params, meta, device="cpu", parallel=False, path=None, max_bytes=DEFAULT_MAX_BYTES,
-                 max_loop_iterations=None):
+                 max_loop_iterations=None, backend="python"):
         missing = [n for n in program.params if n not in params]
         if missing:
             raise FormatError(f"the saved model has no arrays for params {missing}; save it with params=")
         self.program, self.params, self.meta = program, params, meta
         self.path, self.device, self._methods = path, device, {}
-        self._load_options = {"max_bytes": max_bytes, "max_loop_iterations": max_loop_iterations}
+        self._load_options = {"max_bytes": max_bytes, "max_loop_iterations": max_loop_iterations, "backend": backend}
         # input names/specs and output structure from meta (checked here, before any call)
         self.signature = Signature(program, meta, os.path.join(path or ".", META_FILE))
         self.executor = Executor(program, device=device, parallel=parallel, params=params,
-                                 max_loop_iterations=max_loop_iterations)
+                                 max_loop_iterations=max_loop_iterations, backend=backend)
+
+    @property
+    def backend(self):
+        """The backend running the model now (``'python'`` or ``'native'``)."""
+        return self.executor.backend
+
+    def backend_report(self):
+        """One line: which backend runs the model, and why not the native one where it was
+        asked for (see :meth:`Executor.backend_report`)."""
+        return self.executor.backend_report()
+
+    def wait_native(self, timeout=None):
+        """Wait for a pending native compile (see :meth:`Executor.wait_native`)."""
+        return self.executor.wait_native(timeout)
 
     def run(self, *arrays):
         """The outputs as a list."""
@@ -360,7 +374,8 @@ class Model:
         return f"<d2s_runtime.Model {self.program!r}>"
 
 
-def load(path, device="cpu", parallel=False, max_bytes=DEFAULT_MAX_BYTES, max_loop_iterations=None):
+def load(path, device="cpu", parallel=False, max_bytes=DEFAULT_MAX_BYTES, max_loop_iterations=None,
+         backend="python"):
     """Load a saved model directory and return a callable :class:`Model`.
 
     The files are untrusted input: nothing in them runs as code, nothing outside ``path`` is
@@ -376,7 +391,9 @@ def load(path, device="cpu", parallel=False, max_bytes=DEFAULT_MAX_BYTES, max_lo
         max_loop_iterations: if set, a ``while`` loop of the program that runs more iterations
             than this raises :class:`~d2s_runtime.LoopLimitError` naming the op (a server's
             bound on a program that would never end); ``None``: no bound.
+        backend: ``'python'``, ``'native'`` or ``'auto'`` (see :class:`~d2s_runtime.Executor`;
+            a model whose compiled form is in the native disk cache runs natively at once).
     """
     program, params, meta = load_program(path, max_bytes=max_bytes)
     return Model(program, params, meta, device=device, parallel=parallel, path=path, max_bytes=max_bytes,
-                 max_loop_iterations=max_loop_iterations)
+                 max_loop_iterations=max_loop_iterations, backend=backend)

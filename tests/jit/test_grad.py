@@ -8,6 +8,9 @@ from d2s.jit import InputSpec, to_static
 
 from jit_helpers import check
 
+# each test runs on the python and the native backend (tests/backend_fixture.py)
+pytestmark = pytest.mark.usefixtures("backend")
+
 
 W = nn.Parameter(d2s.tensor([[0.5, -1.0], [2.0, 0.25]]))
 

@@ -7,9 +7,9 @@ import d2s
 
 from jit_helpers import check
 
-# every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py)
-pytestmark = pytest.mark.usefixtures("device")
-
+# every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py), and
+# on the python and the native backend (tests/backend_fixture.py; native on "cpu" only)
+pytestmark = pytest.mark.usefixtures("device", "backend")
 
 
 def _x(*vals):

@@ -10,6 +10,9 @@ from jit_helpers import check
 # every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py)
 pytestmark = pytest.mark.usefixtures("device")
 
+# a representative part runs on the python and the native backend (tests/backend_fixture.py):
+# tensor while/for with zero trips, break/continue, nesting, early return, a tensor list
+on_both_backends = pytest.mark.usefixtures("backend")
 
 
 def _x(*vals):
@@ -22,6 +25,7 @@ def while_tensor_cond(x):
     return x
 
 
+@on_both_backends
 def test_while_on_tensor_condition_including_zero_trips():
     for v in (_x(1, 1), _x(4, 4), _x(20, 1)):
         check(while_tensor_cond, v)
@@ -67,6 +71,7 @@ def nested_tensor_bounds(x, n, m):
     return total
 
 
+@on_both_backends
 def test_nested_loops_with_tensor_bounds():
     for n, m in ((0, 2), (2, 0), (2, 3)):
         check(nested_tensor_bounds, _x(1, 2), d2s.tensor(n), d2s.tensor(m))
@@ -94,6 +99,7 @@ def range_tensor(x, n):
     return acc
 
 
+@on_both_backends
 def test_for_range_of_tensor_including_zero():
     for n in (0, 1, 5):
         check(range_tensor, _x(2, -3), d2s.tensor(n))
@@ -178,6 +184,7 @@ def break_in_while(x):
     return x
 
 
+@on_both_backends
 def test_break_in_while_under_tensor_condition():
     for v in (_x(10, 1), _x(1, 1), _x(0.01, 0.01)):
         check(break_in_while, v)
@@ -192,6 +199,7 @@ def continue_in_for(x, n):
     return acc
 
 
+@on_both_backends
 def test_continue_in_for_under_tensor_condition():
     for n in (0, 2, 6):
         check(continue_in_for, _x(0.5, 0.5), d2s.tensor(n))
@@ -242,6 +250,7 @@ def return_in_loop(x, n):
     return x + 1.0
 
 
+@on_both_backends
 def test_return_under_tensor_if_inside_a_loop():
     for v in (_x(4, 4), _x(0.1, 0.1)):
         for n in (0, 2, 6):
@@ -257,6 +266,7 @@ def list_append_loop(x, n):
     return d2s.stack(outs), outs[-1]
 
 
+@on_both_backends
 def test_list_append_in_tensor_loop_then_stack():
     for n in (1, 3):
         check(list_append_loop, _x(0.1, -0.4), d2s.tensor(n))

@@ -19,6 +19,8 @@ from d2s.jit import InputSpec
 # every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py)
 pytestmark = pytest.mark.usefixtures("device")
 
+# a representative part runs on the python and the native backend (tests/backend_fixture.py)
+on_both_backends = pytest.mark.usefixtures("backend")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RNG = np.random.default_rng(0)
@@ -63,6 +65,7 @@ def _inputs():
     return [f32(1, 3, lo=0.0, hi=0.2), f32(5, 3, lo=0.5, hi=4.0), f32(7, 3, lo=-6.0, hi=-0.1), f32(2, 3)]
 
 
+@on_both_backends
 def test_function_with_control_flow_round_trips(tmp_path):
     path = str(tmp_path / "f")
     d2s.jit.save(halve_until_small, path, input_spec=[InputSpec([None, 3], name="x")])
@@ -192,6 +195,7 @@ def test_traced_function_rejects_a_dynamic_input_spec(tmp_path):
     np.testing.assert_allclose(loaded(x).numpy(), x * 2)
 
 
+@on_both_backends
 def test_fine_tuning_a_loaded_model_matches_eager_gradients(tmp_path):
     d2s.manual_seed(3)
     model = Gated()
@@ -239,6 +243,7 @@ RUNTIME_ONLY = textwrap.dedent("""
 """)
 
 
+@on_both_backends
 def test_saved_module_runs_with_the_runtime_alone(tmp_path):
     model = d2s.jit.to_static(Gated())
     path = str(tmp_path / "m")
@@ -266,6 +271,7 @@ def _branchy(x):
     return x - 1
 
 
+@on_both_backends
 def test_saved_trace_keeps_its_guards(tmp_path):
     import warnings
     with warnings.catch_warnings():
@@ -282,6 +288,7 @@ def test_saved_trace_keeps_its_guards(tmp_path):
         d2s.jit.load(path)(-x)
 
 
+@on_both_backends
 def test_module_attribute_writes_are_not_saved_as_outputs(tmp_path):
     """A forward that assigns tensors to its module (``self.last = h``) saves only what it returns."""
     from d2s import nn

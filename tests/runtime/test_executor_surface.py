@@ -7,6 +7,9 @@ from d2s_runtime import Executor
 from d2s_runtime.ir import Op, Program
 from d2s_runtime.ops import TensorType
 
+# each test runs on the python and the native backend (tests/backend_fixture.py)
+pytestmark = pytest.mark.usefixtures("backend")
+
 RNG = np.random.default_rng(0)
 
 

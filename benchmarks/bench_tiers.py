@@ -1,0 +1,126 @@
+"""Tiered native compilation and per-call overhead of to_static (issue 12, items 3 and 4).
+
+    python benchmarks/bench_tiers.py
+
+Prints, each from fresh processes (the median of --runs):
+  * the first call of a converted function (conversion, build, preparation, one run) on the
+    python backend, on the native backend with a cold disk cache (the compile runs in the
+    background: the call itself runs on Python) and with a warm one (a second process loads
+    the compiled function and runs natively from its first call), and what `import d2s` costs;
+  * the per-call cost of `to_static(triv)` with `def triv(x): return x + 1` on a (16,)
+    float32 tensor, against the raw numpy work, in CPU time of the calling thread.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+CHILD = r"""
+import sys, time
+t0 = time.perf_counter()
+import numpy as np
+import d2s
+t1 = time.perf_counter()
+
+def loop(x, n):
+    s = d2s.zeros_like(x)
+    i = 0
+    while i < n:
+        if x.sum() > 0:
+            s = s + x * 0.5
+        else:
+            s = s - x
+        x = d2s.tanh(x) - 0.1
+        i += 1
+    return s
+
+# (a tree without backends, for --root: the python backend is all it has)
+sf = d2s.jit.to_static(loop, backend=sys.argv[1]) if sys.argv[1] != "python" else d2s.jit.to_static(loop)
+x = d2s.tensor(np.linspace(-1, 1, 16, dtype="float32"))
+n = d2s.tensor(200)
+t2 = time.perf_counter()
+sf(x, n)
+t3 = time.perf_counter()
+report = sf.backend_report() if hasattr(sf, "backend_report") else "python"
+if hasattr(sf, "wait_native"):
+    sf.wait_native()
+print(f"{t1 - t0} {t3 - t2} {report.split(' ')[0]}")
+"""
+
+PER_CALL = r"""
+import time, timeit
+import numpy as np
+import d2s
+
+@d2s.jit.to_static
+def triv(x):
+    return x + 1
+
+x = d2s.tensor(np.random.randn(16).astype("float32"))
+for _ in range(3):
+    triv(x)
+a, one = x._data, np.float32(1)
+N = 20000
+def t(f):
+    return min(timeit.repeat(f, number=N, repeat=15, timer=time.thread_time)) / N * 1e6
+call, raw = t(lambda: triv(x)), t(lambda: a + one)
+with d2s.no_grad():
+    nograd = t(lambda: triv(x))
+print(f"{call} {nograd} {raw}")
+"""
+
+
+def _run(code, args, env):
+    # from a file: to_static converts source it can read (``python -c`` code would run eagerly)
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(code)
+    try:
+        out = subprocess.run([sys.executable, f.name, *args], env=env, capture_output=True, text=True, check=True)
+    finally:
+        os.unlink(f.name)
+    return out.stdout.split()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                    help="the d2s source tree to time (another checkout: --python-only)")
+    ap.add_argument("--python-only", action="store_true", help="time the python backend only")
+    args = ap.parse_args()
+    root = args.root
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([root, os.path.join(root, "runtime"), env.get("PYTHONPATH", "")])
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = {}
+        cases = [("python", "python", False)]
+        if not args.python_only:
+            cases += [("native, cold cache", "native", False), ("native, warm cache", "native", True)]
+        for label, backend, warm in cases:
+            firsts, imports, reports = [], [], set()
+            for r in range(args.runs):
+                env["D2S_CACHE_DIR"] = os.path.join(tmp, "warm" if warm else f"cold{r}")
+                if warm and r == 0:
+                    _run(CHILD, ["native"], env)  # fills the warm cache
+                imp, first, report = _run(CHILD, [backend], env)
+                imports.append(float(imp))
+                firsts.append(float(first))
+                reports.add(report)
+            rows[label] = (statistics.median(imports), statistics.median(firsts), "/".join(sorted(reports)))
+        print("first call of a converted 200-step control loop (fresh processes, median of "
+              f"{args.runs}):")
+        for label, (imp, first, report) in rows.items():
+            print(f"  {label:20s} first call {first * 1e3:8.1f} ms  (import d2s {imp * 1e3:6.1f} ms; "
+                  f"first call ran on {report})")
+        base = rows["python"][1]
+        for label in [c[0] for c in cases[1:]]:
+            print(f"  {label} / python: {rows[label][1] / base:.2f}x")
+    call, nograd, raw = (float(v) for v in _run(PER_CALL, [], env))
+    print(f"to_static(triv) per call (thread CPU time): {call:.2f} us, under no_grad {nograd:.2f} us; "
+          f"raw numpy x + 1: {raw:.2f} us; overhead {call - raw:.2f} us")
+
+
+if __name__ == "__main__":
+    main()

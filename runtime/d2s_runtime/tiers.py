@@ -1,0 +1,155 @@
+"""Backends of the Executor, and the tiered native compile.
+
+An Executor runs its program on the Python backend (``codegen.py`` or the step interpreter)
+or on the native backend (``native/``: the program lowered to one numba-compiled function).
+``backend='native'`` or ``'auto'`` never makes a program wait for, or fail because of, the
+native compiler:
+
+* preparation lowers the program (fast: no compile). A program the native backend cannot
+  lower, a machine without numba, a GPU executor: the Python backend runs, and the
+  executor's :meth:`~d2s_runtime.Executor.backend_report` says why in one line;
+* a lowered program whose compiled form is in the disk cache is loaded at once (a warm
+  process runs natively from its first call); any other is compiled on ONE shared
+  background thread while the Python backend runs the calls, and is swapped in, atomically,
+  when ready. A compile that fails leaves the Python backend running and records why.
+
+Like a JIT's tiers (HotSpot's interpreter then C2, or JAX's async dispatch hiding compile
+time), the first call never waits for the slow compiler.
+
+The native compiler's disk cache is ``$D2S_CACHE_DIR/native`` (default
+``~/.cache/d2s/native``; see ``native.default_cache_dir``), read at each compile.
+"""
+import atexit
+import importlib
+import importlib.util
+import queue
+import threading
+import weakref
+
+BACKENDS = ("python", "native", "auto")
+
+# The backend of an Executor built without ``backend=`` (d2s.jit's programs take theirs from
+# ``d2s.jit.config.backend``); the test suite sets it to run the executor tests on each backend.
+default_backend = "python"
+
+# Compile in the preparing thread instead of the background one (tests and benchmarks that
+# must run natively from the first call, whatever the disk cache holds).
+synchronous = False
+
+_AVAILABLE = []  # [(module or None, reason)], computed once per process
+_AVAILABLE_LOCK = threading.Lock()
+
+
+def native_module():
+    """``(native module, None)`` when the native backend can run here, else ``(None, reason)``."""
+    if not _AVAILABLE:
+        with _AVAILABLE_LOCK:
+            if not _AVAILABLE:
+                _AVAILABLE.append(_probe())
+    return _AVAILABLE[0]
+
+
+def _probe():
+    # whether numba is installed, without importing it: importing numba takes about a second,
+    # which the first call must not wait for (the background compile imports it; a numba that
+    # is installed but broken makes that compile fail, with the reason, and Python keeps running)
+    try:
+        if importlib.util.find_spec("numba") is None:
+            return None, "numba is not installed (pip install 'd2s[native]')"
+    except (ImportError, ValueError) as e:
+        return None, f"numba cannot be found ({e})"
+    try:
+        native = importlib.import_module(__package__ + ".native")
+    except ImportError as e:  # a runtime without the native compiler
+        return None, f"the native compiler is not available ({e})"
+    return native, None
+
+
+def one_line(err):
+    """An exception as one short line."""
+    text = f"{type(err).__name__}: {err}" if isinstance(err, BaseException) else str(err)
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def compile_failure(err):
+    """``(reason, state)`` for a compile that raised ``err``: a program numba cannot type is
+    unsupported (``NativeUnsupported``), anything else a failure."""
+    if type(err).__name__ == "NativeUnsupported":
+        return one_line(str(err)), "unsupported"
+    return f"native compile failed: {one_line(err)}", "failed"
+
+
+class _Worker:
+    """One daemon thread compiling native programs, one at a time, in submission order.
+
+    One thread (not one per program): numba's compiler holds the GIL most of the time, so
+    parallel compiles would not finish sooner, and a single worker bounds what the
+    background takes from the calls running meanwhile. Jobs still queued when the
+    interpreter exits are dropped (a daemon thread: exit never waits for compiles).
+    """
+
+    def __init__(self):
+        self._queue = queue.Queue()
+        self._thread = None
+        self._lock = threading.Lock()
+        self.stopping = False
+
+    def submit(self, job):
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="d2s-native-compile", daemon=True)
+                self._thread.start()
+        self._queue.put(job)
+
+    def _loop(self):
+        while True:
+            job = self._queue.get()
+            try:
+                if self.stopping:
+                    job.cancel("the interpreter is exiting")
+                else:
+                    job.run()
+            except BaseException:  # noqa: BLE001 - a job reports its own failure; keep serving
+                pass
+
+
+WORKER = _Worker()
+
+
+def _stop_worker():
+    WORKER.stopping = True
+
+
+atexit.register(_stop_worker)
+
+
+class CompileJob:
+    """The background compile of one lowered program for one executor."""
+
+    __slots__ = ("executor", "lowered", "native", "cache")
+
+    def __init__(self, executor, lowered, native, cache):
+        # weakly: an executor dropped before its turn is not compiled for
+        self.executor = weakref.ref(executor)
+        self.lowered, self.native, self.cache = lowered, native, cache
+
+    def run(self):
+        executor = self.executor()
+        if executor is None:
+            return
+        try:
+            ok, reason = self.native.available()  # imports numba (here, not in the caller's thread)
+            if not ok:
+                executor._native_failed(reason)
+                return
+            fn = self.native.compile_lowered(self.lowered, cache_dir=self.cache)
+        except BaseException as e:  # noqa: BLE001 - a failed compile leaves the Python backend running
+            executor._native_failed(*compile_failure(e))
+            return
+        executor._native_ready(fn)
+
+    def cancel(self, why):
+        executor = self.executor()
+        if executor is not None:
+            executor._native_failed(f"native compile not done: {why}")
