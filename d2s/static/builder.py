@@ -18,7 +18,7 @@ from d2s_runtime.ops import ShapeError, TensorType
 from .. import pytree
 from .._state import STATE
 from ..autograd.anomaly import user_site
-from ..ops import where
+from ..ops import logical_and, logical_or, where
 from ..tensor import Tensor
 from ..user_errors import at_user_line, where_text
 from .input_spec import InputSpec
@@ -300,29 +300,39 @@ class ProgramBuilder:
 
     def after_inplace(self, t):
         """Called just after tensor object ``t`` took an in-place update: the objects it may be
-        (``link_maybe_alias``) take the new value where they are ``t`` in eager code."""
+        (``link_maybe_alias``) take the new value where they are ``t`` in eager code. An object
+        reached by several chains of links is ``t`` where any of the chains nearest to ``t`` holds
+        (each link is exact: one chain of it holding says the objects are one)."""
         if not self.maybe_aliases:
             return
-        seen, todo = {id(t)}, [t]
-        while todo:
-            src = todo.pop()
-            for other, flag, blk in self.maybe_aliases.get(id(src), (None, ()))[1]:
-                if id(other) in seen or not self._visible(blk):
-                    continue
-                if flag is None:
-                    raise at_user_line(
-                        "in-place update of a tensor that another name holds on some runs of a tensor loop only "
-                        "(an alias taken inside the loop); the program cannot tell which: copy it where the "
-                        "alias is taken (a = b.clone()) or update it out of place (a = a + x)")
-                seen.add(id(other))
-                new = where(flag, src, other)
-                if new.dtype != other.dtype:
-                    new = new.cast(other.dtype)
-                self.note_inplace(other)
-                other._data, other._var = None, new._var
-                other.requires_grad, other.grad_fn, other._out_idx = new.requires_grad, new.grad_fn, new._out_idx
-                other._version += 1
-                todo.append(other)
+        cond, order, layer = {id(t): True}, [], [t]
+        while layer:
+            nxt = {}
+            for src in layer:
+                for other, flag, blk in self.maybe_aliases.get(id(src), (None, ()))[1]:
+                    if id(other) in cond or not self._visible(blk):
+                        continue
+                    if flag is None:
+                        raise at_user_line(
+                            "in-place update of a tensor that another name holds on some runs of a tensor loop "
+                            "only (an alias taken inside the loop); the program cannot tell which: copy it where "
+                            "the alias is taken (a = b.clone()) or update it out of place (a = a + x)")
+                    c = cond[id(src)]
+                    term = flag if c is True else logical_and(flag, c)
+                    prev = nxt.get(id(other))
+                    nxt[id(other)] = (other, term if prev is None else logical_or(prev[1], term))
+            for k, (other, c) in nxt.items():
+                cond[k] = c
+                order.append((other, c))
+            layer = [other for other, _ in nxt.values()]
+        for other, c in order:
+            new = where(c, t, other)
+            if new.dtype != other.dtype:
+                new = new.cast(other.dtype)
+            self.note_inplace(other)
+            other._data, other._var = None, new._var
+            other.requires_grad, other.grad_fn, other._out_idx = new.requires_grad, new.grad_fn, new._out_idx
+            other._version += 1
 
     def _visible(self, blk):
         b = self.block
