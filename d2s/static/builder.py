@@ -72,6 +72,9 @@ class ProgramBuilder:
         # one object exactly when the bool tensor ``flag`` holds (a name rebound in one branch of
         # a tensor `if` only), or on some runs only (flag None); see link_maybe_alias
         self.maybe_aliases = {}
+        # id(tensor) -> (tensor, TensorArray, the array's data right after it, block): tensor objects
+        # appended to a tensor list, which in eager code holds the object (see note_appended)
+        self.appended = {}
         # id -> tensor: plain tensors that are module state (``self.running = ...``), read as
         # params rather than folded into constants, since a forward may replace them
         self.state_tensors = {}
@@ -298,11 +301,31 @@ class ProgramBuilder:
         for x, y in ((a, b), (b, a)):
             self.maybe_aliases.setdefault(id(x), (x, []))[1].append((y, flag, self.block))
 
+    def note_appended(self, t, array):
+        """Tensor object ``t`` was just appended to tensor list ``array``: in eager code the list
+        holds the object, so an in-place update of ``t`` while it is still the list's last
+        element (in this block) writes the new value there too; elsewhere it is refused."""
+        self.appended[id(t)] = (t, array, array.data, self.block)
+
+    def _update_appended(self, t):
+        t_, array, data, blk = self.appended[id(t)]
+        if t_ is not t or not self._visible(blk):  # (a block traced before, now done with)
+            return
+        if array.data is not data or blk is not self.block:
+            raise at_user_line(
+                "in-place update of a tensor that a list holds (it was appended to a list grown in a tensor loop "
+                "or branch, which keeps the value it had then): eager code would change the list's element too. "
+                "Append a copy (xs.append(t.clone())) or update the tensor out of place (t = t + v)")
+        array[-1] = t
+        self.appended[id(t)] = (t, array, array.data, blk)
+
     def after_inplace(self, t):
         """Called just after tensor object ``t`` took an in-place update: the objects it may be
         (``link_maybe_alias``) take the new value where they are ``t`` in eager code. An object
         reached by several chains of links is ``t`` where any of the chains nearest to ``t`` holds
         (each link is exact: one chain of it holding says the objects are one)."""
+        if id(t) in self.appended:
+            self._update_appended(t)
         if not self.maybe_aliases:
             return
         cond, order, layer = {id(t): True}, [], [t]
@@ -333,6 +356,8 @@ class ProgramBuilder:
             other._data, other._var = None, new._var
             other.requires_grad, other.grad_fn, other._out_idx = new.requires_grad, new.grad_fn, new._out_idx
             other._version += 1
+            if id(other) in self.appended:
+                self._update_appended(other)
 
     def _visible(self, blk):
         b = self.block
