@@ -307,9 +307,12 @@ class ProgramBuilder:
         element (in this block) writes the new value there too; elsewhere it is refused."""
         self.appended[id(t)] = (t, array, array.data, self.block)
 
-    def _update_appended(self, t):
+    def _update_appended(self, t, through_alias=False):
         t_, array, data, blk = self.appended[id(t)]
-        if t_ is not t or not self._visible(blk):  # (a block traced before, now done with)
+        # (appended in a trace that was thrown away; or, for an object updated through a link
+        # to another one, in a block that is done: a `where` on a flag that is false when the
+        # loop rebound the name, as a peeled first iteration leaves it)
+        if t_ is not t or not (self._visible(blk) or (self._in_program(blk) and not through_alias)):
             return
         if array.data is not data or blk is not self.block:
             raise at_user_line(
@@ -319,12 +322,13 @@ class ProgramBuilder:
         array[-1] = t
         self.appended[id(t)] = (t, array, array.data, blk)
 
-    def after_inplace(self, t):
+    def after_inplace(self, t, carried_out=False):
         """Called just after tensor object ``t`` took an in-place update: the objects it may be
         (``link_maybe_alias``) take the new value where they are ``t`` in eager code. An object
         reached by several chains of links is ``t`` where any of the chains nearest to ``t`` holds
-        (each link is exact: one chain of it holding says the objects are one)."""
-        if id(t) in self.appended:
+        (each link is exact: one chain of it holding says the objects are one). ``carried_out``:
+        the update is one a control-flow op carries out of its block (made and seen there)."""
+        if id(t) in self.appended and not carried_out:
             self._update_appended(t)
         if not self.maybe_aliases:
             return
@@ -356,8 +360,18 @@ class ProgramBuilder:
             other._data, other._var = None, new._var
             other.requires_grad, other.grad_fn, other._out_idx = new.requires_grad, new.grad_fn, new._out_idx
             other._version += 1
-            if id(other) in self.appended:
-                self._update_appended(other)
+            if id(other) in self.appended and not carried_out:
+                self._update_appended(other, through_alias=True)
+
+    def _in_program(self, blk):
+        """Whether block ``blk`` (closed) belongs to an op of a block the current one sees, not to
+        a trace thrown away."""
+        while blk is not None and not self._visible(blk):
+            parent = blk.parent
+            if parent is None or not any(blk in op.blocks.values() for op in parent.ops if op.blocks):
+                return False
+            blk = parent
+        return blk is not None
 
     def _visible(self, blk):
         b = self.block

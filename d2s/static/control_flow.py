@@ -369,7 +369,7 @@ def _repoint(b, objs, outs):
         t._version += 1
         _take_history(t, o)
     for t in objs:
-        b.after_inplace(t)
+        b.after_inplace(t, carried_out=True)
 
 
 def _alias_flags(b, blocks, n_out):
@@ -390,6 +390,15 @@ def _alias_flags(b, blocks, n_out):
                 if t is not leaves[k]:
                     pairs.setdefault((k, id(t)), (k, t))
     pairs = [(k, t) for k, t in pairs.values() if not all(p[k] is t for p in per_block)]
+    # two outputs that may be one tensor of a branch through links made inside it (``b = a``
+    # in a tensor loop of the branch): (output, other output's index)
+    joined = {}
+    for blk, leaves in zip(blocks, per_block):
+        for k in range(n_out):
+            near = {id(x) for x in alias_targets(b, leaves[k], blk, lambda x: True)}
+            joined.update(((k, j), None) for j in range(k + 1, n_out) if leaves[j] is not leaves[k]
+                          and isinstance(leaves[j], Tensor) and id(leaves[j]) in near)
+    pairs.extend(joined)
     if not pairs:
         return per_block, [], []
     outer = b.block
@@ -397,7 +406,11 @@ def _alias_flags(b, blocks, n_out):
         flags = []
         for blk, leaves in zip(blocks, per_block):
             b.block = blk
-            flags.append([alias_flag(b, leaves[k], t, blk) for k, t in pairs])
+            flags.append([alias_flag(b, leaves[k], leaves[t] if isinstance(t, int) else t, blk) for k, t in pairs])
+        # (two outputs identical or distinct in every branch: the links below the op say so)
+        wanted = [j for j, (k, t) in enumerate(pairs)
+                  if not (isinstance(t, int) and all(isinstance(f[j], bool) for f in flags))]
+        pairs, flags = [pairs[j] for j in wanted], [[f[j] for j in wanted] for f in flags]
         # (an alias whose condition is not known: the output is linked to it with flag None)
         unknown = [(k, t) for j, (k, t) in enumerate(pairs) if any(f[j] is None for f in flags)]
         keep = [j for j, (k, t) in enumerate(pairs) if all(f[j] is not None for f in flags)]
@@ -504,7 +517,7 @@ def _kept_objects(b, per_block, outs, pred, pairs=(), flag_outs=(), unknown=()):
             flags[side] = pred if side else d.logical_not(pred)
         return flags[side]
 
-    flagged = {(k, id(t)) for k, t in (*pairs, *unknown)}
+    flagged = {(k, id(t)) for k, t in (*pairs, *unknown) if not isinstance(t, int)}
     kept, first = [], {}
     for i, (o, t, e) in enumerate(zip(outs, *per_block)):
         if t is e and t.is_symbolic:
@@ -519,6 +532,7 @@ def _kept_objects(b, per_block, outs, pred, pairs=(), flag_outs=(), unknown=()):
             if _outside(b, obj) and (i, id(obj)) not in flagged:
                 b.link_maybe_alias(o, obj, flag(side))
     for (k, t), f in [*zip(pairs, flag_outs), *((p, None) for p in unknown)]:
+        t = kept[t] if isinstance(t, int) else t
         if kept[k] is not t:
             b.link_maybe_alias(kept[k], t, f)
     # outputs that are one object in one branch only: one object on the runs taking it
@@ -1135,6 +1149,15 @@ class _ObjectCarry:
         """Check that object identities are the same after an iteration as before it wherever
         an object is updated in place; returns the loop vars whose result is their object."""
         out = self.b.block_leaves.pop(blk)[:len(self.objs)]
+        for t, _, _, where in self.b.appended.values():
+            if where is blk and id(t) in self._body_changed and (
+                    any(o is t for o in out) or any(t is e for e in self.extra)):
+                # the list holds the object, which the next iteration updates again
+                raise _alias_error(
+                    "this tensor loop appends to a list a tensor that it updates in place in every iteration: "
+                    "in eager code each element is that one tensor and sees every later update, a list grown in "
+                    "a tensor loop keeps values; append a copy (xs.append(t.clone())) or update the tensor out of "
+                    "place (t = t + v)")
         changed = {k: v for k, v in self._body_changed.items() if k not in self.private}
         self.mutated_reps = [i for i, r in enumerate(self.rep) if r == i and id(self.objs[i]) in changed]
         kept = {i for i, r in enumerate(self.rep) if r is not None and out[i] is self.objs[r]}

@@ -60,3 +60,20 @@ def test_update_of_an_appended_tensor_in_a_nested_branch_is_refused_at_its_line(
     with pytest.raises(ConvertError, match="a list holds") as info:
         d2s.jit.to_static(append_then_update_in_branch)(d2s.tensor(X), d2s.tensor(Y), d2s.tensor(2))
     assert "test_list_append_aliasing.py" in str(info.value) and "b -= x" in str(info.value)
+
+
+def append_the_tensor_each_iteration_updates(x, y, n):
+    # fuzz seed 2 #131, minimized: every element is the one tensor b, updated in every iteration
+    acc = []
+    b = y + 0.5
+    for _ in range(1, n + 1):
+        b -= x * 0.5
+        acc.append(b)
+    return d2s.stack(acc).sum(axis=0) if len(acc) > 0 else x * 0.0
+
+
+def test_appending_a_tensor_the_loop_keeps_updating_is_refused_at_the_loop():
+    append_the_tensor_each_iteration_updates(d2s.tensor(X), d2s.tensor(Y), d2s.tensor(2))
+    with pytest.raises(ConvertError, match="appends to a list a tensor that it updates in place") as info:
+        d2s.jit.to_static(append_the_tensor_each_iteration_updates)(d2s.tensor(X), d2s.tensor(Y), d2s.tensor(2))
+    assert "test_list_append_aliasing.py" in str(info.value)
