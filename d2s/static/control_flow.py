@@ -1149,9 +1149,14 @@ class _ObjectCarry:
         """Check that object identities are the same after an iteration as before it wherever
         an object is updated in place; returns the loop vars whose result is their object."""
         out = self.b.block_leaves.pop(blk)[:len(self.objs)]
-        for t, _, _, where in self.b.appended.values():
-            if where is blk and id(t) in self._body_changed and (
-                    any(o is t for o in out) or any(t is e for e in self.extra)):
+        appended = [t for t, _, _, where in self.b.appended.values()
+                    if _encloses(blk, where) and id(t) in self._body_changed]
+        near = set()  # the objects the loop vars may hold after the iteration
+        for o in out if appended else ():
+            if isinstance(o, Tensor):
+                near.update(id(x) for x in alias_targets(self.b, o, blk, lambda x: True))
+        for t in appended:
+            if id(t) in near or any(t is e for e in self.extra):
                 # the list holds the object, which the next iteration updates again
                 raise _alias_error(
                     "this tensor loop appends to a list a tensor that it updates in place in every iteration: "

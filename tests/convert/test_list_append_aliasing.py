@@ -77,3 +77,21 @@ def test_appending_a_tensor_the_loop_keeps_updating_is_refused_at_the_loop():
     with pytest.raises(ConvertError, match="appends to a list a tensor that it updates in place") as info:
         d2s.jit.to_static(append_the_tensor_each_iteration_updates)(d2s.tensor(X), d2s.tensor(Y), d2s.tensor(2))
     assert "test_list_append_aliasing.py" in str(info.value)
+
+
+def append_in_branch_then_update_next_iteration(x, y, n):
+    # fuzz seed 2 #378, minimized: appended in a tensor `if`, updated again by the next iteration
+    acc = []
+    b = y + 0.5
+    for _ in range(n):
+        b -= x * 0.5
+        if b.sum() > -1.0:
+            acc.append(b)
+    return d2s.stack(acc).sum(axis=0) if len(acc) > 0 else x * 0.0
+
+
+def test_appending_in_a_branch_a_tensor_the_loop_keeps_updating_is_refused():
+    append_in_branch_then_update_next_iteration(d2s.tensor(X), d2s.tensor(Y), d2s.tensor(2))
+    with pytest.raises(ConvertError, match="appends to a list a tensor that it updates in place") as info:
+        d2s.jit.to_static(append_in_branch_then_update_next_iteration)(d2s.tensor(X), d2s.tensor(Y), d2s.tensor(2))
+    assert "test_list_append_aliasing.py" in str(info.value)
