@@ -16,7 +16,9 @@ import types
 import weakref
 
 from .. import ops
+from .._state import STATE
 from ..autograd import functional
+from ..static.tensor_array import TensorArray
 from ..tensor import Tensor
 from . import builtins as cb
 from .loops import convert_enumerate, convert_range, convert_zip
@@ -116,6 +118,16 @@ def _convert_function(fn):
     return new
 
 
+def _append_watched(array, x):
+    """``array.append(x)`` on a tensor list of a program: the list holds the tensor object ``x``
+    in eager code, so an in-place update of ``x`` after the append must reach the list
+    (``ProgramBuilder.note_appended``)."""
+    out = array.append(x)
+    if is_symbolic(x):
+        STATE.builder.note_appended(x, array)
+    return out
+
+
 def convert_call(f):
     """The callable converted code should call in place of ``f``."""
     try:
@@ -147,6 +159,8 @@ def convert_call(f):
         func = f.__func__
         if func is _TENSOR_ITEM[0] and is_symbolic(f.__self__):
             return functools.partial(cb.convert_item, f.__self__)
+        if func is TensorArray.append and STATE.builder is not None:
+            return functools.partial(_append_watched, f.__self__)
         if isinstance(func, types.FunctionType) and not is_library(func) and \
                 not getattr(func, "__d2s_not_to_static__", False) and func.__name__ != "<lambda>":
             return types.MethodType(_convert_function(func), f.__self__)

@@ -464,6 +464,7 @@ def _patch_true(seen, hints, new_hints):
         blk.outputs = [b.resolve(ends[id(t)].name, tensor=t) if id(t) in ends else b.var_of(t) for t in tensors]
     finally:
         b.block = outer
+    b.block_leaves[blk] = list(tensors)  # (so `cond` sees which outside objects the branch returns)
     patches["tree"] = tree_flatten(tensors)[1]
     return True
 

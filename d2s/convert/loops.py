@@ -440,6 +440,8 @@ def _fill_undefined(body, init, n, labels, set_state):
             # the first iteration reads a variable that nothing bound yet: Python raises this
             # if the loop runs at all
             raise _FirstIterationFails(e) from None
+        except ConvertError:
+            raise  # (a complete error at the user's line already: a nested construct refused)
         except Exception as e:
             names = [labels[i] for i, v in enumerate(init) if isinstance(v, Undefined)]
             raise at_user_line(f"{', '.join(repr(x) for x in names)} must be defined before this tensor loop "

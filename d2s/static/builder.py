@@ -19,7 +19,7 @@ from d2s_runtime.ops import ShapeError, TensorType
 from .. import pytree
 from .._state import STATE
 from ..autograd.anomaly import user_site
-from ..ops import where
+from ..ops import logical_and, logical_or, where
 from ..tensor import Tensor
 from ..user_errors import at_user_line, where_text
 from .input_spec import InputSpec
@@ -73,6 +73,9 @@ class ProgramBuilder:
         # one object exactly when the bool tensor ``flag`` holds (a name rebound in one branch of
         # a tensor `if` only), or on some runs only (flag None); see link_maybe_alias
         self.maybe_aliases = {}
+        # id(tensor) -> (tensor, TensorArray, the array's data right after it, block): tensor objects
+        # appended to a tensor list, which in eager code holds the object (see note_appended)
+        self.appended = {}
         # id -> tensor: plain tensors that are module state (``self.running = ...``), read as
         # params rather than folded into constants, since a forward may replace them
         self.state_tensors = {}
@@ -299,31 +302,77 @@ class ProgramBuilder:
         for x, y in ((a, b), (b, a)):
             self.maybe_aliases.setdefault(id(x), (x, []))[1].append((y, flag, self.block))
 
-    def after_inplace(self, t):
+    def note_appended(self, t, array):
+        """Tensor object ``t`` was just appended to tensor list ``array``: in eager code the list
+        holds the object, so an in-place update of ``t`` while it is still the list's last
+        element (in this block) writes the new value there too; elsewhere it is refused."""
+        self.appended[id(t)] = (t, array, array.data, self.block)
+
+    def _update_appended(self, t, through_alias=False):
+        t_, array, data, blk = self.appended[id(t)]
+        # (appended in a trace that was thrown away; or, for an object updated through a link
+        # to another one, in a block that is done: a `where` on a flag that is false when the
+        # loop rebound the name, as a peeled first iteration leaves it)
+        if t_ is not t or not (self._visible(blk) or (self._in_program(blk) and not through_alias)):
+            return
+        if array.data is not data or blk is not self.block:
+            raise at_user_line(
+                "in-place update of a tensor that a list holds (it was appended to a list grown in a tensor loop "
+                "or branch, which keeps the value it had then): eager code would change the list's element too. "
+                "Append a copy (xs.append(t.clone())) or update the tensor out of place (t = t + v)")
+        array[-1] = t
+        self.appended[id(t)] = (t, array, array.data, blk)
+
+    def after_inplace(self, t, carried_out=False):
         """Called just after tensor object ``t`` took an in-place update: the objects it may be
-        (``link_maybe_alias``) take the new value where they are ``t`` in eager code."""
+        (``link_maybe_alias``) take the new value where they are ``t`` in eager code. An object
+        reached by several chains of links is ``t`` where any of the chains nearest to ``t`` holds
+        (each link is exact: one chain of it holding says the objects are one). ``carried_out``:
+        the update is one a control-flow op carries out of its block (made and seen there)."""
+        if id(t) in self.appended and not carried_out:
+            self._update_appended(t)
         if not self.maybe_aliases:
             return
-        seen, todo = {id(t)}, [t]
-        while todo:
-            src = todo.pop()
-            for other, flag, blk in self.maybe_aliases.get(id(src), (None, ()))[1]:
-                if id(other) in seen or not self._visible(blk):
-                    continue
-                if flag is None:
-                    raise at_user_line(
-                        "in-place update of a tensor that another name holds on some runs of a tensor loop only "
-                        "(an alias taken inside the loop); the program cannot tell which: copy it where the "
-                        "alias is taken (a = b.clone()) or update it out of place (a = a + x)")
-                seen.add(id(other))
-                new = where(flag, src, other)
-                if new.dtype != other.dtype:
-                    new = new.cast(other.dtype)
-                self.note_inplace(other)
-                other._data, other._var = None, new._var
-                other.requires_grad, other.grad_fn, other._out_idx = new.requires_grad, new.grad_fn, new._out_idx
-                other._version += 1
-                todo.append(other)
+        cond, order, layer = {id(t): True}, [], [t]
+        while layer:
+            nxt = {}
+            for src in layer:
+                for other, flag, blk in self.maybe_aliases.get(id(src), (None, ()))[1]:
+                    if id(other) in cond or not self._visible(blk):
+                        continue
+                    if flag is None:
+                        raise at_user_line(
+                            "in-place update of a tensor that another name holds on some runs of a tensor loop "
+                            "only (an alias taken inside the loop); the program cannot tell which: copy it where "
+                            "the alias is taken (a = b.clone()) or update it out of place (a = a + x)")
+                    c = cond[id(src)]
+                    term = flag if c is True else logical_and(flag, c)
+                    prev = nxt.get(id(other))
+                    nxt[id(other)] = (other, term if prev is None else logical_or(prev[1], term))
+            for k, (other, c) in nxt.items():
+                cond[k] = c
+                order.append((other, c))
+            layer = [other for other, _ in nxt.values()]
+        for other, c in order:
+            new = where(c, t, other)
+            if new.dtype != other.dtype:
+                new = new.cast(other.dtype)
+            self.note_inplace(other)
+            other._data, other._var = None, new._var
+            other.requires_grad, other.grad_fn, other._out_idx = new.requires_grad, new.grad_fn, new._out_idx
+            other._version += 1
+            if id(other) in self.appended and not carried_out:
+                self._update_appended(other, through_alias=True)
+
+    def _in_program(self, blk):
+        """Whether block ``blk`` (closed) belongs to an op of a block the current one sees, not to
+        a trace thrown away."""
+        while blk is not None and not self._visible(blk):
+            parent = blk.parent
+            if parent is None or not any(blk in op.blocks.values() for op in parent.ops if op.blocks):
+                return False
+            blk = parent
+        return blk is not None
 
     def _visible(self, blk):
         b = self.block

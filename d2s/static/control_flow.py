@@ -369,17 +369,146 @@ def _repoint(b, objs, outs):
         t._version += 1
         _take_history(t, o)
     for t in objs:
-        b.after_inplace(t)
+        b.after_inplace(t, carried_out=True)
 
 
-def _kept_objects(b, blocks, outs, pred):
+def _alias_flags(b, blocks, n_out):
+    """Before the ``cond`` op is made: the outside tensor objects (made before the op) that an
+    output may be in eager code through maybe-alias links made inside a branch (a nested
+    tensor `if` choosing between names): for each such (output, object), each branch gets one
+    more bool output, whether its result is that object there, so the op's output for it is
+    the flag the link needs. Returns ``(per-block leaves, [(output index, object)] with a flag
+    output each, [(output index, object)] whose condition is unknown)``; links a branch makes
+    directly (it returns the outside object itself) need no flag output."""
+    per_block = [b.block_leaves.pop(blk, None) for blk in blocks]
+    if any(p is None or len(p) < n_out for p in per_block) or not b.maybe_aliases:
+        return per_block, [], []
+    pairs = {}
+    for blk, leaves in zip(blocks, per_block):
+        for k in range(n_out):
+            for t in alias_targets(b, leaves[k], blk, lambda x: _outside(b, x)):
+                if t is not leaves[k]:
+                    pairs.setdefault((k, id(t)), (k, t))
+    pairs = [(k, t) for k, t in pairs.values() if not all(p[k] is t for p in per_block)]
+    # two outputs that may be one tensor of a branch through links made inside it (``b = a``
+    # in a tensor loop of the branch): (output, other output's index)
+    joined = {}
+    for blk, leaves in zip(blocks, per_block):
+        for k in range(n_out):
+            near = {id(x) for x in alias_targets(b, leaves[k], blk, lambda x: True)}
+            joined.update(((k, j), None) for j in range(k + 1, n_out) if leaves[j] is not leaves[k]
+                          and isinstance(leaves[j], Tensor) and id(leaves[j]) in near)
+    pairs.extend(joined)
+    if not pairs:
+        return per_block, [], []
+    outer = b.block
+    try:
+        flags = []
+        for blk, leaves in zip(blocks, per_block):
+            b.block = blk
+            flags.append([alias_flag(b, leaves[k], leaves[t] if isinstance(t, int) else t, blk) for k, t in pairs])
+        # (two outputs identical or distinct in every branch: the links below the op say so)
+        wanted = [j for j, (k, t) in enumerate(pairs)
+                  if not (isinstance(t, int) and all(isinstance(f[j], bool) for f in flags))]
+        pairs, flags = [pairs[j] for j in wanted], [[f[j] for j in wanted] for f in flags]
+        # (an alias whose condition is not known: the output is linked to it with flag None)
+        unknown = [(k, t) for j, (k, t) in enumerate(pairs) if any(f[j] is None for f in flags)]
+        keep = [j for j, (k, t) in enumerate(pairs) if all(f[j] is not None for f in flags)]
+        for blk, fs in zip(blocks, flags):
+            b.block = blk
+            for j in keep:
+                blk.outputs.append(b.var_of(fs[j] if isinstance(fs[j], Tensor) else tensor(bool(fs[j]))))
+    finally:
+        b.block = outer
+    return per_block, [pairs[j] for j in keep], unknown
+
+
+def alias_targets(b, o, scope, wanted, depth=6):
+    """The tensor objects that ``o`` is, or may be in eager code through maybe-alias links
+    visible in block ``scope`` (``ProgramBuilder.link_maybe_alias``), for which ``wanted`` holds."""
+    found, seen, todo = {}, {id(o)}, [(o, 0)]
+    while todo:
+        x, d_ = todo.pop()
+        if isinstance(x, Tensor) and wanted(x):
+            found[id(x)] = x
+        if d_ >= depth:
+            continue
+        for other, _, blk in b.maybe_aliases.get(id(x), (None, ()))[1]:
+            if id(other) not in seen and _encloses(blk, scope):
+                seen.add(id(other))
+                todo.append((other, d_ + 1))
+    return list(found.values())
+
+
+def alias_flag(b, o, target, scope, depth=6):
+    """Whether ``o`` is the object ``target`` in eager code, as ops built into the current
+    block: True, False, a bool scalar tensor, or None where a link on the way has an unknown
+    condition. Follows the maybe-alias links visible in block ``scope`` (each one exact: the
+    two objects are one exactly when its flag holds), along the shortest chains of at most
+    ``depth`` links from ``o`` to ``target``: ``o`` is ``target`` when every link of one
+    such chain holds (a chain that goes through more objects adds nothing an exact shorter
+    one does not say), so the ops grow with the links, not with the chains."""
+    if o is target:
+        return True
+    edges, dist, frontier = {}, {id(o): 0}, [o]
+    for level in range(1, depth + 1):
+        nxt = []
+        for x in frontier:
+            for other, flag, blk in b.maybe_aliases.get(id(x), (None, ()))[1]:
+                if other is x or not _encloses(blk, scope):
+                    continue
+                edges.setdefault(id(x), {})[(id(other), id(flag))] = (other, flag)
+                edges.setdefault(id(other), {})[(id(x), id(flag))] = (x, flag)
+                if id(other) not in dist:
+                    dist[id(other)] = level
+                    nxt.append(other)
+        frontier = nxt
+    if id(target) not in dist:
+        return False
+    # distances from target; each node's flag from its neighbors one link nearer target
+    unknown = object()
+    reach, layer = {id(target): True}, [id(target)]
+    for _ in range(depth):
+        nxt = {}
+        for y in layer:
+            for (k, _), (x, flag) in edges.get(y, {}).items():
+                if k in reach or dist.get(k, depth + 1) > depth:
+                    continue
+                r = reach[y]
+                got = nxt.get(k, False)
+                if flag is None or r is unknown or got is unknown:
+                    nxt[k] = unknown
+                    continue
+                term = flag if r is True else d.logical_and(flag, r)
+                nxt[k] = term if got is False else d.logical_or(got, term)
+        if not nxt:
+            break
+        reach.update(nxt)
+        if id(o) in reach:
+            break
+        layer = list(nxt)
+    got = reach.get(id(o), False)
+    return None if got is unknown else got
+
+
+def _encloses(blk, scope):
+    """Whether block ``blk`` is ``scope`` or one of the blocks enclosing it."""
+    while scope is not None:
+        if scope is blk:
+            return True
+        scope = scope.parent
+    return False
+
+
+def _kept_objects(b, per_block, outs, pred, pairs=(), flag_outs=(), unknown=()):
     """``outs`` where both branches return the same outside tensor object: that object itself
     (re-pointed if updated), so names that alias before the op still alias after it. Where
     one branch returns an outside object and the other does not, eager code holds that
     object only on runs taking that branch: the output is linked to it under the predicate
-    (``ProgramBuilder.link_maybe_alias``), so a later in-place update reaches both as eager's."""
-    per_block = [b.block_leaves.pop(blk, None) for blk in blocks]
-    if any(p is None or len(p) != len(outs) for p in per_block):
+    (``ProgramBuilder.link_maybe_alias``), so a later in-place update reaches both as eager's;
+    where a branch's result may be an outside object through links made inside it (``pairs``,
+    see ``_alias_flags``), the output is linked to it under the op's flag output for it."""
+    if any(p is None or len(p) < len(outs) for p in per_block):
         return outs
     flags = {}
 
@@ -388,6 +517,7 @@ def _kept_objects(b, blocks, outs, pred):
             flags[side] = pred if side else d.logical_not(pred)
         return flags[side]
 
+    flagged = {(k, id(t)) for k, t in (*pairs, *unknown) if not isinstance(t, int)}
     kept, first = [], {}
     for i, (o, t, e) in enumerate(zip(outs, *per_block)):
         if t is e and t.is_symbolic:
@@ -399,8 +529,12 @@ def _kept_objects(b, blocks, outs, pred):
         first[(id(t), id(e))] = i
         kept.append(o)
         for side, obj in ((True, t), (False, e)):
-            if _outside(b, obj):
+            if _outside(b, obj) and (i, id(obj)) not in flagged:
                 b.link_maybe_alias(o, obj, flag(side))
+    for (k, t), f in [*zip(pairs, flag_outs), *((p, None) for p in unknown)]:
+        t = kept[t] if isinstance(t, int) else t
+        if kept[k] is not t:
+            b.link_maybe_alias(kept[k], t, f)
     # outputs that are one object in one branch only: one object on the runs taking it
     for side, k in ((True, 0), (False, 1)):
         seen = {}
@@ -519,6 +653,7 @@ def _static_cond(pred, true_fn, false_fn, operands, patches=None):
             "(cast one branch, or return the same number of values from both)")
     n_out = len(t_types)
     objs = _inplace_outputs(b, [then_blk, else_blk])
+    per_block, pairs, unknown = _alias_flags(b, [then_blk, else_blk], n_out)
     t_types = t_types + [then_blk.lookup(n).type for n in then_blk.outputs[n_out:]]
     e_types = e_types + [else_blk.lookup(n).type for n in else_blk.outputs[n_out:]]
     out_types = [_widen(x, y) for x, y in zip(t_types, e_types)]
@@ -528,10 +663,8 @@ def _static_cond(pred, true_fn, false_fn, operands, patches=None):
             {}, {"then": then_blk, "else": else_blk})
     b.append_op(op)
     _record("cond", op, [pred, *[_sym(b, t) for t in leaves], *cap_tensors], outs)
-    _repoint(b, objs, outs[n_out:])
-    outs = outs[:n_out]
-    if not (patches and "tree" in patches):
-        outs = _kept_objects(b, [then_blk, else_blk], outs, pred)
+    _repoint(b, objs, outs[n_out:n_out + len(objs)])
+    outs = _kept_objects(b, per_block, outs[:n_out], pred, pairs, outs[n_out + len(objs):], unknown)
     return tree_unflatten(t_tree, outs)
 
 
@@ -683,13 +816,14 @@ def _build_while(call_cond, call_body, vals, private):
         def body_of(args):
             ins = tree_unflatten(treedef, carried.enter(args))
             out = _tensorize(call_body(ins), like=ins)
-            return out, carried.extra_values()
+            return out, carried.extra_values(), carried.flag_values(tree_flatten(out)[0])
 
         all_types = types + carried.extra_types()
         cond_blk, c_tree, _, c_types = _trace_block(b, cond_of, all_types)
         body_blk, o_tree, _, o_types = _trace_block(b, body_of, all_types)
         carried.check_condition(cond_blk)
-        if carried.share_updated() or carried.found_new(body_blk) or carried.split_classes(body_blk):
+        if carried.share_updated() or carried.found_new(body_blk) or carried.split_classes(body_blk) or \
+                carried.split_aliases(body_blk):
             continue  # more tensor objects to carry, or fewer to share: rebuild
         o_tree, o_types = o_tree.children[0], o_types[:n]
         promoted = _promote_weak(types, o_types, weak) if o_tree == treedef else None
@@ -717,22 +851,27 @@ def _build_while(call_cond, call_body, vals, private):
                                f"rebuilds of the body ({_fmt_tree(treedef, types)})")
     kept = carried.check_body(body_blk)
     _cast_leaves(b, leaves, in_names, types)
-    extra_names = [b.var_of(t) for t in carried.extra]
+    extra_names = [b.var_of(t) for t in carried.extra + carried.flag_init]
     all_types = types + carried.extra_types()
     cap_names, cap_tensors = _merge_captures(b, [cond_blk, body_blk], len(in_names) + len(extra_names))
     out_vars, outs = _new_outputs(b, all_types)
     op = Op("while", [*in_names, *extra_names, *cap_names], [v.name for v in out_vars], {},
             {"cond": cond_blk, "body": body_blk})
     b.append_op(op)
-    _record("while", op, [*[_sym(b, t) for t in leaves + carried.extra], *cap_tensors], outs)
+    _record("while", op, [*[_sym(b, t) for t in leaves + carried.extra + carried.flag_init], *cap_tensors], outs)
     # the loop vars' outside objects updated in place take their final value; so do the
     # outside tensors the body updated through another name (the extra loop vars)
     mutated = [(carried.objs[i], outs[i]) for i in carried.mutated_reps]
-    _repoint(b, [t for t, _ in mutated] + carried.extra, [o for _, o in mutated] + outs[n:])
+    ne = len(carried.extra)
+    _repoint(b, [t for t, _ in mutated] + carried.extra, [o for _, o in mutated] + outs[n:n + ne])
     results = [carried.objs[i] if i in kept else o for i, o in enumerate(outs[:n])]
     for i, r in enumerate(carried.rep):
         if r is not None and r != i:  # one object in every iteration (split_classes): one result
             results[i] = results[r]
+    for (i, t), f in zip(carried.flags, outs[n + ne:]):
+        # a name that may hold tensor object t (or the tensor loop var t holds) after an
+        # iteration (see _ObjectCarry.split_aliases)
+        b.link_maybe_alias(results[i], results[t] if isinstance(t, int) else t, f)
     for i, j in carried.joined:
         # bound inside the body to a tensor the body updates: that tensor after a run of one
         # iteration or more, the name's own before-loop tensor after a run of none
@@ -759,6 +898,7 @@ class _ObjectCarry:
         self.b = b
         self.private = private
         self.objs = list(leaves)
+        self.weak = list(weak)
         self.rep = [None] * len(leaves)  # for each loop var sharing its object: the first such
         self.cls = []  # for each loop var: the first loop var holding the same object
         first = {}
@@ -770,9 +910,16 @@ class _ObjectCarry:
         self.joined = []
         self._entry = {}
         self._fresh = {}
+        # loop vars with a block input of their own that may hold tensor objects from outside
+        # the loop: [(loop var, object)], each with a bool loop var (initial value in
+        # flag_init): whether the name holds the object (see split_aliases)
+        self.flags = []
+        self.flag_init = []
+        self.split = set()
+        self.full = set()  # such loop vars that the loop may update through: linked to their entry object too
 
     def extra_types(self):
-        return [_type_of(t) for t in self.extra]
+        return [_type_of(t) for t in self.extra] + [TensorType([], "bool")] * len(self.flags)
 
     def enter(self, args):
         """The values the condition or body sees for block inputs ``args``."""
@@ -789,6 +936,8 @@ class _ObjectCarry:
             ins[i] = self.objs[r]
         for t, a in zip(self.extra, args[n:]):
             self._point(t, a)
+        for (i, t), f in zip(self.flags, args[n + len(self.extra):]):
+            self.b.link_maybe_alias(ins[i], ins[t] if isinstance(t, int) else t, f)
         return ins
 
     def _point(self, t, a):
@@ -802,6 +951,10 @@ class _ObjectCarry:
         more = False
         for i, (t, name) in self._fresh.items():
             if t._var is not None and t._var.name != name:
+                if i in self.split:  # a name with flags of its own: linked to its entry object
+                    more = more or i not in self.full
+                    self.full.add(i)
+                    continue
                 c = self.cls[i]
                 for j, q in enumerate(self.cls):
                     if q == c:
@@ -811,6 +964,114 @@ class _ObjectCarry:
 
     def extra_values(self):
         return tuple(self.extra)
+
+    def flag_values(self, out):
+        """In the body, after it ran: for each (loop var, object) flag, whether the loop var's new
+        value is that object (as bool tensors of the body's block)."""
+        vals = []
+        for i, t in self.flags:
+            f = alias_flag(self.b, out[i], out[t] if isinstance(t, int) else t, self.b.block)
+            if f is None:
+                raise _alias_error(
+                    "in this tensor loop a name may hold a tensor that the loop updates in place, under a "
+                    "condition the program does not know (an alias taken in an inner tensor loop); copy it "
+                    "where the alias is taken (a = b.clone()) or update it out of place (a = a + x)")
+            vals.append(f if isinstance(f, Tensor) else tensor(bool(f)))
+        return tuple(vals)
+
+    def _pointed(self, t):
+        """Whether outside object ``t`` is re-pointed at a block input in each iteration."""
+        return any(t is x for x in self.extra) or any(
+            t is self.objs[j] and self.rep[j] == j for j in range(len(self.objs)))
+
+    def _add_flag(self, i, t):
+        if not isinstance(t, int):  # (a pair of names leaves how each holds its entry object as it is)
+            self.split.add(i)
+            self.rep[i] = None
+        self.flags.append((i, t))
+        f = alias_flag(self.b, self.objs[i], self.objs[t] if isinstance(t, int) else t, self.b.block)
+        if f is None:
+            f = False  # (links of unknown condition before the loop: an update through them raises)
+        self.flag_init.append(f if isinstance(f, Tensor) else tensor(bool(f)))
+        for j, o in enumerate(self.objs):
+            # another loop var holding that object (not shared as one object): its name is
+            # linked to the object by a flag of its own, or an update through ``i`` would miss it
+            if j != i and o is t and self.cls[j] is not None and self.rep[j] is None and \
+                    not any(k == j and x is t for k, x in self.flags) and not isinstance(t, int):
+                self._add_flag(j, t)
+
+    def split_aliases(self, blk):
+        """A loop var that after an iteration may be, in eager code, a tensor object from outside
+        the iteration other than by holding it in every iteration (``if c: b = a``, ``b = a``
+        under a return flag, ``b = a`` in a loop that may run zero times) gets a bool loop var
+        per such object saying whether the name holds it, linked to it under that flag in the
+        body and after the loop, so an in-place update through either reaches the other exactly
+        when eager's would. When the loop updates the name or the object in place, the name
+        also gets a block input of its own, a flag for its own entry object, and the objects
+        are carried through the loop. Whether that needs a rebuild."""
+        leaves = self.b.block_leaves.get(blk)
+        if leaves is None:
+            return False
+        n = len(self.objs)
+        out = leaves[:n]
+        changed = getattr(self, "_body_changed", {})
+        objs = {id(t) for t in self.objs}
+
+        def carried(x):
+            return id(x) in objs or any(x is t for t in self.extra) or _outside(self.b, x)
+
+        # another loop var's block input (``b = a`` where a is a loop var the iteration did not
+        # rebind): in the first iteration, that loop var's entry object
+        entries = {id(t): j for j, (t, _) in self._fresh.items()}
+
+        more = False
+        for i in range(n):
+            r = self.rep[i]
+            if not isinstance(out[i], Tensor) or (r is not None and out[i] is self.objs[r]):
+                continue
+            targets = alias_targets(self.b, out[i], blk, lambda x: carried(x) or id(x) in entries)
+            targets = [self.objs[entries[id(t)]] if id(t) in entries else t for t in targets
+                       if entries.get(id(t), -1) != i]
+            targets = list({id(t): t for t in targets}.values())
+            if not targets and i not in self.split:
+                continue
+            if i not in self.full and ((r is not None and id(self.objs[r]) in changed) or
+                                       any(id(t) in changed for t in targets)):
+                if r is not None and any(q == r for j, q in enumerate(self.rep) if j != i):
+                    raise _alias_error(
+                        "this tensor loop updates in place a tensor that several names hold, and whether one of "
+                        "them still holds it after an iteration depends on the data (it is rebound in a tensor "
+                        "`if`); copy it where the names are bound (b = a.clone()) or update it out of place "
+                        "(a = a + x)")
+                self.full.add(i)
+            want = ([self.objs[i]] if i in self.full and self.cls[i] is not None else []) + targets
+            have = {id(t) for k, t in self.flags if k == i and not isinstance(t, int)}
+            for t in want:
+                if id(t) not in have:
+                    have.add(id(t))
+                    self._add_flag(i, t)
+                    more = True
+        # two loop vars that may hold one tensor after an iteration (``b = a`` after ``a = x * 2``,
+        # a tensor made in the iteration): a flag per pair, and the names linked under it
+        for i in range(n):
+            if self.weak[i] or not isinstance(out[i], Tensor) or (
+                    self.rep[i] is not None and out[i] is self.objs[self.rep[i]]):
+                continue
+            near = {id(x) for x in alias_targets(self.b, out[i], blk, lambda x: True)}
+            for j in range(i + 1, n):
+                if self.weak[j] or id(out[j]) not in near or (
+                        self.rep[j] is not None and out[j] is self.objs[self.rep[j]]):
+                    continue
+                if not any((k, x) in ((i, j), (j, i)) for k, x in self.flags if isinstance(x, int)):
+                    self._add_flag(i, j)
+                    more = True
+        for i, t in self.flags:
+            if i in self.full and not isinstance(t, int) and not self._pointed(t):
+                self.extra.append(t)  # updated in place through the name: carried by the loop
+                more = True
+        if more:
+            self.b.block_leaves.pop(blk, None)
+        return more
 
     def _changed(self, blk):
         """The outside objects ``blk`` updated in place: {id: (object, final value)}."""
@@ -870,7 +1131,7 @@ class _ObjectCarry:
         program carries them as separate values, so an in-place update of one of them in a
         later iteration would miss the other, as eager code would not: refused when the body
         updates a loop variable in place."""
-        if not (self.mutated_reps or any(r is not None for r in self.rep)):
+        if not (self.mutated_reps or any(r is not None for r in self.rep) or self.full or self.extra):
             return
         holders = {}
         for i, o in enumerate(out):
@@ -888,6 +1149,20 @@ class _ObjectCarry:
         """Check that object identities are the same after an iteration as before it wherever
         an object is updated in place; returns the loop vars whose result is their object."""
         out = self.b.block_leaves.pop(blk)[:len(self.objs)]
+        appended = [t for t, _, _, where in self.b.appended.values()
+                    if _encloses(blk, where) and id(t) in self._body_changed]
+        near = set()  # the objects the loop vars may hold after the iteration
+        for o in out if appended else ():
+            if isinstance(o, Tensor):
+                near.update(id(x) for x in alias_targets(self.b, o, blk, lambda x: True))
+        for t in appended:
+            if id(t) in near or any(t is e for e in self.extra):
+                # the list holds the object, which the next iteration updates again
+                raise _alias_error(
+                    "this tensor loop appends to a list a tensor that it updates in place in every iteration: "
+                    "in eager code each element is that one tensor and sees every later update, a list grown in "
+                    "a tensor loop keeps values; append a copy (xs.append(t.clone())) or update the tensor out of "
+                    "place (t = t + v)")
         changed = {k: v for k, v in self._body_changed.items() if k not in self.private}
         self.mutated_reps = [i for i, r in enumerate(self.rep) if r == i and id(self.objs[i]) in changed]
         kept = {i for i, r in enumerate(self.rep) if r is not None and out[i] is self.objs[r]}
@@ -909,7 +1184,7 @@ class _ObjectCarry:
         self._refuse_new_aliases(out, kept, updated)
         self.joined = []
         for i, o in enumerate(out):
-            if i in kept or not any(o is t for t in updated):
+            if i in kept or i in self.split or not any(o is t for t in updated):
                 continue
             self.joined.append((i, o))
             # bound in the body to a tensor the body updates in place: the name aliases that

@@ -527,12 +527,8 @@ FUZZ_SEED = 0
 FUZZ_KNOWN_FAILING = {
     65: "error: a dict key set in one branch of a tensor if (refused, naming the dict)",
     85: "error: loop variables refused (a dict key first set in a tensor loop)",
-    13: "error: refused: `b -= v` in a tensor loop whose tensor `if` may rebind b to a's tensor, so which "
-        "tensor later iterations update is chosen by data (exact aliasing would need run-time alias flags)",
     32: "error: refused: `a = b` before a tensor loop that updates b in place and rebinds a (a's entry value is "
         "never read, but converted branches pass it along, so the loop cannot tell)",
-    54: "error: refused: `b = a`, then `a -= b * 0.5` in a tensor loop with `break`: whether a still holds the "
-        "shared tensor after an iteration is chosen by data",
 }
 
 
