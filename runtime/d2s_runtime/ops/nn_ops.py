@@ -336,3 +336,13 @@ def _softmax_native(e, x, axis=-1):
 @deflowering("log_softmax", "native")
 def _log_softmax_native(e, x, axis=-1):
     return e.softmax(x, axis, log=True)
+
+
+@deflowering("gather", "native")
+def _gather_native(e, x, index, axis):
+    return e.gather(x, index, axis)
+
+
+@deflowering("scatter_add", "native")
+def _scatter_add_native(e, base, index, src, axis):
+    return e.scatter_add(base, index, src, axis)
