@@ -181,6 +181,15 @@ class Emit:
     def gather(self, x, index, axis):
         return self._l.gather(self, x, index, axis)
 
+    def arg_reduce(self, kind, x, axis, keepdims):
+        return self._l.arg_reduce(self, kind, x, axis, keepdims)
+
+    def cumsum(self, x, axis, reverse):
+        return self._l.cumsum(self, x, axis, reverse)
+
+    def logsumexp(self, x, axes, keepdims):
+        return self._l.logsumexp(self, x, axes, keepdims)
+
     def scatter_add(self, base, index, src, axis):
         return self._l.scatter_add(self, base, index, src, axis)
 
@@ -933,6 +942,142 @@ class Lowerer:
         if arr.ndim == 0:
             return V("s", self.const_arg(arr[()]), t.dtype, ())
         return V("a", self.const_arg(np.ascontiguousarray(arr)), t.dtype, arr.shape)
+
+    # ---------------------------------------------------------------- argmax / argmin / cumsum
+    def _rows(self, e, x, axis):
+        """``x`` (contiguous) viewed as (outer, n, inner) around ``axis`` (None: flattened);
+        returns (x, the 3-d local, the axis or None)."""
+        x = self.contiguous(self.array(x))
+        xr = self.fresh()
+        if axis is None or x.ndim == 0:
+            self.emit(self.indent, f"{xr} = {x.name}.reshape((1, {x.name}.size, 1))")
+            return x, xr, None
+        if isinstance(axis, (list, tuple)):
+            if len(axis) != 1:
+                e.unsupported("more than one axis")
+            axis = axis[0]
+        a = _int(axis, "axis")
+        if not -x.ndim <= a < x.ndim:
+            e.unsupported("axis out of range")
+        a %= x.ndim
+        outer = " * ".join(f"{x.name}.shape[{j}]" for j in range(a)) or "1"
+        inner = " * ".join(f"{x.name}.shape[{j}]" for j in range(a + 1, x.ndim)) or "1"
+        self.emit(self.indent, f"{xr} = {x.name}.reshape(({outer}, {x.name}.shape[{a}], {inner}))")
+        return x, xr, a
+
+    def arg_reduce(self, e, kind, x, axis, keepdims):
+        """numpy's argmax/argmin: the first extreme, a NaN counting as the extreme (the first NaN)."""
+        if type(keepdims) is not bool:
+            e.unsupported("keepdims must be a bool")
+        x, xr, a = self._rows(e, x, axis)
+        ind = self.indent
+        out, o, i, k, b, bi, v = (self.fresh() for _ in range(7))
+        cmp = ">" if kind == "max" else "<"
+        self.emit(ind, f"if {xr}.shape[1] == 0: raise ValueError('native program: arg{kind} of an empty sequence')")
+        self.emit(ind, f"{out} = np.empty(({xr}.shape[0], {xr}.shape[2]), np.int64)")
+        self.emit(ind, f"for {o} in range({xr}.shape[0]):")
+        self.emit(ind + 1, f"for {i} in range({xr}.shape[2]):")
+        c = ind + 2
+        self.emit(c, f"{b} = {xr}[{o}, 0, {i}]")
+        self.emit(c, f"{bi} = 0")
+        self.emit(c, f"for {k} in range(1, {xr}.shape[1]):")
+        self.emit(c + 1, f"if {b} != {b}: break")
+        self.emit(c + 1, f"{v} = {xr}[{o}, {k}, {i}]")
+        self.emit(c + 1, f"if {v} {cmp} {b} or {v} != {v}:")
+        self.emit(c + 2, f"{b} = {v}")
+        self.emit(c + 2, f"{bi} = {k}")
+        self.emit(c, f"{out}[{o}, {i}] = {bi}")
+        oshape = tuple(e.out.shape)
+        if not oshape:
+            name = self.fresh()
+            self.emit(ind, f"{name} = {out}[0, 0]")
+            return V("s", name, "int64", ())
+        if a is None:  # keepdims over every axis
+            dims = ["1"] * x.ndim
+        else:
+            dims = [f"{x.name}.shape[{j}]" for j in range(x.ndim) if j != a]
+            if keepdims:
+                dims.insert(a, "1")
+        res = self.fresh()
+        self.emit(ind, f"{res} = {out}.reshape(({', '.join(dims)},))")
+        return self.new_array(res, "int64", oshape)
+
+    def logsumexp(self, e, x, axes, keepdims):
+        """The kernel's formula per row: the max (0 where not finite), the sum of exps (in
+        float64, at least as accurate as numpy's pairwise float32 sum), log + max."""
+        odt = e.out.dtype
+        if odt not in ("float32", "float64") or type(keepdims) is not bool:
+            e.unsupported("logsumexp of a non-float result")
+        if x.dtype != odt:
+            x = self.materialize(x)
+            c = self.fresh()
+            x = self.array(x)
+            self.emit(self.indent, f"{c} = {x.name}.astype({NP_TYPE[odt]})")
+            x = self.new_array(c, odt, x.shape)
+        if axes is not None and x.ndim and len(axes) == x.ndim and sorted(axes) == list(range(x.ndim)):
+            axes = None
+        x, xr, a = self._rows(e, x, axes)
+        ind = self.indent
+        out, o, i, k, m, t = (self.fresh() for _ in range(6))
+        k_inf = self.const_arg(np.asarray(-np.inf, dtype=odt)[()])
+        k_zero = self.const_arg(np.asarray(0, dtype=odt)[()])
+        self.emit(ind, f"{out} = np.empty(({xr}.shape[0], {xr}.shape[2]), {NP_TYPE[odt]})")
+        self.emit(ind, f"for {o} in range({xr}.shape[0]):")
+        self.emit(ind + 1, f"for {i} in range({xr}.shape[2]):")
+        c = ind + 2
+        self.emit(c, f"{m} = {k_inf}")
+        self.emit(c, f"for {k} in range({xr}.shape[1]):")
+        self.emit(c + 1, f"{m} = L.maximum({m}, {xr}[{o}, {k}, {i}])")
+        self.emit(c, f"if not np.isfinite({m}): {m} = {k_zero}")
+        self.emit(c, f"{t} = 0.0")
+        self.emit(c, f"for {k} in range({xr}.shape[1]):")
+        self.emit(c + 1, f"{t} = {t} + np.float64(np.exp({xr}[{o}, {k}, {i}] - {m}))")
+        tt = self.fresh()
+        self.emit(c, f"{tt} = {NP_TYPE[odt]}({t})")
+        self.emit(c, f"{out}[{o}, {i}] = {NP_TYPE[odt]}(np.log({tt}) + {m})")
+        oshape = tuple(e.out.shape)
+        if not oshape:
+            name = self.fresh()
+            self.emit(ind, f"{name} = {out}[0, 0]")
+            return V("s", name, odt, ())
+        if a is None:
+            dims = ["1"] * x.ndim
+        else:
+            dims = [f"{x.name}.shape[{j}]" for j in range(x.ndim) if j != a]
+            if keepdims:
+                dims.insert(a, "1")
+        res = self.fresh()
+        self.emit(ind, f"{res} = {out}.reshape(({', '.join(dims)},))")
+        return self.new_array(res, odt, oshape)
+
+    def cumsum(self, e, x, axis, reverse):
+        """numpy's cumsum: one add at a time along the axis, in the output dtype."""
+        if type(reverse) is not bool:
+            e.unsupported("reverse must be a bool")
+        odt = e.out.dtype
+        if x.ndim == 0:
+            x = self.materialize(x)
+            name = self.fresh()
+            self.emit(self.indent, f"{name} = {cast_expr(x.name, x.dtype, odt)}")
+            return V("s", name, odt, ())
+        x, xr, a = self._rows(e, x, axis)
+        ind = self.indent
+        out, o, i, k, acc = (self.fresh() for _ in range(5))
+        # -0.0 + v is v for every float v (numpy's first element is x[0] itself, signed zeros kept)
+        zero = self.const_arg(np.asarray(-0.0 if odt in ("float32", "float64") else 0, dtype=odt)[()])
+        self.emit(ind, f"{out} = np.empty({xr}.shape, {NP_TYPE[odt]})")
+        self.emit(ind, f"for {o} in range({xr}.shape[0]):")
+        self.emit(ind + 1, f"for {i} in range({xr}.shape[2]):")
+        c = ind + 2
+        self.emit(c, f"{acc} = {zero}")
+        rng = f"range({xr}.shape[1] - 1, -1, -1)" if reverse else f"range({xr}.shape[1])"
+        self.emit(c, f"for {k} in {rng}:")
+        val = cast_expr(f"{xr}[{o}, {k}, {i}]", x.dtype, odt)
+        self.emit(c + 1, f"{acc} = {NP_TYPE[odt]}({acc} + {val})")
+        self.emit(c + 1, f"{out}[{o}, {k}, {i}] = {acc}")
+        res = self.fresh()
+        self.emit(ind, f"{res} = {out}.reshape({x.name}.shape)")
+        return self.new_array(res, odt, tuple(e.out.shape))
 
     # ---------------------------------------------------------------- gather / scatter_add
     def _along_axis(self, e, x, index, axis, what):

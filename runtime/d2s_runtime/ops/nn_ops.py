@@ -346,3 +346,13 @@ def _gather_native(e, x, index, axis):
 @deflowering("scatter_add", "native")
 def _scatter_add_native(e, base, index, src, axis):
     return e.scatter_add(base, index, src, axis)
+
+
+@deflowering("cumsum", "native")
+def _cumsum_native(e, x, axis, reverse=False):
+    return e.cumsum(x, axis, reverse)
+
+
+@deflowering("logsumexp", "native")
+def _logsumexp_native(e, x, axes=None, keepdims=False):
+    return e.logsumexp(x, axes, keepdims)

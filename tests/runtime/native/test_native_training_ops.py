@@ -5,7 +5,7 @@ ops/indexing.py, ops/nn_ops.py, ops/tensor_list.py) against the Python backend: 
 several ranks, stacks fed to and returned by a program, forks, pop from an empty stack), and
 the benchmark's programs (an MLP training step with cross-entropy on integer labels, the Elman
 RNN forward+backward through a tensor ``while``) run fully native with the Python backend's
-values. Gathers, indexing and stacks are bit-identical; programs with matmuls within float32
+values. Gathers, indexing, stacks, argmax/argmin and cumsum are bit-identical; programs with matmuls within float32
 rounding (BLAS vs BLAS in another order)."""
 import sys
 from pathlib import Path
@@ -75,6 +75,47 @@ def test_tensor_indexing_gather_and_their_gradients(cache):
     bad[5] = np.full((4, 3), 5)
     with pytest.raises(IndexError):
         fn(*bad)
+
+
+# ------------------------------------------------------------------ argmax, argmin, cumsum
+def _args_and_cumsums(x, i, m):
+    return (d2s.argmax(x), d2s.argmax(x, axis=1), d2s.argmax(x, axis=0, keepdims=True), d2s.argmin(x, axis=-1),
+            d2s.argmin(i), d2s.argmax(i, axis=0), d2s.cumsum(x, 1), d2s.cumsum(x, 0), d2s.cumsum(i, 1),
+            d2s.cumsum(m, 0), d2s.cumsum(x * 2.0, 1).sum())
+
+
+def test_argmax_argmin_and_cumsum_are_exact(cache):
+    prog = build_program(_args_and_cumsums, InputSpec([None, 4]), InputSpec([3, 5], "int32"),
+                         InputSpec([4], "bool"))
+    assert {"argmax", "argmin", "cumsum"} <= {op.type for op in prog.block.ops}
+    # the reversed cumsum (cumsum's gradient) of the first input and of the bool one
+    g = prog.block
+    for src, out, axis, dt in ((g.inputs[0], "rev_x", 1, "float32"), (g.inputs[2], "rev_m", 0, "int64")):
+        g.add_var(out, TensorType(g.lookup(src).type.shape, dt))
+        g.ops.append(Op("cumsum", [src], [out], {"axis": axis, "reverse": True}))
+        prog.outputs = g.outputs = list(prog.outputs) + [out]
+    prog.verify()
+    fn = compile_native(prog, cache)
+    sp = np.array([0.0, -0.0, 1.5, np.nan, np.inf, -np.inf, 1.5, 1e30, -7.0, 1e30, 0.5, np.nan], "float32")
+    ints = RNG.integers(-2 ** 31, 2 ** 31 - 1, size=(3, 5)).astype("int32")  # cumsum widens to int64
+    ints[0, :2] = ints.max()  # ties: the first one wins
+    cases = [(_f32(5, 4) * 1e4, ints, np.array([True, False, True, True])),
+             (sp.reshape(3, 4), ints[::-1].copy(), np.zeros(4, bool)),
+             (np.ones((1, 4), "float32"), np.zeros((3, 5), "int32"), np.ones(4, bool))]
+    check(prog, fn, cases, exact=tuple(range(10)) + (11, 12), rtol=1e-6)
+
+
+def test_logsumexp_within_float_rounding(cache):
+    def f(x, y):
+        return (d2s.logsumexp(x, axis=1), d2s.logsumexp(x, axis=0, keepdims=True), d2s.logsumexp(x),
+                d2s.logsumexp(y, axis=-1))
+
+    prog = build_program(f, InputSpec([None, 4]), InputSpec([2, 3], "float64"))
+    assert "logsumexp" in {op.type for op in prog.block.ops}
+    fn = compile_native(prog, cache)
+    sp = np.array([[0.0, -np.inf, 1.5, 80.0], [-np.inf] * 4, [np.nan, 1.0, 2.0, 3.0]], "float32")
+    y = np.array([[1e300, 1e300, -1.0], [-np.inf, np.inf, 0.0]])
+    check(prog, fn, [(_f32(5, 4) * 10, RNG.standard_normal((2, 3))), (sp, y)], rtol=1e-6, atol=1e-6)
 
 
 # ------------------------------------------------------------------ ragged stacks
