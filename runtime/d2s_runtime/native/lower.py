@@ -37,9 +37,6 @@ BACKEND = "native"
 # Bumped whenever the generated code changes meaning, so disk caches of older versions are not used.
 LOWERING_VERSION = "1"
 
-# ops that may read a stack in this backend's format (aliases keep the local, and its format)
-STACK_READERS = ("stack_push", "stack_pop", "stop_gradient")
-
 NP_TYPE = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32", "int64": "np.int64",
            "bool": "np.bool_"}
 
@@ -333,7 +330,8 @@ class Lowerer:
         if opdef.effect:
             raise NativeUnsupported(f"{where} has effects")
         ins = [self.get(env, n) for n in op.inputs]
-        if op.type not in STACK_READERS and any(v.name in self.stacks for v in ins):
+        # only hooks marked ``reads_stacks`` (the stack ops, aliases) may read this backend's stack format
+        if not getattr(hook, "reads_stacks", False) and any(v.name in self.stacks for v in ins):
             raise NativeUnsupported(f"{where} reads a tensor stack (only stack_push/stack_pop are lowered on stacks)")
         for n in op.inputs:
             self._ctx.pending.pop(n, None)
@@ -1145,7 +1143,7 @@ class Lowerer:
     # so in place only when nothing else reads the stack they consume (the stack a ``while``
     # gradient keeps: each version read once, by the next push or pop), else they copy first
     # (as the Python backend forks). Only the stack ops and aliases read this format (checked
-    # in ``lower_op``); a program's stack outputs are converted back to the Python backend's
+    # in ``lower_op``: hooks marked ``reads_stacks``); a program's stack outputs are converted back to the Python backend's
     # arrays, and a stack fed to the program is converted at its first push or pop.
     def _stack_pair(self, e, buf, shapes):
         """``(buf, shapes)`` in this backend's format (converted if they come from outside)."""
@@ -1158,7 +1156,7 @@ class Lowerer:
         self.emit(self.indent, f"{b}, {sh} = L.stack_from_py({self.array(buf).name}, {self.array(shapes).name})")
         return self._new_stack(b, sh, buf.dtype)
 
-    def _new_stack(self, b, sh, dtype, shapes_t=None):
+    def _new_stack(self, b, sh, dtype):
         self.stacks[b] = ("buf", sh)
         self.stacks[sh] = ("shapes", b)
         return self.new_array(b, dtype, (None,)), self.new_array(sh, "int64", (None, None))

@@ -243,3 +243,6 @@ def _stack_push_native(e, buf, shapes, x):
 @deflowering("stack_pop", "native")
 def _stack_pop_native(e, buf, shapes, shape, dtype=None):
     return e.stack_pop(buf, shapes, shape)
+
+
+_stack_push_native.reads_stacks = _stack_pop_native.reads_stacks = True  # they read the native stack format
