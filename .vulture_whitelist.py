@@ -63,6 +63,10 @@ _.codegen_error  # Executor.codegen_error: why mode='auto' fell back to the inte
 _.tanh32  # native/_lib.py: generated native code calls it (L.tanh32)
 _.bdim  # native/_lib.py: generated native code calls it
 _.check_dim  # native/_lib.py: generated native code calls it
+_.stack_push0  # native/_lib.py: generated native code calls it (ragged stacks)
+_.stack_from_py  # native/_lib.py: generated native code calls it (ragged stacks)
+_.stack_buf_out  # native/_lib.py: generated native code calls it (ragged stacks)
+_.stack_shapes_out  # native/_lib.py: generated native code calls it (ragged stacks)
 _.TANH_MAX_ULP  # native/_lib.py: the documented accuracy, asserted by tests/runtime/native/test_native_math.py
 _.dispatcher  # native.compile_lowered's fn.dispatcher: numba's dispatcher, read by tests (cache hit counters)
 _.set_default_device  # public API (d2s.set_default_device, as torch.set_default_device); tests/conftest.py

@@ -104,3 +104,97 @@ def bdim(a, b):
 def check_dim(actual, expected):
     if actual != expected:
         raise ValueError("native program: an input does not have the shape the program was built for")
+
+
+# ------------------------------------------------------------------ ragged stacks
+# The native format of a stack (see ``Lowerer.stack_new`` in lower.py): ``buf`` with room after
+# its fill mark, ``shp`` of shape (room + 1, rank + 2) whose row 0 is ``[count, fill]`` and whose
+# row i (1 <= i <= count) holds element i's dims in its first ``rank`` columns. ``copy``: the
+# caller may still read the stack pushed to or popped from, so work on a copy (a fork).
+_BIG = dict(cache=True, error_model="numpy")
+_MIN_ROOM = 8
+
+
+@njit(**_BIG)
+def _grow(buf, shp, size, copy):
+    n, fill = shp[0, 0], shp[0, 1]
+    if copy or fill + size > buf.shape[0]:
+        nb = np.empty(max(2 * (fill + size), _MIN_ROOM), buf.dtype)
+        nb[:fill] = buf[:fill]
+        buf = nb
+    if copy or n + 2 > shp.shape[0]:
+        ns = np.zeros((max(2 * (n + 2), _MIN_ROOM + 1), shp.shape[1]), np.int64)
+        ns[:n + 1] = shp[:n + 1]
+        shp = ns
+    return buf, shp
+
+
+@njit(**_BIG)
+def stack_push(buf, shp, x, copy):
+    """``x`` (an array) pushed; returns the stack's new (buf, shp)."""
+    buf, shp = _grow(buf, shp, x.size, copy)
+    n, fill = shp[0, 0], shp[0, 1]
+    k = fill
+    for v in x.flat:
+        buf[k] = v
+        k += 1
+    for j in range(x.ndim):
+        shp[n + 1, j] = x.shape[j]
+    shp[0, 0] = n + 1
+    shp[0, 1] = k
+    return buf, shp
+
+
+@njit(**_BIG)
+def stack_push0(buf, shp, x, copy):
+    """A 0-d element ``x`` (a machine scalar) pushed."""
+    buf, shp = _grow(buf, shp, 1, copy)
+    n, fill = shp[0, 0], shp[0, 1]
+    buf[fill] = x
+    shp[0, 0] = n + 1
+    shp[0, 1] = fill + 1
+    return buf, shp
+
+
+@njit(**_BIG)
+def stack_pop(buf, shp, rank, copy):
+    """The last element popped: (buf, shp, its elements flattened (a copy), its dims)."""
+    n, fill = shp[0, 0], shp[0, 1]
+    if n == 0:
+        raise IndexError("stack_pop: pop from an empty stack")
+    row = shp[n, :rank].copy()
+    size = 1
+    for j in range(rank):
+        size *= row[j]
+    cut = fill - size
+    flat = buf[cut:fill].copy()
+    if copy:
+        buf, shp = buf.copy(), shp.copy()
+    shp[0, 0] = n - 1
+    shp[0, 1] = cut
+    return buf, shp, flat, row
+
+
+@njit(**_BIG)
+def stack_from_py(buf, shapes):
+    """A stack in the Python backend's format (``buf`` exactly its elements, ``shapes`` one row
+    per element) copied into the native format."""
+    n, rank = shapes.shape[0], shapes.shape[1]
+    fill = buf.shape[0]
+    nb = np.empty(max(2 * fill, _MIN_ROOM), buf.dtype)
+    nb[:fill] = buf
+    ns = np.zeros((max(2 * (n + 1), _MIN_ROOM + 1), rank + 2), np.int64)
+    ns[1:n + 1, :rank] = shapes
+    ns[0, 0] = n
+    ns[0, 1] = fill
+    return nb, ns
+
+
+@njit(**_BIG)
+def stack_buf_out(buf, shp):
+    return buf[:shp[0, 1]].copy()
+
+
+@njit(**_BIG)
+def stack_shapes_out(shp):
+    return shp[1:shp[0, 0] + 1, :shp.shape[1] - 2].copy()

@@ -158,11 +158,43 @@ class Emit:
     def basic_index(self, x, index):
         return self._l.basic_index(self, x, index)
 
+    def index_add(self, x, v, index):
+        """A copy of ``x`` with ``v`` added at a basic index (no position repeats)."""
+        if v.dtype != x.dtype:
+            self.unsupported("index_add of a value of another dtype")
+        out = self._l.copy_of(x)
+        v = self._l.materialize(v)
+        return self._l.basic_index(self, out, index, add=v)
+
     def softmax(self, x, axis, log):
         return self._l.softmax(self, x, axis, log)
 
     def constant(self, value):
         return self._l.constant(self, value)
+
+    def stack_new(self, like):
+        return self._l.stack_new(self, like)
+
+    def gather(self, x, index, axis):
+        return self._l.gather(self, x, index, axis)
+
+    def arg_reduce(self, kind, x, axis, keepdims):
+        return self._l.arg_reduce(self, kind, x, axis, keepdims)
+
+    def cumsum(self, x, axis, reverse):
+        return self._l.cumsum(self, x, axis, reverse)
+
+    def logsumexp(self, x, axes, keepdims):
+        return self._l.logsumexp(self, x, axes, keepdims)
+
+    def scatter_add(self, base, index, src, axis):
+        return self._l.scatter_add(self, base, index, src, axis)
+
+    def stack_push(self, buf, shapes, x):
+        return self._l.stack_push(self, buf, shapes, x)
+
+    def stack_pop(self, buf, shapes, shape):
+        return self._l.stack_pop(self, buf, shapes, shape)
 
 
 class Lowerer:
@@ -174,6 +206,9 @@ class Lowerer:
                 self.types[n] = v.type
         self.order = order
         self.lines = []
+        # locals holding a ragged stack in this backend's format (see ``stack_new``): local ->
+        # (role 'buf' or 'shapes', the partner local)
+        self.stacks = {}
         self.consts = []       # values of the extra arguments, in order
         self.const_names = []
         self._n = count()
@@ -230,6 +265,7 @@ class Lowerer:
             self.emit(1, line)
         order = self.order if self.order is not None else topo_order(prog.block)[0]
         outs = self.block(prog.block, env, order, 1, set(prog.outputs), owned=set(), outputs=list(prog.outputs))
+        outs = self.stack_outputs(outs)
         rets = []
         for v in outs:
             rets.append(f"np.asarray({v.name})" if v.kind == "s" else v.name)
@@ -294,6 +330,9 @@ class Lowerer:
         if opdef.effect:
             raise NativeUnsupported(f"{where} has effects")
         ins = [self.get(env, n) for n in op.inputs]
+        # only hooks marked ``reads_stacks`` (the stack ops, aliases) may read this backend's stack format
+        if not getattr(hook, "reads_stacks", False) and any(v.name in self.stacks for v in ins):
+            raise NativeUnsupported(f"{where} reads a tensor stack (only stack_push/stack_pop are lowered on stacks)")
         for n in op.inputs:
             self._ctx.pending.pop(n, None)
         out_types = [self.type_of(o) for o in op.outputs]
@@ -833,14 +872,15 @@ class Lowerer:
         self.emit(ind, f"{res} = {out}.reshape({x.name}.shape)")
         return self.new_array(res, odt, tuple(e.out.shape))
 
-    def basic_index(self, e, x, index):
-        """``x[ints, slices, ...]`` as a numba view (ints bounds-checked: numba does not)."""
+    def basic_index(self, e, x, index, add=None):
+        """``x[ints, slices, ...]`` as a numba view (ints bounds-checked: numba does not);
+        with ``add`` (a value of x's dtype), ``x[index] += add`` in place, returning x."""
         if not isinstance(index, (list, tuple)):
             e.unsupported("index is not a list")
         entries = []
         for ent in index:
-            if not isinstance(ent, (list, tuple)) or not ent or ent[0] not in ("i", "s", "e"):
-                e.unsupported("only ints, slices and Ellipsis are lowered")
+            if not isinstance(ent, (list, tuple)) or not ent or ent[0] not in ("i", "s", "e", "r"):
+                e.unsupported("only ints, 0-d integer tensors, slices and Ellipsis are lowered")
             entries.append(ent)
         n_fixed = sum(1 for ent in entries if ent[0] != "e")
         if sum(1 for ent in entries if ent[0] == "e") > 1 or n_fixed > x.ndim:
@@ -855,7 +895,13 @@ class Lowerer:
         x = self.array(x)
         parts = []
         for dim, ent in enumerate(full):
-            if ent[0] == "i":
+            if ent[0] == "r":  # a 0-d integer tensor: an int known when the program runs
+                k = self.fresh()
+                self.emit(self.indent, f"{k} = np.int64({ent[1]})")
+                self.emit(self.indent, f"if not -{x.name}.shape[{dim}] <= {k} < {x.name}.shape[{dim}]: "
+                                       f"raise IndexError('native program: index out of range')")
+                parts.append(k)
+            elif ent[0] == "i":
                 k = _int(ent[1], "index")
                 d = x.shape[dim]
                 if d is not None:
@@ -873,9 +919,18 @@ class Lowerer:
                     e.unsupported("slice step 0")
                 parts.append(":".join("" if v is None else str(v) for v in b))
         self.pin(x)
+        if add is not None:  # index_add: x (a fresh copy) gets ``add`` added at the index
+            if all(ent[0] in ("i", "r") for ent in full):
+                at = f"{x.name}[{', '.join(parts)}]"
+                self.emit(self.indent, f"{at} = {at} + {add.name}")
+            else:
+                view = self.fresh()
+                self.emit(self.indent, f"{view} = {x.name}[{', '.join(parts)}]")
+                self.emit(self.indent, f"np.add({view}, {add.name}, {view})")
+            return x
         name = self.fresh()
         self.emit(self.indent, f"{name} = {x.name}[{', '.join(parts)}]")
-        if all(ent[0] == "i" for ent in full):
+        if all(ent[0] in ("i", "r") for ent in full):
             return V("s", name, x.dtype, ())
         return V("a", name, x.dtype, tuple(e.out.shape), layout="A")
 
@@ -885,6 +940,316 @@ class Lowerer:
         if arr.ndim == 0:
             return V("s", self.const_arg(arr[()]), t.dtype, ())
         return V("a", self.const_arg(np.ascontiguousarray(arr)), t.dtype, arr.shape)
+
+    # ---------------------------------------------------------------- argmax / argmin / cumsum
+    def _rows(self, e, x, axis):
+        """``x`` (contiguous) viewed as (outer, n, inner) around ``axis`` (None: flattened);
+        returns (x, the 3-d local, the axis or None)."""
+        x = self.contiguous(self.array(x))
+        xr = self.fresh()
+        if axis is None or x.ndim == 0:
+            self.emit(self.indent, f"{xr} = {x.name}.reshape((1, {x.name}.size, 1))")
+            return x, xr, None
+        if isinstance(axis, (list, tuple)):
+            if len(axis) != 1:
+                e.unsupported("more than one axis")
+            axis = axis[0]
+        a = _int(axis, "axis")
+        if not -x.ndim <= a < x.ndim:
+            e.unsupported("axis out of range")
+        a %= x.ndim
+        outer = " * ".join(f"{x.name}.shape[{j}]" for j in range(a)) or "1"
+        inner = " * ".join(f"{x.name}.shape[{j}]" for j in range(a + 1, x.ndim)) or "1"
+        self.emit(self.indent, f"{xr} = {x.name}.reshape(({outer}, {x.name}.shape[{a}], {inner}))")
+        return x, xr, a
+
+    def arg_reduce(self, e, kind, x, axis, keepdims):
+        """numpy's argmax/argmin: the first extreme, a NaN counting as the extreme (the first NaN)."""
+        if type(keepdims) is not bool:
+            e.unsupported("keepdims must be a bool")
+        x, xr, a = self._rows(e, x, axis)
+        ind = self.indent
+        out, o, i, k, b, bi, v = (self.fresh() for _ in range(7))
+        cmp = ">" if kind == "max" else "<"
+        self.emit(ind, f"if {xr}.shape[1] == 0: raise ValueError('native program: arg{kind} of an empty sequence')")
+        self.emit(ind, f"{out} = np.empty(({xr}.shape[0], {xr}.shape[2]), np.int64)")
+        self.emit(ind, f"for {o} in range({xr}.shape[0]):")
+        self.emit(ind + 1, f"for {i} in range({xr}.shape[2]):")
+        c = ind + 2
+        self.emit(c, f"{b} = {xr}[{o}, 0, {i}]")
+        self.emit(c, f"{bi} = 0")
+        self.emit(c, f"for {k} in range(1, {xr}.shape[1]):")
+        self.emit(c + 1, f"if {b} != {b}: break")
+        self.emit(c + 1, f"{v} = {xr}[{o}, {k}, {i}]")
+        self.emit(c + 1, f"if {v} {cmp} {b} or {v} != {v}:")
+        self.emit(c + 2, f"{b} = {v}")
+        self.emit(c + 2, f"{bi} = {k}")
+        self.emit(c, f"{out}[{o}, {i}] = {bi}")
+        oshape = tuple(e.out.shape)
+        if not oshape:
+            name = self.fresh()
+            self.emit(ind, f"{name} = {out}[0, 0]")
+            return V("s", name, "int64", ())
+        if a is None:  # keepdims over every axis
+            dims = ["1"] * x.ndim
+        else:
+            dims = [f"{x.name}.shape[{j}]" for j in range(x.ndim) if j != a]
+            if keepdims:
+                dims.insert(a, "1")
+        res = self.fresh()
+        self.emit(ind, f"{res} = {out}.reshape(({', '.join(dims)},))")
+        return self.new_array(res, "int64", oshape)
+
+    def logsumexp(self, e, x, axes, keepdims):
+        """The kernel's formula per row: the max (0 where not finite), the sum of exps (in
+        float64, at least as accurate as numpy's pairwise float32 sum), log + max."""
+        odt = e.out.dtype
+        if odt not in ("float32", "float64") or type(keepdims) is not bool:
+            e.unsupported("logsumexp of a non-float result")
+        if x.dtype != odt:
+            x = self.materialize(x)
+            c = self.fresh()
+            x = self.array(x)
+            self.emit(self.indent, f"{c} = {x.name}.astype({NP_TYPE[odt]})")
+            x = self.new_array(c, odt, x.shape)
+        if axes is not None and x.ndim and len(axes) == x.ndim and sorted(axes) == list(range(x.ndim)):
+            axes = None
+        x, xr, a = self._rows(e, x, axes)
+        ind = self.indent
+        out, o, i, k, m, t = (self.fresh() for _ in range(6))
+        k_inf = self.const_arg(np.asarray(-np.inf, dtype=odt)[()])
+        k_zero = self.const_arg(np.asarray(0, dtype=odt)[()])
+        self.emit(ind, f"{out} = np.empty(({xr}.shape[0], {xr}.shape[2]), {NP_TYPE[odt]})")
+        self.emit(ind, f"for {o} in range({xr}.shape[0]):")
+        self.emit(ind + 1, f"for {i} in range({xr}.shape[2]):")
+        c = ind + 2
+        self.emit(c, f"{m} = {k_inf}")
+        self.emit(c, f"for {k} in range({xr}.shape[1]):")
+        self.emit(c + 1, f"{m} = L.maximum({m}, {xr}[{o}, {k}, {i}])")
+        self.emit(c, f"if not np.isfinite({m}): {m} = {k_zero}")
+        self.emit(c, f"{t} = 0.0")
+        self.emit(c, f"for {k} in range({xr}.shape[1]):")
+        self.emit(c + 1, f"{t} = {t} + np.float64(np.exp({xr}[{o}, {k}, {i}] - {m}))")
+        tt = self.fresh()
+        self.emit(c, f"{tt} = {NP_TYPE[odt]}({t})")
+        self.emit(c, f"{out}[{o}, {i}] = {NP_TYPE[odt]}(np.log({tt}) + {m})")
+        oshape = tuple(e.out.shape)
+        if not oshape:
+            name = self.fresh()
+            self.emit(ind, f"{name} = {out}[0, 0]")
+            return V("s", name, odt, ())
+        if a is None:
+            dims = ["1"] * x.ndim
+        else:
+            dims = [f"{x.name}.shape[{j}]" for j in range(x.ndim) if j != a]
+            if keepdims:
+                dims.insert(a, "1")
+        res = self.fresh()
+        self.emit(ind, f"{res} = {out}.reshape(({', '.join(dims)},))")
+        return self.new_array(res, odt, oshape)
+
+    def cumsum(self, e, x, axis, reverse):
+        """numpy's cumsum: one add at a time along the axis, in the output dtype."""
+        if type(reverse) is not bool:
+            e.unsupported("reverse must be a bool")
+        odt = e.out.dtype
+        if x.ndim == 0:
+            x = self.materialize(x)
+            name = self.fresh()
+            self.emit(self.indent, f"{name} = {cast_expr(x.name, x.dtype, odt)}")
+            return V("s", name, odt, ())
+        x, xr, a = self._rows(e, x, axis)
+        ind = self.indent
+        out, o, i, k, acc = (self.fresh() for _ in range(5))
+        # -0.0 + v is v for every float v (numpy's first element is x[0] itself, signed zeros kept)
+        zero = self.const_arg(np.asarray(-0.0 if odt in ("float32", "float64") else 0, dtype=odt)[()])
+        self.emit(ind, f"{out} = np.empty({xr}.shape, {NP_TYPE[odt]})")
+        self.emit(ind, f"for {o} in range({xr}.shape[0]):")
+        self.emit(ind + 1, f"for {i} in range({xr}.shape[2]):")
+        c = ind + 2
+        self.emit(c, f"{acc} = {zero}")
+        rng = f"range({xr}.shape[1] - 1, -1, -1)" if reverse else f"range({xr}.shape[1])"
+        self.emit(c, f"for {k} in {rng}:")
+        val = cast_expr(f"{xr}[{o}, {k}, {i}]", x.dtype, odt)
+        self.emit(c + 1, f"{acc} = {NP_TYPE[odt]}({acc} + {val})")
+        self.emit(c + 1, f"{out}[{o}, {k}, {i}] = {acc}")
+        res = self.fresh()
+        self.emit(ind, f"{res} = {out}.reshape({x.name}.shape)")
+        return self.new_array(res, odt, tuple(e.out.shape))
+
+    # ---------------------------------------------------------------- gather / scatter_add
+    def _along_axis(self, e, x, index, axis, what):
+        """Checks shared by gather and scatter_add; returns (x, index, axis, loop dims, loop
+        indices, the index element's local, the position along ``axis`` (checked, wrapped))."""
+        if x.ndim == 0 or index.ndim != x.ndim or index.dtype not in ("int32", "int64"):
+            e.unsupported(f"{what} of a 0-d tensor or with a bad index")
+        a = _int(axis, "axis")
+        if not -x.ndim <= a < x.ndim:
+            e.unsupported("axis out of range")
+        a %= x.ndim
+        x, index = self.array(x), self.array(index)
+        ind = self.indent
+        for j in range(x.ndim):
+            if j != a:  # torch.gather reads the corner of x as large as the index (ShapeError otherwise)
+                self.emit(ind, f"if {index.name}.shape[{j}] > {x.name}.shape[{j}]: "
+                               f"raise ValueError('native program: {what}: index larger than the tensor')")
+        dims = [f"{index.name}.shape[{j}]" for j in range(index.ndim)]
+        idx, inner = self.loops(dims, ind)
+        k = self.fresh()
+        self.emit(inner, f"{k} = np.int64({index.name}[{', '.join(idx)}])")
+        # numpy's fancy indexing: negative positions count from the end, others raise IndexError
+        self.emit(inner, f"if {k} < 0: {k} += {x.name}.shape[{a}]")
+        self.emit(inner, f"if not 0 <= {k} < {x.name}.shape[{a}]: "
+                         f"raise IndexError('native program: {what}: index out of range')")
+        at = ", ".join(k if j == a else i for j, i in enumerate(idx))
+        return x, index, idx, inner, at
+
+    def gather(self, e, x, index, axis):
+        odt = e.out.dtype
+        if x.dtype != odt:
+            e.unsupported("gather changes the dtype")
+        x0 = self.array(x)
+        out = self.fresh()
+        ind = self.indent
+        idx_v = self.array(index)
+        self.emit(ind, f"{out} = np.empty({idx_v.name}.shape, {NP_TYPE[odt]})")
+        x, index, idx, inner, at = self._along_axis(e, x0, idx_v, axis, "gather")
+        self.emit(inner, f"{out}[{', '.join(idx)}] = {x.name}[{at}]")
+        return self.new_array(out, odt, tuple(e.out.shape))
+
+    def scatter_add(self, e, base, index, src, axis):
+        odt = e.out.dtype
+        if base.dtype != odt or src.dtype != odt:
+            e.unsupported("scatter_add with operands of different dtypes")
+        src = self.array(src)
+        if src.ndim != base.ndim:
+            e.unsupported("scatter_add: src rank differs")
+        out = self.copy_of(self.array(base))
+        idx_v = self.array(index)
+        for j in range(src.ndim):
+            self.emit(self.indent, f"if {src.name}.shape[{j}] < {idx_v.name}.shape[{j}]: "
+                                   f"raise ValueError('native program: scatter_add: src smaller than the index')")
+        _, index, idx, inner, at = self._along_axis(e, out, idx_v, axis, "scatter_add")
+        # np.add.at's order: one add at a time, in the index's C order (repeats accumulate alike)
+        self.emit(inner, f"{out.name}[{at}] = {out.name}[{at}] + {src.name}[{', '.join(idx)}]")
+        return out
+
+    # ---------------------------------------------------------------- ragged stacks
+    # A stack (``ops/tensor_list.py``: ``buf``, the elements flattened end to end, and
+    # ``shapes``, one row of dims per element) is held here as two growing arrays: ``buf`` with
+    # room after its fill mark, and ``shapes`` of shape ``(room + 1, rank + 2)`` whose row 0 is a
+    # header ``[count, fill]`` and whose rows 1..count hold the dims. A push writes into the room
+    # (doubling it when full) and a pop moves the header back, so both cost O(element); they do
+    # so in place only when nothing else reads the stack they consume (the stack a ``while``
+    # gradient keeps: each version read once, by the next push or pop), else they copy first
+    # (as the Python backend forks). Only the stack ops and aliases read this format (checked
+    # in ``lower_op``: hooks marked ``reads_stacks``); a program's stack outputs are converted back to the Python backend's
+    # arrays, and a stack fed to the program is converted at its first push or pop.
+    def _stack_pair(self, e, buf, shapes):
+        """``(buf, shapes)`` in this backend's format (converted if they come from outside)."""
+        rb, rs = self.stacks.get(buf.name), self.stacks.get(shapes.name)
+        if rb == ("buf", shapes.name) and rs == ("shapes", buf.name):
+            return buf, shapes
+        if rb is not None or rs is not None:
+            e.unsupported("a stack's two arrays come from different stacks")
+        b, sh = self.fresh(), self.fresh()
+        self.emit(self.indent, f"{b}, {sh} = L.stack_from_py({self.array(buf).name}, {self.array(shapes).name})")
+        return self._new_stack(b, sh, buf.dtype)
+
+    def _new_stack(self, b, sh, dtype):
+        self.stacks[b] = ("buf", sh)
+        self.stacks[sh] = ("shapes", b)
+        return self.new_array(b, dtype, (None,)), self.new_array(sh, "int64", (None, None))
+
+    def _stack_in_place(self, e, vals):
+        """Whether the stack op ``e`` may update its input stack in place: this op is the only
+        reader of both arrays, and their buffers belong to this block."""
+        ctx = self._ctx
+        for name, v in zip(e._op.inputs, vals):
+            if (ctx.uses.get(name, 0) != 1 or name in ctx.outputs or name in ctx.pinned or v.name in ctx.pinned
+                    or not (v.name in ctx.fresh or name in ctx.owned) or self.read_later(v)):
+                return False
+        return True
+
+    def stack_new(self, e, like):
+        t_buf, t_sh = e.out_types
+        rank = len(t_sh.shape) and t_sh.shape[1]
+        rank = _int(rank, "stack rank")
+        b, sh = self.fresh(), self.fresh()
+        self.emit(self.indent, f"{b} = np.empty(0, {NP_TYPE[t_buf.dtype]})")
+        self.emit(self.indent, f"{sh} = np.zeros((9, {rank + 2}), np.int64)")
+        return self._new_stack(b, sh, t_buf.dtype)
+
+    def stack_push(self, e, buf, shapes, x):
+        t_buf = e.out_types[0]
+        if x.dtype != t_buf.dtype:
+            e.unsupported("element dtype differs from the stack's")
+        in_place = self._stack_in_place(e, (buf, shapes))
+        buf, shapes = self._stack_pair(e, buf, shapes)
+        b, sh = self.fresh(), self.fresh()
+        x = self.materialize(x)
+        if x.kind == "s":
+            self.emit(self.indent, f"{b}, {sh} = L.stack_push0({buf.name}, {shapes.name}, {x.name}, {not in_place})")
+        else:
+            self.emit(self.indent, f"{b}, {sh} = L.stack_push({buf.name}, {shapes.name}, {x.name}, {not in_place})")
+        return self._new_stack(b, sh, t_buf.dtype)
+
+    def stack_pop(self, e, buf, shapes, shape):
+        t_x = e.out_types[2]
+        in_place = self._stack_in_place(e, (buf, shapes))
+        buf, shapes = self._stack_pair(e, buf, shapes)
+        rank = len(t_x.shape)
+        b, sh, flat, row = (self.fresh() for _ in range(4))
+        self.emit(self.indent, f"{b}, {sh}, {flat}, {row} = L.stack_pop({buf.name}, {shapes.name}, {rank}, "
+                               f"{not in_place})")
+        nb, nsh = self._new_stack(b, sh, buf.dtype)
+        x = self.fresh()
+        if rank == 0:
+            self.emit(self.indent, f"{x} = {flat}[0]")
+            xv = V("s", x, t_x.dtype, ())
+        else:
+            dims = ", ".join(f"{row}[{j}]" for j in range(rank))
+            self.emit(self.indent, f"{x} = {flat}.reshape(({dims},))")
+            xv = self.new_array(x, t_x.dtype, tuple(t_x.shape))
+        return nb, nsh, xv
+
+    def stack_outputs(self, outs):
+        """The program's outputs with stacks in the Python backend's format."""
+        res = []
+        for v in outs:
+            tag = self.stacks.get(v.name)
+            if tag is None:
+                res.append(v)
+                continue
+            name = self.fresh()
+            if tag[0] == "buf":
+                self.emit(1, f"{name} = L.stack_buf_out({v.name}, {tag[1]})")
+            else:
+                self.emit(1, f"{name} = L.stack_shapes_out({v.name})")
+            res.append(V("a", name, v.dtype, v.shape))
+        return res
+
+    def carry_stacks(self, where, srcs, dsts):
+        """Tag the locals ``dsts`` (loop carries, branch outputs) as stacks where their sources
+        are: ``srcs``, one list of source locals per position (every source of a position must
+        agree, and a stack's two arrays stay at the same two positions)."""
+        pos = {}
+        for k, names in enumerate(srcs):
+            for n in names:
+                pos.setdefault(n, set()).add(k)
+        for k, (names, d) in enumerate(zip(srcs, dsts)):
+            tags = [self.stacks.get(n) for n in names]
+            if all(t is None for t in tags):
+                continue
+            if any(t is None for t in tags):
+                raise NativeUnsupported(f"{where}: value {k} is a tensor stack on one path only")
+            roles = {t[0] for t in tags}
+            partners = [pos.get(t[1], set()) for t in tags]
+            common = set.intersection(*partners) if partners else set()
+            if len(roles) != 1 or len(common) != 1:
+                raise NativeUnsupported(f"{where}: a tensor stack's two arrays do not travel together")
+            j = common.pop()
+            self.stacks[d] = (roles.pop(), dsts[j])
 
     # ---------------------------------------------------------------- control flow
     def lower_cond(self, op, env):
@@ -947,6 +1312,8 @@ class Lowerer:
             self.lines[start_line:] = self._fix_empty(kept, ind)
             for j in drop:
                 locs[j] = names[0][j]
+        self.carry_stacks(f"op cond (output {op.outputs[0] if op.outputs else '-'})",
+                          [[names[0][j], names[1][j]] for j in range(len(locs))], locs)
         results = []
         for j, (loc, t) in enumerate(zip(locs, outs_t)):
             if len(t.shape) == 0:
@@ -1036,6 +1403,7 @@ class Lowerer:
                           else f"{loc} = {src}")
             carries.append(V("a", loc, t.dtype, t.shape))
         caps = ins[n:]
+        self.carry_stacks(where, [[v.name] for v in ins[:n]], [c.name for c in carries])
         self.emit(ind, "while True:")
         cond_blk, body_blk = b["cond"], b["body"]
         env_c = self._sub_env(cond_blk, carries + caps)
@@ -1050,6 +1418,7 @@ class Lowerer:
         res = self.block(body_blk, env_b, topo_order(body_blk)[0], ind + 1, set(body_blk.outputs), owned,
                          list(body_blk.outputs))
         fresh = self._fresh_results(res, body_blk, owned)
+        self.carry_stacks(where, [[c.name, v.name] for c, v in zip(carries, res)], [c.name for c in carries])
         srcs = []
         for k, (v, c) in enumerate(zip(res, carries)):
             t = outs_t[k]
@@ -1106,8 +1475,11 @@ class Lowerer:
             else:
                 self.emit(ind, f"{loc} = np.ascontiguousarray({self.coerce(v, t)}).copy()")
                 carries.append(V("a", loc, t.dtype, t.shape))
+        self.carry_stacks(where, [[v.name] for v in ins[:nc]], [c.name for c in carries])
         xs = ins[nc:nc + nx]
         for x in xs:
+            if x.name in self.stacks:
+                raise NativeUnsupported(f"{where}: scans over a tensor stack")
             if x.kind != "a":
                 raise NativeUnsupported(f"{where}: an xs is 0-d")
         caps = ins[nc + nx:]
@@ -1142,6 +1514,9 @@ class Lowerer:
         owned = {body.inputs[k] for k in range(nc) if carries[k].kind == "a"}
         res = self.block(body, env_b, topo_order(body)[0], ind + 1, set(body.outputs), owned, list(body.outputs))
         fresh = self._fresh_results(res, body, owned)
+        self.carry_stacks(where, [[c.name, v.name] for c, v in zip(carries, res[:nc])], [c.name for c in carries])
+        if any(v.name in self.stacks for v in res[nc:]):
+            raise NativeUnsupported(f"{where}: a tensor stack is a scan output")
         for (loc, t, dyn), v in zip(ys, res[nc:]):
             if dyn:
                 self.emit(ind + 1, f"if {tloc} == {'(' + nloc + ' - 1)' if reverse else '0'}:")

@@ -163,9 +163,37 @@ def _dim_native(e, x, axis):
     return e.dim(x, axis)
 
 
+def _native_index(e, idx, index):
+    """The index with each 0-d integer tensor entry as a run-time int (``["r", local]``: numpy
+    treats such a tensor as an int); other tensor entries are not lowered."""
+    if not isinstance(index, (list, tuple)):
+        e.unsupported("index is not a list")
+    entries = []
+    for ent in index:
+        if isinstance(ent, (list, tuple)) and len(ent) == 2 and ent[0] == "t":
+            j = ent[1]
+            if type(j) is not int or not 0 <= j < len(idx):
+                e.unsupported("bad tensor index entry")
+            t = idx[j]
+            if t.ndim != 0 or t.dtype not in ("int32", "int64"):
+                e.unsupported("indexing with a tensor that is not a 0-d integer")
+            if t.kind != "s":
+                e.unsupported("indexing with a tensor that is not a 0-d integer")
+            entries.append(["r", t.name])
+        elif isinstance(ent, (list, tuple)) and ent and ent[0] == "r":  # the builder's own kind, never a program's
+            e.unsupported("bad index entry")
+        else:
+            entries.append(ent)
+    return entries
+
+
 @deflowering("getitem", "native")
 def _getitem_native(e, x, *idx, index):
-    """Basic indexing (ints, slices, one Ellipsis) as a view; tensor indices are not lowered."""
-    if idx:
-        e.unsupported("indexing with tensors")
-    return e.basic_index(x, index)
+    """Basic indexing (ints, 0-d integer tensors, slices, one Ellipsis) as a view."""
+    return e.basic_index(x, _native_index(e, idx, index))
+
+
+@deflowering("index_add", "native")
+def _index_add_native(e, x, v, *idx, index):
+    """A basic index selects each position once, so ``np.add.at`` is ``out[index] += v``."""
+    return e.index_add(x, v, _native_index(e, idx, index))

@@ -336,3 +336,23 @@ def _softmax_native(e, x, axis=-1):
 @deflowering("log_softmax", "native")
 def _log_softmax_native(e, x, axis=-1):
     return e.softmax(x, axis, log=True)
+
+
+@deflowering("gather", "native")
+def _gather_native(e, x, index, axis):
+    return e.gather(x, index, axis)
+
+
+@deflowering("scatter_add", "native")
+def _scatter_add_native(e, base, index, src, axis):
+    return e.scatter_add(base, index, src, axis)
+
+
+@deflowering("cumsum", "native")
+def _cumsum_native(e, x, axis, reverse=False):
+    return e.cumsum(x, axis, reverse)
+
+
+@deflowering("logsumexp", "native")
+def _logsumexp_native(e, x, axes=None, keepdims=False):
+    return e.logsumexp(x, axes, keepdims)

@@ -73,3 +73,13 @@ def _native_reduction(name, kind):
 for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_max", "max"), ("reduce_min", "min"),
                      ("reduce_prod", "prod"), ("reduce_any", "any"), ("reduce_all", "all")):
     _native_reduction(_name, _kind)
+
+
+@deflowering("argmax", "native")
+def _argmax_native(e, x, axis=None, keepdims=False):
+    return e.arg_reduce("max", x, axis, keepdims)
+
+
+@deflowering("argmin", "native")
+def _argmin_native(e, x, axis=None, keepdims=False):
+    return e.arg_reduce("min", x, axis, keepdims)

@@ -421,6 +421,9 @@ def _stop_gradient_native(e, x):
     return e.alias(x)
 
 
+_stop_gradient_native.reads_stacks = True  # an alias: a stack stays a stack (native/lower.py)
+
+
 @deflowering("identity", "native")
 def _identity_native(e, x):
     return e.copy(x)

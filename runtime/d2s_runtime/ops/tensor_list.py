@@ -23,7 +23,7 @@ list_index_check  ok ->                       raise IndexError unless ok (an eff
 import threading
 import weakref
 
-from .registry import ShapeError, TensorType, defop
+from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import fmt_shape
 
 
@@ -225,3 +225,24 @@ def _stack_pop(xp, buf, shapes, shape, dtype=None):
         n *= d
     cut = buf.shape[0] - n
     return buf[:cut], shapes[:-1], buf[cut:].reshape(dims)
+
+
+# The native backend holds a stack as growing arrays with a header (``Lowerer.stack_new`` in
+# native/lower.py): pushes and pops cost O(element) there too, and a program's stack outputs
+# come back in this module's format.
+@deflowering("stack_new", "native")
+def _stack_new_native(e, like):
+    return e.stack_new(like)
+
+
+@deflowering("stack_push", "native")
+def _stack_push_native(e, buf, shapes, x):
+    return e.stack_push(buf, shapes, x)
+
+
+@deflowering("stack_pop", "native")
+def _stack_pop_native(e, buf, shapes, shape, dtype=None):
+    return e.stack_pop(buf, shapes, shape)
+
+
+_stack_push_native.reads_stacks = _stack_pop_native.reads_stacks = True  # they read the native stack format
