@@ -57,6 +57,10 @@ def device(request):
 pytest_plugins = ["backend_fixture"]
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "on_devices(*names): run the device-parametrized test only on these devices")
+
+
 def pytest_collection_modifyitems(config, items):
     # native code runs on the CPU: a test parametrized over devices and backends runs the
     # native backend on "cpu" only (the strict device x native pair is not a case)
@@ -64,7 +68,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         native_off_cpu = params.get("backend") == "native" and params.get("device", "cpu") != "cpu"
-        (drop if native_off_cpu else keep).append(item)
+        # @pytest.mark.on_devices(...): a test of one device's own semantics (numpy's read-only
+        # views, a device's copies) is a case only there
+        only = item.get_closest_marker("on_devices")
+        off_device = only is not None and "device" in params and params["device"] not in only.args
+        (drop if native_off_cpu or off_device else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

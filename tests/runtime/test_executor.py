@@ -78,10 +78,9 @@ def test_large_constants_come_from_program_constants():
     np.testing.assert_allclose(Executor(prog).run(x)[0], x + c)
 
 
+@pytest.mark.on_devices("cpu")  # read-only views are numpy's; a device array (cupy) cannot be made read-only
 @pytest.mark.parametrize("mode", ["interp", "codegen"])
 def test_outputs_aliasing_constants_cannot_corrupt_later_runs(mode, device):
-    if device != "cpu":
-        pytest.skip("read-only views are numpy's; a device array (cupy) cannot be made read-only")
     # an output that is (a view of) a program constant or literal is read-only: writing into
     # it in place would otherwise change every later run's result
     from d2s_runtime.passes import optimize
@@ -107,12 +106,11 @@ def _table_or_input(x, table):
     return d2s.cond(x.sum() > 0, lambda: d2s.tensor(table), lambda: x * 2.0)
 
 
+@pytest.mark.on_devices("strict", "gpu")  # numpy outputs are read-only views instead (the test above)
 @pytest.mark.parametrize("mode", ["interp", "codegen", "parallel"])
 def test_device_outputs_aliasing_constants_are_copies(mode, device):
     # a device array cannot be made read-only: outputs that may alias a constant are copies,
     # so a caller writing into one leaves later runs unchanged
-    if device == "cpu":
-        pytest.skip("numpy outputs are read-only views (the test above)")
     from d2s_runtime import Executor as DeviceExecutor
     from d2s_runtime.executor import constant_aliased_outputs
     from d2s_runtime.passes import optimize
