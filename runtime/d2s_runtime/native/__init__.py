@@ -196,6 +196,9 @@ def compile_lowered(lowered, cache_dir=None):
         except numba.core.errors.NumbaError as e:  # a lowering numba cannot type: a reason, not a crash
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise NativeUnsupported(f"numba could not compile the lowered program: {first}") from e
+        except ImportError as e:  # numba's np.dot needs scipy's BLAS (part of d2s[native])
+            raise NativeUnsupported(f"numba could not compile the lowered program: {e} "
+                                    "(pip install 'd2s[native]' installs scipy)") from e
     consts = tuple(lowered.constants)
     expect = [(np.dtype(dt), nd) for dt, nd in lowered.signature]
 
