@@ -1371,6 +1371,24 @@ class Lowerer:
             env[o] = v
         return results
 
+    def _assign_carries(self, where, carries, res, outs_t, fresh, ind):
+        """Emit the loop carries' update from the body's results ``res``: scalars coerced, a
+        fresh array of the carry's dtype taken as it is, any other array copied (the loop owns
+        its carries and updates them in place)."""
+        srcs = []
+        for k, (v, c) in enumerate(zip(res, carries)):
+            t = outs_t[k]
+            if c.kind == "s":
+                if v.kind != "s":
+                    raise NativeUnsupported(f"{where}: carry {k} changes rank")
+                srcs.append(self.coerce(v, t))
+            elif k in fresh and v.dtype == t.dtype:
+                srcs.append(v.name)
+            else:
+                srcs.append(f"np.ascontiguousarray({self.coerce(v, t)}).copy()")
+        pairs = [(c.name, src) for c, src in zip(carries, srcs) if c.name != src]
+        if pairs:
+            self.emit(ind, f"{', '.join(p[0] for p in pairs)} = {', '.join(p[1] for p in pairs)}")
     def lower_while(self, op, env):
         b, n = op.blocks, len(op.outputs)
         where = f"op while (output {op.outputs[0] if op.outputs else '-'})"
@@ -1419,20 +1437,7 @@ class Lowerer:
                          list(body_blk.outputs))
         fresh = self._fresh_results(res, body_blk, owned)
         self.carry_stacks(where, [[c.name, v.name] for c, v in zip(carries, res)], [c.name for c in carries])
-        srcs = []
-        for k, (v, c) in enumerate(zip(res, carries)):
-            t = outs_t[k]
-            if c.kind == "s":
-                if v.kind != "s":
-                    raise NativeUnsupported(f"{where}: carry {k} changes rank")
-                srcs.append(self.coerce(v, t))
-            elif k in fresh and v.dtype == t.dtype:
-                srcs.append(v.name)
-            else:
-                srcs.append(f"np.ascontiguousarray({self.coerce(v, t)}).copy()")
-        pairs = [(c.name, src) for c, src in zip(carries, srcs) if c.name != src]
-        if pairs:
-            self.emit(ind + 1, f"{', '.join(p[0] for p in pairs)} = {', '.join(p[1] for p in pairs)}")
+        self._assign_carries(where, carries, res, outs_t, fresh, ind + 1)
         results = []
         for c in carries:
             r = V(c.kind, c.name, c.dtype, c.shape)
@@ -1526,20 +1531,7 @@ class Lowerer:
                 self.emit(ind + 1, f"{loc}[{tloc}] = {cast_expr(v.name, v.dtype, t.dtype)}")
             else:
                 self.emit(ind + 1, f"{loc}[{tloc}] = {self.coerce(v, t)}")
-        srcs = []
-        for k, (v, c) in enumerate(zip(res[:nc], carries)):
-            t = outs_t[k]
-            if c.kind == "s":
-                if v.kind != "s":
-                    raise NativeUnsupported(f"{where}: carry {k} changes rank")
-                srcs.append(self.coerce(v, t))
-            elif k in fresh and v.dtype == t.dtype:
-                srcs.append(v.name)
-            else:
-                srcs.append(f"np.ascontiguousarray({self.coerce(v, t)}).copy()")
-        pairs = [(c.name, src) for c, src in zip(carries, srcs) if c.name != src]
-        if pairs:
-            self.emit(ind + 1, f"{', '.join(p[0] for p in pairs)} = {', '.join(p[1] for p in pairs)}")
+        self._assign_carries(where, carries, res[:nc], outs_t, fresh, ind + 1)
         results = []
         for c in carries:
             if c.kind == "a":
