@@ -6,12 +6,15 @@ are summed before its rule runs, and a chain of any length backprops without rec
 """
 import threading
 
+import numpy as _np
+
 from .. import dispatch as _dispatch
 from .. import tensor as _tensor
 from .._state import HOOKED_THREADS, STATE
 from .anomaly import ACTIVE_THREADS, check_gradients
 from .node import AccumulateGrad, grad_node
 
+_ndarray = _np.ndarray
 _callbacks = threading.local()  # .stack: one list of callbacks per backward pass running
 
 
@@ -35,6 +38,14 @@ def _root_grads(tensors, grads):
     roots = []
     for i, t in enumerate(tensors):
         g = None if grads is None else grads[i]
+        d = t._data
+        if g is None and type(d) is _ndarray and d.dtype.kind == "f" and d.size == 1 and t.requires_grad \
+                and not HOOKED_THREADS[0]:
+            # the usual seed: a scalar loss of a plain numpy run (no builder or tracer to see
+            # the ones being created); the checks below give the same result slower
+            roots.append((grad_node(t), t._out_idx if t.grad_fn is not None else 0,
+                          _tensor.Tensor._make(_np.ones(d.shape, d.dtype))))
+            continue
         if not t.dtype.is_floating_point:
             raise RuntimeError(f"backward needs a floating point tensor, got {t.dtype}: integer and bool "
                                "results (argmax, comparisons, casts to int) carry no gradient")
@@ -186,10 +197,11 @@ def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=No
         while ready:
             node = ready.pop()
             grads = buffers.pop(node)
-            if isinstance(node, AccumulateGrad):
+            if type(node) is AccumulateGrad:
                 _leaf(node, grads[0], capture, create_graph, accumulate_only)
                 continue
-            grads = _outputs_hooks(node, grads, capture, create_graph)
+            if node.pre_hooks or node.retained or capture is not None:
+                grads = _outputs_hooks(node, grads, capture, create_graph)
             if capture is not None and needed is not None and not any(
                     nxt in needed for nxt, _ in node.next_functions if nxt is not None):
                 continue  # a captured input whose own history is not needed
@@ -202,7 +214,14 @@ def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=No
                 if nxt is None or (needed is not None and nxt not in needed):
                     continue
                 if g is not None:
-                    _accumulate(buffers, nxt, idx, g)
+                    if type(nxt) is AccumulateGrad:  # a leaf's sink: one slot (as _accumulate)
+                        slot = buffers.get(nxt)
+                        if slot is None:
+                            buffers[nxt] = [g]
+                        else:
+                            slot[0] = g if slot[0] is None else slot[0] + g
+                    else:
+                        _accumulate(buffers, nxt, idx, g)
                 deps[nxt] -= 1
                 if deps[nxt] == 0:
                     if nxt in buffers:

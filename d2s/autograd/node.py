@@ -39,9 +39,12 @@ class Node:
                 f"Trying to backward through the graph a second time ({self.name()} has already freed "
                 "its saved tensors). Pass retain_graph=True to the first backward() or d2s.grad() "
                 "if you need to backward through the graph again.")
-        self._check_versions()
-        if any(g is None for g in grads):
-            grads = [_dispatch.fill_like(o, 0) if g is None else g for g, o in zip(grads, self.outputs)]
+        if self.versions is not None:
+            self._check_versions()
+        for g in grads:
+            if g is None:
+                grads = [_dispatch.fill_like(o, 0) if g is None else g for g, o in zip(grads, self.outputs)]
+                break
         return self.rule(self, *grads)
 
     def release(self):

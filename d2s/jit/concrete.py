@@ -39,6 +39,8 @@ from .backward_build import build_backward
 BUILD_LOCK = threading.RLock()
 
 _DATA = operator.attrgetter("_data")  # a tensor's array (map(_DATA, ...) beats a list comprehension)
+# requires_grad is a plain bool attribute (set by d2s as True/False); masks are tuples of it
+_REQUIRES_GRAD = operator.attrgetter("requires_grad")
 
 
 def _optimize(program, what):
@@ -290,12 +292,17 @@ class ConcreteProgram:
 
     def run(self, leaves):
         """Run the program on tensor arguments ``leaves``; returns the user's output structure."""
-        if not STATE.grad_enabled or not self.any_float_out or not self._needs_grad(leaves):
+        if not STATE.grad_enabled or not self.any_float_out:
             return self._run_no_grad(leaves)
-        arrays = [t._data for t in leaves]
-        params = [t._data for t in self.param_tensors]
-        masks = self._grad_masks(leaves) if STATE.grad_enabled else None
-        trainer = self.trainer(*masks) if masks is not None else None
+        # which values require grad, read once (the masks key the prepared trainers)
+        in_mask = tuple(map(_REQUIRES_GRAD, leaves))
+        par_mask = tuple(map(_REQUIRES_GRAD, self.param_tensors))
+        if not (any(in_mask) or any(par_mask)):
+            return self._run_no_grad(leaves)
+        arrays = list(map(_DATA, leaves))
+        params = list(map(_DATA, self.param_tensors))
+        masks = (in_mask, par_mask)
+        trainer = self.trainer(in_mask, par_mask)
         run = trainer.forward.run if trainer is not None else self._tiered.run
         if masks is not None and self.random:
             # a backward that replays the forward (create_graph, random ops under control flow)
@@ -419,7 +426,8 @@ class ConcreteProgram:
         node = RunProgramNode()
         node.op, node.rule, node.attrs = "run_program", _run_program_backward, {}
         node.inputs, node.versions, node.pre_hooks, node.retained, node.freed = tuple(targets), None, None, None, False
-        node.next_functions = tuple((grad_node(t), t._out_idx if t.grad_fn is not None else 0) for t in targets)
+        node.next_functions = tuple([(t.grad_fn, t._out_idx) if t.grad_fn is not None else (grad_node(t), 0)
+                                     for t in targets])
         node.entry, node.masks = self, masks
         node.saved = (arrays, params, rng, trainer, residuals)
         node.given = None
@@ -457,8 +465,14 @@ class RunProgramNode(Node):
     __slots__ = ("entry", "masks", "saved", "given")
 
     def apply(self, grads):
-        # which outputs received a gradient: a value reaching only the others gets None
-        self.given = [g is not None for g in grads]
+        # which outputs received a gradient (None: all of them); a value reaching only the
+        # others gets None
+        given = None
+        for g in grads:
+            if g is None:
+                given = [g is not None for g in grads]
+                break
+        self.given = given
         return super().apply(grads)
 
     def release(self):

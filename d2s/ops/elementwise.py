@@ -350,7 +350,13 @@ def relu(x):
 
 @grad_rule("relu")
 def _relu_grad(ctx, g):
-    return (g * cast(ctx.inputs[0] > 0, g.dtype),)
+    # the mask from the output (relu(x) > 0 exactly where x > 0), as PyTorch saves relu's
+    # result: a converted forward keeps the output its next matmul's gradient needs anyway,
+    # not the input as well
+    return (g * cast(ctx.outputs[0] > 0, g.dtype),)
+
+
+shape_only("relu", 0)
 
 
 onnx_elementwise("relu", "Relu")

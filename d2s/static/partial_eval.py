@@ -12,6 +12,8 @@ becomes the *backward* program, whose inputs are the residuals and the cotangent
 Sub-blocks read outer values only through their op's inputs, so deciding per op of the global
 block is exact: a ``cond``/``while`` op is forward when none of its inputs is a cotangent.
 """
+import numpy as np
+
 from d2s_runtime.ir import Program
 
 from .backward import append_backward
@@ -171,12 +173,14 @@ def split_joint(joint, n_outputs, n_inputs, cotangents):
         else:
             fwd_ops.append(op)
     fwd_outs, grads = j.outputs[:n_outputs], j.outputs[n_outputs:]
+    constants = set(j.constants)
+    fwd_ops, bwd_ops = move_to_backward(gb, fwd_ops, bwd_ops, fwd_outs, grads, constants | unknown)
 
     # residuals: known values the backward reads (or returns as a gradient)
-    constants = set(j.constants)
+    produced = unknown.union(o for op in bwd_ops for o in op.outputs)  # (moved ops' results too)
     residuals, seen = [], set()
     for name in [n for op in bwd_ops for n in op.inputs] + list(grads):
-        if name not in unknown and name not in constants and name not in seen:
+        if name not in produced and name not in constants and name not in seen:
             seen.add(name)
             residuals.append(name)
 
@@ -202,6 +206,109 @@ def split_joint(joint, n_outputs, n_inputs, cotangents):
     return Split(forward, backward, sources, n_outputs)
 
 
+def move_to_backward(block, fwd_ops, bwd_ops, fwd_outs, grads, not_residual):
+    """``(fwd_ops, bwd_ops)`` with the forward ops whose results only the backward reads moved
+    to the start of the backward, where that keeps less memory alive between the two halves.
+
+    An op computed only for the backward (a relu mask, ``1 - y*y`` of tanh, a transpose of an
+    activation, a zeros buffer) costs the same in either half, but computed in the forward its
+    result is a residual, held from the forward call until backward; computed in the backward,
+    its inputs are held instead. Moving it never computes anything twice. Ops are decided from
+    the last to the first (each op's forward consumers are decided before it), and one moves
+    when the bytes its inputs add to the residuals are at most the bytes its results free; a
+    view (transpose, reshape, ...) is counted as the value it views, and inputs, params and
+    constants cost nothing (the caller holds them anyway), nor do scalars. Effects, random draws and ops with
+    sub-blocks never move. ``not_residual``: the names never held as residuals (constants, and
+    values depending on a cotangent)."""
+    from d2s_runtime.ops import OPS
+
+    constants = not_residual
+
+    producer = {o: op for op in fwd_ops for o in op.outputs}
+    fwd_use = {}  # name -> readers among the forward ops (and the forward's outputs)
+    for op in fwd_ops:
+        for n in op.inputs:
+            fwd_use[n] = fwd_use.get(n, 0) + 1
+    for n in fwd_outs:
+        fwd_use[n] = fwd_use.get(n, 0) + 1
+
+    roots = {}
+
+    def root(name):
+        # the value whose buffer ``name`` may be a view of (itself for a fresh value)
+        r = roots.get(name)
+        if r is None:
+            op = producer.get(name)
+            opdef = OPS.get(op.type) if op is not None else None
+            r = root(op.inputs[0]) if opdef is not None and opdef.view and op.inputs else name
+            roots[name] = r
+        return r
+
+    def weight(r):
+        if r not in producer:  # an input, param or constant: held by the caller or program
+            return 0
+        t = block.vars[r].type
+        n = 1
+        for d in t.shape:
+            n *= 1 if d is None else d
+        if n <= 1 and None not in t.shape:
+            return 0  # a scalar (the 1 of ``1 - y*y``): not worth keeping a larger value for
+        try:
+            return n * np.dtype(t.dtype).itemsize
+        except TypeError:
+            return n * 8
+
+    resid = set()
+    for n in [n for op in bwd_ops for n in op.inputs] + list(grads):
+        if n not in constants:
+            resid.add(n)
+    held = {}  # root -> how many residuals view it
+    for n in resid:
+        r = root(n)
+        held[r] = held.get(r, 0) + 1
+
+    moved = set()
+    for op in reversed(fwd_ops):
+        opdef = OPS.get(op.type)
+        if opdef is None or op.blocks or opdef.effect or opdef.random:
+            continue
+        if any(fwd_use.get(o, 0) for o in op.outputs) or not any(o in resid for o in op.outputs):
+            continue
+        freed, drop = 0, {}
+        for o in op.outputs:
+            if o in resid:
+                r = root(o)
+                drop[r] = drop.get(r, 0) + 1
+        for r, k in drop.items():
+            if held[r] == k:
+                freed += weight(r)
+        added, new_roots = 0, set()
+        for i in op.inputs:
+            if i in constants or i in resid:
+                continue
+            r = root(i)
+            if held.get(r, 0) - drop.get(r, 0) <= 0 and r not in new_roots:
+                new_roots.add(r)
+                added += weight(r)
+        if added > freed:
+            continue
+        moved.add(id(op))
+        for o in op.outputs:
+            if o in resid:
+                resid.discard(o)
+                held[root(o)] -= 1
+        for i in op.inputs:
+            fwd_use[i] -= 1
+            if i not in constants and i not in resid:
+                resid.add(i)
+                r = root(i)
+                held[r] = held.get(r, 0) + 1
+    if not moved:
+        return fwd_ops, bwd_ops
+    return ([op for op in fwd_ops if id(op) not in moved],
+            [op for op in fwd_ops if id(op) in moved] + list(bwd_ops))
+
+
 def _program(joint, name, inputs, params, ops, outputs):
     """A program over ``ops`` (taken from ``joint``'s global block) with these feeds and
     outputs; the constants and var types it needs are copied from ``joint``."""
@@ -225,4 +332,4 @@ def _program(joint, name, inputs, params, ops, outputs):
     return p
 
 
-__all__ = ["Split", "split_training", "split_joint"]
+__all__ = ["Split", "split_training", "split_joint", "move_to_backward"]
