@@ -163,6 +163,8 @@ def _needed_nodes(roots, targets):
 
 
 def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=None):
+    if targets is None and capture is None and len(roots) == 1 and _flat(roots[0][0]):
+        return _run_flat(roots[0], retain_graph, create_graph)
     needed = _needed_nodes(roots, targets) if targets is not None else None
     # Count, for every node, how many gradients it will receive.
     deps = {}
@@ -228,6 +230,54 @@ def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=No
                         ready.append(nxt)
                     else:
                         _skip(nxt, deps, ready, buffers, needed)
+        callbacks = stack[-1]
+        while callbacks:  # a callback may queue another
+            callbacks.pop(0)()
+    finally:
+        stack.pop()
+        STATE.grad_enabled = prev_mode
+
+
+def _flat(node):
+    """Whether ``node``'s graph is the node and distinct leaf sinks only (a converted forward's
+    ``RunProgramBackward0`` over parameters): ``_run_flat`` then gives what ``_run`` gives."""
+    if node is None or type(node) is AccumulateGrad:
+        return False
+    nexts = node.next_functions
+    seen = set()
+    for nxt, _ in nexts:
+        if nxt is not None:
+            if type(nxt) is not AccumulateGrad or nxt in seen:
+                return False
+            seen.add(nxt)
+    return True
+
+
+def _run_flat(root, retain_graph, create_graph):
+    """``_run`` for one root node whose successors are distinct leaf sinks: no dependency count
+    or ready queue is needed. Leaves are written in the order ``_run`` writes them (its ready
+    stack pops the last one pushed first)."""
+    node, idx, g = root
+    n_out = len(node.outputs or ()) or idx + 1
+    grads = [None] * max(n_out, idx + 1)
+    grads[idx] = g
+    prev_mode = STATE.grad_enabled
+    STATE.grad_enabled = bool(create_graph)
+    stack = getattr(_callbacks, "stack", None)
+    if stack is None:
+        stack = _callbacks.stack = []
+    stack.append([])
+    try:
+        if node.pre_hooks or node.retained:
+            grads = _outputs_hooks(node, grads, None, create_graph)
+        in_grads = node.apply(grads)
+        if ACTIVE_THREADS[0]:
+            check_gradients(node, grads, in_grads)
+        if not retain_graph:
+            node.release()
+        leaves = [(nxt, g) for (nxt, _), g in zip(node.next_functions, in_grads) if nxt is not None and g is not None]
+        for nxt, g in reversed(leaves):
+            _leaf(nxt, g, None, create_graph, None)
         callbacks = stack[-1]
         while callbacks:  # a callback may queue another
             callbacks.pop(0)()

@@ -235,13 +235,21 @@ def move_to_backward(block, fwd_ops, bwd_ops, fwd_outs, grads, not_residual):
     roots = {}
 
     def root(name):
-        # the value whose buffer ``name`` may be a view of (itself for a fresh value)
-        r = roots.get(name)
-        if r is None:
-            op = producer.get(name)
+        # the value whose buffer ``name`` may be a view of (itself for a fresh value); a loop,
+        # not recursion: a chain of views may be as long as the program
+        chain = []
+        r = name
+        while r not in roots:
+            op = producer.get(r)
             opdef = OPS.get(op.type) if op is not None else None
-            r = root(op.inputs[0]) if opdef is not None and opdef.view and op.inputs else name
-            roots[name] = r
+            if opdef is None or not opdef.view or not op.inputs:
+                roots[r] = r
+                break
+            chain.append(r)
+            r = op.inputs[0]
+        r = roots[r]
+        for n in chain:
+            roots[n] = r
         return r
 
     def weight(r):
