@@ -340,16 +340,6 @@ class ConcreteProgram:
             return tensors[0]
         return self.rebuild(tensors)
 
-    def _needs_grad(self, leaves):
-        """Whether a call on ``leaves`` in grad mode records autograd (see ``_grad_masks``)."""
-        for t in leaves:
-            if t.requires_grad:
-                return True
-        for t in self.param_tensors:
-            if t.requires_grad:
-                return True
-        return False
-
     def _run_no_grad(self, leaves):
         """``run`` for a call that records no autograd: the per-call hot path of inference."""
         params = self.param_tensors
@@ -365,17 +355,6 @@ class ConcreteProgram:
         return self.rebuild(tensors)
 
     # ------------------------------------------------------------ autograd
-    def _grad_masks(self, leaves):
-        """(input mask, param mask) of the values that require grad, or None when none does
-        (or no output is differentiable)."""
-        if not self.any_float_out:
-            return None
-        in_mask = tuple(bool(t.requires_grad) for t in leaves)
-        par_mask = tuple(bool(t.requires_grad) for t in self.param_tensors)
-        if not (any(in_mask) or any(par_mask)):
-            return None
-        return in_mask, par_mask
-
     def trainer(self, in_mask, par_mask):
         """The :class:`TrainingRunner` for these masks (built once), or None when this
         program's backward cannot be split from it (the backward then recomputes the forward)."""
@@ -488,7 +467,8 @@ def _run_program_backward(node, *grads):
         return _differentiable_backward(node, grads, create_graph=False)
     if trainer is not None:
         res = trainer.backward(residuals[0], [g._data for g in grads], residuals[1], node.given)
-        return tuple(None if r is None else Tensor._make(r) for r in res)
+        make = Tensor._make
+        return [None if r is None else make(r) for r in res]
     runner = node.entry.backward_runner(*node.masks)
     with _same_draws(rng):
         res = runner.run(arrays, params, [g._data for g in grads])
