@@ -162,3 +162,28 @@ def test_relu_gradient_from_its_output_as_pytorch():
     out.add_(1.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_one_node_path_equals_the_general_engine(monkeypatch, create_graph):
+    from d2s.autograd import engine
+    rng = np.random.default_rng(7)
+    x, y = _data(rng, 4)
+    results, calls = [], []
+    real = engine._run_flat
+    monkeypatch.setattr(engine, "_run_flat", lambda *a: (calls.append(1), real(*a))[1])
+    for flat in (True, False):
+        if not flat:
+            monkeypatch.setattr(engine, "_flat", lambda node: False)
+        _, static = _pair(Net)
+        order = []
+        for name, p in static.named_parameters():
+            p.register_post_accumulate_grad_hook(lambda t, name=name: order.append(name))
+        for _ in range(2):  # the second call accumulates into .grad
+            static(x, y).backward(create_graph=create_graph)
+        grads = [None if p.grad is None else p.grad.numpy().copy() for p in static.parameters()]
+        results.append((order, grads))
+    assert len(calls) == 2  # the first model took the one-node path, the second did not
+    (order_flat, grads_flat), (order_general, grads_general) = results
+    assert order_flat == order_general and len(order_flat) == 12
+    _same(grads_flat, grads_general)
