@@ -11,6 +11,8 @@ becomes the *backward* program, whose inputs are the residuals and the cotangent
 
 Sub-blocks read outer values only through their op's inputs, so deciding per op of the global
 block is exact: a ``cond``/``while`` op is forward when none of its inputs is a cotangent.
+Ops of the first kind whose results only the backward reads then move to the backward when
+that keeps fewer bytes alive between the halves (``move_to_backward``).
 """
 import numpy as np
 
