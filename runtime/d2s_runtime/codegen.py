@@ -21,7 +21,9 @@ Small-tensor programs are dominated by per-op overhead, so the generated code al
   0-d constants and inputs get a scalar twin bound once at entry for such uses;
 * calls a few reductions through the array's own method (``v.sum()``) when the attrs make
   that identical to the kernel (the op's ``method`` trait);
-* skips ``del`` for values known to be tiny (they would cost more time than they save).
+* skips ``del`` for values known to be tiny (they would cost more time than they save);
+* binds the input of an op whose kernel returns it unchanged (its ``alias`` trait:
+  ``stop_gradient``) instead of calling the kernel.
 
 Values are therefore ndarrays or numpy scalars (``device='cpu'``) and always arrays of ``xp``
 (``device='gpu'``); a kernel gets 0-d inputs as arrays, and program outputs are arrays, as
@@ -383,6 +385,9 @@ class _Codegen:
         for o, loc in zip(op.outputs, outs):
             self.local[o] = loc
         opdef = OPS[op.type]
+        if opdef.alias and len(op.inputs) == 1 and len(outs) == 1 and not op.attrs:
+            # the kernel would return its input (stop_gradient): bind it, as the call would
+            return self.emit(indent, f"{outs[0]} = {self.local[op.inputs[0]]}", info)
         if opdef.n_out != 1 or len(outs) != 1:
             call = self.kernel_call(op, opdef)
             return self.emit(indent, f"{', '.join(outs)}, = _multi({call}, {len(outs)})", info)

@@ -20,8 +20,11 @@ list_stack     L -> T                         the elements stacked along a new a
 list_index_check  ok ->                       raise IndexError unless ok (an effect op)
 =============  =============================  ==========================================
 """
+import sys
 import threading
 import weakref
+
+import numpy as np
 
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import fmt_shape
@@ -64,6 +67,50 @@ _TIPS = {}              # id(growing array) -> weak reference to its newest view
 _TIPS_LOCK = threading.Lock()
 _MIN_CAPACITY = 8
 
+# Growing arrays of at least _POOL_MIN_BYTES are kept in a pool once made, and handed out
+# again once nothing references them any more (no view of them is alive: their reference
+# count is the pool's own). A loop gradient's stacks grow to megabytes at every call of its
+# program: taken from fresh memory, the pages the kernel zeroes on first touch cost about a
+# third of the call, and growing by doubling copies every element about once more (measured
+# on the RNN of benchmarks/bench_native.py). A new growing array is therefore the largest free
+# pooled one of its dtype and element shape (one call's stacks start at the size the previous
+# call's reached). At most _POOL_MAX_BYTES stay pooled; numpy arrays only (other array
+# modules allocate as before).
+_POOL = {}              # (dtype, trailing dims) -> [growing arrays], largest first
+_POOL_MIN_BYTES = 1 << 16
+_POOL_MAX_BYTES = 1 << 26
+_pooled_bytes = [0]
+_probe = [np.empty(1)]
+_UNREFERENCED = sys.getrefcount(_probe[0])  # the count of an array only a list holds, as read below
+del _probe
+
+
+def _growing_array(xp, rows, trailing, dtype):
+    """An array of at least ``rows`` rows of ``trailing`` dims to append into (lock held)."""
+    if xp is not np:
+        return xp.empty((rows,) + trailing, dtype=dtype)
+    dtype = np.dtype(dtype)
+    row_bytes = dtype.itemsize
+    for d in trailing:
+        row_bytes *= d
+    if rows * row_bytes < _POOL_MIN_BYTES:
+        return np.empty((rows,) + trailing, dtype=dtype)
+    key = (dtype.str, trailing)
+    free = _POOL.get(key)
+    if free:
+        for i in range(len(free)):
+            if free[i].shape[0] < rows:
+                break
+            if sys.getrefcount(free[i]) <= _UNREFERENCED:
+                return free[i]
+    base = np.empty((rows,) + trailing, dtype=dtype)
+    if _pooled_bytes[0] + base.nbytes <= _POOL_MAX_BYTES:
+        free = _POOL.setdefault(key, [])
+        free.append(base)
+        free.sort(key=lambda a: -a.shape[0])
+        _pooled_bytes[0] += base.nbytes
+    return base
+
 
 def _append(xp, arr, rows):
     """``concatenate([arr, rows])`` along axis 0, in amortized O(len(rows)): written in place
@@ -74,9 +121,10 @@ def _append(xp, arr, rows):
     with _TIPS_LOCK:
         tip = _TIPS.get(id(base)) if base is not None else None
         if tip is None or tip() is not arr or n + k > base.shape[0]:
-            base = xp.empty((max(2 * (n + k), _MIN_CAPACITY),) + tuple(arr.shape[1:]), dtype=arr.dtype)
+            base = _growing_array(xp, max(2 * (n + k), _MIN_CAPACITY), tuple(arr.shape[1:]), arr.dtype)
             base[:n] = arr
-            weakref.finalize(base, _TIPS.pop, id(base), None)
+            if id(base) not in _TIPS:
+                weakref.finalize(base, _TIPS.pop, id(base), None)
         base[n:n + k] = rows
         out = base[:n + k]
         _TIPS[id(base)] = weakref.ref(out)
