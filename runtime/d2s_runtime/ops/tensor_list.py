@@ -19,6 +19,8 @@ list_len       L -> n                         ``len(L)`` as a 0-d int64 tensor
 list_stack     L -> T                         the elements stacked along a new axis 0
 list_index_check  ok ->                       raise IndexError unless ok (an effect op)
 =============  =============================  ==========================================
+
+``stack_rows`` reads the elements of a ragged stack (below) as one matrix.
 """
 import sys
 import threading
@@ -275,6 +277,22 @@ def _stack_pop(xp, buf, shapes, shape, dtype=None):
     return buf[:cut], shapes[:-1], buf[cut:].reshape(dims)
 
 
+def _stack_rows_infer(buf, width):
+    if buf.ndim != 1 or type(width) is not int or width < 1:
+        raise ShapeError(f"stack_rows: takes a stack's element buffer (1-d) and a positive int width, got {buf} "
+                         f"and {width!r}")
+    return TensorType((None, width), buf.dtype)
+
+
+@defop("stack_rows", _stack_rows_infer)
+def _stack_rows(xp, buf, width):
+    """The elements of a stack whose elements are all ``(k, width)`` arrays, one under the other:
+    a ``(total k, width)`` matrix (a view of ``buf``, oldest element first)."""
+    if buf.shape[0] % width:
+        raise ShapeError(f"stack_rows: a stack holding {buf.shape[0]} numbers is not made of rows of {width}")
+    return buf.reshape(-1, width)
+
+
 # The native backend holds a stack as growing arrays with a header (``Lowerer.stack_new`` in
 # native/lower.py): pushes and pops cost O(element) there too, and a program's stack outputs
 # come back in this module's format.
@@ -293,4 +311,21 @@ def _stack_pop_native(e, buf, shapes, shape, dtype=None):
     return e.stack_pop(buf, shapes, shape)
 
 
+@deflowering("stack_rows", "native")
+def _stack_rows_native(e, buf, width):
+    # a stack in the native format is converted as the program's stack outputs are (its filled
+    # part, copied out); one that came from outside is a plain array already. ``Emit`` has no
+    # builder for it, so this reads the lowerer's stack table (native/lower.py, ``stacks``).
+    low = e._l
+    tag = low.stacks.get(buf.name)
+    if tag is not None:
+        if tag[0] != "buf":
+            e.unsupported("reads a stack's shapes, not its elements")
+        name = low.fresh()
+        low.emit(low.indent, f"{name} = L.stack_buf_out({buf.name}, {tag[1]})")
+        buf = low.new_array(name, buf.dtype, (None,))
+    return e.reshape(buf, [-1, width])
+
+
 _stack_push_native.reads_stacks = _stack_pop_native.reads_stacks = True  # they read the native stack format
+_stack_rows_native.reads_stacks = True

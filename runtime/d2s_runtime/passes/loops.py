@@ -647,8 +647,8 @@ def _hoist_sums(program, block, namer, loop):
             after.append(Op(optype, inputs, [v], attrs))
             return v
 
-        rx = emit("reshape", [bx], {"shape": [-1, tx.shape[1]]})
-        ry = emit("reshape", [by], {"shape": [-1, ty.shape[1]]})
+        rx = emit("stack_rows", [bx], {"width": tx.shape[1]})
+        ry = emit("stack_rows", [by], {"width": ty.shape[1]})
         total = emit("matmul", [emit("transpose", [rx], {"perm": [1, 0]}), ry], {})
         renames[acc_out] = emit("add", [acc_out, total], {})
     for op in block.ops:

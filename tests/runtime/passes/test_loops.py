@@ -255,3 +255,18 @@ def test_loop_matmul_sums_only_takes_accumulators_nothing_else_reads():
     for trips in (0, 1, 4):
         feeds = [rng.standard_normal((4, 2, 3)), rng.standard_normal(3), np.array(trips)]
         np.testing.assert_allclose(Executor(hoisted).run(*feeds)[0], Executor(only).run(*feeds)[0], rtol=1e-12)
+
+
+def test_the_optimized_program_runs_natively_with_the_same_values(tmp_path):
+    """The stacks ``loop_matmul_sums`` reads after the loop (``stack_rows``) lower natively."""
+    pytest.importorskip("numba")
+    from d2s_runtime import native
+    q = optimize(_program())
+    assert "stack_rows" in [op.type for op in q.block.ops]
+    fn = native.compile_lowered(native.lower_program(q), cache_dir=str(tmp_path))
+    ref = Executor(q)
+    for seed, n in enumerate(TRIPS):
+        feeds = _feeds(seed, n)
+        for got, want in zip(fn(*feeds), ref.run(*feeds)):
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
