@@ -276,7 +276,6 @@ def _cheap(op):
 def _move_residuals(program, block, namer, f, g, anchors):
     fb, gb = f.blocks["body"], g.blocks["body"]
     defs = _defs(block)
-    fdefs = _defs(fb)
     ng, nf = len(g.outputs), len(f.outputs)
     f_index = block.ops.index(f)
     after_f = _dependents(block, f.outputs)
@@ -533,7 +532,7 @@ def loop_matmul_sums(program):
     return p
 
 
-def _matmul_sum(body, bdefs, uses, pos, n):
+def _matmul_sum(body, bdefs, uses, pos):
     """``(X, Y)`` (body values) when carry ``pos`` is updated as ``carry + X.T @ Y`` (2-d, the
     product read by nothing else), else None."""
     acc_in = body.inputs[pos]
@@ -595,7 +594,7 @@ def _hoist_sums(program, block, namer, loop):
     for pos in range(n):
         if body.inputs[pos] in cond_reads or body.lookup(body.inputs[pos]).type.dtype not in ("float32", "float64"):
             continue
-        xy = _matmul_sum(body, bdefs, uses, pos, n)
+        xy = _matmul_sum(body, bdefs, uses, pos)
         if xy is not None:
             found.append((pos, *xy))
     if not found:
