@@ -72,3 +72,8 @@ _.dispatcher  # native.compile_lowered's fn.dispatcher: numba's dispatcher, read
 _.set_default_device  # public API (d2s.set_default_device, as torch.set_default_device); tests/conftest.py
 _.register_device  # public runtime hook: tests/conftest.py registers the "strict" test device with it
 _.unregister_device  # its inverse (tests/strict_device.py)
+
+# d2s_runtime/blas.py
+_.enter_if_busy  # called by generated code, looked up by name (codegen.g_blas)
+_.leave_if  # called by generated code, looked up by name (codegen.g_blas)
+_.threads  # blas.threads(): numpy's BLAS thread count, for callers and tests checking it is restored

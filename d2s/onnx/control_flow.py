@@ -161,7 +161,7 @@ def _scan(ex, g, op):
 
 
 # ------------------------------------------------------------------ tensor lists
-onnx_unsupported("stack_new", "stack_push", "stack_pop",
+onnx_unsupported("stack_new", "stack_push", "stack_pop", "stack_rows",
                  reason="the stacks of saved loop carries belong to backward programs; export the forward program")
 onnx_unsupported("list_index_check", reason="an ONNX graph cannot raise on an index out of range; index tensor "
                                             "lists with indices known to be in range, or use to_static")

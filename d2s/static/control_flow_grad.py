@@ -23,7 +23,7 @@ from ..tensor import Tensor
 from .control_flow import cond, scan, while_loop
 from .replay import replay_block
 
-nondiff("list_new", "list_len", "stack_new", "stack_push", "stack_pop", "list_index_check")
+nondiff("list_new", "list_len", "stack_new", "stack_push", "stack_pop", "stack_rows", "list_index_check")
 
 
 def _is_float(t):

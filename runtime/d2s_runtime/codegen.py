@@ -21,7 +21,10 @@ Small-tensor programs are dominated by per-op overhead, so the generated code al
   0-d constants and inputs get a scalar twin bound once at entry for such uses;
 * calls a few reductions through the array's own method (``v.sum()``) when the attrs make
   that identical to the kernel (the op's ``method`` trait);
-* skips ``del`` for values known to be tiny (they would cost more time than they save).
+* skips ``del`` for values known to be tiny (they would cost more time than they save);
+* binds the input of an op whose kernel returns it unchanged (its ``alias`` trait:
+  ``stop_gradient``) instead of calling the kernel;
+* runs a loop whose matrix products are all small with BLAS on one thread (``blas.py``).
 
 Values are therefore ndarrays or numpy scalars (``device='cpu'``) and always arrays of ``xp``
 (``device='gpu'``); a kernel gets 0-d inputs as arrays, and program outputs are arrays, as
@@ -43,6 +46,7 @@ from itertools import count
 
 import numpy as np
 
+from . import blas
 from .control_flow import RULES, loop_limit_exceeded
 from .ops import OPS
 from .schedule import topo_order
@@ -207,6 +211,7 @@ class _Codegen:
         self.twin_src = {}  # feed local -> expression of its scalar twin (bound at entry on demand)
         self.fixed = set()  # locals never deleted (constants read from the globals)
         self.rule_blocks = []
+        self.blas_single = False  # emitting inside a loop that runs BLAS on one thread
         self._n = count()
         self._k = count()
 
@@ -265,13 +270,22 @@ class _Codegen:
             if self.numpy and self.is0d(name):
                 self.twin_src[loc] = f"{loc}[()]"
         owned = set(feeds) | {o for op in prog.block.ops for o in op.outputs}
-        self.emit_ops(prog.block, self.main_order, 1, owned=owned, keep=set(prog.outputs), main=True)
+        # on a machine whose cores are all busy, BLAS runs on one thread (see blas.py)
+        wrap = self.numpy and blas.enabled and self.has_products(prog.block)
+        top = 2 if wrap else 1
+        if wrap:
+            self.emit(1, f"_bt = {self.g_blas('enter_if_busy')}()")
+            self.emit(1, "try:")
+        self.emit_ops(prog.block, self.main_order, top, owned=owned, keep=set(prog.outputs), main=True)
         outs = []
         for name in prog.outputs:
             loc = self.local[name]
             # a 0-d output may be a numpy scalar here: the caller gets an array, as always
             outs.append(f"_asarray({loc})" if self.numpy and self.maybe0d(name) else loc)
-        self.emit(1, f"return [{', '.join(outs)}]")
+        self.emit(top, f"return [{', '.join(outs)}]")
+        if wrap:
+            self.emit(1, "finally:")
+            self.emit(2, f"{self.g_blas('leave_if')}(_bt)")
         lines = [f"def program({', '.join(args)}):"]
         lines += ["    " + t for t in self.entry]
         info = {}
@@ -374,15 +388,28 @@ class _Codegen:
         if op.blocks or op.type not in OPS:
             if op.type == "cond" and self.cond_ok(op):
                 return self.emit_cond(op, indent, info)
-            if op.type == "while" and self.while_ok(op):
-                return self.emit_while(op, indent, info)
-            if op.type == "scan" and self.scan_ok(op):
-                return self.emit_scan(op, indent, info)
+            loop = {"while": (self.while_ok, self.emit_while), "scan": (self.scan_ok, self.emit_scan)}.get(op.type)
+            if loop is not None and loop[0](op):
+                if not self.small_products(op):
+                    return loop[1](op, indent, info)
+                # one BLAS thread for a loop of small products (see blas.py), restored after it
+                self.blas_single = True
+                self.emit(indent, f"{self.g_blas('enter')}()", info)
+                self.emit(indent, "try:", info)
+                try:
+                    loop[1](op, indent + 1, info)
+                finally:
+                    self.blas_single = False
+                self.emit(indent, "finally:", info)
+                return self.emit(indent + 1, f"{self.g_blas('leave')}()", info)
             return self.emit_rule(op, indent, info)
         outs = [self.fresh() for _ in op.outputs]
         for o, loc in zip(op.outputs, outs):
             self.local[o] = loc
         opdef = OPS[op.type]
+        if opdef.alias and len(op.inputs) == 1 and len(outs) == 1 and not op.attrs:
+            # the kernel would return its input (stop_gradient): bind it, as the call would
+            return self.emit(indent, f"{outs[0]} = {self.local[op.inputs[0]]}", info)
         if opdef.n_out != 1 or len(outs) != 1:
             call = self.kernel_call(op, opdef)
             return self.emit(indent, f"{', '.join(outs)}, = _multi({call}, {len(outs)})", info)
@@ -408,6 +435,49 @@ class _Codegen:
         self.emit(indent, f"{out} = {self.kernel_call(op, opdef)}", info)
         # kernels may return non-arrays (Python or numpy scalars): wrap, as the interpreter does
         self.emit(indent, f"if type({out}) is not _nd: {out} = _asarray({out})", info)
+
+    def g_blas(self, name):
+        key = "_blas_" + name  # a fixed prefix plus one of two function names of blas.py
+        if key not in self.g:
+            self.g[key] = getattr(blas, name)
+        return key
+
+    def has_products(self, block):
+        """Whether ``block`` (or a block inside it) computes matrix products."""
+        stack = [block]
+        while stack:
+            b = stack.pop()
+            for op in b.ops:
+                stack.extend(op.blocks.values())
+                opdef = OPS.get(op.type)
+                if opdef is not None and opdef.ufunc == "matmul":
+                    return True
+        return False
+
+    def small_products(self, op):
+        """Whether loop ``op`` (numpy) computes matrix products, all of sizes known to be at most
+        ``blas.SMALL_PRODUCT`` multiply-adds (and is not inside such a loop already)."""
+        if not self.numpy or self.blas_single or not blas.enabled:
+            return False
+        found = False
+        stack = list(op.blocks.values())
+        while stack:
+            block = stack.pop()
+            for sub in block.ops:
+                stack.extend(sub.blocks.values())
+                opdef = OPS.get(sub.type)
+                if opdef is None or opdef.ufunc != "matmul":
+                    continue
+                ta, tb = (self.types.get(n) for n in sub.inputs[:2])
+                if ta is None or tb is None or None in ta.shape or None in tb.shape:
+                    return False
+                size = 1
+                for d in ta.shape:
+                    size *= d
+                if size * (tb.shape[-1] if len(tb.shape) >= 2 else 1) > blas.SMALL_PRODUCT:
+                    return False
+                found = True
+        return found
 
     def g_ufunc(self, name):
         key = "u_" + name  # a fixed prefix plus a ufunc name from this runtime's op registry

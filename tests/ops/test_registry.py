@@ -146,6 +146,7 @@ CASES = {
     "list_push": (_INTERNAL, _LISTS), "list_pop": (_INTERNAL, _LISTS), "list_get": (_INTERNAL, _LISTS),
     "list_stack": (_INTERNAL, _LISTS),
     "stack_new": (_INTERNAL, _ND), "stack_push": (_INTERNAL, _ND), "stack_pop": (_INTERNAL, _ND),
+    "stack_rows": (_INTERNAL, _ND),
 }
 
 

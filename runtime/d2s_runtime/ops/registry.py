@@ -60,6 +60,7 @@ TRAITS = {
     "writes_input": False,  # returns (a copy of) input 0 with some elements written
     "view": False,          # eager output may share input 0's memory (autograd version checks)
     "movement": False,      # only moves, reshapes or relabels input 0's elements
+    "alias": False,         # the kernel returns input 0 itself, unchanged (generated code binds it)
     "random": False,        # draws from the generator (implies effect)
     "effect": False,        # passes must neither merge nor drop it (random, print, assert)
 }

@@ -150,7 +150,8 @@ def _same_infer(x, **_):
     return TensorType(x.shape, x.dtype)
 
 
-defop("stop_gradient", _same_infer, doc="The input itself; gradients do not flow through it.", movement=True)(lambda xp, x: x)
+defop("stop_gradient", _same_infer, doc="The input itself; gradients do not flow through it.", movement=True,
+      alias=True)(lambda xp, x: x)
 
 
 @defop("to_device", _same_infer)

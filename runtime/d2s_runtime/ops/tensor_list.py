@@ -19,9 +19,14 @@ list_len       L -> n                         ``len(L)`` as a 0-d int64 tensor
 list_stack     L -> T                         the elements stacked along a new axis 0
 list_index_check  ok ->                       raise IndexError unless ok (an effect op)
 =============  =============================  ==========================================
+
+``stack_rows`` reads the elements of a ragged stack (below) as one matrix.
 """
+import sys
 import threading
 import weakref
+
+import numpy as np
 
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import fmt_shape
@@ -64,6 +69,50 @@ _TIPS = {}              # id(growing array) -> weak reference to its newest view
 _TIPS_LOCK = threading.Lock()
 _MIN_CAPACITY = 8
 
+# Growing arrays of at least _POOL_MIN_BYTES are kept in a pool once made, and handed out
+# again once nothing references them any more (no view of them is alive: their reference
+# count is the pool's own). A loop gradient's stacks grow to megabytes at every call of its
+# program: taken from fresh memory, the pages the kernel zeroes on first touch cost about a
+# third of the call, and growing by doubling copies every element about once more (measured
+# on the RNN of benchmarks/bench_native.py). A new growing array is therefore the largest free
+# pooled one of its dtype and element shape (one call's stacks start at the size the previous
+# call's reached). At most _POOL_MAX_BYTES stay pooled; numpy arrays only (other array
+# modules allocate as before).
+_POOL = {}              # (dtype, trailing dims) -> [growing arrays], largest first
+_POOL_MIN_BYTES = 1 << 16
+_POOL_MAX_BYTES = 1 << 26
+_pooled_bytes = [0]
+_probe = [np.empty(1)]
+_UNREFERENCED = sys.getrefcount(_probe[0])  # the count of an array only a list holds, as read below
+del _probe
+
+
+def _growing_array(xp, rows, trailing, dtype):
+    """An array of at least ``rows`` rows of ``trailing`` dims to append into (lock held)."""
+    if xp is not np:
+        return xp.empty((rows,) + trailing, dtype=dtype)
+    dtype = np.dtype(dtype)
+    row_bytes = dtype.itemsize
+    for d in trailing:
+        row_bytes *= d
+    if rows * row_bytes < _POOL_MIN_BYTES:
+        return np.empty((rows,) + trailing, dtype=dtype)
+    key = (dtype.str, trailing)
+    free = _POOL.get(key)
+    if free:
+        for i in range(len(free)):
+            if free[i].shape[0] < rows:
+                break
+            if sys.getrefcount(free[i]) <= _UNREFERENCED:
+                return free[i]
+    base = np.empty((rows,) + trailing, dtype=dtype)
+    if _pooled_bytes[0] + base.nbytes <= _POOL_MAX_BYTES:
+        free = _POOL.setdefault(key, [])
+        free.append(base)
+        free.sort(key=lambda a: -a.shape[0])
+        _pooled_bytes[0] += base.nbytes
+    return base
+
 
 def _append(xp, arr, rows):
     """``concatenate([arr, rows])`` along axis 0, in amortized O(len(rows)): written in place
@@ -74,9 +123,10 @@ def _append(xp, arr, rows):
     with _TIPS_LOCK:
         tip = _TIPS.get(id(base)) if base is not None else None
         if tip is None or tip() is not arr or n + k > base.shape[0]:
-            base = xp.empty((max(2 * (n + k), _MIN_CAPACITY),) + tuple(arr.shape[1:]), dtype=arr.dtype)
+            base = _growing_array(xp, max(2 * (n + k), _MIN_CAPACITY), tuple(arr.shape[1:]), arr.dtype)
             base[:n] = arr
-            weakref.finalize(base, _TIPS.pop, id(base), None)
+            if id(base) not in _TIPS:
+                weakref.finalize(base, _TIPS.pop, id(base), None)
         base[n:n + k] = rows
         out = base[:n + k]
         _TIPS[id(base)] = weakref.ref(out)
@@ -227,6 +277,22 @@ def _stack_pop(xp, buf, shapes, shape, dtype=None):
     return buf[:cut], shapes[:-1], buf[cut:].reshape(dims)
 
 
+def _stack_rows_infer(buf, width):
+    if buf.ndim != 1 or type(width) is not int or width < 1:
+        raise ShapeError(f"stack_rows: takes a stack's element buffer (1-d) and a positive int width, got {buf} "
+                         f"and {width!r}")
+    return TensorType((None, width), buf.dtype)
+
+
+@defop("stack_rows", _stack_rows_infer)
+def _stack_rows(xp, buf, width):
+    """The elements of a stack whose elements are all ``(k, width)`` arrays, one under the other:
+    a ``(total k, width)`` matrix (a view of ``buf``, oldest element first)."""
+    if buf.shape[0] % width:
+        raise ShapeError(f"stack_rows: a stack holding {buf.shape[0]} numbers is not made of rows of {width}")
+    return buf.reshape(-1, width)
+
+
 # The native backend holds a stack as growing arrays with a header (``Lowerer.stack_new`` in
 # native/lower.py): pushes and pops cost O(element) there too, and a program's stack outputs
 # come back in this module's format.
@@ -245,4 +311,21 @@ def _stack_pop_native(e, buf, shapes, shape, dtype=None):
     return e.stack_pop(buf, shapes, shape)
 
 
+@deflowering("stack_rows", "native")
+def _stack_rows_native(e, buf, width):
+    # a stack in the native format is converted as the program's stack outputs are (its filled
+    # part, copied out); one that came from outside is a plain array already. ``Emit`` has no
+    # builder for it, so this reads the lowerer's stack table (native/lower.py, ``stacks``).
+    low = e._l
+    tag = low.stacks.get(buf.name)
+    if tag is not None:
+        if tag[0] != "buf":
+            e.unsupported("reads a stack's shapes, not its elements")
+        name = low.fresh()
+        low.emit(low.indent, f"{name} = L.stack_buf_out({buf.name}, {tag[1]})")
+        buf = low.new_array(name, buf.dtype, (None,))
+    return e.reshape(buf, [-1, width])
+
+
 _stack_push_native.reads_stacks = _stack_pop_native.reads_stacks = True  # they read the native stack format
+_stack_rows_native.reads_stacks = True
