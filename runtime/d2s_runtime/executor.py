@@ -203,8 +203,10 @@ class Executor:
         self._native_fn = None
         self._job = None  # the compile to start after the first call
         self._job_lock = threading.Lock()
-        self._native_state = "off"  # off | pending | native | unsupported | failed
+        self._native_state = "off"  # off | pending | measuring | native | auto-python | unsupported | failed
         self._native_reason = None
+        self._auto_reason = None  # why "auto" chose the backend it runs (once decided)
+        self._trial = None  # "auto"'s measurement while the state is "measuring"
         self._native_done = threading.Event()
         self._native_done.set()
         if requested == "python":
@@ -294,10 +296,52 @@ class Executor:
                         o.flags.writeable = False
                 return outs
         self._native_fn = fn
+        if self.backend_requested == "auto":
+            choice = tiers.auto_static_choice(self.program)
+            if choice is None:
+                # BLAS-bound programs may run slower natively: time both on the next calls
+                self._trial = tiers.AutoTrial()
+                self._native_state, self._native_reason = "measuring", None
+                self._box[0] = self._call_auto_trial
+                self._native_done.set()
+                return
+            self._auto_reason = choice[1]
         self._native_state, self._native_reason = "native", None
         self.backend = "native"
         self._box[0] = self._call_native_first
         self._native_done.set()
+
+    def _call_auto_trial(self, feeds):
+        """("auto", while measuring.) The first native call checks its outputs (untimed, as
+        :meth:`_call_native_first` does); the next calls alternate the backends, timed, until
+        :class:`tiers.AutoTrial` decides, then the winner runs every call."""
+        trial = self._trial
+        if not trial.checked:
+            trial.checked = True
+            outs = self._call_native(feeds)
+            if self._native_state == "measuring":
+                bad = _output_mismatch(self.program, outs, self._ndarray)
+                if bad is not None:
+                    self._drop_native(f"native outputs do not match the program: {bad}")
+                    return self._python_call(feeds)
+            return outs
+        which = trial.next_backend()
+        timer = tiers.timer
+        t0 = timer()
+        outs = self._call_native(feeds) if which == "native" else self._python_call(feeds)
+        elapsed = timer() - t0
+        if self._native_state != "measuring":  # native dropped (a run failed) or decided meanwhile
+            return outs
+        decision = trial.record(which, elapsed)
+        if decision is not None and self._native_state == "measuring":
+            winner, self._auto_reason = decision
+            if winner == "native":
+                self._native_state, self.backend = "native", "native"
+                self._box[0] = self._call_native
+            else:
+                self._native_state = "auto-python"
+                self._box[0] = self._python_call
+        return outs
 
     def _native_failed(self, reason, state="failed"):
         """(The compile worker.) The native backend will not run: keep the Python one."""
@@ -363,14 +407,20 @@ class Executor:
     def backend_report(self):
         """One line: which backend runs this program now, and why not the native one where it
         was asked for (``'native'``, ``'python (native pending: compiling in background)'``,
-        ``'python (native unsupported: <reason>)'``, ...)."""
+        ``'python (native unsupported: <reason>)'``, ...); with ``backend='auto'``, why it runs
+        the one it chose (``'native (auto: <reason>)'``, ``'python (auto: measured native
+        2.5x slower than python (...))'``)."""
         state = self._native_state
         if state == "native":
-            return "native"
+            return f"native (auto: {self._auto_reason})" if self._auto_reason else "native"
         if state == "off":
             return "python"
         if state == "pending":
             return "python (native pending: compiling in background)"
+        if state == "measuring":
+            return "python (auto: native ready, timing both backends on the next calls)"
+        if state == "auto-python":
+            return f"python (auto: {self._auto_reason})"
         return f"python (native {state}: {self._native_reason})"
 
     def wait_native(self, timeout=None):
@@ -576,7 +626,7 @@ class Executor:
                 v = self.xp.asarray(v)
             feeds.append(v)
         feeds += self._const_values
-        if self._native_state in ("pending", "native"):
+        if self._native_state in ("pending", "measuring", "native", "auto-python"):
             return self._box[0](feeds)
         if self._compiled is not None:
             return self._call_compiled(feeds)
@@ -608,7 +658,7 @@ class Executor:
         parallel mode the function calls :meth:`run`. With a native backend asked for, the
         function runs whichever backend runs now (it picks up the native one once swapped in).
         """
-        if self.backend_requested != "python" and self._native_state in ("pending", "native"):
+        if self.backend_requested != "python" and self._native_state in ("pending", "measuring", "native", "auto-python"):
             box, consts = self._box, self._const_values
             if consts:
                 def run_tiered_consts(inputs, params):

@@ -16,6 +16,14 @@ native compiler:
 Like a JIT's tiers (HotSpot's interpreter then C2, or JAX's async dispatch hiding compile
 time), the first call never waits for the slow compiler.
 
+``'auto'`` also never keeps a slower backend. Native code wins where numpy's per-op calls and
+temporaries dominate (control flow over small tensors, element-wise chains) but can lose where
+BLAS does the work (numba's ``np.dot`` calls scipy's BLAS, and its fused epilogues are serial
+loops). So once the native function is ready, :func:`auto_static_choice` decides the obvious
+case (no matmul in the program: native), and otherwise :class:`AutoTrial` times the next real
+calls, alternating the two backends, and keeps the faster one; ``backend_report()`` says which
+and why. ``'native'`` always runs native code once it is ready.
+
 The native compiler's disk cache is ``$D2S_CACHE_DIR/native`` (default
 ``~/.cache/d2s/native``; see ``native.default_cache_dir``), read at each compile.
 """
@@ -23,7 +31,9 @@ import atexit
 import importlib
 import importlib.util
 import queue
+import statistics
 import threading
+import time
 import weakref
 
 BACKENDS = ("python", "native", "auto")
@@ -35,6 +45,15 @@ default_backend = "python"
 # Compile in the preparing thread instead of the background one (tests and benchmarks that
 # must run natively from the first call, whatever the disk cache holds).
 synchronous = False
+
+# The clock of "auto"'s measurement (tests replace it with a deterministic one), and how many
+# timed calls of each backend decide: real calls, so the measurement costs at most this many
+# calls on the slower backend.
+timer = time.perf_counter
+AUTO_TRIAL_CALLS = 5
+
+# Ops whose native lowering calls BLAS (numba's np.dot): a program with one is measured.
+BLAS_OPS = frozenset({"matmul"})
 
 _AVAILABLE = []  # [(module or None, reason)], computed once per process
 _AVAILABLE_LOCK = threading.Lock()
@@ -153,3 +172,46 @@ class CompileJob:
         executor = self.executor()
         if executor is not None:
             executor._native_failed(f"native compile not done: {why}")
+
+
+def auto_static_choice(program):
+    """``("native", reason)`` when "auto" can pick native without measuring (no op of the program
+    calls BLAS: native code then runs the same arithmetic without numpy's per-op calls and
+    temporaries), else ``None`` (measure: :class:`AutoTrial`)."""
+    for block in program.blocks:
+        for op in block.ops:
+            if op.type in BLAS_OPS:
+                return None
+    return "native", "no BLAS op, chosen without measuring"
+
+
+class AutoTrial:
+    """The measurement that decides "auto" for a program with BLAS ops: the calls after the
+    native function is ready alternate native and Python (interleaved, so both see the same
+    load), each timed with :data:`timer`, until each backend ran :data:`AUTO_TRIAL_CALLS` times;
+    the backend with the lower median wins, Python on a tie (the exact one)."""
+
+    def __init__(self, calls=None):
+        self.calls = calls or AUTO_TRIAL_CALLS
+        self.times = {"native": [], "python": []}
+        self.turn = 0
+        self.checked = False  # the first native call (untimed) checked its outputs
+        self.lock = threading.Lock()
+
+    def next_backend(self):
+        with self.lock:
+            self.turn += 1
+            return "native" if self.turn % 2 else "python"
+
+    def record(self, backend, seconds):
+        """Record one timed call; returns ``(winner, reason)`` once decided, else ``None``."""
+        with self.lock:
+            self.times[backend].append(seconds)
+            nat, py = self.times["native"], self.times["python"]
+            if len(nat) < self.calls or len(py) < self.calls:
+                return None
+            tn, tp = statistics.median(nat), statistics.median(py)
+        ms = f"median of {self.calls} calls each: native {tn * 1e3:.3g} ms, python {tp * 1e3:.3g} ms"
+        if tn < tp:
+            return "native", f"measured {tp / max(tn, 1e-12):.2f}x faster than python ({ms})"
+        return "python", f"measured native {tn / max(tp, 1e-12):.2f}x slower than python ({ms})"
