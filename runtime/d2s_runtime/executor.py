@@ -32,6 +32,7 @@ function (``native/``), compiled in the background and swapped in when ready; th
 backend above runs meanwhile, and wherever the native one cannot (see ``tiers.py``).
 """
 import os
+import sys
 import threading
 from collections import namedtuple
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -114,8 +115,11 @@ class Executor:
             numba, see ``tiers.py``: compiled in the background while the Python backend runs,
             or loaded at once from the disk cache; where it cannot run, the Python backend
             runs and :meth:`backend_report` says why, never an error) or ``'auto'`` (native
-            when numba is installed and the program is supported, else python).
-            ``self.backend`` says which one runs now.
+            where it is supported and not slower: a program without matmuls runs natively
+            once compiled; one with matmuls times both backends on a few calls and keeps the
+            faster; its first call never waits for numba, even with a warm disk cache).
+            ``self.backend`` says which one runs now; ``self.native_origin`` where the
+            native code came from (``'disk cache'``, ``'compiled'``, ...).
     """
 
     def __init__(self, program, device="cpu", parallel=False, params=None, num_threads=None,
@@ -207,6 +211,8 @@ class Executor:
         self._native_reason = None
         self._auto_reason = None  # why "auto" chose the backend it runs (once decided)
         self._trial = None  # "auto"'s measurement while the state is "measuring"
+        # where the native machine code came from once ready: "disk cache", "compiled", ...
+        self.native_origin = None
         self._native_done = threading.Event()
         self._native_done.set()
         if requested == "python":
@@ -229,9 +235,11 @@ class Executor:
             cached = native.is_cached(lowered, cache_dir=cache)
         except Exception:  # noqa: BLE001 - an unreadable cache: compile in the background
             cached = False
-        if cached or tiers.synchronous:
-            # a warm process: loading the compiled function costs little, so run natively
-            # from the first call (a load that fails falls back to the background compile)
+        if tiers.synchronous or (cached and (requested == "native" or "numba" in sys.modules)):
+            # a warm process: load the compiled function now and run natively from the first
+            # call (a load that fails falls back to the background compile). It costs numba's
+            # start-up (about a second) if numba is not imported yet, which "auto" does not pay
+            # before its first call: it loads in the background like a compile
             try:
                 fn = native.compile_lowered(lowered, cache_dir=cache)
             except Exception as e:  # noqa: BLE001 - a failed compile leaves the Python backend running
@@ -296,6 +304,7 @@ class Executor:
                         o.flags.writeable = False
                 return outs
         self._native_fn = fn
+        self.native_origin = getattr(fn, "origin", None)
         if self.backend_requested == "auto":
             choice = tiers.auto_static_choice(self.program)
             if choice is None:
