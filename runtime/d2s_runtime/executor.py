@@ -32,7 +32,6 @@ function (``native/``), compiled in the background and swapped in when ready; th
 backend above runs meanwhile, and wherever the native one cannot (see ``tiers.py``).
 """
 import os
-import sys
 import threading
 from collections import namedtuple
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -221,25 +220,29 @@ class Executor:
         native = None
         if reason is None:
             native, reason = tiers.native_module()
+        cache = None  # the native compiler's default: $D2S_CACHE_DIR/native
+        if reason is None and requested == "auto" and not tiers.synchronous:
+            # "auto" never makes the first call wait for the native backend: the lowering,
+            # the disk-cache lookup and the load or compile all run in the background after it
+            self._defer_native(tiers.CompileJob(self, None, native, cache, order=self._main.order))
+            return
         lowered = None
         if reason is None:
             try:
                 lowered = native.lower_program(self.program, order=self._main.order)
             except Exception as e:  # noqa: BLE001 - NativeUnsupported, or a lowering bug: Python runs it
-                reason = _unsupported_reason(e)
+                reason = tiers.unsupported_reason(e)
         if reason is not None:
             self._native_state, self._native_reason = "unsupported", reason
             return
-        cache = None  # the native compiler's default: $D2S_CACHE_DIR/native
         try:
             cached = native.is_cached(lowered, cache_dir=cache)
         except Exception:  # noqa: BLE001 - an unreadable cache: compile in the background
             cached = False
-        if tiers.synchronous or (cached and (requested == "native" or "numba" in sys.modules)):
+        if cached or tiers.synchronous:
             # a warm process: load the compiled function now and run natively from the first
             # call (a load that fails falls back to the background compile). It costs numba's
-            # start-up (about a second) if numba is not imported yet, which "auto" does not pay
-            # before its first call: it loads in the background like a compile
+            # start-up (about a second) if numba is not imported yet
             try:
                 fn = native.compile_lowered(lowered, cache_dir=cache)
             except Exception as e:  # noqa: BLE001 - a failed compile leaves the Python backend running
@@ -249,11 +252,14 @@ class Executor:
             else:
                 self._native_ready(fn)
                 return
+        self._defer_native(tiers.CompileJob(self, lowered, native, cache))
+
+    def _defer_native(self, job):
         self._native_state = "pending"
         self._native_done.clear()
         # submitted after the first call: numba's compiler holds the GIL most of the time, so
         # compiling while the first call runs would make that call slower than on Python alone
-        self._job = tiers.CompileJob(self, lowered, native, cache)
+        self._job = job
         self._box[0] = self._first_call_then_compile
 
     def _first_call_then_compile(self, feeds):
@@ -909,13 +915,6 @@ def _output_mismatch(program, outs, ndarray):
     return None
 
 
-def _unsupported_reason(err):
-    """One line saying why the native backend refused a program."""
-    if type(err).__name__ == "NativeUnsupported":
-        return tiers.one_line(str(err))
-    return f"lowering failed: {tiers.one_line(err)}"
-
-
 class _OutStep:
     """A ufunc step writing into the buffer left by a dead value (planned by memory_plan)."""
 
@@ -937,6 +936,3 @@ class _OutStep:
 def _kernel_attrs(attrs):
     """Attrs as the kernels take them (JSON lists back to tuples where kernels need tuples)."""
     return dict(attrs)
-
-
-

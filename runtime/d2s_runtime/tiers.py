@@ -91,6 +91,13 @@ def one_line(err):
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+def unsupported_reason(err):
+    """One line saying why the native backend refused a program (``err`` from its lowering)."""
+    if type(err).__name__ == "NativeUnsupported":
+        return one_line(str(err))
+    return f"lowering failed: {one_line(err)}"
+
+
 def compile_failure(err):
     """``(reason, state)`` for a compile that raised ``err``: a program numba cannot type is
     unsupported (``NativeUnsupported``), anything else a failure."""
@@ -146,17 +153,23 @@ atexit.register(_stop_worker)
 class CompileJob:
     """The background compile of one lowered program for one executor."""
 
-    __slots__ = ("executor", "lowered", "native", "cache")
+    __slots__ = ("executor", "lowered", "native", "cache", "order")
 
-    def __init__(self, executor, lowered, native, cache):
+    def __init__(self, executor, lowered, native, cache, order=None):
         # weakly: an executor dropped before its turn is not compiled for
         self.executor = weakref.ref(executor)
-        self.lowered, self.native, self.cache = lowered, native, cache
+        self.lowered, self.native, self.cache, self.order = lowered, native, cache, order
 
     def run(self):
         executor = self.executor()
         if executor is None:
             return
+        if self.lowered is None:  # ("auto": lowered here, not before the first call)
+            try:
+                self.lowered = self.native.lower_program(executor.program, order=self.order)
+            except Exception as e:  # noqa: BLE001 - NativeUnsupported, or a lowering bug: Python runs it
+                executor._native_failed(unsupported_reason(e), "unsupported")
+                return
         try:
             ok, reason = self.native.available()  # imports numba (here, not in the caller's thread)
             if not ok:
