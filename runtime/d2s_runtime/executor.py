@@ -114,9 +114,9 @@ class Executor:
             numba, see ``tiers.py``: compiled in the background while the Python backend runs,
             or loaded at once from the disk cache; where it cannot run, the Python backend
             runs and :meth:`backend_report` says why, never an error) or ``'auto'`` (native
-            where it is supported and not slower: a program without matmuls runs natively
-            once compiled; one with matmuls times both backends on a few calls and keeps the
-            faster; its first call never waits for numba, even with a warm disk cache).
+            where it is supported and faster: once compiled, the next calls time both
+            backends, alternating, and the faster one is kept; its first call never waits
+            for numba, even with a warm disk cache).
             ``self.backend`` says which one runs now; ``self.native_origin`` where the
             native code came from (``'disk cache'``, ``'compiled'``, ...).
     """
@@ -312,15 +312,12 @@ class Executor:
         self._native_fn = fn
         self.native_origin = getattr(fn, "origin", None)
         if self.backend_requested == "auto":
-            choice = tiers.auto_static_choice(self.program)
-            if choice is None:
-                # BLAS-bound programs may run slower natively: time both on the next calls
-                self._trial = tiers.AutoTrial()
-                self._native_state, self._native_reason = "measuring", None
-                self._box[0] = self._call_auto_trial
-                self._native_done.set()
-                return
-            self._auto_reason = choice[1]
+            # native may be slower (BLAS-bound programs, big reductions): time both backends
+            self._trial = tiers.AutoTrial()
+            self._native_state, self._native_reason = "measuring", None
+            self._box[0] = self._call_auto_trial
+            self._native_done.set()
+            return
         self._native_state, self._native_reason = "native", None
         self.backend = "native"
         self._box[0] = self._call_native_first

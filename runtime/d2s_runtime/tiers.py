@@ -16,11 +16,13 @@ native compiler:
 Like a JIT's tiers (HotSpot's interpreter then C2, or JAX's async dispatch hiding compile
 time), the first call never waits for the slow compiler.
 
-``'auto'`` also never keeps a slower backend. Native code wins where numpy's per-op calls and
-temporaries dominate (control flow over small tensors, element-wise chains) but can lose where
-BLAS does the work (numba's ``np.dot`` calls scipy's BLAS, and its fused epilogues are serial
-loops). So once the native function is ready, :func:`auto_static_choice` decides the obvious
-case (no matmul in the program: native), and otherwise :class:`AutoTrial` times the next real
+``'auto'`` also never keeps a slower backend. Native code wins by far where numpy's per-op
+calls and temporaries dominate (control flow over small tensors: 30-90x here), but can lose
+where big kernels do the work: BLAS-bound programs (numba's ``np.dot`` calls scipy's OpenBLAS,
+whose thread pool competes with numpy's when both run in one process) and large reductions
+(numpy's pairwise SIMD sums beat a fused serial loop). No static rule separated these cases
+reliably (a program whose matmuls the optimizer removed, like ``(x @ x.T).sum()``, still ran
+slower natively), so once the native function is ready :class:`AutoTrial` times the next real
 calls, alternating the two backends, and keeps the faster one; ``backend_report()`` says which
 and why. ``'native'`` always runs native code once it is ready.
 
@@ -51,9 +53,6 @@ synchronous = False
 # calls on the slower backend.
 timer = time.perf_counter
 AUTO_TRIAL_CALLS = 5
-
-# Ops whose native lowering calls BLAS (numba's np.dot): a program with one is measured.
-BLAS_OPS = frozenset({"matmul"})
 
 _AVAILABLE = []  # [(module or None, reason)], computed once per process
 _AVAILABLE_LOCK = threading.Lock()
@@ -187,20 +186,9 @@ class CompileJob:
             executor._native_failed(f"native compile not done: {why}")
 
 
-def auto_static_choice(program):
-    """``("native", reason)`` when "auto" can pick native without measuring (no op of the program
-    calls BLAS: native code then runs the same arithmetic without numpy's per-op calls and
-    temporaries), else ``None`` (measure: :class:`AutoTrial`)."""
-    for block in program.blocks:
-        for op in block.ops:
-            if op.type in BLAS_OPS:
-                return None
-    return "native", "no BLAS op, chosen without measuring"
-
-
 class AutoTrial:
-    """The measurement that decides "auto" for a program with BLAS ops: the calls after the
-    native function is ready alternate native and Python (interleaved, so both see the same
+    """The measurement that decides "auto": the calls after the native function is ready
+    (and has checked its outputs once) alternate native and Python (interleaved, so both see the same
     load), each timed with :data:`timer`, until each backend ran :data:`AUTO_TRIAL_CALLS` times;
     the backend with the lower median wins, Python on a tie (the exact one)."""
 

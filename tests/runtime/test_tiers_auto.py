@@ -1,7 +1,8 @@
-"""backend="auto" never keeps the slower backend (runtime/d2s_runtime/tiers.py): a program
-without BLAS ops runs natively once compiled; one with a matmul times both backends on its
-next calls and keeps the faster, saying why in backend_report(). The compiler is the stand-in
-of tests/native_fake.py and the clock a deterministic stub, so no test depends on timing."""
+"""backend="auto" never keeps the slower backend (runtime/d2s_runtime/tiers.py): once the
+native function is ready, the next calls time both backends, alternating, and the faster one
+is kept, with the reason in backend_report() (a matmul-heavy program whose native form is
+slower keeps Python; the control loop goes native). The compiler is the stand-in of
+tests/native_fake.py and the clock a deterministic stub, so no test depends on timing."""
 import numpy as np
 import pytest
 
@@ -88,22 +89,24 @@ def test_auto_picks_native_where_it_is_faster(monkeypatch, tmp_path):
     assert fake.calls == calls + 3
 
 
-def test_auto_picks_native_for_the_control_loop_without_measuring(monkeypatch, tmp_path):
-    def broken_clock():
-        raise AssertionError("a program without BLAS ops is not timed")
-
-    monkeypatch.setattr(tiers, "timer", broken_clock)
-    fake = install(monkeypatch, FakeNative(), tmp_path)
+def test_auto_picks_native_for_the_control_loop(monkeypatch, tmp_path):
+    clock = Clock()
+    monkeypatch.setattr(tiers, "timer", clock)
+    fake = install(monkeypatch, FakeNative(outputs=lambda outs: clock.spend(10e-6, outs)), tmp_path)
     x = np.linspace(-1, 1, 16, dtype="float32")
     ex = Executor(build_program(_loop, d2s.tensor(x), d2s.tensor(20)), backend="auto")
     ex.run(x, np.array(20))
-    assert ex.wait_native(30) is True
-    assert ex.backend_report() == "native (auto: no BLAS op, chosen without measuring)"
-    for n in (0, 3, 20):
-        for sign in (1, -1):
-            (out,) = ex.run(sign * x, np.array(n))
-            np.testing.assert_allclose(out, _loop(d2s.tensor(sign * x), d2s.tensor(n)).numpy(), rtol=1e-6)
-    assert fake.calls == 6
+    assert ex.wait_native(30) is False
+    python_call = ex._python_call
+    monkeypatch.setattr(ex, "_python_call", lambda feeds: clock.spend(900e-6, python_call(feeds)))
+    for k in range(1 + 2 * tiers.AUTO_TRIAL_CALLS + 6):
+        n, sign = (0, 3, 20)[k % 3], (1, -1)[k % 2]
+        (out,) = ex.run(sign * x, np.array(n))
+        np.testing.assert_allclose(out, _loop(d2s.tensor(sign * x), d2s.tensor(n)).numpy(), rtol=1e-6)
+    assert ex.backend == "native"
+    assert ex.backend_report() == ("native (auto: measured 90.00x faster than python "
+                                   "(median of 5 calls each: native 0.01 ms, python 0.9 ms))")
+    assert fake.calls == 1 + tiers.AUTO_TRIAL_CALLS + 6
 
 
 @pytest.mark.parametrize("backend", ["native", "auto"])

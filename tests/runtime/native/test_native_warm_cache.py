@@ -58,7 +58,7 @@ def test_a_warm_second_process_runs_natively_from_its_first_call(tmp_path):
     second = _process(tmp_path, "auto", "native")
     # "auto" does not make its first call wait for numba: it loads the entry in the background
     assert second["auto"]["at_start"] == "python" and second["auto"]["origin"] == "disk cache"
-    assert second["auto"]["report"] == "native (auto: no BLAS op, chosen without measuring)"
+    assert second["auto"]["report"] == "python (auto: native ready, timing both backends on the next calls)"
     # "native" loads it before the first call, which runs natively
     assert second["native"]["at_start"] == "native" and second["native"]["origin"] == "disk cache"
     want = np.exp(np.linspace(-1, 1, 8).astype("float32")) * 0.5 + np.linspace(-1, 1, 8).astype("float32").sum()
