@@ -72,3 +72,4 @@ _.dispatcher  # native.compile_lowered's fn.dispatcher: numba's dispatcher, read
 _.set_default_device  # public API (d2s.set_default_device, as torch.set_default_device); tests/conftest.py
 _.register_device  # public runtime hook: tests/conftest.py registers the "strict" test device with it
 _.unregister_device  # its inverse (tests/strict_device.py)
+_.native_origin  # public Executor attribute: where the native code came from ("disk cache", "compiled"); tests/runtime/native/test_native_warm_cache.py
