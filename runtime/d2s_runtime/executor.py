@@ -217,15 +217,18 @@ class Executor:
         if requested == "python":
             return
         reason = self._native_refusal()
+        cache = None  # the native compiler's default: $D2S_CACHE_DIR/native
+        if reason is None and requested == "auto" and not tiers.synchronous:
+            # "auto" never makes the first call wait for the native backend: importing the
+            # native compiler, the lowering, the disk-cache lookup and the load or compile all
+            # run in the background after it
+            reason = tiers.numba_missing()
+            if reason is None:
+                self._defer_native(tiers.CompileJob(self, None, None, cache, order=self._main.order))
+                return
         native = None
         if reason is None:
             native, reason = tiers.native_module()
-        cache = None  # the native compiler's default: $D2S_CACHE_DIR/native
-        if reason is None and requested == "auto" and not tiers.synchronous:
-            # "auto" never makes the first call wait for the native backend: the lowering,
-            # the disk-cache lookup and the load or compile all run in the background after it
-            self._defer_native(tiers.CompileJob(self, None, native, cache, order=self._main.order))
-            return
         lowered = None
         if reason is None:
             try:

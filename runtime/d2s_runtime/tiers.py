@@ -67,15 +67,31 @@ def native_module():
     return _AVAILABLE[0]
 
 
+def numba_missing():
+    """Why the native backend cannot run here, as far as a cheap check tells (None: it may):
+    the answer of :func:`native_module` once known, else whether numba is installed, without
+    importing the native compiler (the background job does that)."""
+    if _AVAILABLE:
+        return _AVAILABLE[0][1]
+    return _numba_spec_missing()
+
+
+def _numba_spec_missing():
+    try:
+        if importlib.util.find_spec("numba") is None:
+            return "numba is not installed (pip install 'd2s[native]')"
+    except (ImportError, ValueError) as e:
+        return f"numba cannot be found ({e})"
+    return None
+
+
 def _probe():
     # whether numba is installed, without importing it: importing numba takes about a second,
     # which the first call must not wait for (the background compile imports it; a numba that
     # is installed but broken makes that compile fail, with the reason, and Python keeps running)
-    try:
-        if importlib.util.find_spec("numba") is None:
-            return None, "numba is not installed (pip install 'd2s[native]')"
-    except (ImportError, ValueError) as e:
-        return None, f"numba cannot be found ({e})"
+    missing = _numba_spec_missing()
+    if missing is not None:
+        return None, missing
     try:
         native = importlib.import_module(__package__ + ".native")
     except ImportError as e:  # a runtime without the native compiler
@@ -163,7 +179,12 @@ class CompileJob:
         executor = self.executor()
         if executor is None:
             return
-        if self.lowered is None:  # ("auto": lowered here, not before the first call)
+        if self.native is None:  # ("auto": the native compiler imported here, not before the first call)
+            self.native, reason = native_module()
+            if self.native is None:
+                executor._native_failed(reason, "unsupported")
+                return
+        if self.lowered is None:  # ("auto": lowered here too)
             try:
                 self.lowered = self.native.lower_program(executor.program, order=self.order)
             except Exception as e:  # noqa: BLE001 - NativeUnsupported, or a lowering bug: Python runs it
