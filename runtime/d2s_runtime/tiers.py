@@ -54,6 +54,9 @@ synchronous = False
 timer = time.perf_counter
 AUTO_TRIAL_CALLS = 5
 
+# Seconds between a compile's submission and its start (see _Worker._loop).
+START_DELAY = 0.1
+
 _AVAILABLE = []  # [(module or None, reason)], computed once per process
 _AVAILABLE_LOCK = threading.Lock()
 
@@ -137,6 +140,7 @@ class _Worker:
         self.stopping = False
 
     def submit(self, job):
+        job.submitted = time.monotonic()
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name="d2s-native-compile", daemon=True)
@@ -147,6 +151,12 @@ class _Worker:
         while True:
             job = self._queue.get()
             try:
+                # a job is submitted as a first call returns from the executor: let the rest
+                # of that call (the caller's code) finish before numba's import and compiler
+                # take the GIL in long stretches
+                delay = job.submitted + START_DELAY - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
                 if self.stopping:
                     job.cancel("the interpreter is exiting")
                 else:
@@ -168,7 +178,7 @@ atexit.register(_stop_worker)
 class CompileJob:
     """The background compile of one lowered program for one executor."""
 
-    __slots__ = ("executor", "lowered", "native", "cache", "order")
+    __slots__ = ("executor", "lowered", "native", "cache", "order", "submitted")
 
     def __init__(self, executor, lowered, native, cache, order=None):
         # weakly: an executor dropped before its turn is not compiled for
