@@ -292,9 +292,10 @@ def d2s_runner(name, inputs, backend, native_wait):
             if report != "native":
                 raise Unavailable(report)
         elif backend == "auto":
-            # "auto" times both backends on the calls after its native compile: run until decided
-            static.wait_native(native_wait)
-            for _ in range(40):
+            # "auto" prepares its native function when the program is reused, then times both
+            # backends on the next calls: run until it has chosen
+            for _ in range(60):
+                static.wait_native(native_wait)
                 static(*args)
                 report = static.backend_report()
                 if "timing both backends" not in report and "pending" not in report:
