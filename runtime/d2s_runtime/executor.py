@@ -641,7 +641,7 @@ class Executor:
                 v = self.xp.asarray(v)
             feeds.append(v)
         feeds += self._const_values
-        if self._native_state in ("pending", "measuring", "native", "auto-python"):
+        if self._native_state in _BOXED_STATES:
             return self._box[0](feeds)
         if self._compiled is not None:
             return self._call_compiled(feeds)
@@ -673,7 +673,7 @@ class Executor:
         parallel mode the function calls :meth:`run`. With a native backend asked for, the
         function runs whichever backend runs now (it picks up the native one once swapped in).
         """
-        if self.backend_requested != "python" and self._native_state in ("pending", "measuring", "native", "auto-python"):
+        if self.backend_requested != "python" and self._native_state in _BOXED_STATES:
             box, consts = self._box, self._const_values
             if consts:
                 def run_tiered_consts(inputs, params):
@@ -901,6 +901,10 @@ def constant_aliased_outputs(program):
 
     alias = scan(program.block, set(program.constants))
     return tuple(k for k, n in enumerate(program.outputs) if n in alias)
+
+
+# the native states in which calls go through the box (the backend that runs may change)
+_BOXED_STATES = frozenset({"pending", "measuring", "native", "auto-python"})
 
 
 def _output_mismatch(program, outs, ndarray):

@@ -126,6 +126,9 @@ def is_cached(lowered, cache_dir=None):
     if manifest is None:
         return False
     try:
+        cache_dir = cache_dir or default_cache_dir()
+        if _untrusted(cache_dir, create=False) or _untrusted(manifest["numba_dir"], create=False):
+            return False  # (compile_lowered would not use it: it compiles, so not at once)
         return all(os.path.getsize(os.path.join(manifest["numba_dir"], name)) == size
                    for name, (size, _) in manifest["files"].items())
     except OSError:
@@ -157,10 +160,11 @@ def _read_manifest(path):
         return None
 
 
-def _untrusted(path):
-    """Why ``path`` (a directory, created private if missing) must not hold executable cache
-    entries, or None."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
+def _untrusted(path, create=True):
+    """Why ``path`` (a directory, created private if missing and ``create``) must not hold
+    executable cache entries, or None."""
+    if create:
+        os.makedirs(path, mode=0o700, exist_ok=True)
     if os.name != "posix":
         return None
     st = os.stat(path)
@@ -349,11 +353,14 @@ def _compile_cached(numba, lowered, cache_dir, numba_dir, arg_types):
         return core, f"compiled (disk cache not used: NUMBA_CACHE_DIR={cache_path} is set)"
     if not _entry_is_intact(_read_manifest(manifest_path), numba_dir, stem):
         _purge_entry(numba_dir, stem, manifest_path)
+    loads = bool(_entry_files(numba_dir, stem))
     try:
         _compile(numba, core, arg_types)
     except NativeUnsupported:
         raise
-    except Exception:  # noqa: BLE001 - an entry numba cannot read (written between check and load)
+    except Exception:  # noqa: BLE001 - an entry numba cannot read (changed between check and load)
+        if not loads:
+            raise
         _purge_entry(numba_dir, stem, manifest_path)
         core = numba.njit(cache=True, error_model="numpy", nogil=True)(module.program)
         _compile(numba, core, arg_types)
@@ -378,8 +385,8 @@ def _module_from_source(name, path, source):
 
 
 def _compile(numba, target, arg_types, cache=True):
-    """``target`` (a dispatcher, or a module / (module, function) for an uncached compile)
-    compiled for ``arg_types`` only (a call with other types raises TypeError)."""
+    """``target`` (a dispatcher, or with ``cache=False`` a Python function) compiled for
+    ``arg_types`` only (a call with other types raises TypeError)."""
     if not cache:
         target = numba.njit(error_model="numpy", nogil=True)(target)
     try:

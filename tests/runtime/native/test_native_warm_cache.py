@@ -116,6 +116,7 @@ def test_a_bad_cache_entry_is_compiled_again_never_loaded(tmp_path):
 
     # a cache directory other users can write is not used at all
     os.chmod(cache, 0o777)
+    assert not native.is_cached(low, cache_dir=str(cache))
     fn = native.compile_lowered(low, cache_dir=str(cache))
     assert fn.origin == f"compiled (disk cache not used: {cache} is writable by other users)"
     _check(fn)
