@@ -72,6 +72,7 @@ _.dispatcher  # native.compile_lowered's fn.dispatcher: numba's dispatcher, read
 _.set_default_device  # public API (d2s.set_default_device, as torch.set_default_device); tests/conftest.py
 _.register_device  # public runtime hook: tests/conftest.py registers the "strict" test device with it
 _.unregister_device  # its inverse (tests/strict_device.py)
+_.native_origin  # public Executor attribute: where the native code came from ("disk cache", "compiled"); tests/runtime/native/test_native_warm_cache.py
 
 # d2s_runtime/blas.py
 _.enter_if_busy  # called by generated code, looked up by name (codegen.g_blas)

@@ -20,7 +20,9 @@ Workloads (every framework computes the same function on the same inputs):
 
 Columns: ``d2s-py`` (``d2s.jit.to_static``, the Python backend), ``d2s-native``
 (``to_static(fn, backend="native")`` once its background compile is done; ``n/a (reason)``
-where this d2s has no native backend or the program does not run natively), ``numpy`` (the
+where this d2s has no native backend or the program does not run natively), ``d2s-auto``
+(``backend="auto"`` once it has chosen a backend; the choice and its reason are printed under
+the tables: it must be the faster of the two), ``numpy`` (the
 function written by hand), and with ``--peers``: ``jax`` (``jax.jit``; loops as
 ``lax.while_loop``/``lax.cond``/``lax.scan``), ``torch`` (eager, CPU) and ``tf``
 (``tf.function``). TensorFlow runs in a subprocess (``--tf-python``: an interpreter that can
@@ -262,16 +264,19 @@ def _flat(out):
     return [np.asarray(out)]
 
 
+AUTO_CHOICES = {}  # workload -> backend_report() of its "auto" function once it has chosen
+
+
 def d2s_runner(name, inputs, backend, native_wait):
-    """A no-argument callable running workload ``name`` with d2s's ``backend`` ('python' or
-    'native'); raises Unavailable (with the reason) where that backend cannot run it."""
+    """A no-argument callable running workload ``name`` with d2s's ``backend`` ('python',
+    'native' or 'auto'); raises Unavailable (with the reason) where that backend cannot run it."""
     import d2s
     fn = d2s_functions()[name]
     if backend == "python":
         static = d2s.jit.to_static(fn)
     else:
         try:
-            static = d2s.jit.to_static(fn, backend="native")
+            static = d2s.jit.to_static(fn, backend=backend)
         except TypeError as e:
             raise Unavailable("no native backend in this d2s") from e
     args = _d2s_args(name, inputs)
@@ -286,6 +291,16 @@ def d2s_runner(name, inputs, backend, native_wait):
             report = static.backend_report()
             if report != "native":
                 raise Unavailable(report)
+        elif backend == "auto":
+            # "auto" prepares its native function when the program is reused, then times both
+            # backends on the next calls: run until it has chosen
+            for _ in range(60):
+                static.wait_native(native_wait)
+                static(*args)
+                report = static.backend_report()
+                if "timing both backends" not in report and "pending" not in report:
+                    break
+            AUTO_CHOICES[name] = report
 
     def run():
         with d2s.no_grad():
@@ -582,7 +597,7 @@ def bench(args):
     print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}  "
           f"({os.cpu_count()} CPUs; every framework limited to {THREADS} threads); median of {repeat} samples")
     cases = cases_for(only, args.quick, args.tiny)
-    columns = ["d2s-py", "d2s-native", "numpy"] + (["jax", "torch", "tf"] if args.peers else [])
+    columns = ["d2s-py", "d2s-native", "d2s-auto", "numpy"] + (["jax", "torch", "tf"] if args.peers else [])
     times = {c: {} for c in cases}   # case -> column -> seconds or Unavailable
     diffs = {c: {} for c in cases}   # case -> column -> (max abs diff, max abs ref)
     refs = {}
@@ -590,7 +605,8 @@ def bench(args):
         refs[case] = NUMPY[name](**inputs)
         runners = {"numpy": (lambda n=name, i=inputs: NUMPY[n](**i))}
         makers = {"d2s-py": lambda n, i: d2s_runner(n, i, "python", args.native_wait),
-                  "d2s-native": lambda n, i: d2s_runner(n, i, "native", args.native_wait)}
+                  "d2s-native": lambda n, i: d2s_runner(n, i, "native", args.native_wait),
+                  "d2s-auto": lambda n, i: d2s_runner(n, i, "auto", args.native_wait)}
         if args.peers:
             makers.update({"jax": jax_runner, "torch": torch_runner})
         for col, make in makers.items():
@@ -621,6 +637,11 @@ def bench(args):
                     times[case]["tf"], outs = r
                     diffs[case]["tf"] = max_diff(outs, refs[case])
     report(cases, columns, times, diffs, tf_version)
+    if AUTO_CHOICES:
+        print()
+        print('backend="auto" chose (backend_report() after its measurement):')
+        for name, line in AUTO_CHOICES.items():
+            print(f"  {name}: {line}")
     slope = rnn_slope(args, repeat) if "rnn-slope" in only else None
     print(f"load average at end:   {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     return {"times": times, "diffs": diffs, "rnn_slope": slope}

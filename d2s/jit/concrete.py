@@ -117,9 +117,11 @@ class TieredProgram:
     passes or the code generation, and the first call of a StaticFunction costs conversion,
     build and a quick preparation only.
 
-    With a native ``backend`` the first run optimizes at once (a few ms): the native compile,
+    With ``backend="native"`` the first run optimizes at once (a few ms): the native compile,
     started in the background then, is of the optimized program, and a warm process finds
-    that one in the disk cache and runs it natively from the first call.
+    that one in the disk cache and runs it natively from the first call. ``"auto"`` tiers as
+    Python does (its first call costs what Python's does): the optimized program's executor,
+    prepared at the second run, compiles or loads it natively in the background.
     """
 
     def __init__(self, program, device, what, checked=False, optimize=True, backend="python"):
@@ -149,7 +151,7 @@ class TieredProgram:
         if self._exec is None:
             with self._lock:
                 if self._exec is None:
-                    if self._pending and self.backend != "python":
+                    if self._pending and self.backend == "native":
                         self._use(_optimize(self.program, self.what))
                         self._pending = False
                     else:

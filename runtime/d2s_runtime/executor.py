@@ -114,8 +114,11 @@ class Executor:
             numba, see ``tiers.py``: compiled in the background while the Python backend runs,
             or loaded at once from the disk cache; where it cannot run, the Python backend
             runs and :meth:`backend_report` says why, never an error) or ``'auto'`` (native
-            when numba is installed and the program is supported, else python).
-            ``self.backend`` says which one runs now.
+            where it is supported and faster: once compiled, the next calls time both
+            backends, alternating, and the faster one is kept; its first call never waits
+            for numba, even with a warm disk cache).
+            ``self.backend`` says which one runs now; ``self.native_origin`` where the
+            native code came from (``'disk cache'``, ``'compiled'``, ...).
     """
 
     def __init__(self, program, device="cpu", parallel=False, params=None, num_threads=None,
@@ -203,13 +206,26 @@ class Executor:
         self._native_fn = None
         self._job = None  # the compile to start after the first call
         self._job_lock = threading.Lock()
-        self._native_state = "off"  # off | pending | native | unsupported | failed
+        self._native_state = "off"  # off | pending | measuring | native | auto-python | unsupported | failed
         self._native_reason = None
+        self._auto_reason = None  # why "auto" chose the backend it runs (once decided)
+        self._trial = None  # "auto"'s measurement while the state is "measuring"
+        # where the native machine code came from once ready: "disk cache", "compiled", ...
+        self.native_origin = None
         self._native_done = threading.Event()
         self._native_done.set()
         if requested == "python":
             return
         reason = self._native_refusal()
+        cache = None  # the native compiler's default: $D2S_CACHE_DIR/native
+        if reason is None and requested == "auto" and not tiers.synchronous:
+            # "auto" never makes the first call wait for the native backend: importing the
+            # native compiler, the lowering, the disk-cache lookup and the load or compile all
+            # run in the background after it
+            reason = tiers.numba_missing()
+            if reason is None:
+                self._defer_native(tiers.CompileJob(self, None, None, cache, order=self._main.order))
+                return
         native = None
         if reason is None:
             native, reason = tiers.native_module()
@@ -218,18 +234,18 @@ class Executor:
             try:
                 lowered = native.lower_program(self.program, order=self._main.order)
             except Exception as e:  # noqa: BLE001 - NativeUnsupported, or a lowering bug: Python runs it
-                reason = _unsupported_reason(e)
+                reason = tiers.unsupported_reason(e)
         if reason is not None:
             self._native_state, self._native_reason = "unsupported", reason
             return
-        cache = None  # the native compiler's default: $D2S_CACHE_DIR/native
         try:
             cached = native.is_cached(lowered, cache_dir=cache)
         except Exception:  # noqa: BLE001 - an unreadable cache: compile in the background
             cached = False
         if cached or tiers.synchronous:
-            # a warm process: loading the compiled function costs little, so run natively
-            # from the first call (a load that fails falls back to the background compile)
+            # a warm process: load the compiled function now and run natively from the first
+            # call (a load that fails falls back to the background compile). It costs numba's
+            # start-up (about a second) if numba is not imported yet
             try:
                 fn = native.compile_lowered(lowered, cache_dir=cache)
             except Exception as e:  # noqa: BLE001 - a failed compile leaves the Python backend running
@@ -239,11 +255,14 @@ class Executor:
             else:
                 self._native_ready(fn)
                 return
+        self._defer_native(tiers.CompileJob(self, lowered, native, cache))
+
+    def _defer_native(self, job):
         self._native_state = "pending"
         self._native_done.clear()
         # submitted after the first call: numba's compiler holds the GIL most of the time, so
         # compiling while the first call runs would make that call slower than on Python alone
-        self._job = tiers.CompileJob(self, lowered, native, cache)
+        self._job = job
         self._box[0] = self._first_call_then_compile
 
     def _first_call_then_compile(self, feeds):
@@ -294,10 +313,50 @@ class Executor:
                         o.flags.writeable = False
                 return outs
         self._native_fn = fn
+        self.native_origin = getattr(fn, "origin", None)
+        if self.backend_requested == "auto":
+            # native may be slower (BLAS-bound programs, big reductions): time both backends
+            self._trial = tiers.AutoTrial()
+            self._native_state, self._native_reason = "measuring", None
+            self._box[0] = self._call_auto_trial
+            self._native_done.set()
+            return
         self._native_state, self._native_reason = "native", None
         self.backend = "native"
         self._box[0] = self._call_native_first
         self._native_done.set()
+
+    def _call_auto_trial(self, feeds):
+        """("auto", while measuring.) The first native call checks its outputs (untimed, as
+        :meth:`_call_native_first` does); the next calls alternate the backends, timed, until
+        :class:`tiers.AutoTrial` decides, then the winner runs every call."""
+        trial = self._trial
+        if not trial.checked:
+            trial.checked = True
+            outs = self._call_native(feeds)
+            if self._native_state == "measuring":
+                bad = _output_mismatch(self.program, outs, self._ndarray)
+                if bad is not None:
+                    self._drop_native(f"native outputs do not match the program: {bad}")
+                    return self._python_call(feeds)
+            return outs
+        which = trial.next_backend()
+        timer = tiers.timer
+        t0 = timer()
+        outs = self._call_native(feeds) if which == "native" else self._python_call(feeds)
+        elapsed = timer() - t0
+        if self._native_state != "measuring":  # native dropped (a run failed) or decided meanwhile
+            return outs
+        decision = trial.record(which, elapsed)
+        if decision is not None and self._native_state == "measuring":
+            winner, self._auto_reason = decision
+            if winner == "native":
+                self._native_state, self.backend = "native", "native"
+                self._box[0] = self._call_native
+            else:
+                self._native_state = "auto-python"
+                self._box[0] = self._python_call
+        return outs
 
     def _native_failed(self, reason, state="failed"):
         """(The compile worker.) The native backend will not run: keep the Python one."""
@@ -363,14 +422,20 @@ class Executor:
     def backend_report(self):
         """One line: which backend runs this program now, and why not the native one where it
         was asked for (``'native'``, ``'python (native pending: compiling in background)'``,
-        ``'python (native unsupported: <reason>)'``, ...)."""
+        ``'python (native unsupported: <reason>)'``, ...); with ``backend='auto'``, why it runs
+        the one it chose (``'native (auto: <reason>)'``, ``'python (auto: measured native
+        2.5x slower than python (...))'``)."""
         state = self._native_state
         if state == "native":
-            return "native"
+            return f"native (auto: {self._auto_reason})" if self._auto_reason else "native"
         if state == "off":
             return "python"
         if state == "pending":
             return "python (native pending: compiling in background)"
+        if state == "measuring":
+            return "python (auto: native ready, timing both backends on the next calls)"
+        if state == "auto-python":
+            return f"python (auto: {self._auto_reason})"
         return f"python (native {state}: {self._native_reason})"
 
     def wait_native(self, timeout=None):
@@ -576,7 +641,7 @@ class Executor:
                 v = self.xp.asarray(v)
             feeds.append(v)
         feeds += self._const_values
-        if self._native_state in ("pending", "native"):
+        if self._native_state in _BOXED_STATES:
             return self._box[0](feeds)
         if self._compiled is not None:
             return self._call_compiled(feeds)
@@ -608,7 +673,7 @@ class Executor:
         parallel mode the function calls :meth:`run`. With a native backend asked for, the
         function runs whichever backend runs now (it picks up the native one once swapped in).
         """
-        if self.backend_requested != "python" and self._native_state in ("pending", "native"):
+        if self.backend_requested != "python" and self._native_state in _BOXED_STATES:
             box, consts = self._box, self._const_values
             if consts:
                 def run_tiered_consts(inputs, params):
@@ -838,6 +903,10 @@ def constant_aliased_outputs(program):
     return tuple(k for k, n in enumerate(program.outputs) if n in alias)
 
 
+# the native states in which calls go through the box (the backend that runs may change)
+_BOXED_STATES = frozenset({"pending", "measuring", "native", "auto-python"})
+
+
 def _output_mismatch(program, outs, ndarray):
     """What is wrong with a native function's outputs ``outs`` (None: nothing)."""
     if type(outs) not in (list, tuple) or len(outs) != len(program.outputs):
@@ -848,13 +917,6 @@ def _output_mismatch(program, outs, ndarray):
             return (f"output {name} should be a {t.dtype} array of rank {len(t.shape)}, got "
                     f"{type(o).__name__} {getattr(o, 'dtype', '')} {getattr(o, 'shape', '')}")
     return None
-
-
-def _unsupported_reason(err):
-    """One line saying why the native backend refused a program."""
-    if type(err).__name__ == "NativeUnsupported":
-        return tiers.one_line(str(err))
-    return f"lowering failed: {tiers.one_line(err)}"
 
 
 class _OutStep:
@@ -878,6 +940,3 @@ class _OutStep:
 def _kernel_attrs(attrs):
     """Attrs as the kernels take them (JSON lists back to tuples where kernels need tuples)."""
     return dict(attrs)
-
-
-

@@ -16,6 +16,16 @@ native compiler:
 Like a JIT's tiers (HotSpot's interpreter then C2, or JAX's async dispatch hiding compile
 time), the first call never waits for the slow compiler.
 
+``'auto'`` also never keeps a slower backend. Native code wins by far where numpy's per-op
+calls and temporaries dominate (control flow over small tensors: 30-90x here), but can lose
+where big kernels do the work: BLAS-bound programs (numba's ``np.dot`` calls scipy's OpenBLAS,
+whose thread pool competes with numpy's when both run in one process) and large reductions
+(numpy's pairwise SIMD sums beat a fused serial loop). No static rule separated these cases
+reliably (a program whose matmuls the optimizer removed, like ``(x @ x.T).sum()``, still ran
+slower natively), so once the native function is ready :class:`AutoTrial` times the next real
+calls, alternating the two backends, and keeps the faster one; ``backend_report()`` says which
+and why. ``'native'`` always runs native code once it is ready.
+
 The native compiler's disk cache is ``$D2S_CACHE_DIR/native`` (default
 ``~/.cache/d2s/native``; see ``native.default_cache_dir``), read at each compile.
 """
@@ -23,7 +33,9 @@ import atexit
 import importlib
 import importlib.util
 import queue
+import statistics
 import threading
+import time
 import weakref
 
 BACKENDS = ("python", "native", "auto")
@@ -35,6 +47,15 @@ default_backend = "python"
 # Compile in the preparing thread instead of the background one (tests and benchmarks that
 # must run natively from the first call, whatever the disk cache holds).
 synchronous = False
+
+# The clock of "auto"'s measurement (tests replace it with a deterministic one), and how many
+# timed calls of each backend decide: real calls, so the measurement costs at most this many
+# calls on the slower backend.
+timer = time.perf_counter
+AUTO_TRIAL_CALLS = 5
+
+# Seconds between a compile's submission and its start (see _Worker._loop).
+START_DELAY = 0.1
 
 _AVAILABLE = []  # [(module or None, reason)], computed once per process
 _AVAILABLE_LOCK = threading.Lock()
@@ -49,15 +70,31 @@ def native_module():
     return _AVAILABLE[0]
 
 
+def numba_missing():
+    """Why the native backend cannot run here, as far as a cheap check tells (None: it may):
+    the answer of :func:`native_module` once known, else whether numba is installed, without
+    importing the native compiler (the background job does that)."""
+    if _AVAILABLE:
+        return _AVAILABLE[0][1]
+    return _numba_spec_missing()
+
+
+def _numba_spec_missing():
+    try:
+        if importlib.util.find_spec("numba") is None:
+            return "numba is not installed (pip install 'd2s[native]')"
+    except (ImportError, ValueError) as e:
+        return f"numba cannot be found ({e})"
+    return None
+
+
 def _probe():
     # whether numba is installed, without importing it: importing numba takes about a second,
     # which the first call must not wait for (the background compile imports it; a numba that
     # is installed but broken makes that compile fail, with the reason, and Python keeps running)
-    try:
-        if importlib.util.find_spec("numba") is None:
-            return None, "numba is not installed (pip install 'd2s[native]')"
-    except (ImportError, ValueError) as e:
-        return None, f"numba cannot be found ({e})"
+    missing = _numba_spec_missing()
+    if missing is not None:
+        return None, missing
     try:
         native = importlib.import_module(__package__ + ".native")
     except ImportError as e:  # a runtime without the native compiler
@@ -70,6 +107,13 @@ def one_line(err):
     text = f"{type(err).__name__}: {err}" if isinstance(err, BaseException) else str(err)
     text = " ".join(text.split())
     return text if len(text) <= 300 else text[:297] + "..."
+
+
+def unsupported_reason(err):
+    """One line saying why the native backend refused a program (``err`` from its lowering)."""
+    if type(err).__name__ == "NativeUnsupported":
+        return one_line(str(err))
+    return f"lowering failed: {one_line(err)}"
 
 
 def compile_failure(err):
@@ -96,6 +140,7 @@ class _Worker:
         self.stopping = False
 
     def submit(self, job):
+        job.submitted = time.monotonic()
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name="d2s-native-compile", daemon=True)
@@ -106,6 +151,12 @@ class _Worker:
         while True:
             job = self._queue.get()
             try:
+                # a job is submitted as a first call returns from the executor: let the rest
+                # of that call (the caller's code) finish before numba's import and compiler
+                # take the GIL in long stretches
+                delay = job.submitted + START_DELAY - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
                 if self.stopping:
                     job.cancel("the interpreter is exiting")
                 else:
@@ -127,17 +178,28 @@ atexit.register(_stop_worker)
 class CompileJob:
     """The background compile of one lowered program for one executor."""
 
-    __slots__ = ("executor", "lowered", "native", "cache")
+    __slots__ = ("executor", "lowered", "native", "cache", "order", "submitted")
 
-    def __init__(self, executor, lowered, native, cache):
+    def __init__(self, executor, lowered, native, cache, order=None):
         # weakly: an executor dropped before its turn is not compiled for
         self.executor = weakref.ref(executor)
-        self.lowered, self.native, self.cache = lowered, native, cache
+        self.lowered, self.native, self.cache, self.order = lowered, native, cache, order
 
     def run(self):
         executor = self.executor()
         if executor is None:
             return
+        if self.native is None:  # ("auto": the native compiler imported here, not before the first call)
+            self.native, reason = native_module()
+            if self.native is None:
+                executor._native_failed(reason, "unsupported")
+                return
+        if self.lowered is None:  # ("auto": lowered here too)
+            try:
+                self.lowered = self.native.lower_program(executor.program, order=self.order)
+            except Exception as e:  # noqa: BLE001 - NativeUnsupported, or a lowering bug: Python runs it
+                executor._native_failed(unsupported_reason(e), "unsupported")
+                return
         try:
             ok, reason = self.native.available()  # imports numba (here, not in the caller's thread)
             if not ok:
@@ -153,3 +215,35 @@ class CompileJob:
         executor = self.executor()
         if executor is not None:
             executor._native_failed(f"native compile not done: {why}")
+
+
+class AutoTrial:
+    """The measurement that decides "auto": the calls after the native function is ready
+    (and has checked its outputs once) alternate native and Python (interleaved, so both see the same
+    load), each timed with :data:`timer`, until each backend ran :data:`AUTO_TRIAL_CALLS` times;
+    the backend with the lower median wins, Python on a tie (the exact one)."""
+
+    def __init__(self, calls=None):
+        self.calls = calls or AUTO_TRIAL_CALLS
+        self.times = {"native": [], "python": []}
+        self.turn = 0
+        self.checked = False  # the first native call (untimed) checked its outputs
+        self.lock = threading.Lock()
+
+    def next_backend(self):
+        with self.lock:
+            self.turn += 1
+            return "native" if self.turn % 2 else "python"
+
+    def record(self, backend, seconds):
+        """Record one timed call; returns ``(winner, reason)`` once decided, else ``None``."""
+        with self.lock:
+            self.times[backend].append(seconds)
+            nat, py = self.times["native"], self.times["python"]
+            if len(nat) < self.calls or len(py) < self.calls:
+                return None
+            tn, tp = statistics.median(nat), statistics.median(py)
+        ms = f"median of {self.calls} calls each: native {tn * 1e3:.3g} ms, python {tp * 1e3:.3g} ms"
+        if tn < tp:
+            return "native", f"measured {tp / max(tn, 1e-12):.2f}x faster than python ({ms})"
+        return "python", f"measured native {tn / max(tp, 1e-12):.2f}x slower than python ({ms})"

@@ -1,6 +1,8 @@
 """to_static(backend=...), d2s.jit.config.backend, StaticFunction.backend_report and the
 backend of loaded models, with a stand-in native compiler (tests/native_fake.py): converted
 calls return what eager calls return on every tier, before and after the native swap."""
+import re
+
 import numpy as np
 import pytest
 
@@ -71,7 +73,12 @@ def test_config_backend_and_method_and_module(monkeypatch, tmp_path):
     sf = d2s.jit.to_static(_loop)
     assert sf.backend == "auto"
     _same_as_eager(sf)
-    assert sf.wait_native(30) and sf.backend_report() == "native"
+    assert sf.wait_native(30) is False  # ready: the next calls time both backends
+    assert sf.backend_report() == "python (auto: native ready, timing both backends on the next calls)"
+    for _ in range(1 + 2 * tiers.AUTO_TRIAL_CALLS):
+        _same_as_eager(sf)
+    assert re.match(r"(native|python) \(auto: measured .* \(median of 5 calls each: native .* ms, python .* ms\)\)$",
+                    sf.backend_report())
 
     class Net(d2s.nn.Module):
         def __init__(self):

@@ -86,6 +86,10 @@ def test_unsupported_program_runs_on_python_with_the_reason(monkeypatch, tmp_pat
     for backend in ("native", "auto"):
         ex = Executor(_program(), backend=backend)
         assert ex.backend == "python"
+        if backend == "auto":  # (lowered in the background, after the first call)
+            assert ex.backend_report() == "python (native pending: compiling in background)"
+            _check(ex)
+            assert ex.wait_native(30) is False
         assert ex.backend_report() == "python (native unsupported: op 'tanh' has no native lowering)"
         _check(ex)
 

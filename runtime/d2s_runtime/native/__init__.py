@@ -15,11 +15,20 @@ used: the llvmlite wheels from the package index are built without Intel's SVML 
 (``numba -s`` reports "llvmlite Using SVML Patched LLVM: False"), so installing
 ``intel-cmplr-lib-rt`` would not vectorize anything.
 """
+import contextlib
+import hashlib
 import importlib.util
+import json
 import os
 import sys
 import tempfile
 import threading
+import types
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock between processes (the in-process one remains)
+    fcntl = None
 
 import numpy as np
 
@@ -29,6 +38,7 @@ __all__ = ["NativeUnsupported", "Lowered", "available", "lower_program", "compil
            "is_cached", "default_cache_dir"]
 
 _LOCK = threading.Lock()
+_MANIFEST_FORMAT = 1
 
 
 def available():
@@ -109,16 +119,126 @@ def _path(lowered, cache_dir):
 
 
 def is_cached(lowered, cache_dir=None):
-    """Whether compiled machine code for ``lowered`` is on disk (numba's index beside the source)."""
-    path = _path(lowered, cache_dir)
-    if not os.path.exists(path):
+    """Whether compiled machine code for ``lowered`` is on disk: d2s's manifest of the entry
+    (see :func:`compile_lowered`) and the files it lists, of the sizes it lists. Cheap (no
+    hashing, no numba): :func:`compile_lowered` checks the digests before numba reads them."""
+    manifest = _read_manifest(_manifest_path(lowered, cache_dir))
+    if manifest is None:
         return False
-    pycache = os.path.join(os.path.dirname(path), "__pycache__")
-    stem = os.path.splitext(os.path.basename(path))[0]
     try:
-        return any(f.startswith(stem + ".") and f.endswith(".nbi") for f in os.listdir(pycache))
+        cache_dir = cache_dir or default_cache_dir()
+        if _untrusted(cache_dir, create=False) or _untrusted(manifest["numba_dir"], create=False):
+            return False  # (compile_lowered would not use it: it compiles, so not at once)
+        return all(os.path.getsize(os.path.join(manifest["numba_dir"], name)) == size
+                   for name, (size, _) in manifest["files"].items())
     except OSError:
         return False
+
+
+# ------------------------------------------------------------------ the cache's trust model
+# numba's cache files (beside the generated module, in __pycache__) are pickles, which run code
+# when loaded, and the generated module is imported: so the cache is only used in a directory
+# this user owns that no one else can write (as ssh treats ~/.ssh), and numba reads an entry
+# only when every file of it has the SHA-256 that d2s recorded in the entry's manifest (JSON,
+# never executed) when it compiled the entry. A torn, truncated, foreign or tampered entry
+# (any file that d2s did not write through this function) is deleted and compiled again; a
+# directory that fails the check is not used at all (the program is compiled in memory).
+
+def _manifest_path(lowered, cache_dir):
+    return os.path.join(cache_dir or default_cache_dir(), f"d2s_native_{lowered.key}.json")
+
+
+def _read_manifest(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            m = json.load(f)
+        if (m.get("format") != _MANIFEST_FORMAT or not isinstance(m.get("files"), dict)
+                or not isinstance(m.get("numba_dir"), str) or not m["files"]):
+            return None
+        return m
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _untrusted(path, create=True):
+    """Why ``path`` (a directory, created private if missing and ``create``) must not hold
+    executable cache entries, or None."""
+    if create:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    if os.name != "posix":
+        return None
+    st = os.stat(path)
+    if st.st_uid != os.getuid():
+        return f"{path} belongs to another user"
+    if st.st_mode & 0o022:
+        return f"{path} is writable by other users"
+    return None
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _entry_files(numba_dir, stem):
+    """numba's files of the module ``stem`` (its index ``.nbi`` and data ``.nbc`` files)."""
+    try:
+        names = os.listdir(numba_dir)
+    except OSError:
+        return []
+    return sorted(n for n in names if n.startswith(stem + ".") and n.endswith((".nbi", ".nbc")))
+
+
+def _entry_is_intact(manifest, numba_dir, stem):
+    """Every numba file of the entry is listed in the manifest with its digest (and the
+    manifest names this directory)."""
+    if manifest is None or os.path.abspath(manifest["numba_dir"]) != os.path.abspath(numba_dir):
+        return False
+    files = _entry_files(numba_dir, stem)
+    if not files or set(files) != set(manifest["files"]):
+        return False
+    try:
+        return all(_sha256(os.path.join(numba_dir, n)) == manifest["files"][n][1] for n in files)
+    except (OSError, TypeError, IndexError):
+        return False
+
+
+def _purge_entry(numba_dir, stem, manifest_path):
+    for name in _entry_files(numba_dir, stem) + [None]:
+        try:
+            os.unlink(manifest_path if name is None else os.path.join(numba_dir, name))
+        except OSError:
+            pass
+
+
+def _write_manifest(manifest_path, numba_dir, stem):
+    files = {}
+    for n in _entry_files(numba_dir, stem):
+        full = os.path.join(numba_dir, n)
+        files[n] = (os.path.getsize(full), _sha256(full))
+    data = json.dumps({"format": _MANIFEST_FORMAT, "numba_dir": os.path.abspath(numba_dir), "files": files})
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(manifest_path), prefix=".tmp-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(data)
+    os.replace(tmp, manifest_path)
+
+
+@contextlib.contextmanager
+def _entry_lock(cache_dir, key):
+    """Other processes compiling the same program wait for this one (then load its entry)
+    instead of compiling it too and rewriting the files under each other's manifests."""
+    if fcntl is None:
+        yield
+        return
+    fd = os.open(os.path.join(cache_dir, f"d2s_native_{key}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _write_source(path, source):
@@ -171,34 +291,32 @@ def compile_lowered(lowered, cache_dir=None):
     Returns ``fn(*feeds) -> list of arrays`` with the calling convention of the Python code
     generator's function: feeds are the program's inputs, params and constants in order.
     Raises :class:`NativeUnsupported` if numba cannot compile the lowered source (a gap of
-    this backend: the caller falls back to the Python backend).
+    this backend: the caller falls back to the Python backend). The function's ``origin`` says
+    where its machine code came from: ``"disk cache"``, ``"compiled"`` (and stored), or
+    ``"compiled (disk cache not used: <why>)"`` (see the trust model above ``_untrusted``: an
+    entry d2s did not write is deleted and compiled again, never loaded).
 
     Errors a program raises while running natively are ValueError/IndexError with a generic
     message (numba's exceptions carry no op names): callers wrap them as the Python backend
     does, or re-run on it to name the op."""
     import numba
 
-    path = _path(lowered, cache_dir)
+    cache_dir = cache_dir or default_cache_dir()
+    arg_types = [_numba_type(dt, nd) for dt, nd in lowered.signature]
+    arg_types += [_const_type(v) for v in lowered.constants]
     with _LOCK:
-        _write_source(path, lowered.source)
-        name = f"d2s_native_{lowered.key}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = sys.modules.get(name)
-        if module is None or getattr(module, "__file__", None) != path:
-            module = importlib.util.module_from_spec(spec)
-            # numba's disk cache finds the function's globals again by module name
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-        arg_types = [_numba_type(dt, nd) for dt, nd in lowered.signature]
-        arg_types += [_const_type(v) for v in lowered.constants]
-        try:
-            core = numba.njit(tuple(arg_types), cache=True, error_model="numpy", nogil=True)(module.program)
-        except numba.core.errors.NumbaError as e:  # a lowering numba cannot type: a reason, not a crash
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise NativeUnsupported(f"numba could not compile the lowered program: {first}") from e
-        except ImportError as e:  # numba's np.dot needs scipy's BLAS (part of d2s[native])
-            raise NativeUnsupported(f"numba could not compile the lowered program: {e} "
-                                    "(pip install 'd2s[native]' installs scipy)") from e
+        untrusted = _untrusted(cache_dir)
+        if untrusted is None:
+            numba_dir = os.path.join(cache_dir, "__pycache__")
+            untrusted = _untrusted(numba_dir)  # (created private here, not by numba's umask)
+        if untrusted is not None:
+            module = types.ModuleType("d2s_native_uncached")
+            exec(compile(lowered.source, f"<d2s native {lowered.key}>", "exec"), module.__dict__)  # noqa: S102
+            core = _compile(numba, module.program, arg_types, cache=False)
+            origin = f"compiled (disk cache not used: {untrusted})"
+        else:
+            with _entry_lock(cache_dir, lowered.key):
+                core, origin = _compile_cached(numba, lowered, cache_dir, numba_dir, arg_types)
     consts = tuple(lowered.constants)
     expect = [(np.dtype(dt), nd) for dt, nd in lowered.signature]
 
@@ -215,7 +333,72 @@ def compile_lowered(lowered, cache_dir=None):
     run.source = lowered.source
     run.key = lowered.key
     run.dispatcher = core  # numba's dispatcher (its ``stats`` count disk-cache hits)
+    run.origin = origin  # "disk cache", "compiled" or "compiled (disk cache not used: why)"
     return run
+
+
+def _compile_cached(numba, lowered, cache_dir, numba_dir, arg_types):
+    """Compile through the disk cache: numba loads the entry only if its manifest vouches for
+    every file (else the entry is deleted first); a fresh compile records a new manifest."""
+    path = _path(lowered, cache_dir)
+    stem = f"d2s_native_{lowered.key}"
+    manifest_path = _manifest_path(lowered, cache_dir)
+    _write_source(path, lowered.source)
+    module = _module_from_source(stem, path, lowered.source)
+    core = numba.njit(cache=True, error_model="numpy", nogil=True)(module.program)
+    cache_path = getattr(getattr(core, "_cache", None), "_cache_path", numba_dir)
+    if os.path.abspath(cache_path) != os.path.abspath(numba_dir):
+        # NUMBA_CACHE_DIR points numba elsewhere: that directory is not checked, so not used
+        core = _compile(numba, module.program, arg_types, cache=False)
+        return core, f"compiled (disk cache not used: NUMBA_CACHE_DIR={cache_path} is set)"
+    if not _entry_is_intact(_read_manifest(manifest_path), numba_dir, stem):
+        _purge_entry(numba_dir, stem, manifest_path)
+    loads = bool(_entry_files(numba_dir, stem))
+    try:
+        _compile(numba, core, arg_types)
+    except NativeUnsupported:
+        raise
+    except Exception:  # noqa: BLE001 - an entry numba cannot read (changed between check and load)
+        if not loads:
+            raise
+        _purge_entry(numba_dir, stem, manifest_path)
+        core = numba.njit(cache=True, error_model="numpy", nogil=True)(module.program)
+        _compile(numba, core, arg_types)
+    if sum(core.stats.cache_hits.values()):
+        return core, "disk cache"
+    _write_manifest(manifest_path, numba_dir, stem)
+    return core, "compiled"
+
+
+def _module_from_source(name, path, source):
+    """The generated module, executed from ``source`` (d2s's own output, never the text read
+    back from disk, nor a ``.pyc``); ``path`` (the file holding the same text) is only where
+    numba's cache locates the function and stamps its entries."""
+    module = sys.modules.get(name)
+    if module is None or getattr(module, "__file__", None) != path:
+        module = types.ModuleType(name)
+        module.__file__ = path
+        exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102
+        # numba's disk cache finds the function's globals again by module name
+        sys.modules[name] = module
+    return module
+
+
+def _compile(numba, target, arg_types, cache=True):
+    """``target`` (a dispatcher, or with ``cache=False`` a Python function) compiled for
+    ``arg_types`` only (a call with other types raises TypeError)."""
+    if not cache:
+        target = numba.njit(error_model="numpy", nogil=True)(target)
+    try:
+        target.compile(tuple(arg_types))
+    except numba.core.errors.NumbaError as e:  # a lowering numba cannot type: a reason, not a crash
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise NativeUnsupported(f"numba could not compile the lowered program: {first}") from e
+    except ImportError as e:  # numba's np.dot needs scipy's BLAS (part of d2s[native])
+        raise NativeUnsupported(f"numba could not compile the lowered program: {e} "
+                                "(pip install 'd2s[native]' installs scipy)") from e
+    target.disable_compile()
+    return target
 
 
 def compile_program(program, cache_dir=None):
