@@ -11,10 +11,10 @@ these sizes). The generated code (``codegen.py``) therefore runs a ``while`` or 
 products are all known to be small with OpenBLAS set to one thread, and restores the count
 after it (also when the loop raises).
 
-On a machine whose cores are all busy (the 1-minute load average at least the CPU count),
-the same stall hits large products too (a ``(256, 2048) @ (2048, 256)`` product: 70 ms on 2
-threads against 7 ms on 1, measured there), so a whole program that computes matrix products
-runs on one BLAS thread while that lasts (``busy``, read at most once a second).
+On a machine whose cores are all busy the same stall hits large products too (a
+``(256, 2048) @ (2048, 256)`` product: 70 ms on 2 threads against 7 ms on 1, measured there).
+d2s does not react to the machine's load: its behaviour would then depend on other processes.
+Set ``OPENBLAS_NUM_THREADS`` (or ``--threads 1`` in the benchmarks) on an oversubscribed machine.
 
 The count is process-wide: ``enter``/``leave`` keep a depth count under a lock so that loops
 running in several threads at once set it once and restore it once (a product another thread
@@ -23,9 +23,7 @@ OpenBLAS whose thread count can be set (another BLAS, no ctypes, not Linux), bot
 nothing. ``SMALL_PRODUCT`` is the size (multiply-adds of one product) up to which a product
 counts as small; ``enabled`` turns the whole mechanism off.
 """
-import os
 import threading
-import time
 
 enabled = True
 SMALL_PRODUCT = 1 << 23
@@ -105,34 +103,3 @@ def threads():
     """numpy's BLAS thread count now (None where it cannot be read)."""
     api = _functions()
     return None if api is None else api[0]()
-
-
-_busy = [0.0, False]  # (when last read, whether the machine was busy then)
-
-
-def busy():
-    """Whether every core is busy: the 1-minute load average is at least the CPU count (read at
-    most once a second; False where the load average cannot be read)."""
-    now = time.monotonic()
-    if now - _busy[0] > 1.0:
-        try:
-            _busy[1] = os.getloadavg()[0] >= (os.cpu_count() or 1)
-        except (OSError, AttributeError):
-            _busy[1] = False
-        _busy[0] = now
-    return _busy[1]
-
-
-def enter_if_busy():
-    """:func:`enter` when the machine is :func:`busy`; returns whether it did (for
-    :func:`leave_if`)."""
-    if enabled and busy() and _functions() is not None:
-        enter()
-        return True
-    return False
-
-
-def leave_if(entered):
-    """:func:`leave` when the matching :func:`enter_if_busy` entered."""
-    if entered:
-        leave()

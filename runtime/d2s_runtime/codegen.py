@@ -270,22 +270,13 @@ class _Codegen:
             if self.numpy and self.is0d(name):
                 self.twin_src[loc] = f"{loc}[()]"
         owned = set(feeds) | {o for op in prog.block.ops for o in op.outputs}
-        # on a machine whose cores are all busy, BLAS runs on one thread (see blas.py)
-        wrap = self.numpy and blas.enabled and self.has_products(prog.block)
-        top = 2 if wrap else 1
-        if wrap:
-            self.emit(1, f"_bt = {self.g_blas('enter_if_busy')}()")
-            self.emit(1, "try:")
-        self.emit_ops(prog.block, self.main_order, top, owned=owned, keep=set(prog.outputs), main=True)
+        self.emit_ops(prog.block, self.main_order, 1, owned=owned, keep=set(prog.outputs), main=True)
         outs = []
         for name in prog.outputs:
             loc = self.local[name]
             # a 0-d output may be a numpy scalar here: the caller gets an array, as always
             outs.append(f"_asarray({loc})" if self.numpy and self.maybe0d(name) else loc)
-        self.emit(top, f"return [{', '.join(outs)}]")
-        if wrap:
-            self.emit(1, "finally:")
-            self.emit(2, f"{self.g_blas('leave_if')}(_bt)")
+        self.emit(1, f"return [{', '.join(outs)}]")
         lines = [f"def program({', '.join(args)}):"]
         lines += ["    " + t for t in self.entry]
         info = {}
@@ -441,18 +432,6 @@ class _Codegen:
         if key not in self.g:
             self.g[key] = getattr(blas, name)
         return key
-
-    def has_products(self, block):
-        """Whether ``block`` (or a block inside it) computes matrix products."""
-        stack = [block]
-        while stack:
-            b = stack.pop()
-            for op in b.ops:
-                stack.extend(op.blocks.values())
-                opdef = OPS.get(op.type)
-                if opdef is not None and opdef.ufunc == "matmul":
-                    return True
-        return False
 
     def small_products(self, op):
         """Whether loop ``op`` (numpy) computes matrix products, all of sizes known to be at most
