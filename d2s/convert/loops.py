@@ -26,10 +26,14 @@ from .values import fresh, is_symbolic, truth, write_back
 
 
 # ------------------------------------------------------------------ while
-def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=None, escaping=None):
+def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=None, escaping=None,
+                       entry_flags=False):
     """Run ``body_fn`` over the loop variables ``init`` (values of ``names``) while
     ``test_fn`` holds; returns their final values. ``escaping()`` gives the objects of an
-    enclosing scope the body mutates (see :func:`refuse_escaping`)."""
+    enclosing scope the body mutates (see :func:`refuse_escaping`). ``entry_flags``: the
+    converted function updates tensors in place somewhere, so a tensor loop carries for each
+    loop variable the body rebinds on some runs only whether it still holds its entry tensor
+    (see ``d2s.static.control_flow._ObjectCarry``)."""
     state = tuple(init)
     user_test = test_fn
     test_fn = lambda *s: truth(user_test(*s))  # noqa: E731 - `while xs:` on a grown list tests its length
@@ -39,7 +43,7 @@ def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=
         if is_symbolic(c):
             with refuse_escaping(escaping):
                 return _static_loop(lambda s: test_fn(*s), lambda s: tuple(body_fn(*s)), state, names,
-                                    get_state, set_state)
+                                    get_state, set_state, entry_flags=entry_flags)
         if not c:
             return state
         count += 1
@@ -68,7 +72,7 @@ class _LoopRetry(Exception):
         self.dtypes = dtypes
 
 
-def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), peeled=False):
+def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), peeled=False, entry_flags=False):
     """A ``while`` op over ``extra_vars + state`` (and attribute targets): ``test(s)`` and
     ``body(s)`` take and return the tuple of the state's values (extra vars first)."""
     comps = tuple(get_state()) if get_state is not None else ()
@@ -76,7 +80,7 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
     labels = [f"loop index #{i}" for i in range(n_extra)] + list(names) + \
         [f"attribute #{i}" for i in range(len(comps))]
     if not peeled and any(v is None for v in state):
-        return _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels[:n])
+        return _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels[:n], entry_flags)
     init = list(extra_vars) + list(state) + list(comps)
     lists = [i for i, v in enumerate(init) if type(v) is list]
     has_dicts = any(type(v) is dict for v in init)
@@ -139,6 +143,8 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             return tuple(v for i, v in enumerate(out) if i not in dead)
 
         try:
+            if STATE.builder is not None:
+                STATE.builder.entry_flags = entry_flags  # (read and reset by the while op's builder)
             result = while_loop(cond_fn, body_fn, tuple(start))
         except _LoopRetry as r:
             init = [_number_as(v, *r.dtypes[i]) if i in r.dtypes else v for i, v in enumerate(init)]
@@ -173,7 +179,7 @@ def _fails_if_it_runs(test, init, n, state, error):
     return tuple(state)
 
 
-def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels):
+def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels, entry_flags=False):
     """``h = None`` before a tensor loop whose body makes ``h`` a tensor (``h = x if h is None
     else h + x``): the first iteration runs on its own under a ``cond`` on the loop test, where
     ``h is None`` still holds, and the ``while`` op carries the tensor from then on. After the
@@ -197,7 +203,8 @@ def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labe
     full = tuple(None if isinstance(v, Undefined) else v for v in full)
     originals = list(extra_vars) + list(state)
     full = tuple(write_back(o, v) for o, v in zip(originals, full))
-    out = _static_loop(test, body, full[n_extra:], names, get_state, set_state, full[:n_extra], peeled=True)
+    out = _static_loop(test, body, full[n_extra:], names, get_state, set_state, full[:n_extra], peeled=True,
+                       entry_flags=entry_flags)
     if not is_symbolic(go):
         return out
     # zeros stood in for None while the loop was built: the variable is None again when the
@@ -570,11 +577,12 @@ def as_tensor_iterable(x):
 
 
 def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None, set_state=None,
-                escaping=None):
+                escaping=None, entry_flags=False):
     """Run ``body_fn(item, *loop_vars)`` for each item of ``iterable``; returns the loop vars.
 
     ``extra_test(*loop_vars)`` (a lowered ``break``) is checked before each iteration;
-    ``escaping()`` gives the objects of an enclosing scope the body mutates.
+    ``escaping()`` gives the objects of an enclosing scope the body mutates; ``entry_flags``:
+    see :func:`convert_while_loop`.
     """
     it = as_tensor_iterable(iterable)
     if isinstance(it, TensorListItems) and any(v is iterable for v in init):
@@ -583,7 +591,7 @@ def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None,
                            "(`for v in list(xs):`) or over indexes", ConvertError)
     if it is not None:
         with refuse_escaping(escaping):
-            return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state)
+            return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state, entry_flags)
     return _py_for(iterable, body_fn, tuple(init), names, extra_test, get_state, set_state)
 
 
@@ -638,7 +646,7 @@ def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state):
     return state
 
 
-def _static_for(it, body_fn, state, names, extra_test, get_state, set_state):
+def _static_for(it, body_fn, state, names, extra_test, get_state, set_state, entry_flags=False):
     n = it.length()
     index0 = tensor(0)
 
@@ -654,7 +662,8 @@ def _static_for(it, body_fn, state, names, extra_test, get_state, set_state):
         out = tuple(body_fn(it.item(i), *s[1:]))
         return (ops.add(i, 1),) + out
 
-    return _static_loop(test, body, state, names, get_state, set_state, extra_vars=(index0,))
+    return _static_loop(test, body, state, names, get_state, set_state, extra_vars=(index0,),
+                        entry_flags=entry_flags)
 
 
 # ------------------------------------------------------------------ builtins that make iterables
