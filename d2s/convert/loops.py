@@ -19,7 +19,7 @@ from ..static.weak_index import (WeakIndex, WeakNumber, number_or_tensor, number
 from ..tensor import Tensor, tensor
 from . import control_flow as cf, raising
 from ..user_errors import ConvertError, at_user_line, user_frame
-from .builtins import convert_assert
+from .dict_keys import MaybeKey, note_created, refuse as refuse_partial_dict
 from .escaping import refuse_escaping
 from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
 from .values import fresh, is_symbolic, truth, write_back
@@ -134,6 +134,7 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
 
         def body_fn(*vals):
             out = list(body(split(vals))) + (list(get_state()) if get_state is not None else [])
+            out = _keys_stay_maybe(init, out)
             body_weak.update((i, _is_python_number(out[i])) for i in weak_at if i < len(out))
             body_types.update((i, number_type(out[i])) for i in weak_at if i < len(out))
             out = _check_carried(labels, init, widen(vals), out)
@@ -144,7 +145,7 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
 
         try:
             if STATE.builder is not None:
-                STATE.builder.entry_flags = entry_flags  # (read and reset by the while op's builder)
+                STATE.builder.entry_flags = bool(entry_flags)  # (read and reset by the while op's builder)
             result = while_loop(cond_fn, body_fn, tuple(start))
         except _LoopRetry as r:
             init = [_number_as(v, *r.dtypes[i]) if i in r.dtypes else v for i, v in enumerate(init)]
@@ -393,9 +394,9 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None, trial=
 
 def _dict_keys_from_body(test, body, init, n, set_state, labels, trial=None):
     """A dict the loop body adds keys to (``d['a'] = v`` first assigned inside the loop) is
-    carried with those keys, learnt from one trial trace of the body, holding zeros of the
-    values' types on entry. Python would leave the keys out when the loop runs zero times, so
-    the program then stops with an error naming them instead of handing out those zeros."""
+    carried with those keys, learnt from one trial trace of the body, each a MaybeKey (see
+    convert/dict_keys.py) holding zeros of the value's type and a false flag on entry: Python's
+    dict lacks them when the loop runs zero times, and a read then raises KeyError."""
     dicts = [i for i, v in enumerate(init) if type(v) is dict]
     res, error, vals = trial if trial is not None else _trial(body, init, n, set_state)
     if res is None:  # the real trace reports the error at the user's line
@@ -412,22 +413,39 @@ def _dict_keys_from_body(test, body, init, n, set_state, labels, trial=None):
         filled = dict(init[i])
         for k in new:
             v = got[k]
+            if type(v) is MaybeKey:  # (set in a tensor `if` of the body)
+                v = v.value
             if isinstance(v, Tensor):
-                filled[k] = cf._zeros_like_type(v)
+                placeholder = cf._zeros_like_type(v)
             elif isinstance(v, cf._NUMBER):
-                filled[k] = type(v)(0)
+                placeholder = type(v)(0)
             elif isinstance(v, (tuple, list, dict)):
-                filled[k] = cf._placeholder(v)
+                placeholder = cf._placeholder(v)
             else:
                 raise at_user_line(f"the dict '{labels[i]}' gets key {k!r} first inside this tensor loop, holding "
                                    f"{type(v).__name__}; only tensors, numbers and containers of them can be "
                                    "carried by the loop. Assign the key before the loop", ConvertError)
+            # held on the runs where an iteration set it (Python's dict lacks it after zero trips)
+            filled[k] = MaybeKey(placeholder, tensor(False))
         out[i] = filled
         added.append(f"{labels[i]}[{', '.join(repr(k) for k in new)}]")
     if added:
-        ran = test(tuple(_as_loop_value(v) if not isinstance(v, (dict, list)) else v for v in out[:n]))
-        convert_assert(ran, lambda: f"{'; '.join(added)}: first assigned inside this tensor loop, which ran zero "
-                                    "times, so Python would not have these keys (assign them before the loop)")
+        note_created()
+    return out
+
+
+def _keys_stay_maybe(init, out):
+    """A key that a dict holds on some runs only on entry (a MaybeKey) that the body sets:
+    held after the iteration on every run (the flag True there), carried as a MaybeKey."""
+    out = list(out)
+    for i, v in enumerate(init):
+        if i >= len(out) or type(v) is not dict or type(out[i]) is not dict:
+            continue
+        keys = [k for k, x in v.items() if type(x) is MaybeKey]
+        if not keys or not any(k in out[i] and type(out[i][k]) is not MaybeKey for k in keys):
+            continue
+        out[i] = {k: MaybeKey(x, tensor(True)) if k in keys and type(x) is not MaybeKey else x
+                  for k, x in out[i].items()}
     return out
 
 
@@ -584,6 +602,7 @@ def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None,
     ``escaping()`` gives the objects of an enclosing scope the body mutates; ``entry_flags``:
     see :func:`convert_while_loop`.
     """
+    refuse_partial_dict(iterable, "iterating over")
     it = as_tensor_iterable(iterable)
     if isinstance(it, TensorListItems) and any(v is iterable for v in init):
         raise at_user_line("this `for` changes the list it iterates over, whose length is known only when the "

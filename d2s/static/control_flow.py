@@ -782,8 +782,8 @@ def _static_while(call_cond, call_body, vals, private=None, entry_flags=None):
     set for themselves."""
     if entry_flags is None:
         b = _builder()
-        entry_flags = getattr(b, "entry_flags", False)
-        b.entry_flags = False
+        entry_flags = getattr(b, "entry_flags", None)
+        b.entry_flags = None
     try:
         return _build_while(call_cond, call_body, vals, private, entry_flags)
     except _PeelFirst as p:
@@ -906,14 +906,15 @@ class _ObjectCarry:
     would update another object): for ``a += x; a = a * 2`` the first iteration runs on its
     own (``_PeelFirst``)."""
 
-    def __init__(self, b, leaves, weak, private=(), entry_flags=False):
+    def __init__(self, b, leaves, weak, private=(), entry_flags=None):
         self.b = b
         self.private = private
         # whether code after the loop may observe which tensor object a loop var holds (it
         # updates tensors in place): a loop var that the body rebinds on some runs only then
-        # carries a flag "still its entry object" (see split_aliases); without it, such a
+        # carries a flag "still its entry object" (see split_aliases); when False, such a
         # loop var is linked to its entry object under an unknown condition (``unsure``), so
-        # an in-place update through either refuses instead of silently missing the other
+        # an in-place update through either refuses instead of silently missing the other.
+        # None: a loop not written by the user (d2s.while_loop, a replayed while op), as before
         self.entry_flags = entry_flags
         self.unsure = set()
         self.objs = list(leaves)
@@ -1050,15 +1051,16 @@ class _ObjectCarry:
             if not isinstance(out[i], Tensor) or (r is not None and out[i] is self.objs[r]):
                 continue
             targets = alias_targets(self.b, out[i], blk, lambda x: carried(x) or id(x) in entries)
-            # rebound on some runs of the body only: the name may still hold its entry object
+            # rebound by the body (on some runs, or in every iteration of a loop that may run zero
+            # times): the name may still hold its entry object after the loop
             own = r is None and self.cls[i] is not None and not self.weak[i] and i in self._fresh and \
-                out[i] is not self._fresh[i][0] and any(entries.get(id(t), -1) == i for t in targets)
+                out[i] is not self._fresh[i][0]
             targets = [self.objs[entries[id(t)]] if id(t) in entries else t for t in targets
                        if entries.get(id(t), -1) != i]
             targets = list({id(t): t for t in targets}.values())
             if own and self.entry_flags and i not in self.full:
                 targets.append(self.objs[i])
-            elif own:
+            elif own and self.entry_flags is False:
                 self.unsure.add(i)
             if not targets and i not in self.split:
                 continue
@@ -1141,10 +1143,12 @@ class _ObjectCarry:
                 split = True
                 continue
             if mutated:
-                raise _alias_error(
+                # (``b = a`` before the loop, ``b += x; a = a * 2`` in it): the first iteration
+                # runs on its own, after which the names hold different tensors
+                raise _PeelFirst(_alias_error(
                     "this tensor loop updates in place a tensor that several loop variables hold, and leaves "
                     "them holding different tensors, so a later iteration would update only some of them; "
-                    "copy it where they are bound (b = a.clone()) or update it out of place (a = a + x)")
+                    "copy it where they are bound (b = a.clone()) or update it out of place (a = a + x)"))
             for i in members:
                 self.rep[i] = None
             split = True

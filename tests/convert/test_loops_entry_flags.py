@@ -1,7 +1,9 @@
-"""A tensor loop that rebinds a name on some runs only (``if c: b = b * 2``) while another name
-holds the tensor it entered with (``c = b`` before the loop): after the loop, an in-place update
-through either name reaches the other exactly on the runs where the loop never rebound it, as
-in eager code.
+"""A tensor loop that rebinds a name on some runs only (``if c: b = b * 2``, or in every iteration
+of a loop that may run zero times) while another name holds the tensor it entered with (``c = b``
+before the loop): after the loop, an in-place update through either name reaches the other
+exactly on the runs where the loop never rebound it, as in eager code. Names holding one tensor
+that the loop updates in place and then rebinds one of (``b = a``; ``b += x; a = a * 2``) run
+their first iteration on its own, after which they hold different tensors.
 
 When the converted function may update a tensor in place (``d2s.transformers.base.
 updates_in_place``), such a loop carries a bool per such name, "still its entry tensor"
@@ -124,8 +126,56 @@ def in_outer_if(x, n):
     return b, c
 
 
+def rebound_every_iteration(x, n):
+    # held by the name after the loop only when it ran zero times
+    b = x * 1.0
+    c = b
+    for j in range(n):
+        b = b * 0.5
+    b += 1.0
+    return b, c
+
+
+def shared_updated_then_one_rebound(x, n):
+    # `b = a`, then `b += ...` reaches a in the first iteration only (a is rebound after it)
+    a = x * 1.0
+    b = a
+    c = a
+    i = 0
+    while i < n:
+        b += x * 0.5
+        a = a * 2.0
+        i += 1
+    return a, b, c
+
+
+def shared_updated_then_rebound_in_if(x, n):
+    a = x * 1.0
+    b = a
+    c = a
+    i = 0
+    while i < n:
+        b += x * 0.5
+        if b.sum() > 3.0:
+            a = a * 2.0
+        i += 1
+    return a, b, c
+
+
+def shared_updated_through_the_other(x, n):
+    a = x * 1.0
+    b = a
+    for j in range(n):
+        a.add_(1.0)
+        b = b * 0.5 + j
+    b += 1.0
+    return a, b
+
+
 @pytest.mark.parametrize("fn", [while_then_update_b, while_then_update_c, for_range_then_setitem, rebound_in_else,
-                                rebound_under_python_flag, nested_loops, two_names_entry, in_outer_if])
+                                rebound_under_python_flag, nested_loops, two_names_entry, in_outer_if,
+                                rebound_every_iteration, shared_updated_then_one_rebound,
+                                shared_updated_then_rebound_in_if, shared_updated_through_the_other])
 def test_in_place_update_after_loop_reaches_entry_aliases(fn):
     check_exact(fn, inputs())
 
