@@ -43,7 +43,7 @@ def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=
         if is_symbolic(c):
             with refuse_escaping(escaping):
                 return _static_loop(lambda s: test_fn(*s), lambda s: tuple(body_fn(*s)), state, names,
-                                    get_state, set_state, entry_flags=entry_flags and body_fn.__code__)
+                                    get_state, set_state, entry_flags=entry_flags)
         if not c:
             return state
         count += 1
@@ -145,8 +145,7 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
 
         try:
             if STATE.builder is not None:
-                # (read and reset by the while op's builder; the body's code keys what it learns)
-                STATE.builder.entry_flags = entry_flags or False
+                STATE.builder.entry_flags = bool(entry_flags)  # (read and reset by the while op's builder)
             result = while_loop(cond_fn, body_fn, tuple(start))
         except _LoopRetry as r:
             init = [_number_as(v, *r.dtypes[i]) if i in r.dtypes else v for i, v in enumerate(init)]
@@ -611,8 +610,7 @@ def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None,
                            "(`for v in list(xs):`) or over indexes", ConvertError)
     if it is not None:
         with refuse_escaping(escaping):
-            return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state,
-                               entry_flags and body_fn.__code__)
+            return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state, entry_flags)
     return _py_for(iterable, body_fn, tuple(init), names, extra_test, get_state, set_state)
 
 

@@ -816,12 +816,6 @@ def _build_while(call_cond, call_body, vals, private, entry_flags):
     types = _weak_carry_types(types, weak, lambda: call_body(raw))
     n = len(leaves)
     carried = _ObjectCarry(b, leaves, weak, private or (), entry_flags)
-    hint_key = (entry_flags, len(leaves)) if entry_flags else None
-    # the loop vars that needed an entry flag when this loop was last built (a loop nested in
-    # another loop's body is built again for each trace of it): flagged before the first trace
-    for i in b.__dict__.setdefault("entry_flag_hints", {}).get(hint_key, ()):
-        if carried.cls[i] is not None and not carried.weak[i] and carried.rep[i] is None:
-            carried._add_flag(i, carried.objs[i])
     for _ in range(_MAX_WIDEN):
         def cond_of(args):
             return _as_pred_value(call_cond(tree_unflatten(treedef, carried.enter(args))))
@@ -886,8 +880,6 @@ def _build_while(call_cond, call_body, vals, private, entry_flags):
         # iteration (see _ObjectCarry.split_aliases)
         b.link_maybe_alias(results[i], results[t] if isinstance(t, int) else t, f)
     own_flag = {i for i, t in carried.flags if t is carried.objs[i]}
-    if hint_key is not None:
-        b.entry_flag_hints[hint_key] = own_flag
     for i in sorted(carried.unsure - own_flag):
         # rebound on some runs only, no flag carried (nothing after the loop in the converted
         # function updates a tensor in place): an in-place update through it refuses
