@@ -165,11 +165,12 @@ def updates_in_place(func):
     method named like PyTorch's in-place ones (``b.add_(1)``). Only then can code of the
     function observe which tensor object a name holds after a tensor loop (``c = b`` before
     it, ``b += 1`` after it), so only then do its tensor loops carry flags for that."""
-    counters = _number_counters(func)
+    # (``i += 1`` on a Python counter counts too: which names hold numbers is not known here,
+    # and a function without flags links such names under an unknown condition instead, which
+    # a loop around the loop could not carry)
     for node in gast.walk(func):
         if isinstance(node, gast.AugAssign):
-            if not (isinstance(node.target, gast.Name) and node.target.id in counters):
-                return True
+            return True
         if isinstance(node, (gast.Assign, gast.AnnAssign)):
             targets = node.targets if isinstance(node, gast.Assign) else [node.target]
             if any(isinstance(t, gast.Subscript) or any(isinstance(x, gast.Subscript) and isinstance(
@@ -180,22 +181,6 @@ def updates_in_place(func):
             if name.endswith("_") and not name.startswith("_"):
                 return True
     return False
-
-
-def _number_counters(func):
-    """Names only ever bound to number constants (``i = 0``, ``i += 1``): Python numbers, whose
-    augmented assignments update nothing in place."""
-    consts, other = set(), set()
-    for node in gast.walk(func):
-        if isinstance(node, (gast.Assign, gast.AugAssign, gast.AnnAssign)):
-            targets = node.targets if isinstance(node, gast.Assign) else [node.target]
-            number = isinstance(node.value, gast.Constant) and type(node.value.value) in (int, float, bool)
-            for t in targets:
-                names = [x.id for x in gast.walk(t) if isinstance(x, gast.Name)]
-                (consts if number and isinstance(t, gast.Name) else other).update(names)
-        elif isinstance(node, (gast.For, gast.comprehension, gast.NamedExpr, gast.arguments)):
-            other.update(x.id for x in gast.walk(getattr(node, "target", node)) if isinstance(x, gast.Name))
-    return consts - other
 
 
 def watch_entry_identity(call, ctx):
