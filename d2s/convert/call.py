@@ -20,7 +20,7 @@ from .._state import STATE
 from ..autograd import functional
 from ..static.tensor_array import TensorArray
 from ..tensor import Tensor
-from . import builtins as cb
+from . import builtins as cb, dict_keys
 from .loops import convert_enumerate, convert_range, convert_zip
 from .values import is_symbolic
 
@@ -130,6 +130,25 @@ def _append_watched(array, x):
 
 def convert_call(f):
     """The callable converted code should call in place of ``f``."""
+    g = _convert_call(f)
+    if dict_keys.active() and _runs_unconverted(f, g):
+        # its own reads of a dict's keys would not be checked (see convert/dict_keys.py)
+        return dict_keys.guard(g, f)
+    return g
+
+
+def _runs_unconverted(f, g):
+    """Whether ``g``, what converted code calls for ``f``, is not converted source: ``f``
+    itself (a builtin, a library function, a dict's method) or one of d2s's stand-ins."""
+    if g is f:
+        return not (isinstance(f, (types.FunctionType, types.MethodType)) and
+                    getattr(f, "__code__", getattr(getattr(f, "__func__", None), "__code__", None)) is not None
+                    and f.__name__ != "<lambda>" and not is_library(getattr(f, "__func__", f)))
+    return not isinstance(g, (types.FunctionType, types.MethodType)) or \
+        getattr(g, "__module__", "").startswith("d2s.convert")
+
+
+def _convert_call(f):
     try:
         mapped = _BUILTINS.get(f)
     except TypeError:  # unhashable callable

@@ -18,6 +18,7 @@ from ..static.weak_index import WeakIndex, WeakNumber, number_or_tensor, number_
 from ..tensor import Tensor, tensor
 from . import raising, replay
 from ..user_errors import ConvertError, at_user_line
+from .dict_keys import MaybeKey, note_created
 from .escaping import refuse_escaping
 from .undefined import MaybeUnbound, Undefined, maybe_unbound
 from .values import REPLACED_LISTS, changed, describe, fresh, is_symbolic, truth, write_back
@@ -159,7 +160,9 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
                 _refuse_changed_objects(objects)
                 out = _fill_structures(raw, out_names, fillable, fills, side)
                 if side == "false":
+                    _find_maybe_keys(seen["true_out"], out, maybe)
                     _find_maybe_unbound(seen["true_out"], out, out_names, fillable, maybe)
+                out = _bind_maybe_keys(out, maybe)
                 out = _bind_maybe_unbound(out, maybe)
                 out = _lists_as_arrays(out, hints)
                 st = tuple(get_state()) if get_state is not None else ()
@@ -258,11 +261,65 @@ def _find_maybe_unbound(true_out, false_out, out_names, fillable, maybe):
         raise _Retry(None)
 
 
+def _key_binding(d, k):
+    return "unbound" if k not in d else "maybe" if type(d[k]) is MaybeKey else "bound"
+
+
+def _find_maybe_keys(true_out, false_out, maybe):
+    """Keys of a dict output that one branch sets and the other does not (or that one holds on
+    some runs only): the dict holds them on both sides as MaybeKeys (see convert/dict_keys.py),
+    in one order that keeps each side's own. Retries with each key's sample noted."""
+    new = False
+    for j in range(min(len(true_out), len(false_out))):
+        t, f = true_out[j], false_out[j]
+        if type(t) is not dict or type(f) is not dict:
+            continue
+        order = list(t) + [k for k in f if k not in t]
+        for side in (t, f):  # each side's keys in the same relative order on every run
+            mine = [k for k in order if k in side]
+            if mine != list(side):
+                return  # (keys in another order on each side: the structure error names them)
+        for k in order:
+            if ("key", j, k) not in maybe and _key_binding(t, k) != _key_binding(f, k):
+                sample = t[k] if k in t else f[k]
+                maybe[("key", j, k)] = sample.value if type(sample) is MaybeKey else sample
+                new = True
+        if new or ("order", j) not in maybe:
+            maybe[("order", j)] = tuple(order)
+    if new:
+        raise _Retry(None)
+
+
+def _bind_maybe_keys(out, maybe):
+    if not any(isinstance(j, tuple) for j in maybe):
+        return out
+    out = list(out)
+    for j in {j for kind, j, *_ in (x for x in maybe if isinstance(x, tuple))}:
+        d = out[j] if j < len(out) else None
+        if type(d) is not dict:
+            continue
+        order = list(maybe.get(("order", j), ())) + [k for k in d if k not in maybe.get(("order", j), ())]
+        bound = {}
+        for k in order:
+            if ("key", j, k) not in maybe:
+                if k in d:
+                    bound[k] = d[k]
+            elif k not in d:
+                bound[k] = MaybeKey(_placeholder(maybe[("key", j, k)]), tensor(False))
+            else:
+                bound[k] = d[k] if type(d[k]) is MaybeKey else MaybeKey(d[k], tensor(True))
+        out[j] = bound
+    note_created()
+    return tuple(out)
+
+
 def _bind_maybe_unbound(out, maybe):
-    if not maybe:
+    if not any(isinstance(j, int) for j in maybe):
         return out
     out = list(out)
     for j, sample in maybe.items():
+        if not isinstance(j, int):
+            continue
         v = out[j]
         out[j] = maybe_unbound(_placeholder(sample), False) if isinstance(v, Undefined) else maybe_unbound(v, True)
     return tuple(out)

@@ -19,17 +19,21 @@ from ..static.weak_index import (WeakIndex, WeakNumber, number_or_tensor, number
 from ..tensor import Tensor, tensor
 from . import control_flow as cf, raising
 from ..user_errors import ConvertError, at_user_line, user_frame
-from .builtins import convert_assert
+from .dict_keys import MaybeKey, note_created, refuse as refuse_partial_dict
 from .escaping import refuse_escaping
 from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
 from .values import fresh, is_symbolic, truth, write_back
 
 
 # ------------------------------------------------------------------ while
-def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=None, escaping=None):
+def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=None, escaping=None,
+                       entry_flags=False):
     """Run ``body_fn`` over the loop variables ``init`` (values of ``names``) while
     ``test_fn`` holds; returns their final values. ``escaping()`` gives the objects of an
-    enclosing scope the body mutates (see :func:`refuse_escaping`)."""
+    enclosing scope the body mutates (see :func:`refuse_escaping`). ``entry_flags``: the
+    converted function updates tensors in place somewhere, so a tensor loop carries for each
+    loop variable the body rebinds on some runs only whether it still holds its entry tensor
+    (see ``d2s.static.control_flow._ObjectCarry``)."""
     state = tuple(init)
     user_test = test_fn
     test_fn = lambda *s: truth(user_test(*s))  # noqa: E731 - `while xs:` on a grown list tests its length
@@ -39,7 +43,7 @@ def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=
         if is_symbolic(c):
             with refuse_escaping(escaping):
                 return _static_loop(lambda s: test_fn(*s), lambda s: tuple(body_fn(*s)), state, names,
-                                    get_state, set_state)
+                                    get_state, set_state, entry_flags=entry_flags)
         if not c:
             return state
         count += 1
@@ -68,7 +72,7 @@ class _LoopRetry(Exception):
         self.dtypes = dtypes
 
 
-def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), peeled=False):
+def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), peeled=False, entry_flags=False):
     """A ``while`` op over ``extra_vars + state`` (and attribute targets): ``test(s)`` and
     ``body(s)`` take and return the tuple of the state's values (extra vars first)."""
     comps = tuple(get_state()) if get_state is not None else ()
@@ -76,7 +80,7 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
     labels = [f"loop index #{i}" for i in range(n_extra)] + list(names) + \
         [f"attribute #{i}" for i in range(len(comps))]
     if not peeled and any(v is None for v in state):
-        return _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels[:n])
+        return _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels[:n], entry_flags)
     init = list(extra_vars) + list(state) + list(comps)
     lists = [i for i, v in enumerate(init) if type(v) is list]
     has_dicts = any(type(v) is dict for v in init)
@@ -130,6 +134,7 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
 
         def body_fn(*vals):
             out = list(body(split(vals))) + (list(get_state()) if get_state is not None else [])
+            out = _keys_stay_maybe(init, out)
             body_weak.update((i, _is_python_number(out[i])) for i in weak_at if i < len(out))
             body_types.update((i, number_type(out[i])) for i in weak_at if i < len(out))
             out = _check_carried(labels, init, widen(vals), out)
@@ -139,6 +144,8 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             return tuple(v for i, v in enumerate(out) if i not in dead)
 
         try:
+            if STATE.builder is not None:
+                STATE.builder.entry_flags = bool(entry_flags)  # (read and reset by the while op's builder)
             result = while_loop(cond_fn, body_fn, tuple(start))
         except _LoopRetry as r:
             init = [_number_as(v, *r.dtypes[i]) if i in r.dtypes else v for i, v in enumerate(init)]
@@ -173,7 +180,7 @@ def _fails_if_it_runs(test, init, n, state, error):
     return tuple(state)
 
 
-def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels):
+def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labels, entry_flags=False):
     """``h = None`` before a tensor loop whose body makes ``h`` a tensor (``h = x if h is None
     else h + x``): the first iteration runs on its own under a ``cond`` on the loop test, where
     ``h is None`` still holds, and the ``while`` op carries the tensor from then on. After the
@@ -197,7 +204,8 @@ def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labe
     full = tuple(None if isinstance(v, Undefined) else v for v in full)
     originals = list(extra_vars) + list(state)
     full = tuple(write_back(o, v) for o, v in zip(originals, full))
-    out = _static_loop(test, body, full[n_extra:], names, get_state, set_state, full[:n_extra], peeled=True)
+    out = _static_loop(test, body, full[n_extra:], names, get_state, set_state, full[:n_extra], peeled=True,
+                       entry_flags=entry_flags)
     if not is_symbolic(go):
         return out
     # zeros stood in for None while the loop was built: the variable is None again when the
@@ -386,9 +394,9 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None, trial=
 
 def _dict_keys_from_body(test, body, init, n, set_state, labels, trial=None):
     """A dict the loop body adds keys to (``d['a'] = v`` first assigned inside the loop) is
-    carried with those keys, learnt from one trial trace of the body, holding zeros of the
-    values' types on entry. Python would leave the keys out when the loop runs zero times, so
-    the program then stops with an error naming them instead of handing out those zeros."""
+    carried with those keys, learnt from one trial trace of the body, each a MaybeKey (see
+    convert/dict_keys.py) holding zeros of the value's type and a false flag on entry: Python's
+    dict lacks them when the loop runs zero times, and a read then raises KeyError."""
     dicts = [i for i, v in enumerate(init) if type(v) is dict]
     res, error, vals = trial if trial is not None else _trial(body, init, n, set_state)
     if res is None:  # the real trace reports the error at the user's line
@@ -405,22 +413,39 @@ def _dict_keys_from_body(test, body, init, n, set_state, labels, trial=None):
         filled = dict(init[i])
         for k in new:
             v = got[k]
+            if type(v) is MaybeKey:  # (set in a tensor `if` of the body)
+                v = v.value
             if isinstance(v, Tensor):
-                filled[k] = cf._zeros_like_type(v)
+                placeholder = cf._zeros_like_type(v)
             elif isinstance(v, cf._NUMBER):
-                filled[k] = type(v)(0)
+                placeholder = type(v)(0)
             elif isinstance(v, (tuple, list, dict)):
-                filled[k] = cf._placeholder(v)
+                placeholder = cf._placeholder(v)
             else:
                 raise at_user_line(f"the dict '{labels[i]}' gets key {k!r} first inside this tensor loop, holding "
                                    f"{type(v).__name__}; only tensors, numbers and containers of them can be "
                                    "carried by the loop. Assign the key before the loop", ConvertError)
+            # held on the runs where an iteration set it (Python's dict lacks it after zero trips)
+            filled[k] = MaybeKey(placeholder, tensor(False))
         out[i] = filled
         added.append(f"{labels[i]}[{', '.join(repr(k) for k in new)}]")
     if added:
-        ran = test(tuple(_as_loop_value(v) if not isinstance(v, (dict, list)) else v for v in out[:n]))
-        convert_assert(ran, lambda: f"{'; '.join(added)}: first assigned inside this tensor loop, which ran zero "
-                                    "times, so Python would not have these keys (assign them before the loop)")
+        note_created()
+    return out
+
+
+def _keys_stay_maybe(init, out):
+    """A key that a dict holds on some runs only on entry (a MaybeKey) that the body sets:
+    held after the iteration on every run (the flag True there), carried as a MaybeKey."""
+    out = list(out)
+    for i, v in enumerate(init):
+        if i >= len(out) or type(v) is not dict or type(out[i]) is not dict:
+            continue
+        keys = [k for k, x in v.items() if type(x) is MaybeKey]
+        if not keys or not any(k in out[i] and type(out[i][k]) is not MaybeKey for k in keys):
+            continue
+        out[i] = {k: MaybeKey(x, tensor(True)) if k in keys and type(x) is not MaybeKey else x
+                  for k, x in out[i].items()}
     return out
 
 
@@ -570,12 +595,14 @@ def as_tensor_iterable(x):
 
 
 def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None, set_state=None,
-                escaping=None):
+                escaping=None, entry_flags=False):
     """Run ``body_fn(item, *loop_vars)`` for each item of ``iterable``; returns the loop vars.
 
     ``extra_test(*loop_vars)`` (a lowered ``break``) is checked before each iteration;
-    ``escaping()`` gives the objects of an enclosing scope the body mutates.
+    ``escaping()`` gives the objects of an enclosing scope the body mutates; ``entry_flags``:
+    see :func:`convert_while_loop`.
     """
+    refuse_partial_dict(iterable, "iterating over")
     it = as_tensor_iterable(iterable)
     if isinstance(it, TensorListItems) and any(v is iterable for v in init):
         raise at_user_line("this `for` changes the list it iterates over, whose length is known only when the "
@@ -583,7 +610,7 @@ def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None,
                            "(`for v in list(xs):`) or over indexes", ConvertError)
     if it is not None:
         with refuse_escaping(escaping):
-            return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state)
+            return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state, entry_flags)
     return _py_for(iterable, body_fn, tuple(init), names, extra_test, get_state, set_state)
 
 
@@ -638,7 +665,7 @@ def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state):
     return state
 
 
-def _static_for(it, body_fn, state, names, extra_test, get_state, set_state):
+def _static_for(it, body_fn, state, names, extra_test, get_state, set_state, entry_flags=False):
     n = it.length()
     index0 = tensor(0)
 
@@ -654,7 +681,8 @@ def _static_for(it, body_fn, state, names, extra_test, get_state, set_state):
         out = tuple(body_fn(it.item(i), *s[1:]))
         return (ops.add(i, 1),) + out
 
-    return _static_loop(test, body, state, names, get_state, set_state, extra_vars=(index0,))
+    return _static_loop(test, body, state, names, get_state, set_state, extra_vars=(index0,),
+                        entry_flags=entry_flags)
 
 
 # ------------------------------------------------------------------ builtins that make iterables

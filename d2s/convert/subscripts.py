@@ -6,6 +6,7 @@ from .. import ops
 from ..dispatch import apply
 from ..tensor import Tensor, tensor
 from ..user_errors import at_user_line
+from . import dict_keys
 from .values import is_symbolic
 
 _NUMBER = (bool, int, float)
@@ -13,6 +14,8 @@ _NUMBER = (bool, int, float)
 
 def convert_getitem(obj, index):
     """``obj[index]``."""
+    if type(obj) is dict:
+        return dict_keys.getitem(obj, index)
     if type(obj) in (list, tuple) and is_symbolic(index):
         if index.ndim != 0 or not index.dtype.startswith("int"):
             raise at_user_line(f"list indices must be integers, not a {index.dtype} tensor of shape "
@@ -26,6 +29,9 @@ def convert_setitem(obj, index, value):
     """``obj[index] = value``."""
     if type(obj) is list and is_symbolic(index):
         _select_into(obj, index, value)
+        return
+    if type(obj) is dict:
+        dict_keys.setitem(obj, index, value)
         return
     obj[index] = value
 

@@ -1,6 +1,7 @@
 """Values flowing through converted control flow: symbolic checks, leaves, fresh copies."""
 from .. import pytree
 from ..tensor import Tensor
+from ..user_errors import ConvertError, at_user_line
 from .undefined import Undefined
 
 
@@ -14,6 +15,12 @@ def truth(x):
     if hasattr(type(x), "truth") and hasattr(type(x), "_d2s_children") and x.data is not None \
             and is_symbolic(x.data):
         return x.truth()
+    if type(x) is dict and x and all(type(v).__name__ == "MaybeKey" for v in x.values()):
+        # every key held on some runs only (convert/dict_keys.py): its truth depends on the run
+        raise at_user_line(f"testing the truth of a dict whose keys {list(x)} were set on some runs only (in one "
+                           "branch of a tensor `if`, or first inside a tensor loop): Python's answer depends on "
+                           "the data, which a Python value cannot. Set a key before the `if` or loop, or test "
+                           f"`{next(iter(x))!r} in d`", ConvertError)
     return x
 
 

@@ -774,11 +774,18 @@ class _PeelFirst(Exception):
         self.error = error
 
 
-def _static_while(call_cond, call_body, vals, private=None):
+def _static_while(call_cond, call_body, vals, private=None, entry_flags=None):
     """The ``while`` op. ``private``: ids of loop-var tensors made for this loop alone (the
-    results of its peeled first iteration), which no name outside it holds."""
+    results of its peeled first iteration), which no name outside it holds. ``entry_flags``:
+    see ``_ObjectCarry``; by default the builder's ``entry_flags`` (set by the converted loop
+    that called ``while_loop``, see ``d2s.convert.loops``), which loops nested in the body
+    set for themselves."""
+    if entry_flags is None:
+        b = _builder()
+        entry_flags = getattr(b, "entry_flags", None)
+        b.entry_flags = None
     try:
-        return _build_while(call_cond, call_body, vals, private)
+        return _build_while(call_cond, call_body, vals, private, entry_flags)
     except _PeelFirst as p:
         if private is not None:
             raise p.error from None
@@ -794,10 +801,10 @@ def _static_while(call_cond, call_body, vals, private=None):
     except ControlFlowError:
         raise error from None
     mine = {id(t) for t in tree_flatten(first)[0] if id(t) not in before}
-    return _static_while(call_cond, call_body, first, mine)
+    return _static_while(call_cond, call_body, first, mine, entry_flags)
 
 
-def _build_while(call_cond, call_body, vals, private):
+def _build_while(call_cond, call_body, vals, private, entry_flags):
     b = _builder()
     weak = _weak_mask(vals)
     raw = vals
@@ -808,7 +815,7 @@ def _build_while(call_cond, call_body, vals, private):
     types = [b.block.lookup(n).type for n in in_names]
     types = _weak_carry_types(types, weak, lambda: call_body(raw))
     n = len(leaves)
-    carried = _ObjectCarry(b, leaves, weak, private or ())
+    carried = _ObjectCarry(b, leaves, weak, private or (), entry_flags)
     for _ in range(_MAX_WIDEN):
         def cond_of(args):
             return _as_pred_value(call_cond(tree_unflatten(treedef, carried.enter(args))))
@@ -872,6 +879,11 @@ def _build_while(call_cond, call_body, vals, private):
         # a name that may hold tensor object t (or the tensor loop var t holds) after an
         # iteration (see _ObjectCarry.split_aliases)
         b.link_maybe_alias(results[i], results[t] if isinstance(t, int) else t, f)
+    own_flag = {i for i, t in carried.flags if t is carried.objs[i]}
+    for i in sorted(carried.unsure - own_flag):
+        # rebound on some runs only, no flag carried (nothing after the loop in the converted
+        # function updates a tensor in place): an in-place update through it refuses
+        b.link_maybe_alias(results[i], carried.objs[i], None)
     for i, j in carried.joined:
         # bound inside the body to a tensor the body updates: that tensor after a run of one
         # iteration or more, the name's own before-loop tensor after a run of none
@@ -894,9 +906,17 @@ class _ObjectCarry:
     would update another object): for ``a += x; a = a * 2`` the first iteration runs on its
     own (``_PeelFirst``)."""
 
-    def __init__(self, b, leaves, weak, private=()):
+    def __init__(self, b, leaves, weak, private=(), entry_flags=None):
         self.b = b
         self.private = private
+        # whether code after the loop may observe which tensor object a loop var holds (it
+        # updates tensors in place): a loop var that the body rebinds on some runs only then
+        # carries a flag "still its entry object" (see split_aliases); when False, such a
+        # loop var is linked to its entry object under an unknown condition (``unsure``), so
+        # an in-place update through either refuses instead of silently missing the other.
+        # None: a loop not written by the user (d2s.while_loop, a replayed while op), as before
+        self.entry_flags = entry_flags
+        self.unsure = set()
         self.objs = list(leaves)
         self.weak = list(weak)
         self.rep = [None] * len(leaves)  # for each loop var sharing its object: the first such
@@ -1025,14 +1045,23 @@ class _ObjectCarry:
         entries = {id(t): j for j, (t, _) in self._fresh.items()}
 
         more = False
+        self.unsure = set()
         for i in range(n):
             r = self.rep[i]
             if not isinstance(out[i], Tensor) or (r is not None and out[i] is self.objs[r]):
                 continue
             targets = alias_targets(self.b, out[i], blk, lambda x: carried(x) or id(x) in entries)
+            # rebound by the body (on some runs, or in every iteration of a loop that may run zero
+            # times): the name may still hold its entry object after the loop
+            own = r is None and self.cls[i] is not None and not self.weak[i] and i in self._fresh and \
+                out[i] is not self._fresh[i][0]
             targets = [self.objs[entries[id(t)]] if id(t) in entries else t for t in targets
                        if entries.get(id(t), -1) != i]
             targets = list({id(t): t for t in targets}.values())
+            if own and self.entry_flags and i not in self.full:
+                targets.append(self.objs[i])
+            elif own and self.entry_flags is False:
+                self.unsure.add(i)
             if not targets and i not in self.split:
                 continue
             if i not in self.full and ((r is not None and id(self.objs[r]) in changed) or
@@ -1114,10 +1143,12 @@ class _ObjectCarry:
                 split = True
                 continue
             if mutated:
-                raise _alias_error(
+                # (``b = a`` before the loop, ``b += x; a = a * 2`` in it): the first iteration
+                # runs on its own, after which the names hold different tensors
+                raise _PeelFirst(_alias_error(
                     "this tensor loop updates in place a tensor that several loop variables hold, and leaves "
                     "them holding different tensors, so a later iteration would update only some of them; "
-                    "copy it where they are bound (b = a.clone()) or update it out of place (a = a + x)")
+                    "copy it where they are bound (b = a.clone()) or update it out of place (a = a + x)"))
             for i in members:
                 self.rep[i] = None
             split = True
@@ -1166,6 +1197,10 @@ class _ObjectCarry:
         changed = {k: v for k, v in self._body_changed.items() if k not in self.private}
         self.mutated_reps = [i for i, r in enumerate(self.rep) if r == i and id(self.objs[i]) in changed]
         kept = {i for i, r in enumerate(self.rep) if r is not None and out[i] is self.objs[r]}
+        # a name the body leaves holding the tensor it entered with (it rebinds it only under a
+        # Python condition not taken): its entry object, as in eager code
+        kept.update(i for i, (t, _) in self._fresh.items() if out[i] is t and self.rep[i] is None
+                    and i not in self.split and not self.weak[i])
         for i, r in enumerate(self.rep):
             if r is not None and id(self.objs[r]) in changed and i not in kept:
                 links = self.b.maybe_aliases.get(id(out[i]), (None, ()))[1]

@@ -20,6 +20,8 @@ class Context:
         self.cells = set()
         # those of them that a nested function rebinds (`nonlocal n; n += 1`): see nonlocal_cells
         self.nonlocal_cells = set()
+        # whether the function may update a tensor in place (updates_in_place)
+        self.in_place = None
 
 
 def _unlocated(nodes):
@@ -155,6 +157,40 @@ def called_cells(ctx, node, anno):
     if not ctx.nonlocal_cells or not any(isinstance(n, gast.Call) for n in gast.walk(node)):
         return ()
     return tuple(sorted(c for c in ctx.nonlocal_cells if c in anno.defined and c not in anno.mods))
+
+
+def updates_in_place(func):
+    """Whether the code of ``func`` (nested functions and lambdas included) may update a tensor
+    in place: an augmented assignment (``b += 1``), an item store (``b[0] = v``) or a call of a
+    method named like PyTorch's in-place ones (``b.add_(1)``). Only then can code of the
+    function observe which tensor object a name holds after a tensor loop (``c = b`` before
+    it, ``b += 1`` after it), so only then do its tensor loops carry flags for that."""
+    # (``i += 1`` on a Python counter counts too: which names hold numbers is not known here,
+    # and a function without flags links such names under an unknown condition instead, which
+    # a loop around the loop could not carry)
+    for node in gast.walk(func):
+        if isinstance(node, gast.AugAssign):
+            return True
+        if isinstance(node, (gast.Assign, gast.AnnAssign)):
+            targets = node.targets if isinstance(node, gast.Assign) else [node.target]
+            if any(isinstance(t, gast.Subscript) or any(isinstance(x, gast.Subscript) and isinstance(
+                    x.ctx, gast.Store) for x in gast.walk(t)) for t in targets):
+                return True
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute):
+            name = node.func.attr
+            if name.endswith("_") and not name.startswith("_"):
+                return True
+    return False
+
+
+def watch_entry_identity(call, ctx):
+    """Pass ``entry_flags=True`` to a loop's runtime helper when the converted function may
+    update tensors in place (``updates_in_place``, decided once per function)."""
+    if getattr(ctx, "in_place", None) is None:
+        ctx.in_place = updates_in_place(ctx.root)
+    if ctx.in_place:
+        call.keywords.append(gc.keyword("entry_flags", gc.constant(True)))
+    return call
 
 
 def watch_escaping(call, anno):

@@ -9,7 +9,7 @@ from . import gast_compat as gc
 from .analysis import activity
 from .base import (JST, Transformer, called_cells, copy_location, mark_generated, python_only,
                    state_functions,
-                   undefined_inits, watch_escaping)
+                   undefined_inits, watch_entry_identity, watch_escaping)
 from .templates import replace
 
 
@@ -51,5 +51,6 @@ class ForLoops(Transformer):
                        body=node.body, iterable=node.iter, names=self._labels(loop_vars),
                        extra_fn=extra_fn, get_state=get_state, set_state=set_state)
         watch_escaping(code[-1].value, anno)
+        watch_entry_identity(code[-1].value, self.ctx)
         out = undefined_inits(loop_vars, anno) + state_defs + mark_generated(extra_defs + code)
         return copy_location(out, node)

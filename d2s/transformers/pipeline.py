@@ -11,7 +11,7 @@ from .. import convert as convert_runtime  # the `_jst` module converted code ca
 from ..convert import call as _call
 from . import analysis
 from .assert_statements import AssertStatements
-from .base import JST, Context, nonlocal_cells
+from .base import JST, Context, nonlocal_cells, updates_in_place
 from .break_statements import BreakStatements
 from .call_trees import CallTrees
 from .closure_cells import ClosureCells
@@ -133,6 +133,7 @@ def transform(module, func, filename):
     ctx = Context(filename, Namer(module), func)
     ctx.cells = analysis.activity.closure_cells(func)
     ctx.nonlocal_cells = nonlocal_cells(func, analysis.activity.own_names(func)[0])
+    ctx.in_place = updates_in_place(func)  # (on the user's code, before any pass lowers it)
     for cls, needs_analysis in PIPELINE:
         if needs_analysis:
             # a closure may read a cell at any time: branches and loops carry what they rebind

@@ -19,16 +19,23 @@ def _computed(index):
     return True
 
 
+def _routed(index):
+    """Whether ``obj[index]`` goes through ``convert_getitem``/``convert_setitem``: a computed
+    index, or a constant key (a dict key a tensor `if` or loop sets on some runs only is
+    checked there, see convert/dict_keys.py)."""
+    return _computed(index) or isinstance(index, gast.Constant) and isinstance(index.value, (str, int))
+
+
 class Subscripts(Transformer):
     def visit_Subscript(self, node):
         node = self.generic_visit(node)
-        if not isinstance(node.ctx, gast.Load) or not _computed(node.slice):
+        if not isinstance(node.ctx, gast.Load) or not _routed(node.slice):
             return node
         return gast.copy_location(gc.call(jst("convert_getitem"), [node.value, node.slice]), node)
 
     def visit_Assign(self, node):
         target = node.targets[0] if len(node.targets) == 1 else None
-        if not isinstance(target, gast.Subscript) or not _computed(target.slice):
+        if not isinstance(target, gast.Subscript) or not _routed(target.slice):
             return self.generic_visit(node)
         value = self.visit(node.value)
         obj, index = self.visit(_loaded(target.value)), self.visit(target.slice)
@@ -47,6 +54,23 @@ class Subscripts(Transformer):
         value = gast.BinOp(left=current, op=node.op, right=self.visit(node.value))
         call = gc.call(jst("convert_setitem"), [obj, index, value])
         return copy_location([gc.expr_stmt(call)], node)
+
+
+    def visit_Compare(self, node):
+        # `k in d` / `k not in d`: a dict key set on some runs only answers per run
+        node = self.generic_visit(node)
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (gast.In, gast.NotIn)):
+            return node
+        args = [node.left, node.comparators[0]]
+        if isinstance(node.ops[0], gast.NotIn):
+            args.append(gc.constant(True))
+        return gast.copy_location(gc.call(jst("convert_in"), args), node)
+
+    def visit_comprehension(self, node):
+        # iterating a dict whose keys depend on a tensor is refused (see convert/dict_keys.py)
+        node = self.generic_visit(node)
+        node.iter = gast.copy_location(gc.call(jst("plain_iterable"), [node.iter]), node.iter)
+        return node
 
 
 def _loaded(node):

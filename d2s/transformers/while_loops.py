@@ -8,7 +8,7 @@ analysis; the rest of what the body binds stays local to ``body_fn``.
 from . import gast_compat as gc
 from .base import (JST, Transformer, called_cells, copy_location, mark_generated, python_only,
                    state_functions,
-                   undefined_inits, watch_escaping)
+                   undefined_inits, watch_entry_identity, watch_escaping)
 from .templates import replace
 
 
@@ -41,5 +41,6 @@ class WhileLoops(Transformer):
                        names=self._labels(loop_vars),
                        get_state=get_state, set_state=set_state)
         watch_escaping(code[-1].value, anno)
+        watch_entry_identity(code[-1].value, self.ctx)
         out = undefined_inits(loop_vars, anno) + state_defs + mark_generated(code)
         return copy_location(out, node)

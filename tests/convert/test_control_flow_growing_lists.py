@@ -7,7 +7,6 @@ import pytest
 
 import d2s
 from convert_helpers import check_exact
-from d2s.user_errors import ConvertError
 
 XS = [d2s.tensor([1.0, 2.0, 3.0]), d2s.tensor([-1.0, 0.5, 1.0]), d2s.tensor([-3.0, -2.0, -1.0])]
 NS = [d2s.tensor(0), d2s.tensor(1), d2s.tensor(3)]
@@ -96,8 +95,7 @@ def key_in_one_branch(x):
     return d["s"], len(acc)
 
 
-def test_dict_key_in_one_branch_is_refused_naming_the_dict():
-    with pytest.raises(ConvertError, match=r"the dict 'd' has keys \['s', 't'\].*d\['t'\] before the `if`") as info:
-        d2s.jit.to_static(key_in_one_branch)(XS[0])
-    assert "test_control_flow_growing_lists.py" in str(info.value)
+def test_dict_key_in_one_branch_beside_a_list_grown_in_the_other():
+    # (the key is held on some runs only: see tests/convert/test_dict_keys.py)
+    assert check_exact(key_in_one_branch, [(x,) for x in XS]).programs
 

@@ -524,12 +524,7 @@ def f(x, y, n):
 FUZZ_SEED = 0
 # index -> "verdict: cause" for the programs that fail today; strict xfails, so a fix that makes
 # one pass turns it red until its entry is deleted here.
-FUZZ_KNOWN_FAILING = {
-    65: "error: a dict key set in one branch of a tensor if (refused, naming the dict)",
-    85: "error: loop variables refused (a dict key first set in a tensor loop)",
-    32: "error: refused: `a = b` before a tensor loop that updates b in place and rebinds a (a's entry value is "
-        "never read, but converted branches pass it along, so the loop cannot tell)",
-}
+FUZZ_KNOWN_FAILING = {}
 
 
 def _fuzz_params():

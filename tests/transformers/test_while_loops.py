@@ -23,6 +23,6 @@ def test_while_loop_vars_are_rebound_names_live_in_or_after():
                 x = x + step
                 i += 1
                 return (i, x)
-            i, x = _jst.convert_while_loop(while_test, while_body, (i, x), ('i', 'x'), None, None)
+            i, x = _jst.convert_while_loop(while_test, while_body, (i, x), ('i', 'x'), None, None, entry_flags=True)
             return x
     """)
