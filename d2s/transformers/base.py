@@ -164,12 +164,13 @@ def updates_in_place(func):
     in place: an augmented assignment (``b += 1``), an item store (``b[0] = v``) or a call of a
     method named like PyTorch's in-place ones (``b.add_(1)``). Only then can code of the
     function observe which tensor object a name holds after a tensor loop (``c = b`` before
-    it, ``b += 1`` after it), so only then do its tensor loops carry flags for that."""
+    it, ``b += 1`` after it), so only then do its tensor loops carry flags for that. An
+    identity test of two values (``b is c``, see ``compares_identity``) observes it too."""
     # (``i += 1`` on a Python counter counts too: which names hold numbers is not known here,
     # and a function without flags links such names under an unknown condition instead, which
     # a loop around the loop could not carry)
     for node in gast.walk(func):
-        if isinstance(node, gast.AugAssign):
+        if isinstance(node, gast.AugAssign) or compares_identity(node):
             return True
         if isinstance(node, (gast.Assign, gast.AnnAssign)):
             targets = node.targets if isinstance(node, gast.Assign) else [node.target]
@@ -181,6 +182,14 @@ def updates_in_place(func):
             if name.endswith("_") and not name.startswith("_"):
                 return True
     return False
+
+
+def compares_identity(node):
+    """Whether ``node`` is ``a is b`` / ``a is not b`` with neither side the literal None (whose
+    answer after a tensor ``if`` or loop may depend on the data: ``convert_is``)."""
+    if not (isinstance(node, gast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (gast.Is, gast.IsNot))):
+        return False
+    return not any(isinstance(x, gast.Constant) and x.value is None for x in (node.left, node.comparators[0]))
 
 
 def watch_entry_identity(call, ctx):

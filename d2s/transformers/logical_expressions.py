@@ -1,5 +1,6 @@
 """Lowers `and`/`or`/`not` and chained comparisons to `_jst.and_`/`or_`/`not_` over thunks,
-so short-circuiting survives (`a is not None and a.sum() > 1` never evaluates `a.sum()` on None).
+so short-circuiting survives (`a is not None and a.sum() > 1` never evaluates `a.sum()` on None),
+and identity tests of two values (`b is c`) to `_jst.convert_is`.
 
 An `and`/`or` whose result is only tested for truth (the test of an `if`, `while`, ternary or
 `assert`, the operand of `not`, and their nested `and`/`or`s) gets ``truth=True``: its value
@@ -7,7 +8,7 @@ may then be a bool scalar where the two sides' types differ, which a value use c
 import gast
 
 from . import gast_compat as gc
-from .base import Transformer, is_jst_call, jst
+from .base import Transformer, compares_identity, is_jst_call, jst
 
 # Converted calls whose first argument is a condition.
 _CONDITION_CALLS = ("convert_ifelse", "convert_ifexp", "convert_assert")
@@ -58,6 +59,10 @@ class LogicalExpressions(Transformer):
             if isinstance(node.ops[0], gast.IsNot):
                 test = gast.copy_location(gc.call(jst("not_"), [test]), node)
             return test
+        if compares_identity(node):
+            # `b is c`: after a tensor `if` or loop, which object a name holds may depend on the data
+            keywords = [gc.keyword("negate", gc.constant(True))] if isinstance(node.ops[0], gast.IsNot) else []
+            return gast.copy_location(gc.call(jst("convert_is"), [node.left, node.comparators[0]], keywords), node)
         if len(node.ops) == 1:
             return node
         # 0 < s < 10 -> and_(lambda: 0 < s, lambda: s < 10); a middle operand is evaluated
