@@ -316,7 +316,8 @@ class Executor:
         self.native_origin = getattr(fn, "origin", None)
         if self.backend_requested == "auto":
             # native may be slower (BLAS-bound programs, big reductions): time both backends
-            self._trial = tiers.AutoTrial()
+            self._trial = tiers.AutoTrial(
+                margin=tiers.PRODUCTS_MARGIN if tiers.computes_products(self.program) else 1.0)
             self._native_state, self._native_reason = "measuring", None
             self._box[0] = self._call_auto_trial
             self._native_done.set()

@@ -24,7 +24,12 @@ whose thread pool competes with numpy's when both run in one process) and large 
 reliably (a program whose matmuls the optimizer removed, like ``(x @ x.T).sum()``, still ran
 slower natively), so once the native function is ready :class:`AutoTrial` times the next real
 calls, alternating the two backends, and keeps the faster one; ``backend_report()`` says which
-and why. ``'native'`` always runs native code once it is ready.
+and why. A program that computes matrix products must run natively :data:`PRODUCTS_MARGIN`
+times faster to switch: alternating the backends keeps both OpenBLAS pools awake, and each
+pool's spinning threads slow the other's calls unevenly, so the trial misjudged such programs
+(an MLP step measured 1.27x faster natively and then ran 1.9x slower natively than on Python,
+in one run of ``benchmarks/bench_native.py`` on 2 cores); programs that win natively are
+control flow over small tensors, where the margin is tens. ``'native'`` always runs native code once it is ready.
 
 The native compiler's disk cache is ``$D2S_CACHE_DIR/native`` (default
 ``~/.cache/d2s/native``; see ``native.default_cache_dir``), read at each compile.
@@ -37,6 +42,8 @@ import statistics
 import threading
 import time
 import weakref
+
+from .ops import OPS
 
 BACKENDS = ("python", "native", "auto")
 
@@ -53,6 +60,7 @@ synchronous = False
 # calls on the slower backend.
 timer = time.perf_counter
 AUTO_TRIAL_CALLS = 5
+PRODUCTS_MARGIN = 2.0
 
 # Seconds between a compile's submission and its start (see _Worker._loop).
 START_DELAY = 0.1
@@ -223,8 +231,9 @@ class AutoTrial:
     load), each timed with :data:`timer`, until each backend ran :data:`AUTO_TRIAL_CALLS` times;
     the backend with the lower median wins, Python on a tie (the exact one)."""
 
-    def __init__(self, calls=None):
+    def __init__(self, calls=None, margin=1.0):
         self.calls = calls or AUTO_TRIAL_CALLS
+        self.margin = margin  # how many times faster native must be to win
         self.times = {"native": [], "python": []}
         self.turn = 0
         self.checked = False  # the first native call (untimed) checked its outputs
@@ -244,6 +253,21 @@ class AutoTrial:
                 return None
             tn, tp = statistics.median(nat), statistics.median(py)
         ms = f"median of {self.calls} calls each: native {tn * 1e3:.3g} ms, python {tp * 1e3:.3g} ms"
-        if tn < tp:
+        if tn * self.margin < tp:
             return "native", f"measured {tp / max(tn, 1e-12):.2f}x faster than python ({ms})"
+        if tn < tp:
+            return "python", (f"measured native {tp / max(tn, 1e-12):.2f}x faster than python, under the "
+                              f"{self.margin:g}x asked of a program with matrix products ({ms})")
         return "python", f"measured native {tn / max(tp, 1e-12):.2f}x slower than python ({ms})"
+
+
+def computes_products(program):
+    """Whether ``program`` (or a block inside it) computes matrix products (BLAS calls)."""
+    blocks = [program.block]
+    while blocks:
+        for op in blocks.pop().ops:
+            blocks.extend(op.blocks.values())
+            opdef = OPS.get(op.type)
+            if opdef is not None and opdef.ufunc == "matmul":
+                return True
+    return False

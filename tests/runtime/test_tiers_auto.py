@@ -89,6 +89,27 @@ def test_auto_picks_native_where_it_is_faster(monkeypatch, tmp_path):
     assert fake.calls == calls + 3
 
 
+def test_a_program_with_products_needs_the_margin_to_go_native(monkeypatch, tmp_path):
+    # 1.25x faster natively is under the margin asked of a program with matrix products
+    ex, fake = _auto_executor(monkeypatch, tmp_path, native_cost=0.004, python_cost=0.005)
+    _run_checked(ex, 1 + 2 * tiers.AUTO_TRIAL_CALLS)
+    assert tiers.computes_products(ex.program)
+    assert ex.backend == "python"
+    assert ex.backend_report() == (
+        "python (auto: measured native 1.25x faster than python, under the 2x asked of a program with "
+        "matrix products (median of 5 calls each: native 4 ms, python 5 ms))")
+
+
+def test_computes_products_looks_inside_loops():
+    x = np.linspace(-1, 1, 16, dtype="float32")
+    assert not tiers.computes_products(build_program(_loop, d2s.tensor(x), d2s.tensor(3)))
+
+    def loop_of_products(w, n):
+        return d2s.while_loop(lambda i, h: i < n, lambda i, h: (i + 1, h @ w), (d2s.tensor(0), w))[1]
+    w = np.eye(3, dtype="float32")
+    assert tiers.computes_products(build_program(loop_of_products, d2s.tensor(w), d2s.tensor(3)))
+
+
 def test_auto_picks_native_for_the_control_loop(monkeypatch, tmp_path):
     clock = Clock()
     monkeypatch.setattr(tiers, "timer", clock)
