@@ -8,7 +8,7 @@ from .builtins import (checked, convert_abs, convert_assert, convert_bool, conve
                        convert_isinstance, convert_len, convert_print)
 from .call import convert_call, is_library
 from .control_flow import convert_ifelse, convert_ifexp, python_cond
-from .dict_keys import convert_in, plain_iterable
+from .dict_keys import checked_compare, checked_unpack, convert_in, plain_iterable
 from .identity import convert_is
 from ..user_errors import ConvertError
 from .logical import and_, not_, or_
@@ -23,5 +23,5 @@ __all__ = [
     "convert_float", "convert_bool", "convert_assert", "convert_isinstance", "convert_abs", "python_cond",
     "python_iter", "Undefined", "checked", "is_none", "is_undefined", "ld", "ld_attr", "st_attr", "ConvertError", "is_library",
     "TensorIterable", "TensorRange", "TensorRows", "TensorEnumerate", "TensorZip", "convert_getitem", "convert_setitem", "call_inplace",
-    "convert_in", "convert_is", "plain_iterable",
+    "convert_in", "convert_is", "plain_iterable", "checked_unpack", "checked_compare",
 ]

@@ -81,6 +81,16 @@ def plain_iterable(value):
     return refuse(value, "iterating over")
 
 
+def checked_unpack(value):
+    """The value of ``a, b = value``: such a dict is refused (its keys depend on the run)."""
+    return refuse(value, "unpacking")
+
+
+def checked_compare(value):
+    """An operand of ``==``/``!=``: such a dict is refused (its key set depends on the run)."""
+    return refuse(value, "comparing (==)")
+
+
 def getitem(d, key):
     """``d[key]`` for such a dict: the value, checked when the program runs (KeyError(key))."""
     v = d[key]

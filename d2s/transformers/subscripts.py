@@ -36,7 +36,12 @@ class Subscripts(Transformer):
     def visit_Assign(self, node):
         target = node.targets[0] if len(node.targets) == 1 else None
         if not isinstance(target, gast.Subscript) or not _routed(target.slice):
-            return self.generic_visit(node)
+            node = self.generic_visit(node)
+            if any(isinstance(t, (gast.Tuple, gast.List)) for t in node.targets) and \
+                    not isinstance(node.value, (gast.Tuple, gast.List)):
+                # `a, b = d` iterates d: a dict whose keys depend on a tensor is refused
+                node.value = gast.copy_location(gc.call(jst("checked_unpack"), [node.value]), node.value)
+            return node
         value = self.visit(node.value)
         obj, index = self.visit(_loaded(target.value)), self.visit(target.slice)
         call = gc.call(jst("convert_setitem"), [obj, index, value])
@@ -59,6 +64,11 @@ class Subscripts(Transformer):
     def visit_Compare(self, node):
         # `k in d` / `k not in d`: a dict key set on some runs only answers per run
         node = self.generic_visit(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (gast.Eq, gast.NotEq)):
+            # `d == e` compares key sets: a dict whose keys depend on a tensor is refused
+            node.left, node.comparators[0] = (gast.copy_location(gc.call(jst("checked_compare"), [x]), x)
+                                              for x in (node.left, node.comparators[0]))
+            return node
         if len(node.ops) != 1 or not isinstance(node.ops[0], (gast.In, gast.NotIn)):
             return node
         args = [node.left, node.comparators[0]]

@@ -162,7 +162,23 @@ def set_before_later_keys(x, n):
     return d["t"]
 
 
+def unpack_keys(x, n):
+    d = {"s": x * 0.0}
+    if x.sum() > 1.0:
+        d["t"] = x * 2.0
+    a, b = d
+    return a
+
+
+def compare_dicts(x, n):
+    d = {"s": x * 0.0}
+    if x.sum() > 1.0:
+        d["t"] = x * 2.0
+    return {"s": 0} == d
+
+
 @pytest.mark.parametrize("fn, line", [(length_of, "return len(d)"), (iterate_keys, "for k in d"),
+                                      (unpack_keys, "a, b = d"), (compare_dicts, 'return {"s": 0} == d'),
                                       (comprehension_over, "return [k for k in d]"),
                                       (keys_method, "return list(d.keys())"),
                                       (set_before_later_keys, 'd["t"] = x + 1.0'),])
