@@ -16,6 +16,9 @@ from .node import AccumulateGrad, grad_node
 
 _ndarray = _np.ndarray
 _callbacks = threading.local()  # .stack: one list of callbacks per backward pass running
+# .ids: the arrays (by id) that the backward pass running has stored in a .grad or got from
+# its caller (gradient=), so that no .grad shares memory with another or with the caller's
+_handed = threading.local()
 
 
 def queue_callback(fn):
@@ -70,11 +73,42 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if retain_graph is None:
         retain_graph = create_graph
     roots = _root_grads(tensors, grad_tensors)
-    if inputs is not None:
-        targets = [grad_node(t) for t in inputs]
-        _run(roots, targets, retain_graph, create_graph, capture=None, accumulate_only=set(targets))
-    else:
-        _run(roots, None, retain_graph, create_graph, capture=None)
+    outer = getattr(_handed, "ids", None)  # (a hook may run a backward of its own)
+    _handed.ids = set() if grad_tensors is None else {id(_owner(g._data)) for _, _, g in roots}
+    try:
+        if inputs is not None:
+            targets = [grad_node(t) for t in inputs]
+            _run(roots, targets, retain_graph, create_graph, capture=None, accumulate_only=set(targets))
+        else:
+            _run(roots, None, retain_graph, create_graph, capture=None)
+    finally:
+        _handed.ids = outer
+
+
+def _owner(d):
+    """The array whose memory ``d`` uses (``d`` itself unless it is a view)."""
+    while getattr(d, "base", None) is not None:
+        d = d.base
+    return d
+
+
+def _own(g):
+    """``g`` for a ``.grad`` that holds nothing yet, copied where its memory is not its own: a
+    read-only broadcast (``x.sum()``'s gradient), the caller's ``gradient=`` or a view of it, or
+    memory another ``.grad`` of this pass holds (``a + b`` sends one gradient to both). As in
+    PyTorch, whose AccumulateGrad copies unless it holds the only reference, a later in-place
+    update of one ``.grad`` (``zero_()``, ``mul_()`` in gradient clipping) then changes
+    nothing else, and works. (A writable view of memory nothing else holds, the transpose of
+    a fresh product, is kept as it is.)"""
+    d = g._data
+    ids = getattr(_handed, "ids", None)
+    # (cupy's arrays have no writeable flag: they are always writable)
+    if not getattr(getattr(d, "flags", None), "writeable", True) or (ids is not None and id(_owner(d)) in ids):
+        g = g.clone()
+        d = g._data
+    if ids is not None:
+        ids.add(id(_owner(d)))
+    return g
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
@@ -325,6 +359,8 @@ def _outputs_hooks(node, grads, capture, create_graph):
             g = grads[idx]
             if t is not None and g is not None:
                 g = g if create_graph else g.detach()
+                if t.grad is None and not create_graph:
+                    g = _own(g)
                 t.grad = g if t.grad is None else t.grad + g
     if capture is not None:
         for idx, g in enumerate(grads):
@@ -357,7 +393,10 @@ def _leaf(node, g, capture, create_graph, accumulate_only):
             g = g.cast(t.dtype)
         if g.shape != t.shape:
             g = g.broadcast_to(t.shape)
-    t.grad = g if t.grad is None else t.grad + g
+    if t.grad is None:
+        t.grad = g if create_graph else _own(g)
+    else:
+        t.grad = t.grad + g
     if node.post_hooks:
         for fn in list(node.post_hooks):
             fn(t)
