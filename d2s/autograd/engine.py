@@ -4,6 +4,7 @@ Dependencies are counted first (how many consumers will send a gradient to each 
 node runs once all of them have arrived, so gradients reaching a node along several paths
 are summed before its rule runs, and a chain of any length backprops without recursion.
 """
+import contextlib
 import threading
 
 import numpy as _np
@@ -196,6 +197,26 @@ def _needed_nodes(roots, targets):
     return {n for n, r in reach.items() if r}
 
 
+@contextlib.contextmanager
+def _pass(create_graph):
+    """One backward pass: grad mode as ``create_graph`` asks, and the callbacks queued during
+    it (``queue_callback``) run at its end, once every ``.grad`` is written."""
+    prev_mode = STATE.grad_enabled
+    STATE.grad_enabled = bool(create_graph)
+    stack = getattr(_callbacks, "stack", None)
+    if stack is None:
+        stack = _callbacks.stack = []
+    stack.append([])
+    try:
+        yield
+        callbacks = stack[-1]
+        while callbacks:  # a callback may queue another
+            callbacks.pop(0)()
+    finally:
+        stack.pop()
+        STATE.grad_enabled = prev_mode
+
+
 def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=None):
     if targets is None and capture is None and len(roots) == 1 and _flat(roots[0][0]):
         return _run_flat(roots[0], retain_graph, create_graph)
@@ -223,13 +244,7 @@ def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=No
             continue
         _accumulate(buffers, node, idx, g)
     ready = [n for n in dict.fromkeys(r[0] for r in roots) if n in seen and deps.get(n, 0) == 0]
-    prev_mode = STATE.grad_enabled
-    STATE.grad_enabled = bool(create_graph)
-    stack = getattr(_callbacks, "stack", None)
-    if stack is None:
-        stack = _callbacks.stack = []
-    stack.append([])
-    try:
+    with _pass(create_graph):
         while ready:
             node = ready.pop()
             grads = buffers.pop(node)
@@ -264,12 +279,6 @@ def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=No
                         ready.append(nxt)
                     else:
                         _skip(nxt, deps, ready, buffers, needed)
-        callbacks = stack[-1]
-        while callbacks:  # a callback may queue another
-            callbacks.pop(0)()
-    finally:
-        stack.pop()
-        STATE.grad_enabled = prev_mode
 
 
 def _flat(node):
@@ -295,13 +304,7 @@ def _run_flat(root, retain_graph, create_graph):
     n_out = len(node.outputs or ()) or idx + 1
     grads = [None] * max(n_out, idx + 1)
     grads[idx] = g
-    prev_mode = STATE.grad_enabled
-    STATE.grad_enabled = bool(create_graph)
-    stack = getattr(_callbacks, "stack", None)
-    if stack is None:
-        stack = _callbacks.stack = []
-    stack.append([])
-    try:
+    with _pass(create_graph):
         if node.pre_hooks or node.retained:
             grads = _outputs_hooks(node, grads, None, create_graph)
         in_grads = node.apply(grads)
@@ -312,12 +315,6 @@ def _run_flat(root, retain_graph, create_graph):
         leaves = [(nxt, g) for (nxt, _), g in zip(node.next_functions, in_grads) if nxt is not None and g is not None]
         for nxt, g in reversed(leaves):
             _leaf(nxt, g, None, create_graph, None)
-        callbacks = stack[-1]
-        while callbacks:  # a callback may queue another
-            callbacks.pop(0)()
-    finally:
-        stack.pop()
-        STATE.grad_enabled = prev_mode
 
 
 def _skip(node, deps, ready, buffers, needed):
