@@ -4,7 +4,6 @@ Dependencies are counted first (how many consumers will send a gradient to each 
 node runs once all of them have arrived, so gradients reaching a node along several paths
 are summed before its rule runs, and a chain of any length backprops without recursion.
 """
-import contextlib
 import threading
 
 import numpy as _np
@@ -197,24 +196,34 @@ def _needed_nodes(roots, targets):
     return {n for n, r in reach.items() if r}
 
 
-@contextlib.contextmanager
-def _pass(create_graph):
+class _pass:
     """One backward pass: grad mode as ``create_graph`` asks, and the callbacks queued during
-    it (``queue_callback``) run at its end, once every ``.grad`` is written."""
-    prev_mode = STATE.grad_enabled
-    STATE.grad_enabled = bool(create_graph)
-    stack = getattr(_callbacks, "stack", None)
-    if stack is None:
-        stack = _callbacks.stack = []
-    stack.append([])
-    try:
-        yield
-        callbacks = stack[-1]
-        while callbacks:  # a callback may queue another
-            callbacks.pop(0)()
-    finally:
-        stack.pop()
-        STATE.grad_enabled = prev_mode
+    it (``queue_callback``) run at its end, once every ``.grad`` is written. (A class, not a
+    generator: it is entered on every eager backward.)"""
+    __slots__ = ("create_graph", "prev_mode", "stack")
+
+    def __init__(self, create_graph):
+        self.create_graph = create_graph
+
+    def __enter__(self):
+        self.prev_mode = STATE.grad_enabled
+        STATE.grad_enabled = bool(self.create_graph)
+        stack = getattr(_callbacks, "stack", None)
+        if stack is None:
+            stack = _callbacks.stack = []
+        stack.append([])
+        self.stack = stack
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            if exc_type is None:
+                callbacks = self.stack[-1]
+                while callbacks:  # a callback may queue another
+                    callbacks.pop(0)()
+        finally:
+            self.stack.pop()
+            STATE.grad_enabled = self.prev_mode
+        return False
 
 
 def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=None):
