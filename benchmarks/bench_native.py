@@ -463,10 +463,18 @@ def tf_runner(name, inputs):
 
 
 # ---------------------------------------------------------------- timing
-def median_times(runners, repeat, budget=0.05):
+# Seconds to wait before sampling another runner than the last one: after its last call, a
+# framework's worker threads (OpenBLAS's, OpenMP's in torch) spin for up to about 0.1-0.2 s
+# waiting for more work, and on 2 cores a sample taken meanwhile would charge that spinning to
+# the next framework (measured: torch's RNN 107 ms interleaved without the wait, 32-38 ms
+# alone). TensorFlow runs alone in its own process.
+SETTLE = 0.25
+
+
+def median_times(runners, repeat, budget=0.05, settle=SETTLE):
     """Median seconds per call of each runner (a dict name -> callable): warm-up, then
-    ``repeat`` samples, the runners interleaved; each sample runs enough calls to last about
-    ``budget`` seconds."""
+    ``repeat`` samples, the runners interleaved (``settle`` seconds apart); each sample runs
+    enough calls to last about ``budget`` seconds."""
     number = {}
     for k, f in runners.items():
         f()
@@ -480,6 +488,8 @@ def median_times(runners, repeat, budget=0.05):
     cpu = {k: [] for k in runners}
     for _ in range(repeat):
         for k, f in runners.items():
+            if settle and len(runners) > 1:
+                time.sleep(settle)
             t, c = time.perf_counter(), time.process_time()
             for _ in range(number[k]):
                 f()
@@ -618,7 +628,8 @@ def bench(args):
                 times[case][col] = Unavailable(f"not installed ({e.name})")
         for col, f in runners.items():
             diffs[case][col] = max_diff(f(), refs[case])
-        for col, t in median_times(runners, repeat, budget=0.0 if args.tiny else 0.05).items():
+        for col, t in median_times(runners, repeat, budget=0.0 if args.tiny else 0.05,
+                                          settle=0.0 if args.tiny else SETTLE).items():
             times[case][col] = t
         print(f"  timed {case}", flush=True)
     tf_version = None
@@ -704,7 +715,8 @@ def rnn_slope(args, repeat):
             native_note = str(e)
         else:
             native_note = None
-        t = median_times(runners, 1 if args.tiny else 2 if args.quick else max(3, repeat // 3), budget=0.0)
+        t = median_times(runners, 1 if args.tiny else 2 if args.quick else max(3, repeat // 3), budget=0.0,
+                         settle=0.0 if args.tiny else SETTLE)
         cpu = dict(CPU_TIMES)
         d, m = max_diff(runners["d2s-py"](), rnn_numpy(**inputs))
         rows.append((T, t, native_note, d, cpu))

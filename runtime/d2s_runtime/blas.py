@@ -99,6 +99,32 @@ def leave():
             api[1](_saved[0])
 
 
+def small_product_loops(ops, type_of):
+    """Whether a ``while``/``scan`` among ``ops`` (and every loop nested in it) computes matrix
+    products, all of sizes known to be at most ``SMALL_PRODUCT`` multiply-adds; ``type_of(name)``
+    gives a var's TensorType (or None)."""
+    from .ops import OPS
+    found = False
+    stack = [b for op in ops if op.type in ("while", "scan") for b in op.blocks.values()]
+    while stack:
+        block = stack.pop()
+        for sub in block.ops:
+            stack.extend(sub.blocks.values())
+            opdef = OPS.get(sub.type)
+            if opdef is None or opdef.ufunc != "matmul":
+                continue
+            ta, tb = (type_of(n) for n in sub.inputs[:2])
+            if ta is None or tb is None or None in ta.shape or None in tb.shape:
+                return False
+            size = 1
+            for d in ta.shape:
+                size *= d
+            if size * (tb.shape[-1] if len(tb.shape) >= 2 else 1) > SMALL_PRODUCT:
+                return False
+            found = True
+    return found
+
+
 def threads():
     """numpy's BLAS thread count now (None where it cannot be read)."""
     api = _functions()

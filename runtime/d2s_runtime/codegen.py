@@ -438,25 +438,7 @@ class _Codegen:
         ``blas.SMALL_PRODUCT`` multiply-adds (and is not inside such a loop already)."""
         if not self.numpy or self.blas_single or not blas.enabled:
             return False
-        found = False
-        stack = list(op.blocks.values())
-        while stack:
-            block = stack.pop()
-            for sub in block.ops:
-                stack.extend(sub.blocks.values())
-                opdef = OPS.get(sub.type)
-                if opdef is None or opdef.ufunc != "matmul":
-                    continue
-                ta, tb = (self.types.get(n) for n in sub.inputs[:2])
-                if ta is None or tb is None or None in ta.shape or None in tb.shape:
-                    return False
-                size = 1
-                for d in ta.shape:
-                    size *= d
-                if size * (tb.shape[-1] if len(tb.shape) >= 2 else 1) > blas.SMALL_PRODUCT:
-                    return False
-                found = True
-        return found
+        return blas.small_product_loops([op], self.types.get)
 
     def g_ufunc(self, name):
         key = "u_" + name  # a fixed prefix plus a ufunc name from this runtime's op registry

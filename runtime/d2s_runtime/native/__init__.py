@@ -32,7 +32,7 @@ except ImportError:  # not POSIX: no lock between processes (the in-process one 
 
 import numpy as np
 
-from .lower import NativeUnsupported, lower, source_key
+from .lower import NativeUnsupported, StackPool, lower, source_key
 
 __all__ = ["NativeUnsupported", "Lowered", "available", "lower_program", "compile_lowered", "compile_program",
            "is_cached", "default_cache_dir"]
@@ -86,7 +86,8 @@ class Lowered:
         source: the generated Python module source (one function, ``program``).
         signature: ``[(dtype, ndim)]`` of the feeds (inputs, params, constants in order).
         out_types: ``[(dtype, ndim)]`` of the outputs.
-        constants: values of the extra trailing arguments (literals of the program).
+        constants: values of the extra trailing arguments (literals of the program, and a
+            ``StackPool`` per dtype of its stacks).
     """
 
     __slots__ = ("key", "source", "signature", "out_types", "constants")
@@ -280,8 +281,19 @@ def _numba_type(dtype, ndim):
 
 
 def _const_type(value):
-    from numba import typeof
+    from numba import typeof, types
+    if isinstance(value, StackPool):
+        return types.ListType(_numba_type(value.dtype, 1))
     return typeof(value)
+
+
+def _new_pool(spec):
+    """A fresh pool for a :class:`StackPool` argument: ``spec.size`` empty buffers."""
+    from numba.typed import List
+    pool = List.empty_list(_const_type(spec).item_type)
+    for _ in range(spec.size):
+        pool.append(np.empty(0, spec.dtype))
+    return pool
 
 
 def compile_lowered(lowered, cache_dir=None):
@@ -320,7 +332,7 @@ def compile_lowered(lowered, cache_dir=None):
     consts = tuple(lowered.constants)
     expect = [(np.dtype(dt), nd) for dt, nd in lowered.signature]
 
-    def run(*feeds):
+    def call(feeds, consts):
         try:
             return list(core(*feeds, *consts))
         except TypeError:
@@ -330,10 +342,49 @@ def compile_lowered(lowered, cache_dir=None):
             fixed = [np.ascontiguousarray(np.asarray(f, dtype=dt)).reshape(np.shape(f)) for f, (dt, nd) in zip(feeds, expect)]
             return list(core(*fixed, *consts))
 
+    pooled = [i for i, c in enumerate(consts) if isinstance(c, StackPool)]
+    if not pooled:
+        def run(*feeds):
+            return call(feeds, consts)
+    else:
+        run = _pooled_runner(call, consts, pooled)
+
     run.source = lowered.source
     run.key = lowered.key
     run.dispatcher = core  # numba's dispatcher (its ``stats`` count disk-cache hits)
     run.origin = origin  # "disk cache", "compiled" or "compiled (disk cache not used: why)"
+    return run
+
+
+def _pooled_runner(call, consts, pooled):
+    """``run(*feeds)`` for a function with pooled stack buffers (``_lib.py``): each call takes a
+    pool set no other call in flight holds (calls run in parallel without the GIL), and an
+    output that points into a pooled buffer is copied before the pools are handed on."""
+    from . import _lib
+    free = []
+    n_buffers = sum(consts[i].size for i in pooled)
+
+    def run(*feeds):
+        try:
+            pools = free.pop()
+        except IndexError:
+            pools = {i: _new_pool(consts[i]) for i in pooled}
+        args = list(consts)
+        for i, pool in pools.items():
+            args[i] = pool
+        outs = call(feeds, args)
+        ranges = np.empty((n_buffers, 2), np.int64)
+        row = 0
+        for pool in pools.values():
+            row = _lib.pool_ranges(pool, ranges, row)
+        for k, o in enumerate(outs):
+            if type(o) is np.ndarray and o.size:
+                p = o.__array_interface__["data"][0]
+                if ((ranges[:, 0] <= p) & (p < ranges[:, 1])).any():
+                    outs[k] = o.copy()
+        free.append(pools)
+        return outs
+
     return run
 
 

@@ -108,20 +108,40 @@ def check_dim(actual, expected):
 
 # ------------------------------------------------------------------ ragged stacks
 # The native format of a stack (see ``Lowerer.stack_new`` in lower.py): ``buf`` with room after
-# its fill mark, ``shp`` of shape (room + 1, rank + 2) whose row 0 is ``[count, fill]`` and whose
-# row i (1 <= i <= count) holds element i's dims in its first ``rank`` columns. ``copy``: the
-# caller may still read the stack pushed to or popped from, so work on a copy (a fork).
+# its fill mark, ``shp`` of shape (room + 1, rank + 3) whose row 0 is ``[count, fill, site]``
+# and whose row i (1 <= i <= count) holds element i's dims in its first ``rank`` columns.
+# ``copy``: the caller may still read the stack pushed to or popped from, so work on a copy (a fork).
+#
+# Pooled memory. ``site`` numbers the ``stack_new`` ops of the program's top block (each runs
+# once per call; -1: a stack made in a loop or branch, or from outside), per element dtype. ``pool[site]`` is the
+# buffer that site's stack grew into, kept from call to call by the caller (one pool per call
+# in flight, see ``compile_lowered``): the next call's stack starts in it instead of growing
+# from nothing. Fresh buffers cost page faults on every call (freed big blocks go back to the
+# system), which on the benchmark machine were most of a 64-step RNN's time.
 _BIG = dict(cache=True, error_model="numpy")
 _MIN_ROOM = 8
 
 
 @njit(**_BIG)
-def _grow(buf, shp, size, copy):
+def stack_new(pool, site, rank):
+    """An empty stack of ``site`` (-1: no pooled buffer) whose elements have rank ``rank``
+    (``pool`` holds at least one buffer of the stack's dtype)."""
+    buf = pool[site] if site >= 0 else pool[0][:0].copy()
+    shp = np.zeros((_MIN_ROOM + 1, rank + 3), np.int64)
+    shp[0, 2] = site
+    return buf, shp
+
+
+@njit(**_BIG)
+def _grow(buf, shp, size, copy, pool):
     n, fill = shp[0, 0], shp[0, 1]
     if copy or fill + size > buf.shape[0]:
         nb = np.empty(max(2 * (fill + size), _MIN_ROOM), buf.dtype)
         nb[:fill] = buf[:fill]
         buf = nb
+        site = shp[0, 2]
+        if site >= 0 and not copy:
+            pool[site] = buf
     if copy or n + 2 > shp.shape[0]:
         ns = np.zeros((max(2 * (n + 2), _MIN_ROOM + 1), shp.shape[1]), np.int64)
         ns[:n + 1] = shp[:n + 1]
@@ -130,9 +150,9 @@ def _grow(buf, shp, size, copy):
 
 
 @njit(**_BIG)
-def stack_push(buf, shp, x, copy):
+def stack_push(buf, shp, x, copy, pool):
     """``x`` (an array) pushed; returns the stack's new (buf, shp)."""
-    buf, shp = _grow(buf, shp, x.size, copy)
+    buf, shp = _grow(buf, shp, x.size, copy, pool)
     n, fill = shp[0, 0], shp[0, 1]
     k = fill
     for v in x.flat:
@@ -146,9 +166,9 @@ def stack_push(buf, shp, x, copy):
 
 
 @njit(**_BIG)
-def stack_push0(buf, shp, x, copy):
+def stack_push0(buf, shp, x, copy, pool):
     """A 0-d element ``x`` (a machine scalar) pushed."""
-    buf, shp = _grow(buf, shp, 1, copy)
+    buf, shp = _grow(buf, shp, 1, copy, pool)
     n, fill = shp[0, 0], shp[0, 1]
     buf[fill] = x
     shp[0, 0] = n + 1
@@ -183,10 +203,11 @@ def stack_from_py(buf, shapes):
     fill = buf.shape[0]
     nb = np.empty(max(2 * fill, _MIN_ROOM), buf.dtype)
     nb[:fill] = buf
-    ns = np.zeros((max(2 * (n + 1), _MIN_ROOM + 1), rank + 2), np.int64)
+    ns = np.zeros((max(2 * (n + 1), _MIN_ROOM + 1), rank + 3), np.int64)
     ns[1:n + 1, :rank] = shapes
     ns[0, 0] = n
     ns[0, 1] = fill
+    ns[0, 2] = -1
     return nb, ns
 
 
@@ -196,5 +217,23 @@ def stack_buf_out(buf, shp):
 
 
 @njit(**_BIG)
+def pool_ranges(pool, out, row):
+    """Write the address range of each buffer of ``pool`` into ``out[row:]`` (the caller copies
+    an output that points into one: the next call writes that buffer)."""
+    for i in range(len(pool)):
+        a = pool[i]
+        out[row + i, 0] = a.ctypes.data
+        out[row + i, 1] = a.ctypes.data + a.size * a.itemsize
+    return row + len(pool)
+
+
+@njit(**_BIG)
+def stack_buf_view(buf, shp):
+    """The stack's elements without a copy (see ``Lowerer.stack_rows``: only where nothing
+    writes the buffer later)."""
+    return buf[:shp[0, 1]]
+
+
+@njit(**_BIG)
 def stack_shapes_out(shp):
-    return shp[1:shp[0, 0] + 1, :shp.shape[1] - 2].copy()
+    return shp[1:shp[0, 0] + 1, :shp.shape[1] - 3].copy()

@@ -35,10 +35,24 @@ from ..schedule import topo_order
 
 BACKEND = "native"
 # Bumped whenever the generated code changes meaning, so disk caches of older versions are not used.
-LOWERING_VERSION = "1"
+LOWERING_VERSION = "2"
 
 NP_TYPE = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32", "int64": "np.int64",
            "bool": "np.bool_"}
+
+
+class StackPool:
+    """An extra argument of the lowered function that is not a literal: the pooled stack buffers
+    of one dtype, ``size`` of them (see the stack section of ``_lib.py``); ``compile_lowered``
+    makes one list of them per call in flight."""
+
+    __slots__ = ("dtype", "size")
+
+    def __init__(self, dtype, size=1):
+        self.dtype, self.size = dtype, size
+
+    def __repr__(self):
+        return f"StackPool({self.dtype}, {self.size})"
 
 
 class NativeUnsupported(Exception):
@@ -196,6 +210,9 @@ class Emit:
     def stack_pop(self, buf, shapes, shape):
         return self._l.stack_pop(self, buf, shapes, shape)
 
+    def stack_rows(self, buf, width):
+        return self._l.stack_rows(self, buf, width)
+
 
 class Lowerer:
     def __init__(self, program, order=None):
@@ -211,6 +228,9 @@ class Lowerer:
         self.stacks = {}
         self.consts = []       # values of the extra arguments, in order
         self.const_names = []
+        self.stack_sites = {}  # dtype -> stack_new ops of the top block lowered so far (pooled sites)
+        self.pools = {}        # dtype -> position of its StackPool among the extra arguments
+        self._top = True       # lowering the program's top block (not a loop's or branch's)
         self._n = count()
 
     # ---------------------------------------------------------------- names
@@ -292,7 +312,8 @@ class Lowerer:
         for n in outputs:
             uses[n] = uses.get(n, 0) + 1
             last[n] = len(ops)
-        saved = (self.indent, getattr(self, "_ctx", None))
+        saved = (self.indent, getattr(self, "_ctx", None), self._top)
+        self._top = block is self.program.block
         self.indent = indent
         self._ctx = _BlockCtx(ops, uses, last, set(outputs), set(owned))
         try:
@@ -303,7 +324,7 @@ class Lowerer:
             self._fresh_log = set(self._ctx.fresh)
             return res
         finally:
-            self.indent, self._ctx = saved
+            self.indent, self._ctx, self._top = saved
 
     def _missing(self, name):
         raise NativeUnsupported(f"var {name} is read but defined nowhere")
@@ -1137,8 +1158,8 @@ class Lowerer:
     # ---------------------------------------------------------------- ragged stacks
     # A stack (``ops/tensor_list.py``: ``buf``, the elements flattened end to end, and
     # ``shapes``, one row of dims per element) is held here as two growing arrays: ``buf`` with
-    # room after its fill mark, and ``shapes`` of shape ``(room + 1, rank + 2)`` whose row 0 is a
-    # header ``[count, fill]`` and whose rows 1..count hold the dims. A push writes into the room
+    # room after its fill mark, and ``shapes`` of shape ``(room + 1, rank + 3)`` whose row 0 is a
+    # header ``[count, fill, site]`` and whose rows 1..count hold the dims (``_lib.py``). A push writes into the room
     # (doubling it when full) and a pop moves the header back, so both cost O(element); they do
     # so in place only when nothing else reads the stack they consume (the stack a ``while``
     # gradient keeps: each version read once, by the next push or pop), else they copy first
@@ -1176,9 +1197,39 @@ class Lowerer:
         rank = len(t_sh.shape) and t_sh.shape[1]
         rank = _int(rank, "stack rank")
         b, sh = self.fresh(), self.fresh()
-        self.emit(self.indent, f"{b} = np.empty(0, {NP_TYPE[t_buf.dtype]})")
-        self.emit(self.indent, f"{sh} = np.zeros((9, {rank + 2}), np.int64)")
-        return self._new_stack(b, sh, t_buf.dtype)
+        dt = t_buf.dtype
+        pool = self.pool_arg(dt)
+        site = -1
+        if self._top:  # runs once per call: its stack may start in the buffer its last one grew into
+            site = self.stack_sites.get(dt, 0)
+            self.stack_sites[dt] = site + 1
+        self.emit(self.indent, f"{b}, {sh} = L.stack_new({pool}, {site}, {rank})")
+        return self._new_stack(b, sh, dt)
+
+    def pool_arg(self, dtype):
+        """The argument holding the pooled stack buffers of ``dtype`` (see the stack section of
+        ``_lib.py``; the caller passes one pool per call in flight)."""
+        if dtype not in self.pools:
+            self.pools[dtype] = len(self.consts)
+            self.const_arg(StackPool(dtype))
+        return self.const_names[self.pools[dtype]]
+
+    def stack_rows(self, e, buf, width):
+        """A stack's elements as rows of ``width``: a view of its buffer, which is pinned (a
+        later push or pop of the stack then works on a copy, never in this buffer); a copy
+        where the stack is an output of the block. A view that a program output shares is
+        copied by ``compile_lowered``'s caller (the buffer may be pooled)."""
+        tag = self.stacks.get(buf.name)
+        if tag is not None:
+            if tag[0] != "buf":
+                e.unsupported("reads a stack's shapes, not its elements")
+            view = e._op.inputs[0] not in self._ctx.outputs
+            if view:
+                self.pin(buf)
+            name = self.fresh()
+            self.emit(self.indent, f"{name} = L.{'stack_buf_view' if view else 'stack_buf_out'}({buf.name}, {tag[1]})")
+            buf = self.new_array(name, buf.dtype, (None,))
+        return self.reshape(e, buf, [-1, width])
 
     def stack_push(self, e, buf, shapes, x):
         t_buf = e.out_types[0]
@@ -1187,11 +1238,10 @@ class Lowerer:
         in_place = self._stack_in_place(e, (buf, shapes))
         buf, shapes = self._stack_pair(e, buf, shapes)
         b, sh = self.fresh(), self.fresh()
-        x = self.materialize(x)
-        if x.kind == "s":
-            self.emit(self.indent, f"{b}, {sh} = L.stack_push0({buf.name}, {shapes.name}, {x.name}, {not in_place})")
-        else:
-            self.emit(self.indent, f"{b}, {sh} = L.stack_push({buf.name}, {shapes.name}, {x.name}, {not in_place})")
+        x = self.py_format(self.materialize(x))  # a stack pushed as an element is held as the Python backend holds it
+        pool = self.pool_arg(t_buf.dtype)
+        push = "stack_push0" if x.kind == "s" else "stack_push"
+        self.emit(self.indent, f"{b}, {sh} = L.{push}({buf.name}, {shapes.name}, {x.name}, {not in_place}, {pool})")
         return self._new_stack(b, sh, t_buf.dtype)
 
     def stack_pop(self, e, buf, shapes, shape):
@@ -1215,19 +1265,20 @@ class Lowerer:
 
     def stack_outputs(self, outs):
         """The program's outputs with stacks in the Python backend's format."""
-        res = []
-        for v in outs:
-            tag = self.stacks.get(v.name)
-            if tag is None:
-                res.append(v)
-                continue
-            name = self.fresh()
-            if tag[0] == "buf":
-                self.emit(1, f"{name} = L.stack_buf_out({v.name}, {tag[1]})")
-            else:
-                self.emit(1, f"{name} = L.stack_shapes_out({v.name})")
-            res.append(V("a", name, v.dtype, v.shape))
-        return res
+        return [self.py_format(v) for v in outs]
+
+    def py_format(self, v):
+        """``v``, or where it is one of a stack's two arrays, that array in the Python backend's
+        format (a copy)."""
+        tag = self.stacks.get(v.name)
+        if tag is None:
+            return v
+        name = self.fresh()
+        if tag[0] == "buf":
+            self.emit(self.indent, f"{name} = L.stack_buf_out({v.name}, {tag[1]})")
+        else:
+            self.emit(self.indent, f"{name} = L.stack_shapes_out({v.name})")
+        return V("a", name, v.dtype, v.shape)
 
     def carry_stacks(self, where, srcs, dsts):
         """Tag the locals ``dsts`` (loop carries, branch outputs) as stacks where their sources
@@ -1581,6 +1632,8 @@ def lower(program, order=None):
         source, sig, out_types = lw.lower()
     except RecursionError:
         raise NativeUnsupported("the program nests too deep to lower") from None
+    for dt, i in lw.pools.items():
+        lw.consts[i].size = max(lw.stack_sites.get(dt, 0), 1)
     return source, sig, out_types, lw.consts
 
 

@@ -313,18 +313,7 @@ def _stack_pop_native(e, buf, shapes, shape, dtype=None):
 
 @deflowering("stack_rows", "native")
 def _stack_rows_native(e, buf, width):
-    # a stack in the native format is converted as the program's stack outputs are (its filled
-    # part, copied out); one that came from outside is a plain array already. ``Emit`` has no
-    # builder for it, so this reads the lowerer's stack table (native/lower.py, ``stacks``).
-    low = e._l
-    tag = low.stacks.get(buf.name)
-    if tag is not None:
-        if tag[0] != "buf":
-            e.unsupported("reads a stack's shapes, not its elements")
-        name = low.fresh()
-        low.emit(low.indent, f"{name} = L.stack_buf_out({buf.name}, {tag[1]})")
-        buf = low.new_array(name, buf.dtype, (None,))
-    return e.reshape(buf, [-1, width])
+    return e.stack_rows(buf, width)
 
 
 _stack_push_native.reads_stacks = _stack_pop_native.reads_stacks = True  # they read the native stack format

@@ -14,20 +14,23 @@ from .algebraic import algebraic_simplify
 from .constant_folding import constant_folding
 from .cse import cse
 from .dce import dce
-from .loops import loop_matmul_sums, loop_residuals, loop_transposes, merge_loops
+from .loops import loop_invariants, loop_matmul_sums, loop_residuals, loop_transposes, merge_loops
 from .memory_plan import memory_plan, planned_peak
 
 PASSES = {f.__name__: f for f in (constant_folding, cse, dce, algebraic_simplify, memory_plan, merge_loops,
-                                   loop_residuals, loop_matmul_sums, loop_transposes)}
+                                   loop_residuals, loop_matmul_sums, loop_transposes, loop_invariants)}
 PASSES["algebraic"] = algebraic_simplify
 
 # Why this order: simplification first turns autograd's zeros_like/ones_like idioms into fulls
 # and constants, which folding then computes; a second simplification sees the folded
 # constants (x*1 and broadcast-of-scalar matmuls); CSE merges the reductions the rewrites
-# create; DCE drops what all of them left dead; the memory plan is made on the final program.
+# create; the loop passes make a loop gradient's work one product after the loop and show
+# what its loops hold fixed, which a last simplification uses (x*1 inside the loop), and a last CSE reads each stack
+# once after the loop; DCE
+# drops what all of them left dead; the memory plan is made on the final program.
 DEFAULT_PIPELINE = (algebraic_simplify, constant_folding, algebraic_simplify, cse, merge_loops, loop_residuals, cse,
-                    loop_matmul_sums, loop_transposes,
-                    constant_folding, dce, memory_plan)
+                    loop_matmul_sums, loop_transposes, loop_invariants, algebraic_simplify,
+                    cse, constant_folding, dce, memory_plan)
 
 
 def optimize(program, passes=None):
@@ -51,5 +54,5 @@ def optimize(program, passes=None):
 
 
 __all__ = ["optimize", "constant_folding", "cse", "dce", "algebraic_simplify", "memory_plan", "planned_peak",
-           "merge_loops", "loop_residuals", "loop_matmul_sums", "loop_transposes",
+           "merge_loops", "loop_residuals", "loop_matmul_sums", "loop_transposes", "loop_invariants",
            "PASSES", "DEFAULT_PIPELINE"]

@@ -2,7 +2,7 @@
 
 Rewrites (each only when the result keeps the exact type of the value it replaces):
 
-* ``x*1, 1*x, x+0, 0+x, x-0, x/1 -> x``; ``neg(neg(x)) -> x``;
+* ``x*1, 1*x, x+0, 0+x, x-0, x/1 -> x``; ``neg(neg(x)) -> x``; a cast to ``x``'s own dtype -> ``x``;
   ``transpose(transpose(x))`` -> one transpose, or ``x`` when the permutations cancel.
 * ``f(transpose(x, p), transpose(y, p)) -> transpose(f(x, y), p)`` for element-wise ``f``
   (``add``, ``sub``, ``mul``) of same-shaped operands: a weight's gradient summed over its
@@ -169,6 +169,9 @@ class _Rewriter:
                 self.replace(out, op.inputs[0])
                 return True
             return False
+        if t == "cast" and self.type(op.inputs[0]) == tout:  # to its own dtype: the value itself
+            self.replace(out, op.inputs[0])
+            return True
         if t == "reduce_sum":
             return self._sum_of_matmul(op, out, tout)
         if t == "matmul":

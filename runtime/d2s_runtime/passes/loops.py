@@ -39,7 +39,7 @@ import json
 from ..ir import Op
 from ..ops import OPS, TensorType
 from ..schedule import FeedView, topo_order
-from ._util import Namer, is_effect, prune_vars, rename_uses, start, trait
+from ._util import SMALL_CONSTANT, Namer, is_effect, prune_vars, rename_uses, start, trait
 
 # ------------------------------------------------------------------ helpers
 def _defs(block):
@@ -714,3 +714,105 @@ def _hoist_transposes(block, namer, loop):
     block.ops[at:at] = new_outer
     _dce_sub(body)
     return True
+
+
+# ------------------------------------------------------------------ loop_invariants
+def loop_invariants(program):
+    """Return a new Program in which what a ``while`` holds fixed is seen as fixed inside it.
+
+    * A carry that every iteration passes on unchanged (its update is the carry itself, seen
+      through ``stop_gradient``, ``identity`` and casts to its own dtype) becomes a value the
+      loop captures, and the loop's result for it is its initial value. A loop gradient carries
+      the output gradient it is seeded with (often the constant 1 of ``loss.backward()``) and
+      the accumulators that ``loop_matmul_sums`` emptied this way.
+    * A small ``constant`` or ``full`` the loop captures is defined inside the loop's blocks
+      too, so that the passes after this one see its value there: ``algebraic_simplify``
+      then drops ``g * h`` when ``g`` is a broadcast 1.
+
+    Values are unchanged: the loop computes the same ops on the same values."""
+    p = start(program)
+    namer = Namer(p, "c")
+    for block in [p.block, *p.block.sub_blocks()]:
+        changed = False
+        for loop in _whiles(block):
+            while _fix_one_carry(p, block, loop):
+                changed = True
+            changed |= _sink_constants(block, namer, loop)
+        if changed:
+            prune_vars(block)
+    return p
+
+
+def _same_value_source(block, defs, name):
+    """``name`` with the ops that pass a value on unchanged seen through."""
+    while True:
+        d = defs.get(name)
+        if d is None:
+            return name
+        op = d[0]
+        # an alias (stop_gradient), a copy, or a cast to the dtype it has: the input's value
+        same_type = op.inputs and block.lookup(op.inputs[0]).type == block.lookup(name).type
+        if trait(op, "alias") or op.type == "identity" or (op.type == "cast" and same_type):
+            name = op.inputs[0]
+        else:
+            return name
+
+
+def _fix_one_carry(program, block, loop):
+    body = loop.blocks["body"]
+    n = len(loop.outputs)
+    defs = _defs(body)
+    for i in range(n):
+        if _same_value_source(body, defs, body.outputs[i]) != body.inputs[i]:
+            continue
+        init, out = loop.inputs[i], loop.outputs[i]
+        t_init, t_out = block.lookup(init).type, block.lookup(out).type
+        if t_init.dtype != t_out.dtype or len(t_init.shape) != len(t_out.shape):
+            continue
+        keep = [k for k in range(n) if k != i]
+        loop.inputs = [loop.inputs[k] for k in keep] + loop.inputs[n:] + [init]
+        loop.outputs = [loop.outputs[k] for k in keep]
+        for name, blk in loop.blocks.items():
+            v = blk.inputs[i]
+            blk.inputs = [blk.inputs[k] for k in keep] + blk.inputs[n:] + [v]
+            if name == "body":
+                blk.outputs = [blk.outputs[k] for k in keep]
+        rename_uses(block, {out: init}, program)
+        return True
+    return False
+
+
+def _small_fixed_value(block, defs, name):
+    """The op defining ``name`` in ``block`` (seen through ops that pass a value on) when it is
+    a small constant or full, else None."""
+    d = defs.get(_same_value_source(block, defs, name))
+    if d is None:
+        return None
+    op = d[0]
+    t = block.lookup(op.outputs[0]).type
+    if op.type not in ("constant", "full") or op.inputs or None in t.shape:
+        return None
+    size = 1
+    for s in t.shape:
+        size *= s
+    return op if size <= SMALL_CONSTANT else None
+
+
+def _sink_constants(block, namer, loop):
+    n = len(loop.outputs)
+    defs = _defs(block)
+    changed = False
+    for j in range(n, len(loop.inputs)):
+        src = _small_fixed_value(block, defs, loop.inputs[j])
+        if src is None:
+            continue
+        for blk in loop.blocks.values():
+            v = blk.inputs[j]
+            if not any(v in op.inputs for op in blk.ops) and v not in blk.outputs:
+                continue
+            c = namer()
+            blk.add_var(c, blk.vars[v].type if v in blk.vars else block.lookup(loop.inputs[j]).type)
+            blk.ops.insert(0, Op(src.type, [], [c], dict(src.attrs)))
+            rename_uses(blk, {v: c})
+            changed = True
+    return changed

@@ -46,6 +46,17 @@ def test_float32_arithmetic_is_bit_identical(cache):
     check(prog, fn, cases)
 
 
+def test_a_chain_fuses_through_stop_gradient():
+    """``stop_gradient`` (what a gradient computed inside a program leaves between its ops) is the
+    value itself: the chain around it is still one loop nest, with no temporary."""
+    from d2s_runtime import native
+    prog = build_program(lambda x, y: d2s.tanh((x + y).detach() * 2.0).detach() - y, InputSpec([3, 4]),
+                         InputSpec([3, 4]))
+    assert [op.type for op in prog.block.ops].count("stop_gradient") == 2
+    source = native.lower_program(prog).source
+    assert source.count("np.empty(") == 1 and source.count("for ") == 2  # one 2-d nest writing the output
+
+
 def _unary(x):
     return (d2s.exp(x), d2s.log(abs(x) + 0.5), d2s.sqrt(abs(x)), d2s.sin(x), d2s.cos(x), d2s.tanh(x), d2s.sigmoid(x),
             d2s.sign(x), d2s.floor(x), d2s.clip(x, -1.0, 2.0), x ** 2.0, x // 0.75, x % 0.75,

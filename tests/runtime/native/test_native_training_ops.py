@@ -187,6 +187,62 @@ def test_pop_from_an_empty_stack_raises(cache):
         fn(np.zeros(2, "float32"))
 
 
+def _rows_program():
+    """A stack made in the top block (its buffer pooled from call to call) whose rows are an
+    output: the rows are a view of the pooled buffer, which the caller must copy."""
+    p = Program()
+    g = p.block
+    for n, (shape, dt) in {"x": ((2, 3), "float32"), "y": ((2, 3), "float32"), "b": ((None,), "float32"),
+                           "s": ((None, 2), "int64"), "b1": ((None,), "float32"), "s1": ((None, 2), "int64"),
+                           "b2": ((None,), "float32"), "s2": ((None, 2), "int64"),
+                           "r": ((None, 3), "float32")}.items():
+        g.add_var(n, TensorType(shape, dt))
+    g.ops = [Op("stack_new", ["x"], ["b", "s"]), Op("stack_push", ["b", "s", "x"], ["b1", "s1"]),
+             Op("stack_push", ["b1", "s1", "y"], ["b2", "s2"]), Op("stack_rows", ["b2"], ["r"], {"width": 3})]
+    p.inputs = g.inputs = ["x", "y"]
+    p.outputs = g.outputs = ["r"]
+    return p
+
+
+def test_pooled_stack_buffers_never_reach_the_caller(cache):
+    prog = _rows_program()
+    lowered = native.lower_program(prog)
+    assert "L.stack_buf_view" in lowered.source  # the rows are read in place
+    fn = native.compile_lowered(lowered, cache_dir=str(cache))
+    outs = []
+    for k in range(4):
+        x, y = _f32(2, 3), _f32(2, 3)
+        (r,) = fn(x, y)
+        np.testing.assert_array_equal(r, np.concatenate([x, y]))
+        outs.append((r, r.copy()))
+    for r, kept in outs:  # later calls, which reuse the stack's buffer, changed no earlier result
+        np.testing.assert_array_equal(r, kept)
+    assert not any(np.may_share_memory(a, b) for i, (a, _) in enumerate(outs) for b, _ in outs[i + 1:])
+
+
+def test_calls_in_parallel_threads_each_get_their_own_stack_buffers(cache):
+    """The compiled function releases the GIL: calls running at once must not share a pool."""
+    import threading
+    prog = _rows_program()
+    fn = native.compile_lowered(native.lower_program(prog), cache_dir=str(cache))
+    wrong = []
+
+    def worker(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(200):
+            x, y = (rng.standard_normal((2, 3)).astype("float32") for _ in range(2))
+            (r,) = fn(x, y)
+            if not np.array_equal(r, np.concatenate([x, y])):
+                wrong.append(seed)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
+
+
 def test_stacks_read_by_other_ops_are_not_lowered():
     p = Program()
     g = p.block

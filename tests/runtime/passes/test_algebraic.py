@@ -26,6 +26,13 @@ def test_identities_vanish(fn):
     assert op_types(q) == ["exp"]
 
 
+def test_cast_to_its_own_dtype_vanishes_and_a_real_cast_stays():
+    q = _simplify(lambda x: d2s.exp(x.cast("float32")))
+    assert op_types(q) == ["exp"]
+    q = _simplify(lambda x: d2s.exp(x.cast("float64")))
+    assert op_types(q) == ["cast", "exp"]
+
+
 def test_identity_that_would_broadcast_is_kept():
     q = _simplify(lambda x: x * d2s.ones(2, 3, 4))
     assert "mul" in op_types(q)

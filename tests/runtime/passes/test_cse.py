@@ -37,6 +37,24 @@ def test_random_draws_are_never_merged():
     assert op_types(q).count("rand") == 2
 
 
+def test_empty_stacks_are_never_merged():
+    """Two ``stack_new`` of the same value are two stacks (the native backend grows each in
+    place: one merged stack would be one buffer for two loop carries)."""
+    from d2s_runtime.ir import Op, Program
+    from d2s_runtime.ops import TensorType
+    p = Program()
+    b = p.block
+    b.add_var("x", TensorType((3,), "float32"))
+    p.inputs = b.inputs = ["x"]
+    for k in ("1", "2"):
+        b.add_var("buf" + k, TensorType((None,), "float32"))
+        b.add_var("shp" + k, TensorType((None, 1), "int64"))
+        b.ops.append(Op("stack_new", ["x"], ["buf" + k, "shp" + k]))
+    p.outputs = b.outputs = ["buf1", "shp1", "buf2", "shp2"]
+    q = check_pure(cse, p)
+    assert op_types(q) == ["stack_new", "stack_new"]
+
+
 def test_outputs_are_renamed():
     p = build_program(lambda x: (d2s.exp(x), d2s.exp(x)), X)
     q = check_pure(cse, p)

@@ -8,8 +8,8 @@ import pytest
 
 import d2s
 from d2s_runtime import Executor
-from d2s_runtime.passes import (cse, loop_matmul_sums, loop_residuals, loop_transposes, merge_loops,
-                                optimize)
+from d2s_runtime.passes import (DEFAULT_PIPELINE, algebraic_simplify, cse, dce, loop_invariants, loop_matmul_sums, loop_residuals,
+                                loop_transposes, merge_loops, optimize)
 
 from _pass_helpers import check_pure
 
@@ -270,3 +270,74 @@ def test_the_optimized_program_runs_natively_with_the_same_values(tmp_path):
         for got, want in zip(fn(*feeds), ref.run(*feeds)):
             assert got.dtype == want.dtype and got.shape == want.shape
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+# ------------------------------------------------------------------ loop_invariants
+def _types_in(block):
+    return [op.type for op in block.ops]
+
+
+def test_loop_invariants_makes_the_seed_gradient_a_capture_and_drops_its_broadcast():
+    """The backward loop carries the loss's output gradient (1.0) unchanged: after the pass it is
+    captured, seen as the constant inside the loop, and ``g * h`` with ``g`` a broadcast 1 is
+    gone; values are unchanged at every trip count (0 included)."""
+    pipeline = list(DEFAULT_PIPELINE)
+    p = _loops_after(*pipeline[:pipeline.index(loop_invariants)])
+    q = check_pure(loop_invariants, p)
+    bwd_p, bwd_q = _whiles(p)[1], _whiles(q)[1]
+    # the seed, and the two weight-gradient accumulators loop_matmul_sums emptied
+    assert len(bwd_q.outputs) == len(bwd_p.outputs) - 3
+    assert len(bwd_q.inputs) == len(bwd_p.inputs)  # each became a capture
+    assert "constant" in _types_in(bwd_q.blocks["body"])
+    _assert_same(p, q)
+    r = check_pure(dce, check_pure(algebraic_simplify, q))
+    body = _whiles(r)[1].blocks["body"]
+    assert "broadcast_to" not in _types_in(body) and "expand_dims" not in _types_in(body)
+    assert "cast" not in _types_in(body)
+    assert _count(body, "mul") < _count(_whiles(check_pure(algebraic_simplify, p))[1].blocks["body"], "mul")
+    _assert_same(p, r)
+
+
+def _scaled_loop(x, k, n):
+    s = x * 0
+    kk = k
+    t = d2s.zeros([], dtype="int64")
+    while t < n:
+        s = s + x * kk
+        kk = kk.detach()  # carried, never changed
+        t = t + 1
+    return s, kk
+
+
+def _swapping_loop(x, y, n):
+    t = d2s.zeros([], dtype="int64")
+    while t < n:
+        x, y = y, x  # each carry becomes the other: neither is invariant
+        t = t + 1
+    return x, y
+
+
+def test_loop_invariants_keeps_values_and_leaves_changing_carries():
+    x, k = d2s.tensor(np.linspace(-1, 1, 3)), d2s.tensor(np.array(2.5))
+    p = d2s.jit.to_static(_scaled_loop).get_program(x, k, d2s.tensor(np.array(2)))
+    q = check_pure(loop_invariants, p)
+    assert len(_whiles(q)[0].outputs) == len(_whiles(p)[0].outputs) - 1
+    for n in (0, 1, 3):
+        feeds = [np.linspace(-1, 1, 3), np.array(-0.5), np.array(n)]
+        for a, b in zip(Executor(p).run(*feeds), Executor(q).run(*feeds)):
+            np.testing.assert_array_equal(a, b)
+    y = d2s.tensor(np.ones(3))
+    p = d2s.jit.to_static(_swapping_loop).get_program(x, y, d2s.tensor(np.array(2)))
+    q = check_pure(loop_invariants, p)
+    loop = _whiles(q)[0]
+    defs = {o: op for op in q.block.ops for o in op.outputs}
+
+    def source(name):  # the program's outputs still come out of the loop
+        while defs[name] is not loop:
+            name = defs[name].inputs[0]
+        return name
+    assert all(source(o) in loop.outputs for o in q.outputs)
+    for n in (0, 1, 2, 3):
+        feeds = [np.linspace(-1, 1, 3), np.full(3, 7.0), np.array(n)]
+        for a, b in zip(Executor(p).run(*feeds), Executor(q).run(*feeds)):
+            np.testing.assert_array_equal(a, b)
