@@ -467,7 +467,8 @@ def tf_runner(name, inputs):
 # framework's worker threads (OpenBLAS's, OpenMP's in torch) spin for up to about 0.1-0.2 s
 # waiting for more work, and on 2 cores a sample taken meanwhile would charge that spinning to
 # the next framework (measured: torch's RNN 107 ms interleaved without the wait, 32-38 ms
-# alone). TensorFlow runs alone in its own process.
+# alone). Each sample then starts with one untimed call, so that samples time warm calls as
+# TensorFlow's (which runs alone in its own process) do.
 SETTLE = 0.25
 
 
@@ -490,6 +491,7 @@ def median_times(runners, repeat, budget=0.05, settle=SETTLE):
         for k, f in runners.items():
             if settle and len(runners) > 1:
                 time.sleep(settle)
+                f()  # untimed: the other runners' calls have evicted this one's data from the caches
             t, c = time.perf_counter(), time.process_time()
             for _ in range(number[k]):
                 f()

@@ -329,8 +329,8 @@ class Executor:
 
     def _call_auto_trial(self, feeds):
         """("auto", while measuring.) The first native call checks its outputs (untimed, as
-        :meth:`_call_native_first` does); the next calls alternate the backends, timed, until
-        :class:`tiers.AutoTrial` decides, then the winner runs every call."""
+        :meth:`_call_native_first` does); the next calls run a block on each backend, timed,
+        until :class:`tiers.AutoTrial` decides, then the winner runs every call."""
         trial = self._trial
         if not trial.checked:
             trial.checked = True
@@ -341,12 +341,12 @@ class Executor:
                     self._drop_native(f"native outputs do not match the program: {bad}")
                     return self._python_call(feeds)
             return outs
-        which = trial.next_backend()
+        which, timed = trial.next_backend()
         timer = tiers.timer
         t0 = timer()
         outs = self._call_native(feeds) if which == "native" else self._python_call(feeds)
         elapsed = timer() - t0
-        if self._native_state != "measuring":  # native dropped (a run failed) or decided meanwhile
+        if self._native_state != "measuring" or not timed:  # native dropped or decided meanwhile
             return outs
         decision = trial.record(which, elapsed)
         if decision is not None and self._native_state == "measuring":

@@ -23,13 +23,14 @@ whose thread pool competes with numpy's when both run in one process) and large 
 (numpy's pairwise SIMD sums beat a fused serial loop). No static rule separated these cases
 reliably (a program whose matmuls the optimizer removed, like ``(x @ x.T).sum()``, still ran
 slower natively), so once the native function is ready :class:`AutoTrial` times the next real
-calls, alternating the two backends, and keeps the faster one; ``backend_report()`` says which
+calls, a block on each backend, and keeps the faster one; ``backend_report()`` says which
 and why. A program that computes matrix products must run natively :data:`PRODUCTS_MARGIN`
-times faster to switch: alternating the backends keeps both OpenBLAS pools awake, and each
-pool's spinning threads slow the other's calls unevenly, so the trial misjudged such programs
-(an MLP step measured 1.27x faster natively and then ran 1.9x slower natively than on Python,
-in one run of ``benchmarks/bench_native.py`` on 2 cores); programs that win natively are
-control flow over small tensors, where the margin is tens. ``'native'`` always runs native code once it is ready.
+times faster to switch: its two backends call two OpenBLAS libraries (numpy's and the one
+numba's ``np.dot`` calls), whose speeds vary with what else the process runs, so a small
+measured lead is not kept (trials that alternated the backends call by call measured an MLP
+step 1.27x faster natively that then ran 1.9x slower). Control flow over small tensors wins
+natively by tens; the 64-step RNN of ``benchmarks/bench_native.py``, whose pooled stacks keep
+its native form free of page faults, by about 1.5x. ``'native'`` always runs native code once it is ready.
 
 The native compiler's disk cache is ``$D2S_CACHE_DIR/native`` (default
 ``~/.cache/d2s/native``; see ``native.default_cache_dir``), read at each compile.
@@ -60,7 +61,7 @@ synchronous = False
 # calls on the slower backend.
 timer = time.perf_counter
 AUTO_TRIAL_CALLS = 5
-PRODUCTS_MARGIN = 2.0
+PRODUCTS_MARGIN = 1.25
 
 # Seconds between a compile's submission and its start (see _Worker._loop).
 START_DELAY = 0.1
@@ -226,10 +227,14 @@ class CompileJob:
 
 
 class AutoTrial:
-    """The measurement that decides "auto": the calls after the native function is ready
-    (and has checked its outputs once) alternate native and Python (interleaved, so both see the same
-    load), each timed with :data:`timer`, until each backend ran :data:`AUTO_TRIAL_CALLS` times;
-    the backend with the lower median wins, Python on a tie (the exact one)."""
+    """The measurement that decides "auto": the calls after the native function is ready (the
+    first of them untimed, checking its outputs) run native :data:`AUTO_TRIAL_CALLS` times,
+    then Python once untimed and :data:`AUTO_TRIAL_CALLS` times, each timed with
+    :data:`timer`; the backend with the lower median wins (native by ``margin``), Python on a
+    tie (the exact one). Each backend is timed in a block of calls after one untimed call: the
+    other backend's BLAS threads, still spinning after its last call, and the data it pushed
+    out of the caches then slow neither (alternating call by call charged them to whichever
+    ran next, and misjudged matrix-heavy programs both ways)."""
 
     def __init__(self, calls=None, margin=1.0):
         self.calls = calls or AUTO_TRIAL_CALLS
@@ -240,9 +245,12 @@ class AutoTrial:
         self.lock = threading.Lock()
 
     def next_backend(self):
+        """``(backend, timed)`` for the next call."""
         with self.lock:
             self.turn += 1
-            return "native" if self.turn % 2 else "python"
+            if self.turn <= self.calls:
+                return "native", True
+            return "python", self.turn > self.calls + 1
 
     def record(self, backend, seconds):
         """Record one timed call; returns ``(winner, reason)`` once decided, else ``None``."""
