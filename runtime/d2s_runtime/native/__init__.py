@@ -281,19 +281,10 @@ def _numba_type(dtype, ndim):
 
 
 def _const_type(value):
-    from numba import typeof, types
+    from numba import typeof
     if isinstance(value, StackPool):
-        return types.ListType(_numba_type(value.dtype, 1))
+        return _numba_type(value.dtype, 1) if value.part == "arena" else _numba_type("int64", 2)
     return typeof(value)
-
-
-def _new_pool(spec):
-    """A fresh pool for a :class:`StackPool` argument: ``spec.size`` empty buffers."""
-    from numba.typed import List
-    pool = List.empty_list(_const_type(spec).item_type)
-    for _ in range(spec.size):
-        pool.append(np.empty(0, spec.dtype))
-    return pool
 
 
 def compile_lowered(lowered, cache_dir=None):
@@ -356,32 +347,58 @@ def compile_lowered(lowered, cache_dir=None):
     return run
 
 
+class _Pools:
+    """One call's pooled stack memory (see the stack section of ``_lib.py``): per dtype, an arena
+    and the ``[offset, capacity, needed]`` rows of its sites."""
+
+    ALIGN = 16  # elements between parts (64 bytes and more)
+
+    def __init__(self, specs):
+        self.arenas, self.slots = {}, {}
+        for i, spec in specs.items():  # i: the arena's argument position; i + 1: its slots'
+            self.slots[i + 1] = np.zeros((spec.sites, 3), np.int64)
+            self.arenas[i] = np.empty(0, spec.dtype)
+
+    def regrow(self):
+        """After a call: a bigger arena where a site's stack outgrew its part."""
+        for i, arena in self.arenas.items():
+            slots = self.slots[i + 1]
+            if (slots[:, 2] > slots[:, 1]).any():
+                caps = -(-np.maximum(slots[:, 1], slots[:, 2]) // self.ALIGN) * self.ALIGN
+                slots[:, 0] = np.concatenate([[0], np.cumsum(caps)[:-1]])
+                slots[:, 1] = caps
+                self.arenas[i] = np.empty(int(caps.sum()), arena.dtype)
+
+    def holds(self, out):
+        """Whether the array ``out`` points into an arena (the next call writes there)."""
+        p = out.__array_interface__["data"][0]
+        for a in self.arenas.values():
+            lo = a.__array_interface__["data"][0]
+            if lo <= p < lo + a.nbytes:
+                return True
+        return False
+
+
 def _pooled_runner(call, consts, pooled):
-    """``run(*feeds)`` for a function with pooled stack buffers (``_lib.py``): each call takes a
+    """``run(*feeds)`` for a function with pooled stack memory (``_lib.py``): each call takes a
     pool set no other call in flight holds (calls run in parallel without the GIL), and an
-    output that points into a pooled buffer is copied before the pools are handed on."""
-    from . import _lib
-    free = []
-    n_buffers = sum(consts[i].size for i in pooled)
+    output that points into an arena is copied before the set is handed on."""
+    specs = {i: consts[i] for i in pooled if consts[i].part == "arena"}
+    free = [_Pools(specs)]
 
     def run(*feeds):
         try:
             pools = free.pop()
         except IndexError:
-            pools = {i: _new_pool(consts[i]) for i in pooled}
+            pools = _Pools(specs)
         args = list(consts)
-        for i, pool in pools.items():
-            args[i] = pool
+        for i, arena in pools.arenas.items():
+            args[i], args[i + 1] = arena, pools.slots[i + 1]
         outs = call(feeds, args)
-        ranges = np.empty((n_buffers, 2), np.int64)
-        row = 0
-        for pool in pools.values():
-            row = _lib.pool_ranges(pool, ranges, row)
         for k, o in enumerate(outs):
-            if type(o) is np.ndarray and o.size:
-                p = o.__array_interface__["data"][0]
-                if ((ranges[:, 0] <= p) & (p < ranges[:, 1])).any():
-                    outs[k] = o.copy()
+            if type(o) is np.ndarray and o.size and pools.holds(o):
+                outs[k] = o.copy()
+        pools.regrow()
         free.append(pools)
         return outs
 

@@ -113,35 +113,39 @@ def check_dim(actual, expected):
 # ``copy``: the caller may still read the stack pushed to or popped from, so work on a copy (a fork).
 #
 # Pooled memory. ``site`` numbers the ``stack_new`` ops of the program's top block (each runs
-# once per call; -1: a stack made in a loop or branch, or from outside), per element dtype. ``pool[site]`` is the
-# buffer that site's stack grew into, kept from call to call by the caller (one pool per call
-# in flight, see ``compile_lowered``): the next call's stack starts in it instead of growing
-# from nothing. Fresh buffers cost page faults on every call (freed big blocks go back to the
-# system), which on the benchmark machine were most of a 64-step RNN's time.
+# once per call; -1: a stack made in a loop or branch, or from outside), per element dtype.
+# Each dtype's stacks start in one ``arena`` the caller keeps from call to call (one per call
+# in flight, see ``compile_lowered``): ``slots[site]`` is ``[offset, capacity, needed]``, the
+# site's part of the arena and the most room its stack needed. A stack that outgrows its part
+# grows into fresh memory (its ``needed`` says by how much) and the caller makes a bigger
+# arena for the next call. Fresh buffers cost page faults on every call (freed big blocks go
+# back to the system), which on the benchmark machine were most of a 64-step RNN's time.
 _BIG = dict(cache=True, error_model="numpy")
 _MIN_ROOM = 8
 
 
 @njit(**_BIG)
-def stack_new(pool, site, rank):
-    """An empty stack of ``site`` (-1: no pooled buffer) whose elements have rank ``rank``
-    (``pool`` holds at least one buffer of the stack's dtype)."""
-    buf = pool[site] if site >= 0 else pool[0][:0].copy()
+def stack_new(arena, slots, site, rank):
+    """An empty stack of ``site`` (-1: not pooled) whose elements have rank ``rank``."""
+    if site >= 0:
+        buf = arena[slots[site, 0]:slots[site, 0] + slots[site, 1]]
+    else:
+        buf = arena[:0]
     shp = np.zeros((_MIN_ROOM + 1, rank + 3), np.int64)
     shp[0, 2] = site
     return buf, shp
 
 
 @njit(**_BIG)
-def _grow(buf, shp, size, copy, pool):
+def _grow(buf, shp, size, copy, slots):
     n, fill = shp[0, 0], shp[0, 1]
     if copy or fill + size > buf.shape[0]:
         nb = np.empty(max(2 * (fill + size), _MIN_ROOM), buf.dtype)
         nb[:fill] = buf[:fill]
         buf = nb
         site = shp[0, 2]
-        if site >= 0 and not copy:
-            pool[site] = buf
+        if site >= 0 and not copy and fill + size > slots[site, 2]:
+            slots[site, 2] = fill + size
     if copy or n + 2 > shp.shape[0]:
         ns = np.zeros((max(2 * (n + 2), _MIN_ROOM + 1), shp.shape[1]), np.int64)
         ns[:n + 1] = shp[:n + 1]
@@ -150,9 +154,9 @@ def _grow(buf, shp, size, copy, pool):
 
 
 @njit(**_BIG)
-def stack_push(buf, shp, x, copy, pool):
+def stack_push(buf, shp, x, copy, slots):
     """``x`` (an array) pushed; returns the stack's new (buf, shp)."""
-    buf, shp = _grow(buf, shp, x.size, copy, pool)
+    buf, shp = _grow(buf, shp, x.size, copy, slots)
     n, fill = shp[0, 0], shp[0, 1]
     k = fill
     for v in x.flat:
@@ -166,9 +170,9 @@ def stack_push(buf, shp, x, copy, pool):
 
 
 @njit(**_BIG)
-def stack_push0(buf, shp, x, copy, pool):
+def stack_push0(buf, shp, x, copy, slots):
     """A 0-d element ``x`` (a machine scalar) pushed."""
-    buf, shp = _grow(buf, shp, 1, copy, pool)
+    buf, shp = _grow(buf, shp, 1, copy, slots)
     n, fill = shp[0, 0], shp[0, 1]
     buf[fill] = x
     shp[0, 0] = n + 1
@@ -214,17 +218,6 @@ def stack_from_py(buf, shapes):
 @njit(**_BIG)
 def stack_buf_out(buf, shp):
     return buf[:shp[0, 1]].copy()
-
-
-@njit(**_BIG)
-def pool_ranges(pool, out, row):
-    """Write the address range of each buffer of ``pool`` into ``out[row:]`` (the caller copies
-    an output that points into one: the next call writes that buffer)."""
-    for i in range(len(pool)):
-        a = pool[i]
-        out[row + i, 0] = a.ctypes.data
-        out[row + i, 1] = a.ctypes.data + a.size * a.itemsize
-    return row + len(pool)
 
 
 @njit(**_BIG)

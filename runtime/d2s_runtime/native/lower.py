@@ -42,17 +42,18 @@ NP_TYPE = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32"
 
 
 class StackPool:
-    """An extra argument of the lowered function that is not a literal: the pooled stack buffers
-    of one dtype, ``size`` of them (see the stack section of ``_lib.py``); ``compile_lowered``
-    makes one list of them per call in flight."""
+    """An extra argument of the lowered function that is not a literal: for the stacks of one
+    dtype, the arena their buffers start in (``part == "arena"``) or its ``[offset, capacity,
+    needed]`` rows, one per pooled site (``"slots"``; see the stack section of ``_lib.py``).
+    ``compile_lowered`` makes them, one set per call in flight."""
 
-    __slots__ = ("dtype", "size")
+    __slots__ = ("dtype", "part", "sites")
 
-    def __init__(self, dtype, size=1):
-        self.dtype, self.size = dtype, size
+    def __init__(self, dtype, part, sites=0):
+        self.dtype, self.part, self.sites = dtype, part, sites
 
     def __repr__(self):
-        return f"StackPool({self.dtype}, {self.size})"
+        return f"StackPool({self.dtype}, {self.part}, {self.sites})"
 
 
 class NativeUnsupported(Exception):
@@ -229,7 +230,7 @@ class Lowerer:
         self.consts = []       # values of the extra arguments, in order
         self.const_names = []
         self.stack_sites = {}  # dtype -> stack_new ops of the top block lowered so far (pooled sites)
-        self.pools = {}        # dtype -> position of its StackPool among the extra arguments
+        self.pools = {}        # dtype -> position of its two StackPools among the extra arguments
         self._top = True       # lowering the program's top block (not a loop's or branch's)
         self._n = count()
 
@@ -1211,21 +1212,23 @@ class Lowerer:
         rank = _int(rank, "stack rank")
         b, sh = self.fresh(), self.fresh()
         dt = t_buf.dtype
-        pool = self.pool_arg(dt)
+        arena, slots = self.pool_args(dt)
         site = -1
-        if self._top:  # runs once per call: its stack may start in the buffer its last one grew into
+        if self._top:  # runs once per call: its stack may start in memory the last call's used
             site = self.stack_sites.get(dt, 0)
             self.stack_sites[dt] = site + 1
-        self.emit(self.indent, f"{b}, {sh} = L.stack_new({pool}, {site}, {rank})")
+        self.emit(self.indent, f"{b}, {sh} = L.stack_new({arena}, {slots}, {site}, {rank})")
         return self._new_stack(b, sh, dt)
 
-    def pool_arg(self, dtype):
-        """The argument holding the pooled stack buffers of ``dtype`` (see the stack section of
-        ``_lib.py``; the caller passes one pool per call in flight)."""
+    def pool_args(self, dtype):
+        """The arena and slots arguments of ``dtype``'s pooled stacks (see the stack section of
+        ``_lib.py``; the caller passes one set per call in flight)."""
         if dtype not in self.pools:
             self.pools[dtype] = len(self.consts)
-            self.const_arg(StackPool(dtype))
-        return self.const_names[self.pools[dtype]]
+            self.const_arg(StackPool(dtype, "arena"))
+            self.const_arg(StackPool(dtype, "slots"))
+        i = self.pools[dtype]
+        return self.const_names[i], self.const_names[i + 1]
 
     def stack_rows(self, e, buf, width):
         """A stack's elements as rows of ``width``: a view of its buffer, which is pinned (a
@@ -1252,9 +1255,9 @@ class Lowerer:
         buf, shapes = self._stack_pair(e, buf, shapes)
         b, sh = self.fresh(), self.fresh()
         x = self.py_format(self.materialize(x))  # a stack pushed as an element is held as the Python backend holds it
-        pool = self.pool_arg(t_buf.dtype)
+        slots = self.pool_args(t_buf.dtype)[1]
         push = "stack_push0" if x.kind == "s" else "stack_push"
-        self.emit(self.indent, f"{b}, {sh} = L.{push}({buf.name}, {shapes.name}, {x.name}, {not in_place}, {pool})")
+        self.emit(self.indent, f"{b}, {sh} = L.{push}({buf.name}, {shapes.name}, {x.name}, {not in_place}, {slots})")
         return self._new_stack(b, sh, t_buf.dtype)
 
     def stack_pop(self, e, buf, shapes, shape):
@@ -1646,7 +1649,7 @@ def lower(program, order=None):
     except RecursionError:
         raise NativeUnsupported("the program nests too deep to lower") from None
     for dt, i in lw.pools.items():
-        lw.consts[i].size = max(lw.stack_sites.get(dt, 0), 1)
+        lw.consts[i].sites = lw.consts[i + 1].sites = lw.stack_sites.get(dt, 0)
     return source, sig, out_types, lw.consts
 
 
