@@ -329,8 +329,8 @@ class Executor:
 
     def _call_auto_trial(self, feeds):
         """("auto", while measuring.) The first native call checks its outputs (untimed, as
-        :meth:`_call_native_first` does); the next calls run a block on each backend, timed,
-        until :class:`tiers.AutoTrial` decides, then the winner runs every call."""
+        :meth:`_call_native_first` does); the next calls run a block on each backend (Python's
+        first), until :class:`tiers.AutoTrial` decides, then the winner runs every call."""
         trial = self._trial
         if not trial.checked:
             trial.checked = True

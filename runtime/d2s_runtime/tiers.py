@@ -228,13 +228,13 @@ class CompileJob:
 
 class AutoTrial:
     """The measurement that decides "auto": the calls after the native function is ready (the
-    first of them untimed, checking its outputs) run native :data:`AUTO_TRIAL_CALLS` times,
-    then Python once untimed and :data:`AUTO_TRIAL_CALLS` times, each timed with
-    :data:`timer`; the backend with the lower median wins (native by ``margin``), Python on a
-    tie (the exact one). Each backend is timed in a block of calls after one untimed call: the
-    other backend's BLAS threads, still spinning after its last call, and the data it pushed
-    out of the caches then slow neither (alternating call by call charged them to whichever
-    ran next, and misjudged matrix-heavy programs both ways)."""
+    first of them native and untimed, checking its outputs) run a block on Python, then one on
+    native, each one untimed call and :data:`AUTO_TRIAL_CALLS` calls timed with :data:`timer`;
+    the backend with the lower median wins (native by ``margin``), Python on a tie (the exact
+    one). Blocks, not alternate calls: alternating charged each backend's BLAS threads, still
+    spinning after its last call, and the data it pushed out of the caches, to the other
+    backend's next call, and misjudged matrix-heavy programs both ways. What is left of that
+    charge falls on the block that runs second, native's: an unclear case stays on Python."""
 
     def __init__(self, calls=None, margin=1.0):
         self.calls = calls or AUTO_TRIAL_CALLS
@@ -248,9 +248,8 @@ class AutoTrial:
         """``(backend, timed)`` for the next call."""
         with self.lock:
             self.turn += 1
-            if self.turn <= self.calls:
-                return "native", True
-            return "python", self.turn > self.calls + 1
+            first = self.turn <= self.calls + 1
+            return ("python" if first else "native"), self.turn not in (1, self.calls + 2)
 
     def record(self, backend, seconds):
         """Record one timed call; returns ``(winner, reason)`` once decided, else ``None``."""

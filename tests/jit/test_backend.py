@@ -75,7 +75,7 @@ def test_config_backend_and_method_and_module(monkeypatch, tmp_path):
     _same_as_eager(sf)
     assert sf.wait_native(30) is False  # ready: the next calls time both backends
     assert sf.backend_report() == "python (auto: native ready, timing both backends on the next calls)"
-    for _ in range(2 + 2 * tiers.AUTO_TRIAL_CALLS):  # the check, then a block on each backend
+    for _ in range(3 + 2 * tiers.AUTO_TRIAL_CALLS):  # the check, then a block on each backend
         _same_as_eager(sf)
     assert re.match(r"(native|python) \(auto: measured .* \(median of 5 calls each: native .* ms, python .* ms\)\)$",
                     sf.backend_report())

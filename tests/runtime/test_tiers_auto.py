@@ -13,9 +13,9 @@ from d2s_runtime import Executor, tiers
 from native_fake import FakeNative, install
 
 RNG = np.random.default_rng(1)
-# the calls a trial takes: the untimed native check, the timed native block, one untimed
-# Python call and the timed Python block
-TRIAL = 2 + 2 * tiers.AUTO_TRIAL_CALLS
+# the calls a trial takes: the untimed native check, then a block on Python and one on native,
+# each one untimed call and the timed ones
+TRIAL = 3 + 2 * tiers.AUTO_TRIAL_CALLS
 
 
 class Clock:
@@ -71,7 +71,7 @@ def _run_checked(ex, n):
 
 def test_auto_keeps_python_where_native_is_slower(monkeypatch, tmp_path):
     ex, fake = _auto_executor(monkeypatch, tmp_path, native_cost=0.010, python_cost=0.004)
-    _run_checked(ex, TRIAL)  # one untimed native check, native timed, Python once untimed then timed
+    _run_checked(ex, TRIAL)
     assert ex.backend == "python"
     assert ex.backend_report() == ("python (auto: measured native 2.50x slower than python "
                                    "(median of 5 calls each: native 10 ms, python 4 ms))")
@@ -104,8 +104,8 @@ def test_a_program_with_products_needs_the_margin_to_go_native(monkeypatch, tmp_
 
 
 def test_the_trial_times_a_block_on_each_backend(monkeypatch, tmp_path):
-    """Native first (its check, then its timed block), then Python (one untimed call, then its
-    timed block): a block's calls never follow the other backend's."""
+    """The native check, then Python's block, then native's (each an untimed call and the timed
+    ones): a timed call never follows the other backend's."""
     ex, fake = _auto_executor(monkeypatch, tmp_path, native_cost=0.004, python_cost=0.005)
     seen = []
     for k in range(TRIAL):
@@ -113,7 +113,7 @@ def test_the_trial_times_a_block_on_each_backend(monkeypatch, tmp_path):
         _run_checked(ex, 1)
         seen.append("native" if fake.calls > before else "python")
     calls = tiers.AUTO_TRIAL_CALLS
-    assert seen == ["native"] * (1 + calls) + ["python"] * (1 + calls)
+    assert seen == ["native"] + ["python"] * (1 + calls) + ["native"] * (1 + calls)
 
 
 def test_computes_products_looks_inside_loops():
@@ -143,7 +143,7 @@ def test_auto_picks_native_for_the_control_loop(monkeypatch, tmp_path):
     assert ex.backend == "native"
     assert ex.backend_report() == ("native (auto: measured 90.00x faster than python "
                                    "(median of 5 calls each: native 0.01 ms, python 0.9 ms))")
-    assert fake.calls == 1 + tiers.AUTO_TRIAL_CALLS + 6
+    assert fake.calls == 2 + tiers.AUTO_TRIAL_CALLS + 6
 
 
 @pytest.mark.parametrize("backend", ["native", "auto"])
