@@ -25,6 +25,8 @@ counts as small; ``enabled`` turns the whole mechanism off.
 """
 import threading
 
+from .ops import OPS
+
 enabled = True
 SMALL_PRODUCT = 1 << 23
 
@@ -103,7 +105,6 @@ def small_product_loops(ops, type_of):
     """Whether a ``while``/``scan`` among ``ops`` (and every loop nested in it) computes matrix
     products, all of sizes known to be at most ``SMALL_PRODUCT`` multiply-adds; ``type_of(name)``
     gives a var's TensorType (or None)."""
-    from .ops import OPS
     found = False
     stack = [b for op in ops if op.type in ("while", "scan") for b in op.blocks.values()]
     while stack:

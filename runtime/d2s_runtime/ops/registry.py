@@ -63,6 +63,8 @@ TRAITS = {
     "alias": False,         # the kernel returns input 0 itself, unchanged (generated code binds it)
     "random": False,        # draws from the generator (implies effect)
     "effect": False,        # passes must neither merge nor drop it (random, print, assert)
+    "unique": False,        # each result is its own object, never merged with an equal one (stack_new:
+                            # the native backend grows each stack in place)
 }
 
 

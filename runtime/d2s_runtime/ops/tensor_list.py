@@ -233,7 +233,7 @@ def _stack_new_infer(like):
     return TensorType((None,), like.dtype), TensorType((None, like.ndim), "int64")
 
 
-@defop("stack_new", _stack_new_infer, n_out=2)
+@defop("stack_new", _stack_new_infer, n_out=2, unique=True)
 def _stack_new(xp, like):
     """An empty ragged stack for elements of ``like``'s dtype and rank."""
     return xp.zeros((0,), dtype=like.dtype), xp.zeros((0, like.ndim), dtype="int64")

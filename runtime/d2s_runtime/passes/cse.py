@@ -2,7 +2,8 @@
 
 ``a = x + y; b = x + y; c = a * b`` becomes ``a = x + y; c = a * a``. Inputs of commutative
 ops are compared as a set, so ``x + y`` and ``y + x`` merge; identical ``constant`` ops merge.
-Ops with effects (random draws...), control-flow ops and ``stack_new`` are never merged. Each block is
+Ops with effects (random draws...), control-flow ops and ``unique`` ones (``stack_new``) are
+never merged. Each block is
 processed on its own: a sub-block's values are its own (its inputs are fresh names).
 """
 import json
@@ -16,11 +17,6 @@ def cse(program):
     for block in p.blocks:
         _cse_block(p, block)
     return p
-
-
-# Not merged although pure: each empty stack is its own buffer, which the native backend grows
-# in place (two loop carries started from one merged ``stack_new`` would be one buffer there).
-_NEVER_MERGED = ("stack_new",)
 
 
 def _key(op):
@@ -39,7 +35,9 @@ def _cse_block(program, block):
     for op in block.ops:
         if mapping:
             op.inputs = [mapping.get(n, n) for n in op.inputs]
-        if op.blocks or is_effect(op) or op.type in _NEVER_MERGED:
+        # ``unique`` ops are pure but not merged: two loop carries started from one merged
+        # ``stack_new`` would be one buffer on the native backend, which grows stacks in place
+        if op.blocks or is_effect(op) or trait(op, "unique"):
             kept.append(op)
             continue
         key = _key(op)

@@ -735,8 +735,7 @@ def loop_invariants(program):
     for block in [p.block, *p.block.sub_blocks()]:
         changed = False
         for loop in _whiles(block):
-            while _fix_one_carry(p, block, loop):
-                changed = True
+            changed |= _fix_carries(p, block, loop)
             changed |= _sink_constants(block, namer, loop)
         if changed:
             prune_vars(block)
@@ -744,7 +743,8 @@ def loop_invariants(program):
 
 
 def _same_value_source(block, defs, name):
-    """``name`` with the ops that pass a value on unchanged seen through."""
+    """``name`` with the ops that pass a value on unchanged seen through (``_canon`` sees through
+    ``stop_gradient`` only: loops compared by value numbering must match op for op)."""
     while True:
         d = defs.get(name)
         if d is None:
@@ -758,28 +758,29 @@ def _same_value_source(block, defs, name):
             return name
 
 
-def _fix_one_carry(program, block, loop):
+def _fix_carries(program, block, loop):
+    """Make the carries every iteration passes on unchanged captures; whether there were any."""
     body = loop.blocks["body"]
     n = len(loop.outputs)
     defs = _defs(body)
+    fixed = []
     for i in range(n):
-        if _same_value_source(body, defs, body.outputs[i]) != body.inputs[i]:
-            continue
         init, out = loop.inputs[i], loop.outputs[i]
         t_init, t_out = block.lookup(init).type, block.lookup(out).type
-        if t_init.dtype != t_out.dtype or len(t_init.shape) != len(t_out.shape):
-            continue
-        keep = [k for k in range(n) if k != i]
-        loop.inputs = [loop.inputs[k] for k in keep] + loop.inputs[n:] + [init]
-        loop.outputs = [loop.outputs[k] for k in keep]
-        for name, blk in loop.blocks.items():
-            v = blk.inputs[i]
-            blk.inputs = [blk.inputs[k] for k in keep] + blk.inputs[n:] + [v]
-            if name == "body":
-                blk.outputs = [blk.outputs[k] for k in keep]
-        rename_uses(block, {out: init}, program)
-        return True
-    return False
+        if (_same_value_source(body, defs, body.outputs[i]) == body.inputs[i] and t_init.dtype == t_out.dtype
+                and len(t_init.shape) == len(t_out.shape)):
+            fixed.append(i)
+    if not fixed:
+        return False
+    keep = [k for k in range(n) if k not in fixed]
+    rename_uses(block, {loop.outputs[i]: loop.inputs[i] for i in fixed}, program)
+    loop.inputs = [loop.inputs[k] for k in keep] + loop.inputs[n:] + [loop.inputs[i] for i in fixed]
+    loop.outputs = [loop.outputs[k] for k in keep]
+    for name, blk in loop.blocks.items():
+        blk.inputs = [blk.inputs[k] for k in keep] + blk.inputs[n:] + [blk.inputs[i] for i in fixed]
+        if name == "body":
+            blk.outputs = [blk.outputs[k] for k in keep]
+    return True
 
 
 def _small_fixed_value(block, defs, name):
