@@ -133,6 +133,22 @@ def _whiles(block):
     return [op for op in block.ops if op.type == "while" and not is_effect(op)]
 
 
+def _each_loop(program, prefix, rewrite):
+    """A copy of ``program`` after ``rewrite(program, block, namer, loop)`` (whether it changed
+    anything) ran on each ``while`` of each block; a changed block's ops are put back in a
+    topological order."""
+    p = start(program)
+    namer = Namer(p, prefix)
+    for block in [p.block, *p.block.sub_blocks()]:
+        changed = False
+        for loop in _whiles(block):
+            changed |= rewrite(p, block, namer, loop)
+        if changed:
+            _reorder(p, block)
+            prune_vars(block)
+    return p
+
+
 # ------------------------------------------------------------------ merge_loops
 def merge_loops(program):
     """Return a new Program in which a ``while`` that computes a leading part of another
@@ -520,16 +536,7 @@ def loop_matmul_sums(program):
     as a batch) become one product as deep as all the iterations' rows, which BLAS computes
     several times faster. The sum is the same up to rounding (the terms are added in another
     order, as any BLAS may do inside one product)."""
-    p = start(program)
-    namer = Namer(p, "m")
-    for block in [p.block, *p.block.sub_blocks()]:
-        changed = False
-        for loop in _whiles(block):
-            changed |= _hoist_sums(p, block, namer, loop)
-        if changed:
-            _reorder(p, block)
-            prune_vars(block)
-    return p
+    return _each_loop(program, "m", _hoist_sums)
 
 
 def _matmul_sum(body, bdefs, uses, pos):
@@ -668,16 +675,7 @@ def loop_transposes(program):
     as a contiguous copy the body captures instead. The transposed weight of a matmul's input
     gradient (``g @ W.T``) is such a transpose; BLAS multiplies by a contiguous matrix about
     twice as fast as by a transposed view of one."""
-    p = start(program)
-    namer = Namer(p, "t")
-    for block in [p.block, *p.block.sub_blocks()]:
-        changed = False
-        for loop in _whiles(block):
-            changed |= _hoist_transposes(block, namer, loop)
-        if changed:
-            _reorder(p, block)
-            prune_vars(block)
-    return p
+    return _each_loop(program, "t", lambda p, block, namer, loop: _hoist_transposes(block, namer, loop))
 
 
 def _hoist_transposes(block, namer, loop):
@@ -730,16 +728,9 @@ def loop_invariants(program):
       then drops ``g * h`` when ``g`` is a broadcast 1.
 
     Values are unchanged: the loop computes the same ops on the same values."""
-    p = start(program)
-    namer = Namer(p, "c")
-    for block in [p.block, *p.block.sub_blocks()]:
-        changed = False
-        for loop in _whiles(block):
-            changed |= _fix_carries(p, block, loop)
-            changed |= _sink_constants(block, namer, loop)
-        if changed:
-            prune_vars(block)
-    return p
+    def rewrite(p, block, namer, loop):
+        return _fix_carries(p, block, loop) | _sink_constants(block, namer, loop)
+    return _each_loop(program, "c", rewrite)
 
 
 def _same_value_source(block, defs, name):
