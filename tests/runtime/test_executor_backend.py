@@ -13,6 +13,7 @@ from d2s.static import build_program
 from d2s_runtime import ExecutionError, Executor, tiers
 
 from native_fake import FakeNative, install
+from thread_helpers import run_in_threads
 
 RNG = np.random.default_rng(0)
 
@@ -184,25 +185,16 @@ def test_threads_calling_through_the_swap_all_get_right_answers(monkeypatch, tmp
     runner = ex.unchecked_runner()
     data = [tuple(RNG.standard_normal((3, 4)).astype("float32") for _ in range(2)) for _ in range(4)]
     refs = [_f(d2s.tensor(x), d2s.tensor(y)).numpy() for x, y in data]
-    errors = []
 
     def work(k):
-        try:
-            # call through the swap: until the native backend runs, then 50 calls more
-            i, after, deadline = 0, 0, time.monotonic() + 30
-            while after < 50 and time.monotonic() < deadline:
-                i += 1
-                after += ex.backend == "native"
-                x, y = data[(i + k) % 4]
-                out = runner([x, y], [])[0] if i % 2 else ex.run(x, y)[0]
-                np.testing.assert_allclose(out, refs[(i + k) % 4], rtol=1e-6)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        # call through the swap: until the native backend runs, then 50 calls more
+        i, after, deadline = 0, 0, time.monotonic() + 30
+        while after < 50 and time.monotonic() < deadline:
+            i += 1
+            after += ex.backend == "native"
+            x, y = data[(i + k) % 4]
+            out = runner([x, y], [])[0] if i % 2 else ex.run(x, y)[0]
+            np.testing.assert_allclose(out, refs[(i + k) % 4], rtol=1e-6)
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+    run_in_threads(work)  # raises what a thread raised
     assert ex.wait_native(30) and fake.compiles == 1 and fake.calls > 0

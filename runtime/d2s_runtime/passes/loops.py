@@ -399,51 +399,20 @@ def _move_residuals(program, block, namer, f, g, anchors):
     for r in stacked:
         rf = clone(r)
         t = gb.lookup(r).type
-        like, sb, ss = namer(), namer(), namer()
-        block.add_var(like, TensorType([1] * len(t.shape), t.dtype))
-        block.add_var(sb, TensorType((None,), t.dtype))
-        block.add_var(ss, TensorType((None, len(t.shape)), "int64"))
-        new_outer_ops.append(Op("full", [], [like], {"shape": [1] * len(t.shape), "value": 0,
-                                                     "dtype": str(t.dtype)}))
-        new_outer_ops.append(Op("stack_new", [like], [sb, ss], {}))
-        # the forward loop pushes it (a new carry pair, after the others)
-        fo_b, fo_s = namer(), namer()
-        block.add_var(fo_b, TensorType((None,), t.dtype))
-        block.add_var(fo_s, TensorType((None, len(t.shape)), "int64"))
-        pos = len(f.outputs)
-        f.inputs[pos:pos] = [sb, ss]
-        f.outputs.extend([fo_b, fo_s])
-        for blk in f.blocks.values():
-            vb, vs = namer(), namer()
-            blk.add_var(vb, TensorType((None,), t.dtype))
-            blk.add_var(vs, TensorType((None, len(t.shape)), "int64"))
-            blk.inputs[pos:pos] = [vb, vs]
-            if blk is fb:
-                nb, ns = namer(), namer()
-                fb.add_var(nb, TensorType((None,), t.dtype))
-                fb.add_var(ns, TensorType((None, len(t.shape)), "int64"))
-                new_f_ops.append(Op("stack_push", [vb, vs, rf], [nb, ns], {}))
-                fb.outputs.extend([nb, ns])
-        # the backward loop pops it (a new carry pair, after the others)
-        go_b, go_s = namer(), namer()
-        block.add_var(go_b, TensorType((None,), t.dtype))
-        block.add_var(go_s, TensorType((None, len(t.shape)), "int64"))
-        pos = len(g.outputs)
-        g.inputs[pos:pos] = [fo_b, fo_s]
-        g.outputs.extend([go_b, go_s])
-        for blk in g.blocks.values():
-            vb, vs = namer(), namer()
-            blk.add_var(vb, TensorType((None,), t.dtype))
-            blk.add_var(vs, TensorType((None, len(t.shape)), "int64"))
-            blk.inputs[pos:pos] = [vb, vs]
-            if blk is gb:
-                nb, ns, val = namer(), namer(), namer()
-                gb.add_var(nb, TensorType((None,), t.dtype))
-                gb.add_var(ns, TensorType((None, len(t.shape)), "int64"))
-                gb.add_var(val, t)
-                gb.ops.insert(0, Op("stack_pop", [vb, vs], [nb, ns, val], {"shape": list(t.shape)}))
-                gb.outputs.extend([nb, ns])
-                renames[r] = val
+        ops, (sb, ss) = _empty_stack(block, namer, t)
+        new_outer_ops.extend(ops)
+        # the forward loop pushes it, the backward loop pops it (a new carry pair in each)
+        fo, (vb, vs) = _add_stack_carry(block, namer, f, (sb, ss), t)
+        nb, ns = _stack_vars(fb, namer, t)
+        new_f_ops.append(Op("stack_push", [vb, vs, rf], [nb, ns], {}))
+        fb.outputs.extend([nb, ns])
+        _, (vb, vs) = _add_stack_carry(block, namer, g, fo, t)
+        nb, ns = _stack_vars(gb, namer, t)
+        val = namer()
+        gb.add_var(val, t)
+        gb.ops.insert(0, Op("stack_pop", [vb, vs], [nb, ns, val], {"shape": list(t.shape)}))
+        gb.outputs.extend([nb, ns])
+        renames[r] = val
     fb.ops.extend(new_f_ops)
     block.ops[f_index:f_index] = new_outer_ops
     # the backward body reads the popped values; what computed them is dead there now
@@ -514,6 +483,39 @@ def _drop_dead_stacks(block, f, g, anchors):
     _drop_carries(g, sorted(set(drop_g)))
     _dce_sub(fb)
     _dce_sub(gb)
+
+
+def _stack_vars(blk, namer, t):
+    """Two new vars of ``blk`` holding a stack of ``t`` elements: its buffer and its shapes."""
+    b, sh = namer(), namer()
+    blk.add_var(b, TensorType((None,), t.dtype))
+    blk.add_var(sh, TensorType((None, len(t.shape)), "int64"))
+    return b, sh
+
+
+def _empty_stack(block, namer, t):
+    """``(ops, (buffer, shapes))``: the ops of ``block`` making an empty stack of ``t`` elements."""
+    like = namer()
+    block.add_var(like, TensorType([1] * len(t.shape), t.dtype))
+    pair = _stack_vars(block, namer, t)
+    return [Op("full", [], [like], {"shape": [1] * len(t.shape), "value": 0, "dtype": str(t.dtype)}),
+            Op("stack_new", [like], list(pair), {})], pair
+
+
+def _add_stack_carry(block, namer, loop, init, t):
+    """Carry a stack of ``t`` elements through ``loop`` (after its other carries), starting from
+    ``init`` (buffer, shapes); returns the loop's result pair and the body's input pair."""
+    out = _stack_vars(block, namer, t)
+    pos = len(loop.outputs)
+    loop.inputs[pos:pos] = list(init)
+    loop.outputs.extend(out)
+    body_in = None
+    for blk in loop.blocks.values():
+        pair = _stack_vars(blk, namer, t)
+        blk.inputs[pos:pos] = list(pair)
+        if blk is loop.blocks["body"]:
+            body_in = pair
+    return out, body_in
 
 
 def _drop_carries(loop, positions):
@@ -612,29 +614,12 @@ def _hoist_sums(program, block, namer, loop):
         if value in stacks:
             return stacks[value]
         t = body.lookup(value).type
-        like, sb, ss = namer(), namer(), namer()
-        bt, st = TensorType((None,), t.dtype), TensorType((None, 2), "int64")
-        block.add_var(like, TensorType([1, 1], t.dtype))
-        block.add_var(sb, bt)
-        block.add_var(ss, st)
+        ops, init = _empty_stack(block, namer, t)
         at = block.ops.index(loop)
-        block.ops[at:at] = [Op("full", [], [like], {"shape": [1, 1], "value": 0, "dtype": str(t.dtype)}),
-                            Op("stack_new", [like], [sb, ss], {})]
-        pos = len(loop.outputs)
-        ob, os_ = namer(), namer()
-        block.add_var(ob, bt)
-        block.add_var(os_, st)
-        loop.inputs[pos:pos] = [sb, ss]
-        loop.outputs.extend([ob, os_])
-        for blk in loop.blocks.values():
-            vb, vs = namer(), namer()
-            blk.add_var(vb, bt)
-            blk.add_var(vs, st)
-            blk.inputs[pos:pos] = [vb, vs]
-        nb, ns = namer(), namer()
-        body.add_var(nb, bt)
-        body.add_var(ns, st)
-        body.ops.append(Op("stack_push", [body.inputs[pos], body.inputs[pos + 1], value], [nb, ns], {}))
+        block.ops[at:at] = ops
+        (ob, _), (vb, vs) = _add_stack_carry(block, namer, loop, init, t)
+        nb, ns = _stack_vars(body, namer, t)
+        body.ops.append(Op("stack_push", [vb, vs, value], [nb, ns], {}))
         body.outputs.extend([nb, ns])
         stacks[value] = (ob, t)
         return stacks[value]
@@ -657,11 +642,7 @@ def _hoist_sums(program, block, namer, loop):
         ry = emit("stack_rows", [by], {"width": ty.shape[1]})
         total = emit("matmul", [emit("transpose", [rx], {"perm": [1, 0]}), ry], {})
         renames[acc_out] = emit("add", [acc_out, total], {})
-    for op in block.ops:
-        op.inputs = [renames.get(i, i) for i in op.inputs]
-    block.outputs = [renames.get(i, i) for i in block.outputs]
-    if block is program.block:
-        program.outputs = [renames.get(i, i) for i in program.outputs]
+    rename_uses(block, renames, program)
     at = block.ops.index(loop) + 1
     block.ops[at:at] = after
     _dce_sub(body)

@@ -22,6 +22,8 @@ from d2s_runtime import Executor, native  # noqa: E402
 from d2s_runtime.ir import Block, Op, Program  # noqa: E402
 from d2s_runtime.ops import TensorType  # noqa: E402
 
+from thread_helpers import run_in_threads  # noqa: E402
+
 from .helpers import check, compile_native  # noqa: E402
 
 RNG = np.random.default_rng(7)
@@ -222,7 +224,6 @@ def test_pooled_stack_buffers_never_reach_the_caller(cache):
 
 def test_calls_in_parallel_threads_each_get_their_own_stack_buffers(cache):
     """The compiled function releases the GIL: calls running at once must not share a pool."""
-    import threading
     prog = _rows_program()
     fn = native.compile_lowered(native.lower_program(prog), cache_dir=str(cache))
     wrong = []
@@ -235,11 +236,7 @@ def test_calls_in_parallel_threads_each_get_their_own_stack_buffers(cache):
             if not np.array_equal(r, np.concatenate([x, y])):
                 wrong.append(seed)
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(worker)
     assert not wrong
 
 

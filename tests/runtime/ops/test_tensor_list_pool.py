@@ -3,12 +3,12 @@ after another died grows in the same memory (no new large allocation), never in 
 value still reads (an older version of a stack, a popped element), and the pool stays within
 its byte limit."""
 import gc
-import threading
 
 import numpy as np
 import pytest
 
 from d2s_runtime.ops import OPS, tensor_list
+from thread_helpers import run_in_threads
 
 NEW, PUSH, POP = (OPS[n].kernel for n in ("stack_new", "stack_push", "stack_pop"))
 ELEM = (16, 64)  # 4 KiB of float32: a stack of 16 of them passes the pool's minimum size
@@ -82,20 +82,13 @@ def test_the_pool_stays_within_its_limit(monkeypatch):
 
 
 def test_threads_pushing_at_once_get_separate_memory():
-    results, errors = {}, []
+    results = {}
 
     def work(k):
-        try:
-            for _ in range(5):
-                b, s = _fill(48, 10.0 * k)
-                _pop_all(b, s, 48, 10.0 * k)
-            results[k] = True
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for _ in range(5):
+            b, s = _fill(48, 10.0 * k)
+            _pop_all(b, s, 48, 10.0 * k)
+        results[k] = True
 
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and len(results) == 4
+    run_in_threads(work)  # raises what a thread raised
+    assert len(results) == 4
