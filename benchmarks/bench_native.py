@@ -32,7 +32,9 @@ this interpreter if it can import tensorflow, else the column is skipped with a 
 Every framework is limited to 2 threads (``--threads``; BLAS/OpenMP environment variables set before numpy is
 imported, ``torch.set_num_threads``, TensorFlow's threading config, and the process pinned to 2
 CPUs where it has more). Each timing is the median of ``--repeat`` samples taken after a
-warm-up, the frameworks interleaved sample by sample so that machine noise hits them alike.
+warm-up, the frameworks interleaved sample by sample so that machine noise hits them alike, and
+every column (TensorFlow's too, in its own process) sampled the same way: ``--settle`` seconds
+of sleep, one untimed call, then the timed calls (``--settle 0``: back to back).
 Each column's outputs are compared with numpy by hand (max abs difference, with the largest
 reference magnitude for scale) so that no column measures a different program. The load
 average is printed at the start and the end: on a shared machine it says how much to trust
@@ -463,12 +465,15 @@ def tf_runner(name, inputs):
 
 
 # ---------------------------------------------------------------- timing
-# Seconds to wait before sampling another runner than the last one: after its last call, a
-# framework's worker threads (OpenBLAS's, OpenMP's in torch) spin for up to about 0.1-0.2 s
-# waiting for more work, and on 2 cores a sample taken meanwhile would charge that spinning to
-# the next framework (measured: torch's RNN 107 ms interleaved without the wait, 32-38 ms
-# alone). Each sample then starts with one untimed call, so that samples time warm calls as
-# TensorFlow's (which runs alone in its own process) do.
+# Seconds to wait before each sample: after its last call, a framework's worker threads
+# (OpenBLAS's, OpenMP's in torch) spin for up to about 0.1-0.2 s waiting for more work, and on
+# 2 cores a sample taken meanwhile would charge that spinning to the next framework (measured:
+# torch's RNN 107 ms interleaved without the wait, 32-38 ms alone). Each sample then starts
+# with one untimed call. Every column waits alike, TensorFlow's too although it runs alone in
+# its own process: calls right after a pause run slower on this machine for every framework,
+# for a few hundred ms (measured on the RNN: tf.function 8.1 ms back to back, 11.0 ms sampled
+# this way; d2s native 10.0 and 11.4 ms), so a column timed back to back while the others
+# pause would be favoured. ``--settle 0`` times every column back to back.
 SETTLE = 0.25
 
 
@@ -489,7 +494,7 @@ def median_times(runners, repeat, budget=0.05, settle=SETTLE):
     cpu = {k: [] for k in runners}
     for _ in range(repeat):
         for k, f in runners.items():
-            if settle and len(runners) > 1:
+            if settle:
                 time.sleep(settle)
                 f()  # untimed: the other runners' calls have evicted this one's data from the caches
             t, c = time.perf_counter(), time.process_time()
@@ -527,7 +532,7 @@ def fmt_time(s):
 
 
 # ---------------------------------------------------------------- the TensorFlow subprocess
-def tf_worker(folder, cases, repeat):
+def tf_worker(folder, cases, repeat, settle=SETTLE):
     """Run in the TensorFlow interpreter: time each case whose inputs the parent wrote into
     ``folder``; write its outputs there and print the timings as one JSON line."""
     pin_threads()
@@ -543,7 +548,7 @@ def tf_worker(folder, cases, repeat):
             f = tf_runner(name, inputs)
             out = f()
             np.savez(os.path.join(folder, f"out_{case}.npz"), *_flat(out))
-            result["times"][case] = median_times({"tf": f}, repeat)["tf"]
+            result["times"][case] = median_times({"tf": f}, repeat, settle=settle)["tf"]
         except Exception as e:  # noqa: BLE001 - one failing workload must not hide the others
             result["errors"][case] = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
     print("TFRESULT " + json.dumps(result))
@@ -562,7 +567,7 @@ def find_tf_python(path):
                   "tensorflow, e.g. a separate venv: python -m venv venv-tf && venv-tf/bin/pip install tensorflow-cpu)")
 
 
-def run_tf(tf_python, cases, repeat):
+def run_tf(tf_python, cases, repeat, settle=SETTLE):
     """{case: (seconds, outputs)} from the TensorFlow worker, or {case: Unavailable}."""
     out = {}
     with tempfile.TemporaryDirectory() as folder:
@@ -570,6 +575,7 @@ def run_tf(tf_python, cases, repeat):
             np.savez(os.path.join(folder, f"in_{case}.npz"), **inputs)
         env = dict(os.environ, PYTHONPATH="")
         r = subprocess.run([tf_python, os.path.abspath(__file__), "--tf-worker", folder, "--repeat", str(repeat),
+                            "--settle", str(settle),
                             "--cases", ",".join(cases)], capture_output=True, text=True, env=env)
         line = [ln for ln in r.stdout.splitlines() if ln.startswith("TFRESULT ")]
         if r.returncode or not line:
@@ -607,7 +613,8 @@ def bench(args):
     only = [w.strip() for w in args.only.split(",") if w.strip()]
     repeat = args.repeat or (1 if args.tiny else 5 if args.quick else 15)
     print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}  "
-          f"({os.cpu_count()} CPUs; every framework limited to {THREADS} threads); median of {repeat} samples")
+          f"({os.cpu_count()} CPUs; every framework limited to {THREADS} threads); median of {repeat} samples, "
+          f"each after {0.0 if args.tiny else args.settle:g} s of sleep and one untimed call")
     cases = cases_for(only, args.quick, args.tiny)
     columns = ["d2s-py", "d2s-native", "d2s-auto", "numpy"] + (["jax", "torch", "tf"] if args.peers else [])
     times = {c: {} for c in cases}   # case -> column -> seconds or Unavailable
@@ -631,7 +638,7 @@ def bench(args):
         for col, f in runners.items():
             diffs[case][col] = max_diff(f(), refs[case])
         for col, t in median_times(runners, repeat, budget=0.0 if args.tiny else 0.05,
-                                          settle=0.0 if args.tiny else SETTLE).items():
+                                          settle=0.0 if args.tiny else args.settle).items():
             times[case][col] = t
         print(f"  timed {case}", flush=True)
     tf_version = None
@@ -642,7 +649,8 @@ def bench(args):
             for case in cases:
                 times[case]["tf"] = Unavailable("skipped: tensorflow not found")
         else:
-            res, tf_version = run_tf(tf_python, {c: i for c, (_, i) in cases.items()}, repeat)
+            res, tf_version = run_tf(tf_python, {c: i for c, (_, i) in cases.items()}, repeat,
+                                     0.0 if args.tiny else args.settle)
             for case, r in res.items():
                 if isinstance(r, Unavailable):
                     times[case]["tf"] = r
@@ -718,7 +726,7 @@ def rnn_slope(args, repeat):
         else:
             native_note = None
         t = median_times(runners, 1 if args.tiny else 2 if args.quick else max(3, repeat // 3), budget=0.0,
-                         settle=0.0 if args.tiny else SETTLE)
+                         settle=0.0 if args.tiny else args.settle)
         cpu = dict(CPU_TIMES)
         d, m = max_diff(runners["d2s-py"](), rnn_numpy(**inputs))
         rows.append((T, t, native_note, d, cpu))
@@ -752,11 +760,14 @@ def main(argv=None):
     p.add_argument("--native-wait", type=float, default=300.0,
                    help="seconds to wait for a native background compile before giving up on that column")
     p.add_argument("--tf-worker", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--settle", type=float, default=SETTLE,
+                   help=f"seconds of sleep before each sample of every column (default {SETTLE}; 0: back to back, "
+                        "where frameworks in this process may then slow each other down)")
     p.add_argument("--cases", default="", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     pin_threads()
     if args.tf_worker:
-        tf_worker(args.tf_worker, [c for c in args.cases.split(",") if c], args.repeat or 5)
+        tf_worker(args.tf_worker, [c for c in args.cases.split(",") if c], args.repeat or 5, args.settle)
         return
     return bench(args)
 

@@ -158,10 +158,9 @@ def stack_push(buf, shp, x, copy, slots):
     """``x`` (an array) pushed; returns the stack's new (buf, shp)."""
     buf, shp = _grow(buf, shp, x.size, copy, slots)
     n, fill = shp[0, 0], shp[0, 1]
-    k = fill
-    for v in x.flat:
-        buf[k] = v
-        k += 1
+    k = fill + x.size
+    # a slice copy (memcpy) where x is contiguous; ravel copies other layouts in C order first
+    buf[fill:k] = x.ravel()
     for j in range(x.ndim):
         shp[n + 1, j] = x.shape[j]
     shp[0, 0] = n + 1

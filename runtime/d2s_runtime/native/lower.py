@@ -232,6 +232,7 @@ class Lowerer:
         self.stack_sites = {}  # dtype -> stack_new ops of the top block lowered so far (pooled sites)
         self.pools = {}        # dtype -> position of its two StackPools among the extra arguments
         self._top = True       # lowering the program's top block (not a loop's or branch's)
+        self._loops = []       # the loops being lowered, innermost last (see ``_enter_loop``)
         self._n = count()
 
     # ---------------------------------------------------------------- names
@@ -764,10 +765,41 @@ class Lowerer:
                 v = self.new_array(name, odt, v.shape)
             args.append(v)
         name = self.fresh()
-        self.emit(self.indent, f"{name} = np.dot({args[0].name}, {args[1].name})")
+        if a.ndim == 2 and b.ndim == 2 and _short_wide(a.shape[0], a.shape[1], b.shape[1]):
+            # A short, wide product is computed as (b.T @ a.T).T: OpenBLAS splits and packs it
+            # better in that orientation (benchmarks/bench_native_matmul.py); b.T is read
+            # contiguous, from a copy made once before the loop where b is loop-invariant
+            bt = self._transposed(args[1])
+            at = f"{args[0].name}.T"
+            self.emit(self.indent, f"{name} = np.ascontiguousarray(np.dot({bt}, {at}).T)")
+        else:
+            self.emit(self.indent, f"{name} = np.dot({args[0].name}, {args[1].name})")
         if a.ndim == 1 and b.ndim == 1:
             return V("s", name, odt, ())
         return self.new_array(name, odt, tuple(e.out.shape))
+
+    def _transposed(self, b):
+        """An expression for ``b.T`` (2-d): C-contiguous where that is free or can be made
+        once per loop entry (``b`` defined outside the innermost loop being lowered), else a
+        transposed view."""
+        if b.layout == "F":  # b is c.T of a contiguous c: b.T is c
+            return f"{b.name}.T"
+        loop = self._loops[-1] if self._loops else None
+        if loop is None or b.name not in loop["caps"]:
+            return f"{b.name}.T"
+        bt = loop["hoisted"].get(b.name)
+        if bt is None:
+            bt = loop["hoisted"][b.name] = self.fresh()
+            self.lines.insert(loop["pos"], "    " * loop["indent"] + f"{bt} = np.ascontiguousarray({b.name}.T)")
+            loop["pos"] += 1
+        return bt
+
+    def _enter_loop(self, ind, caps):
+        """Record a loop whose header is the next line emitted at indent ``ind``; ``caps``: its
+        captured values (defined before it, never written in it), whose derived arrays
+        ``_transposed`` may compute once before the header."""
+        self._loops.append({"pos": len(self.lines), "indent": ind, "hoisted": {},
+                            "caps": {v.name for v in caps if v.kind == "a"}})
 
     def reshape(self, e, x, shape):
         """``x`` reshaped to the op's output type (``shape``: ints, at most one -1)."""
@@ -964,9 +996,17 @@ class Lowerer:
                 self.emit(self.indent, f"np.add({view}, {add.name}, {view})")
             return x
         name = self.fresh()
-        self.emit(self.indent, f"{name} = {x.name}[{', '.join(parts)}]")
         if all(ent[0] in ("i", "r") for ent in full):
+            self.emit(self.indent, f"{name} = {x.name}[{', '.join(parts)}]")
             return V("s", name, x.dtype, ())
+        n_int = next(q for q, ent in enumerate(full) if ent[0] not in ("i", "r"))
+        if x.layout == "C" and n_int and all(ent[0] == "s" and list(ent[1:]) in ([None, None, None], [None, None, 1])
+                                            for ent in full[n_int:]):
+            # leading ints then whole dims: numba types x[i] of a contiguous x as contiguous
+            # (with the slices spelled out it cannot), so BLAS and fused loops read it as is
+            self.emit(self.indent, f"{name} = {x.name}[{', '.join(parts[:n_int])}]")
+            return V("a", name, x.dtype, tuple(e.out.shape), layout="C")
+        self.emit(self.indent, f"{name} = {x.name}[{', '.join(parts)}]")
         return V("a", name, x.dtype, tuple(e.out.shape), layout="A")
 
     def constant(self, e, value):
@@ -1489,6 +1529,7 @@ class Lowerer:
             carries.append(V("a", loc, t.dtype, t.shape))
         caps = ins[n:]
         self.carry_stacks(where, [[v.name] for v in ins[:n]], [c.name for c in carries])
+        self._enter_loop(ind, caps)
         self.emit(ind, "while True:")
         cond_blk, body_blk = b["cond"], b["body"]
         env_c = self._sub_env(cond_blk, carries + caps)
@@ -1500,8 +1541,11 @@ class Lowerer:
         self.emit(ind + 2, "break")
         env_b = self._sub_env(body_blk, carries + caps)
         owned = {body_blk.inputs[k] for k in range(n) if carries[k].kind == "a"}
-        res = self.block(body_blk, env_b, topo_order(body_blk)[0], ind + 1, set(body_blk.outputs), owned,
-                         list(body_blk.outputs))
+        try:
+            res = self.block(body_blk, env_b, topo_order(body_blk)[0], ind + 1, set(body_blk.outputs), owned,
+                             list(body_blk.outputs))
+        finally:
+            self._loops.pop()
         fresh = self._fresh_results(res, body_blk, owned)
         self.carry_stacks(where, [[c.name, v.name] for c, v in zip(carries, res)], [c.name for c in carries])
         self._assign_carries(where, carries, res, outs_t, fresh, ind + 1)
@@ -1572,6 +1616,7 @@ class Lowerer:
             ys.append((loc, t, None in yshape))
         tloc = self.fresh()
         rng = f"range({nloc} - 1, -1, -1)" if reverse else f"range({nloc})"
+        self._enter_loop(ind, caps)
         self.emit(ind, f"for {tloc} in {rng}:")
         slices = []
         for x in xs:
@@ -1584,7 +1629,10 @@ class Lowerer:
                 slices.append(V("a", s, x.dtype, x.shape[1:], layout="C" if x.layout == "C" else "A"))
         env_b = self._sub_env(body, carries + slices + caps)
         owned = {body.inputs[k] for k in range(nc) if carries[k].kind == "a"}
-        res = self.block(body, env_b, topo_order(body)[0], ind + 1, set(body.outputs), owned, list(body.outputs))
+        try:
+            res = self.block(body, env_b, topo_order(body)[0], ind + 1, set(body.outputs), owned, list(body.outputs))
+        finally:
+            self._loops.pop()
         fresh = self._fresh_results(res, body, owned)
         self.carry_stacks(where, [[c.name, v.name] for c, v in zip(carries, res[:nc])], [c.name for c in carries])
         if any(v.name in self.stacks for v in res[nc:]):
@@ -1638,6 +1686,17 @@ class _BlockCtx:
         self.pinned = set()
         self.donated = set()
         self.pending = {}
+
+
+def _short_wide(m, k, n):
+    """Whether an ``(m, k) @ (k, n)`` product runs faster as ``(b.T @ a.T).T`` (static dims
+    only). Measured with scipy's OpenBLAS on 1 and 2 threads (benchmarks/bench_native_matmul.py):
+    1.2-1.5x faster for m <= 32 with k * n >= 65536 (an RNN step, (32, 256) @ (256, 256)),
+    slower for taller or smaller products, where the transposing copy of the result costs more
+    than the product gains."""
+    if None in (m, k, n):
+        return False
+    return m <= 32 and k * n >= 65536
 
 
 def lower(program, order=None):

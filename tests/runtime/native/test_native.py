@@ -185,6 +185,52 @@ def test_matmul_with_bias_and_activation_epilogues(cache):
     check(prog, fn, cases, rtol=2e-5, atol=2e-6)
 
 
+def _short_wide(x, w, v, n):
+    def body(i, h, s):
+        h = d2s.tanh(h @ w + x)          # w: loop-invariant, its transpose copied once before the loop
+        s = s + (h @ v.T).sum()          # v.T: a transposed view, whose own transpose is v
+        return i + 1, h, s
+
+    _, h, s = d2s.while_loop(lambda i, h, s: i < n, body, (d2s.tensor(0), x, d2s.zeros([])))
+    return h, s, x @ w, x[:1] @ w, x @ w[:, :8]   # outside a loop; one row; too narrow for the rule
+
+
+def test_short_wide_products_run_transposed(cache):
+    """An (m, k) @ (k, n) product with few rows and a wide right operand runs as
+    (b.T @ a.T).T (OpenBLAS is faster that way round); b.T is read from a copy hoisted before
+    the loop where b is loop-invariant. Values agree with the Python backend."""
+    from d2s_runtime import native
+    prog = build_program(_short_wide, InputSpec([4, 256]), InputSpec([256, 256]), InputSpec([300, 256]),
+                         InputSpec([], "int64"))
+    lines = native.lower_program(prog).source.splitlines()
+    loop = lines.index("    while True:")
+    end = next(k for k in range(loop + 1, len(lines)) if not lines[k].startswith("        "))
+    before, body, after = lines[:loop], "\n".join(lines[loop:end]), "\n".join(lines[end:])
+    hoisted = [ln.strip() for ln in before if "np.ascontiguousarray(" in ln and ".T)" in ln]
+    assert len(hoisted) == 1, hoisted                  # w.T, copied once, before the loop
+    assert body.count("np.dot(") == body.count(".T).T)") == 2
+    assert f"np.dot({hoisted[0].split(' = ')[0]}, " in body    # the loop reads the hoisted copy
+    assert after.count("np.dot(") == 3 and after.count(".T).T)") == 2   # the narrow product: np.dot(a, b)
+    fn = compile_native(prog, cache)
+    w = _f32(256, 256) * 0.06
+    cases = [(_f32(4, 256), w, _f32(300, 256) * 0.06, np.array(n)) for n in (0, 1, 5)]
+    check(prog, fn, cases, rtol=2e-5, atol=2e-5)
+
+
+def test_a_row_of_a_contiguous_array_is_read_in_place(cache):
+    """``xs[i]`` (leading ints, whole trailing dims) of a contiguous array lowers to numba's
+    ``xs[i]``, which numba knows is contiguous: BLAS reads it without a copy."""
+    from d2s_runtime import native
+    prog = build_program(lambda xs, w, i: (xs[i] @ w, xs[i, 1] * 2.0, xs[:, 1] @ w, xs[i, :, ::2] + 1.0),
+                         InputSpec([5, 3, 4]), InputSpec([4, 2]), InputSpec([], "int64"))
+    src = native.lower_program(prog).source
+    assert src.count("np.ascontiguousarray(") == 1      # xs[:, 1] only: not contiguous
+    fn = compile_native(prog, cache)
+    check(prog, fn, [(_f32(5, 3, 4), _f32(4, 2), np.array(i)) for i in (0, 4, -1)], rtol=1e-6, atol=1e-6)
+    with pytest.raises(IndexError):
+        fn(_f32(5, 3, 4), _f32(4, 2), np.array(5))
+
+
 # ------------------------------------------------------------------ shape ops and creation
 def _shapes(x, y):
     r = x.reshape(4, 3) * 2.0

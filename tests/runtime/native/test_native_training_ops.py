@@ -173,6 +173,38 @@ def test_stack_ops(cache):
     check(prog, fn, cases)
 
 
+def test_stack_push_of_transposed_and_strided_values(cache):
+    """A pushed element that is not contiguous (a transposed view, a strided slice) is stored in
+    C order, as the Python backend stores it: the pops give back the same matrices."""
+    p = Program()
+    g = p.block
+    f32 = "float32"
+    types = {"x": ((4, 6), f32), "xt": ((6, 4), f32), "xs": ((2, 6), f32), "nb": ((None,), f32),
+             "ns": ((None, 2), "int64"), "b1": ((None,), f32), "s1": ((None, 2), "int64"), "b2": ((None,), f32),
+             "s2": ((None, 2), "int64"), "b3": ((None,), f32), "s3": ((None, 2), "int64"), "p3": ((2, 6), f32),
+             "b4": ((None,), f32), "s4": ((None, 2), "int64"), "p4": ((6, 4), f32)}
+    for n, (shape, dt) in types.items():
+        g.add_var(n, TensorType(shape, dt))
+    g.ops = [
+        Op("transpose", ["x"], ["xt"], {"perm": [1, 0]}),
+        Op("getitem", ["x"], ["xs"], {"index": [["s", None, None, 2], ["s", None, None, None]]}),
+        Op("stack_new", ["x"], ["nb", "ns"]),
+        Op("stack_push", ["nb", "ns", "xt"], ["b1", "s1"]),
+        Op("stack_push", ["b1", "s1", "xs"], ["b2", "s2"]),
+        Op("stack_pop", ["b2", "s2"], ["b3", "s3", "p3"], {"shape": [2, 6]}),
+        Op("stack_pop", ["b3", "s3"], ["b4", "s4", "p4"], {"shape": [6, 4]}),
+    ]
+    p.inputs = g.inputs = ["x"]
+    p.outputs = g.outputs = ["p3", "p4", "b2", "s2"]
+    prog = p.verify()
+    fn = compile_native(prog, cache)
+    x = _f32(4, 6)
+    check(prog, fn, [(x,)])
+    p3, p4, buf, _ = fn(x)
+    assert np.array_equal(p4, x.T) and np.array_equal(p3, x[::2])
+    assert np.array_equal(buf, np.concatenate([x.T.reshape(-1), x[::2].reshape(-1)]))
+
+
 def test_pop_from_an_empty_stack_raises(cache):
     p = Program()
     g = p.block
