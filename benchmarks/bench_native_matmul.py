@@ -1,0 +1,83 @@
+"""Which way round the native backend computes a matrix product (runtime/d2s_runtime/native/lower.py,
+``_short_wide``): numba's ``np.dot(a, b)`` against ``np.ascontiguousarray(np.dot(bt, a.T).T)``
+(``bt``: ``b.T`` copied once, as the lowering does before a loop where ``b`` is invariant), both
+calling scipy's OpenBLAS, on the shapes of the benchmark workloads and around the rule's edges.
+
+    python benchmarks/bench_native_matmul.py [--threads N]
+
+Prints, per (m, k, n), the time of each form and their ratio (< 1: the transposed form is
+faster), and whether the lowering's rule picks the transposed form. No timing is asserted
+anywhere; ratios are from this one run.
+"""
+import os
+import sys
+
+
+def _threads_arg(argv):
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return int(argv[i + 1])
+    return 2
+
+
+THREADS = _threads_arg(sys.argv)
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_var] = str(THREADS)
+
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+SHAPES = [(32, 256, 256), (16, 256, 256), (32, 512, 512), (32, 256, 1024),  # an RNN step and wider
+          (32, 64, 256), (8, 128, 128), (64, 256, 256), (128, 784, 512), (128, 512, 512), (128, 512, 10)]
+
+
+def main():
+    try:
+        import numba
+    except ImportError:
+        print("numba is not installed (pip install 'd2s[native]')")
+        return None
+    from d2s_runtime.native.lower import _short_wide
+
+    @numba.njit(cache=False)
+    def plain(a, b, n):
+        s = 0.0
+        for _ in range(n):
+            s += np.dot(a, b)[0, 0]
+        return s
+
+    @numba.njit(cache=False)
+    def transposed(a, bt, n):
+        s = 0.0
+        for _ in range(n):
+            s += np.ascontiguousarray(np.dot(bt, a.T).T)[0, 0]
+        return s
+
+    def per_call(f, a, b):
+        f(a, b, 1)
+        n = max(3, int(2e8 / (2 * a.size * b.shape[1] * 8)))
+        samples = []
+        for _ in range(7):
+            t = time.perf_counter()
+            f(a, b, n)
+            samples.append((time.perf_counter() - t) / n)
+        return sorted(samples)[len(samples) // 2]
+
+    rng = np.random.default_rng(0)
+    print(f"numba np.dot (scipy's OpenBLAS) on {THREADS} thread(s); median of 7 samples")
+    print("| m, k, n | np.dot(a, b) | (bt @ a.T).T | ratio | rule picks transposed |")
+    print("|---|---|---|---|---|")
+    rows = []
+    for m, k, n in SHAPES:
+        a = rng.standard_normal((m, k)).astype("float32")
+        b = rng.standard_normal((k, n)).astype("float32")
+        t0, t1 = per_call(plain, a, b), per_call(transposed, a, np.ascontiguousarray(b.T))
+        rows.append(((m, k, n), t0, t1))
+        print(f"| {m}, {k}, {n} | {t0 * 1e6:.1f} us | {t1 * 1e6:.1f} us | {t1 / t0:.2f} | "
+              f"{'yes' if _short_wide(m, k, n) else 'no'} |")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
