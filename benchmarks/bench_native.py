@@ -25,16 +25,18 @@ where this d2s has no native backend or the program does not run natively), ``d2
 the tables: it must be the faster of the two), ``numpy`` (the
 function written by hand), and with ``--peers``: ``jax`` (``jax.jit``; loops as
 ``lax.while_loop``/``lax.cond``/``lax.scan``), ``torch`` (eager, CPU) and ``tf``
-(``tf.function``). TensorFlow runs in a subprocess (``--tf-python``: an interpreter that can
-import it, such as a separate virtual environment, since it may need another numpy; default:
-this interpreter if it can import tensorflow, else the column is skipped with a note).
+(``tf.function``). TensorFlow runs in a subprocess started once (``--tf-python``: an
+interpreter that can import it, such as a separate virtual environment, since it may need
+another numpy; default: this interpreter if it can import tensorflow, else the column is
+skipped with a note), which takes its samples when the parent asks, interleaved with the other
+columns'.
 
 Every framework is limited to 2 threads (``--threads``; BLAS/OpenMP environment variables set before numpy is
 imported, ``torch.set_num_threads``, TensorFlow's threading config, and the process pinned to 2
 CPUs where it has more). Each timing is the median of ``--repeat`` samples taken after a
-warm-up, the frameworks interleaved sample by sample so that machine noise hits them alike, and
-every column (TensorFlow's too, in its own process) sampled the same way: ``--settle`` seconds
-of sleep, one untimed call, then the timed calls (``--settle 0``: back to back).
+warm-up, the frameworks interleaved sample by sample (TensorFlow's too) so that machine noise
+hits them alike, and every column sampled the same way: ``--settle`` seconds of sleep, one
+untimed call, then the timed calls (``--settle 0``: back to back).
 Each column's outputs are compared with numpy by hand (max abs difference, with the largest
 reference magnitude for scale) so that no column measures a different program. The load
 average is printed at the start and the end: on a shared machine it says how much to trust
@@ -469,39 +471,56 @@ def tf_runner(name, inputs):
 # (OpenBLAS's, OpenMP's in torch) spin for up to about 0.1-0.2 s waiting for more work, and on
 # 2 cores a sample taken meanwhile would charge that spinning to the next framework (measured:
 # torch's RNN 107 ms interleaved without the wait, 32-38 ms alone). Each sample then starts
-# with one untimed call. Every column waits alike, TensorFlow's too although it runs alone in
-# its own process: calls right after a pause run slower on this machine for every framework,
-# for a few hundred ms (measured on the RNN: tf.function 8.1 ms back to back, 11.0 ms sampled
-# this way; d2s native 10.0 and 11.4 ms), so a column timed back to back while the others
-# pause would be favoured. ``--settle 0`` times every column back to back.
+# with one untimed call. Every column waits alike, TensorFlow's too although its process runs
+# nothing else: on this machine, calls that use two threads run slower for a few hundred ms
+# after a pause, for every framework (measured on the RNN: tf.function 8.1 ms back to back,
+# 11.0 ms sampled this way; d2s native 10.0 and 11.4 ms; a one-thread loop is not slowed), so
+# a column timed back to back while the others pause would be favoured. ``--settle 0`` times
+# every column back to back.
 SETTLE = 0.25
 
 
-def median_times(runners, repeat, budget=0.05, settle=SETTLE):
-    """Median seconds per call of each runner (a dict name -> callable): warm-up, then
-    ``repeat`` samples, the runners interleaved (``settle`` seconds apart); each sample runs
-    enough calls to last about ``budget`` seconds."""
-    number = {}
-    for k, f in runners.items():
-        f()
+class Sampler:
+    """Times one runner the way every column is timed: ``prepare`` (two warm-up calls, then how
+    many calls fill ``budget`` seconds), then ``sample``: ``settle`` seconds of sleep, one
+    untimed call, and the timed calls; returns (seconds per call, CPU seconds per call)."""
+
+    def __init__(self, f):
+        self.f = f
+        self.number = 1
+
+    def prepare(self, budget):
+        self.f()
         if budget:
             t = time.perf_counter()
-            f()
-            number[k] = max(1, int(budget / max(time.perf_counter() - t, 1e-7)))
-        else:
-            number[k] = 1
+            self.f()
+            self.number = max(1, int(budget / max(time.perf_counter() - t, 1e-7)))
+
+    def sample(self, settle):
+        if settle:
+            time.sleep(settle)
+            self.f()  # untimed: the other runners' calls have evicted this one's data from the caches
+        t, c = time.perf_counter(), time.process_time()
+        for _ in range(self.number):
+            self.f()
+        return (time.perf_counter() - t) / self.number, (time.process_time() - c) / self.number
+
+
+def median_times(runners, repeat, budget=0.05, settle=SETTLE):
+    """Median seconds per call of each runner (a dict name -> callable, or a Sampler such as the
+    TensorFlow process's): warm-up, then ``repeat`` samples, the runners interleaved, each sample
+    after ``settle`` seconds of sleep and one untimed call; each sample runs enough calls to
+    last about ``budget`` seconds."""
+    samplers = {k: f if hasattr(f, "sample") else Sampler(f) for k, f in runners.items()}
+    for s in samplers.values():
+        s.prepare(budget)
     samples = {k: [] for k in runners}
     cpu = {k: [] for k in runners}
     for _ in range(repeat):
-        for k, f in runners.items():
-            if settle:
-                time.sleep(settle)
-                f()  # untimed: the other runners' calls have evicted this one's data from the caches
-            t, c = time.perf_counter(), time.process_time()
-            for _ in range(number[k]):
-                f()
-            samples[k].append((time.perf_counter() - t) / number[k])
-            cpu[k].append((time.process_time() - c) / number[k])
+        for k, s in samplers.items():
+            wall, c = s.sample(settle)
+            samples[k].append(wall)
+            cpu[k].append(c)
     CPU_TIMES.clear()
     CPU_TIMES.update({k: statistics.median(v) for k, v in cpu.items()})
     return {k: statistics.median(v) for k, v in samples.items()}
@@ -532,26 +551,96 @@ def fmt_time(s):
 
 
 # ---------------------------------------------------------------- the TensorFlow subprocess
-def tf_worker(folder, cases, repeat, settle=SETTLE):
-    """Run in the TensorFlow interpreter: time each case whose inputs the parent wrote into
-    ``folder``; write its outputs there and print the timings as one JSON line."""
+def tf_serve(folder):
+    """Run in the TensorFlow interpreter: answer the parent's commands, one per line on stdin,
+    with one line each on stdout: ``init CASE BUDGET`` (build the case from ``folder``, write its
+    outputs there, prepare its Sampler; answers ``ok VERSION``), ``sample CASE SETTLE``
+    (answers ``time WALL CPU``) and ``quit``; a failure answers ``error MESSAGE``. The parent
+    interleaves its samples with its own columns' (see ``TfSampler``)."""
     pin_threads()
     import tensorflow as tf
     tf.config.threading.set_intra_op_parallelism_threads(THREADS)
     tf.config.threading.set_inter_op_parallelism_threads(THREADS)
-    result = {"version": tf.__version__, "times": {}, "errors": {}}
-    for case in cases:
-        name = case.split("@")[0]
+    samplers = {}
+    for line in sys.stdin:
+        cmd, *rest = line.split()
         try:
-            with np.load(os.path.join(folder, f"in_{case}.npz")) as z:
-                inputs = {k: z[k] for k in z.files}
-            f = tf_runner(name, inputs)
-            out = f()
-            np.savez(os.path.join(folder, f"out_{case}.npz"), *_flat(out))
-            result["times"][case] = median_times({"tf": f}, repeat, settle=settle)["tf"]
+            if cmd == "quit":
+                return
+            case = rest[0]
+            if cmd == "init":
+                with np.load(os.path.join(folder, f"in_{case}.npz")) as z:
+                    inputs = {k: z[k] for k in z.files}
+                f = tf_runner(case.split("@")[0], inputs)
+                np.savez(os.path.join(folder, f"out_{case}.npz"), *_flat(f()))
+                samplers[case] = Sampler(f)
+                samplers[case].prepare(float(rest[1]))
+                answer = f"ok {tf.__version__}"
+            else:
+                answer = "time %r %r" % samplers[case].sample(float(rest[1]))
         except Exception as e:  # noqa: BLE001 - one failing workload must not hide the others
-            result["errors"][case] = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
-    print("TFRESULT " + json.dumps(result))
+            answer = "error " + f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+        print(answer, flush=True)
+
+
+class TfServer:
+    """The TensorFlow process (``tf_serve``), started once per run: TensorFlow may need another
+    numpy than this process's."""
+
+    def __init__(self, tf_python):
+        self.folder = tempfile.TemporaryDirectory()
+        env = dict(os.environ, PYTHONPATH="")
+        self.proc = subprocess.Popen([tf_python, os.path.abspath(__file__), "--tf-serve", self.folder.name],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env)
+        self.version = None
+
+    def ask(self, line):
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+            answer = self.proc.stdout.readline().strip()
+        except (BrokenPipeError, OSError):
+            answer = ""
+        if not answer:
+            why = (self.proc.stderr.read().strip().splitlines() or ["no output"]) if self.proc.poll() is not None \
+                else ["no answer"]
+            raise Unavailable(f"tf worker failed: {why[-1][:160]}")
+        if answer.startswith("error "):
+            raise Unavailable(answer[len("error "):])
+        return answer
+
+    def runner(self, case, inputs, budget):
+        """(a TfSampler for ``case``, TensorFlow's outputs) or raises Unavailable."""
+        np.savez(os.path.join(self.folder.name, f"in_{case}.npz"), **inputs)
+        self.version = self.ask(f"init {case} {budget!r}").split(" ", 1)[1]
+        with np.load(os.path.join(self.folder.name, f"out_{case}.npz")) as z:
+            outs = [z[f"arr_{i}"] for i in range(len(z.files))]
+        return TfSampler(self, case), outs
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            self.proc.wait(timeout=30)
+        self.folder.cleanup()
+
+
+class TfSampler:
+    """A Sampler whose calls run in the TensorFlow process (timed there)."""
+
+    def __init__(self, server, case):
+        self.server, self.case = server, case
+
+    def prepare(self, budget):
+        pass  # done by ``init``
+
+    def sample(self, settle):
+        _, wall, cpu = self.server.ask(f"sample {self.case} {settle!r}").split()
+        return float(wall), float(cpu)
 
 
 def find_tf_python(path):
@@ -565,31 +654,6 @@ def find_tf_python(path):
         pass
     return None, ("tensorflow is not importable here; pass --tf-python PATH (an interpreter with "
                   "tensorflow, e.g. a separate venv: python -m venv venv-tf && venv-tf/bin/pip install tensorflow-cpu)")
-
-
-def run_tf(tf_python, cases, repeat, settle=SETTLE):
-    """{case: (seconds, outputs)} from the TensorFlow worker, or {case: Unavailable}."""
-    out = {}
-    with tempfile.TemporaryDirectory() as folder:
-        for case, inputs in cases.items():
-            np.savez(os.path.join(folder, f"in_{case}.npz"), **inputs)
-        env = dict(os.environ, PYTHONPATH="")
-        r = subprocess.run([tf_python, os.path.abspath(__file__), "--tf-worker", folder, "--repeat", str(repeat),
-                            "--settle", str(settle),
-                            "--cases", ",".join(cases)], capture_output=True, text=True, env=env)
-        line = [ln for ln in r.stdout.splitlines() if ln.startswith("TFRESULT ")]
-        if r.returncode or not line:
-            why = (r.stderr.strip().splitlines() or ["no output"])[-1][:160]
-            return {c: Unavailable(f"tf worker failed: {why}") for c in cases}, None
-        res = json.loads(line[-1][len("TFRESULT "):])
-        for case in cases:
-            if case in res["times"]:
-                with np.load(os.path.join(folder, f"out_{case}.npz")) as z:
-                    outs = [z[f"arr_{i}"] for i in range(len(z.files))]
-                out[case] = (res["times"][case], outs)
-            else:
-                out[case] = Unavailable(res["errors"].get(case, "no result"))
-    return out, res["version"]
 
 
 # ---------------------------------------------------------------- main
@@ -620,43 +684,48 @@ def bench(args):
     times = {c: {} for c in cases}   # case -> column -> seconds or Unavailable
     diffs = {c: {} for c in cases}   # case -> column -> (max abs diff, max abs ref)
     refs = {}
-    for case, (name, inputs) in cases.items():
-        refs[case] = NUMPY[name](**inputs)
-        runners = {"numpy": (lambda n=name, i=inputs: NUMPY[n](**i))}
-        makers = {"d2s-py": lambda n, i: d2s_runner(n, i, "python", args.native_wait),
-                  "d2s-native": lambda n, i: d2s_runner(n, i, "native", args.native_wait),
-                  "d2s-auto": lambda n, i: d2s_runner(n, i, "auto", args.native_wait)}
-        if args.peers:
-            makers.update({"jax": jax_runner, "torch": torch_runner})
-        for col, make in makers.items():
-            try:
-                runners[col] = make(name, inputs)
-            except Unavailable as e:
-                times[case][col] = e
-            except ImportError as e:
-                times[case][col] = Unavailable(f"not installed ({e.name})")
-        for col, f in runners.items():
-            diffs[case][col] = max_diff(f(), refs[case])
-        for col, t in median_times(runners, repeat, budget=0.0 if args.tiny else 0.05,
-                                          settle=0.0 if args.tiny else args.settle).items():
-            times[case][col] = t
-        print(f"  timed {case}", flush=True)
-    tf_version = None
+    budget = 0.0 if args.tiny else 0.05
+    tf_server = None
     if args.peers:
         tf_python, why = find_tf_python(args.tf_python)
         if tf_python is None:
             print(f"tf: skipped ({why})")
-            for case in cases:
-                times[case]["tf"] = Unavailable("skipped: tensorflow not found")
         else:
-            res, tf_version = run_tf(tf_python, {c: i for c, (_, i) in cases.items()}, repeat,
-                                     0.0 if args.tiny else args.settle)
-            for case, r in res.items():
-                if isinstance(r, Unavailable):
-                    times[case]["tf"] = r
-                else:
-                    times[case]["tf"], outs = r
+            tf_server = TfServer(tf_python)
+    try:
+        for case, (name, inputs) in cases.items():
+            refs[case] = NUMPY[name](**inputs)
+            runners = {"numpy": (lambda n=name, i=inputs: NUMPY[n](**i))}
+            makers = {"d2s-py": lambda n, i: d2s_runner(n, i, "python", args.native_wait),
+                      "d2s-native": lambda n, i: d2s_runner(n, i, "native", args.native_wait),
+                      "d2s-auto": lambda n, i: d2s_runner(n, i, "auto", args.native_wait)}
+            if args.peers:
+                makers.update({"jax": jax_runner, "torch": torch_runner})
+            for col, make in makers.items():
+                try:
+                    runners[col] = make(name, inputs)
+                except Unavailable as e:
+                    times[case][col] = e
+                except ImportError as e:
+                    times[case][col] = Unavailable(f"not installed ({e.name})")
+            for col, f in runners.items():
+                diffs[case][col] = max_diff(f(), refs[case])
+            if args.peers and tf_server is None:
+                times[case]["tf"] = Unavailable("skipped: tensorflow not found")
+            elif tf_server is not None:
+                try:
+                    runners["tf"], outs = tf_server.runner(case, inputs, budget)
                     diffs[case]["tf"] = max_diff(outs, refs[case])
+                except Unavailable as e:
+                    times[case]["tf"] = e
+            for col, t in median_times(runners, repeat, budget=budget,
+                                       settle=0.0 if args.tiny else args.settle).items():
+                times[case][col] = t
+            print(f"  timed {case}", flush=True)
+    finally:
+        if tf_server is not None:
+            tf_server.close()
+    tf_version = tf_server.version if tf_server is not None else None
     report(cases, columns, times, diffs, tf_version)
     if AUTO_CHOICES:
         print()
@@ -759,15 +828,14 @@ def main(argv=None):
     p.add_argument("--slope-t", default=None, help="comma-separated T values of rnn-slope (default 64,256,1024)")
     p.add_argument("--native-wait", type=float, default=300.0,
                    help="seconds to wait for a native background compile before giving up on that column")
-    p.add_argument("--tf-worker", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--tf-serve", default=None, help=argparse.SUPPRESS)
     p.add_argument("--settle", type=float, default=SETTLE,
                    help=f"seconds of sleep before each sample of every column (default {SETTLE}; 0: back to back, "
                         "where frameworks in this process may then slow each other down)")
-    p.add_argument("--cases", default="", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     pin_threads()
-    if args.tf_worker:
-        tf_worker(args.tf_worker, [c for c in args.cases.split(",") if c], args.repeat or 5, args.settle)
+    if args.tf_serve:
+        tf_serve(args.tf_serve)
         return
     return bench(args)
 
