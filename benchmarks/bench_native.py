@@ -656,6 +656,99 @@ def find_tf_python(path):
                   "tensorflow, e.g. a separate venv: python -m venv venv-tf && venv-tf/bin/pip install tensorflow-cpu)")
 
 
+# ---------------------------------------------------------------- --alone: steady state
+ALONE_WARM = 1.0  # seconds of untimed calls before an --alone column's samples
+
+
+def column_runner(col, name, inputs, native_wait):
+    """A no-argument callable running workload ``name`` in column ``col`` (raises Unavailable
+    or ImportError where that column cannot run here)."""
+    if col == "numpy":
+        return lambda: NUMPY[name](**inputs)
+    if col.startswith("d2s-"):
+        return d2s_runner(name, inputs, {"d2s-py": "python"}.get(col, col[4:]), native_wait)
+    return {"jax": jax_runner, "torch": torch_runner, "tf": tf_runner}[col](name, inputs)
+
+
+def alone_child(args):
+    """In a fresh interpreter: column ``args.alone_child`` only, each case warmed up for
+    ``ALONE_WARM`` s, then timed back to back; prints one ``ALONE {json}`` line."""
+    if args.alone_child == "tf":
+        import tensorflow as tf
+        tf.config.threading.set_intra_op_parallelism_threads(THREADS)
+        tf.config.threading.set_inter_op_parallelism_threads(THREADS)
+    result = {}
+    for case, (name, inputs) in cases_for([w.strip() for w in args.only.split(",")], args.quick).items():
+        try:
+            f = column_runner(args.alone_child, name, inputs, args.native_wait)
+        except (Unavailable, ImportError) as e:
+            result[case] = f"n/a ({e})"
+            continue
+        end = time.perf_counter() + ALONE_WARM
+        while time.perf_counter() < end:
+            f()
+        result[case] = median_times({args.alone_child: f}, args.repeat or 5, settle=0.0)[args.alone_child]
+    print("ALONE " + json.dumps(result), flush=True)
+
+
+def alone(args):
+    """Every column in a process of its own, timed back to back after a warm-up (the steady
+    state of a training loop; no other framework's threads anywhere), the columns run one after
+    another in ``--rounds`` rounds; the time is the median of the rounds' medians."""
+    only = ",".join(w for w in args.only.split(",") if w.strip() and w.strip() != "rnn-slope")
+    columns = ["d2s-py", "d2s-native", "numpy"] + (["jax", "torch", "tf"] if args.peers else [])
+    tf_python = find_tf_python(args.tf_python)[0] if args.peers else None
+    print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}  ({os.cpu_count()} CPUs; "
+          f"--alone: each column in its own process, {THREADS} threads, warmed up {ALONE_WARM:g} s, then "
+          f"{args.repeat or 5} samples back to back; {args.rounds} rounds)")
+    rounds = []
+    for r in range(args.rounds):
+        row = {}
+        for col in columns:
+            py = tf_python if col == "tf" else sys.executable
+            if py is None:
+                row[col] = {}
+                continue
+            cmd = [py, os.path.abspath(__file__), "--alone-child", col, "--only", only, "--threads", str(THREADS),
+                   "--native-wait", str(args.native_wait)] + (["--quick"] if args.quick else []) \
+                + (["--repeat", str(args.repeat)] if args.repeat else [])
+            out = subprocess.run(cmd, capture_output=True, text=True,
+                                 env=dict(os.environ, PYTHONPATH="") if col == "tf" else None)
+            line = [ln for ln in out.stdout.splitlines() if ln.startswith("ALONE ")]
+            row[col] = json.loads(line[-1][len("ALONE "):]) if line else {}
+        rounds.append(row)
+        print(f"  round {r + 1} done", flush=True)
+    cases = list(cases_for(only.split(","), args.quick))
+    times = {c: {} for c in cases}
+    print()
+    print("time per call, median over rounds (each round: the median of its samples), and the rounds' range")
+    print("| case | " + " | ".join(columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for case in cases:
+        cells = []
+        for col in columns:
+            vals = [r[col][case] for r in rounds if isinstance(r[col].get(case), float)]
+            if vals:
+                times[case][col] = statistics.median(vals)
+                cells.append(f"{fmt_time(times[case][col])} ({fmt_time(min(vals))}-{fmt_time(max(vals))})")
+            else:
+                why = next((r[col][case] for r in rounds if case in r[col]), "no result")
+                times[case][col] = Unavailable(why)
+                cells.append(str(why))
+        print(f"| {case} | " + " | ".join(cells) + " |")
+    peers = [c for c in ("jax", "torch", "tf") if c in columns]
+    if peers:
+        print()
+        print("ratios (d2s-native / peer)")
+        for case in cases:
+            a = times[case].get("d2s-native")
+            parts = [f"{p} {a / times[case][p]:.2f}x" for p in ["numpy"] + peers
+                     if isinstance(a, float) and isinstance(times[case].get(p), float)]
+            print(f"  {case}: " + ", ".join(parts))
+    print(f"load average at end:   {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    return times
+
+
 # ---------------------------------------------------------------- main
 def cases_for(only, quick, tiny=False):
     """{case: (workload name, inputs)}: a case is a workload at one size (``tiny``: small
@@ -828,7 +921,12 @@ def main(argv=None):
     p.add_argument("--slope-t", default=None, help="comma-separated T values of rnn-slope (default 64,256,1024)")
     p.add_argument("--native-wait", type=float, default=300.0,
                    help="seconds to wait for a native background compile before giving up on that column")
+    p.add_argument("--alone", action="store_true",
+                   help="each column in a process of its own, timed back to back after a warm-up, in --rounds "
+                        "rounds (steady state; rnn-slope is skipped)")
+    p.add_argument("--rounds", type=int, default=3, help="rounds of --alone (default 3)")
     p.add_argument("--tf-serve", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--alone-child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--settle", type=float, default=SETTLE,
                    help=f"seconds of sleep before each sample of every column (default {SETTLE}; 0: back to back, "
                         "where frameworks in this process may then slow each other down)")
@@ -837,6 +935,10 @@ def main(argv=None):
     if args.tf_serve:
         tf_serve(args.tf_serve)
         return
+    if args.alone_child:
+        return alone_child(args)
+    if args.alone:
+        return alone(args)
     return bench(args)
 
 
