@@ -24,6 +24,10 @@ Run ``python -m tests.fuzz 1000 SEED`` from the repository root (``-v`` prints e
 program, ``--save DIR`` writes them to DIR). Program ``i`` of seed ``s`` depends only on
 ``(s, i)``, so one program can be regenerated alone: ``python -m tests.fuzz --show s i``.
 ``--minimize SEED INDEX`` shrinks a failing program to the statements that keep its failure.
+``--backend native`` (or ``auto``) converts with that backend and compares the calls made
+once every program of the function runs natively (each input is called once first, then the
+background compiles are waited for, outside the time limit); the summary says how many
+programs ran natively.
 ``tests/jit/test_random_programs.py`` runs a fixed-seed slice of 100 programs in the suite.
 """
 import argparse
@@ -282,13 +286,29 @@ def _refused_by_design(err):
     return isinstance(err, RuntimeError) and any(m in str(err) for m in _BY_DESIGN)
 
 
-def check_program(source, input_sets, limit=10.0, grads=False):
+NATIVE_REPORTS = []  # backend_report() of each program checked with a backend other than Python
+
+
+def _tier_up(static, input_sets, limit, grads):
+    """Call ``static`` once per input (errors are compared later), then wait for its native
+    compiles (not counted in the time limit: numba's compiler, in the background, holds the GIL
+    most of the time, so these calls get a generous limit); records its backend_report()."""
+    with time_limit(max(limit, 120.0)):
+        for args in input_sets:
+            _call(static, args, grads)
+    static.wait_native(600)
+    NATIVE_REPORTS.append(static.backend_report())
+
+
+def check_program(source, input_sets, limit=10.0, grads=False, backend="python"):
     """(verdict, detail): verdict is 'ok', 'mismatch', 'error', 'hang', 'leak', or with
     ``grads`` 'grad' (values agree, gradients with respect to x and y do not)."""
     fn = load(source)
     try:
+        static = d2s.jit.to_static(fn, backend=backend)
+        if backend != "python":
+            _tier_up(static, input_sets, limit, grads)
         with time_limit(limit):
-            static = d2s.jit.to_static(fn)
             for j, args in enumerate(input_sets):
                 where = f"input #{j} (n={args[2]}{'' if args[5] else ' (Python int)'}, k={args[3]}, flag={args[4]})"
                 e_kind, e_val, e_grad = _call(fn, args, grads)
@@ -364,14 +384,16 @@ def minimize(source, input_sets, verdict_detail, limit=10.0, grads=False):
     return "\n".join(lines) + "\n"
 
 
-def run(count, seed, first=0, verbose=False, save=None, limit=10.0, input_count=5, closures=True, grads=False):
+def run(count, seed, first=0, verbose=False, save=None, limit=10.0, input_count=5, closures=True, grads=False,
+        backend="python"):
     """Checks programs ``first .. first+count-1`` of ``seed``; returns {index: (verdict, detail)}
     for the failing ones and prints a summary."""
     failures = {}
     t0 = time.time()
+    NATIVE_REPORTS.clear()
     for i in range(first, first + count):
         src = generate(seed, i, closures)
-        verdict, detail = check_program(src, inputs(seed, i, input_count), limit, grads)
+        verdict, detail = check_program(src, inputs(seed, i, input_count), limit, grads, backend)
         if verdict != "ok":
             failures[i] = (verdict, detail)
             if verbose:
@@ -385,6 +407,9 @@ def run(count, seed, first=0, verbose=False, save=None, limit=10.0, input_count=
     print(f"{count} programs (seed {seed}, from #{first}) in {time.time() - t0:.1f} s: "
           + ", ".join(f"{v} {c}" for v, c in counts.items())
           + f", ok {count - len(failures)}")
+    if backend != "python":
+        native = sum(1 for r in NATIVE_REPORTS if r == "native")
+        print(f"backend={backend!r}: {native} of {len(NATIVE_REPORTS)} functions ran all their programs natively")
     return failures
 
 
@@ -398,6 +423,8 @@ def main(argv=None):
                     help="programs that never call the closure g or the lambda h")
     ap.add_argument("--grads", action="store_true",
                     help="also compare the gradients with respect to x and y (verdict 'grad')")
+    ap.add_argument("--backend", default="python", choices=("python", "native", "auto"),
+                    help="to_static's backend (native: compared once the native compiles are done)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each failing program")
     ap.add_argument("--save", metavar="DIR", help="write each failing program to DIR")
     ap.add_argument("--show", nargs=2, type=int, metavar=("SEED", "INDEX"), help="print one program and exit")
@@ -418,7 +445,7 @@ def main(argv=None):
         print(f"# {verdict}: {check_program(small, sets, args.limit, args.grads)[1]}\n{small}", end="")
         return 1
     failures = run(args.count, args.seed, args.first, args.verbose, args.save, args.limit,
-                   closures=not args.no_closures, grads=args.grads)
+                   closures=not args.no_closures, grads=args.grads, backend=args.backend)
     for i, (verdict, detail) in sorted(failures.items()):
         print(f"#{i} {verdict}: {detail.splitlines()[0][:200]}")
     return 1 if failures else 0

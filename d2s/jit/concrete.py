@@ -248,14 +248,38 @@ class ConcreteProgram:
     def executor(self):
         return self._tiered.executor
 
+    def _programs_run(self):
+        """(role, TieredProgram) of the programs calls have run: the forward, and for calls
+        that record autograd the training forward and the backward of each TrainingRunner."""
+        progs = [("forward", self._tiered)] if self._tiered._exec is not None else []
+        for r in list(self._trainers.values()):  # (a copy: another thread may add a trainer)
+            if r is not None:
+                progs += [(role, t) for role, t in (("training forward", r.forward), ("backward", r._backward))
+                          if t._exec is not None]
+        return progs
+
     def backend_report(self):
-        """One line: the backend the forward program runs on now, and why not the native one
-        where it was asked for (see ``d2s_runtime.Executor.backend_report``)."""
-        return self._tiered.backend_report()
+        """One line: the backend the programs calls have run are on now, and why not the native
+        one where it was asked for (see ``d2s_runtime.Executor.backend_report``): the forward's
+        report alone, ``'native'`` when a training call's programs all run natively, else each
+        program's report led by its role (``'training forward: native; backward: python (...)'``)."""
+        progs = self._programs_run()
+        if not progs:
+            return self._tiered.backend_report()
+        reports = [(role, t.backend_report()) for role, t in progs]
+        if len(reports) == 1:
+            return reports[0][1]
+        if all(r == "native" for _, r in reports):
+            return "native"
+        return "; ".join(f"{role}: {r}" for role, r in reports)
 
     def wait_native(self, timeout=None):
-        """Wait for the forward's pending native compile; whether it runs natively now."""
-        return self._tiered.wait_native(timeout)
+        """Wait for the pending native compiles of the programs calls have run; whether they
+        all run natively now."""
+        progs = self._programs_run()
+        if not progs:
+            return self._tiered.wait_native(timeout)
+        return all([t.wait_native(timeout) for _, t in progs])
 
     def params_replaced(self):
         """Whether a parameter this program reads is no longer the one found where it was

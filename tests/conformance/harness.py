@@ -140,8 +140,10 @@ def _same_array(g, w, where):
         raise AssertionError(f"{where}: values {g} (converted) vs {w} (eager)")
 
 
-class Hang(Exception):
-    """A call ran past its time limit."""
+class Hang(BaseException):
+    """A call ran past its time limit. A BaseException, as KeyboardInterrupt is: the code under
+    test must not take it for an error of its own (d2s falls back to slower paths on one, and
+    the fuzzer then compared what the fallback computed)."""
 
 
 @contextlib.contextmanager

@@ -146,3 +146,44 @@ def test_synchronous_compiles_for_tests(monkeypatch, tmp_path):
     x, n = _inputs()[0]
     sf(x, n)
     assert sf.backend_report() == "native" and fake.compiles == 1
+
+
+def test_training_calls_report_their_programs_backends(monkeypatch, tmp_path):
+    """A call that records autograd runs a training forward and a backward program, not the
+    inference forward: backend_report() and wait_native() are about those, and gradients equal
+    eager ones before and after the swap."""
+    fake = install(monkeypatch, FakeNative(refuse=()), tmp_path)
+    fake.release.clear()
+    sf = d2s.jit.to_static(_loop, backend="native")
+    rng = np.random.default_rng(3)
+
+    def grads(fn, x0, n):
+        x = d2s.tensor(x0, requires_grad=True)
+        fn(x, d2s.tensor(n)).sum().backward()
+        return x.grad.numpy()
+
+    cases = [(rng.standard_normal(8).astype("float32"), n) for n in (1, 2, 5)]
+    for x0, n in cases:
+        np.testing.assert_allclose(grads(sf, x0, n), grads(_loop, x0, n), rtol=1e-6, atol=1e-6)
+    report = sf.backend_report()
+    assert report.startswith("training forward: python (native pending") and "; backward: python" in report
+    fake.release.set()
+    assert sf.wait_native(30)
+    assert sf.backend_report() == "native"
+    for x0, n in cases:
+        np.testing.assert_allclose(grads(sf, x0, n), grads(_loop, x0, n), rtol=1e-6, atol=1e-6)
+    with d2s.no_grad():  # then the inference forward runs too: still one word while all are native
+        sf(d2s.tensor(cases[0][0]), d2s.tensor(2))
+    assert sf.wait_native(30) and sf.backend_report() == "native"
+
+
+def test_a_training_program_left_on_python_says_which(monkeypatch, tmp_path):
+    """The backward has an op the native compiler refuses (stack_pop: only the backward pops the
+    stacks the training forward pushes): the report names the backward."""
+    install(monkeypatch, FakeNative(refuse=("stack_pop",)), tmp_path)
+    sf = d2s.jit.to_static(_loop, backend="native")
+    x = d2s.tensor(np.linspace(-1, 1, 8).astype("float32"), requires_grad=True)
+    sf(x, d2s.tensor(3)).sum().backward()
+    sf.wait_native(30)
+    report = sf.backend_report()
+    assert re.fullmatch(r"training forward: native; backward: python \(native unsupported: .*stack_pop.*\)", report), report
