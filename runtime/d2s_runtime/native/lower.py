@@ -764,6 +764,10 @@ class Lowerer:
                 self.emit(self.indent, f"{name} = {v.name}.astype({NP_TYPE[odt]})")
                 v = self.new_array(name, odt, v.shape)
             args.append(v)
+        if a.ndim == 2 and b.ndim == 2:
+            rows = self._row_product(args[0], args[1], odt, tuple(e.out.shape))
+            if rows is not None:
+                return rows
         name = self.fresh()
         if a.ndim == 2 and b.ndim == 2 and _short_wide(a.shape[0], a.shape[1], b.shape[1]):
             # A short, wide product is computed as (b.T @ a.T).T: OpenBLAS splits and packs it
@@ -794,11 +798,50 @@ class Lowerer:
             loop["pos"] += 1
         return bt
 
+    def _row_product(self, a, b, odt, shape):
+        """``xs[t] @ w`` in a loop where ``xs`` (3-d) and ``w`` are loop-invariant: the products
+        of ``ROW_CHUNK`` rows' worth of consecutive ``t`` computed as one ``(rows * B, D) @ w``
+        product, when ``t`` first falls outside the rows computed so far (a loop stopping early
+        wastes at most one chunk). One product per step cost 12.5 us on the RNN benchmark's
+        ``(32, 64) @ (64, 256)``, with scipy's OpenBLAS splitting each over 2 threads; 16 steps
+        at once cost ~7 us a step. The result is a view of the chunk: not fresh, so nothing
+        writes into it and a carry copies it. None where the pattern does not apply."""
+        loop = self._loops[-1] if self._loops else None
+        row = loop["rows"].get(a.name) if loop is not None else None
+        if (row is None or b.name not in loop["caps"] or b.layout not in ("C", "F") or a.dtype != odt
+                or b.dtype != odt):
+            return None
+        xs, k = row
+        key = ("rows", xs.name, b.name)
+        state = loop["hoisted"].get(key)
+        if state is None:
+            state = loop["hoisted"][key] = [self.fresh() for _ in range(4)]
+            x2, lo, hi, chunk = state
+            head = [f"{x2} = {xs.name}.reshape(({xs.name}.shape[0] * {xs.name}.shape[1], {xs.name}.shape[2]))",
+                    f"{lo} = 0", f"{hi} = 0",
+                    f"{chunk} = np.empty((0, {xs.name}.shape[1], {b.name}.shape[1]), {NP_TYPE[odt]})"]
+            for line in reversed(head):
+                self.lines.insert(loop["pos"], "    " * loop["indent"] + line)
+            loop["pos"] += len(head)
+        x2, lo, hi, chunk = state
+        rows = xs.shape[1]
+        n = max(1, ROW_CHUNK // rows) if isinstance(rows, int) and rows > 0 else 16
+        tn, name = self.fresh(), self.fresh()
+        ind, T, B = self.indent, f"{xs.name}.shape[0]", f"{xs.name}.shape[1]"
+        self.emit(ind, f"{tn} = {k} if {k} >= 0 else {k} + {T}")  # (bounds-checked by the index)
+        self.emit(ind, f"if not ({lo} <= {tn} < {hi}):")
+        self.emit(ind + 1, f"{lo} = ({tn} // {n}) * {n}")
+        self.emit(ind + 1, f"{hi} = min({lo} + {n}, {T})")
+        self.emit(ind + 1, f"{chunk} = np.dot({x2}[{lo} * {B}:{hi} * {B}], {b.name}).reshape(({hi} - {lo}, {B}, "
+                           f"{b.name}.shape[1]))")
+        self.emit(ind, f"{name} = {chunk}[{tn} - {lo}]")
+        return self.new_array(name, odt, shape, fresh=False)
+
     def _enter_loop(self, ind, caps):
         """Record a loop whose header is the next line emitted at indent ``ind``; ``caps``: its
         captured values (defined before it, never written in it), whose derived arrays
         ``_transposed`` may compute once before the header."""
-        self._loops.append({"pos": len(self.lines), "indent": ind, "hoisted": {},
+        self._loops.append({"pos": len(self.lines), "indent": ind, "hoisted": {}, "rows": {},
                             "caps": {v.name for v in caps if v.kind == "a"}})
 
     def reshape(self, e, x, shape):
@@ -1005,6 +1048,9 @@ class Lowerer:
             # leading ints then whole dims: numba types x[i] of a contiguous x as contiguous
             # (with the slices spelled out it cannot), so BLAS and fused loops read it as is
             self.emit(self.indent, f"{name} = {x.name}[{', '.join(parts[:n_int])}]")
+            loop = self._loops[-1] if self._loops else None
+            if loop is not None and n_int == 1 and x.ndim == 3 and x.name in loop["caps"]:
+                loop["rows"][name] = (x, parts[0])  # a row of a loop-invariant array (see _row_product)
             return V("a", name, x.dtype, tuple(e.out.shape), layout="C")
         self.emit(self.indent, f"{name} = {x.name}[{', '.join(parts)}]")
         return V("a", name, x.dtype, tuple(e.out.shape), layout="A")
@@ -1686,6 +1732,10 @@ class _BlockCtx:
         self.pinned = set()
         self.donated = set()
         self.pending = {}
+
+
+# rows of a product computed at once by ``_row_product`` (a multiple of the rows of one step)
+ROW_CHUNK = 512
 
 
 def _short_wide(m, k, n):

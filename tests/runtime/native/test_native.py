@@ -231,6 +231,36 @@ def test_a_row_of_a_contiguous_array_is_read_in_place(cache):
         fn(_f32(5, 3, 4), _f32(4, 2), np.array(5))
 
 
+def _row_products(xs, w, n, m):
+    # t = 0 .. n-1 (n may stop early), then t from -1 down to -m (negative indices, backwards),
+    # then a carry that is the product itself
+    _, s = d2s.while_loop(lambda i, s: i < n, lambda i, s: (i + 1, s + d2s.tanh(xs[i] @ w).sum()),
+                          (d2s.tensor(0), d2s.zeros([])))
+    _, acc = d2s.while_loop(lambda i, a: i > 0, lambda i, a: (i - 1, a + xs[i - m - 1] @ w * 0.5),
+                            (m, d2s.zeros([64, 4])))
+    _, last = d2s.while_loop(lambda i, h: i < n, lambda i, h: (i + 1, xs[i] @ w), (d2s.tensor(0), xs[0] @ w))
+    return s, acc, last
+
+
+def test_rows_of_an_invariant_array_are_multiplied_a_chunk_at_a_time(cache):
+    """``xs[t] @ w`` in a loop over invariant ``xs``, ``w``: one product per 8 steps here (512
+    rows), computed when ``t`` leaves the rows computed so far, in any order; the loop reads a
+    view of the chunk, never writes it, and a carry holding it is a copy."""
+    from d2s_runtime import native
+    prog = build_program(_row_products, InputSpec([37, 64, 3]), InputSpec([3, 4]), InputSpec([], "int64"),
+                         InputSpec([], "int64"))
+    src = native.lower_program(prog).source
+    assert src.count("// 8) * 8") == 3 and src.count(".reshape((") >= 6
+    fn = compile_native(prog, cache)
+    xs, w = _f32(37, 64, 3), _f32(3, 4)
+    cases = [(xs, w, np.array(n), np.array(m)) for n, m in ((0, 0), (1, 1), (8, 9), (9, 16), (37, 37), (20, 5))]
+    check(prog, fn, cases, rtol=1e-5, atol=1e-5)
+    with pytest.raises(IndexError):
+        fn(xs, w, np.array(38), np.array(0))
+    with pytest.raises(IndexError):
+        fn(xs, w, np.array(0), np.array(38))
+
+
 # ------------------------------------------------------------------ shape ops and creation
 def _shapes(x, y):
     r = x.reshape(4, 3) * 2.0
