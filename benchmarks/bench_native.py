@@ -590,8 +590,10 @@ class TfServer:
     def __init__(self, tf_python):
         self.folder = tempfile.TemporaryDirectory()
         env = dict(os.environ, PYTHONPATH="")
+        # its stderr goes to a file: TensorFlow's logging could fill a pipe nobody reads meanwhile
+        self.log = open(os.path.join(self.folder.name, "stderr.txt"), "w+")
         self.proc = subprocess.Popen([tf_python, os.path.abspath(__file__), "--tf-serve", self.folder.name],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                      text=True, env=env)
         self.version = None
 
@@ -603,8 +605,8 @@ class TfServer:
         except (BrokenPipeError, OSError):
             answer = ""
         if not answer:
-            why = (self.proc.stderr.read().strip().splitlines() or ["no output"]) if self.proc.poll() is not None \
-                else ["no answer"]
+            self.log.seek(0)
+            why = self.log.read().strip().splitlines() or ["no output"]
             raise Unavailable(f"tf worker failed: {why[-1][:160]}")
         if answer.startswith("error "):
             raise Unavailable(answer[len("error "):])
@@ -626,6 +628,7 @@ class TfServer:
             except OSError:
                 pass
             self.proc.wait(timeout=30)
+        self.log.close()
         self.folder.cleanup()
 
 

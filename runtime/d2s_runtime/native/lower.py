@@ -794,8 +794,7 @@ class Lowerer:
         bt = loop["hoisted"].get(b.name)
         if bt is None:
             bt = loop["hoisted"][b.name] = self.fresh()
-            self.lines.insert(loop["pos"], "    " * loop["indent"] + f"{bt} = np.ascontiguousarray({b.name}.T)")
-            loop["pos"] += 1
+            self._before_loop(loop, [f"{bt} = np.ascontiguousarray({b.name}.T)"])
         return bt
 
     def _row_product(self, a, b, odt, shape):
@@ -803,8 +802,8 @@ class Lowerer:
         of ``ROW_CHUNK`` rows' worth of consecutive ``t`` computed as one ``(rows * B, D) @ w``
         product, when ``t`` first falls outside the rows computed so far (a loop stopping early
         wastes at most one chunk). One product per step cost 12.5 us on the RNN benchmark's
-        ``(32, 64) @ (64, 256)``, with scipy's OpenBLAS splitting each over 2 threads; 16 steps
-        at once cost ~7 us a step. The result is a view of the chunk: not fresh, so nothing
+        ``(32, 64) @ (64, 256)``, with scipy's OpenBLAS splitting each over 2 threads; 8 to 32
+        steps at once cost 6-8 us a step. The result is a view of the chunk: not fresh, so nothing
         writes into it and a carry copies it. None where the pattern does not apply."""
         loop = self._loops[-1] if self._loops else None
         row = loop["rows"].get(a.name) if loop is not None else None
@@ -817,12 +816,10 @@ class Lowerer:
         if state is None:
             state = loop["hoisted"][key] = [self.fresh() for _ in range(4)]
             x2, lo, hi, chunk = state
-            head = [f"{x2} = {xs.name}.reshape(({xs.name}.shape[0] * {xs.name}.shape[1], {xs.name}.shape[2]))",
-                    f"{lo} = 0", f"{hi} = 0",
-                    f"{chunk} = np.empty((0, {xs.name}.shape[1], {b.name}.shape[1]), {NP_TYPE[odt]})"]
-            for line in reversed(head):
-                self.lines.insert(loop["pos"], "    " * loop["indent"] + line)
-            loop["pos"] += len(head)
+            self._before_loop(loop, [
+                f"{x2} = {xs.name}.reshape(({xs.name}.shape[0] * {xs.name}.shape[1], {xs.name}.shape[2]))",
+                f"{lo} = 0", f"{hi} = 0",
+                f"{chunk} = np.empty((0, {xs.name}.shape[1], {b.name}.shape[1]), {NP_TYPE[odt]})"])
         x2, lo, hi, chunk = state
         rows = xs.shape[1]
         n = max(1, ROW_CHUNK // rows) if isinstance(rows, int) and rows > 0 else 16
@@ -836,6 +833,13 @@ class Lowerer:
                            f"{b.name}.shape[1]))")
         self.emit(ind, f"{name} = {chunk}[{tn} - {lo}]")
         return self.new_array(name, odt, shape, fresh=False)
+
+    def _before_loop(self, loop, lines):
+        """Insert ``lines`` just before the header of ``loop`` (a record of ``_enter_loop``): they
+        run once per entry into the loop."""
+        for line in reversed(lines):
+            self.lines.insert(loop["pos"], "    " * loop["indent"] + line)
+        loop["pos"] += len(lines)
 
     def _enter_loop(self, ind, caps):
         """Record a loop whose header is the next line emitted at indent ``ind``; ``caps``: its
