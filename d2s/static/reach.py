@@ -12,8 +12,11 @@ its floating-point outputs to its floating-point inputs unless it carries no gra
 with its predicate; when a branch's own reachability depends on a nested predicate, the
 branch computes it and the ``cond`` returns it as an extra output. Through a ``while`` or
 ``scan``, a value the body can pass on to an output counts as used when the body runs at least
-once (a ``while``'s condition is evaluated once more on the initial values to know); a
-capture the body reads only under a branch gets a bool carry or-ed over the iterations.
+once (a ``while``'s condition is evaluated once more on the initial values to know, or where
+that condition holds a branch, as ``and``/``or`` on tensors make, a bool carry the body sets
+says so); a carry's initial value that the body overwrites without passing it on counts only
+when the body runs zero times; a capture the body reads only under a branch gets a bool carry
+or-ed over the iterations.
 Expressions larger than ``_MAX_TERMS`` are replaced by ``True`` (used), the old behaviour.
 """
 from d2s_runtime.ir import Op, Var
@@ -207,7 +210,15 @@ def _loop(block, op, outs, flow, namer):
     n_carry = len(op.outputs) if op.type == "while" else op.attrs["n_carry"]
     d = _sub_reach(body, namer)
     step = {j: {k for k, e in ks.items() if e is not False} for j, ks in d.items()}
-    entered = _entered(block, op, namer) if op.type == "while" else _scan_entered(block, op, namer)
+    accs = []  # (body expression, outer flag var) per bool carry or-ed over the iterations
+    if op.type == "scan":
+        entered = _scan_entered(block, op, namer)
+    elif _plain_cond(op):
+        entered = _entered(block, op, namer)
+    else:  # a cond that cannot run again outside the loop: a bool carry set by the body says
+        entered = namer()
+        block.vars[entered] = _var(entered)
+        accs.append((True, entered))
     # body outputs whose value reaches an output of the op someone reads (through carries)
     live = {k for k, ks in enumerate(outs) if ks}
     grew = True
@@ -217,7 +228,6 @@ def _loop(block, op, outs, flow, namer):
             if j not in live and step.get(j, set()) & live:
                 live.add(j)
                 grew = True
-    accs = []  # (body expression, outer flag var) per dynamically used input
     for j, name in enumerate(op.inputs):
         if not _is_float(block, name):
             continue
@@ -241,7 +251,9 @@ def _loop(block, op, outs, flow, namer):
             if ks and k in hit:
                 flow(name, ks, True if k == j else when)
             elif ks and k == j and j < n_carry:
-                flow(name, ks)  # zero iterations: the initial carry is the final one
+                # the body never passes this carry on (it overwrites it): its initial value is
+                # the result only when the loop runs zero times
+                flow(name, ks, _not(entered))
     if accs:
         _add_flag_carries(block, op, n_carry, accs, namer)
 
@@ -298,12 +310,16 @@ def _scan_entered(block, op, namer):
     return nonzero
 
 
+def _plain_cond(op):
+    """Whether the cond block of ``op`` (a ``while``) can be evaluated again outside the loop
+    (no sub-blocks, no effects)."""
+    return not any(o.blocks or is_effect(o) for o in op.blocks["cond"].ops)
+
+
 def _entered(block, op, namer):
-    """A var of ``block`` saying whether ``op`` (a ``while``) runs its body at all: its cond
-    block evaluated once more on the initial values (True when that block is not plain)."""
+    """A var of ``block`` saying whether ``op`` (a ``while`` whose cond is plain) runs its body
+    at all: its cond block evaluated once more on the initial values."""
     cond = op.blocks["cond"]
-    if any(o.blocks or is_effect(o) for o in cond.ops):
-        return True
     rename = dict(zip(cond.inputs, op.inputs))
     for o in cond.ops:
         outs = []

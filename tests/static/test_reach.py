@@ -240,3 +240,33 @@ def test_a_scan_of_length_zero_leaves_its_body_params_unused(length, dynamic):
             assert (g is None) == (e is None), (got, want)
             if e is not None:
                 np.testing.assert_allclose(g, e, rtol=1e-12)
+
+
+def overwritten_carry(x, n):
+    # the body replaces y without reading it: W[2] reaches the result only when the loop runs
+    # zero times (found by `python -m tests.fuzz 100 1 --grads`, program 87)
+    y = W[2] * 2.0
+    i = d2s.tensor(0)
+    while i < n:
+        y = x * W[0]
+        i = i + 1
+    return (y * W[1]).sum() + x.sum()
+
+
+def overwritten_carry_and_condition(x, n):
+    # the same under a condition with `and` (a branch in the loop's cond block, which cannot be
+    # evaluated again outside the loop: a bool carry says whether the body ran); W[2] only
+    # steers the loop and never gets a gradient
+    y = W[3] * 1.0
+    k = 0
+    while k < 1 and ((y * W[2]).sum() < n):
+        k += 1
+        y = x * W[0]
+    return y.sum() + x.sum()
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+@pytest.mark.parametrize("fn", [overwritten_carry, overwritten_carry_and_condition])
+def test_a_carry_the_body_overwrites_counts_only_when_the_loop_runs_zero_times(fn, n):
+    for x in INPUTS:
+        _compare(fn, x, d2s.tensor(float(n)) if fn is overwritten_carry_and_condition else d2s.tensor(n))
