@@ -15,8 +15,9 @@ branch computes it and the ``cond`` returns it as an extra output. Through a ``w
 once (a ``while``'s condition is evaluated once more on the initial values to know, or where
 that condition holds a branch, as ``and``/``or`` on tensors make, a bool carry the body sets
 says so); a carry's initial value that the body overwrites without passing it on counts only
-when the body runs zero times; a capture the body reads only under a branch gets a bool carry
-or-ed over the iterations.
+when the body runs zero times, one it passes on only under a branch gets a bool carry and-ed
+over the iterations; a capture the body reads only under a branch gets a bool carry or-ed over
+the iterations.
 Expressions larger than ``_MAX_TERMS`` are replaced by ``True`` (used), the old behaviour.
 """
 from d2s_runtime.ir import Op, Var
@@ -210,7 +211,7 @@ def _loop(block, op, outs, flow, namer):
     n_carry = len(op.outputs) if op.type == "while" else op.attrs["n_carry"]
     d = _sub_reach(body, namer)
     step = {j: {k for k, e in ks.items() if e is not False} for j, ks in d.items()}
-    accs = []  # (body expression, outer flag var) per bool carry or-ed over the iterations
+    accs = []  # (body expression, outer flag var, "or" | "and") per bool carry over the iterations
     if op.type == "scan":
         entered = _scan_entered(block, op, namer)
     elif _plain_cond(op):
@@ -218,7 +219,7 @@ def _loop(block, op, outs, flow, namer):
     else:  # a cond that cannot run again outside the loop: a bool carry set by the body says
         entered = namer()
         block.vars[entered] = _var(entered)
-        accs.append((True, entered))
+        accs.append((True, entered, "or"))
     # body outputs whose value reaches an output of the op someone reads (through carries)
     live = {k for k, ks in enumerate(outs) if ks}
     grew = True
@@ -246,10 +247,20 @@ def _loop(block, op, outs, flow, namer):
             if not _static(u):
                 when = namer()
                 block.vars[when] = _var(when)
-                accs.append((u, when))
+                accs.append((u, when, "or"))
+        kept = d.get(j, {}).get(j, False) if j < n_carry else False
+        if hit == {j} and not _static(kept):
+            # the body passes this carry on to itself only under a branch: its initial value is
+            # the result when every iteration passed it on (and-ed over the iterations; true
+            # when the loop runs zero times)
+            kept_var = namer()
+            block.vars[kept_var] = _var(kept_var)
+            accs.append((kept, kept_var, "and"))
+        else:
+            kept_var = True
         for k, ks in enumerate(outs):
             if ks and k in hit:
-                flow(name, ks, True if k == j else when)
+                flow(name, ks, kept_var if k == j else when)
             elif ks and k == j and j < n_carry:
                 # the body never passes this carry on (it overwrites it): its initial value is
                 # the result only when the loop runs zero times
@@ -259,24 +270,25 @@ def _loop(block, op, outs, flow, namer):
 
 
 def _add_flag_carries(block, op, n_carry, accs, namer):
-    """Give loop ``op`` one bool carry per ``(body expression, outer var)`` of ``accs``: false
-    before the loop, or-ed with the expression each iteration, its final value the outer var."""
+    """Give loop ``op`` one bool carry per ``(body expression, outer var, kind)`` of ``accs``:
+    false before the loop and or-ed with the expression each iteration (``"or"``), or true and
+    and-ed (``"and"``), its final value the outer var."""
     body = op.blocks["body"]
     emit = _Emitter(body, namer)
     inits, ins, news = [], [], []
-    for u, out in accs:
+    for u, out, kind in accs:
         init = namer()
         block.vars[init] = _var(init)
-        inits.append(Op("constant", [], [init], {"value": False, "dtype": "bool", "shape": []}))
+        inits.append(Op("constant", [], [init], {"value": kind == "and", "dtype": "bool", "shape": []}))
         acc_in, acc_new = namer(), namer()
         body.vars[acc_in], body.vars[acc_new] = _var(acc_in), _var(acc_new)
-        body.ops.append(Op("bitwise_or", [acc_in, emit(u)], [acc_new]))
+        body.ops.append(Op("bitwise_or" if kind == "or" else "bitwise_and", [acc_in, emit(u)], [acc_new]))
         ins.append(acc_in)
         news.append(acc_new)
     at = block.ops.index(op)
     block.ops[at:at] = inits
     op.inputs[n_carry:n_carry] = [o.outputs[0] for o in inits]
-    op.outputs[n_carry:n_carry] = [out for _, out in accs]
+    op.outputs[n_carry:n_carry] = [out for _, out, _ in accs]
     body.inputs[n_carry:n_carry] = ins
     body.outputs[n_carry:n_carry] = news
     if op.type == "while":

@@ -270,3 +270,21 @@ def overwritten_carry_and_condition(x, n):
 def test_a_carry_the_body_overwrites_counts_only_when_the_loop_runs_zero_times(fn, n):
     for x in INPUTS:
         _compare(fn, x, d2s.tensor(float(n)) if fn is overwritten_carry_and_condition else d2s.tensor(n))
+
+
+def carry_overwritten_under_a_branch(x, n):
+    # each iteration replaces y only when its branch runs: W[2] reaches the result when no
+    # iteration took the branch (every iteration passed y on), whatever the trip count
+    y = W[2] * 2.0
+    i = d2s.tensor(0)
+    while i < n:
+        if x.sum() > 0.5:
+            y = x * W[0]
+        i = i + 1
+    return (y * W[1]).sum() + x.sum()
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_a_carry_replaced_under_a_branch_counts_when_no_iteration_replaced_it(n):
+    for x in INPUTS:
+        _compare(carry_overwritten_under_a_branch, x, d2s.tensor(n))
