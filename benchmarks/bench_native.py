@@ -791,15 +791,10 @@ def bench(args):
     try:
         for case, (name, inputs) in cases.items():
             refs[case] = NUMPY[name](**inputs)
-            runners = {"numpy": (lambda n=name, i=inputs: NUMPY[n](**i))}
-            makers = {"d2s-py": lambda n, i: d2s_runner(n, i, "python", args.native_wait),
-                      "d2s-native": lambda n, i: d2s_runner(n, i, "native", args.native_wait),
-                      "d2s-auto": lambda n, i: d2s_runner(n, i, "auto", args.native_wait)}
-            if args.peers:
-                makers.update({"jax": jax_runner, "torch": torch_runner})
-            for col, make in makers.items():
+            runners = {}
+            for col in ("numpy", "d2s-py", "d2s-native", "d2s-auto") + (("jax", "torch") if args.peers else ()):
                 try:
-                    runners[col] = make(name, inputs)
+                    runners[col] = column_runner(col, name, inputs, args.native_wait)
                 except Unavailable as e:
                     times[case][col] = e
                 except ImportError as e:

@@ -250,23 +250,21 @@ class ConcreteProgram:
 
     def _programs_run(self):
         """(role, TieredProgram) of the programs calls have run: the forward, and for calls
-        that record autograd the training forward and the backward of each TrainingRunner."""
+        that record autograd the training forward and the backward of each TrainingRunner (the
+        forward alone where no call has run yet)."""
         progs = [("forward", self._tiered)] if self._tiered._exec is not None else []
         for r in list(self._trainers.values()):  # (a copy: another thread may add a trainer)
             if r is not None:
                 progs += [(role, t) for role, t in (("training forward", r.forward), ("backward", r._backward))
                           if t._exec is not None]
-        return progs
+        return progs or [("forward", self._tiered)]
 
     def backend_report(self):
         """One line: the backend the programs calls have run are on now, and why not the native
         one where it was asked for (see ``d2s_runtime.Executor.backend_report``): the forward's
         report alone, ``'native'`` when a training call's programs all run natively, else each
         program's report led by its role (``'training forward: native; backward: python (...)'``)."""
-        progs = self._programs_run()
-        if not progs:
-            return self._tiered.backend_report()
-        reports = [(role, t.backend_report()) for role, t in progs]
+        reports = [(role, t.backend_report()) for role, t in self._programs_run()]
         if len(reports) == 1:
             return reports[0][1]
         if all(r == "native" for _, r in reports):
@@ -276,10 +274,7 @@ class ConcreteProgram:
     def wait_native(self, timeout=None):
         """Wait for the pending native compiles of the programs calls have run; whether they
         all run natively now."""
-        progs = self._programs_run()
-        if not progs:
-            return self._tiered.wait_native(timeout)
-        return all([t.wait_native(timeout) for _, t in progs])
+        return all([t.wait_native(timeout) for _, t in self._programs_run()])
 
     def params_replaced(self):
         """Whether a parameter this program reads is no longer the one found where it was
