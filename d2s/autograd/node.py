@@ -43,7 +43,11 @@ class Node:
             self._check_versions()
         for g in grads:
             if g is None:
-                grads = [_dispatch.fill_like(o, 0) if g is None else g for g, o in zip(grads, self.outputs)]
+                # (control-flow rules read only their floating-point outputs' gradients: a
+                # bool flag or counter they carry gets no zeros, which would be ops per replay)
+                skip = self.op in _FLOAT_COTANGENTS_ONLY
+                grads = [g if g is not None or (skip and not o.dtype.is_floating_point) else _dispatch.fill_like(o, 0)
+                         for g, o in zip(grads, self.outputs)]
                 break
         return self.rule(self, *grads)
 
@@ -164,6 +168,9 @@ def _link_view(src, out):
     if np.may_share_memory(a, b):
         out._base = src
 
+
+# ops whose gradient rules take None for a non-floating-point output (see Node.apply)
+_FLOAT_COTANGENTS_ONLY = frozenset(("cond", "while", "scan"))
 
 _NO_EDGE = (None, 0)
 

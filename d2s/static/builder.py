@@ -26,6 +26,9 @@ from .input_spec import InputSpec
 from .tensor_array import NumberList, TensorArray, TupleList
 
 SMALL_CONSTANT = 16  # elements; larger captured arrays live in program.constants
+# program.annotations key: names of the `where` ops that carry an in-place update to the
+# objects that may be the updated one (``after_inplace``), which reach analysis treats as selects
+ALIAS_SELECTS = "alias_selects"
 
 
 class NameGen:
@@ -355,6 +358,9 @@ class ProgramBuilder:
             layer = [other for other, _ in nxt.values()]
         for other, c in order:
             new = where(c, t, other)
+            # a select, not a user's `where`: reachability (static/reach.py) lets only the
+            # side the flag picks reach it, as eagerly only that object is in the graph
+            self.program.annotations.setdefault(ALIAS_SELECTS, set()).add(new._var.name)
             if new.dtype != other.dtype:
                 new = new.cast(other.dtype)
             self.note_inplace(other)

@@ -21,7 +21,7 @@ from ..autograd.registry import defgrad, nondiff
 from ..dispatch import apply
 from ..tensor import Tensor
 from .control_flow import cond, scan, while_loop
-from .replay import replay_block
+from .replay import replay_block, slice_block
 
 nondiff("list_new", "list_len", "stack_new", "stack_push", "stack_pop", "stack_rows", "list_index_check")
 
@@ -55,8 +55,9 @@ def block_vjp(block, values, cotangents, wrt):
     for i in wrt:
         values[i] = _leaf(values[i])
         leaves.append(values[i])
+    ops, _ = slice_block(block, [k for k, g in enumerate(cotangents) if g is not None])
     with enable_grad():
-        outs = replay_block(block, values)
+        outs = replay_block(block, values, ops)
     pairs = [(o, g) for o, g in zip(outs, cotangents)
              if g is not None and isinstance(o, Tensor) and o.requires_grad and _is_float(o)]
     grads = [None] * len(leaves)
@@ -112,17 +113,22 @@ def _while_grad(ctx, *gs):
 
     # (ragged stacks: a carry's shape may change from one iteration to the next, as a loop
     # var that grows or a tensor list the loop appends to does)
+    # (only the carries the body's VJP reads: a bool flag or counter feeding only itself is not)
+    _, read = slice_block(body_blk, wrt_c)
+    saved = [i for i in range(n) if i in read or i in wrt_c]
+    m = len(saved)
+
     def fwd_body(*v):
-        c, stacks, k = v[:n], v[n:3 * n], v[3 * n]
+        c, stacks, k = v[:n], v[n:n + 2 * m], v[n + 2 * m]
         pushed = []
-        for i, x in enumerate(c):
-            pushed.extend(apply("stack_push", stacks[2 * i], stacks[2 * i + 1], x))
+        for s, i in enumerate(saved):
+            pushed.extend(apply("stack_push", stacks[2 * s], stacks[2 * s + 1], c[i]))
         return (*replay_block(body_blk, [*c, *caps]), *pushed, k + 1)
 
     zero = d.zeros([], dtype="int64")
-    empty = [t for c in carries for t in apply("stack_new", c)]
+    empty = [t for i in saved for t in apply("stack_new", carries[i])]
     fwd = while_loop(fwd_cond, fwd_body, (*carries, *empty, zero))
-    stacks, count = list(fwd[n:3 * n]), fwd[3 * n]
+    stacks, count = list(fwd[n:n + 2 * m]), fwd[n + 2 * m]
     carry_types = [body_blk.lookup(name).type for name in body_blk.inputs[:n]]
 
     # backward: pop the carries in reverse order, one body VJP per iteration
@@ -132,10 +138,12 @@ def _while_grad(ctx, *gs):
         return k > 0
 
     def bwd_body(k, *v):
-        stk, ct, acc = v[:2 * n], v[2 * n:2 * n + n_ct], v[2 * n + n_ct:]
-        popped = [apply("stack_pop", stk[2 * i], stk[2 * i + 1], shape=list(carry_types[i].shape))
-                  for i in range(n)]
-        c_i = [p[2] for p in popped]
+        stk, ct, acc = v[:2 * m], v[2 * m:2 * m + n_ct], v[2 * m + n_ct:]
+        popped = [apply("stack_pop", stk[2 * s], stk[2 * s + 1], shape=list(carry_types[i].shape))
+                  for s, i in enumerate(saved)]
+        c_i = [None] * n
+        for i, p in zip(saved, popped):
+            c_i[i] = p[2]
         cots = [None] * n
         for i, g in zip(wrt_c, ct):
             cots[i] = g
@@ -146,7 +154,7 @@ def _while_grad(ctx, *gs):
     ct0 = [d.cast(gs[i], carries[i].dtype) for i in wrt_c]
     acc0 = [d.zeros_like(caps[j]) for j in wrt_k]
     res = while_loop(bwd_cond, bwd_body, (count, *stacks, *ct0, *acc0))
-    ct, acc = res[1 + 2 * n:1 + 2 * n + n_ct], res[1 + 2 * n + n_ct:]
+    ct, acc = res[1 + 2 * m:1 + 2 * m + n_ct], res[1 + 2 * m + n_ct:]
     out = [None] * len(ctx.inputs)
     for i, g in zip(wrt_c, ct):
         out[i] = g if _wants_grad(carries[i]) else None

@@ -25,6 +25,7 @@ from d2s_runtime.ops import TensorType
 from d2s_runtime.passes._util import Namer, is_effect
 
 from ..autograd.node import GRAD_RULES, NONDIFF
+from .builder import ALIAS_SELECTS
 
 _MAX_TERMS = 64
 _BOOL = TensorType((), "bool")
@@ -102,6 +103,14 @@ class _Emitter:
         return name
 
 
+class _Names(Namer):
+    """Fresh names for the flags, and the builder's alias selects (``ALIAS_SELECTS``)."""
+
+    def __init__(self, program, selects):
+        super().__init__(program, prefix="used_")
+        self.selects = frozenset(selects)
+
+
 def _var(name):
     return Var(name, _BOOL)
 
@@ -122,7 +131,7 @@ def add_reach_flags(program, wrt, per_output=False):
     backward from some of the outputs reaches."""
     p = program.clone()
     p.annotations.pop("memory_plan", None)
-    namer = Namer(p, prefix="used_")
+    namer = _Names(p, p.annotations.get(ALIAS_SELECTS, ()))
     gb = p.block
     roots = {}
     float_outs = [k for k, n in enumerate(p.outputs) if _is_float(gb, n)]
@@ -159,6 +168,11 @@ def _block_reach(block, roots, namer):
             _loop(block, op, outs, flow, namer)
         elif op.type in NONDIFF or op.type not in GRAD_RULES:
             continue
+        elif op.type == "where" and op.outputs[0] in namer.selects and outs[0]:
+            # an in-place update reaching an alias: the new value where the objects are one
+            flag = op.inputs[0]
+            flow(op.inputs[1], outs[0], flag)
+            flow(op.inputs[2], outs[0], _not(flag))
         else:
             for o, ks in zip(op.outputs, outs):
                 if ks and _is_float(block, o):
@@ -211,7 +225,7 @@ def _loop(block, op, outs, flow, namer):
     n_carry = len(op.outputs) if op.type == "while" else op.attrs["n_carry"]
     d = _sub_reach(body, namer)
     step = {j: {k for k, e in ks.items() if e is not False} for j, ks in d.items()}
-    accs = []  # (body expression, outer flag var, "or" | "and") per bool carry over the iterations
+    accs = []  # (new value: expression over body vars, outer var, initial bool, body input var)
     if op.type == "scan":
         entered = _scan_entered(block, op, namer)
     elif _plain_cond(op):
@@ -219,7 +233,7 @@ def _loop(block, op, outs, flow, namer):
     else:  # a cond that cannot run again outside the loop: a bool carry set by the body says
         entered = namer()
         block.vars[entered] = _var(entered)
-        accs.append((True, entered, "or"))
+        accs.append(_acc(body, namer, entered, False, lambda ran: True))
     # body outputs whose value reaches an output of the op someone reads (through carries)
     live = {k for k, ks in enumerate(outs) if ks}
     grew = True
@@ -247,15 +261,41 @@ def _loop(block, op, outs, flow, namer):
             if not _static(u):
                 when = namer()
                 block.vars[when] = _var(when)
-                accs.append((u, when, "or"))
+                accs.append(_acc(body, namer, when, False, lambda used, u=u: _or(used, u)))
+        carries = sorted({k for k in hit & live if k < n_carry} | ({j} if j < n_carry else set()))
+        if j < n_carry:  # its initial value is the result when it reaches each carry at once and stays
+            simple = all(d.get(j, {}).get(k) is True for k in carries)
+        else:  # reaching a carry on some iteration is reaching the result when it stays there
+            simple = all(outs[k] for k in carries)
+        simple = simple and all(d.get(k, {}).get(k) is True for k in carries)
+        if len(carries) > (j < n_carry) and not simple:
+            # the value moves between carries under branches, or takes more than one iteration
+            # to reach some: one bool carry per carry, saying whether it holds (a gradient path
+            # from) the value now
+            held = {k: namer() for k in carries}
+            for k in carries:
+                block.vars[held[k]] = _var(held[k])
+            ins = {}
+            for k in carries:
+                new = (lambda r, k=k, c=carries, i=ins: _held(d, c, i, k)) if j < n_carry else \
+                    (lambda r, k=k, c=carries, i=ins, j=j: _or(_held(d, c, i, k), d.get(j, {}).get(k, False)))
+                accs.append(_acc(body, namer, held[k], k == j, new))
+                ins[k] = accs[-1][3]
+            for k, ks in enumerate(outs):
+                if ks and k in held:
+                    flow(name, ks, held[k])
+                elif ks and k in hit:
+                    flow(name, ks, when)
+            continue
         kept = d.get(j, {}).get(j, False) if j < n_carry else False
-        if hit == {j} and not _static(kept):
+        if hit & live == {j} and not _static(kept):
             # the body passes this carry on to itself only under a branch: its initial value is
             # the result when every iteration passed it on (and-ed over the iterations; true
-            # when the loop runs zero times)
+            # when the loop runs zero times). Carries no output reads (an in-place update's
+            # alias of the object, say) do not count.
             kept_var = namer()
             block.vars[kept_var] = _var(kept_var)
-            accs.append((kept, kept_var, "and"))
+            accs.append(_acc(body, namer, kept_var, True, lambda held, kept=kept: _and(held, kept)))
         else:
             kept_var = True
         for k, ks in enumerate(outs):
@@ -269,27 +309,39 @@ def _loop(block, op, outs, flow, namer):
         _add_flag_carries(block, op, n_carry, accs, namer)
 
 
+def _held(d, carries, ins, k):
+    """Whether carry ``k`` holds the tracked initial value after an iteration: some carry that
+    held it before passes it on to ``k`` on this iteration's path."""
+    e = False
+    for i in carries:
+        e = _or(e, _and(ins[i], d.get(i, {}).get(k, False)))
+    return e
+
+
+def _acc(body, namer, out, init, new):
+    """One bool carry: ``init`` before the loop, ``new(var)`` (an expression over the body's
+    vars and this carry's body input ``var``) after each iteration, its final value ``out``.
+    ``new`` is called when the carries are added, so it may read other carries' inputs."""
+    var = namer()
+    body.vars[var] = _var(var)
+    return [new, out, init, var]
+
+
 def _add_flag_carries(block, op, n_carry, accs, namer):
-    """Give loop ``op`` one bool carry per ``(body expression, outer var, kind)`` of ``accs``:
-    false before the loop and or-ed with the expression each iteration (``"or"``), or true and
-    and-ed (``"and"``), its final value the outer var."""
+    """Give loop ``op`` the bool carries of ``accs`` (made by ``_acc``)."""
     body = op.blocks["body"]
     emit = _Emitter(body, namer)
-    inits, ins, news = [], [], []
-    for u, out, kind in accs:
-        init = namer()
-        block.vars[init] = _var(init)
-        inits.append(Op("constant", [], [init], {"value": kind == "and", "dtype": "bool", "shape": []}))
-        acc_in, acc_new = namer(), namer()
-        body.vars[acc_in], body.vars[acc_new] = _var(acc_in), _var(acc_new)
-        body.ops.append(Op("bitwise_or" if kind == "or" else "bitwise_and", [acc_in, emit(u)], [acc_new]))
-        ins.append(acc_in)
-        news.append(acc_new)
+    inits = []
+    for new, out, init, var in accs:
+        name = namer()
+        block.vars[name] = _var(name)
+        inits.append(Op("constant", [], [name], {"value": init, "dtype": "bool", "shape": []}))
+    news = [emit(new(var)) for new, out, init, var in accs]
     at = block.ops.index(op)
     block.ops[at:at] = inits
     op.inputs[n_carry:n_carry] = [o.outputs[0] for o in inits]
-    op.outputs[n_carry:n_carry] = [out for _, out, _ in accs]
-    body.inputs[n_carry:n_carry] = ins
+    op.outputs[n_carry:n_carry] = [out for _, out, _, _ in accs]
+    body.inputs[n_carry:n_carry] = [var for _, _, _, var in accs]
     body.outputs[n_carry:n_carry] = news
     if op.type == "while":
         cond = op.blocks["cond"]

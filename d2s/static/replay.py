@@ -14,6 +14,8 @@ converted ``if``s when an enclosing ``if`` traces its branches again.)
 import contextlib
 import threading
 
+from d2s_runtime.passes._util import is_effect
+
 from .._state import STATE
 from ..dispatch import apply
 from .control_flow import cond, scan, while_loop
@@ -21,16 +23,17 @@ from .control_flow import cond, scan, while_loop
 __all__ = ["replay_block", "replay_op", "replaying_forward"]
 
 
-def replay_block(block, values):
+def replay_block(block, values, ops=None):
     """Run the ops of IR ``block`` again through ``dispatch.apply`` (and the control-flow
     builders) on ``values`` for its inputs; returns the tensors of its outputs.
 
     On symbolic values inside a builder this re-appends the ops (recording autograd nodes
     where values require grad): static backward and the control-flow gradient rules use it.
+    ``ops``: only these (a ``slice_block``; the outputs they do not compute are None).
     """
     env = dict(zip(block.inputs, values))
     hook = STATE.anomaly  # detect_anomaly / check_numerics follow the replay op by op
-    for op in block.ops:
+    for op in block.ops if ops is None else ops:
         args = [env[n] for n in op.inputs]
         if hook is not None:
             hook.before_op(op)
@@ -38,7 +41,25 @@ def replay_block(block, values):
         if hook is not None:
             hook.after_op(op, outs, args)
         env.update(zip(op.outputs, outs))
-    return [env[n] for n in block.outputs]
+    return [env.get(n) for n in block.outputs]
+
+
+def slice_block(block, positions):
+    """``(ops, inputs)``: the ops of ``block`` that its outputs at ``positions`` need, in
+    order, and the positions of the block inputs those read. A gradient rule replays only
+    these, so what the gradient does not read (reach flags, counters feeding only themselves)
+    is neither recomputed nor saved per iteration. A block with effects (random draws,
+    prints, checks) is kept whole: its replay must draw and check as the forward did."""
+    if any(is_effect(op) for op in block.ops):
+        return list(block.ops), set(range(len(block.inputs)))
+    need = {block.outputs[p] for p in positions}
+    ops = []
+    for op in reversed(block.ops):
+        if any(o in need for o in op.outputs):
+            ops.append(op)
+            need.update(op.inputs)
+    ops.reverse()
+    return ops, {i for i, n in enumerate(block.inputs) if n in need}
 
 
 _replay_prints = threading.local()  # .on: a replay that is the forward itself keeps its prints

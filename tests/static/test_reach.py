@@ -57,7 +57,7 @@ def _grads(fn, *args):
         w.grad = None
     x = d2s.tensor(args[0], requires_grad=True)
     fn(x, *args[1:]).backward()
-    return [None if w.grad is None else w.grad.numpy().copy() for w in W] + [x.grad.numpy().copy()]
+    return [None if t.grad is None else t.grad.numpy().copy() for t in W + [x]]
 
 
 def _compare(fn, *args):
@@ -288,3 +288,78 @@ def carry_overwritten_under_a_branch(x, n):
 def test_a_carry_replaced_under_a_branch_counts_when_no_iteration_replaced_it(n):
     for x in INPUTS:
         _compare(carry_overwritten_under_a_branch, x, d2s.tensor(n))
+
+
+def carry_moved_to_another_under_a_branch(x, n):
+    # y's value moves into z only on the iterations whose branch runs, and y is replaced on the
+    # others: W[2] (y's start) reaches the result only when the first iteration to move y
+    # came before any replaced it, W[0] only when one moved it after a replacement
+    y = W[2] * 2.0
+    z = x * 1.0
+    i = d2s.tensor(0)
+    while i < n:
+        if x.sum() + i > 1.5:
+            z = y * 1.0
+        else:
+            y = x * W[0]
+        i = i + 1
+    return (z * W[1]).sum()
+
+
+def carry_moved_by_an_early_return(x, n):
+    # the same through `return` inside a nested loop: y is the result only if that return ran
+    # (fuzz --grads seed 2, program 31)
+    y = W[2] * 2.0
+    i = d2s.tensor(0)
+    while i < n:
+        i = i + 1
+        if x.sum() < 0.0:
+            y = x * W[0]
+        else:
+            for _ in range(2):
+                if x.sum() > 1.0:
+                    return (y * W[1]).sum()
+    return (x * W[3]).sum() + (y * 0.0).sum() * 0.0 if n < 0 else (x * W[3]).sum()
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+@pytest.mark.parametrize("fn", [carry_moved_to_another_under_a_branch, carry_moved_by_an_early_return])
+def test_a_carry_moved_to_another_carry_counts_only_along_the_path_taken(fn, n):
+    for x in INPUTS:
+        _compare(fn, x, d2s.tensor(n))
+
+
+def updated_in_place_then_replaced(x, n):
+    # `y += ...` leaves the builder's select of y's object (in-place updates reach every name
+    # holding it); only the side the flag picks reaches the result
+    y = W[2] * 1.0
+    i = d2s.tensor(0)
+    while i < n:
+        i = i + 1
+        y += x * W[0]
+        if x.sum() < 0.5:
+            y = x * 0.5
+    return (y * W[1]).sum()
+
+
+def alias_taken_under_a_branch(x, n):
+    # `a = b` on some iterations: a later `b += ...` reaches a only when a is b (fuzz --grads
+    # seed 2, program 31, minimized)
+    a = x * 1.0
+    b = W[2] * 1.0
+    i = d2s.tensor(0)
+    while i < n:
+        i = i + 1
+        b += W[0] * 0.5
+        if x.sum() < 0.5:
+            b = x * 0.1
+        else:
+            a = b
+    return (a * W[1]).sum() + (b * W[3]).sum()
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+@pytest.mark.parametrize("fn", [updated_in_place_then_replaced, alias_taken_under_a_branch])
+def test_in_place_updates_reach_an_alias_only_where_it_is_one(fn, n):
+    for x in INPUTS:
+        _compare(fn, x, d2s.tensor(n))

@@ -774,18 +774,23 @@ def _small_fixed_value(block, defs, name):
 def _sink_constants(block, namer, loop):
     n = len(loop.outputs)
     defs = _defs(block)
-    changed = False
+    # (one pass per sub-block: a loop of many captures, as reach flags make, stays linear)
+    read = {key: {i for op in blk.ops for i in op.inputs} | set(blk.outputs) for key, blk in loop.blocks.items()}
+    made = {key: ([], {}) for key in loop.blocks}
     for j in range(n, len(loop.inputs)):
         src = _small_fixed_value(block, defs, loop.inputs[j])
         if src is None:
             continue
-        for blk in loop.blocks.values():
+        for key, blk in loop.blocks.items():
             v = blk.inputs[j]
-            if not any(v in op.inputs for op in blk.ops) and v not in blk.outputs:
+            if v not in read[key]:
                 continue
             c = namer()
             blk.add_var(c, blk.vars[v].type if v in blk.vars else block.lookup(loop.inputs[j]).type)
-            blk.ops.insert(0, Op(src.type, [], [c], dict(src.attrs)))
-            rename_uses(blk, {v: c})
-            changed = True
-    return changed
+            made[key][0].append(Op(src.type, [], [c], dict(src.attrs)))
+            made[key][1][v] = c
+    for key, (ops, mapping) in made.items():
+        blk = loop.blocks[key]
+        blk.ops[:0] = ops[::-1]  # (the order inserting each at 0 gave)
+        rename_uses(blk, mapping)
+    return any(ops for ops, _ in made.values())
