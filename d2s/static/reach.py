@@ -18,7 +18,9 @@ says so); a carry's initial value that the body overwrites without passing it on
 when the body runs zero times, one it passes on only under a branch gets a bool carry and-ed
 over the iterations; a capture the body reads only under a branch gets a bool carry or-ed over
 the iterations.
-Expressions larger than ``_MAX_TERMS`` are replaced by ``True`` (used), the old behaviour.
+An expression of more than ``_NAMED_TERMS`` terms is computed into a var of its block, which
+later expressions name; one built larger than ``_MAX_TERMS`` all the same is replaced by
+``True`` (used), the old behaviour.
 """
 from d2s_runtime.ir import Op, Var
 from d2s_runtime.ops import TensorType
@@ -28,6 +30,7 @@ from ..autograd.node import GRAD_RULES, NONDIFF
 from .builder import ALIAS_SELECTS
 
 _MAX_TERMS = 64
+_NAMED_TERMS = 8
 _BOOL = TensorType((), "bool")
 _INT = TensorType((), "int64")
 
@@ -41,6 +44,12 @@ def _size(e):
 
 def _cap(e):
     return True if isinstance(e, tuple) and _size(e) > _MAX_TERMS else e
+
+
+def _named(emit, e):
+    """``e``, or a var of ``emit``'s block computing it when it is large: expressions built
+    from it (over a loop's carries, say) stay small instead of reaching ``_MAX_TERMS``."""
+    return emit(e) if isinstance(e, tuple) and _size(e) > _NAMED_TERMS else e
 
 
 def _not(a):
@@ -152,11 +161,12 @@ def _block_reach(block, roots, namer):
     """{var: {k: expression}}: var reaches output ``k`` of ``block`` under the expression
     (over vars of ``block``), starting from ``roots`` (the block's outputs)."""
     reach = {n: dict(ks) for n, ks in roots.items()}
+    emit = _Emitter(block, namer)
 
     def flow(src, ks, when=True):
         d = reach.setdefault(src, {})
         for k, e in ks.items():
-            d[k] = _or(d.get(k, False), _and(when, e))
+            d[k] = _named(emit, _or(d.get(k, False), _and(when, e)))
 
     for op in list(reversed(block.ops)):
         outs = [reach.get(o) for o in op.outputs]
@@ -207,8 +217,8 @@ def _cond(block, op, outs, flow, namer):
                 when = _or(_and(pred, e_t), _and(_not(pred), e_e))
             else:
                 # the branch decides: each computes its flag and the cond returns the taken one's
-                then_b.outputs.append(emit_then(e_t))
-                else_b.outputs.append(emit_else(e_e))
+                then_b.outputs.append(_own(then_b, emit_then(e_t), namer))
+                else_b.outputs.append(_own(else_b, emit_else(e_e), namer))
                 when = namer()
                 block.vars[when] = _var(when)
                 op.outputs.append(when)
@@ -226,6 +236,7 @@ def _loop(block, op, outs, flow, namer):
     d = _sub_reach(body, namer)
     step = {j: {k for k, e in ks.items() if e is not False} for j, ks in d.items()}
     accs = []  # (new value: expression over body vars, outer var, initial bool, body input var)
+    bemit = _Emitter(body, namer)
     if op.type == "scan":
         entered = _scan_entered(block, op, namer)
     elif _plain_cond(op):
@@ -257,7 +268,7 @@ def _loop(block, op, outs, flow, namer):
         if j >= n_carry and hit & live:
             u = False
             for k in live:
-                u = _or(u, d.get(j, {}).get(k, False))
+                u = _named(bemit, _or(u, d.get(j, {}).get(k, False)))
             if not _static(u):
                 when = namer()
                 block.vars[when] = _var(when)
@@ -277,8 +288,8 @@ def _loop(block, op, outs, flow, namer):
                 block.vars[held[k]] = _var(held[k])
             ins = {}
             for k in carries:
-                new = (lambda r, k=k, c=carries, i=ins: _held(d, c, i, k)) if j < n_carry else \
-                    (lambda r, k=k, c=carries, i=ins, j=j: _or(_held(d, c, i, k), d.get(j, {}).get(k, False)))
+                new = (lambda r, k=k, c=carries, i=ins: _held(d, c, i, k, bemit)) if j < n_carry else \
+                    (lambda r, k=k, c=carries, i=ins, j=j: _or(_held(d, c, i, k, bemit), d.get(j, {}).get(k, False)))
                 accs.append(_acc(body, namer, held[k], k == j, new))
                 ins[k] = accs[-1][3]
             for k, ks in enumerate(outs):
@@ -306,16 +317,30 @@ def _loop(block, op, outs, flow, namer):
                 # the result only when the loop runs zero times
                 flow(name, ks, _not(entered))
     if accs:
-        _add_flag_carries(block, op, n_carry, accs, namer)
+        _add_flag_carries(block, op, n_carry, accs, namer, bemit)
 
 
-def _held(d, carries, ins, k):
-    """Whether carry ``k`` holds the tracked initial value after an iteration: some carry that
-    held it before passes it on to ``k`` on this iteration's path."""
+def _held(d, carries, ins, k, emit):
+    """Whether carry ``k`` holds the tracked value after an iteration: some carry that held it
+    before passes it on to ``k`` on this iteration's path."""
     e = False
     for i in carries:
-        e = _or(e, _and(ins[i], d.get(i, {}).get(k, False)))
+        e = _named(emit, _or(e, _and(ins[i], d.get(i, {}).get(k, False))))
     return e
+
+
+def _own(block, name, namer, also=()):
+    """``name`` as a new output of ``block``: an ``identity`` of it where it is already an
+    input or output of the block (or in ``also``). Replays rebuild control flow from blocks
+    with the builders, which read one tensor object in two places as one Python object
+    under two names and track it as aliases: a flag passed on as is would cost that
+    tracking at every replay (a gradient rule replays its body several times)."""
+    if name not in block.inputs and name not in block.outputs and name not in also:
+        return name
+    fresh = namer()
+    block.vars[fresh] = _var(fresh)
+    block.ops.append(Op("identity", [name], [fresh]))
+    return fresh
 
 
 def _acc(body, namer, out, init, new):
@@ -327,16 +352,18 @@ def _acc(body, namer, out, init, new):
     return [new, out, init, var]
 
 
-def _add_flag_carries(block, op, n_carry, accs, namer):
-    """Give loop ``op`` the bool carries of ``accs`` (made by ``_acc``)."""
+def _add_flag_carries(block, op, n_carry, accs, namer, emit):
+    """Give loop ``op`` the bool carries of ``accs`` (made by ``_acc``); ``emit`` writes
+    expressions into its body."""
     body = op.blocks["body"]
-    emit = _Emitter(body, namer)
     inits = []
     for new, out, init, var in accs:
         name = namer()
         block.vars[name] = _var(name)
         inits.append(Op("constant", [], [name], {"value": init, "dtype": "bool", "shape": []}))
-    news = [emit(new(var)) for new, out, init, var in accs]
+    news = []
+    for new, out, init, var in accs:
+        news.append(_own(body, emit(new(var)), namer, news))
     at = block.ops.index(op)
     block.ops[at:at] = inits
     op.inputs[n_carry:n_carry] = [o.outputs[0] for o in inits]

@@ -363,3 +363,25 @@ def alias_taken_under_a_branch(x, n):
 def test_in_place_updates_reach_an_alias_only_where_it_is_one(fn, n):
     for x in INPUTS:
         _compare(fn, x, d2s.tensor(n))
+
+
+def alias_updated_in_loops_under_branches(x, n):
+    # three tensor branches (a Python loop), each holding a loop that updates b, an alias of
+    # a, in place and then rebinds it: the flag expressions outgrow the cap on terms unless
+    # large ones are named by a var (fuzz --grads seed 2, programs 54 and 70)
+    a = x * W[0]
+    b = a
+    for _ in range(3):
+        if (a - W[1]).sum() > 100.0:
+            i = d2s.tensor(0)
+            while i < n:
+                b -= W[2] * 0.5
+                b = a + 0.5
+                i = i + 1
+    return (a + b * 0.5).sum()
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_large_flag_expressions_stay_exact(n):
+    for x in INPUTS + [np.full(3, 200.0)]:
+        _compare(alias_updated_in_loops_under_branches, x, d2s.tensor(n))
