@@ -1,7 +1,11 @@
 """Which way round the native backend computes a matrix product (runtime/d2s_runtime/native/lower.py,
 ``_short_wide``): numba's ``np.dot(a, b)`` against ``np.ascontiguousarray(np.dot(bt, a.T).T)``
 (``bt``: ``b.T`` copied once, as the lowering does before a loop where ``b`` is invariant), both
-calling scipy's OpenBLAS, on the shapes of the benchmark workloads and around the rule's edges.
+calling scipy's OpenBLAS, on the shapes of the benchmark workloads and around the rule's edges;
+and the transposed product left as its ``.T`` view (an F-layout result). The lowering copies it
+instead: a fused C-order loop reading the view strided costs more than the copy (an RNN step
+took 11.5 ms that way, 9.3 ms with the copy), and keeping whole chains in F order (an MLP
+step's epilogues and reductions) measured no faster end to end.
 
     python benchmarks/bench_native_matmul.py [--threads N]
 
@@ -29,7 +33,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 SHAPES = [(32, 256, 256), (16, 256, 256), (32, 512, 512), (32, 256, 1024),  # an RNN step and wider
-          (32, 64, 256), (8, 128, 128), (64, 256, 256), (128, 784, 512), (128, 512, 512), (128, 512, 10)]
+          (32, 64, 256), (8, 128, 128), (64, 256, 256), (128, 784, 512), (128, 512, 512), (128, 512, 10),
+          (784, 128, 512), (512, 128, 512), (512, 128, 10), (128, 10, 512), (256, 256, 256), (64, 64, 64)]
 
 
 def main():
@@ -54,6 +59,13 @@ def main():
             s += np.ascontiguousarray(np.dot(bt, a.T).T)[0, 0]
         return s
 
+    @numba.njit(cache=False)
+    def left_transposed(a, bt, n):
+        s = 0.0
+        for _ in range(n):
+            s += np.dot(bt, a.T).T[0, 0]
+        return s
+
     def per_call(f, a, b):
         f(a, b, 1)
         n = max(3, int(2e8 / (2 * a.size * b.shape[1] * 8)))
@@ -66,16 +78,17 @@ def main():
 
     rng = np.random.default_rng(0)
     print(f"numba np.dot (scipy's OpenBLAS) on {THREADS} thread(s); median of 7 samples")
-    print("| m, k, n | np.dot(a, b) | (bt @ a.T).T | ratio | rule picks transposed |")
-    print("|---|---|---|---|---|")
+    print("| m, k, n | np.dot(a, b) | (bt @ a.T).T copied | ratio | left as a view | ratio | rule picks transposed |")
+    print("|---|---|---|---|---|---|---|")
     rows = []
     for m, k, n in SHAPES:
         a = rng.standard_normal((m, k)).astype("float32")
         b = rng.standard_normal((k, n)).astype("float32")
-        t0, t1 = per_call(plain, a, b), per_call(transposed, a, np.ascontiguousarray(b.T))
-        rows.append(((m, k, n), t0, t1))
-        print(f"| {m}, {k}, {n} | {t0 * 1e6:.1f} us | {t1 * 1e6:.1f} us | {t1 / t0:.2f} | "
-              f"{'yes' if _short_wide(m, k, n) else 'no'} |")
+        bt = np.ascontiguousarray(b.T)
+        t0, t1, t2 = per_call(plain, a, b), per_call(transposed, a, bt), per_call(left_transposed, a, bt)
+        rows.append(((m, k, n), t0, t1, t2))
+        print(f"| {m}, {k}, {n} | {t0 * 1e6:.1f} us | {t1 * 1e6:.1f} us | {t1 / t0:.2f} | {t2 * 1e6:.1f} us | "
+              f"{t2 / t0:.2f} | {'yes' if _short_wide(m, k, n) else 'no'} |")
     return rows
 
 

@@ -217,6 +217,21 @@ def test_short_wide_products_run_transposed(cache):
     check(prog, fn, cases, rtol=2e-5, atol=2e-5)
 
 
+def _short_wide_uses(x, w, n):
+    def body(i, h, g, z):
+        p = h @ w                        # a short, wide product carried as is,
+        return i + 1, p * 0.05, p, (p @ w.T)[:, :4] + z   # fused, and multiplied again
+    _, h, g, z = d2s.while_loop(lambda i, h, g, z: i < n, body, (d2s.tensor(0), x, x, d2s.zeros([4, 4])))
+    return h, g, z, g[1], g.T
+
+
+def test_a_transposed_short_wide_result_is_carried_sliced_and_multiplied(cache):
+    prog = build_program(_short_wide_uses, InputSpec([4, 256]), InputSpec([256, 256]), InputSpec([], "int64"))
+    fn = compile_native(prog, cache)
+    w = _f32(256, 256) * 0.06
+    check(prog, fn, [(_f32(4, 256), w, np.array(n)) for n in (0, 1, 4)], rtol=2e-5, atol=2e-5)
+
+
 def test_a_row_of_a_contiguous_array_is_read_in_place(cache):
     """``xs[i]`` (leading ints, whole trailing dims) of a contiguous array lowers to numba's
     ``xs[i]``, which numba knows is contiguous: BLAS reads it without a copy."""
