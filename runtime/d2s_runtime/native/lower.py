@@ -626,10 +626,17 @@ class Lowerer:
         return self.new_array(name, v.dtype, v.shape)
 
     def alias(self, v):
-        """The same value under another var (a new handle: the lowering rebinds its var)."""
+        """The same value under another var (a new handle: the lowering rebinds its var).
+        Where this op is the last reader of a buffer this block made, the new var takes it
+        over (a gradient's ``stop_gradient`` before an optimizer update, which may then write
+        it in place); otherwise the buffer is pinned."""
         if v.kind == "l":
             return V("l", None, v.dtype, v.shape, tree=v.tree)
-        self.pin(v)
+        ctx = self._ctx
+        if not (v.kind == "a" and v.var is not None and v.name in ctx.fresh and ctx.last.get(v.var, -1) <= ctx.pos
+                and v.var not in ctx.outputs and v.var not in ctx.pinned and v.name not in ctx.pinned
+                and not self.read_later(v)):
+            self.pin(v)
         return V(v.kind, v.name, v.dtype, v.shape, layout=v.layout)
 
     # ---------------------------------------------------------------- builders
