@@ -144,9 +144,20 @@ def _bitwise(name, fn, doc, **traits):
     defop(name, infer, doc=doc, elementwise=True, commutative=True, fresh=True, **traits)(fn)
 
 
-_bitwise("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b), "Bitwise (logical, for bool) and.")
-_bitwise("bitwise_or", lambda xp, a, b: xp.bitwise_or(a, b), "Bitwise (logical, for bool) or.")
-_bitwise("bitwise_xor", lambda xp, a, b: xp.bitwise_xor(a, b), "Bitwise (logical, for bool) exclusive or.")
+_bitwise("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b), "Bitwise (logical, for bool) and.",
+         ufunc="bitwise_and")
+_bitwise("bitwise_or", lambda xp, a, b: xp.bitwise_or(a, b), "Bitwise (logical, for bool) or.",
+         ufunc="bitwise_or")
+_bitwise("bitwise_xor", lambda xp, a, b: xp.bitwise_xor(a, b), "Bitwise (logical, for bool) exclusive or.",
+         ufunc="bitwise_xor")
+
+
+# Generated code computes these on 0-d operands (numpy scalars of one dtype) with Python's
+# operators, as numpy's scalar math does: the per-call bool flags of to_static training are
+# chains of them (codegen.py, "python_scalar"). Not ``infix`` traits, which would also bind
+# Tensor's ``&``/``|``/``^``.
+for _name, _symbol in (("bitwise_and", "&"), ("bitwise_or", "|"), ("bitwise_xor", "^")):
+    deflowering(_name, "python_scalar")(lambda a, b, _s=_symbol: f"{a} {_s} {b}")
 
 
 def _where_infer(c, a, b):
