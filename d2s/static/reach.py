@@ -264,8 +264,15 @@ def _loop(block, op, outs, flow, namer):
                 if k < n_carry and k not in seen:
                     seen.add(k)
                     todo.append(k)
+        carries = sorted({k for k in hit & live if k < n_carry} | ({j} if j < n_carry else set()))
+        if j < n_carry:  # its initial value is the result when it reaches each carry at once and stays
+            simple = all(d.get(j, {}).get(k) is True for k in carries)
+        else:  # reaching a carry on some iteration is reaching the result when it stays there
+            simple = all(outs[k] for k in carries)
+        simple = simple and all(d.get(k, {}).get(k) is True for k in carries)
+        vector = len(carries) > (j < n_carry) and not simple
         when = entered
-        if j >= n_carry and hit & live:
+        if j >= n_carry and hit & live and (not vector or any(k >= n_carry for k in hit & live)):
             u = False
             for k in live:
                 u = _named(bemit, _or(u, d.get(j, {}).get(k, False)))
@@ -273,13 +280,7 @@ def _loop(block, op, outs, flow, namer):
                 when = namer()
                 block.vars[when] = _var(when)
                 accs.append(_acc(body, namer, when, False, lambda used, u=u: _or(used, u)))
-        carries = sorted({k for k in hit & live if k < n_carry} | ({j} if j < n_carry else set()))
-        if j < n_carry:  # its initial value is the result when it reaches each carry at once and stays
-            simple = all(d.get(j, {}).get(k) is True for k in carries)
-        else:  # reaching a carry on some iteration is reaching the result when it stays there
-            simple = all(outs[k] for k in carries)
-        simple = simple and all(d.get(k, {}).get(k) is True for k in carries)
-        if len(carries) > (j < n_carry) and not simple:
+        if vector:
             # the value moves between carries under branches, or takes more than one iteration
             # to reach some: one bool carry per carry, saying whether it holds (a gradient path
             # from) the value now
