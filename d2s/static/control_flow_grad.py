@@ -115,18 +115,18 @@ def _while_grad(ctx, *gs):
     # var that grows or a tensor list the loop appends to does)
     # (only the carries the body's VJP reads: a bool flag or counter feeding only itself is not)
     _, read = slice_block(body_blk, wrt_c)
-    saved = [i for i in range(n) if i in read or i in wrt_c]
-    m = len(saved)
+    kept = [i for i in range(n) if i in read or i in wrt_c]
+    m = len(kept)
 
     def fwd_body(*v):
         c, stacks, k = v[:n], v[n:n + 2 * m], v[n + 2 * m]
         pushed = []
-        for s, i in enumerate(saved):
+        for s, i in enumerate(kept):
             pushed.extend(apply("stack_push", stacks[2 * s], stacks[2 * s + 1], c[i]))
         return (*replay_block(body_blk, [*c, *caps]), *pushed, k + 1)
 
     zero = d.zeros([], dtype="int64")
-    empty = [t for i in saved for t in apply("stack_new", carries[i])]
+    empty = [t for i in kept for t in apply("stack_new", carries[i])]
     fwd = while_loop(fwd_cond, fwd_body, (*carries, *empty, zero))
     stacks, count = list(fwd[n:n + 2 * m]), fwd[n + 2 * m]
     carry_types = [body_blk.lookup(name).type for name in body_blk.inputs[:n]]
@@ -140,9 +140,9 @@ def _while_grad(ctx, *gs):
     def bwd_body(k, *v):
         stk, ct, acc = v[:2 * m], v[2 * m:2 * m + n_ct], v[2 * m + n_ct:]
         popped = [apply("stack_pop", stk[2 * s], stk[2 * s + 1], shape=list(carry_types[i].shape))
-                  for s, i in enumerate(saved)]
+                  for s, i in enumerate(kept)]
         c_i = [None] * n
-        for i, p in zip(saved, popped):
+        for i, p in zip(kept, popped):
             c_i[i] = p[2]
         cots = [None] * n
         for i, g in zip(wrt_c, ct):
@@ -181,10 +181,15 @@ def _scan_grad(ctx, *gs):
     # forward again, also emitting each step's incoming carries: stacked along the scan axis,
     # or, for a carry whose shape changes from step to step (its type widened), pushed onto a
     # ragged stack carried along, which the backward scan pops
+    y_cots = [g if _is_float(g) else None for g in gs[nc:]]
+    y_pos = [j for j in range(ny) if y_cots[j] is not None]
+    # (only the carries the body's VJP reads are saved, as for a while)
+    _, read = slice_block(body, wrt_c + [nc + j for j in y_pos])
+    kept = [i for i in range(nc) if i in read or i in wrt_c]
     body_types = [body.lookup(name).type for name in body.inputs[:nc]]
-    ragged = {i: k for k, i in enumerate(i for i in range(nc)
+    ragged = {i: k for k, i in enumerate(i for i in kept
                                          if tuple(body_types[i].shape) != tuple(_shape_of(carries[i])))}
-    n_reg = nc - len(ragged)
+    regular = [i for i in kept if i not in ragged]
 
     def fwd_step(cs, x):
         c, stk = cs[:nc], cs[nc:]
@@ -192,28 +197,24 @@ def _scan_grad(ctx, *gs):
         pushed = []
         for i, k in ragged.items():
             pushed.extend(apply("stack_push", stk[2 * k], stk[2 * k + 1], c[i]))
-        return (*out[:nc], *pushed), tuple(c[i] for i in range(nc) if i not in ragged)
+        return (*out[:nc], *pushed), tuple(c[i] for i in regular)
 
     empty = [t for i in ragged for t in apply("stack_new", carries[i])]
     fwd_final, saved = scan(fwd_step, (*carries, *empty), tuple(xs), length=length, reverse=reverse)
     stacks = list(fwd_final[nc:])
-    y_cots = [g if _is_float(g) else None for g in gs[nc:]]
-    y_pos = [j for j in range(ny) if y_cots[j] is not None]
+    n_reg = len(regular)
     n_ct = len(wrt_c)
     n_acc = len(wrt_k)
 
     def bwd_step(carry, x):
         ct, acc, stk = carry[:n_ct], carry[n_ct:n_ct + n_acc], carry[n_ct + n_acc:]
-        regular, x_t, gy = iter(x[:n_reg]), x[n_reg:n_reg + nx], x[n_reg + nx:]
-        c_t, new_stk = [], []
-        for i in range(nc):
-            if i in ragged:
-                k = ragged[i]
-                buf, shapes, v = apply("stack_pop", stk[2 * k], stk[2 * k + 1], shape=list(body_types[i].shape))
-                new_stk += [buf, shapes]
-                c_t.append(v)
-            else:
-                c_t.append(next(regular))
+        x_t, gy = x[n_reg:n_reg + nx], x[n_reg + nx:]
+        c_t, new_stk = [None] * nc, []
+        for i, v in zip(regular, x[:n_reg]):
+            c_t[i] = v
+        for i, k in ragged.items():
+            buf, shapes, c_t[i] = apply("stack_pop", stk[2 * k], stk[2 * k + 1], shape=list(body_types[i].shape))
+            new_stk += [buf, shapes]
         cots = [None] * (nc + ny)
         for i, g in zip(wrt_c, ct):
             cots[i] = g

@@ -99,8 +99,7 @@ class _Emitter:
             return self.done[e]
         if isinstance(e, str):
             return e
-        name = self.namer()
-        self.block.vars[name] = _var(name)
+        name = _flag(self.block, self.namer)
         if _static(e):
             op = Op("constant", [], [name], {"value": bool(e), "dtype": "bool", "shape": []})
         elif e[0] == "not":
@@ -120,8 +119,11 @@ class _Names(Namer):
         self.selects = frozenset(selects)
 
 
-def _var(name):
-    return Var(name, _BOOL)
+def _flag(block, namer):
+    """A fresh 0-d bool var of ``block`` (its name)."""
+    name = namer()
+    block.vars[name] = Var(name, _BOOL)
+    return name
 
 
 # ------------------------------------------------------------------ the analysis
@@ -219,8 +221,7 @@ def _cond(block, op, outs, flow, namer):
                 # the branch decides: each computes its flag and the cond returns the taken one's
                 then_b.outputs.append(_own(then_b, emit_then(e_t), namer))
                 else_b.outputs.append(_own(else_b, emit_else(e_e), namer))
-                when = namer()
-                block.vars[when] = _var(when)
+                when = _flag(block, namer)
                 op.outputs.append(when)
             flow(name, ks, when)
 
@@ -242,8 +243,7 @@ def _loop(block, op, outs, flow, namer):
     elif _plain_cond(op):
         entered = _entered(block, op, namer)
     else:  # a cond that cannot run again outside the loop: a bool carry set by the body says
-        entered = namer()
-        block.vars[entered] = _var(entered)
+        entered = _flag(block, namer)
         accs.append(_acc(body, namer, entered, False, lambda ran: True))
     # body outputs whose value reaches an output of the op someone reads (through carries)
     live = {k for k, ks in enumerate(outs) if ks}
@@ -277,20 +277,18 @@ def _loop(block, op, outs, flow, namer):
             for k in live:
                 u = _named(bemit, _or(u, d.get(j, {}).get(k, False)))
             if not _static(u):
-                when = namer()
-                block.vars[when] = _var(when)
+                when = _flag(block, namer)
                 accs.append(_acc(body, namer, when, False, lambda used, u=u: _or(used, u)))
         if vector:
             # the value moves between carries under branches, or takes more than one iteration
             # to reach some: one bool carry per carry, saying whether it holds (a gradient path
             # from) the value now
-            held = {k: namer() for k in carries}
-            for k in carries:
-                block.vars[held[k]] = _var(held[k])
+            held = {k: _flag(block, namer) for k in carries}
             ins = {}
             for k in carries:
-                new = (lambda r, k=k, c=carries, i=ins: _held(d, c, i, k, bemit)) if j < n_carry else \
-                    (lambda r, k=k, c=carries, i=ins, j=j: _or(_held(d, c, i, k, bemit), d.get(j, {}).get(k, False)))
+                # (a capture enters carry k afresh each iteration it reaches it)
+                enters = d.get(j, {}).get(k, False) if j >= n_carry else False
+                new = lambda r, k=k, c=carries, i=ins, e=enters: _held(d, c, i, k, e, bemit)  # noqa: E731
                 accs.append(_acc(body, namer, held[k], k == j, new))
                 ins[k] = accs[-1][3]
             for k, ks in enumerate(outs):
@@ -305,8 +303,7 @@ def _loop(block, op, outs, flow, namer):
             # the result when every iteration passed it on (and-ed over the iterations; true
             # when the loop runs zero times). Carries no output reads (an in-place update's
             # alias of the object, say) do not count.
-            kept_var = namer()
-            block.vars[kept_var] = _var(kept_var)
+            kept_var = _flag(block, namer)
             accs.append(_acc(body, namer, kept_var, True, lambda held, kept=kept: _and(held, kept)))
         else:
             kept_var = True
@@ -321,10 +318,10 @@ def _loop(block, op, outs, flow, namer):
         _add_flag_carries(block, op, n_carry, accs, namer, bemit)
 
 
-def _held(d, carries, ins, k, emit):
-    """Whether carry ``k`` holds the tracked value after an iteration: some carry that held it
-    before passes it on to ``k`` on this iteration's path."""
-    e = False
+def _held(d, carries, ins, k, enters, emit):
+    """Whether carry ``k`` holds the tracked value after an iteration: the value enters it on
+    this iteration's path (``enters``), or some carry that held it before passes it on."""
+    e = enters
     for i in carries:
         e = _named(emit, _or(e, _and(ins[i], d.get(i, {}).get(k, False))))
     return e
@@ -338,8 +335,7 @@ def _own(block, name, namer, also=()):
     tracking at every replay (a gradient rule replays its body several times)."""
     if name not in block.inputs and name not in block.outputs and name not in also:
         return name
-    fresh = namer()
-    block.vars[fresh] = _var(fresh)
+    fresh = _flag(block, namer)
     block.ops.append(Op("identity", [name], [fresh]))
     return fresh
 
@@ -348,8 +344,7 @@ def _acc(body, namer, out, init, new):
     """One bool carry: ``init`` before the loop, ``new(var)`` (an expression over the body's
     vars and this carry's body input ``var``) after each iteration, its final value ``out``.
     ``new`` is called when the carries are added, so it may read other carries' inputs."""
-    var = namer()
-    body.vars[var] = _var(var)
+    var = _flag(body, namer)
     return [new, out, init, var]
 
 
@@ -359,8 +354,7 @@ def _add_flag_carries(block, op, n_carry, accs, namer, emit):
     body = op.blocks["body"]
     inits = []
     for new, out, init, var in accs:
-        name = namer()
-        block.vars[name] = _var(name)
+        name = _flag(block, namer)
         inits.append(Op("constant", [], [name], {"value": init, "dtype": "bool", "shape": []}))
     news = []
     for new, out, init, var in accs:
@@ -375,8 +369,7 @@ def _add_flag_carries(block, op, n_carry, accs, namer, emit):
         cond = op.blocks["cond"]
         unused = []
         for _ in accs:
-            name = namer()
-            cond.vars[name] = _var(name)
+            name = _flag(cond, namer)
             unused.append(name)
         cond.inputs[n_carry:n_carry] = unused
     else:
@@ -393,9 +386,8 @@ def _scan_entered(block, op, namer):
     length = block.lookup(xs).type.shape[0]
     if length is not None:
         return length > 0
-    n, zero, nonzero = namer(), namer(), namer()
+    n, zero, nonzero = namer(), namer(), _flag(block, namer)
     block.vars[n], block.vars[zero] = Var(n, _INT), Var(zero, _INT)
-    block.vars[nonzero] = _var(nonzero)
     block.ops += [Op("dim", [xs], [n], {"axis": 0}),
                   Op("constant", [], [zero], {"value": 0, "dtype": "int64", "shape": []}),
                   Op("gt", [n, zero], [nonzero])]

@@ -37,6 +37,17 @@ def rnn_scan(xs, h0, W, U):
     return (hs * hs).sum() + h.sum()
 
 
+def rnn_scan_counting(xs, h0, W, U):
+    # an int carry the float step reads (saved for the backward) beside the float one
+    def step(c, x):
+        h, t = c
+        h = d2s.tanh(x @ W + (h @ U) * (d2s.cast(t, "float64") * 0.25 + 0.5))
+        return (h, t + 1), h
+
+    (h, _), hs = d2s.scan(step, (h0, d2s.zeros([], dtype="int64")), xs)
+    return (hs * hs).sum() + h.sum()
+
+
 def growing(x, w, n):
     i = d2s.zeros([], dtype="int64")
     while i < n:
@@ -103,6 +114,12 @@ def test_rnn_while_to_static_values_and_gradients(n):
 def test_rnn_scan_to_static_values_and_gradients(n):
     xs, h0, W, U = _rnn_arrays(n)
     _check(rnn_scan, [xs[:n], h0, W, U])
+
+
+@pytest.mark.parametrize("n", TRIPS)
+def test_scan_reading_a_counter_to_static_values_and_gradients(n):
+    xs, h0, W, U = _rnn_arrays(n)
+    _check(rnn_scan_counting, [xs[:n], h0, W, U])
 
 
 @pytest.mark.parametrize("n", TRIPS)

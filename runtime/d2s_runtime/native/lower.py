@@ -572,14 +572,20 @@ class Lowerer:
                 continue
             if leaf.layout != "C" or not (leaf.name in ctx.fresh or leaf.var in ctx.owned):
                 continue
-            name = leaf.var
-            if name is None or name in ctx.outputs or name in ctx.pinned or ctx.last.get(name, -1) > ctx.pos:
-                continue
-            if leaf.name in ctx.donated or leaf.name in ctx.pinned or self.read_later(leaf, v):
+            if leaf.name in ctx.donated or not self.dies_here(leaf, v):
                 continue
             ctx.donated.add(leaf.name)
             return leaf
         return None
+
+    def dies_here(self, v, but=None):
+        """Whether array ``v``'s buffer is read by nothing after the op being lowered (other
+        than the lazy value ``but``): its var is not an output, nothing reads it later, and
+        no other value shows the buffer."""
+        ctx = self._ctx
+        name = v.var
+        return (name is not None and name not in ctx.outputs and name not in ctx.pinned
+                and ctx.last.get(name, -1) <= ctx.pos and v.name not in ctx.pinned and not self.read_later(v, but))
 
     def read_later(self, v, but=None):
         """Whether a lazy value not yet computed (other than ``but``) reads ``v``'s buffer."""
@@ -632,10 +638,7 @@ class Lowerer:
         it in place); otherwise the buffer is pinned."""
         if v.kind == "l":
             return V("l", None, v.dtype, v.shape, tree=v.tree)
-        ctx = self._ctx
-        if not (v.kind == "a" and v.var is not None and v.name in ctx.fresh and ctx.last.get(v.var, -1) <= ctx.pos
-                and v.var not in ctx.outputs and v.var not in ctx.pinned and v.name not in ctx.pinned
-                and not self.read_later(v)):
+        if not (v.kind == "a" and v.name in self._ctx.fresh and self.dies_here(v)):
             self.pin(v)
         return V(v.kind, v.name, v.dtype, v.shape, layout=v.layout)
 

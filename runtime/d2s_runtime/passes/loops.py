@@ -39,7 +39,7 @@ import json
 from ..ir import Op
 from ..ops import OPS, TensorType
 from ..schedule import FeedView, topo_order
-from ._util import SMALL_CONSTANT, Namer, is_effect, prune_vars, rename_uses, start, trait
+from ._util import SMALL_CONSTANT, Namer, is_effect, prune_vars, rename_uses, start, trait, use_counts
 
 # ------------------------------------------------------------------ helpers
 def _defs(block):
@@ -775,7 +775,7 @@ def _sink_constants(block, namer, loop):
     n = len(loop.outputs)
     defs = _defs(block)
     # (one pass per sub-block: a loop of many captures, as reach flags make, stays linear)
-    read = {key: {i for op in blk.ops for i in op.inputs} | set(blk.outputs) for key, blk in loop.blocks.items()}
+    read = {key: use_counts(blk) for key, blk in loop.blocks.items()}
     made = {key: ([], {}) for key in loop.blocks}
     for j in range(n, len(loop.inputs)):
         src = _small_fixed_value(block, defs, loop.inputs[j])
