@@ -153,8 +153,8 @@ def _record(opdef, inputs, attrs, outputs):
 
 
 def _same_device(opdef, arrays, xp, inputs):
-    """``arrays`` on the device of namespace ``xp``: Python data (scalars, lists) and one-element
-    numpy arrays are copied there; a larger numpy array is refused, as torch refuses a CPU
+    """``arrays`` on the device of namespace ``xp``: Python data (scalars, lists), one-element
+    numpy arrays and numpy scalars (where the op is not element-wise) are copied there; a larger numpy array is refused, as torch refuses a CPU
     tensor meeting a CUDA one (a silent copy on every call would hide a slow program)."""
     out = []
     for a, given in zip(arrays, inputs):
@@ -166,6 +166,10 @@ def _same_device(opdef, arrays, xp, inputs):
                            and hasattr(b, "dtype") and xp_of(b) is xp)
                 raise RuntimeError(f"{opdef.name}: inputs are on different devices (cpu and {dev}); "
                                    f"move them with .to({dev!r}) or .to('cpu') first")
+        elif isinstance(a, np.generic) and not opdef.elementwise:
+            # cupy's ufuncs take numpy scalars as they take Python ones, but its other
+            # functions (stack, concatenate, ...) take only device arrays
+            a = xp.asarray(a)
         out.append(a)
     return out
 

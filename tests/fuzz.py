@@ -28,6 +28,8 @@ program, ``--save DIR`` writes them to DIR). Program ``i`` of seed ``s`` depends
 once every program of the function runs natively (each input is called once first, then the
 background compiles are waited for, outside the time limit); the summary says how many
 programs ran natively.
+``--device gpu`` (or ``strict``, the tests' cupy-like device) runs both calls with that device as d2s's default,
+so the programs' tensors and every op run there (a GPU run needs cupy).
 ``tests/jit/test_random_programs.py`` runs a fixed-seed slice of 100 programs in the suite.
 """
 import argparse
@@ -425,6 +427,7 @@ def main(argv=None):
                     help="also compare the gradients with respect to x and y (verdict 'grad')")
     ap.add_argument("--backend", default="python", choices=("python", "native", "auto"),
                     help="to_static's backend (native: compared once the native compiles are done)")
+    ap.add_argument("--device", default="cpu", help="d2s's default device for both calls (gpu: cupy)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each failing program")
     ap.add_argument("--save", metavar="DIR", help="write each failing program to DIR")
     ap.add_argument("--show", nargs=2, type=int, metavar=("SEED", "INDEX"), help="print one program and exit")
@@ -444,6 +447,13 @@ def main(argv=None):
         small = minimize(src, sets, (verdict, detail), args.limit, args.grads)
         print(f"# {verdict}: {check_program(small, sets, args.limit, args.grads)[1]}\n{small}", end="")
         return 1
+    if args.device == "strict":  # the tests' cupy-like device (tests/strict_device.py)
+        try:
+            from . import strict_device
+        except ImportError:
+            import strict_device
+        strict_device.register()
+    d2s.set_default_device(args.device)
     failures = run(args.count, args.seed, args.first, args.verbose, args.save, args.limit,
                    closures=not args.no_closures, grads=args.grads, backend=args.backend)
     for i, (verdict, detail) in sorted(failures.items()):

@@ -21,6 +21,8 @@ wait for the GPU:
   ``unique``, ``argwhere``, ``flatnonzero``), which cupy must sync to size their output.
   ``asnumpy(s)`` and ``s.get()`` are the explicit device-to-host copies (``COUNTS.to_host``;
   a copy waits for the device, so each is a sync too).
+* ``concatenate``/``stack`` take strict arrays only (a numpy or Python scalar in the sequence
+  raises ``TypeError``, as in cupy).
 * Reductions and scalar indexing return 0-d arrays, never numpy scalars (cupy has no scalars
   on the device); element-wise promotion follows numpy 2 (NEP 50: Python scalars are weak,
   0-d arrays and numpy scalars are not), which is what cupy 14 follows.
@@ -472,6 +474,20 @@ class _Random:
             return draw
 
 
+def _joining(fn):
+    """cupy's concatenate and stack take device arrays only: a numpy or Python scalar in the
+    sequence is refused, where numpy would make it an array."""
+    @functools.wraps(fn)
+    def run(arrays, *args, **kwargs):
+        for a in arrays:
+            if type(a) is not StrictArray:
+                raise TypeError(f"Argument 'a' has incorrect type (expected cupy._core.core._ndarray_base, "
+                                f"got {type(a).__module__}.{type(a).__name__})")
+        return _call(fn, (arrays,) + args, kwargs)
+
+    return run
+
+
 xp = _Namespace(np, NAME)
 xp.ndarray = StrictArray
 xp.asarray = _asarray
@@ -481,6 +497,8 @@ xp.asnumpy = asnumpy
 xp.random = _Random()
 for _fn_name in ("nonzero", "unique", "argwhere", "flatnonzero"):
     setattr(xp, _fn_name, _data_dependent(getattr(np, _fn_name), _fn_name))
+for _fn_name in ("concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"):
+    setattr(xp, _fn_name, _joining(getattr(np, _fn_name)))
 del _fn_name
 
 

@@ -57,7 +57,7 @@ CASES = [
                           d2s.squeeze(d2s.unsqueeze(a, 1), 1), d2s.broadcast_to(a, (2, 3, 4)), d2s.flatten(a),
                           d2s.concat([a, a], 1), d2s.stack([a, a]), *d2s.split(a, [1, 2], 0),
                           d2s.cast(a, "float32")), [r(3, 4)]),
-    ("indexing", lambda a: (a[1:, ::2], a[None, ..., 0], a[a > 1.0], a[d2s.tensor([0, 0, 2]).to("gpu")]), [r(3, 4)]),
+    ("indexing", lambda a: (a[1:, ::2], a[None, ..., 0], a[a > 1.0], a[d2s.tensor([0, 0, 2]).to(a.device)]), [r(3, 4)]),
     ("softmax", lambda a: (d2s.softmax(a, 1), d2s.log_softmax(a, 0)), [r(3, 4)]),
     ("cumsum_gather", lambda a: (d2s.cumsum(a, 1), d2s.gather(a, 1, d2s.tensor(IDX).to(a.device))), [r(2, 4)]),
     ("scatter_add", lambda a, s: scatter_add(a, 1, d2s.tensor(IDX).to(a.device), s), [r(2, 4), r(2, 3)]),
