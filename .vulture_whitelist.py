@@ -68,6 +68,9 @@ _.stack_from_py  # native/_lib.py: generated native code calls it (ragged stacks
 _.stack_buf_out  # native/_lib.py: generated native code calls it (ragged stacks)
 _.stack_shapes_out  # native/_lib.py: generated native code calls it (ragged stacks)
 _.stack_buf_view  # native/_lib.py: generated native code calls it (a stack's rows, read in place)
+_.smatmul  # native/_lib.py: generated native code calls it (products through MKL, native/mkl.py)
+_.dmatmul  # native/_lib.py: generated native code calls it (products through MKL, native/mkl.py)
+_.blas_name  # native/mkl.py: which BLAS the native products call; benchmarks print it, tests assert it
 _.TANH_MAX_ULP  # native/_lib.py: the documented accuracy, asserted by tests/runtime/native/test_native_math.py
 _.dispatcher  # native.compile_lowered's fn.dispatcher: numba's dispatcher, read by tests (cache hit counters)
 _.set_default_device  # public API (d2s.set_default_device, as torch.set_default_device); tests/conftest.py

@@ -694,6 +694,15 @@ def alone_child(args):
     print("ALONE " + json.dumps(result), flush=True)
 
 
+def native_blas():
+    """Which BLAS the native backend's matrix products call in this process."""
+    try:
+        from d2s_runtime.native import mkl
+    except ImportError:
+        return "none (no native backend)"
+    return mkl.blas_name()
+
+
 def alone(args):
     """Every column in a process of its own, timed back to back after a warm-up (the steady
     state of a training loop; no other framework's threads anywhere), the columns run one after
@@ -703,7 +712,7 @@ def alone(args):
     tf_python = find_tf_python(args.tf_python)[0] if args.peers else None
     print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}  ({os.cpu_count()} CPUs; "
           f"--alone: each column in its own process, {THREADS} threads, warmed up {ALONE_WARM:g} s, then "
-          f"{args.repeat or 5} samples back to back; {args.rounds} rounds)")
+          f"{args.repeat or 5} samples back to back; {args.rounds} rounds; native products: {native_blas()})")
     rounds = []
     for r in range(args.rounds):
         row = {}
@@ -774,7 +783,8 @@ def bench(args):
     repeat = args.repeat or (1 if args.tiny else 5 if args.quick else 15)
     print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}  "
           f"({os.cpu_count()} CPUs; every framework limited to {THREADS} threads); median of {repeat} samples, "
-          f"each after {0.0 if args.tiny else args.settle:g} s of sleep and one untimed call")
+          f"each after {0.0 if args.tiny else args.settle:g} s of sleep and one untimed call; "
+          f"native products: {native_blas()}")
     cases = cases_for(only, args.quick, args.tiny)
     columns = ["d2s-py", "d2s-native", "d2s-auto", "numpy"] + (["jax", "torch", "tf"] if args.peers else [])
     times = {c: {} for c in cases}   # case -> column -> seconds or Unavailable

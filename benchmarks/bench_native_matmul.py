@@ -2,7 +2,8 @@
 ``_short_wide``): numba's ``np.dot(a, b)`` against ``np.ascontiguousarray(np.dot(bt, a.T).T)``
 (``bt``: ``b.T`` copied once, as the lowering does before a loop where ``b`` is invariant), both
 calling scipy's OpenBLAS, on the shapes of the benchmark workloads and around the rule's edges;
-and the transposed product left as its ``.T`` view (an F-layout result). The lowering copies it
+MKL's gemm (``_lib.smatmul``, what the lowering calls where ``d2s[mkl]`` is installed,
+``native/mkl.py``) beside them; and the transposed product left as its ``.T`` view (an F-layout result). The lowering copies it
 instead: a fused C-order loop reading the view strided costs more than the copy (an RNN step
 took 11.5 ms that way, 9.3 ms with the copy), and keeping whole chains in F order (an MLP
 step's epilogues and reductions) measured no faster end to end.
@@ -25,7 +26,7 @@ def _threads_arg(argv):
 
 
 THREADS = _threads_arg(sys.argv)
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = str(THREADS)
 
 import time  # noqa: E402
@@ -66,6 +67,16 @@ def main():
             s += np.dot(bt, a.T).T[0, 0]
         return s
 
+    from d2s_runtime.native import _lib, mkl
+    use_mkl = mkl.library() is not None
+
+    @numba.njit(cache=False)
+    def with_mkl(a, b, n):
+        s = 0.0
+        for _ in range(n):
+            s += _lib.smatmul(a, b)[0, 0]
+        return s
+
     def per_call(f, a, b):
         f(a, b, 1)
         n = max(3, int(2e8 / (2 * a.size * b.shape[1] * 8)))
@@ -77,18 +88,22 @@ def main():
         return sorted(samples)[len(samples) // 2]
 
     rng = np.random.default_rng(0)
-    print(f"numba np.dot (scipy's OpenBLAS) on {THREADS} thread(s); median of 7 samples")
-    print("| m, k, n | np.dot(a, b) | (bt @ a.T).T copied | ratio | left as a view | ratio | rule picks transposed |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"numba np.dot (scipy's OpenBLAS) and MKL ({mkl.blas_name()}) on {THREADS} thread(s); "
+          f"median of 7 samples; ratios against np.dot(a, b)")
+    print("| m, k, n | np.dot(a, b) | (bt @ a.T).T copied | ratio | left as a view | ratio | rule picks transposed "
+          "| MKL gemm | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
     rows = []
     for m, k, n in SHAPES:
         a = rng.standard_normal((m, k)).astype("float32")
         b = rng.standard_normal((k, n)).astype("float32")
         bt = np.ascontiguousarray(b.T)
         t0, t1, t2 = per_call(plain, a, b), per_call(transposed, a, bt), per_call(left_transposed, a, bt)
-        rows.append(((m, k, n), t0, t1, t2))
+        t3 = per_call(with_mkl, a, b) if use_mkl else None
+        rows.append(((m, k, n), t0, t1, t2, t3))
+        mkl_cells = f"{t3 * 1e6:.1f} us | {t3 / t0:.2f}" if use_mkl else "- | -"
         print(f"| {m}, {k}, {n} | {t0 * 1e6:.1f} us | {t1 * 1e6:.1f} us | {t1 / t0:.2f} | {t2 * 1e6:.1f} us | "
-              f"{t2 / t0:.2f} | {'yes' if _short_wide(m, k, n) else 'no'} |")
+              f"{t2 / t0:.2f} | {'yes' if _short_wide(m, k, n) else 'no'} | {mkl_cells} |")
     return rows
 
 

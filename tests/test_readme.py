@@ -20,5 +20,5 @@ def test_readme_tour_runs(tmp_path):
 def test_readme_names_the_ci_test_command():
     readme = open(os.path.join(ROOT, "README.md")).read()
     ci = open(os.path.join(ROOT, ".ci", "run")).read()
-    command = "pip install -e '.[test,onnx,distributed,dask,native]' && python -m pytest -q -x -p no:cacheprovider -n 2 tests"
+    command = "pip install -e '.[test,onnx,distributed,dask,native,mkl]' && python -m pytest -q -x -p no:cacheprovider -n 2 tests"
     assert command in readme and command in ci

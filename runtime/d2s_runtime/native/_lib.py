@@ -9,6 +9,8 @@ LLVM vectorizes what has no libm call. ``tanh32`` is this module's own rational 
 import numba
 import numpy as np
 
+from . import mkl
+
 _JIT = dict(cache=True, error_model="numpy", inline="always")
 njit = numba.njit
 
@@ -229,3 +231,90 @@ def stack_buf_view(buf, shp):
 @njit(**_BIG)
 def stack_shapes_out(shp):
     return shp[1:shp[0, 0] + 1, :shp.shape[1] - 3].copy()
+
+
+# ------------------------------------------------------------------ matrix products (mkl.py)
+# ``smatmul``/``dmatmul``: ``a @ b`` of 2-d float32/float64 arrays through MKL's cblas gemm, which
+# the lowering calls only where ``mkl.library()`` found MKL. An operand whose rows or columns are
+# contiguous is passed as it is (a transposed view as a transposed operand), any other copied.
+mkl.register()
+_I32, _IP = numba.types.int32, numba.types.intp
+
+
+def _gemm_fn(symbol, ft):
+    # cblas_?gemm(layout, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+    return numba.types.ExternalFunction(symbol, numba.types.void(_I32, _I32, _I32, _I32, _I32, _I32, ft, _IP, _I32,
+                                                                 _IP, _I32, ft, _IP, _I32))
+
+
+_SGEMM = _gemm_fn(mkl.SGEMM, numba.types.float32)
+_DGEMM = _gemm_fn(mkl.DGEMM, numba.types.float64)
+_NO_TRANS, _TRANS, _ROW_MAJOR = 111, 112, 101
+_INT32_MAX = 2 ** 31 - 1
+
+
+@njit(**_BIG)
+def _lead(a):
+    """``(_NO_TRANS, ld)`` for a 2-d array with contiguous rows, ``(_TRANS, ld)`` for one with
+    contiguous columns (a transposed view), ``(0, 0)`` for one gemm cannot read as it is."""
+    m, k = a.shape
+    isz = a.itemsize
+    s0, s1 = a.strides
+    if (s1 == isz or k <= 1) and s0 % isz == 0:
+        ld = max(s0 // isz, k, 1) if m <= 1 else s0 // isz  # a single row's stride is never read
+        if ld >= max(k, 1):
+            return _NO_TRANS, ld
+    if (s0 == isz or m <= 1) and s1 % isz == 0:
+        ld = max(s1 // isz, m, 1) if k <= 1 else s1 // isz
+        if ld >= max(m, 1):
+            return _TRANS, ld
+    return 0, 0
+
+
+@njit(**_BIG)
+def _gemm_into(a, b, out, single):
+    m, k = a.shape
+    n = b.shape[1]
+    ta, lda = _lead(a)
+    tb, ldb = _lead(b)
+    if single:
+        _SGEMM(_ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0, out.ctypes.data, max(n, 1))
+    else:
+        _DGEMM(_ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0, out.ctypes.data, max(n, 1))
+
+
+@njit(**_BIG)
+def _matmul(a, b, out, single):
+    m, k = a.shape
+    n = b.shape[1]
+    if b.shape[0] != k:
+        raise ValueError("native program: matmul operands do not align (inner dims differ)")
+    if a.itemsize != out.itemsize or b.itemsize != out.itemsize:  # the lowering casts them first
+        raise TypeError("native program: matmul operands of another dtype than the product's")
+    if m == 0 or n == 0:
+        return out
+    if k == 0:
+        out[:] = 0
+        return out
+    if _lead(a)[0] == 0 or _lead(b)[0] == 0 or max(m, n, k, a.strides[0], a.strides[1], b.strides[0],
+                                                   b.strides[1]) > _INT32_MAX:
+        ac, bc = np.ascontiguousarray(a), np.ascontiguousarray(b)
+        if max(m, n, k) > _INT32_MAX:  # beyond 32-bit dims: numba's np.dot (scipy's BLAS)
+            out[:] = np.dot(ac, bc)
+        else:
+            _gemm_into(ac, bc, out, single)
+    else:
+        _gemm_into(a, b, out, single)
+    return out
+
+
+@njit(**_BIG)
+def smatmul(a, b):
+    """``a @ b`` of 2-d float32 arrays, a new C-contiguous array."""
+    return _matmul(a, b, np.empty((a.shape[0], b.shape[1]), np.float32), True)
+
+
+@njit(**_BIG)
+def dmatmul(a, b):
+    """``a @ b`` of 2-d float64 arrays, a new C-contiguous array."""
+    return _matmul(a, b, np.empty((a.shape[0], b.shape[1]), np.float64), False)

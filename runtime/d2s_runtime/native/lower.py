@@ -32,6 +32,7 @@ import numpy as np
 from ..dtypes import DTYPES, float_of, result_type
 from ..ops import OPS
 from ..schedule import topo_order
+from . import mkl
 
 BACKEND = "native"
 # Bumped whenever the generated code changes meaning, so disk caches of older versions are not used.
@@ -764,10 +765,14 @@ class Lowerer:
             e.unsupported("integer matmul (numba's np.dot is for floats)")
         if a.ndim not in (1, 2) or b.ndim not in (1, 2):
             e.unsupported("batched matmul (more than 2 dims)")
+        # a thin inner dim (a rank-10 update, say): scipy's OpenBLAS measured faster there
+        # (benchmarks/bench_native_matmul.py: (128, 10) @ (10, 512) 12.7 us against MKL's 21.3)
+        thin = a.ndim == 2 and isinstance(a.shape[1], int) and a.shape[1] < MKL_MIN_INNER
+        gemm = _mkl_matmul(odt) if a.ndim == 2 and b.ndim == 2 and not thin else None
         args = []
         for v in (a, b):
             v = self.array(v)
-            if v.layout == "A":
+            if v.layout == "A" and gemm is None:  # (MKL's gemm reads strided rows or columns)
                 v = self.contiguous(v)
             if v.dtype != odt:
                 name = self.fresh()
@@ -779,7 +784,9 @@ class Lowerer:
             if rows is not None:
                 return rows
         name = self.fresh()
-        if a.ndim == 2 and b.ndim == 2 and _short_wide(a.shape[0], a.shape[1], b.shape[1]):
+        if gemm is not None:
+            self.emit(self.indent, f"{name} = L.{gemm}({args[0].name}, {args[1].name})")
+        elif a.ndim == 2 and b.ndim == 2 and _short_wide(a.shape[0], a.shape[1], b.shape[1]):
             # A short, wide product is computed as (b.T @ a.T).T: OpenBLAS splits and packs it
             # better in that orientation (benchmarks/bench_native_matmul.py); b.T is read
             # contiguous, from a copy made once before the loop where b is loop-invariant
@@ -839,7 +846,8 @@ class Lowerer:
         self.emit(ind, f"if not ({lo} <= {tn} < {hi}):")
         self.emit(ind + 1, f"{lo} = ({tn} // {n}) * {n}")
         self.emit(ind + 1, f"{hi} = min({lo} + {n}, {T})")
-        self.emit(ind + 1, f"{chunk} = np.dot({x2}[{lo} * {B}:{hi} * {B}], {b.name}).reshape(({hi} - {lo}, {B}, "
+        dot = f"L.{_mkl_matmul(odt)}" if _mkl_matmul(odt) else "np.dot"
+        self.emit(ind + 1, f"{chunk} = {dot}({x2}[{lo} * {B}:{hi} * {B}], {b.name}).reshape(({hi} - {lo}, {B}, "
                            f"{b.name}.shape[1]))")
         self.emit(ind, f"{name} = {chunk}[{tn} - {lo}]")
         return self.new_array(name, odt, shape, fresh=False)
@@ -1750,6 +1758,17 @@ class _BlockCtx:
 
 # rows of a product computed at once by ``_row_product`` (a multiple of the rows of one step)
 ROW_CHUNK = 512
+
+
+MKL_MIN_INNER = 16  # products with a static inner dim below this call np.dot
+
+
+def _mkl_matmul(dtype):
+    """The ``_lib`` helper computing a 2-d float product of ``dtype`` with MKL, or None where
+    products call ``np.dot`` (no MKL here, see ``mkl.py``)."""
+    if dtype not in ("float32", "float64") or mkl.library() is None:
+        return None
+    return "smatmul" if dtype == "float32" else "dmatmul"
 
 
 def _short_wide(m, k, n):

@@ -23,6 +23,28 @@ def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("native_cache")
 
 
+@pytest.fixture(params=["openblas", "mkl"])
+def blas(request, monkeypatch):
+    """The BLAS the native lowering's products call: numba's ``np.dot`` (scipy's OpenBLAS), and
+    MKL's gemm where ``d2s[mkl]`` installed it (``native/mkl.py``)."""
+    import importlib
+    from d2s_runtime.native import mkl
+    lower = importlib.import_module("d2s_runtime.native.lower")  # the module (the package exports a function so named)
+    if request.param == "openblas":
+        monkeypatch.setattr(mkl, "library", lambda: None)
+    elif mkl.library() is None:
+        pytest.skip(f"MKL: {mkl.blas_name()}")
+    else:
+        monkeypatch.setattr(lower, "MKL_MIN_INNER", 0)  # the tests' small products through MKL too
+    return request.param
+
+
+@pytest.fixture
+def openblas(monkeypatch):
+    from d2s_runtime.native import mkl
+    monkeypatch.setattr(mkl, "library", lambda: None)
+
+
 def _f32(*shape):
     return RNG.standard_normal(shape).astype("float32")
 
@@ -178,7 +200,7 @@ def _mlp_layer(x, w, b, v):
     return h, t, g, (x @ w).sum(axis=0), d2s.sigmoid(b @ v.T), b @ b  # 1-d @ 2-d, 1-d @ 1-d
 
 
-def test_matmul_with_bias_and_activation_epilogues(cache):
+def test_matmul_with_bias_and_activation_epilogues(cache, blas):
     prog = build_program(_mlp_layer, InputSpec([None, 6]), InputSpec([6, 8]), InputSpec([8]), InputSpec([3, 8]))
     fn = compile_native(prog, cache)
     cases = [(_f32(4, 6), _f32(6, 8), _f32(8), _f32(3, 8)), (_f32(1, 6), _f32(6, 8), _f32(8), _f32(3, 8))]
@@ -195,7 +217,7 @@ def _short_wide(x, w, v, n):
     return h, s, x @ w, x[:1] @ w, x @ w[:, :8]   # outside a loop; one row; too narrow for the rule
 
 
-def test_short_wide_products_run_transposed(cache):
+def test_short_wide_products_run_transposed(cache, openblas):
     """An (m, k) @ (k, n) product with few rows and a wide right operand runs as
     (b.T @ a.T).T (OpenBLAS is faster that way round); b.T is read from a copy hoisted before
     the loop where b is loop-invariant. Values agree with the Python backend."""
@@ -225,7 +247,7 @@ def _short_wide_uses(x, w, n):
     return h, g, z, g[1], g.T
 
 
-def test_a_transposed_short_wide_result_is_carried_sliced_and_multiplied(cache):
+def test_a_transposed_short_wide_result_is_carried_sliced_and_multiplied(cache, blas):
     prog = build_program(_short_wide_uses, InputSpec([4, 256]), InputSpec([256, 256]), InputSpec([], "int64"))
     fn = compile_native(prog, cache)
     w = _f32(256, 256) * 0.06
@@ -241,7 +263,7 @@ def _sgd_update_and_grad(w, x, g):
     return w - 0.01 * d2s.stop_gradient(dw), dw * 2.0   # dw is read again after the alias
 
 
-def test_an_alias_that_reads_a_buffer_last_takes_it_over(cache):
+def test_an_alias_that_reads_a_buffer_last_takes_it_over(cache, blas):
     """``stop_gradient`` of a product that nothing reads afterwards hands the product's buffer
     on: the update writes into it instead of a new array. Where the product is read again,
     the buffer stays pinned and the update gets its own array. Values agree either way."""
@@ -254,14 +276,16 @@ def test_an_alias_that_reads_a_buffer_last_takes_it_over(cache):
         check(prog, compile_native(prog, cache), [(_f32(6, 4), _f32(5, 6), _f32(5, 4))], rtol=1e-6, atol=1e-7)
 
 
-def test_a_row_of_a_contiguous_array_is_read_in_place(cache):
+def test_a_row_of_a_contiguous_array_is_read_in_place(cache, blas):
     """``xs[i]`` (leading ints, whole trailing dims) of a contiguous array lowers to numba's
-    ``xs[i]``, which numba knows is contiguous: BLAS reads it without a copy."""
+    ``xs[i]``, which numba knows is contiguous: BLAS reads it without a copy. ``xs[:, 1]`` (rows
+    apart in memory) is copied for ``np.dot``; MKL's gemm reads it strided."""
     from d2s_runtime import native
     prog = build_program(lambda xs, w, i: (xs[i] @ w, xs[i, 1] * 2.0, xs[:, 1] @ w, xs[i, :, ::2] + 1.0),
                          InputSpec([5, 3, 4]), InputSpec([4, 2]), InputSpec([], "int64"))
     src = native.lower_program(prog).source
-    assert src.count("np.ascontiguousarray(") == 1      # xs[:, 1] only: not contiguous
+    assert src.count("np.ascontiguousarray(") == (1 if blas == "openblas" else 0), src
+    assert src.count("L.smatmul(") == (0 if blas == "openblas" else 2), src
     fn = compile_native(prog, cache)
     check(prog, fn, [(_f32(5, 3, 4), _f32(4, 2), np.array(i)) for i in (0, 4, -1)], rtol=1e-6, atol=1e-6)
     with pytest.raises(IndexError):
@@ -279,7 +303,7 @@ def _row_products(xs, w, n, m):
     return s, acc, last
 
 
-def test_rows_of_an_invariant_array_are_multiplied_a_chunk_at_a_time(cache):
+def test_rows_of_an_invariant_array_are_multiplied_a_chunk_at_a_time(cache, blas):
     """``xs[t] @ w`` in a loop over invariant ``xs``, ``w``: one product per 8 steps here (512
     rows), computed when ``t`` leaves the rows computed so far, in any order; the loop reads a
     view of the chunk, never writes it, and a carry holding it is a copy."""
@@ -311,7 +335,7 @@ def _shapes(x, y):
             x[2], x[:, 1:3].T @ y[:3].reshape(3, 1))
 
 
-def test_shape_ops(cache):
+def test_shape_ops(cache, blas):
     prog = build_program(_shapes, InputSpec([3, 4]), InputSpec([4]))
     fn = compile_native(prog, cache)
     # bit for bit, but output 8 (a float32 sum, added in float64 here and pairwise in float32
@@ -365,7 +389,7 @@ def test_scan_forward_reverse_and_empty(cache):
 
 
 # ------------------------------------------------------------------ training programs
-def test_mlp_forward_and_backward_program(cache):
+def test_mlp_forward_and_backward_program(cache, blas):
     def loss(x, w1, b1, w2, b2, w3):
         h = d2s.relu(x @ w1 + b1)
         h = d2s.relu(h @ w2 + b2)
@@ -379,7 +403,7 @@ def test_mlp_forward_and_backward_program(cache):
           rtol=1e-4, atol=1e-6)
 
 
-def test_elman_rnn_forward_and_backward_program(cache):
+def test_elman_rnn_forward_and_backward_program(cache, blas):
     def loss(xs, wx, wh, h0):
         def step(h, x):
             h = d2s.tanh(x @ wx + h @ wh)
