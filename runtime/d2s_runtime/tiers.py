@@ -25,8 +25,9 @@ reliably (a program whose matmuls the optimizer removed, like ``(x @ x.T).sum()`
 slower natively), so once the native function is ready :class:`AutoTrial` times the next real
 calls, a block on each backend, and keeps the faster one; ``backend_report()`` says which
 and why. A program that computes matrix products must run natively :data:`PRODUCTS_MARGIN`
-times faster to switch: its two backends call two OpenBLAS libraries (numpy's and the one
-numba's ``np.dot`` calls), whose speeds vary with what else the process runs, so a small
+times faster to switch: its two backends call two BLAS libraries (numpy's OpenBLAS, and MKL
+or the OpenBLAS numba's ``np.dot`` calls, ``native/mkl.py``), whose thread pools compete and
+whose speeds vary with what else the process runs, so a small
 measured lead is not kept (trials that alternated the backends call by call measured an MLP
 step 1.27x faster natively that then ran 1.9x slower). Control flow over small tensors wins
 natively by tens; the 64-step RNN of ``benchmarks/bench_native.py``, whose pooled stacks keep

@@ -765,14 +765,16 @@ class Lowerer:
             e.unsupported("integer matmul (numba's np.dot is for floats)")
         if a.ndim not in (1, 2) or b.ndim not in (1, 2):
             e.unsupported("batched matmul (more than 2 dims)")
-        # a thin inner dim (a rank-10 update, say): scipy's OpenBLAS measured faster there
-        # (benchmarks/bench_native_matmul.py: (128, 10) @ (10, 512) 12.7 us against MKL's 21.3)
-        thin = a.ndim == 2 and isinstance(a.shape[1], int) and a.shape[1] < MKL_MIN_INNER
-        gemm = _mkl_matmul(odt) if a.ndim == 2 and b.ndim == 2 and not thin else None
+        # With MKL every product but a 1-d dot goes to it, vectors as one-row or one-column
+        # matrices: a program calling both BLAS libraries keeps two thread pools spinning on
+        # the same cores (an MLP step whose rank-10 product alone called np.dot: 8.0 ms
+        # back to back, against 1.9 ms all on MKL)
+        gemm = _mkl_matmul(odt) if a.ndim + b.ndim > 2 else None
         args = []
         for v in (a, b):
             v = self.array(v)
-            if v.layout == "A" and gemm is None:  # (MKL's gemm reads strided rows or columns)
+            # (MKL's gemm reads strided rows or columns of a matrix; a vector is reshaped)
+            if v.layout == "A" and (gemm is None or v.ndim == 1):
                 v = self.contiguous(v)
             if v.dtype != odt:
                 name = self.fresh()
@@ -785,7 +787,14 @@ class Lowerer:
                 return rows
         name = self.fresh()
         if gemm is not None:
-            self.emit(self.indent, f"{name} = L.{gemm}({args[0].name}, {args[1].name})")
+            x, y = args[0].name, args[1].name
+            if a.ndim == 1:
+                call = f"L.{gemm}({x}.reshape((1, {x}.shape[0])), {y}).reshape(({y}.shape[1],))"
+            elif b.ndim == 1:
+                call = f"L.{gemm}({x}, {y}.reshape(({y}.shape[0], 1))).reshape(({x}.shape[0],))"
+            else:
+                call = f"L.{gemm}({x}, {y})"
+            self.emit(self.indent, f"{name} = {call}")
         elif a.ndim == 2 and b.ndim == 2 and _short_wide(a.shape[0], a.shape[1], b.shape[1]):
             # A short, wide product is computed as (b.T @ a.T).T: OpenBLAS splits and packs it
             # better in that orientation (benchmarks/bench_native_matmul.py); b.T is read
@@ -1758,9 +1767,6 @@ class _BlockCtx:
 
 # rows of a product computed at once by ``_row_product`` (a multiple of the rows of one step)
 ROW_CHUNK = 512
-
-
-MKL_MIN_INNER = 16  # products with a static inner dim below this call np.dot
 
 
 def _mkl_matmul(dtype):

@@ -74,17 +74,26 @@ def _threading_layer(lib):
     benchmarks/bench_native.py on 2 cores, numpy's own products (OpenBLAS, whose threads then
     wait for a core) ran 1.15 to 1.25 times slower beside it, and the native MLP step took
     2.27 ms against 1.96 ms with GNU threads. Where libgomp cannot be loaded, MKL keeps its
-    default."""
+    default.
+
+    GNU OpenMP's thread pool does not survive ``fork``: a forked child's first product waited
+    forever (a ``multiprocessing`` pool with the "fork" start method, a data loader's worker).
+    A child forked through ``os.fork`` therefore runs MKL on one thread, which never enters
+    the pool (measured: the child's products then finish, the parent keeps its threads)."""
     if os.environ.get("MKL_THREADING_LAYER"):
+        return
+    layer = getattr(lib, "MKL_Set_Threading_Layer", None)
+    one_thread = getattr(lib, "MKL_Set_Num_Threads", None)
+    if layer is None or one_thread is None:
         return
     try:
         ctypes.CDLL("libgomp.so.1", mode=ctypes.RTLD_GLOBAL)
     except OSError:
         return
-    layer = getattr(lib, "MKL_Set_Threading_Layer", None)
-    if layer is not None:
-        layer.argtypes, layer.restype = [ctypes.c_int], ctypes.c_int
-        layer(_GNU_THREADS)
+    layer.argtypes, layer.restype = [ctypes.c_int], ctypes.c_int
+    one_thread.argtypes, one_thread.restype = [ctypes.c_int], None
+    if layer(_GNU_THREADS) == _GNU_THREADS:
+        os.register_at_fork(after_in_child=lambda: one_thread(1))
 
 
 def library():

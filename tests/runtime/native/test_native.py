@@ -27,15 +27,11 @@ def cache(tmp_path_factory):
 def blas(request, monkeypatch):
     """The BLAS the native lowering's products call: numba's ``np.dot`` (scipy's OpenBLAS), and
     MKL's gemm where ``d2s[mkl]`` installed it (``native/mkl.py``)."""
-    import importlib
     from d2s_runtime.native import mkl
-    lower = importlib.import_module("d2s_runtime.native.lower")  # the module (the package exports a function so named)
     if request.param == "openblas":
         monkeypatch.setattr(mkl, "library", lambda: None)
     elif mkl.library() is None:
         pytest.skip(f"MKL: {mkl.blas_name()}")
-    else:
-        monkeypatch.setattr(lower, "MKL_MIN_INNER", 0)  # the tests' small products through MKL too
     return request.param
 
 

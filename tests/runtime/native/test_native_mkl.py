@@ -4,6 +4,7 @@ in place (rows or columns contiguous, strided rows, transposed views), the ones 
 (negative or two-way strides), empty and single-row/column shapes; and the choice of BLAS
 (``D2S_NATIVE_BLAS``) in a fresh process."""
 import os
+import signal
 import subprocess
 import sys
 
@@ -77,29 +78,47 @@ def test_non_finite_values_propagate_as_numpys_do():
     np.testing.assert_array_equal(_lib.smatmul(a, b), a @ b)
 
 
-def _run(code, **env):
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **env})
-    return proc.returncode, proc.stdout.strip(), proc.stderr.strip()
+def _run(code, timeout=300, **env):
+    """(returncode, stdout, stderr) of ``python -c code``; on timeout its whole process group
+    (forked children too) is killed and the test fails."""
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **env}, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"python -c ... did not finish in {timeout} s")
+    return proc.returncode, out.strip(), err.strip()
 
 
 _LOWER = ("from d2s.static import InputSpec, build_program\n"
           "from d2s_runtime import native\n"
           "from d2s_runtime.native import mkl\n"
-          "p = build_program(lambda a, b: a @ b, InputSpec([3, 40]), InputSpec([40, 2]))\n"
+          "p = build_program(lambda a, b: a @ b, InputSpec([3, 4]), InputSpec([4, 2]))\n"
           "src = native.lower_program(p).source\n"
           "print(mkl.blas_name(), 'L.smatmul(' in src, 'np.dot(' in src)\n")
 
 
-def test_products_with_a_thin_inner_dim_call_np_dot():
-    """MKL measured slower on a rank-10 product (benchmarks/bench_native_matmul.py): a static
-    inner dim below ``MKL_MIN_INNER`` keeps ``np.dot``; a dynamic one calls MKL."""
+def test_every_product_but_a_dot_of_vectors_calls_mkl(tmp_path):
+    """One BLAS per program: np.dot beside MKL keeps two thread pools spinning (an MLP step
+    whose one rank-10 product called np.dot ran 4x slower back to back). Vectors go to MKL as
+    one-row or one-column matrices; values agree with numpy, strided vectors included."""
     from d2s.static import InputSpec, build_program
     from d2s_runtime import native
-    from d2s_runtime.native.lower import MKL_MIN_INNER
-    for k, uses_mkl in ((MKL_MIN_INNER - 1, False), (MKL_MIN_INNER, True), (None, True)):
-        src = native.lower_program(build_program(lambda a, b: a @ b, InputSpec([8, k]), InputSpec([k, 6]))).source
-        assert ("L.smatmul(" in src, "np.dot(" in src) == (uses_mkl, not uses_mkl), (k, src)
+
+    def f(a, b, v, w):
+        return a @ b, v @ b, a @ w, v[::2] @ b[::2], a @ w[::-1], v @ v
+
+    prog = build_program(f, InputSpec([8, 10]), InputSpec([10, 6]), InputSpec([10]), InputSpec([10]))
+    src = native.lower_program(prog).source
+    assert src.count("L.smatmul(") == 5 and src.count("np.dot(") == 1, src
+    fn = native.compile_lowered(native.lower_program(prog), cache_dir=str(tmp_path))
+    args = [RNG.standard_normal(s).astype("float32") for s in ((8, 10), (10, 6), (10,), (10,))]
+    a, b, v, w = args
+    for got, want in zip(fn(*args), (a @ b, v @ b, a @ w, v[::2] @ b[::2], a @ w[::-1], v @ v)):
+        assert got.shape == np.shape(want)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_the_choice_of_blas_in_a_fresh_process():
@@ -140,3 +159,21 @@ def test_machine_code_calling_mkl_runs_from_the_disk_cache_in_a_second_process(t
         runs.append(json.loads(out.splitlines()[-1]))
     assert [r["origin"] for r in runs] == ["compiled", "disk cache"]
     assert all(r["report"] == "native" and r["blas"] == "mkl" and r["calls"] == [1, 1] and r["ok"] for r in runs), runs
+
+
+_FORK = ("import multiprocessing as mp, os, numpy as np\n"
+         "from d2s_runtime.native import _lib\n"
+         "a = np.arange(4096, dtype='float32').reshape(64, 64) / 4096\n"
+         "want = float((a.astype('float64') @ a)[3, 5])\n"
+         "def work(i):\n"
+         "    return abs(float(_lib.smatmul(a, a)[3, 5]) - want) < 1e-4\n"
+         "assert work(0)\n"   # the parent's thread pool exists before the fork
+         "with mp.get_context('fork').Pool(2) as pool:\n"
+         "    print(all(pool.map(work, range(4))), work(0))\n")
+
+
+def test_a_forked_child_computes_products_after_its_parent_did():
+    """GNU OpenMP's pool does not survive fork: without the after-fork hook of mkl.py, the
+    children's first product never returns (this test then fails on its timeout)."""
+    rc, out, err = _run(_FORK, timeout=60)
+    assert (rc, out) == (0, "True True"), err
