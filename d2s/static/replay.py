@@ -77,8 +77,39 @@ def replaying_forward():
         _replay_prints.on = prev
 
 
+@contextlib.contextmanager
+def _no_alias_links():
+    """The control-flow builders see no maybe-alias links while a replay builds an op's blocks.
+    Those links (``ProgramBuilder.link_maybe_alias``) let an in-place update of the user's code
+    reach every name that may hold the same tensor; an IR block has no in-place updates (the
+    builder made them out-of-place ops), so a replayed loop has no alias to track. Left
+    visible, the links of the user's forward made each replayed loop over its values carry
+    alias flags: a gradient replaying loops nested three deep built 72k ops before DCE."""
+    b = STATE.builder
+    if b is None:
+        yield
+        return
+    saved, b.maybe_aliases = b.maybe_aliases, {}
+    try:
+        yield
+    finally:
+        b.maybe_aliases = saved
+
+
 def replay_op(op, args):
     """The outputs (a list) of IR ``op`` applied again to ``args``."""
+    if op.type in ("cond", "while", "scan"):
+        with _no_alias_links():
+            return _replay_control_flow(op, args)
+    if op.type == "print" and not getattr(_replay_prints, "on", False):
+        # replays build backward programs, which recompute the forward: what the forward
+        # printed must not print again when the gradients are computed
+        return []
+    out = apply(op.type, *args, **op.attrs)
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def _replay_control_flow(op, args):
     if op.type == "cond":
         then_blk, else_blk = op.blocks["then"], op.blocks["else"]
         out = cond(args[0], lambda *a: tuple(replay_block(then_blk, a)),
@@ -102,9 +133,3 @@ def replay_op(op, args):
         carry, ys = scan(step, tuple(args[:nc]), tuple(args[nc:nc + nx]), length=op.attrs.get("length"),
                          reverse=op.attrs.get("reverse", False))
         return list(carry) + list(ys)
-    if op.type == "print" and not getattr(_replay_prints, "on", False):
-        # replays build backward programs, which recompute the forward: what the forward
-        # printed must not print again when the gradients are computed
-        return []
-    out = apply(op.type, *args, **op.attrs)
-    return list(out) if isinstance(out, tuple) else [out]

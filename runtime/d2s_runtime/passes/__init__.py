@@ -24,11 +24,14 @@ PASSES["algebraic"] = algebraic_simplify
 # Why this order: simplification first turns autograd's zeros_like/ones_like idioms into fulls
 # and constants, which folding then computes; a second simplification sees the folded
 # constants (x*1 and broadcast-of-scalar matmuls); CSE merges the reductions the rewrites
-# create; the loop passes make a loop gradient's work one product after the loop and show
+# create; once a gradient's replayed forward loop is merged into the forward's own loop
+# (``merge_loops`` matches carries by position, so it comes before any carry is dropped), DCE
+# drops what nothing reads, loop carries included, before the other loop passes work on them;
+# the loop passes make a loop gradient's work one product after the loop and show
 # what its loops hold fixed, which a last simplification uses (x*1 inside the loop), and a last CSE reads each stack
 # once after the loop; DCE
 # drops what all of them left dead; the memory plan is made on the final program.
-DEFAULT_PIPELINE = (algebraic_simplify, constant_folding, algebraic_simplify, cse, merge_loops, loop_residuals, cse,
+DEFAULT_PIPELINE = (algebraic_simplify, constant_folding, algebraic_simplify, cse, merge_loops, dce, loop_residuals, cse,
                     loop_matmul_sums, loop_transposes, loop_invariants, algebraic_simplify,
                     cse, constant_folding, dce, memory_plan)
 

@@ -1,10 +1,15 @@
 """Removes ops whose outputs nothing reads (like JAX's ``dce_jaxpr``), keeping ops with effects.
 
 Liveness runs backwards from the block's outputs (the program's outputs for the global block).
-Control-flow ops are kept when an output is live or their sub-blocks hold an effect; their
-sub-blocks are cleaned with their own outputs as roots (an op's interface never changes).
-Program constants nothing reads any more are dropped; program inputs and params stay (they
-are the calling convention).
+Control-flow ops are kept when an output is live or their sub-blocks hold an effect. Their
+outputs nothing reads are dropped, with what computes them in their sub-blocks: a ``cond``'s
+from both branches; a ``while``'s or ``scan``'s loop carries that neither a live output, the
+loop's condition, an effect nor another such carry needs (found as a fixed point: carry ``i``
+is needed when a needed carry's new value, or a live ``y`` of a scan, is computed from it), and
+a scan's ``ys``. Gradient programs carry much that nothing reads: a loop body replayed for its
+gradient brings every carry of the loops nested in it, bool flags and counters included.
+Sub-blocks are then cleaned with their remaining outputs as roots. Program constants nothing
+reads any more are dropped; program inputs and params stay (they are the calling convention).
 """
 from ._util import is_effect, prune_vars, start
 
@@ -26,6 +31,9 @@ def _dce_block(block, roots):
     kept = []
     for op in reversed(block.ops):
         if is_effect(op) or any(o in live for o in op.outputs):
+            narrow = _NARROW.get(op.type)
+            if narrow is not None:
+                narrow(op, live)
             kept.append(op)
             live.update(op.inputs)
             for sub in op.blocks.values():
@@ -33,3 +41,81 @@ def _dce_block(block, roots):
     kept.reverse()
     block.ops = kept
     prune_vars(block)
+
+
+def _needs(block, roots):
+    """The names of ``block`` that ``roots`` and the block's effects are computed from."""
+    live = set(roots)
+    for op in reversed(block.ops):
+        if is_effect(op) or any(o in live for o in op.outputs):
+            live.update(op.inputs)
+    return live
+
+
+def _narrow_cond(op, live):
+    keep = [i for i, o in enumerate(op.outputs) if o in live]
+    if not keep or len(keep) == len(op.outputs):  # (a cond kept only for its effects stays whole)
+        return
+    op.outputs = [op.outputs[i] for i in keep]
+    for blk in op.blocks.values():
+        blk.outputs = [blk.outputs[i] for i in keep]
+
+
+def _needed_carries(n, live_outputs, fixed_roots, body, new_values):
+    """The carry positions (of ``n``) a loop needs: those whose result is live, and, until
+    nothing changes, those a needed carry's new value (``new_values[i]``, a name of ``body``)
+    or ``fixed_roots`` (names of ``body``) are computed from."""
+    needed = set(live_outputs)
+    while True:
+        names = _needs(body, list(fixed_roots) + [new_values[i] for i in needed])
+        more = {i for i in range(n) if body.inputs[i] in names} - needed
+        if not more:
+            return needed
+        needed |= more
+
+
+def _narrow_while(op, live):
+    n = len(op.outputs)
+    cond_blk, body = op.blocks["cond"], op.blocks["body"]
+    read_by_cond = _needs(cond_blk, cond_blk.outputs)
+    first = {i for i in range(n) if op.outputs[i] in live or cond_blk.inputs[i] in read_by_cond}
+    needed = _needed_carries(n, first, [], body, body.outputs)
+    if not needed or len(needed) == n:
+        return
+    _drop_positions(op, [i for i in range(n) if i not in needed], n)
+
+
+def _narrow_scan(op, live):
+    nc, nx = op.attrs["n_carry"], op.attrs["n_xs"]
+    body = op.blocks["body"]
+    ny = len(op.outputs) - nc
+    live_ys = [j for j in range(ny) if op.outputs[nc + j] in live]
+    needed = _needed_carries(nc, {i for i in range(nc) if op.outputs[i] in live},
+                             [body.outputs[nc + j] for j in live_ys], body, body.outputs)
+    dead_ys = [nc + j for j in range(ny) if j not in live_ys]
+    dead_carries = [i for i in range(nc) if i not in needed]
+    if not needed and not live_ys:  # (a scan kept only for its effects stays whole)
+        return
+    if dead_ys:
+        op.outputs = [o for k, o in enumerate(op.outputs) if k not in dead_ys]
+        body.outputs = [o for k, o in enumerate(body.outputs) if k not in dead_ys]
+    if dead_carries:
+        _drop_positions(op, dead_carries, nc)
+        op.attrs = {**op.attrs, "n_carry": nc - len(dead_carries)}
+
+
+def _drop_positions(op, positions, n):
+    """Drop carries ``positions`` (of the first ``n``) from ``op``'s inputs and outputs and from
+    its blocks' inputs, and from its body's outputs (a while's or scan's carries come first in
+    each of them)."""
+    drop = set(positions)
+    keep = [i for i in range(n) if i not in drop]
+    op.inputs = [op.inputs[i] for i in keep] + op.inputs[n:]
+    op.outputs = [op.outputs[i] for i in keep] + op.outputs[n:]
+    for name, blk in op.blocks.items():
+        blk.inputs = [blk.inputs[i] for i in keep] + blk.inputs[n:]
+        if name == "body":
+            blk.outputs = [blk.outputs[i] for i in keep] + blk.outputs[n:]
+
+
+_NARROW = {"cond": _narrow_cond, "while": _narrow_while, "scan": _narrow_scan}
