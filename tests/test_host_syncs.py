@@ -192,3 +192,35 @@ def test_a_converted_training_step_with_a_cond_makes_three_syncs():
     kinds, losses = _static_steps(_Gated, [x, x * 4.0, x - 3.0], y)
     assert kinds == [["bool", "asnumpy", "bool"]] * 3
     np.testing.assert_allclose(losses[0::2], losses[1::2], rtol=1e-5)
+
+
+def _rnn_loss(params, xs, h0, n):
+    W, U = params
+    h, loss = h0, (h0 * 0.0).sum()
+    t = d2s.zeros([], dtype="int64")
+    while t < n:
+        h = d2s.tanh(xs[t] @ W + h @ U)
+        loss = loss + (h * h).sum()
+        t = t + 1
+    return loss
+
+
+@pytest.mark.parametrize("steps", [0, 1, 4])
+def test_a_while_gradient_syncs_only_on_its_predicates(steps):
+    """A converted training call through a tensor ``while``: its forward reads its predicate
+    steps + 1 times, its backward loop steps + 1 times; popping the per-step values (static
+    shapes) reads no shape back from the device."""
+    f = d2s.jit.to_static(d2s.func.value_and_grad(_rnn_loss))
+    params = [_x(3, 5) * 0.3, _x(5, 5) * 0.3]
+    args = (params, _x(4, 2, 3), _x(2, 5), d2s.tensor(steps))
+    f(*args)
+    f(*args)
+    with sd.counting() as c:
+        value, grads = f(*args)
+    assert c.sync_kinds == ["bool"] * (2 * (steps + 1)), c.sync_kinds
+    assert c.to_device == 0
+    cpu_value, cpu_grads = d2s.func.value_and_grad(_rnn_loss)([_on_cpu(p) for p in params], *(
+        _on_cpu(a) for a in args[1:]))
+    np.testing.assert_allclose(to_host(value._data), cpu_value.numpy(), rtol=1e-5)
+    for g, w in zip(grads, cpu_grads):
+        np.testing.assert_allclose(to_host(g._data), w.numpy(), rtol=1e-5, atol=1e-6)

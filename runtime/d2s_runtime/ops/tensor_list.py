@@ -117,8 +117,11 @@ def _growing_array(xp, rows, trailing, dtype):
 def _append(xp, arr, rows):
     """``concatenate([arr, rows])`` along axis 0, in amortized O(len(rows)): written in place
     into ``arr``'s growing array when ``arr`` is its newest view and it has room, else into a
-    new growing array with twice the needed room. Returns the new view."""
-    n, k = arr.shape[0], rows.shape[0]
+    new growing array with twice the needed room. Returns the new view. ``rows`` may be a
+    tuple of Python ints, one row written number by number: on a device that needs no copy
+    from the host, which would wait for the device."""
+    one_row = type(rows) is tuple
+    n, k = arr.shape[0], 1 if one_row else rows.shape[0]
     base = arr.base
     with _TIPS_LOCK:
         tip = _TIPS.get(id(base)) if base is not None else None
@@ -127,7 +130,11 @@ def _append(xp, arr, rows):
             base[:n] = arr
             if id(base) not in _TIPS:
                 weakref.finalize(base, _TIPS.pop, id(base), None)
-        base[n:n + k] = rows
+        if one_row:
+            for j, d in enumerate(rows):
+                base[n, j] = d
+        else:
+            base[n:n + k] = rows
         out = base[:n + k]
         _TIPS[id(base)] = weakref.ref(out)
     return out
@@ -255,7 +262,7 @@ def _stack_push(xp, buf, shapes, x):
     if buf.ndim != 1 or shapes.ndim != 2 or x.dtype != buf.dtype or shapes.shape[1] != x.ndim:
         raise ShapeError(f"stack_push: a stack of {buf.dtype} rank-{shapes.shape[1] if shapes.ndim == 2 else '?'} "
                          f"elements cannot take a {x.dtype} array of shape {tuple(x.shape)}")
-    row = xp.asarray(x.shape, dtype="int64").reshape(1, x.ndim)
+    row = np.asarray(x.shape, dtype="int64").reshape(1, x.ndim) if xp is np else tuple(int(d) for d in x.shape)
     return _append(xp, buf, x.reshape(-1)), _append(xp, shapes, row)
 
 
@@ -269,10 +276,16 @@ def _stack_pop(xp, buf, shapes, shape, dtype=None):
     Returns views of ``buf`` and ``shapes`` (no copy)."""
     if shapes.shape[0] == 0:
         raise IndexError("stack_pop: pop from an empty stack")
-    dims = tuple(int(d) for d in shapes[-1].tolist())
+    if xp is not np and shape is not None and all(type(d) is int for d in shape):
+        # the element's type is exact: its dims are not read back from the device (a sync)
+        dims = tuple(shape)
+    else:
+        dims = tuple(int(d) for d in shapes[-1].tolist())
     n = 1
     for d in dims:
         n *= d
+    if n > buf.shape[0]:
+        raise ShapeError(f"stack_pop: the stack holds {buf.shape[0]} numbers, fewer than an element of shape {dims}")
     cut = buf.shape[0] - n
     return buf[:cut], shapes[:-1], buf[cut:].reshape(dims)
 
