@@ -38,51 +38,6 @@ def inputs_of(name):
     return {"mlp": B.mlp_inputs, "rnn": B.rnn_inputs, "seed": B.seed_inputs}[name]()
 
 
-def torch_cuda_fn(torch, name, inp):
-    """Workload ``name`` in torch eager on CUDA, as ``bench_native.torch_runner`` writes it."""
-    T = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in inp.items()}
-    if name == "control":
-        def f():
-            with torch.no_grad():
-                x = T["x"]
-                s = torch.zeros_like(x)
-                for _ in range(int(inp["n"])):
-                    s = s + x * 0.5 if x.sum() > 0 else s - x
-                    x = torch.tanh(x) - 0.1
-                return s
-    elif name == "mlp":
-        params = [torch.from_numpy(p.copy()).cuda().requires_grad_() for p in B._mlp_params(inp)]
-
-        def f():
-            h = T["x"]
-            for i in range(0, len(params), 2):
-                h = h @ params[i] + params[i + 1]
-                if i + 2 < len(params):
-                    h = torch.relu(h)
-            loss = -(torch.log_softmax(h, dim=-1) * T["y"]).sum() / h.shape[0]
-            grads = torch.autograd.grad(loss, params)
-            with torch.no_grad():
-                return [loss.detach()] + [p - B.LR * g for p, g in zip(params, grads)]
-    elif name == "rnn":
-        params = [T[k].clone().requires_grad_() for k in "WUb"]
-
-        def f():
-            W, U, b = params
-            h = T["h0"]
-            loss = (h * 0).sum()
-            for t in range(int(inp["n"])):
-                h = torch.tanh(T["xs"][t] @ W + h @ U + b)
-                loss = loss + (h * h).sum()
-            return [loss.detach()] + list(torch.autograd.grad(loss, params))
-    else:
-        x = T["x"].clone().requires_grad_()
-
-        def f():
-            value = (x @ x.T).sum()
-            return [value.detach(), torch.autograd.grad(value, x)[0]]
-    return f
-
-
 def main():
     try:
         import cupy
@@ -114,7 +69,7 @@ def main():
             static(*args)
             static(*args)  # the second call runs the optimized program
             converted = median_ms(lambda: static(*args), sync)
-        peer = median_ms(torch_cuda_fn(torch, name, inp), torch.cuda.synchronize) if torch else None
+        peer = median_ms(B.torch_runner(name, inp, device="cuda"), torch.cuda.synchronize) if torch else None
         rows[name] = (eager, converted, peer)
         peer_cells = f"{peer:.2f} ms | {converted / peer:.2f}x" if peer else "- | -"
         print(f"| {name} | {eager:.2f} ms | {converted:.2f} ms | {peer_cells} |", flush=True)

@@ -359,10 +359,11 @@ def jax_runner(name, inputs):
     return lambda: jax.block_until_ready(f(*args))
 
 
-def torch_runner(name, inputs):
+def torch_runner(name, inputs, device="cpu"):
+    """Workload ``name`` in torch eager on ``device`` (``benchmarks/bench_gpu.py`` passes "cuda")."""
     import torch
     torch.set_num_threads(THREADS)
-    T = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in inputs.items()}
+    T = {k: torch.from_numpy(np.ascontiguousarray(v)).to(device) for k, v in inputs.items()}
     if name == "control":
         def f():
             with torch.no_grad():
@@ -376,7 +377,7 @@ def torch_runner(name, inputs):
                     x = torch.tanh(x) - 0.1
                 return s
     elif name == "mlp":
-        params = [torch.from_numpy(p.copy()).requires_grad_() for p in _mlp_params(inputs)]
+        params = [torch.from_numpy(p.copy()).to(device).requires_grad_() for p in _mlp_params(inputs)]
 
         def f():
             h = T["x"]

@@ -44,38 +44,27 @@ def main():
     except ImportError:
         print("numba is not installed (pip install 'd2s[native]')")
         return None
+    from d2s_runtime.native import _lib, mkl
     from d2s_runtime.native.lower import _short_wide
 
-    @numba.njit(cache=False)
-    def plain(a, b, n):
-        s = 0.0
-        for _ in range(n):
-            s += np.dot(a, b)[0, 0]
-        return s
-
-    @numba.njit(cache=False)
-    def transposed(a, bt, n):
-        s = 0.0
-        for _ in range(n):
-            s += np.ascontiguousarray(np.dot(bt, a.T).T)[0, 0]
-        return s
-
-    @numba.njit(cache=False)
-    def left_transposed(a, bt, n):
-        s = 0.0
-        for _ in range(n):
-            s += np.dot(bt, a.T).T[0, 0]
-        return s
-
-    from d2s_runtime.native import _lib, mkl
     use_mkl = mkl.library() is not None
 
-    @numba.njit(cache=False)
-    def with_mkl(a, b, n):
-        s = 0.0
-        for _ in range(n):
-            s += _lib.smatmul(a, b)[0, 0]
-        return s
+    def timed(product):
+        """A compiled loop calling ``product(a, b)`` ``n`` times (what one form costs, in machine code)."""
+        product = numba.njit(cache=False)(product)
+
+        @numba.njit(cache=False)
+        def loop(a, b, n):
+            s = 0.0
+            for _ in range(n):
+                s += product(a, b)[0, 0]
+            return s
+        return loop
+
+    plain = timed(lambda a, b: np.dot(a, b))
+    transposed = timed(lambda a, bt: np.ascontiguousarray(np.dot(bt, a.T).T))
+    left_transposed = timed(lambda a, bt: np.dot(bt, a.T).T)
+    with_mkl = timed(lambda a, b: _lib.smatmul(a, b))
 
     def per_call(f, a, b):
         f(a, b, 1)

@@ -154,8 +154,9 @@ def _record(opdef, inputs, attrs, outputs):
 
 def _same_device(opdef, arrays, xp, inputs):
     """``arrays`` on the device of namespace ``xp``: Python data (scalars, lists), one-element
-    numpy arrays and numpy scalars (where the op is not element-wise) are copied there; a larger numpy array is refused, as torch refuses a CPU
-    tensor meeting a CUDA one (a silent copy on every call would hide a slow program)."""
+    numpy arrays and numpy scalars (where the op is not element-wise) are copied there; a
+    larger numpy array is refused, as torch refuses a CPU tensor meeting a CUDA one (a silent
+    copy on every call would hide a slow program)."""
     out = []
     for a, given in zip(arrays, inputs):
         if isinstance(a, _ndarray):

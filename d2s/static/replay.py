@@ -14,7 +14,7 @@ converted ``if``s when an enclosing ``if`` traces its branches again.)
 import contextlib
 import threading
 
-from d2s_runtime.passes._util import is_effect
+from d2s_runtime.passes._util import is_effect, needed_ops
 
 from .._state import STATE
 from ..dispatch import apply
@@ -52,13 +52,7 @@ def slice_block(block, positions):
     prints, checks) is kept whole: its replay must draw and check as the forward did."""
     if any(is_effect(op) for op in block.ops):
         return list(block.ops), set(range(len(block.inputs)))
-    need = {block.outputs[p] for p in positions}
-    ops = []
-    for op in reversed(block.ops):
-        if any(o in need for o in op.outputs):
-            ops.append(op)
-            need.update(op.inputs)
-    ops.reverse()
+    ops, need = needed_ops(block, [block.outputs[p] for p in positions])
     return ops, {i for i, n in enumerate(block.inputs) if n in need}
 
 

@@ -273,14 +273,19 @@ def _lead(a):
 
 @njit(**_BIG)
 def _gemm_into(a, b, out, single):
+    """``out = a @ b`` through MKL where gemm can read both operands as they are; False where
+    it cannot (the caller passes copies). The arrays are arguments, so they outlive the call."""
     m, k = a.shape
     n = b.shape[1]
     ta, lda = _lead(a)
     tb, ldb = _lead(b)
+    if ta == 0 or tb == 0 or max(lda, ldb) > _INT32_MAX:
+        return False
     if single:
         _SGEMM(_ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0, out.ctypes.data, max(n, 1))
     else:
         _DGEMM(_ROW_MAJOR, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0, out.ctypes.data, max(n, 1))
+    return True
 
 
 @njit(**_BIG)
@@ -295,16 +300,10 @@ def _matmul(a, b, out, single):
         return out
     if k == 0:
         out[:] = 0
-        return out
-    if _lead(a)[0] == 0 or _lead(b)[0] == 0 or max(m, n, k, a.strides[0], a.strides[1], b.strides[0],
-                                                   b.strides[1]) > _INT32_MAX:
-        ac, bc = np.ascontiguousarray(a), np.ascontiguousarray(b)
-        if max(m, n, k) > _INT32_MAX:  # beyond 32-bit dims: numba's np.dot (scipy's BLAS)
-            out[:] = np.dot(ac, bc)
-        else:
-            _gemm_into(ac, bc, out, single)
-    else:
-        _gemm_into(a, b, out, single)
+    elif max(m, n, k) > _INT32_MAX:  # beyond 32-bit dims: numba's np.dot (scipy's BLAS)
+        out[:] = np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+    elif not _gemm_into(a, b, out, single):
+        _gemm_into(np.ascontiguousarray(a), np.ascontiguousarray(b), out, single)
     return out
 
 

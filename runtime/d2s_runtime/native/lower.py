@@ -855,7 +855,8 @@ class Lowerer:
         self.emit(ind, f"if not ({lo} <= {tn} < {hi}):")
         self.emit(ind + 1, f"{lo} = ({tn} // {n}) * {n}")
         self.emit(ind + 1, f"{hi} = min({lo} + {n}, {T})")
-        dot = f"L.{_mkl_matmul(odt)}" if _mkl_matmul(odt) else "np.dot"
+        gemm = _mkl_matmul(odt)
+        dot = f"L.{gemm}" if gemm else "np.dot"
         self.emit(ind + 1, f"{chunk} = {dot}({x2}[{lo} * {B}:{hi} * {B}], {b.name}).reshape(({hi} - {lo}, {B}, "
                            f"{b.name}.shape[1]))")
         self.emit(ind, f"{name} = {chunk}[{tn} - {lo}]")

@@ -102,3 +102,30 @@ def prune_vars(block):
     for op in block.ops:
         keep.update(op.outputs)
     block.vars = {n: v for n, v in block.vars.items() if n in keep}
+
+
+def needed_ops(block, roots):
+    """``(ops, names)``: the ops of ``block`` that ``roots`` (names of it) or its effects are
+    computed from, in order, and the names all of them read (``roots`` included)."""
+    names = set(roots)
+    ops = []
+    for op in reversed(block.ops):
+        if is_effect(op) or any(o in names for o in op.outputs):
+            ops.append(op)
+            names.update(op.inputs)
+    ops.reverse()
+    return ops, names
+
+
+def drop_carries(loop, positions, n):
+    """Drop carries ``positions`` (of the first ``n``) of a ``while`` or ``scan`` ``loop`` from
+    its inputs and outputs, its blocks' inputs and its body's outputs (carries come first in
+    each; what follows them stays). A scan's ``n_carry`` attr is the caller's."""
+    drop = set(positions)
+    keep = [i for i in range(n) if i not in drop]
+    loop.inputs = [loop.inputs[i] for i in keep] + loop.inputs[n:]
+    loop.outputs = [loop.outputs[i] for i in keep] + loop.outputs[n:]
+    for name, blk in loop.blocks.items():
+        blk.inputs = [blk.inputs[i] for i in keep] + blk.inputs[n:]
+        if name == "body":
+            blk.outputs = [blk.outputs[i] for i in keep] + blk.outputs[n:]

@@ -11,7 +11,7 @@ gradient brings every carry of the loops nested in it, bool flags and counters i
 Sub-blocks are then cleaned with their remaining outputs as roots. Program constants nothing
 reads any more are dropped; program inputs and params stay (they are the calling convention).
 """
-from ._util import is_effect, prune_vars, start
+from ._util import drop_carries, is_effect, needed_ops, prune_vars, start
 
 
 def dce(program):
@@ -43,15 +43,6 @@ def _dce_block(block, roots):
     prune_vars(block)
 
 
-def _needs(block, roots):
-    """The names of ``block`` that ``roots`` and the block's effects are computed from."""
-    live = set(roots)
-    for op in reversed(block.ops):
-        if is_effect(op) or any(o in live for o in op.outputs):
-            live.update(op.inputs)
-    return live
-
-
 def _narrow_cond(op, live):
     keep = [i for i, o in enumerate(op.outputs) if o in live]
     if not keep or len(keep) == len(op.outputs):  # (a cond kept only for its effects stays whole)
@@ -67,7 +58,7 @@ def _needed_carries(n, live_outputs, fixed_roots, body, new_values):
     or ``fixed_roots`` (names of ``body``) are computed from."""
     needed = set(live_outputs)
     while True:
-        names = _needs(body, list(fixed_roots) + [new_values[i] for i in needed])
+        names = needed_ops(body, list(fixed_roots) + [new_values[i] for i in needed])[1]
         more = {i for i in range(n) if body.inputs[i] in names} - needed
         if not more:
             return needed
@@ -77,12 +68,12 @@ def _needed_carries(n, live_outputs, fixed_roots, body, new_values):
 def _narrow_while(op, live):
     n = len(op.outputs)
     cond_blk, body = op.blocks["cond"], op.blocks["body"]
-    read_by_cond = _needs(cond_blk, cond_blk.outputs)
+    read_by_cond = needed_ops(cond_blk, cond_blk.outputs)[1]
     first = {i for i in range(n) if op.outputs[i] in live or cond_blk.inputs[i] in read_by_cond}
     needed = _needed_carries(n, first, [], body, body.outputs)
     if not needed or len(needed) == n:
         return
-    _drop_positions(op, [i for i in range(n) if i not in needed], n)
+    drop_carries(op, [i for i in range(n) if i not in needed], n)
 
 
 def _narrow_scan(op, live):
@@ -100,22 +91,8 @@ def _narrow_scan(op, live):
         op.outputs = [o for k, o in enumerate(op.outputs) if k not in dead_ys]
         body.outputs = [o for k, o in enumerate(body.outputs) if k not in dead_ys]
     if dead_carries:
-        _drop_positions(op, dead_carries, nc)
+        drop_carries(op, dead_carries, nc)
         op.attrs = {**op.attrs, "n_carry": nc - len(dead_carries)}
-
-
-def _drop_positions(op, positions, n):
-    """Drop carries ``positions`` (of the first ``n``) from ``op``'s inputs and outputs and from
-    its blocks' inputs, and from its body's outputs (a while's or scan's carries come first in
-    each of them)."""
-    drop = set(positions)
-    keep = [i for i in range(n) if i not in drop]
-    op.inputs = [op.inputs[i] for i in keep] + op.inputs[n:]
-    op.outputs = [op.outputs[i] for i in keep] + op.outputs[n:]
-    for name, blk in op.blocks.items():
-        blk.inputs = [blk.inputs[i] for i in keep] + blk.inputs[n:]
-        if name == "body":
-            blk.outputs = [blk.outputs[i] for i in keep] + blk.outputs[n:]
 
 
 _NARROW = {"cond": _narrow_cond, "while": _narrow_while, "scan": _narrow_scan}

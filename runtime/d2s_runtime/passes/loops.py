@@ -39,7 +39,7 @@ import json
 from ..ir import Op
 from ..ops import OPS, TensorType
 from ..schedule import FeedView, topo_order
-from ._util import SMALL_CONSTANT, Namer, is_effect, prune_vars, rename_uses, start, trait, use_counts
+from ._util import SMALL_CONSTANT, Namer, drop_carries, is_effect, prune_vars, rename_uses, start, trait, use_counts
 
 # ------------------------------------------------------------------ helpers
 def _defs(block):
@@ -479,8 +479,8 @@ def _drop_dead_stacks(block, f, g, anchors):
         drop_f, drop_g = drop_f[2:], drop_g[2:]
         if not drop_f:
             return
-    _drop_carries(f, sorted(set(drop_f)))
-    _drop_carries(g, sorted(set(drop_g)))
+    drop_carries(f, sorted(set(drop_f)), len(f.outputs))
+    drop_carries(g, sorted(set(drop_g)), len(g.outputs))
     _dce_sub(fb)
     _dce_sub(gb)
 
@@ -516,17 +516,6 @@ def _add_stack_carry(block, namer, loop, init, t):
         if blk is loop.blocks["body"]:
             body_in = pair
     return out, body_in
-
-
-def _drop_carries(loop, positions):
-    keep = [i for i in range(len(loop.outputs)) if i not in positions]
-    n = len(loop.outputs)
-    loop.inputs = [loop.inputs[i] for i in keep] + loop.inputs[n:]
-    loop.outputs = [loop.outputs[i] for i in keep]
-    for name, blk in loop.blocks.items():
-        blk.inputs = [blk.inputs[i] for i in keep] + blk.inputs[n:]
-        if name == "body":
-            blk.outputs = [blk.outputs[i] for i in keep]
 
 
 # ------------------------------------------------------------------ loop_matmul_sums

@@ -24,12 +24,12 @@ def cache(tmp_path_factory):
 
 
 @pytest.fixture(params=["openblas", "mkl"])
-def blas(request, monkeypatch):
+def blas(request):
     """The BLAS the native lowering's products call: numba's ``np.dot`` (scipy's OpenBLAS), and
     MKL's gemm where ``d2s[mkl]`` installed it (``native/mkl.py``)."""
     from d2s_runtime.native import mkl
     if request.param == "openblas":
-        monkeypatch.setattr(mkl, "library", lambda: None)
+        request.getfixturevalue("openblas")
     elif mkl.library() is None:
         pytest.skip(f"MKL: {mkl.blas_name()}")
     return request.param
@@ -37,6 +37,7 @@ def blas(request, monkeypatch):
 
 @pytest.fixture
 def openblas(monkeypatch):
+    """The lowering as without MKL: products call ``np.dot``."""
     from d2s_runtime.native import mkl
     monkeypatch.setattr(mkl, "library", lambda: None)
 
