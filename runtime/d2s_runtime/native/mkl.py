@@ -96,13 +96,17 @@ def _threading_layer(lib):
         os.register_at_fork(after_in_child=lambda: one_thread(1))
 
 
-def library():
-    """The opened ``libmkl_rt`` (``ctypes.CDLL``), or None where the native backend's products
-    use ``np.dot``; looked up once per process."""
+def _opened():
     with _lock:
         if "lib" not in _state:
             _state["lib"] = _open()
         return _state["lib"][0]
+
+
+def library():
+    """The opened ``libmkl_rt`` (``ctypes.CDLL``), or None where the native backend's products
+    use ``np.dot``; looked up once per process."""
+    return _opened()
 
 
 def blas_name():
@@ -114,8 +118,11 @@ def blas_name():
 
 def register():
     """Make ``SGEMM``/``DGEMM`` resolvable by machine code numba compiles or loads (called by
-    ``_lib`` at import, so before any generated code). Whether MKL is used."""
-    lib = library()
+    ``_lib`` at import, so before any generated code). Whether MKL is used. It reads the opened
+    library itself, not through ``library()``: a lowering told "no MKL" (the tests' OpenBLAS
+    fixture replaces ``library``) while ``_lib`` was first imported must not leave the symbols
+    unregistered for a later lowering that calls MKL."""
+    lib = _opened()
     if lib is None:
         return False
     with _lock:

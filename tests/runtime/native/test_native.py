@@ -270,7 +270,7 @@ def test_an_alias_that_reads_a_buffer_last_takes_it_over(cache, blas):
         prog = build_program(fn, *specs)
         src = native.lower_program(prog).source
         assert src.count("np.empty(") == allocs, src
-        check(prog, compile_native(prog, cache), [(_f32(6, 4), _f32(5, 6), _f32(5, 4))], rtol=1e-6, atol=1e-7)
+        check(prog, compile_native(prog, cache), [(_f32(6, 4), _f32(5, 6), _f32(5, 4))], rtol=1e-6, atol=1e-6)  # two BLAS libraries: float32 sums in another order
 
 
 def test_a_row_of_a_contiguous_array_is_read_in_place(cache, blas):
