@@ -44,14 +44,19 @@ class Case:
         grad: float array args that get ``requires_grad`` (True: all float ones; False: none).
             Gradients are those of a fixed random weighting of every float output.
         rtol, atol: value tolerance (gradients too).
-        static, saved, onnx: True, or a string saying why the form is not checked (e.g. "eager
-            only: the result's shape depends on the data"). ``saved``/``onnx`` need a static form.
+        static, dynamic, saved, onnx: True, or a string saying why the form is not checked (e.g.
+            "eager only: the result's shape depends on the data"). ``static``: ``to_static`` of
+            the case on its arguments; ``dynamic``: converted with every dim of every array
+            argument unknown (``InputSpec([None, ...])``); ``saved``: ``d2s.jit.save`` then
+            ``d2s_runtime.load``; ``onnx``: exported and run in onnxruntime. All but ``static``
+            need it.
     """
 
-    def __init__(self, name, fn, *args, grad=True, rtol=1e-6, atol=1e-7, static=True, saved=True, onnx=True):
+    def __init__(self, name, fn, *args, grad=True, rtol=1e-6, atol=1e-7, static=True, dynamic=True, saved=True,
+                 onnx=True):
         self.name, self.fn, self.args = name, fn, args
         self.grad, self.rtol, self.atol = grad, rtol, atol
-        self.forms = {"static": static, "saved": saved, "onnx": onnx}
+        self.forms = {"static": static, "dynamic": dynamic, "saved": saved, "onnx": onnx}
         for form, why in self.forms.items():
             if why is not True and not (isinstance(why, str) and why):
                 raise ValueError(f"case {name!r}: {form}= must be True or a reason string, got {why!r}")
@@ -244,6 +249,11 @@ def check_static(case, eager):
     arrays = [case.args[k] for k in pos]
     specs = [d2s.jit.InputSpec(list(a.shape), str(a.dtype), name=f"x{i}") for i, a in enumerate(arrays)]
     flat = [np.asarray(v) for v in eager["values"]]
+    if case.forms["dynamic"] is True:
+        dyn = [d2s.jit.InputSpec([None] * a.ndim, str(a.dtype)) for a in arrays]
+        outs = d2s.jit.to_static(_bound(case), input_spec=dyn)(*[d2s.tensor(a) for a in arrays])
+        _compare_flat([np.asarray(o.numpy()) for o in _flatten_tensors(outs)], flat, case,
+                      "to_static with dynamic dims vs eager")
     bound = d2s.jit.to_static(_bound(case))
     if case.forms["saved"] is True:
         import d2s_runtime
@@ -259,6 +269,15 @@ def check_static(case, eager):
             sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
             outs = sess.run(None, {f"x{i}": a for i, a in enumerate(arrays)})
         _compare_flat(outs, flat, case, "ONNX (onnxruntime) vs eager")
+
+
+def _flatten_tensors(out):
+    import d2s
+    if isinstance(out, dict):
+        return [a for v in out.values() for a in _flatten_tensors(v)]
+    if isinstance(out, (tuple, list)):
+        return [a for v in out for a in _flatten_tensors(v)]
+    return [out] if isinstance(out, d2s.Tensor) else []
 
 
 def _flatten(out):
