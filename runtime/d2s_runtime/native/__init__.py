@@ -15,21 +15,43 @@ used: the llvmlite wheels from the package index are built without Intel's SVML 
 (``numba -s`` reports "llvmlite Using SVML Patched LLVM: False"), so installing
 ``intel-cmplr-lib-rt`` would not vectorize anything.
 """
+import contextlib
 import importlib.util
 import os
 import sys
-import threading
 import types
 
 import numpy as np
 
+from .. import forksafe
 from .cache import CacheDir, default_cache_dir, helpers_digest, warn_once
 from .lower import NativeUnsupported, StackPool, lower, source_key
 
 __all__ = ["NativeUnsupported", "Lowered", "available", "lower_program", "compile_lowered", "compile_program",
            "is_cached", "default_cache_dir"]  # default_cache_dir: from cache.py
 
-_LOCK = threading.Lock()
+_LOCK = forksafe.Lock()
+_ACTIVE = [0]  # compiles in progress in this process
+_FORKED_MID_COMPILE = False
+
+
+@contextlib.contextmanager
+def _compiling():
+    _ACTIVE[0] += 1
+    try:
+        yield
+    finally:
+        _ACTIVE[0] -= 1
+
+
+@forksafe.after_fork
+def _after_fork():
+    # a compile running in another thread holds numba's own compiler lock, which the child
+    # inherits held: the child must not enter numba's compiler at all
+    global _FORKED_MID_COMPILE
+    if _ACTIVE[0]:
+        _FORKED_MID_COMPILE = True
+        _ACTIVE[0] = 0
 
 
 def available():
@@ -148,10 +170,13 @@ def compile_lowered(lowered, cache_dir=None):
     does, or re-run on it to name the op."""
     import numba
 
+    if _FORKED_MID_COMPILE:
+        raise NativeUnsupported("this process was forked while numba was compiling in another thread, whose locks "
+                                "the child inherits held; numba cannot compile here (the Python backend runs)")
     cache_dir = cache_dir or default_cache_dir()
     arg_types = [_numba_type(dt, nd) for dt, nd in lowered.signature]
     arg_types += [_const_type(v) for v in lowered.constants]
-    with _LOCK, CacheDir(cache_dir) as cache:
+    with _LOCK, _compiling(), CacheDir(cache_dir) as cache:
         if cache.refusal is not None:
             warn_once(cache_dir, cache.refusal)
             module = types.ModuleType("d2s_native_uncached")

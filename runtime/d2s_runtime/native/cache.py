@@ -31,6 +31,8 @@ import stat
 import threading
 import warnings
 
+from .. import forksafe
+
 try:
     import fcntl
 except ImportError:  # not POSIX: no lock between processes (the in-process one remains)
@@ -40,7 +42,7 @@ MANIFEST_FORMAT = 2
 PYCACHE = "__pycache__"
 _PROC_FD = "/proc/self/fd"
 _WARNED = set()
-_WARN_LOCK = threading.Lock()
+_WARN_LOCK = forksafe.Lock()
 
 
 def default_cache_dir():
