@@ -250,6 +250,34 @@ def read_npz(path, where, names, type_of, budget):
                             f"{safe_text(str(e), 200)}") from None
 
 
+def read_npy(path, max_bytes, where=None):
+    """The array in the ``.npy`` file ``path`` (an input given on the command line): its header
+    is read first and its size checked against ``max_bytes`` (None: no cap) and against the
+    bytes the file holds before any data is read; never a pickle. FormatError otherwise."""
+    where = where or path
+    with open(path, "rb") as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            read = {(1, 0): np.lib.format.read_array_header_1_0,
+                    (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+            if read is None:
+                raise FormatError(f"{where}: .npy format version {version} is not supported")
+            shape, fortran, dtype = read(f, max_header_size=MAX_HEADER_BYTES)
+        except ValueError as e:
+            raise FormatError(f"{where}: not a .npy array: {e}") from None
+        if dtype.hasobject:
+            raise FormatError(f"{where}: holds Python objects (a pickle); refused unread")
+        n = nbytes(shape, dtype.str)
+        size = os.fstat(f.fileno()).st_size - f.tell()
+        if size < n:
+            raise FormatError(f"{where}: its header declares {dtype.name}{list(shape)} ({n} bytes) but the file holds "
+                              f"{size} bytes of data (truncated, or a forged header)")
+        if max_bytes is not None and n > max_bytes:
+            raise FormatError(f"{where}: the array {dtype.name}{list(shape)} is {n} bytes, over max_bytes={max_bytes}")
+        f.seek(0)
+        return np.lib.format.read_array(f, allow_pickle=False, max_header_size=MAX_HEADER_BYTES)
+
+
 def _check_header(zf, info, where, name, t, budget):
     """The shape in member ``info``'s .npy header, checked; no array data is read."""
     field = f"array {name!r}"
