@@ -24,9 +24,9 @@ from .nn.module import Module
 from .onnx import export as onnx_export
 from .onnx.export import ExportError
 from .static.input_spec import spec_from_text
-from .trace.compare import compare_report
+from .trace.compare import InputSizeError, compare_report
 from .transformers import ConversionError, SourceUnavailable, convert_function
-from .user_errors import NoProgramError
+from .user_errors import ConvertError, NoProgramError
 from d2s_runtime.untrusted import read_npy
 
 
@@ -368,8 +368,6 @@ def _user_errors():
     from d2s_runtime import ExecutionError, GuardError, ProgramAssertionError, ShapeError
     from d2s_runtime.saved_model import InputError
     from d2s_runtime.serialize import FormatError
-    from .trace.compare import InputSizeError
-    from .user_errors import ConvertError
     errors = [FormatError, InputError, ShapeError, ExecutionError, GuardError, ProgramAssertionError, UserFileError,
               ConvertError, NoProgramError, InputSizeError]
     return tuple(errors) + (ConversionError, ExportError)

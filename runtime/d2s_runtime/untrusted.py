@@ -262,7 +262,7 @@ def read_npy(path, max_bytes, where=None):
                     (2, 0): np.lib.format.read_array_header_2_0}.get(version)
             if read is None:
                 raise FormatError(f"{where}: .npy format version {version} is not supported")
-            shape, fortran, dtype = read(f, max_header_size=MAX_HEADER_BYTES)
+            shape, _, dtype = read(f, max_header_size=MAX_HEADER_BYTES)
         except ValueError as e:
             raise FormatError(f"{where}: not a .npy array: {e}") from None
         if dtype.hasobject:
