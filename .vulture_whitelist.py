@@ -81,3 +81,7 @@ _.native_origin  # public Executor attribute: where the native code came from ("
 # d2s_runtime/blas.py
 _.leave  # called by generated code, looked up by name (codegen.g_blas)
 _.threads  # blas.threads(): numpy's BLAS thread count, for callers and tests checking it is restored
+
+# d2s/serialization.py, d2s_runtime/serialize.py
+_.weights_only  # d2s.load(..., weights_only=True): PyTorch's keyword, accepted (d2s only ever loads data)
+_.load_program  # public runtime API (d2s_runtime.serialize.load_program): one saved program, read as one save

@@ -30,6 +30,8 @@ _LAZY_NAMES = {
     "switch": ("d2s.static.structured", "switch"),
     "map": ("d2s.static.structured", "map"),
     "to_static": ("d2s.jit", "to_static"),
+    "save": ("d2s.serialization", "save"),
+    "load": ("d2s.serialization", "load"),
 }
 
 # The public names of ``d2s`` (see the API contract and the README): tensors and dtypes, the

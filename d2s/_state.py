@@ -14,8 +14,10 @@ and look at their own ``STATE.hooked`` only when it is not zero.
 """
 import threading
 
+from d2s_runtime import forksafe
+
 HOOKED_THREADS = [0]
-_COUNT_LOCK = threading.Lock()
+_COUNT_LOCK = forksafe.Lock()
 
 
 class _State(threading.local):

@@ -24,8 +24,10 @@ from .nn.module import Module
 from .onnx import export as onnx_export
 from .onnx.export import ExportError
 from .static.input_spec import spec_from_text
-from .trace.compare import compare_report
-from .transformers import ConversionError, convert_function
+from .trace.compare import InputSizeError, compare_report
+from .transformers import ConversionError, SourceUnavailable, convert_function
+from .user_errors import ConvertError, NoProgramError
+from d2s_runtime.untrusted import read_npy
 
 
 def parse_spec(text):
@@ -122,7 +124,12 @@ def _static_function(obj, command, target):
     _check_target(obj, command, target)
     if isinstance(obj, Module):
         return module_static_function(obj)
-    return obj if hasattr(obj, "get_program") else to_static(obj)
+    sf = obj if hasattr(obj, "get_program") else to_static(obj)
+    try:
+        convert_function(_signature_fn(sf))
+    except SourceUnavailable as e:
+        raise NoProgramError(f"{target} cannot be converted: {e} (define it with `def` in the file)") from None
+    return sf
 
 
 def _check_spec_count(fn, specs, command, target):
@@ -213,9 +220,9 @@ def cmd_run(args):
     for item in args.input or []:
         name, path = item.split("=", 1) if "=" in item else (None, item)
         try:
-            arr = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise SystemExit(f"d2s: cannot read input {path!r} as a .npy array: {e}") from None
+            arr = read_npy(path, args.max_bytes)
+        except OSError as e:
+            raise SystemExit(f"d2s run: cannot read input {path!r}: {e.strerror or e}") from None
         if name is None:
             positional.append(arr)
         else:
@@ -340,7 +347,8 @@ def build_parser():
     c.add_argument("--max-loop-iterations", type=_count, metavar="N", default=None,
                    help="stop with an error naming the op when a while loop runs more than N iterations")
     c.add_argument("--max-bytes", type=_count, metavar="N", default=_default_max_bytes(),
-                   help="refuse a model whose arrays declare more than N bytes (default: 4 GiB)")
+                   help="refuse a model whose arrays, or an input whose array, declare more than N bytes "
+                        "(default: 4 GiB)")
     c.set_defaults(run=cmd_run)
 
     c = sub.add_parser("export-onnx", help="export FILE::FUNC as an ONNX model")
@@ -360,7 +368,8 @@ def _user_errors():
     from d2s_runtime import ExecutionError, GuardError, ProgramAssertionError, ShapeError
     from d2s_runtime.saved_model import InputError
     from d2s_runtime.serialize import FormatError
-    errors = [FormatError, InputError, ShapeError, ExecutionError, GuardError, ProgramAssertionError, UserFileError]
+    errors = [FormatError, InputError, ShapeError, ExecutionError, GuardError, ProgramAssertionError, UserFileError,
+              ConvertError, NoProgramError, InputSizeError]
     return tuple(errors) + (ConversionError, ExportError)
 
 
@@ -383,11 +392,22 @@ def main(argv=None):
     """Run the command line; returns the exit status.
 
     A mistake of the user (a bad file, model or input, an error in their code) prints one
-    message and returns 1; ``--debug`` re-raises it with the full traceback instead.
+    message and returns 1; ``--debug`` re-raises it with the full traceback instead. Ctrl-C
+    prints one line and returns 130; a closed output pipe ends the command quietly (1).
     """
     args = build_parser().parse_args(argv)
     try:
         rc = args.run(args)
+        sys.stdout.flush()  # (a closed pipe shows here, not at exit)
+    except BrokenPipeError:
+        # the reader of our output went away (`d2s graph ... | head`): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        if getattr(args, "debug", False):
+            raise
+        print(f"d2s {args.command}: interrupted", file=sys.stderr)
+        return 130
     except Exception as e:
         if getattr(args, "debug", False):
             raise

@@ -45,6 +45,11 @@ class SourceUnavailable(Exception):
     ``exec``); the caller should fall back to running the function eagerly."""
 
 
+class NoProgramError(RuntimeError):
+    """A program was asked of a function that cannot be converted (its source is unavailable):
+    it runs eagerly, so it has no program to print, save or export."""
+
+
 class ConvertError(TypeError):
     """Tensor control flow whose parts do not fit together (a name defined in one branch only,
     branches of different structure or dtype, a loop variable changing dtype)."""

@@ -181,3 +181,83 @@ def test_output_file_names_are_safe_and_distinct():
     for f in files:
         assert f.endswith(".npy") and not f.startswith(".") and os.path.basename(f) == f
         assert all(c.isascii() and (c.isalnum() or c in "_.-") for c in f)
+
+
+# ------------------------------------------------------------------ exits that are not tracebacks
+def test_a_forged_npy_header_is_refused_before_its_data_is_read(tmp_path, capsys):
+    """A 129-byte .npy whose header declares 3.6 TiB: refused from its header, against the file's
+    size and --max-bytes, before any allocation."""
+    path = _save(_forever, str(tmp_path / "loop"), InputSpec([None], name="x"))
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000000), }"
+    header += " " * (118 - len(header)) + "\n"
+    (tmp_path / "huge.npy").write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+    assert main(["run", path, "--input", str(tmp_path / "huge.npy")]) == 1
+    assert "declares float32[1000000, 1000000] (4000000000000 bytes) but the file holds 0 bytes" in _error(capsys)
+    np.save(tmp_path / "x.npy", np.ones(30, "float32"))
+    assert main(["run", path, "--input", str(tmp_path / "x.npy"), "--max-bytes", "100"]) == 1
+    assert "is 120 bytes, over max_bytes=100" in _error(capsys)
+    np.save(tmp_path / "objects.npy", np.array([{}, 1], dtype=object))
+    assert main(["run", path, "--input", str(tmp_path / "objects.npy")]) == 1
+    assert "Python objects (a pickle); refused unread" in _error(capsys)
+
+
+RECURSIVE_AND_EXEC = '''
+import d2s
+
+def rec(x):
+    return rec(x * 2)
+
+def ok(x):
+    return x * 2 + 1
+
+ns = {}
+exec("def made_by_exec(x):\\n    return x + 1\\n", ns)
+made_by_exec = ns["made_by_exec"]
+'''
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["graph", "{f}::rec", "--spec", "float32[3]"], "recursed past Python's recursion limit"),
+    (["graph", "{f}::made_by_exec", "--spec", "float32[3]"], "made_by_exec cannot be converted: cannot read the source"),
+    (["compare", "{f}::ok", "--spec", "float32[100000,100000]"], "would take 74.5 GiB"),
+])
+def test_programs_the_command_cannot_build_are_one_line(tmp_path, capsys, argv, message):
+    f = tmp_path / "m.py"
+    f.write_text(RECURSIVE_AND_EXEC)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no warning besides the message
+        assert main([a.format(f=f) for a in argv]) == 1
+    err = _error(capsys)  # (no traceback)
+    assert message in err and err.startswith(f"d2s {argv[0]}: error: ") and err.endswith("--debug to see the traceback)\n")
+
+
+def _cli(args, **kw):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "runtime")]))
+    code = ("import sys, d2s.cli\nsys.stderr.write('ready\\n'); sys.stderr.flush()\n"
+            f"sys.exit(d2s.cli.main({args!r}))")
+    return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            **kw)
+
+
+def test_a_closed_output_pipe_ends_the_command_quietly(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text(RECURSIVE_AND_EXEC)
+    p = _cli(["graph", f"{f}::ok", "--spec", "float32[3]"])
+    p.stdout.close()  # the reader went away before the program was printed (`| head -0`)
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 1
+    assert err == "ready\n", err
+
+
+def test_ctrl_c_during_run_is_one_line_and_status_130(tmp_path):
+    import signal
+    import time
+    path = _save(_forever, str(tmp_path / "loop"), InputSpec([None], name="x"))
+    np.save(tmp_path / "x.npy", np.ones(3, "float32"))
+    p = _cli(["run", path, "--input", str(tmp_path / "x.npy")])
+    assert p.stderr.readline() == b"ready\n"
+    time.sleep(1.0)  # the model loads and its loop starts
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and err.decode() == "d2s run: interrupted\n", err

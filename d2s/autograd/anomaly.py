@@ -14,15 +14,15 @@ lets the hot paths skip the thread-local look-up while no thread uses it.
 """
 import os
 import sys
-import threading
 import weakref
 
 from d2s_runtime.device import xp_of
+from d2s_runtime import forksafe
 
 from .._state import STATE
 
 ACTIVE_THREADS = [0]
-_COUNT_LOCK = threading.Lock()
+_COUNT_LOCK = forksafe.Lock()
 _SITES = weakref.WeakKeyDictionary()  # autograd node -> (file, line) of the op's user call
 
 _D2S_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -5,6 +5,7 @@ raises and leaves the collective) must make the others fail with a clear error i
 hanging forever. :func:`init` also installs an exception hook that aborts the whole MPI job
 when one rank raises, so the others exit at once rather than wait for the deadline.
 """
+import json
 import os
 import sys
 import time
@@ -176,6 +177,45 @@ def broadcast_parameters(module, root=0):
     replicas start equal); shapes and dtypes must already agree."""
     for t in list(module.parameters()) + [b for b in _buffers(module)]:
         broadcast(t, root)
+
+
+def check_replicas(module, what="DistributedDataParallel"):
+    """Raise ``DistributedError`` on every rank, naming the first difference, unless every rank's
+    ``module`` has the same parameters and buffers (names, shapes, dtypes) as rank 0's -- as
+    PyTorch's DDP checks at construction: a broadcast of mismatched tensors fails deep inside MPI
+    ("Other MPI error") or, worse, silently reads the wrong bytes."""
+    if world_size() == 1:
+        return
+    desc = [[name, list(t.shape), str(t.dtype)] for name, t in _named_state(module)]
+    text = np.frombuffer(json.dumps(desc).encode(), np.uint8)
+    comm = _comm()
+    counts = np.empty(world_size(), np.int64)
+    comm.Allgather(np.array([text.size], np.int64), counts)
+    gathered = np.empty(int(counts.sum()), np.uint8)
+    comm.Allgatherv(text, [gathered, counts])
+    ends = np.cumsum(counts)
+    every = [json.loads(gathered[e - c:e].tobytes()) for e, c in zip(ends, counts)]
+    for r, theirs in enumerate(every[1:], 1):
+        if theirs == every[0]:
+            continue
+        first = {n: (s, d) for n, s, d in every[0]}
+        other = {n: (s, d) for n, s, d in theirs}
+        for name in list(first) + [n for n in other if n not in first]:
+            a, b = first.get(name), other.get(name)
+            if a != b:
+                def show(v):
+                    return "nothing" if v is None else f"{v[1]}{v[0]}"
+                raise DistributedError(f"{what}: rank {r}'s {name!r} is {show(b)} where rank 0's is {show(a)}; "
+                                       "every rank must build the same model (same layers, sizes and dtypes)")
+        raise DistributedError(f"{what}: rank {r}'s parameters and buffers come in another order than rank 0's")
+
+
+def _named_state(module):
+    yield from module.named_parameters()
+    for m_name, m in module.named_modules():
+        for b_name, b in m.__dict__.get("_buffers", {}).items():
+            if b is not None:
+                yield (f"{m_name}.{b_name}" if m_name else b_name), b
 
 
 def _buffers(module):

@@ -50,6 +50,7 @@ class DistributedDataParallel(Module):
         super().__init__()
         comm.init()
         self.module = module
+        comm.check_replicas(module)
         if broadcast_parameters:
             comm.broadcast_parameters(module)
         params = [p for p in module.parameters() if p.requires_grad]

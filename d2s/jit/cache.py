@@ -9,11 +9,12 @@ shape computes the signature a second time with the spec's dims (``None`` where 
 program found (or built) for that generalized signature is then also stored under the call's
 exact signature, so later calls of that shape take the fast path again.
 """
-import threading
 from collections import namedtuple
 from itertools import count
 
 import numpy as np
+
+from d2s_runtime import forksafe
 
 from .. import pytree
 from ..static.input_spec import InputSpec
@@ -202,7 +203,7 @@ class ProgramCache:
     def __init__(self):
         self.by_key = {}
         self._entries = {}  # entry -> None, in the order they were built
-        self.lock = threading.Lock()
+        self.lock = forksafe.Lock()
         self.clock = count(1)
         self.misses = 0
         self.evictions = 0

@@ -12,11 +12,11 @@ second on (``TieredProgram``), so a first call costs conversion, build and prepa
 """
 import contextlib
 import operator
-import threading
 import warnings
 
 import numpy as np
 
+from d2s_runtime import forksafe
 from d2s_runtime.device import to_host, xp_of
 from d2s_runtime.ops import OPS, RNG
 from d2s_runtime.passes._util import constant_op_value
@@ -36,7 +36,7 @@ from .backward_build import build_backward
 # user's function, which may write module attributes for the duration of the trace, so two
 # builds at once could see each other's symbolic values. Builds hold the GIL anyway; cached
 # programs run without any lock. Reentrant: a build may ask for another program.
-BUILD_LOCK = threading.RLock()
+BUILD_LOCK = forksafe.RLock()  # (free again in a forked child)
 
 _DATA = operator.attrgetter("_data")  # a tensor's array (map(_DATA, ...) beats a list comprehension)
 # requires_grad is a plain bool attribute (set by d2s as True/False); masks are tuples of it
@@ -135,7 +135,7 @@ class TieredProgram:
         self._runner = None
         # threads running the same program prepare and optimize it once; a runner, once
         # published, stays valid (each holds its own executor), so runs need no lock
-        self._lock = threading.Lock()
+        self._lock = forksafe.Lock()
         self.run = self._first_run
 
     def _use(self, program, quick=False):

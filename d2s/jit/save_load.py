@@ -17,13 +17,13 @@ not stored but rebuilt on first use by replaying the saved program through the s
 rules that differentiate a ``to_static`` program.
 """
 import os
-import secrets
 import shutil
 import warnings
 
 import numpy as np
 
 import d2s
+from d2s_runtime import replace_dir
 from d2s_runtime.device import device_of, get_xp
 from d2s_runtime.untrusted import DEFAULT_MAX_BYTES
 
@@ -90,9 +90,12 @@ def save(obj, path, input_spec=None, overwrite=False):
     """Save ``obj`` as a directory that runs without its Python source.
 
     The save is atomic: the model is written into a temporary sibling directory, flushed to
-    disk, and only then renamed into place, so a failure midway leaves an earlier model at
-    ``path`` untouched. An earlier model there is replaced as a whole; a directory holding
-    anything else is refused unless ``overwrite=True``.
+    disk, and only then exchanged with the earlier one in one step (see
+    ``d2s_runtime.replace_dir``), so whatever stops the process midway -- an error, ``kill -9``
+    -- ``path`` holds either the earlier model or the new one, whole. What the save writes is
+    first checked by the loader's own rules (a name the loader would refuse fails the save,
+    before anything is replaced). An earlier model there is replaced as a whole; a directory
+    holding anything else is refused unless ``overwrite=True``.
 
     Args:
         obj: a to_static function, a module (every converted method is saved; a module never
@@ -123,22 +126,25 @@ def save(obj, path, input_spec=None, overwrite=False):
             raise ValueError(f"cannot save {name}: no values for params "
                              f"{sorted(set(ex.program.params) - set(ex.params))}")
     target = os.path.realpath(path) if os.path.islink(path) else os.fspath(path)
+    replace_dir.recover(target)  # a model a killed save moved aside (systems without the exchange)
     kind = _existing(target, overwrite)
     parent = os.path.dirname(os.path.abspath(target))
     os.makedirs(parent, exist_ok=True)
-    tmp = _fresh_dir(parent, target, "save")
+    replace_dir.remove_leftovers(target)
+    tmp = replace_dir.sibling(target, "save")
     try:
         for k, (name, ex) in enumerate(exports):
             where = tmp if k == 0 else os.path.join(tmp, methods[name])
             save_program(ex.program, where, params=ex.params, meta=_meta(ex, name, methods if k == 0 else None))
-        _fsync_tree(tmp)
-        if kind is None:
-            os.rename(tmp, target)
-        elif kind == "model":
-            _swap(tmp, target, parent)
-        else:
+        replace_dir.fsync_tree(tmp)
+        if kind == "other":
             _merge(tmp, target)
-        _fsync_dir(parent)
+        else:
+            stuck = replace_dir.replace(tmp, target)
+            if stuck is not None:
+                warnings.warn(f"d2s.jit.save: the model is saved, but the earlier one, moved to {stuck}, could not "
+                              "be removed", RuntimeWarning, stacklevel=2)
+        replace_dir.fsync_dir(parent)
     finally:
         if os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
@@ -179,37 +185,6 @@ def _existing(path, overwrite):
     return "other"
 
 
-def _fresh_dir(parent, target, what):
-    """A new hidden directory next to ``target``, made with the user's umask (unlike
-    ``tempfile.mkdtemp``'s 0700, so the saved model gets the permissions a plain mkdir gives)."""
-    base = os.path.basename(os.path.abspath(target))
-    while True:
-        path = os.path.join(parent, f".{base}.d2s-{what}-{secrets.token_hex(6)}")
-        try:
-            os.mkdir(path)
-            return path
-        except FileExistsError:
-            continue
-
-
-def _swap(new, target, parent):
-    """Rename ``new`` to ``target``, putting the earlier model back if that fails."""
-    old = _fresh_dir(parent, target, "old")
-    os.rmdir(old)  # only a free name is wanted
-    os.rename(target, old)
-    try:
-        os.rename(new, target)
-    except BaseException:
-        os.rename(old, target)
-        raise
-    for _ in range(2):  # the new model is in place; a failure here only leaves litter behind
-        shutil.rmtree(old, ignore_errors=True)
-        if not os.path.lexists(old):
-            return
-    warnings.warn(f"d2s.jit.save: the model is saved, but the earlier one, moved to {old}, could not be removed",
-                  RuntimeWarning, stacklevel=3)
-
-
 def _merge(new, target):
     """Move the files of ``new`` into ``target`` one by one (program.json of each model last)."""
     for root, _, files in os.walk(new):
@@ -218,30 +193,6 @@ def _merge(new, target):
         os.makedirs(dest, exist_ok=True)
         for f in sorted(files, key=lambda f: f == "program.json"):
             os.replace(os.path.join(root, f), os.path.join(dest, f))
-
-
-def _fsync_tree(root):
-    for d, _, files in os.walk(root):
-        for f in files:
-            fd = os.open(os.path.join(d, f), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        _fsync_dir(d)
-
-
-def _fsync_dir(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # platforms without directory handles
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # ------------------------------------------------------------------ loading
@@ -257,10 +208,13 @@ class LoadedFunction:
         program: the Program. meta: the saved meta dict. input_names, output_names.
     """
 
-    def __init__(self, path, device=None, _shared=None, max_bytes=DEFAULT_MAX_BYTES, backend=None):
+    def __init__(self, path, device=None, _shared=None, max_bytes=DEFAULT_MAX_BYTES, backend=None, _files=None):
         from d2s_runtime.saved_model import Signature
-        from d2s_runtime.serialize import META_FILE, load_program
-        program, arrays, meta = load_program(path, max_bytes=max_bytes)
+        from d2s_runtime.serialize import META_FILE, read_model
+        # _files: (program, arrays, meta, methods) already read as one save (the methods' own
+        # files, of the same save, are in ``methods``)
+        program, arrays, meta, methods = _files if _files is not None else read_model(path, max_bytes=max_bytes)
+        self._method_files = methods
         self._max_bytes = max_bytes
         device = get_default_device() if device is None else "gpu" if device == "cuda" else device
         get_xp(device)  # a clear error when the device is unknown or unavailable
@@ -362,8 +316,10 @@ class LoadedFunction:
         m = self._methods.get(name)
         if m is None:
             from d2s_runtime.saved_model import method_dir
-            m = self._methods[name] = LoadedFunction(method_dir(self.path, self.signature, name), self.device,
-                                                     self._shared, self._max_bytes, self.backend)
+            method_dir(self.path, self.signature, name)  # (a clear error for a method not saved)
+            files = self._method_files[name] + ({},)
+            m = self._methods[name] = LoadedFunction(os.path.join(self.path, self.signature.methods[name]), self.device,
+                                                     self._shared, self._max_bytes, self.backend, _files=files)
         return m
 
     def backend_report(self):

@@ -24,7 +24,7 @@ from ..static.builder import ProgramBuilder, flatten_outputs, python_number_type
 from ..static.input_spec import InputSpec
 from ..tensor import Tensor
 from ..transformers import SourceUnavailable, convert_function
-from ..user_errors import ConvertError
+from ..user_errors import ConvertError, NoProgramError
 from . import config
 from .numerics import check_forward
 from ..convert import values
@@ -394,8 +394,8 @@ class StaticFunction:
     def _build(self, args, kwargs, leaf_types):
         conv = self._converted()
         if conv is None:
-            raise RuntimeError(f"{self._fn.__qualname__} cannot be converted (its source is unavailable), "
-                               "so it has no program; it runs eagerly")
+            raise NoProgramError(f"{self._fn.__qualname__} cannot be converted (its source is unavailable: defined "
+                                 "by exec or in an interactive session?), so it has no program; it runs eagerly")
         device = _device_of(args, kwargs)
         instance = self._instance
         name = getattr(self._fn, "__qualname__", "function")

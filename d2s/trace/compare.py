@@ -61,11 +61,25 @@ def path_of(fn, args):
     return tuple(d.key() for d in tracer.decisions)
 
 
+class InputSizeError(ValueError):
+    """Shapes whose generated inputs would take more memory than :data:`MAX_INPUT_BYTES`."""
+
+
+MAX_INPUT_BYTES = 256 << 20  # the float64 draws the inputs are made from, all together
+
+
 def generate_inputs(fn, shapes, seed=0, max_inputs=MAX_INPUTS):
     """Inputs of the given shapes covering distinct control-flow paths of ``fn``: one random
-    draw, scaled and shifted several ways; the first input of each new path is kept."""
+    draw, scaled and shifted several ways; the first input of each new path is kept. Shapes
+    whose draws would pass :data:`MAX_INPUT_BYTES` raise :class:`InputSizeError` before any
+    memory is taken."""
     rng = np.random.default_rng(seed)
     specs = [_spec_of(s) for s in shapes]
+    need = sum(8 * int(np.prod(shape, dtype=object)) for shape, _ in specs)
+    if need > MAX_INPUT_BYTES:
+        raise InputSizeError(f"inputs of shapes {', '.join(str(list(s)) for s, _ in specs)} would take "
+                             f"{need / 2**30:.1f} GiB; comparing generates at most {MAX_INPUT_BYTES >> 20} MiB "
+                             "of inputs: give smaller shapes (the paths taken rarely depend on the size)")
     base = [rng.standard_normal(shape) for shape, _ in specs]
     kept, seen = [], set()
     for shift in _SHIFTS:

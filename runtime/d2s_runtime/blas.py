@@ -23,14 +23,14 @@ OpenBLAS whose thread count can be set (another BLAS, no ctypes, not Linux), bot
 nothing. ``SMALL_PRODUCT`` is the size (multiply-adds of one product) up to which a product
 counts as small; ``enabled`` turns the whole mechanism off.
 """
-import threading
 
 from .ops import OPS
+from . import forksafe
 
 enabled = True
 SMALL_PRODUCT = 1 << 23
 
-_lock = threading.Lock()
+_lock = forksafe.Lock()
 _depth = [0]
 _saved = [None]
 _api = []  # [(get, set)] once looked up; [None] where unavailable

@@ -39,6 +39,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 import numpy as np
 
 from . import codegen
+from . import forksafe
 from .control_flow import RULES
 from .device import get_xp
 from .errors import ExecutionError
@@ -205,7 +206,7 @@ class Executor:
         self._box = [self._python_call]
         self._native_fn = None
         self._job = None  # the compile to start after the first call
-        self._job_lock = threading.Lock()
+        self._job_lock = forksafe.Lock()
         self._native_state = "off"  # off | pending | measuring | native | auto-python | unsupported | failed
         self._native_reason = None
         self._auto_reason = None  # why "auto" chose the backend it runs (once decided)

@@ -107,11 +107,7 @@ class Signature:
             self.output_names = _check_specs(meta.get("outputs"), program.outputs, program, where, "outputs")
             self.tree = meta.get("output_tree")
             _check_tree(self.tree, len(program.outputs), where)
-            methods = meta.get("methods", {})
-            if not isinstance(methods, dict) or not all(
-                    isinstance(k, str) and isinstance(v, str) and _relative(v) for k, v in methods.items()):
-                _fail(where, "meta methods must map names to relative directories inside the model")
-            self.methods = dict(methods)
+            self.methods = method_paths(meta, where)
         else:
             self.input_names = list(program.inputs)
             self.output_names = list(program.outputs)
@@ -169,6 +165,19 @@ def _relative(path):
     norm = os.path.normpath(path)
     return (bool(path) and not os.path.isabs(path) and norm.split(os.sep)[0] != ".." and norm != "."
             and "\0" not in path)
+
+
+def method_paths(meta, where):
+    """The saved methods of a model's meta: ``{name: relative directory}`` (FormatError naming
+    ``where`` unless every entry is a name and a relative path inside the model); none for a
+    program saved without ``d2s.jit.save``'s meta."""
+    if not isinstance(meta, dict) or meta.get("format") != SAVED_MODEL_FORMAT:
+        return {}
+    methods = meta.get("methods", {})
+    if not isinstance(methods, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and _relative(v) for k, v in methods.items()):
+        _fail(where, "meta methods must map names to relative directories inside the model")
+    return dict(methods)
 
 
 def method_dir(root, signature, name):

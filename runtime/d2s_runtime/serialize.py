@@ -38,8 +38,9 @@ from .executor import Executor
 from .ir import Block, Op, Program
 from .ops.guard import GuardError
 from .ops import OPS, TensorType
-from .saved_model import META_FILE, Signature, method_dir
-from .untrusted import DEFAULT_MAX_BYTES, Budget, nbytes, read_json, read_npz, regular_file, safe_text
+from .replace_dir import read_whole
+from .saved_model import META_FILE, Signature, method_dir, method_paths
+from .untrusted import DEFAULT_MAX_BYTES, Budget, inside, nbytes, parse_json, read_json, read_npz, regular_file, safe_text
 from .verify import VerifyError, verify
 from .version import __version__
 
@@ -104,6 +105,7 @@ def save_program(program, dirpath, params=None, meta=None):
     unknown = [k for k in params if k not in program.params]
     if unknown:
         raise KeyError(f"save_program: {unknown} are not params of the program (its params: {program.params})")
+    program_text, meta_text = _checked_texts(program, meta)
     os.makedirs(dirpath, exist_ok=True)
     arrays = {k: _host(v) for k, v in params.items()}
     for k, a in arrays.items():
@@ -113,14 +115,32 @@ def save_program(program, dirpath, params=None, meta=None):
     _write_npz(os.path.join(dirpath, PARAMS_FILE), arrays)
     _write_npz(os.path.join(dirpath, CONSTANTS_FILE), {k: _host(v) for k, v in program.constants.items()})
     if meta is not None:
-        with open(os.path.join(dirpath, META_FILE), "w") as f:
-            json.dump(meta, f, indent=1)
+        with open(os.path.join(dirpath, META_FILE), "wb") as f:
+            f.write(meta_text)
     elif os.path.exists(os.path.join(dirpath, META_FILE)):
         os.remove(os.path.join(dirpath, META_FILE))
     # program.json last: a directory with a program.json is complete
-    with open(os.path.join(dirpath, PROGRAM_FILE), "w") as f:
-        json.dump(program_to_json(program), f)
+    with open(os.path.join(dirpath, PROGRAM_FILE), "wb") as f:
+        f.write(program_text)
     return dirpath
+
+
+def _checked_texts(program, meta):
+    """The JSON texts of program.json and meta.json, after the loader's own checks of them (so
+    nothing is written that :func:`load_program` would refuse: control characters in names,
+    integers over 20 digits, nesting deeper than 128, a malformed meta). ValueError otherwise."""
+    try:
+        program_text = json.dumps(program_to_json(program)).encode("utf-8")
+        program_from_json(parse_json(program_text, PROGRAM_FILE))
+        meta_text = None
+        if meta is not None:
+            meta_text = json.dumps(meta, indent=1).encode("utf-8")
+            Signature(program, parse_json(meta_text, META_FILE), META_FILE)
+    except FormatError as e:
+        raise ValueError(f"cannot save: the loader would refuse the saved model ({e}); nothing was written") from None
+    except RecursionError:
+        raise ValueError("cannot save: its structure is nested too deep for JSON; nothing was written") from None
+    return program_text, meta_text
 
 
 def _write_npz(path, arrays):
@@ -270,41 +290,63 @@ def load_program(dirpath, max_bytes=DEFAULT_MAX_BYTES):
 
     Returns:
         ``(program, params, meta)``: the verified Program, a dict of param arrays (empty if
-        none were saved) and the meta dict (``{}`` without meta.json).
+        none were saved) and the meta dict (``{}`` without meta.json). All from one save: a
+        save replacing the directory meanwhile is never mixed in (see ``replace_dir``).
     """
-    budget = Budget(max_bytes)
-    if not os.path.isdir(dirpath):
-        raise FormatError(f"{dirpath}: not a directory holding a saved d2s program")
-    ppath = os.path.join(dirpath, PROGRAM_FILE)
-    if not regular_file(dirpath, ppath):
-        raise FormatError(f"{ppath}: missing; {dirpath} holds no saved d2s program")
-    program = program_from_json(read_json(ppath), ppath)
+    return read_whole(dirpath, lambda root: _read_program(root, dirpath, Budget(max_bytes), max_bytes))
+
+
+def read_model(dirpath, max_bytes=DEFAULT_MAX_BYTES):
+    """The whole save at ``dirpath``: ``(program, params, meta, methods)``, where ``methods``
+    maps each saved method's name (meta ``methods``) to its own ``(program, params, meta)``,
+    every file read from the same directory (one save, never two mixed) and counted against
+    one ``max_bytes``."""
+    def read(root):
+        budget = Budget(max_bytes)
+        program, params, meta = _read_program(root, dirpath, budget, max_bytes)
+        methods = {}
+        for name, rel in method_paths(meta, os.path.join(dirpath, META_FILE)).items():
+            sub = inside(root, os.path.join(root, rel), os.path.join(dirpath, META_FILE), f"directory of method {name!r}")
+            methods[name] = _read_program(sub, os.path.join(dirpath, rel), budget, max_bytes)
+        return program, params, meta, methods
+    return read_whole(dirpath, read)
+
+
+def _read_program(root, shown, budget, max_bytes):
+    """``(program, params, meta)`` from directory ``root`` (errors name ``shown``, the path the
+    caller gave, not the descriptor path ``root`` may be)."""
+    if not os.path.isdir(root):
+        raise FormatError(f"{shown}: not a directory holding a saved d2s program")
+    ppath, pshown = os.path.join(root, PROGRAM_FILE), os.path.join(shown, PROGRAM_FILE)
+    if not regular_file(root, ppath, pshown):
+        raise FormatError(f"{pshown}: missing; {shown} holds no saved d2s program")
+    program = program_from_json(read_json(ppath, where=pshown), pshown)
     gb = program.block
     for n in list(program.params) + list(program.constants) + list(program.inputs):
-        _expect(n in gb.vars, ppath, f"program input/param/constant {n!r} has no var in the global block")
-    _check_declared_sizes(program, ppath, max_bytes)
-    cpath = os.path.join(dirpath, CONSTANTS_FILE)
+        _expect(n in gb.vars, pshown, f"program input/param/constant {n!r} has no var in the global block")
+    _check_declared_sizes(program, pshown, max_bytes)
+    cpath, cshown = os.path.join(root, CONSTANTS_FILE), os.path.join(shown, CONSTANTS_FILE)
     const_names = list(program.constants)
-    par_path = os.path.join(dirpath, PARAMS_FILE)
+    par_path, par_shown = os.path.join(root, PARAMS_FILE), os.path.join(shown, PARAMS_FILE)
     # every header (shape, dtype, size) is checked before any array data is read
     program.constants = {}
     if const_names:
-        if not regular_file(dirpath, cpath):
-            _fail(cpath, f"missing file (the program needs arrays {const_names[:5]}"
-                         f"{'...' if len(const_names) > 5 else ''})")
-        program.constants = read_npz(cpath, cpath, const_names, lambda n: gb.vars[n].type, budget)
+        if not regular_file(root, cpath, cshown):
+            _fail(cshown, f"missing file (the program needs arrays {const_names[:5]}"
+                          f"{'...' if len(const_names) > 5 else ''})")
+        program.constants = read_npz(cpath, cshown, const_names, lambda n: gb.vars[n].type, budget)
     params = {}
-    if program.params and regular_file(dirpath, par_path):
-        params = read_npz(par_path, par_path, list(program.params), lambda n: gb.vars[n].type, budget)
+    if program.params and regular_file(root, par_path, par_shown):
+        params = read_npz(par_path, par_shown, list(program.params), lambda n: gb.vars[n].type, budget)
     meta = {}
-    mpath = os.path.join(dirpath, META_FILE)
-    if regular_file(dirpath, mpath):
-        meta = read_json(mpath)
-        _expect(isinstance(meta, dict), mpath, "meta must be a JSON object")
+    mpath, mshown = os.path.join(root, META_FILE), os.path.join(shown, META_FILE)
+    if regular_file(root, mpath, mshown):
+        meta = read_json(mpath, where=mshown)
+        _expect(isinstance(meta, dict), mshown, "meta must be a JSON object")
     try:
         verify(program)
     except VerifyError as e:
-        raise FormatError(f"{ppath}: the program is malformed: {e}") from None
+        raise FormatError(f"{pshown}: the program is malformed: {e}") from None
     return program, params, meta
 
 
@@ -318,12 +360,13 @@ class Model:
     """
 
     def __init__(self, program, params, meta, device="cpu", parallel=False, path=None, max_bytes=DEFAULT_MAX_BYTES,
-                 max_loop_iterations=None, backend="python"):
+                 max_loop_iterations=None, backend="python", methods=None):
         missing = [n for n in program.params if n not in params]
         if missing:
             raise FormatError(f"the saved model has no arrays for params {missing}; save it with params=")
         self.program, self.params, self.meta = program, params, meta
         self.path, self.device, self._methods = path, device, {}
+        self._method_files = methods  # {name: (program, params, meta)} read with this model (one save)
         self._load_options = {"max_bytes": max_bytes, "max_loop_iterations": max_loop_iterations, "backend": backend}
         # input names/specs and output structure from meta (checked here, before any call)
         self.signature = Signature(program, meta, os.path.join(path or ".", META_FILE))
@@ -366,8 +409,15 @@ class Model:
             raise AttributeError(name)
         m = self._methods.get(name)
         if m is None:
-            m = self._methods[name] = load(method_dir(self.path, self.signature, name), device=self.device,
-                                           **self._load_options)
+            if self._method_files is None:  # a Model built from a program by hand: read the method now
+                m = load(method_dir(self.path, self.signature, name), device=self.device, **self._load_options)
+            else:
+                method_dir(self.path, self.signature, name)  # (a clear error for a method not saved)
+                program, params, meta = self._method_files[name]
+                opts = {k: v for k, v in self._load_options.items() if k != "max_bytes"}
+                m = Model(program, params, meta, device=self.device, path=os.path.join(self.path, self.signature.methods[name]),
+                          **opts)
+            self._methods[name] = m
         return m
 
     def __repr__(self):
@@ -394,6 +444,6 @@ def load(path, device="cpu", parallel=False, max_bytes=DEFAULT_MAX_BYTES, max_lo
         backend: ``'python'``, ``'native'`` or ``'auto'`` (see :class:`~d2s_runtime.Executor`;
             a model whose compiled form is in the native disk cache runs natively at once).
     """
-    program, params, meta = load_program(path, max_bytes=max_bytes)
+    program, params, meta, methods = read_model(path, max_bytes=max_bytes)
     return Model(program, params, meta, device=device, parallel=parallel, path=path, max_bytes=max_bytes,
-                 max_loop_iterations=max_loop_iterations, backend=backend)
+                 max_loop_iterations=max_loop_iterations, backend=backend, methods=methods)

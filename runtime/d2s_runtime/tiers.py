@@ -46,6 +46,7 @@ import time
 import weakref
 
 from .ops import OPS
+from . import forksafe
 
 BACKENDS = ("python", "native", "auto")
 
@@ -68,7 +69,7 @@ PRODUCTS_MARGIN = 1.25
 START_DELAY = 0.1
 
 _AVAILABLE = []  # [(module or None, reason)], computed once per process
-_AVAILABLE_LOCK = threading.Lock()
+_AVAILABLE_LOCK = forksafe.Lock()
 
 
 def native_module():
@@ -146,8 +147,9 @@ class _Worker:
     def __init__(self):
         self._queue = queue.Queue()
         self._thread = None
-        self._lock = threading.Lock()
+        self._lock = forksafe.Lock()
         self.stopping = False
+        self.current = None  # the job being compiled now
 
     def submit(self, job):
         job.submitted = time.monotonic()
@@ -157,9 +159,23 @@ class _Worker:
                 self._thread.start()
         self._queue.put(job)
 
+    def after_fork(self):
+        """In a forked child: the thread is gone; its queue (maybe locked by it) is replaced,
+        and the jobs the parent was compiling or had queued are cancelled, so no executor of
+        the child waits for them; the child's own compiles start a new thread."""
+        pending = [self.current] + list(self._queue.queue)  # (the deque itself: no lock to take)
+        if self.current is not None:  # numba was importing or compiling: its locks and modules are unusable here
+            _AVAILABLE[:] = [(None, "this process was forked while the native compiler ran in another thread, whose "
+                                    "locks and half-imported modules the child inherits: the Python backend runs here")]
+        self._queue, self._thread, self.current = queue.Queue(), None, None
+        for job in pending:
+            if job is not None:
+                job.cancel("the process was forked while it was pending (the child compiles its own programs)")
+
     def _loop(self):
         while True:
             job = self._queue.get()
+            self.current = job
             try:
                 # a job is submitted as a first call returns from the executor: let the rest
                 # of that call (the caller's code) finish before numba's import and compiler
@@ -173,9 +189,12 @@ class _Worker:
                     job.run()
             except BaseException:  # noqa: BLE001 - a job reports its own failure; keep serving
                 pass
+            finally:
+                self.current = None
 
 
 WORKER = _Worker()
+forksafe.after_fork(WORKER.after_fork)
 
 
 def _stop_worker():
@@ -243,7 +262,7 @@ class AutoTrial:
         self.times = {"native": [], "python": []}
         self.turn = 0
         self.checked = False  # the first native call (untimed) checked its outputs
-        self.lock = threading.Lock()
+        self.lock = forksafe.Lock()
 
     def next_backend(self):
         """``(backend, timed)`` for the next call."""

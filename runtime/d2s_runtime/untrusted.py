@@ -59,15 +59,17 @@ def inside(root, path, where, what="file"):
     return path
 
 
-def regular_file(root, path):
-    """Whether ``path`` exists; FormatError if it does but is not a regular file inside ``root``."""
+def regular_file(root, path, where=None):
+    """Whether ``path`` exists; FormatError (naming ``where``, default ``path``) if it does but
+    is not a regular file inside ``root``."""
+    where = where or path
     if not os.path.lexists(path):
         return False
-    inside(root, path, path)
+    inside(root, path, where)
     st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        raise FormatError(f"{path}: is {kind}; a saved model holds a regular file here")
+        raise FormatError(f"{where}: is {kind}; a saved model holds a regular file here")
     return True
 
 
@@ -104,23 +106,34 @@ def _json_constant(name):
     return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
 
 
-def read_json(path, max_bytes=MAX_JSON_BYTES):
-    """The JSON document in ``path``, checked as described in the module docstring."""
+def read_json(path, max_bytes=MAX_JSON_BYTES, where=None):
+    """The JSON document in ``path``, checked as described in the module docstring (errors
+    name ``where``, default ``path``)."""
+    where = where or path
     size = os.stat(path).st_size
     if size > max_bytes:
-        raise FormatError(f"{path}: {size} bytes is more than the {max_bytes} accepted for this file")
+        raise FormatError(f"{where}: {size} bytes is more than the {max_bytes} accepted for this file")
+    with open(path, "rb") as f:
+        data = f.read(max_bytes + 1)
+    return parse_json(data, where)
+
+
+def parse_json(data, where, max_bytes=MAX_JSON_BYTES):
+    """The JSON document in ``data`` (bytes), checked as :func:`read_json` checks a file (a save
+    runs its text through this before writing it)."""
+    if len(data) > max_bytes:
+        raise FormatError(f"{where}: {len(data)} bytes is more than the {max_bytes} accepted for this file")
     try:
-        with open(path, "rb") as f:
-            text = f.read(max_bytes + 1).decode("utf-8")
-        doc = json.loads(text, object_pairs_hook=_pairs(path), parse_int=_parse_int,
+        text = data.decode("utf-8")
+        doc = json.loads(text, object_pairs_hook=_pairs(where), parse_int=_parse_int,
                          parse_constant=_json_constant)
     except RecursionError:
-        raise FormatError(f"{path}: JSON nested too deep (at most {MAX_JSON_DEPTH} levels)") from None
+        raise FormatError(f"{where}: JSON nested too deep (at most {MAX_JSON_DEPTH} levels)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FormatError(f"{path}: not valid JSON (truncated or corrupt?): {e}") from None
+        raise FormatError(f"{where}: not valid JSON (truncated or corrupt?): {e}") from None
     except ValueError as e:  # numbers the parser refuses
-        raise FormatError(f"{path}: not valid JSON: {e}") from None
-    check_json_tree(doc, path)
+        raise FormatError(f"{where}: not valid JSON: {e}") from None
+    check_json_tree(doc, where)
     return doc
 
 
@@ -235,6 +248,34 @@ def read_npz(path, where, names, type_of, budget):
             raise
         raise FormatError(f"{where}: cannot read arrays (truncated or corrupt file?): {type(e).__name__}: "
                             f"{safe_text(str(e), 200)}") from None
+
+
+def read_npy(path, max_bytes, where=None):
+    """The array in the ``.npy`` file ``path`` (an input given on the command line): its header
+    is read first and its size checked against ``max_bytes`` (None: no cap) and against the
+    bytes the file holds before any data is read; never a pickle. FormatError otherwise."""
+    where = where or path
+    with open(path, "rb") as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            read = {(1, 0): np.lib.format.read_array_header_1_0,
+                    (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+            if read is None:
+                raise FormatError(f"{where}: .npy format version {version} is not supported")
+            shape, _, dtype = read(f, max_header_size=MAX_HEADER_BYTES)
+        except ValueError as e:
+            raise FormatError(f"{where}: not a .npy array: {e}") from None
+        if dtype.hasobject:
+            raise FormatError(f"{where}: holds Python objects (a pickle); refused unread")
+        n = nbytes(shape, dtype.str)
+        size = os.fstat(f.fileno()).st_size - f.tell()
+        if size < n:
+            raise FormatError(f"{where}: its header declares {dtype.name}{list(shape)} ({n} bytes) but the file holds "
+                              f"{size} bytes of data (truncated, or a forged header)")
+        if max_bytes is not None and n > max_bytes:
+            raise FormatError(f"{where}: the array {dtype.name}{list(shape)} is {n} bytes, over max_bytes={max_bytes}")
+        f.seek(0)
+        return np.lib.format.read_array(f, allow_pickle=False, max_header_size=MAX_HEADER_BYTES)
 
 
 def _check_header(zf, info, where, name, t, budget):

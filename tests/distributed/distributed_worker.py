@@ -46,6 +46,13 @@ def main(mode, out):
         if dist.rank() == 1:
             raise RuntimeError("rank 1 fails on purpose")
         dist.all_reduce(d2s.ones([3]))
+    elif mode == "mismatch":  # rank 1 builds a wider first layer
+        dist.init()
+        model = nn.Sequential(nn.Linear(8, 16 + dist.rank()), nn.Tanh())
+        try:
+            dist.DistributedDataParallel(model)
+        except dist.DistributedError as e:
+            print(f"rank {dist.rank()}: {e}", flush=True)
     elif mode == "stall":
         dist.init(timeout=1.0)
         if dist.rank() == 1:

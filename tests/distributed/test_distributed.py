@@ -120,3 +120,13 @@ def test_a_collective_nobody_joins_times_out():
     assert r.returncode != 0
     assert "DistributedTimeoutError" in r.stderr and "did not complete within 1 s" in r.stderr
     assert time.monotonic() - t < 50  # well before the sleeping rank would wake (60 s)
+
+
+@needs_mpi
+def test_replicas_of_different_models_are_named_at_construction():
+    """Parameters that differ in shape between ranks: every rank gets one clear error naming the
+    parameter at DistributedDataParallel(...), not "Other MPI error" deep in a broadcast."""
+    r = _launch("mismatch")
+    assert r.returncode == 0, r.stderr
+    want = "rank 1's '0.weight' is float32[17, 8] where rank 0's is float32[16, 8]"
+    assert sorted(line.split(":")[0] for line in r.stdout.splitlines() if want in line) == ["rank 0", "rank 1"], r.stdout

@@ -16,29 +16,42 @@ used: the llvmlite wheels from the package index are built without Intel's SVML 
 ``intel-cmplr-lib-rt`` would not vectorize anything.
 """
 import contextlib
-import hashlib
 import importlib.util
-import json
 import os
 import sys
-import tempfile
-import threading
 import types
-
-try:
-    import fcntl
-except ImportError:  # not POSIX: no lock between processes (the in-process one remains)
-    fcntl = None
 
 import numpy as np
 
+from .. import forksafe
+from .cache import CacheDir, default_cache_dir, helpers_digest, warn_once
 from .lower import NativeUnsupported, StackPool, lower, source_key
 
 __all__ = ["NativeUnsupported", "Lowered", "available", "lower_program", "compile_lowered", "compile_program",
-           "is_cached", "default_cache_dir"]
+           "is_cached", "default_cache_dir"]  # default_cache_dir: from cache.py
 
-_LOCK = threading.Lock()
-_MANIFEST_FORMAT = 1
+_LOCK = forksafe.Lock()
+_ACTIVE = [0]  # compiles in progress in this process
+_FORKED_MID_COMPILE = False
+
+
+@contextlib.contextmanager
+def _compiling():
+    _ACTIVE[0] += 1
+    try:
+        yield
+    finally:
+        _ACTIVE[0] -= 1
+
+
+@forksafe.after_fork
+def _after_fork():
+    # a compile running in another thread holds numba's own compiler lock, which the child
+    # inherits held: the child must not enter numba's compiler at all
+    global _FORKED_MID_COMPILE
+    if _ACTIVE[0]:
+        _FORKED_MID_COMPILE = True
+        _ACTIVE[0] = 0
 
 
 def available():
@@ -60,9 +73,10 @@ _VERSIONS = []
 
 
 def _versions():
-    """(numba, numpy, Python) versions, part of every cache key; read once per process, from
-    numba's dist-info folder (importing numba or scanning every installed distribution would
-    cost a large part of a second)."""
+    """(numba, numpy, Python) versions and the digest of the runtime's native helpers
+    (``cache.helpers_digest``), part of every cache key; read once per process, numba's from
+    its dist-info folder (importing numba or scanning every installed distribution would cost
+    a large part of a second)."""
     if not _VERSIONS:
         nb = "none"
         try:
@@ -73,7 +87,7 @@ def _versions():
             site = os.path.dirname(os.path.dirname(spec.origin))
             infos = sorted(f for f in os.listdir(site) if f.startswith("numba-") and f.endswith(".dist-info"))
             nb = infos[-1][len("numba-"):-len(".dist-info")] if infos else spec.origin
-        _VERSIONS.append((nb, np.__version__, tuple(sys.version_info[:2])))
+        _VERSIONS.append((nb, np.__version__, tuple(sys.version_info[:2]), helpers_digest()))
     return _VERSIONS[0]
 
 
@@ -82,7 +96,8 @@ class Lowered:
 
     Attributes:
         key: hash of the source (the program's structure, dtypes and static dims), the feed
-            signature and the numba/numpy/Python versions: the disk-cache key.
+            signature, the numba/numpy/Python versions and the runtime's native helpers: the
+            disk-cache key.
         source: the generated Python module source (one function, ``program``).
         signature: ``[(dtype, ndim)]`` of the feeds (inputs, params, constants in order).
         out_types: ``[(dtype, ndim)]`` of the outputs.
@@ -108,169 +123,20 @@ def lower_program(program, order=None):
     return Lowered(source_key(source, sig, _versions()), source, sig, out_types, consts)
 
 
-def default_cache_dir():
-    base = os.environ.get("D2S_CACHE_DIR")
-    if base:
-        return os.path.join(base, "native")
-    return os.path.join(os.path.expanduser("~"), ".cache", "d2s", "native")
-
-
-def _path(lowered, cache_dir):
-    return os.path.join(cache_dir or default_cache_dir(), f"d2s_native_{lowered.key}.py")
+def _path_key(lowered):
+    return f"d2s_native_{lowered.key}"
 
 
 def is_cached(lowered, cache_dir=None):
     """Whether compiled machine code for ``lowered`` is on disk: d2s's manifest of the entry
-    (see :func:`compile_lowered`) and the files it lists, of the sizes it lists. Cheap (no
-    hashing, no numba): :func:`compile_lowered` checks the digests before numba reads them."""
-    manifest = _read_manifest(_manifest_path(lowered, cache_dir))
-    if manifest is None:
+    (see :func:`compile_lowered`) and the files it lists, of the sizes it lists, in a directory
+    the cache's trust rule accepts. Cheap (no hashing, no numba): :func:`compile_lowered`
+    checks the digests before numba reads them."""
+    path = cache_dir or default_cache_dir()
+    if not os.path.isdir(path):
         return False
-    try:
-        cache_dir = cache_dir or default_cache_dir()
-        if _untrusted(cache_dir, create=False) or _untrusted(manifest["numba_dir"], create=False):
-            return False  # (compile_lowered would not use it: it compiles, so not at once)
-        return all(os.path.getsize(os.path.join(manifest["numba_dir"], name)) == size
-                   for name, (size, _) in manifest["files"].items())
-    except OSError:
-        return False
-
-
-# ------------------------------------------------------------------ the cache's trust model
-# numba's cache files (beside the generated module, in __pycache__) are pickles, which run code
-# when loaded, and the generated module is imported: so the cache is only used in a directory
-# this user owns that no one else can write (as ssh treats ~/.ssh), and numba reads an entry
-# only when every file of it has the SHA-256 that d2s recorded in the entry's manifest (JSON,
-# never executed) when it compiled the entry. A torn, truncated, foreign or tampered entry
-# (any file that d2s did not write through this function) is deleted and compiled again; a
-# directory that fails the check is not used at all (the program is compiled in memory).
-
-def _manifest_path(lowered, cache_dir):
-    return os.path.join(cache_dir or default_cache_dir(), f"d2s_native_{lowered.key}.json")
-
-
-def _read_manifest(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            m = json.load(f)
-        if (m.get("format") != _MANIFEST_FORMAT or not isinstance(m.get("files"), dict)
-                or not isinstance(m.get("numba_dir"), str) or not m["files"]):
-            return None
-        return m
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def _untrusted(path, create=True):
-    """Why ``path`` (a directory, created private if missing and ``create``) must not hold
-    executable cache entries, or None."""
-    if create:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-    if os.name != "posix":
-        return None
-    st = os.stat(path)
-    if st.st_uid != os.getuid():
-        return f"{path} belongs to another user"
-    if st.st_mode & 0o022:
-        return f"{path} is writable by other users"
-    return None
-
-
-def _sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _entry_files(numba_dir, stem):
-    """numba's files of the module ``stem`` (its index ``.nbi`` and data ``.nbc`` files)."""
-    try:
-        names = os.listdir(numba_dir)
-    except OSError:
-        return []
-    return sorted(n for n in names if n.startswith(stem + ".") and n.endswith((".nbi", ".nbc")))
-
-
-def _entry_is_intact(manifest, numba_dir, stem):
-    """Every numba file of the entry is listed in the manifest with its digest (and the
-    manifest names this directory)."""
-    if manifest is None or os.path.abspath(manifest["numba_dir"]) != os.path.abspath(numba_dir):
-        return False
-    files = _entry_files(numba_dir, stem)
-    if not files or set(files) != set(manifest["files"]):
-        return False
-    try:
-        return all(_sha256(os.path.join(numba_dir, n)) == manifest["files"][n][1] for n in files)
-    except (OSError, TypeError, IndexError):
-        return False
-
-
-def _purge_entry(numba_dir, stem, manifest_path):
-    for name in _entry_files(numba_dir, stem) + [None]:
-        try:
-            os.unlink(manifest_path if name is None else os.path.join(numba_dir, name))
-        except OSError:
-            pass
-
-
-def _write_manifest(manifest_path, numba_dir, stem):
-    files = {}
-    for n in _entry_files(numba_dir, stem):
-        full = os.path.join(numba_dir, n)
-        files[n] = (os.path.getsize(full), _sha256(full))
-    data = json.dumps({"format": _MANIFEST_FORMAT, "numba_dir": os.path.abspath(numba_dir), "files": files})
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(manifest_path), prefix=".tmp-", suffix=".json")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(data)
-    os.replace(tmp, manifest_path)
-
-
-@contextlib.contextmanager
-def _entry_lock(cache_dir, key):
-    """Other processes compiling the same program wait for this one (then load its entry)
-    instead of compiling it too and rewriting the files under each other's manifests."""
-    if fcntl is None:
-        yield
-        return
-    fd = os.open(os.path.join(cache_dir, f"d2s_native_{key}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _write_source(path, source):
-    """Write ``source`` at ``path`` once, atomically: concurrent processes write the same text,
-    and the first complete file wins (rewriting it would change its stamp and make numba
-    discard the machine code cached beside it)."""
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            if f.read() == source:
-                return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".py")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(source)
-        try:
-            os.link(tmp, path)  # fails if another process got there first
-        except FileExistsError:
-            with open(path, encoding="utf-8") as f:
-                if f.read() != source:  # a torn or foreign file: replace it
-                    os.replace(tmp, path)
-                    tmp = None
-        except OSError:  # no hard links on this file system
-            os.replace(tmp, path)
-            tmp = None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+    with CacheDir(path, create=False) as cache:
+        return cache.refusal is None and cache.entry_is_listed(lowered.key, _path_key(lowered))
 
 
 def _numba_type(dtype, ndim):
@@ -296,30 +162,30 @@ def compile_lowered(lowered, cache_dir=None):
     Raises :class:`NativeUnsupported` if numba cannot compile the lowered source (a gap of
     this backend: the caller falls back to the Python backend). The function's ``origin`` says
     where its machine code came from: ``"disk cache"``, ``"compiled"`` (and stored), or
-    ``"compiled (disk cache not used: <why>)"`` (see the trust model above ``_untrusted``: an
-    entry d2s did not write is deleted and compiled again, never loaded).
+    ``"compiled (disk cache not used: <why>)"`` (see the trust rule in ``cache.py``: an entry
+    d2s did not write is deleted and compiled again, never loaded).
 
     Errors a program raises while running natively are ValueError/IndexError with a generic
     message (numba's exceptions carry no op names): callers wrap them as the Python backend
     does, or re-run on it to name the op."""
     import numba
 
+    if _FORKED_MID_COMPILE:
+        raise NativeUnsupported("this process was forked while numba was compiling in another thread, whose locks "
+                                "the child inherits held; numba cannot compile here (the Python backend runs)")
     cache_dir = cache_dir or default_cache_dir()
     arg_types = [_numba_type(dt, nd) for dt, nd in lowered.signature]
     arg_types += [_const_type(v) for v in lowered.constants]
-    with _LOCK:
-        untrusted = _untrusted(cache_dir)
-        if untrusted is None:
-            numba_dir = os.path.join(cache_dir, "__pycache__")
-            untrusted = _untrusted(numba_dir)  # (created private here, not by numba's umask)
-        if untrusted is not None:
+    with _LOCK, _compiling(), CacheDir(cache_dir) as cache:
+        if cache.refusal is not None:
+            warn_once(cache_dir, cache.refusal)
             module = types.ModuleType("d2s_native_uncached")
             exec(compile(lowered.source, f"<d2s native {lowered.key}>", "exec"), module.__dict__)  # noqa: S102
             core = _compile(numba, module.program, arg_types, cache=False)
-            origin = f"compiled (disk cache not used: {untrusted})"
+            origin = f"compiled (disk cache not used: {cache.refusal})"
         else:
-            with _entry_lock(cache_dir, lowered.key):
-                core, origin = _compile_cached(numba, lowered, cache_dir, numba_dir, arg_types)
+            with cache.lock(lowered.key):
+                core, origin = _compile_cached(numba, lowered, cache, arg_types)
     consts = tuple(lowered.constants)
     expect = [(np.dtype(dt), nd) for dt, nd in lowered.signature]
 
@@ -405,23 +271,23 @@ def _pooled_runner(call, consts, pooled):
     return run
 
 
-def _compile_cached(numba, lowered, cache_dir, numba_dir, arg_types):
-    """Compile through the disk cache: numba loads the entry only if its manifest vouches for
-    every file (else the entry is deleted first); a fresh compile records a new manifest."""
-    path = _path(lowered, cache_dir)
-    stem = f"d2s_native_{lowered.key}"
-    manifest_path = _manifest_path(lowered, cache_dir)
-    _write_source(path, lowered.source)
-    module = _module_from_source(stem, path, lowered.source)
+def _compile_cached(numba, lowered, cache, arg_types):
+    """Compile through the disk cache (``cache``: the opened, trusted ``CacheDir``): numba loads
+    the entry only if its manifest vouches for every file (else the entry is deleted first);
+    a fresh compile records a new manifest. numba reaches the directory through the opened
+    descriptor (``cache.module_dir``)."""
+    stem = _path_key(lowered)
+    cache.write_atomic(stem + ".py", lowered.source, exclusive=True)
+    module = _module_from_source(stem, os.path.join(cache.module_dir, stem + ".py"), lowered.source)
     core = numba.njit(cache=True, error_model="numpy", nogil=True)(module.program)
-    cache_path = getattr(getattr(core, "_cache", None), "_cache_path", numba_dir)
-    if os.path.abspath(cache_path) != os.path.abspath(numba_dir):
+    cache_path = getattr(getattr(core, "_cache", None), "_cache_path", cache.numba_dir)
+    if os.path.abspath(cache_path) != os.path.abspath(cache.numba_dir):
         # NUMBA_CACHE_DIR points numba elsewhere: that directory is not checked, so not used
         core = _compile(numba, module.program, arg_types, cache=False)
         return core, f"compiled (disk cache not used: NUMBA_CACHE_DIR={cache_path} is set)"
-    if not _entry_is_intact(_read_manifest(manifest_path), numba_dir, stem):
-        _purge_entry(numba_dir, stem, manifest_path)
-    loads = bool(_entry_files(numba_dir, stem))
+    if not cache.entry_is_intact(lowered.key, stem):
+        cache.purge(lowered.key, stem)
+    loads = bool(cache.numba_files(stem))
     try:
         _compile(numba, core, arg_types)
     except NativeUnsupported:
@@ -429,12 +295,12 @@ def _compile_cached(numba, lowered, cache_dir, numba_dir, arg_types):
     except Exception:  # noqa: BLE001 - an entry numba cannot read (changed between check and load)
         if not loads:
             raise
-        _purge_entry(numba_dir, stem, manifest_path)
+        cache.purge(lowered.key, stem)
         core = numba.njit(cache=True, error_model="numpy", nogil=True)(module.program)
         _compile(numba, core, arg_types)
     if sum(core.stats.cache_hits.values()):
         return core, "disk cache"
-    _write_manifest(manifest_path, numba_dir, stem)
+    cache.write_manifest(lowered.key, stem)
     return core, "compiled"
 
 

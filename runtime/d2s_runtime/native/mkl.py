@@ -21,12 +21,13 @@ import ctypes
 import glob
 import os
 import sys
-import threading
+
+from .. import forksafe
 
 SGEMM, DGEMM = "d2s_cblas_sgemm", "d2s_cblas_dgemm"
 _ENV = "D2S_NATIVE_BLAS"
 
-_lock = threading.Lock()
+_lock = forksafe.Lock()
 _state = {}  # "lib": (ctypes.CDLL or None, reason); "registered": True
 
 

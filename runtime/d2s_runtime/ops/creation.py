@@ -5,6 +5,7 @@ import threading
 import numpy as np
 
 from ..dtypes import normalize
+from .. import forksafe
 from .registry import ShapeError, TensorType, deflowering, defop
 
 
@@ -19,7 +20,7 @@ class _RNG:
     """
 
     def __init__(self):
-        self.lock = threading.RLock()
+        self.lock = forksafe.RLock()
         self._local = threading.local()
         self.seed(None)
 

@@ -28,6 +28,18 @@ def _one_axis(op, axis, ndim):
 
 
 # ------------------------------------------------------------------ softmax family
+def _shift(xp, x, axis):
+    """The max along ``axis`` (kept), the shift that keeps exp from overflowing; 0 where the axis
+    is empty (an empty softmax is empty and an empty logsumexp -inf, as in PyTorch, where the
+    max of nothing would raise)."""
+    if x.size == 0:
+        shape = list(x.shape)
+        for a in ([axis] if isinstance(axis, int) else range(x.ndim) if axis is None else axis):
+            shape[a] = 1
+        return xp.zeros(shape, x.dtype)
+    return xp.max(x, axis=axis, keepdims=True)
+
+
 def _softmax_infer(x, axis=-1):
     _one_axis("softmax", axis, x.ndim)
     return TensorType(x.shape, _float_dtype("softmax", x))
@@ -37,7 +49,7 @@ def _softmax_infer(x, axis=-1):
 def _softmax(xp, x, axis=-1):
     """exp(x - max) / sum: subtracting the max keeps exp from overflowing."""
     x = _as_float(x)
-    z = x - xp.max(x, axis=axis, keepdims=True)
+    z = x - _shift(xp, x, axis)
     e = xp.exp(z)
     return e / xp.sum(e, axis=axis, keepdims=True)
 
@@ -51,7 +63,9 @@ def _log_softmax_infer(x, axis=-1):
 def _log_softmax(xp, x, axis=-1):
     """``log(softmax(x))`` along ``axis``, computed stably."""
     x = _as_float(x)
-    z = x - xp.max(x, axis=axis, keepdims=True)
+    if x.size == 0:
+        return x.copy()
+    z = x - _shift(xp, x, axis)
     return z - xp.log(xp.sum(xp.exp(z), axis=axis, keepdims=True))
 
 
@@ -65,7 +79,7 @@ def _logsumexp(xp, x, axes=None, keepdims=False):
     """``log(sum(exp(x)))`` over ``axes``, computed stably (an all -inf slice gives -inf)."""
     x = _as_float(x)
     ax = None if axes is None or x.ndim == 0 else tuple(axes)
-    m = xp.max(x, axis=ax, keepdims=True)
+    m = _shift(xp, x, ax)
     # an all -inf slice would give -inf - -inf = nan; shift by 0 there instead
     m = xp.where(xp.isfinite(m), m, 0).astype(x.dtype, copy=False)
     total = xp.sum(xp.exp(x - m), axis=ax, keepdims=True)

@@ -23,12 +23,12 @@ list_index_check  ok ->                       raise IndexError unless ok (an eff
 ``stack_rows`` reads the elements of a ragged stack (below) as one matrix.
 """
 import sys
-import threading
 import weakref
 
 import numpy as np
 
 from .registry import ShapeError, TensorType, deflowering, defop
+from .. import forksafe
 from .rules import fmt_shape
 
 
@@ -66,7 +66,7 @@ def list_type(elem):
 # passes (CSE may merge two equal pushes, DCE drop an unused one, constant folding run one).
 
 _TIPS = {}              # id(growing array) -> weak reference to its newest view (its fill mark)
-_TIPS_LOCK = threading.Lock()
+_TIPS_LOCK = forksafe.Lock()
 _MIN_CAPACITY = 8
 
 # Growing arrays of at least _POOL_MIN_BYTES are kept in a pool once made, and handed out
