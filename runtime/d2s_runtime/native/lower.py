@@ -85,6 +85,9 @@ def _int(v, what):
 def _dtype(name, what="dtype"):
     if not isinstance(name, str) or name not in DTYPES:
         raise NativeUnsupported(f"{what} is not one of {', '.join(DTYPES)}")
+    if name not in NP_TYPE:  # float16 and the narrow ints run on the Python backend
+        raise NativeUnsupported(f"{what} is {name}, which the native backend does not lower "
+                                f"(it lowers {', '.join(NP_TYPE)})")
     return name
 
 

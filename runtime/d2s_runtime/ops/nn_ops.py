@@ -82,14 +82,14 @@ def _logsumexp(xp, x, axes=None, keepdims=False):
 # ------------------------------------------------------------------ cumsum
 def _cumsum_infer(x, axis, reverse=False):
     _one_axis("cumsum", axis, x.ndim)
-    dtype = "int64" if x.dtype in ("bool", "int32") else x.dtype
+    dtype = "int64" if x.dtype in ("bool", "int32", "uint8", "int8", "int16") else x.dtype
     return TensorType(x.shape, dtype)
 
 
 @defop("cumsum", _cumsum_infer)
 def _cumsum(xp, x, axis, reverse=False):
     """Running sum along ``axis``; ``reverse`` sums from the end (the gradient of cumsum)."""
-    dtype = "int64" if x.dtype.name in ("bool", "int32") else x.dtype
+    dtype = "int64" if x.dtype.name in ("bool", "int32", "uint8", "int8", "int16") else x.dtype
     if x.ndim == 0:
         return x.astype(dtype)
     if reverse:
