@@ -1253,8 +1253,7 @@ class Lowerer:
         idx, inner = self.loops(dims, ind)
         k = self.fresh()
         self.emit(inner, f"{k} = np.int64({index.name}[{', '.join(idx)}])")
-        # numpy's fancy indexing: negative positions count from the end, others raise IndexError
-        self.emit(inner, f"if {k} < 0: {k} += {x.name}.shape[{a}]")
+        # PyTorch's rule (the kernel's): a position outside [0, size), negative ones too, raises
         self.emit(inner, f"if not 0 <= {k} < {x.name}.shape[{a}]: "
                          f"raise IndexError('native program: {what}: index out of range')")
         at = ", ".join(k if j == a else i for j, i in enumerate(idx))
