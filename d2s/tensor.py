@@ -290,7 +290,10 @@ class Tensor:
 
     # ----------------------------------------------------------------- devices
     def to(self, device=None, dtype=None):
-        """Move to ``device`` ('cpu'/'gpu') and/or cast to ``dtype``; ``t.to('float64')`` casts."""
+        """Move to ``device`` ('cpu'/'gpu') and/or cast to ``dtype``; ``t.to('float64')`` casts,
+        ``t.to(other)`` takes other's dtype and device."""
+        if isinstance(device, Tensor):
+            device, dtype = device.device, device.dtype if dtype is None else dtype
         if isinstance(device, str) and device not in known_devices():
             try:
                 dtype, device = as_dtype(device), None

@@ -676,17 +676,15 @@ def take_along_dim(input, indices, dim=None):
     d = _dim_of("take_along_dim", x, dim)
     if indices.ndim != x.ndim:
         raise ValueError(f"take_along_dim: indices need as many dims as the tensor ({x.ndim}), got {indices.ndim}")
-    xs, ids = list(x.shape), list(indices.shape)
-    if any(not _fixed(a) or not _fixed(b) or a != b for i, (a, b) in enumerate(zip(xs, ids)) if i != d):
-        both = [a if i == d else (b if _fixed(a) and a == 1 else a) for i, (a, b) in enumerate(zip(xs, ids))]
-        both_i = [b if i == d else (a if _fixed(b) and b == 1 else b) for i, (a, b) in enumerate(zip(xs, ids))]
-        x = broadcast_to(x, both)
-        indices = broadcast_to(indices, both_i)
+    xs, ids = _static_shape_of(x), _static_shape_of(indices)
+    if any(a is None or b is None or a != b for i, (a, b) in enumerate(zip(xs, ids)) if i != d):
+        # broadcast each against the other (but along dim), also for sizes known only when the
+        # program runs: adding zeros shaped like the other's first slice along dim
+        first = (slice(None),) * d + (slice(0, 1),)
+        x_like, idx_like = getitem(x, first), getitem(indices, first)
+        x = x + zeros_like(idx_like, dtype=x.dtype)
+        indices = indices + zeros_like(x_like, dtype=indices.dtype)
     return gather(x, d, indices)
-
-
-def _fixed(d):
-    return not isinstance(d, Tensor)
 
 
 @tensor_method()
@@ -774,3 +772,29 @@ def _searchsorted_onnx(g, op):
     g.node("ReduceSum", [as_int, g.const(i64([-1]))], [red], keepdims=0)
     if op.attrs.get("out_int32"):
         g.node("Cast", [red], op.outputs, to=g.onnx_dtype("int32"))
+
+
+# ------------------------------------------------------------------ fill_diagonal_ (d2s/inplace.py)
+def fill_diagonal_values(s, fill_value, wrap=False):
+    """What ``s.fill_diagonal_(fill_value, wrap)`` writes: ``s`` with ``fill_value`` on its
+    main diagonal (every dim of an n-d tensor equal; for a tall matrix, ``wrap`` starts the
+    diagonal again below it, as PyTorch and numpy)."""
+    from .creation import arange
+    from .shape import reshape
+    if s.ndim < 2:
+        raise ValueError(f"fill_diagonal_: needs a tensor of at least 2 dims, got {s.ndim}")
+    shape = list(s.shape)
+    if s.ndim > 2 and any(isinstance(d, Tensor) or d != shape[0] for d in shape):
+        raise ValueError(f"fill_diagonal_: every dim must be the same length for a tensor of more than 2 dims, "
+                         f"got {tuple(shape)}")
+    def axis_index(k):
+        view = [1] * s.ndim
+        view[k] = -1
+        return reshape(arange(shape[k]), view)
+    rows, cols = axis_index(0), axis_index(1)
+    mask = eq(rows % (shape[1] + 1), cols) if wrap else eq(rows, cols)
+    for k in range(2, s.ndim):
+        mask = mask & eq(axis_index(k), rows)
+    value = cast(fill_value, s.dtype) if isinstance(fill_value, Tensor) else \
+        _as_tensor(np.asarray(fill_value, dtype=str(s.dtype)))
+    return where(mask, value, s)
