@@ -105,7 +105,7 @@ class finfo:
         self.bits = int(info.bits)
         self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
         self.tiny = self.smallest_normal = float(info.tiny)
-        self.resolution = float(info.resolution)
+        self.resolution = 10.0 ** -int(info.precision)
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "

@@ -298,7 +298,9 @@ class Tensor:
             try:
                 dtype, device = as_dtype(device), None
             except TypeError:
-                pass  # not a dtype either: the device check below names it
+                if device.endswith("bfloat16"):
+                    raise
+                # not a dtype either: the device check below names it
         out = self
         if dtype is not None and as_dtype(dtype) != self.dtype:
             out = out.cast(dtype)
