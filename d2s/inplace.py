@@ -71,6 +71,7 @@ RESULTS = {
     "clamp_": lambda s, min=None, max=None: s.clip(min, max),
     # indexing and random fills (d2s.ops.indexing, d2s.ops.random)
     "masked_fill_": lambda s, mask, value: _ops.masked_fill(s, mask, value),
+    "masked_scatter_": lambda s, mask, source: _ops.masked_scatter(s, mask, source),
     "index_copy_": lambda s, dim, index, source: _ops.index_copy(s, dim, index, source),
     "index_add_": lambda s, dim, index, source, alpha=1: _ops.index_add(s, dim, index, source, alpha=alpha),
     "index_fill_": lambda s, dim, index, value: _ops.index_fill(s, dim, index, value),

@@ -8,7 +8,7 @@ from d2s_runtime.ops.indexing import decode_index
 from .._state import STATE
 from ..autograd.registry import grad_rule, non_differentiable, shape_only
 from ..dispatch import apply
-from ..onnx.registry import i64, onnx_constant, onnx_converter
+from ..onnx.registry import i64, onnx_constant, onnx_converter, onnx_unsupported
 from ..tensor import Tensor, tensor_method
 from .creation import full_like, ones_like, zeros_like
 from .elementwise import cast, eq, lt, where as _where3
@@ -798,3 +798,50 @@ def fill_diagonal_values(s, fill_value, wrap=False):
     value = cast(fill_value, s.dtype) if isinstance(fill_value, Tensor) else \
         _as_tensor(np.asarray(fill_value, dtype=str(s.dtype)))
     return where(mask, value, s)
+
+
+# ------------------------------------------------------------------ masked_scatter
+@tensor_method()
+def masked_scatter(input, mask, source):
+    """A copy of ``input`` whose positions where the bool ``mask`` (broadcast to ``input``)
+    holds take the first values of ``source``, in C order (``torch.masked_scatter``)."""
+    x, mask, source = _as_tensor(input), _as_tensor(mask), _as_tensor(source)
+    if mask.dtype != "bool":
+        raise TypeError(f"masked_scatter: mask must be a bool tensor, got {mask.dtype}")
+    return apply("masked_scatter", x, mask, source)
+
+
+@grad_rule("masked_scatter")
+def _masked_scatter_grad(ctx, g):
+    x, mask, source = ctx.inputs
+    gx = where(mask, 0.0, g) if _is_diff(x) else None
+    gs = apply("masked_scatter_grad", g, mask, source) if _is_diff(source) else None
+    return (gx, None, gs)
+
+
+@grad_rule("masked_scatter_grad")
+def _masked_scatter_grad_grad(ctx, gg):
+    g, mask, _ = ctx.inputs
+    # linear in g, and the transpose of reading the masked positions into the first elements
+    return (apply("masked_scatter", zeros_like(g), mask, gg) if _is_diff(g) else None, None, None)
+
+
+shape_only("masked_scatter_grad", 2)
+onnx_unsupported("masked_scatter_grad", reason="gradient ops belong to backward programs; export the forward program")
+
+
+@onnx_converter("masked_scatter")
+def _masked_scatter_onnx(g, op):
+    # the masked positions (NonZero of the mask expanded to x), filled by ScatterND with the
+    # first k values of the flattened source
+    x, mask, source = op.inputs
+    shp, m, nz, idx, idx_shape, k, flat, upd = (g.tmp() for _ in range(8))
+    g.node("Shape", [x], [shp])
+    g.node("Expand", [mask, shp], [m])
+    g.node("NonZero", [m], [nz])
+    g.node("Transpose", [nz], [idx], perm=[1, 0])
+    g.node("Shape", [idx], [idx_shape])
+    g.node("Slice", [idx_shape, g.const(i64([0])), g.const(i64([1]))], [k])
+    g.node("Reshape", [g.cast(source, g.dtype(x)), g.const(i64([-1]))], [flat])
+    g.node("Slice", [flat, g.const(i64([0])), k], [upd])
+    g.node("ScatterND", [x, idx, upd], op.outputs)

@@ -153,6 +153,7 @@ CASES = [
     ("index_add_copy", lambda a, s: (d2s.index_add(a, 1, np.array([0, 2, 0]), s), d2s.index_copy(a, 1, np.array([3, 1, 0]), s)),
      lambda n: [f32(n, 4), f32(n, 3)]),
     ("nonzero", lambda a: d2s.nonzero(a > 0), lambda n: [f32(n, 3)]),
+    ("masked_scatter", lambda a, s: d2s.masked_scatter(a, a > 0, s), lambda n: [f32(n, 3), f32(3 * n)]),
     ("searchsorted", lambda s, v: (d2s.searchsorted(s, v), d2s.searchsorted(s, v, right=True)),
      lambda n: [np.sort(f32(n, 5), axis=1), f32(n, 3)]),
     ("conv2d", lambda x, w: F.conv2d(x, w, stride=1, padding=1), lambda n: [f32(n, 2, 5, 5), f32(3, 2, 3, 3)]),

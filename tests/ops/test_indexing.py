@@ -66,6 +66,9 @@ TORCH_CASES = [
     Case("masked_fill_attention", lambda t, s: s.masked_fill(t.triu(t.ones(4, 4, dtype=t.bool), 1) if hasattr(t, "triu")
                                                         else t.tensor(np.triu(np.ones((4, 4), bool), 1)),
                                                         float("-inf")).softmax(-1), R.standard_normal((2, 4, 4))),
+    Case("masked_scatter", lambda t, x, m, s: x.masked_scatter(m, s), X, MASK, R.standard_normal(12)),
+    Case("masked_scatter_broadcast", lambda t, x, m, s: t.masked_scatter(x, m, s), X, np.array([True, False, False, True]),
+         R.standard_normal((2, 4))),
     Case("masked_select", lambda t, x, m: x.masked_select(m), X, MASK),
     Case("masked_select_broadcast", lambda t, x, m: t.masked_select(x, m), X, np.array([False, True, True, False])),
     # take, take_along_dim

@@ -446,3 +446,45 @@ def _gather_native(e, x, index, axis):
 @deflowering("scatter_add", "native")
 def _scatter_add_native(e, base, index, src, axis):
     return e.scatter_add(base, index, src, axis)
+
+
+# ------------------------------------------------------------------ masked_scatter
+def _masked_scatter_infer(x, mask, source):
+    if mask.dtype != "bool":
+        raise ShapeError(f"masked_scatter: mask must be a bool tensor, got {mask.dtype}")
+    out = broadcast_shapes("masked_scatter", x.shape, mask.shape)
+    if len(out) != x.ndim or any(o is not None and d is not None and o != d for o, d in zip(out, x.shape)):
+        raise ShapeError(f"masked_scatter: mask {fmt_shape(mask.shape)} does not broadcast to the tensor's shape "
+                         f"{fmt_shape(x.shape)}")
+    return TensorType(x.shape, x.dtype)
+
+
+def _mask_of(xp, mask, shape):
+    return xp.broadcast_to(mask, shape)
+
+
+@defop("masked_scatter", _masked_scatter_infer, writes_input=True)
+def _masked_scatter(xp, x, mask, source):
+    """A copy of x whose positions where ``mask`` holds take the first values of ``source``
+    (read in C order), as ``torch.masked_scatter``."""
+    m = _mask_of(xp, mask, x.shape)
+    k = int(m.sum())
+    if source.size < k:
+        raise ValueError(f"masked_scatter: the mask selects {k} positions but source has only {source.size} elements")
+    out = x.copy()
+    out[m] = source.reshape(-1)[:k].astype(x.dtype, copy=False)
+    return out
+
+
+def _masked_scatter_grad_infer(g, mask, source):
+    return TensorType(source.shape, g.dtype)
+
+
+@defop("masked_scatter_grad", _masked_scatter_grad_infer, fresh=True)
+def _masked_scatter_grad(xp, g, mask, source):
+    """The gradient reaching masked_scatter's ``source`` (whose values are never read): g at
+    the masked positions in the first elements, zeros after them."""
+    vals = g[_mask_of(xp, mask, g.shape)]
+    out = xp.zeros(source.size, dtype=g.dtype)
+    out[:vals.size] = vals
+    return out.reshape(source.shape)

@@ -70,6 +70,10 @@ SAMPLES = {
     "nonzero": lambda r: ([_array(r, "bool")], {}),
     "index_add_dim": lambda r: ([_array(r, "float64"), np.array([2, 0]), _array(r, "float64", (3, 2))], {"axis": 1}),
     "index_copy_dim": lambda r: ([_array(r, "float64"), np.array([2, 0]), _array(r, "float64", (3, 2))], {"axis": 1}),
+    "masked_scatter": lambda r: ([_array(r, "float64"), np.array([True, False, True, False]), _array(r, "float64", (9,))],
+                                 {}),
+    "masked_scatter_grad": lambda r: ([_array(r, "float64"), np.array([True, False, True, False]),
+                                       _array(r, "float64", (9,))], {}),
 }
 
 
