@@ -20,9 +20,11 @@ public wrappers are its functions without a leading underscore; this package re-
 """
 import inspect
 
-from . import creation, elementwise, shape as _shape_family, reduce, indexing, rearrange, random, types, linalg, nn, debug
+from . import (creation, elementwise, shape as _shape_family, reduce, indexing, select, rearrange, random, types,
+               linalg, nn, debug)
 
-_FAMILIES = (creation, elementwise, _shape_family, reduce, indexing, rearrange, random, types, linalg, nn, debug)
+_FAMILIES = (creation, elementwise, _shape_family, reduce, indexing, select, rearrange, random, types, linalg, nn,
+             debug)
 
 
 def _public(family):

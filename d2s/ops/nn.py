@@ -12,7 +12,6 @@ from ..autograd.registry import grad_rule, non_differentiable, shape_only
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_converter, onnx_unsupported, promoted
 from ..tensor import Tensor, tensor, tensor_method
-from .creation import zeros_like
 from .elementwise import exp
 from .reduce import _reduce_onnx, _reduction_operands, sum
 from .indexing import gather, scatter_add  # noqa: F401  (their home before d2s.ops.indexing)

@@ -315,21 +315,21 @@ def _bernoulli_grad(ctx, g):
 
 
 # ------------------------------------------------------------------ in-place fills (d2s/inplace.py)
-def drawn_like(s, dist, a, b, generator):
+def _drawn_like(s, dist, a, b, generator):
     """Draws of ``dist`` shaped like ``s``, of its dtype (``uniform_``, ``normal_``, ...)."""
     return apply("random_like", s, dist=dist, a=a, b=b, dtype=str(s.dtype), generator=_gen(generator))
 
 
-def bernoulli_values(s, p, generator):
+def _bernoulli_values(s, p, generator):
     """``s.bernoulli_(p)``: 1 with probability ``p`` (a number, or a tensor broadcast to s)."""
     if isinstance(p, Tensor):
         from .shape import broadcast_to
         probs = broadcast_to(p if p.dtype.is_floating_point else p.cast(default_float()), list(s.shape))
         return apply("bernoulli", probs, generator=_gen(generator)).cast(s.dtype)
-    return drawn_like(s, "bernoulli", float(p), 0.0, generator)
+    return _drawn_like(s, "bernoulli", float(p), 0.0, generator)
 
 
-def random_values(s, *bounds, generator=None, **kw):
+def _random_values(s, *bounds, generator=None, **kw):
     """``s.random_()``, ``s.random_(to)``, ``s.random_(from, to)``: integers in ``[from, to)``
     (by default up to the largest integer s's dtype holds exactly, as PyTorch)."""
     low, high = kw.pop("from", 0), kw.pop("to", None)
@@ -347,4 +347,4 @@ def random_values(s, *bounds, generator=None, **kw):
             int(np.iinfo(dt).max) + 1
     if int(low) >= int(high):
         raise ValueError(f"random_: expects from ({low}) < to ({high})")
-    return drawn_like(s, "integers", int(low), int(high), generator)
+    return _drawn_like(s, "integers", int(low), int(high), generator)

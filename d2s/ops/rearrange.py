@@ -1,5 +1,6 @@
-"""Rearranging ops: ``flip``, ``roll``, ``repeat``, ``tile``, ``repeat_interleave``, ``narrow``
-(runtime: ``repeat_index`` in ``d2s_runtime/ops/shape_ops.py``).
+"""Rearranging ops: ``flip``, ``roll``, ``repeat``, ``tile``, ``repeat_interleave``, ``narrow``,
+``hstack``/``vstack``/``dstack``/``column_stack`` and ``atleast_nd`` (runtime: ``repeat_index``
+in ``d2s_runtime/ops/shape_ops.py``).
 
 Each is composed of existing primitives where that is exact (``flip`` is a reversed slice
 copied, ``repeat`` a broadcast between two reshapes), so gradients, programs with dynamic dims,
@@ -16,7 +17,8 @@ from ..onnx.registry import onnx_unsupported
 from ..tensor import Tensor, tensor_method
 from .creation import arange
 from .indexing import getitem
-from .shape import _dim_arg, _norm_dim, _sizes_arg, broadcast_to, concat, flatten, identity, reshape
+from .shape import _dim_arg, _norm_dim, _sizes_arg, _tensor_seq, broadcast_to, concat, flatten, identity, reshape, \
+    unsqueeze
 from ._util import _as_tensor, _is_symbolic
 
 
@@ -204,3 +206,54 @@ def narrow(x, dim, start, length):
     elif start < 0:
         raise IndexError("narrow: a negative start needs the dim's size, known here only when the program runs")
     return getitem(x, (slice(None),) * d + (slice(start, start + length),))
+
+
+# ------------------------------------------------------------------ stacking helpers
+def hstack(tensors):
+    """The tensors joined column-wise: along dim 1, or dim 0 for 1-d ones (``torch.hstack``)."""
+    tensors = [atleast_1d(t) for t in _tensor_seq("hstack", tensors)]
+    return concat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """The tensors joined row-wise, 1-d ones as rows (``torch.vstack``)."""
+    return concat([atleast_2d(t) for t in _tensor_seq("vstack", tensors)], 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    """The tensors joined along dim 2, made at least 3-d first (``torch.dstack``)."""
+    return concat([atleast_3d(t) for t in _tensor_seq("dstack", tensors)], 2)
+
+
+def column_stack(tensors):
+    """The tensors as columns: 0-d and 1-d ones become columns, then joined along dim 1."""
+    cols = []
+    for t in _tensor_seq("column_stack", tensors):
+        t = _as_tensor(t)
+        cols.append(reshape(t, [-1, 1]) if t.ndim <= 1 else t)
+    return concat(cols, 1)
+
+
+def atleast_1d(x):
+    """``x`` with at least one dim (a 0-d tensor becomes shape (1,))."""
+    x = _as_tensor(x)
+    return reshape(x, [1]) if x.ndim == 0 else x
+
+
+def atleast_2d(x):
+    """``x`` with at least two dims (new dims in front)."""
+    x = atleast_1d(x)
+    return unsqueeze(x, 0) if x.ndim == 1 else x
+
+
+def atleast_3d(x):
+    """``x`` with at least three dims: (n,) becomes (1, n, 1), (m, n) becomes (m, n, 1)."""
+    x = _as_tensor(x)
+    if x.ndim == 0:
+        return reshape(x, [1, 1, 1])
+    if x.ndim == 1:
+        return unsqueeze(unsqueeze(x, 0), 2)
+    return unsqueeze(x, 2) if x.ndim == 2 else x

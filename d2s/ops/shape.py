@@ -42,9 +42,14 @@ def _sizes_arg(sizes):
 
 # ------------------------------------------------------------------ reshape
 @tensor_method()
-def reshape(x, *shape):
+def reshape(x, *shape, **kwargs):
     """``x`` with a new shape of as many elements (one dim may be -1: inferred); the shape is
-    given as ints or as one list/tuple, and dims may be symbolic inside a program."""
+    given as ints, as one list/tuple or as ``shape=``, and dims may be symbolic inside a
+    program."""
+    if kwargs:
+        if set(kwargs) != {"shape"} or shape:
+            raise TypeError(f"reshape: unexpected arguments {sorted(kwargs)}; give the shape (reshape(x, shape))")
+        shape = (kwargs["shape"],)
     shape = _sizes_arg(shape)
     if builtins.any(isinstance(d, Tensor) and d.is_symbolic for d in shape):
         return _reshape_dims(x, shape)
@@ -477,56 +482,6 @@ def stack(tensors, dim=None, *, axis=None):
     """The tensors (of one shape) joined along a new dim ``dim``."""
     tensors = _seq_args(_tensor_seq("stack", tensors))
     return apply("stack", *tensors, axis=int(_dim_arg("stack", dim, axis, 0)))
-
-
-def hstack(tensors):
-    """The tensors joined column-wise: along dim 1, or dim 0 for 1-d ones (``torch.hstack``)."""
-    tensors = [atleast_1d(t) for t in _tensor_seq("hstack", tensors)]
-    return concat(tensors, 0 if tensors[0].ndim == 1 else 1)
-
-
-def vstack(tensors):
-    """The tensors joined row-wise, 1-d ones as rows (``torch.vstack``)."""
-    return concat([atleast_2d(t) for t in _tensor_seq("vstack", tensors)], 0)
-
-
-row_stack = vstack
-
-
-def dstack(tensors):
-    """The tensors joined along dim 2, made at least 3-d first (``torch.dstack``)."""
-    return concat([atleast_3d(t) for t in _tensor_seq("dstack", tensors)], 2)
-
-
-def column_stack(tensors):
-    """The tensors as columns: 0-d and 1-d ones become columns, then joined along dim 1."""
-    cols = []
-    for t in _tensor_seq("column_stack", tensors):
-        t = _as_tensor(t)
-        cols.append(reshape(t, [-1, 1]) if t.ndim <= 1 else t)
-    return concat(cols, 1)
-
-
-def atleast_1d(x):
-    """``x`` with at least one dim (a 0-d tensor becomes shape (1,))."""
-    x = _as_tensor(x)
-    return reshape(x, [1]) if x.ndim == 0 else x
-
-
-def atleast_2d(x):
-    """``x`` with at least two dims (new dims in front)."""
-    x = atleast_1d(x)
-    return unsqueeze(x, 0) if x.ndim == 1 else x
-
-
-def atleast_3d(x):
-    """``x`` with at least three dims: (n,) becomes (1, n, 1), (m, n) becomes (m, n, 1)."""
-    x = _as_tensor(x)
-    if x.ndim == 0:
-        return reshape(x, [1, 1, 1])
-    if x.ndim == 1:
-        return unsqueeze(unsqueeze(x, 0), 2)
-    return unsqueeze(x, 2) if x.ndim == 2 else x
 
 
 @grad_rule("stack")

@@ -170,3 +170,55 @@ def test_split_of_a_dynamic_dim_says_why():
     f = d2s.jit.to_static(lambda x: x.split(2, dim=0)[0], input_spec=[d2s.jit.InputSpec([None, 3])])
     with pytest.raises(ValueError, match="only known when the program runs"):
         f(d2s.zeros(4, 3))
+
+
+class _CausalSelfAttention(d2s.nn.Module):
+    """The attention block of a GPT-style model file, written as model files write it."""
+
+    def __init__(self, n_embd=8, n_head=2, block_size=6):
+        super().__init__()
+        self.n_head, self.n_embd = n_head, n_embd
+        self.c_attn = d2s.nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = d2s.nn.Linear(n_embd, n_embd)
+        self.register_buffer("bias", d2s.tensor(np.tril(np.ones((block_size, block_size), "float32")))
+                             .view(1, 1, block_size, block_size))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / np.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = d2s.softmax(att, -1)
+        y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.c_proj(y)
+
+
+def test_gpt_attention_block_converts_with_a_dynamic_batch():
+    d2s.manual_seed(0)
+    m = _CausalSelfAttention()
+    x = d2s.randn(3, 5, 8)
+    want = m(x).numpy()
+    static = d2s.jit.to_static(m.forward, input_spec=[d2s.jit.InputSpec([None, 5, 8])])
+    for batch in (x, d2s.randn(2, 5, 8)):
+        np.testing.assert_allclose(static(batch).numpy(), m(batch).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(static(x).numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def _sample_tokens(logits, idx):
+    probs = d2s.softmax(logits[:, -1, :], -1)
+    idx_next = d2s.multinomial(probs, num_samples=1)
+    return d2s.cat((idx, idx_next), dim=1)
+
+
+def test_sampling_step_of_a_language_model_equals_eager():
+    logits, idx = d2s.randn(2, 3, 7), d2s.randint(0, 7, (2, 3))
+    static = d2s.jit.to_static(_sample_tokens)
+    d2s.manual_seed(5)
+    want = _sample_tokens(logits, idx).numpy()
+    d2s.manual_seed(5)
+    np.testing.assert_array_equal(static(logits, idx).numpy(), want)
+    assert want.shape == (2, 4) and want.dtype == np.int64

@@ -11,8 +11,8 @@ generator. The kernels draw only uniform and standard normal numbers (and intege
 device generators have too, and build every distribution from them.
 """
 import contextlib
-import itertools
 import json
+import os
 import threading
 import weakref
 
@@ -175,11 +175,15 @@ class Generator:
         seed: the initial seed (PyTorch's default seed when not given).
     """
 
-    _keys = itertools.count(1)
     DEFAULT_SEED = 67280421310721  # torch.Generator()'s
 
     def __init__(self, seed=None):
-        self.key = next(Generator._keys)
+        # a random key (48 bits: exact in JSON): a saved program naming this generator, run in
+        # another process, finds no generator of that key there and draws from the shared one
+        with RNG.lock:
+            self.key = int.from_bytes(os.urandom(6), "big")
+            while self.key in RNG.generators:
+                self.key = int.from_bytes(os.urandom(6), "big")
         self.manual_seed(self.DEFAULT_SEED if seed is None else seed)
         RNG.generators[self.key] = self
 
