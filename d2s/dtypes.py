@@ -72,6 +72,8 @@ def get_default_dtype():
 def set_default_dtype(d):
     """Make ``d`` (float32 or float64) the default float dtype, as ``torch.set_default_dtype``:
     ``d2s.tensor(1.5)``, ``d2s.zeros(2)``, ``d2s.rand(2)`` and ``d2s.arange(0.5, 2)`` give it.
+    Unlike PyTorch, ops that turn integers into floats (``int_tensor / 2``, ``exp`` or ``mean``
+    of integers) still give float32, and Python floats inside programs are float32 constants.
 
     Args:
         d: ``d2s.float32`` or ``d2s.float64`` (or their names).

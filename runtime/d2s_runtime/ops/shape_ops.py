@@ -376,7 +376,8 @@ def _repeat_index(xp, counts):
     indices behind ``repeat_interleave`` with a tensor of counts)."""
     if counts.size and int(counts.min()) < 0:
         raise ValueError(f"repeat_interleave: repeats must be non-negative, got a count of {int(counts.min())}")
-    return xp.repeat(xp.arange(counts.shape[0], dtype="int64"), counts)
+    # cupy's repeat takes the counts as a list, not an array
+    return xp.repeat(xp.arange(counts.shape[0], dtype="int64"), counts if xp is np else counts.tolist())
 
 
 # ------------------------------------------------------------------ native lowerings
