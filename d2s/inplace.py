@@ -27,7 +27,7 @@ import numpy as np
 
 from ._state import STATE
 from . import ops as _ops
-from .ops import random as _random, select as _select
+from .ops import random as _random, selection as _selection
 from .ops import broadcast_to, cast, full_like, where
 from .tensor import Tensor, tensor_method
 from .user_errors import at_user_line
@@ -80,7 +80,7 @@ RESULTS = {
     "scatter_add_": lambda s, dim, index, src: _ops.scatter_add(s, dim, index, src),
     "scatter_reduce_": lambda s, dim, index, src, reduce, include_self=True: _ops.scatter_reduce(
         s, dim, index, src, reduce, include_self=include_self),
-    "fill_diagonal_": lambda s, fill_value, wrap=False: _select._fill_diagonal_values(s, fill_value, wrap),
+    "fill_diagonal_": lambda s, fill_value, wrap=False: _selection._fill_diagonal_values(s, fill_value, wrap),
     "uniform_": lambda s, a=0.0, b=1.0, generator=None: _draws(s, "uniform", float(a), float(b), generator),
     "normal_": lambda s, mean=0.0, std=1.0, generator=None: _draws(s, "normal", float(mean), float(std), generator),
     "exponential_": lambda s, lambd=1.0, generator=None: _draws(s, "exponential", float(lambd), 0.0, generator),

@@ -7,11 +7,10 @@ in both cases. Where each operator and method comes from is said at the end of t
 import numpy as np
 
 from d2s_runtime.device import device_of, get_xp, known_devices, to_host, xp_of
+from d2s_runtime.dtypes import DTYPES, result_type
 from d2s_runtime.ops import OPS
 
 from ._state import STATE
-from d2s_runtime.dtypes import DTYPES, result_type
-
 from .dtypes import as_dtype, default_float
 from .user_errors import symbolic_value_error
 

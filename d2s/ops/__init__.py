@@ -20,10 +20,10 @@ public wrappers are its functions without a leading underscore; this package re-
 """
 import inspect
 
-from . import (creation, elementwise, shape as _shape_family, reduce, indexing, select, rearrange, random, types,
+from . import (creation, elementwise, shape as _shape_family, reduce, indexing, selection, rearrange, random, types,
                linalg, nn, debug)
 
-_FAMILIES = (creation, elementwise, _shape_family, reduce, indexing, select, rearrange, random, types, linalg, nn,
+_FAMILIES = (creation, elementwise, _shape_family, reduce, indexing, selection, rearrange, random, types, linalg, nn,
              debug)
 
 
