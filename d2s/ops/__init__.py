@@ -38,4 +38,4 @@ for _family in _FAMILIES:
     globals().update(_public(_family))
 
 # the public functions: every family's public wrappers (d2s re-exports exactly these)
-__all__ = sorted(name for family in _FAMILIES for name in _public(family))
+__all__ = sorted({name for family in _FAMILIES for name in _public(family)})  # a later family may redefine one

@@ -16,12 +16,14 @@ import numpy as np
 
 from d2s_runtime.ops.random import RNG, Generator as _RuntimeGenerator, manual_seed as _runtime_seed
 
+from .._state import STATE
 from ..autograd.registry import grad_rule, non_differentiable
 from ..dispatch import apply
 from ..dtypes import as_dtype, default_float
 from ..onnx.registry import onnx_unsupported
 from ..tensor import Tensor, tensor, tensor_method
 from .creation import _creation, _device, _no_out, _sizes, full, zeros_like
+from .shape import broadcast_to
 from ._util import _as_tensor, _is_diff, _is_symbolic, _shape_arg
 
 _RANDOM_REASON = "random draws have no ONNX form that reproduces d2s's generator; pass the noise as an input"
@@ -190,7 +192,6 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
             return apply("random_like", like, dist="integers", a=lo, b=hi, dtype=dtype, generator=_gen(generator))
         return apply("randint_dyn", apply("cast", low, dtype="int64"), apply("cast", high, dtype="int64"),
                      shape=shape, dtype=dtype, generator=_gen(generator))
-    from .._state import STATE
     if STATE.tracer is not None and (isinstance(low, Tensor) or isinstance(high, Tensor)):
         return apply("randint_dyn", apply("cast", low, dtype="int64"), apply("cast", high, dtype="int64"),
                      shape=shape, dtype=dtype, generator=_gen(generator))
@@ -323,7 +324,6 @@ def _drawn_like(s, dist, a, b, generator):
 def _bernoulli_values(s, p, generator):
     """``s.bernoulli_(p)``: 1 with probability ``p`` (a number, or a tensor broadcast to s)."""
     if isinstance(p, Tensor):
-        from .shape import broadcast_to
         probs = broadcast_to(p if p.dtype.is_floating_point else p.cast(default_float()), list(s.shape))
         return apply("bernoulli", probs, generator=_gen(generator)).cast(s.dtype)
     return _drawn_like(s, "bernoulli", float(p), 0.0, generator)

@@ -10,9 +10,10 @@ from ..autograd.registry import grad_rule, non_differentiable, shape_only
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_converter, onnx_unsupported
 from ..tensor import Tensor, tensor_method
-from .creation import full_like, zeros_like
+from .creation import arange, full_like, zeros_like
 from .elementwise import cast, eq, where as _where3
 from .indexing import _checked, _dim_of, _index_tensor, _no_out, gather, getitem
+from .shape import reshape
 from ._util import _as_tensor, _is_diff
 
 
@@ -185,8 +186,6 @@ def _fill_diagonal_values(s, fill_value, wrap=False):
     """What ``s.fill_diagonal_(fill_value, wrap)`` writes: ``s`` with ``fill_value`` on its
     main diagonal (every dim of an n-d tensor equal; for a tall matrix, ``wrap`` starts the
     diagonal again below it, as PyTorch and numpy)."""
-    from .creation import arange
-    from .shape import reshape
     if s.ndim < 2:
         raise ValueError(f"fill_diagonal_: needs a tensor of at least 2 dims, got {s.ndim}")
     shape = list(s.shape)
