@@ -85,3 +85,44 @@ _.threads  # blas.threads(): numpy's BLAS thread count, for callers and tests ch
 # d2s/serialization.py, d2s_runtime/serialize.py
 _.weights_only  # d2s.load(..., weights_only=True): PyTorch's keyword, accepted (d2s only ever loads data)
 _.load_program  # public runtime API (d2s_runtime.serialize.load_program): one saved program, read as one save
+
+# PyTorch's creation, shape, indexing, random and dtype surface (d2s.ops.creation, shape, rearrange,
+# selection, random, types; d2s.dtypes): public names users call, each tested in tests/ops and tests/test_dtypes.py
+_.memory_format  # accepted as PyTorch's (d2s tensors have one layout): zeros_like(..., memory_format=), contiguous()
+_.pin_memory  # accepted as PyTorch's (no pinned memory on numpy): empty(..., pin_memory=), new_zeros, randperm
+_.sparse_grad  # gather(..., sparse_grad=False) as in PyTorch (d2s's gradients are dense)
+_.output_size  # repeat_interleave(..., output_size=) as in PyTorch (the size is computed anyway)
+_.non_blocking  # Tensor.type(dtype, non_blocking=False) as in PyTorch
+_.smallest_normal  # d2s.finfo(...).smallest_normal, as torch.finfo
+_.is_complex  # d2s.is_complex(t), Tensor.is_complex(), dtype.is_complex (always False)
+_.is_signed  # d2s dtype .is_signed, as torch.dtype
+_.set_default_dtype  # d2s.set_default_dtype, as torch.set_default_dtype
+_.bfloat16  # d2s.bfloat16: exists so model files import; refused on use
+_.half  # d2s.half, Tensor.half()
+_.short  # d2s.short, Tensor.short()
+_.int8  # the dtype d2s.int8
+_.from_numpy  # d2s.from_numpy
+_.get_rng_state  # d2s.get_rng_state
+_.set_rng_state  # d2s.set_rng_state
+_.rand_like  # d2s.rand_like
+_.randn_like  # d2s.randn_like
+_.randint_like  # d2s.randint_like
+_.randperm  # d2s.randperm
+_.hstack  # d2s.hstack
+_.dstack  # d2s.dstack
+_.column_stack  # d2s.column_stack
+_.row_stack  # d2s.row_stack (= vstack)
+_.bucketize  # d2s.bucketize
+_.mH  # Tensor.mH (= mT: d2s has no complex dtypes)
+_.moveaxis  # d2s.moveaxis (= movedim)
+_.swapdims  # d2s.swapdims (= swapaxes)
+_.is_tensor  # d2s.is_tensor
+_.FloatTensor  # d2s.FloatTensor(...): PyTorch's legacy constructor (and the ones below)
+_.DoubleTensor  # d2s.DoubleTensor(...)
+_.HalfTensor  # d2s.HalfTensor(...)
+_.LongTensor  # d2s.LongTensor(...)
+_.IntTensor  # d2s.IntTensor(...)
+_.ShortTensor  # d2s.ShortTensor(...)
+_.CharTensor  # d2s.CharTensor(...)
+_.ByteTensor  # d2s.ByteTensor(...)
+_.BoolTensor  # d2s.BoolTensor(...)

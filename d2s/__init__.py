@@ -7,15 +7,18 @@
 import importlib as _importlib
 
 from . import dtypes as _dtypes  # noqa: F401
-from .dtypes import bool_, dtype, float32, float64, int32, int64
+from .dtypes import (bool_, dtype, float32, float64, int32, int64, float16, uint8, int8, int16, bfloat16, double,
+                     half, long, short, finfo, iinfo, get_default_dtype, set_default_dtype)
 from .tensor import Tensor, get_default_device, set_default_device, tensor  # first: the eager core (tensor, dispatch, autograd) loads with it
 from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403  (exactly d2s.ops.__all__: the public tensor functions)
 from . import inplace as _inplace  # noqa: F401  (Tensor's in-place methods: add_, +=, ...)
 from .ops.debug import print  # noqa: F401,A004  (d2s.print: prints on every call of a program)
+from .ops.random import Generator, default_generator  # noqa: F401
 
 bool = bool_  # d2s.bool, as in the API; Python's bool stays reachable as builtins.bool
+float, int = _dtypes.float_, _dtypes.int_  # d2s.float is float32 and d2s.int int32, as torch's
 
 __version__ = "0.1.0"
 
@@ -37,6 +40,8 @@ _LAZY_NAMES = {
 # The public names of ``d2s`` (see the API contract and the README): tensors and dtypes, the
 # op functions of d2s.ops, grad modes, functional control flow, and the subpackages.
 __all__ = (["Tensor", "tensor", "set_default_device", "get_default_device", "dtype", "bool", "bool_", "float32", "float64", "int32", "int64",
+            "float16", "uint8", "int8", "int16", "bfloat16", "double", "half", "long", "short", "float", "int",
+            "finfo", "iinfo", "get_default_dtype", "set_default_dtype", "Generator", "default_generator",
             "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
            + list(_ops.__all__) + sorted(_LAZY_NAMES) + sorted(_LAZY_MODULES))
 

@@ -16,6 +16,7 @@ import numpy as np
 from d2s_runtime.device import device_of, get_xp, xp_of
 from d2s_runtime.dtypes import result_type, scalar_result
 from d2s_runtime.ops import OPS, ShapeError, TensorType
+from d2s_runtime.ops.indexing import IndexOutOfRange
 
 from ._state import HOOKED_THREADS, STATE
 from .autograd import node as _node
@@ -185,6 +186,8 @@ def _op_error(opdef, inputs, err, attrs=None):
         return (IndexError if plain_index_error else ShapeError)(str(rule_err))
     except Exception:
         pass
+    if isinstance(err, IndexOutOfRange):
+        return err  # an index out of range where PyTorch raises (gather, embedding): its message and type
     shapes = ", ".join(str(tuple(a.shape)) if hasattr(a, "shape") else repr(a) for a in inputs)
     return ShapeError(f"{opdef.name}: cannot apply to inputs with shapes {shapes}: {err}")
 

@@ -26,6 +26,8 @@ import weakref
 import numpy as np
 
 from ._state import STATE
+from . import ops as _ops
+from .ops import random as _random, selection as _selection
 from .ops import broadcast_to, cast, full_like, where
 from .tensor import Tensor, tensor_method
 from .user_errors import at_user_line
@@ -50,6 +52,10 @@ def _replaced(s, value):
     return broadcast_to(value, s.shape)
 
 
+def _draws(s, dist, a, b, generator):
+    return _random._drawn_like(s, dist, a, b, generator)
+
+
 def _scaled(other, alpha):
     return other if alpha == 1 else other * alpha
 
@@ -63,6 +69,28 @@ RESULTS = {
     "fill_": lambda s, value: _replaced(s, value),
     "copy_": lambda s, src: _replaced(s, src),
     "clamp_": lambda s, min=None, max=None: s.clip(min, max),
+    # indexing and random fills (d2s.ops.indexing, d2s.ops.random)
+    "masked_fill_": lambda s, mask, value: _ops.masked_fill(s, mask, value),
+    "masked_scatter_": lambda s, mask, source: _ops.masked_scatter(s, mask, source),
+    "index_copy_": lambda s, dim, index, source: _ops.index_copy(s, dim, index, source),
+    "index_add_": lambda s, dim, index, source, alpha=1: _ops.index_add(s, dim, index, source, alpha=alpha),
+    "index_fill_": lambda s, dim, index, value: _ops.index_fill(s, dim, index, value),
+    "scatter_": lambda s, dim, index, src=None, value=None, reduce=None: _ops.scatter(s, dim, index, src, value,
+                                                                                      reduce=reduce),
+    "scatter_add_": lambda s, dim, index, src: _ops.scatter_add(s, dim, index, src),
+    "scatter_reduce_": lambda s, dim, index, src, reduce, include_self=True: _ops.scatter_reduce(
+        s, dim, index, src, reduce, include_self=include_self),
+    "fill_diagonal_": lambda s, fill_value, wrap=False: _selection._fill_diagonal_values(s, fill_value, wrap),
+    "uniform_": lambda s, a=0.0, b=1.0, generator=None: _draws(s, "uniform", float(a), float(b), generator),
+    "normal_": lambda s, mean=0.0, std=1.0, generator=None: _draws(s, "normal", float(mean), float(std), generator),
+    "exponential_": lambda s, lambd=1.0, generator=None: _draws(s, "exponential", float(lambd), 0.0, generator),
+    "geometric_": lambda s, p, generator=None: _draws(s, "geometric", float(p), 0.0, generator),
+    "cauchy_": lambda s, median=0.0, sigma=1.0, generator=None: _draws(s, "cauchy", float(median), float(sigma),
+                                                                        generator),
+    "log_normal_": lambda s, mean=1.0, std=2.0, generator=None: _draws(s, "log_normal", float(mean), float(std),
+                                                                        generator),
+    "bernoulli_": lambda s, p=0.5, generator=None: _random._bernoulli_values(s, p, generator),
+    "random_": lambda s, *bounds, generator=None, **kw: _random._random_values(s, *bounds, generator=generator, **kw),
     "__iadd__": lambda s, other: s + other,
     "__isub__": lambda s, other: s - other,
     "__imul__": lambda s, other: s * other,

@@ -7,10 +7,11 @@ in both cases. Where each operator and method comes from is said at the end of t
 import numpy as np
 
 from d2s_runtime.device import device_of, get_xp, known_devices, to_host, xp_of
+from d2s_runtime.dtypes import DTYPES, result_type
 from d2s_runtime.ops import OPS
 
 from ._state import STATE
-from .dtypes import as_dtype
+from .dtypes import as_dtype, default_float
 from .user_errors import symbolic_value_error
 
 
@@ -47,8 +48,22 @@ class Tensor:
     # Python scalars on the left of an operator (2 * t) must reach our reflected methods.
     __array_priority__ = 1000
 
-    def __init__(self, data, dtype=None, requires_grad=False, device=None):
-        t = tensor(data, dtype=dtype, requires_grad=requires_grad, device=device)
+    def __init__(self, *data, requires_grad=False, device=None):
+        # PyTorch's legacy constructor: Tensor(sizes...) is uninitialized memory of those sizes
+        # (zeros here), Tensor(data) a copy of data in the default float dtype; a tensor
+        # argument is kept with its own dtype
+        if not data or all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in data):
+            t = tensor(np.zeros(tuple(int(d) for d in data) or (0,), dtype=default_float()), device=device)
+        elif len(data) == 1 and isinstance(data[0], Tensor):
+            t = data[0]
+        elif len(data) == 1:
+            t = tensor(data[0], dtype=default_float(), device=device)
+        else:
+            raise TypeError(f"d2s.Tensor(): expected sizes (ints) or one data argument, got {len(data)} arguments "
+                            "of types " + ", ".join(type(d).__name__ for d in data))
+        if requires_grad:
+            t = tensor(t)
+            t.requires_grad_(True)
         self._data, self._var = t._data, None
         self.requires_grad, self.grad, self.grad_fn = t.requires_grad, None, None
         self._out_idx, self._hooks, self._version, self._accum = 0, None, 0, None
@@ -274,12 +289,17 @@ class Tensor:
 
     # ----------------------------------------------------------------- devices
     def to(self, device=None, dtype=None):
-        """Move to ``device`` ('cpu'/'gpu') and/or cast to ``dtype``; ``t.to('float64')`` casts."""
+        """Move to ``device`` ('cpu'/'gpu') and/or cast to ``dtype``; ``t.to('float64')`` casts,
+        ``t.to(other)`` takes other's dtype and device."""
+        if isinstance(device, Tensor):
+            device, dtype = device.device, device.dtype if dtype is None else dtype
         if isinstance(device, str) and device not in known_devices():
             try:
                 dtype, device = as_dtype(device), None
             except TypeError:
-                pass  # not a dtype either: the device check below names it
+                if device.endswith("bfloat16"):
+                    raise
+                # not a dtype either: the device check below names it
         out = self
         if dtype is not None and as_dtype(dtype) != self.dtype:
             out = out.cast(dtype)
@@ -344,8 +364,10 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     Python floats give float32, ints int64, bools bool; numpy arrays keep their dtype. The
     data is always copied (as ``torch.tensor`` does), so the tensor never aliases the input.
     """
-    if isinstance(data, (list, tuple)) and any(isinstance(a, Tensor) and a._data is None for a in _flat(data)):
-        return _pack_symbolic(data, dtype)
+    if isinstance(data, (list, tuple)) and any(isinstance(a, Tensor) for a in _flat(data)):
+        if any(a._data is None for a in _flat(data) if isinstance(a, Tensor)):
+            return _pack_symbolic(data, dtype)
+        data, dtype = _scalars_of(data, dtype)
     if device is None and _DEFAULT_DEVICE[0] != "cpu" and not _on_device(data):
         device = _DEFAULT_DEVICE[0]
     xp = get_xp(device)
@@ -376,10 +398,50 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
         pass  # a cupy array stays on the GPU
     elif device is not None:
         arr = xp.asarray(arr)
+    check_dtype(arr, "d2s.tensor")
     t = Tensor._make(arr)
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def check_dtype(arr, where):
+    """Refuse, at the door, arrays of a dtype d2s does not compute with (uint32, complex, ...)."""
+    if arr.dtype.name not in DTYPES:
+        raise TypeError(f"{where}: arrays of dtype {arr.dtype.name} are not supported; d2s supports "
+                        f"{', '.join(DTYPES)}: convert the array first (e.g. .astype('int64'))")
+
+
+def _leaf_dtype(a):
+    if isinstance(a, Tensor):
+        return str(a.dtype)
+    if isinstance(a, (bool, np.bool_)):
+        return "bool"
+    if isinstance(a, (int, np.integer)):
+        return "int64" if isinstance(a, int) else np.dtype(type(a)).name
+    if isinstance(a, float):
+        return default_float()
+    return np.asarray(a).dtype.name
+
+
+def _scalars_of(data, dtype):
+    """``d2s.tensor([t0, t1, 2.0])`` as ``torch.tensor``: each tensor element holds one value
+    and counts as that number; the dtype is inferred over the elements (a float64 element
+    gives float64, Python floats the default float dtype)."""
+    leaves = list(_flat(data))
+    for a in leaves:
+        if isinstance(a, Tensor) and a.numel() != 1:
+            raise ValueError(f"d2s.tensor: only one element tensors can be converted to Python scalars (an element "
+                             f"of the list has shape {tuple(a.shape)}); use d2s.stack to join tensors")
+    if dtype is None and leaves:
+        dtype = result_type(*(_leaf_dtype(a) for a in leaves))
+
+    def scalars(x):
+        if isinstance(x, (list, tuple)):
+            return [scalars(e) for e in x]
+        return x._concrete("d2s.tensor()").reshape(()).item() if isinstance(x, Tensor) else x
+
+    return scalars(data), dtype
 
 
 def _pack_symbolic(data, dtype):
@@ -388,14 +450,13 @@ def _pack_symbolic(data, dtype):
     (float32 if any element is floating, else int64, or bool if all are bools) and, as eager
     code copies values, no gradient."""
     leaves = list(_flat(data))
-    if dtype is not None:
-        dt = str(as_dtype(dtype))
-    elif any(isinstance(a, float) or (isinstance(a, Tensor) and a.dtype.is_floating_point) for a in leaves):
-        dt = "float32"
-    elif all(isinstance(a, bool) or (isinstance(a, Tensor) and str(a.dtype) == "bool") for a in leaves):
-        dt = "bool"
-    else:
-        dt = "int64"
+    for a in leaves:
+        shape = (a._var.type.shape if a._data is None else a._data.shape) if isinstance(a, Tensor) else ()
+        if None in shape or int(np.prod(shape)) != 1:
+            raise ValueError(f"d2s.tensor: only one element tensors can be converted to Python scalars (an element "
+                             f"of the list has shape {a._var.type if a._data is None else tuple(a.shape)}); use "
+                             "d2s.stack to join tensors")
+    dt = str(as_dtype(dtype)) if dtype is not None else result_type(*(_leaf_dtype(a) for a in leaves))
 
     def pack(x):
         if isinstance(x, (list, tuple)):
@@ -404,6 +465,8 @@ def _pack_symbolic(data, dtype):
             return _dispatch.apply("stack", *[pack(e) for e in x], axis=0)
         if isinstance(x, Tensor):
             x = x.detach()
+            if x.ndim:
+                x = _dispatch.apply("reshape", x, shape=[])
             return x if str(x.dtype) == dt else x.cast(dt)
         return tensor(x, dtype=dt)
 
@@ -446,7 +509,7 @@ def _default_array(data, xp):
         data = [a.tolist() if isinstance(a, Tensor) else a for a in data]
     arr = np.asarray(data)
     if arr.dtype == np.float64:
-        arr = arr.astype(np.float32)
+        arr = arr.astype(default_float())
     elif arr.dtype.kind in "iu":
         arr = arr.astype(np.int64)
     elif arr.dtype.kind not in "fb":

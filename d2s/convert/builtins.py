@@ -177,8 +177,11 @@ def _is_tensor_array(x):
     return isinstance(x, TensorArray)
 
 
-def convert_stack(tensors, axis=0):
+def convert_stack(tensors, dim=None, *, axis=None):
     """``d2s.stack`` that also takes a TensorArray (a list appended to in a tensor loop)."""
+    if not _is_tensor_array(tensors):
+        return ops.stack(tensors, dim, axis=axis)
+    axis = _dim_of("stack", dim, axis)
     if _is_tensor_array(tensors):
         out = tensors.stack()
         if axis != 0:
@@ -190,8 +193,17 @@ def convert_stack(tensors, axis=0):
     return ops.stack(tensors, axis)
 
 
-def convert_concat(tensors, axis=0):
-    """``d2s.concat`` that also takes a TensorArray."""
+def _dim_of(op, dim, axis):
+    if dim is not None and axis is not None and dim != axis:
+        raise TypeError(f"{op}: got both dim={dim!r} and its numpy alias axis={axis!r}; give one (dim=)")
+    return dim if dim is not None else axis if axis is not None else 0
+
+
+def convert_concat(tensors, dim=None, *, axis=None):
+    """``d2s.concat`` (``cat``, ``concatenate``) that also takes a TensorArray."""
+    if not _is_tensor_array(tensors):
+        return ops.concat(tensors, dim, axis=axis)
+    axis = _dim_of("concat", dim, axis)
     if _is_tensor_array(tensors):
         stacked = convert_stack(tensors, axis)
         axis = axis % (stacked.ndim - 1)

@@ -38,7 +38,7 @@ def _library_overrides():
     function transforms, whose function argument is converted so its control flow on tensors
     builds graph ops (the transform itself runs inside the program)."""
     out = {ops.stack: cb.convert_stack, ops.concat: cb.convert_concat, ops.cat: cb.convert_concat,
-           ops.add_n: cb.convert_add_n}
+           ops.concatenate: cb.convert_concat, ops.add_n: cb.convert_add_n}
     for fn in (functional.jacobian, functional.hessian, functional.vjp, functional.jvp):
         out[fn] = _converting_first_argument(fn)
     return out

@@ -20,9 +20,11 @@ public wrappers are its functions without a leading underscore; this package re-
 """
 import inspect
 
-from . import creation, elementwise, shape as _shape_family, reduce, indexing, linalg, nn, debug
+from . import (creation, elementwise, shape as _shape_family, reduce, indexing, selection, rearrange, random, types,
+               linalg, nn, debug)
 
-_FAMILIES = (creation, elementwise, _shape_family, reduce, indexing, linalg, nn, debug)
+_FAMILIES = (creation, elementwise, _shape_family, reduce, indexing, selection, rearrange, random, types, linalg, nn,
+             debug)
 
 
 def _public(family):
@@ -36,4 +38,4 @@ for _family in _FAMILIES:
     globals().update(_public(_family))
 
 # the public functions: every family's public wrappers (d2s re-exports exactly these)
-__all__ = sorted(name for family in _FAMILIES for name in _public(family))
+__all__ = sorted({name for family in _FAMILIES for name in _public(family)})  # a later family may redefine one

@@ -10,8 +10,9 @@ from ..autograd.registry import grad_rule, non_differentiable, shape_only
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_constant, onnx_converter
 from ..tensor import Tensor, tensor_method
-from .creation import zeros_like
-from ._util import _is_diff, _shape, unbroadcast
+from .creation import full_like, ones_like, zeros_like
+from .elementwise import cast, eq, lt, where
+from ._util import _as_tensor, _is_diff, _shape, unbroadcast
 
 
 
@@ -300,3 +301,312 @@ def _dim_onnx(g, op):
     s = g.tmp()
     g.node("Shape", op.inputs, [s])
     g.node("Gather", [s, g.const(i64(op.attrs["axis"]))], op.outputs, axis=0)
+
+
+# ------------------------------------------------------------------ dim-wise indexing (PyTorch's)
+# gather/scatter and the index_* family follow PyTorch: an index outside its dim raises
+# (IndexOutOfRange, an IndexError and a RuntimeError) where numpy would wrap a negative one.
+def _index_tensor(index):
+    if isinstance(index, Tensor):
+        if not str(index.dtype).startswith(("int", "uint")):
+            raise TypeError(f"an index tensor must hold integers, got {index.dtype}")
+        return index
+    arr = np.asarray(index)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"index must hold integers, got {arr.dtype}")
+    return _as_tensor(arr.astype(np.int64))
+
+
+def _no_out(op, out):
+    if out is not None:
+        raise TypeError(f"{op}: out= is not supported by d2s; assign the result instead")
+
+
+@tensor_method()
+def gather(input, dim, index, *, sparse_grad=False, out=None):
+    """Values of ``input`` picked along ``dim`` by ``index`` (``torch.gather``): ``index`` has
+    as many dims as ``input``, the result has ``index``'s shape, and
+    ``out[i][j] = input[index[i][j]][j]`` for ``dim=0``. An index outside the dim raises."""
+    _no_out("gather", out)
+    return apply("gather", _as_tensor(input), _index_tensor(index), axis=int(dim))
+
+
+def _src_tensor(src, value, like):
+    if src is not None and value is not None:
+        raise TypeError("scatter: give either src (a tensor) or value (a number), not both")
+    if src is None:
+        src = value
+    if src is None:
+        raise TypeError("scatter: missing src (a tensor) or value (a number)")
+    if isinstance(src, Tensor):
+        return src
+    if np.ndim(src) == 0:  # a number: the same value at every position of the index
+        return full_like(like[1], src, dtype=like[0].dtype)
+    return _as_tensor(src)
+
+
+@tensor_method()
+def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
+    """A copy of ``input`` with ``src`` (a tensor, or a number ``value``) written at
+    ``index`` along ``dim`` (``torch.scatter``); ``reduce='add'`` or ``'multiply'`` combines
+    with the values there instead."""
+    _no_out("scatter", out)
+    x, index = _as_tensor(input), _index_tensor(index)
+    src = _src_tensor(src, value, (x, index))
+    if reduce is None:
+        return apply("scatter", x, index, src, axis=int(dim))
+    if reduce == "add":
+        return apply("scatter_add", x, index, src, axis=int(dim))
+    if reduce == "multiply":
+        return apply("scatter_reduce", x, index, src, axis=int(dim), reduce="prod", include_self=True)
+    raise ValueError(f"scatter: reduce must be 'add' or 'multiply', got {reduce!r} (scatter_reduce has the others)")
+
+
+@tensor_method()
+def scatter_add(input, dim, index, src):
+    """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
+    return apply("scatter_add", _as_tensor(input), _index_tensor(index), _as_tensor(src), axis=int(dim))
+
+
+_REDUCE_NAMES = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "amax", "amin": "amin"}
+
+
+@tensor_method()
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
+    """``input`` with the values of ``src`` reduced into the positions ``index`` names along
+    ``dim`` (``torch.scatter_reduce``): ``reduce`` is 'sum', 'prod', 'mean', 'amax' or 'amin';
+    without ``include_self`` the positions written ignore ``input``'s values."""
+    _no_out("scatter_reduce", out)
+    if reduce not in _REDUCE_NAMES:
+        raise ValueError(f"scatter_reduce: reduce must be one of {', '.join(_REDUCE_NAMES)}, got {reduce!r}")
+    return apply("scatter_reduce", _as_tensor(input), _index_tensor(index), _as_tensor(src), axis=int(dim),
+                 reduce=reduce, include_self=bool(include_self))
+
+
+@grad_rule("gather")
+def _gather_grad(ctx, g):
+    x, index = ctx.inputs
+    return (apply("scatter_add", zeros_like(x), index, g, axis=ctx.attrs["axis"]), None)
+
+
+def _src_grad(g, index, src, axis):
+    """The gradient reaching ``src`` of a scatter: g at the positions it was written to (src
+    beyond the index's shape was never read)."""
+    gsrc = apply("gather", g, index, axis=axis)
+    if tuple(_shape(gsrc)) != tuple(_shape(src)):
+        spec = [["s", 0, n, None] for n in gsrc.shape]
+        gsrc = apply("index_add", zeros_like(src), gsrc, index=spec)
+    return gsrc
+
+
+@grad_rule("scatter_add")
+def _scatter_add_grad(ctx, g):
+    base, index, src = ctx.inputs
+    gsrc = _src_grad(g, index, src, ctx.attrs["axis"]) if _is_diff(src) else None
+    return (g if _is_diff(base) else None, None, gsrc)
+
+
+@grad_rule("scatter")
+def _scatter_grad(ctx, g):
+    base, index, src = ctx.inputs
+    axis = ctx.attrs["axis"]
+    gbase = apply("scatter", g, index, zeros_like(index, dtype=g.dtype), axis=axis) if _is_diff(base) else None
+    gsrc = _src_grad(g, index, src, axis) if _is_diff(src) else None
+    return (gbase, None, gsrc)
+
+
+@grad_rule("scatter_reduce")
+def _scatter_reduce_grad(ctx, g):
+    base, index, src = ctx.inputs
+    axis, reduce, include_self = ctx.attrs["axis"], ctx.attrs["reduce"], ctx.attrs.get("include_self", True)
+    if reduce == "prod":
+        raise NotImplementedError("scatter_reduce: the gradient of reduce='prod' (and scatter(reduce='multiply')) "
+                                  "is not supported by d2s")
+    out = ctx.outputs[0] if ctx.outputs else apply("scatter_reduce", base, index, src, **ctx.attrs)
+    touched = apply("scatter", zeros_like(base, dtype="bool"), index, full_like(index, True, dtype="bool"), axis=axis)
+    if reduce == "sum":
+        gb, share = g, g
+    else:
+        ones_b = where(touched, 1.0 if include_self else 0.0, 1.0) * ones_like(base, dtype=g.dtype)
+        if reduce == "mean":
+            count = apply("scatter_add", ones_b, index, ones_like(index, dtype=g.dtype), axis=axis)
+            gb = share = g / count
+        else:  # amax / amin: the gradient split evenly among the values equal to the result
+            hit_b = cast(eq(base, out), g.dtype) * ones_b
+            hit_s = cast(eq(src, apply("gather", out, index, axis=axis)), g.dtype)
+            count = apply("scatter_add", hit_b, index, _crop_to(hit_s, index), axis=axis)
+            share = g / where(count > 0, count, 1.0)
+            gb = share * hit_b
+    gbase = None
+    if _is_diff(base):
+        gbase = gb if include_self else where(touched, 0.0, g)
+    gsrc = None
+    if _is_diff(src):
+        gsrc = _src_grad(share, index, src, axis)
+        if reduce in ("amax", "amin"):
+            gsrc = gsrc * hit_s
+    return (gbase, None, gsrc)
+
+
+def _crop_to(t, like):
+    if tuple(_shape(t)) == tuple(_shape(like)):
+        return t
+    return getitem(t, tuple(slice(0, n) for n in like.shape))
+
+
+non_differentiable("index_check", reason="indices are integers")
+
+
+def _cropped_to(g, x, like, axis):
+    """``x`` cut to ``like``'s size on every dim but ``axis`` (torch.gather reads that corner)."""
+    nd = len(g.shape(x))
+    if all(a == b and a is not None for i, (a, b) in enumerate(zip(g.shape(x), g.shape(like))) if i != axis):
+        return x
+    shp, t = g.tmp(), g.tmp()
+    g.node("Shape", [like], [shp])
+    others = [i for i in range(nd) if i != axis]
+    ends = g.tmp()
+    g.node("Gather", [shp, g.const(i64(others))], [ends], axis=0)
+    g.node("Slice", [x, g.const(i64([0] * len(others))), ends, g.const(i64(others))], [t])
+    g.types[t] = g.types[x].__class__(g.shape(like), g.dtype(x))
+    return t
+
+
+@onnx_converter("gather")
+def _gather_onnx(g, op):
+    x, index = op.inputs
+    axis = int(op.attrs["axis"]) % len(g.shape(x))
+    g.node("GatherElements", [_cropped_to(g, x, index, axis), g.cast(index, "int64")], op.outputs, axis=axis)
+
+
+def _scatter_elements_onnx(reduction):
+    def conv(g, op):
+        base, index, src = op.inputs
+        if op.type == "scatter_reduce":
+            if not op.attrs.get("include_self", True) or op.attrs["reduce"] == "mean":
+                raise g.unsupported(op, "scatter_reduce with include_self=False or reduce='mean' has no ONNX form")
+            red = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}[op.attrs["reduce"]]
+        else:
+            red = reduction
+        axis = int(op.attrs["axis"]) % len(g.shape(base))
+        src = _cropped_to(g, src, index, -1)  # d2s reads src[:index.shape] (every dim, the axis included)
+        attrs = {"reduction": red} if red != "none" else {}
+        g.node("ScatterElements", [base, g.cast(index, "int64"), g.cast(src, g.dtype(base))], op.outputs,
+               axis=axis, **attrs)
+    return conv
+
+
+onnx_converter("scatter_add")(_scatter_elements_onnx("add"))
+onnx_converter("scatter")(_scatter_elements_onnx("none"))
+onnx_converter("scatter_reduce")(_scatter_elements_onnx(None))
+
+
+# ------------------------------------------------------------------ index_select family
+def _checked(op, index, x, dim, negative=False):
+    """``index`` with PyTorch's range check, made when the op runs (also in programs)."""
+    return apply("index_check", index, x, axis=int(dim), negative=negative, op=op)
+
+
+def _dim_of(op, x, dim):
+    nd = x.ndim
+    lim = max(nd, 1)
+    if not -lim <= int(dim) < lim:
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of [{-lim}, {lim - 1}], but got {dim})")
+    return int(dim) % lim
+
+
+def _index_1d(op, index):
+    index = _index_tensor(index)
+    if index.ndim > 1:
+        raise ValueError(f"{op}: index must be a 0-d or 1-d tensor, got shape {tuple(index.shape)}")
+    return apply("reshape", index, shape=[-1]) if index.ndim == 0 else index
+
+
+@tensor_method()
+def index_select(input, dim, index, *, out=None):
+    """The entries of ``input`` at positions ``index`` (a 1-d integer tensor) along ``dim``."""
+    _no_out("index_select", out)
+    x = _as_tensor(input)
+    d = _dim_of("index_select", x, dim)
+    index = _index_1d("index_select", index)
+    if x.ndim == 0:
+        return getitem(apply("reshape", x, shape=[1]), _checked("index_select", index, x, 0))
+    return getitem(x, (slice(None),) * d + (_checked("index_select", index, x, d),))
+
+
+@tensor_method()
+def index_add(input, dim, index, source, *, alpha=1, out=None):
+    """A copy of ``input`` with ``alpha * source`` added at positions ``index`` of ``dim``
+    (repeated positions add up), as ``torch.index_add``."""
+    _no_out("index_add", out)
+    x = _as_tensor(input)
+    src = _as_tensor(source)
+    if alpha != 1:
+        src = src * alpha
+    return apply("index_add_dim", x, _index_1d("index_add", index), src, axis=_dim_of("index_add", x, dim))
+
+
+@tensor_method()
+def index_copy(input, dim, index, source, *, out=None):
+    """A copy of ``input`` with ``source`` written at positions ``index`` of ``dim``."""
+    _no_out("index_copy", out)
+    x = _as_tensor(input)
+    return apply("index_copy_dim", x, _index_1d("index_copy", index), _as_tensor(source),
+                 axis=_dim_of("index_copy", x, dim))
+
+
+@tensor_method()
+def index_fill(input, dim, index, value):
+    """A copy of ``input`` with ``value`` (a number or 0-d tensor) at positions ``index`` of
+    ``dim`` (negative positions count from the end, as in PyTorch)."""
+    x = _as_tensor(input)
+    d = _dim_of("index_fill", x, dim)
+    index = _index_1d("index_fill", index)
+    n = x.shape[d] if x.ndim else 1
+    index = where(lt(index, 0), index + n, index)
+    sel = index_select(x, d, index)
+    src = full_like(sel, value) if not isinstance(value, Tensor) else zeros_like(sel) + cast(value, x.dtype)
+    return apply("index_copy_dim", x, index, src, axis=d)
+
+
+@grad_rule("index_add_dim")
+def _index_add_dim_grad(ctx, g):
+    x, index, src = ctx.inputs
+    axis = ctx.attrs["axis"]
+    gsrc = getitem(g, (slice(None),) * axis + (index,)) if _is_diff(src) and x.ndim else g if _is_diff(src) else None
+    return (g if _is_diff(x) else None, None, gsrc)
+
+
+@grad_rule("index_copy_dim")
+def _index_copy_dim_grad(ctx, g):
+    x, index, src = ctx.inputs
+    axis = ctx.attrs["axis"]
+    gx = apply("index_copy_dim", g, index, zeros_like(src, dtype=g.dtype), axis=axis) if _is_diff(x) else None
+    gsrc = getitem(g, (slice(None),) * axis + (index,)) if _is_diff(src) and x.ndim else g if _is_diff(src) else None
+    return (gx, None, gsrc)
+
+
+@onnx_converter("index_check")
+def _index_check_onnx(g, op):
+    # ONNX has no error to raise: an index out of range is onnxruntime's error (or wraps, if negative)
+    g.node("Identity", [op.inputs[0]], op.outputs)
+
+
+def _index_dim_onnx(reduction):
+    def conv(g, op):
+        x, index, src = op.inputs
+        nd = len(g.shape(x))
+        axis = int(op.attrs["axis"]) % max(nd, 1)
+        shape = [1] * nd
+        shape[axis] = -1
+        idx, full_idx, src_shape = g.tmp(), g.tmp(), g.tmp()
+        g.node("Reshape", [g.cast(index, "int64"), g.const(i64(shape))], [idx])
+        g.node("Shape", [src], [src_shape])
+        g.node("Expand", [idx, src_shape], [full_idx])
+        attrs = {"reduction": reduction} if reduction != "none" else {}
+        g.node("ScatterElements", [x, full_idx, g.cast(src, g.dtype(x))], op.outputs, axis=axis, **attrs)
+    return conv
+
+
+onnx_converter("index_add_dim")(_index_dim_onnx("add"))
+onnx_converter("index_copy_dim")(_index_dim_onnx("none"))

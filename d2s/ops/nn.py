@@ -1,4 +1,4 @@
-"""Neural-network ops: the softmax family, logsumexp, cumsum, gather/scatter_add, one_hot,
+"""Neural-network ops: the softmax family, logsumexp, cumsum, one_hot,
 and the primitives behind ``d2s.nn`` layers (conv2d, max_pool2d, dropout, embedding)
 (runtime: ``d2s_runtime/ops/nn_ops.py``): for each op its public wrapper, its gradient rule
 and its ONNX converter.
@@ -12,9 +12,9 @@ from ..autograd.registry import grad_rule, non_differentiable, shape_only
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_converter, onnx_unsupported, promoted
 from ..tensor import Tensor, tensor, tensor_method
-from .creation import zeros_like
 from .elementwise import exp
 from .reduce import _reduce_onnx, _reduction_operands, sum
+from .indexing import gather, scatter_add  # noqa: F401  (their home before d2s.ops.indexing)
 from .shape import concat, split, stop_gradient
 from ._util import _as_tensor, _axes, _is_diff
 
@@ -53,21 +53,6 @@ def logsumexp(x, axis=None, keepdims=False):
 def cumsum(x, axis):
     """Running sum along ``axis``; bool and int32 inputs sum in int64 (as numpy does)."""
     return apply("cumsum", _as_tensor(x), axis=int(axis))
-
-
-@tensor_method()
-def gather(x, axis, index):
-    """Values of ``x`` picked along ``axis`` by ``index`` (torch.gather / take_along_axis).
-
-    ``index`` has as many dims as ``x``; the result has ``index``'s shape, and
-    ``out[i][j] = x[index[i][j]][j]`` for ``axis=0``.
-    """
-    return apply("gather", _as_tensor(x), _index_tensor(index), axis=int(axis))
-
-
-def scatter_add(x, axis, index, src):
-    """A copy of ``x`` with ``src`` added at ``index`` along ``axis`` (repeated indices add up)."""
-    return apply("scatter_add", _as_tensor(x), _index_tensor(index), _as_tensor(src), axis=int(axis))
 
 
 def one_hot(x, num_classes=-1):
@@ -168,7 +153,10 @@ def embedding(ids, weight):
     ids = _index_tensor(ids)
     if not str(ids.dtype).startswith("int"):
         raise TypeError(f"embedding: ids must be an integer tensor, got {ids.dtype}")
-    return apply("getitem", _as_tensor(weight), ids, index=[["t", 0]])
+    weight = _as_tensor(weight)
+    # PyTorch raises for an id outside [0, num_embeddings), where numpy would wrap a negative one
+    ids = apply("index_check", ids, weight, axis=0, op="embedding")
+    return apply("getitem", weight, ids, index=[["t", 0]])
 
 
 def _pair_attr(v):
@@ -201,31 +189,6 @@ def _logsumexp_grad(ctx, g):
 @grad_rule("cumsum")
 def _cumsum_grad(ctx, g):
     return (apply("cumsum", g, axis=ctx.attrs["axis"], reverse=not ctx.attrs.get("reverse", False)),)
-
-
-@grad_rule("gather")
-def _gather_grad(ctx, g):
-    x, index = ctx.inputs
-    axis = ctx.attrs["axis"]
-    return (apply("scatter_add", zeros_like(x), index, g, axis=axis), None)
-
-
-@grad_rule("scatter_add")
-def _scatter_add_grad(ctx, g):
-    base, index, src = ctx.inputs
-    axis = ctx.attrs["axis"]
-    gsrc = None
-    if _is_diff(src):
-        gsrc = apply("gather", g, index, axis=axis)
-        if tuple(gsrc.shape) != tuple(src.shape):  # src larger than index: the rest was never read
-            gsrc = _pad_to(gsrc, src)
-    return (g if _is_diff(base) else None, None, gsrc)
-
-
-def _pad_to(g, like):
-    """``g`` placed in the leading corner of zeros shaped like ``like``."""
-    spec = [["s", 0, n, None] for n in g.shape]
-    return apply("index_add", zeros_like(like), g, index=spec)
 
 
 def _conv_attrs(ctx):
@@ -291,38 +254,6 @@ def _cumsum_onnx(g, op):
         return
     g.node("CumSum", [x, g.const(i64(op.attrs["axis"]))], op.outputs,
            reverse=int(bool(op.attrs.get("reverse", False))))
-
-
-def _cropped_to(g, x, like, axis):
-    """``x`` cut to ``like``'s size on every dim but ``axis`` (torch.gather reads that corner)."""
-    nd = len(g.shape(x))
-    if all(a == b and a is not None for i, (a, b) in enumerate(zip(g.shape(x), g.shape(like))) if i != axis):
-        return x
-    shp, t = g.tmp(), g.tmp()
-    g.node("Shape", [like], [shp])
-    others = [i for i in range(nd) if i != axis]
-    ends = g.tmp()
-    g.node("Gather", [shp, g.const(i64(others))], [ends], axis=0)
-    g.node("Slice", [x, g.const(i64([0] * len(others))), ends, g.const(i64(others))], [t])
-    g.types[t] = g.types[x].__class__(g.shape(like), g.dtype(x))
-    return t
-
-
-@onnx_converter("gather")
-def _gather_onnx(g, op):
-    x, index = op.inputs
-    axis = int(op.attrs["axis"]) % len(g.shape(x))
-    g.node("GatherElements", [_cropped_to(g, x, index, axis), g.cast(index, "int64")], op.outputs, axis=axis)
-
-
-@onnx_converter("scatter_add")
-def _scatter_add_onnx(g, op):
-    base, index, src = op.inputs
-    axis = int(op.attrs["axis"]) % len(g.shape(base))
-    # d2s adds src[:index.shape] (every dim, the axis included)
-    src = _cropped_to(g, src, index, -1)
-    g.node("ScatterElements", [base, g.cast(index, "int64"), g.cast(src, g.dtype(base))], op.outputs,
-           axis=axis, reduction="add")
 
 
 @onnx_converter("one_hot")

@@ -14,24 +14,97 @@ from ..onnx.registry import i64, onnx_converter, onnx_unsupported, promoted, ele
 from ..tensor import Tensor, tensor, tensor_method
 from .creation import full
 from .elementwise import add, logical_or
-from ._util import (_axes, _dims_of_shape_tensor, _is_diff, _is_symbolic, _shape, _shape_arg, _static_dims,
-                    _static_shape, unbroadcast)
+from ._util import (_as_tensor, _axes, _dims_of_shape_tensor, _is_diff, _is_symbolic, _shape, _shape_arg,
+                    _static_dims, _static_shape, unbroadcast)
 
 
 _GRAD_OP = "gradient ops belong to backward programs; export the forward program"
 
 
+# ------------------------------------------------------------------ dim arguments
+def _dim_arg(op, dim, axis, default=None):
+    """PyTorch's ``dim=`` with numpy's ``axis=`` accepted as an alias (not both)."""
+    if axis is not None:
+        if dim is not None and dim != axis:
+            raise TypeError(f"{op}: got both dim={dim!r} and its numpy alias axis={axis!r}; give one (dim=)")
+        return axis
+    return default if dim is None else dim
+
+
+def _sizes_arg(sizes):
+    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` and ``f(torch.Size)``: the sizes as a list."""
+    if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)):
+        return list(sizes[0])
+    if len(sizes) == 1 and isinstance(sizes[0], Tensor) and sizes[0].ndim == 1:
+        return list(_dims_of_shape_tensor(sizes[0]))
+    return list(sizes)
+
+
 # ------------------------------------------------------------------ reshape
-@tensor_method("reshape", "view")
-def reshape(x, *shape):
-    """``x`` with a new shape of as many elements (one dim may be -1: inferred)."""
-    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
-        shape = shape[0]
-    elif len(shape) == 1 and isinstance(shape[0], Tensor) and shape[0].ndim == 1:
-        shape = _dims_of_shape_tensor(shape[0])
+@tensor_method()
+def reshape(x, *shape, **kwargs):
+    """``x`` with a new shape of as many elements (one dim may be -1: inferred); the shape is
+    given as ints, as one list/tuple or as ``shape=``, and dims may be symbolic inside a
+    program."""
+    if kwargs:
+        if set(kwargs) != {"shape"} or shape:
+            raise TypeError(f"reshape: unexpected arguments {sorted(kwargs)}; give the shape (reshape(x, shape))")
+        shape = (kwargs["shape"],)
+    shape = _sizes_arg(shape)
     if builtins.any(isinstance(d, Tensor) and d.is_symbolic for d in shape):
         return _reshape_dims(x, shape)
     return apply("reshape", x, shape=_static_dims(shape))
+
+
+@tensor_method("view")
+def _view(x, *shape):
+    """``x.view(2, -1)``: reshape (PyTorch's ``view``); ``view(dtype)`` is refused."""
+    if len(shape) == 1 and _is_dtype_like(shape[0]):
+        raise TypeError(f"view({shape[0]!r}): reinterpreting a tensor's bytes as another dtype is not supported "
+                        "by d2s; convert the values with .to(dtype) instead")
+    return reshape(x, *shape)
+
+
+def _is_dtype_like(v):
+    if isinstance(v, (str, np.dtype)) or v is float or v is int or v is bool:
+        return True
+    return isinstance(v, type) and issubclass(v, np.generic)
+
+
+@tensor_method()
+def view_as(x, other):
+    """``x`` reshaped to ``other``'s shape."""
+    return reshape(x, list(other.shape))
+
+
+@tensor_method()
+def reshape_as(x, other):
+    """``x`` reshaped to ``other``'s shape."""
+    return reshape(x, list(other.shape))
+
+
+@tensor_method()
+def unflatten(x, dim, sizes):
+    """Dim ``dim`` of ``x`` split into dims of ``sizes`` (one may be -1), as ``torch.unflatten``."""
+    if not isinstance(x, Tensor):
+        x = tensor(x)
+    nd = x.ndim
+    d = _norm_dim("unflatten", dim, nd)
+    sizes = list(sizes)
+    if not sizes:
+        raise ValueError("unflatten: sizes must not be empty")
+    shape = list(x.shape)
+    return reshape(x, shape[:d] + sizes + shape[d + 1:])
+
+
+def _norm_dim(op, dim, nd):
+    """``dim`` in ``[0, nd)`` (a 0-d tensor takes 0 and -1), or an IndexError as PyTorch's."""
+    dim = int(dim)
+    lim = builtins.max(nd, 1)
+    if not -lim <= dim < lim:
+        raise IndexError(f"{op}: Dimension out of range (expected to be in range of [{-lim}, {lim - 1}], "
+                         f"but got {dim})")
+    return dim % lim
 
 
 def _reshape_dims(x, shape):
@@ -102,7 +175,11 @@ def flatten(x, start_dim=0, end_dim=-1):
     nd = x.ndim
     if nd == 0:
         return reshape(x, [1])
-    s, e = start_dim % nd, end_dim % nd
+    s, e = _norm_dim("flatten", start_dim, nd), _norm_dim("flatten", end_dim, nd)
+    if s > e:
+        raise ValueError(f"flatten: start_dim ({start_dim}) cannot come after end_dim ({end_dim})")
+    if s == e:
+        return x
     shape = list(x.shape)
     n = 1
     for dim in shape[s:e + 1]:
@@ -116,22 +193,87 @@ def flatten(x, start_dim=0, end_dim=-1):
 # ------------------------------------------------------------------ transpose
 @tensor_method()
 def transpose(x, dim0=None, dim1=None):
-    """Reverse the dims (no arguments), swap two dims, or permute by a list of dims."""
-    if dim0 is None:
+    """``x`` with dims ``dim0`` and ``dim1`` swapped (``torch.transpose``); with no dims, all
+    dims reversed, and with a list, permuted by it (numpy's ``transpose``)."""
+    if dim0 is None and dim1 is None:
         return apply("transpose", x, perm=None)
     if isinstance(dim0, (list, tuple)):
         return apply("transpose", x, perm=[int(p) for p in dim0])
-    perm = list(range(x.ndim if hasattr(x, "ndim") else np.ndim(x)))
-    perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+    if dim1 is None:
+        raise TypeError("transpose: give the two dims to swap (transpose(x, dim0, dim1))")
+    nd = x.ndim if hasattr(x, "ndim") else np.ndim(x)
+    d0, d1 = _norm_dim("transpose", dim0, nd), _norm_dim("transpose", dim1, nd)
+    perm = list(range(nd))
+    if nd:
+        perm[d0], perm[d1] = perm[d1], perm[d0]
     return apply("transpose", x, perm=perm)
+
+
+@tensor_method("swapaxes", "swapdims")
+def swapaxes(x, axis0, axis1):
+    """``x`` with two dims swapped (``torch.swapaxes`` / ``swapdims``)."""
+    return transpose(x, axis0, axis1)
+
+
+swapdims = swapaxes
 
 
 @tensor_method()
 def permute(x, *dims):
-    """``x`` with its dims in the order ``dims``."""
-    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
-        dims = dims[0]
-    return apply("transpose", x, perm=[int(d) for d in dims])
+    """``x`` with its dims in the order ``dims`` (``permute(2, 0, 1)`` or ``permute((2, 0, 1))``)."""
+    dims = _sizes_arg(dims)
+    nd = x.ndim if hasattr(x, "ndim") else np.ndim(x)
+    if len(dims) != nd:
+        raise ValueError(f"permute: {len(dims)} dims given for a tensor of {nd} dims; give one per dim")
+    return apply("transpose", x, perm=[_norm_dim("permute", d, nd) for d in dims])
+
+
+@tensor_method("movedim", "moveaxis")
+def movedim(x, source, destination):
+    """``x`` with dims ``source`` moved to positions ``destination`` (the others keep their
+    order), as ``torch.movedim``."""
+    nd = x.ndim if hasattr(x, "ndim") else np.ndim(x)
+    src = [_norm_dim("movedim", d, nd) for d in (source if isinstance(source, (list, tuple)) else [source])]
+    dst = [_norm_dim("movedim", d, nd) for d in (destination if isinstance(destination, (list, tuple))
+                                                  else [destination])]
+    if len(src) != len(dst):
+        raise ValueError(f"movedim: source ({len(src)} dims) and destination ({len(dst)} dims) must have as many dims")
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError("movedim: repeated dim in source or destination")
+    perm = [None] * nd
+    for s_, d_ in zip(src, dst):
+        perm[d_] = s_
+    rest = iter(d for d in range(nd) if d not in src)
+    perm = [p if p is not None else next(rest) for p in perm]
+    return apply("transpose", x, perm=perm)
+
+
+moveaxis = movedim
+
+
+@tensor_method()
+def t(x):
+    """The transpose of a 2-d tensor (a 0-d or 1-d tensor as it is), as ``torch.t``."""
+    nd = x.ndim if hasattr(x, "ndim") else np.ndim(x)
+    if nd > 2:
+        raise ValueError(f"t: expects a tensor of at most 2 dims, got {nd}; use transpose(dim0, dim1)")
+    return apply("transpose", x, perm=None) if nd == 2 else x
+
+
+@tensor_method("contiguous")
+def _contiguous(x, memory_format=None):
+    """The tensor itself (d2s tensors need no contiguous copy)."""
+    return x
+
+
+@tensor_method("is_contiguous")
+def _is_contiguous(x, memory_format=None):
+    """True: d2s tensors behave as contiguous ones."""
+    return True
+
+
+Tensor.mT = property(lambda self: transpose(self, -2, -1), doc="The last two dims swapped (batched matrix transpose).")
+Tensor.mH = Tensor.mT
 
 
 @grad_rule("transpose")
@@ -159,14 +301,18 @@ def _transpose_onnx(g, op):
 
 # ------------------------------------------------------------------ squeeze, unsqueeze
 @tensor_method()
-def squeeze(x, axis=None):
-    """Drop dims of size 1 (all of them, or those among ``axis``). As in PyTorch, a named
-    axis whose size is known not to be 1 is left alone rather than being an error."""
-    axes = _axes(axis)
+def squeeze(x, dim=None, *, axis=None):
+    """Drop dims of size 1 (all of them, or those among ``dim``: an int or a tuple). As in
+    PyTorch, a named dim whose size is known not to be 1 is left alone rather than being an
+    error."""
+    axes = _axes(_dim_arg("squeeze", dim, axis))
     if axes is not None:
         shape = _static_shape(x)
         nd = len(shape)
-        axes = [a for a in axes if not (-nd <= a < nd and shape[a] is not None and shape[a] != 1)]
+        axes = [_norm_dim("squeeze", a, nd) for a in axes]
+        axes = [a for a in axes if not (nd and shape[a] is not None and shape[a] != 1)]
+        if not nd:
+            axes = []
     return apply("squeeze", x, axes=axes)
 
 
@@ -191,9 +337,13 @@ def _squeeze_onnx(g, op):
 
 
 @tensor_method()
-def unsqueeze(x, axis):
-    """``x`` with a new dim of size 1 at ``axis``."""
-    return apply("expand_dims", x, axis=int(axis))
+def unsqueeze(x, dim=None, *, axis=None):
+    """``x`` with a new dim of size 1 at ``dim``."""
+    dim = _dim_arg("unsqueeze", dim, axis)
+    if dim is None:
+        raise TypeError("unsqueeze: missing the dim to insert (unsqueeze(x, dim))")
+    nd = x.ndim if hasattr(x, "ndim") else np.ndim(x)
+    return apply("expand_dims", x, axis=_norm_dim("unsqueeze", dim, nd + 1))
 
 
 @grad_rule("expand_dims")
@@ -211,9 +361,9 @@ def _expand_dims_onnx(g, op):
 
 # ------------------------------------------------------------------ broadcast_to
 @tensor_method()
-def broadcast_to(x, shape):
-    """``x`` broadcast (NumPy's rules) to ``shape``; dims may be symbolic inside a program."""
-    shape = _shape_arg(shape if isinstance(shape, (list, tuple)) else [shape])
+def broadcast_to(x, size):
+    """``x`` broadcast (NumPy's rules) to ``size``; dims may be symbolic inside a program."""
+    shape = _shape_arg(size if isinstance(size, (list, tuple)) else [size])
     if builtins.any(_is_symbolic(d) for d in shape):
         return _broadcast_to_dims(x, shape)
     return apply("broadcast_to", x, shape=_static_dims(shape))
@@ -238,16 +388,25 @@ def _broadcast_to_dims(x, shape):
 
 
 @tensor_method("expand")
-def _expand(self, *shape):
+def _expand(self, *sizes):
     """``t.expand(2, -1, 4)``: broadcast_to where -1 keeps that dim, as in PyTorch."""
-    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
-        shape = shape[0]
+    shape = _sizes_arg(sizes)
     lead = len(shape) - self.ndim
-    if builtins.any(not isinstance(d, Tensor) and d == -1 for d in shape):
-        own = self.shape
-        shape = [own[i - lead] if (not isinstance(d, Tensor) and d == -1 and i >= lead) else d
-                 for i, d in enumerate(shape)]
+    if lead < 0:
+        raise ValueError(f"expand: {len(shape)} sizes given for a tensor of {self.ndim} dims; give at least "
+                         f"{self.ndim}")
+    own = self.shape
+    for i, d in enumerate(shape):
+        if not isinstance(d, Tensor) and d == -1 and i < lead:
+            raise ValueError(f"expand: -1 is not allowed for a new leading dim (dim {i} of {list(shape)})")
+    shape = [own[i - lead] if (not isinstance(d, Tensor) and d == -1) else d for i, d in enumerate(shape)]
     return broadcast_to(self, shape)
+
+
+@tensor_method()
+def expand_as(x, other):
+    """``x`` broadcast to ``other``'s shape."""
+    return broadcast_to(x, list(other.shape))
 
 
 @grad_rule("broadcast_to")
@@ -264,9 +423,18 @@ def _broadcast_to_onnx(g, op):
 
 
 # ------------------------------------------------------------------ concat, stack, split
-def concat(tensors, axis=0):
-    """The tensors joined along existing dim ``axis``."""
-    return apply("concat", *_seq_args(tensors), axis=int(axis))
+def concat(tensors, dim=None, *, axis=None):
+    """The tensors joined along existing dim ``dim`` (``torch.cat``; numpy's ``axis=`` too)."""
+    tensors = _seq_args(_tensor_seq("concat", tensors))
+    return apply("concat", *tensors, axis=int(_dim_arg("concat", dim, axis, 0)))
+
+
+def _tensor_seq(op, tensors):
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}: expects a list or tuple of tensors, got {type(tensors).__name__}")
+    if not tensors:
+        raise ValueError(f"{op}: expects a non-empty list of tensors")
+    return tensors
 
 
 def _seq_args(items):
@@ -300,14 +468,20 @@ def _split_like_grad(ctx, *gs):
 onnx_unsupported("split_like", reason=_GRAD_OP)
 
 
-def cat(tensors, axis=0):
-    """``concat`` under PyTorch's name."""
-    return concat(tensors, axis)
+def cat(tensors, dim=None, *, axis=None):
+    """``concat`` under PyTorch's name: the tensors joined along existing dim ``dim``."""
+    return concat(tensors, dim, axis=axis)
 
 
-def stack(tensors, axis=0):
-    """The tensors (of one shape) joined along a new dim ``axis``."""
-    return apply("stack", *_seq_args(tensors), axis=int(axis))
+def concatenate(tensors, dim=None, *, axis=None):
+    """``concat`` under numpy's name (``torch.concatenate``)."""
+    return concat(tensors, dim, axis=axis)
+
+
+def stack(tensors, dim=None, *, axis=None):
+    """The tensors (of one shape) joined along a new dim ``dim``."""
+    tensors = _seq_args(_tensor_seq("stack", tensors))
+    return apply("stack", *tensors, axis=int(_dim_arg("stack", dim, axis, 0)))
 
 
 @grad_rule("stack")
@@ -331,15 +505,23 @@ def _stack_onnx(g, op):
 
 
 @tensor_method()
-def split(x, split_size_or_sections, axis=0):
-    """Split into pieces of ``split_size`` along ``axis`` (the last may be smaller), or by a list of sizes."""
-    d = x.shape[axis] if hasattr(x, "shape") else np.shape(x)[axis]
-    if isinstance(split_size_or_sections, int):
-        n = split_size_or_sections
-        sections = [n] * (d // n) + ([d % n] if d % n else [])
+def split(x, split_size_or_sections, dim=None, *, axis=None):
+    """A tuple of pieces of ``x`` along ``dim`` (``torch.split``): an int gives pieces of that
+    size (the last may be smaller), a list gives pieces of those sizes."""
+    a = _dim_arg("split", dim, axis, 0)
+    if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.ndim == 0:
+        split_size_or_sections = int(split_size_or_sections)
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        n = int(split_size_or_sections)
+        d = _known_dim("split", x, a)
+        if n <= 0 and not (n == 0 and d == 0):
+            raise ValueError(f"split: split_size must be positive, got {n}")
+        sections = [n] * (d // n) + ([d % n] if d % n else []) if n else [0]
+        if not sections:  # an empty dim: one empty piece, as PyTorch gives
+            sections = [0]
     else:
-        sections = [int(s) for s in split_size_or_sections]
-    return apply("split", x, sections=sections, axis=int(axis))
+        sections = [int(s_) for s_ in split_size_or_sections]
+    return tuple(apply("split", x, sections=sections, axis=int(a)))
 
 
 @grad_rule("split")
@@ -353,28 +535,41 @@ def _split_onnx(g, op):
            axis=int(op.attrs.get("axis", 0)))
 
 
-def chunk(x, chunks, axis=0):
-    """Split ``x`` into ``chunks`` pieces along ``axis`` (as ``torch.chunk``): pieces of
+@tensor_method()
+def chunk(x, chunks, dim=None, *, axis=None):
+    """Split ``x`` into ``chunks`` pieces along ``dim`` (as ``torch.chunk``): pieces of
     ``ceil(size / chunks)``, the last one smaller; fewer pieces when the size runs out."""
+    a = _dim_arg("chunk", dim, axis, 0)
     chunks = int(chunks)
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be a positive int, got {chunks}")
-    d = _known_dim("chunk", x, axis)
+    d = _known_dim("chunk", x, a)
     if d == 0:
-        return (x if isinstance(x, Tensor) else tensor(x),)
+        return split(x, 0, a)
     size = -(-d // chunks)
-    return tuple(split(x, size, axis))
+    return split(x, size, a)
+
+
+@tensor_method()
+def unbind(x, dim=None, *, axis=None):
+    """The slices of ``x`` along ``dim``, as a tuple of tensors with that dim removed (the
+    inverse of ``stack``)."""
+    return _unstack("unbind", x, _dim_arg("unbind", dim, axis, 0))
 
 
 def unstack(x, axis=0):
     """The slices of ``x`` along ``axis``, as a tuple of tensors with that dim removed (the
     inverse of ``stack``)."""
+    return _unstack("unstack", x, axis)
+
+
+def _unstack(op, x, axis):
     if not isinstance(x, Tensor):
         x = tensor(x)
     nd = x.ndim
     if not -nd <= axis < nd:
-        raise ValueError(f"unstack: axis {axis} is out of range for a tensor of shape {tuple(x.shape)}")
-    d = _known_dim("unstack", x, axis)
+        raise IndexError(f"{op}: dim {axis} is out of range for a tensor of shape {tuple(x.shape)}")
+    d = _known_dim(op, x, axis)
     if d == 0:
         return ()
     return tuple(squeeze(p, axis) for p in split(x, [1] * d, axis))
@@ -385,7 +580,7 @@ def _known_dim(what, x, axis):
     (the number of pieces must be a Python int)."""
     shape = _static_shape(x)
     if not -len(shape) <= axis < len(shape):
-        raise ValueError(f"{what}: axis {axis} is out of range for a tensor of shape {tuple(shape)}")
+        raise IndexError(f"{what}: dim {axis} is out of range for a tensor of shape {tuple(shape)}")
     d = shape[axis]
     if d is None:
         raise ValueError(f"{what}: dim {axis} of this tensor is only known when the program runs, but the "
@@ -475,6 +670,18 @@ def numel(x):
     if not isinstance(x, Tensor):
         return int(x.size) if hasattr(x, "shape") else int(np.size(x))
     return x.numel()
+
+
+@tensor_method("nelement")
+def _nelement(x):
+    """The number of elements (``numel``)."""
+    return x.numel()
+
+
+@tensor_method("dim", "ndimension")
+def _dim(x):
+    """The number of dims (``x.ndim``)."""
+    return x.ndim
 
 
 # ------------------------------------------------------------------ pad

@@ -13,7 +13,7 @@ import numpy as np
 
 from d2s_runtime.device import to_host
 from d2s_runtime.ir import Block, Op, Program
-from d2s_runtime.dtypes import float_of, result_type, scalar_result
+from d2s_runtime.dtypes import DTYPES, float_of, result_type, scalar_result
 from d2s_runtime.ops import ShapeError, TensorType
 
 from .. import pytree
@@ -150,7 +150,7 @@ class ProgramBuilder:
     def constant(self, value, dtype=None):
         """A var holding ``value`` (Python scalar or array) in the global block."""
         arr = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
-        if arr.dtype.name not in ("float32", "float64", "int32", "int64", "bool"):
+        if arr.dtype.name not in DTYPES:
             arr = arr.astype(np.int64 if arr.dtype.kind in "iu" else np.float32)
         key = None if np.ndim(value) == 0 and not isinstance(value, np.ndarray) else id(value)
         if key is not None and key in self._const_vars:

@@ -1,10 +1,17 @@
 """dtype names shared by the IR, the kernels and the authoring layer."""
 import numpy as np
 
-DTYPES = ("float32", "float64", "int32", "int64", "bool")
-SHORT = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool"}
+# The narrow dtypes after the first five (float16, uint8, int8, int16) are those numpy computes
+# with and PyTorch models meet (images as uint8, half precision, quantized int8): they work
+# eagerly, in programs and in saved programs; the native backend and ONNX export refuse the ops
+# they do not lower for them, with the reason.
+DTYPES = ("float32", "float64", "int32", "int64", "bool", "float16", "uint8", "int8", "int16")
+FLOATS = ("float16", "float32", "float64")
+SHORT = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool",
+         "float16": "f16", "uint8": "u8", "int8": "i8", "int16": "i16"}
 LONG = {v: k for k, v in SHORT.items()}
-_ALIASES = {"float": "float32", "int": "int64", "double": "float64", "long": "int64"}
+_ALIASES = {"float": "float32", "int": "int64", "double": "float64", "long": "int64", "half": "float16",
+            "short": "int16", "byte": "uint8", "char": "int8"}
 
 
 def normalize(dtype):
@@ -33,7 +40,7 @@ def normalize(dtype):
 
 
 def is_floating(dtype):
-    return dtype in ("float32", "float64")
+    return dtype in FLOATS
 
 
 DEFAULT_FLOAT = "float32"
@@ -46,9 +53,9 @@ def result_type(*dtypes):
     This keeps a Python int that a program carries as an int64 tensor (a loop counter, a dim)
     from turning float32 results into float64, so programs and eager code agree.
     """
-    floats = [d for d in dtypes if d in ("float32", "float64")]
+    floats = [d for d in dtypes if d in FLOATS]
     if floats:
-        return "float64" if "float64" in floats else "float32"
+        return max(floats, key=FLOATS.index)
     return np.result_type(*[np.dtype(d) for d in dtypes]).name
 
 
@@ -60,13 +67,13 @@ def scalar_result(dtype, value):
     if isinstance(value, int):
         return "int64" if dtype == "bool" else dtype
     if isinstance(value, float):
-        return dtype if dtype in ("float32", "float64") else DEFAULT_FLOAT
+        return dtype if dtype in FLOATS else DEFAULT_FLOAT
     return result_type(dtype, np.asarray(value).dtype.name)
 
 
 def float_of(dtype):
     """The dtype a float-valued op (exp, true division, mean) gives for ``dtype`` inputs."""
-    return dtype if dtype in ("float32", "float64") else DEFAULT_FLOAT
+    return dtype if dtype in FLOATS else DEFAULT_FLOAT
 
 
 def promote(args, floating=False):

@@ -58,6 +58,8 @@ _INTERNAL = "internal op, emitted by other ops' wrappers or rules; no public wra
 _LISTS = ("a tensor-list op of converted loops (symbolic only); its rule is checked against eager gradients by "
           "tests/test_convert_lists.py and tests/test_control_flow.py::test_tensor_array_gradients_eager_and_static")
 _ND = "not differentiable"
+_ZERO_GRAD = ("PyTorch defines its gradient as zero (the draws do not depend on the parameters); finite "
+              "differences of a random draw are no derivative. tests/ops/test_random.py checks the zeros")
 
 CASES = {
     "add": (ops.add, (ops.add, [randn(3, 1), randn(1, 4)])),
@@ -124,6 +126,24 @@ CASES = {
     "arange": (ops.arange, _ND), "arange_dyn": (_INTERNAL, _ND), "linspace": (ops.linspace, _ND),
     "eye": (ops.eye, _ND), "rand": (ops.rand, _ND), "randn": (ops.randn, _ND), "randint": (ops.randint, _ND),
     "randint_dyn": (_INTERNAL, _ND),
+    "repeat_index": (ops.repeat_interleave, _ND),
+    "randperm": (ops.randperm, _ND), "randperm_dyn": (_INTERNAL, _ND), "multinomial": (ops.multinomial, _ND),
+    "random_like": (ops.rand_like, _ND),
+    "bernoulli": (ops.bernoulli, _ZERO_GRAD), "normal": (ops.normal, _ZERO_GRAD),
+    "scatter": (ops.scatter, (lambda x, s: ops.scatter(x, 1, np.array([[0, 2], [1, 3], [3, 0]]), s),
+                              [randn(3, 4), randn(3, 2)])),
+    "scatter_reduce": (ops.scatter_reduce, (lambda x, s: ops.scatter_reduce(x, 1, np.array([[0, 2], [1, 1], [3, 0]]),
+                                                                            s, "mean"), [randn(3, 4), randn(3, 2)])),
+    "index_check": (_INTERNAL, _ND),
+    "index_add_dim": (ops.index_add, (lambda x, s: ops.index_add(x, 0, np.array([0, 2, 0]), s),
+                                      [randn(3, 4), randn(3, 4)])),
+    "index_copy_dim": (ops.index_copy, (lambda x, s: ops.index_copy(x, 1, np.array([2, 0]), s),
+                                        [randn(3, 4), randn(3, 2)])),
+    "nonzero": (ops.nonzero, _ND), "searchsorted": (ops.searchsorted, _ND),
+    "masked_scatter": (ops.masked_scatter, (lambda x, s: ops.masked_scatter(x, np.array([True, False, True, True]), s),
+                                            [randn(3, 4), randn(10)])),
+    "masked_scatter_grad": (_INTERNAL, (lambda g, s: apply("masked_scatter_grad", g, np.array([True, False, True]), s),
+                                        [randn(2, 3), randn(5)])),
     "softmax": (ops.softmax, (lambda x: ops.softmax(x, 1) * fixed(3, 4), [randn(3, 4)])),
     "log_softmax": (ops.log_softmax, (lambda x: ops.log_softmax(x, 0) * fixed(3, 4), [randn(3, 4)])),
     "logsumexp": (ops.logsumexp, (lambda x: ops.logsumexp(x, 1), [randn(3, 4)])),

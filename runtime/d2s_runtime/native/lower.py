@@ -85,6 +85,9 @@ def _int(v, what):
 def _dtype(name, what="dtype"):
     if not isinstance(name, str) or name not in DTYPES:
         raise NativeUnsupported(f"{what} is not one of {', '.join(DTYPES)}")
+    if name not in NP_TYPE:  # float16 and the narrow ints run on the Python backend
+        raise NativeUnsupported(f"{what} is {name}, which the native backend does not lower "
+                                f"(it lowers {', '.join(NP_TYPE)})")
     return name
 
 
@@ -1250,8 +1253,7 @@ class Lowerer:
         idx, inner = self.loops(dims, ind)
         k = self.fresh()
         self.emit(inner, f"{k} = np.int64({index.name}[{', '.join(idx)}])")
-        # numpy's fancy indexing: negative positions count from the end, others raise IndexError
-        self.emit(inner, f"if {k} < 0: {k} += {x.name}.shape[{a}]")
+        # PyTorch's rule (the kernel's): a position outside [0, size), negative ones too, raises
         self.emit(inner, f"if not 0 <= {k} < {x.name}.shape[{a}]: "
                          f"raise IndexError('native program: {what}: index out of range')")
         at = ", ".join(k if j == a else i for j, i in enumerate(idx))

@@ -2,6 +2,8 @@
 a list of entries ``["i", k]`` (int), ``["s", start, stop, step]`` (slice), ``["n"]``
 (None, a new axis), ``["e"]`` (Ellipsis) and ``["t", j]`` (the j-th extra array input:
 a bool mask or an integer index array)."""
+import numpy as np
+
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import broadcast_shapes, fmt_shape
 
@@ -197,3 +199,294 @@ def _getitem_native(e, x, *idx, index):
 def _index_add_native(e, x, v, *idx, index):
     """A basic index selects each position once, so ``np.add.at`` is ``out[index] += v``."""
     return e.index_add(x, v, _native_index(e, idx, index))
+
+
+# ------------------------------------------------------------------ dim-wise indexing (torch's)
+class IndexOutOfRange(IndexError, RuntimeError):
+    """An index outside its dim, where PyTorch raises (gather, scatter, index_select,
+    embedding, ...); both an IndexError and, as PyTorch's own, a RuntimeError."""
+
+
+def _axis(op, axis, ndim):
+    if not -max(ndim, 1) <= axis < max(ndim, 1):  # a 0-d tensor takes axis 0 or -1
+        raise ShapeError(f"{op}: dim {axis} is out of range for a tensor with {ndim} dims")
+    return axis % ndim if ndim else 0
+
+
+def check_range(op, index, size, dim, negative=False):
+    """Raise :class:`IndexOutOfRange` unless every entry of ``index`` lies in ``[0, size)``
+    (``[-size, size)`` with ``negative``). Checked on the host only: on a device the check
+    would make every gather wait for the device (PyTorch's CUDA check is a device-side
+    assert), so there the index is used as it is."""
+    if index.size == 0 or not isinstance(index, np.ndarray):
+        return
+    lo, hi = int(index.min()), int(index.max())
+    low = -size if negative else 0
+    if lo < low or hi >= size:
+        bad = lo if lo < low else hi
+        raise IndexOutOfRange(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def _check_gather(op, x, index, axis):
+    if x.ndim != index.ndim and not (x.ndim <= 1 and index.ndim <= 1):
+        raise ShapeError(f"{op}: index needs as many dims as the tensor: index {fmt_shape(index.shape)} vs "
+                         f"tensor {fmt_shape(x.shape)}")
+    if not index.dtype.startswith("int"):
+        raise ShapeError(f"{op}: index must be an integer tensor, got {index.dtype}")
+    a = _axis(op, axis, x.ndim)
+    for i, (di, dx) in enumerate(zip(index.shape, x.shape)):
+        if i != a and di is not None and dx is not None and di > dx:
+            raise ShapeError(f"{op}: index {fmt_shape(index.shape)} is larger than tensor {fmt_shape(x.shape)} "
+                             f"in dim {i} (only dim {a}, the gather axis, may be larger)")
+    return a
+
+
+def _gather_infer(x, index, axis):
+    _check_gather("gather", x, index, axis)
+    return TensorType(index.shape, x.dtype)
+
+
+def _crop(x, shape, axis):
+    """x cut down to ``shape`` on every dim but ``axis`` (torch.gather reads only that corner)."""
+    return x[tuple(slice(None) if i == axis else slice(0, n) for i, n in enumerate(shape))]
+
+
+def _t(a):
+    return TensorType(a.shape, a.dtype.name)
+
+
+@defop("gather", _gather_infer)
+def _gather(xp, x, index, axis):
+    """``out[i][j] = x[index[i][j]][j]`` for axis 0 (torch.gather); an index outside the dim
+    raises, as in PyTorch."""
+    _check_gather("gather", _t(x), _t(index), axis)
+    if x.ndim == 0:
+        check_range("gather", index, 1, 0)
+        return xp.broadcast_to(x, index.shape).copy()
+    a = axis % x.ndim
+    check_range("gather", index, x.shape[a], a)
+    return xp.take_along_axis(_crop(x, index.shape, a), index, axis=a)
+
+
+def _scatter_infer(base, index, src, axis, **_):
+    _check_gather("scatter", base, index, axis)
+    if src.ndim != index.ndim or any(s is not None and i is not None and s < i for s, i in zip(src.shape, index.shape)):
+        raise ShapeError(f"scatter: src {fmt_shape(src.shape)} must cover index {fmt_shape(index.shape)}")
+    return TensorType(base.shape, base.dtype)
+
+
+def _scatter_key(xp, base, index, src, axis, op):
+    """(a copy of base, the positions ``index`` names along ``axis``, src cut to index's shape)."""
+    a = axis % base.ndim if base.ndim else 0
+    check_range(op, index, base.shape[a] if base.ndim else 1, a)
+    src = src[tuple(slice(0, n) for n in index.shape)].astype(base.dtype, copy=False)
+    grids = list(xp.meshgrid(*[xp.arange(n) for n in index.shape], indexing="ij"))
+    grids[a] = index
+    out = base.copy()
+    return out, tuple(grids) if base.ndim else (), src
+
+
+def _ufunc_at(xp, ufunc, out, key, src):
+    if hasattr(getattr(xp, ufunc), "at"):
+        getattr(xp, ufunc).at(out, key, src)
+    else:  # cupy
+        import cupyx
+        getattr(cupyx, "scatter_" + {"add": "add", "maximum": "max", "minimum": "min"}[ufunc])(out, key, src)
+
+
+@defop("scatter_add", _scatter_infer)
+def _scatter_add(xp, base, index, src, axis):
+    """A copy of base with ``src`` added at ``index`` along ``axis`` (repeats accumulate)."""
+    out, key, src = _scatter_key(xp, base, index, src, axis, "scatter_add")
+    _ufunc_at(xp, "add", out, key, src)
+    return out
+
+
+@defop("scatter", _scatter_infer)
+def _scatter(xp, base, index, src, axis):
+    """A copy of base with ``src`` written at ``index`` along ``axis`` (torch.scatter; of
+    repeated positions the last write stays)."""
+    out, key, src = _scatter_key(xp, base, index, src, axis, "scatter")
+    out[key] = src
+    return out
+
+
+SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def _scatter_reduce_infer(base, index, src, axis, reduce, include_self=True):
+    if reduce not in SCATTER_REDUCTIONS:
+        raise ShapeError(f"scatter_reduce: reduce must be one of {', '.join(SCATTER_REDUCTIONS)}, got {reduce!r}")
+    return _scatter_infer(base, index, src, axis)
+
+
+@defop("scatter_reduce", _scatter_reduce_infer)
+def _scatter_reduce(xp, base, index, src, axis, reduce, include_self=True):
+    """``base`` with the ``src`` values at each position of ``index`` reduced into it (sum,
+    prod, mean, amax or amin; without ``include_self`` the positions written start from the
+    first value scattered there, not from base)."""
+    out, key, src = _scatter_key(xp, base, index, src, axis, "scatter_reduce")
+    if not include_self:
+        fill = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
+        if fill is None:  # amax/amin: the extreme value of the dtype
+            info = np.finfo(out.dtype) if out.dtype.kind == "f" else np.iinfo(out.dtype)
+            fill = -np.inf if reduce == "amax" and out.dtype.kind == "f" else info.min if reduce == "amax" else \
+                np.inf if out.dtype.kind == "f" else info.max
+        out[key] = fill
+    if reduce in ("sum", "mean"):
+        _ufunc_at(xp, "add", out, key, src)
+    elif reduce == "prod":
+        xp.multiply.at(out, key, src)
+    else:
+        _ufunc_at(xp, "maximum" if reduce == "amax" else "minimum", out, key, src)
+    if reduce == "mean":
+        count = xp.zeros(out.shape, dtype="int64") + (1 if include_self else 0)
+        _ufunc_at(xp, "add", count, key, xp.ones(src.shape, dtype="int64"))
+        mean = out / xp.maximum(count, 1)
+        out = (xp.floor(mean) if out.dtype.kind in "iu" else mean).astype(out.dtype)
+    return out
+
+
+# ------------------------------------------------------------------ index_select family
+def _index_check_infer(index, x, axis, negative=False, op="index"):
+    if not index.dtype.startswith("int"):
+        raise ShapeError(f"{op}: an index tensor must hold integers, got {index.dtype}")
+    _axis(op, axis, x.ndim)
+    return TensorType(index.shape, index.dtype)
+
+
+@defop("index_check", _index_check_infer)
+def _index_check(xp, index, x, axis, negative=False, op="index"):
+    """``index`` itself, after checking that it lies within dim ``axis`` of ``x`` (where
+    PyTorch raises for an index numpy would wrap: embedding, index_select); ``op`` names the
+    caller in the error."""
+    a = axis % x.ndim if x.ndim else 0
+    check_range(op, index, x.shape[a] if x.ndim else 1, a, negative)
+    return index
+
+
+def _index_dim_infer(op):
+    def infer(x, index, src, axis):
+        a = _axis(op, axis, x.ndim)
+        if index.ndim > 1 or not index.dtype.startswith("int"):
+            raise ShapeError(f"{op}: index must be a 0-d or 1-d integer tensor, got {index.dtype}{fmt_shape(index.shape)}")
+        want = list(x.shape)
+        if x.ndim:
+            want[a] = index.shape[0] if index.ndim else 1
+        if src.ndim != x.ndim and not (src.ndim == 0 and x.ndim == 0):
+            raise ShapeError(f"{op}: source {fmt_shape(src.shape)} needs the dims of the tensor {fmt_shape(x.shape)}")
+        for s, w in zip(src.shape, want):
+            if s is not None and w is not None and s != w:
+                raise ShapeError(f"{op}: source {fmt_shape(src.shape)} must have shape {fmt_shape(want)} (the tensor's, "
+                                 f"with dim {a} the index's length)")
+        return TensorType(x.shape, x.dtype)
+    return infer
+
+
+def _index_dim_key(op, x, index, axis):
+    a = axis % x.ndim if x.ndim else 0
+    check_range(op, index, x.shape[a] if x.ndim else 1, a)
+    return (slice(None),) * a + (index.reshape(-1),) if x.ndim else ()
+
+
+@defop("index_add_dim", _index_dim_infer("index_add"), writes_input=True)
+def _index_add_dim(xp, x, index, src, axis):
+    """A copy of x with ``src`` added at positions ``index`` of dim ``axis`` (repeats add up)."""
+    out = x.copy()
+    key = _index_dim_key("index_add", x, index, axis)
+    _ufunc_at(xp, "add", out, key, src.astype(x.dtype, copy=False))
+    return out
+
+
+@defop("index_copy_dim", _index_dim_infer("index_copy"), writes_input=True)
+def _index_copy_dim(xp, x, index, src, axis):
+    """A copy of x with ``src`` written at positions ``index`` of dim ``axis``."""
+    out = x.copy()
+    out[_index_dim_key("index_copy", x, index, axis)] = src
+    return out
+
+
+# ------------------------------------------------------------------ nonzero, searchsorted
+def _nonzero_infer(x):
+    return TensorType((None, x.ndim), "int64")
+
+
+@defop("nonzero", _nonzero_infer, fresh=True)
+def _nonzero(xp, x):
+    """The indices of the nonzero elements of x, one row each, in C order ((n, ndim) int64)."""
+    return xp.argwhere(x).astype("int64", copy=False).reshape(-1, x.ndim)
+
+
+def _searchsorted_infer(sorted_seq, values, right=False, out_int32=False):
+    if sorted_seq.ndim > 1 and (values.ndim != sorted_seq.ndim or any(
+            a is not None and b is not None and a != b for a, b in zip(sorted_seq.shape[:-1], values.shape[:-1]))):
+        raise ShapeError(f"searchsorted: a sorted sequence of {fmt_shape(sorted_seq.shape)} needs values with the same "
+                         f"leading dims, got {fmt_shape(values.shape)}")
+    return TensorType(values.shape, "int32" if out_int32 else "int64")
+
+
+@defop("searchsorted", _searchsorted_infer)
+def _searchsorted(xp, sorted_seq, values, right=False, out_int32=False):
+    """For each value, the index at which it would be inserted into the (last dim of the)
+    sorted sequence: after equal entries with ``right``, before them without."""
+    side = "right" if right else "left"
+    dt = "int32" if out_int32 else "int64"
+    if sorted_seq.ndim <= 1:
+        return xp.searchsorted(sorted_seq.reshape(-1), values, side=side).astype(dt)
+    rows = sorted_seq.reshape(-1, sorted_seq.shape[-1])
+    vals = values.reshape(rows.shape[0], -1)
+    out = xp.stack([xp.searchsorted(r, v, side=side) for r, v in zip(rows, vals)]) if rows.shape[0] else \
+        xp.zeros(vals.shape, dtype=dt)
+    return out.astype(dt).reshape(values.shape)
+
+
+@deflowering("gather", "native")
+def _gather_native(e, x, index, axis):
+    return e.gather(x, index, axis)
+
+
+@deflowering("scatter_add", "native")
+def _scatter_add_native(e, base, index, src, axis):
+    return e.scatter_add(base, index, src, axis)
+
+
+# ------------------------------------------------------------------ masked_scatter
+def _masked_scatter_infer(x, mask, source):
+    if mask.dtype != "bool":
+        raise ShapeError(f"masked_scatter: mask must be a bool tensor, got {mask.dtype}")
+    out = broadcast_shapes("masked_scatter", x.shape, mask.shape)
+    if len(out) != x.ndim or any(o is not None and d is not None and o != d for o, d in zip(out, x.shape)):
+        raise ShapeError(f"masked_scatter: mask {fmt_shape(mask.shape)} does not broadcast to the tensor's shape "
+                         f"{fmt_shape(x.shape)}")
+    return TensorType(x.shape, x.dtype)
+
+
+def _mask_of(xp, mask, shape):
+    return xp.broadcast_to(mask, shape)
+
+
+@defop("masked_scatter", _masked_scatter_infer, writes_input=True)
+def _masked_scatter(xp, x, mask, source):
+    """A copy of x whose positions where ``mask`` holds take the first values of ``source``
+    (read in C order), as ``torch.masked_scatter``."""
+    m = _mask_of(xp, mask, x.shape)
+    k = int(m.sum())
+    if source.size < k:
+        raise ValueError(f"masked_scatter: the mask selects {k} positions but source has only {source.size} elements")
+    out = x.copy()
+    out[m] = source.reshape(-1)[:k].astype(x.dtype, copy=False)
+    return out
+
+
+def _masked_scatter_grad_infer(g, mask, source):
+    return TensorType(source.shape, g.dtype)
+
+
+@defop("masked_scatter_grad", _masked_scatter_grad_infer, fresh=True)
+def _masked_scatter_grad(xp, g, mask, source):
+    """The gradient reaching masked_scatter's ``source`` (whose values are never read): g at
+    the masked positions in the first elements, zeros after them."""
+    vals = g[_mask_of(xp, mask, g.shape)]
+    out = xp.zeros(source.size, dtype=g.dtype)
+    out[:vals.size] = vals
+    return out.reshape(source.shape)

@@ -1,4 +1,4 @@
-"""Neural-network primitives: stable softmax family, cumsum, gather/scatter, one-hot,
+"""Neural-network primitives: stable softmax family, cumsum, one-hot,
 2-d convolution and max pooling (with their gradient primitives), dropout masks.
 
 Convolution and pooling work on NCHW inputs and OIHW weights through im2col windows made
@@ -96,76 +96,20 @@ def _logsumexp(xp, x, axes=None, keepdims=False):
 # ------------------------------------------------------------------ cumsum
 def _cumsum_infer(x, axis, reverse=False):
     _one_axis("cumsum", axis, x.ndim)
-    dtype = "int64" if x.dtype in ("bool", "int32") else x.dtype
+    dtype = "int64" if x.dtype in ("bool", "int32", "uint8", "int8", "int16") else x.dtype
     return TensorType(x.shape, dtype)
 
 
 @defop("cumsum", _cumsum_infer)
 def _cumsum(xp, x, axis, reverse=False):
     """Running sum along ``axis``; ``reverse`` sums from the end (the gradient of cumsum)."""
-    dtype = "int64" if x.dtype.name in ("bool", "int32") else x.dtype
+    dtype = "int64" if x.dtype.name in ("bool", "int32", "uint8", "int8", "int16") else x.dtype
     if x.ndim == 0:
         return x.astype(dtype)
     if reverse:
         x = xp.flip(x, axis=axis)
     out = xp.cumsum(x, axis=axis, dtype=dtype)
     return xp.flip(out, axis=axis) if reverse else out
-
-
-# ------------------------------------------------------------------ gather / scatter_add
-def _check_gather(op, x, index, axis):
-    if x.ndim != index.ndim:
-        raise ShapeError(f"{op}: index needs as many dims as the tensor: index {fmt_shape(index.shape)} vs "
-                         f"tensor {fmt_shape(x.shape)}")
-    if not index.dtype.startswith("int"):
-        raise ShapeError(f"{op}: index must be an integer tensor, got {index.dtype}")
-    a = _one_axis(op, axis, x.ndim)
-    for i, (di, dx) in enumerate(zip(index.shape, x.shape)):
-        if i != a and di is not None and dx is not None and di > dx:
-            raise ShapeError(f"{op}: index {fmt_shape(index.shape)} is larger than tensor {fmt_shape(x.shape)} "
-                             f"in dim {i} (only dim {a}, the gather axis, may be larger)")
-    return a
-
-
-def _gather_infer(x, index, axis):
-    _check_gather("gather", x, index, axis)
-    return TensorType(index.shape, x.dtype)
-
-
-def _crop(x, shape, axis):
-    """x cut down to ``shape`` on every dim but ``axis`` (torch.gather reads only that corner)."""
-    return x[tuple(slice(None) if i == axis else slice(0, n) for i, n in enumerate(shape))]
-
-
-@defop("gather", _gather_infer)
-def _gather(xp, x, index, axis):
-    """``out[i][j] = x[index[i][j]][j]`` for axis 0 (torch.gather)."""
-    _check_gather("gather", TensorType(x.shape, x.dtype), TensorType(index.shape, index.dtype), axis)
-    a = axis % x.ndim
-    return xp.take_along_axis(_crop(x, index.shape, a), index, axis=a)
-
-
-def _scatter_add_infer(base, index, src, axis):
-    _check_gather("scatter_add", base, index, axis)
-    if src.ndim != index.ndim or any(s is not None and i is not None and s < i for s, i in zip(src.shape, index.shape)):
-        raise ShapeError(f"scatter_add: src {fmt_shape(src.shape)} must cover index {fmt_shape(index.shape)}")
-    return TensorType(base.shape, base.dtype)
-
-
-@defop("scatter_add", _scatter_add_infer)
-def _scatter_add(xp, base, index, src, axis):
-    """A copy of base with ``src`` added at ``index`` along ``axis`` (repeats accumulate)."""
-    a = axis % base.ndim
-    src = src[tuple(slice(0, n) for n in index.shape)]
-    grids = list(xp.meshgrid(*[xp.arange(n) for n in index.shape], indexing="ij"))
-    grids[a] = index
-    out = base.copy()
-    if hasattr(xp.add, "at"):
-        xp.add.at(out, tuple(grids), src)
-    else:  # cupy
-        import cupyx
-        cupyx.scatter_add(out, tuple(grids), src)
-    return out
 
 
 # ------------------------------------------------------------------ one_hot
@@ -350,16 +294,6 @@ def _softmax_native(e, x, axis=-1):
 @deflowering("log_softmax", "native")
 def _log_softmax_native(e, x, axis=-1):
     return e.softmax(x, axis, log=True)
-
-
-@deflowering("gather", "native")
-def _gather_native(e, x, index, axis):
-    return e.gather(x, index, axis)
-
-
-@deflowering("scatter_add", "native")
-def _scatter_add_native(e, base, index, src, axis):
-    return e.scatter_add(base, index, src, axis)
 
 
 @deflowering("cumsum", "native")

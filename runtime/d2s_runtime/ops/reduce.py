@@ -18,12 +18,13 @@ def _reduction(name, fn, doc, dtype_rule=None, **traits):
 
 
 def _sum_dtype(d):
-    return "int64" if d in ("bool", "int32") else d
+    return "int64" if d in ("bool", "int32", "uint8", "int8", "int16") else d
 
 
-# accumulate bool/int32 in int64 (as the shape rule says); keyed by dtype char, since
-# ``dtype.name`` costs microseconds per call and small-tensor loops call this a lot
-_SUM_ACC = {"?": "int64", "i": "int64"}
+# accumulate bool and integers narrower than int64 in int64 (as the shape rule says, and as
+# PyTorch does); keyed by dtype char, since ``dtype.name`` costs microseconds per call and
+# small-tensor loops call this a lot
+_SUM_ACC = {"?": "int64", "i": "int64", "B": "int64", "b": "int64", "h": "int64"}
 _reduction("reduce_sum", lambda xp, x, ax, k: x.sum(axis=ax, keepdims=k, dtype=_SUM_ACC.get(x.dtype.char)),
            "Sum over ``axes``; bool and int32 accumulate in int64.", _sum_dtype, fresh=True, method=("sum", "f"))
 _reduction("reduce_mean", lambda xp, x, ax, k: xp.mean(x, axis=ax, keepdims=k,

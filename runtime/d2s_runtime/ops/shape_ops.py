@@ -362,6 +362,24 @@ def _shape(xp, x):
     return xp.asarray(x.shape, dtype="int64").reshape(len(x.shape))
 
 
+# ------------------------------------------------------------------ repeat_index
+def _repeat_index_infer(counts):
+    if counts.ndim != 1 or not counts.dtype.startswith("int"):
+        raise ShapeError(f"repeat_interleave: repeats must be a 1-d integer tensor (one count per element), "
+                         f"got {counts.dtype}{fmt_shape(counts.shape)}")
+    return TensorType((None,), "int64")
+
+
+@defop("repeat_index", _repeat_index_infer, fresh=True)
+def _repeat_index(xp, counts):
+    """``0`` repeated ``counts[0]`` times, then ``1`` repeated ``counts[1]`` times, ... (the
+    indices behind ``repeat_interleave`` with a tensor of counts)."""
+    if counts.size and int(counts.min()) < 0:
+        raise ValueError(f"repeat_interleave: repeats must be non-negative, got a count of {int(counts.min())}")
+    # cupy's repeat takes the counts as a list, not an array
+    return xp.repeat(xp.arange(counts.shape[0], dtype="int64"), counts if xp is np else counts.tolist())
+
+
 # ------------------------------------------------------------------ native lowerings
 @deflowering("reshape", "native")
 def _reshape_native(e, x, shape):

@@ -58,11 +58,12 @@ def test_tensor_indexing_gather_and_their_gradients(cache):
     xi = np.arange(6).reshape(3, 2) * 7 - 11
     cases = []
     for t, u in ((0, 1), (3, -2), (-4, 2), (-1, -1)):
-        # repeated and negative positions: scatter_add accumulates them in numpy's order
-        idx = RNG.integers(-4, 4, size=(4, 3))
+        # repeated positions: scatter_add accumulates them in numpy's order (gather's positions
+        # are PyTorch's: in [0, size), a negative one raises)
+        idx = RNG.integers(0, 4, size=(4, 3))
         idx[0] = [2, 2, 2]
         cases.append((_f32(4, 5), xi, RNG.standard_normal((3, 4)), np.array(t), np.array(u, "int32"), idx,
-                      RNG.integers(-3, 3, size=(2, 2)).astype("int32"),
+                      RNG.integers(0, 3, size=(2, 2)).astype("int32"),
                       # the cotangents of the float outputs
                       np.array(1.0, "float32"), _f32(4, 3), RNG.standard_normal((3, 2)), np.array(-2.0)))
     check(prog, fn, cases)
@@ -73,10 +74,13 @@ def test_tensor_indexing_gather_and_their_gradients(cache):
         Executor(prog).run(*bad)
     with pytest.raises(IndexError):
         fn(*bad)
-    bad = list(cases[0])
-    bad[5] = np.full((4, 3), 5)
-    with pytest.raises(IndexError):
-        fn(*bad)
+    for wrong in (5, -1):  # past the end, or negative: both backends raise, as PyTorch
+        bad = list(cases[0])
+        bad[5] = np.full((4, 3), wrong)
+        with pytest.raises(IndexError):
+            fn(*bad)
+        with pytest.raises(Exception, match="out of bounds"):
+            Executor(prog).run(*bad)
 
 
 # ------------------------------------------------------------------ argmax, argmin, cumsum

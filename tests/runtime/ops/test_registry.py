@@ -60,6 +60,20 @@ SAMPLES = {
     "randint": lambda r: ([], {"shape": [64], "low": 0, "high": 1000}),
     "randint_dyn": lambda r: ([np.asarray(0), np.asarray(1000)], {"shape": [64]}),
     "dropout_mask": lambda r: ([_array(r, "float32", (64,))], {"p": 0.5}),
+    "randperm": lambda r: ([], {"n": 64}),
+    "randperm_dyn": lambda r: ([np.asarray(64)], {}),
+    "multinomial": lambda r: ([_array(r, "float64", (4, 16))], {"num_samples": 8}),
+    "bernoulli": lambda r: ([np.full(64, 0.5)], {}),
+    "normal": lambda r: ([_array(r, "float64", (64,)), _array(r, "float64", (64,))], {}),
+    "random_like": lambda r: ([_array(r, "float32", (64,))], {"dist": "uniform"}),
+    "repeat_index": lambda r: ([np.array([2, 0, 3], dtype="int64")], {}),
+    "nonzero": lambda r: ([_array(r, "bool")], {}),
+    "index_add_dim": lambda r: ([_array(r, "float64"), np.array([2, 0]), _array(r, "float64", (3, 2))], {"axis": 1}),
+    "index_copy_dim": lambda r: ([_array(r, "float64"), np.array([2, 0]), _array(r, "float64", (3, 2))], {"axis": 1}),
+    "masked_scatter": lambda r: ([_array(r, "float64"), np.array([True, False, True, False]), _array(r, "float64", (9,))],
+                                 {}),
+    "masked_scatter_grad": lambda r: ([_array(r, "float64"), np.array([True, False, True, False]),
+                                       _array(r, "float64", (9,))], {}),
 }
 
 

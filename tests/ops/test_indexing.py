@@ -1,0 +1,194 @@
+"""PyTorch's dim-wise indexing against PyTorch (tests/torch_parity.py): gather/scatter,
+the index_* family, masks, take, nonzero, searchsorted; values, dtypes, float64 gradients and
+the converted, saved and ONNX forms; and PyTorch's errors for an index out of range (numpy
+would wrap a negative one: a silently different answer)."""
+import numpy as np
+import pytest
+
+import d2s
+import torch_parity
+from torch_parity import Case
+
+R = np.random.default_rng(0)
+X = R.standard_normal((3, 4))
+X3 = R.standard_normal((2, 3, 4))
+V = R.standard_normal(6)
+I = np.arange(12, dtype="int64").reshape(3, 4)
+GI = np.array([[0, 2], [1, 1], [3, 0]])      # gather along dim 1 of (3, 4)
+SI = np.array([[0, 2], [1, 3], [3, 0]])      # distinct per row: scatter's result does not depend on the order
+IDX = np.array([2, 0, 2])
+MASK = X > 0.2
+_DATA = "its output size depends on the data"
+
+TORCH_CASES = [
+    # gather / scatter
+    Case("gather", lambda t, x, i: t.gather(x, 1, i), X, GI),
+    Case("gather_dim0", lambda t, x, i: x.gather(0, i), X, np.array([[2, 0, 1, 1], [0, 0, 2, 1]])),
+    Case("gather_kw", lambda t, x, i: t.gather(x, dim=-1, index=i), X, GI),
+    Case("gather_smaller", lambda t, x, i: x.gather(1, i), X, np.array([[1], [3]])),
+    Case("gather_int", lambda t, x, i: x.gather(1, i), I, GI),
+    Case("scatter_src", lambda t, x, i, s: x.scatter(1, i, s), X, SI, R.standard_normal((3, 2))),
+    Case("scatter_value", lambda t, x, i: t.scatter(x, 1, i, 9.5), X, SI),
+    Case("scatter_value_kw", lambda t, x, i: x.scatter(1, i, value=-1.0), X, SI),
+    Case("scatter_reduce_add", lambda t, x, i, s: x.scatter(1, i, s, reduce="add"), X, GI, R.standard_normal((3, 2)),
+         grad=False),
+    Case("scatter_add", lambda t, x, i, s: x.scatter_add(1, i, s), X, GI, R.standard_normal((3, 2))),
+    Case("scatter_add_fn", lambda t, x, i, s: t.scatter_add(x, 0, i, s), X, np.array([[2, 0, 1, 1], [2, 0, 2, 1]]),
+         R.standard_normal((2, 4))),
+    Case("scatter_add_bigger_src", lambda t, x, i, s: x.scatter_add(1, i, s), X, GI, R.standard_normal((3, 3)),
+         grad=[0]),  # torch cannot differentiate src larger than the index
+    Case("scatter_reduce_sum", lambda t, x, i, s: x.scatter_reduce(1, i, s, "sum"), X, GI, R.standard_normal((3, 2))),
+    Case("scatter_reduce_mean", lambda t, x, i, s: x.scatter_reduce(1, i, s, "mean"), X, GI, R.standard_normal((3, 2)),
+         onnx="reduce='mean' has no ONNX form"),
+    Case("scatter_reduce_amax", lambda t, x, i, s: x.scatter_reduce(1, i, s, "amax"), X, GI, R.standard_normal((3, 2))),
+    Case("scatter_reduce_amin_noself", lambda t, x, i, s: x.scatter_reduce(1, i, s, "amin", include_self=False), X, GI,
+         R.standard_normal((3, 2)), onnx="include_self=False has no ONNX form"),
+    Case("scatter_reduce_prod", lambda t, x, i, s: x.scatter_reduce(1, i, s, "prod"), X, GI, R.standard_normal((3, 2)),
+         grad=False),
+    Case("scatter_reduce_mean_int", lambda t, x, i, s: x.scatter_reduce(1, i, s, "mean", include_self=False), I, GI,
+         np.array([[5, 7], [2, 9], [4, 4]]), onnx="include_self=False has no ONNX form"),
+    # index_* family
+    Case("index_select", lambda t, x, i: x.index_select(1, i), X, IDX),
+    Case("index_select_dim0", lambda t, x, i: t.index_select(x, 0, i), X, IDX),
+    Case("index_select_3d", lambda t, x, i: t.index_select(x, -2, i), X3, np.array([1, 1, 0])),
+    Case("index_add", lambda t, x, i, s: x.index_add(1, i, s), X, IDX, R.standard_normal((3, 3))),
+    Case("index_add_alpha", lambda t, x, i, s: t.index_add(x, 0, i, s, alpha=2.0), X, IDX, R.standard_normal((3, 4))),
+    Case("index_copy", lambda t, x, i, s: x.index_copy(1, i, s), X, np.array([3, 0]), R.standard_normal((3, 2))),
+    Case("index_copy_dim0", lambda t, x, i, s: t.index_copy(x, 0, i, s), X, np.array([2, 0]), R.standard_normal((2, 4))),
+    Case("index_fill", lambda t, x, i: x.index_fill(1, i, -2.0), X, np.array([0, 3])),
+    Case("index_fill_negative", lambda t, x, i: t.index_fill(x, 0, i, 7), X, np.array([-1])),
+    Case("index_fill_tensor", lambda t, x, i, v: x.index_fill(1, i, v.sum()), X, np.array([1]), np.array([0.5, 1.5])),
+    # masks
+    Case("masked_fill", lambda t, x, m: x.masked_fill(m, 0.0), X, MASK),
+    Case("masked_fill_broadcast", lambda t, x, m: x.masked_fill(m, -1e9), X, np.array([True, False, True, False])),
+    Case("masked_fill_tensor_value", lambda t, x, m, v: t.masked_fill(x, m, v.sum()), X, MASK, np.array([0.25, 1.0])),
+    Case("masked_fill_int", lambda t, x, m: x.masked_fill(m, 7), I, MASK),
+    Case("masked_fill_attention", lambda t, s: s.masked_fill(t.triu(t.ones(4, 4, dtype=t.bool), 1) if hasattr(t, "triu")
+                                                        else t.tensor(np.triu(np.ones((4, 4), bool), 1)),
+                                                        float("-inf")).softmax(-1), R.standard_normal((2, 4, 4))),
+    Case("masked_scatter", lambda t, x, m, s: x.masked_scatter(m, s), X, MASK, R.standard_normal(12)),
+    Case("masked_scatter_broadcast", lambda t, x, m, s: t.masked_scatter(x, m, s), X, np.array([True, False, False, True]),
+         R.standard_normal((2, 4))),
+    Case("masked_select", lambda t, x, m: x.masked_select(m), X, MASK),
+    Case("masked_select_broadcast", lambda t, x, m: t.masked_select(x, m), X, np.array([False, True, True, False])),
+    # take, take_along_dim
+    Case("take", lambda t, x, i: t.take(x, i), X, np.array([[0, 11], [-1, 5]])),
+    Case("take_along_dim", lambda t, x, i: t.take_along_dim(x, i, dim=1), X, GI),
+    Case("take_along_dim_argmax", lambda t, x: t.take_along_dim(x, x.argmax(1, keepdim=True), 1) if _keepdim_ok(t)
+         else t.take_along_dim(x, x.argmax(1).unsqueeze(1), 1), X),
+    Case("take_along_dim_broadcast", lambda t, x, i: t.take_along_dim(x, i, 1), X, np.array([[0, 2]])),
+    Case("take_along_dim_flat", lambda t, x, i: t.take_along_dim(x, i), X, np.array([0, 11, 4])),
+    # nonzero, where, argwhere
+    Case("nonzero", lambda t, x: (x > 0.5).nonzero(), X),
+    Case("nonzero_tuple", lambda t, x: t.nonzero(x > 0.5, as_tuple=True), X),
+    Case("where_one_arg", lambda t, x: t.where(x > 0.5), X),
+    Case("where_three_args", lambda t, x, y: t.where(x > 0, x, y), X, X * 2),
+    Case("argwhere", lambda t, x: t.argwhere(x > 0.5), X),
+    Case("nonzero_int", lambda t, x: t.nonzero(x), np.array([[0, 3], [1, 0]])),
+    # searchsorted, bucketize
+    Case("searchsorted", lambda t, s, v: (t.searchsorted(s, v), t.searchsorted(s, v, right=True),
+                                          t.searchsorted(s, v, side="right")), np.array([1.0, 2.0, 2.0, 5.0]),
+         np.array([[0.5, 2.0], [2.5, 9.0]])),
+    Case("searchsorted_rows", lambda t, s, v: t.searchsorted(s, v), np.sort(R.standard_normal((3, 5)), axis=1),
+         R.standard_normal((3, 2))),
+    Case("searchsorted_int32", lambda t, s, v: t.searchsorted(s, v, out_int32=True), np.array([1, 3, 5]),
+         np.array([0, 3, 6])),
+    Case("bucketize", lambda t, x, b: (t.bucketize(x, b), t.bucketize(x, b, right=True)), np.array([1, 2, 3, 7]),
+         np.array([1, 3, 5])),
+    # embedding
+    Case("embedding", lambda t, i, w: t.nn.functional.embedding(i, w), np.array([[0, 2], [1, 0]]),
+         R.standard_normal((3, 4))),
+]
+
+
+def _keepdim_ok(t):
+    """argmax's keepdim= (the reduce engineer's); torch has it."""
+    try:
+        t.argmax(t.zeros(2, 2), 1, keepdim=True)
+        return True
+    except TypeError:
+        return False
+
+
+@pytest.mark.parametrize("case", TORCH_CASES, ids=str)
+def test_matches_torch(case):
+    torch_parity.check(case, __name__)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.gather(1, d2s.tensor([[-1]])),
+    lambda x: x.gather(1, d2s.tensor([[4]])),
+    lambda x: x.scatter(1, d2s.tensor([[-1]]), 1.0),
+    lambda x: x.scatter_add(0, d2s.tensor([[3]]), d2s.ones(1, 1)),
+    lambda x: x.index_select(0, d2s.tensor([-1])),
+    lambda x: x.index_add(1, d2s.tensor([4]), d2s.ones(3, 1)),
+    lambda x: x.index_copy(0, d2s.tensor([-1]), d2s.ones(1, 4)),
+    lambda x: x.take(d2s.tensor([12])),
+    lambda x: d2s.nn.functional.embedding(d2s.tensor([-1]), x),
+    lambda x: d2s.nn.functional.embedding(d2s.tensor([3]), x),
+], ids=["gather_neg", "gather_big", "scatter_neg", "scatter_add_big", "index_select_neg", "index_add_big",
+        "index_copy_neg", "take_big", "embedding_neg", "embedding_big"])
+def test_an_index_out_of_range_raises_as_torch(call):
+    x = d2s.tensor(X)
+    with pytest.raises(IndexError, match="out of"):
+        call(x)
+    with pytest.raises(RuntimeError):  # PyTorch's own error type, caught by `except RuntimeError` too
+        call(x)
+
+
+def test_out_of_range_raises_inside_programs_too():
+    f = d2s.jit.to_static(lambda x, i: x.gather(1, i))
+    with pytest.raises(Exception, match="out of bounds"):
+        f(d2s.tensor(X), d2s.tensor([[-1]]))
+    g = d2s.jit.to_static(lambda i, w: d2s.nn.functional.embedding(i, w))
+    with pytest.raises(Exception, match="out of bounds"):
+        g(d2s.tensor([5]), d2s.tensor(X))
+
+
+def test_in_place_forms_write_into_the_tensor():
+    x = d2s.tensor(X.copy())
+    i = d2s.tensor(IDX)
+    got = [x.clone().masked_fill_(d2s.tensor(MASK), 0.0), x.clone().index_add_(1, i, d2s.ones(3, 3)),
+           x.clone().index_copy_(1, d2s.tensor([1]), d2s.zeros(3, 1)), x.clone().index_fill_(0, d2s.tensor([1]), 2.0),
+           x.clone().scatter_(1, d2s.tensor(SI), 3.0), x.clone().scatter_add_(1, d2s.tensor(GI), d2s.ones(3, 2)),
+           x.clone().scatter_reduce_(1, d2s.tensor(GI), d2s.ones(3, 2), "sum"), x.clone().fill_diagonal_(5.0)]
+    want = [x.masked_fill(d2s.tensor(MASK), 0.0), x.index_add(1, i, d2s.ones(3, 3)),
+            x.index_copy(1, d2s.tensor([1]), d2s.zeros(3, 1)), x.index_fill(0, d2s.tensor([1]), 2.0),
+            x.scatter(1, d2s.tensor(SI), 3.0), x.scatter_add(1, d2s.tensor(GI), d2s.ones(3, 2)),
+            x.scatter_reduce(1, d2s.tensor(GI), d2s.ones(3, 2), "sum"), d2s.tensor(_diag(X, 5.0))]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def _diag(x, v):
+    out = x.copy()
+    np.fill_diagonal(out, v)
+    return out
+
+
+@pytest.mark.parametrize("shape, wrap", [((3, 3), False), ((5, 2), True), ((5, 2), False), ((2, 4), False),
+                                          ((3, 3, 3), False)])
+def test_fill_diagonal_matches_torch(shape, wrap):
+    torch = torch_parity.live_torch()
+    a = np.zeros(shape)
+    got = d2s.tensor(a).fill_diagonal_(2.0, wrap=wrap).numpy()
+    if torch is None:
+        want = a.copy()
+        np.fill_diagonal(want, 2.0, wrap=wrap)
+    else:
+        want = torch.tensor(a).fill_diagonal_(2.0, wrap=wrap).numpy()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_masked_fill_refuses_a_mask_larger_than_the_tensor():
+    with pytest.raises(ValueError, match="does not broadcast"):
+        d2s.zeros(3).masked_fill(d2s.ones(2, 3, dtype=d2s.bool), 1.0)
+    with pytest.raises(TypeError, match="bool"):
+        d2s.zeros(3).masked_fill(d2s.ones(3), 1.0)
+
+
+def test_scatter_prod_gradient_is_refused_clearly():
+    x = d2s.tensor(X, requires_grad=True)
+    y = x.scatter(1, d2s.tensor(GI), 2.0, reduce="multiply").sum()
+    with pytest.raises(NotImplementedError, match="prod"):
+        y.backward()
