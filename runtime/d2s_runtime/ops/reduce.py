@@ -1,4 +1,7 @@
-"""Reductions over ``axes`` (None: all) with ``keepdims``."""
+"""Reductions over ``axes`` (None: all) with ``keepdims``; argmax/argmin; the running product and
+log-sum-exp along one axis (``cumprod``, ``logcumsumexp``)."""
+import numpy as np
+
 from ..dtypes import is_floating
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import norm_axes, reduce_shape
@@ -83,3 +86,63 @@ def _argmax_native(e, x, axis=None, keepdims=False):
 @deflowering("argmin", "native")
 def _argmin_native(e, x, axis=None, keepdims=False):
     return e.arg_reduce("min", x, axis, keepdims)
+
+
+# ------------------------------------------------------------------ running products and log-sum-exps
+def _one_axis(op, axis, ndim):
+    """``axis`` as a non-negative int (a 0-d tensor takes axis 0 or -1, as in PyTorch)."""
+    if type(axis) is bool or not isinstance(axis, int):
+        raise ShapeError(f"{op}: axis must be one int, got {axis!r}")
+    return norm_axes(axis, ndim, op)[0]
+
+
+def scan(xp, ufunc, x, axis):
+    """``ufunc.accumulate`` along ``axis``: numpy's sequential one, else (cupy) log2(n) rounds of
+    Hillis-Steele doubling, each combining every element with the one ``2**r`` before it."""
+    if xp is np:
+        return ufunc.accumulate(x, axis=axis)
+    out = xp.array(x, copy=True)
+    n, step = x.shape[axis], 1
+    while step < n:
+        head = [slice(None)] * x.ndim
+        tail = [slice(None)] * x.ndim
+        head[axis], tail[axis] = slice(step, None), slice(None, n - step)
+        new = getattr(xp, ufunc.__name__)(out[tuple(head)], out[tuple(tail)])
+        out[tuple(head)] = new
+        step *= 2
+    return out
+
+
+def _cumprod_infer(x, axis):
+    _one_axis("cumprod", axis, x.ndim)
+    return TensorType(x.shape, _sum_dtype(x.dtype))
+
+
+@defop("cumprod", _cumprod_infer, fresh=True)
+def _cumprod(xp, x, axis):
+    """Running product along ``axis``; bool and int32 inputs multiply in int64 (as PyTorch)."""
+    dtype = _sum_dtype(x.dtype.name)
+    if x.ndim == 0:
+        return x.astype(dtype)
+    return xp.cumprod(x, axis=axis, dtype=dtype)
+
+
+def _logcumsumexp_infer(x, axis, reverse=False):
+    _one_axis("logcumsumexp", axis, x.ndim)
+    if not is_floating(x.dtype):
+        raise ShapeError(f"logcumsumexp: expected a floating point tensor, got {x.dtype} (cast it first)")
+    return TensorType(x.shape, x.dtype)
+
+
+@defop("logcumsumexp", _logcumsumexp_infer, fresh=True)
+def _logcumsumexp(xp, x, axis, reverse=False):
+    """``log(cumsum(exp(x)))`` along ``axis``, each step a stable ``logaddexp`` (an early element
+    far below a later maximum keeps its value; PyTorch's answer); ``reverse`` runs from the end
+    (the gradient of logcumsumexp)."""
+    if x.ndim == 0:
+        return x.copy()
+    if reverse:
+        x = xp.flip(x, axis=axis)
+    with np.errstate(invalid="ignore"):  # -inf + -inf steps: logaddexp gives -inf, as it should
+        out = scan(xp, np.logaddexp, x, axis)
+    return xp.flip(out, axis=axis) if reverse else out
