@@ -30,7 +30,8 @@ def alias(fn, value, numpy_value, name, numpy_name, default=None):
     """``value`` (PyTorch's keyword ``name``) or ``numpy_value`` (its numpy alias), not both."""
     if numpy_value is None:
         return value
-    if value is not default and value is not None:
+    given = not (value is default or value is None or (type(value) is tuple and not value))  # amax's dim=()
+    if given:
         raise TypeError(f"d2s.{fn}(): got both {name}= and its alias {numpy_name}=; give one")
     return numpy_value
 

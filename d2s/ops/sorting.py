@@ -11,7 +11,7 @@ order: the values are equal, the indices of ties may differ.
 import numpy as np
 
 from .. import return_types
-from ..autograd.registry import grad_rule, non_differentiable
+from ..autograd.registry import non_differentiable, sample_call
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_converter, onnx_unsupported
 from ..tensor import Tensor, tensor, tensor_method
@@ -92,6 +92,9 @@ def _argsort_onnx(g, op):
            largest=int(bool(op.attrs.get("descending", False))), sorted=1)
 
 
+sample_call("argsort", argsort, (3, 5))
+
+
 # ------------------------------------------------------------------ topk
 @tensor_method()
 def topk(input, k, dim=-1, largest=True, sorted=True, *, axis=None, **unsupported):
@@ -115,6 +118,9 @@ def _topk_onnx(g, op):
     axis = op.attrs.get("axis", -1) % len(g.shape(x))
     g.node("TopK", [_topk_input(g, x), g.const(i64([op.attrs["k"]]))], [g.tmp(), op.outputs[0]], axis=axis,
            largest=int(bool(op.attrs.get("largest", True))), sorted=1)
+
+
+sample_call("topk", lambda x: topk(x, 2, 0), (3, 5))
 
 
 # ------------------------------------------------------------------ kthvalue, median
@@ -150,7 +156,7 @@ def median(input, dim=None, keepdim=False, *, axis=None, keepdims=None, **unsupp
 def _median_all(x, keep):
     flat = apply("reshape", x, shape=[-1])
     v = _gathered(flat, apply("select_index", flat, axis=0), 0, keep=False)
-    if not (isinstance(x, Tensor) and x.requires_grad):
+    if not _floating(flat):  # no gradient to share
         return apply("reshape", v, shape=[1] * x.ndim) if keep else v
     # PyTorch shares the gradient among the elements equal to the median (NaN ones where it is
     # NaN): the max over those elements (the min when the median is -inf, so the fill stays
@@ -203,6 +209,9 @@ def _select_index_onnx(g, op):
     g.node("ReduceMax", [flag, g.const(i64([axis]))], [anyn], keepdims=int(keep))
     g.node("Cast", [anyn], [anyb], to=g.onnx_dtype("bool"))
     g.node("Where", [anyb, first, sel], [out])
+
+
+sample_call("select_index", lambda x: (kthvalue(x, 2), median(x, 0, keepdim=True)), (3, 5))
 
 
 # ------------------------------------------------------------------ mode

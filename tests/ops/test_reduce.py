@@ -8,6 +8,7 @@ import pytest
 
 import d2s
 import torch_parity
+from d2s.user_errors import ConvertError
 from torch_parity import Case
 
 R = np.random.default_rng(0)
@@ -149,3 +150,159 @@ def _unpacked_accuracy(out, y):
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):
     torch_parity.check(case, __name__)
+
+
+# ------------------------------------------------------------------ errors
+@pytest.mark.parametrize("call, err, match", [
+    (lambda x: x.sum(1, out=x), TypeError, "out= is not supported"),
+    (lambda x: d2s.mean(x, dim=1, bogus=True), TypeError, "unexpected keyword argument 'bogus'"),
+    (lambda x: x.sum(dim=1, axis=1), TypeError, "both dim= and its alias axis="),
+    (lambda x: x.max(dim=(0, 1)), TypeError, "amax/amin reduce over several dims"),
+    (lambda x: x.argmax(dim=(0, 1)), TypeError, "dim must be one int"),
+    (lambda x: x.sum(dim=1.5), TypeError, "dim must be an int"),
+    (lambda x: x.long().mean(), RuntimeError, "floating point.*dtype=d2s.float32"),
+    (lambda x: x.long().mean(dtype=d2s.int32), RuntimeError, "floating dtype"),
+    (lambda x: x.long().nanmean(), RuntimeError, "floating point"),
+    (lambda x: x.long().std(), RuntimeError, "floating point"),
+    (lambda x: x.long().norm(), RuntimeError, "floating point"),
+    (lambda x: x.long().logcumsumexp(0), RuntimeError, "floating point"),
+    (lambda x: x.std(1, unbiased=True, correction=0), TypeError, "unbiased= or correction="),
+    (lambda x: x.cumsum(), TypeError, "missing its dim"),
+    (lambda x: x.cumprod(), TypeError, "missing its dim"),
+    (lambda x: x.max(x, keepdim=True), TypeError, "element-wise maximum"),
+    (lambda x: d2s.norm(x, p="nuc"), NotImplementedError, "singular values"),
+    (lambda x: d2s.norm(x, p="bogus"), ValueError, "p must be"),
+    (lambda x: x.sum().max(1), IndexError, "out of range"),
+    (lambda x: x.max(3), Exception, "out of range"),
+])
+def test_errors_name_the_problem(call, err, match):
+    with pytest.raises(err, match=match):
+        call(d2s.tensor(X))
+
+
+def test_max_of_an_empty_dim_raises_as_pytorch():
+    for call in (lambda e: e.max(0), lambda e: e.max(), lambda e: e.argmax(0), lambda e: e.amax(0)):
+        with pytest.raises(Exception):
+            call(d2s.tensor(EMPTY0))
+
+
+# ------------------------------------------------------------------ named tuples
+def test_max_with_a_dim_is_a_named_tuple_of_pytorch_name():
+    r = d2s.tensor(X).max(1)
+    assert type(r) is d2s.return_types.max and r._fields == ("values", "indices")
+    assert type(r).__module__ == "d2s.return_types" and isinstance(r, tuple) and len(r) == 2
+    assert r.values is r[0] and r.indices is r[1]
+    assert type(d2s.min(d2s.tensor(X), 0)) is d2s.return_types.min
+    assert type(d2s.tensor(X).aminmax()) is d2s.return_types.aminmax
+
+
+def test_max_with_a_tensor_is_maximum_not_a_dim():
+    a, b = d2s.tensor(X), d2s.tensor(X[::-1].copy())
+    np.testing.assert_array_equal(d2s.max(a, b).numpy(), np.maximum(X, X[::-1]))
+    np.testing.assert_array_equal(a.min(X[::-1].copy()).numpy(), np.minimum(X, X[::-1]))
+    one = d2s.tensor(1)  # a 0-d int tensor is the other operand too (as in PyTorch), not dim 1
+    np.testing.assert_array_equal(d2s.max(a, one).numpy(), np.maximum(X, 1))
+
+
+# ------------------------------------------------------------------ converted code using the results
+def _max_then_branch(x):
+    values, idx = x.max(1)
+    if values.sum() > 0:
+        out = values * 2.0
+        pred = idx
+    else:
+        r = x.min(1)
+        out = r.values - 1.0
+        pred = r[1]
+    return out, pred
+
+
+def _named_tuple_through_branch(x):
+    if x.mean() > 0:
+        r = x.max(1)
+    else:
+        r = (x * 3.0).max(dim=1)
+    return r.values * r.values, r.indices, r
+
+
+def _accuracy_in_loop(logits, y):
+    correct = d2s.zeros([])
+    n = 0
+    while n < logits.shape[0]:
+        _, pred = logits[n:n + 2].max(1)
+        correct = correct + (pred == y[n:n + 2]).float().sum()
+        n = n + 2
+    return correct / logits.shape[0], logits.std(1).sum() + logits.norm() + logits.amax(1).sum()
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_max_then_branch, [X]), (_max_then_branch, [-np.abs(X)]), (_max_then_branch, [TIES]),
+    (_named_tuple_through_branch, [X]), (_named_tuple_through_branch, [-np.abs(X) - 1]),
+    (_accuracy_in_loop, [LOGITS.astype("float64"), LABELS]),
+])
+def test_converted_equals_eager_under_tensor_control_flow(fn, args):
+    static = d2s.jit.to_static(fn)
+    results = []
+    for f in (fn, static):
+        ts = [d2s.tensor(a, requires_grad=a.dtype.kind == "f") for a in args]
+        out = f(*ts)
+        flat = [o for o in d2s.pytree.tree_flatten(out)[0]]
+        loss = sum((o * 1.5).sum() for o in flat if o.dtype.is_floating_point)
+        loss.backward()
+        results.append((out, flat, ts[0].grad.numpy()))
+    (eo, ef, eg), (so, sf, sg) = results
+    assert type(so) is type(eo) and [type(o) for o in so] == [type(o) for o in eo]
+    for e, s in zip(ef, sf):
+        assert e.dtype == s.dtype and e.shape == s.shape
+        np.testing.assert_allclose(s.numpy(), e.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(sg, eg, rtol=1e-12)
+    if fn is _named_tuple_through_branch:
+        assert type(so[2]) is type(eo[2]) is d2s.return_types.max
+
+
+def test_a_tensor_if_choosing_max_or_min_is_refused_clearly():
+    # eager code returns a max or a min named tuple depending on the data; a program has one type
+    def f(x):
+        if x.mean() > 0:
+            r = x.max(1)
+        else:
+            r = x.min(1)
+        return r
+    with pytest.raises(ConvertError, match="different structure in the two branches"):
+        d2s.jit.to_static(f)(d2s.tensor(X))
+
+
+# ------------------------------------------------------------------ ONNX: refusals, dynamic dims
+def test_onnx_refusals_say_why(tmp_path):
+    from d2s.onnx import ExportError
+    spec = [d2s.jit.InputSpec([None, 4], "float64")]
+    for fn, why in ((lambda x: x.cumprod(1), "cumulative product"), (lambda x: x.logcumsumexp(1), "log-sum-exp")):
+        with pytest.raises(ExportError, match=why):
+            d2s.onnx.export(d2s.jit.to_static(fn, input_spec=spec), str(tmp_path / "m.onnx"), spec)
+
+
+def test_onnx_nan_and_empty_edges_with_dynamic_dims(tmp_path):
+    """onnxruntime's ReduceMax/ArgMax skip NaN and its ReduceMean of nothing is 0: the export
+    guards them, with dims known only at run time too."""
+    ort = pytest.importorskip("onnxruntime")
+
+    def f(x):
+        return x.max(), x.amin(1), x.argmax(1), x.argmin(), x.mean(0), x.mean(), x.max(1).values
+
+    spec = [d2s.jit.InputSpec([None, None], "float64", name="x")]
+    path = str(tmp_path / "m.onnx")
+    d2s.onnx.export(d2s.jit.to_static(f, input_spec=spec), path, spec)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for a in (NAN, INF, X):
+        want = [o.numpy() for o in f(d2s.tensor(a))]
+        for g, w in zip(sess.run(None, {"x": a}), want):
+            np.testing.assert_allclose(g, w, equal_nan=True)
+
+    def g(x):
+        return x.mean(0), x.mean(), x.mean((0, 1), keepdim=True)
+
+    d2s.onnx.export(d2s.jit.to_static(g, input_spec=spec), path, spec)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    mean0, mean_all, mean_keep = sess.run(None, {"x": np.zeros((0, 3))})
+    assert mean0.shape == (3,) and np.isnan(mean0).all() and np.isnan(mean_all) and np.isnan(mean_keep).all()
+    np.testing.assert_allclose(sess.run(None, {"x": X})[1], X.mean())

@@ -145,8 +145,8 @@ def test_buffers_are_written_in_place_only_when_nothing_reads_them_later(cache):
 # ------------------------------------------------------------------ reductions
 def _reductions(x, b):
     h = d2s.tanh(x) * 2.0 - 0.5
-    return (h.sum(), x.sum(axis=0), x.sum(axis=1, keepdims=True), h.mean(axis=-1), x.mean(), x.max(axis=0),
-            (x * x).min(), x.max(axis=(0, 1), keepdims=True), x.prod(axis=1), (x > 0).sum(), (x > 0).any(axis=0),
+    return (h.sum(), x.sum(axis=0), x.sum(axis=1, keepdims=True), h.mean(axis=-1), x.mean(), x.amax(axis=0),
+            (x * x).min(), x.amax(axis=(0, 1), keepdims=True), x.prod(axis=1), (x > 0).sum(), (x > 0).any(axis=0),
             b.sum(), b.prod(), b.max(), (b > 1).all(), d2s.softmax(x, axis=-1), d2s.log_softmax(x * 2.0, axis=0))
 
 
