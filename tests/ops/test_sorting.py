@@ -83,3 +83,122 @@ TORCH_CASES = [
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):
     torch_parity.check(case, __name__)
+
+
+# ------------------------------------------------------------------ d2s's choices where PyTorch has none
+def test_tie_indices_are_stable():
+    """Equal values keep their order: topk, kthvalue and median pick the earliest of equal ones
+    (ascending) and sort/argsort are stable both ways; PyTorch's topk/kthvalue may pick others."""
+    x = d2s.tensor([3.0, 1.0, 3.0, 2.0, 1.0, 3.0])
+    assert x.topk(2).indices.tolist() == [0, 2]
+    assert x.topk(3, largest=False).indices.tolist() == [1, 4, 3]
+    assert x.kthvalue(1).indices.item() == 1 and x.kthvalue(2).indices.item() == 4
+    assert x.argsort(descending=True).tolist() == [0, 2, 5, 3, 1, 4]
+    assert x.median(0).indices.item() == 3
+    assert x.mode().indices.item() == 5  # the last occurrence, as PyTorch
+
+
+def test_nan_sorts_as_the_largest_value():
+    x = d2s.tensor([2.0, float("nan"), -1.0, float("inf")])
+    assert x.sort().indices.tolist() == [2, 0, 3, 1]
+    assert x.sort(descending=True).indices.tolist() == [1, 3, 0, 2]
+    assert x.topk(1).indices.tolist() == [1] and x.kthvalue(4).indices.item() == 1
+    assert np.isnan(x.median().item()) and x.median(0).indices.item() == 1
+
+
+def test_unique_is_refused_inside_a_program():
+    def f(x):
+        return d2s.unique(x)
+    with pytest.raises(TypeError, match="cannot run inside a program.*distinct values"):
+        d2s.jit.to_static(f)(d2s.tensor(I64))
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda x: x.topk(9), Exception, "larger than"),
+    (lambda x: x.kthvalue(0), Exception, "out of range"),
+    (lambda x: x.kthvalue(6), Exception, "out of range"),
+    (lambda x: x.sort(dim=2), IndexError, "out of range"),
+    (lambda x: x.sort(1, out=x), TypeError, "out= is not supported"),
+    (lambda x: x.topk(2, dim=(0, 1)), TypeError, "one int"),
+    (lambda x: d2s.tensor(EMPTY).median(0), Exception, "size 0"),
+    (lambda x: d2s.tensor(EMPTY).mode(0), Exception, "size 0"),
+])
+def test_errors_name_the_problem(call, err, match):
+    with pytest.raises(err, match=match):
+        call(d2s.tensor(X))
+
+
+# ------------------------------------------------------------------ converted code, ONNX, devices
+def _sort_in_loop(x):
+    """A beam-search-like step: keep the best two of each row, until the total passes a bound."""
+    total = d2s.zeros([x.shape[0]], dtype=d2s.float64)
+    steps = 0
+    while total.sum() < 6.0 and steps < 5:
+        vals, idx = x.topk(2, dim=1)
+        best = x.sort(1, descending=True).values[:, 0]
+        total = total + vals.sum(1) + best + idx[:, 0].double() * 0.0 + x.median(1).values.abs()
+        steps += 1
+    return total, x.kthvalue(2, 1, keepdim=True), x.median()
+
+
+@pytest.mark.parametrize("a", [np.abs(X), X, TIES + 0.25])
+def test_converted_equals_eager_in_a_tensor_loop(a):
+    outs, grads = [], []
+    for f in (_sort_in_loop, d2s.jit.to_static(_sort_in_loop)):
+        x = d2s.tensor(a, requires_grad=True)
+        out = f(x)
+        (out[0].sum() + out[1].values.sum() * 2.0 + out[2] * 3.0).backward()
+        outs.append(out)
+        grads.append(x.grad.numpy())
+    (e, s) = outs
+    assert type(s[1]) is type(e[1]) is d2s.return_types.kthvalue
+    for ev, sv in zip(d2s.pytree.tree_flatten(e)[0], d2s.pytree.tree_flatten(s)[0]):
+        assert ev.dtype == sv.dtype
+        np.testing.assert_allclose(sv.numpy(), ev.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)
+
+
+def test_onnx_with_dynamic_dims(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+
+    def f(x):
+        return (x.sort(1), x.argsort(0, descending=True), x.topk(2), x.kthvalue(2, 1), x.median(1),
+                x.median(0, keepdim=True))
+
+    spec = [d2s.jit.InputSpec([None, None], "float64", name="x")]
+    path = str(tmp_path / "m.onnx")
+    d2s.onnx.export(d2s.jit.to_static(f, input_spec=spec), path, spec)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for a in (X, TIES, NAN, INF, np.abs(X[:, :4])):
+        want = [o.numpy() for o in d2s.pytree.tree_flatten(f(d2s.tensor(a)))[0]]
+        got = sess.run(None, {"x": a})
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)
+
+
+def test_mode_is_refused_by_onnx(tmp_path):
+    from d2s.onnx import ExportError
+    spec = [d2s.jit.InputSpec([3, 5], "float64")]
+    with pytest.raises(ExportError, match="counting equal values"):
+        d2s.onnx.export(d2s.jit.to_static(lambda x: x.mode(1), input_spec=spec), str(tmp_path / "m.onnx"), spec)
+
+
+def test_kernels_on_a_cupy_like_device():
+    """The kernels call only ``xp`` functions (the strict test device refuses numpy's): sorting,
+    the doubling scans of logcumsumexp and mode, unique."""
+    x = X.copy()
+    x[0, 1] = np.nan
+
+    def f(a):
+        return (a.cumprod(1), a.logcumsumexp(0), *a.sort(1, descending=True), *a.topk(2), *a.median(0),
+                a.median(), *a.kthvalue(2, 1), *d2s.floor(a * 2).mode(1), *a.max(1), a.std(1), a.argsort(0),
+                *d2s.unique(d2s.floor(a * 2), return_counts=True))
+
+    cpu = f(d2s.tensor(x))
+    strict = f(d2s.tensor(x, device="strict"))
+    for c, s in zip(cpu, strict):
+        assert s.device == "strict"
+        got = s.to("cpu").numpy()
+        assert got.dtype == c.numpy().dtype
+        np.testing.assert_allclose(got, c.numpy(), rtol=1e-12, equal_nan=True)
