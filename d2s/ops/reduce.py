@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .. import return_types
-from ..autograd.registry import grad_rule, non_differentiable, shape_only
+from ..autograd.registry import grad_rule, non_differentiable, sample_call, shape_only
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_converter, onnx_unsupported
 from ..tensor import Tensor, tensor_method
@@ -216,8 +216,12 @@ def _is_other(v):
     return isinstance(v, (Tensor, np.ndarray))
 
 
-def _max_min(kind, input, dim, keepdim, axis, keepdims, unsupported):
+def _max_min(kind, input, dim, keepdim, axis, keepdims, other, unsupported):
     A.no_extra(kind, unsupported)
+    if other is not None:
+        if dim is not None:
+            raise TypeError(f"d2s.{kind}(): give a dim or other=, not both")
+        dim = other if _is_other(other) else _as_tensor(other)
     if _is_other(dim):
         if keepdim is not False or keepdims is not None or axis is not None:
             raise TypeError(f"d2s.{kind}(input, other): takes no keepdim or dim (it is the element-wise "
@@ -228,36 +232,27 @@ def _max_min(kind, input, dim, keepdim, axis, keepdims, unsupported):
     if d is None:  # the full reduction (PyTorch takes no keepdim here; d2s keeps the dims if asked)
         return _reduce("reduce_max" if kind == "max" else "reduce_min", input, None, keep)
     x = _as_tensor(input)
-    arg = "argmax" if kind == "max" else "argmin"
-    cls = getattr(return_types, kind)
-    nd = x.ndim
-    if nd == 0:  # PyTorch takes dim 0 or -1 of a 0-d tensor: the value itself, at index 0
-        if d not in (-1, 0):
-            raise IndexError(f"d2s.{kind}(): dim {d} is out of range for a 0-d tensor (expected -1 or 0)")
-        return cls(apply("reshape", x, shape=[]), apply(arg, x, axis=None))
-    idx = apply(arg, x, axis=d, keepdims=True)
-    values = apply("gather", x, idx, axis=d % nd)  # the gradient goes to the selected element
-    if not keep:
-        values = apply("squeeze", values, axes=[d % nd])
-        idx = apply("squeeze", idx, axes=[d % nd])
-    return cls(values, idx)
+    if x.ndim == 0 and d not in (-1, 0):  # PyTorch takes dim 0 or -1 of a 0-d tensor
+        raise IndexError(f"d2s.{kind}(): dim {d} is out of range for a 0-d tensor (expected -1 or 0)")
+    values, indices = apply(f"{kind}_dim", x, axis=d, keepdims=keep)
+    return getattr(return_types, kind)(values, indices)
 
 
 @tensor_method()
-def max(input, dim=None, keepdim=False, *, axis=None, keepdims=None, **unsupported):
+def max(input, dim=None, keepdim=False, *, axis=None, keepdims=None, other=None, **unsupported):
     """As ``torch.max``: ``max(x)`` is the largest element; ``max(x, dim, keepdim=False)`` is the
     named tuple ``(values, indices)`` of the largest elements along ``dim`` (the first one where
     several are equal; NaN counts as the largest); ``max(x, other)`` with a tensor ``other`` is
-    :func:`maximum`. The gradient of ``values`` goes to the selected elements, that of ``max(x)``
+    :func:`maximum` (also ``other=``). The gradient of ``values`` goes to the selected elements, that of ``max(x)``
     is shared by all elements equal to the result (as in PyTorch)."""
-    return _max_min("max", input, dim, keepdim, axis, keepdims, unsupported)
+    return _max_min("max", input, dim, keepdim, axis, keepdims, other, unsupported)
 
 
 @tensor_method()
-def min(input, dim=None, keepdim=False, *, axis=None, keepdims=None, **unsupported):
+def min(input, dim=None, keepdim=False, *, axis=None, keepdims=None, other=None, **unsupported):
     """As ``torch.min``: the smallest element, ``(values, indices)`` along ``dim``, or
     :func:`minimum` with a tensor ``other`` (see :func:`max`)."""
-    return _max_min("min", input, dim, keepdim, axis, keepdims, unsupported)
+    return _max_min("min", input, dim, keepdim, axis, keepdims, other, unsupported)
 
 
 @tensor_method()
@@ -327,6 +322,47 @@ def _maxmin_onnx(onnx_name):
 
 onnx_converter("reduce_max")(_maxmin_onnx("ReduceMax"))
 onnx_converter("reduce_min")(_maxmin_onnx("ReduceMin"))
+
+
+@grad_rule("max_dim", "min_dim")
+def _selected_grad(ctx, g, _g_indices=None):
+    """The gradient of values selected along an axis (max/min with a dim, sort, topk, kthvalue,
+    median, mode): each goes to the element it was taken from, as PyTorch's."""
+    x, idx = ctx.inputs[0], ctx.outputs[1]
+    nd = len(_shape(x))
+    if nd == 0:
+        return (g,)
+    axis = ctx.attrs.get("axis", -1) % nd
+    if not ctx.attrs.get("keepdims", True):  # (sort and topk keep the axis)
+        g, idx = unsqueeze(g, axis), unsqueeze(idx, axis)
+    return (apply("scatter_add", zeros_like(x), idx, g, axis=axis),)
+
+
+def gather_selected(g, x, idx_kept, axis, keep, out_values, out_indices):
+    """ONNX: the values at ``idx_kept`` (the indices with ``axis`` kept) along ``axis``, and both
+    squeezed unless ``keep``, written to the op's two outputs."""
+    if keep:
+        g.node("GatherElements", [x, idx_kept], [out_values], axis=axis)
+        g.node("Identity", [idx_kept], [out_indices])
+        return
+    v = g.tmp()
+    g.node("GatherElements", [x, idx_kept], [v], axis=axis)
+    g.node("Squeeze", [v, g.const(i64([axis]))], [out_values])
+    g.node("Squeeze", [idx_kept, g.const(i64([axis]))], [out_indices])
+
+
+def _maxmin_dim_onnx(onnx_name):
+    def conv(g, op):
+        x = op.inputs[0]
+        if not g.shape(x):
+            g.node("Identity", [x], [op.outputs[0]])
+            g.node("Constant", [], [op.outputs[1]], value=g.x.numpy_helper.from_array(i64(0)))
+            return
+        axis = op.attrs["axis"] % len(g.shape(x))
+        idx = g.tmp()
+        _arg_nan_guarded(g, onnx_name, x, axis, 1, idx)
+        gather_selected(g, x, idx, axis, bool(op.attrs.get("keepdims", False)), *op.outputs)
+    return conv
 
 
 # ------------------------------------------------------------------ prod
@@ -444,6 +480,10 @@ def _arg_onnx(onnx_name):
 
 onnx_converter("argmax")(_arg_onnx("ArgMax"))
 onnx_converter("argmin")(_arg_onnx("ArgMin"))
+onnx_converter("max_dim")(_maxmin_dim_onnx("ArgMax"))
+onnx_converter("min_dim")(_maxmin_dim_onnx("ArgMin"))
+sample_call("max_dim", lambda x: max(x, 1), (3, 4))
+sample_call("min_dim", lambda x: min(x, 0, keepdim=True), (3, 4))
 
 
 # ------------------------------------------------------------------ var, std (composed)

@@ -2,8 +2,8 @@
 ``d2s_runtime/ops/sorting.py``): sort, argsort, topk, kthvalue, median, mode, and unique (eager
 only): for each op its public wrapper, its gradient rule and its ONNX converter, side by side.
 
-The primitives return int64 indices; the values are gathered with them (``gather``), so a
-value's gradient goes to the element it came from, as PyTorch's does. NaN sorts as the largest
+The primitives return ``(values, indices)``; a value's gradient goes to the element it came from
+(``_selected_grad``, shared with max/min with a dim), as PyTorch's does. NaN sorts as the largest
 value; sorts are stable. Where PyTorch's own order of equal values is an accident of its
 algorithm (``topk``, ``kthvalue`` and ``median`` indices among ties), d2s gives the stable
 order: the values are equal, the indices of ties may differ.
@@ -11,27 +11,17 @@ order: the values are equal, the indices of ties may differ.
 import numpy as np
 
 from .. import return_types
-from ..autograd.registry import non_differentiable, sample_call
+from ..autograd.registry import grad_rule, non_differentiable, sample_call
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_converter, onnx_unsupported
-from ..tensor import Tensor, tensor, tensor_method
+from ..tensor import tensor, tensor_method
 from . import _dim_args as A
-from .elementwise import eq, logical_and, logical_or, ne, where
-from .reduce import _floating, _isnan
+from .elementwise import eq, logical_and, logical_or, where
+from .reduce import _floating, _isnan, _selected_grad, gather_selected
 from ._util import _as_tensor
 
-_INDICES = "indices carry no gradient (the values are gathered with them, and gather has one)"
-non_differentiable("argsort", "topk", "select_index", "mode_index", reason=_INDICES)
-
-
-def _gathered(x, idx, axis, keep=True):
-    """``x``'s elements at ``idx`` along ``axis`` (indices of a reduced dim when ``keep`` is False)."""
-    if x.ndim == 0:
-        return apply("reshape", x, shape=[])
-    if not keep:
-        idx = apply("expand_dims", idx, axis=axis)
-    values = apply("gather", x, idx, axis=axis)
-    return values if keep else apply("squeeze", values, axes=[axis])
+non_differentiable("argsort", reason="indices carry no gradient (sort's values do)")
+grad_rule("sort", "topk", "kthvalue", "mode")(_selected_grad)
 
 
 def _axis(x, d):
@@ -52,8 +42,7 @@ def sort(input, dim=-1, descending=False, stable=False, *, axis=None, **unsuppor
     A.no_extra("sort", unsupported)
     x = _as_tensor(input)
     d = _axis(x, A.one_dim("sort", dim, axis))
-    idx = apply("argsort", x, axis=d, descending=bool(descending))
-    return return_types.sort(_gathered(x, idx, d), idx)
+    return return_types.sort(*apply("sort", x, axis=d, descending=bool(descending)))
 
 
 @tensor_method()
@@ -80,19 +69,37 @@ def _topk_input(g, x):
     return g.cast(x, "int32") if g.dtype(x) == "bool" else x
 
 
-@onnx_converter("argsort")
-def _argsort_onnx(g, op):
+def _zero_d(g, op):
+    """A 0-d input: its value (where the op has values) and index 0."""
+    if len(op.outputs) == 2:
+        g.node("Identity", [op.inputs[0]], [op.outputs[0]])
+    g.node("Constant", [], [op.outputs[-1]], value=g.x.numpy_helper.from_array(i64(0)))
+
+
+def _topk_nodes(g, x, k, axis, largest, outputs):
+    """TopK's (values, indices) into ``outputs``: equal values keep their order and NaN counts as
+    the largest, as in the kernels; a bool input goes through int32 and back."""
+    if g.dtype(x) != "bool":
+        g.node("TopK", [x, k], outputs, axis=axis, largest=largest, sorted=1)
+        return
+    v = g.tmp()
+    g.node("TopK", [_topk_input(g, x), k], [v, outputs[1]], axis=axis, largest=largest, sorted=1)
+    g.node("Cast", [v], [outputs[0]], to=g.onnx_dtype("bool"))
+
+
+@onnx_converter("sort", "argsort")
+def _sort_onnx(g, op):
     x = op.inputs[0]
     if not g.shape(x):
-        g.node("Constant", [], op.outputs, value=g.x.numpy_helper.from_array(i64(0)))
+        _zero_d(g, op)
         return
     axis = op.attrs.get("axis", -1) % len(g.shape(x))
-    # TopK over the whole dim: equal values keep their order and NaN counts as the largest, as here
-    g.node("TopK", [_topk_input(g, x), _topk_shape_onnx(g, x, axis)], [g.tmp(), op.outputs[0]], axis=axis,
-           largest=int(bool(op.attrs.get("descending", False))), sorted=1)
+    outs = list(op.outputs) if len(op.outputs) == 2 else [g.tmp(), op.outputs[0]]
+    _topk_nodes(g, x, _topk_shape_onnx(g, x, axis), axis, int(bool(op.attrs.get("descending", False))), outs)
 
 
 sample_call("argsort", argsort, (3, 5))
+sample_call("sort", lambda x: sort(x, 0, descending=True), (3, 5))
 
 
 # ------------------------------------------------------------------ topk
@@ -105,19 +112,17 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, axis=None, **unsupporte
     A.no_extra("topk", unsupported)
     x = _as_tensor(input)
     d = _axis(x, A.one_dim("topk", dim, axis))
-    idx = apply("topk", x, k=int(k), axis=d, largest=bool(largest))
-    return return_types.topk(_gathered(x, idx, d), idx)
+    return return_types.topk(*apply("topk", x, k=int(k), axis=d, largest=bool(largest)))
 
 
 @onnx_converter("topk")
 def _topk_onnx(g, op):
     x = op.inputs[0]
     if not g.shape(x):
-        g.node("Constant", [], op.outputs, value=g.x.numpy_helper.from_array(i64(0)))
+        _zero_d(g, op)
         return
     axis = op.attrs.get("axis", -1) % len(g.shape(x))
-    g.node("TopK", [_topk_input(g, x), g.const(i64([op.attrs["k"]]))], [g.tmp(), op.outputs[0]], axis=axis,
-           largest=int(bool(op.attrs.get("largest", True))), sorted=1)
+    _topk_nodes(g, x, g.const(i64([op.attrs["k"]])), axis, int(bool(op.attrs.get("largest", True))), op.outputs)
 
 
 sample_call("topk", lambda x: topk(x, 2, 0), (3, 5))
@@ -132,8 +137,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, axis=None, keepdims=None, **uns
     x = _as_tensor(input)
     d = _axis(x, A.one_dim("kthvalue", dim, axis))
     keep = A.keep("kthvalue", keepdim, keepdims)
-    idx = apply("select_index", x, axis=d, k=int(k) - 1, keepdims=keep)
-    return return_types.kthvalue(_gathered(x, idx, d, keep), idx)
+    return return_types.kthvalue(*apply("kthvalue", x, axis=d, k=int(k) - 1, keepdims=keep))
 
 
 @tensor_method()
@@ -149,13 +153,12 @@ def median(input, dim=None, keepdim=False, *, axis=None, keepdims=None, **unsupp
     if d is None:
         return _median_all(x, keep)
     d = _axis(x, d)
-    idx = apply("select_index", x, axis=d, keepdims=keep)
-    return return_types.median(_gathered(x, idx, d, keep), idx)
+    return return_types.median(*apply("kthvalue", x, axis=d, keepdims=keep))
 
 
 def _median_all(x, keep):
     flat = apply("reshape", x, shape=[-1])
-    v = _gathered(flat, apply("select_index", flat, axis=0), 0, keep=False)
+    v = apply("kthvalue", flat, axis=0)[0]
     if not _floating(flat):  # no gradient to share
         return apply("reshape", v, shape=[1] * x.ndim) if keep else v
     # PyTorch shares the gradient among the elements equal to the median (NaN ones where it is
@@ -169,49 +172,43 @@ def _median_all(x, keep):
     return apply("reshape", out, shape=[1] * x.ndim) if keep else out
 
 
-@onnx_converter("select_index")
-def _select_index_onnx(g, op):
+@onnx_converter("kthvalue")
+def _kthvalue_onnx(g, op):
     """TopK of the k + 1 smallest, then its last index (TopK's order of ties and of NaN is the
-    kernel's); for the median, k = (n - 1) // 2 and the first NaN wins."""
-    x, out = op.inputs[0], op.outputs[0]
+    kernel's); for the median, k = (n - 1) // 2 and the first NaN wins; the values gathered there."""
+    x = op.inputs[0]
     shape = g.shape(x)
-    keep = bool(op.attrs.get("keepdims", False))
     if not shape:
-        g.node("Constant", [], [out], value=g.x.numpy_helper.from_array(i64(0)))
+        _zero_d(g, op)
         return
+    keep = bool(op.attrs.get("keepdims", False))
     axis = op.attrs.get("axis", -1) % len(shape)
     k = op.attrs.get("k")
-    xs = _topk_input(g, x)
     if k is not None:
-        kk, pos = g.const(i64([k + 1])), g.const(i64(k))
+        kk, pos = g.const(i64([k + 1])), g.const(i64([k]))
     else:
-        s, n, m, pos, k1, kk = (g.tmp() for _ in range(6))
+        s, n, m, pos, kk = (g.tmp() for _ in range(5))
         g.node("Shape", [x], [s])
-        g.node("Gather", [s, g.const(i64(axis))], [n])
-        g.node("Sub", [n, g.const(i64(1))], [m])
-        g.node("Div", [m, g.const(i64(2))], [pos])
-        g.node("Add", [pos, g.const(i64(1))], [k1])
-        g.node("Reshape", [k1, g.const(i64([1]))], [kk])
+        g.node("Gather", [s, g.const(i64([axis]))], [n])
+        g.node("Sub", [n, g.const(i64([1]))], [m])
+        g.node("Div", [m, g.const(i64([2]))], [pos])
+        g.node("Add", [pos, g.const(i64([1]))], [kk])
     idx, sel = g.tmp(), g.tmp()
-    g.node("TopK", [xs, kk], [g.tmp(), idx], axis=axis, largest=0, sorted=1)
-    g.node("Gather", [idx, pos], [sel], axis=axis)
-    if keep:
-        kept = g.tmp()
-        g.node("Unsqueeze", [sel, g.const(i64([axis]))], [kept])
-        sel = kept
-    if k is not None or g.dtype(x) not in ("float32", "float64"):
-        g.node("Identity", [sel], [out])
-        return
-    isn, flag, first, anyn, anyb = (g.tmp() for _ in range(5))
-    g.node("IsNaN", [x], [isn])
-    g.node("Cast", [isn], [flag], to=g.onnx_dtype("int32"))
-    g.node("ArgMax", [flag], [first], axis=axis, keepdims=int(keep))
-    g.node("ReduceMax", [flag, g.const(i64([axis]))], [anyn], keepdims=int(keep))
-    g.node("Cast", [anyn], [anyb], to=g.onnx_dtype("bool"))
-    g.node("Where", [anyb, first, sel], [out])
+    g.node("TopK", [_topk_input(g, x), kk], [g.tmp(), idx], axis=axis, largest=0, sorted=1)
+    g.node("Gather", [idx, pos], [sel], axis=axis)  # a 1-element index keeps the axis
+    if k is None and g.dtype(x) in ("float32", "float64"):
+        isn, flag, first, anyn, anyb, guarded = (g.tmp() for _ in range(6))
+        g.node("IsNaN", [x], [isn])
+        g.node("Cast", [isn], [flag], to=g.onnx_dtype("int32"))
+        g.node("ArgMax", [flag], [first], axis=axis, keepdims=1)
+        g.node("ReduceMax", [flag, g.const(i64([axis]))], [anyn], keepdims=1)
+        g.node("Cast", [anyn], [anyb], to=g.onnx_dtype("bool"))
+        g.node("Where", [anyb, first, sel], [guarded])
+        sel = guarded
+    gather_selected(g, x, sel, axis, keep, *op.outputs)
 
 
-sample_call("select_index", lambda x: (kthvalue(x, 2), median(x, 0, keepdim=True)), (3, 5))
+sample_call("kthvalue", lambda x: (kthvalue(x, 2), median(x, 0, keepdim=True)), (3, 5))
 
 
 # ------------------------------------------------------------------ mode
@@ -223,11 +220,10 @@ def mode(input, dim=-1, keepdim=False, *, axis=None, keepdims=None, **unsupporte
     x = _as_tensor(input)
     d = _axis(x, A.one_dim("mode", dim, axis))
     keep = A.keep("mode", keepdim, keepdims)
-    idx = apply("mode_index", x, axis=d, keepdims=keep)
-    return return_types.mode(_gathered(x, idx, d, keep), idx)
+    return return_types.mode(*apply("mode", x, axis=d, keepdims=keep))
 
 
-onnx_unsupported("mode_index", reason="ONNX has no operator counting equal values along an axis")
+onnx_unsupported("mode", reason="ONNX has no operator counting equal values along an axis")
 
 
 # ------------------------------------------------------------------ unique (eager only)

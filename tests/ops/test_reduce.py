@@ -63,7 +63,7 @@ TORCH_CASES = [
     Case("max_min_inf", lambda t, x: (x.max(1), x.min(1)), INF),
     Case("max_min_int_bool_empty", lambda t, i, b, e: (i.max(), i.max(1), i.min(0), b.max(0), e.max(1)),
          I64, BOOL, EMPTY0),
-    Case("max_min_other_tensor", lambda t, x, y: (t.max(x, y), x.min(y)), X, X[::-1].copy()),
+    Case("max_min_other_tensor", lambda t, x, y: (t.max(x, y), x.min(y), t.max(x, other=y * 0)), X, X[::-1].copy()),
     Case("accuracy_idiom", lambda t, out, y: (out.max(1)[1] == y).float().mean(), LOGITS, LABELS),
     Case("accuracy_unpacked", lambda t, out, y: _unpacked_accuracy(out, y), LOGITS, LABELS),
     Case("amax_amin", lambda t, x: (x.amax(), x.amax(1), t.amin(x, dim=(0, 1)), x.amin(-1, keepdim=True),

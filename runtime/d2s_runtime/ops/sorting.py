@@ -1,16 +1,16 @@
-"""Sorting and selection along one axis: argsort, topk, the k-th smallest (and the median), the mode.
+"""Sorting and selection along one axis: sort, argsort, topk, the k-th smallest (and the median),
+the mode.
 
-Each returns int64 indices; the d2s side gathers the values with them, so a value's gradient
-flows to the element it was taken from (as PyTorch's). Orders are PyTorch's where it fixes them:
-NaN sorts as the largest value (last ascending, first descending), and sorts are stable (equal
-values keep their order, in both directions).
+Each but argsort returns ``(values, indices)``, the values taken at the indices (int64), so the
+d2s side sends a value's gradient to the element it came from (as PyTorch does). Orders are
+PyTorch's where it fixes them: NaN sorts as the largest value (last ascending, first
+descending), and sorts are stable (equal values keep their order, in both directions).
 """
 import numpy as np
 
 from ..dtypes import is_floating
-from .reduce import _one_axis, scan
+from .reduce import _one_axis, scan, select_along, selection_types
 from .registry import ShapeError, TensorType, defop
-from .rules import reduce_shape
 
 
 def _stable_argsort(xp, x, axis, descending=False):
@@ -24,20 +24,11 @@ def _stable_argsort(xp, x, axis, descending=False):
     return (n - 1) - xp.flip(rev, axis=axis)
 
 
-def _take(xp, a, k, axis, keepdims):
-    """Position ``k`` (an int, or an int array shaped like ``a`` without ``axis``) along ``axis``."""
-    if isinstance(k, int):
-        out = xp.take(a, k, axis=axis)
-    else:
-        out = xp.take_along_axis(a, xp.expand_dims(k, axis), axis=axis).squeeze(axis)
-    return xp.expand_dims(out, axis) if keepdims else out
-
-
 def _indices(xp, a):
     return xp.asarray(a, dtype="int64")
 
 
-# ------------------------------------------------------------------ argsort
+# ------------------------------------------------------------------ sort, argsort
 def _argsort_infer(x, axis=-1, descending=False):
     _one_axis("argsort", axis, x.ndim)
     return TensorType(x.shape, "int64")
@@ -46,9 +37,24 @@ def _argsort_infer(x, axis=-1, descending=False):
 @defop("argsort", _argsort_infer, fresh=True)
 def _argsort(xp, x, axis=-1, descending=False):
     """Indices that sort ``x`` along ``axis`` (stable; NaN as the largest value)."""
+    _one_axis("argsort", axis, x.ndim)
     if x.ndim == 0:
         return xp.zeros((), "int64")
     return _indices(xp, _stable_argsort(xp, x, axis, descending))
+
+
+def _sort_infer(x, axis=-1, descending=False):
+    _one_axis("sort", axis, x.ndim)
+    return TensorType(x.shape, x.dtype), TensorType(x.shape, "int64")
+
+
+@defop("sort", _sort_infer, n_out=2, fresh=True)
+def _sort(xp, x, axis=-1, descending=False):
+    """(values, indices) of ``x`` sorted along ``axis`` (stable; NaN as the largest value)."""
+    a = _one_axis("sort", axis, x.ndim)
+    if x.ndim == 0:
+        return x.copy(), xp.zeros((), "int64")
+    return select_along(xp, x, _stable_argsort(xp, x, a, descending), a, True)
 
 
 # ------------------------------------------------------------------ topk
@@ -57,93 +63,93 @@ def _topk_infer(x, k, axis=-1, largest=True):
     if type(k) is bool or not isinstance(k, int) or k < 0:
         raise ShapeError(f"topk: k must be a non-negative int, got {k!r}")
     n = x.shape[a] if x.ndim else 1
-    if n is not None and k > n:
-        raise ShapeError(f"topk: k ({k}) is larger than dimension {axis} of the input, of size {n}")
+    if n is not None and k > n or (not x.ndim and k != 1):
+        raise ShapeError(f"topk: k ({k}) is larger than dimension {axis} of the input, of size {n}"
+                         if k > n else "topk: a 0-d tensor takes k=1")
     shape = list(x.shape)
     if shape:
         shape[a] = k
-    return TensorType(shape, "int64")
+    return TensorType(shape, x.dtype), TensorType(shape, "int64")
 
 
-@defop("topk", _topk_infer, fresh=True)
+@defop("topk", _topk_infer, n_out=2, fresh=True)
 def _topk(xp, x, k, axis=-1, largest=True):
-    """Indices of the ``k`` largest (or smallest) elements along ``axis``, best first; equal
-    values in their order in ``x`` (ONNX TopK's rule), NaN as the largest value."""
+    """(values, indices) of the ``k`` largest (or smallest) elements along ``axis``, best first;
+    equal values in their order in ``x`` (ONNX TopK's rule), NaN as the largest value."""
+    a = _one_axis("topk", axis, x.ndim)
+    n = x.shape[a] if x.ndim else 1
+    if type(k) is bool or not isinstance(k, int) or not 0 <= k <= n or (not x.ndim and k != 1):
+        raise ShapeError(f"topk: k ({k!r}) must be an int from 0 to the size of dimension {axis}, {n}"
+                         + ("" if x.ndim else " (1 for a 0-d tensor)"))
     if x.ndim == 0:
-        if k > 1:
-            raise ValueError(f"topk: k ({k}) is larger than the 1 element of a 0-d tensor")
-        return xp.zeros((), "int64")
-    if k > x.shape[axis]:
-        raise ValueError(f"topk: k ({k}) is larger than dimension {axis} of the input, of size {x.shape[axis]}")
-    order = _stable_argsort(xp, x, axis, descending=largest)
+        return x.copy(), xp.zeros((), "int64")
+    order = _stable_argsort(xp, x, a, descending=largest)
     head = [slice(None)] * x.ndim
-    head[axis] = slice(0, k)
-    return _indices(xp, order[tuple(head)])
+    head[a] = slice(0, k)
+    return select_along(xp, x, order[tuple(head)], a, True)
 
 
 # ------------------------------------------------------------------ k-th smallest, median
-def _select_infer(x, axis=-1, k=None, keepdims=False):
-    a = _one_axis("kthvalue" if k is not None else "median", axis, x.ndim)
-    n = x.shape[a] if x.ndim else 1
+def _kthvalue_infer(x, axis=-1, k=None, keepdims=False):
+    op = "kthvalue" if k is not None else "median"
+    a = _one_axis(op, axis, x.ndim)
     if k is not None and (type(k) is bool or not isinstance(k, int)):
         raise ShapeError(f"kthvalue: k must be an int, got {k!r}")
-    if n is not None and k is not None and not 0 <= k < n:
+    n = x.shape[a] if x.ndim else 1
+    if n is not None and k is not None and n > 0 and not 0 <= k < n:
         raise ShapeError(f"kthvalue: k ({k + 1}) is out of range for dimension {axis} of size {n} "
                          f"(k counts from 1)")
-    if n == 0:
-        raise ShapeError(f"median: dimension {axis} has size 0 (nothing to take a median of)")
-    return TensorType(reduce_shape(x.shape, (a,) if x.ndim else (), keepdims), "int64")
+    return selection_types(op, x, axis, keepdims)
 
 
-@defop("select_index", _select_infer, fresh=True)
-def _select_index(xp, x, axis=-1, k=None, keepdims=False):
-    """Index along ``axis`` of the ``k``-th smallest element (0-based, in the stable order with NaN
-    last), or with ``k=None`` of the median (the lower middle, ``(n - 1) // 2``; a slice holding
-    NaN gives its first NaN, as PyTorch's median propagates NaN)."""
-    if x.ndim == 0:
-        if k not in (None, 0):
-            raise ValueError(f"kthvalue: k ({k + 1}) is out of range for a 0-d tensor")
-        return xp.zeros((), "int64")
-    n = x.shape[axis]
+@defop("kthvalue", _kthvalue_infer, n_out=2, fresh=True)
+def _kthvalue(xp, x, axis=-1, k=None, keepdims=False):
+    """(values, indices) of the ``k``-th smallest element along ``axis`` (0-based, in the stable
+    order with NaN last), or with ``k=None`` of the median (the lower middle, ``(n - 1) // 2``; a
+    slice holding NaN gives its first NaN, as PyTorch's median propagates NaN)."""
+    a = _one_axis("kthvalue" if k is not None else "median", axis, x.ndim)
+    n = x.shape[a] if x.ndim else 1
     pos = (n - 1) // 2 if k is None else k
-    if not 0 <= pos < n:
-        what = "median: dimension has size 0" if k is None else f"kthvalue: k ({k + 1}) is out of range for size {n}"
-        raise ValueError(what)
-    idx = _take(xp, _stable_argsort(xp, x, axis), pos, axis, keepdims)
+    if type(pos) is bool or not isinstance(pos, int) or not 0 <= pos < n:
+        raise ShapeError(f"median: dimension {axis} has size 0 (nothing to select from)" if k is None else
+                         f"kthvalue: k ({k + 1 if isinstance(k, int) else k!r}) is out of range for dimension "
+                         f"{axis} of size {n} (k counts from 1)")
+    if x.ndim == 0:
+        return x.copy(), xp.zeros((), "int64")
+    at = [slice(None)] * x.ndim
+    at[a] = slice(pos, pos + 1)
+    idx = _stable_argsort(xp, x, a)[tuple(at)]
     if k is None and is_floating(x.dtype.name):
         nan = xp.isnan(x)
-        has_nan, first_nan = nan.any(axis=axis, keepdims=keepdims), xp.argmax(nan, axis=axis, keepdims=keepdims)
-        idx = xp.where(has_nan, first_nan, idx)
-    return _indices(xp, idx)
+        idx = xp.where(nan.any(axis=a, keepdims=True), xp.argmax(nan, axis=a, keepdims=True), idx)
+    return select_along(xp, x, idx, a, keepdims)
 
 
 # ------------------------------------------------------------------ mode
 def _mode_infer(x, axis=-1, keepdims=False):
+    return selection_types("mode", x, axis, keepdims)
+
+
+@defop("mode", _mode_infer, n_out=2, fresh=True)
+def _mode(xp, x, axis=-1, keepdims=False):
+    """(values, indices) of the most frequent value along ``axis`` (the smallest of equally
+    frequent ones) at its last occurrence, as PyTorch's mode; NaNs count as different values."""
     a = _one_axis("mode", axis, x.ndim)
-    if x.ndim and x.shape[a] == 0:
-        raise ShapeError(f"mode: dimension {axis} has size 0 (no value to count)")
-    return TensorType(reduce_shape(x.shape, (a,) if x.ndim else (), keepdims), "int64")
-
-
-@defop("mode_index", _mode_infer, fresh=True)
-def _mode_index(xp, x, axis=-1, keepdims=False):
-    """Index along ``axis`` of the most frequent value (the smallest of equally frequent ones) at
-    its last occurrence, as PyTorch's mode; NaNs count as different values."""
     if x.ndim == 0:
-        return xp.zeros((), "int64")
-    n = x.shape[axis]
+        return x.copy(), xp.zeros((), "int64")
+    n = x.shape[a]
     if n == 0:
-        raise ValueError("mode: the dimension has size 0")
-    order = _stable_argsort(xp, x, axis)
-    s = xp.take_along_axis(x, order, axis=axis)
-    pos = xp.arange(n).reshape([n if d == axis % x.ndim else 1 for d in range(x.ndim)])
+        raise ShapeError(f"mode: dimension {axis} has size 0 (nothing to select from)")
+    order = _stable_argsort(xp, x, a)
+    s = xp.take_along_axis(x, order, axis=a)
+    pos = xp.arange(n).reshape([n if d == a else 1 for d in range(x.ndim)])
     head, tail = [slice(None)] * x.ndim, [slice(None)] * x.ndim
-    head[axis], tail[axis] = slice(1, None), slice(None, -1)
+    head[a], tail[a] = slice(1, None), slice(None, -1)
     new_run = xp.ones(s.shape, bool)
     new_run[tuple(head)] = s[tuple(head)] != s[tuple(tail)]
     # the running count inside each run of equal values peaks at the run's last element: the
     # first peak equal to the largest count ends the smallest most-frequent value's run
-    start = scan(xp, np.maximum, xp.where(new_run, pos, 0), axis)
+    start = scan(xp, np.maximum, xp.where(new_run, pos, 0), a)
     count = pos - start
-    last = xp.argmax(count == count.max(axis=axis, keepdims=True), axis=axis)
-    return _indices(xp, _take(xp, order, last, axis, keepdims))
+    last = xp.argmax(count == count.max(axis=a, keepdims=True), axis=a, keepdims=True)
+    return select_along(xp, x, xp.take_along_axis(order, last, axis=a), a, keepdims)

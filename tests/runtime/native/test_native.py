@@ -159,6 +159,22 @@ def test_reductions_over_axes(cache):
     check(prog, fn, cases, rtol=1e-5, atol=1e-5, exact=(5, 7, 9, 10, 11, 12, 13, 14))
 
 
+def _max_min_with_a_dim(x):
+    v, i = x.max(1)
+    w, j = (x * 2.0).min(0, keepdim=True)
+    return v, i, w, j, x.std(1), x.norm(dim=0)
+
+
+def test_max_min_with_a_dim_are_the_values_at_their_indices(cache):
+    """max_dim/min_dim lower to a reduction and an arg-reduction: the values are exactly the
+    elements at the indices (the first of ties, signed zeros included; the first NaN)."""
+    prog = build_program(_max_min_with_a_dim, InputSpec([None, 5], "float64"))
+    fn = compile_native(prog, cache)
+    cases = [(RNG.standard_normal((4, 5)),), (np.array([[0.0, -0.0, 1, np.nan, 1], [-0.0, 0.0, -1, -1, 2]]),),
+             (np.array([[-0.0, 0.0, -3.0, -0.0, -1], [0.0, -0.0, -5.0, 0.0, -2]]),)]
+    check(prog, fn, cases, rtol=1e-12, atol=1e-12, exact=(0, 1, 2, 3))
+
+
 def test_float32_sums_are_as_accurate_as_numpys(cache):
     """float32 sums accumulate in float64 (numpy: pairwise float32): over 10^5 elements the
     native sum is at least as close to the exact (float64) sum as numpy's."""
