@@ -242,9 +242,9 @@ def _max_min(kind, input, dim, keepdim, axis, keepdims, other, unsupported):
 def max(input, dim=None, keepdim=False, *, axis=None, keepdims=None, other=None, **unsupported):
     """As ``torch.max``: ``max(x)`` is the largest element; ``max(x, dim, keepdim=False)`` is the
     named tuple ``(values, indices)`` of the largest elements along ``dim`` (the first one where
-    several are equal; NaN counts as the largest); ``max(x, other)`` with a tensor ``other`` is
-    :func:`maximum` (also ``other=``). The gradient of ``values`` goes to the selected elements, that of ``max(x)``
-    is shared by all elements equal to the result (as in PyTorch)."""
+    several are equal; NaN counts as the largest); ``max(x, other)`` (or ``other=``) with a tensor
+    ``other`` is :func:`maximum`. The gradient of ``values`` goes to the selected elements, that of
+    ``max(x)`` is shared by all elements equal to the result (as in PyTorch)."""
     return _max_min("max", input, dim, keepdim, axis, keepdims, other, unsupported)
 
 

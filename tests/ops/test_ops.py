@@ -604,7 +604,8 @@ SECOND_ORDER = [
     ("softmax", lambda x: d2s.softmax(x, 1)),
     ("log_softmax", lambda x: d2s.log_softmax(x, 0)),
     ("logsumexp", lambda x: d2s.logsumexp(x, 1, keepdims=True)),
-    ("reductions", lambda x: d2s.prod(x, 1, keepdims=True) + d2s.mean(x * x, 0) + d2s.max(x * x, 1, True)),
+    ("reductions", lambda x: d2s.prod(x, 1, keepdims=True) + d2s.mean(x * x, 0) + d2s.amax(x * x, 1, True)
+     + d2s.max(x * x, 0).values),
     ("cumsum_gather", lambda x: d2s.gather(d2s.cumsum(x * x, 1), 1, np.array([[0, 2], [1, 1], [2, 0]]))),
     ("getitem", lambda x: (x * x)[d2s.tensor([0, 2, 2])][:, 1:]),
     ("shapes", lambda x: d2s.concat([x, d2s.transpose(x * x)[:3, :3]], 1)[:, :3].reshape(9) ** 2),
