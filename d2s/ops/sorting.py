@@ -27,6 +27,8 @@ grad_rule("sort", "topk", "kthvalue", "mode")(_selected_grad)
 def _axis(x, d):
     """``d`` as a non-negative axis of ``x`` (0 for a 0-d tensor, which takes 0 or -1)."""
     nd = x.ndim
+    if d is None:
+        raise TypeError("d2s: this function takes one int dim, got None")
     if not -max(nd, 1) <= d < max(nd, 1):
         raise IndexError(f"Dimension out of range (expected to be in range of [{-max(nd, 1)}, {max(nd, 1) - 1}], "
                          f"but got {d})")

@@ -62,13 +62,14 @@ TORCH_CASES = [
     Case("median_even_lower", lambda t, x: (x.median(), x.median(1).values), EVEN),
     Case("median_all_ties_share_grad", lambda t, x: x.median(), TIES),
     Case("median_nan", lambda t, x: (x.median(1), x.median()), NAN),
-    Case("median_int", lambda t, x: (x.median(), x.median(0).values), I64),
+    Case("median_kthvalue_int_float32", lambda t, i, y: (i.median(), i.median(0).values, i.kthvalue(3, 1),
+                                                         y.median(-1), y.kthvalue(2, 0, keepdim=True)), I64, X32),
     Case("median_inf", lambda t, x: (x.median(1), x.median()), INF),
     # ---------------------------------------------------------------- mode
     Case("mode", lambda t, x: (x.mode(), t.mode(x, 0), x.mode(dim=1, keepdim=True)), MODES, onnx=_MODE_ONNX),
     # (PyTorch's mode of a slice holding NaN depends on how std::sort places NaN: no rule to compare)
     Case("mode_ties", lambda t, x: (x.mode(1), x.mode(0)), TIES, onnx=_MODE_ONNX),
-    Case("mode_int", lambda t, x: (x.mode(1), x.mode(0)), I32, onnx=_MODE_ONNX),
+    Case("mode_int_bool", lambda t, x, b: (x.mode(1), x.mode(0), b.mode(1)), I32, BOOL, onnx=_MODE_ONNX),
     # ---------------------------------------------------------------- unique (eager only)
     Case("unique", lambda t, x: (t.unique(x), x.unique(return_inverse=True, return_counts=True)), I64,
          static=_EAGER),
