@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .. import return_types
-from ..autograd.registry import grad_rule, non_differentiable, sample_call, shape_only
+from ..autograd.registry import grad_rule, non_differentiable, reads_outputs, sample_call, shape_only
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_converter, onnx_unsupported
 from ..tensor import Tensor, tensor_method
@@ -336,6 +336,11 @@ def _selected_grad(ctx, g, _g_indices=None):
     if not ctx.attrs.get("keepdims", True):  # (sort and topk keep the axis)
         g, idx = unsqueeze(g, axis), unsqueeze(idx, axis)
     return (apply("scatter_add", zeros_like(x), idx, g, axis=axis),)
+
+
+for _op in ("max_dim", "min_dim"):
+    reads_outputs(_op, 1)  # the indices: the values may be written in place afterwards
+    shape_only(_op, 0)     # the input's shape only
 
 
 def gather_selected(g, x, idx_kept, axis, keep, out_values, out_indices):

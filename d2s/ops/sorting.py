@@ -11,7 +11,7 @@ order: the values are equal, the indices of ties may differ.
 import numpy as np
 
 from .. import return_types
-from ..autograd.registry import grad_rule, non_differentiable, sample_call
+from ..autograd.registry import grad_rule, non_differentiable, reads_outputs, sample_call, shape_only
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_converter, onnx_unsupported
 from ..tensor import tensor, tensor_method
@@ -22,6 +22,9 @@ from ._util import _as_tensor
 
 non_differentiable("argsort", reason="indices carry no gradient (sort's values do)")
 grad_rule("sort", "topk", "kthvalue", "mode")(_selected_grad)
+for _op in ("sort", "topk", "kthvalue", "mode"):
+    reads_outputs(_op, 1)  # the rule reads the indices and the input's shape only, as PyTorch saves them
+    shape_only(_op, 0)
 
 
 def _axis(x, d):

@@ -279,3 +279,22 @@ def test_onnx_nan_and_empty_edges_with_dynamic_dims(tmp_path):
     mean0, mean_all, mean_keep = sess.run(None, {"x": np.zeros((0, 3))})
     assert mean0.shape == (3,) and np.isnan(mean0).all() and np.isnan(mean_all) and np.isnan(mean_keep).all()
     np.testing.assert_allclose(sess.run(None, {"x": X})[1], X.mean())
+
+
+def test_values_may_be_written_in_place_the_indices_may_not():
+    """As PyTorch: the rule of max/min with a dim (and of sort, topk, ...) reads the indices and
+    the input's shape only, so writing the values or the input in place keeps backward right;
+    writing the indices is an error."""
+    for select in (lambda t: t.max(1), lambda t: t.sort(1), lambda t: t.topk(2), lambda t: t.median(1)):
+        x = d2s.tensor(X, requires_grad=True)
+        values, indices = select(x)
+        values.mul_(3.0)
+        (values * 2.0).sum().backward()
+        want = np.zeros_like(X)
+        np.put_along_axis(want, indices.numpy().reshape(3, -1), 6.0, axis=1)
+        np.testing.assert_array_equal(x.grad.numpy(), want)
+        x = d2s.tensor(X, requires_grad=True)
+        values, indices = select(x)
+        indices.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            values.sum().backward()
