@@ -299,15 +299,29 @@ def _max_pool2d_grad_grad(ctx, h):
 
 
 # ------------------------------------------------------------------ ONNX
-@onnx_converter("softmax")
-def _softmax_onnx(g, op):
-    g.node("Softmax", [g.cast(op.inputs[0], g.dtype(op.outputs[0]))], op.outputs, axis=int(op.attrs.get("axis", -1)))
+def _softmax_family_onnx(onnx_name):
+    """Softmax/LogSoftmax, and NaN for a whole slice holding NaN or +inf (d2s and PyTorch: the NaN
+    spreads through the slice's sum, inf - inf is NaN; onnxruntime's kernels give numbers there)."""
+    def conv(g, op):
+        dt, axis = g.dtype(op.outputs[0]), int(op.attrs.get("axis", -1))
+        x = g.cast(op.inputs[0], dt)
+        if not g.shape(x):  # one element: no slice to spoil
+            g.node(onnx_name, [x], op.outputs, axis=axis)
+            return
+        r, isn, isinf, bad, flag, anybad, anyb = (g.tmp() for _ in range(7))
+        g.node(onnx_name, [x], [r], axis=axis)
+        g.node("IsNaN", [x], [isn])
+        g.node("IsInf", [x], [isinf], detect_negative=0)
+        g.node("Or", [isn, isinf], [bad])
+        g.node("Cast", [bad], [flag], to=g.onnx_dtype(dt))
+        g.node("ReduceMax", [flag, g.const(i64([axis]))], [anybad], keepdims=1)
+        g.node("Cast", [anybad], [anyb], to=g.onnx_dtype("bool"))
+        g.node("Where", [anyb, g.const(np.asarray(np.nan, dtype=dt)), r], op.outputs)
+    return conv
 
 
-@onnx_converter("log_softmax")
-def _log_softmax_onnx(g, op):
-    g.node("LogSoftmax", [g.cast(op.inputs[0], g.dtype(op.outputs[0]))], op.outputs,
-           axis=int(op.attrs.get("axis", -1)))
+onnx_converter("softmax")(_softmax_family_onnx("Softmax"))
+onnx_converter("log_softmax")(_softmax_family_onnx("LogSoftmax"))
 
 
 @onnx_converter("cumsum")
