@@ -258,7 +258,8 @@ def min(input, dim=None, keepdim=False, *, axis=None, keepdims=None, other=None,
 @tensor_method()
 def amax(input, dim=(), keepdim=False, *, axis=None, keepdims=None, **unsupported):
     """Largest values over ``dim`` (an int, a tuple; ``()`` or None: all). Its gradient is shared
-    evenly by the elements equal to the maximum."""
+    evenly by the elements equal to the maximum (in a slice holding NaN, by its NaN elements, as
+    for ``max(x)``; PyTorch's amax gives NaN gradients there)."""
     A.no_extra("amax", unsupported)
     return _reduce("reduce_max", input, A.dims("amax", dim, axis), A.keep("amax", keepdim, keepdims))
 

@@ -220,7 +220,9 @@ sample_call("kthvalue", lambda x: (kthvalue(x, 2), median(x, 0, keepdim=True)), 
 @tensor_method()
 def mode(input, dim=-1, keepdim=False, *, axis=None, keepdims=None, **unsupported):
     """The named tuple ``(values, indices)`` of the most frequent value along ``dim`` (the
-    smallest of equally frequent ones) and the index of its last occurrence, as ``torch.mode``."""
+    smallest of equally frequent ones) and the index of its last occurrence, as ``torch.mode``
+    (whose index among equal values, like its answer for a slice holding NaN, depends on how its
+    unstable sort orders them past 16 elements; d2s counts NaNs as distinct and sorts them last)."""
     A.no_extra("mode", unsupported)
     x = _as_tensor(input)
     d = _axis(x, A.one_dim("mode", dim, axis))
