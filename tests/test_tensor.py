@@ -215,8 +215,11 @@ def test_methods_mirror_functions():
     t = d2s.tensor(a)
     for name in "exp log sqrt sin cos tanh sigmoid relu abs neg".split():
         np.testing.assert_allclose(getattr(t, name)().numpy(), getattr(d2s, name)(t).numpy())
-    for name in "sum mean max min prod argmax argmin".split():
+    for name in "sum mean amax amin prod argmax argmin".split():
         np.testing.assert_allclose(getattr(t, name)(axis=1).numpy(), getattr(d2s, name)(t, axis=1).numpy())
+    for name in "max min".split():  # (values, indices) with a dim
+        for got, want in zip(getattr(t, name)(1), getattr(d2s, name)(t, dim=1)):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
     np.testing.assert_allclose(t.softmax(0).numpy(), d2s.softmax(t, 0).numpy())
     np.testing.assert_allclose(t.log_softmax().numpy(), d2s.log_softmax(t).numpy())
     np.testing.assert_allclose(t.logsumexp(1).numpy(), d2s.logsumexp(t, 1).numpy())

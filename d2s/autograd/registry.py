@@ -11,6 +11,7 @@ GRAD_RULES = {}      # op name -> rule
 NONDIFF = {}         # op name -> why its outputs carry no gradient
 USES_OUTPUTS = set()  # ops whose rule reads the op's outputs (exp, tanh, ...)
 SHAPE_ONLY = {}      # op name -> positions of inputs whose values its rule never reads
+OUTPUTS_READ = {}    # op name -> positions of the outputs its rule reads (undeclared: all of them)
 SAMPLES = {}         # op name -> (public wrapper, input shapes): an example call declared with the op
 
 
@@ -37,6 +38,13 @@ def shape_only(name, *positions):
     """Declare that op ``name``'s gradient rule reads only the shape and dtype of these inputs,
     so writing to them in place after the op (``y[0] = y[0] * 3``) does not spoil backward."""
     SHAPE_ONLY[name] = frozenset(positions)
+
+
+def reads_outputs(name, *positions):
+    """Declare that op ``name``'s gradient rule reads only these of its outputs, so writing to the
+    others in place after the op (``values.mul_(2)`` after ``values, idx = x.max(1)``) does not
+    spoil backward, as in PyTorch, which saves only what the formula needs."""
+    OUTPUTS_READ[name] = frozenset(positions)
 
 
 def sample_call(name, wrapper, *shapes):

@@ -69,12 +69,25 @@ def _erf(x):
     return _ops.sign(x) * (1.0 - poly * t * _ops.exp(-(a * a)))
 
 
-def softmax(x, axis=-1, dim=None):
-    return nn_ops.softmax(x, axis=_axis(axis, dim))
+def _implicit_softmax_dim(fn, x, dim, axis):
+    """PyTorch's legacy rule when F.softmax gets no dim (0 for 0-, 1- and 3-d inputs, else 1),
+    with its warning."""
+    if dim is not None or axis is not None:
+        return dim if axis is None else axis
+    import warnings
+    warnings.warn(f"Implicit dimension choice for {fn} has been deprecated. Change the call to include dim=X "
+                  f"as an argument.", UserWarning, stacklevel=3)
+    return 0 if len(_static_shape(x)) in (0, 1, 3) else 1
 
 
-def log_softmax(x, axis=-1, dim=None):
-    return nn_ops.log_softmax(x, axis=_axis(axis, dim))
+def softmax(input, dim=None, _stacklevel=3, dtype=None, *, axis=None):
+    """Softmax along ``dim`` (as ``torch.nn.functional.softmax``; see :func:`d2s.softmax`)."""
+    return nn_ops.softmax(input, _implicit_softmax_dim("softmax", input, dim, axis), dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None, *, axis=None):
+    """Log-softmax along ``dim`` (as ``torch.nn.functional.log_softmax``)."""
+    return nn_ops.log_softmax(input, _implicit_softmax_dim("log_softmax", input, dim, axis), dtype)
 
 
 def dropout(x, p=0.5, training=True):

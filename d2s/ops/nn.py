@@ -12,7 +12,9 @@ from ..autograd.registry import grad_rule, non_differentiable, shape_only
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_converter, onnx_unsupported, promoted
 from ..tensor import Tensor, tensor, tensor_method
-from .elementwise import exp
+from .creation import zeros_like
+from . import _dim_args
+from .elementwise import cast, exp
 from .reduce import _reduce_onnx, _reduction_operands, sum
 from .indexing import gather, scatter_add  # noqa: F401  (their home before d2s.ops.indexing)
 from .shape import concat, split, stop_gradient
@@ -31,28 +33,54 @@ shape_only("log_softmax", 0)
 
 
 # ------------------------------------------------------------------ wrappers
-@tensor_method()
-def softmax(x, axis=-1):
-    """exp(x) / sum(exp(x)) along ``axis``, computed stably (the max is subtracted first)."""
-    return apply("softmax", _as_tensor(x), axis=int(axis))
+def _softmax_input(fn, x, dtype):
+    x = _as_tensor(x)
+    dt = _dim_args.dtype_name(dtype)
+    return x if dt is None or x.dtype == dt else cast(x, dt)
+
+
+def _softmax_dim(fn, dim, axis):
+    d = _dim_args.one_dim(fn, dim, axis)
+    return -1 if d is None else d
 
 
 @tensor_method()
-def log_softmax(x, axis=-1):
-    """log(softmax(x)) along ``axis``, computed stably without forming softmax."""
-    return apply("log_softmax", _as_tensor(x), axis=int(axis))
+def softmax(input, dim=None, dtype=None, *, axis=None, **unsupported):
+    """exp(x) / sum(exp(x)) along ``dim`` (default: the last), computed stably (the max is
+    subtracted first); ``dtype`` casts the input first, as in PyTorch."""
+    _dim_args.no_extra("softmax", unsupported)
+    return apply("softmax", _softmax_input("softmax", input, dtype), axis=_softmax_dim("softmax", dim, axis))
 
 
 @tensor_method()
-def logsumexp(x, axis=None, keepdims=False):
-    """log(sum(exp(x))) over ``axis`` (None: all), computed stably."""
-    return apply("logsumexp", _as_tensor(x), axes=_axes(axis), keepdims=bool(keepdims))
+def log_softmax(input, dim=None, dtype=None, *, axis=None, **unsupported):
+    """log(softmax(x)) along ``dim`` (default: the last), computed stably without forming softmax;
+    ``dtype`` casts the input first."""
+    _dim_args.no_extra("log_softmax", unsupported)
+    return apply("log_softmax", _softmax_input("log_softmax", input, dtype),
+                 axis=_softmax_dim("log_softmax", dim, axis))
 
 
 @tensor_method()
-def cumsum(x, axis):
-    """Running sum along ``axis``; bool and int32 inputs sum in int64 (as numpy does)."""
-    return apply("cumsum", _as_tensor(x), axis=int(axis))
+def logsumexp(input, dim=None, keepdim=False, *, axis=None, keepdims=None, **unsupported):
+    """log(sum(exp(x))) over ``dim`` (an int, a tuple; None: all), computed stably; integer
+    inputs give float32, as in PyTorch."""
+    _dim_args.no_extra("logsumexp", unsupported)
+    return apply("logsumexp", _as_tensor(input), axes=_dim_args.dims("logsumexp", dim, axis),
+                 keepdims=_dim_args.keep("logsumexp", keepdim, keepdims))
+
+
+@tensor_method()
+def cumsum(input, dim=None, *, dtype=None, axis=None, **unsupported):
+    """Running sum along ``dim``; bool and int32 inputs sum in int64 (as PyTorch); ``dtype``
+    casts the input first (and gives the result that dtype)."""
+    _dim_args.no_extra("cumsum", unsupported)
+    d = _dim_args.one_dim("cumsum", dim, axis)
+    if d is None:
+        raise TypeError("d2s.cumsum() missing its dim argument (the dim to run along)")
+    x = _softmax_input("cumsum", input, dtype)
+    out = apply("cumsum", x, axis=d)
+    return out if dtype is None or out.dtype == x.dtype else cast(out, x.dtype)
 
 
 def one_hot(x, num_classes=-1):
@@ -235,15 +263,29 @@ def _max_pool2d_grad_grad(ctx, h):
 
 
 # ------------------------------------------------------------------ ONNX
-@onnx_converter("softmax")
-def _softmax_onnx(g, op):
-    g.node("Softmax", [g.cast(op.inputs[0], g.dtype(op.outputs[0]))], op.outputs, axis=int(op.attrs.get("axis", -1)))
+def _softmax_family_onnx(onnx_name):
+    """Softmax/LogSoftmax, and NaN for a whole slice holding NaN or +inf (d2s and PyTorch: the NaN
+    spreads through the slice's sum, inf - inf is NaN; onnxruntime's kernels give numbers there)."""
+    def conv(g, op):
+        dt, axis = g.dtype(op.outputs[0]), int(op.attrs.get("axis", -1))
+        x = g.cast(op.inputs[0], dt)
+        if not g.shape(x):  # one element: no slice to spoil
+            g.node(onnx_name, [x], op.outputs, axis=axis)
+            return
+        r, isn, isinf, bad, flag, anybad, anyb = (g.tmp() for _ in range(7))
+        g.node(onnx_name, [x], [r], axis=axis)
+        g.node("IsNaN", [x], [isn])
+        g.node("IsInf", [x], [isinf], detect_negative=0)
+        g.node("Or", [isn, isinf], [bad])
+        g.node("Cast", [bad], [flag], to=g.onnx_dtype(dt))
+        g.node("ReduceMax", [flag, g.const(i64([axis]))], [anybad], keepdims=1)
+        g.node("Cast", [anybad], [anyb], to=g.onnx_dtype("bool"))
+        g.node("Where", [anyb, g.const(np.asarray(np.nan, dtype=dt)), r], op.outputs)
+    return conv
 
 
-@onnx_converter("log_softmax")
-def _log_softmax_onnx(g, op):
-    g.node("LogSoftmax", [g.cast(op.inputs[0], g.dtype(op.outputs[0]))], op.outputs,
-           axis=int(op.attrs.get("axis", -1)))
+onnx_converter("softmax")(_softmax_family_onnx("Softmax"))
+onnx_converter("log_softmax")(_softmax_family_onnx("LogSoftmax"))
 
 
 @onnx_converter("cumsum")

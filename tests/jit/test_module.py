@@ -224,7 +224,7 @@ class GreedyDecoder(nn.Module):
             h = self.cell(self.emb(tok), h)
             logits = self.proj(h)
             tok = logits.argmax(axis=-1)
-            score = score + logits.max(axis=-1)
+            score = score + logits.max(-1).values
             done = (tok == self.EOS).all()
             step = step + 1
         return score, h

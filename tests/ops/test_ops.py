@@ -180,7 +180,8 @@ def test_where_clip_pow_values():
 
 
 # ------------------------------------------------------------------ values: reductions
-REDUCE = [("sum", np.sum), ("mean", np.mean), ("max", np.max), ("min", np.min), ("prod", np.prod)]
+# max/min with a dim give (values, indices) as in PyTorch (tests/ops/test_reduce.py); amax/amin are numpy's max/min
+REDUCE = [("sum", np.sum), ("mean", np.mean), ("amax", np.max), ("amin", np.min), ("prod", np.prod)]
 
 
 @pytest.mark.parametrize("name,ref", REDUCE)
@@ -198,8 +199,8 @@ def test_reduction_dtypes(dtype):
     t = d2s.tensor(x)
     check(d2s.sum(t), np.sum(x, dtype=np.int64))
     check(d2s.sum(t, axis=0), np.sum(x, axis=0, dtype=np.int64))
-    check(d2s.mean(t, axis=1), np.mean(x, axis=1).astype(np.float32))
-    check(d2s.max(t, axis=1), np.max(x, axis=1))
+    check(d2s.mean(t, axis=1, dtype="float32"), np.mean(x, axis=1).astype(np.float32))
+    check(d2s.amax(t, axis=1), np.max(x, axis=1))
     check(d2s.min(t), np.min(x))
     check(d2s.prod(t, axis=0), np.prod(x, axis=0, dtype=np.int64))
 
@@ -452,7 +453,7 @@ def test_grad_clip_where():
     _gc(lambda a: d2s.where(a > 0, a, 0.0), x)
 
 
-@pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "prod", "logsumexp"])
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "amin", "prod", "logsumexp"])
 @pytest.mark.parametrize("axis,keepdims", [(None, False), (1, False), (1, True), ((0, 2), False), (-1, True)])
 def test_grad_reductions(name, axis, keepdims):
     _gc(lambda x: getattr(d2s, name)(x, axis=axis, keepdims=keepdims), pos(2, 3, 4))
@@ -603,7 +604,8 @@ SECOND_ORDER = [
     ("softmax", lambda x: d2s.softmax(x, 1)),
     ("log_softmax", lambda x: d2s.log_softmax(x, 0)),
     ("logsumexp", lambda x: d2s.logsumexp(x, 1, keepdims=True)),
-    ("reductions", lambda x: d2s.prod(x, 1, keepdims=True) + d2s.mean(x * x, 0) + d2s.max(x * x, 1, True)),
+    ("reductions", lambda x: d2s.prod(x, 1, keepdims=True) + d2s.mean(x * x, 0) + d2s.amax(x * x, 1, True)
+     + d2s.max(x * x, 0).values),
     ("cumsum_gather", lambda x: d2s.gather(d2s.cumsum(x * x, 1), 1, np.array([[0, 2], [1, 1], [2, 0]]))),
     ("getitem", lambda x: (x * x)[d2s.tensor([0, 2, 2])][:, 1:]),
     ("shapes", lambda x: d2s.concat([x, d2s.transpose(x * x)[:3, :3]], 1)[:, :3].reshape(9) ** 2),
@@ -620,7 +622,7 @@ def test_second_order_gradients(name, f):
 
 
 # ------------------------------------------------------------------ PyTorch-semantics regressions
-@pytest.mark.parametrize("fn", ["sum", "mean", "max", "min", "prod", "logsumexp"])
+@pytest.mark.parametrize("fn", ["sum", "mean", "amax", "amin", "prod", "logsumexp"])
 @pytest.mark.parametrize("axis", [0, -1])
 def test_reductions_of_0d_tensor_take_axis_0_and_minus_1(fn, axis):
     f = getattr(d2s, fn)

@@ -2,6 +2,7 @@
 from .registry import OPS, TRAITS, OpDef, ShapeError, TensorType, deflowering, defop, get_op, ops_with
 from . import elementwise, reduce, linalg, shape_ops, creation, random, indexing  # noqa: F401  (registration)
 from . import nn_ops, grad_ops  # noqa: F401  (registration)
+from . import sorting  # noqa: F401  (registration)
 from . import guard  # noqa: F401  (registration: trace guards)
 from . import tensor_list  # noqa: F401  (registration: tensor lists for loops)
 from . import debug  # noqa: F401  (registration: print and assert inside programs)

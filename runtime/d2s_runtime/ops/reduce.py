@@ -1,4 +1,7 @@
-"""Reductions over ``axes`` (None: all) with ``keepdims``."""
+"""Reductions over ``axes`` (None: all) with ``keepdims``; argmax/argmin; the running product and
+log-sum-exp along one axis (``cumprod``, ``logcumsumexp``)."""
+import numpy as np
+
 from ..dtypes import is_floating
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import norm_axes, reduce_shape
@@ -62,6 +65,56 @@ def _argmin(xp, x, axis=None, keepdims=False):
     return xp.asarray(xp.argmin(x, axis=axis, keepdims=keepdims), dtype="int64")
 
 
+# ------------------------------------------------------------------ max/min along one axis: (values, indices)
+def _one_axis(op, axis, ndim):
+    """``axis`` as a non-negative int (a 0-d tensor takes axis 0 or -1, as in PyTorch)."""
+    if type(axis) is bool or not isinstance(axis, int):
+        raise ShapeError(f"{op}: axis must be one int, got {axis!r}")
+    return norm_axes(axis, ndim, op)[0]
+
+
+def selection_types(op, x, axis, keepdims, dtype=None):
+    """(values, indices) types of a selection of one element along ``axis`` (max, kthvalue, ...);
+    a dim known to be empty has nothing to select, as PyTorch says."""
+    a = _one_axis(op, axis, x.ndim)
+    if x.ndim and x.shape[a] == 0:
+        raise ShapeError(f"{op}: dimension {axis} has size 0 (nothing to select from)")
+    shape = reduce_shape(x.shape, (a,) if x.ndim else (), keepdims)
+    return TensorType(shape, dtype or x.dtype), TensorType(shape, "int64")
+
+
+def select_along(xp, x, idx, axis, keepdims):
+    """(values, indices): ``x``'s elements at ``idx`` (shaped as ``x`` with ``axis`` of size 1)."""
+    values = xp.take_along_axis(x, idx, axis=axis)
+    if not keepdims:
+        values, idx = values.squeeze(axis), idx.squeeze(axis)
+    return values, xp.asarray(idx, dtype="int64")
+
+
+def _maxmin_dim(kind):
+    arg = getattr(np, f"arg{kind}")
+
+    def infer(x, axis, keepdims=False):
+        return selection_types(kind, x, axis, keepdims)
+
+    def kernel(xp, x, axis, keepdims=False):
+        a = _one_axis(kind, axis, x.ndim)
+        if x.ndim == 0:
+            return x.copy(), xp.zeros((), "int64")
+        if x.shape[a] == 0:
+            raise ValueError(f"{kind}: dimension {axis} has size 0 (nothing to select from)")
+        return select_along(xp, x, getattr(xp, arg.__name__)(x, axis=a, keepdims=True), a, keepdims)
+
+    defop(f"{kind}_dim", infer, n_out=2, fresh=True,
+          doc=f"(values, indices) of the {'largest' if kind == 'max' else 'smallest'} element along ``axis``: "
+              f"the first where several are equal, a NaN counting as the {kind}imum (PyTorch's max/min "
+              f"with a dim).")(kernel)
+
+
+_maxmin_dim("max")
+_maxmin_dim("min")
+
+
 # native lowerings (native/lower.py): a reduction inlines the element-wise chain it reads
 def _native_reduction(name, kind):
     def hook(e, x, axes=None, keepdims=False):
@@ -84,3 +137,70 @@ def _argmax_native(e, x, axis=None, keepdims=False):
 @deflowering("argmin", "native")
 def _argmin_native(e, x, axis=None, keepdims=False):
     return e.arg_reduce("min", x, axis, keepdims)
+
+
+def _maxmin_dim_native(kind):
+    # the native max/min keeps the earlier element on ties and the first NaN: the element at the
+    # arg-index, signed zeros included
+    def hook(e, x, axis, keepdims=False):
+        if x.ndim == 0:
+            e.unsupported("max/min of a 0-d tensor along a dim")
+        return e.reduce(kind, x, [axis], keepdims), e.arg_reduce(kind, x, axis, keepdims)
+    deflowering(f"{kind}_dim", "native")(hook)
+
+
+_maxmin_dim_native("max")
+_maxmin_dim_native("min")
+
+
+# ------------------------------------------------------------------ running products and log-sum-exps
+def scan(xp, ufunc, x, axis):
+    """``ufunc.accumulate`` along ``axis``: numpy's sequential one, else (cupy) log2(n) rounds of
+    Hillis-Steele doubling, each combining every element with the one ``2**r`` before it."""
+    if xp is np:
+        return ufunc.accumulate(x, axis=axis)
+    out = xp.array(x, copy=True)
+    n, step = x.shape[axis], 1
+    while step < n:
+        head = [slice(None)] * x.ndim
+        tail = [slice(None)] * x.ndim
+        head[axis], tail[axis] = slice(step, None), slice(None, n - step)
+        new = getattr(xp, ufunc.__name__)(out[tuple(head)], out[tuple(tail)])
+        out[tuple(head)] = new
+        step *= 2
+    return out
+
+
+def _cumprod_infer(x, axis):
+    _one_axis("cumprod", axis, x.ndim)
+    return TensorType(x.shape, _sum_dtype(x.dtype))
+
+
+@defop("cumprod", _cumprod_infer, fresh=True)
+def _cumprod(xp, x, axis):
+    """Running product along ``axis``; bool and int32 inputs multiply in int64 (as PyTorch)."""
+    dtype = _sum_dtype(x.dtype.name)
+    if x.ndim == 0:
+        return x.astype(dtype)
+    return xp.cumprod(x, axis=axis, dtype=dtype)
+
+
+def _logcumsumexp_infer(x, axis, reverse=False):
+    _one_axis("logcumsumexp", axis, x.ndim)
+    if not is_floating(x.dtype):
+        raise ShapeError(f"logcumsumexp: expected a floating point tensor, got {x.dtype} (cast it first)")
+    return TensorType(x.shape, x.dtype)
+
+
+@defop("logcumsumexp", _logcumsumexp_infer, fresh=True)
+def _logcumsumexp(xp, x, axis, reverse=False):
+    """``log(cumsum(exp(x)))`` along ``axis``, each step a stable ``logaddexp`` (an early element
+    far below a later maximum keeps its value; PyTorch's answer); ``reverse`` runs from the end
+    (the gradient of logcumsumexp)."""
+    if x.ndim == 0:
+        return x.copy()
+    if reverse:
+        x = xp.flip(x, axis=axis)
+    with np.errstate(invalid="ignore"):  # -inf + -inf steps: logaddexp gives -inf, as it should
+        out = scan(xp, np.logaddexp, x, axis)
+    return xp.flip(out, axis=axis) if reverse else out

@@ -145,8 +145,8 @@ def test_buffers_are_written_in_place_only_when_nothing_reads_them_later(cache):
 # ------------------------------------------------------------------ reductions
 def _reductions(x, b):
     h = d2s.tanh(x) * 2.0 - 0.5
-    return (h.sum(), x.sum(axis=0), x.sum(axis=1, keepdims=True), h.mean(axis=-1), x.mean(), x.max(axis=0),
-            (x * x).min(), x.max(axis=(0, 1), keepdims=True), x.prod(axis=1), (x > 0).sum(), (x > 0).any(axis=0),
+    return (h.sum(), x.sum(axis=0), x.sum(axis=1, keepdims=True), h.mean(axis=-1), x.mean(), x.amax(axis=0),
+            (x * x).min(), x.amax(axis=(0, 1), keepdims=True), x.prod(axis=1), (x > 0).sum(), (x > 0).any(axis=0),
             b.sum(), b.prod(), b.max(), (b > 1).all(), d2s.softmax(x, axis=-1), d2s.log_softmax(x * 2.0, axis=0))
 
 
@@ -157,6 +157,22 @@ def test_reductions_over_axes(cache):
     cases = [(_f32(4, 5), np.array([1, 2, -3], "int32")), (big, np.array([5, 0, 2], "int32")),
              (SPECIAL[:10].reshape(2, 5), np.array([1, 1, 1], "int32"))]
     check(prog, fn, cases, rtol=1e-5, atol=1e-5, exact=(5, 7, 9, 10, 11, 12, 13, 14))
+
+
+def _max_min_with_a_dim(x):
+    v, i = x.max(1)
+    w, j = (x * 2.0).min(0, keepdim=True)
+    return v, i, w, j, x.std(1), x.norm(dim=0)
+
+
+def test_max_min_with_a_dim_are_the_values_at_their_indices(cache):
+    """max_dim/min_dim lower to a reduction and an arg-reduction: the values are exactly the
+    elements at the indices (the first of ties, signed zeros included; the first NaN)."""
+    prog = build_program(_max_min_with_a_dim, InputSpec([None, 5], "float64"))
+    fn = compile_native(prog, cache)
+    cases = [(RNG.standard_normal((4, 5)),), (np.array([[0.0, -0.0, 1, np.nan, 1], [-0.0, 0.0, -1, -1, 2]]),),
+             (np.array([[-0.0, 0.0, -3.0, -0.0, -1], [0.0, -0.0, -5.0, 0.0, -2]]),)]
+    check(prog, fn, cases, rtol=1e-12, atol=1e-12, exact=(0, 1, 2, 3))
 
 
 def test_float32_sums_are_as_accurate_as_numpys(cache):

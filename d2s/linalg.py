@@ -1,0 +1,80 @@
+"""``d2s.linalg``: PyTorch's ``torch.linalg`` functions that d2s has.
+
+Each is a composition of d2s ops, so it runs eagerly, inside ``to_static``, in saved programs and
+in ONNX exports, with gradients. Add a function here with a docstring and a test in
+``tests/test_linalg.py``.
+"""
+from .ops import _dim_args as _A
+from .ops import reduce as _reduce
+
+__all__ = ["vector_norm", "matrix_norm", "norm"]
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, **unsupported):
+    """The vector ``ord``-norm of ``x`` over ``dim`` (an int, a tuple, or None: every element),
+    as ``torch.linalg.vector_norm``: ``sum(|x|**ord)**(1/ord)``, with ``ord`` inf (largest
+    ``|x|``), -inf (smallest), 0 (how many are non-zero); its gradient is 0 where the norm is 0.
+
+    Args:
+        x: a floating point tensor.
+        ord: a number (default 2).
+        dim: the dims to reduce; None: all.
+        keepdim: keep the reduced dims with size 1.
+        dtype: cast ``x`` to this dtype first.
+
+    Returns:
+        The norms, a tensor of ``x``'s dtype.
+    """
+    _A.no_extra("linalg.vector_norm", unsupported)
+    return _reduce._vector_norm("linalg.vector_norm", x, ord, _A.dims("linalg.vector_norm", dim), bool(keepdim), dtype)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, **unsupported):
+    """The matrix norm of ``A`` over the two dims ``dim``, as ``torch.linalg.matrix_norm``:
+    ``'fro'`` (default), 1 / -1 (largest / smallest column sum of ``|A|``), inf / -inf (row sums).
+    ``'nuc'``, 2 and -2 need singular values and raise NotImplementedError.
+
+    Args:
+        A: a floating point tensor with at least 2 dims.
+        ord: ``'fro'``, 1, -1, inf or -inf.
+        dim: the two dims holding the matrices (default the last two).
+        keepdim: keep the reduced dims with size 1.
+        dtype: cast ``A`` to this dtype first.
+
+    Returns:
+        The norms, a tensor of ``A``'s dtype.
+    """
+    _A.no_extra("linalg.matrix_norm", unsupported)
+    return _reduce._matrix_norm("linalg.matrix_norm", A, ord, list(dim), bool(keepdim), dtype)
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, **unsupported):
+    """``torch.linalg.norm``: with ``dim`` an int (or ``A`` 1-d), a vector norm; with two dims (or
+    ``A`` 2-d), a matrix norm; with neither ``ord`` nor ``dim``, the 2-norm of all elements.
+
+    Args:
+        A: a floating point tensor.
+        ord: the norm's order (see :func:`vector_norm` and :func:`matrix_norm`); None: 2 for
+            vectors, ``'fro'`` for matrices.
+        dim: an int, two ints, or None.
+        keepdim: keep the reduced dims with size 1.
+        dtype: cast ``A`` to this dtype first.
+
+    Returns:
+        The norms, a tensor of ``A``'s dtype.
+    """
+    _A.no_extra("linalg.norm", unsupported)
+    dims = _A.dims("linalg.norm", dim)
+    nd = len(getattr(A, "shape", ()))
+    if dims is None and ord is None:
+        return _reduce._vector_norm("linalg.norm", A, 2, None, bool(keepdim), dtype)
+    if dims is None:
+        if nd not in (1, 2):
+            raise RuntimeError(f"d2s.linalg.norm(): with ord={ord!r} and no dim, the input must be 1-d or 2-d "
+                               f"(got {nd} dims); give dim")
+        dims = list(range(nd))
+    if len(dims) == 1:
+        return _reduce._vector_norm("linalg.norm", A, 2 if ord is None else ord, dims, bool(keepdim), dtype)
+    if len(dims) == 2:
+        return _reduce._matrix_norm("linalg.norm", A, "fro" if ord is None else ord, dims, bool(keepdim), dtype)
+    raise RuntimeError(f"d2s.linalg.norm(): dim must be one or two ints, got {dim!r}")

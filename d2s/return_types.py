@@ -1,0 +1,29 @@
+"""PyTorch's named-tuple results (``torch.return_types``): ``max(x, dim)``, ``sort``, ``topk``, ...
+
+Each is a ``collections.namedtuple`` named as PyTorch names it, so the three ways model code reads
+one work alike, eagerly and inside ``to_static``::
+
+    values, indices = x.max(1)      # unpacking
+    pred = x.max(1)[1]              # indexing
+    pred = x.max(1).indices         # fields
+
+A converted function may return one: it comes back as the same named tuple (a saved program
+under ``d2s_runtime`` returns a plain tuple of arrays in the same order).
+"""
+from collections import namedtuple
+
+
+def _values_indices(name):
+    return namedtuple(name, ["values", "indices"], module=__name__)
+
+
+max = _values_indices("max")  # noqa: A001  (PyTorch's name)
+min = _values_indices("min")  # noqa: A001
+median = _values_indices("median")
+mode = _values_indices("mode")
+sort = _values_indices("sort")
+topk = _values_indices("topk")
+kthvalue = _values_indices("kthvalue")
+aminmax = namedtuple("aminmax", ["min", "max"], module=__name__)
+
+__all__ = ["max", "min", "median", "mode", "sort", "topk", "kthvalue", "aminmax"]
