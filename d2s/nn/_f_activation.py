@@ -17,6 +17,7 @@ import warnings
 from .. import inplace as _inplace
 from .. import ops as _ops
 from ..ops import nn as nn_ops
+from ..ops._util import _static_shape
 from ..tensor import Tensor, tensor
 
 
@@ -80,22 +81,21 @@ def prelu(input, weight):
     """``leaky_relu`` with a learned slope per channel (dim 1; one slope for all when
     ``weight`` has one element)."""
     x, w = _t(input), _t(weight)
-    n = w.shape[0] if w.ndim else 1
     if w.ndim > 1:
         raise ValueError(f"prelu: weight must be 0-d or 1-d, got shape {tuple(w.shape)}")
-    if n > 1:
-        if x.ndim < 2 and not (x.ndim == 1 and x.shape[0] == n):
-            raise ValueError(f"prelu: {n} slopes need an input with a channel dim 1, got shape {tuple(x.shape)}")
-        if x.ndim >= 2:
-            c = x.shape[1]
-            if isinstance(c, int) and c != n:
-                raise ValueError(f"prelu: weight has {n} slopes but the input has {c} channels (dim 1)")
-            w = _ops.reshape(w, [n] + [1] * (x.ndim - 2))
+    n = _static_shape(w)[0] if w.ndim else 1
+    xs = _static_shape(x)
+    c = xs[1] if len(xs) >= 2 else None
+    if n is not None and n > 1 and c is not None and c != n:
+        raise ValueError(f"prelu: weight has {n} slopes but the input has {c} channels (dim 1)")
+    if w.ndim == 1 and x.ndim >= 2:
+        w = _ops.reshape(w, [-1] + [1] * (x.ndim - 2))  # one slope per channel (dim 1), or one for all
     return _ops.where(_ops.gt(x, 0), x, w * x)
 
 
 def _elu(x, alpha=1.0, scale=1.0, input_scale=1.0):
-    neg = (_ops.exp(_ops.minimum(x, 0.0) * input_scale) - 1.0) * alpha
+    # clip, not minimum: at x == 0 minimum would split the gradient between x and 0
+    neg = (_ops.exp(_ops.clip(x, None, 0.0) * input_scale) - 1.0) * alpha
     out = _ops.where(_ops.gt(x, 0), x, neg)
     return out if scale == 1.0 else out * scale
 
@@ -132,11 +132,12 @@ def threshold(input, threshold, value, inplace=False):
 
 def _hardswish(x):
     mid = x * (x + 3.0) / 6.0
-    return _ops.where(_ops.lt(x, -3.0), _ops.zeros_like(x), _ops.where(_ops.le(x, 3.0), mid, x))
+    return _ops.where(_ops.le(x, -3.0), _ops.zeros_like(x), _ops.where(_ops.lt(x, 3.0), mid, x))
 
 
 def hardswish(input, inplace=False):
-    """``x * relu6(x + 3) / 6`` (gradient ``x/3 + 1/2`` on [-3, 3], as PyTorch)."""
+    """``x * relu6(x + 3) / 6`` (gradient 0 up to -3, ``x/3 + 1/2`` on (-3, 3), 1 from 3 on,
+    as PyTorch)."""
     return _maybe_inplace("hardswish", _hardswish, input, inplace)
 
 
@@ -263,8 +264,10 @@ def _erf(x):
 def glu(input, dim=-1):
     """``a * sigmoid(b)`` where ``a`` and ``b`` are the two halves of ``input`` along ``dim``."""
     x = _t(input)
-    n = x.shape[dim]
-    if isinstance(n, int) and n % 2:
+    n = _static_shape(x)[dim]
+    if n is None:
+        raise ValueError(f"glu: the size of dim {dim}, which is halved, must be known when the program is built")
+    if n % 2:
         raise ValueError(f"glu: halving dimension must be even, but dimension {dim} is size {n}")
     a, b = _ops.split(x, [n // 2, n // 2], axis=dim)
     return a * _ops.sigmoid(b)
