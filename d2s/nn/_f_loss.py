@@ -236,6 +236,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     axis = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, axis)
     n_classes = _static_shape(input)[axis]
+    if n_classes is None:  # known only when the program runs
+        n_classes = _ops.cast(_ops.shape(input)[axis], input.dtype)
     w_shape = [1] * input.ndim
     w_shape[axis] = -1
     cw = None if weight is None else _ops.reshape(_t(weight), w_shape)

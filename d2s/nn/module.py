@@ -240,7 +240,10 @@ class Module:
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
                             "(a d2s Tensor or None required)")
         self._forget(name, keep=self._buffers)
-        self._buffers[name] = tensor if tensor is None or isinstance(tensor, Buffer) else Buffer(tensor)
+        if tensor is not None and not isinstance(tensor, Buffer) and not (tensor.is_symbolic or tensor.requires_grad):
+            tensor = Buffer(tensor)  # shares the tensor's array
+        # (a symbolic tensor, in a module built inside a program, or one with a history stays itself)
+        self._buffers[name] = tensor
         if not persistent:
             self._non_persistent.add(name)
         else:
