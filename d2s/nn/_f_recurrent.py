@@ -15,7 +15,7 @@ from .. import ops as _ops
 from ..static.control_flow import scan
 from ._f_activation import dropout
 from ._f_linear import linear
-from ._util import as_tensor
+from ._util import _static_shape, as_tensor
 
 
 # ------------------------------------------------------------------ one step
@@ -32,17 +32,23 @@ def _act(pre, nonlinearity):
     raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
 
 
+def _hidden(w_hh, what):
+    n = _static_shape(w_hh)[1]
+    if n is None:
+        raise ValueError(f"{what}: the hidden size (weight_hh's dim 1) must be known when the program is built")
+    return n
+
+
 def gru_cell(x, h, w_ih, w_hh, b_ih=None, b_hh=None):
     """One GRU step with PyTorch's gate layout (reset, update, new) in the stacked weights:
 
     r = sigmoid(W_ir x + b_ir + W_hr h + b_hr), z = sigmoid(W_iz x + b_iz + W_hz h + b_hz),
     n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h' = (1 - z) * n + z * h.
     """
-    return _gru_gates(linear(x, w_ih, b_ih), h, w_hh, b_hh)
+    return _gru_gates(linear(x, w_ih, b_ih), h, w_hh, b_hh, _hidden(w_hh, "gru_cell"))
 
 
-def _gru_gates(gi, h, w_hh, b_hh):
-    hidden = w_hh.shape[1]
+def _gru_gates(gi, h, w_hh, b_hh, hidden):
     gh = linear(h, w_hh, b_hh)
     i_r, i_z, i_n = _ops.split(gi, [hidden] * 3, axis=-1)
     h_r, h_z, h_n = _ops.split(gh, [hidden] * 3, axis=-1)
@@ -56,11 +62,13 @@ def lstm_cell(x, hc, w_ih, w_hh, b_ih=None, b_hh=None, w_hr=None):
     """One LSTM step with PyTorch's gate layout (input, forget, cell, output): returns
     ``(h', c')``; ``w_hr`` projects ``h'`` (``proj_size``)."""
     h, c = hc
-    return _lstm_gates(linear(x, w_ih, b_ih), h, c, w_hh, b_hh, w_hr)
+    hidden = _static_shape(w_hh)[0]
+    if hidden is None:
+        raise ValueError("lstm_cell: the hidden size (weight_hh's dim 0 / 4) must be known when the program is built")
+    return _lstm_gates(linear(x, w_ih, b_ih), h, c, w_hh, b_hh, w_hr, hidden // 4)
 
 
-def _lstm_gates(gi, h, c, w_hh, b_hh, w_hr):
-    hidden = w_hh.shape[0] // 4
+def _lstm_gates(gi, h, c, w_hh, b_hh, w_hr, hidden):
     gates = gi + linear(h, w_hh, b_hh)
     i, f, g, o = _ops.split(gates, [hidden] * 4, axis=-1)
     c2 = _ops.sigmoid(f) * c + _ops.sigmoid(i) * _ops.tanh(g)
@@ -71,7 +79,7 @@ def _lstm_gates(gi, h, c, w_hh, b_hh, w_hr):
 
 
 # ------------------------------------------------------------------ a whole layer
-def _direction(mode, xw, state, w, reverse, nonlinearity, mask):
+def _direction(mode, xw, state, w, reverse, nonlinearity, mask, hidden):
     """Run one direction of one layer over time-major projected inputs ``xw`` (T, B, G*H):
     returns (outputs (T, B, H_out), final state)."""
     w_hh, b_hh, w_hr = w
@@ -80,9 +88,9 @@ def _direction(mode, xw, state, w, reverse, nonlinearity, mask):
         x_t = xs[0]
         if mode == "LSTM":
             h, c = carry
-            new = _lstm_gates(x_t, h, c, w_hh, b_hh, w_hr)
+            new = _lstm_gates(x_t, h, c, w_hh, b_hh, w_hr, hidden)
         elif mode == "GRU":
-            new = (_gru_gates(x_t, carry[0], w_hh, b_hh),)
+            new = (_gru_gates(x_t, carry[0], w_hh, b_hh, hidden),)
         else:
             new = (_act(x_t + linear(carry[0], w_hh, b_hh), nonlinearity),)
         if mask is None:
@@ -96,8 +104,8 @@ def _direction(mode, xw, state, w, reverse, nonlinearity, mask):
     return ys, final
 
 
-def recurrent(mode, x, hx, weights, num_layers, bidirectional, dropout_p, training, nonlinearity="tanh",
-              mask=None):
+def recurrent(mode, x, hx, weights, num_layers, bidirectional, dropout_p, training, hidden_size,
+              nonlinearity="tanh", mask=None):
     """A stacked (bi)directional RNN/LSTM/GRU over time-major ``x`` (T, B, I).
 
     Args:
@@ -106,6 +114,7 @@ def recurrent(mode, x, hx, weights, num_layers, bidirectional, dropout_p, traini
         weights: per layer and direction, ``(w_ih, w_hh, b_ih, b_hh, w_hr)`` (None where absent),
             in PyTorch's order (layer-major, forward direction first).
         dropout_p: dropout on every layer's output but the last, while ``training``.
+        hidden_size: the layers' hidden size (a Python int: the gates are split by it).
         mask: optional (T, B, 1) bool tensor, true where a (packed) sequence has a step.
 
     Returns:
@@ -122,7 +131,7 @@ def recurrent(mode, x, hx, weights, num_layers, bidirectional, dropout_p, traini
             w_ih, w_hh, b_ih, b_hh, w_hr = weights[k]
             xw = linear(inp, w_ih, b_ih)  # every time step's input projection in one matmul
             state = (h0[k], c0[k]) if mode == "LSTM" else (h0[k],)
-            ys, final = _direction(mode, xw, state, (w_hh, b_hh, w_hr), d == 1, nonlinearity, mask)
+            ys, final = _direction(mode, xw, state, (w_hh, b_hh, w_hr), d == 1, nonlinearity, mask, hidden_size)
             outs.append(ys)
             h_out.append(final[0])
             if mode == "LSTM":

@@ -13,7 +13,7 @@ import warnings
 from .. import ops as _ops
 from . import init
 from ._f_linear import linear
-from ._f_recurrent import _act, gru_cell, lstm_cell, recurrent, zeros_state
+from ._f_recurrent import _act, _gru_gates, _lstm_gates, recurrent, zeros_state
 from ._param import new_parameter
 from ._util import as_tensor
 from .module import Module
@@ -172,7 +172,7 @@ class RNNBase(Module):
         nonlin = "relu" if self.mode == "RNN_RELU" else "tanh"
         base = "LSTM" if lstm else ("GRU" if self.mode == "GRU" else "RNN")
         out, h_n = recurrent(base, x, hx, self._layer_weights(), self.num_layers, self.bidirectional, self.dropout,
-                             self.training, nonlin, mask)
+                             self.training, self.hidden_size, nonlin, mask)
         if packed:
             if unsorted_idx is not None:
                 h_n = tuple(h[:, unsorted_idx] for h in h_n) if lstm else h_n[:, unsorted_idx]
@@ -300,7 +300,8 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h, c), batched = self._prepare(input, hx, 2)
-        h2, c2 = lstm_cell(x, (h, c), self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        h2, c2 = _lstm_gates(linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh, None,
+                             self.hidden_size)
         return (h2, c2) if batched else (_ops.squeeze(h2, 0), _ops.squeeze(c2, 0))
 
 
@@ -312,5 +313,5 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h,), batched = self._prepare(input, hx, 1)
-        out = gru_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        out = _gru_gates(linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh, self.hidden_size)
         return out if batched else _ops.squeeze(out, 0)
