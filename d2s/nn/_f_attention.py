@@ -72,12 +72,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     Rows that may attend nowhere give zeros, as PyTorch's kernels give.
     """
     q, k, v = as_tensor(query), as_tensor(key), as_tensor(value)
-    e = known(_static_shape(q)[-1])
     if scale is None:
-        if e is None:
-            raise ValueError("scaled_dot_product_attention: the embedding dim of the query must be known when the "
-                             "program is built (or pass scale=)")
-        scale = 1.0 / math.sqrt(e)
+        e = known(_static_shape(q)[-1])
+        # (an embedding dim known only when the program runs: the factor is computed there)
+        scale = 1.0 / math.sqrt(e) if e is not None else 1.0 / _ops.sqrt(_ops.cast(_ops.shape(q)[-1], q.dtype))
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     if enable_gqa:
@@ -121,14 +119,13 @@ def _pad_last(t, n=1):
     return _ops.concat([t, _ops.zeros_like(t[..., :1]) if n == 1 else _ops.zeros_like(t[..., :n])], axis=-1)
 
 
-def _in_projection(query, key, value, w, b, separate):
-    """q, k, v projected: one packed (3E, E) weight (split the way PyTorch's
+def _in_projection(query, key, value, w, b, separate, e):
+    """q, k, v projected to width ``e``: one packed (3E, E) weight (split the way PyTorch's
     ``_in_projection_packed`` splits it), or three separate weights."""
     if separate is not None:
         wq, wk, wv = separate
-        bq, bk, bv = (None, None, None) if b is None else _ops.split(b, [wq.shape[0], wk.shape[0], wv.shape[0]], 0)
+        bq, bk, bv = (None, None, None) if b is None else _ops.split(b, [e, e, e], axis=0)
         return linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
-    e = w.shape[0] // 3
     ws = _ops.split(w, [e, e, e], axis=0)
     bs = (None, None, None) if b is None else _ops.split(b, [e, e, e], axis=0)
     if key is query and value is query:  # self-attention: one matmul
@@ -191,10 +188,13 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     key_padding_mask = _float_mask(key_padding_mask, dtype, "key_padding_mask")
 
     q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias,
-                             (q_proj_weight, k_proj_weight, v_proj_weight) if use_separate_proj_weight else None)
+                             (q_proj_weight, k_proj_weight, v_proj_weight) if use_separate_proj_weight else None,
+                             embed_dim)
+    shared_mask = False  # one (1, L, S) mask for every batch entry and head (PyTorch's size(0) == 1 test)
     if attn_mask is not None:
         if attn_mask.ndim == 2:
             attn_mask = _ops.unsqueeze(attn_mask, 0)
+            shared_mask = True
         elif attn_mask.ndim != 3:
             raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
     if bias_k is not None and bias_v is not None:
@@ -216,6 +216,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         kpm = _ops.unsqueeze(_ops.unsqueeze(key_padding_mask, 1), 1)  # (N, 1, 1, S)
         kpm = _ops.reshape(kpm + _ops.zeros((1, num_heads, 1, 1), dtype=dtype), [bh, 1, src_len])
         attn_mask = kpm if attn_mask is None else attn_mask + kpm
+        shared_mask = False
     if not training:
         dropout_p = 0.0
     if need_weights:
@@ -235,7 +236,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             out, weights = _ops.squeeze(out, 1), _ops.squeeze(weights, 0)
         return out, weights
     if attn_mask is not None:
-        if attn_mask.shape[0] == 1 and attn_mask.ndim == 3:
+        if shared_mask or _static_shape(attn_mask)[0] == 1:
             attn_mask = _ops.unsqueeze(attn_mask, 0)
         else:
             attn_mask = _ops.reshape(attn_mask, [bsz, num_heads, attn_mask.shape[-2], src_len])
