@@ -16,6 +16,7 @@ Programs saved without this meta (plain ``save_program``) keep the bare conventi
 checked against the program's own types, one array or a tuple of arrays out.
 """
 import os
+import warnings
 
 import numpy as np
 
@@ -112,6 +113,8 @@ class Signature:
                     isinstance(k, str) and isinstance(v, str) and _relative(v) for k, v in methods.items()):
                 _fail(where, "meta methods must map names to relative directories inside the model")
             self.methods = dict(methods)
+            if meta.get("training") is True:
+                _warn_training(program, where)
         else:
             self.input_names = list(program.inputs)
             self.output_names = list(program.outputs)
@@ -159,6 +162,22 @@ class Signature:
 
     def outputs(self, arrays):
         return build_outputs(self.tree, arrays)
+
+
+class TrainingModeWarning(UserWarning):
+    """A saved model that was in training mode when it was saved."""
+
+
+def _warn_training(program, where):
+    """Say so when a model saved in training mode is loaded: its layers keep their training
+    behaviour (dropout drawing new masks on every call)."""
+    from .ops import OPS
+    random = sorted({op.type for b in program.blocks for op in b.ops if op.type in OPS and OPS[op.type].random})
+    what = (f"its dropout stays active (the program draws random numbers: {', '.join(random)}), so every call "
+            "gives a different answer" if random else
+            "layers that act differently in training (dropout, batch normalization) keep their training behaviour")
+    warnings.warn(f"{where}: this model was saved in training mode: {what}. Call model.eval() before "
+                  "d2s.jit.save(...) to save its inference behaviour.", TrainingModeWarning, stacklevel=5)
 
 
 def _fmt(shape):
