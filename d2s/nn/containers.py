@@ -86,7 +86,7 @@ class Sequential(Module):
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
         mods = list(self._modules.values())
-        mods.insert(index % (n + 1) if index < 0 else index, module)
+        mods.insert(index + n if index < 0 else index, module)
         self._modules.clear()
         for i, m in enumerate(mods):
             self._modules[str(i)] = m

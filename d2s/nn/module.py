@@ -173,7 +173,10 @@ class Module:
         elif isinstance(value, Module):
             self._forget(name, keep=modules)
             modules[name] = value
-        elif name in modules and value is None:
+        elif name in modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                                "(nn.Module or None expected)")
             modules[name] = None
         elif isinstance(value, Buffer):
             self._forget(name, keep=buffers)
@@ -185,6 +188,9 @@ class Module:
             if isinstance(value, Tensor) and not value.requires_grad:
                 value = Buffer(value)
             buffers[name] = value
+        elif name in buffers and not isinstance(value, Tensor):
+            raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (a d2s Tensor or None "
+                            "expected)")
         else:
             # (a symbolic tensor over a buffer's name, while to_static builds: the build puts
             # the registry back and writes the value after each call)
@@ -454,8 +460,10 @@ class Module:
                 p.grad = Tensor._make(g._data * 0)
 
     # ------------------------------------------------------------ state
-    def _state_items(self, keep_vars=True):
-        for mod_name, mod in self.named_modules():
+    def _state_items(self):
+        # every path, as PyTorch's state_dict recursion: a module or tensor held under two names
+        # (tied weights) is saved under both
+        for mod_name, mod in self.named_modules(remove_duplicate=False):
             pre = f"{mod_name}." if mod_name else ""
             for name, p in mod._parameters.items():
                 if p is not None:
