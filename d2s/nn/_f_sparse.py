@@ -6,7 +6,7 @@ from .._state import STATE
 from ..autograd import no_grad
 from ..ops import nn as nn_ops
 from ..tensor import Tensor, tensor
-from ._util import amax
+from ._util import _static_shape, amax
 
 
 def _t(x):
@@ -53,8 +53,23 @@ def _renorm_(ids, weight, max_norm, norm_type, what):
         weight._version += 1
 
 
+def _padding(padding_idx, n, what):
+    """``padding_idx`` as a non-negative row index (``n``: the rows, None if unknown here)."""
+    if padding_idx is None:
+        return None
+    padding_idx = int(padding_idx)
+    if n is None:
+        if padding_idx < 0:
+            raise ValueError(f"{what}: a negative padding_idx needs the number of embeddings known when the program "
+                             "is built")
+        return padding_idx
+    if not -n <= padding_idx < n:
+        raise ValueError(f"{what}: padding_idx {padding_idx} must be within num_embeddings ({n})")
+    return padding_idx % n
+
+
 def _check_range(ids, n, what):
-    if not ids.is_symbolic and ids._data is not None and ids._data.size:
+    if n is not None and not ids.is_symbolic and ids._data is not None and ids._data.size:
         lo, hi = int(ids._data.min()), int(ids._data.max())
         if lo < 0 or hi >= n:
             raise IndexError(f"{what}: index out of range in self: indices must lie in [0, {n}), got values in "
@@ -73,20 +88,18 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         raise NotImplementedError("embedding: sparse=True (sparse gradients) is not supported; d2s gradients "
                                   "are dense: drop sparse=")
     ids, weight = _ids(input, "embedding"), _t(weight)
-    n = weight.shape[0]
+    n = _static_shape(weight)[0]  # None: known only when the program runs
     _check_range(ids, n, "embedding")
     if max_norm is not None:
         _renorm_(ids, weight, float(max_norm), float(norm_type), "embedding")
     out = nn_ops.embedding(ids, weight)
+    padding_idx = _padding(padding_idx, n, "embedding")
     if padding_idx is not None:
-        padding_idx = int(padding_idx)
-        if not -n <= padding_idx < n:
-            raise ValueError(f"embedding: padding_idx {padding_idx} must be within num_embeddings ({n})")
-        keep = _ops.unsqueeze(_ops.ne(ids, padding_idx % n), -1)
+        keep = _ops.unsqueeze(_ops.ne(ids, padding_idx), -1)
         out = _ops.where(keep, out, _ops.stop_gradient(out))
     if scale_grad_by_freq:
         flat = _ops.reshape(ids, [-1])
-        counts = _ops.scatter_add(_ops.zeros(n, dtype=str(weight.dtype)), 0, flat,
+        counts = _ops.scatter_add(_ops.zeros(weight.shape[0], dtype=str(weight.dtype)), 0, flat,
                                   _ops.ones_like(_ops.cast(flat, weight.dtype)))
         per_id = nn_ops.embedding(ids, _ops.unsqueeze(counts, -1))  # ids.shape + (1,)
         out = _scale_grad(out, 1.0 / per_id)
@@ -110,9 +123,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None; per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request")
     ids, weight = _ids(input, "embedding_bag"), _t(weight)
-    n = weight.shape[0]
-    if padding_idx is not None:
-        padding_idx = int(padding_idx) % n
+    padding_idx = _padding(padding_idx, _static_shape(weight)[0], "embedding_bag")
     emb = embedding(ids, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
     psw = None if per_sample_weights is None else _t(per_sample_weights)
     if ids.ndim == 2:
