@@ -20,7 +20,7 @@ bool = bool_  # d2s.bool, as in the API; Python's bool stays reachable as builti
 __version__ = "0.1.0"
 
 # Submodules and names that import lazily, so `import d2s` stays light and layers stay apart.
-_LAZY_MODULES = {"nn", "optim", "data", "jit", "static", "passes", "func", "utils", "viz", "onnx",
+_LAZY_MODULES = {"nn", "optim", "data", "jit", "static", "passes", "func", "utils", "viz", "onnx", "distributions",
                  "autograd", "transformers", "convert", "cli", "trace", "distributed", "lax"}
 _LAZY_NAMES = {
     "cond": ("d2s.static.control_flow", "cond"),
