@@ -319,5 +319,5 @@ def _regroup(blocks, flat, defs, many):
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False):
     """PyTorch's ``torch.func.functional_call``: ``module`` called with some parameters and
     buffers replaced (see :func:`d2s.nn.utils.stateless.functional_call`)."""
-    from .nn.utils.stateless import functional_call as call
+    from .nn.utils.stateless import functional_call as call  # d2s.func imports no layers until this is called
     return call(module, parameter_and_buffer_dicts, args, kwargs, tie_weights=tie_weights, strict=strict)

@@ -259,7 +259,7 @@ class Module:
         """Register ``module`` (a Module or None) as the submodule ``name``."""
         _check_name("module", name, self)
         if not isinstance(module, Module) and module is not None:
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+            raise TypeError(f"{type(module).__name__} is not a Module subclass (an nn.Module or None expected)")
         if name not in self._modules and (name in self.__dict__ or hasattr(type(self), name)):
             raise KeyError(f"attribute '{name}' already exists")
         self._forget(name, keep=self._modules)
