@@ -168,9 +168,11 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 # ------------------------------------------------------------------ classification
 def _check_class_target(op, target, n_classes, ignore_index):
     """PyTorch's IndexError for a class id outside [0, C) (that is not ignore_index), eagerly."""
-    if target.is_symbolic or target._data is None or n_classes is None:
+    # on the host only: elsewhere the check would wait for the device on every call (a target out
+    # of range there gives a NaN loss, as inside a program)
+    if target.is_symbolic or not isinstance(target._data, np.ndarray) or n_classes is None:
         return
-    t = np.asarray(target._data)
+    t = target._data
     bad = (t != ignore_index) & ((t < 0) | (t >= n_classes))
     if bad.any():
         raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
@@ -281,7 +283,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if not _same_shape("binary_cross_entropy", input, target, raise_=False):
         raise ValueError(f"Using a target size ({_static_shape(target)}) that is different to the input size "
                          f"({_static_shape(input)}) is deprecated. Please ensure they have the same size.")
-    if not input.is_symbolic and input._data is not None and input._data.size:
+    if isinstance(input._data, np.ndarray) and input._data.size:  # (on the host only: no device sync)
         lo, hi = float(input._data.min()), float(input._data.max())
         if lo < 0 or hi > 1:
             raise RuntimeError("all elements of input should be between 0 and 1 (binary_cross_entropy takes "

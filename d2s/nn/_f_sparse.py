@@ -1,5 +1,6 @@
 """Lookups of ``d2s.nn.functional``: ``embedding``, ``embedding_bag`` and ``one_hot``."""
 import numpy as np
+from d2s_runtime.device import to_host, xp_of
 
 from .. import ops as _ops
 from .._state import STATE
@@ -41,14 +42,16 @@ def _renorm_(ids, weight, max_norm, norm_type, what):
             "converted function (under d2s.no_grad()) and drop max_norm")
     with no_grad():
         w = weight._data
-        rows = np.unique(np.asarray(ids._data).reshape(-1) % w.shape[0])
+        xp = xp_of(w)
+        rows = np.unique(to_host(ids._data).reshape(-1) % w.shape[0])
+        rows = rows if xp is np else xp.asarray(rows)
         sel = w[rows]
-        a = np.abs(sel)
+        a = xp.abs(sel)
         if norm_type == float("inf"):
             norms = a.max(axis=1)
         else:
             norms = (a ** norm_type).sum(axis=1) ** (1.0 / norm_type)
-        scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
+        scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
         w[rows] = sel * scale[:, None]
         weight._version += 1
 
@@ -69,7 +72,8 @@ def _padding(padding_idx, n, what):
 
 
 def _check_range(ids, n, what):
-    if n is not None and not ids.is_symbolic and ids._data is not None and ids._data.size:
+    # on the host only: elsewhere the check would wait for the device on every lookup
+    if n is not None and isinstance(ids._data, np.ndarray) and ids._data.size:
         lo, hi = int(ids._data.min()), int(ids._data.max())
         if lo < 0 or hi >= n:
             raise IndexError(f"{what}: index out of range in self: indices must lie in [0, {n}), got values in "
