@@ -83,16 +83,36 @@ def _direction(mode, xw, state, w, reverse, nonlinearity, mask, hidden):
     """Run one direction of one layer over time-major projected inputs ``xw`` (T, B, G*H):
     returns (outputs (T, B, H_out), final state)."""
     w_hh, b_hh, w_hr = w
+    # loop invariants stay out of the scan's body: the transposed weights, and (but for a GRU,
+    # whose new gate multiplies W_hn h + b_hn by r) the hidden bias, added to every input step
+    w_hh_t = _ops.transpose(w_hh)
+    w_hr_t = None if w_hr is None else _ops.transpose(w_hr)
+    b_loop = b_hh
+    if mode != "GRU" and b_hh is not None:
+        xw, b_loop = xw + b_hh, None
+
+    def hh(h):
+        out = _ops.matmul(h, w_hh_t)
+        return out if b_loop is None else out + b_loop
 
     def step(carry, xs):
         x_t = xs[0]
         if mode == "LSTM":
             h, c = carry
-            new = _lstm_gates(x_t, h, c, w_hh, b_hh, w_hr, hidden)
+            i, f, g, o = _ops.split(x_t + hh(h), [hidden] * 4, axis=-1)
+            c2 = _ops.sigmoid(f) * c + _ops.sigmoid(i) * _ops.tanh(g)
+            h2 = _ops.sigmoid(o) * _ops.tanh(c2)
+            new = (h2 if w_hr_t is None else _ops.matmul(h2, w_hr_t), c2)
         elif mode == "GRU":
-            new = (_gru_gates(x_t, carry[0], w_hh, b_hh, hidden),)
+            h = carry[0]
+            i_r, i_z, i_n = _ops.split(x_t, [hidden] * 3, axis=-1)
+            h_r, h_z, h_n = _ops.split(hh(h), [hidden] * 3, axis=-1)
+            r = _ops.sigmoid(i_r + h_r)
+            z = _ops.sigmoid(i_z + h_z)
+            n = _ops.tanh(i_n + r * h_n)
+            new = ((1.0 - z) * n + z * h,)
         else:
-            new = (_act(x_t + linear(carry[0], w_hh, b_hh), nonlinearity),)
+            new = (_act(x_t + hh(carry[0]), nonlinearity),)
         if mask is None:
             return new, new[0]
         m = xs[1]  # (B, 1): 1 while the sequence lasts

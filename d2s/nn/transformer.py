@@ -224,7 +224,14 @@ def _get_clones(module, n):
 
 
 class TransformerEncoder(Module):
-    """``num_layers`` copies of ``encoder_layer`` (deep copies, as PyTorch), then ``norm``."""
+    """``num_layers`` copies of ``encoder_layer`` (deep copies, as PyTorch), then ``norm``.
+
+    One difference from PyTorch, at positions that ``src_key_padding_mask`` pads: PyTorch's
+    inference path (eval mode, gradients off, batch-first input, ``use_nested_tensor``) runs
+    the batch as nested tensors and returns zeros there (before ``norm``); d2s returns the
+    values computed there, as PyTorch does whenever gradients are on. A converted program is
+    the same whatever the grad mode, so d2s keeps one answer in both.
+    """
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
         super().__init__()
@@ -232,6 +239,13 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor, self.mask_check = enable_nested_tensor, mask_check
+        layer = encoder_layer
+        # PyTorch's conditions for its nested-tensor inference path (see the class docstring)
+        self.use_nested_tensor = bool(
+            enable_nested_tensor and isinstance(layer, TransformerEncoderLayer) and not layer.norm_first
+            and layer.self_attn.batch_first and layer.self_attn._qkv_same_embed_dim
+            and layer.self_attn.in_proj_bias is not None and layer.activation in (F.relu, F.gelu)
+            and layer.norm1.eps == layer.norm2.eps and layer.self_attn.num_heads % 2 == 0)
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         out = src

@@ -280,3 +280,26 @@ def test_a_pytorch_gpt_state_dict_loads_and_gives_pytorchs_outputs():
     # converted, with a dynamic batch and sequence length
     static = d2s.jit.to_static(model)
     np.testing.assert_allclose(static(d2s.tensor(ids[:, :5])).numpy(), want[:, :5], rtol=1e-4, atol=1e-5)
+
+
+def test_encoder_with_padding_gives_pytorchs_computed_values():
+    # PyTorch's no-grad inference path returns zeros at padded positions; d2s returns the values
+    # PyTorch computes with gradients on, eagerly and converted (see TransformerEncoder's docstring)
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    ref = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 2,
+                                      norm=torch.nn.LayerNorm(8)).eval()
+    m = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 2, norm=nn.LayerNorm(8)).eval()
+    assert m.use_nested_tensor
+    m.load_state_dict(ref.state_dict())
+    x = R.standard_normal((2, 4, 8)).astype(np.float32)
+    kpm = np.array([[False, False, True, True], [False, False, False, False]])
+    want = ref(torch.tensor(x), src_key_padding_mask=torch.tensor(kpm)).detach().numpy()
+    np.testing.assert_allclose(m(d2s.tensor(x), src_key_padding_mask=d2s.tensor(kpm)).numpy(), want,
+                               rtol=1e-5, atol=1e-5)
+    with d2s.no_grad():
+        got = d2s.jit.to_static(m)(d2s.tensor(x), src_key_padding_mask=d2s.tensor(kpm)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with torch.no_grad():
+        nested = ref(torch.tensor(x), src_key_padding_mask=torch.tensor(kpm)).numpy()
+    np.testing.assert_allclose(nested[~kpm], want[~kpm], rtol=1e-5, atol=1e-5)  # the same where not padded
