@@ -39,7 +39,7 @@ class Normal(Distribution):
     def rsample(self, sample_shape=()):
         """``loc + eps * scale`` with ``eps ~ N(0, 1)``: differentiable in loc and scale."""
         shape = self._static_sample_shape(sample_shape, "rsample")
-        eps = _ops.randn(*shape, dtype=str(self.loc.dtype))
+        eps = _ops.randn(*shape, dtype=str(self.loc.dtype), device=self.loc.device)
         return self.loc + eps * self.scale
 
     def log_prob(self, value):
@@ -88,7 +88,7 @@ class Uniform(Distribution):
     def rsample(self, sample_shape=()):
         """``low + u * (high - low)`` with ``u ~ U(0, 1)``: differentiable in low and high."""
         shape = self._static_sample_shape(sample_shape, "rsample")
-        u = _ops.rand(*shape, dtype=str(self.low.dtype))
+        u = _ops.rand(*shape, dtype=str(self.low.dtype), device=self.low.device)
         return self.low + u * (self.high - self.low)
 
     def _check_support(self, value):

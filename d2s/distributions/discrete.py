@@ -76,7 +76,7 @@ class Bernoulli(Distribution):
         shape = self._static_sample_shape(sample_shape, "sample")
         with no_grad():
             p = _ops.broadcast_to(self.probs, list(shape))
-            u = _ops.rand(*shape, dtype=str(p.dtype))
+            u = _ops.rand(*shape, dtype=str(p.dtype), device=p.device)
             return _ops.cast(_ops.lt(u, p), p.dtype)
 
     def log_prob(self, value):
@@ -88,8 +88,8 @@ class Bernoulli(Distribution):
         return binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
     def enumerate_support(self, expand=True):
-        values = _ops.reshape(_ops.arange(2, dtype=str(self.probs.dtype if "probs" in self.__dict__ else
-                                                          self.logits.dtype)), [2] + [1] * len(self._batch_shape))
+        p = self.__dict__.get("probs", self.__dict__.get("logits"))
+        values = _ops.reshape(_ops.arange(2, dtype=str(p.dtype), device=p.device), [2] + [1] * len(self._batch_shape))
         return _ops.broadcast_to(values, [2, *self._batch_shape]) if expand else values
 
 
@@ -134,7 +134,8 @@ class Categorical(Distribution):
 
     @property
     def mean(self):
-        return _ops.full(list(self._extended_shape()), float("nan"), dtype=str(self.probs.dtype))
+        return _ops.full(list(self._extended_shape()), float("nan"), dtype=str(self.probs.dtype),
+                         device=self.probs.device)
 
     @property
     def mode(self):
@@ -150,7 +151,7 @@ class Categorical(Distribution):
         with no_grad():
             p = self.probs
             cdf = _ops.cumsum(p, -1)
-            u = _ops.rand(*shape, 1, dtype=str(p.dtype)) * cdf[..., -1:]
+            u = _ops.rand(*shape, 1, dtype=str(p.dtype), device=p.device) * cdf[..., -1:]
             idx = _ops.sum(_ops.cast(_ops.le(cdf, u), "int64"), axis=-1)
             return _ops.clip(idx, 0, self._num_events - 1)  # rounding in the last cumulative sum
 
@@ -176,5 +177,5 @@ class Categorical(Distribution):
         return -_ops.sum(logits * self.probs, axis=-1)
 
     def enumerate_support(self, expand=True):
-        values = _ops.reshape(_ops.arange(self._num_events), [-1] + [1] * len(self._batch_shape))
+        values = _ops.reshape(_ops.arange(self._num_events, device=self.logits.device), [-1] + [1] * len(self._batch_shape))
         return _ops.broadcast_to(values, [self._num_events, *self._batch_shape]) if expand else values

@@ -13,7 +13,8 @@ def broadcast_all(*values):
     among them (float32 when there are none), as PyTorch's ``broadcast_all``."""
     tensors = [v for v in values if isinstance(v, Tensor)]
     dtype = str(tensors[0].dtype) if tensors and tensors[0].dtype.is_floating_point else "float32"
-    out = [v if isinstance(v, Tensor) else tensor(np.asarray(v, dtype=dtype)) for v in values]
+    device = tensors[0].device if tensors else None
+    out = [v if isinstance(v, Tensor) else tensor(np.asarray(v, dtype=dtype), device=device) for v in values]
     shape = _broadcast_shape(*[_static_shape(v) for v in out])
     if shape is None:  # dims known only when the program runs: broadcast by adding zeros
         common = out[0] * 0

@@ -16,7 +16,7 @@ from .. import ops as _ops
 from ..ops import nn as nn_ops
 from ._f_activation import dropout
 from ._f_linear import linear
-from ._util import _static_shape, amax, as_tensor, known
+from ._util import _static_shape, amax, as_tensor, const, known
 
 _NEG_INF = float("-inf")
 
@@ -26,7 +26,7 @@ def _causal_allowed(scores):
     top-left aligned lower triangle, as PyTorch's ``is_causal``)."""
     L, S = (known(d) for d in _static_shape(scores)[-2:])
     if L is not None and S is not None:
-        return as_tensor(np.tril(np.ones((L, S), dtype=bool)))
+        return const(np.tril(np.ones((L, S), dtype=bool)), scores)
     # dims known only when the program runs: positions counted with cumsum
     rows = _ops.cumsum(_ops.ones_like(scores[..., :, :1]), scores.ndim - 2)  # (..., L, 1)
     cols = _ops.cumsum(_ops.ones_like(scores[..., :1, :]), scores.ndim - 1)  # (..., 1, S)
@@ -51,7 +51,7 @@ def _repeat_heads(t, groups):
                          "of key and value known when the program is built")
     hk, s, e = shape[-3:]
     lead = [-1 if d is None else d for d in shape[:-3]]
-    rep = _ops.unsqueeze(t, -3) + _ops.zeros((groups, 1, 1), dtype=str(t.dtype))  # (..., Hk, g, S, E)
+    rep = _ops.unsqueeze(t, -3) + _ops.zeros((groups, 1, 1), dtype=str(t.dtype), device=t.device)  # (..., Hk, g, S, E)
     return _ops.reshape(rep, lead + [hk * groups, s, e]) if lead.count(-1) <= 1 else rep
 
 
@@ -214,7 +214,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     src_len = k.shape[1]
     if key_padding_mask is not None:
         kpm = _ops.unsqueeze(_ops.unsqueeze(key_padding_mask, 1), 1)  # (N, 1, 1, S)
-        kpm = _ops.reshape(kpm + _ops.zeros((1, num_heads, 1, 1), dtype=dtype), [bh, 1, src_len])
+        kpm = _ops.reshape(kpm + _ops.zeros((1, num_heads, 1, 1), dtype=dtype, device=kpm.device), [bh, 1, src_len])
         attn_mask = kpm if attn_mask is None else attn_mask + kpm
         shared_mask = False
     if not training:

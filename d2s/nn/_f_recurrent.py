@@ -169,4 +169,4 @@ def zeros_state(x, n, size):
     """Zeros (n, B, size) in x's dtype, with B read from time-major ``x`` (T, B, I) — also when
     B is known only when a program runs."""
     col = _ops.zeros_like(as_tensor(x)[0, :, :1])  # (B, 1): zeros even where x holds inf or nan
-    return _ops.unsqueeze(col, 0) + _ops.zeros((n, 1, size), dtype=str(x.dtype))
+    return _ops.unsqueeze(col, 0) + _ops.zeros((n, 1, size), dtype=str(x.dtype), device=col.device)

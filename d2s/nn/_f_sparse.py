@@ -103,7 +103,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         out = _ops.where(keep, out, _ops.stop_gradient(out))
     if scale_grad_by_freq:
         flat = _ops.reshape(ids, [-1])
-        counts = _ops.scatter_add(_ops.zeros(weight.shape[0], dtype=str(weight.dtype)), 0, flat,
+        counts = _ops.scatter_add(_ops.zeros(weight.shape[0], dtype=str(weight.dtype), device=weight.device), 0, flat,
                                   _ops.ones_like(_ops.cast(flat, weight.dtype)))
         per_id = nn_ops.embedding(ids, _ops.unsqueeze(counts, -1))  # ids.shape + (1,)
         out = _scale_grad(out, 1.0 / per_id)

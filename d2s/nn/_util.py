@@ -22,3 +22,9 @@ def amin(x, axis=None, keepdims=False):
 def known(d):
     """A static dim as an int, or None where it is known only when a program runs."""
     return d if isinstance(d, int) else None
+
+
+def const(value, like, dtype=None):
+    """``value`` (an array or Python data) as a tensor on ``like``'s device (a CPU tensor
+    meeting a GPU one is an error, as in PyTorch)."""
+    return tensor(value, dtype=dtype, device=like.device)

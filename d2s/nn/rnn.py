@@ -259,7 +259,7 @@ class RNNCellBase(Module):
         if not batched:
             x = _ops.unsqueeze(x, 0)
         if hx is None:
-            zero = _ops.zeros_like(x[:, :1]) + _ops.zeros(self.hidden_size, dtype=str(x.dtype))
+            zero = _ops.zeros_like(x[:, :1]) + _ops.zeros(self.hidden_size, dtype=str(x.dtype), device=x.device)
             return x, (zero,) * n_states, batched
         hs = tuple(as_tensor(h) for h in (hx if n_states > 1 else (hx,)))
         if not batched:

@@ -557,3 +557,32 @@ def test_load_state_dict_returns_named_missing_and_unexpected_keys():
     assert res.missing_keys == ["bias"] and res.unexpected_keys == ["extra"]
     missing, unexpected = res
     assert missing == ["bias"]
+
+
+def test_layers_run_on_another_device():
+    # "strict" (tests/strict_device.py) is numpy behind an array type that refuses implicit host
+    # copies, as cupy does: every constant the layers make must be made on the input's device
+    from d2s import distributions as D
+
+    def run(dev):
+        d2s.manual_seed(0)
+        lstm = nn.LSTM(3, 4, 2, bidirectional=True).to(dev)
+        enc = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0).to(dev)
+        kpm = d2s.tensor([[False, True, False], [False, False, False]]).to(dev)
+        packed = nn.utils.rnn.pack_padded_sequence(d2s.randn(5, 3, 3).to(dev), [5, 2, 3], enforce_sorted=False)
+        outs = [lstm(d2s.randn(5, 2, 3).to(dev))[0], enc(d2s.randn(3, 2, 8).to(dev), src_key_padding_mask=kpm),
+                nn.utils.rnn.pad_packed_sequence(lstm(packed)[0])[0],
+                nn.Embedding(10, 4, padding_idx=0, max_norm=1.0).to(dev)(d2s.tensor([[1, 0, 3]]).to(dev)),
+                nn.EmbeddingBag(10, 4, mode="max").to(dev)(d2s.tensor([1, 2, 3]).to(dev), d2s.tensor([0, 2]).to(dev)),
+                F.cross_entropy(d2s.randn(4, 5).to(dev), d2s.tensor([0, 1, -100, 4]).to(dev), label_smoothing=0.1),
+                F.scaled_dot_product_attention(*(d2s.randn(1, 2, 3, 4).to(dev) for _ in range(3)), is_causal=True)]
+        total = sum(o.sum() for o in outs)
+        total.backward()
+        # draws (each device has its own generator): shapes only
+        draws = [D.Normal(d2s.zeros(3).to(dev), 1.0).rsample((2,)), D.Categorical(logits=d2s.zeros(2, 3).to(dev)).sample()]
+        assert [tuple(d.shape) for d in draws] == [(2, 3), (2,)] and all(d.device == dev for d in draws)
+        return [o.cpu().numpy() for o in outs], [p.grad.cpu().numpy() for p in lstm.parameters()]
+
+    want, got = run("cpu"), run("strict")
+    for a, b in zip(want[0] + want[1], got[0] + got[1]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import ops as _ops
 from ...tensor import Tensor, tensor
-from .._util import _static_shape, as_tensor
+from .._util import _static_shape, as_tensor, const
 
 __all__ = ["PackedSequence", "pad_sequence", "unpad_sequence", "pack_padded_sequence", "pad_packed_sequence",
            "pack_sequence", "unpack_sequence"]
@@ -54,7 +54,7 @@ def _invert(perm):
     p = _ints(perm, "sorted_indices")
     inv = np.empty_like(p)
     inv[p] = np.arange(len(p))
-    return tensor(inv)
+    return const(inv, perm) if isinstance(perm, Tensor) else tensor(inv)
 
 
 def _positions(lengths):
@@ -118,13 +118,13 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     else:
         order = np.argsort(-lens, kind="stable")
         lens = lens[order]
-        x = x[:, tensor(order)]
-        sorted_indices = tensor(order)
+        sorted_indices = const(order, x)
+        x = x[:, sorted_indices]
     if len(lens) and lens[-1] <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' that "
                            "is <= 0")
     t_idx, b_idx = _positions(lens)
-    data = x[tensor(t_idx), tensor(b_idx)]
+    data = x[const(t_idx, x), const(b_idx, x)]
     batch_sizes = tensor(np.asarray([(lens > t).sum() for t in range(int(lens[0]))], dtype=np.int64))
     return PackedSequence(data, batch_sizes, sorted_indices, None)
 
@@ -149,7 +149,7 @@ def _padded(sequence, padding_value, total_length=None):
     index[t_idx, b_idx] = np.arange(rows)
     data = as_tensor(sequence.data)
     fill = _ops.full_like(_ops.zeros_like(data[:1]), padding_value)
-    return _ops.concat([data, fill], axis=0)[tensor(index)], lens
+    return _ops.concat([data, fill], axis=0)[const(index, data)], lens
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
@@ -186,11 +186,11 @@ def _unpack_for_layer(packed):
 def _mask_of(lengths, x):
     """Bool (T, B, 1): True while sequence b has a step t."""
     t_max = _static_shape(x)[0]
-    return tensor((np.arange(t_max)[:, None] < np.asarray(lengths)[None, :])[..., None])
+    return const((np.arange(t_max)[:, None] < np.asarray(lengths)[None, :])[..., None], x)
 
 
 def _pack_like(out, packed):
     """Time-major padded ``out`` packed with the layout of ``packed``."""
     t_idx, b_idx = _positions(_lengths_of(packed.batch_sizes))
-    return PackedSequence(out[tensor(t_idx), tensor(b_idx)], packed.batch_sizes, packed.sorted_indices,
+    return PackedSequence(out[const(t_idx, out), const(b_idx, out)], packed.batch_sizes, packed.sorted_indices,
                           packed.unsorted_indices)
