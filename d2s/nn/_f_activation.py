@@ -382,3 +382,23 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 def _alpha_masked(x, keep, alpha_p, a, b):
     return (x * keep + alpha_p * (1.0 - keep)) * a + b
+
+
+# ------------------------------------------------------------------ PyTorch's in-place spellings
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input, threshold, value):
+    return _threshold_fn(input, threshold, value, inplace=True)
+
+
+_threshold_fn = threshold  # (threshold_'s argument shadows the function's name)

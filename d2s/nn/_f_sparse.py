@@ -15,7 +15,7 @@ def _t(x):
 
 
 def _ids(x, what):
-    x = _t(x) if not isinstance(x, (np.ndarray, list, int)) else tensor(np.asarray(x, dtype=np.int64))
+    x = _t(x)  # Python ints and lists give int64; a float array is refused below, not truncated
     if not str(x.dtype).startswith("int"):
         raise TypeError(f"{what}: indices must be an integer tensor (int64 or int32), got {x.dtype}")
     return x

@@ -26,10 +26,11 @@ def _axis(axis, dim):
 
 # ------------------------------------------------------------------ layers' functional forms
 # (activations, linear, lookups, recurrent cells, losses, attention: one module each)
-from ._f_activation import (alpha_dropout, celu, dropout, dropout1d, dropout2d, dropout3d, elu, gelu,  # noqa: E402,F401
-                            glu, hardshrink, hardsigmoid, hardswish, hardtanh, leaky_relu, log_softmax,
-                            logsigmoid, mish, prelu, relu, relu6, relu_, selu, sigmoid, silu, softmax, softmin,
-                            softplus, softshrink, softsign, tanh, tanhshrink, threshold)
+from ._f_activation import (alpha_dropout, celu, dropout, dropout1d, dropout2d, dropout3d, elu, elu_,  # noqa: E402,F401
+                            gelu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, hardtanh_, leaky_relu,
+                            leaky_relu_, log_softmax, logsigmoid, mish, prelu, relu, relu6, relu_, selu, sigmoid,
+                            silu, softmax, softmin, softplus, softshrink, softsign, tanh, tanhshrink, threshold,
+                            threshold_)
 from ._f_linear import bilinear, linear  # noqa: E402,F401
 from ._f_loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,  # noqa: E402,F401
                       cosine_similarity, cross_entropy, gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div,

@@ -116,6 +116,15 @@ def test_inplace_on_a_leaf_that_requires_grad_is_refused():
     np.testing.assert_array_equal(x.numpy(), [1.0, 0.0])
 
 
+def test_inplace_spellings():
+    for name, args in (("relu_", ()), ("elu_", (0.5,)), ("leaky_relu_", (0.2,)), ("hardtanh_", (-0.5, 0.5)),
+                       ("threshold_", (0.1, 7.0))):
+        x = d2s.tensor(X)
+        out = getattr(F, name)(x, *args)
+        want = getattr(F, name[:-1])(d2s.tensor(X), *args)
+        assert out is x and np.array_equal(x.numpy(), want.numpy()), name
+
+
 def test_inplace_module_writes_its_input():
     x = d2s.tensor([[-1.0, 2.0]])
     y = nn.ReLU(inplace=True)(x)
