@@ -1,4 +1,5 @@
-"""Layers with weights: ``Linear``, ``LayerNorm``, ``Embedding``, and the shape-only ``Flatten``."""
+"""Layers with weights: ``Linear``, ``Embedding``, and the shape-only ``Flatten`` (``LayerNorm``
+lives with the normalization layers, ``d2s/nn/normalization.py``)."""
 import math
 
 from . import functional as F
@@ -32,29 +33,6 @@ class Linear(Module):
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
-
-
-class LayerNorm(Module):
-    """Normalize over the trailing ``normalized_shape`` dims; learnable scale (ones) and shift (zeros)."""
-
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, dtype="float32",
-                 device=None):
-        super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(int(d) for d in normalized_shape)
-        self.eps = eps
-        if elementwise_affine:
-            self.weight = init.ones_(new_parameter(self.normalized_shape, dtype, device))
-            self.bias = new_parameter(self.normalized_shape, dtype, device) if bias else None
-        else:
-            self.weight = self.bias = None
-
-    def forward(self, x):
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
-
-    def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}"
 
 
 class Embedding(Module):

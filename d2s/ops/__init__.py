@@ -21,8 +21,9 @@ public wrappers are its functions without a leading underscore; this package re-
 import inspect
 
 from . import creation, elementwise, shape as _shape_family, reduce, indexing, linalg, nn, debug
+from . import conv, pooling, norm
 
-_FAMILIES = (creation, elementwise, _shape_family, reduce, indexing, linalg, nn, debug)
+_FAMILIES = (creation, elementwise, _shape_family, reduce, indexing, linalg, conv, pooling, norm, nn, debug)
 
 
 def _public(family):
