@@ -46,6 +46,8 @@ def conv_pads(padding, kernel, dilation, stride, op):
         if padding == "valid":
             return [[0, 0]] * n
         if padding == "same":
+            if None in kernel:
+                raise ValueError(f"{op}: padding='same' needs the kernel size known when the program is built")
             return _same_pads(kernel, dilation, stride, op)
         raise ValueError(f"{op}: padding must be an int, a tuple, 'valid' or 'same', got {padding!r}")
     return [[p, p] for p in _tuple(padding, n, "padding", op)]

@@ -34,8 +34,8 @@ def pads2(padding, name="padding"):
 
 
 def conv_out(op, n, k, s, p0, p1, d):
-    """Output length of a convolution along one dim (None if ``n`` is unknown)."""
-    if n is None:
+    """Output length of a convolution along one dim (None if ``n`` or ``k`` is unknown)."""
+    if n is None or k is None:
         return None
     span = d * (k - 1) + 1
     if n + p0 + p1 < span:
@@ -125,8 +125,6 @@ def _check_conv(op, x, w, groups):
     if c is not None and cg is not None and c != cg * groups:
         raise ShapeError(f"{op}: input {fmt_shape(x.shape)} has {c} channels but weight {fmt_shape(w.shape)} "
                          f"with groups={groups} expects {cg * groups}")
-    if w.shape[2] is None or w.shape[3] is None:
-        raise ShapeError(f"{op}: the kernel size must be known, weight is {fmt_shape(w.shape)}")
     return groups
 
 
@@ -190,8 +188,8 @@ def _conv2d_grad_weight(xp, g, x, w, stride=1, padding=0, dilation=1, groups=1):
 
 # ------------------------------------------------------------------ conv_transpose2d
 def transpose_out(n, k, s, p0, p1, d, op_):
-    """Output length of a transposed convolution along one dim (None if ``n`` is unknown)."""
-    if n is None:
+    """Output length of a transposed convolution along one dim (None if ``n`` or ``k`` is unknown)."""
+    if n is None or k is None:
         return None
     return (n - 1) * s - p0 - p1 + d * (k - 1) + op_ + 1
 

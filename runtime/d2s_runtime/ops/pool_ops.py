@@ -41,7 +41,7 @@ def _pool_attrs(op, kernel_size, stride, padding, dilation=1):
     if min(kh, kw, sh, sw, dh, dw) < 1 or min(ph, pw) < 0:
         raise ShapeError(f"{op}: kernel_size, stride and dilation must be positive and padding non-negative, got "
                          f"kernel_size {kernel_size}, stride {stride}, padding {padding}, dilation {dilation}")
-    if 2 * ph > dh * (kh - 1) + 1 or 2 * pw > dw * (kw - 1) + 1:
+    if 2 * ph > kh or 2 * pw > kw:
         raise ShapeError(f"{op}: padding {padding} must be at most half the kernel size {kernel_size} "
                          "(as in PyTorch)")
     return (kh, kw), (sh, sw), (ph, pw), (dh, dw)
