@@ -74,9 +74,9 @@ def batch_norm_eval(x, running_mean, running_var, weight, bias, eps):
     shift per channel (two full-size ops)."""
     x = _as_tensor(x)
     nd = len(_shape(x))
-    scale = 1.0 / _ops.sqrt(_as_tensor(running_var) + eps)
-    if weight is not None:
-        scale = scale * _as_tensor(weight)
+    std = _ops.sqrt(_as_tensor(running_var) + eps)
+    # weight / std rather than (1 / std) * weight: onnxruntime 1.32 rejects Mul(Div(1, s), Identity(w))
+    scale = 1.0 / std if weight is None else _as_tensor(weight) / std
     shift = -_as_tensor(running_mean) * scale
     if bias is not None:
         shift = shift + _as_tensor(bias)

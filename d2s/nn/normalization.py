@@ -20,10 +20,16 @@ from ..tensor import get_default_device
 
 
 def _store(module, name, value):
-    """Write ``value`` into buffer ``name`` in place (eagerly), or as the program's update of
-    it (while a program is built: to_static writes it back after each call)."""
+    """Write ``value`` into buffer ``name`` in place (eagerly), or, while a program is built, make
+    it the program's update of the buffer: ``call_inplace`` then returns the new value, which
+    to_static writes into the buffer after each call. It shadows the buffer as an instance
+    attribute (later reads in this forward see it; to_static removes it after the build), so
+    the buffer keeps its place in the registry and the state_dict's order stays PyTorch's."""
     with no_grad():
-        setattr(module, name, call_inplace(getattr(module, name), "copy_", True, (value,), {}))
+        buf = getattr(module, name)
+        new = call_inplace(buf, "copy_", True, (value,), {})
+        if new is not buf:
+            module.__dict__[name] = new
 
 
 def _new_buffer(shape, value, dtype, device):
@@ -38,14 +44,17 @@ class _NormBase(Module):
     _expected_dims = None  # input ranks the layer accepts (batched)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
-                 dtype=None):
+                 dtype=None, *, bias=True):
         super().__init__()
         self.num_features, self.eps, self.momentum = int(num_features), eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         dtype = dtype or "float32"
         if affine:
             self.weight = new_parameter((self.num_features,), dtype, device)
-            self.bias = new_parameter((self.num_features,), dtype, device)
+            if bias:
+                self.bias = new_parameter((self.num_features,), dtype, device)
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -70,7 +79,8 @@ class _NormBase(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _check_input_dim(self, x):
         nd = x.ndim
@@ -80,7 +90,7 @@ class _NormBase(Module):
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class _BatchNorm(_NormBase):
@@ -139,8 +149,8 @@ class _InstanceNorm(_NormBase):
     _spatial = 1
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
-                 dtype=None):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, input):
         nd = input.ndim
@@ -216,14 +226,15 @@ class LayerNorm(Module):
         return FN.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
 
 
 class GroupNorm(Module):
     """Normalize over groups of ``num_channels / num_groups`` channels (and the spatial dims),
     as ``torch.nn.GroupNorm``; per-channel ``weight`` (ones) and ``bias`` (zeros) when ``affine``."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         if num_channels % num_groups:
             raise ValueError("GroupNorm: num_channels must be divisible by num_groups")
@@ -231,7 +242,10 @@ class GroupNorm(Module):
         dtype = dtype or "float32"
         if affine:
             self.weight = init.ones_(new_parameter((self.num_channels,), dtype, device))
-            self.bias = new_parameter((self.num_channels,), dtype, device)
+            if bias:
+                self.bias = new_parameter((self.num_channels,), dtype, device)
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -239,13 +253,14 @@ class GroupNorm(Module):
     def reset_parameters(self):
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def forward(self, input):
         return FN.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
 
 
 class RMSNorm(Module):

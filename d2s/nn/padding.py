@@ -26,7 +26,7 @@ class _PadNd(Module):
         return F.pad(input, list(self.padding), mode=self._mode)
 
     def extra_repr(self):
-        return f"{self.padding}, value={self.value}" if self._mode == "constant" else f"{self.padding}"
+        return f"padding={self.padding}, value={self.value}" if self._mode == "constant" else f"{self.padding}"
 
 
 class ConstantPad1d(_PadNd):
