@@ -82,19 +82,28 @@ def _cols(xp, x, groups, kh, kw, stride, pads, dil):
 
 
 def _scatter_taps(xp, dcols, out_shape, kh, kw, stride, pads, dil, ho, wo):
-    """col2im: the (N, C, H, W) sum of window columns ``dcols`` (N, C, kh, kw, Ho, Wo) placed
-    back at their input positions (the adjoint of taking the windows)."""
+    """col2im: the (N, C, H, W) sum of window columns ``dcols`` (C, kh, kw, N, Ho, Wo) placed
+    back at their input positions (the adjoint of taking the windows). The taps accumulate in a
+    (C, N, Hp, Wp) buffer, the layout the columns come in, so each tap's add streams through
+    both arrays; one transpose at the end gives NCHW."""
     (sh, sw), (ph, pw), (dh, dw) = stride, pads, dil
     n, c, h, w = out_shape
     hp, wp = h + ph[0] + ph[1], w + pw[0] + pw[1]
     # rows the windows reach; a transposed convolution's output_padding may add more
     hp_need = max(hp, (ho - 1) * sh + (kh - 1) * dh + 1)
     wp_need = max(wp, (wo - 1) * sw + (kw - 1) * dw + 1)
-    dx = xp.zeros((n, c, hp_need, wp_need), dtype=dcols.dtype)
+    dx = xp.zeros((c, n, hp_need, wp_need), dtype=dcols.dtype)
     for i in range(kh):
         for j in range(kw):
-            dx[:, :, i * dh:i * dh + (ho - 1) * sh + 1:sh, j * dw:j * dw + (wo - 1) * sw + 1:sw] += dcols[:, :, i, j]
-    return dx[:, :, ph[0]:ph[0] + h, pw[0]:pw[0] + w]
+            dx[:, :, i * dh:i * dh + (ho - 1) * sh + 1:sh, j * dw:j * dw + (wo - 1) * sw + 1:sw] += dcols[:, i, j]
+    return xp.ascontiguousarray(dx[:, :, ph[0]:ph[0] + h, pw[0]:pw[0] + w].transpose(1, 0, 2, 3))
+
+
+def _matmul_groups(xp, a, b):
+    """``a @ b`` over a leading group axis; one group is a plain 2-d product (numpy's faster path)."""
+    if a.shape[0] == 1:
+        return xp.matmul(a[0], b[0])[None]
+    return xp.matmul(a, b)
 
 
 def _transpose_conv(xp, g, w, out_hw, groups, stride, pads, dil):
@@ -103,10 +112,20 @@ def _transpose_conv(xp, g, w, out_hw, groups, stride, pads, dil):
     n, o, ho, wo = g.shape
     _, cg, kh, kw = w.shape
     og = o // groups
+    (sh, sw), (ph, pw), (dh, dw) = stride, pads, dil
+    full = (dh * (kh - 1) - ph[0], dh * (kh - 1) - ph[1], dw * (kw - 1) - pw[0], dw * (kw - 1) - pw[1])
+    if (sh, sw) == (1, 1) and min(full) >= 0 and ho * wo >= 16 and \
+            (ho + full[0] + full[1] - dh * (kh - 1), wo + full[2] + full[3] - dw * (kw - 1)) == tuple(out_hw):
+        # stride 1: the adjoint is the full correlation of g with the flipped kernel, which is
+        # one more im2col + GEMM; it streams memory better than scattering taps (not for tiny
+        # images, whose padded columns outgrow the scatter)
+        wf = w.reshape(groups, og, cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1].reshape(groups * cg, og, kh, kw)
+        return _conv2d(xp, g, xp.ascontiguousarray(wf), stride=1, padding=((full[0], full[1]), (full[2], full[3])),
+                       dilation=(dh, dw), groups=groups)
     gm = g.reshape(n, groups, og, ho * wo).transpose(1, 2, 0, 3).reshape(groups, og, n * ho * wo)
     wm = w.reshape(groups, og, cg * kh * kw)
-    dcols = xp.matmul(wm.transpose(0, 2, 1), gm)  # (G, Cg*kh*kw, N*Ho*Wo): one GEMM per group
-    dcols = dcols.reshape(groups * cg, kh, kw, n, ho, wo).transpose(3, 0, 1, 2, 4, 5)
+    dcols = _matmul_groups(xp, wm.transpose(0, 2, 1), gm)  # (G, Cg*kh*kw, N*Ho*Wo): one GEMM per group
+    dcols = dcols.reshape(groups * cg, kh, kw, n, ho, wo)
     return _scatter_taps(xp, dcols, (n, groups * cg) + tuple(out_hw), kh, kw, stride, pads, dil, ho, wo)
 
 
@@ -151,7 +170,7 @@ def _conv2d(xp, x, w, stride=1, padding=0, dilation=1, groups=1):
     o, _, kh, kw = w.shape
     n = x.shape[0]
     cols, ho, wo = _cols(xp, x, groups, kh, kw, stride, pads, dil)
-    out = xp.matmul(w.reshape(groups, o // groups, -1), cols)  # (G, O/G, N*Ho*Wo)
+    out = _matmul_groups(xp, w.reshape(groups, o // groups, -1), cols)  # (G, O/G, N*Ho*Wo)
     out = out.reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
     return xp.ascontiguousarray(out)
 
@@ -182,7 +201,7 @@ def _conv2d_grad_weight(xp, g, x, w, stride=1, padding=0, dilation=1, groups=1):
     cols, ho, wo = _cols(xp, x.astype(g.dtype, copy=False), groups, kh, kw, stride, pads, dil)
     g = g[:, :, :ho, :wo]
     gm = g.reshape(n, groups, o // groups, ho * wo).transpose(1, 2, 0, 3).reshape(groups, o // groups, n * ho * wo)
-    gw = xp.matmul(gm, cols.transpose(0, 2, 1))  # (G, O/G, Cg*kh*kw): one GEMM per group
+    gw = _matmul_groups(xp, gm, cols.transpose(0, 2, 1))  # (G, O/G, Cg*kh*kw): one GEMM per group
     return gw.reshape(o, cg, kh, kw)
 
 
@@ -291,4 +310,5 @@ def _col2im(xp, x, output_size, kernel_size, stride=1, padding=0, dilation=1):
     oh, ow, ho, wo = _fold_blocks("fold", output_size, kh, kw, stride, pads, dil)
     n, ck = x.shape[:2]
     c = ck // (kh * kw)
-    return _scatter_taps(xp, x.reshape(n, c, kh, kw, ho, wo), (n, c, oh, ow), kh, kw, stride, pads, dil, ho, wo)
+    cols = x.reshape(n, c, kh, kw, ho, wo).transpose(1, 2, 3, 0, 4, 5)
+    return _scatter_taps(xp, cols, (n, c, oh, ow), kh, kw, stride, pads, dil, ho, wo)
