@@ -31,6 +31,13 @@ def d32(*shape):
     return distinct(*shape).astype("float32")
 
 
+def _with_nans():
+    """Ties and NaNs (two in one window: PyTorch's gradient and index go to the last NaN)."""
+    x = np.round(R.standard_normal((2, 3, 7, 6)) * 2).astype("float32")
+    x[0, 0, 2, 2] = x[1, 1, 3, 3] = x[1, 1, 3, 4] = np.nan
+    return x
+
+
 def F(t):
     return t.nn.functional
 
@@ -56,6 +63,8 @@ TORCH_CASES = [
     Case("max_pool2d_indices", maxpool(3, 2, 1, ceil_mode=True, return_indices=True), distinct(2, 2, 7, 6)),
     Case("max_pool2d_unbatched", maxpool(2, 1), distinct(2, 5, 4)),
     Case("max_pool2d_float32_ties", maxpool(2), np.round(rn(2, 2, 6, 6)).astype("float32")),
+    Case("max_pool2d_nan_windows", maxpool(3, 2, 1, ceil_mode=True, return_indices=True), _with_nans(),
+         onnx="onnxruntime's MaxPool does not propagate NaN as PyTorch does"),
     Case("max_pool1d", lambda t, x: F(t).max_pool1d(x, 3, 2, 1, ceil_mode=True), distinct(2, 3, 10)),
     Case("max_pool1d_indices", lambda t, x: F(t).max_pool1d(x, 2, return_indices=True), distinct(2, 2, 9)),
     Case("avg_pool2d_2", avgpool(2), r32(2, 3, 6, 6)),

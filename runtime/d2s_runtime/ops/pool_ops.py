@@ -107,19 +107,26 @@ def _max_pool2d(xp, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mod
 
 
 def _argmax_taps(xp, x, k, s, p, d, outs):
-    """(out, winning tap per output): ties go to the first tap in row-major order and a NaN
-    wins over numbers (the last NaN), as PyTorch's CPU kernel picks them."""
+    """(out, winning tap per output (int32)): ties go to the first tap in row-major order and
+    a NaN wins over numbers (the last NaN), as PyTorch's CPU kernel picks them. Every step
+    writes into buffers made once (no array allocated per tap)."""
     xpad = _padded(xp, x, p, outs, k, s, d, _lowest(x.dtype))
-    best = arg = None
-    for i, j, v in _taps(xp, xpad, k, s, d, outs):
+    best = arg = better = nan = cur = None
+    for i, j, tap in _taps(xp, xpad, k, s, d, outs):
         if best is None:
-            best, arg = v.copy(), xp.zeros(v.shape, dtype="int64")
+            best, arg = tap.copy(), xp.zeros(tap.shape, dtype="int32")
+            better, nan, cur = xp.empty(tap.shape, dtype=bool), xp.empty(tap.shape, dtype=bool), xp.empty_like(best)
             continue
-        better = v > best
+        # one contiguous copy of the strided tap: numpy's isnan and masked copies are many
+        # times slower on strided views than this copy
+        xp.copyto(cur, tap)
+        v = cur
+        xp.greater(v, best, out=better)
         if x.dtype.kind == "f":  # PyTorch: ``if (val > maxval || isnan(val))``
-            better |= xp.isnan(v)
-        best = xp.where(better, v, best)
-        arg = xp.where(better, i * k[1] + j, arg)
+            xp.isnan(v, out=nan)
+            xp.logical_or(better, nan, out=better)
+        xp.copyto(best, v, where=better)
+        xp.copyto(arg, i * k[1] + j, where=better)
     return best, arg
 
 
@@ -129,12 +136,43 @@ def _max_pool2d_grad_infer(g, x, kernel_size, stride=None, padding=0, dilation=1
 
 @defop("max_pool2d_grad", _max_pool2d_grad_infer)
 def _max_pool2d_grad(xp, g, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    """d max_pool2d / d x: each window's gradient goes to its (first) maximum."""
+    """d max_pool2d / d x: each window's gradient goes to its first maximum (PyTorch's choice).
+
+    Taps are visited in row-major order; a tap takes the gradient where it equals the window's
+    maximum and no earlier tap did. Everything is branch-free array arithmetic into buffers made
+    once (numpy's masked selects are several times slower). Windows holding a NaN (PyTorch then
+    picks the last NaN) take the slower argmax path."""
     k, s, p, d, outs = _max_geometry("max_pool2d", x.shape, kernel_size, stride, padding, dilation, ceil_mode)
+    xpad = _padded(xp, x, p, outs, k, s, d, _lowest(x.dtype))
+    out = None
+    for _, _, tap in _taps(xp, xpad, k, s, d, outs):
+        out = tap.copy() if out is None else xp.maximum(out, tap, out=out)
+    if x.dtype.kind == "f" and bool(xp.isnan(out).any()):
+        return _max_pool2d_grad_argmax(xp, g, x, k, s, p, d, outs)
+    free = xp.ones(out.shape, dtype=bool)  # windows whose maximum no earlier tap took
+    hit, part = xp.empty(out.shape, dtype=bool), xp.empty(g.shape, dtype=g.dtype)
+
+    def parts():
+        for i, j, tap in _taps(xp, xpad, k, s, d, outs):
+            xp.equal(tap, out, out=hit)
+            xp.logical_and(hit, free, out=hit)
+            xp.logical_xor(free, hit, out=free)
+            xp.multiply(g, hit, out=part)
+            yield i, j, part
+    return _scatter(xp, parts(), x.shape, p, outs, k, s, d, g.dtype)
+
+
+def _max_pool2d_grad_argmax(xp, g, x, k, s, p, d, outs):
     _, arg = _argmax_taps(xp, x, k, s, p, d, outs)
-    zero = xp.zeros((), dtype=g.dtype)
-    parts = ((i, j, xp.where(arg == i * k[1] + j, g, zero)) for i in range(k[0]) for j in range(k[1]))
-    return _scatter(xp, parts, x.shape, p, outs, k, s, d, g.dtype)
+    hit, part = xp.empty(arg.shape, dtype=bool), xp.empty(g.shape, dtype=g.dtype)
+
+    def parts():
+        for i in range(k[0]):
+            for j in range(k[1]):
+                xp.equal(arg, i * k[1] + j, out=hit)
+                xp.multiply(g, hit, out=part)
+                yield i, j, part
+    return _scatter(xp, parts(), x.shape, p, outs, k, s, d, g.dtype)
 
 
 def _max_pool2d_indices_infer(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
@@ -149,7 +187,7 @@ def _max_pool2d_indices(xp, x, kernel_size, stride=None, padding=0, dilation=1, 
     ti, tj = arg // k[1], arg % k[1]
     rows = xp.arange(outs[0]).reshape(-1, 1) * s[0] - p[0] + ti * d[0]
     cols = xp.arange(outs[1]).reshape(1, -1) * s[1] - p[1] + tj * d[1]
-    return rows * x.shape[3] + cols
+    return (rows * x.shape[3] + cols).astype("int64")
 
 
 # ------------------------------------------------------------------ avg_pool2d
