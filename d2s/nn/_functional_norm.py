@@ -47,6 +47,29 @@ def _count(shape, axes):
     return n
 
 
+def _reshape(x, shape, rest):
+    """x as (N, *rest): with only N unknown a plain reshape (-1 for N), which every backend
+    lowers; otherwise N is read from x when the program runs."""
+    if all(d is not None for d in shape[1:]):
+        if -1 in rest:
+            known = 1
+            for d in rest:
+                known *= d if d != -1 else 1
+            total = 1
+            for d in shape[1:]:
+                total *= d
+            rest = [total // known if d == -1 else d for d in rest]
+        return _ops.reshape(x, [-1 if shape[0] is None else shape[0]] + list(rest))
+    return _ops.reshape(x, [x.shape[0]] + list(rest))
+
+
+def _reshape_back(y, x, shape):
+    """y reshaped to x's shape (see _reshape)."""
+    if all(d is not None for d in shape[1:]):
+        return _ops.reshape(y, [-1 if shape[0] is None else shape[0]] + list(shape[1:]))
+    return apply("reshape_like", y, _ops.stop_gradient(x))
+
+
 # ------------------------------------------------------------------ batch norm
 def batch_norm_train(x, weight, bias, eps, op="batch_norm"):
     """Batch normalization with the batch's statistics: (output, batch mean (C,), unbiased batch
@@ -194,10 +217,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if shape[1] is not None and shape[1] % g:
         raise ValueError(f"group_norm: expected the number of channels ({shape[1]}) to be divisible by num_groups "
                          f"({g})")
-    grouped = _ops.reshape(x, [x.shape[0], g, -1])
-    y = _normalize(grouped, [2], eps)[0]
-    y = apply("reshape_like", y, _ops.stop_gradient(x))
-    return _affine(y, weight, bias, len(shape))
+    y = _normalize(_reshape(x, shape, [g, -1]), [2], eps)[0]
+    return _affine(_reshape_back(y, x, shape), weight, bias, len(shape))
 
 
 # ------------------------------------------------------------------ rms norm, local response norm
@@ -229,9 +250,12 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     size = int(size)
     sq = x * x
     # channels as the height of a 1-wide image: (N, 1, C, rest), zero-padded, averaged over size
-    flat = _ops.reshape(sq, [x.shape[0], 1, x.shape[1], -1])
+    if shape[1] is None:
+        flat = _ops.reshape(sq, [x.shape[0], 1, x.shape[1], -1])
+    else:
+        flat = _reshape(sq, shape, [1, shape[1], -1])
     flat = _ops.pad(flat, [0, 0, size // 2, (size - 1) // 2])
-    div = apply("reshape_like", avg_pool2d(flat, (size, 1), stride=1), _ops.stop_gradient(x))
+    div = _reshape_back(avg_pool2d(flat, (size, 1), stride=1), x, shape)
     return x / _ops.pow(div * alpha + k, beta)
 
 

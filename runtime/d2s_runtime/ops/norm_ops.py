@@ -7,7 +7,7 @@ per-channel or per-element scale and shift, so one kernel and one backward formu
 four, with two passes over the data for the statistics instead of one op per step of the
 formula.
 """
-from .registry import ShapeError, TensorType, defop
+from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import fmt_shape
 
 
@@ -73,3 +73,15 @@ def _normalize_grad(xp, g, y, var, gmean, gvar, axes, eps=1e-5):
     out += g * s
     out += shift
     return out.astype(g.dtype, copy=False)
+
+
+@deflowering("normalize", "native")
+def _normalize_native(e, x, axes, eps=1e-5):
+    from ..native.norm import lower_normalize
+    return lower_normalize(e, x, axes, eps)
+
+
+@deflowering("normalize_grad", "native")
+def _normalize_grad_native(e, g, y, var, gmean, gvar, axes, eps=1e-5):
+    from ..native.norm import lower_normalize_grad
+    return lower_normalize_grad(e, g, y, var, gmean, gvar, axes, eps)
