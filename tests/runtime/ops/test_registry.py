@@ -60,6 +60,8 @@ SAMPLES = {
     "randint": lambda r: ([], {"shape": [64], "low": 0, "high": 1000}),
     "randint_dyn": lambda r: ([np.asarray(0), np.asarray(1000)], {"shape": [64]}),
     "dropout_mask": lambda r: ([_array(r, "float32", (64,))], {"p": 0.5}),
+    "pixel_shuffle": lambda r: ([_array(r, "float64", (2, 8, 3, 2))], {"upscale_factor": 2}),
+    "pixel_unshuffle": lambda r: ([_array(r, "float64", (2, 2, 4, 6))], {"downscale_factor": 2}),
 }
 
 
