@@ -13,6 +13,7 @@ from . import _functional_norm as FN
 from . import init
 from ._param import new_parameter
 from .module import Buffer, Module
+from .._state import STATE
 from ..autograd import no_grad
 from ..dtypes import as_dtype
 from ..inplace import call_inplace
@@ -25,6 +26,11 @@ def _store(module, name, value):
     to_static writes into the buffer after each call. It shadows the buffer as an instance
     attribute (later reads in this forward see it; to_static removes it after the build), so
     the buffer keeps its place in the registry and the state_dict's order stays PyTorch's."""
+    if STATE.tracer is not None and STATE.builder is None:
+        raise RuntimeError(
+            f"{type(module).__name__} in training mode under d2s.jit.trace: its running statistics ({name}) are "
+            "buffers a traced program cannot update. Call model.eval() before tracing, or convert with "
+            "d2s.jit.to_static, whose programs update them after each call")
     with no_grad():
         buf = getattr(module, name)
         new = call_inplace(buf, "copy_", True, (value,), {})

@@ -178,6 +178,15 @@ def test_defaults_and_attributes():
             assert make(d2s).extra_repr() == make(torch).extra_repr()
 
 
+def test_training_batchnorm_under_trace_says_to_use_eval_or_to_static():
+    m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4))
+    x = d2s.tensor(rn(2, 3, 6, 6).astype("float32"))
+    with pytest.raises(RuntimeError, match="BatchNorm2d in training mode under d2s.jit.trace.*model.eval"):
+        d2s.jit.trace(m, (x,))
+    m.eval()
+    np.testing.assert_allclose(d2s.jit.trace(m, (x,))(x).numpy(), m(x).numpy(), rtol=1e-6)
+
+
 def test_running_stats_after_reset_and_buffers_stay_the_same_objects():
     bn = nn.BatchNorm1d(2)
     mean_buf = bn.running_mean
@@ -317,3 +326,19 @@ def test_converted_batchnorm_saves_and_exports(tmp_path):
     d2s.onnx.export(m, str(tmp_path / "m.onnx"), spec)
     sess = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(sess.run(None, {"x": x})[0], want, rtol=1e-4, atol=1e-5)
+
+
+def test_converted_batchnorm_with_a_dynamic_batch_counts_each_calls_batch():
+    """With the batch size unknown when the program is built, the unbiased running variance
+    takes the count of each call's batch."""
+    d2s.manual_seed(3)
+    m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4, momentum=None), nn.ReLU())
+    e = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4, momentum=None), nn.ReLU())
+    e.load_state_dict(m.state_dict())
+    s = d2s.jit.to_static(m, input_spec=[d2s.jit.InputSpec([None, 3, 6, 6])])
+    for n in (2, 5, 3):
+        x = d2s.tensor(rn(n, 3, 6, 6).astype("float32"))
+        np.testing.assert_allclose(s(x).numpy(), e(x).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(m[1].running_var.numpy(), e[1].running_var.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(m[1].running_mean.numpy(), e[1].running_mean.numpy(), rtol=1e-5, atol=1e-7)
+    assert m[1].num_batches_tracked.item() == 3 and len(s.forward.programs) == 1
