@@ -237,7 +237,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if size is not None:
         size = _tuple(size, nsp, "size", "interpolate")
     else:
-        scales = [float(s) for s in scale_factor] if isinstance(scale_factor, (list, tuple)) else [float(scale_factor)] * nsp
+        per_dim = isinstance(scale_factor, (list, tuple))
+        scales = [float(s) for s in scale_factor] if per_dim else [float(scale_factor)] * nsp
         if len(scales) != nsp:
             raise ValueError(f"interpolate: scale_factor needs one number or {nsp}, got {scale_factor!r}")
         if recompute_scale_factor:
@@ -290,11 +291,15 @@ def _pool_geometry(op, x_shape):
     return k, s, p
 
 
+def _max_pool_attrs(op):
+    return {"dilations": [int(d) for d in op.attrs.get("dilation", [1, 1])],
+            "ceil_mode": int(op.attrs.get("ceil_mode", False))}
+
+
 @onnx_converter("max_pool2d")
 def _max_pool2d_onnx(g, op):
     k, s, p = _pool_geometry(op, g.shape(op.inputs[0]))
-    g.node("MaxPool", op.inputs, op.outputs, kernel_shape=k, strides=s, pads=p + p,
-           dilations=[int(d) for d in op.attrs.get("dilation", [1, 1])], ceil_mode=int(op.attrs.get("ceil_mode", False)))
+    g.node("MaxPool", op.inputs, op.outputs, kernel_shape=k, strides=s, pads=p + p, **_max_pool_attrs(op))
 
 
 @onnx_converter("max_pool2d_indices")
@@ -304,8 +309,7 @@ def _max_pool2d_indices_onnx(g, op):
     x = op.inputs[0]
     k, s, p = _pool_geometry(op, g.shape(x))
     vals, flat, shp, hw = g.tmp(), g.tmp(), g.tmp(), g.tmp()
-    g.node("MaxPool", [x], [vals, flat], kernel_shape=k, strides=s, pads=p + p,
-           dilations=[int(d) for d in op.attrs.get("dilation", [1, 1])], ceil_mode=int(op.attrs.get("ceil_mode", False)))
+    g.node("MaxPool", [x], [vals, flat], kernel_shape=k, strides=s, pads=p + p, **_max_pool_attrs(op))
     g.node("Shape", [x], [shp], start=2)
     g.node("ReduceProd", [shp], [hw], keepdims=1)
     g.node("Mod", [flat, hw], op.outputs)

@@ -161,7 +161,8 @@ def test_attributes_and_repr_follow_pytorch():
     if torch is not None:
         t = torch.nn.Conv2d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2, bias=False, padding_mode="reflect")
         assert m.extra_repr() == t.extra_repr()
-        assert nn.ConvTranspose2d(3, 2, 3, 2, 1, 1).extra_repr() == torch.nn.ConvTranspose2d(3, 2, 3, 2, 1, 1).extra_repr()
+        want = torch.nn.ConvTranspose2d(3, 2, 3, 2, 1, 1).extra_repr()
+        assert nn.ConvTranspose2d(3, 2, 3, 2, 1, 1).extra_repr() == want
 
 
 @pytest.mark.parametrize("make", [lambda: nn.Conv2d(16, 32, 3), lambda: nn.Conv1d(8, 64, 5, groups=2),

@@ -136,7 +136,8 @@ STATE = {
         lambda lib: lib.nn.InstanceNorm1d(2, affine=True, track_running_stats=True),
         {"weight": ((2,), "float32"), "bias": ((2,), "float32"), "running_mean": ((2,), "float32"),
          "running_var": ((2,), "float32"), "num_batches_tracked": ((), "int64")}),
-    "LayerNorm((2, 3), bias=False)": (lambda lib: lib.nn.LayerNorm((2, 3), bias=False), {"weight": ((2, 3), "float32")}),
+    "LayerNorm((2, 3), bias=False)": (lambda lib: lib.nn.LayerNorm((2, 3), bias=False),
+                                      {"weight": ((2, 3), "float32")}),
     "GroupNorm(2, 4)": (lambda lib: lib.nn.GroupNorm(2, 4), {"weight": ((4,), "float32"), "bias": ((4,), "float32")}),
     "RMSNorm(5)": (lambda lib: lib.nn.RMSNorm(5), {"weight": ((5,), "float32")}),
 }

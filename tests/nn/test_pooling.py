@@ -91,7 +91,8 @@ TORCH_CASES = [
     Case("adaptive_max_pool1d", lambda t, x: F(t).adaptive_max_pool1d(x, 3), distinct(2, 3, 8),
          onnx="ONNX has no overlapping adaptive windows (refused with a clear error)"),
     # layers
-    Case("MaxPool2d_layer", lambda t, x: t.nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)(x), distinct(2, 3, 6, 7)),
+    Case("MaxPool2d_layer", lambda t, x: t.nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True)(x),
+         distinct(2, 3, 6, 7)),
     Case("AvgPool2d_layer", lambda t, x: t.nn.AvgPool2d(3, 2, 1, count_include_pad=False)(x), r32(2, 3, 6, 7)),
     Case("AvgPool1d_layer", lambda t, x: t.nn.AvgPool1d(2, ceil_mode=True)(x), r32(2, 3, 7)),
     Case("MaxPool1d_layer", lambda t, x: t.nn.MaxPool1d(2, 1, dilation=2)(x), distinct(2, 3, 7)),

@@ -119,7 +119,8 @@ def _transpose_conv(xp, g, w, out_hw, groups, stride, pads, dil):
         # stride 1: the adjoint is the full correlation of g with the flipped kernel, which is
         # one more im2col + GEMM; it streams memory better than scattering taps (not for tiny
         # images, whose padded columns outgrow the scatter)
-        wf = w.reshape(groups, og, cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1].reshape(groups * cg, og, kh, kw)
+        wf = w.reshape(groups, og, cg, kh, kw).transpose(0, 2, 1, 3, 4)[..., ::-1, ::-1]
+        wf = wf.reshape(groups * cg, og, kh, kw)
         return _conv2d(xp, g, xp.ascontiguousarray(wf), stride=1, padding=((full[0], full[1]), (full[2], full[3])),
                        dilation=(dh, dw), groups=groups)
     gm = g.reshape(n, groups, og, ho * wo).transpose(1, 2, 0, 3).reshape(groups, og, n * ho * wo)
