@@ -39,7 +39,7 @@ def _same_pads(kernel, dilation, stride, op):
     return [[d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2] for k, d in zip(kernel, dilation)]
 
 
-def conv_pads(padding, kernel, dilation, stride, op):
+def _conv_pads(padding, kernel, dilation, stride, op):
     """[[before, after], ...] per spatial dim from an int, a tuple, 'valid' or 'same'."""
     n = len(kernel)
     if isinstance(padding, str):
@@ -101,7 +101,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x, added = _batched(x, 2, "conv2d")
     kernel = _kernel_dims(weight, 2, "conv2d")
     stride, dilation = _tuple(stride, 2, "stride", "conv2d"), _tuple(dilation, 2, "dilation", "conv2d")
-    pads = conv_pads(padding, kernel, dilation, stride, "conv2d")
+    pads = _conv_pads(padding, kernel, dilation, stride, "conv2d")
     out = apply("conv2d", x, weight, stride=list(stride), padding=pads, dilation=list(dilation), groups=int(groups))
     return _unbatched(_add_bias(out, bias, 2), added)
 
@@ -114,7 +114,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x, added = _batched(x, 1, "conv1d")
     kernel = _kernel_dims(weight, 1, "conv1d")
     stride, dilation = _tuple(stride, 1, "stride", "conv1d"), _tuple(dilation, 1, "dilation", "conv1d")
-    pads = conv_pads(padding, kernel, dilation, stride, "conv1d")
+    pads = _conv_pads(padding, kernel, dilation, stride, "conv1d")
     out = apply("conv2d", apply("expand_dims", x, axis=2), apply("expand_dims", weight, axis=2),
                 stride=[1, stride[0]], padding=[[0, 0]] + pads, dilation=[1, dilation[0]], groups=int(groups))
     out = apply("squeeze", out, axes=[2])

@@ -9,6 +9,7 @@ import pytest
 
 import d2s
 import torch_parity
+from device_helpers import matches_cpu
 from d2s import nn
 from torch_parity import Case
 
@@ -210,3 +211,15 @@ def test_a_pytorch_state_dict_loads_and_gives_pytorchs_outputs():
 def test_bad_arguments_are_clear_errors(make, msg):
     with pytest.raises(ValueError, match=msg):
         make()
+
+
+@pytest.mark.parametrize("fn,shapes", [
+    (lambda x, w: d2s.nn.functional.conv2d(x, w, stride=2, padding=1, groups=2), [(2, 4, 7, 6), (4, 2, 3, 3)]),
+    (lambda x, w: d2s.nn.functional.conv2d(x, w, padding="same", dilation=2), [(2, 3, 6, 6), (4, 3, 3, 3)]),
+    (lambda x, w: d2s.nn.functional.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1),
+     [(2, 4, 5, 4), (4, 3, 3, 3)]),
+    (lambda x: d2s.nn.functional.fold(d2s.nn.functional.unfold(x, 3, padding=1), (7, 6), 3, padding=1),
+     [(2, 3, 7, 6)]),
+], ids=["conv2d", "conv2d_same_dilated", "conv_transpose2d", "unfold_fold"])
+def test_runs_on_every_device(device, fn, shapes):
+    matches_cpu(fn, [R.standard_normal(s).astype("float32") for s in shapes], device)

@@ -8,6 +8,7 @@ import pytest
 
 import d2s
 import torch_parity
+from device_helpers import matches_cpu
 from d2s import nn
 from torch_parity import Case
 
@@ -343,3 +344,13 @@ def test_converted_batchnorm_with_a_dynamic_batch_counts_each_calls_batch():
     np.testing.assert_allclose(m[1].running_var.numpy(), e[1].running_var.numpy(), rtol=1e-5)
     np.testing.assert_allclose(m[1].running_mean.numpy(), e[1].running_mean.numpy(), rtol=1e-5, atol=1e-7)
     assert m[1].num_batches_tracked.item() == 3 and len(s.forward.programs) == 1
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: nn.functional.batch_norm(x, None, None, training=True),
+    lambda x: nn.functional.layer_norm(x, (6,)), lambda x: nn.functional.group_norm(x, 2),
+    lambda x: nn.functional.instance_norm(x), lambda x: nn.functional.rms_norm(x, [6]),
+    lambda x: nn.functional.local_response_norm(x, 3), lambda x: nn.functional.normalize(x),
+], ids=["batch", "layer", "group", "instance", "rms", "local_response", "normalize"])
+def test_runs_on_every_device(device, fn):
+    matches_cpu(fn, [rn(2, 4, 5, 6).astype("float32")], device)

@@ -6,6 +6,7 @@ import pytest
 
 import d2s
 import torch_parity
+from device_helpers import matches_cpu
 from d2s import nn
 from torch_parity import Case
 
@@ -141,3 +142,14 @@ def test_second_derivatives_of_average_pools():
 def test_bad_arguments_are_clear_errors(make, msg):
     with pytest.raises(ValueError, match=msg):
         make()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: nn.functional.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True),
+    lambda x: nn.functional.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+    lambda x: nn.functional.avg_pool2d(x, 2, divisor_override=3),
+    lambda x: nn.functional.adaptive_avg_pool2d(x, (3, 4)),
+    lambda x: nn.functional.adaptive_max_pool2d(x, (3, 4), return_indices=True),
+], ids=["max", "avg", "avg_divisor", "adaptive_avg", "adaptive_max"])
+def test_runs_on_every_device(device, fn):
+    matches_cpu(fn, [distinct(2, 4, 7, 6).astype("float32")], device)

@@ -6,6 +6,7 @@ import pytest
 
 import d2s
 import torch_parity
+from device_helpers import matches_cpu
 from d2s import nn
 from torch_parity import Case
 
@@ -84,3 +85,13 @@ def test_reprs_are_pytorchs():
 def test_bad_arguments_are_clear_errors(make, msg, exc):
     with pytest.raises(exc, match=msg):
         make()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: nn.functional.interpolate(x, scale_factor=1.5, mode="bilinear"),
+    lambda x: nn.functional.interpolate(x, size=(9, 4)),
+    lambda x: nn.functional.interpolate(x, size=(5, 5), mode="nearest-exact"),
+    lambda x: nn.functional.pixel_unshuffle(nn.functional.pixel_shuffle(x, 2) * 2.0, 2),
+], ids=["bilinear", "nearest", "nearest_exact", "pixel_shuffle"])
+def test_runs_on_every_device(device, fn):
+    matches_cpu(fn, [r32(2, 4, 6, 6)], device)
