@@ -81,3 +81,11 @@ _.native_origin  # public Executor attribute: where the native code came from ("
 # d2s_runtime/blas.py
 _.leave  # called by generated code, looked up by name (codegen.g_blas)
 _.threads  # blas.threads(): numpy's BLAS thread count, for callers and tests checking it is restored
+
+# d2s/nn: PyTorch's public names, called by user code (tests/nn/test_*.py check them against PyTorch)
+_.batch_norm  # F.batch_norm, PyTorch's functional form (the layers call batch_norm_train/eval directly)
+_.instance_norm  # F.instance_norm, PyTorch's functional form
+_.upsample  # F.upsample, PyTorch's older name of F.interpolate
+_.upsample_nearest  # F.upsample_nearest, PyTorch's alias
+_.upsample_bilinear  # F.upsample_bilinear, PyTorch's alias
+_.transposed  # Conv layers' attribute, as PyTorch's (user code reads it)

@@ -352,7 +352,7 @@ def _avg_pool2d_onnx(g, op):
         raise g.unsupported(op, "avg_pool2d with divisor_override or a ceil_mode window past the padding needs the "
                                 "channels, height and width known when exporting")
     dtype = g.dtype(op.outputs[0])
-    kk, ss, pp, dd, outs = _avg_geometry(shape, **{n: op.attrs[n] for n in ("kernel_size", "stride", "padding",
+    kk, ss, pp, _, outs = _avg_geometry(shape, **{n: op.attrs[n] for n in ("kernel_size", "stride", "padding",
                                                                             "ceil_mode") if n in op.attrs})
     extra = [max(0, (outs[d] - 1) * ss[d] + kk[d] - (shape[2 + d] + 2 * pp[d])) for d in range(2)]
     c = shape[1]
