@@ -272,6 +272,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
         norm = _ops.max(a, axis=dim, keepdims=True)
     elif p == 1:
         norm = _ops.sum(a, axis=dim, keepdims=True)
+    elif p == 0:  # PyTorch's 0-"norm": the number of nonzero entries
+        norm = _ops.sum(_ops.cast(_ops.ne(x, 0), x.dtype), axis=dim, keepdims=True)
     else:
         norm = _ops.pow(_ops.sum(_ops.pow(a, float(p)), axis=dim, keepdims=True), 1.0 / float(p))
     return x / _ops.maximum(norm, eps)

@@ -89,6 +89,7 @@ TORCH_CASES = [
     Case("normalize_p3_zero_row", lambda t, x: F(t).normalize(x, p=3.0, dim=0),
          np.concatenate([rn(3, 2), np.zeros((3, 1))], axis=1), grad=False),
     Case("normalize_inf", lambda t, x: F(t).normalize(x, p=float("inf"), dim=1), rn(3, 4)),
+    Case("normalize_p0", lambda t, x: F(t).normalize(x, p=0, dim=1), np.where(rn(3, 4) > 0.3, rn(3, 4), 0.0)),
     # layers: three training steps, the running statistics after them, eval mode
     Case("BatchNorm2d_steps", bn_steps("BatchNorm2d"), rn(4, 3, 3, 2), rn(3), rn(3), static=INSIDE),
     Case("BatchNorm2d_momentum_none", bn_steps("BatchNorm2d", momentum=None), rn(3, 2, 2, 3), rn(2), rn(2),
