@@ -1,8 +1,8 @@
 """Native lowerings of ``normalize`` and ``normalize_grad`` (runtime/d2s_runtime/native/norm.py)
-against the Python backend: LayerNorm (trailing axes), GroupNorm (a reshape, then the last axis),
-InstanceNorm (spatial axes) and BatchNorm (every axis but the channels, the statistics returned)
-with their gradients, float32 and float64, static and dynamic batch sizes; a layout the lowering
-does not take is left to the Python backend with a reason."""
+against the Python backend: LayerNorm (trailing axes) and BatchNorm (every axis but the
+channels, the statistics returned and differentiated) with their gradients, on two batch sizes
+of one dynamic-batch program; a layout the lowering does not take is left to the Python backend
+with a reason."""
 import numpy as np
 import pytest
 
@@ -25,19 +25,18 @@ def cache(tmp_path_factory):
 
 
 def _norms(x, w, b):
+    # the two layouts: statistics over the last axis (LayerNorm; GroupNorm and InstanceNorm are
+    # the same loop nest) and over every axis but the channels (BatchNorm, statistics returned)
     ln = F.layer_norm(x, (5,), w, b)
-    gn = F.group_norm(x, 2)
-    inst = F.instance_norm(x)
     bn, mean, var = apply("normalize", x, axes=[0, 2], eps=1e-3)
     # the statistics feed the loss too: normalize_grad's mean and variance gradients run
-    return ((ln * ln).sum() + (gn * gn * 0.5).sum() + (inst * ln).sum() + (bn * bn * bn).sum()
-            + (mean * mean).sum() + (var * 0.3).sum())
+    return (ln * ln).sum() + (bn * bn * bn).sum() + (bn * ln).sum() + (mean * mean).sum() + (var * 0.3).sum()
 
 
 def test_normalizations_and_their_gradients_match_the_python_backend(cache):
     prog = gradients(build_program(_norms, InputSpec([None, 4, 5]), InputSpec([5]), InputSpec([5]))).verify()
     ops = [op.type for op in prog.block.ops]
-    assert ops.count("normalize") == 4 and ops.count("normalize_grad") == 4
+    assert ops.count("normalize") == 2 and ops.count("normalize_grad") == 2
     fn = compile_native(prog, cache)
     cases = [tuple(RNG.standard_normal(s).astype("float32") * 3 + 1 for s in ((n, 4, 5), (5,), (5,)))
              + (np.float32(1.0),) for n in (2, 7)]
