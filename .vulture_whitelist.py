@@ -126,3 +126,58 @@ _.ShortTensor  # d2s.ShortTensor(...)
 _.CharTensor  # d2s.CharTensor(...)
 _.ByteTensor  # d2s.ByteTensor(...)
 _.BoolTensor  # d2s.BoolTensor(...)
+
+# d2s/nn: PyTorch's public names, called by user code (tests/nn/test_*.py check them against PyTorch)
+_.batch_norm  # F.batch_norm, PyTorch's functional form (the layers call batch_norm_train/eval directly)
+_.instance_norm  # F.instance_norm, PyTorch's functional form
+_.upsample  # F.upsample, PyTorch's older name of F.interpolate
+_.upsample_nearest  # F.upsample_nearest, PyTorch's alias
+_.upsample_bilinear  # F.upsample_bilinear, PyTorch's alias
+_.transposed  # Conv layers' attribute, as PyTorch's (user code reads it)
+
+# PyTorch's public names that model code calls and d2s itself does not (each tested against PyTorch in tests/nn,
+# tests/distributions and tests/ops)
+_.support  # Distribution.support, as torch.distributions
+_.stddev  # Distribution.stddev
+_.icdf  # Distribution.icdf
+_.has_enumerate_support  # Distribution.has_enumerate_support
+_.param_shape  # Categorical/Bernoulli.param_shape
+_.enumerate_support  # Distribution.enumerate_support
+_.set_default_validate_args  # Distribution.set_default_validate_args
+_.sample_n  # Distribution.sample_n (deprecated in PyTorch, still called)
+_.perplexity  # Distribution.perplexity
+_._kl_normal_normal  # registered with @register_kl (found through the KL table)
+_._kl_bernoulli_bernoulli  # registered with @register_kl
+_._kl_categorical_categorical  # registered with @register_kl
+_._kl_uniform_uniform  # registered with @register_kl
+_._kl_independent_independent  # registered with @register_kl
+_.relu_  # F.relu_ and the other in-place spellings below
+_.relu6  # F.relu6
+_.elu_  # F.elu_
+_.leaky_relu_  # F.leaky_relu_
+_.hardtanh_  # F.hardtanh_
+_.threshold_  # F.threshold_
+_.rnn_cell  # F.rnn_cell (torch.rnn_tanh_cell's functional form; the cells call it through F)
+_.gru_cell  # F.gru_cell
+_.lstm_cell  # F.lstm_cell
+_.dirac  # nn.init.dirac and the other deprecated init aliases PyTorch keeps
+_.xavier_uniform  # nn.init.xavier_uniform
+_.xavier_normal  # nn.init.xavier_normal
+_.kaiming_uniform  # nn.init.kaiming_uniform
+_.kaiming_normal  # nn.init.kaiming_normal
+_.orthogonal  # nn.init.orthogonal
+_.register_module  # Module.register_module
+_.get_parameter  # Module.get_parameter
+_.get_buffer  # Module.get_buffer
+_.register_forward_pre_hook  # Module.register_forward_pre_hook
+_.register_forward_hook  # Module.register_forward_hook
+_.always_call  # register_forward_hook(..., always_call=False), PyTorch's keyword
+_._flat_weights  # RNN._flat_weights, read by model code as in PyTorch
+_.flatten_parameters  # RNN.flatten_parameters (a no-op, as on the CPU)
+_.from_pretrained  # Embedding.from_pretrained, EmbeddingBag.from_pretrained
+_.use_nested_tensor  # TransformerEncoder.use_nested_tensor, PyTorch's attribute
+_.generate_square_subsequent_mask  # Transformer.generate_square_subsequent_mask
+_.is_cuda  # PackedSequence.is_cuda
+_.var_mean  # d2s.var_mean
+_.std_mean  # d2s.std_mean
+_.stable  # sort(..., stable=False), argsort(..., stable=False): d2s's sorts are always stable

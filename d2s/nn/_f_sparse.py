@@ -7,7 +7,8 @@ from .._state import STATE
 from ..autograd import no_grad
 from ..ops import nn as nn_ops
 from ..tensor import Tensor, tensor
-from ._util import _static_shape, amax
+from ..ops import amax
+from ._util import _static_shape
 
 
 def _t(x):

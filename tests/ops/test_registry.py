@@ -8,6 +8,7 @@ import d2s
 import d2s.onnx  # noqa: F401  (registers the control-flow converters)
 import d2s.static  # noqa: F401  (registers the control-flow gradient rules)
 from d2s import ops
+from d2s.nn import functional as F
 from d2s.autograd import gradcheck
 from d2s.autograd.registry import GRAD_RULES, NONDIFF, SAMPLES
 from d2s.dispatch import apply
@@ -164,13 +165,46 @@ CASES = {
     "scatter_add": (ops.scatter_add, (lambda x, s: ops.scatter_add(x, 1, np.array([[0, 2], [1, 1], [3, 0]]), s),
                                       [randn(3, 4), randn(3, 2)])),
     "one_hot": (ops.one_hot, _ND),
-    "conv2d": (ops.conv2d, (lambda x, w: ops.conv2d(x, w, stride=2, padding=1), [randn(1, 2, 5, 5), randn(3, 2, 3, 3)])),
+    "conv2d": (ops.conv2d, (lambda x, w: ops.conv2d(x, w, stride=2, padding=1, dilation=(1, 2), groups=2),
+                            [randn(1, 4, 5, 6), randn(4, 2, 3, 2)])),
     "conv2d_grad_input": (_INTERNAL, (lambda g, w, x: apply("conv2d_grad_input", g, w, x, stride=2, padding=1),
                                       [randn(1, 3, 3, 3), randn(3, 2, 3, 3), randn(1, 2, 5, 5)])),
     "conv2d_grad_weight": (_INTERNAL, (lambda g, x, w: apply("conv2d_grad_weight", g, x, w, stride=2, padding=1),
                                        [randn(1, 3, 3, 3), randn(1, 2, 5, 5), randn(3, 2, 3, 3)])),
-    "max_pool2d": (ops.max_pool2d, (lambda x: ops.max_pool2d(x, 2), [spread(1, 2, 4, 4)])),
+    "conv_transpose2d": (ops.conv_transpose2d, (lambda x, w: ops.conv_transpose2d(x, w, stride=2, padding=1,
+                                                                                  output_padding=1, groups=2),
+                                                [randn(1, 4, 3, 2), randn(4, 1, 3, 2)])),
+    "im2col": (F.unfold, (lambda x: F.unfold(x, (2, 3), padding=1, stride=(1, 2)), [randn(1, 2, 4, 5)])),
+    "col2im": (F.fold, (lambda x: F.fold(x, (4, 5), (2, 3), padding=1, stride=(1, 2)), [randn(1, 12, 15)])),
+    "max_pool2d": (ops.max_pool2d, (lambda x: ops.max_pool2d(x, 3, 2, 1, ceil_mode=True), [spread(1, 2, 6, 5)])),
     "max_pool2d_grad": (_INTERNAL, "its rule refuses (second derivatives of max_pool2d are not supported)"),
+    "max_pool2d_indices": (ops.max_pool2d, _ND),
+    "avg_pool2d": (ops.avg_pool2d, (lambda x: ops.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+                                    [randn(1, 2, 6, 5)])),
+    "avg_pool2d_grad": (_INTERNAL, (lambda g: apply("avg_pool2d_grad", g, fixed(1, 2, 6, 5), kernel_size=[3, 3],
+                                                    stride=[2, 2], padding=[1, 1], ceil_mode=True,
+                                                    count_include_pad=False), [randn(1, 2, 4, 3)])),
+    "adaptive_avg_pool2d": (ops.adaptive_avg_pool2d, (lambda x: ops.adaptive_avg_pool2d(x, (3, 2)), [randn(1, 2, 5, 5)])),
+    "adaptive_avg_pool2d_grad": (_INTERNAL, (lambda g: apply("adaptive_avg_pool2d_grad", g, fixed(1, 2, 5, 5),
+                                                             output_size=[3, 2]), [randn(1, 2, 3, 2)])),
+    "adaptive_max_pool2d": (ops.adaptive_max_pool2d, (lambda x: ops.adaptive_max_pool2d(x, (3, 2)),
+                                                      [spread(1, 2, 5, 5)])),
+    "adaptive_max_pool2d_grad": (_INTERNAL, "its rule refuses (second derivatives of adaptive_max_pool2d are not "
+                                            "supported)"),
+    "adaptive_max_pool2d_indices": (ops.adaptive_max_pool2d, _ND),
+    "interpolate": (ops.interpolate, (lambda x: ops.interpolate(x, scale_factor=1.5, mode="bilinear"),
+                                      [randn(1, 2, 3, 4)])),
+    "interpolate_grad": (_INTERNAL, (lambda g: apply("interpolate_grad", g, fixed(1, 2, 3, 4), size=[5, 6], mode="linear",
+                                                     align_corners=True), [randn(1, 2, 5, 6)])),
+    "pixel_shuffle": (ops.pixel_shuffle, (lambda x: ops.pixel_shuffle(x, 2) * fixed(1, 1, 4, 6), [randn(1, 4, 2, 3)])),
+    "pixel_unshuffle": (ops.pixel_unshuffle, (lambda x: ops.pixel_unshuffle(x, 2) * fixed(1, 8, 1, 2),
+                                              [randn(1, 2, 2, 4)])),
+    # every output of normalize weighted: the statistics' gradients are checked too
+    "normalize": (F.layer_norm, (lambda x: [o * fixed(*o.shape) for o in apply("normalize", x, axes=[0, 2])],
+                                 [randn(2, 3, 4)])),
+    "normalize_grad": (_INTERNAL, (lambda g, y, v, gm, gv: apply("normalize_grad", g, y, v, gm, gv, axes=[0, 2]),
+                                   [randn(2, 3, 4), randn(2, 3, 4), positive(1, 3, 1), randn(1, 3, 1),
+                                    randn(1, 3, 1)])),
     "dropout_mask": (ops.dropout, _ND),
     "print": (ops.print, _ND), "assert": ("the assert statement of converted code", _ND),
     "guard": ("d2s.jit.trace's guards", _ND),

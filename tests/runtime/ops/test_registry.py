@@ -83,6 +83,8 @@ SAMPLES = {
                                  {}),
     "masked_scatter_grad": lambda r: ([_array(r, "float64"), np.array([True, False, True, False]),
                                        _array(r, "float64", (9,))], {}),
+    "pixel_shuffle": lambda r: ([_array(r, "float64", (2, 8, 3, 2))], {"upscale_factor": 2}),
+    "pixel_unshuffle": lambda r: ([_array(r, "float64", (2, 2, 4, 6))], {"downscale_factor": 2}),
 }
 
 
