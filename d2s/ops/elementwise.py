@@ -17,10 +17,15 @@ _LOGICAL = "logic on bools and integers carries no gradient"
 
 
 # ------------------------------------------------------------------ arithmetic
+def _scaled(other, alpha):
+    # PyTorch's alpha: ``other * alpha`` (skipped when 1, so no rounding is added)
+    return other if alpha == 1 else mul(other, alpha)
+
+
 @tensor_method()
-def add(a, b):
-    """``a + b`` with NumPy broadcasting and promotion."""
-    return apply("add", a, b)
+def add(input, other, *, alpha=1):
+    """``input + alpha * other`` with broadcasting and PyTorch's promotion."""
+    return apply("add", input, _scaled(other, alpha))
 
 
 @grad_rule("add")
@@ -32,10 +37,16 @@ shape_only("add", 0, 1)
 onnx_elementwise("add", "Add", bool_form="Or")  # NumPy's bool + bool is logical or
 
 
-@tensor_method()
-def sub(a, b):
-    """``a - b`` with NumPy broadcasting and promotion."""
-    return apply("sub", a, b)
+@tensor_method("sub", "subtract")
+def sub(input, other, *, alpha=1):
+    """``input - alpha * other`` with broadcasting and PyTorch's promotion."""
+    if _dtype_of(input) == "bool" and _dtype_of(other) == "bool":
+        raise TypeError("sub: subtracting bool tensors is not supported (PyTorch's neither); use logical_xor, "
+                        "or cast to an integer first")
+    return apply("sub", input, _scaled(other, alpha))
+
+
+subtract = sub
 
 
 @grad_rule("sub")
@@ -47,10 +58,13 @@ shape_only("sub", 0, 1)
 onnx_elementwise("sub", "Sub")
 
 
-@tensor_method()
-def mul(a, b):
-    """``a * b`` with NumPy broadcasting and promotion."""
-    return apply("mul", a, b)
+@tensor_method("mul", "multiply")
+def mul(input, other):
+    """``input * other`` with broadcasting and PyTorch's promotion."""
+    return apply("mul", input, other)
+
+
+multiply = mul
 
 
 @grad_rule("mul")
@@ -62,10 +76,27 @@ def _mul_grad(ctx, g):
 onnx_elementwise("mul", "Mul", bool_form="And")  # NumPy's bool * bool is logical and
 
 
+_ROUNDING = {None: "div", "trunc": "truncdiv", "floor": "floordiv"}
+
+
+@tensor_method("div", "divide")
+def div(input, other, *, rounding_mode=None):
+    """``input / other``: true division (integers give float32) with ``rounding_mode=None``;
+    the quotient rounded toward zero (``'trunc'``) or down (``'floor'``) in the operands'
+    promoted dtype otherwise. Integer division by zero with a rounding mode raises
+    ZeroDivisionError, as in PyTorch."""
+    if rounding_mode not in _ROUNDING:
+        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    return apply(_ROUNDING[rounding_mode], input, other)
+
+
+divide = div
+
+
 @tensor_method()
-def div(a, b):
-    """True division ``a / b``; integer inputs give float32."""
-    return apply("div", a, b)
+def true_divide(input, other):
+    """True division ``input / other`` (integers give float32)."""
+    return apply("div", input, other)
 
 
 @grad_rule("div")
@@ -77,68 +108,135 @@ def _div_grad(ctx, g):
 onnx_elementwise("div", "Div")
 
 
-def floordiv(a, b):
-    """``a // b``, rounding toward minus infinity (as NumPy and Python do)."""
-    return apply("floordiv", a, b)
+@tensor_method("floor_divide")
+def floordiv(input, other):
+    """``input // other``, rounding toward minus infinity (PyTorch's ``floor_divide``); integer
+    division by zero raises ZeroDivisionError."""
+    return apply("floordiv", input, other)
 
 
+floor_divide = floordiv
 non_differentiable("floordiv", reason=_PIECEWISE_CONSTANT)
+non_differentiable("truncdiv", reason=_PIECEWISE_CONSTANT)
 
 
-@onnx_converter("floordiv")
-def _floordiv_onnx(g, op):
+@onnx_converter("floordiv", "truncdiv", "mod", "fmod")
+def _division_onnx(g, op):
     dt = g.dtype(op.outputs[0])
     a, b = promoted(g, op.inputs, dt)
     if dt.startswith("float"):
+        _float_division_onnx(g, op.type, a, b, dt, op.outputs[0])
+    else:
+        _int_division_onnx(g, op.type, a, b, dt, op.outputs[0])
+
+
+def _float_division_onnx(g, kind, a, b, dt, out):
+    if kind in ("floordiv", "truncdiv"):
         t = g.tmp()
         g.node("Div", [a, b], [t])
-        g.node("Floor", [t], op.outputs)
+        if kind == "floordiv":
+            g.node("Floor", [t], [out])
+        else:
+            trunc_of(g, t, out)
         return
-    # ONNX integer Div truncates toward zero; (a - a mod b) / b is exact and floors, as NumPy does
-    r, d = g.tmp(), g.tmp()
-    g.node("Mod", [a, b], [r], fmod=0)
-    g.node("Sub", [a, r], [d])
-    g.node("Div", [d, b], op.outputs)
-
-
-def mod(a, b):
-    """``a % b``, with the divisor's sign (as NumPy and Python do)."""
-    return apply("mod", a, b)
-
-
-@grad_rule("mod")
-def _mod_grad(ctx, g):
-    # a % b = a - floor(a / b) * b, and floor is flat almost everywhere
-    a, b = ctx.inputs
-    return _pair(ctx, g if _is_diff(a) else None, -g * floor(a / b) if _is_diff(b) else None)
-
-
-@onnx_converter("mod")
-def _mod_onnx(g, op):
-    dt = g.dtype(op.outputs[0])
-    a, b = promoted(g, op.inputs, dt)
-    if not dt.startswith("float"):
-        g.node("Mod", [a, b], op.outputs, fmod=0)  # integer Mod takes the divisor's sign, like NumPy
+    if kind == "fmod":
+        g.node("Mod", [a, b], [out], fmod=1)
         return
-    # ONNX float Mod is C's fmod (the dividend's sign); NumPy's takes the divisor's: add b
-    # where the remainder is non-zero and its sign differs from b's
+    # ONNX float Mod is C's fmod (the dividend's sign); PyTorch's remainder adds b where the
+    # remainder is non-zero and its sign differs from b's
     r, zero = g.tmp(), g.const(np.zeros((), dtype=dt))
     g.node("Mod", [a, b], [r], fmod=1)
-    r_neg, b_neg, differ, is_zero, nonzero, fix, shifted = (g.tmp() for _ in range(7))
+    g.node("Where", [_sign_fix(g, r, b, zero), _tmp_node(g, "Add", r, b), r], [out])
+
+
+def _sign_fix(g, r, b, zero):
+    """Where a truncated remainder ``r`` is non-zero and its sign differs from divisor ``b``'s
+    (the places where floor and truncation disagree)."""
+    r_neg, b_neg, differ, is_zero, nonzero, fix = (g.tmp() for _ in range(6))
     g.node("Less", [r, zero], [r_neg])
     g.node("Less", [b, zero], [b_neg])
     g.node("Xor", [r_neg, b_neg], [differ])
     g.node("Equal", [r, zero], [is_zero])
     g.node("Not", [is_zero], [nonzero])
     g.node("And", [differ, nonzero], [fix])
-    g.node("Add", [r, b], [shifted])
-    g.node("Where", [fix, shifted, r], op.outputs)
+    return fix
+
+
+def _tmp_node(g, op_type, *inputs):
+    out = g.tmp()
+    g.node(op_type, list(inputs), [out])
+    return out
+
+
+def _int_division_onnx(g, kind, a, b, dt, out):
+    """Integer division without overflow or a trap: onnxruntime's integer Div and Mod are C's,
+    whose INT_MIN / -1 and x / 0 kill the process (SIGFPE), and ``(a - a mod b) / b`` overflows
+    near INT_MIN. So divide by ``b`` with -1 and 0 replaced by 1: the truncated quotient ``q``
+    and remainder ``r = a - q b`` (which cannot overflow), floored where ``r`` and ``b`` differ
+    in sign; ``-a`` and 0 where ``b`` is -1 (NumPy's and PyTorch's wrapping -INT_MIN). ONNX has
+    no way to raise: where ``b`` is 0 the model gives 0, while d2s raises ZeroDivisionError."""
+    zero, one, minus_one = (g.const(np.asarray(v, dtype=dt)) for v in (0, 1, -1))
+    is_zero, is_m1, special = _tmp_node(g, "Equal", b, zero), _tmp_node(g, "Equal", b, minus_one), g.tmp()
+    g.node("Or", [is_zero, is_m1], [special])
+    safe = _tmp_node(g, "Where", special, one, b)
+    q = _tmp_node(g, "Div", a, safe)
+    r = _tmp_node(g, "Sub", a, _tmp_node(g, "Mul", q, safe))
+    if kind == "truncdiv":
+        general, on_m1 = q, _tmp_node(g, "Neg", a)
+    elif kind == "fmod":
+        general, on_m1 = r, zero
+    elif kind == "floordiv":
+        fix = g.tmp()
+        g.node("Cast", [_sign_fix(g, r, safe, zero)], [fix], to=g.onnx_dtype(dt))
+        general, on_m1 = _tmp_node(g, "Sub", q, fix), _tmp_node(g, "Neg", a)
+    else:  # mod: the divisor's sign
+        fix = _sign_fix(g, r, safe, zero)
+        general, on_m1 = _tmp_node(g, "Where", fix, _tmp_node(g, "Add", r, safe), r), zero
+    picked = _tmp_node(g, "Where", is_m1, on_m1, general)
+    g.node("Where", [is_zero, zero, picked], [out])
+
+
+def trunc_of(g, x, out):
+    """ONNX nodes writing ``trunc(x)`` (float ``x``) to ``out``: ONNX has no Trunc;
+    ``sign(x) * floor(|x|)`` keeps -0.0 for small negatives, NaN and infinities."""
+    g.node("Mul", [_tmp_node(g, "Sign", x), _tmp_node(g, "Floor", _tmp_node(g, "Abs", x))], [out])
+
+
+@tensor_method("remainder")
+def mod(input, other):
+    """``input % other``, with the divisor's sign (PyTorch's ``remainder``; a zero result keeps
+    the dividend's sign); integer division by zero raises ZeroDivisionError."""
+    return apply("mod", input, other)
+
+
+remainder = mod
+
+
+@grad_rule("mod")
+def _mod_grad(ctx, g):
+    # a % b = a - floor(a / b) * b, and floor is flat almost everywhere
+    a, b = ctx.inputs
+    return _pair(ctx, g if _is_diff(a) else None, -g * apply("floordiv", a, b) if _is_diff(b) else None)
 
 
 @tensor_method()
-def pow(a, b):
-    """``a ** b`` with NumPy broadcasting and promotion."""
-    return apply("pow", a, b)
+def fmod(input, other):
+    """C's remainder ``input - trunc(input / other) * other``, with the dividend's sign;
+    integer division by zero raises ZeroDivisionError."""
+    return apply("fmod", input, other)
+
+
+@grad_rule("fmod")
+def _fmod_grad(ctx, g):
+    a, b = ctx.inputs
+    return _pair(ctx, g if _is_diff(a) else None, -g * apply("truncdiv", a, b) if _is_diff(b) else None)
+
+
+@tensor_method()
+def pow(input, exponent):
+    """``input ** exponent`` (either may be a Python number) with broadcasting and PyTorch's
+    promotion."""
+    return apply("pow", input, exponent)
 
 
 @grad_rule("pow")
@@ -156,6 +254,32 @@ def _pow_grad(ctx, g):
 @onnx_converter("pow")
 def _pow_onnx(g, op):
     g.node("Pow", promoted(g, op.inputs, g.dtype(op.outputs[0])), op.outputs)
+
+
+@tensor_method()
+def float_power(input, exponent):
+    """``input ** exponent`` computed in float64 (PyTorch's ``float_power``)."""
+    return pow(_as_float64(input), _as_float64(exponent))
+
+
+def _as_float64(v):
+    if isinstance(v, (bool, int, float)):
+        return float(v)
+    return cast(v, "float64")
+
+
+@tensor_method()
+def square(input):
+    """``input * input`` (integer tensors stay integers)."""
+    if _dtype_of(input) == "bool":
+        input = cast(input, "int64")  # PyTorch squares a bool tensor as an int64 one
+    return apply("mul", input, input)
+
+
+@tensor_method()
+def reciprocal(input):
+    """``1 / input``; integer and bool inputs give float32."""
+    return apply("div", 1.0, input)
 
 
 @tensor_method()
@@ -183,6 +307,45 @@ def _maxmin_grad(ctx, g):
 
 onnx_elementwise("maximum", "Max", bool_form="Or")
 onnx_elementwise("minimum", "Min", bool_form="And")
+
+
+@tensor_method()
+def fmax(input, other):
+    """The element-wise larger of the two, ignoring NaN (NaN only where both are)."""
+    return apply("fmax", input, other)
+
+
+@tensor_method()
+def fmin(input, other):
+    """The element-wise smaller of the two, ignoring NaN (NaN only where both are)."""
+    return apply("fmin", input, other)
+
+
+@grad_rule("fmax", "fmin")
+def _fmaxmin_grad(ctx, g):
+    # PyTorch's rule: a tie goes to the first operand, and a NaN operand gets nothing
+    a, b = ctx.inputs
+    wins = (a >= b) if ctx.op == "fmax" else (a <= b)
+    pick_a = logical_or(wins, apply("isnan", b))
+    zero = zeros_like(g)
+    return _pair(ctx, where(pick_a, g, zero) if _is_diff(a) else None,
+                 where(pick_a, zero, g) if _is_diff(b) else None)
+
+
+@onnx_converter("fmax", "fmin")
+def _fmaxmin_onnx(g, op):
+    dt = g.dtype(op.outputs[0])
+    a, b = promoted(g, op.inputs, dt)
+    m = _tmp_node(g, "Max" if op.type == "fmax" else "Min", a, b)
+    if not dt.startswith("float"):
+        g.node("Identity", [m], op.outputs)
+        return
+    # ONNX's Max and Min propagate NaN: take the other operand where one is NaN
+    t = _tmp_node(g, "Where", _tmp_node(g, "IsNaN", b), a, m)
+    g.node("Where", [_tmp_node(g, "IsNaN", a), b, t], op.outputs)
+
+
+sample_call("fmax", fmax, (3, 4), (4,))
 
 
 @tensor_method()
@@ -223,10 +386,16 @@ sample_call("logaddexp", logaddexp, (3, 1), (1, 4))
 
 
 # ------------------------------------------------------------------ unary math
-@tensor_method()
-def neg(x):
-    """``-x``."""
-    return apply("neg", x)
+@tensor_method("neg", "negative")
+def neg(input):
+    """``-input``."""
+    if _dtype_of(input) == "bool":
+        raise TypeError("neg: negating a bool tensor is not supported (PyTorch's neither); use ~ or "
+                        "logical_not instead")
+    return apply("neg", input)
+
+
+negative = neg
 
 
 @grad_rule("neg")
@@ -362,10 +531,13 @@ shape_only("relu", 0)
 onnx_elementwise("relu", "Relu")
 
 
-@tensor_method()
-def abs(x):
-    """``|x|``."""
-    return apply("abs", x)
+@tensor_method("abs", "absolute")
+def abs(input):
+    """``|input|``."""
+    return apply("abs", input)
+
+
+absolute = abs
 
 
 @grad_rule("abs")
@@ -377,34 +549,72 @@ onnx_elementwise("abs", "Abs")
 
 
 @tensor_method()
-def sign(x):
-    """-1, 0 or 1 by the sign of each element."""
-    return apply("sign", x)
+def sign(input):
+    """-1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch; a bool tensor unchanged)."""
+    return apply("sign", input)
 
 
-non_differentiable("sign", reason=_PIECEWISE_CONSTANT)
-onnx_elementwise("sign", "Sign")
+@grad_rule("sign")
+def _sign_grad(ctx, g):
+    return (zeros_like(g),)  # PyTorch's: zero, not none
+
+
+shape_only("sign", 0)
+
+
+@onnx_converter("sign")
+def _sign_onnx(g, op):
+    x = op.inputs[0]
+    if g.dtype(x) == "bool":
+        g.node("Identity", [x], op.outputs)
+        return
+    s = _tmp_node(g, "Sign", x)
+    if not g.dtype(x).startswith("float"):
+        g.node("Identity", [s], op.outputs)
+        return
+    g.node("Where", [_tmp_node(g, "IsNaN", x), g.const(np.zeros((), g.dtype(x))), s], op.outputs)
+
+
+def _is_tensor_bound(v):
+    return isinstance(v, (Tensor, np.ndarray, list, tuple))
+
+
+@tensor_method("clamp", "clip")
+def clamp(input, min=None, max=None):
+    """``input`` limited to [min, max], as PyTorch's ``clamp``: either bound may be None, a
+    number or a tensor (broadcast); ``minimum(maximum(x, min), max)``, so max wins where
+    min > max and a NaN bound gives NaN. At a bound the gradient goes to ``input``."""
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must not be None")
+    if not _is_tensor_bound(min) and not _is_tensor_bound(max):
+        for v in (min, max):
+            if v is not None and not isinstance(v, (bool, int, float, np.generic)):
+                raise TypeError(f"clamp: a bound must be a number, a tensor or None, got {type(v).__name__}")
+        return apply("clip", input, lo=_number(min), hi=_number(max))
+    if min is None:
+        return apply("clamp", input, max, which="max")
+    if max is None:
+        return apply("clamp", input, min, which="min")
+    return apply("clamp", input, min, max, which="both")
+
+
+clip = clamp
+
+
+def _number(v):
+    return v.item() if isinstance(v, np.generic) else v
 
 
 @tensor_method()
-def floor(x):
-    """The largest integer not above each element (same dtype)."""
-    return apply("floor", x)
-
-
-non_differentiable("floor", reason=_PIECEWISE_CONSTANT)
-onnx_elementwise("floor", "Floor")
+def clamp_min(input, min):
+    """``input`` limited from below by ``min`` (a number or a tensor)."""
+    return clamp(input, min=min)
 
 
 @tensor_method()
-def clip(x, min=None, max=None):
-    """Limit x to [min, max]; either bound may be None, a number, or a tensor (broadcast)."""
-    if isinstance(min, (Tensor, np.ndarray, list)) or isinstance(max, (Tensor, np.ndarray, list)):
-        # where, not maximum/minimum: at x == bound the gradient goes to x alone (as in
-        # torch.clamp), where maximum would split it between x and the bound
-        out = x if min is None else where(lt(x, min), min, x)
-        return out if max is None else where(gt(out, max), max, out)
-    return apply("clip", x, lo=min, hi=max)
+def clamp_max(input, max):
+    """``input`` limited from above by ``max`` (a number or a tensor)."""
+    return clamp(input, max=max)
 
 
 @grad_rule("clip")
@@ -432,6 +642,46 @@ def _clip_onnx(g, op):
     while ins[-1] == "":
         ins.pop()
     g.node("Clip", ins, op.outputs)
+
+
+@grad_rule("clamp")
+def _clamp_grad(ctx, g):
+    # PyTorch's clamp_backward and clamp_backward_min_max: x keeps the gradient inside [lo, hi]
+    # (bounds included); lo takes it below (when lo < hi), hi above (or wherever hi < lo)
+    x, *bounds = ctx.inputs
+    which = ctx.attrs.get("which", "both")
+    zero = zeros_like(g)
+    if which == "min":
+        (lo,) = bounds
+        return (_grad_to(x, where(x >= lo, g, zero)), _grad_to(lo, where(x < lo, g, zero)))
+    if which == "max":
+        (hi,) = bounds
+        return (_grad_to(x, where(x <= hi, g, zero)), _grad_to(hi, where(x > hi, g, zero)))
+    lo, hi = bounds
+    inside = logical_and(x >= lo, x <= hi)
+    below = logical_and(x < lo, lo < hi)
+    above = logical_or(x > hi, hi < lo)
+    return (_grad_to(x, where(inside, g, zero)), _grad_to(lo, where(below, g, zero)),
+            _grad_to(hi, where(above, g, zero)))
+
+
+def _grad_to(v, g):
+    return unbroadcast(g, _shape(v)) if _is_diff(v) else None
+
+
+@onnx_converter("clamp")
+def _clamp_onnx(g, op):
+    dt = g.dtype(op.outputs[0])
+    x, *bounds = promoted(g, op.inputs, dt)
+    which = op.attrs.get("which", "both")
+    if dt == "bool":
+        raise g.unsupported(op, "clamp of bool tensors")
+    if which == "max":
+        g.node("Min", [x, bounds[0]], op.outputs)
+    elif which == "min":
+        g.node("Max", [x, bounds[0]], op.outputs)
+    else:
+        g.node("Min", [_tmp_node(g, "Max", x, bounds[0]), bounds[1]], op.outputs)
 
 
 def where(cond, a, b):
@@ -501,25 +751,77 @@ def _ne_onnx(g, op):
 
 
 # ------------------------------------------------------------------ logic
-def logical_and(a, b):
-    """Element-wise and of bools (bitwise and of integers)."""
-    return apply("bitwise_and", a, b)
+def _dtype_of(v):
+    """The d2s dtype name of an op operand (tensor, array or Python scalar)."""
+    if isinstance(v, Tensor):
+        return str(v.dtype)
+    if hasattr(v, "dtype"):
+        return np.dtype(v.dtype).name
+    return {bool: "bool", int: "int64", float: "float32"}.get(type(v), "float32")
 
 
-def logical_or(a, b):
-    """Element-wise or of bools (bitwise or of integers)."""
-    return apply("bitwise_or", a, b)
-
-
-def logical_xor(a, b):
-    """Element-wise xor of bools (bitwise xor of integers)."""
-    return apply("bitwise_xor", a, b)
+def _truth(v):
+    """``v`` as bools (non-zero is true, NaN too), as PyTorch's logical ops read their inputs."""
+    if isinstance(v, (bool, int, float)):
+        return bool(v)
+    return v if _dtype_of(v) == "bool" else ne(v, 0)
 
 
 @tensor_method()
-def logical_not(x):
-    """Element-wise not of bools (bitwise not of integers)."""
-    return apply("logical_not", x)
+def logical_and(input, other):
+    """Element-wise ``input and other`` of the operands' truth values (non-zero is true); bool."""
+    return apply("bitwise_and", _truth(input), _truth(other))
+
+
+@tensor_method()
+def logical_or(input, other):
+    """Element-wise ``input or other`` of the operands' truth values (non-zero is true); bool."""
+    return apply("bitwise_or", _truth(input), _truth(other))
+
+
+@tensor_method()
+def logical_xor(input, other):
+    """Element-wise exclusive or of the operands' truth values (non-zero is true); bool."""
+    return apply("bitwise_xor", _truth(input), _truth(other))
+
+
+@tensor_method()
+def logical_not(input):
+    """Element-wise not of the input's truth value (zero is false); bool, whatever its dtype."""
+    if _dtype_of(input) == "bool":
+        return apply("logical_not", input)
+    return eq(input, 0)
+
+
+def _bitwise_operands(name, *operands):
+    for v in operands:
+        if _dtype_of(v).startswith("float"):
+            raise TypeError(f"{name}: defined for integer and bool tensors only (PyTorch's too), got {_dtype_of(v)}")
+    return operands
+
+
+@tensor_method()
+def bitwise_and(input, other):
+    """Bitwise and of integer tensors (logical and of bool ones)."""
+    return apply("bitwise_and", *_bitwise_operands("bitwise_and", input, other))
+
+
+@tensor_method()
+def bitwise_or(input, other):
+    """Bitwise or of integer tensors (logical or of bool ones)."""
+    return apply("bitwise_or", *_bitwise_operands("bitwise_or", input, other))
+
+
+@tensor_method()
+def bitwise_xor(input, other):
+    """Bitwise exclusive or of integer tensors (logical xor of bool ones)."""
+    return apply("bitwise_xor", *_bitwise_operands("bitwise_xor", input, other))
+
+
+@tensor_method()
+def bitwise_not(input):
+    """Bitwise not of an integer tensor (logical not of a bool one), the ``~`` operator."""
+    return apply("logical_not", *_bitwise_operands("bitwise_not", input))
 
 
 non_differentiable("bitwise_and", "bitwise_or", "bitwise_xor", "logical_not", reason=_LOGICAL)

@@ -6,6 +6,8 @@ LLVM vectorizes what has no libm call. ``tanh32`` is this module's own rational 
 (see ``TANH_MAX_ULP``), so float32 ``tanh`` runs on SIMD lanes instead of a scalar ``tanhf`` call
 (~14 ns each here); every other transcendental is numba's (libm).
 """
+import math
+
 import numba
 import numpy as np
 
@@ -63,11 +65,77 @@ def relu(x, zero):
 
 @njit(**_JIT)
 def sign(x, zero, one):
+    # PyTorch's sign: 0 for NaN (and for both zeros)
     if x > zero:
         return one
     if x < zero:
         return -one
-    return x if x != x else zero
+    return zero
+
+
+class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
+    """What the kernels raise (d2s_runtime.errors); numba raises a class of this module, so the
+    generated code imports nothing else."""
+
+
+@njit(**_JIT)
+def floordiv_int(a, b):
+    # numba's integer // floors as Python's; error_model="numpy" would give 0 for b == 0
+    if b == 0:
+        raise IntegerDivisionByZero("ZeroDivisionError: integer division by zero")
+    return a // b
+
+
+@njit(**_JIT)
+def mod_int(a, b):
+    if b == 0:
+        raise IntegerDivisionByZero("ZeroDivisionError: integer modulo by zero")
+    return a % b
+
+
+@njit(**_JIT)
+def fmod_int(a, b):
+    # C's remainder: the sign of a
+    if b == 0:
+        raise IntegerDivisionByZero("ZeroDivisionError: integer fmod by zero")
+    r = a % b
+    return r - b if (r != 0 and (r < 0) != (a < 0)) else r
+
+
+@njit(**_JIT)
+def truncdiv_int(a, b):
+    if b == 0:
+        raise IntegerDivisionByZero("ZeroDivisionError: integer division by zero")
+    q = a // b
+    return q + 1 if (q < 0 and q * b != a) else q
+
+
+@njit(**_JIT)
+def remainder(a, b, zero):
+    # PyTorch's float remainder (ops/elementwise.py): fmod, plus b where the signs differ
+    r = np.fmod(a, b)
+    return r + b if (r != zero and (r < zero) != (b < zero)) else r
+
+
+@njit(**_JIT)
+def nan_to_num(x, nan, posinf, neginf):
+    if x != x:
+        return nan
+    if x == np.inf:
+        return posinf
+    if x == -np.inf:
+        return neginf
+    return x
+
+
+@njit(**_JIT)
+def erf(x):
+    return math.erf(x)
+
+
+@njit(**_JIT)
+def erfc(x):
+    return math.erfc(x)
 
 
 @njit(**_JIT)

@@ -60,6 +60,8 @@ SAMPLES = {
     "randint": lambda r: ([], {"shape": [64], "low": 0, "high": 1000}),
     "randint_dyn": lambda r: ([np.asarray(0), np.asarray(1000)], {"shape": [64]}),
     "dropout_mask": lambda r: ([_array(r, "float32", (64,))], {"p": 0.5}),
+    "clamp": lambda r: ([_array(r, "float64"), _array(r, "float64", (4,)), _array(r, "float64", (3, 1)) + 0.5],
+                        {"which": "both"}),
 }
 
 
