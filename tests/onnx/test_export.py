@@ -176,6 +176,9 @@ CASES = [
                                    d2s.div(a.astype("float32"), b, rounding_mode="trunc")),
      lambda n: [np.array([-2 ** 31, -2 ** 31, 2 ** 31 - 1, -7, 7, -7, 0, 5] * (n // 2 + 1))[:n * 2].astype("int32")
                 .reshape(n, 2), np.array([[-1, 3]] * n, "int32")]),
+    ("linalg", lambda a, b, i: (d2s.einsum("bij,jk->bik", a, b), d2s.einsum("bij->bj", a), d2s.tril(a, -1),
+                                d2s.triu(a.astype("float64"), 1), d2s.triu(i), d2s.tril(i > 0)),
+     lambda n: [f32(n, 3, 4), f32(4, 2), i64(n, 3, 3)]),
     ("identity_shape", lambda a: (d2s.identity(a) * 2, d2s.shape(a), d2s.shape(a[0, 0])), lambda n: [f32(n, 3)]),
 ]
 

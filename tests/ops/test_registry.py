@@ -96,6 +96,14 @@ CASES = {
     "fmin": (ops.fmin, (ops.fmin, [spread(3, 4), spread(4) + 0.11])),
     "fmod": (ops.fmod, (ops.fmod, [positive(3, 4) * 3, np.full(4, -0.7)])),
     "truncdiv": ("d2s.div(a, b, rounding_mode='trunc')", _ND),
+    "einsum": (ops.einsum, (lambda a, b, c: ops.einsum("bij,bjk,k->bi", a, b, c), [randn(2, 3, 4), randn(1, 4, 5),
+                                                                                  randn(5)])),
+    "tril": (ops.tril, (lambda x: ops.tril(x, -1) * fixed(2, 3, 4), [randn(2, 3, 4)])),
+    "triu": (ops.triu, (lambda x: ops.triu(x, 1) * fixed(3, 4), [randn(3, 4)])),
+    "diagonal": (ops.diagonal, (lambda x: ops.diagonal(x, 1, 2, 0) * fixed(4, 2), [randn(3, 4, 3)])),
+    "diag_embed": (ops.diag_embed, (lambda x: ops.diag_embed(x, -1, 0, 2) * fixed(4, 2, 4), [randn(2, 3)])),
+    "diagonal_scatter": (ops.diagonal_scatter, (lambda x, v: ops.diagonal_scatter(x, v, 1) * fixed(3, 4),
+                                                [randn(3, 4), randn(3)])),
     "where": (ops.where, (lambda a, b: ops.where(np.array([True, False, True]), a, b), [randn(2, 3), randn(3)])),
     "cast": (ops.cast, (lambda x: ops.cast(x * 1.0, "float64"), [randn(4)])),
     "eq": (ops.eq, _ND), "ne": (ops.ne, _ND), "lt": (ops.lt, _ND), "le": (ops.le, _ND), "gt": (ops.gt, _ND),
@@ -233,5 +241,5 @@ def test_view_ops_link_their_input():
     for name in sorted(n for n, o in OPS.items() if o.view):
         y = {"transpose": lambda: w.T, "reshape": lambda: w.reshape(4, 3), "expand_dims": lambda: w.unsqueeze(0),
              "squeeze": lambda: w.unsqueeze(0).squeeze(0), "broadcast_to": lambda: w.broadcast_to([2, 3, 4]),
-             "getitem": lambda: w[1:]}[name]()
+             "getitem": lambda: w[1:], "diagonal": lambda: w.diagonal()}[name]()
         assert y._base is not None, name
