@@ -63,6 +63,17 @@ RESULTS = {
     "fill_": lambda s, value: _replaced(s, value),
     "copy_": lambda s, src: _replaced(s, src),
     "clamp_": lambda s, min=None, max=None: s.clip(min, max),
+    # element-wise math and triangles (d2s/ops/elementwise.py, pointwise.py, linalg.py)
+    **{f"{_name}_": (lambda name: lambda s, *args, **kwargs: getattr(s, name)(*args, **kwargs))(_name)
+       for _name in ("clamp_min", "clamp_max", "clip", "abs", "absolute", "neg", "negative", "sign", "square",
+                     "reciprocal", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin",
+                     "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+                     "arcsin", "arccos", "arctan", "sigmoid", "erf", "erfc", "erfinv", "floor", "ceil", "round",
+                     "trunc", "frac", "fix", "nan_to_num", "pow", "float_power", "remainder", "fmod", "floor_divide",
+                     "true_divide", "multiply", "divide", "subtract", "atan2", "arctan2", "hypot", "lerp",
+                     "addcmul", "addcdiv", "logical_and", "logical_or", "logical_xor", "logical_not",
+                     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "tril", "triu", "addmm", "addmv",
+                     "addbmm", "baddbmm", "addr", "fmax", "fmin", "maximum", "minimum")},
     "__iadd__": lambda s, other: s + other,
     "__isub__": lambda s, other: s - other,
     "__imul__": lambda s, other: s * other,
