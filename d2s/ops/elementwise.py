@@ -131,13 +131,11 @@ def _division_onnx(g, op):
 
 
 def _float_division_onnx(g, kind, a, b, dt, out):
-    if kind in ("floordiv", "truncdiv"):
-        t = g.tmp()
-        g.node("Div", [a, b], [t])
-        if kind == "floordiv":
-            g.node("Floor", [t], [out])
-        else:
-            trunc_of(g, t, out)
+    if kind == "truncdiv":
+        trunc_of(g, _tmp_node(g, "Div", a, b), out)
+        return
+    if kind == "floordiv":
+        _float_floordiv_onnx(g, a, b, dt, out)
         return
     if kind == "fmod":
         g.node("Mod", [a, b], [out], fmod=1)
@@ -147,6 +145,28 @@ def _float_division_onnx(g, kind, a, b, dt, out):
     r, zero = g.tmp(), g.const(np.zeros((), dtype=dt))
     g.node("Mod", [a, b], [r], fmod=1)
     g.node("Where", [_sign_fix(g, r, b, zero), _tmp_node(g, "Add", r, b), r], [out])
+
+
+def _float_floordiv_onnx(g, a, b, dt, out):
+    """PyTorch's (and Python's) float floor division: ``(a - fmod(a, b)) / b``, less one where
+    the remainder and b differ in sign, rounded to the nearest integer; ``a / b`` where b is 0;
+    a zero with the sign of ``a / b``. (``floor(a / b)`` differs: it rounds the quotient first,
+    and gives inf where a is infinite.)"""
+    zero, half = g.const(np.zeros((), dt)), g.const(np.asarray(0.5, dt))
+    mod = g.tmp()
+    g.node("Mod", [a, b], [mod], fmod=1)
+    div = _tmp_node(g, "Div", _tmp_node(g, "Sub", a, mod), b)
+    fix = g.tmp()
+    g.node("Cast", [_sign_fix(g, mod, b, zero)], [fix], to=g.onnx_dtype(dt))
+    div = _tmp_node(g, "Sub", div, fix)
+    fl = _tmp_node(g, "Floor", div)
+    up = g.tmp()
+    g.node("Cast", [_tmp_node(g, "Greater", _tmp_node(g, "Sub", div, fl), half)], [up], to=g.onnx_dtype(dt))
+    rounded = _tmp_node(g, "Add", fl, up)
+    quotient = _tmp_node(g, "Div", a, b)
+    signed_zero = _tmp_node(g, "Mul", quotient, zero)
+    nonzero = _tmp_node(g, "Where", _tmp_node(g, "Equal", div, zero), signed_zero, rounded)
+    g.node("Where", [_tmp_node(g, "Equal", b, zero), quotient, nonzero], [out])
 
 
 def _sign_fix(g, r, b, zero):

@@ -102,7 +102,7 @@ def _round(xp, x, decimals=0):
     if decimals == 0:
         return xp.rint(x)  # half to even, as PyTorch
     # PyTorch's formula: rint(x * 10^d) / 10^d (d > 0), rint(x / 10^-d) * 10^-d (d < 0), in x's dtype
-    scale = np.asarray(10.0 ** abs(decimals), dtype=x.dtype)
+    scale = x.dtype.type(10.0 ** abs(decimals))  # a numpy scalar: cupy takes it as a Python one
     if decimals > 0:
         return xp.rint(x * scale) / scale
     return xp.rint(x / scale) * scale
