@@ -87,6 +87,8 @@ def _rounding(name, fn, doc, **traits):
 
     def kernel(xp, x, **attrs):
         if x.dtype.kind != "f":
+            if x.dtype == bool:
+                raise ValueError(f"{name} of a bool tensor")  # the shape rule words the error
             return xp.array(x, copy=True)
         return fn(xp, x, **attrs)
 
