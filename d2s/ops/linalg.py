@@ -109,7 +109,8 @@ def inner(input, other):
     na, nb = _ndim(input), _ndim(other)
     if na == 0 or nb == 0:
         return input * other
-    la, lb = _letters(na + nb - 1)[:na - 1], _letters(na + nb - 1)[na - 1:]
+    free = _letters(na + nb - 2, avoid="z")
+    la, lb = free[:na - 1], free[na - 1:]
     return einsum(f"{la}z,{lb}z->{la}{lb}", input, other)
 
 
@@ -129,10 +130,8 @@ def _add_scaled(op, input, prod, beta, alpha):
     if alpha != 1:
         prod = prod * alpha
     if beta == 0:
-        sp, si = tuple(_shape(prod)), tuple(_shape(input))
-        if len(si) <= len(sp) and all(d == 1 or d == p for d, p in zip(si[::-1], sp[::-1])):
-            return prod
-        return prod + zeros_like(input)  # input's shape takes part (or raises), not its values
+        # prod's values, broadcast with input's shape; input gets a zero gradient, as PyTorch's
+        return apply("where", False, input, prod)
     return (input if beta == 1 else input * beta) + prod
 
 
@@ -265,6 +264,10 @@ def _einsum_grad(ctx, g):
         rest = [(s, v) for m, (s, v) in enumerate(zip(ins, xs)) if m != k]
         eq = ",".join([out] + [s for s, _ in rest]) + "->" + ins[k]
         gk = apply("einsum", g, *[v for _, v in rest], equation=eq)
+        if any(a == 1 and b != 1 for a, b in zip(_shape(gk), _shape(x))):
+            # a letter only size-1 operands have besides x (x's own size broadcast them): every
+            # element of x along it gets the same gradient
+            gk = gk + zeros_like(x)
         grads.append(unbroadcast(gk, _shape(x)))
     return tuple(grads)
 

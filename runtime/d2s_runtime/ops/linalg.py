@@ -234,6 +234,8 @@ def _triangle(name, fn, doc):
         return TensorType(x.shape, x.dtype)
 
     def kernel(xp, x, diagonal=0):
+        if x.ndim < 2:
+            raise ValueError(f"{name} of a {x.ndim}-d tensor")  # the shape rule words the error
         return fn(xp, x, diagonal)
 
     defop(name, infer, doc=doc, fresh=True)(kernel)
