@@ -49,13 +49,35 @@ def tanh32(x):
 
 @njit(**_JIT)
 def maximum(a, b):
-    # numpy's maximum: NaN wins, and a is kept on ties (so signed zeros match)
-    return a if (a >= b or a != a) else b
+    # numpy's (and PyTorch's) maximum: NaN wins, and b is taken on ties (max(0.0, -0.0) is -0.0)
+    return a if (a > b or a != a) else b
 
 
 @njit(**_JIT)
 def minimum(a, b):
-    return a if (a <= b or a != a) else b
+    return a if (a < b or a != a) else b
+
+
+@njit(**_JIT)
+def clip_lo(x, lo):
+    # numpy's clip (and PyTorch's clamp to a number): NaN wins, x is kept on ties
+    return x if (x >= lo or x != x) else lo
+
+
+@njit(**_JIT)
+def clip_hi(x, hi):
+    return x if (x <= hi or x != x) else hi
+
+
+@njit(**_JIT)
+def fmax(a, b):
+    # PyTorch's fmax: a NaN loses to a number, a is kept on ties
+    return a if (a >= b or b != b) else b
+
+
+@njit(**_JIT)
+def fmin(a, b):
+    return a if (a <= b or b != b) else b
 
 
 @njit(**_JIT)
@@ -152,11 +174,11 @@ def logaddexp(a, b):
 
 @njit(**_JIT)
 def clip(x, lo, hi, use_lo, use_hi):
-    # np.clip(x, lo, hi) = minimum(maximum(x, lo), hi), with NaN propagated
+    # np.clip(x, lo, hi), with NaN propagated and x kept on ties
     if use_lo:
-        x = maximum(x, lo)
+        x = clip_lo(x, lo)
     if use_hi:
-        x = minimum(x, hi)
+        x = clip_hi(x, hi)
     return x
 
 

@@ -414,7 +414,7 @@ def _clip_native(e, x, lo=None, hi=None):
         if v is not None and (type(v) is bool or not isinstance(v, (int, float))):
             e.unsupported("clip bounds must be numbers")
     if lo is not None:
-        x = f"{e.lib('maximum')}({x}, {e.const(lo)})"
+        x = f"{e.lib('clip_lo')}({x}, {e.const(lo)})"
     if hi is not None:
-        x = f"{e.lib('minimum')}({x}, {e.const(hi)})"
+        x = f"{e.lib('clip_hi')}({x}, {e.const(hi)})"
     return x

@@ -44,10 +44,23 @@ def _numpy_unary(fn):
     return kernel
 
 
+def _native_float(fn):
+    def hook(e, x):
+        if fn in _WIDENED and e.dtype == "float32":
+            return f"{e.np(fn)}(np.float64({x}))"
+        return f"{e.np(fn)}({x})"
+    return hook
+
+
+# numba 0.68 declares libm's exp2/log2 once per module: a function with both float32 and float64
+# calls fails in LLVM ("arg mismatch: float != double"), so float32 computes these in float64
+# (the result rounded once: within an ulp of numpy's float32 loop)
+_WIDENED = ("exp2", "log2")
+
 for _name, (_fn, _native, _doc) in _FLOAT_FUNCS.items():
     _unary(_name, _numpy_unary(_fn), _doc + " Integer and bool inputs give float32.", float_only=True, ufunc=_fn,
            out_ok=True, fresh=True)
-    deflowering(_name, NATIVE)((lambda fn: lambda e, x: f"{e.np(fn)}({x})")(_native))
+    deflowering(_name, NATIVE)(_native_float(_native))
 
 
 def _rsqrt(xp, x):
@@ -143,8 +156,9 @@ _predicate("isinf", lambda xp, x: xp.isinf(x), False, "Whether each element is +
 _predicate("isfinite", lambda xp, x: xp.isfinite(x), True, "Whether each element is finite (bool).")
 
 for _name in ("isnan", "isinf", "isfinite"):
+    # integers are never NaN or infinite: a constant
     deflowering(_name, NATIVE)((lambda fn: lambda e, x: f"np.{fn}({x})" if e.in_dtypes[0].startswith("float")
-                                else e.unsupported("a predicate of an integer tensor"))(_name))
+                                else e.const(fn == "isfinite", "bool"))(_name))
 
 
 def _nan_to_num_infer(x, nan=0.0, posinf=None, neginf=None):
@@ -166,9 +180,9 @@ def _nan_to_num(xp, x, nan=0.0, posinf=None, neginf=None):
 @deflowering("nan_to_num", NATIVE)
 def _nan_to_num_native(e, x, nan=0.0, posinf=None, neginf=None):
     if not e.dtype.startswith("float"):
-        e.unsupported("nan_to_num of an integer tensor")
+        return x  # integer tensors unchanged
     info = np.finfo(e.dtype)
-    values = [info.max if posinf is None else posinf, info.min if neginf is None else neginf, nan]
+    values = [float(info.max) if posinf is None else posinf, float(info.min) if neginf is None else neginf, nan]
     for v in values:
         if type(v) is bool or not isinstance(v, (int, float)):
             e.unsupported("nan_to_num values must be numbers")
@@ -230,10 +244,22 @@ _binary_same("fmod", _fmod, "C's remainder: ``a - trunc(a / b) * b`` (the sign o
              "raises ZeroDivisionError.")
 _binary_same("truncdiv", _truncdiv, "``a / b`` rounded toward zero (``div(rounding_mode='trunc')``), in the "
              "operands' dtype. Integer division by zero raises ZeroDivisionError.")
-_binary_same("fmax", lambda xp, a, b: xp.fmax(a, b), "Element-wise maximum ignoring NaN (NaN only where both are).",
-             commutative=True)
-_binary_same("fmin", lambda xp, a, b: xp.fmin(a, b), "Element-wise minimum ignoring NaN (NaN only where both are).",
-             commutative=True)
+def _fmax(xp, a, b):
+    # PyTorch's fmax: a NaN loses to a number; a is kept on ties (NumPy's fmax takes b, so
+    # fmax(0.0, -0.0) would be -0.0)
+    if integral(a, b):
+        return xp.maximum(a, b)
+    return xp.where((a >= b) | xp.isnan(b), a, b)
+
+
+def _fmin(xp, a, b):
+    if integral(a, b):
+        return xp.minimum(a, b)
+    return xp.where((a <= b) | xp.isnan(b), a, b)
+
+
+_binary_same("fmax", _fmax, "Element-wise maximum ignoring NaN (NaN only where both are).")
+_binary_same("fmin", _fmin, "Element-wise minimum ignoring NaN (NaN only where both are).")
 
 
 @deflowering("fmod", NATIVE)
@@ -250,5 +276,5 @@ def _truncdiv_native(e, a, b):
     return f"{e.lib('truncdiv_int')}({a}, {b})"
 
 
-deflowering("fmax", NATIVE)(lambda e, a, b: f"np.fmax({a}, {b})")
-deflowering("fmin", NATIVE)(lambda e, a, b: f"np.fmin({a}, {b})")
+deflowering("fmax", NATIVE)(lambda e, a, b: f"{e.lib('fmax')}({a}, {b})")
+deflowering("fmin", NATIVE)(lambda e, a, b: f"{e.lib('fmin')}({a}, {b})")
