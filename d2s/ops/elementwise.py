@@ -721,7 +721,13 @@ def _where_grad(ctx, g):
 @onnx_converter("where")
 def _where_onnx(g, op):
     c = g.cast(op.inputs[0], "bool")
-    g.node("Where", [c] + promoted(g, op.inputs[1:], g.dtype(op.outputs[0])), op.outputs)
+    dt = g.dtype(op.outputs[0])
+    if dt == "bool":  # onnxruntime's Where has no bool kernel: select int32s and cast back
+        t = g.tmp()
+        g.node("Where", [c] + promoted(g, op.inputs[1:], "int32"), [t])
+        g.node("Cast", [t], op.outputs, to=g.onnx_dtype("bool"))
+        return
+    g.node("Where", [c] + promoted(g, op.inputs[1:], dt), op.outputs)
 
 
 # ------------------------------------------------------------------ comparisons
