@@ -20,9 +20,9 @@ public wrappers are its functions without a leading underscore; this package re-
 """
 import inspect
 
-from . import creation, elementwise, pointwise, shape as _shape_family, reduce, indexing, linalg, nn, debug
+from . import creation, elementwise, division, pointwise, shape as _shape_family, reduce, indexing, linalg, nn, debug
 
-_FAMILIES = (creation, elementwise, pointwise, _shape_family, reduce, indexing, linalg, nn, debug)
+_FAMILIES = (creation, elementwise, division, pointwise, _shape_family, reduce, indexing, linalg, nn, debug)
 
 
 def _public(family):

@@ -16,7 +16,8 @@ from ..dispatch import apply
 from ..onnx.registry import elementwise as onnx_elementwise, onnx_converter, onnx_unsupported, promoted
 from ..tensor import Tensor, tensor_method
 from .creation import zeros_like
-from .elementwise import _dtype_of, cast, eq, exp, logical_and, logical_or, sqrt, trunc_of, where
+from .division import trunc_of
+from .elementwise import _dtype_of, cast, eq, exp, logical_and, logical_or, sqrt, where
 from ._util import _is_diff, _pair
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)

@@ -19,6 +19,7 @@ class _TraceModule(_types.ModuleType):
     on ``d2s``, so calling the package computes it (``d2s.trace(x)`` as ``torch.trace(x)``)."""
 
     def __call__(self, input):
+        # imported here: d2s.ops is below this package, and calling it as torch.trace is rare
         from ..ops.linalg import trace as matrix_trace
         return matrix_trace(input)
 
