@@ -1,5 +1,7 @@
 """Element-wise ops (runtime: ``d2s_runtime/ops/elementwise.py``): for each op its public
 wrapper, its gradient rule and its ONNX converter, side by side."""
+import sys
+
 import numpy as np
 
 from ..autograd.registry import grad_rule, non_differentiable, sample_call, shape_only
@@ -165,15 +167,15 @@ def reciprocal(input):
 
 
 @tensor_method()
-def maximum(a, b):
-    """The element-wise larger of ``a`` and ``b``."""
-    return apply("maximum", a, b)
+def maximum(input, other):
+    """The element-wise larger of ``input`` and ``other`` (NaN wins)."""
+    return apply("maximum", input, other)
 
 
 @tensor_method()
-def minimum(a, b):
-    """The element-wise smaller of ``a`` and ``b``."""
-    return apply("minimum", a, b)
+def minimum(input, other):
+    """The element-wise smaller of ``input`` and ``other`` (NaN wins)."""
+    return apply("minimum", input, other)
 
 
 @grad_rule("maximum", "minimum")
@@ -231,10 +233,10 @@ sample_call("fmax", fmax, (3, 4), (4,))
 
 
 @tensor_method()
-def logaddexp(a, b):
+def logaddexp(input, other):
     """``log(exp(a) + exp(b))``, computed without overflow (NumPy's ``logaddexp``); integer
     and bool inputs give float32."""
-    return apply("logaddexp", a, b)
+    return apply("logaddexp", input, other)
 
 
 @grad_rule("logaddexp")
@@ -290,9 +292,9 @@ onnx_elementwise("neg", "Neg")
 
 
 @tensor_method()
-def exp(x):
+def exp(input):
     """``e ** x``; integer and bool inputs compute in float32."""
-    return apply("exp", x)
+    return apply("exp", input)
 
 
 @grad_rule("exp")
@@ -305,9 +307,9 @@ onnx_elementwise("exp", "Exp")
 
 
 @tensor_method()
-def log(x):
+def log(input):
     """Natural logarithm; integer and bool inputs compute in float32."""
-    return apply("log", x)
+    return apply("log", input)
 
 
 @grad_rule("log")
@@ -319,9 +321,9 @@ onnx_elementwise("log", "Log")
 
 
 @tensor_method()
-def sqrt(x):
+def sqrt(input):
     """Square root; integer and bool inputs compute in float32."""
-    return apply("sqrt", x)
+    return apply("sqrt", input)
 
 
 @grad_rule("sqrt")
@@ -334,9 +336,9 @@ onnx_elementwise("sqrt", "Sqrt")
 
 
 @tensor_method()
-def sin(x):
+def sin(input):
     """Sine (radians); integer and bool inputs compute in float32."""
-    return apply("sin", x)
+    return apply("sin", input)
 
 
 @grad_rule("sin")
@@ -348,9 +350,9 @@ onnx_elementwise("sin", "Sin")
 
 
 @tensor_method()
-def cos(x):
+def cos(input):
     """Cosine (radians); integer and bool inputs compute in float32."""
-    return apply("cos", x)
+    return apply("cos", input)
 
 
 @grad_rule("cos")
@@ -362,9 +364,9 @@ onnx_elementwise("cos", "Cos")
 
 
 @tensor_method()
-def tanh(x):
+def tanh(input):
     """Hyperbolic tangent; integer and bool inputs compute in float32."""
-    return apply("tanh", x)
+    return apply("tanh", input)
 
 
 @grad_rule("tanh")
@@ -378,9 +380,9 @@ onnx_elementwise("tanh", "Tanh")
 
 
 @tensor_method()
-def sigmoid(x):
+def sigmoid(input):
     """``1 / (1 + exp(-x))``, computed without overflow."""
-    return apply("sigmoid", x)
+    return apply("sigmoid", input)
 
 
 @grad_rule("sigmoid")
@@ -394,9 +396,9 @@ onnx_elementwise("sigmoid", "Sigmoid")
 
 
 @tensor_method()
-def relu(x):
+def relu(input):
     """``max(x, 0)``."""
-    return apply("relu", x)
+    return apply("relu", input)
 
 
 @grad_rule("relu")
@@ -566,9 +568,19 @@ def _clamp_onnx(g, op):
         g.node("Min", [_tmp_node(g, "Max", x, bounds[0]), bounds[1]], op.outputs)
 
 
-def where(cond, a, b):
-    """``a`` where ``cond`` holds, else ``b`` (all three broadcast together)."""
-    return apply("where", cond, a, b)
+def where(condition, input=None, other=None):
+    """``input`` where ``condition`` holds, else ``other`` (all three broadcast together;
+    ``input`` and ``other`` promoted as PyTorch does, either may be a Python number).
+    ``where(condition)`` alone is ``nonzero(condition, as_tuple=True)``, as in PyTorch."""
+    if input is None and other is None:
+        nonzero = getattr(sys.modules[__package__], "nonzero", None)
+        if nonzero is None:
+            raise TypeError("where(condition) with one argument is PyTorch's nonzero(condition, as_tuple=True), "
+                            "which d2s does not have yet; give where an input and an other")
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where: give both input and other (or neither: where(condition) is nonzero)")
+    return apply("where", condition, input, other)
 
 
 @grad_rule("where")
@@ -593,34 +605,34 @@ def _where_onnx(g, op):
 
 
 # ------------------------------------------------------------------ comparisons
-def eq(a, b):
+def eq(input, other):
     """``a == b`` element-wise (bool)."""
-    return apply("eq", a, b)
+    return apply("eq", input, other)
 
 
-def ne(a, b):
+def ne(input, other):
     """``a != b`` element-wise (bool)."""
-    return apply("ne", a, b)
+    return apply("ne", input, other)
 
 
-def lt(a, b):
+def lt(input, other):
     """``a < b`` element-wise (bool)."""
-    return apply("lt", a, b)
+    return apply("lt", input, other)
 
 
-def le(a, b):
+def le(input, other):
     """``a <= b`` element-wise (bool)."""
-    return apply("le", a, b)
+    return apply("le", input, other)
 
 
-def gt(a, b):
+def gt(input, other):
     """``a > b`` element-wise (bool)."""
-    return apply("gt", a, b)
+    return apply("gt", input, other)
 
 
-def ge(a, b):
+def ge(input, other):
     """``a >= b`` element-wise (bool)."""
-    return apply("ge", a, b)
+    return apply("ge", input, other)
 
 
 non_differentiable("eq", "ne", "lt", "le", "gt", "ge", reason=_COMPARISON)

@@ -3,11 +3,13 @@
 cross and kron, each with its gradient rule and ONNX converter beside its public wrapper."""
 import itertools
 
+import numpy as np
+
 from d2s_runtime.ops.linalg import parse_equation
 
 from ..autograd.registry import grad_rule, shape_only
 from ..dispatch import apply
-from ..onnx.registry import elementwise as onnx_elementwise, i64, onnx_converter, onnx_unsupported, promoted
+from ..onnx.registry import elementwise as onnx_elementwise, i64, onnx_converter, promoted
 from ..tensor import Tensor, tensor_method
 from .creation import zeros_like
 from .elementwise import _dtype_of, mul
@@ -297,7 +299,58 @@ def _diagonal_grad(ctx, g):
 
 
 shape_only("diagonal", 0)
-onnx_unsupported("diagonal", reason="ONNX has no diagonal op (d2s.einsum('ii->i', x) of a square matrix exports)")
+
+
+def _band_onnx(g, offset, like_shape):
+    """A bool matrix true on diagonal ``offset``: the difference of two Trilu
+    masks of ones (sizes read from ``like_shape``, an int64 shape tensor, at run time)."""
+    two = g.tmp()
+    g.node("Slice", [like_shape, g.const(i64([-2])), g.const(i64([2 ** 62])), g.const(i64([0]))], [two])
+    ones = g.tmp()
+    g.node("ConstantOfShape", [two], [ones], value=g.x.numpy_helper.from_array(i64([1])))
+    upper, above, band, out = g.tmp(), g.tmp(), g.tmp(), g.tmp()
+    g.node("Trilu", [ones, g.const(i64(offset))], [upper], upper=1)
+    g.node("Trilu", [ones, g.const(i64(offset + 1))], [above], upper=1)
+    g.node("Sub", [upper, above], [band])
+    g.node("Cast", [band], [out], to=g.onnx_dtype("bool"))
+    return out
+
+
+@onnx_converter("diagonal")
+def _diagonal_onnx(g, op):
+    # ONNX has no diagonal: zero all but the diagonal, sum it out, keep its length
+    x, dt = op.inputs[0], g.dtype(op.inputs[0])
+    nd = len(g.shape(x))
+    offset = op.attrs.get("offset", 0)
+    d1, d2 = op.attrs.get("dim1", 0) % nd, op.attrs.get("dim2", 1) % nd
+    work = "int32" if dt == "bool" else dt  # Where and ReduceSum take no bools
+    y = g.tmp()
+    g.node("Transpose", [g.cast(x, work)], [y], perm=[i for i in range(nd) if i not in (d1, d2)] + [d1, d2])
+    shape = g.tmp()
+    g.node("Shape", [y], [shape])
+    masked, summed = g.tmp(), g.tmp()
+    g.node("Where", [_band_onnx(g, offset, shape), y, g.const(np.zeros((), work))], [masked])
+    g.node("ReduceSum", [masked, g.const(i64([-1 if offset >= 0 else -2]))], [summed], keepdims=0)
+    n, m = g.tmp(), g.tmp()
+    g.node("Gather", [shape, g.const(i64(-2))], [n])
+    g.node("Gather", [shape, g.const(i64(-1))], [m])
+    # length max(0, min(n, m - offset)) (offset >= 0) or max(0, min(n + offset, m))
+    a, b, length, lo = g.tmp(), g.tmp(), g.tmp(), g.tmp()
+    if offset >= 0:
+        g.node("Identity", [n], [a])
+        g.node("Sub", [m, g.const(i64(offset))], [b])
+    else:
+        g.node("Add", [n, g.const(i64(offset))], [a])
+        g.node("Identity", [m], [b])
+    g.node("Min", [a, b], [length])
+    g.node("Max", [length, g.const(i64(0))], [lo])
+    end, out = g.tmp(), g.tmp()
+    g.node("Unsqueeze", [lo, g.const(i64([0]))], [end])
+    g.node("Slice", [summed, g.const(i64([0])), end, g.const(i64([-1]))], [out])
+    if work != dt:
+        g.node("Cast", [out], op.outputs, to=g.onnx_dtype(dt))
+    else:
+        g.node("Identity", [out], op.outputs)
 
 
 @tensor_method()
@@ -315,7 +368,36 @@ def _diagonal_scatter_grad(ctx, g):
 
 
 shape_only("diagonal_scatter", 0, 1)
-onnx_unsupported("diagonal_scatter", reason="ONNX has no diagonal op")
+
+
+@onnx_converter("diagonal_scatter")
+def _diagonal_scatter_onnx(g, op):
+    # src padded to the matrices' rows (or columns), spread along the other dim, and taken on the band
+    x, src = op.inputs
+    dt = g.dtype(op.outputs[0])
+    nd = len(g.shape(x))
+    offset = op.attrs.get("offset", 0)
+    d1, d2 = op.attrs.get("dim1", 0) % nd, op.attrs.get("dim2", 1) % nd
+    work = "int32" if dt == "bool" else dt
+    perm = [i for i in range(nd) if i not in (d1, d2)] + [d1, d2]
+    y, shape, sshape, full, length, amount, pads, padded, spread, picked = (g.tmp() for _ in range(10))
+    g.node("Transpose", [g.cast(x, work)], [y], perm=perm)
+    g.node("Shape", [y], [shape])
+    g.node("Gather", [shape, g.const(i64([-2 if offset >= 0 else -1]))], [full])
+    g.node("Shape", [src], [sshape])
+    g.node("Gather", [sshape, g.const(i64([-1]))], [length])
+    g.node("Sub", [full, length], [amount])
+    g.node("Concat", [g.const(i64([0] * (2 * (nd - 1) - 1))), amount], [pads], axis=0)
+    g.node("Pad", [g.cast(src, work), pads], [padded])
+    g.node("Unsqueeze", [padded, g.const(i64([-1 if offset >= 0 else -2]))], [spread])
+    g.node("Where", [_band_onnx(g, offset, shape), spread, y], [picked])
+    inverse = [perm.index(i) for i in range(nd)]
+    out = g.tmp()
+    g.node("Transpose", [picked], [out], perm=inverse)
+    if work != dt:
+        g.node("Cast", [out], op.outputs, to=g.onnx_dtype(dt))
+    else:
+        g.node("Identity", [out], op.outputs)
 
 
 @tensor_method()
@@ -331,7 +413,34 @@ def _diag_embed_grad(ctx, g):
 
 
 shape_only("diag_embed", 0)
-onnx_unsupported("diag_embed", reason="ONNX has no diagonal op")
+
+
+@onnx_converter("diag_embed")
+def _diag_embed_onnx(g, op):
+    # x padded to the matrices' size N, spread along rows (or columns) and kept on the band
+    x, dt = op.inputs[0], g.dtype(op.inputs[0])
+    nd = len(g.shape(x)) + 1
+    offset = op.attrs.get("offset", 0)
+    d1, d2 = op.attrs.get("dim1", -2) % nd, op.attrs.get("dim2", -1) % nd
+    work = "int32" if dt == "bool" else dt
+    padded, size, sizes, spread, masked = g.tmp(), g.tmp(), g.tmp(), g.tmp(), g.tmp()
+    pads = [0] * (nd - 1) * 2
+    pads[2 * (nd - 1) - 1] = abs(offset)
+    g.node("Pad", [g.cast(x, work), g.const(i64(pads))], [padded])
+    shape = g.tmp()
+    g.node("Shape", [padded], [shape])
+    g.node("Slice", [shape, g.const(i64([-1])), g.const(i64([2 ** 62])), g.const(i64([0]))], [size])
+    g.node("Concat", [size, size], [sizes], axis=0)
+    g.node("Unsqueeze", [padded, g.const(i64([-1 if offset >= 0 else -2]))], [spread])
+    g.node("Where", [_band_onnx(g, offset, sizes), spread, g.const(np.zeros((), work))], [masked])
+    rest = iter(range(nd - 2))
+    perm = [nd - 2 if p == d1 else nd - 1 if p == d2 else next(rest) for p in range(nd)]
+    out = g.tmp()
+    g.node("Transpose", [masked], [out], perm=perm)
+    if work != dt:
+        g.node("Cast", [out], op.outputs, to=g.onnx_dtype(dt))
+    else:
+        g.node("Identity", [out], op.outputs)
 
 
 @tensor_method()

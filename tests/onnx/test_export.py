@@ -179,6 +179,9 @@ CASES = [
     ("linalg", lambda a, b, i: (d2s.einsum("bij,jk->bik", a, b), d2s.einsum("bij->bj", a), d2s.tril(a, -1),
                                 d2s.triu(a.astype("float64"), 1), d2s.triu(i), d2s.tril(i > 0)),
      lambda n: [f32(n, 3, 4), f32(4, 2), i64(n, 3, 3)]),
+    ("diagonals", lambda a, v: (d2s.diagonal(a, 1, 2, 0), d2s.trace(a[0]), d2s.diag_embed(v, -1),
+                                d2s.diagonal_scatter(a, d2s.diagonal(a) * 2)),
+     lambda n: [f32(n, 3, 4), f32(n, 3)]),
     ("identity_shape", lambda a: (d2s.identity(a) * 2, d2s.shape(a), d2s.shape(a[0, 0])), lambda n: [f32(n, 3)]),
 ]
 
