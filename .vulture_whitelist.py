@@ -30,6 +30,18 @@ _.pow  # d2s.pow
 _.neg  # d2s.neg
 _.le  # d2s.le
 _.logical_xor  # d2s.logical_xor
+_.subtract  # d2s.subtract, PyTorch's alias of sub (also a Tensor method)
+_.multiply  # d2s.multiply, PyTorch's alias of mul
+_.divide  # d2s.divide, PyTorch's alias of div
+_.absolute  # d2s.absolute, PyTorch's alias of abs
+_.vdot  # d2s.vdot (real tensors: dot)
+_.ger  # d2s.ger, PyTorch's old name of outer
+_.arcsin  # d2s.arcsin and the other NumPy-style aliases PyTorch has (arccos, arctan, arcsinh, ...)
+_.arccos  # d2s.arccos
+_.arctan  # d2s.arctan
+_.arcsinh  # d2s.arcsinh
+_.arccosh  # d2s.arccosh
+_.arctanh  # d2s.arctanh
 _.unstack  # d2s.unstack
 _.add_n  # d2s.add_n
 _.one_hot  # d2s.one_hot
@@ -70,6 +82,12 @@ _.stack_shapes_out  # native/_lib.py: generated native code calls it (ragged sta
 _.stack_buf_view  # native/_lib.py: generated native code calls it (a stack's rows, read in place)
 _.smatmul  # native/_lib.py: generated native code calls it (products through MKL, native/mkl.py)
 _.dmatmul  # native/_lib.py: generated native code calls it (products through MKL, native/mkl.py)
+_.fmin  # native/_lib.py: generated native code calls it (ops/pointwise.py's lowering)
+_.floordiv_int  # native/_lib.py: generated native code calls it (integer //, raising on zero)
+_.mod_int  # native/_lib.py: generated native code calls it (integer %, raising on zero)
+_.fmod_int  # native/_lib.py: generated native code calls it (integer fmod, raising on zero)
+_.truncdiv_int  # native/_lib.py: generated native code calls it (div(rounding_mode='trunc'))
+_.nan_to_num  # native/_lib.py: generated native code calls it
 _.blas_name  # native/mkl.py: which BLAS the native products call; benchmarks print it, tests assert it
 _.TANH_MAX_ULP  # native/_lib.py: the documented accuracy, asserted by tests/runtime/native/test_native_math.py
 _.dispatcher  # native.compile_lowered's fn.dispatcher: numba's dispatcher, read by tests (cache hit counters)

@@ -14,7 +14,7 @@ eager fast path (plain arrays, nothing to record or build) calls the kernel dire
 import numpy as np
 
 from d2s_runtime.device import device_of, get_xp, xp_of
-from d2s_runtime.dtypes import result_type, scalar_result
+from d2s_runtime.dtypes import operand_result_type, scalar_result
 from d2s_runtime.ops import OPS, ShapeError, TensorType
 from d2s_runtime.ops.indexing import IndexOutOfRange
 
@@ -110,11 +110,11 @@ def _weak_promoting(opdef):
 def _strengthen_weak(opdef, inputs):
     """``inputs`` with weak ints cast to the dtype the other operands give (as Python ints)."""
     positions = opdef.promotes or range(len(inputs))
-    strong = [str(a.dtype) for k, a in enumerate(inputs) if k in positions and hasattr(a, "dtype")
+    strong = [a for k, a in enumerate(inputs) if k in positions and hasattr(a, "dtype")
               and not getattr(a, "_d2s_weak", False)]
     if not strong:
         return inputs
-    target = scalar_result(result_type(*strong), 0)
+    target = scalar_result(operand_result_type([str(a.dtype) for a in strong], [a.ndim for a in strong]), 0)
     out = list(inputs)
     for k in positions:
         a = out[k]

@@ -91,6 +91,17 @@ RESULTS = {
                                                                         generator),
     "bernoulli_": lambda s, p=0.5, generator=None: _random._bernoulli_values(s, p, generator),
     "random_": lambda s, *bounds, generator=None, **kw: _random._random_values(s, *bounds, generator=generator, **kw),
+    # element-wise math and triangles (d2s/ops/elementwise.py, pointwise.py, linalg.py)
+    **{f"{_name}_": (lambda name: lambda s, *args, **kwargs: getattr(s, name)(*args, **kwargs))(_name)
+       for _name in ("clamp_min", "clamp_max", "clip", "abs", "absolute", "neg", "negative", "sign", "square",
+                     "reciprocal", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin",
+                     "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+                     "arcsin", "arccos", "arctan", "sigmoid", "erf", "erfc", "erfinv", "floor", "ceil", "round",
+                     "trunc", "frac", "fix", "nan_to_num", "pow", "float_power", "remainder", "fmod", "floor_divide",
+                     "true_divide", "multiply", "divide", "subtract", "atan2", "arctan2", "hypot", "lerp",
+                     "addcmul", "addcdiv", "logical_and", "logical_or", "logical_xor", "logical_not",
+                     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "tril", "triu", "addmm", "addmv",
+                     "addbmm", "baddbmm", "addr", "fmax", "fmin", "maximum", "minimum")},
     "__iadd__": lambda s, other: s + other,
     "__isub__": lambda s, other: s - other,
     "__imul__": lambda s, other: s * other,

@@ -543,7 +543,9 @@ _DUNDERS = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv"
             "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 # operators of ops the code generator does not write infix (``**`` stays np.power there)
 _MORE_OPERATORS = {"__pow__": "pow", "__matmul__": "matmul", "__and__": "bitwise_and",
-                   "__or__": "bitwise_or", "__xor__": "bitwise_xor"}
+                   "__or__": "bitwise_or", "__xor__": "bitwise_xor",
+                   # no infix trait: their kernels check integer division by zero (ops/elementwise.py)
+                   "__floordiv__": "floordiv", "__mod__": "mod"}
 
 
 def _none_aware(method, result):

@@ -13,7 +13,7 @@ import numpy as np
 
 from d2s_runtime.device import to_host
 from d2s_runtime.ir import Block, Op, Program
-from d2s_runtime.dtypes import DTYPES, float_of, result_type, scalar_result
+from d2s_runtime.dtypes import DTYPES, float_of, operand_result_type, scalar_result, types_result
 from d2s_runtime.ops import ShapeError, TensorType
 
 from .. import pytree
@@ -251,7 +251,7 @@ class ProgramBuilder:
         positions = [i for i in positions if i < len(names)]
         if not positions:
             return
-        target = result_type(*(types[i].dtype for i in positions))
+        target = types_result(*(types[i] for i in positions))
         if opdef.float_inputs:
             target = float_of(target)
         for i in positions:
@@ -424,10 +424,11 @@ def _scalar_dtype(inputs):
     scalars = [x for x in inputs if isinstance(x, (bool, int, float))]
     if not scalars:
         return None
-    dts = [str(x.dtype) for x in inputs if isinstance(x, (Tensor, np.ndarray, np.generic))]
-    if not dts:
+    tensors = [x for x in inputs if isinstance(x, (Tensor, np.ndarray, np.generic))]
+    if not tensors:
         return None
-    target = result_type(*dts)
+    target = operand_result_type([str(x.dtype) for x in tensors], [np.ndim(x) if not isinstance(x, Tensor) else x.ndim
+                                                                  for x in tensors])
     for s in scalars:
         target = scalar_result(target, s)
     return target

@@ -197,6 +197,23 @@ CASES = [
                        d2s.pad(a, [(0, 1), (2, 2)], mode="replicate"), d2s.pad(a, (3, 1), mode="circular")),
      lambda n: [f32(n, 4)]),
     ("pad_int", lambda a: d2s.pad(a, (1, 1), value=7), lambda n: [i64(n, 3)]),
+    # element-wise math (d2s/ops/elementwise.py, pointwise.py)
+    ("log_family", lambda a: (d2s.log1p(a), d2s.log2(a), d2s.log10(a), d2s.rsqrt(a)), lambda n: [f32(n, 4, lo=0.1)]),
+    ("inverse_trig", lambda a: (d2s.asin(a), d2s.acos(a), d2s.atanh(a), d2s.acosh(a + 2.0)),
+     lambda n: [f32(n, 4, lo=-0.9, hi=0.9)]),
+    ("clamp_tensor_bounds", lambda a, lo, hi: (d2s.clamp(a, lo, hi), d2s.clamp(a, min=lo), d2s.clamp(a, max=hi)),
+     lambda n: [f32(n, 4), f32(4, lo=-1, hi=0), f32(n, 1, lo=0, hi=1)]),
+    ("fmin_fmod", lambda a, b: (d2s.fmin(a, b), d2s.fmod(a, b)), lambda n: [f32(n, 4), f32(n, 4, lo=0.5, hi=2)]),
+    ("int_division", lambda a, b: (a // b, a % b, d2s.fmod(a, b), d2s.div(a, b, rounding_mode="trunc"),
+                                   d2s.div(a.astype("float32"), b, rounding_mode="trunc")),
+     lambda n: [np.array([-2 ** 31, -2 ** 31, 2 ** 31 - 1, -7, 7, -7, 0, 5] * (n // 2 + 1))[:n * 2].astype("int32")
+                .reshape(n, 2), np.array([[-1, 3]] * n, "int32")]),
+    ("linalg", lambda a, b, i: (d2s.einsum("bij,jk->bik", a, b), d2s.einsum("bij->bj", a), d2s.tril(a, -1),
+                                d2s.triu(a.astype("float64"), 1), d2s.triu(i), d2s.tril(i > 0)),
+     lambda n: [f32(n, 3, 4), f32(4, 2), i64(n, 3, 3)]),
+    ("diagonals", lambda a, v: (d2s.diagonal(a, 1, 2, 0), d2s.trace(a[0]), d2s.diag_embed(v, -1),
+                                d2s.diagonal_scatter(a, d2s.diagonal(a) * 2)),
+     lambda n: [f32(n, 3, 4), f32(n, 3)]),
     ("identity_shape", lambda a: (d2s.identity(a) * 2, d2s.shape(a), d2s.shape(a[0, 0])), lambda n: [f32(n, 3)]),
 ]
 

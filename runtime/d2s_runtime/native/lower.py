@@ -29,14 +29,14 @@ from itertools import count
 
 import numpy as np
 
-from ..dtypes import DTYPES, float_of, result_type
+from ..dtypes import DTYPES, float_of, types_result
 from ..ops import OPS
 from ..schedule import topo_order
 from . import mkl
 
 BACKEND = "native"
 # Bumped whenever the generated code changes meaning, so disk caches of older versions are not used.
-LOWERING_VERSION = "2"
+LOWERING_VERSION = "3"
 
 NP_TYPE = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32", "int64": "np.int64",
            "bool": "np.bool_"}
@@ -407,7 +407,7 @@ class Lowerer:
         out_dt = out_t.dtype
         in_dts = [v.dtype for v in ins]
         if opdef.comparison:
-            cd = result_type(*in_dts)
+            cd = types_result(*ins)
         elif opdef.float_inputs:
             cd = float_of(out_dt)
         else:
