@@ -1,5 +1,5 @@
-"""d2s.data: batch order, shuffling, partial batches, collation, the background pipeline
-(running ahead, bounded, stopping cleanly) and worker errors."""
+"""d2s.data without worker processes: batch order, shuffling, partial batches, collation, and
+d2s's ``prefetch=`` thread (running ahead, bounded, stopping cleanly, re-raising errors)."""
 import gc
 import threading
 import time
@@ -100,7 +100,7 @@ def test_default_collate_handles_nesting():
     batch = default_collate([{"x": np.ones(2), "y": (1, 2.5)}, {"x": np.zeros(2), "y": (3, 0.5)}])
     assert batch["x"].shape == (2, 2)
     assert batch["y"][0].tolist() == [1, 3] and batch["y"][0].dtype == "int64"
-    assert batch["y"][1].dtype == "float32"
+    assert batch["y"][1].dtype == "float64"  # Python floats collate to float64, as in PyTorch
     stacked = default_collate([d2s.ones(3), d2s.zeros(3)])
     assert stacked.shape == (2, 3)
     with pytest.raises(TypeError, match="collate_fn"):
@@ -164,7 +164,7 @@ def test_an_exception_in_the_worker_is_raised_in_the_consumer():
         for _, y in loader:
             got.append(y.tolist())
     assert got == [[0, 1], [2, 3]]  # the batches before the failing one still arrive
-    assert any("worker thread" in note for note in getattr(info.value, "__notes__", []))
+    assert any("prefetch thread" in note for note in getattr(info.value, "__notes__", []))
     gc.collect()
     assert not _worker_threads()
     # synchronous loading raises the same error
