@@ -21,6 +21,7 @@ import pickle
 import queue
 import signal
 import time
+import traceback
 import weakref
 
 from . import worker as _w
@@ -174,14 +175,24 @@ class MultiProcessIter:
                 self._shutdown_workers()
                 raise RuntimeError(f"DataLoader worker(s) exited unexpectedly: {how}")
             if deadline is not None and time.monotonic() >= deadline:
+                self._shutdown_workers()
                 raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
 
     def __next__(self):
-        if self._shutdown:
-            raise StopIteration
-        data = self._next_data()
-        self._base.count_yielded()
-        return data
+        try:
+            if self._shutdown:
+                raise StopIteration
+            data = self._next_data()
+            self._base.count_yielded()
+            return data
+        except BaseException as e:
+            # the traceback's frames below this one hold the iterator; cleared, the iterator
+            # (and its workers) go as soon as the caller's loop lets go of it, even while the
+            # exception is still held (pytest.raises, sys.last_traceback, a saved exception)
+            if e.__traceback__ is not None:
+                traceback.clear_frames(e.__traceback__.tb_next)
+            del self
+            raise
 
     def _next_data(self):
         while True:

@@ -186,7 +186,10 @@ class ResultQueue(mp_queues.Queue):
 # ------------------------------------------------------------------ the worker process
 def _reduce_tensor(t):
     # the array (numpy pickles its buffer) and the flag; never grad, grad_fn or views' bases
-    return _rebuild_tensor, (t._data, bool(t.requires_grad) and t.is_leaf)
+    if t.requires_grad and not t.is_leaf:
+        raise RuntimeError("Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd "
+                           "does not support crossing process boundaries: return x.detach() from the dataset")
+    return _rebuild_tensor, (t._data, bool(t.requires_grad))
 
 
 def _rebuild_tensor(data, requires_grad):
@@ -269,6 +272,7 @@ def worker_loop(iterable, dataset, index_queue, data_queue, done_event, auto_col
     the parent is gone."""
     global _worker_info
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
     try:
         _fresh_process_state()
         ForkingPickler.register(Tensor, _reduce_tensor)
@@ -282,7 +286,6 @@ def worker_loop(iterable, dataset, index_queue, data_queue, done_event, auto_col
         except Exception:  # noqa: BLE001 - reported with the first batch asked for
             init_exception = ExceptionWrapper.current(worker_id)
         iteration_end = False
-        parent = os.getppid()
         while os.getppid() == parent:
             try:
                 r = index_queue.get(timeout=STATUS_CHECK_INTERVAL)
@@ -319,6 +322,11 @@ def worker_loop(iterable, dataset, index_queue, data_queue, done_event, auto_col
     except KeyboardInterrupt:
         pass
     finally:
-        # whatever is still queued is not wanted (the parent asked us to stop, or is gone):
-        # do not wait for the queue's thread to flush it
-        data_queue.cancel_join_thread()
+        if done_event.is_set() or os.getppid() != parent:
+            # shutting down (or orphaned): what is still queued is not wanted, do not wait for it
+            data_queue.cancel_join_thread()
+        else:
+            # an exhausted iterable's worker let go early: let the queue's feeder thread finish
+            # its last send and release the queue's lock, which the other workers share
+            data_queue.close()
+            data_queue.join_thread()
