@@ -81,3 +81,9 @@ _.native_origin  # public Executor attribute: where the native code came from ("
 # d2s_runtime/blas.py
 _.leave  # called by generated code, looked up by name (codegen.g_blas)
 _.threads  # blas.threads(): numpy's BLAS thread count, for callers and tests checking it is restored
+
+# d2s/optim, d2s/data
+_.register_step_pre_hook  # public API (torch.optim.Optimizer's); tests/optim/test_optimizers.py
+_.register_step_post_hook  # public API (torch.optim.Optimizer's); tests/optim/test_optimizers.py
+_.worker_pids  # public attribute of a DataLoader iterator with workers; tests/data/test_workers.py reads it
+_._on_queue_feeder_error  # called by multiprocessing's queue feeder thread when a batch cannot be pickled

@@ -67,7 +67,6 @@ class MultiProcessIter:
     """Iterator of a loader with workers (made by ``DataLoader.__iter__``)."""
 
     def __init__(self, loader, base):
-        self._loader = loader
         self._base = base  # the shared parts: sampler iterator, base seed, counters
         self._num_workers = loader.num_workers
         self._prefetch_factor = loader.prefetch_factor
@@ -116,7 +115,6 @@ class MultiProcessIter:
         self._send_idx = 0  # the next task number to send
         self._rcvd_idx = 0  # the next task number to return
         self._task_info = {}  # task -> (worker, indices) or (worker, indices, result)
-        self._tasks_outstanding = 0
         self._workers_status = [True] * self._num_workers
         self._workers_num_tasks = [0] * self._num_workers
         self._worker_cycle = itertools.cycle(range(self._num_workers))
@@ -153,7 +151,6 @@ class MultiProcessIter:
         self._index_queues[wid].put((self._send_idx, index))
         self._task_info[self._send_idx] = (wid, index)
         self._workers_num_tasks[wid] += 1
-        self._tasks_outstanding += 1
         self._send_idx += 1
 
     def _get_data(self):
@@ -212,7 +209,6 @@ class MultiProcessIter:
                 self._rcvd_idx += 1
                 return self._process(info[2], info[0], self._rcvd_idx - 1, info[1])
             idx, data = self._get_data()
-            self._tasks_outstanding -= 1
             if isinstance(data, _w._IterableDatasetStopIteration):
                 self._workers_status[data.worker_id] = False
                 if not self._persistent:  # its work is done: let it exit now

@@ -1,22 +1,25 @@
 """``DataLoader``: PyTorch's arguments and batch order, with worker processes for
 ``num_workers > 0`` (``_multiprocess.py``) and, as a d2s extension, a background thread for
-``num_workers=0`` with ``prefetch=N``.
+``num_workers=0`` (``prefetch=N``).
 
-Without workers and without ``prefetch`` (the default), batches are loaded in the calling
-thread when asked for, as in PyTorch: random draws in the dataset then come from d2s's
-global generator in a repeatable order. With workers, batches are prepared in the
-background while the model trains, each worker seeded from the loader's base seed.
+With workers, batches are prepared in the background while the model trains, each worker
+seeded from the loader's base seed. Without workers, a user's dataset is read in the calling
+thread when a batch is asked for, as in PyTorch, so its random draws come from d2s's global
+generator in a repeatable order; a ``TensorDataset`` (where no user code runs) is gathered
+ahead by a background thread unless ``prefetch=0``.
 """
 import queue
 import threading
 import warnings
 
+from ._multiprocess import MultiProcessIter
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler, _InfiniteConstantSampler, draw_seed
-from .worker import make_fetcher
+from .worker import _fast_batch, make_fetcher
 
 _BATCH, _END, _ERROR = "batch", "end", "error"
+_AUTO_PREFETCH = 2
 _FROZEN = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
 
 
@@ -48,8 +51,11 @@ class DataLoader:
         pin_memory_device: accepted; no effect.
         in_order: batches in sampler order (False: as workers finish them).
         prefetch: d2s's extension for ``num_workers=0``: a background thread keeps up to this
-            many batches ready (0: none). The dataset then runs in that thread: its random
-            draws interleave with the training loop's, so prefer workers where runs must repeat.
+            many batches ready (0: none). The dataset then runs in that thread, so its random
+            draws interleave with the training loop's: prefer workers where runs must repeat.
+            The default (None) uses a thread of 2 only where no user code runs in it (a
+            :class:`TensorDataset`, or a ``Subset`` of one, with the default collation), and
+            loads in the calling thread otherwise, as PyTorch does.
     """
 
     _initialized = False
@@ -57,7 +63,7 @@ class DataLoader:
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
                  collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
                  multiprocessing_context=None, generator=None, *, prefetch_factor=None, persistent_workers=False,
-                 pin_memory_device="", in_order=True, prefetch=0):
+                 pin_memory_device="", in_order=True, prefetch=None):
         if not isinstance(num_workers, int) or num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable "
                              "multiprocessing.")
@@ -73,7 +79,7 @@ class DataLoader:
             raise ValueError("prefetch_factor option should be positive")
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
-        if int(prefetch) < 0:
+        if prefetch is not None and int(prefetch) < 0:
             raise ValueError(f"DataLoader: prefetch must be >= 0, got {prefetch}")
         if prefetch and num_workers:
             raise ValueError("DataLoader: prefetch= (a background thread) is for num_workers=0; with workers "
@@ -135,7 +141,7 @@ class DataLoader:
         self.generator = generator
         self.collate_fn = collate_fn
         self.persistent_workers = persistent_workers
-        self.prefetch = int(prefetch)
+        self.prefetch = None if prefetch is None else int(prefetch)
         self._iterable = iterable
         self._iterator = None
         self._len_reported = None
@@ -165,10 +171,13 @@ class DataLoader:
     def __iter__(self):
         if self.num_workers == 0:
             state = _IterState(self)
-            if self.prefetch:
-                return _PrefetchIterator(state, self.prefetch)
+            prefetch = self.prefetch
+            if prefetch is None:  # only where no user code runs: gathers from a TensorDataset
+                pure = not self._iterable and self._auto_collation and self.collate_fn is None
+                prefetch = _AUTO_PREFETCH if pure and _fast_batch(self.dataset) is not None else 0
+            if prefetch:
+                return _PrefetchIterator(state, prefetch)
             return _SyncIterator(state)
-        from ._multiprocess import MultiProcessIter
         if self.persistent_workers:
             it = self._iterator
             if it is not None and not it._shutdown:

@@ -14,6 +14,7 @@ import os
 import queue
 import random
 import signal
+import sys
 import threading
 import traceback
 from dataclasses import dataclass
@@ -22,8 +23,12 @@ from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 
+from d2s_runtime.ops.creation import RNG, manual_seed
+
+from .. import _state
 from ..tensor import Tensor
 from .collate import default_collate
+from .dataset import Subset
 
 # how often an idle worker checks that its parent is alive, and the parent that its workers are
 STATUS_CHECK_INTERVAL = 0.5
@@ -69,7 +74,6 @@ class _MapFetcher:
 def _fast_batch(dataset):
     """One gather per tensor instead of rows stacked: a ``TensorDataset`` (or a plain ``Subset``
     of one) with the default collation gives the same batch either way."""
-    from .dataset import Subset
     if callable(getattr(dataset, "get_batch", None)):
         return dataset.get_batch
     if type(dataset) is Subset and callable(getattr(dataset.dataset, "get_batch", None)):
@@ -240,11 +244,6 @@ def _fresh_process_state():
     (a program being built, a tracer) and the random generator's lock, which another thread may
     have held at the fork, start fresh; programs converted inside the worker use the Python
     backend (the native backend's compile thread does not survive a fork)."""
-    import sys
-
-    from d2s_runtime.ops.creation import RNG
-
-    from .. import _state
     st = _state.STATE
     st.builder = st.tracer = None
     st.hooked = False
@@ -257,7 +256,6 @@ def _fresh_process_state():
 
 def seed_worker(base_seed, worker_id):
     """Seed Python's, d2s's and numpy's generators for worker ``worker_id``; returns its seed."""
-    from ..ops.creation import manual_seed
     seed = base_seed + worker_id
     random.seed(seed)
     manual_seed(seed)

@@ -1,7 +1,7 @@
 """Adam (Kingma & Ba) and its relatives: AdamW, Adamax, NAdam, RAdam, as PyTorch computes them."""
 import math
 
-from .optimizer import Optimizer, _check, _scalar, _to_float, lerp_
+from .optimizer import Optimizer, _check, _scalar, lerp_
 from .sgd import _options
 
 
@@ -61,12 +61,12 @@ class Adam(Optimizer):
 
     def _update(self, xp, w, grad, state, group):
         lr, eps = group["lr"], group["eps"]
-        beta1, beta2 = (_to_float(b) for b in group["betas"])
+        beta1, beta2 = group["betas"]
         if group["maximize"]:
             grad = -grad
         step_t = state["step"]
         step_t += 1
-        grad = _decay(w, grad, lr, _to_float(group["weight_decay"]), group["decoupled_weight_decay"])
+        grad = _decay(w, grad, lr, group["weight_decay"], group["decoupled_weight_decay"])
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         lerp_(exp_avg, grad, 1 - beta1)
         exp_avg_sq *= beta2
@@ -127,12 +127,12 @@ class Adamax(Optimizer):
 
     def _update(self, xp, w, grad, state, group):
         lr, eps = group["lr"], group["eps"]
-        beta1, beta2 = (_to_float(b) for b in group["betas"])
+        beta1, beta2 = group["betas"]
         if group["maximize"]:
             grad = -grad
         step_t = state["step"]
         step_t += 1
-        grad = _decay(w, grad, lr, _to_float(group["weight_decay"]), False)
+        grad = _decay(w, grad, lr, group["weight_decay"], False)
         exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
         lerp_(exp_avg, grad, 1 - beta1)
         exp_inf *= beta2
@@ -181,14 +181,14 @@ class NAdam(Optimizer):
 
     def _update(self, xp, w, grad, state, group):
         lr, eps, md = group["lr"], group["eps"], group["momentum_decay"]
-        beta1, beta2 = (_to_float(b) for b in group["betas"])
+        beta1, beta2 = group["betas"]
         if group["maximize"]:
             grad = -grad
         step_t = state["step"]
         step_t += 1
         step = float(step_t)
         bias_correction2 = 1 - beta2 ** step
-        grad = _decay(w, grad, lr, _to_float(group["weight_decay"]), group["decoupled_weight_decay"])
+        grad = _decay(w, grad, lr, group["weight_decay"], group["decoupled_weight_decay"])
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * md))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * md))
         mu_product = state["mu_product"]
@@ -236,13 +236,13 @@ class RAdam(Optimizer):
 
     def _update(self, xp, w, grad, state, group):
         lr, eps = group["lr"], group["eps"]
-        beta1, beta2 = (_to_float(b) for b in group["betas"])
+        beta1, beta2 = group["betas"]
         if group["maximize"]:
             grad = -grad
         step_t = state["step"]
         step_t += 1
         step = float(step_t)
-        grad = _decay(w, grad, lr, _to_float(group["weight_decay"]), group["decoupled_weight_decay"])
+        grad = _decay(w, grad, lr, group["weight_decay"], group["decoupled_weight_decay"])
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         lerp_(exp_avg, grad, 1 - beta1)
         exp_avg_sq *= beta2

@@ -1,7 +1,7 @@
 """Per-coordinate adaptive methods: RMSprop, Adagrad and Adadelta, as PyTorch computes them."""
 from d2s_runtime.device import xp_of
 
-from .optimizer import Optimizer, _Arrays, _check, _scalar, _to_float, lerp_
+from .optimizer import Optimizer, _Arrays, _check, _scalar, lerp_
 from .sgd import _options
 
 
@@ -49,7 +49,7 @@ class RMSprop(Optimizer):
             grad = -grad
         step_t = state["step"]
         step_t += 1
-        wd = _to_float(group["weight_decay"])
+        wd = group["weight_decay"]
         if wd != 0:
             grad = grad + wd * w
         square_avg = state["square_avg"]
@@ -122,7 +122,7 @@ class Adagrad(Optimizer):
         step = float(step_t)
         if group["maximize"]:
             grad = -grad
-        wd = _to_float(group["weight_decay"])
+        wd = group["weight_decay"]
         if wd != 0:
             grad = grad + wd * w
         clr = lr / (1 + (step - 1) * lr_decay)
@@ -169,7 +169,7 @@ class Adadelta(Optimizer):
         step_t += 1
         if group["maximize"]:
             grad = -grad
-        wd = _to_float(group["weight_decay"])
+        wd = group["weight_decay"]
         if wd != 0:
             grad = grad + wd * w
         square_avg, acc_delta = state["square_avg"], state["acc_delta"]

@@ -435,20 +435,19 @@ class SequentialLR(_Composite, LRScheduler):
         # undo the steps the schedulers took when they were made, and start the first
         for group in self.optimizer.param_groups:
             _set_group_value(group, "lr", group["initial_lr"])
-        self._undo()
+        self.recursive_undo()
         idx = bisect_right(self._milestones, 0)
         self._schedulers[idx]._initial_step()
         self._last_lr = schedulers[idx].get_last_lr()
 
-    def _undo(self, sched=None):
+    def recursive_undo(self, sched=None):
         s = self if sched is None else sched
         if hasattr(s, "_schedulers"):
             for inner in s._schedulers:
-                self._undo(inner)
+                self.recursive_undo(inner)
         elif hasattr(s, "last_epoch"):
             s.last_epoch -= 1
 
-    recursive_undo = _undo
 
     def step(self):
         self.last_epoch += 1

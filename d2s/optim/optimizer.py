@@ -226,6 +226,10 @@ class Optimizer:
         if isinstance(lr, Tensor):
             _to_float(lr)  # checks it has one element
             out["lr"] = to_host(lr._data).reshape(())[()]
+        if "betas" in out:
+            out["betas"] = tuple(_to_float(b) for b in out["betas"])
+        if "weight_decay" in out:
+            out["weight_decay"] = _to_float(out["weight_decay"])
         return out
 
     def _init_state(self, xp, state, w, group):

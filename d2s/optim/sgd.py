@@ -1,5 +1,5 @@
 """Stochastic gradient descent with momentum, and its averaged (ASGD) and sign-based (Rprop) relatives."""
-from .optimizer import Optimizer, _check, _scalar, _to_float
+from .optimizer import Optimizer, _check, _scalar
 
 
 def _options(name, differentiable=False, **_ignored):
@@ -41,7 +41,7 @@ class SGD(Optimizer):
                                       differentiable=differentiable, fused=fused))
 
     def _update(self, xp, w, grad, state, group):
-        lr, momentum, wd = group["lr"], group["momentum"], _to_float(group["weight_decay"])
+        lr, momentum, wd = group["lr"], group["momentum"], group["weight_decay"]
         if group["maximize"]:
             grad = -grad
         if wd != 0:
