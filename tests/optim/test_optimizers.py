@@ -365,3 +365,35 @@ def test_lbfgs_under_to_static_with_a_closure():
             opt.step(closure)
     for pe, ps in zip(eager.parameters(), static.parameters()):
         np.testing.assert_allclose(ps.numpy(), pe.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_a_custom_optimizer_written_the_pytorch_way():
+    class MySGD(optim.Optimizer):
+        def __init__(self, params, lr=0.01, momentum=0.0):
+            super().__init__(params, dict(lr=lr, momentum=momentum))
+
+        @d2s.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    st = self.state[p]
+                    if "buf" not in st:
+                        st["buf"] = p.grad.clone()
+                    else:
+                        st["buf"].mul_(group["momentum"]).add_(p.grad)
+                    p.add_(st["buf"], alpha=-group["lr"])
+
+    ref, got = nn.Parameter(np.ones(3)), nn.Parameter(np.ones(3))
+    mine, builtin = MySGD([got], lr=0.1, momentum=0.9), optim.SGD([ref], lr=0.1, momentum=0.9)
+    sched = optim.lr_scheduler.StepLR(mine, 1, 0.5)
+    builtin_sched = optim.lr_scheduler.StepLR(builtin, 1, 0.5)
+    for _ in range(3):
+        for p, o, s in ((got, mine, sched), (ref, builtin, builtin_sched)):
+            o.zero_grad()
+            (p * p).sum().backward()
+            o.step()
+            s.step()
+    np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-12)
+    assert list(mine.state_dict()["state"][0]) == ["buf"]
