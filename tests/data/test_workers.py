@@ -60,6 +60,7 @@ class Draws(Dataset):
 
     def __getitem__(self, i):
         info = get_worker_info()
+        assert info.num_workers == 2 and info.dataset is self  # the worker's own copy of the dataset
         return (int(np.random.randint(0, 2 ** 30)), random.randint(0, 2 ** 30), int(d2s.randint(0, 2 ** 30, (1,))),
                 info.seed, info.id)
 
