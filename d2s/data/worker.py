@@ -23,6 +23,7 @@ from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 
+from d2s_runtime import blas
 from d2s_runtime.ops.creation import RNG, manual_seed
 
 from .. import _state
@@ -241,9 +242,10 @@ def _generate_state(base_seed, worker_id):
 
 def _fresh_process_state():
     """A forked worker starts from a copy of the parent, threads excepted: d2s's per-thread mode
-    (a program being built, a tracer) and the random generator's lock, which another thread may
-    have held at the fork, start fresh; programs converted inside the worker use the Python
-    backend (the native backend's compile thread does not survive a fork)."""
+    (a program being built, a tracer), the random generator's lock and the BLAS thread-count
+    lock, which another thread may have held at the fork, start fresh; programs converted
+    inside the worker use the Python backend (the native backend's compile thread does not
+    survive a fork)."""
     st = _state.STATE
     st.builder = st.tracer = None
     st.hooked = False
@@ -252,6 +254,11 @@ def _fresh_process_state():
     config = sys.modules.get("d2s.jit.config")  # not imported: its default is already "python"
     if config is not None:
         config.backend = "python"
+    # numpy's BLAS on one thread, as PyTorch's workers run torch on one: N workers with a
+    # thread per core each would take the cores the training process needs
+    blas._lock = threading.Lock()
+    blas._depth[0] = 0
+    blas.enter()
 
 
 def seed_worker(base_seed, worker_id):

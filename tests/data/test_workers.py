@@ -25,6 +25,7 @@ import d2s
 import torch_parity
 from d2s.data import DataLoader, Dataset, IterableDataset, TensorDataset, get_worker_info
 from d2s.data import worker as worker_mod
+from d2s_runtime import blas
 from torch_parity import Case
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -476,3 +477,18 @@ def test_no_orphans_after_ctrl_c(to_group):
 def test_workers_exit_when_their_parent_is_killed():
     code, _, left = _run_script("loop", lambda pid: os.kill(pid, signal.SIGKILL))
     assert code == -signal.SIGKILL and left == []
+
+
+class _BlasThreads(Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return -1 if blas.threads() is None else blas.threads()
+
+
+def test_workers_run_numpys_blas_on_one_thread():
+    before = blas.threads()
+    got = [int(b) for b in DataLoader(_BlasThreads(), batch_size=None, num_workers=2)]
+    assert got == ([-1, -1] if before is None else [1, 1])
+    assert blas.threads() == before  # the parent's count is untouched
