@@ -134,7 +134,7 @@ class ExceptionWrapper:
 
     @classmethod
     def current(cls, worker_id):
-        exc_type = _sendable_type(type(_current_exception()))
+        exc_type = _sendable_type(sys.exc_info()[0])
         return cls(exc_type, traceback.format_exc(), worker_id)
 
     def reraise(self, batch, indices):
@@ -156,11 +156,6 @@ class _KeyErrorMessage(KeyError):
 
     def __str__(self):
         return self.args[0]
-
-
-def _current_exception():
-    import sys
-    return sys.exc_info()[1]
 
 
 def _sendable_type(t):
