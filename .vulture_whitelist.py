@@ -199,3 +199,9 @@ _.is_cuda  # PackedSequence.is_cuda
 _.var_mean  # d2s.var_mean
 _.std_mean  # d2s.std_mean
 _.stable  # sort(..., stable=False), argsort(..., stable=False): d2s's sorts are always stable
+
+# d2s/optim, d2s/data
+_.register_step_pre_hook  # public API (torch.optim.Optimizer's); tests/optim/test_optimizers.py
+_.register_step_post_hook  # public API (torch.optim.Optimizer's); tests/optim/test_optimizers.py
+_.worker_pids  # public attribute of a DataLoader iterator with workers; tests/data/test_workers.py reads it
+_._on_queue_feeder_error  # called by multiprocessing's queue feeder thread when a batch cannot be pickled
