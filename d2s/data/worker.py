@@ -15,7 +15,6 @@ import queue
 import random
 import signal
 import sys
-import threading
 import traceback
 from dataclasses import dataclass
 from multiprocessing import queues as mp_queues
@@ -24,7 +23,7 @@ from multiprocessing.reduction import ForkingPickler
 import numpy as np
 
 from d2s_runtime import blas
-from d2s_runtime.ops.creation import RNG, manual_seed
+from d2s_runtime.ops.creation import manual_seed
 
 from .. import _state
 from ..tensor import Tensor
@@ -237,21 +236,18 @@ def _generate_state(base_seed, worker_id):
 
 def _fresh_process_state():
     """A forked worker starts from a copy of the parent, threads excepted: d2s's per-thread mode
-    (a program being built, a tracer), the random generator's lock and the BLAS thread-count
-    lock, which another thread may have held at the fork, start fresh; programs converted
-    inside the worker use the Python backend (the native backend's compile thread does not
-    survive a fork)."""
+    (a program being built, a tracer) starts fresh (d2s's locks are renewed in every forked
+    child, see ``d2s_runtime.forksafe``); programs converted inside the worker use the Python
+    backend (a worker should not spend its time compiling)."""
     st = _state.STATE
     st.builder = st.tracer = None
     st.hooked = False
     _state.HOOKED_THREADS[0] = 0
-    RNG.lock = threading.RLock()
     config = sys.modules.get("d2s.jit.config")  # not imported: its default is already "python"
     if config is not None:
         config.backend = "python"
     # numpy's BLAS on one thread, as PyTorch's workers run torch on one: N workers with a
     # thread per core each would take the cores the training process needs
-    blas._lock = threading.Lock()
     blas._depth[0] = 0
     blas.enter()
 
