@@ -46,6 +46,11 @@ __all__ = (["Tensor", "tensor", "set_default_device", "get_default_device", "dty
            + list(_ops.__all__) + sorted(_LAZY_NAMES) + sorted(_LAZY_MODULES))
 
 
+def __dir__():
+    """``dir(d2s)`` (tab completion) lists the lazy submodules and names too (``jit``, ``cond``, ...)."""
+    return sorted(set(globals()) | _LAZY_MODULES | set(_LAZY_NAMES))
+
+
 def __getattr__(name):
     if name in _LAZY_MODULES:
         return _importlib.import_module(f"d2s.{name}")

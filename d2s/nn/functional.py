@@ -26,14 +26,17 @@ def _axis(axis, dim):
 
 # ------------------------------------------------------------------ activations
 def relu(x):
+    """``max(x, 0)`` element-wise (the same as :func:`d2s.relu`)."""
     return _ops.relu(x)
 
 
 def tanh(x):
+    """The hyperbolic tangent, element-wise (the same as :func:`d2s.tanh`)."""
     return _ops.tanh(x)
 
 
 def sigmoid(x):
+    """``1 / (1 + exp(-x))`` element-wise (the same as :func:`d2s.sigmoid`)."""
     return _ops.sigmoid(x)
 
 

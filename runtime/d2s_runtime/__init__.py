@@ -14,6 +14,20 @@ from .executor import Executor
 from .verify import VerifyError, verify
 from .version import __version__
 
+# The public names (the deployment API): loading and running saved models, the program IR, the
+# op registry, devices and the errors a program raises. The last five load lazily (below).
+__all__ = ["Executor", "Program", "Block", "Op", "Var", "TensorType", "verify", "OPS", "get_op", "DTYPES",
+           "normalize_dtype", "manual_seed", "register_device", "get_xp", "to_host", "xp_of", "ShapeError",
+           "GuardError", "ProgramAssertionError", "ProgramTypeError", "ProgramUnboundLocalError", "ExecutionError",
+           "FormatError", "LoopLimitError", "VerifyError",
+           "load", "Model", "InputError", "save_program", "load_program"]
+_LAZY = ("load", "save_program", "load_program", "Model", "InputError")
+
+
+def __dir__():
+    """``dir(d2s_runtime)`` lists the lazily loaded names too (``load``, ``Model``, ...)."""
+    return sorted(set(globals()) | set(_LAZY))
+
 
 def __getattr__(name):
     # serialization loads lazily: a plain Executor user never pays for json/zipfile imports
