@@ -16,6 +16,9 @@ in an HTML comment on the line before a block changes how it runs:
 * ``<!-- docs-test: shell -->`` on a ``bash`` block: run it with bash after the page's Python
   blocks, ``d2s`` being this checkout's command line. Other bash blocks are shown, not run
   (installs).
+* ``<!-- docs-test: output -->`` on a ``text`` block: what the Python block just before it
+  prints must contain it (``...`` stands for any text, line ends and runs of spaces are not
+  compared), so the output a page shows is the output the code gives.
 """
 import importlib
 import inspect
@@ -34,7 +37,7 @@ DOCS = ROOT / "docs"
 
 FENCE = re.compile(r"^```([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 MARKER = re.compile(r"<!--\s*docs-test:\s*([a-z]+)(?:\s+([^\s>]+))?\s*-->\s*$")
-MARKERS = {"gpu", "mpi", "file", "shell"}
+MARKERS = {"gpu", "mpi", "file", "shell", "output"}
 
 
 def pages():
@@ -71,19 +74,34 @@ def _gpu_missing():
 # Runs in the page's process: exec each block under its page's path (and lines), in a module
 # registered as the page, so functions and classes find their source in the page.
 DRIVER = r"""
-import json, sys, traceback, types
+import contextlib, io, json, sys, traceback, types
 spec = json.load(open(sys.argv[1]))
 mod = types.ModuleType("docs_page")
 mod.__file__ = spec["path"]
 sys.modules["docs_page"] = mod
+printed = {}
 for b in spec["blocks"]:
+    out = io.StringIO()
     try:
-        exec(compile("\n" * (b["line"] - 1) + b["code"], spec["path"], "exec"), mod.__dict__)
+        with contextlib.redirect_stdout(out):
+            exec(compile("\n" * (b["line"] - 1) + b["code"], spec["path"], "exec"), mod.__dict__)
     except BaseException:
+        print(out.getvalue())
         traceback.print_exc()
         print(f"DOCS BLOCK FAILED: {spec['page']}:{b['line']}", file=sys.stderr)
         sys.exit(1)
+    printed[b["line"]] = out.getvalue()
+json.dump(printed, open(sys.argv[2], "w"))
 """
+
+
+def output_matches(expected, printed):
+    """Whether ``printed`` contains ``expected`` (``...`` matching any text; spaces at line
+    ends and runs of spaces not compared)."""
+    def norm(s):
+        return "\n".join(re.sub(r"[ \t]+", " ", line).strip() for line in s.strip().splitlines())
+    pattern = ".*?".join(re.escape(part) for part in norm(expected).split("..."))
+    return re.search(pattern, norm(printed), re.S) is not None
 
 
 def _env(tmp_path):
@@ -109,9 +127,22 @@ def run_page(page, tmp_path, with_gpu):
                 or (b["marker"] == "gpu" and with_gpu)]
     spec = tmp_path / ".blocks.json"
     spec.write_text(json.dumps({"page": page, "path": str(ROOT / page), "blocks": runnable}))
-    proc = subprocess.run([sys.executable, "-c", DRIVER, str(spec)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    printed = tmp_path / ".printed.json"
+    proc = subprocess.run([sys.executable, "-c", DRIVER, str(spec), str(printed)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.stdout[-3000:] + proc.stderr[-6000:])
+    printed = {int(k): v for k, v in json.loads(printed.read_text()).items()}
+    last = None
+    for b in bs:
+        if b["marker"] == "output":
+            assert last is not None, f"{page}:{b['line']}: an output block after no Python block"
+            if last["marker"] in ("gpu", "mpi") and last["line"] not in printed:
+                continue  # shown for a block that runs elsewhere (or not on this machine)
+            last = last["line"]
+            assert output_matches(b["code"], printed[last]), (
+                f"{page}:{b['line']}: the block at line {last} printed\n{printed[last]}\nnot\n{b['code']}")
+        elif b["lang"] in ("python", "py"):
+            last = b
     for b in (b for b in bs if b["marker"] == "mpi"):
         script = tmp_path / f"mpi_block_{b['line']}.py"
         script.write_text("\n" * (b["line"] - 1) + b["code"])
@@ -158,6 +189,9 @@ def test_every_block_runs_or_needs_hardware():
                 counts["shell"] += 1
             elif b["lang"] in ("python", "py"):
                 counts["run" if b["marker"] in (None, "file") else b["marker"]] += 1
+            elif b["marker"] == "output":
+                assert b["lang"] == "text", f"{page}:{b['line']}: the output marker goes on a text block"
+                counts["output"] = counts.get("output", 0) + 1
             else:
                 assert b["marker"] is None, f"{page}:{b['line']}: a {b['marker']} marker on a {b['lang']!r} block"
     assert counts["run"] >= 40, counts  # the parser finds the blocks (README's tour and the guides)
@@ -170,6 +204,11 @@ def test_the_block_parser_reads_markers_and_lines(tmp_path, monkeypatch):
                                    "y = 2\n```\n\n```text\nout\n```\n")
     got = [(b["lang"], b["line"], b["code"], b["marker"]) for b in blocks("p.md")]
     assert got == [("python", 4, "x = 1\n", None), ("python", 9, "y = 2\n", "gpu"), ("text", 13, "out\n", None)]
+
+
+def test_output_blocks_match_what_the_code_prints():
+    assert output_matches("tensor([1., ...])\nok", "noise\ntensor([1.,   2.])  \nok\n")
+    assert not output_matches("tensor([1., 3.])", "tensor([1., 2.])")
 
 
 def test_a_failing_block_fails_its_page(tmp_path, monkeypatch):
