@@ -14,7 +14,7 @@ in an HTML comment on the line before a block changes how it runs:
 * ``<!-- docs-test: file NAME -->``: also written to ``NAME`` in the working folder, before
   any block of the page runs (a model file that a ``d2s`` command of the page reads).
 * ``<!-- docs-test: shell -->`` on a ``bash`` block: run it with bash after the page's Python
-  blocks, ``d2s`` being this checkout's command line. Other bash blocks are shown, not run
+  blocks, ``d2s`` and ``python`` being this checkout's. Other bash blocks are shown, not run
   (installs).
 * ``<!-- docs-test: output -->`` on a ``text`` block: what the Python block just before it
   prints must contain it (``...`` stands for any text, line ends and runs of spaces are not
@@ -110,8 +110,9 @@ def _env(tmp_path):
     env["D2S_CACHE_DIR"] = str(tmp_path / ".cache")  # a native compile a page asks for stays in the test
     shim = tmp_path / ".bin"
     shim.mkdir(exist_ok=True)
-    (shim / "d2s").write_text(f"#!/bin/sh\nexec {sys.executable} -m d2s \"$@\"\n")
-    (shim / "d2s").chmod(0o755)
+    for name, command in (("d2s", f"{sys.executable} -m d2s"), ("python", sys.executable)):
+        (shim / name).write_text(f"#!/bin/sh\nexec {command} \"$@\"\n")
+        (shim / name).chmod(0o755)
     env["PATH"] = f"{shim}{os.pathsep}{env['PATH']}"
     return env
 
