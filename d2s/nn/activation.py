@@ -4,16 +4,22 @@ from .module import Module
 
 
 class ReLU(Module):
+    """``max(x, 0)`` element-wise (:func:`d2s.nn.functional.relu`)."""
+
     def forward(self, x):
         return F.relu(x)
 
 
 class Tanh(Module):
+    """The hyperbolic tangent, element-wise (:func:`d2s.nn.functional.tanh`)."""
+
     def forward(self, x):
         return F.tanh(x)
 
 
 class Sigmoid(Module):
+    """``1 / (1 + exp(-x))`` element-wise (:func:`d2s.nn.functional.sigmoid`)."""
+
     def forward(self, x):
         return F.sigmoid(x)
 
@@ -34,6 +40,13 @@ class GELU(Module):
 
 
 class Softmax(Module):
+    """Softmax over one dim (:func:`d2s.nn.functional.softmax`): the entries along it are
+    positive and sum to 1.
+
+    Args:
+        dim: the dim to normalize over (``axis`` is the older name; ``dim`` wins when given).
+    """
+
     def __init__(self, axis=-1, dim=None):
         super().__init__()
         self.axis = axis if dim is None else dim

@@ -1,6 +1,9 @@
 """d2s_runtime: what a deployed d2s model needs, and nothing more (numpy; cupy for 'gpu').
 
-This package never imports ``d2s`` or ``gast``.
+This package never imports ``d2s`` or ``gast``. ``load`` reads a directory written by
+``d2s.jit.save`` into a callable :class:`Model`; :class:`Executor` runs a :class:`Program`.
+``OPS`` is the op registry (name -> definition: kernel, shape rule, traits; see
+:func:`get_op`) and ``DTYPES`` the names of the dtypes programs may use.
 """
 from . import ops
 from .dtypes import DTYPES, normalize as normalize_dtype
