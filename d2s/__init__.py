@@ -37,7 +37,7 @@ _LAZY_NAMES = {
     "load": ("d2s.serialization", "load"),
 }
 
-# The public names of ``d2s`` (see the API contract and the README): tensors and dtypes, the
+# The public names of ``d2s`` (see the API contract and docs/api/d2s.md): tensors and dtypes, the
 # op functions of d2s.ops, grad modes, functional control flow, and the subpackages.
 __all__ = (["Tensor", "tensor", "set_default_device", "get_default_device", "dtype", "bool", "bool_", "float32", "float64", "int32", "int64",
             "float16", "uint8", "int8", "int16", "bfloat16", "double", "half", "long", "short", "float", "int",

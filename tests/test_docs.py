@@ -303,3 +303,36 @@ def test_site_builds_strictly_and_shows_every_public_name(tmp_path):
 def test_the_page_rule_can_fail():
     ids = {"d2s.nn.Linear"}
     assert "d2s.nn.Linear" not in _unplaced(ids) and "d2s.nn.Module" in _unplaced(ids)
+
+
+# ---------------------------------------------------------------------------- links and --help
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _broken_links(path):
+    """Relative links of a markdown file (README.md; mkdocs checks docs/ itself) whose target
+    file does not exist."""
+    text = FENCE.sub("", path.read_text())
+    out = []
+    for target in LINK.findall(text):
+        file = target.split("#", 1)[0]
+        if file and "://" not in target and not (path.parent / file).exists():
+            out.append(target)
+    return out
+
+
+def test_readme_links_resolve():
+    assert _broken_links(ROOT / "README.md") == []
+
+
+def test_a_broken_link_is_found(tmp_path):
+    (tmp_path / "a.md").write_text("[ok](a.md) [web](https://x.org/y) [bad](docs/nope.md#x)\n")
+    assert _broken_links(tmp_path / "a.md") == ["docs/nope.md#x"]
+
+
+def test_cli_help_names_pages_that_exist():
+    from d2s.cli import DOCS_EPILOG, build_parser
+    assert DOCS_EPILOG in build_parser().format_help()
+    named = re.findall(r"docs/[\w/.]+", DOCS_EPILOG)
+    assert len(named) >= 8
+    assert [p for p in named if not (ROOT / p.rstrip(".")).exists()] == []
