@@ -226,12 +226,18 @@ API_MODULES = ["d2s", "d2s.nn", "d2s.nn.functional", "d2s.optim", "d2s.jit", "d2
 
 
 def public_names(modname):
-    """``__all__``, or for a module without one the names it defines (no leading underscore)."""
+    """``__all__``, or for a module without one its names without a leading underscore that it
+    defines itself or takes from a private module of its package (``d2s.nn.functional``'s from
+    ``d2s.nn._f_loss``); what it imports from public modules (``Tensor``) is theirs."""
     mod = importlib.import_module(modname)
     if hasattr(mod, "__all__"):
         return list(mod.__all__)
-    return [n for n, v in vars(mod).items()
-            if not n.startswith("_") and not inspect.ismodule(v) and getattr(v, "__module__", None) == modname]
+    package = modname.rpartition(".")[0]
+
+    def own(v):
+        where = getattr(v, "__module__", None) or ""
+        return where == modname or where.startswith(package + "._")
+    return [n for n, v in vars(mod).items() if not n.startswith("_") and not inspect.ismodule(v) and own(v)]
 
 
 def _has_docstring(mod, name, obj):
