@@ -37,13 +37,18 @@ _LAZY_NAMES = {
     "load": ("d2s.serialization", "load"),
 }
 
-# The public names of ``d2s`` (see the API contract and the README): tensors and dtypes, the
+# The public names of ``d2s`` (see the API contract and docs/api/d2s.md): tensors and dtypes, the
 # op functions of d2s.ops, grad modes, functional control flow, and the subpackages.
 __all__ = (["Tensor", "tensor", "set_default_device", "get_default_device", "dtype", "bool", "bool_", "float32", "float64", "int32", "int64",
             "float16", "uint8", "int8", "int16", "bfloat16", "double", "half", "long", "short", "float", "int",
             "finfo", "iinfo", "get_default_dtype", "set_default_dtype", "Generator", "default_generator",
             "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
            + list(_ops.__all__) + sorted(_LAZY_NAMES) + sorted(_LAZY_MODULES))
+
+
+def __dir__():
+    """``dir(d2s)`` (tab completion) lists the lazy submodules and names too (``jit``, ``cond``, ...)."""
+    return sorted(set(globals()) | _LAZY_MODULES | set(_LAZY_NAMES))
 
 
 def __getattr__(name):

@@ -46,6 +46,13 @@ class enable_grad(_GradMode):
 
 
 class set_grad_enabled(_GradMode):
+    """Context manager and decorator: record an autograd graph inside it if ``mode`` is true,
+    none if it is false (``with d2s.set_grad_enabled(training):``).
+
+    Args:
+        mode: whether ops inside record autograd.
+    """
+
     def __init__(self, mode):
         self._enabled = bool(mode)
 
@@ -60,4 +67,5 @@ class set_grad_enabled(_GradMode):
 
 
 def is_grad_enabled():
+    """Whether ops on this thread record an autograd graph now (``False`` inside ``no_grad()``)."""
     return STATE.grad_enabled

@@ -29,6 +29,11 @@ _LAZY = {
 }
 
 
+def __dir__():
+    """``dir(d2s.jit)`` (tab completion) lists the lazily imported names too (``trace``, ``save``, ...)."""
+    return sorted(set(globals()) | set(_LAZY))
+
+
 def __getattr__(name):
     if name in _LAZY:
         mod, attr = _LAZY[name]

@@ -33,7 +33,7 @@ def to_static(fn=None, *, input_spec=None, fallback=True, check_numerics=False, 
             ``'python'`` unless changed): with ``'native'``, each program is also compiled by
             numba in the background and runs natively once ready (the Python backend runs
             until then, and wherever the native one cannot: ``StaticFunction.backend_report()``
-            says why). See the README's "Native backend" section.
+            says why). See the documentation's page on the native backend (``docs/native.md``).
 
     Returns:
         A :class:`StaticFunction` (the module itself for a module; for a partial, a partial
