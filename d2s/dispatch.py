@@ -18,6 +18,7 @@ from d2s_runtime.dtypes import result_type, scalar_result
 from d2s_runtime.ops import OPS, ShapeError, TensorType
 
 from ._state import HOOKED_THREADS, STATE
+from . import views as _views
 from .autograd import node as _node
 from .tensor import Tensor, _default_array, get_default_device
 from .user_errors import stray_symbolic_error
@@ -40,6 +41,9 @@ def apply(name, *inputs, **attrs):
             d = a._data
             if d is None:
                 return _apply_hooked(opdef, inputs, attrs)
+            vi = a._view
+            if vi is not None and vi.version != vi.root._version:
+                _views.fresh(a)  # its root was written in place since: take the new history
             if a.requires_grad:
                 record = True
             if xp is None and type(d) is not _ndarray:
@@ -75,10 +79,14 @@ def apply(name, *inputs, **attrs):
         result = Tensor._make(out if type(out) is _ndarray else _as_array(out, xp))
         if record and STATE.grad_enabled:
             _record(opdef, inputs, attrs, (result,))
+        if opdef.view:
+            _views.note(opdef, inputs, attrs, (result,))
         return result
     results = tuple(Tensor._make(o if type(o) is _ndarray else _as_array(o, xp)) for o in out)
     if record and STATE.grad_enabled:
         _record(opdef, inputs, attrs, results)
+    if opdef.view:
+        _views.note(opdef, inputs, attrs, results)
     return results
 
 
@@ -145,6 +153,8 @@ def _apply_hooked(opdef, inputs, attrs):
         return out
     if STATE.grad_enabled and any(isinstance(a, Tensor) and a.requires_grad for a in inputs):
         _record(opdef, inputs, attrs, results)
+    if opdef.view:
+        _views.note(opdef, inputs, attrs, results)
     return results[0] if opdef.n_out == 1 else results
 
 
@@ -236,12 +246,14 @@ def operator(name, reflected=False):
 
     def method(self, other):
         a = self._data
-        if type(a) is _ndarray and not (HOOKED_THREADS[0] and STATE.hooked) and not self.requires_grad:
+        if type(a) is _ndarray and not (HOOKED_THREADS[0] and STATE.hooked) and not self.requires_grad \
+                and (self._view is None or self._view.version == self._view.root._version):
             t = type(other)
             b = None
             if t in _SCALARS:
                 b = other
-            elif t is Tensor and not reflected and not other.requires_grad and type(other._data) is _ndarray:
+            elif t is Tensor and not reflected and not other.requires_grad and type(other._data) is _ndarray \
+                    and (other._view is None or other._view.version == other._view.root._version):
                 b = other._data
             if b is not None:
                 try:

@@ -42,7 +42,9 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_var", "requires_grad", "grad", "grad_fn", "_out_idx", "_hooks",
-                 "_version", "_accum", "_base", "__weakref__")  # _base: what detach() came from
+                 "_version", "_accum", "_base", "_view", "__weakref__")
+    # _base: the tensor whose elements this one shares (what detach() or a view op came from),
+    # for version counting; _view: the d2s.views.ViewInfo of a view (None otherwise)
 
     # Python scalars on the left of an operator (2 * t) must reach our reflected methods.
     __array_priority__ = 1000
@@ -52,6 +54,7 @@ class Tensor:
         self._data, self._var = t._data, None
         self.requires_grad, self.grad, self.grad_fn = t.requires_grad, None, None
         self._out_idx, self._hooks, self._version, self._accum = 0, None, 0, None
+        self._view = None
 
     @classmethod
     def _make(cls, data, var=None):
@@ -65,6 +68,7 @@ class Tensor:
         t._hooks = None
         t._version = 0
         t._accum = None
+        t._view = None
         return t
 
     # ----------------------------------------------------------------- attributes

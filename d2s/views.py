@@ -1,0 +1,309 @@
+"""Views: tensors that show their base's elements, as PyTorch's views do.
+
+A view op (``x[0]``, ``x[:, 1:3]``, ``x.view(-1)``, ``x.t()``, ``x.squeeze()``, the pieces of
+``split``/``chunk``/``unbind``...: the ops with the ``view`` trait) gives a tensor that, eagerly,
+shares its input's array, exactly when numpy's result does (which is when PyTorch's does: basic
+indexing, transposes, and a reshape that needs no copy; not advanced indexing, nor indexing with
+a tensor). Such a tensor carries a :class:`ViewInfo`: its *root* (the tensor that owns the
+elements, never a view itself) and the *steps* that make it from the root, each a replayable op
+call (``getitem`` with its index, ``reshape``, ``transpose``, ...).
+
+**An in-place op on a view** (``v.mul_(3)``, ``y[:, 1].zero_()``, ``v[0] = 5``) writes the
+root, with PyTorch's autograd semantics (its ``CopySlices``), computed from ops d2s already
+differentiates: the view's new value ``new = op(view)`` is written back through the steps,
+innermost first, each by its inverse (a ``setitem`` for an index, ``reshape_like`` for a
+reshape, the inverse permutation for a transpose), giving the root's new value; the root takes
+that value and its history, so the root's gradient sees the write; the view takes ``new`` and
+its history. Eagerly the values go into the root's own array (every view of it sees them); in a
+program being built (``to_static``) the root object is re-pointed to the new value, which
+tensor ``if``s and loops carry out like any in-place update (``ProgramBuilder.note_inplace``),
+and a module buffer written through a view is written back after each call
+(``ProgramBuilder.symbolize``). Without autograd (nothing requires grad, or ``no_grad``) an
+eager write goes straight into the shared array.
+
+**Other views of the same root** then show the new values (eagerly through the shared array)
+and must take the new history too: a view remembers the root's version from when its history
+was last derived, and a view whose root changed since (``stale``) is *refreshed* before it is
+used (as an op input, in ``backward``/``d2s.grad``, in a program's outputs): its history (and,
+in a program, its value) is replayed from the root. This is PyTorch's regeneration of a view's
+``grad_fn`` after its base's version changed.
+
+Refused as PyTorch refuses: an in-place op on a view of a leaf that requires grad (outside
+``no_grad``), on a view made under ``no_grad`` of a tensor requiring grad (with grad on), and
+on an ``expand``ed tensor (several elements share one memory location). A view made by an op
+with no inverse here (a ``view`` op added later) is written eagerly without autograd only; with
+autograd or in a program it is refused with an error saying to clone it.
+
+Versions: a view's ``_base`` is the tensor it was made from, so a write into a view bumps the
+versions up to its root, and a saved view notices a write into its root (see
+``d2s.autograd.node.version_of``): a backward that needs an overwritten value raises.
+"""
+import numpy as np
+
+from ._state import STATE
+from .tensor import Tensor
+
+# an unknown (dynamic) dim in the layout model of a symbolic view (see _fake_root)
+_UNKNOWN_DIM = 1 << 20
+_RESHAPES = frozenset({"reshape", "reshape_like", "reshape_dims", "squeeze", "expand_dims"})
+
+
+class ViewInfo:
+    """What makes a tensor a view: ``root`` (the tensor owning the elements), ``steps`` (``(op,
+    extra inputs, attrs)`` calls replaying it from ``root``), ``version`` (the root's version
+    when the view's history was last derived from it), ``no_grad`` (made under ``no_grad`` from
+    a root requiring grad), ``refusal`` (why an in-place op cannot write through it, or None)
+    and ``fake`` (for a symbolic view: a memoryless numpy array with its strides, deciding as
+    numpy would whether a further reshape is a view)."""
+
+    __slots__ = ("root", "steps", "version", "no_grad", "refusal", "fake")
+
+    def __init__(self, root, steps, no_grad, refusal, fake):
+        self.root, self.steps, self.version = root, steps, root._version
+        self.no_grad, self.refusal, self.fake = no_grad, refusal, fake
+
+
+# ------------------------------------------------------------------ making views
+def note(opdef, inputs, attrs, results):
+    """Called by dispatch after an op with the ``view`` trait: mark each result that is a
+    view of ``inputs[0]`` (shares its elements) as one."""
+    x = inputs[0]
+    if not isinstance(x, Tensor):
+        return
+    name = opdef.name
+    for k, out in enumerate(results):
+        step = _step(name, inputs, attrs, k, x)
+        if x._data is not None:
+            if out._data is None or not _shares(x._data, out._data):
+                continue
+            fake = None
+        else:
+            fake = _fake_view(x, step)
+            if fake is None:
+                continue  # numpy would copy here (advanced indexing, a reshape of a strided layout)
+        _attach(x, out, step, fake)
+
+
+def _attach(parent, out, step, fake):
+    info = parent._view
+    if info is None:
+        root, steps, no_grad, refusal = parent, (), False, None
+    else:
+        root, steps, no_grad, refusal = info.root, info.steps, info.no_grad, info.refusal
+    if not no_grad and not STATE.grad_enabled and root.requires_grad:
+        no_grad = True
+    if refusal is None:
+        refusal = _refusal(step, parent, out)
+    out._view = ViewInfo(root, steps + (step,), no_grad, refusal, fake)
+    out._base = parent
+
+
+def _step(name, inputs, attrs, k, x):
+    """The replayable call making output ``k`` of op ``name``: a split's piece is the getitem
+    of its slice (so its write-back is a setitem)."""
+    if name == "split":
+        axis = attrs.get("axis", 0) % max(x.ndim, 1)
+        start = sum(attrs["sections"][:k])
+        spec = [["s", None, None, None]] * axis + [["s", start, start + attrs["sections"][k], None]]
+        return ("getitem", (), {"index": spec})
+    return (name, tuple(inputs[1:]), dict(attrs))
+
+
+def _refusal(step, parent, out):
+    name = step[0]
+    if name == "broadcast_to":
+        if tuple(_static_shape(parent)) != tuple(_static_shape(out)) or None in _static_shape(out):
+            return ("unsupported operation: more than one element of the written-to tensor refers to a single "
+                    "memory location (it is an expand()ed or broadcast view). Please clone() the tensor before "
+                    "performing the operation")
+        return None
+    if name == "getitem" or name == "transpose" or name in _RESHAPES:
+        return None
+    return (f"in-place update of a view made by {name!r}, which d2s cannot write back into its base with "
+            "autograd or in a program; clone() it first (v = v.clone()) and write the result where it belongs")
+
+
+def _shares(a, b):
+    if type(a) is np.ndarray:
+        return type(b) is np.ndarray and np.may_share_memory(a, b)
+    return getattr(b, "base", None) is not None
+
+
+def _static_shape(t):
+    return tuple(t._data.shape) if t._data is not None else tuple(t._var.type.shape)
+
+
+# ------------------------------------------------------------------ symbolic layouts
+def _fake_of(t):
+    info = t._view
+    if info is not None and info.fake is not None:
+        return info.fake
+    return _fake_root(_static_shape(t))
+
+
+def _fake_root(shape):
+    """A C-contiguous array of ``shape`` (unknown dims: _UNKNOWN_DIM) with no memory behind it
+    (strides over a one-byte buffer): only its layout is ever read."""
+    shape = tuple(_UNKNOWN_DIM if d is None else int(d) for d in shape)
+    strides, s = [], 1
+    for d in reversed(shape):
+        strides.append(s)
+        s *= max(d, 1)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), shape=shape, strides=tuple(reversed(strides)))
+
+
+def _fake_view(x, step):
+    """The layout of ``step`` applied to symbolic ``x``, or None where numpy (so eager code)
+    would copy instead of making a view."""
+    fake = _fake_of(x)
+    name, extra, attrs = step
+    try:
+        if name == "getitem":
+            key = []
+            for e in attrs["index"]:
+                kind = e[0]
+                if kind == "i":
+                    key.append(e[1])
+                elif kind == "s":
+                    key.append(slice(e[1], e[2], e[3]))
+                elif kind == "n":
+                    key.append(None)
+                elif kind == "e":
+                    key.append(Ellipsis)
+                else:
+                    j = extra[e[1]]
+                    # a loop counter standing for a Python int indexes as the int would (a view);
+                    # a tensor index copies, in PyTorch as in numpy
+                    if not (getattr(type(j), "_d2s_weak", False) and getattr(j, "ndim", 1) == 0):
+                        return None
+                    key.append(0)
+            return fake[tuple(key) + (Ellipsis,)]
+        if name == "transpose":
+            return np.transpose(fake, attrs.get("perm"))
+        if name == "expand_dims":
+            return np.expand_dims(fake, attrs["axis"])
+        if name == "squeeze":
+            axes = attrs.get("axes")
+            return np.squeeze(fake, None if axes is None else tuple(axes))
+        if name == "broadcast_to":
+            return np.broadcast_to(fake, tuple(_UNKNOWN_DIM if d is None else d for d in attrs["shape"]))
+        if name == "reshape":
+            return np.reshape(fake, tuple(attrs["shape"]), copy=False)
+    except (ValueError, IndexError, TypeError):
+        pass
+    if name in _RESHAPES:
+        # a reshape to dims known only when the program runs: numpy makes a view of a
+        # contiguous layout (and of some others, which this model treats as copies)
+        if not fake.flags.c_contiguous:
+            return None
+        return _fake_root(_out_shape_hint(fake, name, attrs))
+    return None
+
+
+def _out_shape_hint(fake, name, attrs):
+    shape = attrs.get("shape")
+    if shape is None or any(d is None for d in shape):
+        return (fake.size,)
+    return tuple(fake.size if d == -1 else d for d in shape)
+
+
+# ------------------------------------------------------------------ replaying and writing back
+def replay(root, steps):
+    """The view ``steps`` make of ``root`` (op calls, so autograd records them)."""
+    from .dispatch import apply
+    out = root
+    for name, extra, attrs in steps:
+        out = apply(name, out, *extra, **attrs)
+    return out
+
+
+def _put(step, old, new):
+    """``old`` (a step's input) with its view by ``step`` replaced by ``new``."""
+    from .dispatch import apply
+    name, extra, attrs = step
+    if name == "getitem":
+        return apply("setitem", old, new, *extra, index=attrs["index"])
+    if name == "transpose":
+        perm = attrs.get("perm")
+        inverse = None if perm is None else [int(i) for i in np.argsort([p % len(perm) for p in perm])]
+        return apply("transpose", new, perm=inverse)
+    return apply("reshape_like", new, old)  # reshapes, squeeze/unsqueeze, a broadcast adding nothing
+
+
+def written_back(root, steps, new):
+    """The root's value after its view by ``steps`` takes the value ``new``."""
+    olds = [root]
+    for step in steps[:-1]:
+        olds.append(replay(olds[-1], (step,)))
+    for step, old in zip(reversed(steps), reversed(olds)):
+        new = _put(step, old, new)
+    return new
+
+
+def alias(t):
+    """A second Tensor object with t's current value and history (autograd nodes built on it
+    are not touched when ``t`` itself is re-pointed afterwards)."""
+    a = Tensor._make(t._data, t._var)
+    a.requires_grad, a.grad_fn, a._out_idx = t.requires_grad, t.grad_fn, t._out_idx
+    return a
+
+
+# ------------------------------------------------------------------ refreshing stale views
+def is_stale(t):
+    info = t._view
+    return info is not None and info.version != info.root._version
+
+
+def fresh(t):
+    """Bring view ``t``'s history (and, in a program or trace, its value) up to date with its
+    root, when the root was written in place since; returns ``t``."""
+    info = t._view
+    if info is None or info.version == info.root._version:
+        return t
+    root = info.root
+    hooked = root._data is None or STATE.hooked
+    if hooked or root.requires_grad:
+        from .autograd.grad_mode import enable_grad
+        b = STATE.builder
+        with enable_grad():
+            r = replay(alias(root), info.steps)
+        if t._data is None and b is not None:
+            b.note_inplace(t)  # re-pointed inside a branch or loop body: carried out of it
+        t._data, t._var = r._data, r._var
+        take_history(t, r)
+    else:
+        t.grad_fn, t.requires_grad = None, False
+    info.version = root._version
+    return t
+
+
+def take_history(t, out):
+    """t continues out's autograd history: its node's output is t, at t's current version."""
+    t.grad_fn, t.requires_grad, t._out_idx = out.grad_fn, out.requires_grad, out._out_idx
+    node = out.grad_fn
+    if node is not None and node.outputs is not None:
+        node.outputs = tuple(t if o is out else o for o in node.outputs)
+        node.out_versions = tuple(o._version for o in node.outputs)
+
+
+# ------------------------------------------------------------------ checks before a write
+def check_writable(t, what):
+    """Raise as PyTorch does before an in-place op on view ``t`` that cannot be written."""
+    info = t._view
+    root = info.root
+    if STATE.grad_enabled and root.requires_grad and root.grad_fn is None:
+        raise RuntimeError(
+            f"{what}: a view of a leaf tensor that requires grad (W.T, W[0], W.reshape(...)) is being "
+            "used in an in-place operation; update the leaf itself under `with d2s.no_grad():`")
+    if info.no_grad and STATE.grad_enabled:
+        raise RuntimeError(
+            f"{what}: a view was created in no_grad mode and is being modified inplace with grad mode "
+            "enabled; move both the view and the in-place op inside the no_grad block (if the update must "
+            "not be tracked) or both outside it")
+    if info.refusal is not None and info.refusal.startswith("unsupported"):
+        raise RuntimeError(f"{what}: {info.refusal}")
+
+
+def refuse_untracked(t, what):
+    """A view with no write-back here (``ViewInfo.refusal``) in a program or under autograd."""
+    raise RuntimeError(f"{what}: {t._view.refusal}")
