@@ -134,6 +134,7 @@ def _apply_hooked(opdef, inputs, attrs):
     if _weak_promoting(opdef) and any(getattr(a, "_d2s_weak", False) for a in inputs):
         inputs = _strengthen_weak(opdef, inputs)
     builder = STATE.builder
+    given = inputs  # (a view's root is the object given: a module buffer, not the param reading it)
     if builder is not None or any(isinstance(a, Tensor) and a._data is None for a in inputs):
         if builder is None:
             raise stray_symbolic_error(opdef.name)
@@ -154,7 +155,7 @@ def _apply_hooked(opdef, inputs, attrs):
     if STATE.grad_enabled and any(isinstance(a, Tensor) and a.requires_grad for a in inputs):
         _record(opdef, inputs, attrs, results)
     if opdef.view:
-        _views.note(opdef, inputs, attrs, results)
+        _views.note(opdef, given, attrs, results)
     return results[0] if opdef.n_out == 1 else results
 
 

@@ -201,6 +201,10 @@ def _rebind(t, what, compute):
     b = STATE.builder
     if b is not None:
         _refuse_outside_values(b, target, what)
+        if not target.is_symbolic and (view is not None or _is_state(b, target)):
+            # a module buffer (or, through a view, a tensor made while building) names a var from
+            # now on, and to_static writes a buffer's final value back after each call
+            b.symbolize(target)
     elif STATE.tracer is not None and not target.is_symbolic:
         _refuse_traced_inputs(STATE.tracer, target, what)
     # a tracer sees the old value under its own object
@@ -208,21 +212,23 @@ def _rebind(t, what, compute):
     out = _as_target_dtype(t, compute(src), what)
     _check_shape(t, out, what)
     if view is not None:
-        if b is not None and not target.is_symbolic:
-            b.symbolize(target)  # a module buffer (or a tensor made while building) written through a view
         new_root = views.written_back(views.alias(target), view.steps, out)
         _repoint(b, target, new_root)
         _repoint(b, t, out, whole_chain=False)
         view.version = target._version
         return t
     if b is not None and not t.is_symbolic:
-        if not getattr(t, "_d2s_parameter", False) and b.state_tensors.get(id(t)) is not t:
-            # a concrete tensor made while building (a literal, a loop counter being probed) may
-            # be shared by both branches of a tensor `if`: it keeps its value, the name is rebound
-            return out
-        b.symbolize(t)  # a module buffer updated in place: written back after each call
+        # a concrete tensor made while building (a literal, a loop counter being probed) may
+        # be shared by both branches of a tensor `if`: it keeps its value, the name is rebound
+        return out
     _repoint(b, t, out)
     return t
+
+
+def _is_state(b, t):
+    """A module buffer or tensor attribute (not a parameter being trained) of a program being
+    built."""
+    return not t.requires_grad and (getattr(t, "_d2s_parameter", False) or b.state_tensors.get(id(t)) is t)
 
 
 def _repoint(b, t, out, whole_chain=True):

@@ -73,8 +73,8 @@ def note(opdef, inputs, attrs, results):
     name = opdef.name
     for k, out in enumerate(results):
         step = _step(name, inputs, attrs, k, x)
-        if x._data is not None:
-            if out._data is None or not _shares(x._data, out._data):
+        if out._data is not None:
+            if x._data is None or not _shares(x._data, out._data):
                 continue
             fake = None
         else:
@@ -213,14 +213,24 @@ def replay(root, steps):
     from .dispatch import apply
     out = root
     for name, extra, attrs in steps:
-        out = apply(name, out, *extra, **attrs)
+        if name == _SELECT:
+            out = _where(extra[0], replay(out, attrs["steps"][0]), replay(out, attrs["steps"][1]))
+        else:
+            out = apply(name, out, *extra, **attrs)
     return out
+
+
+def _where(pred, a, b):
+    from .ops import where
+    return where(pred, a, b)
 
 
 def _put(step, old, new):
     """``old`` (a step's input) with its view by ``step`` replaced by ``new``."""
     from .dispatch import apply
     name, extra, attrs = step
+    if name == _SELECT:
+        return _where(extra[0], written_back(old, attrs["steps"][0], new), written_back(old, attrs["steps"][1], new))
     if name == "getitem":
         return apply("setitem", old, new, *extra, index=attrs["index"])
     if name == "transpose":
@@ -246,6 +256,45 @@ def alias(t):
     a = Tensor._make(t._data, t._var)
     a.requires_grad, a.grad_fn, a._out_idx = t.requires_grad, t.grad_fn, t._out_idx
     return a
+
+
+# a view that a tensor `if` chose between two views of one root: ("select", (pred,), {"steps":
+# (the true branch's steps, the false branch's)}), replayed and written back by a `where`
+_SELECT = "select"
+
+
+def join_branches(b, per_block, outs, pred):
+    """After a tensor ``if`` (``ProgramBuilder`` ``b``, the branches' results ``per_block``, the
+    op's ``outs``): an output that each branch gives as a view of one same root (``v = y[1]``,
+    then ``v = y[2]`` in one branch) is a view of that root after the op too, its steps chosen
+    by ``pred``, so an in-place update of it writes the root as eager code does."""
+    if len(per_block) != 2 or any(p is None or len(p) < len(outs) for p in per_block):
+        return
+    for o, t, e in zip(outs, *per_block):
+        if not (isinstance(o, Tensor) and isinstance(t, Tensor) and isinstance(e, Tensor)) or o is t or o is e:
+            continue
+        ti, ei = t._view, e._view
+        if ti is None or ei is None or ti.root is not ei.root or o._view is not None or not o.is_symbolic \
+                or _static_shape(t) != _static_shape(e) or None in _static_shape(t):
+            continue
+        if not (_visible_steps(b, ti.steps) and _visible_steps(b, ei.steps)):
+            continue
+        fake = ti.fake if ei.fake is not None and ti.fake is not None and ti.fake.strides == ei.fake.strides else None
+        root = ti.root
+        step = (_SELECT, (pred,), {"steps": (ti.steps, ei.steps)})
+        o._view = ViewInfo(root, (step,), ti.no_grad or ei.no_grad, ti.refusal or ei.refusal,
+                           fake if fake is not None else _fake_root(_static_shape(o)))
+        o._base = root
+
+
+def _visible_steps(b, steps):
+    for _, extra, attrs in steps:
+        for x in extra:
+            if isinstance(x, Tensor) and x.is_symbolic and not b._visible(b.defined_in.get(x._var.name)):
+                return False
+        if "steps" in attrs and not all(_visible_steps(b, s) for s in attrs["steps"]):
+            return False
+    return True
 
 
 # ------------------------------------------------------------------ refreshing stale views

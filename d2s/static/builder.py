@@ -446,11 +446,15 @@ class ProgramBuilder:
 
 
 def _tensor_state(t):
-    return t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version
+    # (a view's history is as current as its root's version it last read: see d2s/views.py)
+    return (t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version,
+            None if t._view is None else t._view.version)
 
 
 def _set_tensor_state(t, state):
-    t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version = state
+    t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version, view_version = state
+    if view_version is not None:
+        t._view.version = view_version
 
 
 def _scalar_dtype(inputs):

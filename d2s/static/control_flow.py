@@ -21,7 +21,7 @@ from d2s_runtime.ir import Op
 from d2s_runtime.ops import TensorType
 
 from .. import ops as d
-from .. import pytree
+from .. import pytree, views
 from .._state import STATE
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import record
@@ -665,6 +665,7 @@ def _static_cond(pred, true_fn, false_fn, operands, patches=None):
     _record("cond", op, [pred, *[_sym(b, t) for t in leaves], *cap_tensors], outs)
     _repoint(b, objs, outs[n_out:n_out + len(objs)])
     outs = _kept_objects(b, per_block, outs[:n_out], pred, pairs, outs[n_out + len(objs):], unknown)
+    views.join_branches(b, per_block, outs, pred)  # (views of one root in both branches stay views)
     return tree_unflatten(t_tree, outs)
 
 
