@@ -13,6 +13,7 @@ from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enab
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403  (exactly d2s.ops.__all__: the public tensor functions)
 from . import inplace as _inplace  # noqa: F401  (Tensor's in-place methods: add_, +=, ...)
+from .autograd import function as _function  # noqa: F401  (custom Functions' op in programs)
 from .ops.debug import print  # noqa: F401,A004  (d2s.print: prints on every call of a program)
 
 bool = bool_  # d2s.bool, as in the API; Python's bool stays reachable as builtins.bool

@@ -238,7 +238,16 @@ def _repoint(b, t, out, whole_chain=True):
         # the update while the block is built; the control-flow op then carries it out, so
         # every name and container holding the object sees it (see ProgramBuilder.note_inplace)
         b.note_inplace(t)
-    t._data, t._var = out._data, out._var
+    tracer = STATE.tracer if b is None else None
+    if tracer is not None and t._data is not None and out._data is not None:
+        # traced: the values go into t's own array, as eagerly (its layout, and so what a later
+        # reshape of it shares, stays eager's), which the trace now reads as out's var
+        name = tracer.vars.get(id(out._data))
+        _write(t, out, "an in-place update")
+        if name is not None:
+            tracer._bind(t._data, name)
+    else:
+        t._data, t._var = out._data, out._var
     if whole_chain:
         bump(t)
     else:

@@ -71,13 +71,16 @@ def note(opdef, inputs, attrs, results):
     if not isinstance(x, Tensor):
         return
     name = opdef.name
+    xd = x._data
     for k, out in enumerate(results):
-        step = _step(name, inputs, attrs, k, x)
-        if out._data is not None:
-            if x._data is None or not _shares(x._data, out._data):
+        od = out._data
+        if od is not None:
+            if xd is None or not _shares(xd, od):
                 continue
+            step = _step(name, inputs, attrs, k, x)
             fake = None
         else:
+            step = _step(name, inputs, attrs, k, x)
             fake = _fake_view(x, step)
             if fake is None:
                 continue  # numpy would copy here (advanced indexing, a reshape of a strided layout)
@@ -106,7 +109,7 @@ def _step(name, inputs, attrs, k, x):
         start = sum(attrs["sections"][:k])
         spec = [["s", None, None, None]] * axis + [["s", start, start + attrs["sections"][k], None]]
         return ("getitem", (), {"index": spec})
-    return (name, tuple(inputs[1:]), dict(attrs))
+    return (name, tuple(inputs[1:]), attrs)  # (attrs: the call's own keyword dict)
 
 
 def _refusal(step, parent, out):
@@ -125,7 +128,12 @@ def _refusal(step, parent, out):
 
 def _shares(a, b):
     if type(a) is np.ndarray:
-        return type(b) is np.ndarray and np.may_share_memory(a, b)
+        if type(b) is not np.ndarray:
+            return False
+        base = b.base
+        if base is None:
+            return b is a
+        return base is a or (base is a.base and base is not None) or np.may_share_memory(a, b)
     return getattr(b, "base", None) is not None
 
 
