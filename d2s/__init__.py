@@ -9,7 +9,8 @@ import importlib as _importlib
 from . import dtypes as _dtypes  # noqa: F401
 from .dtypes import bool_, dtype, float32, float64, int32, int64
 from .tensor import Tensor, get_default_device, set_default_device, tensor  # first: the eager core (tensor, dispatch, autograd) loads with it
-from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (enable_grad, grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                       set_grad_enabled)
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403  (exactly d2s.ops.__all__: the public tensor functions)
 from . import inplace as _inplace  # noqa: F401  (Tensor's in-place methods: add_, +=, ...)
@@ -36,7 +37,8 @@ _LAZY_NAMES = {
 # The public names of ``d2s`` (see the API contract and the README): tensors and dtypes, the
 # op functions of d2s.ops, grad modes, functional control flow, and the subpackages.
 __all__ = (["Tensor", "tensor", "set_default_device", "get_default_device", "dtype", "bool", "bool_", "float32", "float64", "int32", "int64",
-            "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+            "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+            "is_inference_mode_enabled"]
            + list(_ops.__all__) + sorted(_LAZY_NAMES) + sorted(_LAZY_MODULES))
 
 

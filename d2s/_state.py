@@ -27,6 +27,8 @@ class _State(threading.local):
         self.tracer = None
         self.hooked = False
         self.anomaly = None  # the active detect_anomaly() settings, or None
+        self.inference = False  # inside d2s.inference_mode()
+        self.inference_stack = []
 
     def refresh(self):
         hooked = self.builder is not None or self.tracer is not None

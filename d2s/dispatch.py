@@ -20,6 +20,7 @@ from d2s_runtime.ops import OPS, ShapeError, TensorType
 from ._state import HOOKED_THREADS, STATE
 from . import views as _views
 from .autograd import node as _node
+from .autograd.grad_mode import INFERENCE_THREADS, mark_inference
 from .tensor import Tensor, _default_array, get_default_device
 from .user_errors import stray_symbolic_error
 
@@ -81,12 +82,16 @@ def apply(name, *inputs, **attrs):
             _record(opdef, inputs, attrs, (result,))
         if opdef.view:
             _views.note(opdef, inputs, attrs, (result,))
+        if INFERENCE_THREADS[0]:
+            mark_inference((result,))
         return result
     results = tuple(Tensor._make(o if type(o) is _ndarray else _as_array(o, xp)) for o in out)
     if record and STATE.grad_enabled:
         _record(opdef, inputs, attrs, results)
     if opdef.view:
         _views.note(opdef, inputs, attrs, results)
+    if INFERENCE_THREADS[0]:
+        mark_inference(results)
     return results
 
 
@@ -214,6 +219,8 @@ def create(name, device=None, **attrs):
         return apply(name, **attrs)
     opdef = OPS[name]
     out = Tensor._make(opdef.kernel(get_xp(device if device is not None else get_default_device()), **attrs))
+    if INFERENCE_THREADS[0]:
+        mark_inference((out,))
     if STATE.tracer is not None:  # a trace must redraw random values on every call
         STATE.tracer.record(opdef, (), attrs, (out,))
     return out

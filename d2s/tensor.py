@@ -42,7 +42,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_var", "requires_grad", "grad", "grad_fn", "_out_idx", "_hooks",
-                 "_version", "_accum", "_base", "_view", "__weakref__")
+                 "_version", "_accum", "_base", "_view", "_inference", "__weakref__")
     # _base: the tensor whose elements this one shares (what detach() or a view op came from),
     # for version counting; _view: the d2s.views.ViewInfo of a view (None otherwise)
 
@@ -111,6 +111,10 @@ class Tensor:
     @property
     def is_leaf(self):
         return self.grad_fn is None
+
+    def is_inference(self):
+        """Whether this tensor was made inside ``d2s.inference_mode()``."""
+        return getattr(self, "_inference", False)
 
     @property
     def T(self):
@@ -383,6 +387,8 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     t = Tensor._make(arr)
     if requires_grad:
         t.requires_grad_(True)
+    if _INFERENCE_THREADS[0]:
+        _mark_inference((t,))
     return t
 
 
@@ -518,6 +524,6 @@ def _bind_operators():
 
 from . import dispatch as _dispatch  # noqa: E402 - dispatch builds on Tensor, defined above
 from .autograd import engine as _engine, node as _node  # noqa: E402 - the autograd core builds on Tensor too
-from .autograd.grad_mode import no_grad  # noqa: E402
+from .autograd.grad_mode import INFERENCE_THREADS as _INFERENCE_THREADS, mark_inference as _mark_inference, no_grad  # noqa: E402,E501
 
 _bind_operators()

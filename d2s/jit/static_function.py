@@ -16,7 +16,9 @@ from d2s_runtime.gc_pause import paused_gc
 
 from .. import views
 from .._state import HOOKED_THREADS, STATE
+from .. import pytree
 from ..autograd import enable_grad, no_grad
+from ..autograd.grad_mode import mark_inference
 from ..autograd.engine import SymbolicInputNeedsGrad
 from ..convert.call import convert_transform
 from ..inplace import BUFFER_UPDATES
@@ -283,6 +285,16 @@ class StaticFunction:
 
     # ------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
+        mode = getattr(self._fn, "__d2s_grad_mode__", None)
+        if mode is not None:  # a function decorated with no_grad() and the like: the whole call in that mode
+            with mode():
+                out = self._call(args, kwargs)
+                if STATE.inference:  # (the program's outputs are made inside inference_mode)
+                    mark_inference([t for t in pytree.tree_flatten(out)[0] if isinstance(t, Tensor)])
+                return out
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
         if (HOOKED_THREADS[0] and STATE.hooked) or not _ENABLED[0]:
             return self._call_unbuilt(args, kwargs)
         # The fast path: one signature walk, one dict lookup.
