@@ -16,6 +16,9 @@ from .ops import *  # noqa: F401,F403  (exactly d2s.ops.__all__: the public tens
 from . import inplace as _inplace  # noqa: F401  (Tensor's in-place methods: add_, +=, ...)
 from .autograd import function as _function  # noqa: F401  (custom Functions' op in programs)
 from .ops.debug import print  # noqa: F401,A004  (d2s.print: prints on every call of a program)
+from .devices import device  # noqa: E402  (torch.device)
+from .random import default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: E402
+from .printing import set_printoptions  # noqa: E402,F401
 
 bool = bool_  # d2s.bool, as in the API; Python's bool stays reachable as builtins.bool
 
@@ -23,7 +26,8 @@ __version__ = "0.1.0"
 
 # Submodules and names that import lazily, so `import d2s` stays light and layers stay apart.
 _LAZY_MODULES = {"nn", "optim", "data", "jit", "static", "passes", "func", "utils", "viz", "onnx",
-                 "autograd", "transformers", "convert", "cli", "trace", "distributed", "lax"}
+                 "autograd", "transformers", "convert", "cli", "trace", "distributed", "lax", "cuda", "backends",
+                 "accelerator"}
 _LAZY_NAMES = {
     "cond": ("d2s.static.control_flow", "cond"),
     "while_loop": ("d2s.static.control_flow", "while_loop"),
@@ -38,7 +42,8 @@ _LAZY_NAMES = {
 # op functions of d2s.ops, grad modes, functional control flow, and the subpackages.
 __all__ = (["Tensor", "tensor", "set_default_device", "get_default_device", "dtype", "bool", "bool_", "float32", "float64", "int32", "int64",
             "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-            "is_inference_mode_enabled"]
+            "is_inference_mode_enabled", "device", "seed", "initial_seed", "get_rng_state",
+            "set_rng_state", "default_generator", "set_printoptions"]
            + list(_ops.__all__) + sorted(_LAZY_NAMES) + sorted(_LAZY_MODULES))
 
 

@@ -20,6 +20,7 @@ from d2s_runtime.ops import OPS, ShapeError, TensorType
 from ._state import HOOKED_THREADS, STATE
 from . import views as _views
 from .autograd import node as _node
+from .devices import as_device_name
 from .autograd.grad_mode import INFERENCE_THREADS, mark_inference
 from .tensor import Tensor, _default_array, get_default_device
 from .user_errors import stray_symbolic_error
@@ -218,6 +219,10 @@ def create(name, device=None, **attrs):
     if STATE.builder is not None:
         return apply(name, **attrs)
     opdef = OPS[name]
+    if device is not None and type(device) is not str:
+        device = as_device_name(device)  # a d2s.device, or an index
+    elif device is not None and ":" in device:
+        device = as_device_name(device)  # 'cuda:0'
     out = Tensor._make(opdef.kernel(get_xp(device if device is not None else get_default_device()), **attrs))
     if INFERENCE_THREADS[0]:
         mark_inference((out,))

@@ -6,15 +6,18 @@ in both cases. Where each operator and method comes from is said at the end of t
 """
 import numpy as np
 
-from d2s_runtime.device import device_of, get_xp, known_devices, to_host, xp_of
+from d2s_runtime.device import device_of, get_xp, to_host, xp_of
 from d2s_runtime.ops import OPS
 
+from . import devices as _devices
 from ._state import STATE
+from .devices import device_named
 from .dtypes import as_dtype
 from .user_errors import symbolic_value_error
 
 
 _DTYPE_CACHE = {}  # numpy dtype or dtype name -> d2s dtype
+PRINT_OPTIONS = {}  # np.array2string keywords set by d2s.set_printoptions
 
 # The device of tensors created without ``device=`` (see set_default_device)
 _DEFAULT_DEVICE = ["cpu"]
@@ -24,9 +27,10 @@ def set_default_device(device):
     """Make tensors, creation ops and new parameters go to ``device`` when no ``device=`` is
     given ('cpu', 'gpu', or a device added with ``d2s_runtime.device.register_device``), as
     ``torch.set_default_device``. Returns the previous default."""
+    device = _devices.as_device_name(device) or "cpu"
     get_xp(device)  # a clear error when the device is unknown or unavailable
     prev = _DEFAULT_DEVICE[0]
-    _DEFAULT_DEVICE[0] = "gpu" if device == "cuda" else device
+    _DEFAULT_DEVICE[0] = device
     return prev
 
 
@@ -104,9 +108,18 @@ class Tensor:
 
     @property
     def device(self):
+        """The device holding the data: a ``d2s.device`` (equal to ``'cpu'``/``'gpu'``/``'cuda'``)."""
         if self._data is None:
-            return "cpu" if STATE.builder is None else STATE.builder.device
-        return device_of(self._data)
+            return device_named("cpu" if STATE.builder is None else STATE.builder.device)
+        return device_named(device_of(self._data))
+
+    @property
+    def is_cuda(self):
+        return self.device == "gpu"
+
+    def get_device(self):
+        """The GPU index of the data, or -1 on the CPU (as PyTorch)."""
+        return -1 if self.device == "cpu" else 0
 
     @property
     def is_leaf(self):
@@ -207,7 +220,7 @@ class Tensor:
             extra = ", requires_grad=True"
         if self.device != "cpu":
             extra += f", device='{self.device}'"
-        body = np.array2string(_host(self._data), separator=", ", prefix="tensor(")
+        body = np.array2string(_host(self._data), separator=", ", prefix="tensor(", **PRINT_OPTIONS)
         return f"tensor({body}, dtype={self.dtype}{extra})"
 
     # ----------------------------------------------------------------- autograd
@@ -281,42 +294,63 @@ class Tensor:
         self._data = value._data
 
     # ----------------------------------------------------------------- devices
-    def to(self, device=None, dtype=None):
-        """Move to ``device`` ('cpu'/'gpu') and/or cast to ``dtype``; ``t.to('float64')`` casts."""
-        if isinstance(device, str) and device not in known_devices():
-            try:
-                dtype, device = as_dtype(device), None
-            except TypeError:
-                pass  # not a dtype either: the device check below names it
+    def to(self, *args, device=None, dtype=None, non_blocking=False, copy=False, memory_format=None):
+        """Move and/or cast, as ``torch.Tensor.to``: ``t.to(device)`` ('cpu', 'cuda', 'cuda:0',
+        'gpu', a ``d2s.device``), ``t.to(dtype)``, ``t.to(device, dtype)``, ``t.to(other)`` (other's
+        device and dtype), or keywords. Returns ``t`` itself when nothing changes (unless
+        ``copy=True``); ``non_blocking`` is accepted (copies are synchronous)."""
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif a is None:
+                continue
+            elif _devices.is_device(a):
+                device = a
+            else:
+                try:
+                    dtype = as_dtype(a)
+                except TypeError:
+                    raise TypeError(f"Tensor.to: {a!r} is neither a device ('cpu', 'cuda', 'cuda:0') nor a "
+                                    "dtype") from None
         out = self
         if dtype is not None and as_dtype(dtype) != self.dtype:
             out = out.cast(dtype)
-        if device is not None and device != out.device:
-            get_xp(device)  # a clear error when the device is unavailable
-            out = _dispatch.apply("to_device", out, device="gpu" if device == "cuda" else device)
+        name = _devices.as_device_name(device)
+        if name is not None and name != out.device:
+            get_xp(name)  # a clear error when the device is unavailable (cupy or a GPU missing)
+            out = _dispatch.apply("to_device", out, device=name)
+        if copy and out is self:
+            out = out.clone()
         return out
 
-    def cpu(self):
+    def cpu(self, memory_format=None):
         return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        """On the GPU (cupy); ``device`` an index or a device, as in PyTorch."""
+        return self.to("gpu" if device is None else _devices.device("cuda", device) if isinstance(device, int)
+                       else device)
 
     def gpu(self):
         return self.to("gpu")
 
     # ----------------------------------------------------------------- dtype shorthands
+    # (PyTorch returns the tensor itself when it has the dtype already: an in-place update of
+    # ``x.float()`` then writes x, as eagerly here)
     def float(self):
-        return self.cast("float32")
+        return self if self.dtype == "float32" else self.cast("float32")
 
     def double(self):
-        return self.cast("float64")
+        return self if self.dtype == "float64" else self.cast("float64")
 
     def long(self):
-        return self.cast("int64")
+        return self if self.dtype == "int64" else self.cast("int64")
 
     def int(self):
-        return self.cast("int32")
+        return self if self.dtype == "int32" else self.cast("int32")
 
     def bool(self):
-        return self.cast("bool")
+        return self if self.dtype == "bool" else self.cast("bool")
 
     # ----------------------------------------------------------------- unary operators
     def __neg__(self):
@@ -354,6 +388,8 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     """
     if isinstance(data, (list, tuple)) and any(isinstance(a, Tensor) and a._data is None for a in _flat(data)):
         return _pack_symbolic(data, dtype)
+    if device is not None:
+        device = _devices.as_device_name(device)
     if device is None and _DEFAULT_DEVICE[0] != "cpu" and not _on_device(data):
         device = _DEFAULT_DEVICE[0]
     xp = get_xp(device)

@@ -9,8 +9,9 @@ one into a program param (read at every call, never folded into a constant).
 from collections import OrderedDict, namedtuple
 
 import numpy as np
-from d2s_runtime.device import device_of, get_xp, known_devices, to_host, xp_of
+from d2s_runtime.device import device_of, get_xp, to_host, xp_of
 
+from .. import devices as _devices
 from ..dtypes import as_dtype
 from ..tensor import Tensor, tensor
 
@@ -325,11 +326,21 @@ class Module:
                 t.grad = Tensor._make(fn(t.grad._data))
         return self
 
-    def to(self, device=None, dtype=None):
-        """Move (``'cpu'``/``'gpu'``) and/or cast floating point parameters and buffers in place;
-        the Parameter objects stay the same, so optimizers built before keep working."""
-        if isinstance(device, str) and device not in known_devices() and dtype is None:
-            device, dtype = None, device  # module.to('float64')
+    def to(self, *args, device=None, dtype=None, non_blocking=False):
+        """Move (``'cpu'``, ``'cuda'``, ``'cuda:0'``, ``'gpu'``, a ``d2s.device``) and/or cast floating
+        point parameters and buffers in place, as ``torch.nn.Module.to`` (``m.to(device)``,
+        ``m.to(dtype)``, ``m.to(device, dtype)``, ``m.to(tensor)``); the Parameter objects stay the
+        same, so optimizers built before keep working. Returns the module."""
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif a is None:
+                continue
+            elif _devices.is_device(a):
+                device = a
+            else:
+                dtype = a  # module.to('float64'); as_dtype below names a bad one
+        device = _devices.as_device_name(device)
         xp = get_xp(device) if device is not None else None
         dt = str(as_dtype(dtype)) if dtype is not None else None
 
@@ -343,6 +354,13 @@ class Module:
             return a
 
         return self._apply_to_tensors(convert)
+
+    def cuda(self, device=None):
+        """Parameters and buffers moved to the GPU (cupy), in place; returns the module."""
+        return self.to("gpu" if device is None or isinstance(device, int) else device)
+
+    def cpu(self):
+        return self.to("cpu")
 
     def double(self):
         return self.to(dtype="float64")
