@@ -283,7 +283,7 @@ def join_branches(b, per_block, outs, pred):
             continue
         ti, ei = t._view, e._view
         if ti is None or ei is None or ti.root is not ei.root or o._view is not None or not o.is_symbolic \
-                or _static_shape(t) != _static_shape(e) or None in _static_shape(t):
+                or _static_shape(t) != _static_shape(e):
             continue
         if not (_visible_steps(b, ti.steps) and _visible_steps(b, ei.steps)):
             continue
