@@ -6,9 +6,8 @@ from .tensor import PRINT_OPTIONS
 
 __all__ = ["print", "set_printoptions"]
 
-_PROFILES = {"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
-             "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
-             "full": dict(precision=4, threshold=2 ** 63 - 1, edgeitems=3, linewidth=80)}
+_PROFILES = {"short": dict(precision=2, threshold=1000, edgeitems=2, max_line_width=80),
+             "full": dict(precision=4, threshold=2 ** 63 - 1, edgeitems=3, max_line_width=80)}
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
@@ -19,23 +18,20 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
         threshold: element count above which the middle is elided.
         edgeitems: elements shown at each end of an elided dim.
         linewidth: characters per line.
-        profile: ``'default'``, ``'short'`` or ``'full'`` (sets the four above first).
+        profile: ``'default'`` (d2s's own printing, numpy's defaults), ``'short'`` or ``'full'``;
+            applied first, then the other arguments.
         sci_mode: True for scientific notation always, False never, None: numpy's choice.
     """
     if profile is not None:
-        if profile not in _PROFILES:
+        if profile != "default" and profile not in _PROFILES:
             raise ValueError(f"set_printoptions: unknown profile {profile!r}; use 'default', 'short' or 'full'")
-        p = _PROFILES[profile]
-        PRINT_OPTIONS.update(precision=p["precision"], threshold=p["threshold"], edgeitems=p["edgeitems"],
-                             max_line_width=p["linewidth"])
+        PRINT_OPTIONS.clear()
+        PRINT_OPTIONS.update(_PROFILES.get(profile, {}))
     for key, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
                        ("max_line_width", linewidth)):
         if value is not None:
             PRINT_OPTIONS[key] = int(value)
     if sci_mode is not None:
-        PRINT_OPTIONS["suppress"] = not sci_mode
-        if sci_mode:
-            PRINT_OPTIONS["floatmode"] = "maxprec_equal"
-            PRINT_OPTIONS["formatter"] = {"float_kind": lambda v: f"{v:.{PRINT_OPTIONS.get('precision', 4)}e}"}
-        else:
-            PRINT_OPTIONS.pop("formatter", None)
+        digits = PRINT_OPTIONS.get("precision", 4)
+        style = "e" if sci_mode else "f"
+        PRINT_OPTIONS["formatter"] = {"float_kind": lambda v: f"{v:.{digits}{style}}"}
