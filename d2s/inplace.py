@@ -9,8 +9,16 @@ the other operand requires grad), the tensor takes the op's node as its ``grad_f
 PyTorch; a leaf that requires grad refuses in-place ops outside ``no_grad()``. (``.data`` and
 the version-sharing ``detach()`` are Tensor's own.)
 
+Every in-place update goes through :func:`write` (the methods here, ``x[idx] = v``, and those
+other modules add to ``RESULTS``): it computes the new value out of place and puts it in place.
+On a **view** (``y[0]``, ``y.t()``, ``y.view(-1)``, a ``split`` piece) the write goes to the
+view's base with PyTorch's autograd semantics, eagerly and in programs alike: see
+``d2s/views.py``, which documents the design (a view records its root and replayable steps;
+the new value is written back through the steps' inverses, the root taking that history).
+
 In a program being built (``to_static``, ``build_program``) or under a tracer, the tensor
-object is rebound to the out-of-place result, and the converter rebinds the name (see
+object is rebound to the out-of-place result (a traced one keeps its array, which takes the
+values), and the converter rebinds the name (see
 ``d2s/transformers/inplace_calls.py``). Inside a tensor ``if`` or loop the object itself is
 carried out of the ``cond``/``while`` op (``ProgramBuilder.note_inplace``), so every alias of it
 (another name, a list holding it) sees the update, as in eager code. Writing in
@@ -18,7 +26,9 @@ place to a parameter, a buffer or any tensor living outside the program is refus
 an error naming what to write instead; to_static copies an argument updated in place back into
 the caller's tensor after each call, as eager code writes into it, and module buffers updated
 as ``self.buf += v`` or ``self.buf.add_(v)`` statements become attribute writes, which to_static
-writes back after each call.
+writes back after each call. A buffer updated any other way (``self.buf[0] = v``, through a
+view, through another name) names a var of the program from then on
+(``ProgramBuilder.symbolize``), and its final value is written back after each call.
 """
 import operator
 import weakref
@@ -186,6 +196,11 @@ def _write(t, out, what):
     try:
         dst[...] = arr
     except ValueError as e:  # a read-only array: a broadcast view
+        if t._view is None and getattr(t, "_base", None) is None:
+            # its own read-only array (a kernel's broadcast result): nothing else shows its
+            # elements, so it may take a new array of the values
+            t._data = arr.astype(dst.dtype, copy=True)
+            return
         raise RuntimeError(
             f"{what}: this tensor's memory cannot be written to ({e}); it is a broadcast view that "
             "shares elements: update a copy (t = t.clone()) instead") from None
