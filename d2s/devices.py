@@ -37,8 +37,8 @@ def _parse(spec, index=None):
     name = _ALIASES.get(name, name)
     if name not in known_devices():
         extra = ", ".join(repr(n) for n in known_devices() if n not in ("cpu", "gpu", "cuda"))
-        raise DeviceError(f"unknown device {spec!r}: d2s has 'cpu' (numpy) and 'cuda'/'gpu' (cupy)"
-                           f"{', ' + extra if extra else ''}")
+        raise DeviceError(f"unknown device {spec!r}: d2s supports 'cpu' (numpy) and 'gpu' (cupy), also spelled "
+                          f"'cuda'{', and ' + extra if extra else ''}")
     if index is not None and (index < 0 or (name == "cpu" and index != 0)):
         raise RuntimeError(f"device index {index} is not valid for device type {name!r}")
     return name, index

@@ -129,7 +129,7 @@ def write(t, what, compute, others=(), needs_old=True):
             "update it under `with d2s.no_grad():` (as an optimizer step does) or work on a copy "
             "(t = t.clone())")
     if view is not None:
-        views.check_writable(t, what)
+        views.check_writable(t, what, STATE.grad_enabled and (view.root.requires_grad or _recording(t, others)))
     if t.is_symbolic or STATE.hooked:
         return _rebind(t, what, compute)
     if not _recording(t, others):

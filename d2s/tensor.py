@@ -310,6 +310,8 @@ class Tensor:
                 try:
                     dtype = as_dtype(a)
                 except TypeError:
+                    if isinstance(a, str):
+                        _devices.as_device_name(a)  # the unknown device's error, naming what d2s has
                     raise TypeError(f"Tensor.to: {a!r} is neither a device ('cpu', 'cuda', 'cuda:0') nor a "
                                     "dtype") from None
         out = self

@@ -29,8 +29,11 @@ in a program, its value) is replayed from the root. This is PyTorch's regenerati
 ``grad_fn`` after its base's version changed.
 
 Refused as PyTorch refuses: an in-place op on a view of a leaf that requires grad (outside
-``no_grad``), on a view made under ``no_grad`` of a tensor requiring grad (with grad on), and
-on an ``expand``ed tensor (several elements share one memory location). A view made by an op
+``no_grad``), an in-place op that autograd would record on a view made under ``no_grad``, and
+one on an ``expand``ed tensor (several elements share one memory location). (PyTorch also
+refuses to record one on a piece of ``split``/``chunk``/``unbind``; d2s writes it back.) Views
+made by a gradient rule while backward runs without ``create_graph`` are not marked: nothing
+writes them back, and marking costs time on every backward. A view made by an op
 with no inverse here (a ``view`` op added later) is written eagerly without autograd only; with
 autograd or in a program it is refused with an error saying to clone it.
 
@@ -70,6 +73,8 @@ def note(opdef, inputs, attrs, results):
     x = inputs[0]
     if not isinstance(x, Tensor):
         return
+    if not STATE.grad_enabled and STATE.in_backward:
+        return  # a gradient rule's temporaries (no graph is being made): nothing writes them back
     name = opdef.name
     xd = x._data
     for k, out in enumerate(results):
@@ -93,7 +98,7 @@ def _attach(parent, out, step, fake):
         root, steps, no_grad, refusal = parent, (), False, None
     else:
         root, steps, no_grad, refusal = info.root, info.steps, info.no_grad, info.refusal
-    if not no_grad and not STATE.grad_enabled and root.requires_grad:
+    if not no_grad and not STATE.grad_enabled:
         no_grad = True
     if refusal is None:
         refusal = _refusal(step, parent, out)
@@ -344,15 +349,16 @@ def take_history(t, out):
 
 
 # ------------------------------------------------------------------ checks before a write
-def check_writable(t, what):
-    """Raise as PyTorch does before an in-place op on view ``t`` that cannot be written."""
+def check_writable(t, what, recording):
+    """Raise as PyTorch does before an in-place op on view ``t`` that cannot be written
+    (``recording``: whether autograd records the op)."""
     info = t._view
     root = info.root
     if STATE.grad_enabled and root.requires_grad and root.grad_fn is None:
         raise RuntimeError(
             f"{what}: a view of a leaf tensor that requires grad (W.T, W[0], W.reshape(...)) is being "
             "used in an in-place operation; update the leaf itself under `with d2s.no_grad():`")
-    if info.no_grad and STATE.grad_enabled:
+    if info.no_grad and recording:
         raise RuntimeError(
             f"{what}: a view was created in no_grad mode and is being modified inplace with grad mode "
             "enabled; move both the view and the in-place op inside the no_grad block (if the update must "

@@ -88,7 +88,8 @@ def setitem(x, idx, value):
     if x._view is not None:
         _views.fresh(x)
     spec, extra = _encode_index(idx)
-    recording = (STATE.grad_enabled and (x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)))
+    recording = (STATE.grad_enabled and (x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)
+                                         or (x._view is not None and x._view.root.requires_grad)))
     symbolic = x.is_symbolic or STATE.hooked or (isinstance(value, Tensor) and value.is_symbolic)
     if not recording and not symbolic:
         v = value._data if isinstance(value, Tensor) else value
