@@ -71,50 +71,53 @@ def note(opdef, inputs, attrs, results):
     """Called by dispatch after an op with the ``view`` trait: mark each result that is a
     view of ``inputs[0]`` (shares its elements) as one."""
     x = inputs[0]
-    if not isinstance(x, Tensor):
+    if type(x) is not Tensor and not isinstance(x, Tensor):
         return
-    if not STATE.grad_enabled and STATE.in_backward:
+    grad_on = STATE.grad_enabled
+    if not grad_on and STATE.in_backward:
         return  # a gradient rule's temporaries (no graph is being made): nothing writes them back
     name = opdef.name
     xd = x._data
+    info = x._view
+    if info is None:
+        root, steps, no_grad, refusal = x, (), False, None
+    else:
+        root, steps, no_grad, refusal = info.root, info.steps, info.no_grad, info.refusal
+    no_grad = no_grad or not grad_on
     for k, out in enumerate(results):
         od = out._data
         if od is not None:
             if xd is None or not _shares(xd, od):
                 continue
-            step = _step(name, inputs, attrs, k, x)
+            step = (name, inputs[1:], attrs) if name != "split" else _split_step(attrs, k, x)
             fake = None
         else:
             step = _step(name, inputs, attrs, k, x)
             fake = _fake_view(x, step)
             if fake is None:
                 continue  # numpy would copy here (advanced indexing, a reshape of a strided layout)
-        _attach(x, out, step, fake)
+        out._view = ViewInfo(root, steps + (step,), no_grad, refusal if refusal is not None or name in _WRITABLE
+                             else _refusal(step, x, out), fake)
+        out._base = x
 
 
-def _attach(parent, out, step, fake):
-    info = parent._view
-    if info is None:
-        root, steps, no_grad, refusal = parent, (), False, None
-    else:
-        root, steps, no_grad, refusal = info.root, info.steps, info.no_grad, info.refusal
-    if not no_grad and not STATE.grad_enabled:
-        no_grad = True
-    if refusal is None:
-        refusal = _refusal(step, parent, out)
-    out._view = ViewInfo(root, steps + (step,), no_grad, refusal, fake)
-    out._base = parent
+_WRITABLE = frozenset({"getitem", "transpose"}) | _RESHAPES  # views written back without conditions
 
 
 def _step(name, inputs, attrs, k, x):
-    """The replayable call making output ``k`` of op ``name``: a split's piece is the getitem
-    of its slice (so its write-back is a setitem)."""
+    """The replayable call making output ``k`` of op ``name`` (attrs: the call's own keyword
+    dict, inputs[1:] its extra inputs)."""
     if name == "split":
-        axis = attrs.get("axis", 0) % max(x.ndim, 1)
-        start = sum(attrs["sections"][:k])
-        spec = [["s", None, None, None]] * axis + [["s", start, start + attrs["sections"][k], None]]
-        return ("getitem", (), {"index": spec})
-    return (name, tuple(inputs[1:]), attrs)  # (attrs: the call's own keyword dict)
+        return _split_step(attrs, k, x)
+    return (name, inputs[1:], attrs)
+
+
+def _split_step(attrs, k, x):
+    """A split's piece ``k`` is the getitem of its slice (so its write-back is a setitem)."""
+    axis = attrs.get("axis", 0) % max(x.ndim, 1)
+    start = sum(attrs["sections"][:k])
+    spec = [["s", None, None, None]] * axis + [["s", start, start + attrs["sections"][k], None]]
+    return ("getitem", (), {"index": spec})
 
 
 def _refusal(step, parent, out):
