@@ -38,6 +38,7 @@ import numpy as np
 from ._state import STATE
 from .ops import broadcast_to, cast, full_like, where
 from . import views
+from .autograd.grad_mode import no_grad
 from .tensor import Tensor, tensor_method
 from .user_errors import at_user_line
 
@@ -133,7 +134,11 @@ def write(t, what, compute, others=(), needs_old=True):
     if t.is_symbolic or STATE.hooked:
         return _rebind(t, what, compute)
     if not _recording(t, others):
-        _write(t, compute(t), what)
+        out = compute(t)
+        if view is not None and not views.writeable(t._data):
+            _write_through_root(t, out, what)  # a read-only view (a diagonal): through its root
+        else:
+            _write(t, out, what)
         bump(t)
         return t
     if view is not None and view.refusal is not None:
@@ -160,6 +165,18 @@ def write(t, what, compute, others=(), needs_old=True):
 
 
 _take_history = views.take_history  # (control-flow ops re-point the objects they carry out with it)
+
+
+def _write_through_root(t, out, what):
+    """Untracked write of ``out`` into view ``t`` whose own array is read-only: the root takes
+    the value written back, and ``t`` shows it through the shared memory."""
+    view = t._view
+    if view.refusal is not None:
+        views.refuse_untracked(t, what)
+    _check_shape(t, out, what)
+    with no_grad():
+        new_root = views.written_back(views.alias(view.root), view.steps, _as_target_dtype(t, out, what))
+    _write(view.root, new_root, what)
 
 
 def _as_target_dtype(t, out, what):

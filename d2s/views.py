@@ -102,6 +102,9 @@ def note(opdef, inputs, attrs, results):
 
 
 _WRITABLE = frozenset({"getitem", "transpose"}) | _RESHAPES  # views written back without conditions
+# view ops written back by an op of their own: {view op: the op writing a value into its view}
+# (checked by name: the pair is registered by another family module, when it is)
+_SCATTERS = {"diagonal": "diagonal_scatter"}
 
 
 def _step(name, inputs, attrs, k, x):
@@ -128,10 +131,15 @@ def _refusal(step, parent, out):
                     "memory location (it is an expand()ed or broadcast view). Please clone() the tensor before "
                     "performing the operation")
         return None
-    if name == "getitem" or name == "transpose" or name in _RESHAPES:
+    if name == "getitem" or name == "transpose" or name in _RESHAPES or name in _SCATTERS:
         return None
     return (f"in-place update of a view made by {name!r}, which d2s cannot write back into its base with "
             "autograd or in a program; clone() it first (v = v.clone()) and write the result where it belongs")
+
+
+def writeable(a):
+    """Whether array ``a`` may be written (numpy's diagonals and broadcasts may not; cupy's may)."""
+    return getattr(getattr(a, "flags", None), "writeable", True)
 
 
 def _shares(a, b):
@@ -205,6 +213,8 @@ def _fake_view(x, step):
             return np.broadcast_to(fake, tuple(_UNKNOWN_DIM if d is None else d for d in attrs["shape"]))
         if name == "reshape":
             return np.reshape(fake, tuple(attrs["shape"]), copy=False)
+        if name == "diagonal":
+            return np.diagonal(fake, attrs.get("offset", 0), attrs.get("dim1", 0), attrs.get("dim2", 1))
     except (ValueError, IndexError, TypeError):
         pass
     if name in _RESHAPES:
@@ -249,6 +259,8 @@ def _put(step, old, new):
         return _where(extra[0], written_back(old, attrs["steps"][0], new), written_back(old, attrs["steps"][1], new))
     if name == "getitem":
         return apply("setitem", old, new, *extra, index=attrs["index"])
+    if name in _SCATTERS:
+        return apply(_SCATTERS[name], old, new, *extra, **attrs)
     if name == "transpose":
         perm = attrs.get("perm")
         inverse = None if perm is None else [int(i) for i in np.argsort([p % len(perm) for p in perm])]

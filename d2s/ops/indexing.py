@@ -91,7 +91,7 @@ def setitem(x, idx, value):
     recording = (STATE.grad_enabled and (x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)
                                          or (x._view is not None and x._view.root.requires_grad)))
     symbolic = x.is_symbolic or STATE.hooked or (isinstance(value, Tensor) and value.is_symbolic)
-    if not recording and not symbolic:
+    if not recording and not symbolic and (x._view is None or _views.writeable(x._data)):
         v = value._data if isinstance(value, Tensor) else value
         x._data[tuple(_decode_host(spec, extra))] = v
         _inplace.bump(x)
