@@ -7,6 +7,7 @@ raises an error naming what is missing.
 from d2s_runtime.device import get_xp
 
 from . import devices as _devices
+from . import random as _random
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "get_device_name", "synchronize",
            "empty_cache", "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "is_initialized",
@@ -82,21 +83,18 @@ def is_initialized():
 
 def manual_seed(seed):
     """Seed d2s's random sources (the GPU's among them: one seed serves every device)."""
-    from .random import manual_seed as seed_all_sources
-    seed_all_sources(seed)
+    _random.manual_seed(seed)
 
 
 manual_seed_all = manual_seed
 
 
 def seed():
-    from .random import seed as fresh_seed
-    fresh_seed()
+    _random.seed()
 
 
 seed_all = seed
 
 
 def initial_seed():
-    from .random import initial_seed as first
-    return first()
+    return _random.initial_seed()

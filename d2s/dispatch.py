@@ -278,3 +278,6 @@ def operator(name, reflected=False):
         return apply(name, other, self) if reflected else apply(name, self, other)
 
     return method
+
+
+_views.bind(Tensor, apply)  # (views replay and write back through op calls)

@@ -37,6 +37,7 @@ import numpy as np
 
 from ._state import STATE
 from .ops import broadcast_to, cast, full_like, where
+from .ops import indexing as _indexing
 from . import views
 from .autograd.grad_mode import no_grad
 from .tensor import Tensor, tensor_method
@@ -366,3 +367,6 @@ def _method(name):
 
 for _name in RESULTS:  # Tensor's in-place methods (see the end of d2s/tensor.py)
     tensor_method(_name)(_method(_name))
+
+
+_indexing._INPLACE.update(write=write, bump=bump)  # x[idx] = v (d2s.ops.indexing.setitem) writes through write()

@@ -44,7 +44,16 @@ versions up to its root, and a saved view notices a write into its root (see
 import numpy as np
 
 from ._state import STATE
-from .tensor import Tensor
+
+# d2s.dispatch calls this module on every view op (so it imports it), and hands it Tensor and
+# its ``apply`` when it loads (see bind): replays and write-backs are op calls
+Tensor = _apply = None
+
+
+def bind(tensor_class, apply):
+    """Called by d2s.dispatch once both exist."""
+    global Tensor, _apply
+    Tensor, _apply = tensor_class, apply
 
 # an unknown (dynamic) dim in the layout model of a symbolic view (see _fake_root)
 _UNKNOWN_DIM = 1 << 20
@@ -236,7 +245,7 @@ def _out_shape_hint(fake, name, attrs):
 # ------------------------------------------------------------------ replaying and writing back
 def replay(root, steps):
     """The view ``steps`` make of ``root`` (op calls, so autograd records them)."""
-    from .dispatch import apply
+    apply = _apply
     out = root
     for name, extra, attrs in steps:
         if name == _SELECT:
@@ -247,13 +256,12 @@ def replay(root, steps):
 
 
 def _where(pred, a, b):
-    from .ops import where
-    return where(pred, a, b)
+    return _apply("where", pred, a, b)
 
 
 def _put(step, old, new):
     """``old`` (a step's input) with its view by ``step`` replaced by ``new``."""
-    from .dispatch import apply
+    apply = _apply
     name, extra, attrs = step
     if name == _SELECT:
         return _where(extra[0], written_back(old, attrs["steps"][0], new), written_back(old, attrs["steps"][1], new))
@@ -326,11 +334,6 @@ def _visible_steps(b, steps):
 
 
 # ------------------------------------------------------------------ refreshing stale views
-def is_stale(t):
-    info = t._view
-    return info is not None and info.version != info.root._version
-
-
 def fresh(t):
     """Bring view ``t``'s history (and, in a program or trace, its value) up to date with its
     root, when the root was written in place since; returns ``t``."""
@@ -340,10 +343,12 @@ def fresh(t):
     root = info.root
     hooked = root._data is None or STATE.hooked
     if hooked or root.requires_grad:
-        from .autograd.grad_mode import enable_grad
         b = STATE.builder
-        with enable_grad():
+        prev, STATE.grad_enabled = STATE.grad_enabled, True  # (PyTorch regenerates a view's history in any mode)
+        try:
             r = replay(alias(root), info.steps)
+        finally:
+            STATE.grad_enabled = prev
         if t._data is None and b is not None:
             b.note_inplace(t)  # re-pointed inside a branch or loop body: carried out of it
         t._data, t._var = r._data, r._var

@@ -25,7 +25,7 @@ def Variable(data, requires_grad=False, volatile=False):
     """PyTorch's legacy ``Variable(t)``: a tensor sharing ``t``'s data, cut from its history
     (a new leaf; ``requires_grad=True`` makes it require grad). ``volatile`` is ignored, as in
     PyTorch since 0.4."""
-    from ..tensor import Tensor, tensor
+    from ..tensor import Tensor, tensor  # (Tensor imports this package's core: it is not loaded yet here)
     t = data.detach() if isinstance(data, Tensor) else tensor(data)
     if requires_grad:
         t.requires_grad_(True)

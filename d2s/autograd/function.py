@@ -34,6 +34,7 @@ import functools
 import itertools
 
 from .. import pytree
+from ..dispatch import apply
 from ..tensor import Tensor, tensor
 from ..user_errors import SymbolicValueError
 from .._state import STATE
@@ -150,15 +151,12 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run ``forward`` and, when an argument requires grad, record one node for the outputs."""
-        if kwargs:
-            raise TypeError(f"{cls.__name__}.apply takes positional arguments only (as torch's does); "
-                            f"got keywords {sorted(kwargs)}")
         ctx = FunctionCtx()
         if STATE.hooked:
-            return _apply_in_program(cls, ctx, args)
+            return _apply_in_program(cls, ctx, args, kwargs)
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         with no_grad():
-            raw = cls.forward(ctx, *args)
+            raw = cls.forward(ctx, *args, **kwargs)  # (keywords: d2s's extension; they get no gradient)
         single = not isinstance(raw, tuple)
         outs = (raw,) if single else raw
         dirty = {id(t) for t in ctx._dirty}
@@ -169,7 +167,7 @@ class Function:
         if STATE.grad_enabled and any(ctx.needs_input_grad):
             node = FunctionNode()
             node.op, node.fn_cls, node.ctx, node.rule = cls.__name__, cls, ctx, _run_backward
-            node.inputs, node.attrs, node.versions = args, {}, None
+            node.inputs, node.attrs, node.versions = args, kwargs, None
             node.outputs = tuple(o for o in outs if isinstance(o, Tensor))
             node.next_functions = tuple((grad_node(a), a._out_idx if a.grad_fn is not None else 0)
                                         if isinstance(a, Tensor) and a.requires_grad else (None, 0)
@@ -202,16 +200,15 @@ class _Call:
     __slots__ = ("cls", "ctx", "n_args", "arg_pos", "saved", "attrs", "out_pos", "n_out")
 
 
-def _apply_in_program(cls, ctx, args):
+def _apply_in_program(cls, ctx, args, kwargs):
     """``cls.apply(*args)`` while a program is built or traced: the forward traced (converted
     when it has tensor control flow), its outputs passed through a ``custom_function`` op."""
-    from ..dispatch import apply
     arg_pos = [k for k, a in enumerate(args) if isinstance(a, Tensor)]
     ctx.needs_input_grad = tuple(isinstance(a, Tensor) and (a.requires_grad or (a.is_symbolic and a.dtype.is_floating_point))
                                  for a in args)
     try:
         with no_grad():
-            raw = _forward(cls)(ctx, *args)
+            raw = _forward(cls)(ctx, *args, **kwargs)
     except SymbolicValueError as e:
         raise SymbolicValueError(
             f"{e}\n{cls.__name__}.forward reads a tensor's value, so it cannot be traced into a program "
@@ -257,7 +254,7 @@ def _forward(cls):
     fwd = cls.forward
     if STATE.builder is None:
         return fwd
-    from ..convert.call import convert_call
+    from ..convert.call import convert_call  # (the converter is a layer above autograd's)
     return convert_call(fwd)
 
 

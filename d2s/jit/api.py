@@ -6,6 +6,7 @@ import functools
 import inspect
 import typing
 
+from .._state import STATE
 from ..nn.module import Module
 from . import config
 from .static_function import SourceUnavailableError, StaticFunction
@@ -153,13 +154,11 @@ def is_scripting():
     """True while a program is being built (converted code of ``to_static``/``script`` running on
     symbolic tensors), False in eager code: ``if not torch.jit.is_scripting():`` branches run
     eagerly only, as they do outside TorchScript."""
-    from .._state import STATE
     return STATE.builder is not None
 
 
 def is_tracing():
     """True while ``d2s.jit.trace`` records a function, False otherwise."""
-    from .._state import STATE
     return STATE.tracer is not None
 
 

@@ -94,10 +94,15 @@ def setitem(x, idx, value):
     if not recording and not symbolic and (x._view is None or _views.writeable(x._data)):
         v = value._data if isinstance(value, Tensor) else value
         x._data[tuple(_decode_host(spec, extra))] = v
-        _inplace.bump(x)
+        _INPLACE["bump"](x)
         return x
-    return _inplace.write(x, "x[idx] = v", lambda s: apply("setitem", s, value, *extra, index=spec), (value,),
-                          needs_old=False)
+    return _INPLACE["write"](x, "x[idx] = v", lambda s: apply("setitem", s, value, *extra, index=spec), (value,),
+                             needs_old=False)
+
+
+# d2s.inplace (a layer above d2s.ops: it builds on them) hands its ``write`` and ``bump`` here
+# when it loads
+_INPLACE = {}
 
 
 def _decode_host(spec, extra):
@@ -294,15 +299,3 @@ def _dim_onnx(g, op):
     s = g.tmp()
     g.node("Shape", op.inputs, [s])
     g.node("Gather", [s, g.const(i64(op.attrs["axis"]))], op.outputs, axis=0)
-
-
-class _Inplace:
-    """d2s.inplace, which loads after d2s.ops (it builds on them): read when first needed."""
-
-    def __getattr__(self, name):
-        import d2s.inplace as mod
-        globals()["_inplace"] = mod
-        return getattr(mod, name)
-
-
-_inplace = _Inplace()
