@@ -3,7 +3,9 @@ import numpy as np
 import pytest
 
 import d2s
+import torch_parity
 from d2s.autograd.function import Function, once_differentiable
+from torch_parity import Case
 
 
 class Cube(Function):
@@ -267,3 +269,60 @@ def test_mark_dirty_returns_the_input_with_the_functions_history():
     z.sum().backward()
     np.testing.assert_allclose(y.detach().numpy(), [2.0, 3.0])
     np.testing.assert_allclose(x.grad.numpy(), [5.0, 5.0])
+
+
+# ------------------------------------------------------------------ against PyTorch
+def _functions(lib):
+    """The same two custom Functions written against ``lib`` (torch or d2s)."""
+
+    class Clip(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, limit):
+            ctx.limit = limit
+            ctx.save_for_backward(x)
+            return x * x, x + 1
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            (x,) = ctx.saved_tensors
+            return (ga * 2 * x).clip(-ctx.limit, ctx.limit) + gb, None
+
+    class Ste(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return (x > 0).to(x.dtype)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    return Clip, Ste
+
+
+_FNS = {}
+
+
+def _fns(lib):
+    if lib.__name__ not in _FNS:
+        _FNS[lib.__name__] = _functions(lib)
+    return _FNS[lib.__name__]
+
+
+def clipped_square(t, x):
+    clip, _ = _fns(t)
+    a, b = clip.apply(x * 3, 1.5)
+    return a * b
+
+
+def straight_through(t, x):
+    _, ste = _fns(t)
+    return ste.apply(x) * x.exp()
+
+
+_X = np.random.default_rng(3).standard_normal((3, 4))
+TORCH_CASES = [Case("clipped_square", clipped_square, _X), Case("straight_through", straight_through, _X)]
+
+
+@pytest.mark.parametrize("case", TORCH_CASES, ids=str)
+def test_matches_torch(case):
+    torch_parity.check(case, __name__)
