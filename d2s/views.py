@@ -44,6 +44,7 @@ versions up to its root, and a saved view notices a write into its root (see
 import numpy as np
 
 from ._state import STATE
+from .user_errors import at_user_line
 
 # d2s.dispatch calls this module on every view op (so it imports it), and hands it Tensor and
 # its ``apply`` when it loads (see bind): replays and write-backs are op calls
@@ -323,6 +324,26 @@ def join_branches(b, per_block, outs, pred):
         o._base = root
 
 
+# a view bound in a tensor loop's body (``v = y[i]``): after the loop, which view it is depends on
+# iterations the program does not follow; writing through it, or reading it once its root changed,
+# is refused (a step that cannot be replayed)
+_LOOP = "loop"
+
+
+def loop_results(results, body_out):
+    """After a tensor ``while``: a result that the body gives as a view (and that is not the
+    object the loop started from) is marked as a view the program cannot follow (``_LOOP``)."""
+    for r, o in zip(results, body_out):
+        if isinstance(r, Tensor) and isinstance(o, Tensor) and o._view is not None and r._view is None \
+                and r is not o:
+            info = o._view
+            r._view = ViewInfo(info.root, ((_LOOP, (), {}),), info.no_grad,
+                               "in-place update of a tensor that a tensor loop binds to a view of another (v = y[i] "
+                               "in the loop body): which elements it shows depends on the iterations, which the "
+                               "program does not follow. Write into the base directly (y[i].add_(...)), or bind a "
+                               "copy in the loop (v = y[i].clone())", None)
+
+
 def _visible_steps(b, steps):
     for _, extra, attrs in steps:
         for x in extra:
@@ -341,6 +362,12 @@ def fresh(t):
     if info is None or info.version == info.root._version:
         return t
     root = info.root
+    if info.steps[0][0] == _LOOP:
+        raise at_user_line(
+            "a tensor that a tensor loop binds to a view of another (v = y[i] in the loop body) is read after "
+            "that other tensor was updated in place: which elements it shows depends on the iterations, which "
+            "the program does not follow. Read the base directly (y[i]), or bind a copy in the loop "
+            "(v = y[i].clone())", RuntimeError)
     hooked = root._data is None or STATE.hooked
     if hooked or root.requires_grad:
         b = STATE.builder
@@ -389,4 +416,4 @@ def check_writable(t, what, recording):
 
 def refuse_untracked(t, what):
     """A view with no write-back here (``ViewInfo.refusal``) in a program or under autograd."""
-    raise RuntimeError(f"{what}: {t._view.refusal}")
+    raise at_user_line(f"{what}: {t._view.refusal}", RuntimeError)

@@ -391,3 +391,28 @@ def test_a_reshape_that_copies_does_not_write_back_in_programs_either():
     x = d2s.tensor(X)
     np.testing.assert_allclose(d2s.jit.to_static(strided_then_reshaped)(x).numpy(), X)
     np.testing.assert_allclose(strided_then_reshaped(x).numpy(), X)
+
+
+def rebinds_a_view_in_a_tensor_loop(x, write):
+    y = x * 1
+    v = y[0]
+    n = (x > 0).sum() % 3
+    i = 0
+    while i < n:
+        v = y[i]
+        v.mul_(2)  # a write inside the body is followed
+        i += 1
+    out = v * 1  # and so is reading it after the loop
+    if write:
+        v.add_(100)  # which row this writes depends on the trip count: refused in a program
+    return y, out
+
+
+def test_a_view_bound_in_a_tensor_loop_is_read_but_not_written_after_it():
+    static = d2s.jit.to_static(rebinds_a_view_in_a_tensor_loop)
+    for a in (X, NEG, np.abs(X)):
+        x = d2s.tensor(a)
+        for want, got in zip(rebinds_a_view_in_a_tensor_loop(x, False), static(x, False)):
+            np.testing.assert_allclose(got.numpy(), want.numpy())
+    with pytest.raises(RuntimeError, match=r"(?s)tensor loop binds to a view.*test_views.py"):
+        static(d2s.tensor(X), True)
