@@ -311,10 +311,12 @@ def join_branches(b, per_block, outs, pred):
         if not (isinstance(o, Tensor) and isinstance(t, Tensor) and isinstance(e, Tensor)) or o is t or o is e:
             continue
         ti, ei = t._view, e._view
-        if ti is None or ei is None or ti.root is not ei.root or o._view is not None or not o.is_symbolic \
-                or _static_shape(t) != _static_shape(e):
+        if (ti is None and ei is None) or o._view is not None or not o.is_symbolic:
             continue
-        if not (_visible_steps(b, ti.steps) and _visible_steps(b, ei.steps)):
+        if ti is None or ei is None or ti.root is not ei.root or _static_shape(t) != _static_shape(e) \
+                or not (_visible_steps(b, ti.steps) and _visible_steps(b, ei.steps)):
+            _unfollowed(o, ti or ei, "a tensor `if` binds to a view of another in one branch (v = y[0] if c else "
+                                     "z), or to views of different tensors")
             continue
         fake = ti.fake if ei.fake is not None and ti.fake is not None and ti.fake.strides == ei.fake.strides else None
         root = ti.root
@@ -324,24 +326,27 @@ def join_branches(b, per_block, outs, pred):
         o._base = root
 
 
-# a view bound in a tensor loop's body (``v = y[i]``): after the loop, which view it is depends on
-# iterations the program does not follow; writing through it, or reading it once its root changed,
-# is refused (a step that cannot be replayed)
-_LOOP = "loop"
+# a tensor a tensor loop or `if` binds to a view on some runs only, or to a view that depends on
+# the iterations (``v = y[i]`` in a loop body): the program cannot follow which elements of which
+# tensor it shows, so writing through it, or reading it once that tensor changed, is refused
+# (its one step, _UNFOLLOWED, cannot be replayed)
+_UNFOLLOWED = "unfollowed"
+
+
+def _unfollowed(t, info, how):
+    t._view = ViewInfo(info.root, ((_UNFOLLOWED, (), {"how": how}),), info.no_grad,
+                       f"in-place update of a tensor that {how}: which elements it shows depends on the data, "
+                       "which the program does not follow. Write into the base directly (y[i].add_(...)), or "
+                       "bind a copy (v = y[i].clone())", None)
 
 
 def loop_results(results, body_out):
     """After a tensor ``while``: a result that the body gives as a view (and that is not the
-    object the loop started from) is marked as a view the program cannot follow (``_LOOP``)."""
+    object the loop started from) is marked as a view the program cannot follow."""
     for r, o in zip(results, body_out):
         if isinstance(r, Tensor) and isinstance(o, Tensor) and o._view is not None and r._view is None \
                 and r is not o:
-            info = o._view
-            r._view = ViewInfo(info.root, ((_LOOP, (), {}),), info.no_grad,
-                               "in-place update of a tensor that a tensor loop binds to a view of another (v = y[i] "
-                               "in the loop body): which elements it shows depends on the iterations, which the "
-                               "program does not follow. Write into the base directly (y[i].add_(...)), or bind a "
-                               "copy in the loop (v = y[i].clone())", None)
+            _unfollowed(r, o._view, "a tensor loop binds to a view of another (v = y[i] in the loop body)")
 
 
 def _visible_steps(b, steps):
@@ -362,12 +367,11 @@ def fresh(t):
     if info is None or info.version == info.root._version:
         return t
     root = info.root
-    if info.steps[0][0] == _LOOP:
+    if info.steps[0][0] == _UNFOLLOWED:
         raise at_user_line(
-            "a tensor that a tensor loop binds to a view of another (v = y[i] in the loop body) is read after "
-            "that other tensor was updated in place: which elements it shows depends on the iterations, which "
-            "the program does not follow. Read the base directly (y[i]), or bind a copy in the loop "
-            "(v = y[i].clone())", RuntimeError)
+            f"a tensor that {info.steps[0][2]['how']} is read after that other tensor was updated in place: "
+            "which elements it shows depends on the data, which the program does not follow. Read the base "
+            "directly (y[i]), or bind a copy (v = y[i].clone())", RuntimeError)
     hooked = root._data is None or STATE.hooked
     if hooked or root.requires_grad:
         b = STATE.builder

@@ -416,3 +416,25 @@ def test_a_view_bound_in_a_tensor_loop_is_read_but_not_written_after_it():
             np.testing.assert_allclose(got.numpy(), want.numpy())
     with pytest.raises(RuntimeError, match=r"(?s)tensor loop binds to a view.*test_views.py"):
         static(d2s.tensor(X), True)
+
+
+def binds_a_view_in_one_branch(x, write):
+    y = x * 1
+    if x.sum() > 0:
+        v = y[0]
+    else:
+        v = x[1] * 3  # not a view
+    out = v * 1
+    if write:
+        v.add_(1)  # writes y on one branch only: refused in a program
+    return y, out
+
+
+def test_a_view_bound_in_one_branch_is_read_but_not_written_after_the_if():
+    static = d2s.jit.to_static(binds_a_view_in_one_branch)
+    for a in (X, NEG):
+        x = d2s.tensor(a)
+        for want, got in zip(binds_a_view_in_one_branch(x, False), static(x, False)):
+            np.testing.assert_allclose(got.numpy(), want.numpy())
+    with pytest.raises(RuntimeError, match="tensor `if` binds to a view of another in one branch"):
+        static(d2s.tensor(X), True)
