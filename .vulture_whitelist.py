@@ -205,3 +205,16 @@ _.register_step_pre_hook  # public API (torch.optim.Optimizer's); tests/optim/te
 _.register_step_post_hook  # public API (torch.optim.Optimizer's); tests/optim/test_optimizers.py
 _.worker_pids  # public attribute of a DataLoader iterator with workers; tests/data/test_workers.py reads it
 _._on_queue_feeder_error  # called by multiprocessing's queue feeder thread when a batch cannot be pickled
+
+# PyTorch's signatures, accepted for model files (devices, grad modes, autograd.Function, TorchScript)
+_.check_available  # torch.accelerator.current_accelerator(check_available=): accepted
+_.volatile  # torch.autograd.Variable(volatile=): accepted and ignored, as in PyTorch >= 0.4
+_.non_blocking  # Tensor.to / Module.to / Tensor.cuda (non_blocking=): accepted, copies are synchronous
+_.memory_format  # Tensor.to / cpu / cuda (memory_format=): accepted, d2s has one layout
+_.the_type  # torch.jit.annotate(the_type, the_value): the type is only a hint
+_.mark_non_differentiable  # public API of a custom Function's ctx (PyTorch's)
+_.set_materialize_grads  # public API of a custom Function's ctx (PyTorch's)
+_.mark_dirty  # public API of a custom Function's ctx (PyTorch's)
+_.is_cuda  # public Tensor attribute (PyTorch's)
+_.get_device  # public Tensor method (PyTorch's)
+_.is_inference  # public Tensor method (PyTorch's), tests/autograd/test_grad_mode.py

@@ -154,6 +154,8 @@ CASES = {
     "pad": (ops.pad, (lambda x: ops.pad(x, [1, 2], mode="reflect") * fixed(2, 6), [randn(2, 3)])),
     "pad_grad": (_INTERNAL, (lambda g: apply("pad_grad", g, pads=[[0, 0], [1, 2]], mode="reflect"), [randn(2, 6)])),
     "identity": (ops.identity, (ops.identity, [randn(4)])),
+    "custom_function": ("d2s.autograd.Function.apply emits it in programs",
+                        "its gradient is the user's backward, checked by tests/autograd/test_function.py"),
     "stop_gradient": (ops.stop_gradient, "it exists to stop gradients"),
     "to_device": (ops.to_device, (lambda x: ops.to_device(x, "cpu"), [randn(4)])),
     "shape": (ops.shape, _ND), "dim": (_INTERNAL, _ND), "constant": (_INTERNAL, _ND),
@@ -307,5 +309,5 @@ def test_view_ops_link_their_input():
     for name in sorted(n for n, o in OPS.items() if o.view):
         y = {"transpose": lambda: w.T, "reshape": lambda: w.reshape(4, 3), "expand_dims": lambda: w.unsqueeze(0),
              "squeeze": lambda: w.unsqueeze(0).squeeze(0), "broadcast_to": lambda: w.broadcast_to([2, 3, 4]),
-             "getitem": lambda: w[1:], "diagonal": lambda: w.diagonal()}[name]()
-        assert y._base is not None, name
+             "getitem": lambda: w[1:], "diagonal": lambda: w.diagonal(), "split": lambda: w.split([1, 2], 0)[1]}[name]()
+        assert y._base is not None and y._view is not None, name
