@@ -7,7 +7,7 @@ in both cases. Where each operator and method comes from is said at the end of t
 import numpy as np
 
 from d2s_runtime.device import device_of, get_xp, to_host, xp_of
-from d2s_runtime.dtypes import DTYPES
+from d2s_runtime.dtypes import DTYPES, result_type
 from d2s_runtime.ops import OPS
 
 from . import devices as _devices

@@ -10,6 +10,7 @@ else is left to the Python backend. The hooks get the lowerer's ``Emit`` (``e``)
 """
 import numpy as np
 
+from ..ops.registry import deflowering
 from .lower import NP_TYPE, _int
 
 
@@ -82,6 +83,7 @@ def _stat_shape(x_name, x, start, stop, mode):
     return f"({', '.join(dims)}{',' if len(dims) == 1 else ''})"
 
 
+@deflowering("normalize", "native")
 def lower_normalize(e, x, axes, eps=1e-5):
     """(y, mean, var) of ``normalize`` as one loop nest per group: a pass for the mean, one for
     the centred squares, one writing y (the Python kernel's formula)."""
@@ -122,6 +124,7 @@ def lower_normalize(e, x, axes, eps=1e-5):
             l.new_array(rv, dt, tuple(v_t.shape)))
 
 
+@deflowering("normalize_grad", "native")
 def lower_normalize_grad(e, g, y, var, gmean, gvar, axes, eps=1e-5):
     """``normalize_grad`` as one loop nest per group: a pass for the sums of g and g*y, one
     writing ``y * slope + g * s + shift`` (the Python kernel's formula and order)."""

@@ -75,13 +75,5 @@ def _normalize_grad(xp, g, y, var, gmean, gvar, axes, eps=1e-5):
     return out.astype(g.dtype, copy=False)
 
 
-@deflowering("normalize", "native")
-def _normalize_native(e, x, axes, eps=1e-5):
-    from ..native.norm import lower_normalize
-    return lower_normalize(e, x, axes, eps)
-
-
-@deflowering("normalize_grad", "native")
-def _normalize_grad_native(e, g, y, var, gmean, gvar, axes, eps=1e-5):
-    from ..native.norm import lower_normalize_grad
-    return lower_normalize_grad(e, g, y, var, gmean, gvar, axes, eps)
+# (the native lowerings of normalize and normalize_grad are loop nests written in
+# native/norm.py, registered there: the ops package must not import the native compiler)
