@@ -76,6 +76,9 @@ class ProgramBuilder:
         # one object exactly when the bool tensor ``flag`` holds (a name rebound in one branch of
         # a tensor `if` only), or on some runs only (flag None); see link_maybe_alias
         self.maybe_aliases = {}
+        # False while a replay of IR blocks builds ops (d2s.static.replay): IR has no in-place
+        # updates, so the objects a replayed op returns never need maybe-alias links
+        self.track_aliases = True
         # id(tensor) -> (tensor, TensorArray, the array's data right after it, block): tensor objects
         # appended to a tensor list, which in eager code holds the object (see note_appended)
         self.appended = {}
@@ -302,6 +305,8 @@ class ProgramBuilder:
         scalar tensor of the current block) holds, and two otherwise; ``flag`` None: on some
         runs only, which the program does not know. An in-place update of one later reaches
         the other where the flag holds (``after_inplace``)."""
+        if not self.track_aliases:
+            return
         for x, y in ((a, b), (b, a)):
             self.maybe_aliases.setdefault(id(x), (x, []))[1].append((y, flag, self.block))
 
