@@ -293,7 +293,9 @@ def _check_carried(labels, init, ins, outs):
         if isinstance(b, Undefined) and not isinstance(a, Undefined):
             raise at_user_line(f"'{labels[i]}' is left undefined by an iteration of this tensor loop")
         if isinstance(a, Tensor) and isinstance(b, Tensor) and (a.dtype != b.dtype or a.ndim != b.ndim):
-            if isinstance(init[i], (bool, int, float)) and not isinstance(init[i], Tensor):
+            if _is_python_number(init[i]):
+                # (a number an enclosing tensor loop carries for eager code's Python number, too:
+                # `total = 0` before two nested loops that add int32 tensors to it)
                 retry[i] = (str(b.dtype), [d if isinstance(d, int) else 1 for d in _static_shape(b)])
                 continue
             if a.dtype != b.dtype:
@@ -311,8 +313,12 @@ def _static_shape(t):
 
 
 def _number_as(v, dtype, shape):
-    """Python number ``v`` as a tensor of ``dtype`` and ``shape`` (unknown dims as 1)."""
+    """Python number ``v`` (or a tensor standing for one) as a tensor of ``dtype`` and
+    ``shape`` (unknown dims as 1)."""
     shape = [d if isinstance(d, int) else 1 for d in shape]
+    if isinstance(v, Tensor):
+        v = ops.cast(plain_tensor(v), dtype) if str(v.dtype) != dtype else plain_tensor(v)
+        return ops.broadcast_to(v, shape) if list(_static_shape(v)) != shape else v
     return ops.full(shape, v, dtype=dtype) if shape else tensor(v, dtype=dtype)
 
 
