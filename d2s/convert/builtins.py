@@ -38,6 +38,7 @@ def convert_list(*args):
 
 def _cast(x, dtype, pyfn):
     if is_symbolic(x):
+        _one_element(x, pyfn.__name__)
         x = x.detach()  # a Python number carries no gradient, so neither does its stand-in
         if x.dtype == dtype:
             return x
@@ -61,6 +62,20 @@ def convert_float(x=0.0):
 
 def convert_bool(x=False):
     return number_stand_in(_cast(x, "bool", builtins.bool))
+
+
+def _one_element(x, what):
+    """``int(x)``/``float(x)``/``bool(x)`` of a symbolic tensor needs one element, as eagerly:
+    ValueError now when its shape says otherwise, or when the program runs with another size."""
+    shape = x._var.type.shape
+    if all(isinstance(d, int) for d in shape):
+        if int(np.prod(shape, dtype=np.int64)) != 1:
+            raise at_user_line(f"{what}() of a tensor with {int(np.prod(shape, dtype=np.int64))} elements: only a "
+                               "tensor with one element can be converted to a Python scalar", ValueError)
+        return
+    loc = user_frame()
+    apply("assert", ops.eq(ops.numel(x), 1), message=f"{what}() of a tensor needs one element",
+          where=f"{loc[0]}:{loc[1]}" if loc else "", error="ValueError")
 
 
 def convert_item(x):
@@ -177,23 +192,40 @@ def _is_tensor_array(x):
     return isinstance(x, TensorArray)
 
 
+def _nonempty(ta, what):
+    """An op raising eager's ShapeError when the program runs with tensor list ``ta`` empty
+    (a list grown in a tensor loop that ran zero times, or in a branch not taken)."""
+    if ta.data is None:
+        getattr(ops, what)([])  # never appended to on any path: eager's error, now
+    loc = user_frame()
+    apply("assert", ops.gt(ta.length(), 0), message=f"{what}: needs at least one tensor",
+          where=f"{loc[0]}:{loc[1]}" if loc else "", error="ShapeError")
+
+
 def convert_stack(tensors, axis=0):
-    """``d2s.stack`` that also takes a TensorArray (a list appended to in a tensor loop)."""
+    """``d2s.stack`` that also takes a TensorArray (a list appended to in a tensor loop); an
+    empty one raises ShapeError when the program runs, as eager ``stack([])`` does."""
     if _is_tensor_array(tensors):
-        out = tensors.stack()
-        if axis != 0:
-            dims = list(range(1, out.ndim))
-            axis = axis % out.ndim
-            dims.insert(axis, 0)
-            out = ops.permute(out, *dims)
-        return out
+        _nonempty(tensors, "stack")
+        return _stacked(tensors, axis)
     return ops.stack(tensors, axis)
 
 
+def _stacked(ta, axis):
+    out = ta.stack()
+    if axis != 0:
+        dims = list(range(1, out.ndim))
+        axis = axis % out.ndim
+        dims.insert(axis, 0)
+        out = ops.permute(out, *dims)
+    return out
+
+
 def convert_concat(tensors, axis=0):
-    """``d2s.concat`` that also takes a TensorArray."""
+    """``d2s.concat`` that also takes a TensorArray (empty: ShapeError when the program runs)."""
     if _is_tensor_array(tensors):
-        stacked = convert_stack(tensors, axis)
+        _nonempty(tensors, "concat")
+        stacked = _stacked(tensors, axis)
         axis = axis % (stacked.ndim - 1)
         shape = list(stacked.shape)
         merged = shape[:axis] + [-1] + shape[axis + 2:]

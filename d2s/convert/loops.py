@@ -117,6 +117,7 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
                for i in range(len(init))]
         return [_mark_numbers(v, init_nested[i]) if init_nested.get(i) else v for i, v in enumerate(out)]
 
+    outer_block = STATE.builder.block if STATE.builder is not None else None
     for _ in range(4):
         # Python numbers inside carried structures (a tuple return value holding a counter)
         init_nested = {i: _number_leaves(v) for i, v in enumerate(init)
@@ -137,7 +138,10 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             out = _keys_stay_maybe(init, out)
             body_weak.update((i, _is_python_number(out[i])) for i in weak_at if i < len(out))
             body_types.update((i, number_type(out[i])) for i in weak_at if i < len(out))
-            out = _check_carried(labels, init, widen(vals), out)
+            # (an iteration run as Python, while the loop test is still concrete, may change the
+            # variables' types as eager code does: only a traced body must keep them)
+            traced = STATE.builder is not None and STATE.builder.block is not outer_block
+            out = _check_carried(labels, init, widen(vals), out, traced)
             # numbers inside carried structures (a tuple return value holding a loop counter)
             nested_weak.update((i, _number_leaves(o)) for i, o in enumerate(out)
                                if i not in weak_at and i not in dead and _is_structure(o))
@@ -152,8 +156,11 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             continue
         except ControlFlowError as e:
             raise at_user_line(f"the variables of this tensor loop do not fit together: {e}") from None
-        except IndexError as e:
-            # a Python list too short for a read every iteration makes (branches defer theirs)
+        except Exception as e:  # noqa: BLE001 - only what eager code would raise there is deferred
+            # a Python list too short for a read every iteration makes (branches defer theirs),
+            # or another error Python raises on every path of the body: raised if the loop runs
+            if not raising.deferrable(e):
+                raise
             return _fails_if_it_runs(test, init, n, state, e)
         break
     result = [plain_tensor(v) if i in weak_at and not body_weak.get(i, True) else v
@@ -275,11 +282,12 @@ def _as_loop_value(v):
     return v
 
 
-def _check_carried(labels, init, ins, outs):
+def _check_carried(labels, init, ins, outs, traced=True):
     """Loop variables must keep their dtype and rank; a Python number that starts a variable
     adopts the dtype and shape the body gives it (``s = 0`` then ``s = s + x.sum()``, or
     ``c = 5`` then ``c = d2s.zeros([1]) + 3``), as it may in eager code. A variable that may
-    be unbound on entry is bound once an iteration assigns it."""
+    be unbound on entry is bound once an iteration assigns it. ``traced``: the body is being
+    built into a ``while`` op (else it runs as one Python iteration, which may change types)."""
     retry = {}
     for i, (a, b) in enumerate(zip(ins, outs)):
         if isinstance(a, MaybeUnbound):
@@ -298,14 +306,53 @@ def _check_carried(labels, init, ins, outs):
                 # `total = 0` before two nested loops that add int32 tensors to it)
                 retry[i] = (str(b.dtype), [d if isinstance(d, int) else 1 for d in _static_shape(b)])
                 continue
+            if not traced:
+                continue
             if a.dtype != b.dtype:
                 raise at_user_line(f"loop variable '{labels[i]}' changes dtype from {a.dtype} to {b.dtype} in "
-                                   "the body of this tensor loop; cast it (d2s.cast) so it keeps one dtype")
+                                   "the body of this tensor loop, so its dtype after the loop would depend on the "
+                                   "number of iterations (it may run zero times); cast it (d2s.cast) so it keeps "
+                                   "one dtype", CarriedDtypeChange)
+            raise at_user_line(f"loop variable '{labels[i]}' changes rank from {a.ndim} to {b.ndim} in the body of "
+                               f"this tensor loop (shape {_fmt_shape(a)} becomes {_fmt_shape(b)}): a program "
+                               "carries one rank per variable, and its rank after the loop would depend on the "
+                               "number of iterations; keep its rank (reshape it), or use another name for the "
+                               "new value")
+        kind_a, kind_b = _carried_kind(a), _carried_kind(b)
+        if traced and kind_a is not None and kind_b is not None and kind_a != kind_b:
+            raise at_user_line(f"loop variable '{labels[i]}' is {kind_a} before an iteration of this tensor loop "
+                               f"and {kind_b} after it: a program carries one structure per variable, and after "
+                               "the loop it would depend on the number of iterations; keep one structure, or "
+                               "use another name for the new value")
         if isinstance(a, Tensor) and isinstance(b, (bool, int, float)):
             outs[i] = _number_as(b, str(a.dtype), _static_shape(a))
     if retry:
         raise _LoopRetry(retry)
     return outs
+
+
+class CarriedDtypeChange(ConvertError):
+    """A loop variable whose dtype an iteration changes (an int32 carry plus int64 values)."""
+
+
+def _fmt_shape(t):
+    return "[" + ", ".join("?" if not isinstance(d, int) else str(d) for d in _static_shape(t)) + "]"
+
+
+def _carried_kind(v):
+    """How an error names what a loop variable holds (a tensor, a tuple of 2, None, ...), or
+    None for values a loop may turn into one another (a Python number and a tensor, a list and
+    a tensor list, placeholders)."""
+    if isinstance(v, (Tensor, bool, int, float, TensorArray, Undefined, MaybeUnbound)) or \
+            hasattr(type(v), "_d2s_children"):
+        return "a tensor" if isinstance(v, Tensor) else None
+    if v is None:
+        return "None"
+    if isinstance(v, (tuple, list)):
+        return f"a {type(v).__name__} of {len(v)}"
+    if isinstance(v, (str, dict)):
+        return f"a {type(v).__name__}"
+    return None
 
 
 def _static_shape(t):
@@ -594,6 +641,11 @@ def as_tensor_iterable(x):
     if isinstance(x, TensorIterable):
         return x
     if is_symbolic(x):
+        if x.ndim == 0:
+            # Python's own TypeError, as eagerly (a tensor standing for a Python number: that number's)
+            py = number_type(x)
+            message = f"'{py.__name__}' object is not iterable" if py is not None else "iteration over a 0-d tensor"
+            raise raising.eager_error(at_user_line(message, TypeError))
         return TensorRows(x)
     if isinstance(x, TensorArray) and x.data is not None and x.data.is_symbolic:
         return TensorListItems(x.copy())  # a snapshot: the body may append to the list itself
@@ -601,12 +653,15 @@ def as_tensor_iterable(x):
 
 
 def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None, set_state=None,
-                escaping=None, entry_flags=False):
+                escaping=None, entry_flags=False, dead_when_broken=()):
     """Run ``body_fn(item, *loop_vars)`` for each item of ``iterable``; returns the loop vars.
 
     ``extra_test(*loop_vars)`` (a lowered ``break``) is checked before each iteration;
     ``escaping()`` gives the objects of an enclosing scope the body mutates; ``entry_flags``:
-    see :func:`convert_while_loop`.
+    see :func:`convert_while_loop`. ``dead_when_broken``: the loop vars (by name) that nothing
+    reads once the break flag is set, because every break of the loop is a ``return``: an
+    unrolled loop whose return depends on a tensor may then change their type or rank from one
+    iteration to the next (a network returning from its loop over stages).
     """
     refuse_partial_dict(iterable, "iterating over")
     it = as_tensor_iterable(iterable)
@@ -617,7 +672,7 @@ def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None,
     if it is not None:
         with refuse_escaping(escaping):
             return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state, entry_flags)
-    return _py_for(iterable, body_fn, tuple(init), names, extra_test, get_state, set_state)
+    return _py_for(iterable, body_fn, tuple(init), names, extra_test, get_state, set_state, dead_when_broken)
 
 
 # A Python loop unrolled into a program more often than this warns once (per loop line).
@@ -650,7 +705,7 @@ def _warn_unrolled(kind):
         warnings.warn(message, UnrollWarning, stacklevel=3)
 
 
-def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state):
+def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state, dead=()):
     count = 0
     for item in iterable:
         count += 1
@@ -660,10 +715,11 @@ def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state):
             go_on = extra_test(*state)
             if is_symbolic(go_on):
                 # A tensor-dependent break in an unrolled loop: this and every later iteration
-                # run under a cond on the flag instead of stopping the Python loop.
-                state = cf.convert_ifelse(go_on, lambda *s, item=item: body_fn(item, *s),
-                                          lambda *s: s, state, names, names, get_state, set_state,
-                                          fillable=names)
+                # run under a cond on the flag instead of stopping the Python loop. Where the
+                # loop returned, its dead variables take the other side's values (whatever their
+                # type), as nothing reads them again.
+                state = _guarded_iteration(go_on, lambda *s, item=item: body_fn(item, *s), state, names,
+                                           get_state, set_state, dead)
                 continue
             if not go_on:
                 break
@@ -671,9 +727,36 @@ def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state):
     return state
 
 
+def _guarded_iteration(go_on, body, state, names, get_state, set_state, dead):
+    """One iteration of an unrolled loop under a ``cond`` on its break flag ``go_on``."""
+    try:
+        return cf.convert_ifelse(go_on, body, lambda *s: s, state, names, names, get_state, set_state,
+                                 fillable=names)
+    except ConvertError:
+        if not any(n in dead and isinstance(v, Tensor) for n, v in zip(names, state)):
+            raise
+    # where the loop has returned, a tensor nothing reads again takes the other side's value,
+    # whatever its type or rank there (a network changing x's rank from stage to stage)
+    return cf.convert_ifelse(go_on, body, lambda *s: tuple(Undefined(n) if n in dead and isinstance(v, Tensor)
+                                                           else v for n, v in zip(names, s)),
+                             state, names, names, get_state, set_state, fillable=names)
+
+
 def _static_for(it, body_fn, state, names, extra_test, get_state, set_state, entry_flags=False):
     n = it.length()
-    index0 = tensor(0)
+    try:
+        return _static_for_from(0, n, it, body_fn, state, names, extra_test, get_state, set_state, entry_flags)
+    except CarriedDtypeChange:
+        # a length known to be at least one: the first iteration runs on its own, as eager's
+        # does (promoting the variable), and the loop carries the promoted dtype from then on
+        if not isinstance(n, int) or n < 1 or (extra_test is not None and extra_test(*state) is not True):
+            raise
+    state = tuple(body_fn(it.item(weak(tensor(0))), *state))
+    return _static_for_from(1, n, it, body_fn, state, names, extra_test, get_state, set_state, entry_flags)
+
+
+def _static_for_from(first, n, it, body_fn, state, names, extra_test, get_state, set_state, entry_flags):
+    index0 = tensor(first)
 
     def test(s):
         go = ops.lt(s[0], n)

@@ -162,13 +162,24 @@ def eye(n, m=None, dtype=_float32, device=None, requires_grad=False):
 
 # ------------------------------------------------------------------ random draws
 def rand(*shape, dtype=_float32, device=None, requires_grad=False):
-    """Uniform draws in [0, 1) from d2s's generator (see :func:`manual_seed`)."""
-    return _creation("rand", device, requires_grad, shape=_shape_arg(shape), dtype=str(as_dtype(dtype)))
+    """Uniform draws in [0, 1) from d2s's generator (see :func:`manual_seed`); a dim may be a
+    symbolic 0-d tensor inside a program, as for :func:`zeros`."""
+    return _draw("rand", shape, dtype, device, requires_grad)
 
 
 def randn(*shape, dtype=_float32, device=None, requires_grad=False):
-    """Standard normal draws from d2s's generator (see :func:`manual_seed`)."""
-    return _creation("randn", device, requires_grad, shape=_shape_arg(shape), dtype=str(as_dtype(dtype)))
+    """Standard normal draws from d2s's generator (see :func:`manual_seed`); a dim may be a
+    symbolic 0-d tensor inside a program, as for :func:`zeros`."""
+    return _draw("randn", shape, dtype, device, requires_grad)
+
+
+def _draw(name, shape, dtype, device, requires_grad):
+    shape = _shape_arg(shape)
+    if builtins.any(_is_symbolic(d) for d in shape):
+        out = apply(f"{name}_dims", *[apply("cast", d, dtype="int64") for d in shape if _is_symbolic(d)],
+                    shape=[-1 if _is_symbolic(d) else d for d in shape], dtype=str(as_dtype(dtype)))
+        return out.requires_grad_(True) if requires_grad else out
+    return _creation(name, device, requires_grad, shape=shape, dtype=str(as_dtype(dtype)))
 
 
 def randint(low, high=None, size=(), dtype="int64", device=None):
@@ -189,5 +200,6 @@ def manual_seed(seed):
     _runtime_seed(seed)
 
 
-non_differentiable("rand", "randn", "randint", "randint_dyn", reason="a random draw carries no gradient")
-onnx_unsupported("rand", "randn", "randint", "randint_dyn", reason=_RANDOM_REASON)
+non_differentiable("rand", "randn", "rand_dims", "randn_dims", "randint", "randint_dyn",
+                   reason="a random draw carries no gradient")
+onnx_unsupported("rand", "randn", "rand_dims", "randn_dims", "randint", "randint_dyn", reason=_RANDOM_REASON)

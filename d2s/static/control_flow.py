@@ -1044,7 +1044,9 @@ class _ObjectCarry:
         also gets a block input of its own, a flag for its own entry object, and the objects
         are carried through the loop. Whether that needs a rebuild."""
         leaves = self.b.block_leaves.get(blk)
-        if leaves is None:
+        if leaves is None or not self.b.track_aliases:
+            # (a replayed loop: its values are IR vars, which nothing updates in place; one var
+            # may stand for several carries, as one constant does, without being an alias)
             return False
         n = len(self.objs)
         out = leaves[:n]

@@ -21,6 +21,19 @@ def contains(stmts, kind):
     return False
 
 
+def own(stmts, kind):
+    """The statements of type ``kind`` that belong to this loop body (as ``contains`` sees them)."""
+    for s in stmts:
+        if isinstance(s, kind):
+            yield s
+        elif isinstance(s, (gast.If, gast.With, gast.Try)):
+            inner = list(getattr(s, "body", [])) + list(getattr(s, "orelse", []) or []) + \
+                list(getattr(s, "finalbody", []) or [])
+            for h in getattr(s, "handlers", []) or []:
+                inner += h.body
+            yield from own(inner, kind)
+
+
 def lower(stmts, kind, flag):
     """``stmts`` with each ``kind`` statement replaced by ``flag = True`` and everything that
     could run after it guarded by ``if not flag:``; code right after it is dropped (dead)."""

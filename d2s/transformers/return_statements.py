@@ -66,6 +66,7 @@ class ReturnStatements(Transformer):
     def _loop_flag(self):
         if self.flag is None:
             self.flag = self.new_name("do_return")
+            self.ctx.return_flags.add(self.flag)
         return self.flag
 
     def _block(self, stmts, in_loop):
@@ -79,7 +80,9 @@ class ReturnStatements(Transformer):
                 if in_loop:
                     out.append(gast.copy_location(gc.assign(gc.name(self._loop_flag(), gast.Store()),
                                                             gc.constant(True)), s))
-                    out.append(gast.copy_location(gast.Break(), s))
+                    brk = gast.copy_location(gast.Break(), s)
+                    brk._d2s_return = True  # (the loop's own variables are dead once it is taken)
+                    out.append(brk)
                 return out  # what follows a return is dead
             if isinstance(s, gast.If) and contains_return(s.body + s.orelse) and not getattr(s, "_d2s_python_only", None):
                 if not always_returns(s.body):

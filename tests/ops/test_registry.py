@@ -123,7 +123,7 @@ CASES = {
     "full": (ops.full, _ND), "full_like": (ops.full_like, _ND), "full_dims": (_INTERNAL, _ND),
     "arange": (ops.arange, _ND), "arange_dyn": (_INTERNAL, _ND), "linspace": (ops.linspace, _ND),
     "eye": (ops.eye, _ND), "rand": (ops.rand, _ND), "randn": (ops.randn, _ND), "randint": (ops.randint, _ND),
-    "randint_dyn": (_INTERNAL, _ND),
+    "randint_dyn": (_INTERNAL, _ND), "rand_dims": (_INTERNAL, _ND), "randn_dims": (_INTERNAL, _ND),
     "softmax": (ops.softmax, (lambda x: ops.softmax(x, 1) * fixed(3, 4), [randn(3, 4)])),
     "log_softmax": (ops.log_softmax, (lambda x: ops.log_softmax(x, 0) * fixed(3, 4), [randn(3, 4)])),
     "logsumexp": (ops.logsumexp, (lambda x: ops.logsumexp(x, 1), [randn(3, 4)])),

@@ -221,6 +221,27 @@ def _full_dims(xp, *dims, shape, value=0.0, dtype="float32"):
     return xp.full(tuple(int(next(it)) if d == -1 else d for d in shape), value, dtype=normalize(dtype))
 
 
+def _random_dims_infer(*dims, shape, dtype="float32"):
+    return TensorType([None if d == -1 else d for d in shape], dtype)
+
+
+def _dims(dims, shape):
+    it = iter(dims)
+    return [int(next(it)) if d == -1 else d for d in shape]
+
+
+@defop("rand_dims", _random_dims_infer, random=True)
+def _rand_dims(xp, *dims, shape, dtype="float32"):
+    """``rand`` whose -1 entries of ``shape`` are read, in order, from the inputs."""
+    return _rand(xp, _dims(dims, shape), dtype)
+
+
+@defop("randn_dims", _random_dims_infer, random=True)
+def _randn_dims(xp, *dims, shape, dtype="float32"):
+    """``randn`` whose -1 entries of ``shape`` are read, in order, from the inputs."""
+    return _randn(xp, _dims(dims, shape), dtype)
+
+
 def _arange_dyn_infer(start, stop, step, dtype="int64"):
     return TensorType((None,), dtype)
 

@@ -16,7 +16,7 @@ a variable that is still None on this path), or another built-in exception's nam
 import builtins
 
 from ..device import to_host
-from .registry import defop
+from .registry import ShapeError, defop
 
 
 class ProgramAssertionError(AssertionError):
@@ -48,7 +48,8 @@ def error_class(name):
     for another built-in exception type ``Program<name>`` (a subclass of it)."""
     cls = _ERRORS.get(name)
     if cls is None:
-        base = getattr(builtins, name, None)
+        # (ShapeError: what d2s's ops raise eagerly, e.g. stack of an empty list)
+        base = ShapeError if name == "ShapeError" else getattr(builtins, name, None)
         if not (isinstance(base, type) and issubclass(base, Exception)):
             raise ValueError(f"assert op: error={name!r} is not a built-in Python exception type")
         cls = type(f"Program{name}", (ProgramRaisedError, base), {"__module__": __name__})

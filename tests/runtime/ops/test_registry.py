@@ -59,6 +59,8 @@ SAMPLES = {
     "randn": lambda r: ([], {"shape": [64]}),
     "randint": lambda r: ([], {"shape": [64], "low": 0, "high": 1000}),
     "randint_dyn": lambda r: ([np.asarray(0), np.asarray(1000)], {"shape": [64]}),
+    "rand_dims": lambda r: ([np.asarray(64)], {"shape": [-1]}),
+    "randn_dims": lambda r: ([np.asarray(64)], {"shape": [-1]}),
     "dropout_mask": lambda r: ([_array(r, "float32", (64,))], {"p": 0.5}),
 }
 
