@@ -1,13 +1,12 @@
-"""Tensor-aware versions of the builtins converted code calls: len, print, int/float/bool,
-assert, isinstance (and the checked read of a local that may be unbound). Python values keep Python
-behaviour; symbolic tensors get ops."""
+"""Tensor-aware versions of the builtins converted code calls: len, int/float/bool, assert,
+isinstance (and the checked read of a local that may be unbound); print is in ``printing``.
+Python values keep Python behaviour; symbolic tensors get ops."""
 import builtins
 
 import numpy as np
 
 from .. import ops
 from ..dispatch import apply
-from ..printing import print as print_op
 from ..static.tensor_array import TensorArray
 from ..static.weak_index import number_stand_in, python_type, weak
 from ..tensor import Tensor
@@ -87,15 +86,6 @@ def convert_item(x):
         raise at_user_line(f".item() needs a tensor with one element, but this one has shape {tuple(shape)}",
                            ValueError)
     return number_stand_in(ops.reshape(x.detach(), []))
-
-
-def convert_print(*args, sep=" ", end="\n", **kwargs):
-    """``print``: with a symbolic tensor among the arguments, a ``print`` op that prints the
-    values each time the program runs; otherwise Python's print, now."""
-    if not builtins.any(is_symbolic(a) for a in args) or kwargs:
-        builtins.print(*args, sep=sep, end=end, **kwargs)
-        return
-    print_op(*args, sep=sep, end=end)
 
 
 def assert_op(test, message, error="AssertionError"):

@@ -22,10 +22,11 @@ from ..static.tensor_array import TensorArray
 from ..tensor import Tensor
 from . import builtins as cb, dict_keys
 from .loops import convert_enumerate, convert_range, convert_zip
+from .printing import convert_print
 from .values import is_symbolic
 
 _BUILTINS = {
-    builtins.len: cb.convert_len, builtins.print: cb.convert_print, builtins.int: cb.convert_int,
+    builtins.len: cb.convert_len, builtins.print: convert_print, builtins.int: cb.convert_int,
     builtins.float: cb.convert_float, builtins.bool: cb.convert_bool, builtins.range: convert_range,
     builtins.enumerate: convert_enumerate, builtins.zip: convert_zip,
     builtins.isinstance: cb.convert_isinstance, builtins.max: cb.convert_max, builtins.min: cb.convert_min,
