@@ -17,7 +17,7 @@ from d2s_runtime.gc_pause import paused_gc
 from .._state import HOOKED_THREADS, STATE
 from ..autograd import enable_grad, no_grad
 from ..autograd.engine import SymbolicInputNeedsGrad
-from ..convert.call import convert_transform
+from ..convert.call import convert_transform, frozen_draw_error, python_rng_states
 from ..inplace import BUFFER_UPDATES
 from ..nn.module import Module
 from ..static.builder import ProgramBuilder, flatten_outputs, python_number_type
@@ -417,8 +417,11 @@ class StaticFunction:
             before = _containers_state(sargs, skw)
             outer_replaced = set(values.REPLACED_LISTS)  # (a to_static function called while tracing)
             values.REPLACED_LISTS.clear()
+            rng_before = python_rng_states()
             try:
                 out = conv(*sargs, **skw)
+                if python_rng_states() != rng_before:
+                    raise frozen_draw_error(name)
             except RecursionError as e:
                 _restore_symbolic_writes(snapshot)
                 raise _recursion_error(e, name) from None
