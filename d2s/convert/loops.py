@@ -14,8 +14,8 @@ from .. import ops, pytree
 from .._state import STATE
 from ..static.control_flow import ControlFlowError, while_loop
 from ..static.tensor_array import NumberList, TensorArray, numbers_dtype, struct_list_for
-from ..static.weak_index import (WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type, plain_tensor,
-                                 weak)
+from ..static.weak_index import (NumberOrTensor, WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type,
+                                 plain_tensor, weak)
 from ..tensor import Tensor, tensor
 from . import control_flow as cf, raising
 from ..user_errors import ConvertError, at_user_line, user_frame
@@ -118,14 +118,20 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
         return [_mark_numbers(v, init_nested[i]) if init_nested.get(i) else v for i, v in enumerate(out)]
 
     outer_block = STATE.builder.block if STATE.builder is not None else None
-    for _ in range(4):
+    # weak variables that the body leaves a Python number on some runs only (a number that an
+    # inner loop or `if` may turn into a tensor): each gets a bool loop var, "still the Python
+    # number it entered the loop as", found by a first build (see _still_a_number)
+    flagged, maybe_number = [], {}
+    for _ in range(6):
         # Python numbers inside carried structures (a tuple return value holding a counter)
         init_nested = {i: _number_leaves(v) for i, v in enumerate(init)
                        if i not in weak_at and i not in dead and _is_structure(v)}
         start = [_as_loop_value(v) for i, v in enumerate(init) if i not in dead]
+        n_core = len(start)
+        start += [tensor(True)] * len(flagged)
 
         def split(vals):
-            vals = widen(vals)
+            vals = widen(vals[:n_core])
             if set_state is not None:
                 set_state(tuple(vals[n:]))
             return tuple(vals[:n])
@@ -138,14 +144,16 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             out = _keys_stay_maybe(init, out)
             body_weak.update((i, _is_python_number(out[i])) for i in weak_at if i < len(out))
             body_types.update((i, number_type(out[i])) for i in weak_at if i < len(out))
+            maybe_number.update((i, isinstance(out[i], NumberOrTensor)) for i in weak_at if i < len(out))
+            flags = [_still_a_number(f, out[i]) for f, i in zip(vals[n_core:], flagged)]
             # (an iteration run as Python, while the loop test is still concrete, may change the
             # variables' types as eager code does: only a traced body must keep them)
             traced = STATE.builder is not None and STATE.builder.block is not outer_block
-            out = _check_carried(labels, init, widen(vals), out, traced)
+            out = _check_carried(labels, init, widen(vals[:n_core]), out, traced)
             # numbers inside carried structures (a tuple return value holding a loop counter)
             nested_weak.update((i, _number_leaves(o)) for i, o in enumerate(out)
                                if i not in weak_at and i not in dead and _is_structure(o))
-            return tuple(v for i, v in enumerate(out) if i not in dead)
+            return tuple(v for i, v in enumerate(out) if i not in dead) + tuple(flags)
 
         try:
             if STATE.builder is not None:
@@ -162,12 +170,19 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             if not raising.deferrable(e):
                 raise
             return _fails_if_it_runs(test, init, n, state, e)
+        more = sorted(i for i, m in maybe_number.items() if m and i < n and i not in flagged)
+        if more and STATE.builder is not None:
+            flagged += more  # build again, carrying their flags
+            continue
         break
+    result, still_numbers = list(result[:n_core]), result[n_core:]
     result = [plain_tensor(v) if i in weak_at and not body_weak.get(i, True) else v
               for i, v in enumerate(widen(result))]
+    for i, flag in zip(flagged, still_numbers):
+        result[i] = number_or_tensor(result[i], flag, True, start_types[i])
     result = [_mark_numbers(v, nested_weak.get(i, ())) if i in init_nested or i in nested_weak else v
               for i, v in enumerate(result)]
-    retyped = {i for i in weak_at if i < n and start_types.get(i) is not None
+    retyped = {i for i in weak_at if i < n and start_types.get(i) is not None and i not in flagged
                and body_types.get(i, start_types[i]) is not start_types[i]}
     if retyped:
         result = _number_if_zero_trips(test, init, n, set_state, result, retyped, start_types, body_types)
@@ -175,6 +190,17 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
         set_state(tuple(write_back(o, v) for o, v in zip(comps, result[n:])))
     originals = list(extra_vars) + list(state)
     return tuple(write_back(o, v) for o, v in zip(originals[n_extra:], result[n_extra:n]))
+
+
+def _still_a_number(flag, value):
+    """A flagged loop variable's flag after an iteration: it entered as a Python number
+    (``flag``) and the iteration left it one (``value`` a Python number, or a number on the runs
+    where its ``is_number`` holds: an inner loop that ran zero times, the branch that kept it)."""
+    if isinstance(value, NumberOrTensor):
+        return ops.logical_and(flag, value.is_number)
+    if _is_python_number(value):
+        return flag
+    return tensor(False)
 
 
 def _fails_if_it_runs(test, init, n, state, error):

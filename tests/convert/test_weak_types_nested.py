@@ -130,3 +130,20 @@ def test_tensor_of_a_counter_is_a_plain_int64_tensor():
     with pytest.raises(ConvertError, match="changes dtype from int32 to int64"):
         d2s.jit.to_static(copy_of_a_counter)(T(2))
     assert copy_of_a_counter(T(2)).dtype == "int64"
+
+
+def number_kept_by_an_if(x, n):
+    s = 0
+    for i in range(n):
+        if x[i] > 0:
+            s = s + x[i]
+    return s
+
+
+def test_a_number_stays_a_python_number_on_runs_where_no_iteration_made_it_a_tensor():
+    # one program for all inputs: whether `total` is still eager's Python int is decided per run
+    # (the outer loop ran but every inner one ran zero times: still the int 0)
+    check_exact(total_of_products, [(i32(n), i32(m)) for n, m in ((3, 2), (2, 0), (0, 2), (1, 1), (4, 0))])
+    x = d2s.tensor([1.0, 2.0, 3.0])
+    check_exact(float_carry, [(x, T(3)), (x, T(1)), (x, T(0))])
+    check_exact(number_kept_by_an_if, [(T([-1.0, 2.0]), T(2)), (T([-1.0, -2.0]), T(2)), (T([1.0]), T(0))])
