@@ -117,7 +117,6 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
                for i in range(len(init))]
         return [_mark_numbers(v, init_nested[i]) if init_nested.get(i) else v for i, v in enumerate(out)]
 
-    outer_block = STATE.builder.block if STATE.builder is not None else None
     # weak variables that the body leaves a Python number on some runs only (a number that an
     # inner loop or `if` may turn into a tensor): each gets a bool loop var, "still the Python
     # number it entered the loop as", found by a first build (see _still_a_number)
@@ -146,10 +145,7 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             body_types.update((i, number_type(out[i])) for i in weak_at if i < len(out))
             maybe_number.update((i, isinstance(out[i], NumberOrTensor)) for i in weak_at if i < len(out))
             flags = [_still_a_number(f, out[i]) for f, i in zip(vals[n_core:], flagged)]
-            # (an iteration run as Python, while the loop test is still concrete, may change the
-            # variables' types as eager code does: only a traced body must keep them)
-            traced = STATE.builder is not None and STATE.builder.block is not outer_block
-            out = _check_carried(labels, init, widen(vals[:n_core]), out, traced)
+            out = _check_carried(labels, init, widen(vals[:n_core]), out)
             # numbers inside carried structures (a tuple return value holding a loop counter)
             nested_weak.update((i, _number_leaves(o)) for i, o in enumerate(out)
                                if i not in weak_at and i not in dead and _is_structure(o))
@@ -308,12 +304,11 @@ def _as_loop_value(v):
     return v
 
 
-def _check_carried(labels, init, ins, outs, traced=True):
+def _check_carried(labels, init, ins, outs):
     """Loop variables must keep their dtype and rank; a Python number that starts a variable
     adopts the dtype and shape the body gives it (``s = 0`` then ``s = s + x.sum()``, or
     ``c = 5`` then ``c = d2s.zeros([1]) + 3``), as it may in eager code. A variable that may
-    be unbound on entry is bound once an iteration assigns it. ``traced``: the body is being
-    built into a ``while`` op (else it runs as one Python iteration, which may change types)."""
+    be unbound on entry is bound once an iteration assigns it."""
     retry = {}
     for i, (a, b) in enumerate(zip(ins, outs)):
         if isinstance(a, MaybeUnbound):
@@ -332,8 +327,6 @@ def _check_carried(labels, init, ins, outs, traced=True):
                 # `total = 0` before two nested loops that add int32 tensors to it)
                 retry[i] = (str(b.dtype), [d if isinstance(d, int) else 1 for d in _static_shape(b)])
                 continue
-            if not traced:
-                continue
             if a.dtype != b.dtype:
                 raise at_user_line(f"loop variable '{labels[i]}' changes dtype from {a.dtype} to {b.dtype} in "
                                    "the body of this tensor loop, so its dtype after the loop would depend on the "
@@ -345,7 +338,7 @@ def _check_carried(labels, init, ins, outs, traced=True):
                                "number of iterations; keep its rank (reshape it), or use another name for the "
                                "new value")
         kind_a, kind_b = _carried_kind(a), _carried_kind(b)
-        if traced and kind_a is not None and kind_b is not None and kind_a != kind_b:
+        if kind_a is not None and kind_b is not None and kind_a != kind_b:
             raise at_user_line(f"loop variable '{labels[i]}' is {kind_a} before an iteration of this tensor loop "
                                f"and {kind_b} after it: a program carries one structure per variable, and after "
                                "the loop it would depend on the number of iterations; keep one structure, or "

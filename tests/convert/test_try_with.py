@@ -67,24 +67,9 @@ def return_in_try_under_tensor_if(x):
 
 
 def test_return_inside_try_under_a_tensor_if_converts():
-    # (was refused; issue 27: the early-return pass lowers returns in try bodies)
+    # (was refused; issue 27: the early-return pass lowers returns in try bodies; a return in a
+    # finally stays refused: test_patterns_errors)
     check(return_in_try_under_tensor_if, X, -X)
-
-
-def return_in_finally_under_tensor_if(x):
-    if x.sum() > 0:
-        try:
-            x = x + 1
-        finally:
-            return x
-    return x
-
-
-def test_return_inside_finally_under_a_tensor_if_is_a_clear_error():
-    assert return_in_finally_under_tensor_if(X).tolist() == [2.0, 3.0]
-    with pytest.raises(ConvertError, match="holding a `return` inside a `try` block's handlers") as e:
-        d2s.jit.to_static(return_in_finally_under_tensor_if)(X)
-    assert "if x.sum() > 0" in str(e.value)
 
 
 def tensor_if_in_with(x):
