@@ -63,7 +63,8 @@ def nested_source(depth):
     ind = "    "
     for level in range(1, depth + 1):
         if level % 2:
-            lines += [f"{ind}k{level} = d2s.tensor(0)", f"{ind}while k{level} < n:", f"{ind}    k{level} = k{level} + 1"]
+            lines += [f"{ind}k{level} = d2s.tensor(0)", f"{ind}while k{level} < n:",
+                      f"{ind}    k{level} = k{level} + 1"]
         else:
             lines += [f"{ind}for i{level} in range(n):"]
         ind += "    "

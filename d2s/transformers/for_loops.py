@@ -55,7 +55,8 @@ class ForLoops(Transformer):
             keep = self.ctx.retval_names | self.ctx.return_flags | activity.expr_reads(extra) | self.ctx.cells
             dead = [self._label(n) for n in loop_vars if n not in keep]
             if dead:
-                code[-1].value.keywords.append(gc.keyword("dead_when_broken", gc.tuple_([gc.constant(n) for n in dead])))
+                names = gc.tuple_([gc.constant(n) for n in dead])
+                code[-1].value.keywords.append(gc.keyword("dead_when_broken", names))
         watch_escaping(code[-1].value, anno)
         watch_entry_identity(code[-1].value, self.ctx)
         out = undefined_inits(loop_vars, anno) + state_defs + mark_generated(extra_defs + code)
