@@ -15,9 +15,11 @@ import os
 import random
 import sys
 import sysconfig
+import threading
 import time
 import types
 import uuid
+import warnings
 import weakref
 
 import numpy as np
@@ -186,7 +188,7 @@ def _per_call_message(f):
     owner = getattr(f, "__self__", None)
     if name.startswith("Random.") and owner is getattr(random, "_inst", None):
         name = "random." + name.split(".", 1)[1]
-    if isinstance(owner, (np.random.RandomState,)) and owner is np.random.mtrand._rand:
+    if isinstance(owner, np.random.RandomState) and owner is getattr(np.random.mtrand, "_rand", None):
         name = "numpy.random." + name.split(".", 1)[1]
     return (f"`{name}(...)` gives a new value on each eager call, but converted code runs it once, while the "
             "program is built, and every later call of the program would reuse that value. Draw inside the "
@@ -202,16 +204,23 @@ def python_rng_states():
     return random.getstate(), keys.tobytes(), pos, has_gauss, gauss
 
 
-def frozen_draw_error(name):
-    """A draw from Python's or numpy's global generator made while the program was built: by
-    code the converter does not see (a lambda, a library function, a not_to_static one; in
-    converted code itself the call is refused at its line, see d2s.convert.call)."""
-    return ConvertError(
-        f"building the program of {name} drew from Python's `random` or numpy's global `numpy.random` generator "
-        "(in a lambda, a library function or a function marked not_to_static, which run as Python while the "
-        "program is built): every call of the program would reuse that draw, where eager code draws anew each "
-        "call. Draw with d2s's random ops (d2s.rand, d2s.randn, d2s.randint), which draw on every call, or "
-        "pass the value in as an argument")
+def refuse_frozen_draws(name, before):
+    """After a build that started with the global generators in state ``before``: a draw made
+    while the program was built, by code the converter does not see (a lambda, a library
+    function, a not_to_static one; in converted code itself the call is refused at its line),
+    is refused, since every call of the program would reuse it. With other Python threads
+    alive the draw may be theirs: a warning then, not an error."""
+    if python_rng_states() == before:
+        return
+    message = (f"building the program of {name} drew from Python's `random` or numpy's global `numpy.random` "
+               "generator (in a lambda, a library function or a function marked not_to_static, which run as "
+               "Python while the program is built): every call of the program would reuse that draw, where eager "
+               "code draws anew each call. Draw with d2s's random ops (d2s.rand, d2s.randn, d2s.randint), which "
+               "draw on every call, or pass the value in as an argument")
+    if threading.active_count() > 1:
+        warnings.warn(message + " (or another thread drew meanwhile)", UserWarning, stacklevel=2)
+        return
+    raise ConvertError(message)
 
 
 def _runs_unconverted(f, g):

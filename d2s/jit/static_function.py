@@ -17,7 +17,7 @@ from d2s_runtime.gc_pause import paused_gc
 from .._state import HOOKED_THREADS, STATE
 from ..autograd import enable_grad, no_grad
 from ..autograd.engine import SymbolicInputNeedsGrad
-from ..convert.call import convert_transform, frozen_draw_error, python_rng_states
+from ..convert.call import convert_transform, python_rng_states, refuse_frozen_draws
 from ..inplace import BUFFER_UPDATES
 from ..nn.module import Module
 from ..static.builder import ProgramBuilder, flatten_outputs, python_number_type
@@ -420,8 +420,7 @@ class StaticFunction:
             rng_before = python_rng_states()
             try:
                 out = conv(*sargs, **skw)
-                if python_rng_states() != rng_before:
-                    raise frozen_draw_error(name)
+                refuse_frozen_draws(name, rng_before)
             except RecursionError as e:
                 _restore_symbolic_writes(snapshot)
                 raise _recursion_error(e, name) from None
