@@ -359,18 +359,21 @@ def _fmt_shape(t):
 
 
 def _carried_kind(v):
-    """How an error names what a loop variable holds (a tensor, a tuple of 2, None, ...), or
-    None for values a loop may turn into one another (a Python number and a tensor, a list and
-    a tensor list, placeholders)."""
-    if isinstance(v, (Tensor, bool, int, float, TensorArray, Undefined, MaybeUnbound)) or \
-            hasattr(type(v), "_d2s_children"):
+    """How an error names what a loop variable holds (a tensor, a tuple of 2, None, a str
+    'ab', ...), or None for values a loop may turn into one another (a Python number and a
+    tensor, placeholders)."""
+    if isinstance(v, (list, TensorArray)):
+        return "a list"  # (a list whose length the loop changes becomes a tensor list)
+    if isinstance(v, (Tensor, bool, int, float, Undefined, MaybeUnbound)) or hasattr(type(v), "_d2s_children"):
         return "a tensor" if isinstance(v, Tensor) else None
     if v is None:
         return "None"
-    if isinstance(v, (tuple, list)):
-        return f"a {type(v).__name__} of {len(v)}"
-    if isinstance(v, (str, dict)):
-        return f"a {type(v).__name__}"
+    if isinstance(v, tuple):
+        return f"a tuple of {len(v)}"
+    if isinstance(v, dict):
+        return f"a dict with keys {list(v)}"
+    if isinstance(v, str):
+        return f"the str {v!r}"
     return None
 
 

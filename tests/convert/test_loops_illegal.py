@@ -28,6 +28,33 @@ def becomes_a_tuple(x, n):
     return x
 
 
+def becomes_none(x, n):
+    for i in range(n):
+        x = None
+    return x
+
+
+def str_grows(x, n):
+    s = "a"
+    for i in range(n):
+        s = s + "b"
+    return x, s
+
+
+def list_becomes_a_tensor(x, n):
+    v = [x, x]
+    for i in range(n):
+        v = d2s.stack(v)
+    return v
+
+
+def dict_changes_keys(x, n):
+    d = {"a": x}
+    for i in range(n):
+        d = {"b": x}
+    return d
+
+
 def rank_shrinks_then_returns(x, n):
     for i in range(n):
         x = x.sum(0)
@@ -40,6 +67,10 @@ def rank_shrinks_then_returns(x, n):
     (rank_grows, r"loop variable 'x' changes rank from 1 to 2 .*shape \[(3|\?)\] becomes \[1, (3|\?)\]"),
     (becomes_a_tuple, r"loop variable 'x' is a tensor before an iteration .* and a tuple of 2 after it"),
     (rank_shrinks_then_returns, r"loop variable 'x' changes rank from 2 to 1"),
+    (becomes_none, r"loop variable 'x' is a tensor before an iteration .* and None after it"),
+    (str_grows, r"loop variable 's' is the str 'a' before an iteration .* and the str 'ab' after it"),
+    (list_becomes_a_tensor, r"loop variable 'v' is a list before an iteration .* and a tensor after it"),
+    (dict_changes_keys, r"loop variable 'd' is a dict with keys \['a', 'b'\] .* with keys \['b'\] after it"),
 ])
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_a_variable_no_program_can_carry_is_named_with_its_line(fn, what, dynamic):
