@@ -23,7 +23,7 @@ float, int = _dtypes.float_, _dtypes.int_  # d2s.float is float32 and d2s.int in
 __version__ = "0.1.0"
 
 # Submodules and names that import lazily, so `import d2s` stays light and layers stay apart.
-_LAZY_MODULES = {"nn", "optim", "data", "jit", "static", "passes", "func", "utils", "viz", "onnx",
+_LAZY_MODULES = {"nn", "optim", "data", "jit", "static", "passes", "func", "utils", "viz", "onnx", "distributions",
                  "autograd", "transformers", "convert", "cli", "trace", "distributed", "lax", "linalg", "return_types"}
 _LAZY_NAMES = {
     "cond": ("d2s.static.control_flow", "cond"),

@@ -22,7 +22,7 @@ from .autograd.grad_mode import enable_grad
 from .ops import reshape, stack, zeros, zeros_like
 from .tensor import Tensor, tensor
 
-__all__ = ["grad", "value_and_grad", "jacrev", "jacfwd", "hessian", "tree_flatten", "tree_unflatten"]
+__all__ = ["grad", "value_and_grad", "jacrev", "jacfwd", "hessian", "tree_flatten", "tree_unflatten", "functional_call"]
 
 _depth = [0]  # how many transforms are running around the current call
 
@@ -314,3 +314,10 @@ def _regroup(blocks, flat, defs, many):
         trees.append(tree_unflatten(treedef, blocks[pos:pos + len(leaves)]))
         pos += len(leaves)
     return tuple(trees) if many else trees[0]
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False):
+    """PyTorch's ``torch.func.functional_call``: ``module`` called with some parameters and
+    buffers replaced (see :func:`d2s.nn.utils.stateless.functional_call`)."""
+    from .nn.utils.stateless import functional_call as call  # d2s.func imports no layers until this is called
+    return call(module, parameter_and_buffer_dicts, args, kwargs, tie_weights=tie_weights, strict=strict)

@@ -285,6 +285,8 @@ def _flatten(out):
         return [a for v in out.values() for a in _flatten(v)]
     if isinstance(out, (tuple, list)):
         return [a for v in out for a in _flatten(v)]
+    if out is None:  # a None among the outputs (MultiheadAttention's weights without need_weights)
+        return []
     return [np.asarray(out)]
 
 

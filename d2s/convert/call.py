@@ -187,6 +187,8 @@ def _convert_call(f):
     if _is_module(f):
         forward = getattr(f, "forward", None)
         if isinstance(forward, types.MethodType):
+            if f._has_hooks():  # the module's forward hooks run around the converted forward
+                return functools.partial(_call_with_hooks, f, convert_call(forward))
             return convert_call(forward)
         return f
     return f
@@ -195,3 +197,7 @@ def _convert_call(f):
 def _is_module(obj):
     mod = sys.modules.get("d2s.nn.module")
     return mod is not None and isinstance(obj, mod.Module)
+
+
+def _call_with_hooks(module, forward, *args, **kwargs):
+    return module._call_with_hooks(forward, args, kwargs)

@@ -1,17 +1,46 @@
 """Neural-network layers, losses and initializers (``from d2s import nn``).
 
 Layers are :class:`Module` subclasses whose forward passes use d2s ops only, so the same
-model runs eagerly, trains with autograd, and converts to a static program.
+model runs eagerly, trains with autograd, and converts to a static program. Their
+constructor arguments, parameter and buffer names and initializations are PyTorch's, so a
+PyTorch ``state_dict`` loads with ``load_state_dict``.
 """
 from . import functional, init, utils
-from .activation import GELU, Dropout, ReLU, Sigmoid, Softmax, Tanh
-from .containers import ModuleDict, ModuleList, Sequential
+from .activation import (CELU, ELU, GELU, GLU, SELU, AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d,
+                         Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU,
+                         ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh,
+                         Tanhshrink, Threshold)
+from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv2d, MaxPool2d
-from .linear import Embedding, Flatten, LayerNorm, Linear
-from .loss import CrossEntropyLoss, MSELoss
+from .linear import Bilinear, Flatten, Identity, LayerNorm, Linear, Unflatten
+from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CosineSimilarity, CrossEntropyLoss,
+                   GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
+                   MultiLabelSoftMarginLoss, NLLLoss, PairwiseDistance, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss,
+                   TripletMarginLoss)
 from .module import Buffer, Module, Parameter
-from .rnn import GRUCell, RNNCell
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .sparse import Embedding, EmbeddingBag
+from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
+                          TransformerEncoder, TransformerEncoderLayer)
 
-__all__ = ["Module", "Parameter", "Buffer", "Linear", "ReLU", "Tanh", "Sigmoid", "GELU", "Softmax",
-           "Sequential", "ModuleList", "ModuleDict", "Dropout", "LayerNorm", "Embedding", "Conv2d", "MaxPool2d",
-           "Flatten", "RNNCell", "GRUCell", "MSELoss", "CrossEntropyLoss", "functional", "init", "utils"]
+__all__ = ["Module", "Parameter", "Buffer",
+           # containers
+           "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+           # layers with weights
+           "Linear", "Bilinear", "Identity", "LayerNorm", "Embedding", "EmbeddingBag", "Conv2d", "MaxPool2d",
+           "Flatten", "Unflatten",
+           # recurrent and attention
+           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
+           "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+           "TransformerDecoderLayer",
+           # activations and dropout
+           "ReLU", "ReLU6", "LeakyReLU", "PReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Softplus",
+           "Softsign", "Hardtanh", "Hardswish", "Hardsigmoid", "Hardshrink", "Softshrink", "Tanhshrink", "Threshold",
+           "GLU", "Tanh", "Sigmoid", "LogSigmoid", "Softmax", "LogSoftmax", "Softmin", "Softmax2d", "Dropout",
+           "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+           # losses
+           "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
+           "BCEWithLogitsLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss", "CosineEmbeddingLoss",
+           "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
+           "TripletMarginLoss", "CosineSimilarity", "PairwiseDistance",
+           "functional", "init", "utils"]

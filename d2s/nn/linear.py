@@ -1,10 +1,22 @@
-"""Layers with weights: ``Linear``, ``LayerNorm``, ``Embedding``, and the shape-only ``Flatten``."""
+"""Layers with weights: ``Linear``, ``Bilinear``, ``LayerNorm``, and the shape-only
+``Identity``, ``Flatten`` and ``Unflatten``."""
 import math
 
+from .. import ops as _ops
 from . import functional as F
 from . import init
 from ._param import new_parameter
 from .module import Module
+
+
+class Identity(Module):
+    """Returns its input; accepts (and ignores) any constructor arguments, as PyTorch."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
 
 
 class Linear(Module):
@@ -14,11 +26,14 @@ class Linear(Module):
     U(-1/sqrt(in_features), 1/sqrt(in_features)), and b from the same range.
     """
 
-    def __init__(self, in_features, out_features, bias=True, dtype="float32", device=None):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = int(in_features), int(out_features)
         self.weight = new_parameter((out_features, in_features), dtype, device)
-        self.bias = new_parameter((out_features,), dtype, device) if bias else None
+        if bias:
+            self.bias = new_parameter((out_features,), dtype, device)
+        else:
+            self.register_parameter("bias", None)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -27,23 +42,52 @@ class Linear(Module):
             bound = 1.0 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
             init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, x):
-        return F.linear(x, self.weight, self.bias)
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class Bilinear(Module):
+    """``y = x1^T A x2 + b`` with A (out_features, in1_features, in2_features); weight and bias
+    from U(-1/sqrt(in1_features), 1/sqrt(in1_features)), as PyTorch."""
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features = int(in1_features), int(in2_features)
+        self.out_features = int(out_features)
+        self.weight = new_parameter((out_features, in1_features, in2_features), dtype, device)
+        if bias:
+            self.bias = new_parameter((out_features,), dtype, device)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        bound = 1.0 / math.sqrt(self.weight.shape[1]) if self.weight.shape[1] > 0 else 0.0
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
 class LayerNorm(Module):
     """Normalize over the trailing ``normalized_shape`` dims; learnable scale (ones) and shift (zeros)."""
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, dtype="float32",
-                 device=None):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None,
+                 dtype=None):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(int(d) for d in normalized_shape)
-        self.eps = eps
+        self.eps, self.elementwise_affine = eps, elementwise_affine
         if elementwise_affine:
             self.weight = init.ones_(new_parameter(self.normalized_shape, dtype, device))
             self.bias = new_parameter(self.normalized_shape, dtype, device) if bias else None
@@ -54,33 +98,8 @@ class LayerNorm(Module):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}"
-
-
-class Embedding(Module):
-    """A lookup table: integer ids of any shape -> rows of ``weight`` (num_embeddings, dim),
-    initialized from N(0, 1) as in PyTorch. The row ``padding_idx`` (if given) starts at zero
-    and receives no gradient."""
-
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, dtype="float32", device=None):
-        super().__init__()
-        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
-        if padding_idx is not None:
-            padding_idx = int(padding_idx)
-            if not -self.num_embeddings <= padding_idx < self.num_embeddings:
-                raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range for "
-                                 f"{self.num_embeddings} embeddings")
-            padding_idx %= self.num_embeddings
-        self.padding_idx = padding_idx
-        self.weight = init.normal_(new_parameter((num_embeddings, embedding_dim), dtype, device))
-        if padding_idx is not None:
-            self.weight._data[padding_idx] = 0
-
-    def forward(self, ids):
-        return F.embedding(ids, self.weight, self.padding_idx)
-
-    def extra_repr(self):
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        bias = self.__dict__.get("_parameters", {}).get("bias") is not None
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, bias={bias}"
 
 
 class Flatten(Module):
@@ -90,5 +109,26 @@ class Flatten(Module):
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
 
-    def forward(self, x):
-        return F.flatten(x, self.start_dim, self.end_dim)
+    def forward(self, input):
+        return F.flatten(input, self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Expand dim ``dim`` into ``unflattened_size`` (a tuple of sizes, one of which may be -1)."""
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        if isinstance(dim, str):
+            raise TypeError("Unflatten: named dimensions (a str dim) are not supported; give the dim's index")
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, input):
+        shape = list(input.shape)
+        d = self.dim % len(shape)
+        return _ops.reshape(input, shape[:d] + list(self.unflattened_size) + shape[d + 1:])
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

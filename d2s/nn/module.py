@@ -5,7 +5,14 @@ A module's attributes that are Parameters, Buffers or Modules register themselve
 whole tree. Parameters and buffers are concrete tensors marked ``_d2s_parameter``: eagerly they
 are ordinary tensors, and when a module runs inside a program builder the builder turns each
 one into a program param (read at every call, never folded into a constant).
+
+The methods are PyTorch's (``named_modules``, ``state_dict(prefix=, keep_vars=)``,
+``load_state_dict(strict=)``, ``get_submodule``, ``register_forward_hook``, ``to(dtype)``...),
+with PyTorch's registration rules: a plain tensor assigned to a registered buffer's name stays
+a buffer, ``None`` assigned to a parameter's name keeps the slot, a non-module assigned over a
+submodule is refused.
 """
+import itertools
 from collections import OrderedDict, namedtuple
 
 import numpy as np
@@ -27,7 +34,6 @@ def _array_of(data):
     return arr.copy() if arr is data else arr
 
 
-
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
@@ -36,6 +42,11 @@ class StateDictError(RuntimeError, KeyError):
 
     def __str__(self):  # KeyError would quote the message
         return RuntimeError.__str__(self)
+
+
+class StateDictShapeError(RuntimeError, ValueError):
+    """A state dict entry whose shape differs from the module's (RuntimeError as in PyTorch)."""
+
 
 class Parameter(Tensor):
     """A tensor that is a module parameter: requires grad by default, and registers itself
@@ -74,57 +85,125 @@ class Buffer(Tensor):
     __slots__ = ()
     _d2s_parameter = True
 
-    def __new__(cls, data):
+    def __new__(cls, data, persistent=True):
         return cls._make(_array_of(data))
 
-    def __init__(self, data):
+    def __init__(self, data, persistent=True):
         pass
+
+
+class RemovableHandle:
+    """What ``register_forward_hook`` and friends return: ``handle.remove()`` unregisters the
+    hook (also usable as a context manager)."""
+
+    _ids = itertools.count()
+
+    def __init__(self, *registries):
+        self.id = next(RemovableHandle._ids)
+        self._registries = registries
+
+    def remove(self):
+        for reg in self._registries:
+            reg.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _addindent(s, n):
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
+
+
+def _check_name(kind, name, module):
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+    if "." in name:
+        raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
+    if name == "":
+        raise KeyError(f'{kind} name can\'t be empty string ""')
 
 
 class Module:
     """Base class of every layer and model: subclasses set attributes in ``__init__`` and
-    define ``forward``; calling the module calls ``forward``.
+    define ``forward``; calling the module calls ``forward`` (with its hooks, if any).
 
     Parameters, buffers and submodules assigned as attributes register themselves, in
     assignment order, under the attribute's name.
     """
 
-    def __init__(self):
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments: Module.__init__ takes none")
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_hooks_with_kwargs", set())
         object.__setattr__(self, "training", True)
 
     # ------------------------------------------------------------ registration
     def __setattr__(self, name, value):
-        if "_parameters" not in self.__dict__:
+        d = self.__dict__
+        params = d.get("_parameters")
+        if params is None:
             raise AttributeError(f"cannot assign {name!r} before Module.__init__() is called: call "
                                  f"super().__init__() first in {type(self).__name__}.__init__")
-        if name in self._parameters and value is not None and not isinstance(value, Parameter):
-            # as in PyTorch: a plain tensor would silently drop the parameter from
-            # parameters(), the optimizer and the state dict
-            raise TypeError(f"cannot assign {type(value).__name__} as parameter {name!r} of "
-                            f"{type(self).__name__} (nn.Parameter or None expected); wrap it in "
-                            "nn.Parameter(...) or update the values in place under d2s.no_grad()")
+        buffers, modules = d["_buffers"], d["_modules"]
         # a registry that gets the name again keeps its place (as in PyTorch): replacing a
         # submodule by its converted self, or a parameter by a new one, keeps parameters() order
-        target = (self._parameters if isinstance(value, Parameter) else self._buffers if isinstance(value, Buffer)
-                  else self._modules if isinstance(value, Module) else None)
-        for d in (self._parameters, self._buffers, self._modules):
-            if d is not target:
-                d.pop(name, None)
         if isinstance(value, Parameter):
-            self._parameters[name] = value
-            self.__dict__.pop(name, None)
-        elif isinstance(value, Buffer):
-            self._buffers[name] = value
-            self.__dict__.pop(name, None)
+            self._forget(name, keep=params)
+            params[name] = value
+        elif name in params:
+            if value is not None:
+                # as in PyTorch: a plain tensor would silently drop the parameter from
+                # parameters(), the optimizer and the state dict
+                raise TypeError(f"cannot assign {type(value).__name__} as parameter {name!r} of "
+                                f"{type(self).__name__} (nn.Parameter or None expected); wrap it in "
+                                "nn.Parameter(...) or update the values in place under d2s.no_grad()")
+            params[name] = None
         elif isinstance(value, Module):
-            self._modules[name] = value
-            self.__dict__.pop(name, None)
+            self._forget(name, keep=modules)
+            modules[name] = value
+        elif name in modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                                "(nn.Module or None expected)")
+            modules[name] = None
+        elif isinstance(value, Buffer):
+            self._forget(name, keep=buffers)
+            buffers[name] = value
+        elif name in buffers and (value is None or (isinstance(value, Tensor) and not value.is_symbolic)):
+            # PyTorch keeps a tensor assigned to a buffer's name a buffer (``self.running =
+            # self.running * m + ...``), so the state dict keeps it; the new Buffer shares the
+            # tensor's array. A tensor that requires grad stays itself (its history matters).
+            if isinstance(value, Tensor) and not value.requires_grad:
+                value = Buffer(value)
+            buffers[name] = value
+        elif name in buffers and not isinstance(value, Tensor):
+            raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (a d2s Tensor or None "
+                            "expected)")
         else:
+            # (a symbolic tensor over a buffer's name, while to_static builds: the build puts
+            # the registry back and writes the value after each call)
+            for reg in (params, buffers, modules):
+                reg.pop(name, None)
             object.__setattr__(self, name, value)
+
+    def _forget(self, name, keep):
+        d = self.__dict__
+        for reg in (d["_parameters"], d["_buffers"], d["_modules"]):
+            if reg is not keep:
+                reg.pop(name, None)
+        d.pop(name, None)
 
     def __getattr__(self, name):
         # only reached when normal lookup fails: look in the registries
@@ -138,89 +217,199 @@ class Module:
         for reg in (self._parameters, self._buffers, self._modules):
             if name in reg:
                 del reg[name]
+                self._non_persistent.discard(name)
                 return
         object.__delattr__(self, name)
 
     def register_parameter(self, name, param):
         """Register ``param`` (a Parameter or None) under ``name``."""
+        _check_name("parameter", name, self)
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"register_parameter({name!r}): expected an nn.Parameter, got {type(param).__name__}")
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter {name!r} "
+                            "(nn.Parameter or None required)")
+        if name not in self._parameters and (name in self.__dict__ or hasattr(type(self), name)):
+            raise KeyError(f"attribute '{name}' already exists")
         if param is None:
-            self._parameters.pop(name, None)
-            object.__setattr__(self, name, None)
+            self._forget(name, keep=self._parameters)
+            self._parameters[name] = None
         else:
             setattr(self, name, param)
 
-    def register_buffer(self, name, value, persistent=True):
-        """Register a non-trained tensor as module state (in ``state_dict()`` unless not persistent)."""
-        if value is None:
-            object.__setattr__(self, name, None)
-            return
-        setattr(self, name, value if isinstance(value, Buffer) else Buffer(value))
+    def register_buffer(self, name, tensor, persistent=True):
+        """Register a non-trained tensor (or None) as module state, in ``state_dict()`` unless
+        ``persistent=False``."""
+        _check_name("buffer", name, self)
+        if name not in self._buffers and (name in self.__dict__ or name in self._parameters
+                                          or name in self._modules or hasattr(type(self), name)):
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            "(a d2s Tensor or None required)")
+        self._forget(name, keep=self._buffers)
+        if tensor is not None and not isinstance(tensor, Buffer) and not (tensor.is_symbolic or tensor.requires_grad):
+            tensor = Buffer(tensor)  # shares the tensor's array
+        # (a symbolic tensor, in a module built inside a program, or one with a history stays itself)
+        self._buffers[name] = tensor
         if not persistent:
             self._non_persistent.add(name)
         else:
             self._non_persistent.discard(name)
 
     def add_module(self, name, module):
+        """Register ``module`` (a Module or None) as the submodule ``name``."""
+        _check_name("module", name, self)
         if not isinstance(module, Module) and module is not None:
-            raise TypeError(f"add_module({name!r}): expected an nn.Module, got {type(module).__name__}")
-        setattr(self, name, module)
+            raise TypeError(f"{type(module).__name__} is not a Module subclass (an nn.Module or None expected)")
+        if name not in self._modules and (name in self.__dict__ or hasattr(type(self), name)):
+            raise KeyError(f"attribute '{name}' already exists")
+        self._forget(name, keep=self._modules)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def _lookup(self, target, what):
+        mod = self
+        if target == "":
+            return mod
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if what == "module" and not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return mod
+
+    def get_submodule(self, target):
+        """The submodule at dotted path ``target`` (``'encoder.layers.0'``; ``''`` is self)."""
+        return self._lookup(target, "module")
+
+    def get_parameter(self, target):
+        """The parameter at dotted path ``target`` (``'encoder.layers.0.weight'``)."""
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        p = getattr(mod, name)
+        if not isinstance(p, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return p
+
+    def get_buffer(self, target):
+        """The buffer at dotted path ``target``."""
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return mod._buffers[name]
 
     # ------------------------------------------------------------ calling
     def forward(self, *args, **kwargs):
-        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+        raise NotImplementedError(f"Module [{type(self).__name__}] is missing the required \"forward\" function")
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        d = self.__dict__
+        if not d.get("_forward_hooks") and not d.get("_forward_pre_hooks"):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(self.forward, args, kwargs)
+
+    def _has_hooks(self):
+        d = self.__dict__
+        return bool(d.get("_forward_hooks") or d.get("_forward_pre_hooks"))
+
+    def _call_with_hooks(self, forward, args, kwargs):
+        """``forward(*args, **kwargs)`` with the pre-hooks before and the hooks after, as
+        PyTorch's ``Module.__call__`` (converted code calls it with the converted forward)."""
+        with_kwargs = self.__dict__.get("_hooks_with_kwargs", ())
+        for hid, hook in list(self._forward_pre_hooks.items()):
+            if hid in with_kwargs:
+                res = hook(self, args, kwargs)
+                if res is not None:
+                    if not (isinstance(res, tuple) and len(res) == 2):
+                        raise RuntimeError("a forward pre-hook registered with with_kwargs=True must return "
+                                           f"None or a tuple (new_args, new_kwargs), got {res!r}")
+                    args, kwargs = res
+            else:
+                res = hook(self, args)
+                if res is not None:
+                    args = res if isinstance(res, tuple) else (res,)
+        out = forward(*args, **kwargs)
+        for hid, hook in list(self._forward_hooks.items()):
+            res = hook(self, args, kwargs, out) if hid in with_kwargs else hook(self, args, out)
+            if res is not None:
+                out = res
+        return out
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """Call ``hook(module, args)`` before every forward; a non-None result replaces the
+        arguments (``with_kwargs=True``: ``hook(module, args, kwargs)`` returning both).
+        Returns a handle whose ``remove()`` unregisters it."""
+        return self._add_hook(self._forward_pre_hooks, hook, prepend, with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """Call ``hook(module, args, output)`` after every forward; a non-None result replaces
+        the output (``with_kwargs=True``: ``hook(module, args, kwargs, output)``). Returns a
+        handle whose ``remove()`` unregisters it."""
+        return self._add_hook(self._forward_hooks, hook, prepend, with_kwargs)
+
+    def _add_hook(self, registry, hook, prepend, with_kwargs):
+        handle = RemovableHandle(registry)
+        registry[handle.id] = hook
+        if prepend:
+            registry.move_to_end(handle.id, last=False)
+        if with_kwargs:
+            self._hooks_with_kwargs.add(handle.id)
+        return handle
 
     # ------------------------------------------------------------ traversal
     def named_children(self):
         """(name, module) for each direct submodule."""
-        return iter(list(self._modules.items()))
+        seen = set()
+        for name, m in list(self._modules.items()):
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
 
     def children(self):
         return (m for _, m in self.named_children())
 
-    def named_modules(self, prefix=""):
-        """(dotted name, module) for this module and every descendant, each module once."""
-        seen = set()
-        stack = [(prefix, self)]
-        out = []
-        while stack:
-            name, mod = stack.pop()
-            if id(mod) in seen:
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """(dotted name, module) for this module and every descendant, depth first, each
+        module once (unless ``remove_duplicate=False``)."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, m in list(self._modules.items()):
+            if m is None:
                 continue
-            seen.add(id(mod))
-            out.append((name, mod))
-            for child_name, child in reversed(list(mod._modules.items())):
-                if child is not None:
-                    stack.append((f"{name}.{child_name}" if name else child_name, child))
-        return iter(out)
+            yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
 
     def modules(self):
         return (m for _, m in self.named_modules())
 
-    def _named_tensors(self, registry, prefix="", recurse=True):
+    def _named_tensors(self, registry, prefix="", recurse=True, remove_duplicate=True):
         seen = set()
-        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
         for mod_name, mod in mods:
             for name, t in getattr(mod, registry).items():
-                if t is None or id(t) in seen:
+                if t is None or (remove_duplicate and id(t) in seen):
                     continue
                 seen.add(id(t))
                 yield (f"{mod_name}.{name}" if mod_name else name), t
 
-    def named_parameters(self, prefix="", recurse=True):
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
         """(dotted name, Parameter) for every parameter of the tree (only this module's own
         with ``recurse=False``), each tensor once."""
-        return self._named_tensors("_parameters", prefix, recurse)
+        return self._named_tensors("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse=True):
         return (p for _, p in self.named_parameters(recurse=recurse))
 
-    def named_buffers(self, prefix="", recurse=True):
-        return self._named_tensors("_buffers", prefix, recurse)
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_tensors("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse=True):
         return (b for _, b in self.named_buffers(recurse=recurse))
@@ -229,16 +418,19 @@ class Module:
         """Call ``fn(module)`` on every submodule (children first) and then on this one, as
         PyTorch does (typically to initialize weights); returns this module."""
         for child in self.children():
-            if child is not None:
-                child.apply(fn)
+            child.apply(fn)
         fn(self)
         return self
 
     # ------------------------------------------------------------ modes
     def train(self, mode=True):
-        """Set training mode (Dropout active) on this module and every descendant."""
-        for m in self.modules():
-            object.__setattr__(m, "training", bool(mode))
+        """Set training mode (Dropout active) on this module and every descendant (each
+        child's own ``train`` is called, as in PyTorch)."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        object.__setattr__(self, "training", mode)
+        for child in self.children():
+            child.train(mode)
         return self
 
     def eval(self):
@@ -247,20 +439,31 @@ class Module:
 
     def requires_grad_(self, requires_grad=True):
         for p in self.parameters():
-            p.requires_grad = bool(requires_grad)
+            p.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none=True):
-        """Clear every parameter's gradient (to None, or to zeros with ``set_to_none=False``)."""
+        """Clear every parameter's gradient: to None, or (``set_to_none=False``) to zeros
+        written into the gradient tensor itself, as PyTorch."""
         for p in self.parameters():
-            if set_to_none or p.grad is None:
+            if p.grad is None:
+                continue
+            if set_to_none:
                 p.grad = None
+                continue
+            g = p.grad
+            g.grad_fn, g.requires_grad = None, False
+            if getattr(getattr(g._data, "flags", None), "writeable", True):
+                g._data[...] = 0
+                g._version += 1
             else:
-                p.grad = Tensor._make(p.grad._data * 0)
+                p.grad = Tensor._make(g._data * 0)
 
     # ------------------------------------------------------------ state
     def _state_items(self):
-        for mod_name, mod in self.named_modules():
+        # every path, as PyTorch's state_dict recursion: a module or tensor held under two names
+        # (tied weights) is saved under both
+        for mod_name, mod in self.named_modules(remove_duplicate=False):
             pre = f"{mod_name}." if mod_name else ""
             for name, p in mod._parameters.items():
                 if p is not None:
@@ -269,41 +472,51 @@ class Module:
                 if b is not None and name not in mod._non_persistent:
                     yield pre + name, b
 
-    def state_dict(self):
-        """An ordered dict from dotted names to detached tensors sharing the module's data."""
-        return OrderedDict((k, Tensor._make(v._data)) for k, v in self._state_items())
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        """An ordered dict from dotted names (each starting with ``prefix``) to the module's
+        parameters and persistent buffers: detached tensors sharing their data, or the
+        Parameter and Buffer objects themselves with ``keep_vars=True``."""
+        if args:  # PyTorch's old positional form state_dict(destination, prefix, keep_vars)
+            destination, prefix, keep_vars = (list(args) + [destination, prefix, keep_vars][len(args):])[:3]
+        out = OrderedDict() if destination is None else destination
+        for k, v in self._state_items():
+            out[prefix + k] = v if keep_vars else Tensor._make(v._data)
+        return out
 
-    def load_state_dict(self, state_dict, strict=True):
-        """Copy values (tensors or arrays) from ``state_dict`` into this module's parameters and
-        buffers, in place, keeping their dtypes.
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy values from ``state_dict`` into this module's parameters and buffers, in place,
+        keeping their dtypes. Values may be d2s tensors, numpy arrays or anything with
+        ``.numpy()`` (a PyTorch checkpoint's tensors load directly).
 
-        With ``strict`` (the default) missing or unexpected keys raise ``StateDictError`` (a ``RuntimeError``, as in PyTorch, and a ``KeyError``); a shape
-        mismatch always raises ``ValueError``. Returns a named tuple ``(missing_keys,
-        unexpected_keys)``, as PyTorch does.
+        With ``strict`` (the default) missing or unexpected keys raise ``StateDictError`` (a
+        ``RuntimeError``, as in PyTorch, and a ``KeyError``); a shape mismatch always raises
+        ``StateDictShapeError`` (a ``RuntimeError`` and a ``ValueError``), and nothing is
+        written. Returns a named tuple ``(missing_keys, unexpected_keys)``, as PyTorch does.
         """
+        if assign:
+            raise NotImplementedError("load_state_dict(assign=True) is not supported: d2s copies the values into "
+                                      "the module's own tensors; drop assign=")
         own = OrderedDict(self._state_items())
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         if strict and (missing or unexpected):
             parts = []
             if missing:
-                parts.append(f"missing keys {missing}")
+                parts.append("Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ".")
             if unexpected:
-                parts.append(f"unexpected keys {unexpected}")
-            raise StateDictError(f"load_state_dict for {type(self).__name__}: " + " and ".join(parts) +
-                           "; pass strict=False to load only the keys that match")
+                parts.append("Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ".")
+            raise StateDictError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" +
+                                 "\n\t".join(parts) + "\n(pass strict=False to load only the keys that match)")
         updates = []
         for k, target in own.items():
             if k not in state_dict:
                 continue
-            value = state_dict[k]
-            arr = value._data if isinstance(value, Tensor) else value
-            if arr is None:
-                raise TypeError(f"load_state_dict: entry {k!r} is a symbolic tensor; pass concrete values")
+            arr = _loadable_array(state_dict[k], k)
             shape = tuple(arr.shape if hasattr(arr, "shape") else np.shape(arr))
             if shape != tuple(target.shape):
-                raise ValueError(f"load_state_dict for {type(self).__name__}: {k!r} has shape {shape} in "
-                                 f"the state dict but {tuple(target.shape)} in the module")
+                raise StateDictShapeError(
+                    f"Error(s) in loading state_dict for {type(self).__name__}: size mismatch for {k}: copying a "
+                    f"param with shape {shape} from checkpoint, the shape in current model is {tuple(target.shape)}")
             updates.append((target, arr))
         # all checks pass before anything is written, so a failed load leaves the module as it was
         for target, arr in updates:
@@ -325,11 +538,12 @@ class Module:
                 t.grad = Tensor._make(fn(t.grad._data))
         return self
 
-    def to(self, device=None, dtype=None):
-        """Move (``'cpu'``/``'gpu'``) and/or cast floating point parameters and buffers in place;
-        the Parameter objects stay the same, so optimizers built before keep working."""
-        if isinstance(device, str) and device not in known_devices() and dtype is None:
-            device, dtype = None, device  # module.to('float64')
+    def to(self, *args, **kwargs):
+        """Move (``'cpu'``/``'gpu'``) and/or cast floating point parameters and buffers in
+        place, as PyTorch's ``to(device)``, ``to(dtype)``, ``to(device, dtype)`` and
+        ``to(tensor)``; the Parameter objects stay the same, so optimizers built before keep
+        working."""
+        device, dtype = _to_args(args, kwargs)
         xp = get_xp(device) if device is not None else None
         dt = str(as_dtype(dtype)) if dtype is not None else None
 
@@ -350,19 +564,81 @@ class Module:
     def float(self):
         return self.to(dtype="float32")
 
+    def half(self):
+        raise TypeError(f"{type(self).__name__}.half(): d2s has no float16 dtype (float32 and float64 only); "
+                        "keep the model in float32 (.float())")
+
+    bfloat16 = half
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        return self.to("gpu")
+
+    def type(self, dst_type):
+        return self.to(dtype=dst_type)
+
     # ------------------------------------------------------------ printing
+    def _get_name(self):
+        return type(self).__name__
+
     def extra_repr(self):
+        """The layer's own settings, printed inside its ``repr`` (override it, as in PyTorch)."""
         return ""
 
     def __repr__(self):
-        lines = []
-        for name, m in self._modules.items():
-            sub = repr(m).replace("\n", "\n  ")
-            lines.append(f"  ({name}): {sub}")
-        head = f"{type(self).__name__}({self.extra_repr()}"
-        if not lines:
-            return head + ")"
-        return head + "\n" + "\n".join(lines) + "\n)"
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({key}): " + _addindent(repr(m), 2) for key, m in self._modules.items()]
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
+
+
+def _loadable_array(value, key):
+    """The array a state dict entry holds: a d2s tensor's, a numpy array, or (a PyTorch tensor
+    and the like) what ``.detach().cpu().numpy()`` gives."""
+    if isinstance(value, Tensor):
+        if value._data is None:
+            raise TypeError(f"load_state_dict: entry {key!r} is a symbolic tensor; pass concrete values")
+        return value._data
+    if hasattr(value, "shape") and hasattr(value, "dtype") and not hasattr(value, "numpy"):
+        return value  # numpy or cupy
+    if hasattr(value, "numpy"):  # a torch tensor (state dicts hold detached CPU ones)
+        v = value
+        for name in ("detach", "cpu"):
+            if hasattr(v, name):
+                v = getattr(v, name)()
+        return np.asarray(v.numpy())
+    if isinstance(value, np.ndarray):
+        return value
+    return np.asarray(value)
+
+
+def _to_args(args, kwargs):
+    """(device, dtype) from PyTorch's ``to`` forms."""
+    device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("copy", None)
+    if kwargs:
+        raise TypeError(f"Module.to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, str) and (a in known_devices() or a.split(":")[0] in ("cuda", "cpu", "gpu")):
+            device = a
+        elif a is not None:
+            dtype = a
+    if isinstance(device, str):
+        device = device.split(":")[0]
+        device = "gpu" if device == "cuda" else device
+    return device, dtype

@@ -16,6 +16,7 @@ Programs saved without this meta (plain ``save_program``) keep the bare conventi
 checked against the program's own types, one array or a tuple of arrays out.
 """
 import os
+import warnings
 
 import numpy as np
 
@@ -108,6 +109,8 @@ class Signature:
             self.tree = meta.get("output_tree")
             _check_tree(self.tree, len(program.outputs), where)
             self.methods = method_paths(meta, where)
+            if meta.get("training") is True:
+                _warn_training(program, where)
         else:
             self.input_names = list(program.inputs)
             self.output_names = list(program.outputs)
@@ -155,6 +158,22 @@ class Signature:
 
     def outputs(self, arrays):
         return build_outputs(self.tree, arrays)
+
+
+class TrainingModeWarning(UserWarning):
+    """A saved model that was in training mode when it was saved."""
+
+
+def _warn_training(program, where):
+    """Say so when a model saved in training mode is loaded: its layers keep their training
+    behaviour (dropout drawing new masks on every call)."""
+    from .ops import OPS
+    random = sorted({op.type for b in program.blocks for op in b.ops if op.type in OPS and OPS[op.type].random})
+    what = (f"its dropout stays active (the program draws random numbers: {', '.join(random)}), so every call "
+            "gives a different answer" if random else
+            "layers that act differently in training (dropout, batch normalization) keep their training behaviour")
+    warnings.warn(f"{where}: this model was saved in training mode: {what}. Call model.eval() before "
+                  "d2s.jit.save(...) to save its inference behaviour.", TrainingModeWarning, stacklevel=5)
 
 
 def _fmt(shape):

@@ -93,3 +93,46 @@ def test_clipping_inside_a_training_step_matches_the_manual_computation():
     w0 = model.weight.numpy().copy()
     opt.step()
     np.testing.assert_allclose(w0 - model.weight.numpy(), grads[0] * 0.25 / (ref + 1e-6), rtol=1e-4, atol=1e-6)
+
+
+def test_parameters_to_vector_and_back():
+    d2s.manual_seed(0)
+    m = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 2))
+    vec = nn.utils.parameters_to_vector(m.parameters())
+    want = np.concatenate([p.numpy().ravel() for p in m.parameters()])
+    np.testing.assert_array_equal(vec.numpy(), want)
+    (vec * vec).sum().backward()  # differentiable, as PyTorch's (a concatenation of views)
+    np.testing.assert_allclose(m[0].weight.grad.numpy(), 2 * m[0].weight.numpy(), rtol=1e-6)
+    w0 = m[0].weight
+    nn.utils.vector_to_parameters(d2s.arange(want.size) * 1.0, m.parameters())
+    assert m[0].weight is w0
+    np.testing.assert_array_equal(m[0].weight.numpy().ravel(), np.arange(12))
+    np.testing.assert_array_equal(m[1].bias.numpy(), [24, 25])
+    with pytest.raises(TypeError, match="expected torch.Tensor"):
+        nn.utils.vector_to_parameters(np.zeros(3), m.parameters())
+
+
+def test_get_total_norm_and_clip_grads_with_norm():
+    params = _params_with_grads(2)
+    total = nn.utils.get_total_norm([p.grad for p in params], 3.0)
+    want = sum((np.abs(p.grad.numpy()) ** 3).sum() for p in params) ** (1 / 3)
+    np.testing.assert_allclose(float(total), want, rtol=1e-6)
+    nn.utils.clip_grads_with_norm_(params, 0.5, total)
+    np.testing.assert_allclose(float(nn.utils.get_total_norm([p.grad for p in params], 3.0)), 0.5, rtol=1e-5)
+
+
+def test_functional_call_replaces_parameters_for_one_call():
+    d2s.manual_seed(0)
+    m = nn.Linear(3, 2)
+    w = d2s.ones(2, 3, requires_grad=True)
+    out = nn.utils.stateless.functional_call(m, {"weight": w}, (d2s.ones(1, 3),))
+    np.testing.assert_allclose(out.numpy(), 3 + m.bias.numpy()[None], rtol=1e-6)
+    out.sum().backward()
+    assert w.grad is not None and m.weight.grad is None and m.weight is not w  # restored
+    with pytest.raises(RuntimeError, match="missing keys"):
+        d2s.func.functional_call(m, {"weight": w}, d2s.ones(1, 3), strict=True)
+    # tied weights take the given value under every name
+    tied = nn.Sequential(nn.Linear(2, 2, bias=False), nn.Linear(2, 2, bias=False))
+    tied[1].weight = tied[0].weight
+    out = d2s.func.functional_call(tied, {"0.weight": d2s.eye(2) * 2.0}, (d2s.ones(1, 2),))
+    np.testing.assert_allclose(out.numpy(), [[4.0, 4.0]])

@@ -1,4 +1,6 @@
-"""Gradient clipping, with PyTorch's semantics: ``clip_grad_norm_`` and ``clip_grad_value_``.
+"""``nn.utils``: gradient clipping (``clip_grad_norm_``, ``clip_grad_value_``), flattening
+parameters to one vector and back, and the ``rnn`` (padding and packing) and ``stateless``
+(``functional_call``) submodules, with PyTorch's semantics.
 
     loss.backward()
     total = d2s.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
@@ -12,9 +14,12 @@ import math
 import numpy as np
 from d2s_runtime.device import xp_of
 
-from ..tensor import Tensor
+from ... import ops as _ops
+from ...tensor import Tensor
+from . import rnn, stateless  # noqa: F401
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_", "parameters_to_vector",
+           "vector_to_parameters", "rnn", "stateless"]
 
 
 def _with_grads(parameters):
@@ -112,3 +117,55 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     for param in _with_grads(parameters):
         d = param.grad._data
         _write(param.grad, xp_of(d).clip(d, -c, c))
+
+
+def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """The ``norm_type``-norm of ``tensors`` taken together (as if concatenated), a 0-d tensor."""
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    tensors = [t for t in tensors if t is not None]
+    p = _norm_type(norm_type)
+    if not tensors:
+        return Tensor._make(np.zeros((), dtype=np.float32))
+    xp = xp_of(tensors[0]._data)
+    norms = [_vector_norm(xp, t._data.reshape(-1), p) for t in tensors]
+    dtype = xp.result_type(*[n.dtype for n in norms])
+    total = xp.asarray(_vector_norm(xp, xp.stack([xp.asarray(n, dtype=dtype) for n in norms]), p), dtype=dtype)
+    if error_if_nonfinite and not bool(xp.isfinite(total)):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
+                           "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
+                           "norm anyway, set `error_if_nonfinite=False`")
+    return Tensor._make(total)
+
+
+def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    """Scale the gradients of ``parameters`` by ``min(1, max_norm / (total_norm + 1e-6))``, in place."""
+    grads = [p.grad for p in _with_grads(parameters)]
+    if not grads:
+        return
+    coef = min(float(max_norm) / (float(total_norm) + 1e-6), 1.0)
+    xp = xp_of(grads[0]._data)
+    for g in grads:
+        _write(g, g._data * xp.asarray(coef, dtype=g._data.dtype))
+
+
+def parameters_to_vector(parameters):
+    """Every tensor of ``parameters`` flattened and joined into one 1-d tensor (differentiable)."""
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return _ops.concat([_ops.reshape(p, [-1]) for p in parameters], axis=0)
+
+
+def vector_to_parameters(vec, parameters):
+    """Copy consecutive slices of the 1-d ``vec`` into ``parameters``' values (in place)."""
+    if not isinstance(vec, Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    flat = vec.detach()._data
+    pointer = 0
+    for param in parameters:
+        n = int(np.prod(param.shape))
+        param._data[...] = flat[pointer:pointer + n].reshape(param.shape)
+        param._version += 1
+        pointer += n

@@ -1,0 +1,30 @@
+"""Small helpers shared by the layer modules of ``d2s.nn`` (not public)."""
+from ..dispatch import apply
+from ..ops._util import _axes, _static_shape  # noqa: F401  (re-exported for the layer modules)
+from ..tensor import Tensor, tensor
+
+
+def as_tensor(x):
+    """Tensors unchanged; Python numbers, lists and arrays as tensors (d2s dtype defaults)."""
+    return x if isinstance(x, Tensor) else tensor(x)
+
+
+def amax(x, axis=None, keepdims=False):
+    """The largest values over ``axis`` (values only, whatever ``d2s.max`` returns with a dim)."""
+    return apply("reduce_max", x, axes=_axes(axis), keepdims=bool(keepdims))
+
+
+def amin(x, axis=None, keepdims=False):
+    """The smallest values over ``axis``."""
+    return apply("reduce_min", x, axes=_axes(axis), keepdims=bool(keepdims))
+
+
+def known(d):
+    """A static dim as an int, or None where it is known only when a program runs."""
+    return d if isinstance(d, int) else None
+
+
+def const(value, like, dtype=None):
+    """``value`` (an array or Python data) as a tensor on ``like``'s device (a CPU tensor
+    meeting a GPU one is an error, as in PyTorch)."""
+    return tensor(value, dtype=dtype, device=like.device)
