@@ -130,7 +130,7 @@ def _assert_state(model, weights, what):
 def stage_load_numpy(z):
     model = z.build()
     _assert_state(model, z.weights(), "state_dict after load_state_dict(numpy arrays)")
-    n_params = len(z.stored()["train"]["grads"][0])
+    n_params = len(z.stored()["train"]["grads"][-1])
     names = [n for n, _ in model.named_parameters()]
     assert len(names) == n_params, \
         f"named_parameters gives {len(names)} parameters, PyTorch {n_params} (tied weights count once): {names}"
@@ -312,22 +312,29 @@ def test_a_zoo_file_depends_on_torch_by_its_imports_only(name):
 def test_the_train_comparison_can_fail():
     w = {"a": np.ones(4, np.float32)}
     grads = [{"a": np.array([1.0, -2.0, 0.5, 1e-9], np.float32)}] * 2
-    want = {"returns": zh.Result({"py": "float", "value": 1.0}, []), "grads": grads,
+    want = {"returns": zh.Result({"py": "float", "value": 1.0}, []), "grads": grads, "mask": zh._significant(grads),
             "state": {"a": w["a"] - np.array([1e-3, -2e-3, 5e-4, 0.0], np.float32)}}
-    same = {"returns": want["returns"], "grads": grads, "state": dict(want["state"])}
-    zh.compare_train(same, want, w, "same", 1e-4)
+
+    def got(**changes):
+        out = {"returns": want["returns"], "grads": grads, "state": {"a": want["state"]["a"].copy()}}
+        out.update(changes)
+        return out
+    zh.compare_train(got(), want, w, "same", 1e-4)
     # an update 1% off on one entry is found, though it is 1e-5 of the weight
-    off = {"returns": want["returns"], "grads": grads, "state": {"a": want["state"]["a"].copy()}}
+    off = got()
     off["state"]["a"][1] += 2e-5
     with pytest.raises(AssertionError, match="changed by training differently"):
         zh.compare_train(off, want, w, "off", 1e-4)
     # the update of an entry whose gradient is rounding noise is not compared
-    noise = {"returns": want["returns"], "grads": grads, "state": {"a": want["state"]["a"].copy()}}
+    noise = got()
     noise["state"]["a"][3] -= 1e-3
     zh.compare_train(noise, want, w, "noise", 1e-4)
-    wrong_grad = {"returns": want["returns"], "grads": [{"a": grads[0]["a"] * 1.01}] * 2, "state": want["state"]}
     with pytest.raises(AssertionError, match="a.grad"):
-        zh.compare_train(wrong_grad, want, w, "grad", 1e-4)
+        zh.compare_train(got(grads=[{"a": grads[0]["a"] * 1.01}] * 2), want, w, "grad", 1e-4)
+    with pytest.raises(AssertionError, match="a.grad is None"):
+        zh.compare_train(got(grads=[{"a": None}] * 2), want, w, "grad", 1e-4)
+    with pytest.raises(AssertionError, match="returns"):
+        zh.compare_train(got(returns=zh.Result({"py": "float", "value": 1.001}, [])), want, w, "loss", 1e-4)
 
 
 def test_the_result_comparison_can_fail():
@@ -341,3 +348,60 @@ def test_the_result_comparison_can_fail():
         zh.compare_result(zh.describe(d2s, (d2s.tensor([1.0, 2.001]), 3, None)), a, "value", 1e-4)
     with pytest.raises(AssertionError):
         zh.compare_result(zh.describe(d2s, (d2s.tensor([1.0, 2.0]), 4, None)), a, "int", 1e-4)
+
+
+# ------------------------------------------------------------------ the table
+def _first_error(e):
+    """``Type: message (model_file.py:line)`` of a stage's error, on one line."""
+    import traceback
+    where = ""
+    for frame in traceback.extract_tb(e.__traceback__):
+        path = frame.filename
+        if os.path.dirname(path) in (str(zh.ZOO), zh._TMP[0] if zh._TMP else ""):
+            where = f" ({os.path.basename(path)}:{frame.lineno})"
+    text = " ".join(str(e).split())
+    if isinstance(e, AssertionError):
+        text = text.replace("Not equal to tolerance", "").strip()
+    return f"{type(e).__name__}: {text[:150]}{where}".replace("|", "/")
+
+
+def table(names=None):
+    """Markdown table of every model file and stage: ``pass``, ``-`` (the file has no such
+    loop), or the first error."""
+    names = names or zh.model_names()
+    rows = ["| model | " + " | ".join(zh.STAGES) + " |", "|---" * (len(zh.STAGES) + 1) + "|"]
+    errors = []
+    counts = [0, 0]
+    for name in names:
+        cells = []
+        applicable = {c.values[1] for c in _cases() if c.values[0] == name}
+        for stage in zh.STAGES:
+            if stage not in applicable:
+                cells.append("-")
+                continue
+            try:
+                STAGE_FNS[stage](zoo(name))
+                cells.append("pass")
+                counts[0] += 1
+            except Exception as e:  # noqa: BLE001 -- reported in the table
+                counts[1] += 1
+                msg = _first_error(e)
+                if msg not in errors:
+                    errors.append(msg)
+                cells.append(f"E{errors.index(msg) + 1}")
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    rows.append("")
+    rows.append(f"{counts[0]} stages pass, {counts[1]} fail.")
+    rows.append("")
+    rows += [f"- E{i + 1}: {m}" for i, m in enumerate(errors)]
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":  # python tests/test_model_zoo.py [name ...]: the table of stages
+    import sys
+    import warnings
+    # tests/ last, as tests/conftest.py has it: its onnx/ test package must not shadow onnx
+    sys.path.remove(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+    warnings.simplefilter("ignore")
+    print(table(sys.argv[1:]))

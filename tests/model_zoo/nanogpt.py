@@ -212,5 +212,6 @@ def decode_inputs():
 
 
 def decode(model, idx):
+    idx = torch.tensor(idx, dtype=torch.long)
     # top_k=1 keeps only the best token: sampling is greedy
     return model.generate(idx, max_new_tokens=16, temperature=0.8, top_k=1)
