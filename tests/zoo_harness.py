@@ -20,8 +20,8 @@ d2s (``import d2s as torch``, ``import d2s.nn as nn``, ... -- what a user does, 
 changed: the rewrite keeps every line where it was, so tracebacks point at the file's own lines).
 
 PyTorch is a reference, not a dependency. ``python -m tests.zoo_harness [name ...]`` (where torch
-is installed) builds each model with ``torch.manual_seed(0)`` and writes, under
-``tests/torch_refs/model_zoo/``:
+is installed) builds each model with ``torch.manual_seed(0)``, moves its weights away from their
+initialization (:func:`away_from_init`) and writes, under ``tests/torch_refs/model_zoo/``:
 
 - ``<name>.safetensors``: the torch model's ``state_dict`` (``safetensors.torch.save_file``), the
   weights every d2s model is loaded with;
@@ -415,6 +415,25 @@ def torch_results(module, weights):
     return out
 
 
+def away_from_init(torch, module, model):
+    """Weights like a trained model's: every parameter plus noise of its fan-in's scale (matrices
+    and kernels 1/sqrt(fan_in), vectors 0.1), and running statistics from the example inputs.
+
+    At initialization a model's activations are small (GPT-style 0.02 weights), where GELU's
+    forms agree, norms' gains are all 1 and biases 0, and eval-mode batch norm is the identity:
+    differences that matter on trained weights would pass unseen."""
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for _, p in model.named_parameters():
+            sigma = 1.0 / p[0].numel() ** 0.5 if p.dim() >= 2 else 0.1
+            p.add_(torch.randn(p.shape, generator=g, dtype=p.dtype) * sigma)
+        if any(n.endswith("running_mean") for n, _ in model.named_buffers()):
+            model.train()
+            for _ in range(5):
+                model(*to_lib(torch, module.example_inputs()))
+            model.eval()
+
+
 def write_refs(name):
     """Run model file ``name`` with torch and store its weights and results."""
     import torch
@@ -422,6 +441,7 @@ def write_refs(name):
     module = load_module(name, "torch")
     torch.manual_seed(0)
     model = build(torch, module, None)
+    away_from_init(torch, module, model)
     REFS.mkdir(parents=True, exist_ok=True)
     # cloned: tied weights (an embedding shared with the output layer) are stored once per key
     save_file({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()},

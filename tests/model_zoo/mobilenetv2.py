@@ -123,8 +123,11 @@ CLASSES = ["cat", "dog", "car", "ship", "tree"]
 
 def build_model():
     setting = [[1, 8, 1, 1], [6, 12, 2, 2], [6, 16, 2, 2]]
-    return MobileNetV2(num_classes=NUM_CLASSES, width_mult=0.5, inverted_residual_setting=setting,
-                       round_nearest=4, last_channel=32, dropout=0.0)
+    model = MobileNetV2(num_classes=10, width_mult=0.5, inverted_residual_setting=setting,
+                        round_nearest=4, last_channel=32, dropout=0.0)
+    # fine-tuning: a new head for our classes
+    model.classifier[1] = nn.Linear(model.last_channel, NUM_CLASSES)
+    return model
 
 
 def example_inputs():

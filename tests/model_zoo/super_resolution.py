@@ -48,13 +48,13 @@ def test(model, input, target):
 
 
 def super_resolve(model, img_y):
-    """The upscaled Y channel of an image as 8-bit pixels."""
+    """The upscaled Y channel of an image, in pixel values (np.uint8 of it for Image.fromarray)."""
     input = torch.from_numpy(img_y).view(1, -1, img_y.shape[0], img_y.shape[1])
     out = model(input)
     out_img_y = out[0].detach().numpy()
     out_img_y *= 255.0
     out_img_y = out_img_y.clip(0, 255)
-    return np.uint8(out_img_y[0])
+    return out_img_y[0]
 
 
 # ---------------------------------------------------------------- training and evaluation

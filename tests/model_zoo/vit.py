@@ -94,7 +94,7 @@ def example_batch():
 
 def train_state(model):
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
-    return optimizer, cosine_with_warmup(optimizer, warmup_steps=1, total_steps=10)
+    return optimizer, cosine_with_warmup(optimizer, warmup_steps=3, total_steps=10)
 
 
 def train_step(model, state, images, labels):
