@@ -32,6 +32,15 @@ import zoo_harness as zh
 # ------------------------------------------------------------------ one model, its stages cached
 
 
+class Blocked(Exception):
+    """A stage needs what an earlier step failed to give (raised in place of that step's error, whose
+    traceback would grow with every stage that raised it again)."""
+
+    def __init__(self, what, error):
+        super().__init__(f"{what} failed earlier: {type(error).__name__}: {error}")
+        self.error = error
+
+
 class _Zoo:
     """A model file's d2s module, stored and live torch results, and d2s eager results, each
     computed once (an error is kept and raised again to every stage that needs it)."""
@@ -46,9 +55,10 @@ class _Zoo:
                 self._cache[key] = (True, fn())
             except Exception as e:  # noqa: BLE001 -- kept and raised again where needed
                 self._cache[key] = (False, e)
+                raise
         ok, value = self._cache[key]
         if not ok:
-            raise value
+            raise Blocked(key, value)
         return value
 
     def ok(self, key):
@@ -354,6 +364,8 @@ def test_the_result_comparison_can_fail():
 def _first_error(e):
     """``Type: message (model_file.py:line)`` of a stage's error, on one line."""
     import traceback
+    while isinstance(e, Blocked):
+        e = e.error
     where = ""
     for frame in traceback.extract_tb(e.__traceback__):
         path = frame.filename
