@@ -249,11 +249,6 @@ def _brief(tree, depth=0):
     return ("[" if kind == "list" else "(") + ", ".join(items) + ("]" if kind == "list" else ")")
 
 
-def flat_arrays(result):
-    """The tensor and array leaves of a Result in order (what a saved program or ONNX returns)."""
-    return list(result.arrays)
-
-
 # ------------------------------------------------------------------ running a model with a library
 def to_lib(lib, value):
     """Numpy arrays (in tuples, lists and dicts) as tensors of ``lib``; other values as they are."""
