@@ -194,9 +194,17 @@ def _vs_eager(compute):
         return None
 
 
+def _assert_programs(model, n):
+    """The converted forward ran as programs (not eagerly): ``n`` of them were built."""
+    sf = model.forward
+    assert isinstance(sf, d2s.jit.StaticFunction) and sf.is_static, "to_static(model).forward runs eagerly"
+    assert len(sf.programs) == n, f"to_static built {len(sf.programs)} programs, expected {n}"
+
+
 def stage_static_forward(z):
     model = d2s.jit.to_static(z.build())
     got = zh.run_forward(d2s, z.module(), model)
+    _assert_programs(model, 1)
     zh.compare_result(got, z.stored()["forward"], "to_static forward vs PyTorch", z.rtol())
     eager = _vs_eager(z.eager_forward)
     if eager is not None:
@@ -206,6 +214,7 @@ def stage_static_forward(z):
 def stage_static_train(z):
     model = d2s.jit.to_static(z.build())
     got = zh.run_train(d2s, z.module(), model)
+    assert model.forward.is_static and model.forward.programs, "to_static(model).forward ran eagerly"
     zh.compare_train(got, z.stored()["train"], z.weights(), "to_static training vs PyTorch", z.rtol())
     eager = _vs_eager(z.eager_train)
     if eager is not None:
