@@ -30,6 +30,18 @@ _.pow  # d2s.pow
 _.neg  # d2s.neg
 _.le  # d2s.le
 _.logical_xor  # d2s.logical_xor
+_.subtract  # d2s.subtract, PyTorch's alias of sub (also a Tensor method)
+_.multiply  # d2s.multiply, PyTorch's alias of mul
+_.divide  # d2s.divide, PyTorch's alias of div
+_.absolute  # d2s.absolute, PyTorch's alias of abs
+_.vdot  # d2s.vdot (real tensors: dot)
+_.ger  # d2s.ger, PyTorch's old name of outer
+_.arcsin  # d2s.arcsin and the other NumPy-style aliases PyTorch has (arccos, arctan, arcsinh, ...)
+_.arccos  # d2s.arccos
+_.arctan  # d2s.arctan
+_.arcsinh  # d2s.arcsinh
+_.arccosh  # d2s.arccosh
+_.arctanh  # d2s.arctanh
 _.unstack  # d2s.unstack
 _.add_n  # d2s.add_n
 _.one_hot  # d2s.one_hot
@@ -70,6 +82,12 @@ _.stack_shapes_out  # native/_lib.py: generated native code calls it (ragged sta
 _.stack_buf_view  # native/_lib.py: generated native code calls it (a stack's rows, read in place)
 _.smatmul  # native/_lib.py: generated native code calls it (products through MKL, native/mkl.py)
 _.dmatmul  # native/_lib.py: generated native code calls it (products through MKL, native/mkl.py)
+_.fmin  # native/_lib.py: generated native code calls it (ops/pointwise.py's lowering)
+_.floordiv_int  # native/_lib.py: generated native code calls it (integer //, raising on zero)
+_.mod_int  # native/_lib.py: generated native code calls it (integer %, raising on zero)
+_.fmod_int  # native/_lib.py: generated native code calls it (integer fmod, raising on zero)
+_.truncdiv_int  # native/_lib.py: generated native code calls it (div(rounding_mode='trunc'))
+_.nan_to_num  # native/_lib.py: generated native code calls it
 _.blas_name  # native/mkl.py: which BLAS the native products call; benchmarks print it, tests assert it
 _.TANH_MAX_ULP  # native/_lib.py: the documented accuracy, asserted by tests/runtime/native/test_native_math.py
 _.dispatcher  # native.compile_lowered's fn.dispatcher: numba's dispatcher, read by tests (cache hit counters)
@@ -126,3 +144,78 @@ _.ShortTensor  # d2s.ShortTensor(...)
 _.CharTensor  # d2s.CharTensor(...)
 _.ByteTensor  # d2s.ByteTensor(...)
 _.BoolTensor  # d2s.BoolTensor(...)
+
+# d2s/nn: PyTorch's public names, called by user code (tests/nn/test_*.py check them against PyTorch)
+_.batch_norm  # F.batch_norm, PyTorch's functional form (the layers call batch_norm_train/eval directly)
+_.instance_norm  # F.instance_norm, PyTorch's functional form
+_.upsample  # F.upsample, PyTorch's older name of F.interpolate
+_.upsample_nearest  # F.upsample_nearest, PyTorch's alias
+_.upsample_bilinear  # F.upsample_bilinear, PyTorch's alias
+_.transposed  # Conv layers' attribute, as PyTorch's (user code reads it)
+
+# PyTorch's public names that model code calls and d2s itself does not (each tested against PyTorch in tests/nn,
+# tests/distributions and tests/ops)
+_.support  # Distribution.support, as torch.distributions
+_.stddev  # Distribution.stddev
+_.icdf  # Distribution.icdf
+_.has_enumerate_support  # Distribution.has_enumerate_support
+_.param_shape  # Categorical/Bernoulli.param_shape
+_.enumerate_support  # Distribution.enumerate_support
+_.set_default_validate_args  # Distribution.set_default_validate_args
+_.sample_n  # Distribution.sample_n (deprecated in PyTorch, still called)
+_.perplexity  # Distribution.perplexity
+_._kl_normal_normal  # registered with @register_kl (found through the KL table)
+_._kl_bernoulli_bernoulli  # registered with @register_kl
+_._kl_categorical_categorical  # registered with @register_kl
+_._kl_uniform_uniform  # registered with @register_kl
+_._kl_independent_independent  # registered with @register_kl
+_.relu_  # F.relu_ and the other in-place spellings below
+_.relu6  # F.relu6
+_.elu_  # F.elu_
+_.leaky_relu_  # F.leaky_relu_
+_.hardtanh_  # F.hardtanh_
+_.threshold_  # F.threshold_
+_.rnn_cell  # F.rnn_cell (torch.rnn_tanh_cell's functional form; the cells call it through F)
+_.gru_cell  # F.gru_cell
+_.lstm_cell  # F.lstm_cell
+_.dirac  # nn.init.dirac and the other deprecated init aliases PyTorch keeps
+_.xavier_uniform  # nn.init.xavier_uniform
+_.xavier_normal  # nn.init.xavier_normal
+_.kaiming_uniform  # nn.init.kaiming_uniform
+_.kaiming_normal  # nn.init.kaiming_normal
+_.orthogonal  # nn.init.orthogonal
+_.register_module  # Module.register_module
+_.get_parameter  # Module.get_parameter
+_.get_buffer  # Module.get_buffer
+_.register_forward_pre_hook  # Module.register_forward_pre_hook
+_.register_forward_hook  # Module.register_forward_hook
+_.always_call  # register_forward_hook(..., always_call=False), PyTorch's keyword
+_._flat_weights  # RNN._flat_weights, read by model code as in PyTorch
+_.flatten_parameters  # RNN.flatten_parameters (a no-op, as on the CPU)
+_.from_pretrained  # Embedding.from_pretrained, EmbeddingBag.from_pretrained
+_.use_nested_tensor  # TransformerEncoder.use_nested_tensor, PyTorch's attribute
+_.generate_square_subsequent_mask  # Transformer.generate_square_subsequent_mask
+_.is_cuda  # PackedSequence.is_cuda
+_.var_mean  # d2s.var_mean
+_.std_mean  # d2s.std_mean
+_.stable  # sort(..., stable=False), argsort(..., stable=False): d2s's sorts are always stable
+
+# d2s/optim, d2s/data
+_.register_step_pre_hook  # public API (torch.optim.Optimizer's); tests/optim/test_optimizers.py
+_.register_step_post_hook  # public API (torch.optim.Optimizer's); tests/optim/test_optimizers.py
+_.worker_pids  # public attribute of a DataLoader iterator with workers; tests/data/test_workers.py reads it
+_._on_queue_feeder_error  # called by multiprocessing's queue feeder thread when a batch cannot be pickled
+
+# PyTorch's signatures, accepted for model files (devices, grad modes, autograd.Function, TorchScript)
+_.check_available  # torch.accelerator.current_accelerator(check_available=): accepted
+_.volatile  # torch.autograd.Variable(volatile=): accepted and ignored, as in PyTorch >= 0.4
+_.non_blocking  # Tensor.to / Module.to / Tensor.cuda (non_blocking=): accepted, copies are synchronous
+_.memory_format  # Tensor.to / cpu / cuda (memory_format=): accepted, d2s has one layout
+_.the_type  # torch.jit.annotate(the_type, the_value): the type is only a hint
+_.mark_non_differentiable  # public API of a custom Function's ctx (PyTorch's)
+_.set_materialize_grads  # public API of a custom Function's ctx (PyTorch's)
+_.mark_dirty  # public API of a custom Function's ctx (PyTorch's)
+_.is_cuda  # public Tensor attribute (PyTorch's)
+_.get_device  # public Tensor method (PyTorch's)
+_.is_inference  # public Tensor method (PyTorch's), tests/autograd/test_grad_mode.py
+_.__class_getitem__  # d2s.jit.Final[int]: Python calls it for the subscript

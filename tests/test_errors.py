@@ -16,7 +16,7 @@ from d2s.static import InputSpec, build_program
     (lambda: d2s.stack([d2s.zeros(2), d2s.zeros(3)]), r"stack: .*\(2,\), \(3,\)"),
     (lambda: d2s.where(d2s.zeros(2) > 0, d2s.zeros(3), 0.0), r"where: shapes \(2,\) and \(3,\)"),
     (lambda: conv2d(d2s.zeros(1, 3, 5, 5), d2s.zeros(2, 4, 3, 3)), r"conv2d: input \(1, 3, 5, 5\) has 3 channels.*\(2, 4, 3, 3\)"),
-    (lambda: max_pool2d(d2s.zeros(5, 5), 2), r"max_pool2d: needs input \(N, C, H, W\), got \(5, 5\)"),
+    (lambda: max_pool2d(d2s.zeros(5, 5), 2), r"max_pool2d: expected a 3-d \(unbatched\) or 4-d \(batched\) input, got shape \(5, 5\)"),
     (lambda: d2s.gather(d2s.zeros(2, 3), 1, [1]), r"gather: index needs as many dims.*\(1,\).*\(2, 3\)"),
     (lambda: d2s.sum(d2s.zeros(2, 3), axis=2), r"reduce_sum: axis 2 is out of range"),
 ])

@@ -47,6 +47,23 @@ def reads_outputs(name, *positions):
     OUTPUTS_READ[name] = frozenset(positions)
 
 
+def values_read_for(name, reads):
+    """Declare which gradients of op ``name`` read each input's value: ``reads`` maps an input
+    position to the positions whose gradient needs it (``mul``: ``{0: (1,), 1: (0,)}``, since
+    d(a*b)/da = b). An input none of whose dependents needs a gradient may be written in place
+    after the op (``y[0] = y[0] * 3`` with a constant 3), as PyTorch saves an operand only when
+    the other one requires grad."""
+    READ_FOR[name] = {i: frozenset(js) for i, js in reads.items()}
+
+
+READ_FOR = {}  # op name -> {input position: positions whose gradient reads its value}
+# the products and quotients every model computes (declared here rather than beside each op,
+# since the version check they serve lives in this package)
+values_read_for("mul", {0: (1,), 1: (0,)})
+values_read_for("matmul", {0: (1,), 1: (0,)})
+values_read_for("div", {0: (1,)})
+
+
 def sample_call(name, wrapper, *shapes):
     """Declare an example call of op ``name``: ``wrapper`` on random float inputs of ``shapes``.
     The registry test gradchecks it in float64 and the ONNX test exports it, so an op declared

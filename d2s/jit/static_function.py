@@ -15,7 +15,9 @@ import weakref
 from d2s_runtime.gc_pause import paused_gc
 
 from .._state import HOOKED_THREADS, STATE
+from .. import pytree
 from ..autograd import enable_grad, no_grad
+from ..autograd.grad_mode import mark_inference
 from ..autograd.engine import SymbolicInputNeedsGrad
 from ..convert.call import convert_transform
 from ..inplace import BUFFER_UPDATES
@@ -28,6 +30,7 @@ from ..user_errors import ConvertError, NoProgramError
 from . import config
 from .numerics import check_forward
 from ..convert import values
+from .buffer_writes import buffer_writes as _buffer_writes
 from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, varying_dims
 from .concrete import _CELL, BUILD_LOCK, ConcreteProgram
 
@@ -282,6 +285,16 @@ class StaticFunction:
 
     # ------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
+        mode = getattr(self._fn, "__d2s_grad_mode__", None)
+        if mode is not None:  # a function decorated with no_grad() and the like: the whole call in that mode
+            with mode():
+                out = self._call(args, kwargs)
+                if STATE.inference:  # (the program's outputs are made inside inference_mode)
+                    mark_inference([t for t in pytree.tree_flatten(out)[0] if isinstance(t, Tensor)])
+                return out
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
         if (HOOKED_THREADS[0] and STATE.hooked) or not _ENABLED[0]:
             return self._call_unbuilt(args, kwargs)
         # The fast path: one signature walk, one dict lookup.
@@ -420,9 +433,11 @@ class StaticFunction:
             try:
                 out = conv(*sargs, **skw)
             except RecursionError as e:
+                builder.unsymbolize()
                 _restore_symbolic_writes(snapshot)
                 raise _recursion_error(e, name) from None
             except BaseException:
+                builder.unsymbolize()
                 _restore_symbolic_writes(snapshot)
                 raise
             finally:
@@ -430,9 +445,10 @@ class StaticFunction:
                 values.REPLACED_LISTS.clear()
                 values.REPLACED_LISTS.update(outer_replaced)
             leaves, rebuild = flatten_outputs(out, same_objects=True)
+            leaves, buffer_writes = _buffer_writes(builder, leaves)
             writes = _restore_symbolic_writes(snapshot)
             _refuse_changed_containers(self._fn, instance, before, _containers_state(sargs, skw, replaced))
-            writes += _input_writes(builder, sym, input_vars)
+            writes += _input_writes(builder, sym, input_vars) + buffer_writes
             for w in writes:
                 w.start = len(leaves)
                 leaves.extend(w.tensors)

@@ -16,7 +16,8 @@ from .. import ops as _ops
 from ..ops import nn as nn_ops
 from ._f_activation import dropout
 from ._f_linear import linear
-from ._util import _static_shape, amax, as_tensor, const, known
+from ..ops import amax
+from ._util import _static_shape, as_tensor, const, known
 
 _NEG_INF = float("-inf")
 

@@ -17,7 +17,7 @@ from ..ops import nn as nn_ops
 from ..ops._util import _static_shape
 from ..tensor import Tensor, tensor
 from ._f_activation import log_softmax
-from ._util import amax
+from ..linalg import vector_norm
 
 
 def _t(x):
@@ -370,14 +370,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 # ------------------------------------------------------------------ distances and ranking
 def _p_norm(x, p, axis, keepdims=False):
-    if p == 2:
-        return _ops.sqrt(_ops.sum(x * x, axis=axis, keepdims=keepdims))
-    a = _ops.abs(x)
-    if p == 1:
-        return _ops.sum(a, axis=axis, keepdims=keepdims)
-    if p == float("inf"):
-        return amax(a, axis, keepdims)
-    return _ops.sum(a ** p, axis=axis, keepdims=keepdims) ** (1.0 / p)
+    return vector_norm(x, p, dim=axis, keepdim=keepdims)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):

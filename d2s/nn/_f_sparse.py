@@ -1,13 +1,16 @@
 """Lookups of ``d2s.nn.functional``: ``embedding``, ``embedding_bag`` and ``one_hot``."""
 import numpy as np
+
 from d2s_runtime.device import to_host, xp_of
+from d2s_runtime.ops.indexing import IndexOutOfRange
 
 from .. import ops as _ops
 from .._state import STATE
 from ..autograd import no_grad
 from ..ops import nn as nn_ops
 from ..tensor import Tensor, tensor
-from ._util import _static_shape, amax
+from ..ops import amax
+from ._util import _static_shape
 
 
 def _t(x):
@@ -76,8 +79,8 @@ def _check_range(ids, n, what):
     if n is not None and isinstance(ids._data, np.ndarray) and ids._data.size:
         lo, hi = int(ids._data.min()), int(ids._data.max())
         if lo < 0 or hi >= n:
-            raise IndexError(f"{what}: index out of range in self: indices must lie in [0, {n}), got values in "
-                             f"[{lo}, {hi}]")
+            raise IndexOutOfRange(f"{what}: index out of range in self: indices must lie in [0, {n}), got values in "
+                                  f"[{lo}, {hi}]")
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,

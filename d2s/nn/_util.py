@@ -9,16 +9,6 @@ def as_tensor(x):
     return x if isinstance(x, Tensor) else tensor(x)
 
 
-def amax(x, axis=None, keepdims=False):
-    """The largest values over ``axis`` (values only, whatever ``d2s.max`` returns with a dim)."""
-    return apply("reduce_max", x, axes=_axes(axis), keepdims=bool(keepdims))
-
-
-def amin(x, axis=None, keepdims=False):
-    """The smallest values over ``axis``."""
-    return apply("reduce_min", x, axes=_axes(axis), keepdims=bool(keepdims))
-
-
 def known(d):
     """A static dim as an int, or None where it is known only when a program runs."""
     return d if isinstance(d, int) else None

@@ -8,6 +8,7 @@ import math
 
 from .. import ops as _ops
 from ..ops import nn as nn_ops
+from ..ops._util import _as_tensor
 from ..tensor import Tensor, tensor
 
 
@@ -42,38 +43,6 @@ from ._f_attention import multi_head_attention_forward, scaled_dot_product_atten
 
 
 # ------------------------------------------------------------------ linear layers
-def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Normalize over the last ``len(normalized_shape)`` dims, then scale and shift."""
-    if isinstance(normalized_shape, int):
-        normalized_shape = (normalized_shape,)
-    k = len(normalized_shape)
-    xs = _static_shape(x)
-    tail = xs[len(xs) - k:]
-    if len(xs) < k or any(d is not None and d != n for d, n in zip(tail, normalized_shape)):
-        raise ValueError(f"layer_norm: input shape {xs} does not end with normalized_shape "
-                         f"{tuple(normalized_shape)}")
-    axes = list(range(x.ndim - k, x.ndim))
-    mu = _ops.mean(x, axis=axes, keepdims=True)
-    d = x - mu
-    var = _ops.mean(d * d, axis=axes, keepdims=True)
-    out = d / _ops.sqrt(var + eps)
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
-
-
-# ------------------------------------------------------------------ convolution and pooling
-def conv2d(x, weight, bias=None, stride=1, padding=0, groups=1):
-    """2-d cross-correlation of NCHW (or CHW) ``x`` with OIHW ``weight``, plus a per-channel
-    bias; ``padding`` may also be ``'valid'`` or ``'same'``."""
-    return nn_ops.conv2d(x, weight, bias, stride=stride, padding=padding, groups=groups)
-
-
-def max_pool2d(x, kernel_size, stride=None, padding=0):
-    """Max over ``kernel_size`` windows of NCHW ``x`` (stride defaults to the kernel size)."""
-    return nn_ops.max_pool2d(x, kernel_size, stride=stride, padding=padding)
 
 
 def flatten(x, start_dim=1, end_dim=-1):
@@ -97,3 +66,55 @@ def flatten(x, start_dim=1, end_dim=-1):
 def pad(input, pad, mode="constant", value=0):
     """``torch.nn.functional.pad``: see :func:`d2s.pad` (``pad`` starts from the last dim)."""
     return _ops.pad(input, pad, mode=mode, value=value)
+
+
+# ==================================================================================================
+# Convolution, pooling, resampling, padding and normalization (PyTorch's signatures): the
+# primitives' wrappers live in their op families (d2s/ops/conv.py, pooling.py), the normalization
+# functions in _functional_norm.py.
+# ==================================================================================================
+from ..ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: E402
+from ..ops.conv import _col2im, _im2col  # noqa: E402
+from ..ops.pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402
+                           adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate, max_pool1d, max_pool2d,
+                           pixel_shuffle, pixel_unshuffle)
+from ._functional_norm import (batch_norm, group_norm, instance_norm, layer_norm, local_response_norm,  # noqa: E402
+                               rms_norm)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """The sliding ``kernel_size`` windows of (N, C, H, W) or (C, H, W) ``input`` as columns,
+    as ``torch.nn.functional.unfold``: (N, C*kH*kW, L) with L windows, rows ordered
+    ``c * kH * kW + i * kW + j``."""
+    x = _as_tensor(input)
+    if x.ndim == 3:
+        return _ops.squeeze(_im2col(_ops.unsqueeze(x, 0), kernel_size, dilation, padding, stride), 0)
+    if x.ndim != 4:
+        raise ValueError(f"unfold: expected a 3-d (unbatched) or 4-d (batched) input, got shape {tuple(x.shape)}")
+    return _im2col(x, kernel_size, dilation, padding, stride)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Sum (N, C*kH*kW, L) or (C*kH*kW, L) columns back into an (N, C, H, W) image with
+    (H, W) = ``output_size``, as ``torch.nn.functional.fold`` (the adjoint of :func:`unfold`)."""
+    x = _as_tensor(input)
+    if x.ndim == 2:
+        return _ops.squeeze(_col2im(_ops.unsqueeze(x, 0), output_size, kernel_size, dilation, padding, stride), 0)
+    if x.ndim != 3:
+        raise ValueError(f"fold: expected a 2-d (unbatched) or 3-d (batched) input, got shape {tuple(x.shape)}")
+    return _col2im(x, output_size, kernel_size, dilation, padding, stride)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """The older name of :func:`interpolate`."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """:func:`interpolate` with mode 'nearest'."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """:func:`interpolate` with mode 'bilinear' and ``align_corners=True`` (as PyTorch's alias)."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

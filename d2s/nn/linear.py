@@ -1,5 +1,6 @@
-"""Layers with weights: ``Linear``, ``Bilinear``, ``LayerNorm``, and the shape-only
-``Identity``, ``Flatten`` and ``Unflatten``."""
+"""Layers with weights: ``Linear``, ``Bilinear``, and the shape-only ``Identity``, ``Flatten``
+and ``Unflatten`` (``LayerNorm`` lives with the normalization layers in ``normalization.py``,
+``Embedding`` with the lookups in ``sparse.py``)."""
 import math
 
 from .. import ops as _ops
@@ -76,30 +77,6 @@ class Bilinear(Module):
     def extra_repr(self):
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
-
-
-class LayerNorm(Module):
-    """Normalize over the trailing ``normalized_shape`` dims; learnable scale (ones) and shift (zeros)."""
-
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None,
-                 dtype=None):
-        super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(int(d) for d in normalized_shape)
-        self.eps, self.elementwise_affine = eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = init.ones_(new_parameter(self.normalized_shape, dtype, device))
-            self.bias = new_parameter(self.normalized_shape, dtype, device) if bias else None
-        else:
-            self.weight = self.bias = None
-
-    def forward(self, x):
-        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
-
-    def extra_repr(self):
-        bias = self.__dict__.get("_parameters", {}).get("bias") is not None
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, bias={bias}"
 
 
 class Flatten(Module):

@@ -16,8 +16,9 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 import numpy as np
-from d2s_runtime.device import device_of, get_xp, known_devices, to_host, xp_of
+from d2s_runtime.device import device_of, get_xp, to_host, xp_of
 
+from .. import devices as _devices
 from ..dtypes import as_dtype
 from ..tensor import Tensor, tensor
 
@@ -538,12 +539,21 @@ class Module:
                 t.grad = Tensor._make(fn(t.grad._data))
         return self
 
-    def to(self, *args, **kwargs):
-        """Move (``'cpu'``/``'gpu'``) and/or cast floating point parameters and buffers in
-        place, as PyTorch's ``to(device)``, ``to(dtype)``, ``to(device, dtype)`` and
-        ``to(tensor)``; the Parameter objects stay the same, so optimizers built before keep
-        working."""
-        device, dtype = _to_args(args, kwargs)
+    def to(self, *args, device=None, dtype=None, non_blocking=False):
+        """Move (``'cpu'``, ``'cuda'``, ``'cuda:0'``, ``'gpu'``, a ``d2s.device``) and/or cast floating
+        point parameters and buffers in place, as ``torch.nn.Module.to`` (``m.to(device)``,
+        ``m.to(dtype)``, ``m.to(device, dtype)``, ``m.to(tensor)``); the Parameter objects stay the
+        same, so optimizers built before keep working. Returns the module."""
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif a is None:
+                continue
+            elif _devices.is_device(a):
+                device = a
+            else:
+                dtype = a  # module.to('float64'); as_dtype below names a bad one
+        device = _devices.as_device_name(device)
         xp = get_xp(device) if device is not None else None
         dt = str(as_dtype(dtype)) if dtype is not None else None
 
@@ -558,6 +568,13 @@ class Module:
 
         return self._apply_to_tensors(convert)
 
+    def cuda(self, device=None):
+        """Parameters and buffers moved to the GPU (cupy), in place; returns the module."""
+        return self.to("gpu" if device is None or isinstance(device, int) else device)
+
+    def cpu(self):
+        return self.to("cpu")
+
     def double(self):
         return self.to(dtype="float64")
 
@@ -565,16 +582,10 @@ class Module:
         return self.to(dtype="float32")
 
     def half(self):
-        raise TypeError(f"{type(self).__name__}.half(): d2s has no float16 dtype (float32 and float64 only); "
-                        "keep the model in float32 (.float())")
+        return self.to(dtype="float16")
 
-    bfloat16 = half
-
-    def cpu(self):
-        return self.to("cpu")
-
-    def cuda(self, device=None):
-        return self.to("gpu")
+    def bfloat16(self):
+        return self.to(dtype="bfloat16")  # (refused: numpy has no bfloat16; as_dtype says so)
 
     def type(self, dst_type):
         return self.to(dtype=dst_type)
@@ -622,23 +633,3 @@ def _loadable_array(value, key):
     if isinstance(value, np.ndarray):
         return value
     return np.asarray(value)
-
-
-def _to_args(args, kwargs):
-    """(device, dtype) from PyTorch's ``to`` forms."""
-    device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
-    kwargs.pop("non_blocking", None)
-    kwargs.pop("copy", None)
-    if kwargs:
-        raise TypeError(f"Module.to() got unexpected keyword arguments {sorted(kwargs)}")
-    for a in args:
-        if isinstance(a, Tensor):
-            device, dtype = a.device, a.dtype
-        elif isinstance(a, str) and (a in known_devices() or a.split(":")[0] in ("cuda", "cpu", "gpu")):
-            device = a
-        elif a is not None:
-            dtype = a
-    if isinstance(device, str):
-        device = device.split(":")[0]
-        device = "gpu" if device == "cuda" else device
-    return device, dtype

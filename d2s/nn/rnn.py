@@ -228,6 +228,10 @@ class GRU(RNNBase):
 
 # ------------------------------------------------------------------ cells
 class RNNCellBase(Module):
+    """What the recurrent cells share (``RNNCell``, ``LSTMCell``, ``GRUCell``): PyTorch's
+    ``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh`` with ``num_chunks`` gates stacked,
+    each drawn from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
+
     def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
         self.input_size, self.hidden_size, self.bias = int(input_size), int(hidden_size), bias

@@ -16,7 +16,8 @@ from ._param import new_parameter
 from ._util import as_tensor
 from .activation import Dropout
 from .containers import ModuleList
-from .linear import LayerNorm, Linear
+from .linear import Linear
+from .normalization import LayerNorm
 from .module import Module
 
 

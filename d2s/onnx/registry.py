@@ -12,7 +12,7 @@ This module imports nothing of d2s, so the op families (below the exporter) can 
 """
 import numpy as np
 
-from d2s_runtime.dtypes import result_type
+from d2s_runtime.dtypes import types_result
 
 CONVERTERS = {}    # op name -> converter
 UNSUPPORTED = {}   # op name -> the reason the exporter's error gives
@@ -62,8 +62,9 @@ def i64(values):
 
 
 def promoted(g, names, dtype=None):
-    """``names`` cast to one dtype (``dtype``, or NumPy's promotion of theirs)."""
-    dtype = dtype or result_type(*(g.dtype(n) for n in names))
+    """``names`` cast to one dtype (``dtype``, or d2s's promotion of theirs: PyTorch's, where
+    a 0-d operand does not widen a dimensioned one of its category)."""
+    dtype = dtype or types_result(*(g.types[n] for n in names))
     return [g.cast(n, dtype) for n in names]
 
 

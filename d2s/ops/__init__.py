@@ -20,11 +20,11 @@ public wrappers are its functions without a leading underscore; this package re-
 """
 import inspect
 
-from . import (creation, elementwise, shape as _shape_family, reduce, indexing, selection, rearrange, random, types,
-               linalg, nn, sorting, debug)
+from . import (creation, elementwise, division, pointwise, shape as _shape_family, reduce, indexing, selection,
+               rearrange, random, types, linalg, conv, pooling, norm, nn, sorting, debug)
 
-_FAMILIES = (creation, elementwise, _shape_family, reduce, indexing, selection, rearrange, random, types, linalg, nn,
-             sorting, debug)
+_FAMILIES = (creation, elementwise, division, pointwise, _shape_family, reduce, indexing, selection, rearrange, random,
+             types, linalg, conv, pooling, norm, nn, sorting, debug)
 
 
 def _public(family):

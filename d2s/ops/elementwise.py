@@ -1,5 +1,7 @@
 """Element-wise ops (runtime: ``d2s_runtime/ops/elementwise.py``): for each op its public
 wrapper, its gradient rule and its ONNX converter, side by side."""
+import sys
+
 import numpy as np
 
 from ..autograd.registry import grad_rule, non_differentiable, sample_call, shape_only
@@ -17,10 +19,15 @@ _LOGICAL = "logic on bools and integers carries no gradient"
 
 
 # ------------------------------------------------------------------ arithmetic
+def _scaled(other, alpha):
+    # PyTorch's alpha: ``other * alpha`` (skipped when 1, so no rounding is added)
+    return other if alpha == 1 else mul(other, alpha)
+
+
 @tensor_method()
-def add(a, b):
-    """``a + b`` with NumPy broadcasting and promotion."""
-    return apply("add", a, b)
+def add(input, other, *, alpha=1):
+    """``input + alpha * other`` with broadcasting and PyTorch's promotion."""
+    return apply("add", input, _scaled(other, alpha))
 
 
 @grad_rule("add")
@@ -32,10 +39,16 @@ shape_only("add", 0, 1)
 onnx_elementwise("add", "Add", bool_form="Or")  # NumPy's bool + bool is logical or
 
 
-@tensor_method()
-def sub(a, b):
-    """``a - b`` with NumPy broadcasting and promotion."""
-    return apply("sub", a, b)
+@tensor_method("sub", "subtract")
+def sub(input, other, *, alpha=1):
+    """``input - alpha * other`` with broadcasting and PyTorch's promotion."""
+    if _dtype_of(input) == "bool" and _dtype_of(other) == "bool":
+        raise TypeError("sub: subtracting bool tensors is not supported (PyTorch's neither); use logical_xor, "
+                        "or cast to an integer first")
+    return apply("sub", input, _scaled(other, alpha))
+
+
+subtract = sub
 
 
 @grad_rule("sub")
@@ -47,10 +60,13 @@ shape_only("sub", 0, 1)
 onnx_elementwise("sub", "Sub")
 
 
-@tensor_method()
-def mul(a, b):
-    """``a * b`` with NumPy broadcasting and promotion."""
-    return apply("mul", a, b)
+@tensor_method("mul", "multiply")
+def mul(input, other):
+    """``input * other`` with broadcasting and PyTorch's promotion."""
+    return apply("mul", input, other)
+
+
+multiply = mul
 
 
 @grad_rule("mul")
@@ -62,10 +78,27 @@ def _mul_grad(ctx, g):
 onnx_elementwise("mul", "Mul", bool_form="And")  # NumPy's bool * bool is logical and
 
 
+_ROUNDING = {None: "div", "trunc": "truncdiv", "floor": "floordiv"}
+
+
+@tensor_method("div", "divide")
+def div(input, other, *, rounding_mode=None):
+    """``input / other``: true division (integers give float32) with ``rounding_mode=None``;
+    the quotient rounded toward zero (``'trunc'``) or down (``'floor'``) in the operands'
+    promoted dtype otherwise. Integer division by zero with a rounding mode raises
+    ZeroDivisionError, as in PyTorch."""
+    if rounding_mode not in _ROUNDING:
+        raise ValueError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    return apply(_ROUNDING[rounding_mode], input, other)
+
+
+divide = div
+
+
 @tensor_method()
-def div(a, b):
-    """True division ``a / b``; integer inputs give float32."""
-    return apply("div", a, b)
+def true_divide(input, other):
+    """True division ``input / other`` (integers give float32)."""
+    return apply("div", input, other)
 
 
 @grad_rule("div")
@@ -77,68 +110,17 @@ def _div_grad(ctx, g):
 onnx_elementwise("div", "Div")
 
 
-def floordiv(a, b):
-    """``a // b``, rounding toward minus infinity (as NumPy and Python do)."""
-    return apply("floordiv", a, b)
-
-
-non_differentiable("floordiv", reason=_PIECEWISE_CONSTANT)
-
-
-@onnx_converter("floordiv")
-def _floordiv_onnx(g, op):
-    dt = g.dtype(op.outputs[0])
-    a, b = promoted(g, op.inputs, dt)
-    if dt.startswith("float"):
-        t = g.tmp()
-        g.node("Div", [a, b], [t])
-        g.node("Floor", [t], op.outputs)
-        return
-    # ONNX integer Div truncates toward zero; (a - a mod b) / b is exact and floors, as NumPy does
-    r, d = g.tmp(), g.tmp()
-    g.node("Mod", [a, b], [r], fmod=0)
-    g.node("Sub", [a, r], [d])
-    g.node("Div", [d, b], op.outputs)
-
-
-def mod(a, b):
-    """``a % b``, with the divisor's sign (as NumPy and Python do)."""
-    return apply("mod", a, b)
-
-
-@grad_rule("mod")
-def _mod_grad(ctx, g):
-    # a % b = a - floor(a / b) * b, and floor is flat almost everywhere
-    a, b = ctx.inputs
-    return _pair(ctx, g if _is_diff(a) else None, -g * floor(a / b) if _is_diff(b) else None)
-
-
-@onnx_converter("mod")
-def _mod_onnx(g, op):
-    dt = g.dtype(op.outputs[0])
-    a, b = promoted(g, op.inputs, dt)
-    if not dt.startswith("float"):
-        g.node("Mod", [a, b], op.outputs, fmod=0)  # integer Mod takes the divisor's sign, like NumPy
-        return
-    # ONNX float Mod is C's fmod (the dividend's sign); NumPy's takes the divisor's: add b
-    # where the remainder is non-zero and its sign differs from b's
-    r, zero = g.tmp(), g.const(np.zeros((), dtype=dt))
-    g.node("Mod", [a, b], [r], fmod=1)
-    r_neg, b_neg, differ, is_zero, nonzero, fix, shifted = (g.tmp() for _ in range(7))
-    g.node("Less", [r, zero], [r_neg])
-    g.node("Less", [b, zero], [b_neg])
-    g.node("Xor", [r_neg, b_neg], [differ])
-    g.node("Equal", [r, zero], [is_zero])
-    g.node("Not", [is_zero], [nonzero])
-    g.node("And", [differ, nonzero], [fix])
-    g.node("Add", [r, b], [shifted])
-    g.node("Where", [fix, shifted, r], op.outputs)
+def _tmp_node(g, op_type, *inputs):
+    out = g.tmp()
+    g.node(op_type, list(inputs), [out])
+    return out
 
 
 @tensor_method()
-def pow(a, b):
-    """``a ** b`` with NumPy broadcasting and promotion."""
-    return apply("pow", a, b)
+def pow(input, exponent):
+    """``input ** exponent`` (either may be a Python number) with broadcasting and PyTorch's
+    promotion."""
+    return apply("pow", input, exponent)
 
 
 @grad_rule("pow")
@@ -159,15 +141,41 @@ def _pow_onnx(g, op):
 
 
 @tensor_method()
-def maximum(a, b):
-    """The element-wise larger of ``a`` and ``b``."""
-    return apply("maximum", a, b)
+def float_power(input, exponent):
+    """``input ** exponent`` computed in float64 (PyTorch's ``float_power``)."""
+    return pow(_as_float64(input), _as_float64(exponent))
+
+
+def _as_float64(v):
+    if isinstance(v, (bool, int, float)):
+        return float(v)
+    return cast(v, "float64")
 
 
 @tensor_method()
-def minimum(a, b):
-    """The element-wise smaller of ``a`` and ``b``."""
-    return apply("minimum", a, b)
+def square(input):
+    """``input * input`` (integer tensors stay integers)."""
+    if _dtype_of(input) == "bool":
+        input = cast(input, "int64")  # PyTorch squares a bool tensor as an int64 one
+    return apply("mul", input, input)
+
+
+@tensor_method()
+def reciprocal(input):
+    """``1 / input``; integer and bool inputs give float32."""
+    return apply("div", 1.0, input)
+
+
+@tensor_method()
+def maximum(input, other):
+    """The element-wise larger of ``input`` and ``other`` (NaN wins)."""
+    return apply("maximum", input, other)
+
+
+@tensor_method()
+def minimum(input, other):
+    """The element-wise smaller of ``input`` and ``other`` (NaN wins)."""
+    return apply("minimum", input, other)
 
 
 @grad_rule("maximum", "minimum")
@@ -186,10 +194,49 @@ onnx_elementwise("minimum", "Min", bool_form="And")
 
 
 @tensor_method()
-def logaddexp(a, b):
+def fmax(input, other):
+    """The element-wise larger of the two, ignoring NaN (NaN only where both are)."""
+    return apply("fmax", input, other)
+
+
+@tensor_method()
+def fmin(input, other):
+    """The element-wise smaller of the two, ignoring NaN (NaN only where both are)."""
+    return apply("fmin", input, other)
+
+
+@grad_rule("fmax", "fmin")
+def _fmaxmin_grad(ctx, g):
+    # PyTorch's rule: a tie goes to the first operand, and a NaN operand gets nothing
+    a, b = ctx.inputs
+    wins = (a >= b) if ctx.op == "fmax" else (a <= b)
+    pick_a = logical_or(wins, apply("isnan", b))
+    zero = zeros_like(g)
+    return _pair(ctx, where(pick_a, g, zero) if _is_diff(a) else None,
+                 where(pick_a, zero, g) if _is_diff(b) else None)
+
+
+@onnx_converter("fmax", "fmin")
+def _fmaxmin_onnx(g, op):
+    dt = g.dtype(op.outputs[0])
+    a, b = promoted(g, op.inputs, dt)
+    m = _tmp_node(g, "Max" if op.type == "fmax" else "Min", a, b)
+    if not dt.startswith("float"):
+        g.node("Identity", [m], op.outputs)
+        return
+    # ONNX's Max and Min propagate NaN: take the other operand where one is NaN
+    t = _tmp_node(g, "Where", _tmp_node(g, "IsNaN", b), a, m)
+    g.node("Where", [_tmp_node(g, "IsNaN", a), b, t], op.outputs)
+
+
+sample_call("fmax", fmax, (3, 4), (4,))
+
+
+@tensor_method()
+def logaddexp(input, other):
     """``log(exp(a) + exp(b))``, computed without overflow (NumPy's ``logaddexp``); integer
     and bool inputs give float32."""
-    return apply("logaddexp", a, b)
+    return apply("logaddexp", input, other)
 
 
 @grad_rule("logaddexp")
@@ -223,10 +270,16 @@ sample_call("logaddexp", logaddexp, (3, 1), (1, 4))
 
 
 # ------------------------------------------------------------------ unary math
-@tensor_method()
-def neg(x):
-    """``-x``."""
-    return apply("neg", x)
+@tensor_method("neg", "negative")
+def neg(input):
+    """``-input``."""
+    if _dtype_of(input) == "bool":
+        raise TypeError("neg: negating a bool tensor is not supported (PyTorch's neither); use ~ or "
+                        "logical_not instead")
+    return apply("neg", input)
+
+
+negative = neg
 
 
 @grad_rule("neg")
@@ -239,9 +292,9 @@ onnx_elementwise("neg", "Neg")
 
 
 @tensor_method()
-def exp(x):
+def exp(input):
     """``e ** x``; integer and bool inputs compute in float32."""
-    return apply("exp", x)
+    return apply("exp", input)
 
 
 @grad_rule("exp")
@@ -254,9 +307,9 @@ onnx_elementwise("exp", "Exp")
 
 
 @tensor_method()
-def log(x):
+def log(input):
     """Natural logarithm; integer and bool inputs compute in float32."""
-    return apply("log", x)
+    return apply("log", input)
 
 
 @grad_rule("log")
@@ -268,9 +321,9 @@ onnx_elementwise("log", "Log")
 
 
 @tensor_method()
-def sqrt(x):
+def sqrt(input):
     """Square root; integer and bool inputs compute in float32."""
-    return apply("sqrt", x)
+    return apply("sqrt", input)
 
 
 @grad_rule("sqrt")
@@ -283,9 +336,9 @@ onnx_elementwise("sqrt", "Sqrt")
 
 
 @tensor_method()
-def sin(x):
+def sin(input):
     """Sine (radians); integer and bool inputs compute in float32."""
-    return apply("sin", x)
+    return apply("sin", input)
 
 
 @grad_rule("sin")
@@ -297,9 +350,9 @@ onnx_elementwise("sin", "Sin")
 
 
 @tensor_method()
-def cos(x):
+def cos(input):
     """Cosine (radians); integer and bool inputs compute in float32."""
-    return apply("cos", x)
+    return apply("cos", input)
 
 
 @grad_rule("cos")
@@ -311,9 +364,9 @@ onnx_elementwise("cos", "Cos")
 
 
 @tensor_method()
-def tanh(x):
+def tanh(input):
     """Hyperbolic tangent; integer and bool inputs compute in float32."""
-    return apply("tanh", x)
+    return apply("tanh", input)
 
 
 @grad_rule("tanh")
@@ -327,9 +380,9 @@ onnx_elementwise("tanh", "Tanh")
 
 
 @tensor_method()
-def sigmoid(x):
+def sigmoid(input):
     """``1 / (1 + exp(-x))``, computed without overflow."""
-    return apply("sigmoid", x)
+    return apply("sigmoid", input)
 
 
 @grad_rule("sigmoid")
@@ -343,9 +396,9 @@ onnx_elementwise("sigmoid", "Sigmoid")
 
 
 @tensor_method()
-def relu(x):
+def relu(input):
     """``max(x, 0)``."""
-    return apply("relu", x)
+    return apply("relu", input)
 
 
 @grad_rule("relu")
@@ -362,10 +415,13 @@ shape_only("relu", 0)
 onnx_elementwise("relu", "Relu")
 
 
-@tensor_method()
-def abs(x):
-    """``|x|``."""
-    return apply("abs", x)
+@tensor_method("abs", "absolute")
+def abs(input):
+    """``|input|``."""
+    return apply("abs", input)
+
+
+absolute = abs
 
 
 @grad_rule("abs")
@@ -377,34 +433,72 @@ onnx_elementwise("abs", "Abs")
 
 
 @tensor_method()
-def sign(x):
-    """-1, 0 or 1 by the sign of each element."""
-    return apply("sign", x)
+def sign(input):
+    """-1, 0 or 1 by the sign of each element (0 for NaN, as PyTorch; a bool tensor unchanged)."""
+    return apply("sign", input)
 
 
-non_differentiable("sign", reason=_PIECEWISE_CONSTANT)
-onnx_elementwise("sign", "Sign")
+@grad_rule("sign")
+def _sign_grad(ctx, g):
+    return (zeros_like(g),)  # PyTorch's: zero, not none
+
+
+shape_only("sign", 0)
+
+
+@onnx_converter("sign")
+def _sign_onnx(g, op):
+    x = op.inputs[0]
+    if g.dtype(x) == "bool":
+        g.node("Identity", [x], op.outputs)
+        return
+    s = _tmp_node(g, "Sign", x)
+    if not g.dtype(x).startswith("float"):
+        g.node("Identity", [s], op.outputs)
+        return
+    g.node("Where", [_tmp_node(g, "IsNaN", x), g.const(np.zeros((), g.dtype(x))), s], op.outputs)
+
+
+def _is_tensor_bound(v):
+    return isinstance(v, (Tensor, np.ndarray, list, tuple))
+
+
+@tensor_method("clamp", "clip")
+def clamp(input, min=None, max=None):
+    """``input`` limited to [min, max], as PyTorch's ``clamp``: either bound may be None, a
+    number or a tensor (broadcast); ``minimum(maximum(x, min), max)``, so max wins where
+    min > max and a NaN bound gives NaN. At a bound the gradient goes to ``input``."""
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must not be None")
+    if not _is_tensor_bound(min) and not _is_tensor_bound(max):
+        for v in (min, max):
+            if v is not None and not isinstance(v, (bool, int, float, np.generic)):
+                raise TypeError(f"clamp: a bound must be a number, a tensor or None, got {type(v).__name__}")
+        return apply("clip", input, lo=_number(min), hi=_number(max))
+    if min is None:
+        return apply("clamp", input, max, which="max")
+    if max is None:
+        return apply("clamp", input, min, which="min")
+    return apply("clamp", input, min, max, which="both")
+
+
+clip = clamp
+
+
+def _number(v):
+    return v.item() if isinstance(v, np.generic) else v
 
 
 @tensor_method()
-def floor(x):
-    """The largest integer not above each element (same dtype)."""
-    return apply("floor", x)
-
-
-non_differentiable("floor", reason=_PIECEWISE_CONSTANT)
-onnx_elementwise("floor", "Floor")
+def clamp_min(input, min):
+    """``input`` limited from below by ``min`` (a number or a tensor)."""
+    return clamp(input, min=min)
 
 
 @tensor_method()
-def clip(x, min=None, max=None):
-    """Limit x to [min, max]; either bound may be None, a number, or a tensor (broadcast)."""
-    if isinstance(min, (Tensor, np.ndarray, list)) or isinstance(max, (Tensor, np.ndarray, list)):
-        # where, not maximum/minimum: at x == bound the gradient goes to x alone (as in
-        # torch.clamp), where maximum would split it between x and the bound
-        out = x if min is None else where(lt(x, min), min, x)
-        return out if max is None else where(gt(out, max), max, out)
-    return apply("clip", x, lo=min, hi=max)
+def clamp_max(input, max):
+    """``input`` limited from above by ``max`` (a number or a tensor)."""
+    return clamp(input, max=max)
 
 
 @grad_rule("clip")
@@ -434,9 +528,59 @@ def _clip_onnx(g, op):
     g.node("Clip", ins, op.outputs)
 
 
-def where(cond, a, b):
-    """``a`` where ``cond`` holds, else ``b`` (all three broadcast together)."""
-    return apply("where", cond, a, b)
+@grad_rule("clamp")
+def _clamp_grad(ctx, g):
+    # PyTorch's clamp_backward and clamp_backward_min_max: x keeps the gradient inside [lo, hi]
+    # (bounds included); lo takes it below (when lo < hi), hi above (or wherever hi < lo)
+    x, *bounds = ctx.inputs
+    which = ctx.attrs.get("which", "both")
+    zero = zeros_like(g)
+    if which == "min":
+        (lo,) = bounds
+        return (_grad_to(x, where(x >= lo, g, zero)), _grad_to(lo, where(x < lo, g, zero)))
+    if which == "max":
+        (hi,) = bounds
+        return (_grad_to(x, where(x <= hi, g, zero)), _grad_to(hi, where(x > hi, g, zero)))
+    lo, hi = bounds
+    inside = logical_and(x >= lo, x <= hi)
+    below = logical_and(x < lo, lo < hi)
+    above = logical_or(x > hi, hi < lo)
+    return (_grad_to(x, where(inside, g, zero)), _grad_to(lo, where(below, g, zero)),
+            _grad_to(hi, where(above, g, zero)))
+
+
+def _grad_to(v, g):
+    return unbroadcast(g, _shape(v)) if _is_diff(v) else None
+
+
+@onnx_converter("clamp")
+def _clamp_onnx(g, op):
+    dt = g.dtype(op.outputs[0])
+    x, *bounds = promoted(g, op.inputs, dt)
+    which = op.attrs.get("which", "both")
+    if dt == "bool":
+        raise g.unsupported(op, "clamp of bool tensors")
+    if which == "max":
+        g.node("Min", [x, bounds[0]], op.outputs)
+    elif which == "min":
+        g.node("Max", [x, bounds[0]], op.outputs)
+    else:
+        g.node("Min", [_tmp_node(g, "Max", x, bounds[0]), bounds[1]], op.outputs)
+
+
+def where(condition, input=None, other=None):
+    """``input`` where ``condition`` holds, else ``other`` (all three broadcast together;
+    ``input`` and ``other`` promoted as PyTorch does, either may be a Python number).
+    ``where(condition)`` alone is ``nonzero(condition, as_tuple=True)``, as in PyTorch."""
+    if input is None and other is None:
+        nonzero = getattr(sys.modules[__package__], "nonzero", None)
+        if nonzero is None:
+            raise TypeError("where(condition) with one argument is PyTorch's nonzero(condition, as_tuple=True), "
+                            "which d2s does not have yet; give where an input and an other")
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where: give both input and other (or neither: where(condition) is nonzero)")
+    return apply("where", condition, input, other)
 
 
 @grad_rule("where")
@@ -451,38 +595,44 @@ def _where_grad(ctx, g):
 @onnx_converter("where")
 def _where_onnx(g, op):
     c = g.cast(op.inputs[0], "bool")
-    g.node("Where", [c] + promoted(g, op.inputs[1:], g.dtype(op.outputs[0])), op.outputs)
+    dt = g.dtype(op.outputs[0])
+    if dt == "bool":  # onnxruntime's Where has no bool kernel: select int32s and cast back
+        t = g.tmp()
+        g.node("Where", [c] + promoted(g, op.inputs[1:], "int32"), [t])
+        g.node("Cast", [t], op.outputs, to=g.onnx_dtype("bool"))
+        return
+    g.node("Where", [c] + promoted(g, op.inputs[1:], dt), op.outputs)
 
 
 # ------------------------------------------------------------------ comparisons
-def eq(a, b):
+def eq(input, other):
     """``a == b`` element-wise (bool)."""
-    return apply("eq", a, b)
+    return apply("eq", input, other)
 
 
-def ne(a, b):
+def ne(input, other):
     """``a != b`` element-wise (bool)."""
-    return apply("ne", a, b)
+    return apply("ne", input, other)
 
 
-def lt(a, b):
+def lt(input, other):
     """``a < b`` element-wise (bool)."""
-    return apply("lt", a, b)
+    return apply("lt", input, other)
 
 
-def le(a, b):
+def le(input, other):
     """``a <= b`` element-wise (bool)."""
-    return apply("le", a, b)
+    return apply("le", input, other)
 
 
-def gt(a, b):
+def gt(input, other):
     """``a > b`` element-wise (bool)."""
-    return apply("gt", a, b)
+    return apply("gt", input, other)
 
 
-def ge(a, b):
+def ge(input, other):
     """``a >= b`` element-wise (bool)."""
-    return apply("ge", a, b)
+    return apply("ge", input, other)
 
 
 non_differentiable("eq", "ne", "lt", "le", "gt", "ge", reason=_COMPARISON)
@@ -501,25 +651,77 @@ def _ne_onnx(g, op):
 
 
 # ------------------------------------------------------------------ logic
-def logical_and(a, b):
-    """Element-wise and of bools (bitwise and of integers)."""
-    return apply("bitwise_and", a, b)
+def _dtype_of(v):
+    """The d2s dtype name of an op operand (tensor, array or Python scalar)."""
+    if isinstance(v, Tensor):
+        return str(v.dtype)
+    if hasattr(v, "dtype"):
+        return np.dtype(v.dtype).name
+    return {bool: "bool", int: "int64", float: "float32"}.get(type(v), "float32")
 
 
-def logical_or(a, b):
-    """Element-wise or of bools (bitwise or of integers)."""
-    return apply("bitwise_or", a, b)
-
-
-def logical_xor(a, b):
-    """Element-wise xor of bools (bitwise xor of integers)."""
-    return apply("bitwise_xor", a, b)
+def _truth(v):
+    """``v`` as bools (non-zero is true, NaN too), as PyTorch's logical ops read their inputs."""
+    if isinstance(v, (bool, int, float)):
+        return bool(v)
+    return v if _dtype_of(v) == "bool" else ne(v, 0)
 
 
 @tensor_method()
-def logical_not(x):
-    """Element-wise not of bools (bitwise not of integers)."""
-    return apply("logical_not", x)
+def logical_and(input, other):
+    """Element-wise ``input and other`` of the operands' truth values (non-zero is true); bool."""
+    return apply("bitwise_and", _truth(input), _truth(other))
+
+
+@tensor_method()
+def logical_or(input, other):
+    """Element-wise ``input or other`` of the operands' truth values (non-zero is true); bool."""
+    return apply("bitwise_or", _truth(input), _truth(other))
+
+
+@tensor_method()
+def logical_xor(input, other):
+    """Element-wise exclusive or of the operands' truth values (non-zero is true); bool."""
+    return apply("bitwise_xor", _truth(input), _truth(other))
+
+
+@tensor_method()
+def logical_not(input):
+    """Element-wise not of the input's truth value (zero is false); bool, whatever its dtype."""
+    if _dtype_of(input) == "bool":
+        return apply("logical_not", input)
+    return eq(input, 0)
+
+
+def _bitwise_operands(name, *operands):
+    for v in operands:
+        if _dtype_of(v).startswith("float"):
+            raise TypeError(f"{name}: defined for integer and bool tensors only (PyTorch's too), got {_dtype_of(v)}")
+    return operands
+
+
+@tensor_method()
+def bitwise_and(input, other):
+    """Bitwise and of integer tensors (logical and of bool ones)."""
+    return apply("bitwise_and", *_bitwise_operands("bitwise_and", input, other))
+
+
+@tensor_method()
+def bitwise_or(input, other):
+    """Bitwise or of integer tensors (logical or of bool ones)."""
+    return apply("bitwise_or", *_bitwise_operands("bitwise_or", input, other))
+
+
+@tensor_method()
+def bitwise_xor(input, other):
+    """Bitwise exclusive or of integer tensors (logical xor of bool ones)."""
+    return apply("bitwise_xor", *_bitwise_operands("bitwise_xor", input, other))
+
+
+@tensor_method()
+def bitwise_not(input):
+    """Bitwise not of an integer tensor (logical not of a bool one), the ``~`` operator."""
+    return apply("logical_not", *_bitwise_operands("bitwise_not", input))
 
 
 non_differentiable("bitwise_and", "bitwise_or", "bitwise_xor", "logical_not", reason=_LOGICAL)

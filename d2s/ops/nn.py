@@ -1,16 +1,15 @@
-"""Neural-network ops: the softmax family, logsumexp, cumsum, one_hot,
-and the primitives behind ``d2s.nn`` layers (conv2d, max_pool2d, dropout, embedding)
-(runtime: ``d2s_runtime/ops/nn_ops.py``): for each op its public wrapper, its gradient rule
-and its ONNX converter.
-
-conv2d is bilinear in (x, w), so its gradient primitives are linear in each argument and
-their own gradients are again conv2d / conv2d_grad_* calls: any order of derivative works.
+"""Neural-network ops: the softmax family, logsumexp, cumsum, one_hot, and the primitives
+behind ``d2s.nn`` layers (dropout, embedding) (runtime: ``d2s_runtime/ops/nn_ops.py``): for each
+op its public wrapper, its gradient rule and its ONNX converter. Convolution, pooling and
+normalization are their own families (``conv``, ``pooling``, ``norm``), gather and scatter_add
+live with indexing; ``conv2d``, ``max_pool2d``, ``gather`` and ``scatter_add`` are re-exported
+here for older imports.
 """
 import numpy as np
 
 from ..autograd.registry import grad_rule, non_differentiable, shape_only
 from ..dispatch import apply
-from ..onnx.registry import i64, onnx_converter, onnx_unsupported, promoted
+from ..onnx.registry import i64, onnx_converter, onnx_unsupported
 from ..tensor import Tensor, tensor, tensor_method
 from .creation import zeros_like
 from . import _dim_args
@@ -19,14 +18,13 @@ from .reduce import _reduce_onnx, _reduction_operands, sum
 from .indexing import gather, scatter_add  # noqa: F401  (their home before d2s.ops.indexing)
 from .shape import concat, split, stop_gradient
 from ._util import _as_tensor, _axes, _is_diff
+from .conv import conv2d  # noqa: F401  (d2s.ops.nn.conv2d, as before the conv family)
+from .pooling import max_pool2d  # noqa: F401
 
-
-_GRAD_OP = "gradient ops belong to backward programs; export the forward program"
 
 non_differentiable("one_hot", reason="a one-hot encoding is integers")
 non_differentiable("dropout_mask", reason="a random mask carries no gradient (dropout multiplies by it)")
 onnx_unsupported("dropout_mask", reason="dropout draws random masks; call model.eval() before exporting")
-onnx_unsupported("conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad", reason=_GRAD_OP)
 onnx_converter("logsumexp")(_reduce_onnx("ReduceLogSumExp"))
 shape_only("softmax", 0)  # their rules read the output, not the input
 shape_only("log_softmax", 0)
@@ -107,63 +105,6 @@ def _index_tensor(index):
 
 
 # ------------------------------------------------------------------ layer primitives
-def conv2d(x, weight, bias=None, stride=1, padding=0, groups=1):
-    """2-d cross-correlation of NCHW ``x`` (or unbatched CHW) with OIHW ``weight``, plus
-    optional bias (O,). ``padding`` may be ``'valid'`` (0) or ``'same'`` (stride 1, odd
-    kernel); ``groups`` splits the channels into independent convolutions, as in PyTorch."""
-    x, weight = _as_tensor(x), _as_tensor(weight)
-    if x.ndim == 3:  # unbatched (C, H, W), as PyTorch accepts
-        return apply("squeeze", conv2d(apply("expand_dims", x, axis=0), weight, bias, stride, padding, groups),
-                     axes=[0])
-    padding = _conv_padding(padding, weight, stride)
-    groups = int(groups)
-    if groups == 1:
-        out = apply("conv2d", x, weight, stride=_pair_attr(stride), padding=padding)
-    else:
-        out = _grouped_conv2d(x, weight, groups, stride, padding)
-    if bias is not None:
-        out = out + apply("reshape", _as_tensor(bias), shape=[1, -1, 1, 1])
-    return out
-
-
-def _conv_padding(padding, weight, stride):
-    if isinstance(padding, str):
-        if padding == "valid":
-            return 0
-        if padding == "same":
-            kh, kw = weight.shape[2], weight.shape[3]
-            if _pair_attr(stride) not in (1, [1, 1]):
-                raise ValueError("conv2d: padding='same' needs stride 1 (as in PyTorch)")
-            if kh % 2 == 0 or kw % 2 == 0:
-                raise NotImplementedError(f"conv2d: padding='same' with an even kernel size ({kh}, {kw}) needs "
-                                          "asymmetric padding, which d2s does not have; use an odd kernel")
-            return [kh // 2, kw // 2]
-        raise ValueError(f"conv2d: padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
-    return _pair_attr(padding)
-
-
-def _grouped_conv2d(x, weight, groups, stride, padding):
-    c, o = x.shape[1], weight.shape[0]
-    if c % groups or o % groups:
-        raise ValueError(f"conv2d: groups={groups} must divide the input channels ({c}) and the output "
-                         f"channels ({o})")
-    xs = split(x, c // groups, axis=1)
-    ws = split(weight, o // groups, axis=0)
-    return concat([apply("conv2d", xi, wi, stride=_pair_attr(stride), padding=padding)
-                   for xi, wi in zip(xs, ws)], axis=1)
-
-
-def max_pool2d(x, kernel_size, stride=None, padding=0):
-    """Max over ``kernel_size`` windows of NCHW (or unbatched CHW) ``x``; ``stride`` defaults
-    to ``kernel_size``."""
-    x = _as_tensor(x)
-    if x.ndim == 3:  # unbatched (C, H, W), as PyTorch accepts
-        return apply("squeeze", max_pool2d(apply("expand_dims", x, axis=0), kernel_size, stride, padding),
-                     axes=[0])
-    return apply("max_pool2d", x, kernel_size=_pair_attr(kernel_size),
-                 stride=None if stride is None else _pair_attr(stride), padding=_pair_attr(padding))
-
-
 def dropout(x, p=0.5, training=True):
     """Zero each element with probability ``p`` and scale the rest by 1/(1-p) (training only)."""
     if not 0.0 <= p <= 1.0:
@@ -186,9 +127,6 @@ def embedding(ids, weight):
     ids = apply("index_check", ids, weight, axis=0, op="embedding")
     return apply("getitem", weight, ids, index=[["t", 0]])
 
-
-def _pair_attr(v):
-    return [int(a) for a in v] if isinstance(v, (list, tuple)) else int(v)
 
 
 
@@ -219,47 +157,6 @@ def _cumsum_grad(ctx, g):
     return (apply("cumsum", g, axis=ctx.attrs["axis"], reverse=not ctx.attrs.get("reverse", False)),)
 
 
-def _conv_attrs(ctx):
-    return {"stride": ctx.attrs.get("stride", 1), "padding": ctx.attrs.get("padding", 0)}
-
-
-@grad_rule("conv2d")
-def _conv2d_grad(ctx, g):
-    x, w = ctx.inputs
-    a = _conv_attrs(ctx)
-    gx = apply("conv2d_grad_input", g, w, stop_gradient(x), **a) if _is_diff(x) else None
-    gw = apply("conv2d_grad_weight", g, x, stop_gradient(w), **a) if _is_diff(w) else None
-    return gx, gw
-
-
-@grad_rule("conv2d_grad_input")
-def _conv2d_grad_input_grad(ctx, h):
-    g, w, x = ctx.inputs
-    a = _conv_attrs(ctx)
-    gg = apply("conv2d", h, w, **a) if _is_diff(g) else None
-    gw = apply("conv2d_grad_weight", g, h, stop_gradient(w), **a) if _is_diff(w) else None
-    return gg, gw, None
-
-
-@grad_rule("conv2d_grad_weight")
-def _conv2d_grad_weight_grad(ctx, h):
-    g, x, w = ctx.inputs
-    a = _conv_attrs(ctx)
-    gg = apply("conv2d", x, h, **a) if _is_diff(g) else None
-    gx = apply("conv2d_grad_input", g, h, stop_gradient(x), **a) if _is_diff(x) else None
-    return gg, gx, None
-
-
-@grad_rule("max_pool2d")
-def _max_pool2d_grad(ctx, g):
-    x = ctx.inputs[0]
-    return (apply("max_pool2d_grad", g, stop_gradient(x), **ctx.attrs),)
-
-
-@grad_rule("max_pool2d_grad")
-def _max_pool2d_grad_grad(ctx, h):
-    raise NotImplementedError("max_pool2d: second derivatives are not supported "
-                              "(its gradient primitive max_pool2d_grad has no gradient rule)")
 
 
 # ------------------------------------------------------------------ ONNX
@@ -303,25 +200,3 @@ def _one_hot_onnx(g, op):
     vals = g.const(np.asarray([0, 1], dtype=g.dtype(op.outputs[0])))
     g.node("OneHot", [op.inputs[0], g.const(np.asarray(op.attrs["num_classes"], dtype=np.int64)), vals],
            op.outputs, axis=-1)
-
-
-def _onnx_pair(v):
-    return [int(v), int(v)] if isinstance(v, int) else [int(a) for a in v]
-
-
-@onnx_converter("conv2d")
-def _conv2d_onnx(g, op):
-    pad = _onnx_pair(op.attrs.get("padding", 0))
-    g.node("Conv", promoted(g, op.inputs, g.dtype(op.outputs[0])), op.outputs,
-           strides=_onnx_pair(op.attrs.get("stride", 1)), pads=pad + pad)
-
-
-@onnx_converter("max_pool2d")
-def _max_pool2d_onnx(g, op):
-    k = _onnx_pair(op.attrs.get("kernel_size"))
-    stride = op.attrs.get("stride")
-    pad = _onnx_pair(op.attrs.get("padding", 0))
-    g.node("MaxPool", op.inputs, op.outputs, kernel_shape=k, strides=_onnx_pair(stride if stride is not None else k),
-           pads=pad + pad)
-
-

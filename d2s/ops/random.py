@@ -62,8 +62,12 @@ class _DefaultGenerator:
     device = "cpu"
 
     def manual_seed(self, seed):
-        """Reseed the shared generator (eager draws and programs alike); returns it."""
-        _runtime_seed(seed)
+        """Reseed the shared generator (eager draws and programs alike); returns it. ``seed`` is
+        an int in PyTorch's range, up to 2**64 - 1 (negative ones wrap, as in PyTorch)."""
+        s = int(seed)
+        if not -(2 ** 63) <= s < 2 ** 64:
+            raise RuntimeError(f"manual_seed: seed {seed} is out of range [-2**63, 2**64 - 1]")
+        _runtime_seed(s % 2 ** 64)
         return self
 
     def seed(self):

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from d2s_runtime.dtypes import FLOATS
+
 from .. import return_types
 from ..autograd.registry import grad_rule, non_differentiable, reads_outputs, sample_call, shape_only
 from ..dispatch import apply
@@ -35,7 +37,7 @@ def _isnan(x):
 
 
 def _floating(x):
-    return str(x.dtype) in ("float32", "float64")
+    return str(x.dtype) in FLOATS
 
 
 def _require_float(fn, x, hint=""):

@@ -117,6 +117,7 @@ def _legacy(dtype):
         if len(data) != 1:
             raise TypeError(f"{_NAME_OF[dtype]}: expected sizes (ints) or one data argument")
         return tensor(data[0], dtype=dtype, device=device)
+    make.__name__ = make.__qualname__ = _NAME_OF[dtype]  # its public name (docs, reprs), not ``make``
     make.__doc__ = (f"PyTorch's legacy constructor of {dtype} tensors: ``{_NAME_OF[dtype]}(2, 3)`` (zeros of "
                     f"that size) or ``{_NAME_OF[dtype]}(data)`` (a copy of data).")
     return make

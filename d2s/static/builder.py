@@ -13,10 +13,10 @@ import numpy as np
 
 from d2s_runtime.device import to_host
 from d2s_runtime.ir import Block, Op, Program
-from d2s_runtime.dtypes import DTYPES, float_of, result_type, scalar_result
+from d2s_runtime.dtypes import DTYPES, float_of, operand_result_type, scalar_result, types_result
 from d2s_runtime.ops import ShapeError, TensorType
 
-from .. import pytree
+from .. import pytree, views
 from .._state import STATE
 from ..autograd.anomaly import user_site
 from ..ops import logical_and, logical_or, where
@@ -76,6 +76,9 @@ class ProgramBuilder:
         # one object exactly when the bool tensor ``flag`` holds (a name rebound in one branch of
         # a tensor `if` only), or on some runs only (flag None); see link_maybe_alias
         self.maybe_aliases = {}
+        # id(tensor) -> (tensor, its concrete state): concrete tensors (a module buffer, a tensor
+        # made while building) that an in-place update made name a var (see symbolize)
+        self.symbolized = {}
         # id(tensor) -> (tensor, TensorArray, the array's data right after it, block): tensor objects
         # appended to a tensor list, which in eager code holds the object (see note_appended)
         self.appended = {}
@@ -105,6 +108,7 @@ class ProgramBuilder:
         return self
 
     def __exit__(self, *exc):
+        self.unsymbolize()
         STATE.builder = self._prev
         STATE.refresh()
         return False
@@ -201,6 +205,9 @@ class ProgramBuilder:
     def var_of(self, x, scalar_dtype=None):
         """Name of a var visible in the current block that holds op input ``x``."""
         if isinstance(x, Tensor):
+            vi = x._view
+            if vi is not None and vi.version != vi.root._version:
+                views.fresh(x)  # its root was updated in place since (d2s/views.py)
             if x.is_symbolic:
                 return self.resolve(x._var.name, tensor=x)
             if self.reads_as_param(x):
@@ -251,7 +258,7 @@ class ProgramBuilder:
         positions = [i for i in positions if i < len(names)]
         if not positions:
             return
-        target = result_type(*(types[i].dtype for i in positions))
+        target = types_result(*(types[i] for i in positions))
         if opdef.float_inputs:
             target = float_of(target)
         for i in positions:
@@ -288,6 +295,34 @@ class ProgramBuilder:
         if id(t) in log or self.defined_in.get(t._var.name) is self.block:
             return
         log[id(t)] = (t, _tensor_state(t))
+
+    def symbolize(self, t):
+        """Concrete tensor ``t`` (a module buffer, a tensor made while building) is about to be
+        updated in place (through a view: ``self.buf[0] = v``): from now on the object names a
+        var of the global block holding its value (a param for module state, read at every call;
+        a constant otherwise), so the update is carried out of branches and loops like any
+        other (note_inplace). :meth:`unsymbolize` gives the object its array back when the build
+        ends (to_static first writes a module buffer's final value back after each call)."""
+        if id(t) in self.symbolized or t.is_symbolic:
+            return
+        if self.reads_as_param(t):
+            var = self.param(t)._var
+        else:
+            var = self.program.block.lookup(self.constant(to_host(t._data)))
+        self.symbolized[id(t)] = (t, _tensor_state(t))
+        t._data, t._var = None, var
+
+    def unsymbolize(self):
+        """Give the tensors made symbolic by :meth:`symbolize` their arrays back; returns
+        ``[(tensor, its final value: a symbolic tensor)]``."""
+        out = []
+        for t, state in self.symbolized.values():
+            final = Tensor._make(None, t._var)
+            final.requires_grad, final.grad_fn, final._out_idx = t.requires_grad, t.grad_fn, t._out_idx
+            out.append((t, final))
+            _set_tensor_state(t, state)
+        self.symbolized.clear()
+        return out
 
     def undo_inplace(self):
         """Undo the in-place updates of outside tensors made so far in the sub-block being built
@@ -411,11 +446,15 @@ class ProgramBuilder:
 
 
 def _tensor_state(t):
-    return t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version
+    # (a view's history is as current as its root's version it last read: see d2s/views.py)
+    return (t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version,
+            None if t._view is None else t._view.version)
 
 
 def _set_tensor_state(t, state):
-    t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version = state
+    t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version, view_version = state
+    if view_version is not None:
+        t._view.version = view_version
 
 
 def _scalar_dtype(inputs):
@@ -424,10 +463,11 @@ def _scalar_dtype(inputs):
     scalars = [x for x in inputs if isinstance(x, (bool, int, float))]
     if not scalars:
         return None
-    dts = [str(x.dtype) for x in inputs if isinstance(x, (Tensor, np.ndarray, np.generic))]
-    if not dts:
+    tensors = [x for x in inputs if isinstance(x, (Tensor, np.ndarray, np.generic))]
+    if not tensors:
         return None
-    target = result_type(*dts)
+    target = operand_result_type([str(x.dtype) for x in tensors], [np.ndim(x) if not isinstance(x, Tensor) else x.ndim
+                                                                  for x in tensors])
     for s in scalars:
         target = scalar_result(target, s)
     return target

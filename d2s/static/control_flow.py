@@ -21,7 +21,7 @@ from d2s_runtime.ir import Op
 from d2s_runtime.ops import TensorType
 
 from .. import ops as d
-from .. import pytree
+from .. import pytree, views
 from .._state import STATE
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import record
@@ -665,6 +665,7 @@ def _static_cond(pred, true_fn, false_fn, operands, patches=None):
     _record("cond", op, [pred, *[_sym(b, t) for t in leaves], *cap_tensors], outs)
     _repoint(b, objs, outs[n_out:n_out + len(objs)])
     outs = _kept_objects(b, per_block, outs[:n_out], pred, pairs, outs[n_out + len(objs):], unknown)
+    views.join_branches(b, per_block, outs, pred)  # (views of one root in both branches stay views)
     return tree_unflatten(t_tree, outs)
 
 
@@ -875,6 +876,7 @@ def _build_while(call_cond, call_body, vals, private, entry_flags):
     for i, r in enumerate(carried.rep):
         if r is not None and r != i:  # one object in every iteration (split_classes): one result
             results[i] = results[r]
+    views.loop_results(results, carried.body_out)  # (a name the body binds to a view)
     for (i, t), f in zip(carried.flags, outs[n + ne:]):
         # a name that may hold tensor object t (or the tensor loop var t holds) after an
         # iteration (see _ObjectCarry.split_aliases)
@@ -1180,6 +1182,7 @@ class _ObjectCarry:
         """Check that object identities are the same after an iteration as before it wherever
         an object is updated in place; returns the loop vars whose result is their object."""
         out = self.b.block_leaves.pop(blk)[:len(self.objs)]
+        self.body_out = out  # (views.loop_results reads which are views)
         appended = [t for t, _, _, where in self.b.appended.values()
                     if _encloses(blk, where) and id(t) in self._body_changed]
         near = set()  # the objects the loop vars may hold after the iteration

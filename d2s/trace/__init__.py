@@ -9,5 +9,22 @@ from .guards import TraceCheckError, TraceGuardError, TracerWarning
 from .tracer import TracedFunction, Tracer, trace
 from .compare import compare, compare_report
 
+import sys as _sys
+import types as _types
+
+
+class _TraceModule(_types.ModuleType):
+    """This package is also ``d2s.trace``, a name PyTorch gives to the sum of a matrix's
+    diagonal: importing the package replaces the function ``d2s.trace`` (``d2s.ops.trace``)
+    on ``d2s``, so calling the package computes it (``d2s.trace(x)`` as ``torch.trace(x)``)."""
+
+    def __call__(self, input):
+        # imported here: d2s.ops is below this package, and calling it as torch.trace is rare
+        from ..ops.linalg import trace as matrix_trace
+        return matrix_trace(input)
+
+
+_sys.modules[__name__].__class__ = _TraceModule
+
 __all__ = ["trace", "TracedFunction", "Tracer", "TracerWarning", "TraceGuardError", "TraceCheckError",
            "compare", "compare_report"]

@@ -5,7 +5,8 @@ the branch and loop passes carry only names that are assigned, so the statement 
 its target for the new value to leave a tensor `if` or `while`. Three rewrites:
 
 - a statement `T.m_(args)` (``m_`` one of d2s's in-place methods, ``T`` a name or attribute
-  path) becomes `T = _jst.call_inplace(T, 'm_', is_attribute, (args,), {kwargs})`;
+  path) becomes `T = _jst.call_inplace(T, 'm_', is_attribute, (args,), {kwargs})`, and a chain
+  `T.a_(x).b_(y)` (PyTorch's running-statistics idiom) one such statement per call, in order;
 - `T.a += v` (and -=, *=, /=) on an attribute becomes `T.a = _jst.call_inplace(T.a, '__iadd__',
   True, (v,), {})`, so a module buffer updated this way becomes an attribute write;
 - any other simple statement calling `x.m_(...)` on a name `x` is followed by `x = x`, which
@@ -73,13 +74,33 @@ class _InplaceReceivers(gast.NodeVisitor):
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda
 
 
+def _plain_inplace_call(node):
+    """An in-place method call without ``*args`` or ``**kwargs``."""
+    return (_is_inplace_call(node) and not any(k.arg is None for k in node.keywords)
+            and not any(isinstance(a, gast.Starred) for a in node.args))
+
+
+def _inplace_chain(call):
+    """(receiver path, calls innermost first) of ``T.a_(x).b_(y)...`` (each in-place method
+    returns its receiver, so the chain updates ``T`` once per call, in order), or None."""
+    chain = []
+    node = call
+    while _plain_inplace_call(node):
+        chain.append(node)
+        node = node.func.value
+    if not chain or not _path(node):
+        return None
+    return node, chain[::-1]
+
+
 class InplaceCalls(Transformer):
     def visit_Expr(self, node):
-        call = node.value
-        if _is_inplace_call(call) and _path(call.func.value) and \
-                not any(k.arg is None for k in call.keywords) and \
-                not any(isinstance(a, gast.Starred) for a in call.args):
-            return gast.copy_location(_rebind(call.func.value, call.func.attr, call.args, call.keywords), node)
+        found = _inplace_chain(node.value)
+        if found is not None:
+            # `T.a_(x).b_(y)` -> `T = call_inplace(T, 'a_', x); T = call_inplace(T, 'b_', y)`: y is
+            # evaluated after a_ ran, as Python evaluates the chain
+            target, calls = found
+            return [gast.copy_location(_rebind(target, c.func.attr, c.args, c.keywords), node) for c in calls]
         return self._note_receivers(node)
 
     def visit_AugAssign(self, node):

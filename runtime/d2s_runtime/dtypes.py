@@ -47,16 +47,50 @@ DEFAULT_FLOAT = "float32"
 
 
 def result_type(*dtypes):
-    """d2s promotion over canonical dtype names: NumPy's, except that integers or bools combined
-    with floats give the float dtype present (float32 stays float32), as in PyTorch and JAX.
+    """d2s promotion over canonical dtype names of operands of one kind (all dimensioned
+    tensors, or all 0-d ones): PyTorch's ``promote_types`` -- NumPy's, except that integers or
+    bools combined with floats give the float dtype present (float32 stays float32).
 
     This keeps a Python int that a program carries as an int64 tensor (a loop counter, a dim)
-    from turning float32 results into float64, so programs and eager code agree.
+    from turning float32 results into float64, so programs and eager code agree. Operands of
+    different ranks combine by :func:`operand_result_type`.
     """
     floats = [d for d in dtypes if d in FLOATS]
     if floats:
         return max(floats, key=FLOATS.index)
     return np.result_type(*[np.dtype(d) for d in dtypes]).name
+
+
+def _combine(higher, lower):
+    """PyTorch's ``combine_categories``: the result of operands of a higher priority
+    (dimensioned tensors over 0-d tensors over Python numbers) meeting lower ones. The lower
+    ones count only when they are of a higher category (bool < integer < float)."""
+    if higher is None:
+        return lower
+    if lower is None or higher in FLOATS:
+        return higher
+    if higher == "bool" or lower in FLOATS:
+        return result_type(higher, lower)
+    return higher
+
+
+def operand_result_type(dtypes, ndims):
+    """PyTorch's ``torch.result_type`` over tensors of ``dtypes`` with ``ndims`` dims: a 0-d
+    tensor does not widen a dimensioned one of the same category (float32 tensor * 0-d float64
+    tensor is float32, int32 + 0-d int64 is int32), but does lift it to a higher category (an
+    int32 tensor * a 0-d float64 tensor is float64). Python numbers are weaker still
+    (:func:`scalar_result`)."""
+    dims = [d for d, n in zip(dtypes, ndims) if n]
+    zeros = [d for d, n in zip(dtypes, ndims) if not n]
+    if not dims or not zeros:
+        return result_type(*dtypes)
+    return _combine(result_type(*dims), result_type(*zeros))
+
+
+def types_result(*types):
+    """:func:`operand_result_type` of objects with ``.dtype`` (a name or numpy dtype) and
+    ``.shape`` (TensorTypes, arrays, numpy scalars)."""
+    return operand_result_type([getattr(t.dtype, "name", t.dtype) for t in types], [len(t.shape) for t in types])
 
 
 def scalar_result(dtype, value):
@@ -77,16 +111,18 @@ def float_of(dtype):
 
 
 def promote(args, floating=False):
-    """Op inputs (arrays and Python scalars) cast to their common d2s dtype; with ``floating``,
-    at least float32. Arrays already of that dtype are returned as they are."""
-    dts = [a.dtype for a in args if hasattr(a, "dtype")]
-    if not dts:
+    """Op inputs (arrays and Python scalars) cast to their common d2s dtype (PyTorch's
+    promotion: :func:`operand_result_type`, then Python scalars); with ``floating``, at least
+    float32. Arrays already of that dtype are returned as they are."""
+    arrays = [a for a in args if hasattr(a, "dtype")]
+    if not arrays:
         return args
+    dts = [a.dtype for a in arrays]
     first = dts[0]
     if all(d is first or d == first for d in dts):
         target = first.name
     else:
-        target = result_type(*(d.name for d in dts))
+        target = types_result(*arrays)
     for a in args:
         if not hasattr(a, "dtype") and not isinstance(a, (list, tuple)):
             target = scalar_result(target, a)

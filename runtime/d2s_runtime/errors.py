@@ -12,3 +12,9 @@ class LoopLimitError(ExecutionError):
 
 class FormatError(ValueError):
     """A saved program that cannot be loaded: missing, truncated, malformed or unsupported."""
+
+
+class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
+    """An integer ``//``, ``%``, ``fmod`` or truncating division by zero: PyTorch raises
+    ``RuntimeError: ZeroDivisionError`` there (NumPy would give 0 with a warning). Both
+    ``except RuntimeError`` and ``except ZeroDivisionError`` catch it."""

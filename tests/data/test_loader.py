@@ -1,5 +1,5 @@
-"""d2s.data: batch order, shuffling, partial batches, collation, the background pipeline
-(running ahead, bounded, stopping cleanly) and worker errors."""
+"""d2s.data without worker processes: batch order, shuffling, partial batches, collation, and
+d2s's ``prefetch=`` thread (running ahead, bounded, stopping cleanly, re-raising errors)."""
 import gc
 import threading
 import time
@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import d2s
+import torch_parity
 from d2s.data import DataLoader, Dataset, TensorDataset, default_collate
+from torch_parity import Case
 
 
 def _worker_threads():
@@ -100,7 +102,7 @@ def test_default_collate_handles_nesting():
     batch = default_collate([{"x": np.ones(2), "y": (1, 2.5)}, {"x": np.zeros(2), "y": (3, 0.5)}])
     assert batch["x"].shape == (2, 2)
     assert batch["y"][0].tolist() == [1, 3] and batch["y"][0].dtype == "int64"
-    assert batch["y"][1].dtype == "float32"
+    assert batch["y"][1].dtype == "float64"  # Python floats collate to float64, as in PyTorch
     stacked = default_collate([d2s.ones(3), d2s.zeros(3)])
     assert stacked.shape == (2, 3)
     with pytest.raises(TypeError, match="collate_fn"):
@@ -164,7 +166,7 @@ def test_an_exception_in_the_worker_is_raised_in_the_consumer():
         for _, y in loader:
             got.append(y.tolist())
     assert got == [[0, 1], [2, 3]]  # the batches before the failing one still arrive
-    assert any("worker thread" in note for note in getattr(info.value, "__notes__", []))
+    assert any("prefetch thread" in note for note in getattr(info.value, "__notes__", []))
     gc.collect()
     assert not _worker_threads()
     # synchronous loading raises the same error
@@ -177,3 +179,66 @@ def test_bad_arguments():
         DataLoader(Recording(3), batch_size=0)
     with pytest.raises(ValueError, match="prefetch"):
         DataLoader(Recording(3), batch_size=1, prefetch=-1)
+
+
+# ------------------------------------------------------------------ PyTorch's batches, and when a thread reads ahead
+
+_ROWS = np.random.default_rng(6).standard_normal((7, 3)).astype(np.float32)
+
+
+def _loader_batches(lib, **kwargs):
+    data = lib.utils.data if lib.__name__ == "torch" else lib.data
+    samples = [(_ROWS[i], i, 0.5 * i, {"even": i % 2 == 0}) for i in range(7)]
+    return list(data.DataLoader(samples, **kwargs))
+
+
+TORCH_CASES = [
+    Case(f"loader-{name}", lambda lib, kw=kw: _loader_batches(lib, **kw), grad=False,
+         static="data loading runs outside programs")
+    for name, kw in [("batch-3", dict(batch_size=3)), ("drop-last", dict(batch_size=3, drop_last=True)),
+                     ("no-batching", dict(batch_size=None)), ("batch-7", dict(batch_size=7))]
+]
+
+
+@pytest.mark.parametrize("case", TORCH_CASES, ids=str)
+def test_matches_torch(case):
+    torch_parity.check(case, __name__)
+
+
+def test_by_default_only_a_tensor_dataset_is_read_ahead_by_a_thread():
+    ds = TensorDataset(np.arange(8.0).reshape(4, 2), np.arange(4))
+    it = iter(DataLoader(ds, batch_size=2))
+    assert len(_worker_threads()) == 1
+    assert [b[1].tolist() for b in it] == [[0, 1], [2, 3]]
+    gc.collect()
+    assert not _worker_threads()
+    rec = Recording(6)
+    it = iter(DataLoader(rec, batch_size=2))
+    assert not _worker_threads() and rec.accessed == []  # a user's dataset: read when asked, in this thread
+    next(it)
+    assert rec.accessed == [0, 1]
+    assert not _worker_threads()
+    it = iter(DataLoader(ds, batch_size=2, prefetch=0))
+    assert not _worker_threads()
+
+
+class _Noisy(Dataset):
+    """Augmentation with d2s's generator, as user datasets do."""
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        return d2s.rand(2).numpy() + i
+
+
+def test_random_draws_in_a_dataset_repeat_without_workers():
+    def run():
+        d2s.manual_seed(3)
+        out = []
+        for b in DataLoader(_Noisy(), batch_size=2, shuffle=True):
+            out.append(b.numpy().copy())
+            out.append(d2s.rand(1).numpy())  # the training loop's draws, interleaved
+        return np.concatenate([o.ravel() for o in out])
+
+    np.testing.assert_array_equal(run(), run())

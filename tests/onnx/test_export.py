@@ -58,6 +58,18 @@ def run_both(fn, arrays, dynamic=True, extra_batches=()):
 
 
 # (id, fn, input factory) -- each case runs on two batch sizes through one dynamic-batch program
+class _Pair(d2s.autograd.Function):
+    """A custom Function: its outputs pass through a custom_function op in programs."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2, x + 1
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        return ga * 2 + gb
+
+
 CASES = [
     ("add", lambda a, b: a + b, lambda n: [f32(n, 3), f32(n, 3)]),
     ("add_scalar_int", lambda a: a + 2, lambda n: [i64(n, 3)]),
@@ -160,12 +172,35 @@ CASES = [
     ("conv2d_strided", lambda x, w: F.conv2d(x, w, stride=2), lambda n: [f32(n, 2, 6, 6), f32(3, 2, 2, 2)]),
     ("max_pool2d", lambda x: F.max_pool2d(x, 2) + 0, lambda n: [f32(n, 2, 4, 4)]),
     ("max_pool2d_padded", lambda x: F.max_pool2d(x, 3, stride=2, padding=1), lambda n: [f32(n, 1, 5, 5)]),
+    # convolution, pooling, resampling and normalization (tests/nn/test_conv.py etc. check them against PyTorch)
+    ("conv2d_grouped_dilated_same", lambda x, w: F.conv2d(x, w, padding="same", dilation=(1, 2), groups=2),
+     lambda n: [f32(n, 4, 6, 7), f32(4, 2, 2, 4)]),
+    ("conv_transpose2d", lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1, groups=2),
+     lambda n: [f32(n, 4, 3, 2), f32(4, 1, 3, 2)]),
+    ("unfold_fold", lambda x: F.fold(F.unfold(x, (2, 3), padding=1, stride=(1, 2)), (4, 5), (2, 3), padding=1,
+                                     stride=(1, 2)), lambda n: [f32(n, 2, 4, 5)]),
+    ("max_pool2d_ceil_indices", lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True, return_indices=True),
+     lambda n: [f32(n, 2, 6, 5)]),
+    ("avg_pool2d_modes", lambda x: (F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+                                    F.avg_pool2d(x, 2, ceil_mode=True), F.avg_pool2d(x, 3, 1, 1, divisor_override=4)),
+     lambda n: [f32(n, 2, 5, 5)]),
+    ("adaptive_pools", lambda x: (F.adaptive_avg_pool2d(x, 1), F.adaptive_avg_pool2d(x, (2, 3)),
+                                  F.adaptive_avg_pool2d(x, (4, 5)), F.adaptive_max_pool2d(x, 1),
+                                  F.adaptive_max_pool2d(x, (3, 2))), lambda n: [f32(n, 2, 6, 6)]),
+    ("interpolate_modes", lambda x: (F.interpolate(x, scale_factor=2), F.interpolate(x, size=(5, 7), mode="bilinear"),
+                                     F.interpolate(x, scale_factor=1.5, mode="bilinear", align_corners=True),
+                                     F.interpolate(x, size=(7, 3), mode="nearest-exact")), lambda n: [f32(n, 2, 3, 4)]),
+    ("pixel_shuffle", lambda x: F.pixel_unshuffle(F.pixel_shuffle(x, 2) * 2.0, 2) + F.pixel_shuffle(x, 2).sum(),
+     lambda n: [f32(n, 8, 2, 3)]),
+    ("normalization", lambda x, w: (F.layer_norm(x, (5,), w), F.group_norm(x, 2, None, None),
+                                    F.batch_norm(x, None, None, training=True)), lambda n: [f32(n, 4, 3, 5), f32(5)]),
     ("creation", lambda a: a + d2s.arange(3) + d2s.eye(3)[0] + d2s.full((3,), 2.0) + d2s.linspace(0, 1, 3),
      lambda n: [f32(n, 3)]),
     ("full_like", lambda a, i: d2s.zeros_like(a) + d2s.ones_like(a) * 2 + apply("full_like", i, value=3),
      lambda n: [f32(n, 3), i64(n, 3)]),
     ("tensor_list", lambda a: _tensor_list(a), lambda n: [f32(n, 3)]),
     ("stop_gradient", lambda a: d2s.stop_gradient(a) * 2, lambda n: [f32(n, 3)]),
+    ("custom_function", lambda a: _Pair.apply(a)[0] - _Pair.apply(a)[1], lambda n: [f32(n, 3)]),
     # arithmetic on two bool tensors is logic in NumPy; ONNX's Add/Mul/Max/Min take no bool
     ("bool_arith", lambda a, b: (a + b, a * b, d2s.maximum(a, b), d2s.minimum(a, b)),
      lambda n: [boolean(n, 3), boolean(n, 3)]),
@@ -175,6 +210,23 @@ CASES = [
                        d2s.pad(a, [(0, 1), (2, 2)], mode="replicate"), d2s.pad(a, (3, 1), mode="circular")),
      lambda n: [f32(n, 4)]),
     ("pad_int", lambda a: d2s.pad(a, (1, 1), value=7), lambda n: [i64(n, 3)]),
+    # element-wise math (d2s/ops/elementwise.py, pointwise.py)
+    ("log_family", lambda a: (d2s.log1p(a), d2s.log2(a), d2s.log10(a), d2s.rsqrt(a)), lambda n: [f32(n, 4, lo=0.1)]),
+    ("inverse_trig", lambda a: (d2s.asin(a), d2s.acos(a), d2s.atanh(a), d2s.acosh(a + 2.0)),
+     lambda n: [f32(n, 4, lo=-0.9, hi=0.9)]),
+    ("clamp_tensor_bounds", lambda a, lo, hi: (d2s.clamp(a, lo, hi), d2s.clamp(a, min=lo), d2s.clamp(a, max=hi)),
+     lambda n: [f32(n, 4), f32(4, lo=-1, hi=0), f32(n, 1, lo=0, hi=1)]),
+    ("fmin_fmod", lambda a, b: (d2s.fmin(a, b), d2s.fmod(a, b)), lambda n: [f32(n, 4), f32(n, 4, lo=0.5, hi=2)]),
+    ("int_division", lambda a, b: (a // b, a % b, d2s.fmod(a, b), d2s.div(a, b, rounding_mode="trunc"),
+                                   d2s.div(a.astype("float32"), b, rounding_mode="trunc")),
+     lambda n: [np.array([-2 ** 31, -2 ** 31, 2 ** 31 - 1, -7, 7, -7, 0, 5] * (n // 2 + 1))[:n * 2].astype("int32")
+                .reshape(n, 2), np.array([[-1, 3]] * n, "int32")]),
+    ("linalg", lambda a, b, i: (d2s.einsum("bij,jk->bik", a, b), d2s.einsum("bij->bj", a), d2s.tril(a, -1),
+                                d2s.triu(a.astype("float64"), 1), d2s.triu(i), d2s.tril(i > 0)),
+     lambda n: [f32(n, 3, 4), f32(4, 2), i64(n, 3, 3)]),
+    ("diagonals", lambda a, v: (d2s.diagonal(a, 1, 2, 0), d2s.trace(a[0]), d2s.diag_embed(v, -1),
+                                d2s.diagonal_scatter(a, d2s.diagonal(a) * 2)),
+     lambda n: [f32(n, 3, 4), f32(n, 3)]),
     ("identity_shape", lambda a: (d2s.identity(a) * 2, d2s.shape(a), d2s.shape(a[0, 0])), lambda n: [f32(n, 3)]),
 ]
 

@@ -26,6 +26,7 @@ import numpy as np
 from .. import forksafe
 from .cache import CacheDir, default_cache_dir, helpers_digest, warn_once
 from .lower import NativeUnsupported, StackPool, lower, source_key
+from . import norm  # noqa: F401  (registers the native lowerings of the normalization ops)
 
 __all__ = ["NativeUnsupported", "Lowered", "available", "lower_program", "compile_lowered", "compile_program",
            "is_cached", "default_cache_dir"]  # default_cache_dir: from cache.py

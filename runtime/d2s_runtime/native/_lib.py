@@ -6,6 +6,8 @@ LLVM vectorizes what has no libm call. ``tanh32`` is this module's own rational 
 (see ``TANH_MAX_ULP``), so float32 ``tanh`` runs on SIMD lanes instead of a scalar ``tanhf`` call
 (~14 ns each here); every other transcendental is numba's (libm).
 """
+import math
+
 import numba
 import numpy as np
 
@@ -47,13 +49,35 @@ def tanh32(x):
 
 @njit(**_JIT)
 def maximum(a, b):
-    # numpy's maximum: NaN wins, and a is kept on ties (so signed zeros match)
-    return a if (a >= b or a != a) else b
+    # numpy's (and PyTorch's) maximum: NaN wins, and b is taken on ties (max(0.0, -0.0) is -0.0)
+    return a if (a > b or a != a) else b
 
 
 @njit(**_JIT)
 def minimum(a, b):
-    return a if (a <= b or a != a) else b
+    return a if (a < b or a != a) else b
+
+
+@njit(**_JIT)
+def clip_lo(x, lo):
+    # numpy's clip (and PyTorch's clamp to a number): NaN wins, x is kept on ties
+    return x if (x >= lo or x != x) else lo
+
+
+@njit(**_JIT)
+def clip_hi(x, hi):
+    return x if (x <= hi or x != x) else hi
+
+
+@njit(**_JIT)
+def fmax(a, b):
+    # PyTorch's fmax: a NaN loses to a number, a is kept on ties
+    return a if (a >= b or b != b) else b
+
+
+@njit(**_JIT)
+def fmin(a, b):
+    return a if (a <= b or b != b) else b
 
 
 @njit(**_JIT)
@@ -63,11 +87,77 @@ def relu(x, zero):
 
 @njit(**_JIT)
 def sign(x, zero, one):
+    # PyTorch's sign: 0 for NaN (and for both zeros)
     if x > zero:
         return one
     if x < zero:
         return -one
-    return x if x != x else zero
+    return zero
+
+
+class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
+    """What the kernels raise (d2s_runtime.errors); numba raises a class of this module, so the
+    generated code imports nothing else."""
+
+
+@njit(**_JIT)
+def floordiv_int(a, b):
+    # numba's integer // floors as Python's; error_model="numpy" would give 0 for b == 0
+    if b == 0:
+        raise IntegerDivisionByZero("ZeroDivisionError: integer division by zero")
+    return a // b
+
+
+@njit(**_JIT)
+def mod_int(a, b):
+    if b == 0:
+        raise IntegerDivisionByZero("ZeroDivisionError: integer modulo by zero")
+    return a % b
+
+
+@njit(**_JIT)
+def fmod_int(a, b):
+    # C's remainder: the sign of a
+    if b == 0:
+        raise IntegerDivisionByZero("ZeroDivisionError: integer fmod by zero")
+    r = a % b
+    return r - b if (r != 0 and (r < 0) != (a < 0)) else r
+
+
+@njit(**_JIT)
+def truncdiv_int(a, b):
+    if b == 0:
+        raise IntegerDivisionByZero("ZeroDivisionError: integer division by zero")
+    q = a // b
+    return q + 1 if (q < 0 and q * b != a) else q
+
+
+@njit(**_JIT)
+def remainder(a, b, zero):
+    # PyTorch's float remainder (ops/elementwise.py): fmod, plus b where the signs differ
+    r = np.fmod(a, b)
+    return r + b if (r != zero and (r < zero) != (b < zero)) else r
+
+
+@njit(**_JIT)
+def nan_to_num(x, nan, posinf, neginf):
+    if x != x:
+        return nan
+    if x == np.inf:
+        return posinf
+    if x == -np.inf:
+        return neginf
+    return x
+
+
+@njit(**_JIT)
+def erf(x):
+    return math.erf(x)
+
+
+@njit(**_JIT)
+def erfc(x):
+    return math.erfc(x)
 
 
 @njit(**_JIT)
@@ -84,11 +174,11 @@ def logaddexp(a, b):
 
 @njit(**_JIT)
 def clip(x, lo, hi, use_lo, use_hi):
-    # np.clip(x, lo, hi) = minimum(maximum(x, lo), hi), with NaN propagated
+    # np.clip(x, lo, hi), with NaN propagated and x kept on ties
     if use_lo:
-        x = maximum(x, lo)
+        x = clip_lo(x, lo)
     if use_hi:
-        x = minimum(x, hi)
+        x = clip_hi(x, hi)
     return x
 
 

@@ -29,14 +29,14 @@ from itertools import count
 
 import numpy as np
 
-from ..dtypes import DTYPES, float_of, result_type
+from ..dtypes import DTYPES, float_of, types_result
 from ..ops import OPS
 from ..schedule import topo_order
 from . import mkl
 
 BACKEND = "native"
 # Bumped whenever the generated code changes meaning, so disk caches of older versions are not used.
-LOWERING_VERSION = "2"
+LOWERING_VERSION = "3"
 
 NP_TYPE = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32", "int64": "np.int64",
            "bool": "np.bool_"}
@@ -144,8 +144,8 @@ class Emit:
         raise NativeUnsupported(f"op {self._op.type} (output {self._op.outputs[0]}): {why}")
 
     # builders (each returns a value)
-    def reduce(self, kind, x, axes, keepdims):
-        return self._l.reduce(self, kind, x, axes, keepdims)
+    def reduce(self, kind, x, axes, keepdims, first_on_ties=False):
+        return self._l.reduce(self, kind, x, axes, keepdims, first_on_ties)
 
     def matmul(self, a, b):
         return self._l.matmul(self, a, b)
@@ -407,7 +407,7 @@ class Lowerer:
         out_dt = out_t.dtype
         in_dts = [v.dtype for v in ins]
         if opdef.comparison:
-            cd = result_type(*in_dts)
+            cd = types_result(*ins)
         elif opdef.float_inputs:
             cd = float_of(out_dt)
         else:
@@ -647,7 +647,10 @@ class Lowerer:
         return V(v.kind, v.name, v.dtype, v.shape, layout=v.layout)
 
     # ---------------------------------------------------------------- builders
-    def reduce(self, e, kind, x, axes, keepdims):
+    def reduce(self, e, kind, x, axes, keepdims, first_on_ties=False):
+        """(``first_on_ties``: a max/min keeping the earlier of equal elements, signed zeros
+        included, as the values of max/min with a dim are the elements at their index; numpy's
+        reductions keep the later one, as ``L.maximum`` does.)"""
         out_t = e.out
         if type(keepdims) is not bool:
             raise NativeUnsupported("reduce: keepdims must be a bool")
@@ -693,6 +696,8 @@ class Lowerer:
             self.emit(ind, f"if {count_expr} == 0: raise ValueError('native program: a max/min reduction over zero elements')")
         upd = {"sum": "{a} + {v}", "mean": "{a} + {v}", "prod": "{a} * {v}", "any": "{a} or {v}",
                "all": "{a} and {v}", "max": "L.maximum({a}, {v})", "min": "L.minimum({a}, {v})"}[kind]
+        if first_on_ties and kind in ("max", "min"):
+            upd = "({a} if ({a} %s {v} or {a} != {a}) else {v})" % (">=" if kind == "max" else "<=")
         if full and nd == 1 and kind in ("sum", "mean") and acc_dt == "float64":
             # four float64 partial sums: the adds of a short vector do not wait on each other
             parts = [self.fresh() for _ in range(4)]

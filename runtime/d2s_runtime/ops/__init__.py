@@ -1,7 +1,7 @@
 """Every primitive op of d2s, registered once: kernel, shape rule, traits and lowerings side by side."""
 from .registry import OPS, TRAITS, OpDef, ShapeError, TensorType, deflowering, defop, get_op, ops_with
-from . import elementwise, reduce, linalg, shape_ops, creation, random, indexing  # noqa: F401  (registration)
-from . import nn_ops, grad_ops  # noqa: F401  (registration)
+from . import elementwise, pointwise, reduce, linalg, shape_ops, creation, random, indexing  # noqa: F401  (registration)
+from . import nn_ops, conv_ops, pool_ops, norm_ops, grad_ops  # noqa: F401  (registration)
 from . import sorting  # noqa: F401  (registration)
 from . import guard  # noqa: F401  (registration: trace guards)
 from . import tensor_list  # noqa: F401  (registration: tensor lists for loops)

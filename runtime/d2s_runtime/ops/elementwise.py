@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..dtypes import float_of, is_floating, promote
+from ..errors import IntegerDivisionByZero
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import elementwise
 
@@ -58,7 +59,15 @@ def _binary(name, fn, doc, dtype=None, **traits):
 
 _unary("neg", lambda xp, x: xp.negative(x), "Negation, ``-x``.", ufunc="negative", out_ok=True, fresh=True)
 _unary("abs", lambda xp, x: xp.abs(x), "Absolute value.", ufunc="absolute", out_ok=True, fresh=True)
-_unary("sign", lambda xp, x: xp.sign(x), "Sign: -1, 0 or 1.", ufunc="sign", fresh=True)
+def _sign(xp, x):
+    if x.dtype == bool:
+        return xp.array(x, copy=True)
+    if x.dtype.kind == "f":
+        return xp.where(xp.isnan(x), 0, xp.sign(x))  # PyTorch's sign of NaN is 0
+    return xp.sign(x)
+
+
+_unary("sign", _sign, "Sign: -1, 0 or 1 (0 for NaN, as PyTorch; a bool tensor unchanged).", fresh=True)
 _unary("exp", lambda xp, x: xp.exp(x), "Exponential; integer inputs give float32.", float_only=True, ufunc="exp", out_ok=True, fresh=True)
 _unary("log", lambda xp, x: xp.log(x), "Natural logarithm; integer inputs give float32.", float_only=True, ufunc="log", out_ok=True, fresh=True)
 _unary("sqrt", lambda xp, x: xp.sqrt(x), "Square root; integer inputs give float32.", float_only=True, ufunc="sqrt", out_ok=True, fresh=True)
@@ -77,15 +86,56 @@ _unary("sigmoid", _sigmoid, "Logistic sigmoid ``1 / (1 + exp(-x))``, stable for 
 _unary("relu", lambda xp, x: xp.maximum(x, 0).astype(x.dtype, copy=False), "``max(x, 0)`` in x's dtype.")
 _unary("logical_not", lambda xp, x: xp.logical_not(x) if x.dtype == bool else xp.invert(x),
        "Logical not of a bool tensor (bitwise not of an integer one).")
-_unary("floor", lambda xp, x: xp.floor(x), "Largest integer not above x, in x's dtype.", ufunc="floor", fresh=True)
 
 _binary("add", _ufunc("add"), "Sum ``a + b``.", ufunc="add", infix="+", commutative=True, associative=True,
         identity=0, out_ok=True)
 _binary("sub", _ufunc("subtract"), "Difference ``a - b``.", ufunc="subtract", infix="-", identity=0, out_ok=True)
 _binary("mul", _ufunc("multiply"), "Product ``a * b``.", ufunc="multiply", infix="*", commutative=True,
         associative=True, identity=1, out_ok=True)
-_binary("floordiv", _ufunc("floor_divide"), "Floor division ``a // b``.", ufunc="floor_divide", infix="//")
-_binary("mod", _ufunc("mod"), "Remainder ``a % b`` (the sign of b, as Python's).", ufunc="mod", infix="%")
+def check_int_divisor(op, xp, b):
+    """Raise PyTorch's ZeroDivisionError where integer divisor ``b`` (array or Python int) holds
+    a zero: NumPy would answer 0 with a warning, a number PyTorch never gives."""
+    if getattr(b, "dtype", None) is not None:
+        zero = b.dtype.kind in "iub" and bool((b == 0).any())
+    else:
+        zero = b == 0
+    if zero:
+        raise IntegerDivisionByZero(f"ZeroDivisionError: integer {op} by zero")
+
+
+def integral(a, b):
+    """Whether a binary op on ``a`` and ``b`` (arrays or Python numbers, promoted) computes in
+    integers (or bools)."""
+    for v in (a, b):
+        dt = getattr(v, "dtype", None)
+        if (dt.kind == "f") if dt is not None else isinstance(v, float):
+            return False
+    return True
+
+
+def _floordiv(xp, a, b):
+    if integral(a, b):
+        check_int_divisor("division", xp, b)
+    return xp.floor_divide(a, b)
+
+
+def _remainder(xp, a, b):
+    if integral(a, b):
+        check_int_divisor("modulo", xp, b)
+        return xp.remainder(a, b)
+    # PyTorch's remainder: fmod, plus b where the signs differ; unlike NumPy's, a zero result
+    # keeps a's sign (NumPy gives b's)
+    r = xp.fmod(a, b)
+    fix = (r != 0) & ((r < 0) != (b < 0))
+    return xp.where(fix, r + b, r)
+
+
+# no ufunc trait: the kernels are not the bare ufuncs (the integer zero check, PyTorch's
+# remainder), so generated code and the passes call them, never np.floor_divide directly; the
+# Tensor operators // and % are bound by d2s.tensor (_MORE_OPERATORS)
+_binary("floordiv", _floordiv, "Floor division ``a // b``; integer division by zero raises ZeroDivisionError.")
+_binary("mod", _remainder, "Remainder ``a % b`` with the sign of b (PyTorch's ``remainder``); integer division by "
+        "zero raises ZeroDivisionError.")
 _binary("pow", _ufunc("power"), "Power ``a ** b``.", ufunc="power", out_ok=True)
 _binary("maximum", _ufunc("maximum"), "Element-wise maximum (NaN wins).", ufunc="maximum", commutative=True, out_ok=True)
 _binary("minimum", _ufunc("minimum"), "Element-wise minimum (NaN wins).", ufunc="minimum", commutative=True, out_ok=True)
@@ -203,6 +253,25 @@ def _clip(xp, x, lo=None, hi=None):
     return xp.clip(x, lo, hi).astype(x.dtype, copy=False)
 
 
+def _clamp_infer(x, *bounds, which="both"):
+    if which not in ("both", "min", "max") or len(bounds) != (2 if which == "both" else 1):
+        raise ShapeError(f"clamp: which={which!r} with {len(bounds)} bounds; expected 'both' with two, "
+                         "'min' or 'max' with one")
+    return elementwise("clamp", x, *bounds)
+
+
+@defop("clamp", _clamp_infer, elementwise=True, promotes=None, fresh=True)
+def _clamp(xp, x, *bounds, which="both"):
+    """x limited by tensor bounds (``which``: 'both' (lo, hi), 'min' (lo) or 'max' (hi)):
+    PyTorch's ``minimum(maximum(x, lo), hi)``, so NaN in x or a bound gives NaN and hi wins
+    where lo > hi; operands promoted together."""
+    x, *bounds = promote((x, *bounds))
+    if which == "max":
+        return xp.minimum(x, bounds[0])
+    out = xp.maximum(x, bounds[0])
+    return xp.minimum(out, bounds[1]) if which == "both" else out
+
+
 # ---------------------------------------------------------------- native lowerings
 # Element-wise hooks of the native backend (see native/lower.py): ``hook(e, *args, **attrs)``
 # gets the operands as scalar expressions already converted to ``e.dtype`` and returns the
@@ -222,10 +291,28 @@ def _native_binary(name, symbol, bool_symbol=None):
 
 
 for _name, _symbol, _bool in (("add", "+", "|"), ("sub", "-", None), ("mul", "*", "&"), ("div", "/", None),
-                              ("floordiv", "//", None), ("mod", "%", None), ("eq", "==", "=="), ("ne", "!=", "!="),
+                              ("eq", "==", "=="), ("ne", "!=", "!="),
                               ("lt", "<", "<"), ("le", "<=", "<="), ("gt", ">", ">"), ("ge", ">=", ">="),
                               ("bitwise_and", "&", "&"), ("bitwise_or", "|", "|"), ("bitwise_xor", "^", "^")):
     _native_binary(_name, _symbol, _bool)
+
+
+@deflowering("floordiv", NATIVE)
+def _floordiv_native(e, a, b):
+    if e.dtype == "bool":
+        e.unsupported("bool operands")
+    if e.dtype.startswith("float"):
+        return f"({a} // {b})"
+    return f"{e.lib('floordiv_int')}({a}, {b})"
+
+
+@deflowering("mod", NATIVE)
+def _mod_native(e, a, b):
+    if e.dtype == "bool":
+        e.unsupported("bool operands")
+    if e.dtype.startswith("float"):
+        return f"{e.lib('remainder')}({a}, {b}, {e.const(0)})"
+    return f"{e.lib('mod_int')}({a}, {b})"
 
 
 @deflowering("pow", NATIVE)
@@ -266,7 +353,7 @@ def _abs_native(e, x):
 @deflowering("sign", NATIVE)
 def _sign_native(e, x):
     if e.dtype == "bool":
-        e.unsupported("bool operand")
+        return x
     return f"{e.lib('sign')}({x}, {e.const(0)}, {e.const(1)})"
 
 
@@ -304,16 +391,19 @@ def _logical_not_native(e, x):
     return f"(not {x})" if e.dtype == "bool" else f"(~{x})"
 
 
-@deflowering("floor", NATIVE)
-def _floor_native(e, x):
-    if e.dtype not in ("float32", "float64"):
-        e.unsupported("floor of an integer tensor")
-    return f"np.floor({x})"
-
-
 @deflowering("where", NATIVE)
 def _where_native(e, c, a, b):
     return f"({a} if {c} else {b})"
+
+
+@deflowering("clamp", NATIVE)
+def _clamp_native(e, x, *bounds, which="both"):
+    if e.dtype == "bool":
+        e.unsupported("bool operands")
+    if which == "max":
+        return f"{e.lib('minimum')}({x}, {bounds[0]})"
+    out = f"{e.lib('maximum')}({x}, {bounds[0]})"
+    return f"{e.lib('minimum')}({out}, {bounds[1]})" if which == "both" else out
 
 
 @deflowering("clip", NATIVE)
@@ -324,7 +414,7 @@ def _clip_native(e, x, lo=None, hi=None):
         if v is not None and (type(v) is bool or not isinstance(v, (int, float))):
             e.unsupported("clip bounds must be numbers")
     if lo is not None:
-        x = f"{e.lib('maximum')}({x}, {e.const(lo)})"
+        x = f"{e.lib('clip_lo')}({x}, {e.const(lo)})"
     if hi is not None:
-        x = f"{e.lib('minimum')}({x}, {e.const(hi)})"
+        x = f"{e.lib('clip_hi')}({x}, {e.const(hi)})"
     return x

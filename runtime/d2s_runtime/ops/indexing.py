@@ -103,7 +103,11 @@ def _getitem_infer(x, *idx, index):
 @defop("getitem", _getitem_infer, view=True)
 def _getitem(xp, x, *idx, index):
     """``x[index]``, tensor indices read from the inputs after x (numpy indexing rules)."""
-    return x[decode_index(index, idx)]
+    key = decode_index(index, idx)
+    out = x[key]
+    if isinstance(out, np.generic):  # an element (ints only): its 0-d view, as x[i, j] is in PyTorch
+        out = x[key + (Ellipsis,)]
+    return out
 
 
 def _setitem_infer(x, v, *idx, index):

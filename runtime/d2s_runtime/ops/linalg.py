@@ -1,4 +1,6 @@
 """Matrix multiplication with NumPy's ``matmul`` semantics (1-d operands, batch broadcasting)."""
+import numpy as np
+
 from ..dtypes import promote, result_type
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import broadcast_shapes, fmt_shape
@@ -35,3 +37,211 @@ def _matmul_native(e, a, b):
     """numba's ``np.dot`` (BLAS) on 1-d and 2-d operands; a bias/activation chain reading the
     result runs in place in its buffer (native/lower.py)."""
     return e.matmul(a, b)
+
+
+# ------------------------------------------------------------------ einsum
+def parse_equation(equation):
+    """``(input subscripts, output subscripts)`` of a canonical einsum equation
+    (``"ij,jk->ik"``: letters only, one per dim, an explicit output)."""
+    if not isinstance(equation, str) or "->" not in equation:
+        raise ShapeError(f"einsum: equation {equation!r} is not canonical (letters, commas and '->')")
+    lhs, out = equation.split("->")
+    ins = lhs.split(",")
+    for s in ins + [out]:
+        if not all(c.isascii() and c.isalpha() for c in s) or len(set(s)) != len(s):
+            raise ShapeError(f"einsum: subscripts {s!r} of {equation!r} must be distinct letters")
+    if not set(out) <= set("".join(ins)):
+        raise ShapeError(f"einsum: output subscripts {out!r} of {equation!r} name letters no input has")
+    return ins, out
+
+
+def _letter_sizes(equation, ins, shapes):
+    """Each letter's size: operands agree, or have 1 (broadcast); None where unknown."""
+    sizes = {}
+    for sub, shape in zip(ins, shapes):
+        if len(sub) != len(shape):
+            raise ShapeError(f"einsum: operand with shape {fmt_shape(shape)} has {len(shape)} dims, but its "
+                             f"subscripts {sub!r} in {equation!r} name {len(sub)}")
+        for c, d in zip(sub, shape):
+            prev = sizes.get(c, 1)
+            if d == 1 or d == prev:
+                continue
+            if prev == 1:
+                sizes[c] = d
+            elif d is None or prev is None:
+                sizes[c] = prev if d is None else d
+            else:
+                raise ShapeError(f"einsum: subscript {c!r} of {equation!r} has sizes {prev} and {d}, which do not "
+                                 f"broadcast")
+        for c in sub:
+            sizes.setdefault(c, 1)
+    return sizes
+
+
+def _einsum_infer(*types, equation):
+    ins, out = parse_equation(equation)
+    if len(ins) != len(types):
+        raise ShapeError(f"einsum: {equation!r} names {len(ins)} operands, got {len(types)}")
+    sizes = _letter_sizes(equation, ins, [t.shape for t in types])
+    return TensorType(tuple(sizes[c] for c in out), result_type(*(t.dtype for t in types)))
+
+
+def _contract(xp, a, sa, b, sb, keep, sizes):
+    """Operands ``a`` (subscripts ``sa``) and ``b`` contracted over their shared letters not in
+    ``keep``, as one batched matrix product: ``(batch, left, shared) @ (batch, shared, right)``."""
+    batch = [c for c in sa if c in sb and c in keep]
+    shared = [c for c in sa if c in sb and c not in keep]
+    left = [c for c in sa if c not in sb]
+    right = [c for c in sb if c not in sa]
+    a = xp.transpose(a, [sa.index(c) for c in batch + left + shared])
+    b = xp.transpose(b, [sb.index(c) for c in batch + shared + right])
+    # shared dims broadcast to their full size; batch dims broadcast through matmul
+    nb = len(batch)
+    a = xp.broadcast_to(a, a.shape[:nb + len(left)] + tuple(sizes[c] for c in shared))
+    b = xp.broadcast_to(b, b.shape[:nb] + tuple(sizes[c] for c in shared) + b.shape[nb + len(shared):])
+    m = int(np.prod(a.shape[nb:nb + len(left)], dtype=np.int64))
+    k = int(np.prod([sizes[c] for c in shared], dtype=np.int64))
+    n = int(np.prod(b.shape[nb + len(shared):], dtype=np.int64))
+    prod = xp.matmul(a.reshape(a.shape[:nb] + (m, k)), b.reshape(b.shape[:nb] + (k, n)))
+    out = prod.reshape(prod.shape[:nb] + a.shape[nb:nb + len(left)] + b.shape[nb + len(shared):])
+    return out, "".join(batch + left + right)
+
+
+def _sum_letters(xp, x, sub, keep):
+    """``x`` summed over the letters of ``sub`` not in ``keep``."""
+    axes = tuple(i for i, c in enumerate(sub) if c not in keep)
+    if not axes:
+        return x, sub
+    return x.sum(axis=axes), "".join(c for c in sub if c in keep)
+
+
+@defop("einsum", _einsum_infer, promotes=None, fresh=True)
+def _einsum(xp, *operands, equation):
+    """Einstein summation over a canonical equation (distinct letters per operand, an explicit
+    output; ``d2s.einsum`` brings PyTorch's forms to it): operands contracted left to right,
+    each pair as one batched matrix product (BLAS), letters summed as soon as no later operand
+    or the output needs them. Sizes of 1 broadcast."""
+    ins, out = parse_equation(equation)
+    operands = promote(list(operands)) if len({o.dtype for o in operands}) > 1 else operands
+    sizes = {}
+    for sub, x in zip(ins, operands):
+        for c, d in zip(sub, x.shape):
+            if d != 1 or c not in sizes:
+                sizes[c] = d
+    cur, sub = operands[0], ins[0]
+    for k in range(1, len(operands)):
+        keep = set(out).union(*ins[k + 1:])
+        cur, sub = _sum_letters(xp, cur, sub, keep | set(ins[k]))
+        nxt, nsub = _sum_letters(xp, operands[k], ins[k], keep | set(sub))
+        cur, sub = _contract(xp, cur, sub, nxt, nsub, keep, sizes)
+    own = len(operands) > 1  # a product is a new array; a lone operand is the caller's
+    if len(sub) > len(out):
+        cur, sub = _sum_letters(xp, cur, sub, set(out))
+        own = True
+    cur = xp.transpose(cur, [sub.index(c) for c in out])
+    full = tuple(sizes[c] for c in out)
+    if cur.shape != full:  # an output letter only size-1 operands had here, broadcast by a summed one
+        cur, own = xp.broadcast_to(cur, full), False
+    return cur if own else xp.array(cur, copy=True)
+
+
+# ------------------------------------------------------------------ diagonals, triangles
+def _diag_axes(op, ndim, dim1, dim2):
+    for d in (dim1, dim2):
+        if not -ndim <= d < ndim:
+            raise ShapeError(f"{op}: dim {d} is out of range for a tensor with {ndim} dims")
+    d1, d2 = dim1 % ndim, dim2 % ndim
+    if d1 == d2:
+        raise ShapeError(f"{op}: dim1 and dim2 cannot be the same dim ({dim1} and {dim2})")
+    return d1, d2
+
+
+def _diag_len(n, m, offset):
+    if n is None or m is None:
+        return None
+    return max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+
+
+def _diagonal_infer(x, offset=0, dim1=0, dim2=1):
+    d1, d2 = _diag_axes("diagonal", x.ndim, dim1, dim2)
+    rest = tuple(d for i, d in enumerate(x.shape) if i not in (d1, d2))
+    return TensorType(rest + (_diag_len(x.shape[d1], x.shape[d2], offset),), x.dtype)
+
+
+@defop("diagonal", _diagonal_infer, view=True, movement=True)
+def _diagonal(xp, x, offset=0, dim1=0, dim2=1):
+    """The diagonal ``offset`` of the matrices over dims ``dim1``, ``dim2``, as the last dim
+    (a read-only view, as NumPy's)."""
+    return xp.diagonal(x, offset, dim1, dim2)
+
+
+def _diag_index(xp, n, offset):
+    i = xp.arange(n)
+    return (i, i + offset) if offset >= 0 else (i - offset, i)
+
+
+def _diagonal_scatter_infer(x, src, offset=0, dim1=0, dim2=1):
+    want = _diagonal_infer(x, offset, dim1, dim2)
+    if len(src.shape) != len(want.shape) or any(a is not None and b is not None and a != b
+                                                for a, b in zip(src.shape, want.shape)):
+        raise ShapeError(f"diagonal_scatter: src has shape {fmt_shape(src.shape)}, the diagonal has "
+                         f"{fmt_shape(want.shape)}")
+    return TensorType(x.shape, result_type(x.dtype, src.dtype))
+
+
+@defop("diagonal_scatter", _diagonal_scatter_infer, fresh=True, writes_input=True)
+def _diagonal_scatter(xp, x, src, offset=0, dim1=0, dim2=1):
+    """A copy of ``x`` whose diagonal (as :func:`diagonal` reads it) holds ``src``."""
+    x, src = promote((x, src)) if x.dtype != src.dtype else (x, src)
+    out = xp.array(x, copy=True)
+    d1, d2 = dim1 % x.ndim, dim2 % x.ndim
+    view = xp.moveaxis(out, (d1, d2), (-2, -1))
+    rows, cols = _diag_index(xp, src.shape[-1], offset)
+    view[..., rows, cols] = src
+    return out
+
+
+def _diag_embed_infer(x, offset=0, dim1=-2, dim2=-1):
+    if x.ndim < 1:
+        raise ShapeError("diag_embed: needs a tensor with at least 1 dim")
+    nd = x.ndim + 1
+    d1, d2 = _diag_axes("diag_embed", nd, dim1, dim2)
+    n = x.shape[-1]
+    size = None if n is None else n + abs(offset)
+    dims = list(x.shape[:-1])
+    for d in sorted((d1, d2)):
+        dims.insert(d, size)
+    return TensorType(tuple(dims), x.dtype)
+
+
+@defop("diag_embed", _diag_embed_infer, fresh=True)
+def _diag_embed(xp, x, offset=0, dim1=-2, dim2=-1):
+    """Matrices over dims ``dim1``, ``dim2`` of the output, zero but for diagonal ``offset``,
+    which holds ``x``'s last dim."""
+    n = x.shape[-1]
+    size = n + abs(offset)
+    out = xp.zeros(x.shape[:-1] + (size, size), dtype=x.dtype)
+    rows, cols = _diag_index(xp, n, offset)
+    out[..., rows, cols] = x
+    nd = x.ndim + 1
+    return xp.moveaxis(out, (-2, -1), (dim1 % nd, dim2 % nd))
+
+
+def _triangle(name, fn, doc):
+    def infer(x, diagonal=0):
+        if x.ndim < 2:
+            raise ShapeError(f"{name}: needs a tensor with at least 2 dims, got shape {fmt_shape(x.shape)}")
+        return TensorType(x.shape, x.dtype)
+
+    def kernel(xp, x, diagonal=0):
+        if x.ndim < 2:
+            raise ValueError(f"{name} of a {x.ndim}-d tensor")  # the shape rule words the error
+        return fn(xp, x, diagonal)
+
+    defop(name, infer, doc=doc, fresh=True)(kernel)
+
+
+_triangle("tril", lambda xp, x, k: xp.tril(x, k), "The lower triangle (on and below diagonal ``diagonal``) of the "
+          "matrices over the last two dims; zeros above.")
+_triangle("triu", lambda xp, x, k: xp.triu(x, k), "The upper triangle (on and above diagonal ``diagonal``) of the "
+          "matrices over the last two dims; zeros below.")

@@ -1,12 +1,10 @@
-"""Neural-network primitives: stable softmax family, cumsum, one-hot,
-2-d convolution and max pooling (with their gradient primitives), dropout masks.
-
-Convolution and pooling work on NCHW inputs and OIHW weights through im2col windows made
-with ``as_strided`` (numpy and cupy both have it), so one kernel serves both devices.
+"""Neural-network primitives: stable softmax family, cumsum, one-hot, dropout masks.
+Convolution, pooling and normalization have their own modules (``conv_ops``, ``pool_ops``,
+``norm_ops``); gather and scatter live in ``indexing.py``.
 """
 import numpy as np
 
-from ..dtypes import is_floating, result_type
+from ..dtypes import is_floating
 from .creation import RNG
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import fmt_shape, norm_axes, reduce_shape
@@ -143,147 +141,6 @@ def _dropout_mask(xp, x, p):
         draw = getattr(gen, "random", None) or gen.random_sample  # numpy Generator / cupy RandomState
         keep = draw(x.shape) >= p
     return (keep / (1.0 - p)).astype(_as_float(x).dtype, copy=False)
-
-
-# ------------------------------------------------------------------ conv2d and max_pool2d
-def pair(v, name="value"):
-    """(a, b) from an int or a pair of ints."""
-    if isinstance(v, (list, tuple)):
-        if len(v) != 2:
-            raise ShapeError(f"{name} needs one int or two, got {v!r}")
-        return int(v[0]), int(v[1])
-    return int(v), int(v)
-
-
-def _out_dim(op, n, k, s, p):
-    if n is None:
-        return None
-    out = (n + 2 * p - k) // s + 1
-    if out <= 0:
-        raise ShapeError(f"{op}: input size {n} (padding {p}) is smaller than the kernel size {k}")
-    return out
-
-
-def _windows(xp, x, kh, kw, sh, sw):
-    """(N, C, Ho, Wo, kh, kw) view of the kernel windows of (N, C, H, W) input ``x``."""
-    n, c, h, w = x.shape
-    ho, wo = (h - kh) // sh + 1, (w - kw) // sw + 1
-    if ho <= 0 or wo <= 0:
-        raise ValueError(f"input {h}x{w} (padded) is smaller than the kernel {kh}x{kw}")
-    s0, s1, s2, s3 = x.strides
-    return xp.lib.stride_tricks.as_strided(x, (n, c, ho, wo, kh, kw), (s0, s1, s2 * sh, s3 * sw, s2, s3))
-
-
-def _pad(xp, x, ph, pw, value=0):
-    if not (ph or pw):
-        return xp.ascontiguousarray(x)
-    return xp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=value)
-
-
-def _conv2d_infer(x, w, stride=1, padding=0):
-    if x.ndim != 4 or w.ndim != 4:
-        raise ShapeError(f"conv2d: needs input (N, C, H, W) and weight (O, C, kH, kW), got "
-                         f"{fmt_shape(x.shape)} and {fmt_shape(w.shape)}")
-    if x.shape[1] is not None and w.shape[1] is not None and x.shape[1] != w.shape[1]:
-        raise ShapeError(f"conv2d: input {fmt_shape(x.shape)} has {x.shape[1]} channels but weight "
-                         f"{fmt_shape(w.shape)} expects {w.shape[1]}")
-    (sh, sw), (ph, pw) = pair(stride, "conv2d stride"), pair(padding, "conv2d padding")
-    kh, kw = w.shape[2], w.shape[3]
-    if kh is None or kw is None:
-        raise ShapeError(f"conv2d: the kernel size must be known, weight is {fmt_shape(w.shape)}")
-    return TensorType((x.shape[0], w.shape[0], _out_dim("conv2d", x.shape[2], kh, sh, ph),
-                       _out_dim("conv2d", x.shape[3], kw, sw, pw)), result_type(x.dtype, w.dtype))
-
-
-@defop("conv2d", _conv2d_infer)
-def _conv2d(xp, x, w, stride=1, padding=0):
-    """Cross-correlation of NCHW ``x`` with OIHW ``w`` (no bias), via im2col windows."""
-    (sh, sw), (ph, pw) = pair(stride), pair(padding)
-    cols = _windows(xp, _pad(xp, x, ph, pw), w.shape[2], w.shape[3], sh, sw)
-    out = xp.tensordot(cols, w, axes=([1, 4, 5], [1, 2, 3]))  # (N, Ho, Wo, O)
-    return xp.ascontiguousarray(out.transpose(0, 3, 1, 2))
-
-
-def _conv2d_grad_input_infer(g, w, x, stride=1, padding=0):
-    return TensorType(x.shape, g.dtype)
-
-
-@defop("conv2d_grad_input", _conv2d_grad_input_infer)
-def _conv2d_grad_input(xp, g, w, x, stride=1, padding=0):
-    """d conv2d / d x for output gradient ``g``; ``x`` gives only the input's shape."""
-    (sh, sw), (ph, pw) = pair(stride), pair(padding)
-    n, c, h, wd = x.shape
-    kh, kw = w.shape[2], w.shape[3]
-    ho, wo = g.shape[2], g.shape[3]
-    dcols = xp.tensordot(g, w, axes=([1], [0]))  # (N, Ho, Wo, C, kh, kw)
-    dx = xp.zeros((n, c, h + 2 * ph, wd + 2 * pw), dtype=g.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            dx[:, :, i:i + sh * ho:sh, j:j + sw * wo:sw] += dcols[:, :, :, :, i, j].transpose(0, 3, 1, 2)
-    return dx[:, :, ph:ph + h, pw:pw + wd]
-
-
-def _conv2d_grad_weight_infer(g, x, w, stride=1, padding=0):
-    return TensorType(w.shape, g.dtype)
-
-
-@defop("conv2d_grad_weight", _conv2d_grad_weight_infer)
-def _conv2d_grad_weight(xp, g, x, w, stride=1, padding=0):
-    """d conv2d / d w for output gradient ``g``; ``w`` gives only the weight's shape."""
-    (sh, sw), (ph, pw) = pair(stride), pair(padding)
-    cols = _windows(xp, _pad(xp, x, ph, pw), w.shape[2], w.shape[3], sh, sw)
-    return xp.tensordot(g, cols, axes=([0, 2, 3], [0, 2, 3])).astype(g.dtype, copy=False)  # (O, C, kh, kw)
-
-
-def _pool_attrs(kernel_size, stride, padding):
-    kh, kw = pair(kernel_size, "max_pool2d kernel_size")
-    sh, sw = pair(kernel_size if stride is None else stride, "max_pool2d stride")
-    ph, pw = pair(padding, "max_pool2d padding")
-    return kh, kw, sh, sw, ph, pw
-
-
-def _max_pool2d_infer(x, kernel_size, stride=None, padding=0):
-    if x.ndim != 4:
-        raise ShapeError(f"max_pool2d: needs input (N, C, H, W), got {fmt_shape(x.shape)}")
-    kh, kw, sh, sw, ph, pw = _pool_attrs(kernel_size, stride, padding)
-    if ph * 2 > kh or pw * 2 > kw:
-        raise ShapeError(f"max_pool2d: padding {padding} must be at most half the kernel size {kernel_size}")
-    return TensorType((x.shape[0], x.shape[1], _out_dim("max_pool2d", x.shape[2], kh, sh, ph),
-                       _out_dim("max_pool2d", x.shape[3], kw, sw, pw)), x.dtype)
-
-
-def _lowest(x):
-    return -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min if x.dtype.kind in "iu" else False
-
-
-def _pool_windows(xp, x, kernel_size, stride, padding):
-    kh, kw, sh, sw, ph, pw = _pool_attrs(kernel_size, stride, padding)
-    win = _windows(xp, _pad(xp, x, ph, pw, _lowest(x)), kh, kw, sh, sw)
-    return win.reshape(win.shape[:4] + (kh * kw,))
-
-
-@defop("max_pool2d", _max_pool2d_infer)
-def _max_pool2d(xp, x, kernel_size, stride=None, padding=0):
-    """Max over each kernel window of NCHW ``x`` (padding never wins: it is -inf)."""
-    return xp.max(_pool_windows(xp, x, kernel_size, stride, padding), axis=-1)
-
-
-def _max_pool2d_grad_infer(g, x, kernel_size, stride=None, padding=0):
-    return TensorType(x.shape, g.dtype)
-
-
-@defop("max_pool2d_grad", _max_pool2d_grad_infer)
-def _max_pool2d_grad(xp, g, x, kernel_size, stride=None, padding=0):
-    """d max_pool2d / d x: each window's gradient goes to its (first) maximum."""
-    kh, kw, sh, sw, ph, pw = _pool_attrs(kernel_size, stride, padding)
-    arg = xp.argmax(_pool_windows(xp, x, kernel_size, stride, padding), axis=-1)  # (N, C, Ho, Wo)
-    n, c, h, w = x.shape
-    ho, wo = g.shape[2], g.shape[3]
-    dx = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=g.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            dx[:, :, i:i + sh * ho:sh, j:j + sw * wo:sw] += g * (arg == i * kw + j)
-    return dx[:, :, ph:ph + h, pw:pw + w]
 
 
 @deflowering("softmax", "native")

@@ -134,6 +134,11 @@ def ops_with(trait, value=True):
 
 
 def get_op(name):
+    """The registered definition of the op called ``name`` (kernel, shape rule, traits).
+
+    Raises:
+        KeyError: no op of that name is registered.
+    """
     try:
         return OPS[name]
     except KeyError:

@@ -1,5 +1,5 @@
 """Shared shape/dtype rule helpers: broadcasting with unknown dims, reductions."""
-from ..dtypes import result_type
+from ..dtypes import types_result
 from .registry import ShapeError, TensorType
 
 
@@ -34,8 +34,10 @@ def broadcast_shapes(op, *shapes):
 
 
 def elementwise(op, *types, dtype=None):
+    """The broadcast type of element-wise op ``op`` on ``types``: ``dtype``, or PyTorch's
+    promotion of theirs (a 0-d operand does not widen a dimensioned one of its category)."""
     shape = broadcast_shapes(op, *(t.shape for t in types))
-    return TensorType(shape, dtype or result_type(*(t.dtype for t in types)))
+    return TensorType(shape, dtype or types_result(*types))
 
 
 def norm_axes(axis, ndim, op="reduce"):

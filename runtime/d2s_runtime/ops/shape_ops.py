@@ -180,7 +180,7 @@ def _split(xp, x, sections, axis=0):
     return tuple(xp.split(x, cuts, axis=axis))
 
 
-defop("split", _split_infer, n_out=None)(_split)
+defop("split", _split_infer, n_out=None, view=True)(_split)
 
 
 def _reshape_like_infer(x, like):

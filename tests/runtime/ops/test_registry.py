@@ -83,6 +83,17 @@ SAMPLES = {
                                  {}),
     "masked_scatter_grad": lambda r: ([_array(r, "float64"), np.array([True, False, True, False]),
                                        _array(r, "float64", (9,))], {}),
+    "pixel_shuffle": lambda r: ([_array(r, "float64", (2, 8, 3, 2))], {"upscale_factor": 2}),
+    "pixel_unshuffle": lambda r: ([_array(r, "float64", (2, 2, 4, 6))], {"downscale_factor": 2}),
+    "clamp": lambda r: ([_array(r, "float64"), _array(r, "float64", (4,)), _array(r, "float64", (3, 1)) + 0.5],
+                        {"which": "both"}),
+    "einsum": lambda r: ([_array(r, "float64", (2, 3, 4)), _array(r, "float64", (2, 4, 5))],
+                         {"equation": "bij,bjk->bik"}),
+    "tril": lambda r: ([_array(r, "float64")], {"diagonal": -1}),
+    "triu": lambda r: ([_array(r, "float64", (2, 3, 4))], {"diagonal": 1}),
+    "diagonal": lambda r: ([_array(r, "float64", (3, 4, 3))], {"offset": 1, "dim1": 2, "dim2": 0}),
+    "diagonal_scatter": lambda r: ([_array(r, "float64"), _array(r, "float64", (3,))], {"offset": 1}),
+    "diag_embed": lambda r: ([_array(r, "float64", (2, 3))], {"offset": -1, "dim1": 0, "dim2": 2}),
 }
 
 

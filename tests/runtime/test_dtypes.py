@@ -1,0 +1,119 @@
+"""Type promotion as PyTorch's ``torch.result_type`` (d2s_runtime.dtypes: ``result_type``,
+``operand_result_type``, ``scalar_result``): over every pair of bool, int32, int64, float32 and
+float64 operands, each a dimensioned tensor, a 0-d tensor or a Python number, the result of
+``+`` (and of ``where``, ``maximum`` and ``==``) has PyTorch's dtype and values eagerly, in the
+converted program (dims static and dynamic), in the saved program and in ONNX. A 0-d tensor
+does not widen a dimensioned tensor of its category (float32 * 0-d float64 is float32; int32 +
+0-d int64 is int32) but lifts it to a higher one (int32 * 0-d float64 is float64); a Python
+number is weaker still (int tensor * 2.5 is float32)."""
+import itertools
+
+import numpy as np
+import pytest
+
+import d2s
+import torch_parity
+from d2s.static import InputSpec, build_program
+from d2s_runtime.dtypes import operand_result_type, scalar_result
+from torch_parity import Case
+
+DTYPES = ("bool", "int32", "int64", "float32", "float64")
+NUMBERS = (True, 3, 2.5)
+
+
+def _operands():
+    """One dimensioned and one 0-d array per dtype (values every dtype holds exactly)."""
+    out = []
+    for dt in DTYPES:
+        out.append(np.array([1, 0, 1], dtype=dt) if dt == "bool" else np.array([3, -2, 5], dtype=dt))
+        out.append(np.array(True if dt == "bool" else 7, dtype=dt))
+    return out
+
+
+def _table(t, *xs):
+    """The pairs of the table: tensor with tensor, tensor with Python number (both sides)."""
+    out = []
+    for a, b in itertools.product(xs, xs):
+        out.append(a + b)
+    for a, n in itertools.product(xs, NUMBERS):
+        out += [a + n, n + a]
+    return tuple(out)
+
+
+def _more_ops(t, *xs):
+    dims = xs[::2]
+    out = []
+    for a, b in itertools.product(xs, dims):
+        out += [t.where(b > 3, a, b), t.maximum(a, b) if a.dtype != t.bool or b.dtype != t.bool else a & b,
+                a == b, a * b if a.dtype != t.bool or b.dtype != t.bool else a | b]
+    for a in xs:
+        out += [a * 2.5, a * 2, a * True, t.where(a > 3, a, 0.5), t.where(a > 3, 1, a)]
+    return tuple(out)
+
+
+TORCH_CASES = [
+    Case("add_every_pair", _table, *_operands(), grad=False),
+    Case("where_maximum_eq_mul", _more_ops, *_operands(), grad=False,
+         dynamic="covered by add_every_pair (the same promotion rule); keeps this test fast"),
+]
+
+
+@pytest.mark.parametrize("case", TORCH_CASES, ids=str)
+def test_matches_torch(case):
+    torch_parity.check(case, __name__)
+
+
+def _kind_dtype(x):
+    if isinstance(x, np.ndarray):
+        return str(x.dtype), x.ndim
+    return {bool: "bool", int: "int64", float: "float32"}[type(x)], None
+
+
+def test_the_rule_is_torch_result_type_on_every_pair():
+    """``operand_result_type`` (then ``scalar_result`` for numbers) against live
+    ``torch.result_type``, or the stored table of the first case (its output dtypes)."""
+    ops = _operands()
+    pairs = list(itertools.product(ops, ops)) + [p for a, n in itertools.product(ops, NUMBERS) for p in ((a, n), (n, a))]
+    got = []
+    for a, b in pairs:
+        arrays = [x for x in (a, b) if isinstance(x, np.ndarray)]
+        dt = operand_result_type([str(x.dtype) for x in arrays], [x.ndim for x in arrays])
+        for n in (a, b):
+            if not isinstance(n, np.ndarray):
+                dt = scalar_result(dt, n)
+        got.append(dt)
+    stored = torch_parity.reference("runtime.test_dtypes", "add_every_pair")["dtypes"]
+    assert got == stored
+    torch = torch_parity.live_torch()
+    if torch is not None:
+        def tt(x):
+            return torch.tensor(x) if isinstance(x, np.ndarray) else x
+
+        want = [str(torch.result_type(tt(a), tt(b)) if isinstance(a, np.ndarray) else torch.result_type(tt(b), a))
+                .replace("torch.", "") for a, b in pairs]
+        assert got == want
+
+
+def test_a_program_declares_the_dtype_its_kernels_compute():
+    """The shape rule (what a program declares) and the kernel (what runs) agree on 0-d
+    operands, so a saved program's outputs have the declared dtypes."""
+    prog = build_program(lambda a, b: (a * b, b * a, a + b * 2), InputSpec([3], "float32"), InputSpec([], "float64"))
+    declared = [prog.block.lookup(n).type.dtype for n in prog.outputs]
+    assert declared == ["float32", "float32", "float32"]
+    from d2s_runtime import Executor
+    outs = Executor(prog).run(np.ones(3, "float32"), np.array(2.0))
+    assert [o.dtype.name for o in outs] == declared
+
+
+def test_weak_loop_counters_still_take_the_tensor_dtype():
+    """A converted loop's counter (a Python int in eager code) keeps an int32 or float32 tensor's
+    dtype, as before: d2s.static.weak_index."""
+    @d2s.jit.to_static
+    def f(x, n):
+        for i in range(n):
+            x = x + i
+        return x
+
+    for dt in ("int32", "float32", "float64"):
+        out = f(d2s.tensor(np.array([1, 2], dt)), d2s.tensor(3))
+        assert out.dtype == dt and out.numpy().tolist() == [4, 5]
