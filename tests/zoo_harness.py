@@ -13,6 +13,9 @@ harness calls::
     decode_inputs(), decode(model, *inputs)   optional: the file's decoding / prediction loop (its
                                       inputs as they are: numpy arrays, strings, numbers)
     RTOL                              optional: the value tolerance (default 1e-4; float64 models less)
+    STATIC_MODULES                    optional: names of the submodules train_step calls directly
+                                      (converted with to_static for the converted training stage;
+                                      by default the model itself)
 
 The harness gives numpy arrays to ``model`` and ``train_step`` as ``lib.tensor(array)`` (same
 dtype), other values as they are; ``decode`` converts its own inputs, as an evaluation script does. The harness loads a file twice: as it is (with torch) and with its import lines rewritten to
