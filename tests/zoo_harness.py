@@ -402,14 +402,21 @@ def torch_results(module, weights):
     """Everything torch computes for a model file: {"state_dict": {key: array}, "forward",
     "train", "decode"} (decode None where the file has none)."""
     import torch
-    model = build(torch, module, weights)
-    state = {k: _numpy(torch, v) for k, v in model.state_dict().items()}
-    if weights is None:
-        weights = state
-    out = {"state_dict": state, "forward": run_forward(torch, module, build(torch, module, weights)),
-           "train": run_train(torch, module, build(torch, module, weights)), "decode": None}
-    if hasattr(module, "decode"):
-        out["decode"] = run_decode(torch, module, build(torch, module, weights))
+    # one thread: these models are tiny, and torch's worker threads spinning for a core another
+    # process holds cost seconds per model on a shared machine
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model = build(torch, module, weights)
+        state = {k: _numpy(torch, v) for k, v in model.state_dict().items()}
+        if weights is None:
+            weights = state
+        out = {"state_dict": state, "forward": run_forward(torch, module, build(torch, module, weights)),
+               "train": run_train(torch, module, build(torch, module, weights)), "decode": None}
+        if hasattr(module, "decode"):
+            out["decode"] = run_decode(torch, module, build(torch, module, weights))
+    finally:
+        torch.set_num_threads(threads)
     return out
 
 
