@@ -13,7 +13,8 @@ PyTorch (stored results, and live torch where it imports; see ``tests/zoo_harnes
 - ``static_forward``, ``static_train``: the model converted with ``d2s.jit.to_static`` does the
   same, equal to PyTorch and to d2s eager;
 - ``saved``: ``d2s.jit.save`` of the converted model run by ``d2s_runtime.load``; ``onnx``: its
-  ONNX export run by onnxruntime -- equal to PyTorch and to d2s eager;
+  ONNX export run by onnxruntime; ``dynamic``: saved with the first dim of each input unknown
+  (``InputSpec([None, ...])``) and run by ``d2s_runtime`` -- equal to PyTorch and to d2s eager;
 - ``decode``: the file's decoding or prediction loop in eval mode (greedy) gives PyTorch's
   tokens (and scores).
 
@@ -272,6 +273,21 @@ def stage_onnx(z):
     _compare_flat(outs, z, "ONNX (onnxruntime)")
 
 
+def stage_dynamic(z):
+    """Saved with the first dim of every input unknown (a dynamic batch, or sequence length for
+    sequence-first models: ``InputSpec([None, ...])``, how a model is saved for serving), run by
+    d2s_runtime on the example."""
+    import d2s_runtime
+    inputs = z.module().example_inputs()
+    specs = [d2s.jit.InputSpec([None] + list(a.shape[1:]), str(a.dtype)) for a in inputs]
+    model = z.build()
+    model.eval()
+    with tempfile.TemporaryDirectory() as tmp:
+        d2s.jit.save(model, os.path.join(tmp, "model"), input_spec=specs)
+        outs = d2s_runtime.load(os.path.join(tmp, "model"))(*inputs)
+    _compare_flat(_arrays(outs), z, "saved with a dynamic first dim (d2s_runtime)")
+
+
 def stage_decode(z):
     got = zh.run_decode(d2s, z.module(), z.build())
     zh.compare_result(got, z.stored()["decode"], "decode vs stored PyTorch", z.rtol())
@@ -287,10 +303,12 @@ def _cases():
     cases = []
     for name in zh.model_names():
         for stage in zh.STAGES:
-            if stage == "decode":
-                js = zh.REFS / f"{name}.json"
-                if js.exists() and "decode" not in json.loads(js.read_text()):
-                    continue  # the file has no decoding loop
+            js = zh.REFS / f"{name}.json"
+            meta = json.loads(js.read_text()) if js.exists() else {}
+            if stage == "decode" and meta and "decode" not in meta:
+                continue  # the file has no decoding loop
+            if stage == "dynamic" and meta and not meta.get("inputs"):
+                continue  # its forward takes nested inputs, which an InputSpec list cannot describe
             cases.append(pytest.param(name, stage, id=f"{name}-{stage}"))
     return cases
 

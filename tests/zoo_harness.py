@@ -53,7 +53,7 @@ ZOO = HERE / "model_zoo"
 REFS = HERE / "torch_refs" / "model_zoo"
 TRAIN_STEPS = 2
 STAGES = ("import", "build", "load_numpy", "load_safetensors", "forward", "train", "static_forward",
-          "static_train", "saved", "onnx", "decode")
+          "static_train", "saved", "onnx", "dynamic", "decode")
 
 
 def model_names():
@@ -453,7 +453,11 @@ def write_refs(name):
               str(weights_path(name)))
     r = torch_results(module, read_safetensors(weights_path(name)))
     arrays = {}
+    inputs = module.example_inputs()
     meta = {"torch": torch.__version__.split("+")[0],
+            # the forward's inputs when they are flat arrays (the dynamic stage saves with their specs)
+            "inputs": [[str(a.dtype), list(a.shape)] for a in inputs]
+            if all(isinstance(a, np.ndarray) for a in inputs) else None,
             "state_dict": [[k, str(v.dtype), list(v.shape)] for k, v in r["state_dict"].items()]}
 
     def put(prefix, result):
