@@ -12,6 +12,8 @@ PyTorch (stored results, and live torch where it imports; see ``tests/zoo_harnes
   state after (parameters and running statistics) equal PyTorch's;
 - ``static_forward``, ``static_train``: the model converted with ``d2s.jit.to_static`` does the
   same, equal to PyTorch and to d2s eager;
+- ``resume``: the first step, a checkpoint of the model and optimizers (and schedules) through
+  ``d2s.save`` / ``d2s.load`` into new ones, the second step: equal to PyTorch's two steps;
 - ``saved``: ``d2s.jit.save`` of the converted model run by ``d2s_runtime.load``; ``onnx``: its
   ONNX export run by onnxruntime; ``dynamic``: saved with the first dim of each input unknown
   (``InputSpec([None, ...])``) and run by ``d2s_runtime`` -- equal to PyTorch and to d2s eager;
@@ -229,6 +231,32 @@ def stage_static_train(z):
         zh.compare_train(got, eager, z.weights(), "to_static training vs eager", z.rtol())
 
 
+def stage_resume(z):
+    """Training resumed from a checkpoint: one step, then the model's and the optimizers' (and
+    schedules') states through d2s.save / d2s.load into a new model and new optimizers, then the
+    second step there -- equal to PyTorch's two steps without a break."""
+    mod = z.module()
+    first = z.build()
+    first.train()
+    state = mod.train_state(first)
+    r1 = mod.train_step(first, state, *zh.to_lib(d2s, mod.example_batch()))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "checkpoint.safetensors")
+        d2s.save({"model": first.state_dict(), "train": [o.state_dict() for o in zh.checkpointed(state)]}, path)
+        back = d2s.load(path)
+    model = z.build(weights=False)
+    model.load_state_dict(back["model"])
+    model.train()
+    state = mod.train_state(model)
+    for obj, saved in zip(zh.checkpointed(state), back["train"]):
+        obj.load_state_dict(saved)
+    r2 = mod.train_step(model, state, *zh.to_lib(d2s, mod.example_batch()))
+    grads = {n: None if p.grad is None else p.grad.detach().numpy() for n, p in model.named_parameters()}
+    got = {"returns": zh.describe(d2s, [r1, r2]), "grads": [None, grads],
+           "state": {k: v.detach().numpy() for k, v in model.state_dict().items()}}
+    zh.compare_train(got, z.stored()["train"], z.weights(), "training resumed from a checkpoint", z.rtol())
+
+
 def _compare_flat(got, z, what):
     want = z.stored()["forward"]
     got = [np.asarray(g) for g in got]
@@ -307,6 +335,8 @@ def _cases():
             meta = json.loads(js.read_text()) if js.exists() else {}
             if stage == "decode" and meta and "decode" not in meta:
                 continue  # the file has no decoding loop
+            if stage == "resume" and meta and not meta.get("resumable"):
+                continue  # its training keeps state in an object of its own (a hidden state, a step count)
             if stage == "dynamic" and meta and not meta.get("inputs"):
                 continue  # its forward takes nested inputs, which an InputSpec list cannot describe
             cases.append(pytest.param(name, stage, id=f"{name}-{stage}"))

@@ -53,7 +53,7 @@ ZOO = HERE / "model_zoo"
 REFS = HERE / "torch_refs" / "model_zoo"
 TRAIN_STEPS = 2
 STAGES = ("import", "build", "load_numpy", "load_safetensors", "forward", "train", "static_forward",
-          "static_train", "saved", "onnx", "dynamic", "decode")
+          "static_train", "resume", "saved", "onnx", "dynamic", "decode")
 
 
 def model_names():
@@ -322,6 +322,16 @@ def _significant(grads):
     return mask
 
 
+def checkpointed(state):
+    """The objects of a train_state whose own state a checkpoint keeps (optimizers, schedules;
+    losses are modules with an empty one), or None where the train_state holds other objects
+    (a class of the file's own keeping a hidden state or a step count)."""
+    items = list(state) if isinstance(state, (tuple, list)) else [state]
+    if not all(hasattr(o, "state_dict") or isinstance(o, (int, float, str)) for o in items):
+        return None
+    return [o for o in items if hasattr(o, "state_dict")]
+
+
 def run_decode(lib, module, model):
     model.eval()
     return describe(lib, module.decode(model, *module.decode_inputs()))
@@ -350,7 +360,7 @@ def compare_train(got, want, weights, what, rtol):
     through the returns and the state."""
     compare_result(got["returns"], want["returns"], f"{what}: train_step's returns", rtol)
     for step, (g_step, w_step) in enumerate(zip(got["grads"], want["grads"]), 1):
-        if w_step is None:
+        if w_step is None or g_step is None:
             continue
         missing = sorted(set(w_step) - set(g_step))
         extra = sorted(set(g_step) - set(w_step))
@@ -455,6 +465,7 @@ def write_refs(name):
     arrays = {}
     inputs = module.example_inputs()
     meta = {"torch": torch.__version__.split("+")[0],
+            "resumable": checkpointed(module.train_state(build(torch, module, None))) is not None,
             # the forward's inputs when they are flat arrays (the dynamic stage saves with their specs)
             "inputs": [[str(a.dtype), list(a.shape)] for a in inputs]
             if all(isinstance(a, np.ndarray) for a in inputs) else None,
