@@ -65,9 +65,6 @@ class _Zoo:
             raise Blocked(key, value)
         return value
 
-    def ok(self, key):
-        return self._cache.get(key, (False,))[0]
-
     def module(self):
         return self._once("module", lambda: zh.load_module(self.name, "d2s"))
 
@@ -126,11 +123,12 @@ def stage_build(z):
     model = z.build(weights=False)
     got = [[k, str(v.dtype), list(v.shape)] for k, v in model.state_dict().items()]
     want = z.stored()["state_dict"]
-    assert [k for k, _, _ in got] == [k for k, _, _ in want], \
-        f"state_dict keys differ from PyTorch's:\n  missing {[k for k, _, _ in want if k not in dict((g[0], 0) for g in got)]}" \
-        f"\n  not in PyTorch {[k for k, _, _ in got if k not in dict((w[0], 0) for w in want)]}\n  d2s order {[g[0] for g in got]}"
-    assert got == want, f"state_dict dtypes/shapes differ from PyTorch's: " \
-                        f"{[(g, w) for g, w in zip(got, want) if g != w]}"
+    got_keys, want_keys = [k for k, _, _ in got], [k for k, _, _ in want]
+    assert got_keys == want_keys, (
+        f"state_dict keys differ from PyTorch's: missing {[k for k in want_keys if k not in got_keys]}, "
+        f"not in PyTorch {[k for k in got_keys if k not in want_keys]}, d2s's order {got_keys}")
+    differ = [(g, w) for g, w in zip(got, want) if g != w]
+    assert not differ, f"state_dict dtypes/shapes differ from PyTorch's (d2s, PyTorch): {differ}"
 
 
 def _assert_state(model, weights, what):

@@ -18,7 +18,8 @@ harness calls::
                                       by default the model itself)
 
 The harness gives numpy arrays to ``model`` and ``train_step`` as ``lib.tensor(array)`` (same
-dtype), other values as they are; ``decode`` converts its own inputs, as an evaluation script does. The harness loads a file twice: as it is (with torch) and with its import lines rewritten to
+dtype), other values as they are; ``decode`` converts its own inputs, as an evaluation script
+does. The harness loads a file twice: as it is (with torch) and with its import lines rewritten to
 d2s (``import d2s as torch``, ``import d2s.nn as nn``, ... -- what a user does, nothing else
 changed: the rewrite keeps every line where it was, so tracebacks point at the file's own lines).
 

@@ -87,7 +87,8 @@ def make_grid(images, nrow=4, padding=1):
     grid = np.zeros((c, rows * (h + padding) + padding, nrow * (w + padding) + padding), np.float32)
     for i in range(n):
         r, k = divmod(i, nrow)
-        grid[:, padding + r * (h + padding):(r + 1) * (h + padding), padding + k * (w + padding):(k + 1) * (w + padding)] = images[i]
+        top, left = padding + r * (h + padding), padding + k * (w + padding)
+        grid[:, top:top + h, left:left + w] = images[i]
     return grid
 
 

@@ -92,7 +92,8 @@ def train_step(model, state, anchor, positive, negative):
 
 def decode_inputs():
     rng = np.random.default_rng(262)
-    return rng.standard_normal((2, 1, 28, 28)).astype(np.float32), rng.standard_normal((6, 1, 28, 28)).astype(np.float32)
+    queries = rng.standard_normal((2, 1, 28, 28)).astype(np.float32)
+    return queries, rng.standard_normal((6, 1, 28, 28)).astype(np.float32)
 
 
 @torch.no_grad()

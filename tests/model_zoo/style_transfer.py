@@ -121,7 +121,8 @@ def example_inputs():
 
 def example_batch():
     rng = np.random.default_rng(131)
-    return rng.uniform(0, 255, (2, 3, 16, 16)).astype(np.float32), rng.uniform(0, 255, (1, 3, 16, 16)).astype(np.float32)
+    content = rng.uniform(0, 255, (2, 3, 16, 16)).astype(np.float32)
+    return content, rng.uniform(0, 255, (1, 3, 16, 16)).astype(np.float32)
 
 
 def train_state(model):

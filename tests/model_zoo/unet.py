@@ -142,7 +142,8 @@ def example_inputs():
 
 def example_batch():
     rng = np.random.default_rng(181)
-    return rng.standard_normal((2, 3, 18, 18)).astype(np.float32), rng.integers(0, N_CLASSES, (2, 18, 18)).astype(np.int64)
+    images = rng.standard_normal((2, 3, 18, 18)).astype(np.float32)
+    return images, rng.integers(0, N_CLASSES, (2, 18, 18)).astype(np.int64)
 
 
 def train_state(model):
