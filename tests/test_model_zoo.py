@@ -255,8 +255,10 @@ def stage_resume(z):
     zh.compare_train(got, z.stored()["train"], z.weights(), "training resumed from a checkpoint", z.rtol())
 
 
-def _compare_flat(got, z, what):
-    want = z.stored()["forward"]
+def _compare_flat(got, z, what, want=None):
+    """Flat outputs against PyTorch's forward (``want``: another stored result) and d2s eager's."""
+    compare_eager = want is None
+    want = z.stored()["forward"] if want is None else want
     got = [np.asarray(g) for g in got]
     assert len(got) == len(want.arrays), f"{what}: {len(got)} outputs, PyTorch's forward returns {len(want.arrays)}"
     flat = zh.Result({"list": [{"tensor": i} for i in range(len(got))]}, got)
@@ -264,7 +266,7 @@ def _compare_flat(got, z, what):
     for i, (g, w) in enumerate(zip(got, want.arrays)):
         assert g.dtype == w.dtype, f"{what}: output {i} is {g.dtype}, PyTorch {w.dtype}"
     zh.compare_result(flat, ref, f"{what} vs PyTorch", z.rtol())
-    eager = _vs_eager(z.eager_forward)
+    eager = _vs_eager(z.eager_forward) if compare_eager else None
     if eager is not None:
         zh.compare_result(flat, zh.Result(flat.tree, eager.arrays), f"{what} vs eager", z.rtol() / 10)
 
@@ -302,7 +304,7 @@ def stage_onnx(z):
 def stage_dynamic(z):
     """Saved with the first dim of every input unknown (a dynamic batch, or sequence length for
     sequence-first models: ``InputSpec([None, ...])``, how a model is saved for serving), run by
-    d2s_runtime on the example."""
+    d2s_runtime on the example and on it one shorter along that dim (where PyTorch takes that)."""
     import d2s_runtime
     inputs = z.module().example_inputs()
     specs = [d2s.jit.InputSpec([None] + list(a.shape[1:]), str(a.dtype)) for a in inputs]
@@ -310,8 +312,13 @@ def stage_dynamic(z):
     model.eval()
     with tempfile.TemporaryDirectory() as tmp:
         d2s.jit.save(model, os.path.join(tmp, "model"), input_spec=specs)
-        outs = d2s_runtime.load(os.path.join(tmp, "model"))(*inputs)
-    _compare_flat(_arrays(outs), z, "saved with a dynamic first dim (d2s_runtime)")
+        loaded = d2s_runtime.load(os.path.join(tmp, "model"))
+        outs = loaded(*inputs)
+        _compare_flat(_arrays(outs), z, "saved with a dynamic first dim (d2s_runtime)")
+        smaller = z.stored()["forward_smaller"]
+        if smaller is not None:
+            outs = loaded(*zh.smaller_inputs(z.module()))
+            _compare_flat(_arrays(outs), z, "saved with a dynamic first dim, run one shorter", want=smaller)
 
 
 def stage_decode(z):

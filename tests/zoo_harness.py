@@ -29,7 +29,8 @@ initialization (:func:`away_from_init`) and writes, under ``tests/torch_refs/mod
 
 - ``<name>.safetensors``: the torch model's ``state_dict`` (``safetensors.torch.save_file``), the
   weights every d2s model is loaded with;
-- ``<name>.npz`` + ``<name>.json``: what torch computed (the eval forward on ``example_inputs``;
+- ``<name>.npz`` + ``<name>.json``: what torch computed (the eval forward on ``example_inputs``,
+  and on them one shorter along their first dim;
   two ``train_step``s: their returns, the gradients after each, the state after; the ``decode``
   result), as arrays and a JSON description of their structure and dtypes. Nothing is pickled.
 
@@ -290,10 +291,19 @@ def build(lib, module, weights):
     return model
 
 
-def run_forward(lib, module, model):
+def run_forward(lib, module, model, inputs=None):
     model.eval()
     with lib.no_grad():
-        return describe(lib, model(*to_lib(lib, module.example_inputs())))
+        return describe(lib, model(*to_lib(lib, module.example_inputs() if inputs is None else inputs)))
+
+
+def smaller_inputs(module):
+    """The example inputs one shorter along their first dim (a dynamic dim's other size), or None
+    where they are nested."""
+    inputs = module.example_inputs()
+    if not all(isinstance(a, np.ndarray) for a in inputs):
+        return None
+    return tuple(np.ascontiguousarray(a[:max(1, a.shape[0] - 1)]) for a in inputs)
 
 
 def run_train(lib, module, model):
@@ -426,6 +436,13 @@ def torch_results(module, weights):
                "train": run_train(torch, module, build(torch, module, weights)), "decode": None}
         if hasattr(module, "decode"):
             out["decode"] = run_decode(torch, module, build(torch, module, weights))
+        out["forward_smaller"] = None
+        if smaller_inputs(module) is not None:
+            try:
+                out["forward_smaller"] = run_forward(torch, module, build(torch, module, weights),
+                                                     smaller_inputs(module))
+            except Exception:  # noqa: BLE001 -- inputs that do not fit each other once shortened
+                pass
     finally:
         torch.set_num_threads(threads)
     return out
@@ -477,6 +494,8 @@ def write_refs(name):
             arrays[f"{prefix}/{i}"] = a
         return result.tree
     meta["forward"] = put("forward", r["forward"])
+    if r["forward_smaller"] is not None:
+        meta["forward_smaller"] = put("forward_smaller", r["forward_smaller"])
     train = r["train"]
     # the last step's gradients (the earlier ones show in its returns and the state), the
     # entries compared after the steps as bits, and the state after
@@ -530,6 +549,7 @@ def stored_results(name):
             "train": {"returns": take("train/returns", train["returns"]),
                       "grads": [None] * (TRAIN_STEPS - 1) + [last], "mask": mask,
                       "state": {k: arrays[f"train/state/{k}"] for k in train["state"]}},
+            "forward_smaller": take("forward_smaller", meta["forward_smaller"]) if "forward_smaller" in meta else None,
             "decode": take("decode", meta["decode"]) if "decode" in meta else None}
     return _STORED[name]
 
