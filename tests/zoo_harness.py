@@ -512,8 +512,22 @@ def write_refs(name):
     if r["decode"] is not None:
         meta["decode"] = put("decode", r["decode"])
     np.savez_compressed(REFS / f"{name}.npz", **arrays)
-    (REFS / f"{name}.json").write_text(json.dumps(meta, indent=1) + "\n")
+    (REFS / f"{name}.json").write_text(_json_text(meta))
     _STORED.pop(name, None)
+
+
+def _json_text(meta):
+    """The references' JSON, one line per top-level key (one per state_dict entry)."""
+    def compact(v):
+        return json.dumps(v, separators=(",", ":"))
+    lines = []
+    for k, v in meta.items():
+        if k == "state_dict":
+            v = "[\n" + ",\n".join("  " + compact(e) for e in v) + "\n ]"
+        else:
+            v = compact(v)
+        lines.append(f" {json.dumps(k)}: {v}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
 _STORED = {}
