@@ -46,6 +46,7 @@ import re
 import shutil
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -421,30 +422,37 @@ def compare_train(got, want, weights, what, rtol):
 # ------------------------------------------------------------------ torch references
 def torch_results(module, weights):
     """Everything torch computes for a model file: {"state_dict": {key: array}, "forward",
-    "train", "decode"} (decode None where the file has none)."""
+    "train", "decode", "forward_smaller"} (decode None where the file has none; forward_smaller
+    None where its inputs are nested or do not fit each other once shortened)."""
     import torch
     # one thread: these models are tiny, and torch's worker threads spinning for a core another
     # process holds cost seconds per model on a shared machine
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        model = build(torch, module, weights)
-        state = {k: _numpy(torch, v) for k, v in model.state_dict().items()}
-        if weights is None:
-            weights = state
-        out = {"state_dict": state, "forward": run_forward(torch, module, build(torch, module, weights)),
-               "train": run_train(torch, module, build(torch, module, weights)), "decode": None}
-        if hasattr(module, "decode"):
-            out["decode"] = run_decode(torch, module, build(torch, module, weights))
-        out["forward_smaller"] = None
-        if smaller_inputs(module) is not None:
-            try:
-                out["forward_smaller"] = run_forward(torch, module, build(torch, module, weights),
-                                                     smaller_inputs(module))
-            except Exception:  # noqa: BLE001 -- inputs that do not fit each other once shortened
-                pass
+        with warnings.catch_warnings():
+            # torch's own advice (nested tensors want batch_first) is not the test's business
+            warnings.simplefilter("ignore", UserWarning)
+            return _torch_results(torch, module, weights)
     finally:
         torch.set_num_threads(threads)
+
+
+def _torch_results(torch, module, weights):
+    model = build(torch, module, weights)
+    state = {k: _numpy(torch, v) for k, v in model.state_dict().items()}
+    if weights is None:
+        weights = state
+    out = {"state_dict": state, "forward": run_forward(torch, module, build(torch, module, weights)),
+           "train": run_train(torch, module, build(torch, module, weights)), "decode": None,
+           "forward_smaller": None}
+    if hasattr(module, "decode"):
+        out["decode"] = run_decode(torch, module, build(torch, module, weights))
+    if smaller_inputs(module) is not None:
+        try:
+            out["forward_smaller"] = run_forward(torch, module, build(torch, module, weights), smaller_inputs(module))
+        except Exception:  # noqa: BLE001 -- inputs that do not fit each other once shortened
+            pass
     return out
 
 
