@@ -17,13 +17,35 @@ from .. import ops as d
 from .._state import STATE
 from ..autograd.engine import grad
 from ..autograd.grad_mode import enable_grad
-from ..autograd.registry import defgrad, nondiff
+from ..autograd.registry import defgrad, nondiff, sample_call
 from ..dispatch import apply
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor
 from .control_flow import cond, scan, while_loop
 from .replay import replay_block, slice_block
 
 nondiff("list_new", "list_len", "stack_new", "stack_push", "stack_pop", "stack_rows", "list_index_check")
+
+
+# Example calls of the structured ops (d2s.autograd.registry.sample_call): each builds its op
+# when its input is symbolic (the registry test converts it; the ONNX test exports it)
+def cond_sample(x):
+    """A ``cond`` on a tensor predicate, one branch squaring its operand, the other shifting it."""
+    return cond(x.sum() > 0, lambda v: v * v, lambda v: v - 1.0, x)
+
+
+def while_sample(x):
+    """A ``while`` of three steps carrying a counter and ``x``, squared and shifted each step."""
+    return while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * v + 0.5), (tensor(0), x))[1]
+
+
+def scan_sample(x):
+    """A ``scan`` over the rows of ``x``, carrying a running product-plus-one of them."""
+    return scan(lambda c, xi: (c * xi + 1.0, c + xi), x[0], x)[1]
+
+
+sample_call("cond", cond_sample, (3,))
+sample_call("while", while_sample, (3,))
+sample_call("scan", scan_sample, (4, 3))
 
 
 def _is_float(t):

@@ -40,7 +40,6 @@ import numpy as np
 
 from . import codegen
 from . import forksafe
-from .control_flow import RULES
 from .device import get_xp
 from .errors import ExecutionError
 from .gc_pause import paused_gc
@@ -63,11 +62,6 @@ slots, output slot (a tuple of slots for MULTI), attrs and slots to clear afterw
 # naming the op.
 PASS_THROUGH = (ExecutionError, ProgramAssertionError, ProgramUnboundLocalError, ProgramTypeError, GuardError,
                 ProgramIndexError, ProgramRaisedError)
-
-
-def is_control_flow(op):
-    """Whether ``op`` is run by a control-flow rule rather than a kernel."""
-    return bool(op.blocks) or op.type not in OPS
 
 
 class ExecContext:
@@ -146,7 +140,6 @@ class Executor:
         self.xp = get_xp(device)
         self.parallel = parallel
         self._ctx = ExecContext(self)
-        self._rules = RULES
         self._plans = {}
         self._ndarray = self.xp.ndarray
         self._input_types = [program.block.lookup(n).type for n in program.inputs]
@@ -526,17 +519,17 @@ class Executor:
                 presets.append((outs[0], codegen.read_only(literal)))
                 steps.append(Step(PRESET, None, (), outs[0], {}, frees_here))
                 continue
-            if is_control_flow(op):
-                rule = self._rules.get(op.type)
+            opdef = OPS.get(op.type)
+            if opdef is None or opdef.structured or op.blocks:
+                rule = opdef.rule("run") if opdef is not None and opdef.structured else None
                 if rule is None:
                     raise ValueError(f"op {op.type!r} (outputs {op.outputs}) is neither a registered kernel nor a "
-                                     "control-flow op with an executor rule")
+                                     "structured op with a run rule")
                 if subs:
                     for sub in op.blocks.values():
                         self._prepare(sub)
                 steps.append(Step(MULTI, self._cf_kernel(rule, op), ins, outs, {}, frees_here))
                 continue
-            opdef = OPS[op.type]
             if opdef.n_out != 1 or len(outs) != 1:
                 steps.append(Step(MULTI, opdef.kernel, ins, outs, _kernel_attrs(op.attrs), frees_here))
             elif opdef.ufunc is not None and not op.attrs and len(ins) in (1, 2) and \

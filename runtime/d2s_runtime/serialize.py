@@ -32,12 +32,12 @@ import numpy as np
 
 from .device import to_host
 from .dtypes import DTYPES
-from .control_flow import BLOCKS, RULES
 from .errors import ExecutionError, FormatError
 from .executor import Executor
 from .ir import Block, Op, Program
 from .ops.guard import GuardError
 from .ops import OPS, TensorType
+from .ops.registry import block_keys
 from .replace_dir import read_whole
 from .saved_model import META_FILE, Signature, method_dir, method_paths
 from .untrusted import DEFAULT_MAX_BYTES, Budget, inside, nbytes, parse_json, read_json, read_npz, regular_file, safe_text
@@ -175,7 +175,7 @@ def _type_from_json(v, where):
     return TensorType(shape, dtype)
 
 
-def _block_from_json(data, parent, where, cf_ops, cf_blocks):
+def _block_from_json(data, parent, where):
     _expect(isinstance(data, dict), where, "a block must be an object")
     missing = {"inputs", "outputs", "vars", "ops"} - set(data)
     _expect(not missing, where, f"a block is missing {sorted(missing)}")
@@ -190,19 +190,20 @@ def _block_from_json(data, parent, where, cf_ops, cf_blocks):
         w = f"{where}, op #{i}"
         _expect(isinstance(o, dict) and isinstance(o.get("type"), str), w, "an op needs a string 'type'")
         t = o["type"]
-        _expect(t in OPS or t in cf_ops, w, f"unknown op type {t!r}: this d2s_runtime ({_version()}) does not "
-                                             "have it; upgrade d2s_runtime or re-export the model")
+        _expect(t in OPS, w, f"unknown op type {t!r}: this d2s_runtime ({_version()}) does not "
+                             "have it; upgrade d2s_runtime or re-export the model")
         attrs = o.get("attrs", {})
         blocks = o.get("blocks", {})
         _expect(isinstance(attrs, dict), w, "attrs must be an object")
         _expect(isinstance(blocks, dict), w, "blocks must be an object")
-        # only control-flow ops hold sub-blocks, and exactly theirs: a dummy entry on a
-        # primitive would otherwise skip its type check
-        want = cf_blocks.get(t, set())
-        _expect(set(blocks) == want, w, f"op {t!r} has blocks {sorted(blocks)}, it must have {sorted(want)}")
         _check_json_data(attrs, w)
-        op = Op(t, _names(o.get("inputs"), w, "op inputs"), _names(o.get("outputs"), w, "op outputs"), attrs)
-        op.blocks = {k: _block_from_json(sb, b, f"{w} block {k!r}", cf_ops, cf_blocks) for k, sb in blocks.items()}
+        op = Op(t, _names(o.get("inputs"), w, "op inputs"), _names(o.get("outputs"), w, "op outputs"), attrs,
+                dict.fromkeys(blocks))
+        # only structured ops hold sub-blocks, and exactly those of their layout: a dummy entry
+        # on a primitive would otherwise skip its type check
+        want = block_keys(op)
+        _expect(set(blocks) == want, w, f"op {t!r} has blocks {sorted(blocks)}, it must have {sorted(want)}")
+        op.blocks = {k: _block_from_json(sb, b, f"{w} block {k!r}") for k, sb in blocks.items()}
         b.ops.append(op)
     return b
 
@@ -247,7 +248,7 @@ def program_from_json(doc, where=PROGRAM_FILE):
     p.params = _names(data["params"], where, "program params")
     const_names = _names(data["constants"], where, "program constants")
     p.outputs = _names(data["outputs"], where, "program outputs")
-    p.block = _block_from_json(data["block"], None, f"{where}, global block", RULES, BLOCKS)
+    p.block = _block_from_json(data["block"], None, f"{where}, global block")
     p.constants = {n: None for n in const_names}
     return p
 

@@ -14,7 +14,11 @@ from .algebraic import algebraic_simplify
 from .constant_folding import constant_folding
 from .cse import cse
 from .dce import dce
-from .loops import loop_invariants, loop_matmul_sums, loop_residuals, loop_transposes, merge_loops
+from .loop_invariants import loop_invariants
+from .loop_matmul_sums import loop_matmul_sums
+from .loop_residuals import loop_residuals
+from .loop_transposes import loop_transposes
+from .merge_loops import merge_loops
 from .memory_plan import memory_plan, planned_peak
 
 PASSES = {f.__name__: f for f in (constant_folding, cse, dce, algebraic_simplify, memory_plan, merge_loops,
