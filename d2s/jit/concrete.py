@@ -8,7 +8,8 @@ get one autograd node, ``RunProgramBackward0``, whose rule runs the program's ba
 (built lazily, once per program and set of inputs needing grad).
 
 Programs run as built on their first call and optimized (``d2s.passes.optimize``) from their
-second on (``TieredProgram``), so a first call costs conversion, build and preparation only.
+second on (the runtime's ``TieredRunner``, see ``tiered``), so a first call costs conversion,
+build and preparation only.
 """
 import contextlib
 import operator
@@ -19,7 +20,9 @@ import numpy as np
 from d2s_runtime import forksafe
 from d2s_runtime.device import to_host, xp_of
 from d2s_runtime.ops import OPS, RNG
+from d2s_runtime.passes import optimize
 from d2s_runtime.passes._util import constant_op_value
+from d2s_runtime.tiers import TieredRunner
 
 from .._state import STATE
 from ..autograd.anomaly import ACTIVE_THREADS, remember
@@ -44,11 +47,8 @@ _REQUIRES_GRAD = operator.attrgetter("requires_grad")
 
 
 def _optimize(program, what):
-    """``d2s.passes.optimize(program)`` when the passes exist and keep the program's interface;
-    the program unchanged otherwise (a failing pass must not break a working program)."""
-    optimize = _optimizer()
-    if optimize is None:
-        return program
+    """``optimize(program)`` (the runtime's passes) when it keeps the program's interface; the
+    program unchanged otherwise (a failing pass must not break a working program)."""
     try:
         out = optimize(program)
     except Exception as e:  # noqa: BLE001 - any pass failure: keep the unoptimized program
@@ -61,132 +61,16 @@ def _optimize(program, what):
     return out
 
 
-_OPTIMIZE = []
-
-
-def _optimizer():
-    if not _OPTIMIZE:
-        fn = None
-        for mod in ("d2s.passes", "d2s_runtime.passes"):
-            try:
-                m = __import__(mod, fromlist=["optimize"])
-                fn = getattr(m, "optimize", None)
-            except ImportError:
-                continue
-            if fn is not None:
-                break
-        _OPTIMIZE.append(fn)
-    return _OPTIMIZE[0]
-
-
-def _executor(program, device, quick=False, backend="python"):
-    """A prepared Executor; ``quick``: the one cheapest to prepare (the step interpreter rather
-    than compiled code), for a program that may well run only once; ``backend``: see
-    ``d2s_runtime.Executor`` (the quick one is always Python)."""
-    from d2s_runtime import Executor
-    if quick:
-        return Executor(program, device=device, mode="interp", backend="python")
-    return Executor(program, device=device, backend=backend)
-
-
-def make_runner(executor, checked=False):
-    """``run(arrays, param_arrays) -> outputs`` for a prepared executor.
-
-    A StaticFunction's signature already guarantees each input's shape and dtype, so the
-    per-call input checks of ``Executor.run`` are skipped (``Executor.unchecked_runner``)
-    unless ``checked`` (inputs that no signature checked, such as output gradients).
-    """
-    if not checked:
-        return executor.unchecked_runner()
-    names = list(executor.program.params)
-    run = executor.run
-
-    def checked_runner(arrays, param_arrays):
-        return run(*arrays, params=dict(zip(names, param_arrays)) if names else None)
-
-    return checked_runner
-
-
-class TieredProgram:
-    """A program and its prepared executor, optimized once it proves to be reused.
-
-    The first run executes the program as built, on the executor that is cheapest to prepare
-    (the step interpreter); the second runs ``d2s.passes.optimize`` on it (when the passes
-    exist) and prepares the optimized program with the default (compiled) executor, which every
-    later run uses. A program run once (a one-off shape, a debugging call) never pays for the
-    passes or the code generation, and the first call of a StaticFunction costs conversion,
-    build and a quick preparation only.
-
-    With ``backend="native"`` the first run optimizes at once (a few ms): the native compile,
-    started in the background then, is of the optimized program, and a warm process finds
-    that one in the disk cache and runs it natively from the first call. ``"auto"`` tiers as
-    Python does (its first call costs what Python's does): the optimized program's executor,
-    prepared at the second run, compiles or loads it natively in the background.
-    """
-
-    def __init__(self, program, device, what, checked=False, optimize=True, backend="python"):
-        self.program = program
-        self.device = device
-        self.what = what
-        self.checked = checked
-        self.backend = backend
-        self._pending = optimize
-        self._exec = None
-        self._runner = None
-        # threads running the same program prepare and optimize it once; a runner, once
-        # published, stays valid (each holds its own executor), so runs need no lock
-        self._lock = forksafe.Lock()
-        self.run = self._first_run
-
-    def _use(self, program, quick=False):
-        executor = _executor(program, self.device, quick, self.backend)
-        runner = make_runner(executor, self.checked)
-        # publish the runner before the executor: a thread that sees _exec set finds its runner
-        self._runner = runner
-        self.program = program
-        self._exec = executor
-
-    @property
-    def executor(self):
-        if self._exec is None:
-            with self._lock:
-                if self._exec is None:
-                    if self._pending and self.backend == "native":
-                        self._use(_optimize(self.program, self.what))
-                        self._pending = False
-                    else:
-                        self._use(self.program, quick=self._pending)
-                    self.run = self._tier_up if self._pending else self._runner
-        return self._exec
-
-    def backend_report(self):
-        """One line: the backend this program runs on (see ``Executor.backend_report``)."""
-        ex = self._exec
-        if ex is None or self._pending:
-            return "python" if self.backend == "python" else "python (native pending: prepared at the first call)"
-        return ex.backend_report() if hasattr(ex, "backend_report") else "python"
-
-    def wait_native(self, timeout=None):
-        """Wait for a pending native compile; whether the native backend runs now."""
-        ex = self._exec
-        return ex is not None and hasattr(ex, "wait_native") and ex.wait_native(timeout)
-
-    def _first_run(self, arrays, params):
-        self.executor
-        return self._runner(arrays, params)
-
-    def _tier_up(self, arrays, params):
-        self.optimize_now()
-        return self._runner(arrays, params)
-
-    def optimize_now(self):
-        """Switch to the optimized program at once (instead of at the second run)."""
-        if self._pending:
-            with self._lock:
-                if self._pending:
-                    self._use(_optimize(self.program, self.what))
-                    self.run = self._runner
-                    self._pending = False
+def tiered(program, device, what, checked=False, optimize=True, backend="python"):
+    """The :class:`~d2s_runtime.tiers.TieredRunner` of a converted program: its first run on the
+    quick interpreter over the program as built, later runs optimized (``optimize``: the
+    passes, see ``_optimize``) and compiled, natively where ``backend`` asks (a ``'native'``
+    backend optimizes at once). A program run once (a one-off shape, a debugging call) never
+    pays for the passes or the code generation, and the first call of a StaticFunction costs
+    conversion, build and a quick preparation only. ``checked``: check the inputs of each run
+    (inputs that no signature checked, such as output gradients)."""
+    passes = (lambda p: _optimize(p, what)) if optimize else None
+    return TieredRunner(program, device, backend, optimize=passes, quick=optimize, checked=checked)
 
 
 _CELL = object()  # the key of a param ref that is a closure cell (see static_function._param_refs)
@@ -207,7 +91,7 @@ class ConcreteProgram:
                  writes=(), backend="python"):
         self.raw_program = program
         self.backend = backend
-        self._tiered = TieredProgram(program, device, "forward", optimize=optimize, backend=backend)
+        self._tiered = tiered(program, device, "forward", optimize=optimize, backend=backend)
         self.params = [(n, param_tensors[n]) for n in program.params]
         self.param_tensors = [t for _, t in self.params]
         self.rebuild = rebuild
@@ -249,14 +133,14 @@ class ConcreteProgram:
         return self._tiered.executor
 
     def _programs_run(self):
-        """(role, TieredProgram) of the programs calls have run: the forward, and for calls
+        """(role, TieredRunner) of the programs calls have run: the forward, and for calls
         that record autograd the training forward and the backward of each TrainingRunner (the
         forward alone where no call has run yet)."""
-        progs = [("forward", self._tiered)] if self._tiered._exec is not None else []
+        progs = [("forward", self._tiered)] if self._tiered.prepared else []
         for r in list(self._trainers.values()):  # (a copy: another thread may add a trainer)
             if r is not None:
                 progs += [(role, t) for role, t in (("training forward", r.forward), ("backward", r._backward))
-                          if t._exec is not None]
+                          if t.prepared]
         return progs or [("forward", self._tiered)]
 
     def backend_report(self):
@@ -558,7 +442,7 @@ class TrainingRunner:
         self.residuals = split.residuals  # where each residual comes from (Split.residuals)
         self._gather = _gatherer(split)
         self._known_flags = _known_flags(flagged, self.n_outputs, self.n_flags)
-        self.forward = TieredProgram(split.forward, entry.device, "training forward", backend=entry.backend)
+        self.forward = tiered(split.forward, entry.device, "training forward", backend=entry.backend)
         # flags the forward computes as constants (no branch decides them, the usual case):
         # known now, so calls neither read nor check them
         flags = _constant_outputs(split.forward, self.n_outputs, self.n_flags)
@@ -567,7 +451,7 @@ class TrainingRunner:
         self._all_used = flags is not None and all(flags)
         # residuals come from the forward as they are (a while's stacks are typed nominally);
         # only the cotangents, which come from the autograd engine, are coerced
-        self._backward = TieredProgram(split.backward, entry.device, "backward", backend=entry.backend)
+        self._backward = tiered(split.backward, entry.device, "backward", backend=entry.backend)
         bb = split.backward.block
         self._cot_dtypes = [np.dtype(bb.vars[n].type.dtype) for n in split.backward.inputs[len(split.residuals):]]
 
@@ -639,7 +523,7 @@ class BackwardRunner:
         program, param_index = _build_backward(entry, in_mask, par_mask)
         self.param_src = [param_index[n] for n in program.params]
         # checked: output gradients come from the engine, not from a signature-checked call
-        self._tiered = TieredProgram(program, entry.device, "backward", checked=True, backend=entry.backend)
+        self._tiered = tiered(program, entry.device, "backward", checked=True, backend=entry.backend)
 
     @property
     def program(self):

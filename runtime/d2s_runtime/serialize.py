@@ -33,7 +33,7 @@ import numpy as np
 from .device import to_host
 from .dtypes import DTYPES
 from .errors import ExecutionError, FormatError
-from .executor import Executor
+from .tiers import TieredRunner
 from .ir import Block, Op, Program
 from .ops.guard import GuardError
 from .ops import OPS, TensorType
@@ -357,7 +357,8 @@ class Model:
 
     Attributes:
         program: the Program; params: its param arrays; meta: the saved meta dict;
-        executor: the prepared :class:`~d2s_runtime.executor.Executor`.
+        runner: its :class:`~d2s_runtime.tiers.TieredRunner` (the tier ladder calls climb);
+        executor: the prepared :class:`~d2s_runtime.executor.Executor` it runs.
     """
 
     def __init__(self, program, params, meta, device="cpu", parallel=False, path=None, max_bytes=DEFAULT_MAX_BYTES,
@@ -371,22 +372,23 @@ class Model:
         self._load_options = {"max_bytes": max_bytes, "max_loop_iterations": max_loop_iterations, "backend": backend}
         # input names/specs and output structure from meta (checked here, before any call)
         self.signature = Signature(program, meta, os.path.join(path or ".", META_FILE))
-        self.executor = Executor(program, device=device, parallel=parallel, params=params,
-                                 max_loop_iterations=max_loop_iterations, backend=backend)
+        self.runner = TieredRunner(program, device, backend, parallel=parallel, params=params,
+                                   max_loop_iterations=max_loop_iterations)
+        self.executor = self.runner.executor
 
     @property
     def backend(self):
         """The backend running the model now (``'python'`` or ``'native'``)."""
-        return self.executor.backend
+        return self.runner.backend
 
     def backend_report(self):
         """One line: which backend runs the model, and why not the native one where it was
-        asked for (see :meth:`Executor.backend_report`)."""
-        return self.executor.backend_report()
+        asked for (see :meth:`TieredRunner.backend_report`)."""
+        return self.runner.backend_report()
 
     def wait_native(self, timeout=None):
-        """Wait for a pending native compile (see :meth:`Executor.wait_native`)."""
-        return self.executor.wait_native(timeout)
+        """Wait for a pending native compile (see :meth:`TieredRunner.wait_native`)."""
+        return self.runner.wait_native(timeout)
 
     def run(self, *arrays):
         """The outputs as a list."""

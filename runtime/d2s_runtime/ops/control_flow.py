@@ -402,7 +402,7 @@ def _run_scan(ctx, op, values):
 @defrule("scan", "narrow")
 def _narrow_scan(op, live, needed_ops):
     """Drops the ys nothing reads and the carries no live result needs (a fixed point)."""
-    nc, nx = op.attrs["n_carry"], op.attrs["n_xs"]
+    nc = op.attrs["n_carry"]
     body = op.blocks["body"]
     ny = len(op.outputs) - nc
     live_ys = [j for j in range(ny) if op.outputs[nc + j] in live]
@@ -498,5 +498,5 @@ def _scan_native(lw, op, env):
         if any(lw.is_stack(v) for v in res[nc:]):
             lw.unsupported(op, "a tensor stack is a scan output")
         lw.store_scan_outputs(ys, res[nc:], tloc, nloc, reverse, ind + 1)
-        lw.update_carries(op, carries, res[:nc], body, ind + 1)
+        lw.update_carries(op, carries, res, body, ind + 1)
     return lw.bind(op, env, lw.loop_results(carries) + lw.scan_results(ys))
