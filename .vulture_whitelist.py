@@ -218,3 +218,4 @@ _.mark_dirty  # public API of a custom Function's ctx (PyTorch's)
 _.is_cuda  # public Tensor attribute (PyTorch's)
 _.get_device  # public Tensor method (PyTorch's)
 _.is_inference  # public Tensor method (PyTorch's), tests/autograd/test_grad_mode.py
+_.__class_getitem__  # d2s.jit.Final[int]: Python calls it for the subscript

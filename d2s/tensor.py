@@ -7,7 +7,7 @@ in both cases. Where each operator and method comes from is said at the end of t
 import numpy as np
 
 from d2s_runtime.device import device_of, get_xp, to_host, xp_of
-from d2s_runtime.dtypes import DTYPES
+from d2s_runtime.dtypes import DTYPES, result_type
 from d2s_runtime.ops import OPS
 
 from . import devices as _devices
@@ -417,8 +417,10 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     if isinstance(data, Tensor):
         arr = data._concrete("d2s.tensor()") if data._data is not None else None
         if arr is None:
-            out = data if dtype is None else data.cast(dtype)
-            return out
+            # a copy without history, as eagerly (and a plain tensor: d2s.tensor(i) of a loop
+            # counter standing for a Python int is an int64 tensor, which promotes as one)
+            out = data.detach()
+            return out if dtype is None else out.cast(dtype)
     else:
         arr = data
     if not isinstance(arr, np.ndarray) and hasattr(arr, "dtype") and not isinstance(arr, np.generic):

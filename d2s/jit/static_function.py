@@ -19,7 +19,7 @@ from .. import pytree
 from ..autograd import enable_grad, no_grad
 from ..autograd.grad_mode import mark_inference
 from ..autograd.engine import SymbolicInputNeedsGrad
-from ..convert.call import convert_transform
+from ..convert.call import convert_transform, python_rng_states, refuse_frozen_draws
 from ..inplace import BUFFER_UPDATES
 from ..nn.module import Module
 from ..static.builder import ProgramBuilder, flatten_outputs, python_number_type
@@ -430,8 +430,10 @@ class StaticFunction:
             before = _containers_state(sargs, skw)
             outer_replaced = set(values.REPLACED_LISTS)  # (a to_static function called while tracing)
             values.REPLACED_LISTS.clear()
+            rng_before = python_rng_states()
             try:
                 out = conv(*sargs, **skw)
+                refuse_frozen_draws(name, rng_before)
             except RecursionError as e:
                 builder.unsymbolize()
                 _restore_symbolic_writes(snapshot)

@@ -184,6 +184,10 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
     if size is None:  # randint(high, size)
         if high is None:
             raise TypeError("randint: missing the size (randint(high, size) or randint(low, high, size))")
+        if not isinstance(high, (list, tuple)):
+            # PyTorch refuses randint(4, 7) too: numpy's randint(low, high) reads it otherwise
+            raise TypeError(f"randint: the size must be a tuple of ints, got {high!r}: randint(high, size) or "
+                            f"randint(low, high, size), e.g. d2s.randint({low!r}, {high!r}, ()) for one number")
         low, high, size = 0, low, high
     elif high is None:
         low, high = 0, low

@@ -31,6 +31,14 @@ SMALL_CONSTANT = 16  # elements; larger captured arrays live in program.constant
 ALIAS_SELECTS = "alias_selects"
 
 
+_INDEXING = ("getitem", "setitem")
+
+
+class IndexOutOfRange(ShapeError, IndexError):
+    """A static index out of range, found while a program is built: the ShapeError of the op's
+    shape rule, and the IndexError eager code raises there."""
+
+
 class NameGen:
     """Short unique names a, b, ..., z, ba, bb, ... as in a jaxpr."""
 
@@ -79,6 +87,9 @@ class ProgramBuilder:
         # id(tensor) -> (tensor, its concrete state): concrete tensors (a module buffer, a tensor
         # made while building) that an in-place update made name a var (see symbolize)
         self.symbolized = {}
+        # False while a replay of IR blocks builds ops (d2s.static.replay): IR has no in-place
+        # updates, so the objects a replayed op returns never need maybe-alias links
+        self.track_aliases = True
         # id(tensor) -> (tensor, TensorArray, the array's data right after it, block): tensor objects
         # appended to a tensor list, which in eager code holds the object (see note_appended)
         self.appended = {}
@@ -87,7 +98,7 @@ class ProgramBuilder:
         self.state_tensors = {}
         self.param_tensors = {}    # param var name -> the concrete Parameter it reads
         self._param_vars = {}      # id(concrete tensor) -> symbolic tensor in the global block
-        self._const_vars = {}      # id(array) -> var name (keeps the array alive for the key)
+        self._const_vars = {}      # id(array), or a small value's dtype, shape and bytes -> (value, var name)
         # forward_only: building a forward program to differentiate later (to_static): run with
         # grad mode on but record no autograd nodes, and cut the ops the user's code runs under
         # ``no_grad()`` from the gradient with ``stop_gradient`` (static backward replays them)
@@ -156,8 +167,13 @@ class ProgramBuilder:
         arr = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
         if arr.dtype.name not in DTYPES:
             arr = arr.astype(np.int64 if arr.dtype.kind in "iu" else np.float32)
-        key = None if np.ndim(value) == 0 and not isinstance(value, np.ndarray) else id(value)
-        if key is not None and key in self._const_vars:
+        if arr.size <= SMALL_CONSTANT:
+            # one var per small value: every trace of a branch or loop body (retries, probes,
+            # traces thrown away) would otherwise leave constant ops of its own here
+            key = ("small", arr.dtype.name, arr.shape, arr.tobytes())
+        else:
+            key = id(value)
+        if key in self._const_vars:
             return self._const_vars[key][1]
         gb = self.program.block
         v = self._new_var(TensorType(arr.shape, arr.dtype.name), gb)
@@ -167,8 +183,7 @@ class ProgramBuilder:
         else:
             self.program.constants[v.name] = arr
             gb.inputs.append(v.name)
-        if key is not None:
-            self._const_vars[key] = (value, v.name)
+        self._const_vars[key] = (value, v.name)
         return v.name
 
     def _const_insert_point(self):
@@ -229,7 +244,10 @@ class ProgramBuilder:
         try:
             out_types = opdef.infer(*types, **attrs)
         except ShapeError as e:
-            raise ShapeError(f"{e}{where_text()}") from None
+            # an index out of range is eager's IndexError (its kernel raises one), which a tensor
+            # branch or loop body also defers to the runs that reach it
+            cls = IndexOutOfRange if "out of range" in str(e) and opdef.name in _INDEXING else ShapeError
+            raise cls(f"{e}{where_text()}") from None
         if isinstance(out_types, TensorType):
             out_types = (out_types,)
         outs = [self._new_var(t) for t in out_types]
@@ -337,6 +355,8 @@ class ProgramBuilder:
         scalar tensor of the current block) holds, and two otherwise; ``flag`` None: on some
         runs only, which the program does not know. An in-place update of one later reaches
         the other where the flag holds (``after_inplace``)."""
+        if not self.track_aliases:
+            return
         for x, y in ((a, b), (b, a)):
             self.maybe_aliases.setdefault(id(x), (x, []))[1].append((y, flag, self.block))
 

@@ -384,11 +384,20 @@ def _alias_flags(b, blocks, n_out):
     if any(p is None or len(p) < n_out for p in per_block) or not b.maybe_aliases:
         return per_block, [], []
     pairs = {}
-    for blk, leaves in zip(blocks, per_block):
-        for k in range(n_out):
-            for t in alias_targets(b, leaves[k], blk, lambda x: _outside(b, x)):
-                if t is not leaves[k]:
-                    pairs.setdefault((k, id(t)), (k, t))
+    for k in range(n_out):
+        # An object that only one branch's result may be, other than through links made inside
+        # that branch, needs no output of its own: the output's link to the branch's result
+        # and the links after it (which the current block sees) say it exactly. Flagging it too
+        # linked each output to every object an earlier `if` had linked: a clique, with which n
+        # unrolled tensor `if`s on one name took n⁴ time.
+        close = [{id(t): t for t in alias_targets(b, leaves[k], blk, lambda x: _outside(b, x))}
+                 for blk, leaves in zip(blocks, per_block)]
+        for j, (blk, leaves) in enumerate(zip(blocks, per_block)):
+            inner = {id(t) for t in alias_targets(b, leaves[k], blk, lambda x: _outside(b, x),
+                                                  inner_only=lambda x: _outside(b, x))}
+            for key, t in close[j].items():
+                if t is not leaves[k] and (key in inner or any(key in c for i, c in enumerate(close) if i != j)):
+                    pairs.setdefault((k, key), (k, t))
     pairs = [(k, t) for k, t in pairs.values() if not all(p[k] is t for p in per_block)]
     # two outputs that may be one tensor of a branch through links made inside it (``b = a``
     # in a tensor loop of the branch): (output, other output's index)
@@ -423,9 +432,11 @@ def _alias_flags(b, blocks, n_out):
     return per_block, [pairs[j] for j in keep], unknown
 
 
-def alias_targets(b, o, scope, wanted, depth=6):
+def alias_targets(b, o, scope, wanted, depth=6, inner_only=None):
     """The tensor objects that ``o`` is, or may be in eager code through maybe-alias links
-    visible in block ``scope`` (``ProgramBuilder.link_maybe_alias``), for which ``wanted`` holds."""
+    visible in block ``scope`` (``ProgramBuilder.link_maybe_alias``), for which ``wanted`` holds.
+    From an object for which ``inner_only`` holds, only links made in ``scope`` itself are
+    followed."""
     found, seen, todo = {}, {id(o)}, [(o, 0)]
     while todo:
         x, d_ = todo.pop()
@@ -433,7 +444,10 @@ def alias_targets(b, o, scope, wanted, depth=6):
             found[id(x)] = x
         if d_ >= depth:
             continue
+        only_here = inner_only is not None and inner_only(x)
         for other, _, blk in b.maybe_aliases.get(id(x), (None, ()))[1]:
+            if only_here and blk is not scope:
+                continue
             if id(other) not in seen and _encloses(blk, scope):
                 seen.add(id(other))
                 todo.append((other, d_ + 1))
@@ -1032,7 +1046,9 @@ class _ObjectCarry:
         also gets a block input of its own, a flag for its own entry object, and the objects
         are carried through the loop. Whether that needs a rebuild."""
         leaves = self.b.block_leaves.get(blk)
-        if leaves is None:
+        if leaves is None or not self.b.track_aliases:
+            # (a replayed loop: its values are IR vars, which nothing updates in place; one var
+            # may stand for several carries, as one constant does, without being an alias)
             return False
         n = len(self.objs)
         out = leaves[:n]

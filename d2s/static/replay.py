@@ -83,11 +83,14 @@ def _no_alias_links():
     if b is None:
         yield
         return
-    saved, b.maybe_aliases = b.maybe_aliases, {}
+    saved = b.maybe_aliases, b.track_aliases
+    # (nor do they make any: the cond ops a replayed loop body builds would link their outputs
+    # to the carries, and each enclosing replayed loop would carry flags for those links)
+    b.maybe_aliases, b.track_aliases = {}, False
     try:
         yield
     finally:
-        b.maybe_aliases = saved
+        b.maybe_aliases, b.track_aliases = saved
 
 
 def replay_op(op, args):

@@ -16,6 +16,8 @@ class Context:
         # result variables made by the return pass: a tensor `if` may leave them undefined on
         # one side (a flag guards every read), so convert_ifelse fills them instead of failing
         self.retval_names = set()
+        # the flags the return pass sets when a loop returns (read between iterations, and after)
+        self.return_flags = set()
         # locals of the root function that its closures read (analysis.activity.closure_cells)
         self.cells = set()
         # those of them that a nested function rebinds (`nonlocal n; n += 1`): see nonlocal_cells

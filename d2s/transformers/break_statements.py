@@ -4,7 +4,7 @@ import gast
 
 from . import gast_compat as gc
 from .base import Transformer, python_only
-from .loop_flags import contains, lower
+from .loop_flags import contains, lower, own
 from .templates import replace_as_expression
 
 
@@ -14,6 +14,9 @@ class BreakStatements(Transformer):
         if python_only(node) or not contains(node.body, gast.Break):
             return node
         flag = self.new_name("break_")
+        # every break a return: once the flag is set the function returns, and nothing reads
+        # the loop's variables again but the flags and the return value
+        node._d2s_breaks_return = all(getattr(b, "_d2s_return", False) for b in own(node.body, gast.Break))
         node.body = lower(node.body, gast.Break, flag) or [gast.Pass()]
         not_flag = replace_as_expression("not flag", flag=flag)
         if isinstance(node, gast.While):

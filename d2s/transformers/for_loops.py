@@ -50,6 +50,13 @@ class ForLoops(Transformer):
             """, body_fn=self.new_name("for_body"), item=item, loop_vars=loop_vars, target=node.target,
                        body=node.body, iterable=node.iter, names=self._labels(loop_vars),
                        extra_fn=extra_fn, get_state=get_state, set_state=set_state)
+        if extra is not None and getattr(node, "_d2s_breaks_return", False):
+            # variables dead once the loop has returned (see convert_for)
+            keep = self.ctx.retval_names | self.ctx.return_flags | activity.expr_reads(extra) | self.ctx.cells
+            dead = [self._label(n) for n in loop_vars if n not in keep]
+            if dead:
+                names = gc.tuple_([gc.constant(n) for n in dead])
+                code[-1].value.keywords.append(gc.keyword("dead_when_broken", names))
         watch_escaping(code[-1].value, anno)
         watch_entry_identity(code[-1].value, self.ctx)
         out = undefined_inits(loop_vars, anno) + state_defs + mark_generated(extra_defs + code)

@@ -43,10 +43,13 @@ def spread(*shape):
     return (R.permutation(n) * 0.37 - n * 0.15).reshape(shape) + 0.05
 
 
+_W46 = fixed(4, 6)  # (drawn here: converted code refuses numpy draws, which a program would freeze)
+
+
 def _reshape_to_symbolic_dims(x):
     # a dynamic batch dim makes x.shape[0] symbolic: the reshape is a reshape_dims op, and
     # backward runs its rule in the static backward program
-    return d2s.reshape(x, [x.shape[0], -1]) * fixed(4, 6)
+    return d2s.reshape(x, [x.shape[0], -1]) * _W46
 
 
 _reshape_dims_static = d2s.jit.to_static(_reshape_to_symbolic_dims,

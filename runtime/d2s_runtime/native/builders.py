@@ -38,7 +38,10 @@ def _short_wide(m, k, n):
 class SharedBuilders:
     """The builders (see the module docstring); each takes the op's ``Emit`` ``e`` first."""
 
-    def reduce(self, e, kind, x, axes, keepdims):
+    def reduce(self, e, kind, x, axes, keepdims, first_on_ties=False):
+        """(``first_on_ties``: a max/min keeping the earlier of equal elements, signed zeros
+        included, as the values of max/min with a dim are the elements at their index; numpy's
+        reductions keep the later one, as ``L.maximum`` does.)"""
         out_t = e.out
         if type(keepdims) is not bool:
             raise NativeUnsupported("reduce: keepdims must be a bool")
@@ -84,6 +87,8 @@ class SharedBuilders:
             self.emit(ind, f"if {count_expr} == 0: raise ValueError('native program: a max/min reduction over zero elements')")
         upd = {"sum": "{a} + {v}", "mean": "{a} + {v}", "prod": "{a} * {v}", "any": "{a} or {v}",
                "all": "{a} and {v}", "max": "L.maximum({a}, {v})", "min": "L.minimum({a}, {v})"}[kind]
+        if first_on_ties and kind in ("max", "min"):
+            upd = "({a} if ({a} %s {v} or {a} != {a}) else {v})" % (">=" if kind == "max" else "<=")
         if full and nd == 1 and kind in ("sum", "mean") and acc_dt == "float64":
             # four float64 partial sums: the adds of a short vector do not wait on each other
             parts = [self.fresh() for _ in range(4)]

@@ -160,8 +160,8 @@ class Emit:
         return self._l.rows(self, x, axis)
 
     # builders (each returns a value)
-    def reduce(self, kind, x, axes, keepdims):
-        return self._l.reduce(self, kind, x, axes, keepdims)
+    def reduce(self, kind, x, axes, keepdims, first_on_ties=False):
+        return self._l.reduce(self, kind, x, axes, keepdims, first_on_ties)
 
     def matmul(self, a, b):
         return self._l.matmul(self, a, b)

@@ -179,12 +179,12 @@ def _argmin_native(e, x, axis=None, keepdims=False):
 
 
 def _maxmin_dim_native(kind):
-    # the native max/min keeps the earlier element on ties and the first NaN: the element at the
+    # the values keep the earlier element on ties and the first NaN: the element at the
     # arg-index, signed zeros included
     def hook(e, x, axis, keepdims=False):
         if x.ndim == 0:
             e.unsupported("max/min of a 0-d tensor along a dim")
-        return e.reduce(kind, x, [axis], keepdims), _arg_reduce_native(e, kind, x, axis, keepdims)
+        return e.reduce(kind, x, [axis], keepdims, first_on_ties=True), _arg_reduce_native(e, kind, x, axis, keepdims)
     deflowering(f"{kind}_dim", "native")(hook)
 
 
