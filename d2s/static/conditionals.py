@@ -1,5 +1,5 @@
-"""The ``cond`` family: ``d2s.cond``'s builder, and every rule of the ``cond`` op on the d2s
-side, declared here under its name as any op's are: how replay rebuilds it, its gradient, how
+"""The ``cond`` family: ``d2s.cond``'s and ``d2s.switch``'s builders, and every rule of the
+``cond`` op on the d2s side, declared here under its name as any op's are: how replay rebuilds it, its gradient, how
 reach flags pass through it, its ONNX form, and a sample call (the op's runtime rules are in
 ``d2s_runtime/ops/control_flow.py``).
 
@@ -9,22 +9,24 @@ sees the ops that ran; with a symbolic predicate, inside a program being built, 
 ``cond`` op whose two blocks hold the traced branch functions. Values the functions read from
 enclosing blocks become explicit op inputs (captures).
 """
+import numpy as np
+
 from d2s_runtime.ir import Op
 
-from .. import views
+from .. import ops as d, views
 from ..autograd.registry import defgrad, float_cotangents_only, sample_call
 from ..onnx.registry import onnx_structured
 from ..pytree import tree_unflatten
-from .cf_common import (ControlFlowError, _as_pred, _builder, _compatible, _is_symbolic, _merge_captures,
-                        _new_outputs, _record, _sym, _trace_block, _widen, tree_flatten)
+from .cf_common import (ControlFlowError, _as_pred, _builder, _compatible, _index_dtype, _is_symbolic,
+                        _merge_captures, _new_outputs, _record, _sym, _trace_block, _widen, tree_flatten)
 from .control_flow_grad import _is_float, _wants_grad, block_vjp
 from .object_identity import _alias_flags, _inplace_outputs, _kept_objects, _repoint
 from .reach import _Emitter, _and, _flag, _not, _or, _own, _static, _sub_reach
 from .registry import reach_rule, replay_rule
 from .replay import replay_block
-from .weak_types import _eager_branch, _fmt_tree, _join_weak, _tensorize_weak
+from .weak_types import _abstract, _eager_branch, _fmt_tree, _join_weak, _tensorize_weak
 
-__all__ = ["cond", "static_cond"]
+__all__ = ["cond", "static_cond", "switch"]
 
 
 # ------------------------------------------------------------------ the builder
@@ -119,6 +121,65 @@ def _trace_branches(b, fns, treedef, in_types, targets=None):
         if any(dt is not None and t[2][i].dtype != dt for t in traced for i, dt in enumerate(joined)):
             return _trace_branches(b, fns, treedef, in_types, joined)
     return traced
+
+
+def switch(index, branches, *operands):
+    """``branches[index](*operands)`` (like ``jax.lax.switch``).
+
+    ``index`` is an integer scalar (Python int or tensor); it is clamped into
+    ``[0, len(branches) - 1]``, as JAX does, so an out-of-range index picks the first or last
+    branch. With a concrete index only that branch runs; with a symbolic one every branch is
+    traced into a balanced tree of ``cond`` ops. The branches must return the same pytree
+    structure with the same dtypes and ranks; Python numbers among the outputs take the dtype
+    the other branches give (the result is always a tensor, as for ``d2s.cond``).
+
+    Returns:
+        The selected branch's result.
+    """
+    branches = list(branches)
+    if not branches:
+        raise ControlFlowError("d2s.switch: give at least one branch")
+    for k, f in enumerate(branches):
+        if not callable(f):
+            raise ControlFlowError(f"d2s.switch: branch {k} is not callable ({type(f).__name__})")
+    dtype = _index_dtype("d2s.switch", index) if not isinstance(index, (bool, np.bool_)) else "int64"
+    n = len(branches)
+    if not _is_symbolic(index):
+        k = min(max(int(index), 0), n - 1)
+        return _eager_branch(branches[k], branches[:k] + branches[k + 1:], operands)
+    if n == 1:
+        return _eager_branch(branches[0], [], operands)
+    index = d.clip(d.cast(index, dtype), 0, n - 1)
+    wrapped = _typed_branches(branches, operands)
+
+    def pick(lo, hi):
+        if hi - lo == 1:
+            return wrapped[lo]
+        mid = (lo + hi) // 2
+        left, right = pick(lo, mid), pick(mid, hi)
+        return lambda *ops: cond(index < mid, left, right, *ops)
+
+    return pick(0, n)(*operands)
+
+
+def _typed_branches(branches, operands):
+    """The branches returning tensors of the dtypes joined over all of them (a Python number
+    takes the dtype the other branches give that output), so every ``cond`` of the tree
+    sees matching dtypes."""
+    infos = [_abstract(lambda f=f: f(*operands)) for f in branches]
+    targets = None
+    if all(i is not None for i in infos):
+        first = infos[0]
+        for k, info in enumerate(infos[1:], 1):
+            if info[0] != first[0] or [t.ndim for t in info[1]] != [t.ndim for t in first[1]]:
+                raise ControlFlowError(
+                    "d2s.switch: the branches return different types:\n"
+                    f"  branch 0 returns {_fmt_tree(first[0], first[1])}\n"
+                    f"  branch {k} returns {_fmt_tree(info[0], info[1])}\n"
+                    "every branch must return the same structure of tensors with the same dtypes and ranks")
+        if any(w is not None for i in infos for w in i[2]):
+            targets = _join_weak([(i[1], i[2]) for i in infos])
+    return [lambda *ops, f=f: _tensorize_weak(f(*ops), targets)[0] for f in branches]
 
 
 # ------------------------------------------------------------------ the op's rules
