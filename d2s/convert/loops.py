@@ -378,7 +378,7 @@ def _carried_kind(v):
 
 
 def _static_shape(t):
-    return t._var.type.shape if t.is_symbolic else t._data.shape
+    return t._var.type.shape if t.is_symbolic else t.array.shape
 
 
 def _number_as(v, dtype, shape):
