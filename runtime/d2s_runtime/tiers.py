@@ -66,6 +66,7 @@ from . import codegen
 from . import executor as _executor
 from . import forksafe
 from .compile_worker import WORKER, CompileJob, compile_failure, one_line, unsupported_reason  # noqa: F401
+from .gc_pause import paused_gc
 from .errors import ExecutionError
 from .executor import PASS_THROUGH, Executor
 from .ops import OPS
@@ -683,7 +684,8 @@ class TieredRunner:
         if self._pending:
             with self._lock:
                 if self._pending:
-                    self._rung(self.program)
+                    with paused_gc():  # the generated code too (see gc_pause.py)
+                        self._rung(self.program)
                     self.run = self._run
                     self._pending = False
 
