@@ -20,14 +20,19 @@ def _library_files():
                     yield os.path.join(d, f)
 
 
-# Where the structured ops are defined: the runtime's registration and d2s's family modules.
-# Only these may name them.
+# Where the structured ops are defined: the runtime's registration and d2s's family modules
+# (builder, replay, gradient, reach and ONNX rules of each op). Only these may name them.
+OWNERS = ("d2s_runtime/ops/control_flow.py", "d2s/static/conditionals.py", "d2s/static/while_loops.py",
+          "d2s/static/scans.py")
+
+
 def _owns_structured_ops(path):
-    rel = os.path.relpath(path, os.path.dirname(RUNTIME_DIR)).replace(os.sep, "/")
-    if rel == "d2s_runtime/ops/control_flow.py":
-        return True
-    rel = os.path.relpath(path, os.path.dirname(D2S_DIR)).replace(os.sep, "/")
-    return rel.startswith("d2s/static/flow/")
+    rel = os.path.relpath(path, ROOT).replace(os.sep, "/")
+    return rel.replace("runtime/d2s_runtime/", "d2s_runtime/") in OWNERS
+
+
+def _dedupe(found):
+    return list(dict.fromkeys(found))
 
 
 def _names_structured(node):
@@ -50,7 +55,13 @@ def structured_name_checks(source):
     compared with (or looked up in a collection of) ``"cond"``/``"while"``/``"scan"``/``"switch"``,
     or a table keyed by two or more of them."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    # (a module's __all__ lists public function names: d2s.cond, d2s.scan)
+    exports = {id(n.value) for n in tree.body if isinstance(n, ast.Assign)
+               and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)}
+    for node in ast.walk(tree):
+        if id(node) in exports:
+            continue
         if isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
             if any(_is_op_type(s) for s in sides) and any(_names_structured(s) for s in sides):
@@ -62,7 +73,8 @@ def structured_name_checks(source):
             if len(keys) >= 2 and not plain:
                 found.append((node.lineno, ast.unparse(node)[:80]))
         elif isinstance(node, (ast.Set, ast.Tuple, ast.List)):
-            if sum(isinstance(e, ast.Constant) and e.value in STRUCTURED for e in node.elts) >= 2:
+            if sum(isinstance(e, ast.Constant) and e.value in STRUCTURED for e in node.elts) >= 2 and \
+                    all(line != node.lineno for line, _ in found):
                 found.append((node.lineno, ast.unparse(node)[:80]))
     return found
 
@@ -84,7 +96,8 @@ def test_the_name_check_can_fail():
               'RULES = {"cond": f, "while": g}\n'
               'LOOPS = frozenset(("while", "scan"))\n'
               'kind = "while" if line.startswith("while") else ""\n'
-              'LAZY = {"cond": ("d2s.static", "cond"), "scan": ("d2s.static", "scan")}\n')
+              'LAZY = {"cond": ("d2s.static", "cond"), "scan": ("d2s.static", "scan")}\n'
+              '__all__ = ["cond", "while_loop", "scan"]\n')
     assert [line for line, _ in structured_name_checks(source)] == [1, 2, 3, 4]
 
 
@@ -101,7 +114,15 @@ def _module_name(path):
     return rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
 
 
-def private_imports(module, is_package, source):
+def _is_module(name):
+    """Whether the dotted ``name`` is a module or package of d2s or d2s_runtime."""
+    parts = name.split(".")
+    base = os.path.join(ROOT, "runtime") if parts[0] == "d2s_runtime" else ROOT
+    path = os.path.join(base, *parts)
+    return os.path.isfile(path + ".py") or os.path.isfile(os.path.join(path, "__init__.py"))
+
+
+def private_imports(module, is_package, source, is_module=_is_module):
     """``(line, imported)`` of each import in ``source`` (module ``module``) of a name private to
     another package: a private module (``pkg._util``) imported from outside ``pkg``, or a
     private name (``mod._helper``) imported from outside ``mod``'s package."""
@@ -126,10 +147,15 @@ def private_imports(module, is_package, source):
                 found.append((node.lineno, src))
             continue
         for alias in node.names:
-            if _private(alias.name):
-                owner = src.rsplit(".", 1)[0] if "." in src else src
-                if package not in (owner, src):
+            if not _private(alias.name):
+                continue
+            if is_module(f"{src}.{alias.name}"):  # (``from d2s import _state``: the package's own module)
+                if not (package == src or package.startswith(src + ".")):
                     found.append((node.lineno, f"{src}.{alias.name}"))
+                continue
+            owner = src.rsplit(".", 1)[0] if "." in src else src
+            if package not in (owner, src):
+                found.append((node.lineno, f"{src}.{alias.name}"))
     return found
 
 
@@ -147,6 +173,8 @@ def test_the_private_import_count_can_fail():
     source = ("from ..static.control_flow import _static_cond, cond\n"
               "from d2s_runtime.passes._util import is_effect\n"
               "from ._util import _as_tensor\n"
-              "from .._state import STATE\n")
+              "from .._state import STATE\n"
+              "from .. import _state\n"
+              "from ..nn import _f_loss\n")
     assert private_imports("d2s.convert.control_flow", False, source) == [
-        (1, "d2s.static.control_flow._static_cond"), (2, "d2s_runtime.passes._util")]
+        (1, "d2s.static.control_flow._static_cond"), (2, "d2s_runtime.passes._util"), (6, "d2s.nn._f_loss")]

@@ -33,7 +33,7 @@ def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=
     enclosing scope the body mutates (see :func:`refuse_escaping`). ``entry_flags``: the
     converted function updates tensors in place somewhere, so a tensor loop carries for each
     loop variable the body rebinds on some runs only whether it still holds its entry tensor
-    (see ``d2s.static.control_flow._ObjectCarry``)."""
+    (see ``d2s.static.object_identity._ObjectCarry``)."""
     state = tuple(init)
     user_test = test_fn
     test_fn = lambda *s: truth(user_test(*s))  # noqa: E731 - `while xs:` on a grown list tests its length

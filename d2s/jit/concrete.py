@@ -20,8 +20,7 @@ import numpy as np
 from d2s_runtime import forksafe
 from d2s_runtime.device import to_host, xp_of
 from d2s_runtime.ops import OPS, RNG
-from d2s_runtime.passes import optimize
-from d2s_runtime.passes._util import constant_op_value
+from d2s_runtime.passes import constant_op_value, optimize
 from d2s_runtime.tiers import TieredRunner
 
 from .._state import STATE

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import ops as _ops
 from ..ops import nn as nn_ops
-from ..ops._util import _static_shape
+from ..ops.support import static_shape as _static_shape
 from ..tensor import Tensor, tensor
 from ._f_activation import log_softmax
 from ..linalg import vector_norm

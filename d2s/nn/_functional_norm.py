@@ -12,7 +12,7 @@ from .. import ops as _ops
 from .._state import STATE
 from ..autograd import no_grad
 from ..dispatch import apply
-from ..ops.norm import _normalize
+from ..ops.support import normalize_moments as _normalize
 from ..ops.pooling import avg_pool2d
 from ..tensor import Tensor, tensor
 

@@ -12,8 +12,11 @@ import numpy as np
 
 from .. import ops as d
 from ..tensor import Tensor
-from .control_flow import (ControlFlowError, _abstract, _eager_branch, _fmt_tree, _is_symbolic, _join_weak, _scan,
-                           _tensorize_weak, cond, run_while)
+from .cf_common import ControlFlowError, _is_symbolic
+from .conditionals import cond
+from .scans import _scan
+from .weak_types import _abstract, _eager_branch, _fmt_tree, _join_weak, _tensorize_weak
+from .while_loops import run_while
 
 __all__ = ["fori_loop", "switch", "map"]
 

@@ -163,7 +163,7 @@ def static_ops(program, lines_by_op=None):
 
     def walk(block):
         for op in block.ops:
-            if op.type in ("cond", "while", "scan") or op.blocks:
+            if op.blocks:  # (a structured op: cond, while, scan, ...)
                 line = lines_by_op.get(id(op))
                 for key in ("lineno", "line", "source_line"):
                     v = op.attrs.get(key)
@@ -189,7 +189,7 @@ def _capture_op_lines():
     original = ProgramBuilder.append_op
 
     def append_op(self, op):
-        if op.type in ("cond", "while", "scan") or op.blocks:
+        if op.blocks:
             loc = user_frame()
             if loc is not None:
                 lines[id(op)] = loc[1]

@@ -15,15 +15,16 @@ constants of the trace: reading them needs no warning and no guard.
 """
 import numpy as np
 
+from d2s_runtime.device import to_host
 from d2s_runtime.executor import Executor
 from d2s_runtime.ir import Op
 from d2s_runtime.ops import TensorType
 
 from .._state import STATE
 from ..autograd.grad_mode import no_grad
-from ..static.builder import ProgramBuilder, _is_param, _plain, _scalar_dtype, flatten_outputs
+from ..static.builder import ProgramBuilder, flatten_outputs, is_param, operands_scalar_dtype, plain_attrs
 from ..static.replay import replay_op
-from ..tensor import Tensor, _host, tensor
+from ..tensor import Tensor, tensor
 from ..user_errors import user_frame
 from .guards import (CHECK_OF, Decision, TraceCheckError, TraceGuardError, emit_warnings, find_guard_error,
                      guard_error_from)
@@ -74,11 +75,11 @@ class Tracer:
             name = self.vars.get(id(x._data))
             if name is not None:
                 return name
-            if _is_param(x):
+            if is_param(x):
                 name = self.builder.param(x)._var.name
                 self.dynamic.add(name)
                 return name
-            return self.builder.constant(_host(x._data))
+            return self.builder.constant(to_host(x._data))
         if isinstance(x, (bool, int, float, np.generic)):
             # one var per distinct scalar (1, 1.0 and True are told apart by their type)
             key = (type(x).__name__, x, scalar_dtype)
@@ -86,7 +87,7 @@ class Tracer:
             if name is None:
                 name = self._scalars[key] = self.builder.constant(x, scalar_dtype)
             return name
-        return self.builder.constant(np.asarray(_host(x)))
+        return self.builder.constant(np.asarray(to_host(x)))
 
     def _type(self, name):
         return self.program.block.vars[name].type
@@ -94,9 +95,9 @@ class Tracer:
     # ------------------------------------------------------------ hooks called by d2s
     def record(self, opdef, inputs, attrs, results):
         """Append the op that just ran eagerly (``results`` are its concrete outputs)."""
-        sdt = _scalar_dtype(inputs)
+        sdt = operands_scalar_dtype(inputs)
         names = [self.name_of(x, sdt) for x in inputs]
-        attrs = _plain(attrs)
+        attrs = plain_attrs(attrs)
         try:
             out_types = opdef.infer(*[self._type(n) for n in names], **attrs)
             if isinstance(out_types, TensorType):
@@ -117,7 +118,7 @@ class Tracer:
         """A concrete tensor's value is going to Python (``what``: 'bool()', 'int()', ...)."""
         name = self.vars.get(id(t._data))
         if name is None:
-            if what in ("shape", "len()") or not _is_param(t):
+            if what in ("shape", "len()") or not is_param(t):
                 return  # a constant of the trace, or a parameter's size: the same on every call
             name = self.name_of(t)
         if name not in self.dynamic:
@@ -132,7 +133,7 @@ class Tracer:
                 return
             value, check = tuple(int(d) for d in data.shape), "shape"
         else:
-            data = _host(data)
+            data = to_host(data)
             check = CHECK_OF.get(what, "array")
             if check != "array" and data.size != 1:
                 return  # Python raises right after this hook (ambiguous truth value, ...)
@@ -307,7 +308,7 @@ def _describe_inputs(inputs):
     parts = []
     for a in inputs:
         if isinstance(a, Tensor) and not a.is_symbolic:
-            d = _host(a._data)
+            d = to_host(a._data)
             if d.size <= 4:
                 parts.append(np.array2string(d.ravel(), precision=3, separator=",", max_line_width=60))
             else:
