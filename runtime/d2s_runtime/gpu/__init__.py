@@ -35,6 +35,7 @@ def unregister_graph_backend(device):
 
 def graph_backend(device):
     """``(backend, None)`` for ``device``, or ``(None, reason)`` where graphs cannot run."""
+    device = str(getattr(device, "type", device))  # (d2s passes its device objects)
     factory = _FACTORIES.get(device)
     if factory is None and device in ("gpu", "cuda"):
         from .cuda import cuda_backend

@@ -455,8 +455,9 @@ class Capture:
         xp, cap = self.rec.xp, st.capacity
 
         def push(buf, count, peak, x):
-            i = xp.minimum(count, cap - 1)
-            buf[i] = xp.where(count < cap, x, buf[i])
+            if cap:  # (a stack sized 0 by a call that pushed nothing only counts: it overflows)
+                i = xp.minimum(count, cap - 1)
+                buf[i] = xp.where(count < cap, x, buf[i])
             xp.add(count, 1, out=count)
             xp.maximum(peak, count, out=peak)
             return buf, count, peak
@@ -469,10 +470,13 @@ class Capture:
         if st.buf is None:
             raise CaptureRefused("a tensor stack is popped before any push")
         self.flag(self.rec.op(lambda c: c > 0, st.count), ERR_PROGRAM)
+        cap, elem = st.capacity, st.elem_shape
 
         def pop(buf, count):
             xp.subtract(count, 1, out=count)
-            return xp.array(buf[xp.maximum(count, 0)], copy=True)
+            if not cap:
+                return xp.zeros(elem, dtype=buf.dtype)
+            return xp.array(buf[xp.clip(count, 0, cap - 1)], copy=True)
 
         return self.rec.op(pop, st.buf, st.count)
 

@@ -195,7 +195,7 @@ class GraphTier:
             for st in entry.stacks:
                 peak = self.backend.read_word(st.peak)
                 if peak > st.capacity or (st.exact and peak != st.capacity):
-                    self.capacities[st.key] = max(int(peak), 1)
+                    self.capacities[st.key] = int(peak)
             for sig, e in list(self.graphs.items()):
                 if e is entry:
                     self.backend.release(e.graph)
