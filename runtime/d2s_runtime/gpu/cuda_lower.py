@@ -31,12 +31,15 @@ C_TYPE = {"float32": "float", "float64": "double", "int32": "int", "int64": "lon
 PRELUDE = r"""
 #ifndef D2S_PRELUDE
 #define D2S_PRELUDE
-template <typename T> __device__ inline T d2s_maximum(T a, T b) { return (a >= b || a != a) ? a : b; }
-template <typename T> __device__ inline T d2s_minimum(T a, T b) { return (a <= b || a != a) ? a : b; }
+/* numpy's maximum/minimum: NaN wins; of equal values (signed zeros) the second */
+template <typename T> __device__ inline T d2s_maximum(T a, T b) { return (a > b || a != a) ? a : b; }
+template <typename T> __device__ inline T d2s_minimum(T a, T b) { return (a < b || a != a) ? a : b; }
 __device__ inline float d2s_fn_floor(float x) { return floorf(x); }
 __device__ inline double d2s_fn_floor(double x) { return floor(x); }
 __device__ inline float d2s_fn_fmod(float a, float b) { return fmodf(a, b); }
 __device__ inline double d2s_fn_fmod(double a, double b) { return fmod(a, b); }
+__device__ inline float d2s_fn_copysign(float a, float b) { return copysignf(a, b); }
+__device__ inline double d2s_fn_copysign(double a, double b) { return copysign(a, b); }
 __device__ inline float d2s_fn_exp(float x) { return expf(x); }
 __device__ inline double d2s_fn_exp(double x) { return exp(x); }
 __device__ inline float d2s_fn_log1p(float x) { return log1pf(x); }
@@ -52,7 +55,7 @@ template <typename T> __device__ inline T d2s_floordiv(T a, T b) {
         fl = d2s_fn_floor(div);
         if (div - fl > (T)0.5) fl += 1;
     } else {
-        fl = (a / b > 0) ? (T)0.0 : (T)-0.0;
+        fl = d2s_fn_copysign((T)0, a / b);
     }
     return fl;
 }
