@@ -2,6 +2,8 @@
 ``scans``, ``switches``): their error, pytrees of tensors, types, the builder they append to,
 sub-blocks traced from functions, captures merged into block inputs, and the autograd node of
 a structured op (its gradient rule is keyed by the op's name, as any op's)."""
+import numpy as np
+
 from d2s_runtime.device import to_host
 from d2s_runtime.ops import TensorType
 
@@ -146,3 +148,31 @@ def _as_pred(pred, what):
     if t.dtype != "bool":
         pred = d.ne(pred, 0)
     return pred
+
+
+_INT_DTYPES = ("int32", "int64")
+
+
+def _is_int(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _index_dtype(what, *bounds):
+    """The dtype of a loop index or switch index: that of the integer tensors among
+    ``bounds`` (int64 when all are Python ints)."""
+    from d2s_runtime.dtypes import result_type
+    dts = []
+    for v in bounds:
+        if isinstance(v, Tensor):
+            if str(v.dtype) not in _INT_DTYPES:
+                raise ControlFlowError(f"{what}: bounds and indices must be integers, got a {v.dtype} tensor")
+            if v.ndim != 0:
+                raise ControlFlowError(f"{what}: bounds and indices must be scalars, got shape {list(v.shape)}")
+            dts.append(str(v.dtype))
+        elif isinstance(v, np.ndarray) or isinstance(v, np.generic):
+            if np.asarray(v).dtype.kind not in "iu" or np.ndim(v) != 0:
+                raise ControlFlowError(f"{what}: bounds and indices must be integer scalars, got {v!r}")
+            dts.append("int64" if np.asarray(v).dtype.itemsize > 4 else "int32")
+        elif not _is_int(v):
+            raise ControlFlowError(f"{what}: bounds and indices must be integers, got {type(v).__name__} {v!r}")
+    return result_type(*dts) if dts else "int64"

@@ -454,9 +454,11 @@ class Lowerer(Planner, SharedBuilders, StackFormat):
         return out
 
     def branches(self, op, env, blocks):
-        """A branch op (``cond``: two blocks on a bool; a selector of n blocks on an index):
-        ``if``/``elif``/``else`` over the blocks lowered inline, each assigning the same output
-        locals; an input the op may take over (``Planner.may_take``) may be written by a block."""
+        """A branch op: ``if``/``elif``/``else`` over ``blocks`` lowered inline, each assigning
+        the same output locals, selected by the op's first input: a bool picks the first of two
+        blocks when true (``cond``), an integer index picks block ``index`` clamped into range
+        (JAX's ``lax.switch``). An input the op may take over (``Planner.may_take``) may be
+        written by a block."""
         where = where_of(op)
         sel = self.value(env, op.inputs[0])
         if sel.kind != "s":
@@ -467,8 +469,13 @@ class Lowerer(Planner, SharedBuilders, StackFormat):
         passed_owned = {k for k, (n, v) in enumerate(zip(op.inputs[1:], ins)) if self.may_take(op, n, v)}
         if len(blocks) == 2 and sel.dtype == "bool":
             heads = [f"if {sel.name}:", "else:"]
-        else:  # (the selector is clamped into range by the op's own rule, before it)
-            heads = [f"{'if' if j == 0 else 'elif'} {sel.name} == {j}:" for j in range(len(blocks) - 1)] + ["else:"]
+        else:
+            if sel.dtype not in ("int32", "int64"):
+                raise NativeUnsupported(f"{where}: the index is not an integer")
+            k = self.fresh()
+            last = check_int(len(blocks) - 1, "the last branch")
+            self.emit(self.indent, f"{k} = min(max(np.int64({sel.name}), 0), {last})")
+            heads = [f"{'if' if j == 0 else 'elif'} {k} == {j}:" for j in range(len(blocks) - 1)] + ["else:"]
         ind = self.indent
         start_line = len(self.lines)
         owned_out, names = [], []

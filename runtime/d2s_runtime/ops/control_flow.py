@@ -1,4 +1,4 @@
-"""Structured ops: ``cond``, ``while`` and ``scan``, each with every rule in one place.
+"""Structured ops: ``cond``, ``while``, ``scan`` and ``switch``, each with every rule in one place.
 
 As JAX registers all of ``cond_p``'s rules right after defining it, each op here declares, in
 consecutive lines, its block layout (a :class:`~d2s_runtime.ops.registry.BlockLayout`), how the
@@ -34,6 +34,12 @@ after the explicit ones ("captures"). The layouts:
     ``reverse``) feeds ``xs[i][t]`` and stores its ``y``s at ``ys[j][t]``; ``T`` is the leading
     dim of the xs (or ``length``).
 
+``switch``
+    inputs ``[index, *operands, *captures]``; blocks ``{"branch0", ..., "branch{n-1}"}`` (``n``:
+    the int attr ``branches``), each with inputs ``[*operands, *captures]`` and outputs of equal
+    number and dtypes, typed as ``cond``'s; ``index`` is a 0-d int32 or int64, clamped into
+    ``[0, n - 1]`` (as JAX's ``lax.switch``), and picks the block that runs.
+
 Tensor lists (``list_new``, ``list_push``, ...) and stacks are plain primitives over arrays
 with a leading length dim; see ``ops/tensor_list.py``.
 
@@ -44,8 +50,8 @@ Python ints; ops and attrs reach the code as values (``g.glob``), never as text.
 from ..errors import LoopLimitError
 from .registry import BlockLayout, ShapeError, TensorType, deflowering, defrule, defstructured
 
-__all__ = ["BranchLayout", "WhileLayout", "ScanLayout", "loop_limit_exceeded", "scan_length", "scan_stacker",
-           "needed_carries"]
+__all__ = ["BranchLayout", "WhileLayout", "ScanLayout", "SwitchLayout", "loop_limit_exceeded", "scan_length",
+           "scan_stacker", "needed_carries", "clamp_index"]
 
 
 # ================================================================== layouts
@@ -500,3 +506,89 @@ def _scan_native(lw, op, env):
         lw.store_scan_outputs(ys, res[nc:], tloc, nloc, reverse, ind + 1)
         lw.update_carries(op, carries, res, body, ind + 1)
     return lw.bind(op, env, lw.loop_results(carries) + lw.scan_results(ys))
+
+
+# ================================================================== switch
+MAX_BRANCHES = 1 << 16
+
+
+class SwitchLayout(BranchLayout):
+    """Inputs ``[index, *operands, *captures]``; blocks ``branch0`` .. ``branch{n-1}`` (``n``: the
+    ``branches`` attr), each over ``[*operands, *captures]`` yielding the op's outputs; the index
+    picks one (``switch``)."""
+
+    def __init__(self):
+        super().__init__(())
+
+    @staticmethod
+    def keys_of(n):
+        return tuple(f"branch{j}" for j in range(n))
+
+    def block_keys(self, op):
+        n = op.attrs.get("branches")
+        if type(n) is not int or not 1 <= n <= MAX_BRANCHES:
+            raise ValueError(f"switch: the branches attr must be an int in [1, {MAX_BRANCHES}], got {n!r}")
+        return frozenset(self.keys_of(n))
+
+    def branches(self, op):
+        return [op.blocks[k] for k in self.keys_of(op.attrs["branches"])]
+
+    def well_formed(self, op):
+        try:
+            keys = self.block_keys(op)
+        except ValueError:
+            return False
+        return (set(op.blocks) == keys and len(op.inputs) >= 1
+                and all(len(b.inputs) == len(op.inputs) - 1 and len(b.outputs) == len(op.outputs)
+                        for b in op.blocks.values()))
+
+
+SWITCH_LAYOUT = SwitchLayout()
+
+
+def _switch_shape(op, types):
+    if types[0].dtype not in ("int32", "int64") or types[0].ndim != 0:
+        raise ShapeError(f"switch: the index must be a 0-d int32 or int64, got {types[0]}")
+    blocks = SWITCH_LAYOUT.branches(op)
+    for key, blk in zip(SWITCH_LAYOUT.keys_of(len(blocks)), blocks):
+        _check_inputs(op, key, types[1:], blk)
+    return join_branch_types(op, [_types(blk, blk.outputs) for blk in blocks])
+
+
+def clamp_index(k, n):
+    """Branch ``k`` of ``n``, clamped into ``[0, n - 1]`` as JAX's ``lax.switch`` clamps."""
+    return min(max(int(k), 0), n - 1)
+
+
+@defstructured("switch", SWITCH_LAYOUT, _switch_shape)
+def _run_switch(ctx, op, values):
+    """Runs block ``branch{k}`` on the operands, ``k`` the 0-d integer index clamped into the branches' range."""
+    blocks = SWITCH_LAYOUT.branches(op)
+    return ctx.run_block(blocks[clamp_index(values[0], len(blocks))], values[1:])
+
+
+@defrule("switch", "narrow")
+def _narrow_switch(op, live, needed_ops):
+    """As ``cond``'s: the outputs nothing reads go, from every branch."""
+    _narrow_cond(op, live, needed_ops)
+
+
+@deflowering("switch", "codegen")
+def _switch_codegen(g, op, indent, info):
+    """``if k == 0:`` ... ``elif`` ... ``else:`` over the branches, ``k`` the clamped index."""
+    blocks = SWITCH_LAYOUT.branches(op)
+    ins = [g.local[n] for n in op.inputs[1:]]
+    outs = [g.fresh() for _ in op.outputs]
+    k = g.fresh()
+    g.emit(indent, f"{k} = {g.glob('r', clamp_index)}({g.local[op.inputs[0]]}, {g.glob('c', len(blocks))})", info)
+    for j, blk in enumerate(blocks):
+        head = "else:" if j == len(blocks) - 1 else f"{'if' if j == 0 else 'elif'} {k} == {j}:"
+        g.emit(indent, head, info)
+        g.emit_sub(blk, ins, outs, indent + 1)
+    g.bind(op.outputs, outs)
+
+
+@deflowering("switch", "native")
+def _switch_native(lw, op, env):
+    """``if``/``elif``/``else`` over the blocks lowered inline, on the index clamped into range."""
+    return lw.branches(op, env, SWITCH_LAYOUT.branches(op))
