@@ -8,8 +8,8 @@ Modules:
   flow by block layout; device stacks; the device error word);
 * ``tier.py``: :class:`~d2s_runtime.gpu.tier.GraphTier`, the rung of the tier ladder
   (``tiers.py``) that captures at the second call and replays after;
-* ``if_convert.py``: the pass turning a ``cond`` with cheap, pure, same-typed branches into
-  both branches and a ``where`` (no predicate read, no conditional node);
+* ``passes/if_convert.py``, a pass the graph tier runs: a ``cond`` with cheap, pure,
+  same-typed branches becomes both branches and a ``where`` (no predicate read, no node);
 * ``cuda.py``: the backend on a real GPU (cupy's stream capture, cuda-bindings' conditional
   nodes, the cuBLAS shim of ``cublas.py``, kernels from ``kernels.py`` compiled with NVRTC,
   ``nvrtc.py``);

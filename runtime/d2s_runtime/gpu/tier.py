@@ -61,7 +61,7 @@ class GraphTier:
         if backend is None:
             self.state, self.reason = "unsupported", reason
             return
-        from .if_convert import if_convert
+        from ..passes.if_convert import if_convert
         try:
             program = if_convert(base.program)
             self.capture = Capture(program, base.max_loop_iterations, self.capacities)

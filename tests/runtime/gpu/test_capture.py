@@ -90,7 +90,7 @@ def _control(x, n):
 
 
 def test_the_control_loop_runs_on_the_device():
-    # its `if` becomes a where (gpu/if_convert.py), its while a WHILE node: no host read
+    # its `if` becomes a where (passes/if_convert.py), its while a WHILE node: no host read
     g, p = _graph_and_python(_control)
     x = d2s.tensor(np.linspace(-1, 1, 16).astype("float32"))
     _replaying(g, x, d2s.tensor(3))

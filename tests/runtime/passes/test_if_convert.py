@@ -1,11 +1,11 @@
-"""gpu/if_convert.py: which branches become a ``where``, and the converted program computes
+"""passes/if_convert.py: which branches become a ``where``, and the converted program computes
 what the branch did, for both predicate values."""
 import numpy as np
 
 import d2s
 from d2s.static import build_program
 from d2s_runtime import Executor
-from d2s_runtime.gpu.if_convert import if_convert
+from d2s_runtime.passes.if_convert import if_convert
 
 
 def _types(program):

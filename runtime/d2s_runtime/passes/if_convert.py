@@ -20,7 +20,7 @@ Branches are told apart by their block layout (``ops/control_flow.py``), not by 
 from ..ir import Op
 from ..ops import OPS
 from ..ops.control_flow import BranchLayout
-from ..passes._util import Namer
+from ._util import Namer
 
 MAX_OPS = 24
 MAX_ELEMENTS = 1 << 16
