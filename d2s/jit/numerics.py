@@ -25,7 +25,7 @@ class _ForwardCheck:
             kind = nonfinite(o)
             if kind is None:
                 continue
-            if any(nonfinite(a) for a in args if hasattr(a, "_data")):
+            if any(nonfinite(a) for a in args if isinstance(a, Tensor)):
                 return  # not this op: it was given NaN/inf already
             site = self.locations.get(op.outputs[0]) if op.outputs else None
             raise NumericsError(
@@ -44,9 +44,9 @@ def check_forward(entry, leaves, outputs):
         raise NumericsError(f"check_numerics: the program {program.name!r} was given NaN/inf in its "
                             f"input(s) {', '.join(bad_inputs)}")
     hook = _ForwardCheck(getattr(program, "op_locations", {}), program.name)
-    env = {n: Tensor._make(t._data) for n, t in zip(program.inputs, leaves)}
+    env = {n: Tensor._make(t.array) for n, t in zip(program.inputs, leaves)}
     for name, p in entry.params:
-        env[name] = Tensor._make(p._data)
+        env[name] = Tensor._make(p.array)
     for name, arr in program.constants.items():
         env[name] = Tensor._make(arr)
     prev = STATE.anomaly

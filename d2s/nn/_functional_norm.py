@@ -22,7 +22,7 @@ def _as_tensor(t):
 
 
 def _shape(x):
-    return tuple(x._data.shape) if not x.is_symbolic else tuple(x._var.type.shape)
+    return tuple(x.array.shape) if not x.is_symbolic else tuple(x._var.type.shape)
 
 
 def _channel_view(t, ndim):

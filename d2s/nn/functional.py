@@ -17,7 +17,7 @@ def _static_shape(x):
     symbolic tensor would add ops computing those dims)."""
     if not isinstance(x, Tensor):
         return tuple(getattr(x, "shape", ()))
-    return tuple(x._data.shape) if not x.is_symbolic else tuple(x._var.type.shape)
+    return tuple(x.array.shape) if not x.is_symbolic else tuple(x._var.type.shape)
 
 
 def _axis(axis, dim):

@@ -228,7 +228,7 @@ class ProgramBuilder:
             if self.reads_as_param(x):
                 p = self.param(x)
                 return self.resolve(p._var.name, tensor=p)
-            return self.resolve(self.constant(to_host(x._data)))
+            return self.resolve(self.constant(to_host(x.array)))
         if isinstance(x, (bool, int, float, np.generic)) and not isinstance(x, np.ndarray):
             return self.resolve(self.constant(x, scalar_dtype))
         return self.resolve(self.constant(np.asarray(x)))
@@ -326,9 +326,9 @@ class ProgramBuilder:
         if self.reads_as_param(t):
             var = self.param(t)._var
         else:
-            var = self.program.block.lookup(self.constant(to_host(t._data)))
+            var = self.program.block.lookup(self.constant(to_host(t.array)))
         self.symbolized[id(t)] = (t, _tensor_state(t))
-        t._data, t._var = None, var
+        t.array, t._var = None, var
 
     def unsymbolize(self):
         """Give the tensors made symbolic by :meth:`symbolize` their arrays back; returns
@@ -419,7 +419,7 @@ class ProgramBuilder:
             if new.dtype != other.dtype:
                 new = new.cast(other.dtype)
             self.note_inplace(other)
-            other._data, other._var = None, new._var
+            other.array, other._var = None, new._var
             other.requires_grad, other.grad_fn, other._out_idx = new.requires_grad, new.grad_fn, new._out_idx
             other._version += 1
             if id(other) in self.appended and not carried_out:
@@ -467,12 +467,12 @@ class ProgramBuilder:
 
 def _tensor_state(t):
     # (a view's history is as current as its root's version it last read: see d2s/views.py)
-    return (t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version,
+    return (t.array, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version,
             None if t._view is None else t._view.version)
 
 
 def _set_tensor_state(t, state):
-    t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version, view_version = state
+    t.array, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version, view_version = state
     if view_version is not None:
         t._view.version = view_version
 

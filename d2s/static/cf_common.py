@@ -34,7 +34,7 @@ def _is_symbolic(x):
 def _type_of(t):
     if t.is_symbolic:
         return t._var.type
-    return TensorType(t._data.shape, t._data.dtype.name)
+    return TensorType(t.array.shape, t.array.dtype.name)
 
 
 def _widen(a, b):
@@ -59,7 +59,7 @@ def _sym(b, x):
         return x
     if b.reads_as_param(x):
         return b.param(x)
-    return b.symbolic(b.program.block.lookup(b.constant(to_host(x._data))))
+    return b.symbolic(b.program.block.lookup(b.constant(to_host(x.array))))
 
 
 class _CFOp:

@@ -37,13 +37,13 @@ def _wants_grad(t):
 
 def _leaf(t):
     """A new leaf tensor (requires grad, no history) naming the same value as ``t``."""
-    leaf = Tensor._make(t._data, t._var)
+    leaf = Tensor._make(t.array, t._var)
     leaf.requires_grad = True
     return leaf
 
 
 def _shape_of(t):
-    return t._var.type.shape if t.is_symbolic else t._data.shape
+    return t._var.type.shape if t.is_symbolic else t.array.shape
 
 
 def block_vjp(block, values, cotangents, wrt):

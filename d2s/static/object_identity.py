@@ -41,7 +41,7 @@ def _repoint(b, objs, outs):
     """After the op: each object updated in place inside it takes the op's output for it."""
     for t, o in zip(objs, outs):
         b.note_inplace(t)  # (inside an enclosing block being built: carried out of it too)
-        t._data, t._var = None, o._var
+        t.array, t._var = None, o._var
         t._version += 1
         views.take_history(t, o)
     for t in objs:
@@ -327,7 +327,7 @@ class _ObjectCarry:
 
     def _point(self, t, a):
         self.b.note_inplace(t)
-        t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx = None, a._var, False, None, 0
+        t.array, t._var, t.requires_grad, t.grad_fn, t._out_idx = None, a._var, False, None, 0
         self._entry.setdefault(id(t), set()).add(a._var.name)
 
     def share_updated(self):

@@ -22,7 +22,7 @@ from ..static.builder import ProgramBuilder
 from ..static.input_spec import spec_from_text
 from ..tensor import Tensor, tensor
 from ..user_errors import user_frame
-from .guards import TraceGuardError, baked_text, group_by_line, kind_of_line
+from ..guards import TraceGuardError, baked_text, group_by_line, kind_of_line
 from .match import outputs_match
 from .tracer import Tracer, _as_args, _call_untraced, _describe_inputs, _table, trace
 

@@ -15,7 +15,7 @@ def outputs_match(expected, got, rtol=1e-4, atol=1e-5):
         return False, f"{len(a)} tensor outputs vs {len(b)}"
     worst = 0.0
     for x, y in zip(a, b):
-        x, y = np.asarray(to_host(x._data)), np.asarray(to_host(y._data))
+        x, y = np.asarray(to_host(x.array)), np.asarray(to_host(y.array))
         if x.shape != y.shape:
             return False, f"shape {x.shape} vs {y.shape}"
         if x.size == 0:

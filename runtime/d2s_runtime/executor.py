@@ -295,10 +295,6 @@ class Executor:
             return self._copy_outputs(self._run_parallel(plan, env))
         return self._copy_outputs(self._run_steps(plan, env))
 
-    def _call_interp(self, feeds):
-        """The interpreter's tier call (feeds: inputs, params, constants)."""
-        return self.interpret(feeds)
-
     def _copy_outputs(self, outs):
         """``outs`` with the outputs that may alias a constant copied (on a device, where a
         caller writing into one would change what later runs compute)."""

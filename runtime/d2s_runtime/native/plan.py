@@ -322,10 +322,6 @@ class Planner:
         if v.name is not None:
             self._ctx.pinned.add(v.name)
 
-    def is_fresh(self, v):
-        """Whether ``v``'s buffer was made in the block being lowered."""
-        return v.name in self._ctx.fresh
-
     def mark_fresh(self, name):
         """The local ``name`` holds a buffer made here (nothing else can see it)."""
         self._ctx.fresh.add(name)
