@@ -10,6 +10,9 @@ graph tier (``d2s_runtime/gpu``) captures and replays, checked on the CPU.
   know shapes), but a replay never relies on what it computed;
 * IF/ELSE and WHILE nodes are Python loops over their recorded bodies, their condition read
   from the device array directly (a set-condition kernel on a GPU: no host synchronization);
+* a fact the capture proved instead of checking it on the device (``Recorder.assume``: a
+  pop that cannot find its stack empty, a capacity that cannot be outgrown) is verified at
+  every replay, so a wrong proof fails the tests instead of clamping silently;
 * buffers the graph allocates start as NaN (floats) or zeros (ints, bools): a value read
   before the graph writes it shows up in the tests' comparisons.
 
@@ -44,6 +47,10 @@ def _run(nodes):
                 if type(ro) is not np.ndarray or rr is ro or np.may_share_memory(ro, rr):
                     continue  # written in place, or a view of a buffer already up to date
                 np.copyto(ro, rr)
+        elif kind == "assume":
+            _, fn, value, why = node
+            if not bool(fn(value._a)):
+                raise AssertionError(f"a fact the capture proved is false at replay: {why}")
         elif kind == "copy":
             np.copyto(node[1]._a, node[2]._a)
         elif kind == "if":
@@ -75,6 +82,10 @@ class StrictRecorder(Recorder):
                 raise TypeError(f"a recorded op gave {type(o).__name__}, not a device array")
         self.lists[-1].append(("op", fn, args, outs))
         return res
+
+    def assume(self, fn, value, why):
+        # the CUDA backend records nothing: here each proven fact is checked at every replay
+        self.lists[-1].append(("assume", fn, value, why))
 
     def copy(self, dst, src):
         if dst.shape != src.shape or dst.dtype != src.dtype:

@@ -35,6 +35,11 @@ class Recorder:
         own: it runs inside a recorded ``op``)."""
         raise NotImplementedError
 
+    def assume(self, fn, value, why):
+        """A fact the capture proved (``fn(value)``, a 0-d bool, holds at every replay), so no
+        check is recorded for it: a backend records nothing (the default), a test backend may
+        verify it at each replay."""
+
     def if_else(self, pred, then_fn, else_fn):
         """An IF/ELSE node: ``then_fn()`` runs where the 0-d bool ``pred`` holds at replay,
         else ``else_fn()`` (each records its branch's body)."""

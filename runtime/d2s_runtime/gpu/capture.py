@@ -30,6 +30,7 @@ backend refuses, a random draw, a shape that changes across loop iterations) rai
 from ..ops import OPS
 from ..ops.control_flow import BranchLayout, ScanLayout, WhileLayout
 from ..schedule import FeedView, topo_order
+from .counts import StackFacts
 
 # bits of the device error word
 ERR_PROGRAM = 1   # a check failed: the Python backend raises the error
@@ -80,12 +81,13 @@ class DeviceStack:
     ``peak`` (device) is the largest count reached, read back only when the error word says a
     stack overflowed (to size the next capture)."""
 
-    __slots__ = ("key", "buf", "count", "peak", "capacity", "elem_shape", "dtype", "exact")
+    __slots__ = ("key", "buf", "count", "peak", "capacity", "elem_shape", "dtype", "exact", "static")
 
     def __init__(self, key, buf, count, peak, capacity, elem_shape, dtype):
         self.key, self.buf, self.count, self.peak = key, buf, count, peak
         self.capacity, self.elem_shape, self.dtype = capacity, elem_shape, dtype
         self.exact = False  # read whole (stack_rows): the count must equal the capacity
+        self.static = False  # its capacity is proven (counts.py): it cannot overflow
 
 
 class GraphEmit:
@@ -127,11 +129,11 @@ class GraphEmit:
         st = self._stack(buf, shapes)
         if shape is None or st.elem_shape is None or tuple(shape) != st.elem_shape:
             self.unsupported(f"pops an element of shape {shape}, the stack holds {st.elem_shape}")
-        return st, st, self._c.stack_pop(st)
+        return st, st, self._c.stack_pop(st, self.op)
 
     def stack_rows(self, buf, width):
         st = self._stack(buf, None)
-        return self._c.stack_rows(st, width)
+        return self._c.stack_rows(st, width, self.op)
 
     def _stack(self, buf, shapes):
         if type(buf) is not DeviceStack or (shapes is not None and shapes is not buf):
@@ -157,6 +159,9 @@ class Capture:
         self.rec = self.gxp = self.err = None
         self._orders = {}
         self._refuse_early(program.block)
+        # what needs no device check: pops that cannot find their stack empty, capacities
+        # that cannot be outgrown (so a while gradient's call reads no error word)
+        self.facts = StackFacts(program)
 
     # ---------------------------------------------------------------- before capturing
     def _refuse_early(self, block):
@@ -437,11 +442,13 @@ class Capture:
         """A device stack; its buffer is made at its first push, whose element shape it takes
         (``like`` gives the dtype and rank only)."""
         key = op.outputs[0]
-        cap = self.capacities.get(key, DEFAULT_STACK_CAPACITY)
+        static = self.facts.capacity.get(key)
+        cap = static if static is not None else self.capacities.get(key, DEFAULT_STACK_CAPACITY)
         xp = self.rec.xp
         count = self.rec.op(lambda: xp.zeros((), dtype="int64"))
         peak = self.rec.op(lambda: xp.zeros((), dtype="int64"))
         st = DeviceStack(key, None, count, peak, cap, None, like.dtype)
+        st.static = static is not None
         self.stacks.append(st)
         return st, st
 
@@ -463,13 +470,19 @@ class Capture:
             return buf, count, peak
 
         self.rec.op(push, st.buf, st.count, st.peak, x)
-        self.flag(self.rec.op(lambda p: p <= cap, st.peak), ERR_CAPACITY)
+        if st.static:
+            self.rec.assume(lambda p: p <= cap, st.peak, f"stack {st.key} outgrew its proven capacity {cap}")
+        else:
+            self.flag(self.rec.op(lambda p: p <= cap, st.peak), ERR_CAPACITY)
 
-    def stack_pop(self, st):
+    def stack_pop(self, st, op):
         xp = self.rec.xp
         if st.buf is None:
             raise CaptureRefused("a tensor stack is popped before any push")
-        self.flag(self.rec.op(lambda c: c > 0, st.count), ERR_PROGRAM)
+        if id(op) in self.facts.safe_pops:
+            self.rec.assume(lambda c: c > 0, st.count, f"{where_of(op)} found its stack empty")
+        else:
+            self.flag(self.rec.op(lambda c: c > 0, st.count), ERR_PROGRAM)
         cap, elem = st.capacity, st.elem_shape
 
         def pop(buf, count):
@@ -480,7 +493,7 @@ class Capture:
 
         return self.rec.op(pop, st.buf, st.count)
 
-    def stack_rows(self, st, width):
+    def stack_rows(self, st, width, op):
         if st.buf is None:
             raise CaptureRefused("a tensor stack is read before any push")
         size = 1
@@ -490,5 +503,8 @@ class Capture:
             raise CaptureRefused(f"stack_rows: elements of shape {st.elem_shape} are not rows of {width}")
         st.exact = True
         cap = st.capacity
-        self.flag(self.rec.op(lambda c: c == cap, st.count), ERR_CAPACITY)
+        if st.static and self.facts.exact_rows.get(id(op)) == cap:
+            self.rec.assume(lambda c: c == cap, st.count, f"{where_of(op)}: the stack is not full")
+        else:
+            self.flag(self.rec.op(lambda c: c == cap, st.count), ERR_CAPACITY)
         return self.rec.op(lambda b: b.reshape(-1, width), st.buf)
