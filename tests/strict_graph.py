@@ -83,6 +83,14 @@ class StrictRecorder(Recorder):
         self.lists[-1].append(("op", fn, args, outs))
         return res
 
+    def fused(self, plan, run, *args):
+        # one node for the group, as on a GPU (where it is the plan's kernels): here the ops'
+        # own kernels compute it (tests/runtime/gpu/test_fusion.py runs the plan's C itself)
+        StrictGraphs.stats["fused"] += 1
+        make = StrictGraphs.plan_runner
+        fn = make(plan) if make is not None else None
+        return self.op(fn or run, *args)
+
     def assume(self, fn, value, why):
         # the CUDA backend records nothing: here each proven fact is checked at every replay
         self.lists[-1].append(("assume", fn, value, why))
@@ -131,7 +139,10 @@ class StrictGraphs(GraphBackend):
 
     name = "strict"
     xp = sd.xp
-    stats = {"captures": 0, "launches": 0}
+    stats = {"captures": 0, "launches": 0, "fused": 0}
+    # plan -> a function computing its outputs (or None): a test's way to run a fused group's
+    # generated CUDA C itself, compiled for the host (tests/runtime/gpu/test_fusion.py)
+    plan_runner = None
 
     def capture(self, record):
         rec = StrictRecorder()

@@ -35,6 +35,12 @@ class Recorder:
         own: it runs inside a recorded ``op``)."""
         raise NotImplementedError
 
+    def fused(self, plan, run, *args):
+        """A fused group: ``plan`` (a :class:`~d2s_runtime.gpu.cuda_lower.FusedPlan`) launched
+        on ``args``, returning its outputs (a tuple); ``run(*args)`` computes the same with the
+        ops' own kernels (the default: recorded as one op)."""
+        return self.op(run, *args)
+
     def assume(self, fn, value, why):
         """A fact the capture proved (``fn(value)``, a 0-d bool, holds at every replay), so no
         check is recorded for it: a backend records nothing (the default), a test backend may

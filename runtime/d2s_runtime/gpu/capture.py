@@ -4,7 +4,9 @@ calls replay it with no launch from Python and no host read.
 :class:`Capture` walks the program as the interpreter does, but every computation goes
 through the recorder of a :class:`GraphBackend` (``backends.py`` for the protocol):
 
-* a primitive op runs its kernel inside ``rec.op`` (on a GPU the kernels cupy launches on the
+* a run of element-wise ops (and a reduction reading them) runs as the kernels the CUDA C
+  emitter makes of it (``fusion.py``, ``rec.fused``): one graph node per kernel, not per op;
+* any other primitive op runs its kernel inside ``rec.op`` (on a GPU the kernels cupy launches on the
   capturing stream are recorded; on the strict test device each op becomes a thunk writing into
   the same buffer at every replay). Kernels get :class:`CaptureNamespace`: the device's ``xp``
   whose matrix products go to the backend's own GEMM (cupy refuses cuBLAS during capture);
@@ -31,6 +33,7 @@ from ..ops import OPS
 from ..ops.control_flow import BranchLayout, ScanLayout, WhileLayout
 from ..schedule import FeedView, topo_order
 from .counts import StackFacts
+from .fusion import plan_groups
 
 # bits of the device error word
 ERR_PROGRAM = 1   # a check failed: the Python backend raises the error
@@ -150,8 +153,11 @@ class Capture:
         capacities: ``{stack key: capacity}`` learned from earlier calls.
     """
 
-    def __init__(self, program, max_loop_iterations=None, capacities=None):
+    def __init__(self, program, max_loop_iterations=None, capacities=None, fuse=True):
         self.program = program
+        self.fuse = fuse
+        self.fused = 0         # fused groups recorded by the last capture
+        self._groups = {}
         self.limit = max_loop_iterations
         self.capacities = dict(capacities or {})
         self.stacks = []       # the DeviceStacks of the last capture
@@ -213,7 +219,7 @@ class Capture:
         their captured addresses); returns the output values (arrays, DeviceStacks)."""
         self.rec, self.pre = rec, literals
         self.gxp = CaptureNamespace(rec.xp, rec.gemm)
-        self.stacks, self.checks = [], 0
+        self.stacks, self.checks, self.fused = [], 0, 0
         xp = rec.xp
         self.err = rec.op(lambda: xp.zeros((), dtype="int32"))
         prog = self.program
@@ -240,7 +246,20 @@ class Capture:
         order = self._orders.get(id(block))
         if order is None:
             order = self._orders[id(block)] = topo_order(FeedView(block, names))[0]
+            self._groups[id(block)] = plan_groups(block, order) if self.fuse else {}
+        groups, skip = self._groups[id(block)], ()
         for i in order:
+            if i in skip:
+                continue
+            group = groups.get(i)
+            if group is not None and not any(type(env[n]) is DeviceStack for n in group.inputs):
+                try:
+                    outs = self.run_group(block, group, env)
+                except Exception as e:  # noqa: BLE001 - as for one op
+                    raise CaptureRefused(f"{where_of(group.ops[0])} (a fused group): {one_line(e)}") from e
+                env.update(zip(group.outputs, outs))
+                skip = group.members
+                continue
             op = block.ops[i]
             try:
                 outs = self.op(block, op, env)
@@ -252,6 +271,26 @@ class Capture:
                 raise CaptureRefused(f"{where_of(op)}: gave {len(outs)} outputs")
             env.update(zip(op.outputs, outs))
         return [env[n] for n in block.outputs]
+
+    def run_group(self, block, group, env):
+        """A fused group (``fusion.py``), recorded as its kernels: the backend runs the plan's
+        CUDA C; a backend without kernels of its own runs ``run`` (the ops' kernels in turn)."""
+        gxp, ndarray, array = self.gxp, self.rec.xp.ndarray, self._array
+        steps = [(OPS[op.type].kernel, list(op.inputs), list(op.outputs), dict(op.attrs),
+                  [self._type(block, n).dtype for n in op.outputs]) for op in group.ops]
+        names, outputs = list(group.inputs), list(group.outputs)
+
+        def run(*arrays):
+            vals = dict(zip(names, arrays))
+            for kernel, ins, outs, attrs, dtypes in steps:
+                r = kernel(gxp, *[vals[n] for n in ins], **attrs)
+                rs = list(r) if isinstance(r, (tuple, list)) else [r]
+                for n, v, dt in zip(outs, rs, dtypes):
+                    vals[n] = v if type(v) is ndarray else array(gxp, v, dt)
+            return tuple(vals[n] for n in outputs)
+
+        self.fused += 1
+        return list(self.rec.fused(group.plan, run, *[env[n] for n in names]))
 
     def op(self, block, op, env):
         pre = self.pre.get(id(op))

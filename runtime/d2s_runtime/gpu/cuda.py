@@ -11,7 +11,9 @@ cuda-bindings (cupy has no API for them), as NVIDIA's examples and NeMo's
   block and the set-condition kernel again) is captured into the node's body graph on a second
   stream (``cudaStreamBeginCaptureToGraph``);
 * an IF/ELSE node (CUDA 12.8 and later): one set-condition kernel, a node with two bodies;
-* matrix products go through ``cublas.py``'s handle, bound to whichever stream is capturing.
+* matrix products go through ``cublas.py``'s handle, bound to whichever stream is capturing;
+* a fused group (``fusion.py``) launches the CUDA C emitter's kernels, compiled by cupy's
+  ``RawModule`` (its module loaded before the capture needs it: loading is not a stream op).
 
 NOT RUN on a CPU machine: written against cuda-bindings 13's signatures (CUDA 13 adds an
 ``edgeData`` argument to ``cudaStreamGetCaptureInfo`` and ``cudaGraphAddNode``; the 12.x forms
@@ -83,6 +85,28 @@ class CudaRecorder(Recorder):
 
     def gemm(self, a, b):
         return self.o.blas(self.stream).matmul(a, b)
+
+    def fused(self, plan, run, *args):
+        """The plan's kernels (CUDA C from ``cuda_lower``, compiled once per source by cupy's
+        NVRTC, cached on disk), launched on the capturing stream: CUDA records one node each."""
+        cp = self.o.cupy
+        module = self.o.module(plan.source)
+        vals = {c: cp.ascontiguousarray(a) for c, a in zip(plan.inputs, args)}
+        for k in plan.kernels:
+            out = cp.empty(k.shape, dtype=k.dtype)
+            fn = module.get_function(k.name)
+            ptrs = tuple(vals[a.name] for a in k.args) + (out,)
+            if k.reduction:
+                fn((1,), (256,), ptrs)
+            else:
+                fn(((k.size + 255) // 256,), (256,), ptrs)
+            vals[k.out] = out
+        outs = []
+        for kind, name in plan.outputs:
+            if kind != "a":
+                raise RuntimeError(f"a fused group's output is the literal {name}: not lowered")
+            outs.append(vals[name])
+        return tuple(outs)
 
     # -------------------------------------------------------------- conditional nodes
     def _capture_info(self):
@@ -174,6 +198,7 @@ class CudaGraphs(GraphBackend):
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self.setc = _SetCondition(cupy, driver)
         self._blas = {}
+        self._modules = {}
         self.keep = []  # body-capture streams (alive as long as this backend)
 
     def blas(self, stream):
@@ -182,6 +207,13 @@ class CudaGraphs(GraphBackend):
         if b is None:
             b = self._blas[stream.ptr] = Cublas(self.cupy, stream.ptr)
         return b
+
+    def module(self, source):
+        """``source`` compiled (cupy.RawModule: NVRTC, cached on disk) and loaded, once."""
+        m = self._modules.get(source)
+        if m is None:
+            m = self._modules[source] = self.cupy.RawModule(code=source, options=("--std=c++17",))
+        return m
 
     def capture(self, record):
         cp = self.cupy

@@ -10,9 +10,9 @@ written so that the same text compiles with NVRTC and, with ``-D__device__=``, w
 compiler (the tests compare every hook with numpy on edge values that way, with no GPU).
 
 :func:`lower_kernels` lowers a block of such ops (static shapes only) and returns the CUDA C
-source and a description of each kernel; compiling is ``nvrtc.compile_source``. Running these
-kernels inside a captured graph (replacing the per-op kernels of the group they fuse) is the
-next step; it is not wired into ``capture.py`` yet.
+source and a description of each kernel; compiling is ``nvrtc.compile_source``. The graph
+backend's capture (``capture.py``, through ``fusion.py``) runs groups of element-wise ops as
+the kernels :func:`lower_group` makes of them, instead of one kernel per op.
 
 SAFETY: as in the numba emitter, no program text reaches the source: names are generated,
 numbers are validated ints or floats written as exact hex literals.
@@ -137,12 +137,33 @@ class CudaScalarEmit:
 
 
 class Kernel:
-    """One emitted kernel: its name, argument leaves (values read), output and element count."""
+    """One emitted kernel: its name, argument leaves (values read: ``.name`` is their C name),
+    output (C name, dtype, shape), element count, and reduction kind (None: one thread per
+    element; else one block of 256 threads)."""
 
-    __slots__ = ("name", "args", "out", "size", "reduction")
+    __slots__ = ("name", "args", "out", "size", "reduction", "dtype", "shape")
 
-    def __init__(self, name, args, out, size, reduction=None):
+    def __init__(self, name, args, out, size, reduction=None, dtype=None, shape=None):
         self.name, self.args, self.out, self.size, self.reduction = name, args, out, size, reduction
+        self.dtype, self.shape = dtype, shape
+
+
+class FusedPlan:
+    """A group of ops lowered to kernels (:func:`lower_group`).
+
+    Attributes:
+        source: the CUDA C (prelude included).
+        kernels: the :class:`Kernel` list, in launch order (a kernel may read an earlier one's
+            output by its C name).
+        inputs: the C name of each program input (then param), in order.
+        outputs: per program output, ``("a", C name)`` (an input's or a kernel's output) or
+            ``("s", C literal)``.
+    """
+
+    __slots__ = ("source", "kernels", "inputs", "outputs")
+
+    def __init__(self, source, kernels, inputs, outputs):
+        self.source, self.kernels, self.inputs, self.outputs = source, kernels, inputs, outputs
 
 
 class CudaEmitter(Planner):
@@ -246,7 +267,7 @@ class CudaEmitter(Planner):
         src += ["    " + line for line in body]
         src += [f"    {out}[i] = {res};", "}"]
         self.sources.append("\n".join(src))
-        self.kernels.append(Kernel(name, leaves, out, size))
+        self.kernels.append(Kernel(name, leaves, out, size, dtype=v.dtype, shape=tuple(v.shape)))
         r = V("a", out, v.dtype, v.shape)
         r.var = v.var
         self._ctx.fresh.add(out)
@@ -290,7 +311,7 @@ class CudaEmitter(Planner):
                 "        __syncthreads();", "    }",
                 f"    if (threadIdx.x == 0) {out}[0] = {final};", "}"]
         self.sources.append("\n".join(src))
-        self.kernels.append(Kernel(name, leaves, out, size, reduction=kind))
+        self.kernels.append(Kernel(name, leaves, out, size, reduction=kind, dtype=odt, shape=()))
         return V("a", out, odt, ())
 
 
@@ -312,14 +333,24 @@ def lower_kernels(program):
     """``(source, kernels)``: the CUDA C of ``program``'s global block, whose ops must all have
     ``"cuda"`` lowerings and static shapes (raises NativeUnsupported naming the first that has
     not). Inputs are the kernels' leaves by var name; outputs are materialized."""
+    plan = lower_group(program)
+    return plan.source, plan.kernels
+
+
+def lower_group(program):
+    """The :class:`FusedPlan` of ``program``'s global block (see :func:`lower_kernels`): how
+    the graph backend runs a group of element-wise ops (and reductions reading them) as a few
+    kernels inside a capture."""
     em = CudaEmitter(program)
     env = {}
+    c_inputs = []
     for name in list(program.inputs) + list(program.params):
         t = em.type_of(name)
         em.check_dtype(t.dtype)
         v = V("a", em.fresh(), t.dtype, t.shape)
         v.var = name
         env[name] = v
+        c_inputs.append(v.name)
     ops = []
     for op in program.block.ops:
         opdef = OPS.get(op.type)
@@ -340,5 +371,6 @@ def lower_kernels(program):
     block.ops = [op for op in block.ops if op.outputs and op.outputs[0] not in env or not op.outputs]
     order = topo_order(FeedView(block, list(block.inputs) + list(env)))[0]
     del ops
-    em.block(block, env, order, 1, set(program.outputs), owned=set(), outputs=list(program.outputs))
-    return PRELUDE + "\n" + "\n\n".join(em.sources) + "\n", em.kernels
+    res = em.block(block, env, order, 1, set(program.outputs), owned=set(), outputs=list(program.outputs))
+    source = PRELUDE + "\n" + "\n\n".join(em.sources) + "\n"
+    return FusedPlan(source, em.kernels, c_inputs, [(v.kind, v.name) for v in res])
