@@ -166,6 +166,10 @@ class StrictGraphs(GraphBackend):
             raise ValueError(f"copy of {src.shape} into {dst.shape}")
         np.copyto(dst._a, _raw(src), casting="same_kind")
 
+    def write_host(self, dst, host):
+        sd.COUNTS.to_device += 1  # a host-to-device copy (a generator's state, after a reseed)
+        np.copyto(dst._a, np.asarray(host, dtype=dst._a.dtype))
+
     def read_word(self, word):
         return int(word)  # the host synchronization the budgets count
 

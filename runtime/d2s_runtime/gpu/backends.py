@@ -76,6 +76,10 @@ class GraphBackend:
         """``dst[...] = src`` before a launch, on the launch stream (no host wait)."""
         raise NotImplementedError
 
+    def write_host(self, dst, host):
+        """``dst[...] = host`` (a numpy array): a host-to-device copy, on the launch stream."""
+        raise NotImplementedError
+
     def read_word(self, word):
         """The int in the 0-d device array ``word`` (a host synchronization)."""
         raise NotImplementedError

@@ -16,6 +16,8 @@ through the recorder of a :class:`GraphBackend` (``backends.py`` for the protoco
   name: a branch layout becomes an IF/ELSE node (both blocks write the same output buffers),
   a while layout a WHILE node (the cond block, then the body writing fixed carry buffers and
   the cond block again), a scan layout a counted WHILE over a device step counter;
+* a random op draws from its stream's key and offset in device buffers (``rng.py``), so each
+  replay draws new numbers, the ones the Python backend would draw;
 * ops with no inputs and no effects (literals, fills) are computed once before the capture:
   a graph cannot copy host data to the device;
 * errors a program raises on purpose (a failed assert or guard, a pop from an empty stack,
@@ -25,7 +27,8 @@ through the recorder of a :class:`GraphBackend` (``backends.py`` for the protoco
   next capture takes the capacity that call needed).
 
 Anything else that cannot be captured (a host read, a host-to-device copy, a library call the
-backend refuses, a random draw, a shape that changes across loop iterations) raises
+backend refuses, a random draw inside a loop or branch, a shape that changes across loop
+iterations) raises
 :class:`CaptureRefused` naming the op: the program stays on the Python backend and
 ``backend_report()`` says why.
 """
@@ -34,6 +37,8 @@ from ..ops.control_flow import BranchLayout, ScanLayout, WhileLayout
 from ..schedule import FeedView, topo_order
 from .counts import StackFacts
 from .fusion import plan_groups
+from .rng import GraphDraws
+from ..ops.random import RNG
 
 # bits of the device error word
 ERR_PROGRAM = 1   # a check failed: the Python backend raises the error
@@ -170,20 +175,20 @@ class Capture:
         self.facts = StackFacts(program)
 
     # ---------------------------------------------------------------- before capturing
-    def _refuse_early(self, block):
+    def _refuse_early(self, block, nested=False):
         for op in block.ops:
             opdef = OPS.get(op.type)
             if opdef is None:
                 raise CaptureRefused(f"op {op.type!r} is not registered")
-            if opdef.random:
-                raise CaptureRefused(f"{where_of(op)} draws random numbers: the device generator a graph needs "
-                                     "(a counter-based one with its offset on the device) is not built yet")
+            if opdef.random and nested:
+                raise CaptureRefused(f"{where_of(op)} draws random numbers inside a loop or branch: how far it "
+                                     "moves the generator depends on the data, which the host cannot follow")
             if opdef.structured and not isinstance(opdef.layout, (BranchLayout, WhileLayout, ScanLayout)):
                 raise CaptureRefused(f"{where_of(op)}: no graph form for its block layout")
             if opdef.structured and not opdef.layout.well_formed(op):
                 raise CaptureRefused(f"{where_of(op)}: malformed")
             for sub in op.blocks.values():
-                self._refuse_early(sub)
+                self._refuse_early(sub, True)
 
     def literals(self, xp):
         """Values of the ops with no inputs and no effects (literals, fills), computed now,
@@ -193,7 +198,8 @@ class Capture:
         def walk(block):
             for op in block.ops:
                 opdef = OPS[op.type]
-                if not op.inputs and not opdef.structured and not opdef.effect and not opdef.lowering("graph"):
+                if not op.inputs and not opdef.structured and not opdef.effect and not opdef.random \
+                        and not opdef.lowering("graph"):
                     r = opdef.kernel(xp, **op.attrs)
                     rs = list(r) if isinstance(r, (tuple, list)) else [r]
                     out[id(op)] = [self._array(xp, v, self._type(block, n).dtype) for v, n in zip(rs, op.outputs)]
@@ -220,6 +226,7 @@ class Capture:
         self.rec, self.pre = rec, literals
         self.gxp = CaptureNamespace(rec.xp, rec.gemm)
         self.stacks, self.checks, self.fused = [], 0, 0
+        self.rng = GraphDraws(rec)
         xp = rec.xp
         self.err = rec.op(lambda: xp.zeros((), dtype="int32"))
         prog = self.program
@@ -322,6 +329,13 @@ class Capture:
             r = kernel(gxp, *args, **attrs)
             rs = list(r) if isinstance(r, (tuple, list)) else [r]
             return tuple(v if type(v) is ndarray else array(gxp, v, dt) for v, dt in zip(rs, dtypes))
+
+        if opdef.random:  # its draws: the stream's device buffers (rng.py), at capture and replay
+            hook, plain = self.rng.hook(attrs.get("generator")), run_kernel
+
+            def run_kernel(*args):
+                with RNG.graph_draws(hook):
+                    return plain(*args)
 
         return list(self.rec.op(run_kernel, *ins))
 

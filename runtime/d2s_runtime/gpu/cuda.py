@@ -240,6 +240,9 @@ class CudaGraphs(GraphBackend):
     def copy_in(self, dst, src):
         self.cupy.copyto(dst, src)
 
+    def write_host(self, dst, host):
+        dst.set(host, stream=self.cupy.cuda.get_current_stream())
+
     def read_word(self, word):
         return int(word.get())
 

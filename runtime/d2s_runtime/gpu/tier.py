@@ -9,7 +9,9 @@ captures again. A replay:
    params and constants are captured at their own addresses and not copied, unless a later
    call passes another array there: then the program is captured again with a buffer of its
    own for that position, which each call copies into;
-2. launches the graph;
+2. launches the graph (its random draws advance their streams' offsets on the device; the
+   host records as much, and writes a stream's state to the device only where something else
+   drew from it since, ``rng.py``);
 3. reads the device error word, once, when the program holds checks (asserts, guards, pops,
    the loop limit, device stacks): a set word runs the call again on the Python backend, which
    raises the program's own error (or, for a device stack that outgrew its capacity, returns
@@ -20,6 +22,7 @@ captures again. A replay:
 A program the tier cannot capture stays on the Python backend; ``backend_report()`` says why.
 """
 from .. import forksafe
+from ..ops.random import RNG
 from .capture import ERR_CAPACITY, Capture, CaptureRefused, DeviceStack, one_line
 
 # keep at most this many captures per program (one per input signature), newest first
@@ -29,7 +32,7 @@ MAX_GRAPHS = 8
 class _Entry:
     """One capture: the graph, its static feed buffers, its outputs and error word."""
 
-    __slots__ = ("graph", "statics", "owned", "outs", "err", "checks", "stacks")
+    __slots__ = ("graph", "statics", "owned", "outs", "err", "checks", "stacks", "rng")
 
 
 class GraphTier:
@@ -171,17 +174,30 @@ class GraphTier:
         e = _Entry()
         e.graph, e.statics, e.owned, e.outs = graph, statics, owned, outs
         e.err, e.checks, e.stacks = cap.err, cap.checks, list(cap.stacks)
+        e.rng = cap.rng
+        e.rng.recording = False
         return e
 
     def _replay(self, entry, feeds):
+        if not entry.rng.streams:
+            return self._launch(entry, feeds, None)
+        with RNG.lock:  # (no other thread draws between this call's draws and the host's record of them)
+            marks = entry.rng.sync(self.backend)
+            return self._launch(entry, feeds, marks)
+
+    def _launch(self, entry, feeds, marks):
         backend = self.backend
         for k, (f, own) in enumerate(zip(feeds, entry.owned)):
             if own:
                 backend.copy_in(entry.statics[k], f)
         backend.launch(entry.graph)
+        if marks is not None:
+            entry.rng.advance(backend, marks)
         if entry.checks:
             word = backend.read_word(entry.err)  # the one host synchronization of the call
             if word:
+                if marks is not None:
+                    entry.rng.rewind(marks)  # the Python backend draws these numbers again
                 return self._failed_on_device(entry, feeds, word)
         if self.views:
             return list(entry.outs)
