@@ -189,3 +189,67 @@ def test_graph_while_gradient_with_device_stacks():
     args = (params, dev(6, 2, 3), dev(2, 5), d2s.tensor(4, device="gpu"))
     f(*args)  # a first replay sizes the stacks
     _graph_same(f, g, *args)
+
+
+def test_graph_fused_groups_run_the_emitted_kernels(monkeypatch):
+    from d2s_runtime.gpu import cuda
+    launched = []
+    orig = cuda.CudaRecorder.fused
+
+    def counting(self, plan, run, *args):
+        launched.append(len(plan.kernels))
+        return orig(self, plan, run, *args)
+
+    monkeypatch.setattr(cuda.CudaRecorder, "fused", counting)
+
+    def chain(x, w):
+        h = x @ w
+        return (h * 0.5 * (1.0 + d2s.tanh(h * 0.79788456 + h * h * h * 0.035677))).relu() - h.abs() * 0.1, \
+            d2s.maximum(h, x.sum() * 0.0 + 0.2).mean()
+
+    f, g = _graph_pair(chain)
+    dev = lambda *s: d2s.tensor(RNG.standard_normal(s).astype("float32"), device="gpu")  # noqa: E731
+    w = dev(6, 6)
+    _graph_same(f, g, dev(4, 6), w)
+    _graph_same(f, g, dev(4, 6), w)
+    assert launched, "no fused group was captured"
+
+
+def test_graph_random_draws_are_the_python_backends(monkeypatch):
+    def noisy(x):
+        return x * (d2s.rand(x.shape) < 0.5) + d2s.randn(3, 4) * 0.1 + d2s.randint(0, 5, (3, 4))
+
+    xs = [d2s.tensor(RNG.standard_normal((3, 4)).astype("float32"), device="gpu") for _ in range(6)]
+    outs = []
+    for backend in ("graph", "python"):
+        f = d2s.jit.to_static(noisy, backend=backend)
+        d2s.manual_seed(9)
+        outs.append([f(x).cpu().numpy() for x in xs])
+        assert backend == "python" or f.backend_report() == "graph", f.backend_report()
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_graph_while_gradient_with_a_static_bound_reads_no_error_word(monkeypatch):
+    from d2s_runtime.gpu import cuda
+    reads = []
+    orig = cuda.CudaGraphs.read_word
+    monkeypatch.setattr(cuda.CudaGraphs, "read_word", lambda self, w: reads.append(1) or orig(self, w))
+
+    def rnn_loss(params, xs, h0):
+        W, U = params
+        h, loss = h0, (h0 * 0.0).sum()
+        t = d2s.zeros([], dtype="int64")
+        while t < xs.shape[0]:
+            h = d2s.tanh(xs[t] @ W + h @ U)
+            loss = loss + (h * h).sum()
+            t = t + 1
+        return loss
+
+    f, g = _graph_pair(d2s.func.value_and_grad(rnn_loss))
+    dev = lambda *s: d2s.tensor((RNG.standard_normal(s) * 0.3).astype("float32"), device="gpu")  # noqa: E731
+    params = [dev(3, 5), dev(5, 5)]
+    _graph_same(f, g, params, dev(64, 2, 3), dev(2, 5))
+    del reads[:]
+    f(params, dev(64, 2, 3), dev(2, 5))
+    assert reads == []  # 0 host synchronizations by the graph tier in the call
