@@ -43,6 +43,43 @@ def philox4x32(xp, c0, c1, c2, c3, k0, k1, rounds=10):
     return c0, c1, c2, c3
 
 
+# The same rounds in C, for one kernel per draw on cupy (an ElementwiseKernel: capturable in a
+# graph) instead of some sixty array operations; tests/runtime/test_philox.py builds it with
+# the host compiler and compares it with philox4x32 above.
+PHILOX_C = r"""
+__device__ inline void d2s_philox4x32(unsigned long long ctr, unsigned int k0, unsigned int k1,
+                                      unsigned int* w) {
+    unsigned int c0 = (unsigned int)ctr, c1 = (unsigned int)(ctr >> 32), c2 = 0u, c3 = 0u;
+    for (int r = 0; r < 10; ++r) {
+        if (r) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
+        unsigned long long p0 = (unsigned long long)c0 * 0xD2511F53ull;
+        unsigned long long p1 = (unsigned long long)c2 * 0xCD9E8D57ull;
+        unsigned int n0 = (unsigned int)(p1 >> 32) ^ c1 ^ k0;
+        unsigned int n2 = (unsigned int)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (unsigned int)p1; c3 = (unsigned int)p0; c0 = n0; c2 = n2;
+    }
+    w[0] = c0; w[1] = c1; w[2] = c2; w[3] = c3;
+}
+"""
+
+_KERNELS = {}
+
+
+def _cupy_kernel(xp):
+    """The C rounds as an ElementwiseKernel of ``xp`` (cupy), or None (another namespace)."""
+    make = getattr(xp, "ElementwiseKernel", None)
+    if make is None:
+        return None
+    k = _KERNELS.get(id(make))
+    if k is None:
+        k = _KERNELS[id(make)] = make(
+            "uint64 off, uint32 k0, uint32 k1", "uint32 w0, uint32 w1, uint32 w2, uint32 w3",
+            "unsigned int w[4]; d2s_philox4x32(off + (unsigned long long)i, k0, k1, w); "
+            "w0 = w[0]; w1 = w[1]; w2 = w[2]; w3 = w[3];",
+            "d2s_philox", preamble=PHILOX_C)
+    return k
+
+
 def key_of(seed):
     """The two 32-bit key words of an integer seed (mixed, so nearby seeds are unrelated)."""
     k = np.random.SeedSequence(int(seed) % 2 ** 128).generate_state(2, dtype=np.uint32)
@@ -52,14 +89,20 @@ def key_of(seed):
 def words(xp, key, offset, n):
     """The ``n`` blocks at counters ``offset .. offset+n-1`` of the stream ``key``: ``offset``
     an int or a 0-d uint64 device array (a graph's), ``key`` two ints or a (2,) uint32 array."""
-    i = xp.arange(n, dtype="uint64")
-    ctr = i + (offset if not isinstance(offset, int) else np.uint64(offset))
-    lo = (ctr & np.uint64(_MASK)).astype("uint32")
-    hi = (ctr >> np.uint64(32)).astype("uint32")
+    kernel = _cupy_kernel(xp)
     if isinstance(key, tuple):
         k0, k1 = key
     else:
         k0, k1 = key[0], key[1]
+    if kernel is not None:
+        w = tuple(xp.empty(n, dtype="uint32") for _ in range(4))
+        kernel(np.uint64(offset) if isinstance(offset, int) else offset,
+               np.uint32(k0) if isinstance(k0, int) else k0, np.uint32(k1) if isinstance(k1, int) else k1, *w)
+        return w
+    i = xp.arange(n, dtype="uint64")
+    ctr = i + (offset if not isinstance(offset, int) else np.uint64(offset))
+    lo = (ctr & np.uint64(_MASK)).astype("uint32")
+    hi = (ctr >> np.uint64(32)).astype("uint32")
     return philox4x32(xp, lo, hi, 0, 0, k0, k1)
 
 

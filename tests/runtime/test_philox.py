@@ -42,3 +42,33 @@ def test_draws_have_their_distributions():
     counts = np.bincount(i + 3)
     assert counts.min() > 0.9 * len(i) / 7
     assert philox.key_of(1) != philox.key_of(2)
+
+
+def test_the_c_rounds_equal_the_array_ones(tmp_path):
+    """PHILOX_C (one cupy kernel per draw) built with the host compiler."""
+    import ctypes
+    import shutil
+    import subprocess
+    gxx = shutil.which("g++") or shutil.which("c++")
+    if gxx is None:
+        pytest.skip("no host C++ compiler")
+    src = tmp_path / "philox.cpp"
+    src.write_text("#define __device__\n" + philox.PHILOX_C + r"""
+extern "C" void run(const unsigned long long* ctr, unsigned int k0, unsigned int k1, unsigned int* out, long n) {
+    for (long i = 0; i < n; ++i) d2s_philox4x32(ctr[i], k0, k1, out + 4 * i);
+}
+""")
+    so = tmp_path / "philox.so"
+    subprocess.run([gxx, "-O1", "-shared", "-fPIC", "-o", str(so), str(src)], check=True, capture_output=True)
+    lib = ctypes.CDLL(str(so))
+    rng = np.random.default_rng(0)
+    ctr = np.concatenate([rng.integers(0, 2 ** 63, 500, dtype=np.uint64),
+                          np.array([0, 2 ** 32 - 1, 2 ** 32, 2 ** 64 - 1], dtype=np.uint64)])
+    for k0, k1 in ((0, 0), (0xffffffff, 0xffffffff), philox.key_of(42)):
+        out = np.empty((len(ctr), 4), dtype=np.uint32)
+        lib.run(ctr.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint(k0), ctypes.c_uint(k1),
+                out.ctypes.data_as(ctypes.c_void_p), ctypes.c_long(len(ctr)))
+        lo = (ctr & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        hi = (ctr >> np.uint64(32)).astype(np.uint32)
+        want = philox.philox4x32(np, lo, hi, 0, 0, k0, k1)
+        np.testing.assert_array_equal(out, np.stack(want, axis=1))

@@ -110,6 +110,9 @@ def _lower(block, ops, inputs, outputs):
     b.inputs, b.outputs, b.ops = list(inputs), list(outputs), [op.copy() for op in ops]
     prog.inputs, prog.outputs = list(inputs), list(outputs)
     try:
-        return lower_group(prog)
+        plan = lower_group(prog)
     except Exception:  # noqa: BLE001 - NativeUnsupported, or a hook refusing: the ops run one by one
         return None
+    if any(kind != "a" for kind, _ in plan.outputs) or not plan.kernels:
+        return None  # (an output folded to a literal, or nothing to launch: no gain)
+    return plan
