@@ -104,6 +104,10 @@ class HostPlans:
 def host_plans(tmp_path):
     if _gxx() is None:
         pytest.skip("no host C++ compiler")
+    probe = tmp_path / "omp.cpp"
+    probe.write_text("#include <omp.h>\nint main() { return omp_get_max_threads() > 0 ? 0 : 1; }\n")
+    if subprocess.run([_gxx(), "-fopenmp", "-o", str(tmp_path / "omp"), str(probe)], capture_output=True).returncode:
+        pytest.skip("the host C++ compiler has no OpenMP (the reduction kernels' blocks run as its threads)")
     plans = HostPlans(str(tmp_path))
     StrictGraphs.plan_runner = plans
     yield plans
