@@ -18,6 +18,7 @@ SAFETY: as in the numba emitter, no program text reaches the source: names are g
 numbers are validated ints or floats written as exact hex literals.
 """
 import math
+import re
 from itertools import count
 
 import numpy as np
@@ -81,9 +82,11 @@ template <typename T> __device__ inline T d2s_sigmoid(T x) {
 #endif
 """
 
-_LIB = {"maximum": "d2s_maximum", "minimum": "d2s_minimum", "floordiv": "d2s_floordiv",
-        "remainder": "d2s_remainder", "logaddexp": "d2s_logaddexp", "sigmoid": "d2s_sigmoid"}
-_MATH = frozenset({"exp", "log", "sqrt", "sin", "cos", "tanh", "pow", "fabs", "floor", "log1p", "fmod"})
+# the helpers a hook may call (``e.lib(name)``): every ``d2s_<name>`` the prelude defines (but
+# its own ``d2s_fn_*`` overloads)
+_LIB = frozenset(n for n in re.findall(r"\bd2s_(\w+)\s*\(", PRELUDE) if not n.startswith("fn_"))
+# the CUDA math library's functions a hook may call (``e.fn(name)``; ``name + "f"`` in float32)
+_MATH = frozenset("exp log sqrt sin cos tanh pow fabs floor log1p fmod".split())
 
 
 def c_literal(value, dtype):
@@ -130,7 +133,7 @@ class CudaScalarEmit:
     def lib(self, name):
         if name not in _LIB:
             raise NativeUnsupported(f"no CUDA helper {name!r}")
-        return _LIB[name]
+        return "d2s_" + name
 
     def unsupported(self, why):
         raise NativeUnsupported(f"{where_of(self._op)}: {why}")
