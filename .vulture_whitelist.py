@@ -224,3 +224,8 @@ _.less  # d2s.less
 _.less_equal  # d2s.less_equal
 _.not_equal  # d2s.not_equal
 _.cdist  # d2s.cdist, as torch.cdist (tests/ops/test_linalg.py)
+_.register_graph_backend  # d2s_runtime.gpu: a device's graph backend (tests/strict_device.py registers the fake one)
+_.unregister_graph_backend  # its inverse (tests/strict_device.py)
+_.lower_kernels  # d2s_runtime.gpu.cuda_lower's entry (tests/runtime/gpu/test_cuda_lower.py; not wired into capture yet)
+_.SOURCES  # d2s_runtime.gpu.kernels: every own kernel source, compiled by the NVRTC test
+_.recaptures  # GraphTier.recaptures: captures after the first, for callers and benchmarks

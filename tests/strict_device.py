@@ -27,6 +27,12 @@ wait for the GPU:
   on the device); element-wise promotion follows numpy 2 (NEP 50: Python scalars are weak,
   0-d arrays and numpy scalars are not), which is what cupy 14 follows.
 
+* A fake graph capture (``tests/strict_graph.py``, the graph backend of this device): while
+  :data:`CAPTURE` is set, every host synchronization, every host-to-device copy (Python
+  scalars included) and every library call cupy refuses inside a stream capture (cuBLAS's
+  matrix products, ``linalg``, cuRAND's draws) raises :class:`CaptureViolation`, as cupy
+  raises ``cudaErrorStreamCaptureUnsupported``.
+
 Not mirrored (they would make eager strict results differ from cpu ones, which the tests compare):
 float-to-int cast of out-of-range values, wrap-around of out-of-bounds integer indices,
 the unspecified winner among duplicate indices in ``a[idx] = v``, cupy's random streams
@@ -44,6 +50,23 @@ _IMPLICIT = ("Implicit conversion to a NumPy array is not allowed. "
              "Please use `.get()` to construct a NumPy array explicitly.")
 
 
+class CaptureViolation(RuntimeError):
+    """Something a CUDA stream capture refuses happened while the fake capture ran."""
+
+
+# while a fake graph capture runs: what captures (else None); see strict_graph.py
+CAPTURE = [None]
+
+# what cupy cannot capture: cuBLAS (matrix products), cuSOLVER (linalg), cuRAND (random)
+_LIBRARY = frozenset({"matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "kron"})
+
+
+def refuse_in_capture(what):
+    """Raise CaptureViolation if a fake capture is running (``what``: the refused call)."""
+    if CAPTURE[0] is not None:
+        raise CaptureViolation(f"{what} is not allowed during a CUDA graph capture ({CAPTURE[0]})")
+
+
 class Counts:
     """Host synchronizations and copies seen since the last :meth:`reset`."""
 
@@ -56,6 +79,7 @@ class Counts:
         self.sync_kinds = []
 
     def sync(self, kind):
+        refuse_in_capture(f"a host synchronization ({kind})")
         with self.lock:
             self.syncs += 1
             self.sync_kinds.append(kind)
@@ -104,6 +128,7 @@ def _host_to_device(x):
     if t is list or t is tuple:
         return [_host_to_device(e) for e in x]
     if t is np.ndarray:
+        refuse_in_capture("a host-to-device copy")
         COUNTS.to_device += 1
     return x
 
@@ -115,6 +140,7 @@ def _unwrap_index(key):
             COUNTS.sync("boolean-mask index")  # cupy counts the mask's trues on the host
         return key._a
     if t is np.ndarray:
+        refuse_in_capture("a host-to-device copy of an index")
         COUNTS.to_device += 1  # cupy copies a host index array to the device
         if key.dtype == bool and key.ndim > 0:
             COUNTS.sync("boolean-mask index")
@@ -129,7 +155,11 @@ def _unwrap_index(key):
 def _binary(name, reflected=False):
     op = getattr(np.ndarray, name)
 
+    library = "matmul" in name
+
     def method(self, other):
+        if library:
+            refuse_in_capture(f"a cuBLAS call ({name})")
         if isinstance(other, StrictArray):
             other = other._a
         elif type(other) is np.ndarray:
@@ -296,6 +326,7 @@ class StrictArray:
 
     def __setitem__(self, key, value):
         if type(value) is np.ndarray:
+            refuse_in_capture("a host-to-device copy")
             COUNTS.to_device += 1  # cupy uploads a host value written into a device array
         else:
             value = _unwrap(value, "__setitem__")
@@ -365,6 +396,7 @@ def _asarray(x, dtype=None, order=None, copy=None):
     if type(x) is StrictArray:
         a = x._a if dtype is None else x._a.astype(dtype, copy=False)
         return StrictArray(a.copy() if copy else a)
+    refuse_in_capture("a host-to-device copy (xp.asarray of host data)")
     a = np.array(_host_to_device(x), dtype=dtype, order=order or "K", copy=True)
     return StrictArray(a)
 
@@ -435,7 +467,14 @@ class _Namespace:
                 return sub
             return attr
 
-        if isinstance(attr, np.ufunc):
+        if name in _LIBRARY or self.__name__.endswith(".linalg"):
+            what = f"a cuBLAS/cuSOLVER call ({self.__name__}.{name})"
+
+            @functools.wraps(attr)
+            def fn(*args, **kwargs):
+                refuse_in_capture(what)
+                return _call(attr, args, kwargs)
+        elif isinstance(attr, np.ufunc):
             fn = _Ufunc(attr)
         else:
             @functools.wraps(attr)
@@ -469,6 +508,7 @@ class _Random:
             attr = getattr(self._rs, name)
 
             def draw(*args, **kwargs):
+                refuse_in_capture(f"a cuRAND draw (RandomState.{name})")
                 return _wrap(np.asarray(attr(*args, **kwargs)))
 
             return draw
@@ -503,11 +543,18 @@ del _fn_name
 
 
 def register():
-    """Register device "strict" with d2s_runtime (the tests' fixture calls this)."""
+    """Register device "strict" with d2s_runtime, and its fake graph backend (the tests'
+    fixture calls this)."""
     from d2s_runtime.device import register_device
+    from d2s_runtime.gpu import register_graph_backend
+
+    import strict_graph
     register_device(NAME, xp, asnumpy=asnumpy, array_type=StrictArray)
+    register_graph_backend(NAME, strict_graph.StrictGraphs)
 
 
 def unregister():
     from d2s_runtime.device import unregister_device
+    from d2s_runtime.gpu import unregister_graph_backend
     unregister_device(NAME)
+    unregister_graph_backend(NAME)

@@ -112,3 +112,144 @@ def test_parametrized_suites_on_gpu():
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "--devices=gpu",
                            *PARAMETRIZED_SUITES], cwd=root, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- backend="graph" (d2s_runtime/gpu)
+# What the strict device's fake capture checks on the CPU (tests/runtime/gpu/test_capture.py),
+# on the real thing: cupy's stream capture, conditional nodes, the cuBLAS shim.
+def _graph_pair(fn):
+    return d2s.jit.to_static(fn, backend="graph"), d2s.jit.to_static(fn)
+
+
+def _graph_same(f, g, *args, rtol=1e-5, atol=1e-6):
+    for _ in range(3):  # quick rung, warm-up, capture
+        f(*args)
+    assert f.backend_report() == "graph", f.backend_report()
+    got, want = f(*args), g(*args)
+    got = got if isinstance(got, (tuple, list)) else [got]
+    want = want if isinstance(want, (tuple, list)) else [want]
+    flat = []
+    for a, b in zip(got, want):
+        if isinstance(a, (tuple, list)):
+            flat += list(zip(a, b))
+        else:
+            flat.append((a, b))
+    for a, b in flat:
+        np.testing.assert_allclose(a.cpu().numpy(), b.cpu().numpy(), rtol=rtol, atol=atol)
+
+
+def test_graph_while_and_if_on_the_device():
+    def control(x, n):
+        s = d2s.zeros_like(x)
+        i = d2s.zeros([], dtype="int64")
+        while i < n:
+            if x.sum() > 0:
+                s = s + x * 0.5
+            else:
+                s = s - x
+            x = d2s.tanh(x) - 0.1
+            i = i + 1
+        return s
+
+    f, g = _graph_pair(control)
+    x = d2s.tensor(np.linspace(-1, 1, 16).astype("float32"), device="gpu")
+    for n in (0, 3, 50):
+        _graph_same(f, g, x, d2s.tensor(n, device="gpu"))
+
+
+def test_graph_if_else_node_and_cublas_shim():
+    def branchy(x, w):
+        if x.sum() > 0:
+            y = (x @ w).relu()
+        else:
+            y = x.exp() - 1.0
+        return y * 2.0
+
+    f, g = _graph_pair(branchy)
+    w = d2s.tensor(RNG.standard_normal((8, 8)).astype("float32"), device="gpu")
+    for sign in (1.0, -1.0):
+        x = d2s.tensor(np.abs(RNG.standard_normal((4, 8))).astype("float32") * sign, device="gpu")
+        _graph_same(f, g, x, w)
+
+
+def test_graph_while_gradient_with_device_stacks():
+    def rnn_loss(params, xs, h0, n):
+        W, U = params
+        h, loss = h0, (h0 * 0.0).sum()
+        t = d2s.zeros([], dtype="int64")
+        while t < n:
+            h = d2s.tanh(xs[t] @ W + h @ U)
+            loss = loss + (h * h).sum()
+            t = t + 1
+        return loss
+
+    f, g = _graph_pair(d2s.func.value_and_grad(rnn_loss))
+    dev = lambda *s: d2s.tensor((RNG.standard_normal(s) * 0.3).astype("float32"), device="gpu")  # noqa: E731
+    params = [dev(3, 5), dev(5, 5)]
+    args = (params, dev(6, 2, 3), dev(2, 5), d2s.tensor(4, device="gpu"))
+    f(*args)  # a first replay sizes the stacks
+    _graph_same(f, g, *args)
+
+
+def test_graph_fused_groups_run_the_emitted_kernels(monkeypatch):
+    from d2s_runtime.gpu import cuda
+    launched = []
+    orig = cuda.CudaRecorder.fused
+
+    def counting(self, plan, run, *args):
+        launched.append(len(plan.kernels))
+        return orig(self, plan, run, *args)
+
+    monkeypatch.setattr(cuda.CudaRecorder, "fused", counting)
+
+    def chain(x, w):
+        h = x @ w
+        return (h * 0.5 * (1.0 + d2s.tanh(h * 0.79788456 + h * h * h * 0.035677))).relu() - h.abs() * 0.1, \
+            d2s.maximum(h, x.sum() * 0.0 + 0.2).mean()
+
+    f, g = _graph_pair(chain)
+    dev = lambda *s: d2s.tensor(RNG.standard_normal(s).astype("float32"), device="gpu")  # noqa: E731
+    w = dev(6, 6)
+    _graph_same(f, g, dev(4, 6), w)
+    _graph_same(f, g, dev(4, 6), w)
+    assert launched, "no fused group was captured"
+
+
+def test_graph_random_draws_are_the_python_backends(monkeypatch):
+    def noisy(x):
+        return x * (d2s.rand(x.shape) < 0.5) + d2s.randn(3, 4) * 0.1 + d2s.randint(0, 5, (3, 4))
+
+    xs = [d2s.tensor(RNG.standard_normal((3, 4)).astype("float32"), device="gpu") for _ in range(6)]
+    outs = []
+    for backend in ("graph", "python"):
+        f = d2s.jit.to_static(noisy, backend=backend)
+        d2s.manual_seed(9)
+        outs.append([f(x).cpu().numpy() for x in xs])
+        assert backend == "python" or f.backend_report() == "graph", f.backend_report()
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_graph_while_gradient_with_a_static_bound_reads_no_error_word(monkeypatch):
+    from d2s_runtime.gpu import cuda
+    reads = []
+    orig = cuda.CudaGraphs.read_word
+    monkeypatch.setattr(cuda.CudaGraphs, "read_word", lambda self, w: reads.append(1) or orig(self, w))
+
+    def rnn_loss(params, xs, h0):
+        W, U = params
+        h, loss = h0, (h0 * 0.0).sum()
+        t = d2s.zeros([], dtype="int64")
+        while t < xs.shape[0]:
+            h = d2s.tanh(xs[t] @ W + h @ U)
+            loss = loss + (h * h).sum()
+            t = t + 1
+        return loss
+
+    f, g = _graph_pair(d2s.func.value_and_grad(rnn_loss))
+    dev = lambda *s: d2s.tensor((RNG.standard_normal(s) * 0.3).astype("float32"), device="gpu")  # noqa: E731
+    params = [dev(3, 5), dev(5, 5)]
+    _graph_same(f, g, params, dev(64, 2, 3), dev(2, 5))
+    del reads[:]
+    f(params, dev(64, 2, 3), dev(2, 5))
+    assert reads == []  # 0 host synchronizations by the graph tier in the call

@@ -5,7 +5,13 @@ budgets: on a GPU each one stalls the host until the device catches up.
 * a ``cond`` makes one (reading its predicate), a ``while`` one per predicate reading, that is
   iterations + 1;
 * an eager training step (forward, backward, optimizer step) makes none until the loss is
-  read (``.item()``, ``print``); a converted one none without control flow.
+  read (``.item()``, ``print``); a converted one none without control flow;
+* with ``backend="graph"`` (the program replayed as a graph, ``d2s_runtime/gpu``; here on the
+  strict device's fake capture), a converted ``while`` makes none at all, and so does its
+  gradient where the loop's trip count has a static bound (its device stacks then need no
+  check: d2s_runtime/gpu/counts.py); a program with checks (asserts, guards) or stacks whose
+  size is known only when it runs (a trip count read from the data) makes one: the device
+  error word.
 
 None of these runs copies data to the device either (program constants are uploaded once).
 """
@@ -224,3 +230,67 @@ def test_a_while_gradient_syncs_only_on_its_predicates(steps):
     np.testing.assert_allclose(to_host(value._data), cpu_value.numpy(), rtol=1e-5)
     for g, w in zip(grads, cpu_grads):
         np.testing.assert_allclose(to_host(g._data), w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("scale", [0.5, 3.0, 100.0])
+def test_a_converted_while_in_graph_mode_makes_no_sync(scale):
+    f = d2s.jit.to_static(_halve, backend="graph")
+    for _ in range(3):  # the quick rung, the optimized rung's warm-up call, the capture
+        f(_x(1, 2, scale=2.0))
+    assert f.backend_report() == "graph"
+    x = d2s.tensor(np.array([[scale * 0.9, -0.2]], "float32"))
+    with sd.counting() as c:
+        out = f(x)
+    assert c.syncs == 0 and c.to_device == 0, c.sync_kinds
+    np.testing.assert_allclose(to_host(out._data), _halve(_on_cpu(x)).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("steps", [0, 1, 4])
+def test_a_while_gradient_in_graph_mode_makes_one_sync_its_error_word(steps):
+    """The gradient's stacks live on the device with a device count; the one read per call is
+    the error word (which says whether a stack outgrew the capacity the calls before needed)."""
+    f = d2s.jit.to_static(d2s.func.value_and_grad(_rnn_loss), backend="graph")
+    params = [_x(3, 5) * 0.3, _x(5, 5) * 0.3]
+    args = (params, _x(4, 2, 3), _x(2, 5), d2s.tensor(steps))
+    for _ in range(4):  # the last one replays with the stacks sized for these calls
+        f(*args)
+    assert f.backend_report() == "graph"
+    with sd.counting() as c:
+        value, grads = f(*args)
+    assert c.sync_kinds == ["int"] and c.to_device == 0
+    cpu_value, cpu_grads = d2s.func.value_and_grad(_rnn_loss)([_on_cpu(p) for p in params], *(
+        _on_cpu(a) for a in args[1:]))
+    np.testing.assert_allclose(to_host(value._data), cpu_value.numpy(), rtol=1e-5)
+    for g, w in zip(grads, cpu_grads):
+        np.testing.assert_allclose(to_host(g._data), w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _rnn_to_the_end(params, xs, h0):
+    W, U = params
+    h, loss = h0, (h0 * 0.0).sum()
+    t = d2s.zeros([], dtype="int64")
+    while t < xs.shape[0]:
+        h = d2s.tanh(xs[t] @ W + h @ U)
+        loss = loss + (h * h).sum()
+        t = t + 1
+    return loss
+
+
+def test_a_while_gradient_with_a_static_trip_bound_in_graph_mode_makes_no_sync():
+    """Its stacks' capacity, its pops and its full reads are proven when captured: the call
+    reads no error word."""
+    f = d2s.jit.to_static(d2s.func.value_and_grad(_rnn_to_the_end), backend="graph")
+    params = [_x(3, 5) * 0.3, _x(5, 5) * 0.3]
+    for _ in range(3):
+        f(params, _x(5, 2, 3), _x(2, 5))
+    assert f.backend_report() == "graph"
+    for _ in range(2):  # new inputs each call
+        args = (params, _x(5, 2, 3), _x(2, 5))
+        with sd.counting() as c:
+            value, grads = f(*args)
+        assert c.syncs == 0 and c.to_device == 0, c.sync_kinds
+        cpu_value, cpu_grads = d2s.func.value_and_grad(_rnn_to_the_end)([_on_cpu(p) for p in params], *(
+            _on_cpu(a) for a in args[1:]))
+        np.testing.assert_allclose(to_host(value._data), cpu_value.numpy(), rtol=1e-5)
+        for g, w in zip(grads, cpu_grads):
+            np.testing.assert_allclose(to_host(g._data), w.numpy(), rtol=1e-5, atol=1e-6)

@@ -609,8 +609,9 @@ def _device_of(args, kwargs):
 
 
 def _check_backend(backend):
-    if backend is not None and backend not in ("python", "native", "auto"):
-        raise ValueError(f"d2s.jit.to_static: backend must be 'python', 'native' or 'auto', got {backend!r}")
+    if backend is not None and backend not in ("python", "native", "auto", "graph"):
+        raise ValueError(f"d2s.jit.to_static: backend must be 'python', 'native', 'auto' or 'graph', got "
+                         f"{backend!r}")
     return backend
 
 

@@ -11,8 +11,9 @@ program on the cheapest tier first and climbs as the program proves to be reused
    cannot, or with ``parallel=True``); from the second call, or at once without ``quick``;
 3. **native**: the program compiled by numba (``native/``), in the background, swapped in when
    ready (``backend='native'`` or ``'auto'``);
-4. a GPU graph tier would be one more rung above (a :class:`NativeTier`-like tier swapping
-   its call into the runner's box when ready).
+4. **graph** (``backend='graph'``, on a GPU): the program captured at the second call and
+   replayed as a CUDA graph after (``gpu/tier.py``), swapped into the runner's box as the
+   native tier is.
 
 Each call runs the tier in ``runner.box[0]``; a tier taking over stores its call there, once,
 so calls in flight finish on the tier below and the next ones run on the new one.
@@ -71,7 +72,7 @@ from .errors import ExecutionError
 from .executor import PASS_THROUGH, Executor
 from .ops import OPS
 
-BACKENDS = ("python", "native", "auto")
+BACKENDS = ("python", "native", "auto", "graph")
 
 # The backend of an Executor built without ``backend=`` (d2s.jit's programs take theirs from
 # ``d2s.jit.config.backend``); the test suite sets it to run the executor tests on each backend.
@@ -593,7 +594,7 @@ class TieredRunner:
     def _backend(backend):
         backend = default_backend if backend is None else backend
         if backend not in BACKENDS:
-            raise ValueError(f"Executor: backend must be 'python', 'native' or 'auto', got {backend!r}")
+            raise ValueError(f"Executor: backend must be 'python', 'native', 'auto' or 'graph', got {backend!r}")
         return backend
 
     def _init_state(self):
@@ -632,7 +633,10 @@ class TieredRunner:
         self._python_call = python_call
         self.box[0] = python_call
         self.backend = "python"
-        if not quick and self.backend_requested != "python":
+        if not quick and self.backend_requested == "graph":
+            from .gpu.tier import GraphTier  # (cupy and cuda-bindings only where a GPU is asked for)
+            native = GraphTier(self, base)
+        elif not quick and self.backend_requested != "python":
             native = NativeTier(self, base)
         self.native = native
         run = self._make_run(base)
@@ -733,8 +737,10 @@ class TieredRunner:
         the one it chose (``'native (auto: <reason>)'``, ``'python (auto: measured native
         2.5x slower than python (...))'``)."""
         if self._exec is None or self._pending:
-            return ("python" if self.backend_requested == "python"
-                    else "python (native pending: prepared at the first call)")
+            if self.backend_requested == "python":
+                return "python"
+            tier = "graph" if self.backend_requested == "graph" else "native"
+            return f"python ({tier} pending: prepared at the first call)"
         if self.native is None:
             return "python"
         return self.native.report()

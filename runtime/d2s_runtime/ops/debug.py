@@ -20,7 +20,7 @@ import builtins
 import numpy as np
 
 from ..device import to_host
-from .registry import ShapeError, defop
+from .registry import ShapeError, deflowering, defop
 
 
 class ProgramAssertionError(AssertionError):
@@ -105,4 +105,12 @@ def _assert(xp, cond, message="", where="", error="AssertionError"):
     if not bool(xp.all(cond)):
         loc = f" (at {where})" if where else ""
         raise error_class(error)(f"{message or 'assertion failed'}{loc}")
+    return ()
+
+
+@deflowering("assert", "graph")
+def _assert_graph(g, cond, message="", where="", error="AssertionError"):
+    # (gpu/capture.py) a failing assert sets the device error word; the call then runs on
+    # the Python backend, which raises this op's error
+    g.check(g.run(lambda c: g.xp.all(c), cond))
     return ()

@@ -418,3 +418,147 @@ def _clip_native(e, x, lo=None, hi=None):
     if hi is not None:
         x = f"{e.lib('clip_hi')}({x}, {e.const(hi)})"
     return x
+
+
+# ---------------------------------------------------------------- CUDA C lowerings
+# Element-wise hooks of the CUDA C emitter (gpu/cuda_lower.py): ``hook(e, *args, **attrs)`` gets
+# the operands as C expressions already converted to ``e.dtype`` and returns the C expression of
+# the result, with numpy's semantics (NaN wins in maximum/minimum, floor division and PyTorch's
+# remainder for floats); ``e.fn("exp")`` is the math function of the compute dtype (``expf`` for
+# float32), ``e.lit(v)`` a literal of it, ``e.lib(name)`` a helper of gpu/cuda_lower.py's prelude.
+CUDA = "cuda"
+
+
+def _cuda_binary(name, symbol, bool_symbol=None):
+    def hook(e, a, b):
+        if e.dtype == "bool":
+            if bool_symbol is None:
+                e.unsupported("bool operands")
+            return f"({a} {bool_symbol} {b})"
+        return f"({a} {symbol} {b})"
+
+    deflowering(name, CUDA)(hook)
+
+
+for _name, _symbol, _bool in (("add", "+", "|"), ("sub", "-", None), ("mul", "*", "&"), ("div", "/", None),
+                              ("eq", "==", "=="), ("ne", "!=", "!="),
+                              ("lt", "<", "<"), ("le", "<=", "<="), ("gt", ">", ">"), ("ge", ">=", ">="),
+                              ("bitwise_and", "&", "&"), ("bitwise_or", "|", "|"), ("bitwise_xor", "^", "^")):
+    _cuda_binary(_name, _symbol, _bool)
+
+
+def _cuda_float_only(name, helper):
+    def hook(e, a, b):
+        if not e.dtype.startswith("float"):
+            # an integer // or % by zero raises in the kernel: no element-wise C form says so
+            e.unsupported("integer operands (a zero divisor raises)")
+        return f"{e.lib(helper)}({a}, {b})"
+
+    deflowering(name, CUDA)(hook)
+
+
+_cuda_float_only("floordiv", "floordiv")
+_cuda_float_only("mod", "remainder")
+
+
+@deflowering("pow", CUDA)
+def _pow_cuda(e, a, b):
+    if not e.dtype.startswith("float"):
+        e.unsupported("integer power (numpy's overflow and negative-exponent rules)")
+    return f"{e.fn('pow')}({a}, {b})"
+
+
+def _cuda_lib2(name, helper):
+    def hook(e, a, b):
+        if e.dtype == "bool":
+            e.unsupported("bool operands")
+        return f"{e.lib(helper)}({a}, {b})"
+
+    deflowering(name, CUDA)(hook)
+
+
+_cuda_lib2("maximum", "maximum")
+_cuda_lib2("minimum", "minimum")
+
+
+@deflowering("logaddexp", CUDA)
+def _logaddexp_cuda(e, a, b):
+    return f"{e.lib('logaddexp')}({a}, {b})"
+
+
+@deflowering("neg", CUDA)
+def _neg_cuda(e, x):
+    if e.dtype == "bool":
+        e.unsupported("bool operand")
+    return f"(-{x})"
+
+
+@deflowering("abs", CUDA)
+def _abs_cuda(e, x):
+    if e.dtype == "bool":
+        e.unsupported("bool operand")
+    return f"{e.fn('fabs')}({x})" if e.dtype.startswith("float") else f"({x} < 0 ? -{x} : {x})"
+
+
+@deflowering("sign", CUDA)
+def _sign_cuda(e, x):
+    if e.dtype == "bool":
+        return x
+    return f"(({x} > {e.lit(0)}) - ({x} < {e.lit(0)}))"  # 0 for NaN, as PyTorch
+
+
+def _cuda_float_fn(name):
+    def hook(e, x):
+        return f"{e.fn(name)}({x})"
+
+    deflowering(name, CUDA)(hook)
+
+
+for _name in ("exp", "log", "sqrt", "sin", "cos", "tanh"):
+    _cuda_float_fn(_name)
+
+
+@deflowering("sigmoid", CUDA)
+def _sigmoid_cuda(e, x):
+    return f"{e.lib('sigmoid')}({x})"
+
+
+@deflowering("relu", CUDA)
+def _relu_cuda(e, x):
+    if e.dtype == "bool":
+        e.unsupported("bool operand")
+    return f"{e.lib('maximum')}({x}, {e.lit(0)})"
+
+
+@deflowering("logical_not", CUDA)
+def _logical_not_cuda(e, x):
+    return f"(!{x})" if e.dtype == "bool" else f"(~{x})"
+
+
+@deflowering("where", CUDA)
+def _where_cuda(e, c, a, b):
+    return f"({c} ? {a} : {b})"
+
+
+@deflowering("clamp", CUDA)
+def _clamp_cuda(e, x, *bounds, which="both"):
+    if e.dtype == "bool":
+        e.unsupported("bool operands")
+    if which == "max":
+        return f"{e.lib('minimum')}({x}, {bounds[0]})"
+    out = f"{e.lib('maximum')}({x}, {bounds[0]})"
+    return f"{e.lib('minimum')}({out}, {bounds[1]})" if which == "both" else out
+
+
+@deflowering("clip", CUDA)
+def _clip_cuda(e, x, lo=None, hi=None):
+    if e.dtype == "bool":
+        e.unsupported("bool operand")
+    for v in (lo, hi):
+        if v is not None and (type(v) is bool or not isinstance(v, (int, float))):
+            e.unsupported("clip bounds must be numbers")
+    if lo is not None:
+        x = f"{e.lib('maximum')}({x}, {e.lit(lo)})"
+    if hi is not None:
+        x = f"{e.lib('minimum')}({x}, {e.lit(hi)})"
+    return x

@@ -12,7 +12,7 @@ Attrs: ``check`` (how the value was read: ``bool``, ``int``, ``float``, ``item``
 """
 import math
 
-from .registry import ShapeError, defop
+from .registry import ShapeError, deflowering, defop
 
 
 class GuardError(RuntimeError):
@@ -75,3 +75,28 @@ def _message(where, code, what, expected, actual):
     src = f" `{code}`" if code else ""
     return (f"guard failed at {where}{src}: the trace recorded {what} = {expected!r}, "
             f"this input gives {actual!r}, so it would take another path than the traced one")
+
+
+@deflowering("guard", "graph")
+def _guard_graph(g, x, *ref, check, expected=None, where="", code="", what=""):
+    """(gpu/capture.py) The guard's test on the device, into the error word (a failing guard
+    makes the call run on Python, which raises GuardError); shape and length checks are
+    decided at capture, where shapes are fixed."""
+    xp = g.xp
+    if check == "len":
+        g.const_check(int(x.shape[0]) == expected)
+    elif check == "shape":
+        g.const_check(tuple(int(d) for d in x.shape) == tuple(expected))
+    elif check == "array":
+        r = ref[0]
+        if tuple(x.shape) != tuple(r.shape):
+            g.const_check(False)
+        g.check(g.run(lambda a, b: xp.all((a == b) | ((a != a) & (b != b))), x, r))
+    elif check in ("bool", "int", "float") and isinstance(expected, (bool, int, float)):
+        if check == "float" and math.isnan(expected):
+            g.check(g.run(lambda a: a != a, x))
+        else:
+            g.check(g.run(lambda a: xp.all(a == expected), x))
+    else:
+        g.unsupported(f"guard check {check!r} has no graph form")
+    return ()

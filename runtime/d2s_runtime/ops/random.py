@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from .. import forksafe
+from .. import forksafe, philox
 from ..dtypes import FLOATS, normalize
 from .registry import ShapeError, TensorType, defop
 from .rules import broadcast_shapes, fmt_shape
@@ -101,6 +101,17 @@ class _RNG:
                     g._gens[name].bit_generator.state = st
 
     @contextlib.contextmanager
+    def graph_draws(self, hook):
+        """Within: this thread's device draws take their counters from ``hook.words(stream,
+        n)`` (a graph capture's: the offset in a device buffer, see ``gpu/rng.py``)."""
+        prev = getattr(self._local, "graph", None)
+        self._local.graph = hook
+        try:
+            yield
+        finally:
+            self._local.graph = prev
+
+    @contextlib.contextmanager
     def replaying(self, state):
         """Within: this thread's random ops draw from fresh copies of the generators as they
         were at ``state`` (a :meth:`state` snapshot), the same values again; the shared
@@ -114,29 +125,61 @@ class _RNG:
 
 
 class _DeviceDraws:
-    """Random draws on a device (cupy) whose generator state cannot be read or restored
-    (cuRAND's): each draw uses a device generator seeded from a host numpy generator, whose
-    state is therefore the whole state. Snapshots and replays work as on numpy, and eager code
-    and a program draw the same values after the same ``manual_seed``."""
+    """Random draws on a device: a counter-based stream (Philox4x32-10, ``philox.py``) whose
+    state is a key and a counter offset, both host ints. A draw of n numbers is one
+    element-wise computation over counters ``offset .. offset+n-1``, with no generator state on
+    the device, so snapshots and replays work as on numpy (eager code and a program draw the
+    same values after the same ``manual_seed``), and a captured graph draws the same stream with
+    its offset in a device buffer (``gpu/rng.py``): graph mode draws what the Python backend
+    would."""
 
     def __init__(self, xp, seed):
-        self._xp, self._host = xp, np.random.default_rng(seed)
+        self._xp = xp
+        self.key = philox.key_of(np.random.SeedSequence().entropy if seed is None else seed)
+        self.offset = 0
 
     @property
     def bit_generator(self):
-        return self._host.bit_generator
+        return self  # (snapshots read and write ``.state``, as of a numpy bit generator)
 
-    def _device(self):
-        return self._xp.random.RandomState(int(self._host.integers(0, 2 ** 31)))
+    @property
+    def state(self):
+        return {"philox4x32": [self.key[0], self.key[1]], "offset": self.offset}
+
+    @state.setter
+    def state(self, st):
+        try:
+            k0, k1 = (int(k) for k in st["philox4x32"])
+            offset = int(st["offset"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"not a device generator state ({e!r})") from None
+        self.key, self.offset = (k0 & 0xFFFFFFFF, k1 & 0xFFFFFFFF), offset
+
+    def _words(self, n):
+        hook = getattr(RNG._local, "graph", None)
+        if hook is not None:  # inside a graph capture: the offset is the graph's device buffer
+            return hook.words(self, n)
+        w = philox.words(self._xp, self.key, self.offset, n)
+        self.offset += n
+        return w
 
     def random_sample(self, size):
-        return self._device().random_sample(size)
+        w = self._words(_size(size))
+        return philox.uniform(self._xp, w[0], w[1]).reshape(tuple(size))
 
     def standard_normal(self, size):
-        return self._device().standard_normal(size)
+        return philox.normal(self._xp, self._words(_size(size))).reshape(tuple(size))
 
     def randint(self, low, high, size):
-        return self._device().randint(low, high, size=size)
+        w = self._words(_size(size))
+        return philox.integers(self._xp, w[0], w[1], low, high).reshape(tuple(size))
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
 
 
 class _Replay:
@@ -233,7 +276,7 @@ class Generator:
         with RNG.lock:
             self.manual_seed(seed)
             for name, st in states.items():
-                gen = np.random.default_rng()
+                gen = np.random.default_rng() if name == "numpy" else _DeviceDraws(np, 0)
                 try:
                     gen.bit_generator.state = st
                 except (ValueError, TypeError, KeyError) as e:

@@ -243,3 +243,17 @@ def _logcumsumexp(xp, x, axis, reverse=False):
     with np.errstate(invalid="ignore"):  # -inf + -inf steps: logaddexp gives -inf, as it should
         out = scan(xp, np.logaddexp, x, axis)
     return xp.flip(out, axis=axis) if reverse else out
+
+
+# CUDA C lowerings (gpu/cuda_lower.py): a full reduction reads the element-wise chain before it
+# inline, in one kernel
+def _cuda_reduction(name, kind):
+    def hook(e, x, axes=None, keepdims=False):
+        return e.reduce(kind, x, axes, keepdims)
+
+    hook.fuses_input = True
+    deflowering(name, "cuda")(hook)
+
+
+for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_max", "max"), ("reduce_min", "min")):
+    _cuda_reduction(_name, _kind)

@@ -331,3 +331,32 @@ def _stack_rows_native(e, buf, width):
 
 _stack_push_native.reads_stacks = _stack_pop_native.reads_stacks = True  # they read the native stack format
 _stack_rows_native.reads_stacks = True
+
+
+# The graph backend (gpu/capture.py) holds a stack as a fixed-capacity device buffer with a
+# device-side count; its capacity comes from the calls before (see gpu/tier.py).
+@deflowering("stack_new", "graph")
+def _stack_new_graph(g, like):
+    return g.stack_new(like)
+
+
+@deflowering("stack_push", "graph")
+def _stack_push_graph(g, buf, shapes, x):
+    return g.stack_push(buf, shapes, x)
+
+
+@deflowering("stack_pop", "graph")
+def _stack_pop_graph(g, buf, shapes, shape, dtype=None):
+    return g.stack_pop(buf, shapes, shape)
+
+
+@deflowering("stack_rows", "graph")
+def _stack_rows_graph(g, buf, width):
+    return g.stack_rows(buf, width)
+
+
+@deflowering("list_index_check", "graph")
+def _list_index_check_graph(g, ok, message="list index out of range", where=""):
+    # a failing check sets the device error word; the call then runs on Python, which raises
+    g.check(g.run(lambda ok: g.xp.all(ok), ok))
+    return ()
