@@ -8,7 +8,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_readme_names_the_ci_test_command():
     readme = open(os.path.join(ROOT, "README.md")).read()
     ci = open(os.path.join(ROOT, ".ci", "run")).read()
-    command = ("pip install -e '.[test,onnx,distributed,dask,native,mkl,docs]' && "
+    command = ("pip install -e '.[test,onnx,distributed,dask,native,mkl,docs,nvrtc]' && "
                "python -m pytest -q -x -p no:cacheprovider -n 2 tests")
     assert command in readme and command in ci
 
