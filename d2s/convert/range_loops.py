@@ -1,0 +1,284 @@
+"""A long ``for`` over a ``range`` of Python ints as one loop op, not N copies of its body.
+
+Unrolling ``for _ in range(n)`` copies the body ``n`` times into the program: a 256-token
+``generate`` around a model forward becomes 256 copies of the model. When ``n`` is past
+``d2s.jit.config.unroll_threshold`` and the body allows it, the loop becomes one ``while`` op
+over a counter that stands for the Python int (a ``WeakIndex``: ``x * i`` keeps ``x``'s dtype
+as the int would), with exactly the values unrolling gives. The body allows it when
+
+* every tensor it carries keeps its dtype and shape from one iteration to the next, except a
+  sequence grown at its end by ``cat`` (``idx = cat((idx, nxt), dim=1)``), which becomes a
+  buffer of its final length (``growing.py``);
+* it needs the counter only as a number in tensor code, never as a Python value (an index into
+  a module list, ``int(i)``, a shape, a Python number it computes from the counter);
+* it carries only tensors, tuples of them, Python numbers that it turns into tensors (a
+  ``break`` flag set by a tensor test) or leaves alone, and ``None``/unbound names that it
+  binds to tensors; and it mutates no list, dict or set of an enclosing scope.
+
+What it needs is learnt by tracing it: once with the first counter value as a Python int (a
+probe into a throwaway block: what unrolling would do with the first iteration), then as the
+loop op. Anything that fails either way makes the loop unroll as before, and the reason, with
+the user's line that forced it, goes into the unroll warning (``loops.UnrollWarning``).
+"""
+from .. import pytree
+from .._state import STATE
+from ..static.weak_index import WeakNumber, weak
+from ..tensor import Tensor
+from ..user_errors import traceback_user_line
+from . import control_flow as cf, growing
+from .escaping import refuse_escaping
+from .undefined import MaybeUnbound, Undefined
+
+
+class Unrolled(BaseException):
+    """The loop op is not possible: the loop unrolls, for ``reason``. A BaseException, so the
+    control-flow builders' ``except Exception`` handlers let it through to ``loop_op``."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def threshold():
+    """Range loops longer than this become loop ops (None: every Python loop unrolls)."""
+    from ..jit import config
+    return getattr(config, "unroll_threshold", None)
+
+
+def loop_op(r, body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags):
+    """``for item in r`` (a ``range``) as one loop op: ``(True, final loop vars)``, or ``(False,
+    reason)`` when it must unroll (reason None: too short to be worth a loop op)."""
+    limit = threshold()
+    if STATE.builder is None or limit is None or len(r) <= limit:
+        return False, None
+    state = tuple(state)
+    comps = tuple(get_state()) if get_state is not None else ()
+    labels = list(names) + [f"attribute #{i}" for i in range(len(comps))]
+    reason = _ineligible(state + comps, labels, escaping)
+    if reason is not None:
+        return False, reason
+    try:
+        plan = _probe(r, body_fn, state, comps, labels, get_state, set_state)
+        return True, _build(r, body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags,
+                            comps, plan)
+    except Unrolled as u:
+        reason = u.reason
+    except Exception as e:  # noqa: BLE001 - unrolling is Python's own semantics: it raises what eager would
+        reason = _describe(e)
+    if set_state is not None:
+        set_state(comps)
+    return False, reason
+
+
+# ------------------------------------------------------------------ eligibility
+def _ineligible(values, labels, escaping):
+    """Why the loop vars ``values`` (and attribute targets) cannot be carried by a loop op
+    built from a range loop, or None."""
+    for label, v in zip(labels, values):
+        bad = _uncarriable(v)
+        if bad is not None:
+            return f"'{label}' holds {bad}, which stays a Python value only when the loop unrolls"
+    if escaping is not None:
+        try:
+            objs = escaping()
+        except NameError:
+            objs = ()
+        if any(isinstance(o, (list, dict, set)) for o in objs):
+            return "the body mutates a list, dict or set of an enclosing scope"
+    return None
+
+
+def _uncarriable(v):
+    if v is None or isinstance(v, (Tensor, bool, int, float, Undefined, MaybeUnbound)):
+        return None
+    if type(v) is tuple or (isinstance(v, tuple) and hasattr(type(v), "_fields")):
+        for x in v:
+            bad = _uncarriable(x)
+            if bad is not None:
+                return bad
+        return None
+    return f"a {type(v).__name__}"
+
+
+def _describe(e):
+    """An exception of the loop-op attempt as a reason: its message's first line and the user's
+    line it was raised at."""
+    where = traceback_user_line(e.__traceback__)
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    text = f"{type(e).__name__}: {first}" if not isinstance(e, cf.ConvertError) else first
+    return f"{text} (at {where})" if where else text
+
+
+# ------------------------------------------------------------------ the probe
+class _Plan:
+    """What the probe learnt: the positions of Python numbers the first iteration leaves as
+    they were (the loop op must too), and the sequences it grows (position -> growth)."""
+
+    def __init__(self):
+        self.python_numbers = {}
+        self.growing = {}
+
+
+def _probe(r, body_fn, state, comps, labels, get_state, set_state):
+    """Trace the first iteration as unrolling would (the counter a Python int) into a
+    throwaway block, and compare what it gives back with what it got. A sequence it grows is
+    traced through a second iteration too, which must grow it by as much (a part sliced from
+    the sequence itself, ``idx[:, -1:]``, has a size the program cannot know statically)."""
+    b = STATE.builder
+    plan = _Plan()
+    try:
+        with cf.probing(), b.sub_block():
+            with growing.watch(state) as seen:
+                out = tuple(body_fn(r[0], *state))
+                after = tuple(get_state()) if get_state is not None else ()
+            for i, (label, a, o) in enumerate(zip(labels, state + comps, out + after)):
+                _compare(plan, i, label, a, o, seen, len(state))
+            if plan.growing and len(r) > 1:
+                with growing.watch(out) as seen:
+                    again = tuple(body_fn(r[1], *out))
+                for i, growth in plan.growing.items():
+                    g = seen.grown(again[i])
+                    if g is None or g[0] is not out[i] or tuple(g[1:]) != tuple(growth):
+                        raise Unrolled(f"'{labels[i]}' grows by a part whose size changes from one iteration to "
+                                       "the next")
+    finally:
+        if set_state is not None:
+            set_state(comps)
+    return plan
+
+
+def _compare(plan, i, label, a, o, seen, n_vars):
+    if _python_number(a) and a is o and i < n_vars:
+        plan.python_numbers[i] = a  # (small ints are one object: left alone, or set to the same number)
+        return
+    if a is o:
+        return
+    if a is None or isinstance(a, Undefined):
+        _first_bound(label, o)
+        return
+    if isinstance(a, tuple) or isinstance(o, tuple):
+        a_leaves, a_def = pytree.tree_flatten(a, leaf_types=Tensor)
+        o_leaves, o_def = pytree.tree_flatten(o, leaf_types=Tensor)
+        if a_def != o_def:
+            if isinstance(a, tuple) and isinstance(o, tuple) and len(a) == len(o):
+                for x, y in zip(a, o):
+                    _compare_leaf(plan, None, label, x, y, seen)
+                return
+            raise Unrolled(f"'{label}' changes structure in an iteration")
+        for x, y in zip(a_leaves, o_leaves):
+            _compare_leaf(plan, None, label, x, y, seen)
+        return
+    _compare_leaf(plan, i if i < n_vars else None, label, a, o, seen)
+
+
+def _first_bound(label, o):
+    """A variable unbound (or None) before the loop that an iteration binds to ``o``: tensors
+    are carried from then on; a Python number only as the function's return value (which the
+    program hands back as the number), since anything else would read it as a Python value."""
+    for leaf in pytree.tree_leaves(o, leaf_types=Tensor):
+        if isinstance(leaf, MaybeUnbound):
+            leaf = leaf.value
+        if isinstance(leaf, Tensor) or leaf is None or isinstance(leaf, Undefined):
+            continue
+        if _python_number(leaf) and label == "the return value":
+            continue
+        raise Unrolled(f"'{label}' is bound to a {type(leaf).__name__} in an iteration, which stays a Python "
+                       "value only when the loop unrolls")
+
+
+def _compare_leaf(plan, i, label, a, o, seen):
+    if a is o:
+        return
+    if isinstance(a, MaybeUnbound):
+        a = a.value
+    if isinstance(o, MaybeUnbound):
+        o = o.value
+    if _python_number(o):
+        if _python_number(a) and type(a) is type(o) and a == o:
+            if i is not None:
+                plan.python_numbers[i] = a
+            return
+        raise Unrolled(f"'{label}' is a Python number that an iteration sets from Python values (the counter, "
+                       "a constant): only unrolling keeps it a Python number")
+    if isinstance(o, Tensor):
+        if isinstance(a, Tensor) and not isinstance(a, WeakNumber):
+            if a.dtype != o.dtype:
+                raise Unrolled(f"'{label}' changes dtype from {a.dtype} to {o.dtype} in an iteration")
+            sa, so = _shape(a), _shape(o)
+            if sa != so or seen.grown(o) is not None:
+                growth = seen.grown(o)
+                if growth is None or growth[0] is not a or i is None:
+                    raise Unrolled(f"'{label}' changes shape from {_fmt(sa)} to {_fmt(so)} in an iteration (a loop "
+                                   "op carries one shape; only a sequence grown at its end by cat of a part of "
+                                   "fixed size becomes a buffer of its final length)")
+                plan.growing[i] = growth[1:]
+        return
+    if o is None or isinstance(o, Undefined):
+        return  # (left unbound, or None on this path: the loop op decides, as for a tensor loop)
+    raise Unrolled(f"'{label}' becomes a {type(o).__name__} in an iteration")
+
+
+def _python_number(v):
+    return isinstance(v, (bool, int, float)) and not isinstance(v, Tensor)
+
+
+def _shape(t):
+    shape = t._var.type.shape if t.is_symbolic else t._data.shape
+    return tuple(d if isinstance(d, int) else None for d in shape)
+
+
+def _fmt(shape):
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+# ------------------------------------------------------------------ the loop op
+class _RangeItems:
+    """The items of a Python ``range`` for a loop op: item ``i`` is ``start + i * step`` as a
+    counter standing for the Python int."""
+
+    def __init__(self, r):
+        self.r = r
+
+    def length(self):
+        return len(self.r)
+
+    def item(self, i):
+        from .. import ops
+        if self.r.start == 0 and self.r.step == 1:
+            return weak(i)
+        return weak(ops.add(ops.mul(i, self.r.step), self.r.start))
+
+
+def _build(r, body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags, comps, plan):
+    from .loops import _static_for
+    n = len(r)
+    buffers = growing.Buffers(plan.growing, n, extra_test is not None)
+    numbers = plan.python_numbers
+
+    def body(item, *s):
+        s = buffers.views(s)
+        out = tuple(body_fn(item, *s))
+        for i, v in numbers.items():
+            if i < len(out) and out[i] is not s[i]:
+                raise Unrolled(f"'{names[i]}' is a Python number that some iterations change from Python values "
+                               "(the counter, a constant): only unrolling keeps it a Python number")
+        return buffers.carries(names, s, out)
+
+    test = None
+    if extra_test is not None:
+        def test(*s):
+            return extra_test(*buffers.views(s))
+
+    start = buffers.start(state)
+    with refuse_escaping(escaping):
+        out = _static_for(_RangeItems(r), body, start, names, test, get_state, set_state, entry_flags)
+    out = list(buffers.finish(out))
+    for i, v in numbers.items():
+        out[i] = v  # unchanged on every path the loop op traced: the Python number it was
+    return tuple(out)
+
+
+def format_reason(reason):
+    """The unroll warning's sentence for ``reason``."""
+    return f" It unrolls because it cannot be one loop op: {reason}." if reason else ""
+
