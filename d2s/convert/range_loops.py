@@ -111,10 +111,12 @@ def _describe(e):
 
 # ------------------------------------------------------------------ the probe
 class _Plan:
-    """What the probe learnt: the positions of Python numbers the first iteration leaves as
-    they were (the loop op must too), and the sequences it grows (position -> growth)."""
+    """What the probe learnt: the loop vars holding Python numbers that the first iteration
+    leaves as they were or sets to the counter (position -> value before the loop: the loop op
+    must do the same on every path), and the sequences it grows (position -> (dim, growth))."""
 
-    def __init__(self):
+    def __init__(self, first):
+        self.first = first
         self.python_numbers = {}
         self.growing = {}
 
@@ -125,7 +127,7 @@ def _probe(r, body_fn, state, comps, labels, get_state, set_state):
     traced through a second iteration too, which must grow it by as much (a part sliced from
     the sequence itself, ``idx[:, -1:]``, has a size the program cannot know statically)."""
     b = STATE.builder
-    plan = _Plan()
+    plan = _Plan(r[0])
     try:
         with cf.probing(), b.sub_block():
             with growing.watch(state) as seen:
@@ -148,8 +150,9 @@ def _probe(r, body_fn, state, comps, labels, get_state, set_state):
 
 
 def _compare(plan, i, label, a, o, seen, n_vars):
-    if _python_number(a) and a is o and i < n_vars:
-        plan.python_numbers[i] = a  # (small ints are one object: left alone, or set to the same number)
+    if i < n_vars and _python_number(o) and (type(o) is type(a) and o == a or _is_counter(plan, o)):
+        # left as it was, or the counter (``last = i``, or the target of the `for` itself)
+        plan.python_numbers[i] = a
         return
     if a is o:
         return
@@ -194,10 +197,6 @@ def _compare_leaf(plan, i, label, a, o, seen):
     if isinstance(o, MaybeUnbound):
         o = o.value
     if _python_number(o):
-        if _python_number(a) and type(a) is type(o) and a == o:
-            if i is not None:
-                plan.python_numbers[i] = a
-            return
         raise Unrolled(f"'{label}' is a Python number that an iteration sets from Python values (the counter, "
                        "a constant): only unrolling keeps it a Python number")
     if isinstance(o, Tensor):
@@ -216,6 +215,10 @@ def _compare_leaf(plan, i, label, a, o, seen):
     if o is None or isinstance(o, Undefined):
         return  # (left unbound, or None on this path: the loop op decides, as for a tensor loop)
     raise Unrolled(f"'{label}' becomes a {type(o).__name__} in an iteration")
+
+
+def _is_counter(plan, v):
+    return type(v) is int and v == plan.first
 
 
 def _python_number(v):
@@ -253,13 +256,15 @@ def _build(r, body_fn, state, names, extra_test, get_state, set_state, escaping,
     from .loops import _static_for
     n = len(r)
     buffers = growing.Buffers(plan.growing, n, extra_test is not None)
-    numbers = plan.python_numbers
+    numbers, counters = plan.python_numbers, set()
 
     def body(item, *s):
         s = buffers.views(s)
         out = tuple(body_fn(item, *s))
-        for i, v in numbers.items():
-            if i < len(out) and out[i] is not s[i]:
+        for i in numbers:
+            if out[i] is item:
+                counters.add(i)
+            elif out[i] is not s[i] or i in counters:
                 raise Unrolled(f"'{names[i]}' is a Python number that some iterations change from Python values "
                                "(the counter, a constant): only unrolling keeps it a Python number")
         return buffers.carries(names, s, out)
@@ -274,7 +279,12 @@ def _build(r, body_fn, state, names, extra_test, get_state, set_state, escaping,
         out = _static_for(_RangeItems(r), body, start, names, test, get_state, set_state, entry_flags)
     out = list(buffers.finish(out))
     for i, v in numbers.items():
-        out[i] = v  # unchanged on every path the loop op traced: the Python number it was
+        if i not in counters:
+            out[i] = v  # unchanged on every path the loop op traced: the Python number it was
+        elif extra_test is None:
+            out[i] = r[-1]  # the counter after every iteration ran: its last value, a Python int
+        # (else the counter where a break ended the loop: the loop op's number, as an unrolled
+        # loop's tensor break gives too)
     return tuple(out)
 
 

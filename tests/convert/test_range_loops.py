@@ -276,3 +276,26 @@ def test_the_unroll_warning_names_the_line_that_forced_it(monkeypatch):
         warnings.simplefilter("always")
         d2s.jit.to_static(halve_and_shift)(d2s.ones(2), 50)  # a loop op: no warning
     assert not [m for m in w if issubclass(m.category, UnrollWarning)]
+
+
+def counter_after_the_loop(x, n):
+    for i in range(n):
+        x = x * 1.5
+    return x, i  # the loop's target, read after it: eager's Python int
+
+
+def counter_at_break(x, n):
+    for step in range(n):
+        x = x + 1
+        if x.max() > 20:
+            break
+    return x, step
+
+
+def test_the_counter_after_the_loop():
+    x = d2s.tensor([1.0, 2.0])
+    sf = assert_exact(counter_after_the_loop, x, 30)
+    assert _top(sf.get_program(x, 30), "while") == 1 and type(sf(x, 30)[1]) is int
+    for v in ([1.0, 2.0], [-30.0, 0.0]):
+        sf = assert_exact(counter_at_break, d2s.tensor(v), 40)
+        assert _top(sf.get_program(d2s.tensor(v), 40), "while") == 1
