@@ -58,7 +58,7 @@ def loop_op(r, body_fn, state, names, extra_test, get_state, set_state, escaping
     if reason is not None:
         return False, reason
     try:
-        plan = _probe(r, body_fn, state, comps, labels, get_state, set_state)
+        plan = _probe(r, body_fn, state, comps, labels, extra_test, get_state, set_state)
         return True, _build(r, body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags,
                             comps, plan)
     except Unrolled as u:
@@ -117,11 +117,12 @@ class _Plan:
 
     def __init__(self, first):
         self.first = first
+        self.tensor_break = False
         self.python_numbers = {}
         self.growing = {}
 
 
-def _probe(r, body_fn, state, comps, labels, get_state, set_state):
+def _probe(r, body_fn, state, comps, labels, extra_test, get_state, set_state):
     """Trace the first iteration as unrolling would (the counter a Python int) into a
     throwaway block, and compare what it gives back with what it got. A sequence it grows is
     traced through a second iteration too, which must grow it by as much (a part sliced from
@@ -133,6 +134,9 @@ def _probe(r, body_fn, state, comps, labels, get_state, set_state):
             with growing.watch(state) as seen:
                 out = tuple(body_fn(r[0], *state))
                 after = tuple(get_state()) if get_state is not None else ()
+            # a break (or return) that a tensor decides: unrolled, every later iteration runs under a
+            # cond on it, which turns the Python numbers it changes into tensors as the loop op does
+            plan.tensor_break = extra_test is not None and isinstance(extra_test(*out), Tensor)
             for i, (label, a, o) in enumerate(zip(labels, state + comps, out + after)):
                 _compare(plan, i, label, a, o, seen, len(state))
             if plan.growing and len(r) > 1:
@@ -157,7 +161,7 @@ def _compare(plan, i, label, a, o, seen, n_vars):
     if a is o:
         return
     if a is None or isinstance(a, Undefined):
-        _first_bound(label, o)
+        _first_bound(plan, label, o)
         return
     if isinstance(a, tuple) or isinstance(o, tuple):
         a_leaves, a_def = pytree.tree_flatten(a, leaf_types=Tensor)
@@ -174,7 +178,7 @@ def _compare(plan, i, label, a, o, seen, n_vars):
     _compare_leaf(plan, i if i < n_vars else None, label, a, o, seen)
 
 
-def _first_bound(label, o):
+def _first_bound(plan, label, o):
     """A variable unbound (or None) before the loop that an iteration binds to ``o``: tensors
     are carried from then on; a Python number only as the function's return value (which the
     program hands back as the number), since anything else would read it as a Python value."""
@@ -183,7 +187,7 @@ def _first_bound(label, o):
             leaf = leaf.value
         if isinstance(leaf, Tensor) or leaf is None or isinstance(leaf, Undefined):
             continue
-        if _python_number(leaf) and label == "the return value":
+        if _python_number(leaf) and (label == "the return value" or plan.tensor_break):
             continue
         raise Unrolled(f"'{label}' is bound to a {type(leaf).__name__} in an iteration, which stays a Python "
                        "value only when the loop unrolls")
@@ -197,6 +201,8 @@ def _compare_leaf(plan, i, label, a, o, seen):
     if isinstance(o, MaybeUnbound):
         o = o.value
     if _python_number(o):
+        if plan.tensor_break:
+            return
         raise Unrolled(f"'{label}' is a Python number that an iteration sets from Python values (the counter, "
                        "a constant): only unrolling keeps it a Python number")
     if isinstance(o, Tensor):
@@ -256,7 +262,7 @@ def _build(r, body_fn, state, names, extra_test, get_state, set_state, escaping,
     from .loops import _static_for
     n = len(r)
     buffers = growing.Buffers(plan.growing, n, extra_test is not None)
-    numbers, counters = plan.python_numbers, set()
+    numbers, counters, carried = plan.python_numbers, set(), set()
 
     def body(item, *s):
         s = buffers.views(s)
@@ -264,6 +270,8 @@ def _build(r, body_fn, state, names, extra_test, get_state, set_state, escaping,
         for i in numbers:
             if out[i] is item:
                 counters.add(i)
+            elif plan.tensor_break:
+                carried.add(i)  # (a tensor break makes it a tensor when unrolled too)
             elif out[i] is not s[i] or i in counters:
                 raise Unrolled(f"'{names[i]}' is a Python number that some iterations change from Python values "
                                "(the counter, a constant): only unrolling keeps it a Python number")
@@ -279,6 +287,8 @@ def _build(r, body_fn, state, names, extra_test, get_state, set_state, escaping,
         out = _static_for(_RangeItems(r), body, start, names, test, get_state, set_state, entry_flags)
     out = list(buffers.finish(out))
     for i, v in numbers.items():
+        if i in carried:
+            continue
         if i not in counters:
             out[i] = v  # unchanged on every path the loop op traced: the Python number it was
         elif extra_test is None:
