@@ -694,15 +694,14 @@ def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None,
     if it is not None:
         with refuse_escaping(escaping):
             return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state, entry_flags)
-    reason = None
+    reason, init = None, tuple(init)
     if type(iterable) is range:  # a long one may become one loop op (see range_loops.py)
-        done, got = range_loops.loop_op(iterable, body_fn, tuple(init), names, extra_test, get_state, set_state,
-                                        escaping, entry_flags)
+        done, got, reason = range_loops.loop_op(iterable, body_fn, init, names, extra_test, get_state, set_state,
+                                                escaping, entry_flags)
         if done:
             return got
-        reason = got
-    return _py_for(iterable, body_fn, tuple(init), names, extra_test, get_state, set_state, dead_when_broken,
-                   reason)
+        iterable, init = got  # (after a first iteration run on its own, the items left)
+    return _py_for(iterable, body_fn, init, names, extra_test, get_state, set_state, dead_when_broken, reason)
 
 
 # A Python loop unrolled into a program more often than this warns once (per loop line).

@@ -45,29 +45,45 @@ def threshold():
     return getattr(config, "unroll_threshold", None)
 
 
-def loop_op(r, body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags):
-    """``for item in r`` (a ``range``) as one loop op: ``(True, final loop vars)``, or ``(False,
-    reason)`` when it must unroll (reason None: too short to be worth a loop op)."""
+def loop_op(r, body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags, peeled=False):
+    """``for item in r`` (a ``range``) as one loop op.
+
+    Returns:
+        ``(True, final loop vars, None)``; or, when the loop must unroll, ``(False, (the items
+        left, the loop vars now), reason)`` (reason None: too short to be worth a loop op). A
+        first iteration that changes shapes the later ones keep (a prompt's logits, then one
+        token's) runs on its own first, as unrolling runs it; the items left then start after it.
+    """
     limit = threshold()
     if STATE.builder is None or limit is None or len(r) <= limit:
-        return False, None
+        return False, (r, state), None
     state = tuple(state)
     comps = tuple(get_state()) if get_state is not None else ()
     labels = list(names) + [f"attribute #{i}" for i in range(len(comps))]
     reason = _ineligible(state + comps, labels, escaping)
     if reason is not None:
-        return False, reason
+        return False, (r, state), reason
     try:
         plan = _probe(r, body_fn, state, comps, labels, extra_test, get_state, set_state)
         return True, _build(r, body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags,
-                            comps, plan)
+                            comps, plan), None
+    except _ShapeChange as u:
+        reason = u.reason
+        if not peeled and len(r) > 1 and (extra_test is None or extra_test(*state) is True):
+            state = tuple(body_fn(r[0], *state))
+            return loop_op(r[1:], body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags,
+                           peeled=True)
     except Unrolled as u:
         reason = u.reason
     except Exception as e:  # noqa: BLE001 - unrolling is Python's own semantics: it raises what eager would
         reason = _describe(e)
     if set_state is not None:
         set_state(comps)
-    return False, reason
+    return False, (r, state), reason
+
+
+class _ShapeChange(Unrolled):
+    """An iteration changes the shape of a carried tensor."""
 
 
 # ------------------------------------------------------------------ eligibility
@@ -213,7 +229,7 @@ def _compare_leaf(plan, i, label, a, o, seen):
             if sa != so or seen.grown(o) is not None:
                 growth = seen.grown(o)
                 if growth is None or growth[0] is not a or i is None:
-                    raise Unrolled(f"'{label}' changes shape from {_fmt(sa)} to {_fmt(so)} in an iteration (a loop "
+                    raise _ShapeChange(f"'{label}' changes shape from {_fmt(sa)} to {_fmt(so)} in an iteration (a loop "
                                    "op carries one shape; only a sequence grown at its end by cat of a part of "
                                    "fixed size becomes a buffer of its final length)")
                 plan.growing[i] = growth[1:]

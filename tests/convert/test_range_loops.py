@@ -299,3 +299,18 @@ def test_the_counter_after_the_loop():
     for v in ([1.0, 2.0], [-30.0, 0.0]):
         sf = assert_exact(counter_at_break, d2s.tensor(v), 40)
         assert _top(sf.get_program(d2s.tensor(v), 40), "while") == 1
+
+
+def prefill_then_steps(x, n):
+    h = x * 2  # (t, 3): a prompt's states
+    for _ in range(n):
+        h = d2s.tanh(h[-1:] + 0.5)  # (1, 3) from the first iteration on
+    return h
+
+
+def test_a_first_iteration_that_changes_shapes_runs_on_its_own():
+    x = d2s.tensor(np.arange(12, dtype=np.float32).reshape(4, 3) / 10)
+    sf = assert_exact(prefill_then_steps, x, 30)
+    small, big = sf.get_program(x, 30), sf.get_program(x, 300)
+    assert _top(small, "while") == 1
+    assert len(str(small).splitlines()) == len(str(big).splitlines())
