@@ -354,7 +354,9 @@ class Lowerer:
         where = f"op {op.type} (output {op.outputs[0] if op.outputs else '-'})"
         if hook is None:
             raise NativeUnsupported(f"{where} has no native lowering")
-        if opdef.effect:
+        if opdef.effect and not getattr(hook, "draws_in_order", False):
+            # (a random op whose hook draws what its kernel draws, from the same generator, at its
+            # place in the op order, which keeps effects in program order, is lowered)
             raise NativeUnsupported(f"{where} has effects")
         ins = [self.get(env, n) for n in op.inputs]
         # only hooks marked ``reads_stacks`` (the stack ops, aliases) may read this backend's stack format

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import forksafe
 from ..dtypes import FLOATS, normalize
-from .registry import ShapeError, TensorType, defop
+from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import broadcast_shapes, fmt_shape
 
 
@@ -381,6 +381,29 @@ def _multinomial(xp, p, num_samples, replacement=False, generator=None):
             keys = -xp.log1p(-u) / w  # Exp(1) / p; weight 0: never before a positive one
         out = xp.argsort(keys, axis=1, kind="stable")[:, :num_samples]
     return out.astype("int64").reshape(p.shape[:-1] + (num_samples,))
+
+
+@deflowering("multinomial", "native")
+def _multinomial_native(e, p, num_samples, replacement=False, generator=None):
+    """The kernel's draws and arithmetic (``_lib.multinomial_rows``), the uniform numbers taken
+    from the shared generator as the kernel takes them; another Generator stays on Python."""
+    if generator is not None or p.ndim not in (1, 2) or type(num_samples) is not int:
+        e.unsupported("multinomial from a Generator of its own")
+    l = e._l
+    p = l.array(p)
+    ind = l.indent
+    w, out, res = l.fresh(), l.fresh(), l.fresh()
+    l.emit(ind, f"{w} = np.ascontiguousarray({p.name}.astype(np.float64)).reshape((-1, {p.name}.shape[{p.ndim - 1}]))")
+    if not replacement:
+        l.emit(ind, f"if {num_samples} > {w}.shape[1]: raise ValueError('multinomial: cannot draw more samples "
+                    f"without replacement than there are categories')")
+    l.emit(ind, f"{out} = L.multinomial_rows({w}, {num_samples}, {bool(replacement)})")
+    lead = f"{p.name}.shape[0], " if p.ndim == 2 else ""
+    l.emit(ind, f"{res} = {out}.reshape(({lead}{num_samples},))")
+    return l.new_array(res, "int64", tuple(e.out.shape))
+
+
+_multinomial_native.draws_in_order = True  # (the lowerer keeps an effect op only with this mark)
 
 
 # ------------------------------------------------------------------ bernoulli, normal
