@@ -200,7 +200,41 @@ def _getitem_native(e, x, *idx, index):
     taken = _take_index(index, idx)
     if taken is not None:
         return _take_native(e, x, idx[index[taken][1]], taken)
+    if any(ent[0] == "n" for ent in index):
+        return _new_axes_native(e, x, idx, index)
     return e.basic_index(x, _native_index(e, idx, index))
+
+
+def _new_axes_native(e, x, idx, index):
+    """A basic index with ``None`` entries (``positions[:, None]``): the index without them, then
+    a reshape inserting the new dims of size 1."""
+    l = e._l
+    n_fixed = sum(1 for ent in index if ent[0] not in ("n", "e"))
+    new_at, dim = [], 0
+    for ent in index:
+        if ent[0] == "n":
+            new_at.append(dim)
+            dim += 1
+        elif ent[0] == "s":
+            dim += 1
+        elif ent[0] == "e":
+            dim += x.ndim - n_fixed
+    out_shape = tuple(e.out.shape)
+    view_shape = tuple(d for j, d in enumerate(out_shape) if j not in new_at)
+    view = e.basic_index(x, _native_index(e, idx, [ent for ent in index if ent[0] != "n"]))
+    view = l.contiguous(l.array(view if view.kind != "a" else type(view)("a", view.name, view.dtype, view_shape,
+                                                                              layout=view.layout)))
+    dims, k = [], 0
+    for j in range(len(out_shape)):
+        if j in new_at:
+            dims.append("1")
+        else:
+            dims.append(f"{view.name}.shape[{k}]")
+            k += 1
+    l.pin(view)
+    name = l.fresh()
+    l.emit(l.indent, f"{name} = {view.name}.reshape(({', '.join(dims)},))")
+    return l.new_array(name, view.dtype, out_shape, fresh=False)
 
 
 def _take_index(index, idx):

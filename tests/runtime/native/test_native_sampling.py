@@ -100,13 +100,17 @@ def test_a_loop_writing_its_cache_in_place(cache):
     check(prog, fn, [(RNG.standard_normal((1, 3)).astype("float32"), np.int64(n)) for n in (0, 4, 6)])
 
 
-def test_positions_over_run_time_bounds_and_a_later_integer_index(cache):
-    def f(x, a, b):
-        return d2s.arange(a, b), d2s.arange(b, a, -2), x[:, [-1, 0]], x[:, [2]]
+def test_positions_new_axes_and_run_time_shapes(cache):
+    def f(x, a, b, y):
+        pos = d2s.arange(a, b)
+        mask = d2s.arange(b, a, -2)[:, None] <= pos[None, :]  # a causal mask from run-time positions
+        heads = y.reshape(y.shape[0], y.shape[1], 2, 3)  # view(B, T, nh, hs) with T dynamic
+        return pos, mask, x[:, [-1, 0]], x[:, [2]], x[1, None], heads
 
-    prog = build_program(f, InputSpec([3, 4]), InputSpec([], "int64"), InputSpec([], "int64"))
+    prog = build_program(f, InputSpec([3, 4]), InputSpec([], "int64"), InputSpec([], "int64"), InputSpec([2, None, 6]))
     fn = compile_native(prog, cache)
     x = RNG.standard_normal((3, 4)).astype("float32")
-    check(prog, fn, [(x, np.int64(a), np.int64(b)) for a, b in ((0, 5), (3, 3), (-2, 4), (1, 8))])
+    check(prog, fn, [(x, np.int64(a), np.int64(b), RNG.standard_normal((2, t, 6)).astype("float32"))
+                     for a, b, t in ((0, 5, 1), (3, 3, 4), (-2, 4, 2), (1, 8, 3))])
     with pytest.raises(ValueError, match="arange"):  # as the kernel (and PyTorch) refuses
-        fn(x, np.int64(7), np.int64(1))
+        fn(x, np.int64(7), np.int64(1), np.zeros((2, 1, 6), "float32"))
