@@ -7,7 +7,8 @@ served by `d2s run`.
 Nothing is downloaded: the text is the source of a few modules that ship with Python. The model
 is `char_gpt_model.py` beside this file (a nanoGPT-style PyTorch model file whose imports name
 d2s). Training shows its loss falling (a progress bar, with tqdm if installed; `loss.png` in
-`--out` where matplotlib is installed). Then:
+`--out` where matplotlib is installed); its forward is converted by `d2s.jit.to_static` and
+trained through (`loss.backward()` runs the program's backward). Then:
 
 1. `model.generate(...)` samples text eagerly, a Python `for` loop around the model;
 2. `d2s.jit.to_static(model.generate)` converts that loop into ONE program holding one `while`
@@ -110,10 +111,16 @@ class _TextBar:
 
 
 def train(model, data, steps, block, batch, lr, seed=0):
-    """AdamW on random windows of ``data``; returns the loss of every step."""
+    """AdamW on random windows of ``data``, through a converted forward (one program, its
+    backward a program too); returns the loss of every step."""
     rng = np.random.default_rng(seed)
     opt = model.configure_optimizers(weight_decay=0.1, learning_rate=lr, betas=(0.9, 0.99))
     model.train()
+
+    @d2s.jit.to_static
+    def loss_of(x, y):
+        return model(x, y)[1]
+
     losses = []
     bar = progress(range(steps), steps, "training")
     for step in bar:
@@ -121,7 +128,7 @@ def train(model, data, steps, block, batch, lr, seed=0):
             warm = min(1.0, (step + 1) / max(1, steps // 10))
             group["lr"] = lr * warm * (0.55 + 0.45 * np.cos(np.pi * step / steps))
         x, y = get_batch(data, block, batch, rng)
-        _, loss = model(x, y)
+        loss = loss_of(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -191,7 +198,7 @@ def serve(model_dir, prompt_ids, seed, out_dir):
 def main(argv=None):
     """Train, generate three ways, check they agree; returns what it measured (a dict)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=400, help="training steps (default 400)")
+    p.add_argument("--steps", type=int, default=500, help="training steps (default 500)")
     p.add_argument("--out", default="char_gpt_out", help="where the loss curve and the saved program go")
     p.add_argument("--tokens", type=int, default=200, help="characters to generate (default 200)")
     p.add_argument("--seed", type=int, default=1, help="the seed of the sampling (default 1)")
@@ -205,7 +212,7 @@ def main(argv=None):
         n_new = min(args.tokens, 24)
     else:
         text = load_text()
-        steps, block, batch, lr = args.steps, 128, 12, 2e-3
+        steps, block, batch, lr = args.steps, 128, 12, 3e-3
         shape = dict(n_layer=3, n_head=4, n_embd=96)
         n_new = args.tokens
     tok = CharTokenizer(text)
