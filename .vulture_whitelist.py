@@ -219,3 +219,8 @@ _.is_cuda  # public Tensor attribute (PyTorch's)
 _.get_device  # public Tensor method (PyTorch's)
 _.is_inference  # public Tensor method (PyTorch's), tests/autograd/test_grad_mode.py
 _.__class_getitem__  # d2s.jit.Final[int]: Python calls it for the subscript
+_.greater_equal  # d2s.greater_equal and the other PyTorch spellings of the comparisons (d2s/ops/elementwise.py)
+_.less  # d2s.less
+_.less_equal  # d2s.less_equal
+_.not_equal  # d2s.not_equal
+_.cdist  # d2s.cdist, as torch.cdist (tests/ops/test_linalg.py)
