@@ -8,6 +8,7 @@ tensors) and turns ``range`` with a tensor bound, the rows of a symbolic tensor,
 an extra test; when it turns symbolic inside an unrolled loop, the remaining iterations run
 under a ``cond`` on it instead of being refused.
 """
+import types
 import warnings
 
 from .. import ops, pytree
@@ -695,6 +696,8 @@ def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None,
         with refuse_escaping(escaping):
             return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state, entry_flags)
     reason, init = None, tuple(init)
+    if isinstance(iterable, types.GeneratorType):
+        range_loops.refuse_iterator_read("a for over a generator")
     if type(iterable) is range:  # a long one may become one loop op (see range_loops.py)
         done, got, reason = range_loops.loop_op(iterable, body_fn, init, names, extra_test, get_state, set_state,
                                                 escaping, entry_flags)
@@ -738,22 +741,28 @@ def _warn_unrolled(kind, reason=None):
 
 def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state, dead=(), reason=None):
     count = 0
-    for item in iterable:
+    items = iter(iterable)
+    while True:
+        # the break flag is tested before the next item is taken: a `break` leaves an iterator
+        # (a generator) at the item after the one it broke on, as Python's does
+        go_on = extra_test(*state) if extra_test is not None else True
+        if go_on is not True and not is_symbolic(go_on) and not go_on:
+            break
+        try:
+            item = next(items)
+        except StopIteration:
+            break
         count += 1
         if count == UNROLL_WARNING_THRESHOLD + 1:
             _warn_unrolled("for", reason)
-        if extra_test is not None:
-            go_on = extra_test(*state)
-            if is_symbolic(go_on):
-                # A tensor-dependent break in an unrolled loop: this and every later iteration
-                # run under a cond on the flag instead of stopping the Python loop. Where the
-                # loop returned, its dead variables take the other side's values (whatever their
-                # type), as nothing reads them again.
-                state = _guarded_iteration(go_on, lambda *s, item=item: body_fn(item, *s), state, names,
-                                           get_state, set_state, dead)
-                continue
-            if not go_on:
-                break
+        if is_symbolic(go_on):
+            # A tensor-dependent break in an unrolled loop: this and every later iteration
+            # run under a cond on the flag instead of stopping the Python loop. Where the
+            # loop returned, its dead variables take the other side's values (whatever their
+            # type), as nothing reads them again.
+            state = _guarded_iteration(go_on, lambda *s, item=item: body_fn(item, *s), state, names,
+                                       get_state, set_state, dead)
+            continue
         state = tuple(body_fn(item, *state))
     return state
 

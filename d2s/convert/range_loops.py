@@ -20,14 +20,33 @@ probe into a throwaway block: what unrolling would do with the first iteration),
 loop op. Anything that fails either way makes the loop unroll as before, and the reason, with
 the user's line that forced it, goes into the unroll warning (``loops.UnrollWarning``).
 """
+import threading
+
 from .. import pytree
 from .._state import STATE
 from ..static.weak_index import WeakNumber, weak
 from ..tensor import Tensor
-from ..user_errors import traceback_user_line
+from ..user_errors import ConvertError, at_user_line, traceback_user_line
 from . import control_flow as cf, growing
 from .escaping import refuse_escaping
 from .undefined import MaybeUnbound, Undefined
+
+
+_ATTEMPTS = threading.local()  # how many range loops' loop-op attempts are being traced here
+
+
+def attempting():
+    """Whether a range loop's body is being traced to decide on (or build) its loop op."""
+    return getattr(_ATTEMPTS, "depth", 0) > 0
+
+
+def refuse_iterator_read(what):
+    """Called before a traced body advances an iterator (``next(it)``, a ``for`` over it) while
+    a loop op is attempted: the attempt stops before the iterator moves, and the loop unrolls
+    (each iteration then reads its own item, as eagerly)."""
+    if attempting():
+        raise _ReadsIterator(f"the body reads an iterator ({what}): each iteration takes its own item, which "
+                             "only unrolling follows")
 
 
 class Unrolled(BaseException):
@@ -63,27 +82,44 @@ def loop_op(r, body_fn, state, names, extra_test, get_state, set_state, escaping
     reason = _ineligible(state + comps, labels, escaping)
     if reason is not None:
         return False, (r, state), reason
+    peel = False
+    _ATTEMPTS.depth = getattr(_ATTEMPTS, "depth", 0) + 1
     try:
         plan = _probe(r, body_fn, state, comps, labels, extra_test, get_state, set_state)
+        _same_every_iteration(r, body_fn, state, comps, labels, get_state, set_state)
         return True, _build(r, body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags,
                             comps, plan), None
+    except _ReadsIterator as u:
+        if _ATTEMPTS.depth > 1:
+            raise  # (to the outermost attempt, before any iterator moved)
+        reason = u.reason
     except _ShapeChange as u:
         reason = u.reason
-        if not peeled and len(r) > 1 and (extra_test is None or extra_test(*state) is True):
-            state = tuple(body_fn(r[0], *state))
-            return loop_op(r[1:], body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags,
-                           peeled=True)
+        peel = not peeled and len(r) > 1 and (extra_test is None or extra_test(*state) is True)
     except Unrolled as u:
         reason = u.reason
+    except _ChangingState:
+        raise
     except Exception as e:  # noqa: BLE001 - unrolling is Python's own semantics: it raises what eager would
         reason = _describe(e)
+    finally:
+        _ATTEMPTS.depth -= 1
     if set_state is not None:
         set_state(comps)
+    if peel:  # the first iteration on its own, as unrolling runs it; the others as the loop op
+        state = tuple(body_fn(r[0], *state))
+        return loop_op(r[1:], body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags,
+                       peeled=True)
     return False, (r, state), reason
 
 
 class _ShapeChange(Unrolled):
     """An iteration changes the shape of a carried tensor."""
+
+
+class _ReadsIterator(Unrolled):
+    """The body would advance an iterator: caught by the outermost attempt (an inner loop that
+    unrolled would advance it while the outer one is still being traced)."""
 
 
 # ------------------------------------------------------------------ eligibility
@@ -254,6 +290,110 @@ def _shape(t):
 
 def _fmt(shape):
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+# ------------------------------------------------------------------ the body, traced twice
+def _same_every_iteration(r, body_fn, state, comps, labels, get_state, set_state):
+    """The loop op traces the body once for every iteration: a body that traces into other ops
+    a second time on the same inputs reads Python state that changes (a counter in a closure)
+    and is refused with an error (the traces have already moved that state, so unrolling now
+    would start from the wrong place; an iterator is caught before it moves)."""
+    b = STATE.builder
+    traces = []
+    try:
+        for _ in range(2):
+            with cf.probing(), b.sub_block() as blk:
+                args = [_placeholder(b, blk, v) for v in state]
+                item = _RangeItems(r).item(_placeholder(b, blk, _COUNTER))
+                out = tuple(body_fn(item, *args))
+                after = tuple(get_state()) if get_state is not None else ()
+                traces.append(_canonical(b, blk, out + after))
+            if set_state is not None:
+                set_state(comps)
+    finally:
+        if set_state is not None:
+            set_state(comps)
+    if traces[0] != traces[1]:
+        raise _ChangingState(at_user_line(
+            "this loop over a range of Python ints would become one loop op, whose body is traced once for every "
+            "iteration, but a second trace of its body gives other ops than the first: it reads Python state that "
+            "changes from one iteration to the next (a counter in a closure, an object's attribute). Make that "
+            "value a loop variable or a tensor, or set d2s.jit.config.unroll_threshold = None to unroll long "
+            "Python loops", ConvertError).args[0])
+
+
+class _ChangingState(ConvertError):
+    """A body that reads changing Python state, found after its traces changed it."""
+
+
+_COUNTER = object()  # (asks _placeholder for the loop counter's: an int64 scalar)
+
+
+def _placeholder(b, blk, v):
+    """A symbolic input of ``blk`` standing for loop value ``v`` (tensors, and the tensors in
+    tuples); other values stay themselves."""
+    from d2s_runtime.ops import TensorType
+    from ..static.weak_index import number_stand_in
+    if v is _COUNTER:
+        var = b._new_var(TensorType((), "int64"))
+        blk.inputs.append(var.name)
+        return b.symbolic(var)
+    if isinstance(v, Tensor):
+        shape = v._var.type.shape if v.is_symbolic else v._data.shape
+        var = b._new_var(TensorType(tuple(shape), str(v.dtype)))
+        blk.inputs.append(var.name)
+        t = b.symbolic(var)
+        return number_stand_in(t) if isinstance(v, WeakNumber) else t
+    if type(v) is tuple:
+        return tuple(_placeholder(b, blk, x) for x in v)
+    if isinstance(v, tuple) and hasattr(type(v), "_fields"):
+        return type(v)(*[_placeholder(b, blk, x) for x in v])
+    return v
+
+
+def _canonical(b, blk, outs):
+    """``blk``'s ops and the values ``outs`` with every var named by where it comes from (an
+    input's position, an op's position and output, or the outer var a capture reads)."""
+    names = {}
+    ops = _canonical_ops(b, blk, names, {}, 0)
+    leaves = []
+    for leaf in pytree.tree_leaves(outs, leaf_types=Tensor):
+        if isinstance(leaf, Tensor):
+            leaves.append(("T", names.get(leaf._var.name, ("ext", leaf._var.name)) if leaf.is_symbolic
+                           else ("concrete", id(leaf._data))))
+        elif isinstance(leaf, (bool, int, float, str, type(None))):
+            leaves.append((type(leaf).__name__, leaf))
+        else:
+            leaves.append(("object", type(leaf).__name__))
+    return ops, tuple(leaves)
+
+
+def _outer_token(b, name):
+    """An outer var read by a trace: by name, a program constant by value (an array a layer makes
+    anew on every call, a causal mask, is the same constant twice)."""
+    arr = b.program.constants.get(name)
+    if arr is None:
+        return ("ext", name)
+    return ("const", arr.dtype.str, arr.shape, hash(arr.tobytes()))
+
+
+def _canonical_ops(b, blk, names, outer, depth):
+    caps = {inner: outer_name for outer_name, inner in b.captures.get(blk, {}).items()}
+    for k, n in enumerate(blk.inputs):
+        if n in caps:
+            names[n] = outer.get(caps[n]) or _outer_token(b, caps[n])
+        else:
+            names.setdefault(n, ("in", k))
+    out = []
+    for j, op in enumerate(blk.ops):
+        ins = tuple(names.get(n, ("ext", n)) for n in op.inputs)
+        for q, o in enumerate(op.outputs):
+            names[o] = ("op", depth, j, q)
+        subs = []
+        for key in sorted(op.blocks):
+            subs.append((key, _canonical_ops(b, op.blocks[key], {}, names, depth + 1)))
+        out.append((op.type, repr(sorted(op.attrs.items())), ins, tuple(subs)))
+    return tuple(out)
 
 
 # ------------------------------------------------------------------ the loop op

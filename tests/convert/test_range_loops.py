@@ -11,6 +11,7 @@ import d2s
 from d2s import nn
 from d2s.convert import loops
 from d2s.jit import InputSpec, UnrollWarning
+from d2s.user_errors import ConvertError
 
 from generate_helpers import assert_exact, count_ops as _count, top_ops as _top
 from jit_helpers import check
@@ -314,3 +315,55 @@ def test_a_first_iteration_that_changes_shapes_runs_on_its_own():
     small, big = sf.get_program(x, 30), sf.get_program(x, 300)
     assert _top(small, "while") == 1
     assert len(str(small).splitlines()) == len(str(big).splitlines())
+
+
+def reads_an_iterator(x, batches, n):
+    it = iter(batches)
+    for _ in range(n):
+        x = x + next(it)  # each iteration its own batch: Python state the loop op cannot follow
+    return x
+
+
+def counts_in_a_closure(x, n):
+    calls = [0]
+
+    def step():
+        calls[0] += 1
+        return calls[0]
+
+    for _ in range(n):
+        x = x * 0.5 + step()
+    return x
+
+
+def batches_of_a_generator(x, n):
+    def batches():
+        for k in range(100):
+            yield d2s.tensor([float(k), 1.0])
+
+    gen = batches()
+    for _ in range(n):
+        for b in gen:  # the next batch of the generator, then out
+            x = x * 0.5 + b
+            break
+    return x
+
+
+def test_bodies_reading_an_iterator_unroll_before_it_moves():
+    x = d2s.tensor([1.0, 2.0])
+    batches = [d2s.tensor([float(k), -float(k)]) for k in range(30)]  # more than the loop reads
+    for fn, args in ((reads_an_iterator, (x, batches, 12)), (batches_of_a_generator, (x, 12))):
+        sf = assert_exact(fn, *args)
+        assert _count(sf.get_program(*args), "while") == 0
+
+
+def test_a_body_reading_other_changing_state_is_refused():
+    with pytest.raises(ConvertError, match="reads Python state that changes") as e:
+        d2s.jit.to_static(counts_in_a_closure)(d2s.tensor([1.0, 2.0]), 12)
+    assert "unroll_threshold = None" in str(e.value) and "for _ in range(n)" in str(e.value)
+    limit = d2s.jit.config.unroll_threshold
+    d2s.jit.config.unroll_threshold = None
+    try:  # the way out the error names
+        assert_exact(counts_in_a_closure, d2s.tensor([1.0, 2.0]), 12)
+    finally:
+        d2s.jit.config.unroll_threshold = limit
