@@ -204,9 +204,6 @@ def write(t, what, compute, others=(), needs_old=True):
     return t
 
 
-_take_history = views.take_history  # (control-flow ops re-point the objects they carry out with it)
-
-
 def _write_through_root(t, out, what):
     """Untracked write of ``out`` into view ``t`` whose own array is read-only: the root takes
     the value written back, and ``t`` shows it through the shared memory."""

@@ -4,6 +4,8 @@ Every operator and method routes through :func:`d2s.dispatch.apply`, which compu
 concrete inputs, appends an op while a program is being built, and records autograd nodes
 in both cases. Where each operator and method comes from is said at the end of this file.
 """
+import operator
+
 import numpy as np
 
 from d2s_runtime.device import device_of, get_xp, to_host, xp_of
@@ -91,6 +93,19 @@ class Tensor:
         return t
 
     # ----------------------------------------------------------------- attributes
+    @property
+    def array(self):
+        """The array holding this tensor's values (numpy, or the device's), shared, not
+        copied; None for a symbolic tensor (one naming a value of a program being built).
+        For d2s's own packages and extensions: reading it records nothing (no autograd node,
+        no trace decision), and assigning it (``t.array = a``, an array of the same shape and
+        dtype) rebinds the values as PyTorch's ``t.data = ...`` does, unseen by autograd."""
+        return self._data
+
+    @array.setter
+    def array(self, value):
+        self._data = value
+
     @property
     def is_symbolic(self):
         return self._data is None
@@ -393,6 +408,10 @@ class _HookHandle:
     def remove(self):
         if self._fn in self._hooks:
             self._hooks.remove(self._fn)
+
+
+# ``array_of(t)`` is ``t.array`` as a C-level getter, for per-call paths mapping it over many tensors
+array_of = operator.attrgetter("_data")
 
 
 def _host(data):

@@ -12,7 +12,7 @@ from .. import dispatch as _dispatch
 from .. import tensor as _tensor
 from .._state import STATE
 from .anomaly import ACTIVE_THREADS, remember
-from .registry import GRAD_RULES, NONDIFF, OUTPUTS_READ, READ_FOR, SHAPE_ONLY, USES_OUTPUTS
+from .registry import FLOAT_COTANGENTS_ONLY, GRAD_RULES, NONDIFF, OUTPUTS_READ, READ_FOR, SHAPE_ONLY, USES_OUTPUTS
 
 
 def _camel(name):
@@ -43,9 +43,9 @@ class Node:
             self._check_versions()
         for g in grads:
             if g is None:
-                # (control-flow rules read only their floating-point outputs' gradients: a
+                # (structured ops' rules read only their floating-point outputs' gradients: a
                 # bool flag or counter they carry gets no zeros, which would be ops per replay)
-                skip = self.op in _FLOAT_COTANGENTS_ONLY
+                skip = self.op in FLOAT_COTANGENTS_ONLY
                 grads = [g if g is not None or (skip and not o.dtype.is_floating_point) else _dispatch.fill_like(o, 0)
                          for g, o in zip(grads, self.outputs)]
                 break
@@ -163,9 +163,6 @@ def _shares(t, base):
         return np.may_share_memory(a, b)
     return True
 
-
-# ops whose gradient rules take None for a non-floating-point output (see Node.apply)
-_FLOAT_COTANGENTS_ONLY = frozenset(("cond", "while", "scan"))
 
 _NO_EDGE = (None, 0)
 

@@ -13,6 +13,7 @@ USES_OUTPUTS = set()  # ops whose rule reads the op's outputs (exp, tanh, ...)
 SHAPE_ONLY = {}      # op name -> positions of inputs whose values its rule never reads
 OUTPUTS_READ = {}    # op name -> positions of the outputs its rule reads (undeclared: all of them)
 SAMPLES = {}         # op name -> (public wrapper, input shapes): an example call declared with the op
+FLOAT_COTANGENTS_ONLY = set()  # ops whose rule takes None for a non-floating-point output's gradient
 
 
 def grad_rule(*names):
@@ -32,6 +33,13 @@ def non_differentiable(*names, reason="its outputs are integers, bools or consta
     """Declare that ops ``names`` carry no gradient (autograd records no node for them)."""
     for n in names:
         NONDIFF[n] = reason
+
+
+def float_cotangents_only(*names):
+    """Declare that the gradient rules of ops ``names`` take None for the gradient of an output
+    that is not floating point (a structured op's bool flags and counters), instead of zeros,
+    which would be ops per replay."""
+    FLOAT_COTANGENTS_ONLY.update(names)
 
 
 def shape_only(name, *positions):

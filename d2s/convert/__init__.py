@@ -12,8 +12,9 @@ from .dict_keys import checked_compare, checked_unpack, convert_in, plain_iterab
 from .identity import convert_is
 from ..user_errors import ConvertError
 from .logical import and_, not_, or_
-from .loops import (TensorEnumerate, TensorIterable, TensorRange, TensorRows, TensorZip, convert_enumerate, convert_for,
-                    convert_range, convert_while_loop, convert_zip, python_iter)
+from .iterables import (TensorEnumerate, TensorIterable, TensorRange, TensorRows, TensorZip, convert_enumerate,
+                        convert_range, convert_zip, python_iter)
+from .loops import convert_for, convert_while_loop
 from .printing import convert_print, formatted_text
 from .subscripts import convert_getitem, convert_setitem
 from .undefined import Undefined, is_none, is_undefined, ld, ld_attr, st_attr

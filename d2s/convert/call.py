@@ -30,7 +30,7 @@ from ..autograd import functional
 from ..static.tensor_array import TensorArray
 from ..tensor import Tensor
 from . import builtins as cb, dict_keys
-from .loops import convert_enumerate, convert_range, convert_zip
+from .iterables import convert_enumerate, convert_range, convert_zip
 from .printing import convert_print
 from ..user_errors import ConvertError, at_user_line
 from .values import is_symbolic

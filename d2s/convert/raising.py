@@ -14,7 +14,7 @@ from d2s_runtime.ops import ShapeError
 
 from ..dispatch import apply
 from ..tensor import tensor
-from ..user_errors import _is_user_file, at_user_line, traceback_user_line
+from ..user_errors import is_user_file, at_user_line, traceback_user_line
 
 _RAISE_OPS = {dis.opmap[n] for n in ("RAISE_VARARGS", "RERAISE") if n in dis.opmap}
 # generator protocol and name lookups: never a user's deliberate raise of a tensor condition
@@ -34,7 +34,7 @@ def raised_by_user(exc):
         return False
     tb = _innermost(exc.__traceback__)
     code = tb.tb_frame.f_code
-    if not _is_user_file(code.co_filename):
+    if not is_user_file(code.co_filename):
         return code.co_name == "convert_assert" and isinstance(exc, AssertionError)
     raw = code.co_code
     return 0 <= tb.tb_lasti < len(raw) and raw[tb.tb_lasti] in _RAISE_OPS

@@ -19,7 +19,7 @@ class _BufferWrite:
         self.buffer, self.tensors, self.start = buffer, [tensor], 0
 
     def apply(self, outputs, leaves=None):
-        self.buffer._data[...] = outputs[self.start]._data
+        self.buffer.array[...] = outputs[self.start].array
         self.buffer._version += 1
 
 

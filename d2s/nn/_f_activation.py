@@ -17,7 +17,7 @@ import warnings
 from .. import inplace as _inplace
 from .. import ops as _ops
 from ..ops import nn as nn_ops
-from ..ops._util import _static_shape
+from ..ops.support import static_shape as _static_shape
 from ..tensor import Tensor, tensor
 
 

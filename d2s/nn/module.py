@@ -29,8 +29,8 @@ def _array_of(data):
         if data.is_symbolic:
             raise TypeError("nn.Parameter needs a concrete tensor, not a symbolic one: create "
                             "parameters outside of to_static/build_program (e.g. in __init__)")
-        return data._data
-    arr = tensor(data)._data
+        return data.array
+    arr = tensor(data).array
     # a raw array is copied, so training never writes into the caller's array
     return arr.copy() if arr is data else arr
 
@@ -73,7 +73,7 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __reduce_ex__(self, protocol):
-        return (Parameter, (Tensor._make(self._data), self.requires_grad))
+        return (Parameter, (Tensor._make(self.array), self.requires_grad))
 
 
 class Buffer(Tensor):
@@ -454,11 +454,11 @@ class Module:
                 continue
             g = p.grad
             g.grad_fn, g.requires_grad = None, False
-            if getattr(getattr(g._data, "flags", None), "writeable", True):
-                g._data[...] = 0
+            if getattr(getattr(g.array, "flags", None), "writeable", True):
+                g.array[...] = 0
                 g._version += 1
             else:
-                p.grad = Tensor._make(g._data * 0)
+                p.grad = Tensor._make(g.array * 0)
 
     # ------------------------------------------------------------ state
     def _state_items(self):
@@ -481,7 +481,7 @@ class Module:
             destination, prefix, keep_vars = (list(args) + [destination, prefix, keep_vars][len(args):])[:3]
         out = OrderedDict() if destination is None else destination
         for k, v in self._state_items():
-            out[prefix + k] = v if keep_vars else Tensor._make(v._data)
+            out[prefix + k] = v if keep_vars else Tensor._make(v.array)
         return out
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
@@ -521,7 +521,7 @@ class Module:
             updates.append((target, arr))
         # all checks pass before anything is written, so a failed load leaves the module as it was
         for target, arr in updates:
-            xp_arr = target._data
+            xp_arr = target.array
             if hasattr(arr, "dtype") and device_of(arr) != device_of(xp_arr):
                 # another device: through the host (the one explicit copy), then onto the target's
                 arr = to_host(arr)
@@ -534,9 +534,9 @@ class Module:
     # ------------------------------------------------------------ conversion
     def _apply_to_tensors(self, fn):
         for t in list(self.parameters()) + list(self.buffers()):
-            t._data = fn(t._data)
+            t.array = fn(t.array)
             if t.grad is not None:
-                t.grad = Tensor._make(fn(t.grad._data))
+                t.grad = Tensor._make(fn(t.grad.array))
         return self
 
     def to(self, *args, device=None, dtype=None, non_blocking=False):
@@ -619,9 +619,9 @@ def _loadable_array(value, key):
     """The array a state dict entry holds: a d2s tensor's, a numpy array, or (a PyTorch tensor
     and the like) what ``.detach().cpu().numpy()`` gives."""
     if isinstance(value, Tensor):
-        if value._data is None:
+        if value.array is None:
             raise TypeError(f"load_state_dict: entry {key!r} is a symbolic tensor; pass concrete values")
-        return value._data
+        return value.array
     if hasattr(value, "shape") and hasattr(value, "dtype") and not hasattr(value, "numpy"):
         return value  # numpy or cupy
     if hasattr(value, "numpy"):  # a torch tensor (state dicts hold detached CPU ones)

@@ -38,7 +38,7 @@ def _encode_index(idx):
         elif isinstance(e, Tensor):
             # a tracer must see a tensor index as an op input, not a baked-in int
             if not e.is_symbolic and e.ndim == 0 and e.dtype.startswith("int") and not STATE.hooked:
-                spec.append(["i", int(e._data)])
+                spec.append(["i", int(e.array)])
             else:
                 spec.append(["t", len(extra)])
                 extra.append(e)
@@ -69,9 +69,9 @@ def getitem(x, idx):
     """``x[idx]``: ints, slices, None, ..., bool masks and int tensors (NumPy's rules)."""
     spec, extra = _encode_index(idx)
     out = apply("getitem", x, *extra, index=spec)
-    if out._view is not None and out._data is not None and _tensor_index(idx):
+    if out._view is not None and out.array is not None and _tensor_index(idx):
         # indexing with a tensor copies in PyTorch (advanced indexing), even a 0-d one read as an int
-        out._data, out._view, out._base = out._data.copy(), None, None
+        out.array, out._view, out._base = out.array.copy(), None, None
     return out
 
 
@@ -92,9 +92,9 @@ def setitem(x, idx, value):
     recording = (STATE.grad_enabled and (x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)
                                          or (x._view is not None and x._view.root.requires_grad)))
     symbolic = x.is_symbolic or STATE.hooked or (isinstance(value, Tensor) and value.is_symbolic)
-    if not recording and not symbolic and (x._view is None or _views.writeable(x._data)):
-        v = value._data if isinstance(value, Tensor) else value
-        x._data[tuple(_decode_host(spec, extra))] = v
+    if not recording and not symbolic and (x._view is None or _views.writeable(x.array)):
+        v = value.array if isinstance(value, Tensor) else value
+        x.array[tuple(_decode_host(spec, extra))] = v
         _INPLACE["bump"](x)
         return x
     return _INPLACE["write"](x, "x[idx] = v", lambda s: apply("setitem", s, value, *extra, index=spec), (value,),
@@ -107,7 +107,7 @@ _INPLACE = {}
 
 
 def _decode_host(spec, extra):
-    return decode_index(spec, [e._data if isinstance(e, Tensor) else e for e in extra])
+    return decode_index(spec, [e.array if isinstance(e, Tensor) else e for e in extra])
 
 
 

@@ -7,7 +7,7 @@ are Tensor's own.)
 """
 import numpy as np
 
-from ..dtypes import _BFLOAT16_WHY, as_dtype
+from ..dtypes import BFLOAT16_WHY, as_dtype
 from ..tensor import Tensor, tensor, tensor_method
 from .elementwise import cast
 
@@ -22,7 +22,7 @@ def _type_name_dtype(name):
     """'torch.FloatTensor', 'd2s.cuda.LongTensor', 'FloatTensor' -> its dtype (None: not a type name)."""
     last = name.rsplit(".", 1)[-1]
     if last == "BFloat16Tensor":
-        raise TypeError(_BFLOAT16_WHY)
+        raise TypeError(BFLOAT16_WHY)
     return _TYPE_NAMES.get(last)
 
 
@@ -74,7 +74,7 @@ def _byte(self, memory_format=None):
 @tensor_method("bfloat16")
 def _bfloat16(self, memory_format=None):
     """Refused: numpy has no bfloat16."""
-    raise TypeError(_BFLOAT16_WHY)
+    raise TypeError(BFLOAT16_WHY)
 
 
 @tensor_method("is_floating_point")

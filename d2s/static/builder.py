@@ -59,7 +59,7 @@ class NameGen:
                 return s
 
 
-def _is_param(t):
+def is_param(t):
     return t.requires_grad or getattr(t, "_d2s_parameter", False)
 
 
@@ -139,7 +139,7 @@ class ProgramBuilder:
 
     def reads_as_param(self, t):
         """Whether concrete tensor ``t`` becomes a program param (read at every call)."""
-        return _is_param(t) or self.state_tensors.get(id(t)) is t
+        return is_param(t) or self.state_tensors.get(id(t)) is t
 
     def add_input(self, shape, dtype, name=None, requires_grad=False):
         """A program input fed by the caller; returns its symbolic tensor."""
@@ -228,7 +228,7 @@ class ProgramBuilder:
             if self.reads_as_param(x):
                 p = self.param(x)
                 return self.resolve(p._var.name, tensor=p)
-            return self.resolve(self.constant(to_host(x._data)))
+            return self.resolve(self.constant(to_host(x.array)))
         if isinstance(x, (bool, int, float, np.generic)) and not isinstance(x, np.ndarray):
             return self.resolve(self.constant(x, scalar_dtype))
         return self.resolve(self.constant(np.asarray(x)))
@@ -236,7 +236,7 @@ class ProgramBuilder:
     # ------------------------------------------------------------ ops
     def append(self, opdef, inputs, attrs):
         """Append ``opdef`` on ``inputs``; returns (output tensors, inputs as symbolic tensors)."""
-        sdt = _scalar_dtype(inputs)
+        sdt = operands_scalar_dtype(inputs)
         names = [self.var_of(x, sdt) for x in inputs]
         types = [self.block.lookup(n).type for n in names]
         if opdef.promotes != () or opdef.float_inputs:
@@ -251,7 +251,7 @@ class ProgramBuilder:
         if isinstance(out_types, TensorType):
             out_types = (out_types,)
         outs = [self._new_var(t) for t in out_types]
-        self.block.ops.append(Op(opdef.name, names, [v.name for v in outs], _plain(attrs)))
+        self.block.ops.append(Op(opdef.name, names, [v.name for v in outs], plain_attrs(attrs)))
         if outs:
             self.program.op_locations[outs[0].name] = user_site(2)
         if self.forward_only and not STATE.grad_enabled and opdef.name != "stop_gradient":
@@ -326,9 +326,9 @@ class ProgramBuilder:
         if self.reads_as_param(t):
             var = self.param(t)._var
         else:
-            var = self.program.block.lookup(self.constant(to_host(t._data)))
+            var = self.program.block.lookup(self.constant(to_host(t.array)))
         self.symbolized[id(t)] = (t, _tensor_state(t))
-        t._data, t._var = None, var
+        t.array, t._var = None, var
 
     def unsymbolize(self):
         """Give the tensors made symbolic by :meth:`symbolize` their arrays back; returns
@@ -419,7 +419,7 @@ class ProgramBuilder:
             if new.dtype != other.dtype:
                 new = new.cast(other.dtype)
             self.note_inplace(other)
-            other._data, other._var = None, new._var
+            other.array, other._var = None, new._var
             other.requires_grad, other.grad_fn, other._out_idx = new.requires_grad, new.grad_fn, new._out_idx
             other._version += 1
             if id(other) in self.appended and not carried_out:
@@ -467,17 +467,17 @@ class ProgramBuilder:
 
 def _tensor_state(t):
     # (a view's history is as current as its root's version it last read: see d2s/views.py)
-    return (t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version,
+    return (t.array, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version,
             None if t._view is None else t._view.version)
 
 
 def _set_tensor_state(t, state):
-    t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version, view_version = state
+    t.array, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version, view_version = state
     if view_version is not None:
         t._view.version = view_version
 
 
-def _scalar_dtype(inputs):
+def operands_scalar_dtype(inputs):
     """dtype for Python-scalar inputs: weak scalars against the tensor inputs (see
     ``d2s_runtime.dtypes.scalar_result``), so a program computes what eager kernels do."""
     scalars = [x for x in inputs if isinstance(x, (bool, int, float))]
@@ -493,7 +493,7 @@ def _scalar_dtype(inputs):
     return target
 
 
-def _plain(attrs):
+def plain_attrs(attrs):
     out = {}
     for k, v in attrs.items():
         if isinstance(v, tuple):

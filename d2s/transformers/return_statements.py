@@ -15,6 +15,7 @@ import copy
 import gast
 
 from . import gast_compat as gc
+from .anno import Key, getanno, setanno
 from .base import Transformer
 
 
@@ -93,10 +94,10 @@ class ReturnStatements(Transformer):
                     out.append(gast.copy_location(gc.assign(gc.name(self._loop_flag(), gast.Store()),
                                                             gc.constant(True)), s))
                     brk = gast.copy_location(gast.Break(), s)
-                    brk._d2s_return = True  # (the loop's own variables are dead once it is taken)
+                    setanno(brk, Key.RETURN_BREAK, True)  # (the loop's own variables are dead once it is taken)
                     out.append(brk)
                 return out  # what follows a return is dead
-            if isinstance(s, gast.If) and contains_return(s.body + s.orelse) and not getattr(s, "_d2s_python_only", None):
+            if isinstance(s, gast.If) and contains_return(s.body + s.orelse) and not getanno(s, Key.PYTHON_ONLY):
                 if not always_returns(s.body):
                     s.body = s.body + copy.deepcopy(rest)
                 if not always_returns(s.orelse):

@@ -12,6 +12,7 @@ import gast
 
 from . import gast_compat as gc
 from .analysis import activity
+from .anno import Key, setanno
 from .base import Transformer, copy_location, jst
 
 _KIND = {gast.If: "if", gast.While: "while", gast.For: "for"}
@@ -91,7 +92,7 @@ class UnsupportedFeatures(Transformer):
             if not own and self.try_returns and _has_try_return([s], True, False, any_return=True):
                 own = _TRY_RETURN
             if own:
-                s._d2s_python_only = own
+                setanno(s, Key.PYTHON_ONLY, own)
                 self._pin(s, own)
             # statements nested in one held Python for a try/with return are judged on their own
             inner = None if own == _TRY_RETURN else own

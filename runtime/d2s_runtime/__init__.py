@@ -14,6 +14,7 @@ from .ops.debug import ProgramAssertionError, ProgramTypeError, ProgramUnboundLo
 from .ir import Block, Op, Program, Var
 from .errors import ExecutionError, FormatError, LoopLimitError
 from .executor import Executor
+from . import tiers  # noqa: F401  (registers the tier ladder an Executor's calls climb: see tiers.py)
 from .verify import VerifyError, verify
 from .version import __version__
 

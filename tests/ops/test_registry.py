@@ -245,7 +245,9 @@ CASES = {
 
 # ops declared with an example call (sample_call, next to the op) need no row above
 for _name, (_wrapper, _shapes) in SAMPLES.items():
-    CASES.setdefault(_name, (_wrapper, (_wrapper, [randn(*s) for s in _shapes])))
+    # a structured op (cond, while, ...) is built only in a program: its sample is checked converted
+    _checked = d2s.jit.to_static(_wrapper) if OPS[_name].structured else _wrapper
+    CASES.setdefault(_name, (_wrapper, (_checked, [randn(*s) for s in _shapes])))
 
 
 def test_every_op_has_a_row():

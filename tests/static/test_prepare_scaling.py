@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import d2s
-from d2s.static import control_flow as cf
+from d2s.static import object_identity as cf  # (alias_flag, alias_targets and ObjectCarry live there)
 
 
 def _load(tmp_path, src, name="f"):

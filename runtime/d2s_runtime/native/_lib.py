@@ -448,9 +448,9 @@ def topk_rows(x, k, largest, vals, idx):
 
 
 def _py_draw_uniform(rows, cols):
-    from ..ops.random import RNG, _draw_uniform
+    from ..ops.random import RNG, uniform_draws
     with RNG.lock:
-        return np.ascontiguousarray(_draw_uniform(np, (rows, cols), None), dtype=np.float64)
+        return np.ascontiguousarray(uniform_draws(np, (rows, cols), None), dtype=np.float64)
 
 
 @njit(cache=True)

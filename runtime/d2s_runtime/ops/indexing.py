@@ -614,14 +614,64 @@ def _searchsorted(xp, sorted_seq, values, right=False, out_int32=False):
     return out.astype(dt).reshape(values.shape)
 
 
+def _along_axis(e, x, index, axis, what):
+    """Checks shared by gather and scatter_add; returns (x, index, axis, loop dims, loop
+    indices, the index element's local, the position along ``axis`` (checked, wrapped))."""
+    if x.ndim == 0 or index.ndim != x.ndim or index.dtype not in ("int32", "int64"):
+        e.unsupported(f"{what} of a 0-d tensor or with a bad index")
+    a = e.int(axis, "axis")
+    if not -x.ndim <= a < x.ndim:
+        e.unsupported("axis out of range")
+    a %= x.ndim
+    x, index = e.array(x), e.array(index)
+    ind = e.indent
+    for j in range(x.ndim):
+        if j != a:  # torch.gather reads the corner of x as large as the index (ShapeError otherwise)
+            e.emit(ind, f"if {index.name}.shape[{j}] > {x.name}.shape[{j}]: "
+                   f"raise ValueError('native program: {what}: index larger than the tensor')")
+    dims = [f"{index.name}.shape[{j}]" for j in range(index.ndim)]
+    idx, inner = e.loops(dims, ind)
+    k = e.fresh()
+    e.emit(inner, f"{k} = np.int64({index.name}[{', '.join(idx)}])")
+    # PyTorch's rule (the kernel's): a position outside [0, size), negative ones too, raises
+    e.emit(inner, f"if not 0 <= {k} < {x.name}.shape[{a}]: "
+           f"raise IndexError('native program: {what}: index out of range')")
+    at = ", ".join(k if j == a else i for j, i in enumerate(idx))
+    return x, index, idx, inner, at
+
+
 @deflowering("gather", "native")
 def _gather_native(e, x, index, axis):
-    return e.gather(x, index, axis)
+    odt = e.out.dtype
+    if x.dtype != odt:
+        e.unsupported("gather changes the dtype")
+    x0 = e.array(x)
+    out = e.fresh()
+    ind = e.indent
+    idx_v = e.array(index)
+    e.emit(ind, f"{out} = np.empty({idx_v.name}.shape, {e.np_type(odt)})")
+    x, index, idx, inner, at = _along_axis(e, x0, idx_v, axis, "gather")
+    e.emit(inner, f"{out}[{', '.join(idx)}] = {x.name}[{at}]")
+    return e.new_array(out, odt, tuple(e.out.shape))
 
 
 @deflowering("scatter_add", "native")
 def _scatter_add_native(e, base, index, src, axis):
-    return e.scatter_add(base, index, src, axis)
+    odt = e.out.dtype
+    if base.dtype != odt or src.dtype != odt:
+        e.unsupported("scatter_add with operands of different dtypes")
+    src = e.array(src)
+    if src.ndim != base.ndim:
+        e.unsupported("scatter_add: src rank differs")
+    out = e.copy(e.array(base))
+    idx_v = e.array(index)
+    for j in range(src.ndim):
+        e.emit(e.indent, f"if {src.name}.shape[{j}] < {idx_v.name}.shape[{j}]: "
+               f"raise ValueError('native program: scatter_add: src smaller than the index')")
+    _, index, idx, inner, at = _along_axis(e, out, idx_v, axis, "scatter_add")
+    # np.add.at's order: one add at a time, in the index's C order (repeats accumulate alike)
+    e.emit(inner, f"{out.name}[{at}] = {out.name}[{at}] + {src.name}[{', '.join(idx)}]")
+    return out
 
 
 # ------------------------------------------------------------------ masked_scatter

@@ -35,7 +35,7 @@ def _matmul(xp, a, b):
 @deflowering("matmul", "native")
 def _matmul_native(e, a, b):
     """numba's ``np.dot`` (BLAS) on 1-d and 2-d operands; a bias/activation chain reading the
-    result runs in place in its buffer (native/lower.py)."""
+    result runs in place in its buffer (native/plan.py: donors)."""
     return e.matmul(a, b)
 
 

@@ -245,7 +245,9 @@ class Generator:
         return self
 
 
-def _draw_uniform(xp, shape, generator):
+def uniform_draws(xp, shape, generator):
+    """``shape`` uniform numbers in [0, 1) from ``generator`` (None: the shared one), as every
+    kernel here draws them (the native backend's sampling draws through it too)."""
     gen = RNG.get(xp, generator)
     draw = getattr(gen, "random", None) or gen.random_sample  # numpy Generator / cupy RandomState
     return draw(tuple(shape))
@@ -270,7 +272,7 @@ def _random_infer(shape, dtype="float32", **_):
 def _rand(xp, shape, dtype="float32", generator=None):
     """Uniform draws in ``[0, 1)``."""
     with RNG.lock:
-        out = _draw_uniform(xp, shape, generator)
+        out = uniform_draws(xp, shape, generator)
     return out.astype(normalize(dtype), copy=False)
 
 
@@ -313,7 +315,7 @@ def _randperm_infer(n, dtype="int64", generator=None):
 def _permutation(xp, n, generator):
     # the order of uniform draws: the same on every array namespace's generator
     with RNG.lock:
-        keys = _draw_uniform(xp, (n,), generator)
+        keys = uniform_draws(xp, (n,), generator)
     return xp.argsort(keys, kind="stable")
 
 
@@ -365,7 +367,7 @@ def _multinomial(xp, p, num_samples, replacement=False, generator=None):
     if not replacement and num_samples > k:
         raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement from {k} categories")
     with RNG.lock:
-        u = _draw_uniform(xp, (rows, num_samples if replacement else k), generator)
+        u = uniform_draws(xp, (rows, num_samples if replacement else k), generator)
     if replacement:
         cdf = xp.cumsum(w, axis=1)
         cdf = cdf / cdf[:, -1:]
@@ -419,7 +421,7 @@ def _bernoulli(xp, p, generator=None):
     if p.size and (bool((p < 0).any()) or bool((p > 1).any()) or not bool(xp.isfinite(p).all())):
         raise ValueError("bernoulli: probabilities must lie in [0, 1]")
     with RNG.lock:
-        u = _draw_uniform(xp, p.shape, generator)
+        u = uniform_draws(xp, p.shape, generator)
     return (u < p).astype(p.dtype)
 
 
@@ -470,7 +472,7 @@ def _random_like(xp, x, dist, a=0.0, b=1.0, dtype=None, generator=None):
         elif dist == "integers":
             return _draw_integers(xp, int(a), int(b), shape, generator).astype(dt, copy=False)
         else:
-            u = _draw_uniform(xp, shape, generator)
+            u = uniform_draws(xp, shape, generator)
     if dist == "uniform":
         out = a + (b - a) * u
     elif dist == "normal":

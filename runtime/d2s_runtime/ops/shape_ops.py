@@ -462,7 +462,7 @@ def _stop_gradient_native(e, x):
     return e.alias(x)
 
 
-_stop_gradient_native.reads_stacks = True  # an alias: a stack stays a stack (native/lower.py)
+_stop_gradient_native.reads_stacks = True  # an alias: a stack stays a stack (native/plan.py)
 # an alias of a lazy element-wise chain stays lazy: the chain fuses on through it
 _stop_gradient_native.fuses_input = True
 

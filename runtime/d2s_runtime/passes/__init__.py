@@ -7,14 +7,21 @@
 * ``memory_plan``: a buffer-reuse plan the executor follows; reports planned peak memory.
 
 ``optimize(program, passes=None)`` runs :data:`DEFAULT_PIPELINE` (or the given passes, as
-functions or names) and returns a new program.
+functions or names) and returns a new program. The analyses the passes share that other code
+reads too (the d2s side's replay, reach flags and training split) are public here: ``is_effect``,
+``needed_ops``, ``Namer``, ``constant_op_value``.
 """
 from ..gc_pause import paused_gc
+from ._util import Namer, constant_op_value, is_effect, needed_ops
 from .algebraic import algebraic_simplify
 from .constant_folding import constant_folding
 from .cse import cse
 from .dce import dce
-from .loops import loop_invariants, loop_matmul_sums, loop_residuals, loop_transposes, merge_loops
+from .loop_invariants import loop_invariants
+from .loop_matmul_sums import loop_matmul_sums
+from .loop_residuals import loop_residuals
+from .loop_transposes import loop_transposes
+from .merge_loops import merge_loops
 from .memory_plan import memory_plan, planned_peak
 
 PASSES = {f.__name__: f for f in (constant_folding, cse, dce, algebraic_simplify, memory_plan, merge_loops,
@@ -58,4 +65,4 @@ def optimize(program, passes=None):
 
 __all__ = ["optimize", "constant_folding", "cse", "dce", "algebraic_simplify", "memory_plan", "planned_peak",
            "merge_loops", "loop_residuals", "loop_matmul_sums", "loop_transposes", "loop_invariants",
-           "PASSES", "DEFAULT_PIPELINE"]
+           "PASSES", "DEFAULT_PIPELINE", "is_effect", "needed_ops", "Namer", "constant_op_value"]

@@ -1,5 +1,8 @@
 """What a trace bakes in: decisions (where a tensor's value steered Python), their warnings,
-and the errors raised when a later input would take another path."""
+and the errors raised when a later input would take another path.
+
+It sits low (it imports nothing of d2s): ``d2s.trace`` records the decisions, and ``d2s.jit``,
+below ``d2s.trace``, reads a saved trace's guard errors back when it loads one."""
 import os
 import warnings
 
