@@ -1,6 +1,6 @@
 """Generation speed of the example's character GPT (examples/char_gpt_model.py), in one run.
 
-    python benchmarks/bench_generate.py [--threads N] [--tokens 128] [--repeat R] [--quick]
+    python benchmarks/bench_generate.py [--threads N] [--tokens 128] [--repeat R] [--quick | --tiny]
 
 For batch 1 and 8, 128 new tokens after a 16-token prompt, with and without the static
 key/value cache (``generate(..., use_cache=...)``, top-k sampling at temperature 0.8), tokens
@@ -15,7 +15,9 @@ per second of:
 
 The converted programs' tokens are checked against d2s eager's for the same seed (Python
 backend: equal; native: equal up to float rounding, so a sample may differ where two
-probabilities round differently: the count of differing tokens is shown). ``prep`` is the
+probabilities round differently: the count of differing tokens is shown). The ratios are each
+converted column's tokens/s over torch eager's (``py/torch``, ``nat/torch``) and over d2s
+eager's (``best/eager``). ``prep`` is the
 converted program's preparation: conversion, build, optimization passes and code generation
 (its first call runs the loop on the quick interpreter and its second optimizes it; prep counts
 neither run), and ``native compile`` the numba compile that the native backend does in the
@@ -51,6 +53,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_FILE = ROOT / "examples" / "char_gpt_model.py"
 CONFIG = dict(vocab_size=96, block_size=256, n_layer=3, n_head=4, n_embd=96)  # examples/char_gpt.py's GPT
+TINY_CONFIG = dict(vocab_size=96, block_size=64, n_layer=1, n_head=2, n_embd=16)  # --tiny: the smoke test's
 PROMPT, TEMPERATURE, TOP_K = 16, 0.8, 10
 
 
@@ -107,37 +110,41 @@ def main(argv=None):
     p.add_argument("--batches", default="1,8", help="batch sizes (1,8)")
     p.add_argument("--no-native", action="store_true", help="skip the native backend")
     p.add_argument("--quick", action="store_true", help="32 tokens, 2 repeats, batch 1")
+    p.add_argument("--tiny", action="store_true", help="a 1-layer GPT, 8 tokens, 1 repeat, batch 1, no native: "
+                   "the smoke test's run (no meaningful timing)")
     args = p.parse_args(argv)
-    n_new, repeat = (32, 2) if args.quick else (args.tokens, args.repeat)
-    batches = [1] if args.quick else [int(b) for b in args.batches.split(",")]
+    n_new, repeat = (32, 2) if args.quick else (8, 1) if args.tiny else (args.tokens, args.repeat)
+    batches = [1] if args.quick or args.tiny else [int(b) for b in args.batches.split(",")]
+    config = TINY_CONFIG if args.tiny else CONFIG
+    native = not (args.no_native or args.tiny)
 
     import d2s
     cg = _load_d2s_model()
     d2s.manual_seed(0)
-    model = cg.GPT(cg.GPTConfig(**CONFIG)).eval()
+    model = cg.GPT(cg.GPTConfig(**config)).eval()
     tns = _load_torch_model()
     torch = None
     if tns is not None:
         import torch
         torch.set_num_threads(args.threads)
-        tmodel = tns["GPT"](tns["GPTConfig"](**CONFIG)).eval()
+        tmodel = tns["GPT"](tns["GPTConfig"](**config)).eval()
         tmodel.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()})
-    print(f"bench_generate: the example's GPT {CONFIG}, prompt {PROMPT}, {n_new} new tokens, top-k {TOP_K} "
+    print(f"bench_generate: the example's GPT {config}, prompt {PROMPT}, {n_new} new tokens, top-k {TOP_K} "
           f"sampling; {args.threads} BLAS thread(s); load average {_load_average()}")
     print(f"{'batch':>5} {'cache':>5} | {'d2s eager':>10} {'conv python':>12} {'conv native':>12} {'torch eager':>12} "
-          f"| {'conv/torch':>10} | {'prep':>6} {'native compile':>14} | tokens")
+          f"| {'py/torch':>8} {'nat/torch':>9} {'best/eager':>10} | {'prep':>6} {'native compile':>14} | tokens")
     rows = []
     for batch in batches:
         for use_cache in (True, False):
             rows.append(_measure(d2s, model, torch, tmodel if torch else None, batch, use_cache, n_new, repeat,
-                                 not args.no_native))
+                                 native, config["vocab_size"]))
     print(f"load average at the end: {_load_average()}")
     return rows
 
 
-def _measure(d2s, model, torch, tmodel, batch, use_cache, n_new, repeat, native):
+def _measure(d2s, model, torch, tmodel, batch, use_cache, n_new, repeat, native, vocab):
     rng = np.random.default_rng(batch)
-    prompt = rng.integers(0, CONFIG["vocab_size"], (batch, PROMPT))
+    prompt = rng.integers(0, vocab, (batch, PROMPT))
     idx = d2s.tensor(prompt)
     kw = dict(temperature=TEMPERATURE, top_k=TOP_K, use_cache=use_cache)
     args = (idx, n_new)
@@ -188,10 +195,13 @@ def _measure(d2s, model, torch, tmodel, batch, use_cache, n_new, repeat, native)
     def cell(name):
         return f"{rate[name]:>10.0f}/s" if name in rate else f"{'-':>12}"
 
+    def ratio(name, peer, width):
+        return f"{rate[name] / rate[peer]:>{width - 1}.2f}x" if name in rate and peer in rate else f"{'-':>{width}}"
+
     best = max(rate.get("conv python", 0), rate.get("conv native", 0))
-    ratio = f"{best / rate['torch eager']:>9.2f}x" if "torch eager" in rate else f"{'-':>10}"
     print(f"{batch:>5} {'yes' if use_cache else 'no':>5} | {rate['d2s eager']:>8.0f}/s {cell('conv python')} "
-          f"{cell('conv native')} {cell('torch eager')} | {ratio} | "
+          f"{cell('conv native')} {cell('torch eager')} | {ratio('conv python', 'torch eager', 8)} "
+          f"{ratio('conv native', 'torch eager', 9)} {best / rate['d2s eager']:>9.2f}x | "
           f"{'-' if prep is None else f'{prep:.2f} s':>6} {'-' if compile_s is None else f'{compile_s:.1f} s':>14} | "
           f"{', '.join(check)}" + (f"\n      native: {native_note}" if native_note else ""))
     return {"batch": batch, "cache": use_cache, "rates": rate, "prep": prep, "native_compile": compile_s,
