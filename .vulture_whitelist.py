@@ -82,6 +82,7 @@ _.stack_shapes_out  # native/_lib.py: generated native code calls it (ragged sta
 _.stack_buf_view  # native/_lib.py: generated native code calls it (a stack's rows, read in place)
 _.smatmul  # native/_lib.py: generated native code calls it (products through MKL, native/mkl.py)
 _.dmatmul  # native/_lib.py: generated native code calls it (products through MKL, native/mkl.py)
+_.multinomial_rows  # native/_lib.py: generated native code calls it (sampling, ops/random.py's lowering)
 _.fmin  # native/_lib.py: generated native code calls it (ops/pointwise.py's lowering)
 _.floordiv_int  # native/_lib.py: generated native code calls it (integer //, raising on zero)
 _.mod_int  # native/_lib.py: generated native code calls it (integer %, raising on zero)

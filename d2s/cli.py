@@ -211,6 +211,8 @@ def cmd_run(args):
         raise SystemExit(f"d2s run: --out {args.out} is an existing file; --out names a directory for the "
                          "outputs (created if missing)")
     model = d2s_runtime.load(args.dir, max_bytes=args.max_bytes, max_loop_iterations=args.max_loop_iterations)
+    if args.seed is not None:
+        d2s_runtime.manual_seed(args.seed)
     if args.method:
         try:
             model = getattr(model, args.method)
@@ -285,7 +287,7 @@ def cmd_export_onnx(args):
     if specs:
         _check_spec_count(_signature_fn(sf), specs, "export-onnx", args.target)
     _writable_file(args.output, "-o")
-    inputs, outputs = onnx_export(fn, args.output, specs or None)
+    inputs, outputs = onnx_export(fn, args.output, specs or None, random_ops=args.random_ops)
     print(f"wrote {args.output} (inputs {', '.join(inputs)}; outputs {', '.join(outputs)})")
 
 
@@ -362,6 +364,9 @@ def build_parser():
     c.add_argument("--method", metavar="NAME", help="run another saved method of the model (default: forward)")
     c.add_argument("--max-loop-iterations", type=_count, metavar="N", default=None,
                    help="stop with an error naming the op when a while loop runs more than N iterations")
+    c.add_argument("--seed", type=int, metavar="N", default=None,
+                   help="seed the random draws of the model (sampling in a generate loop: the same seed "
+                        "gives the same samples)")
     c.add_argument("--max-bytes", type=_count, metavar="N", default=_default_max_bytes(),
                    help="refuse a model whose arrays, or an input whose array, declare more than N bytes "
                         "(default: 4 GiB)")
@@ -371,6 +376,9 @@ def build_parser():
     c.add_argument("target", help="FILE.py::FUNC")
     c.add_argument("--spec", action="append", help="input spec, e.g. 'float32[?,784]' (repeat per input)")
     c.add_argument("-o", "--output", required=True, help="the .onnx file to write")
+    c.add_argument("--random-ops", action="store_true",
+                   help="write sampling (multinomial) as ONNX's own random node: the same distribution, "
+                        "onnxruntime's numbers")
     c.set_defaults(run=cmd_export_onnx)
 
     c = sub.add_parser("demo", help="the tour of the whole system on built-in data (under a minute)")

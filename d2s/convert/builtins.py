@@ -11,8 +11,17 @@ from ..static.tensor_array import TensorArray
 from ..static.weak_index import number_stand_in, python_type, weak
 from ..tensor import Tensor
 from ..user_errors import at_user_line, user_frame
+from . import growing
 from .undefined import MaybeNone, MaybeUnbound, Undefined, unbound_error
 from .values import is_symbolic
+
+
+def convert_next(iterator, *default):
+    """``next(it)``: a long range loop being traced into one loop op unrolls instead (see
+    range_loops.py), before the iterator moves."""
+    from .range_loops import refuse_iterator_read
+    refuse_iterator_read("next()")
+    return next(iterator, *default)
 
 
 def convert_len(x):
@@ -221,7 +230,8 @@ def convert_concat(tensors, dim=None, *, axis=None):
     """``d2s.concat`` (``cat``, ``concatenate``) that also takes a TensorArray (empty:
     ShapeError when the program runs)."""
     if not _is_tensor_array(tensors):
-        return ops.concat(tensors, dim, axis=axis)
+        # (a sequence that a range loop op grows into a buffer: see convert/growing.py)
+        return growing.on_cat(tensors, dim if axis is None else axis, lambda: ops.concat(tensors, dim, axis=axis))
     _nonempty(tensors, "concat")
     axis = _dim_of("concat", dim, axis)
     stacked = _stacked(tensors, axis)

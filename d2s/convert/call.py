@@ -41,6 +41,7 @@ _BUILTINS = {
     builtins.enumerate: convert_enumerate, builtins.zip: convert_zip,
     builtins.isinstance: cb.convert_isinstance, builtins.max: cb.convert_max, builtins.min: cb.convert_min,
     builtins.abs: cb.convert_abs, builtins.list: cb.convert_list, builtins.type: cb.convert_type,
+    builtins.next: cb.convert_next,
 }
 
 

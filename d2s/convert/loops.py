@@ -8,6 +8,7 @@ tensors) and turns ``range`` with a tensor bound, the rows of a symbolic tensor,
 an extra test; when it turns symbolic inside an unrolled loop, the remaining iterations run
 under a ``cond`` on it instead of being refused.
 """
+import types
 import warnings
 
 from .. import ops, pytree
@@ -17,7 +18,7 @@ from ..static.tensor_array import NumberList, TensorArray, numbers_dtype, struct
 from ..static.weak_index import (NumberOrTensor, WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type,
                                  plain_tensor, weak)
 from ..tensor import Tensor, tensor
-from . import control_flow as cf, raising
+from . import control_flow as cf, range_loops, raising
 from ..user_errors import ConvertError, at_user_line, user_frame
 from .dict_keys import MaybeKey, note_created, refuse as refuse_partial_dict
 from .escaping import refuse_escaping
@@ -586,7 +587,16 @@ def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None,
     if it is not None:
         with refuse_escaping(escaping):
             return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state, entry_flags)
-    return _py_for(iterable, body_fn, tuple(init), names, extra_test, get_state, set_state, dead_when_broken)
+    reason, init = None, tuple(init)
+    if isinstance(iterable, types.GeneratorType):
+        range_loops.refuse_iterator_read("a for over a generator")
+    if type(iterable) is range:  # a long one may become one loop op (see range_loops.py)
+        done, got, reason = range_loops.loop_op(iterable, body_fn, init, names, extra_test, get_state, set_state,
+                                                escaping, entry_flags)
+        if done:
+            return got
+        iterable, init = got  # (after a first iteration run on its own, the items left)
+    return _py_for(iterable, body_fn, init, names, extra_test, get_state, set_state, dead_when_broken, reason)
 
 
 # A Python loop unrolled into a program more often than this warns once (per loop line).
@@ -598,8 +608,9 @@ class UnrollWarning(UserWarning):
     """A Python loop unrolled more than ``UNROLL_WARNING_THRESHOLD`` times into a program."""
 
 
-def _warn_unrolled(kind):
-    """Called once a Python loop being built into a program passes the threshold."""
+def _warn_unrolled(kind, reason=None):
+    """Called once a Python loop being built into a program passes the threshold; ``reason``:
+    why a range loop could not be one loop op (see range_loops.py)."""
     if STATE.builder is None:
         return
     loc = user_frame()
@@ -610,7 +621,8 @@ def _warn_unrolled(kind):
     where = f" at {loc[0]}:{loc[1]} (`{loc[2]}`)" if loc is not None else ""
     message = (f"d2s.jit.to_static: this Python `{kind}` loop{where} has unrolled more than "
                f"{UNROLL_WARNING_THRESHOLD} times into the program: every iteration adds its ops, so the "
-               "program and its build time grow with the trip count. Make the trip count a tensor "
+               "program and its build time grow with the trip count."
+               f"{range_loops.format_reason(reason)} Make the trip count a tensor "
                "argument of the converted function (call it with `d2s.tensor(n)`, so `range(n)` or "
                "`while i < n` compares against a tensor) and the loop becomes one `while` op.")
     if loc is not None:
@@ -619,24 +631,30 @@ def _warn_unrolled(kind):
         warnings.warn(message, UnrollWarning, stacklevel=3)
 
 
-def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state, dead=()):
+def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state, dead=(), reason=None):
     count = 0
-    for item in iterable:
+    items = iter(iterable)
+    while True:
+        # the break flag is tested before the next item is taken: a `break` leaves an iterator
+        # (a generator) at the item after the one it broke on, as Python's does
+        go_on = extra_test(*state) if extra_test is not None else True
+        if go_on is not True and not is_symbolic(go_on) and not go_on:
+            break
+        try:
+            item = next(items)
+        except StopIteration:
+            break
         count += 1
         if count == UNROLL_WARNING_THRESHOLD + 1:
-            _warn_unrolled("for")
-        if extra_test is not None:
-            go_on = extra_test(*state)
-            if is_symbolic(go_on):
-                # A tensor-dependent break in an unrolled loop: this and every later iteration
-                # run under a cond on the flag instead of stopping the Python loop. Where the
-                # loop returned, its dead variables take the other side's values (whatever their
-                # type), as nothing reads them again.
-                state = _guarded_iteration(go_on, lambda *s, item=item: body_fn(item, *s), state, names,
-                                           get_state, set_state, dead)
-                continue
-            if not go_on:
-                break
+            _warn_unrolled("for", reason)
+        if is_symbolic(go_on):
+            # A tensor-dependent break in an unrolled loop: this and every later iteration
+            # run under a cond on the flag instead of stopping the Python loop. Where the
+            # loop returned, its dead variables take the other side's values (whatever their
+            # type), as nothing reads them again.
+            state = _guarded_iteration(go_on, lambda *s, item=item: body_fn(item, *s), state, names,
+                                       get_state, set_state, dead)
+            continue
         state = tuple(body_fn(item, *state))
     return state
 

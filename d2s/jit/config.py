@@ -23,3 +23,9 @@ strict = False
 # ready) or "auto" (native where numba is installed and the program is supported). See the
 # documentation's page on the native backend (docs/native.md).
 backend = "python"
+
+# A `for` over a `range` of Python ints longer than this becomes one loop op (a `while` whose
+# counter stands for the Python int) when its body allows it: tensors that keep their shapes,
+# the counter used only in tensor code (docs/to_static/generation.md). Shorter loops, and
+# bodies that need the counter as a Python value, unroll. None: every Python loop unrolls.
+unroll_threshold = 8

@@ -8,7 +8,7 @@ from . import control_flow  # noqa: F401  (registers If/Loop lowering and tensor
 from .export import ExportError, program_to_onnx
 
 
-def export(obj, path, input_spec=None, params=None):
+def export(obj, path, input_spec=None, params=None, *, random_ops=False):
     """Write ``obj`` as an ONNX model file.
 
     Args:
@@ -18,6 +18,10 @@ def export(obj, path, input_spec=None, params=None):
         input_spec: ``InputSpec``s (or example tensors) for the inputs; optional for a traced
             function, a Program, or a to_static function given its own ``input_spec``.
         params: for a Program with params: their arrays, by param var name.
+        random_ops: True writes ``multinomial`` (sampling in a ``generate``) as ONNX's own
+            ``Multinomial`` node: the same distribution, but onnxruntime's random numbers, so
+            its samples differ from d2s's for the same seed. False (the default) refuses a
+            program that draws random numbers.
 
     Returns:
         ``(input_names, output_names)`` of the ONNX graph.
@@ -27,7 +31,7 @@ def export(obj, path, input_spec=None, params=None):
     from ..jit.export_support import program_and_params
     exported = program_and_params(obj, input_spec, params=params)
     model, inputs, outputs = program_to_onnx(exported.program, exported.params, exported.input_names,
-                                             exported.output_names)
+                                             exported.output_names, random_ops=random_ops)
     with open(path, "wb") as f:
         f.write(model.SerializeToString())
     return inputs, outputs

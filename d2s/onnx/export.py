@@ -13,7 +13,7 @@ import numpy as np
 
 from d2s_runtime.ops import OPS
 
-from .registry import CONTROL_FLOW, CONVERTERS, UNSUPPORTED
+from .registry import CONTROL_FLOW, CONVERTERS, RANDOM_CONVERTERS, UNSUPPORTED
 
 OPSET = 18
 IR_VERSION = 9   # onnxruntime 1.16+ reads it
@@ -102,9 +102,10 @@ def _plain(name):
 class Exporter:
     """Writes blocks of a (renamed) program as ONNX nodes."""
 
-    def __init__(self):
+    def __init__(self, random_ops=False):
         self.onnx, self.helper, self.numpy_helper = _onnx()
         self._n = 0
+        self.random_ops = random_ops
 
     def fresh(self):
         self._n += 1
@@ -116,6 +117,8 @@ class Exporter:
                 CONTROL_FLOW[op.type](self, g, op)
             elif op.type in CONVERTERS:
                 CONVERTERS[op.type](g, op)
+            elif self.random_ops and op.type in RANDOM_CONVERTERS:
+                RANDOM_CONVERTERS[op.type](g, op)
             elif op.type in UNSUPPORTED:
                 raise g.unsupported(op, UNSUPPORTED[op.type])
             elif op.type in OPS and not op.inputs and not OPS[op.type].effect:
@@ -190,7 +193,7 @@ def _without_unused_constants(nodes, outputs):
     return [n for n in nodes if n.op_type != "Constant" or n.output[0] in used]
 
 
-def program_to_onnx(program, params=None, input_names=None, output_names=None, producer="d2s"):
+def program_to_onnx(program, params=None, input_names=None, output_names=None, producer="d2s", random_ops=False):
     """An ``onnx.ModelProto`` for ``program`` (checked by ``onnx.checker``).
 
     Args:
@@ -198,6 +201,9 @@ def program_to_onnx(program, params=None, input_names=None, output_names=None, p
         params: arrays for ``program.params``, by param var name (stored as initializers).
         input_names: names of the graph inputs (default: the program's input var names).
         output_names: names of the graph outputs (default ``output_0``, ``output_1``, ...).
+        random_ops: write random draws that have an ONNX form (``multinomial``) as ONNX's own
+            random nodes: the same distribution, but onnxruntime draws other numbers than d2s.
+            False (the default): such a program is refused.
 
     Returns:
         ``(model, input_names, output_names)``.
@@ -214,7 +220,7 @@ def program_to_onnx(program, params=None, input_names=None, output_names=None, p
         raise ExportError(f"no values for program params {missing}: export a to_static function or module "
                           "(its parameters are read), or pass params={name: array}")
     prog = _renamed(program)
-    ex = Exporter()
+    ex = Exporter(random_ops)
     types = {name: v.type for name, v in prog.vars.items()}
     g = GraphCtx(ex, types)
     graph_inputs = []

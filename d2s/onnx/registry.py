@@ -18,6 +18,9 @@ CONVERTERS = {}    # op name -> converter
 UNSUPPORTED = {}   # op name -> the reason the exporter's error gives
 CONSTANTS = set()  # ops with no inputs and no effect: the exporter writes their value as a constant
 CONTROL_FLOW = {}  # structured ops (cond, while, scan) -> fn(exporter, g, op), declared in their family modules
+# random draws written as ONNX's own random nodes, only when the export asks for it
+# (``export(..., random_ops=True)``): the same distribution, onnxruntime's numbers, not d2s's
+RANDOM_CONVERTERS = {}
 
 
 def onnx_converter(*names):
@@ -26,6 +29,18 @@ def onnx_converter(*names):
     def deco(fn):
         for n in names:
             CONVERTERS[n] = fn
+        return fn
+
+    return deco
+
+
+def onnx_random_converter(*names):
+    """Register the decorated function as the ONNX form of random ops ``names``, used only by
+    an export that allows random nodes (by default they stay ``onnx_unsupported``)."""
+
+    def deco(fn):
+        for n in names:
+            RANDOM_CONVERTERS[n] = fn
         return fn
 
     return deco

@@ -20,13 +20,15 @@ from .._state import STATE
 from ..autograd.registry import grad_rule, non_differentiable
 from ..dispatch import apply
 from ..dtypes import as_dtype, default_float
-from ..onnx.registry import onnx_unsupported
+from ..onnx.registry import onnx_random_converter, onnx_unsupported
 from ..tensor import Tensor, tensor, tensor_method
 from .creation import _creation, _device, _no_out, _sizes, full, zeros_like
 from .shape import broadcast_to
 from ._util import _as_tensor, _is_diff, _is_symbolic, _shape_arg
 
 _RANDOM_REASON = "random draws have no ONNX form that reproduces d2s's generator; pass the noise as an input"
+_SAMPLING_REASON = ("random draws have no ONNX form that reproduces d2s's generator; export(..., random_ops=True) "
+                    "writes it as ONNX's Multinomial (the same distribution, onnxruntime's numbers)")
 
 
 # ------------------------------------------------------------------ generators
@@ -212,8 +214,30 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
 
 non_differentiable("rand", "randn", "randint", "randint_dyn", "randperm", "randperm_dyn", "multinomial",
                    "random_like", reason="a random draw carries no gradient")
-onnx_unsupported("rand", "randn", "randint", "randint_dyn", "randperm", "randperm_dyn", "multinomial", "bernoulli",
+onnx_unsupported("rand", "randn", "randint", "randint_dyn", "randperm", "randperm_dyn", "bernoulli",
                  "normal", "random_like", reason=_RANDOM_REASON)
+onnx_unsupported("multinomial", reason=_SAMPLING_REASON)
+
+
+@onnx_random_converter("multinomial")
+def _multinomial_onnx(g, op):
+    """ONNX's Multinomial (which draws with replacement) of the log of the probabilities: one
+    sample per row is the same distribution either way; more without replacement has no form."""
+    (p,), (out,) = op.inputs, op.outputs
+    n, replacement = op.attrs["num_samples"], op.attrs.get("replacement", False)
+    if n > 1 and not replacement:
+        raise g.unsupported(op, "ONNX's Multinomial draws with replacement, so more than one sample without "
+                                "replacement has no ONNX form")
+    rows = p
+    if len(g.shape(p)) == 1:
+        rows = g.tmp()
+        g.node("Unsqueeze", [p, g.const(np.array([0], np.int64))], [rows])
+    logp = g.tmp()
+    g.node("Log", [rows], [logp])  # (zero probabilities: -inf, never drawn)
+    drawn = g.tmp() if len(g.shape(p)) == 1 else out
+    g.node("Multinomial", [logp], [drawn], sample_size=int(n), dtype=7)  # int64
+    if drawn is not out:
+        g.node("Squeeze", [drawn, g.const(np.array([0], np.int64))], [out])
 
 
 def _like(op, input, dtype, device, requires_grad, generator, dist, a=0.0, b=1.0):

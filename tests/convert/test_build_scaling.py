@@ -45,6 +45,8 @@ def _unroll_warnings(fn, *args):
 def small_threshold(monkeypatch):
     monkeypatch.setattr(loops, "UNROLL_WARNING_THRESHOLD", 20)
     monkeypatch.setattr(loops, "_UNROLL_WARNED", set())
+    # (these loops would become loop ops: tests/convert/test_range_loops.py; here they unroll)
+    monkeypatch.setattr(d2s.jit.config, "unroll_threshold", None)
 
 
 @pytest.mark.parametrize("fn,marker", [(long_for, "for i in range(n)"), (long_while, "while i < n")])
@@ -93,6 +95,7 @@ def chain_of_conds(x, n):
 def test_memory_plan_roots_stay_small_on_cond_chains(monkeypatch):
     """Each cond output may alias its same-typed inputs only, so the set of buffers a value
     may share does not grow along a chain of conds (it did: quadratic planning)."""
+    monkeypatch.setattr(d2s.jit.config, "unroll_threshold", None)  # a chain of 40 conds, unrolled
     sizes = []
     real = memory_plan._aliasable_inputs
 

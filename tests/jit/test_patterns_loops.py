@@ -273,7 +273,7 @@ def test_list_append_in_tensor_loop_then_stack():
 
 
 def python_counter_around_tensor_if(x):
-    for i in range(20):  # unrolled: 20 cond ops
+    for i in range(20):  # one while op holding one cond (a long range loop: issue 29)
         if x.sum() > 0:
             x = x - 0.3
         else:
@@ -284,6 +284,14 @@ def python_counter_around_tensor_if(x):
 def test_python_counter_loop_around_tensor_if():
     for v in (_x(1, 1), _x(-1, -1)):
         sf = check(python_counter_around_tensor_if, v)
+    prog = sf.programs[0]
+    assert [op.type for op in prog.block.ops].count("while") == 1
+    assert sum(op.type == "cond" for b in prog.blocks for op in b.ops) == 1
+    d2s.jit.config.unroll_threshold, limit = None, d2s.jit.config.unroll_threshold
+    try:  # unrolled: 20 cond ops
+        sf = check(python_counter_around_tensor_if, _x(1, 1))
+    finally:
+        d2s.jit.config.unroll_threshold = limit
     assert sum(op.type == "cond" for op in sf.programs[0].block.ops) == 20
 
 

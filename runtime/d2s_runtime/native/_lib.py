@@ -407,3 +407,100 @@ def smatmul(a, b):
 def dmatmul(a, b):
     """``a @ b`` of 2-d float64 arrays, a new C-contiguous array."""
     return _matmul(a, b, np.empty((a.shape[0], b.shape[1]), np.float64), False)
+
+
+# ------------------------------------------------------------------ selection and sampling
+# topk and multinomial as the Python kernels compute them (ops/sorting.py, ops/random.py), so a
+# native program draws and selects the tokens eager code does: the same order on ties (the
+# earlier element first), NaN as the largest value, and the uniform numbers drawn from the same
+# generator, through Python (``draw_uniform``: an object-mode call of ~1.5 us).
+@njit(**_JIT)
+def _better(a, b, largest):
+    """Whether ``a`` comes strictly before ``b`` in a stable sort (NaN the largest value)."""
+    if largest:
+        return (a != a and b == b) or a > b
+    return (b != b and a == a) or a < b
+
+
+@njit(**_BIG)
+def topk_rows(x, k, largest, vals, idx):
+    """The ``k`` best of each row of the 2-d ``x`` into ``vals``/``idx`` (``k`` rows wide), best
+    first, equal values in their order in ``x`` (a stable sort's first ``k``)."""
+    rows, n = x.shape
+    if k == 0:
+        return
+    for r in range(rows):
+        count = 0
+        for j in range(n):
+            v = x[r, j]
+            if count == k and not _better(v, vals[r, k - 1], largest):
+                continue
+            p = count if count < k else k - 1
+            while p > 0 and _better(v, vals[r, p - 1], largest):
+                if p < k:
+                    vals[r, p] = vals[r, p - 1]
+                    idx[r, p] = idx[r, p - 1]
+                p -= 1
+            vals[r, p] = v
+            idx[r, p] = j
+            if count < k:
+                count += 1
+
+
+def _py_draw_uniform(rows, cols):
+    from ..ops.random import RNG, uniform_draws
+    with RNG.lock:
+        return np.ascontiguousarray(uniform_draws(np, (rows, cols), None), dtype=np.float64)
+
+
+@njit(cache=True)
+def draw_uniform(rows, cols):
+    """``rows x cols`` uniform numbers from the shared generator, as the Python kernels draw them."""
+    with numba.objmode(u="float64[:, ::1]"):
+        u = _py_draw_uniform(rows, cols)
+    return u
+
+
+@njit(**_BIG)
+def multinomial_rows(w, n, replacement):
+    """``ops/random.py``'s multinomial of the rows of the 2-d float64 weights ``w``: ``n``
+    categories per row, by the inverse CDF with replacement, by the exponential race without."""
+    rows, k = w.shape
+    for r in range(rows):
+        total = 0.0
+        for j in range(k):
+            v = w[r, j]
+            if not (v == v and abs(v) != np.inf) or v < 0:
+                raise ValueError("multinomial: probability tensor contains either inf, nan or element < 0")
+            total += v
+        if total <= 0:
+            raise ValueError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+    out = np.empty((rows, n), np.int64)
+    if replacement:
+        u = draw_uniform(rows, n)
+        cdf = np.empty(k, np.float64)
+        for r in range(rows):
+            s = 0.0
+            for j in range(k):
+                s += w[r, j]
+                cdf[j] = s
+            last = k - 1
+            while last > 0 and not w[r, last] > 0:
+                last -= 1
+            for j in range(k):  # the kernel's one sorted array: each row's CDF shifted by its row number
+                cdf[j] = cdf[j] / s + r
+            for q in range(n):
+                t = u[r, q] + r
+                c = 0
+                while c < k and cdf[c] <= t:
+                    c += 1
+                out[r, q] = min(c, last)
+        return out
+    u = draw_uniform(rows, k)
+    keys = np.empty((rows, k), np.float64)
+    for r in range(rows):
+        for j in range(k):
+            keys[r, j] = -np.log1p(-u[r, j]) / w[r, j]  # Exp(1) / p; weight 0: inf, never before a positive one
+    vals = np.empty((rows, n), np.float64)
+    topk_rows(keys, n, False, vals, out)
+    return out

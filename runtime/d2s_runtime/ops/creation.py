@@ -95,6 +95,28 @@ def _arange_dyn(xp, start, stop, step, dtype="int64"):
         raise ValueError(str(e)) from None
 
 
+@deflowering("arange_dyn", "native")
+def _arange_dyn_native(e, start, stop, step, dtype="int64"):
+    """Integer ``arange`` over run-time bounds (ceil((stop - start) / step) values, none when
+    that is not positive; a zero step raises as the kernel does)."""
+    if dtype not in ("int64", "int32") or any(v.dtype not in ("int64", "int32") or v.ndim for v in (start, stop, step)):
+        e.unsupported("arange_dyn of other than 0-d integer bounds and an integer dtype")
+    l = e._l
+    a, b, c, n, out, i = (l.fresh() for _ in range(6))
+    ind = l.indent
+    for name, v in ((a, start), (b, stop), (c, step)):
+        v = l.materialize(v)
+        l.emit(ind, f"{name} = np.int64({v.name if v.kind == 's' else v.name + '[()]'})")
+    l.emit(ind, f"if {c} == 0: raise ValueError('arange: step must be nonzero')")
+    l.emit(ind, f"if ({b} - {a}) * {c} < 0: raise ValueError('arange: the bounds are inconsistent with the sign "
+                f"of step')")
+    l.emit(ind, f"{n} = max(np.int64(0), ({b} - {a} + {c} - (1 if {c} > 0 else -1)) // {c})")
+    l.emit(ind, f"{out} = np.empty({n}, {'np.int64' if dtype == 'int64' else 'np.int32'})")
+    l.emit(ind, f"for {i} in range({n}):")
+    l.emit(ind + 1, f"{out}[{i}] = {a} + {i} * {c}")
+    return l.new_array(out, dtype, (None,))
+
+
 @deflowering("full", "native")
 def _full_native(e, shape, value=0.0, dtype="float32"):
     return e.fill(value)

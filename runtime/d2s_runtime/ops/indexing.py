@@ -195,8 +195,87 @@ def _native_index(e, idx, index):
 
 @deflowering("getitem", "native")
 def _getitem_native(e, x, *idx, index):
-    """Basic indexing (ints, 0-d integer tensors, slices, one Ellipsis) as a view."""
+    """Basic indexing (ints, 0-d integer tensors, slices, one Ellipsis) as a view; one integer
+    tensor after whole-dim slices (an embedding's ``weight[ids]``, ``v[:, [-1]]``) as a gather."""
+    taken = _take_index(index, idx)
+    if taken is not None:
+        return _take_native(e, x, idx[index[taken][1]], taken)
+    if any(ent[0] == "n" for ent in index):
+        return _new_axes_native(e, x, idx, index)
     return e.basic_index(x, _native_index(e, idx, index))
+
+
+def _new_axes_native(e, x, idx, index):
+    """A basic index with ``None`` entries (``positions[:, None]``): the index without them, then
+    a reshape inserting the new dims of size 1."""
+    l = e._l
+    n_fixed = sum(1 for ent in index if ent[0] not in ("n", "e"))
+    new_at, dim = [], 0
+    for ent in index:
+        if ent[0] == "n":
+            new_at.append(dim)
+            dim += 1
+        elif ent[0] == "s":
+            dim += 1
+        elif ent[0] == "e":
+            dim += x.ndim - n_fixed
+    out_shape = tuple(e.out.shape)
+    view_shape = tuple(d for j, d in enumerate(out_shape) if j not in new_at)
+    view = e.basic_index(x, _native_index(e, idx, [ent for ent in index if ent[0] != "n"]))
+    view = l.contiguous(l.array(view if view.kind != "a" else type(view)("a", view.name, view.dtype, view_shape,
+                                                                              layout=view.layout)))
+    dims, k = [], 0
+    for j in range(len(out_shape)):
+        if j in new_at:
+            dims.append("1")
+        else:
+            dims.append(f"{view.name}.shape[{k}]")
+            k += 1
+    l.pin(view)
+    name = l.fresh()
+    l.emit(l.indent, f"{name} = {view.name}.reshape(({', '.join(dims)},))")
+    return l.new_array(name, view.dtype, out_shape, fresh=False)
+
+
+def _take_index(index, idx):
+    """The position of the one integer index tensor of ``index`` (not 0-d) when every other entry
+    is a whole-dim slice, else None."""
+    tensors = [q for q, ent in enumerate(index) if ent[0] == "t"]
+    if len(tensors) != 1 or tensors[0] == 0:  # (the leading dim: rows, lowered elsewhere)
+        return None
+    q = tensors[0]
+    t = idx[index[q][1]]
+    if t.ndim == 0 or t.dtype not in ("int64", "int32"):
+        return None
+    if any(ent[0] != "s" or list(ent[1:]) not in ([None, None, None], [None, None, 1])
+           for j, ent in enumerate(index) if j != q):
+        return None
+    return q
+
+
+def _take_native(e, x, index, a):
+    """``x[:, ..., index, ...]`` (``index`` at dim ``a``, numpy's rules: negative positions count
+    from the end, others out of range raise)."""
+    if a >= x.ndim:
+        e.unsupported("index past the last dim")
+    l = e._l
+    x, ix = l.array(x), l.array(index)
+    flat, out, res, j, k = (l.fresh() for _ in range(5))
+    ind = l.indent
+    l.emit(ind, f"{flat} = np.ascontiguousarray({ix.name}).reshape(-1)")
+    dims = [f"{x.name}.shape[{d}]" for d in range(a)] + [f"{flat}.shape[0]"] + \
+        [f"{x.name}.shape[{d}]" for d in range(a + 1, x.ndim)]
+    l.emit(ind, f"{out} = np.empty(({', '.join(dims)},), {x.name}.dtype)")
+    l.emit(ind, f"for {j} in range({flat}.shape[0]):")
+    l.emit(ind + 1, f"{k} = np.int64({flat}[{j}])")
+    l.emit(ind + 1, f"if {k} < 0: {k} += {x.name}.shape[{a}]")
+    l.emit(ind + 1, f"if not 0 <= {k} < {x.name}.shape[{a}]: raise IndexError('native program: index out of range')")
+    lead = ":, " * a
+    l.emit(ind + 1, f"{out}[{lead}{j}] = {x.name}[{lead}{k}]")
+    final = [f"{x.name}.shape[{d}]" for d in range(a)] + [f"{ix.name}.shape[{d}]" for d in range(ix.ndim)] + \
+        [f"{x.name}.shape[{d}]" for d in range(a + 1, x.ndim)]
+    l.emit(ind, f"{res} = {out}.reshape(({', '.join(final)},))")
+    return l.new_array(res, x.dtype, tuple(e.out.shape))
 
 
 @deflowering("index_add", "native")
@@ -407,6 +486,97 @@ def _index_copy_dim(xp, x, index, src, axis):
     """A copy of x with ``src`` written at positions ``index`` of dim ``axis``."""
     out = x.copy()
     out[_index_dim_key("index_copy", x, index, axis)] = src
+    return out
+
+
+def _writable(e, x):
+    """``x``'s buffer when nothing reads it after this op (a loop's cache, written in place
+    step after step), else a copy of it."""
+    l = e._l
+    x = l.array(x)
+    ctx = l._ctx
+    if (x.kind == "a" and x.layout == "C" and (x.name in ctx.fresh or x.var in ctx.owned)
+            and x.name not in ctx.donated and l.dies_here(x)):
+        ctx.donated.add(x.name)
+        ctx.fresh.add(x.name)  # (the result: a buffer nothing else sees)
+        return l.new_array(x.name, x.dtype, x.shape)
+    return l.copy_of(x)
+
+
+def _range_check(e, k, size, what, negative=False):
+    low = f"-{size}" if negative else "0"
+    e._l.emit(e._l.indent, f"if not {low} <= {k} < {size}: raise IndexError('native program: {what}: index out "
+                           f"of range')")
+
+
+@deflowering("index_copy_dim", "native")
+def _index_copy_dim_native(e, x, index, src, axis):
+    """``src`` written at the positions of a 1-d index along ``axis``, in place where nothing
+    reads ``x`` after it (the Python kernel copies)."""
+    if x.ndim == 0 or index.ndim != 1 or src.ndim != x.ndim or src.dtype != x.dtype:
+        e.unsupported("index_copy of a 0-d tensor, a 0-d index or another dtype")
+    l = e._l
+    a = axis % x.ndim
+    src, idx = l.array(src), l.array(index)
+    out = _writable(e, x)
+    j, k = l.fresh(), l.fresh()
+    ind = l.indent
+    l.emit(ind, f"if {src.name}.shape[{a}] != {idx.name}.shape[0]: raise ValueError('native program: index_copy: "
+                f"source and index lengths differ')")
+    l.emit(ind, f"for {j} in range({idx.name}.shape[0]):")
+    l.emit(ind + 1, f"{k} = np.int64({idx.name}[{j}])")
+    l.indent += 1
+    try:
+        _range_check(e, k, f"{out.name}.shape[{a}]", "index_copy")
+    finally:
+        l.indent -= 1
+    lead = ":, " * a
+    l.emit(ind + 1, f"{out.name}[{lead}{k}] = {src.name}[{lead}{j}]")
+    return out
+
+
+@deflowering("setitem", "native")
+def _setitem_native(e, x, v, *idx, index):
+    """``x[mask] = v`` with a mask as large as ``x`` and a 0-d ``v`` (top-k filtering), and
+    ``x[ints, slices, 0-d tensors] = v`` with ``v`` 0-d or of the part's shape; in place where
+    nothing reads ``x`` after it."""
+    l = e._l
+    if v.dtype != x.dtype:
+        e.unsupported("setitem of a value of another dtype")
+    if len(index) == 1 and index[0][0] == "t" and idx[index[0][1]].dtype == "bool":
+        mask = idx[index[0][1]]
+        if v.ndim != 0 or mask.ndim != x.ndim or None in x.shape or tuple(mask.shape) != tuple(x.shape):
+            e.unsupported("a bool mask of another shape than the tensor's, or a value that is not 0-d")
+        m = l.contiguous(l.array(mask))
+        vv = l.materialize(v)
+        out = _writable(e, x)
+        of, mf, i = l.fresh(), l.fresh(), l.fresh()
+        ind = l.indent
+        l.emit(ind, f"{of} = {out.name}.reshape(-1)")
+        l.emit(ind, f"{mf} = {m.name}.reshape(-1)")
+        l.emit(ind, f"for {i} in range({of}.shape[0]):")
+        l.emit(ind + 1, f"if {mf}[{i}]:")
+        l.emit(ind + 2, f"{of}[{i}] = {vv.name if vv.kind == 's' else vv.name + '[()]'}")
+        return out
+    entries = _native_index(e, idx, index)
+    target = index_shape(tuple(x.shape), index, idx, "setitem")
+    vv = l.materialize(v)
+    scalar = vv.kind == "s" or vv.ndim == 0
+    if not scalar and (tuple(vv.shape) != tuple(target) or None in vv.shape):
+        e.unsupported("setitem of a value that broadcasts to the part")
+    value = vv.name if vv.kind == "s" else vv.name + "[()]" if scalar else vv.name
+    out = _writable(e, x)
+    if len(entries) == x.ndim and all(ent[0] in ("i", "r") for ent in entries):  # one element
+        at = []
+        for dim, ent in enumerate(entries):
+            k = l.fresh()
+            l.emit(l.indent, f"{k} = np.int64({ent[1]})")
+            _range_check(e, k, f"{out.name}.shape[{dim}]", "setitem", negative=True)
+            at.append(k)
+        l.emit(l.indent, f"{out.name}[{', '.join(at)}] = {value}")
+        return out
+    part = e.basic_index(out, entries)
+    l.emit(l.indent, f"{part.name}[...] = {value}")
     return out
 
 

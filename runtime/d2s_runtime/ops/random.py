@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import forksafe, philox
 from ..dtypes import FLOATS, normalize
-from .registry import ShapeError, TensorType, defop
+from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import broadcast_shapes, fmt_shape
 
 
@@ -288,7 +288,9 @@ class Generator:
         return self
 
 
-def _draw_uniform(xp, shape, generator):
+def uniform_draws(xp, shape, generator):
+    """``shape`` uniform numbers in [0, 1) from ``generator`` (None: the shared one), as every
+    kernel here draws them (the native backend's sampling draws through it too)."""
     gen = RNG.get(xp, generator)
     draw = getattr(gen, "random", None) or gen.random_sample  # numpy Generator / cupy RandomState
     return draw(tuple(shape))
@@ -313,7 +315,7 @@ def _random_infer(shape, dtype="float32", **_):
 def _rand(xp, shape, dtype="float32", generator=None):
     """Uniform draws in ``[0, 1)``."""
     with RNG.lock:
-        out = _draw_uniform(xp, shape, generator)
+        out = uniform_draws(xp, shape, generator)
     return out.astype(normalize(dtype), copy=False)
 
 
@@ -356,7 +358,7 @@ def _randperm_infer(n, dtype="int64", generator=None):
 def _permutation(xp, n, generator):
     # the order of uniform draws: the same on every array namespace's generator
     with RNG.lock:
-        keys = _draw_uniform(xp, (n,), generator)
+        keys = uniform_draws(xp, (n,), generator)
     return xp.argsort(keys, kind="stable")
 
 
@@ -408,7 +410,7 @@ def _multinomial(xp, p, num_samples, replacement=False, generator=None):
     if not replacement and num_samples > k:
         raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement from {k} categories")
     with RNG.lock:
-        u = _draw_uniform(xp, (rows, num_samples if replacement else k), generator)
+        u = uniform_draws(xp, (rows, num_samples if replacement else k), generator)
     if replacement:
         cdf = xp.cumsum(w, axis=1)
         cdf = cdf / cdf[:, -1:]
@@ -426,6 +428,29 @@ def _multinomial(xp, p, num_samples, replacement=False, generator=None):
     return out.astype("int64").reshape(p.shape[:-1] + (num_samples,))
 
 
+@deflowering("multinomial", "native")
+def _multinomial_native(e, p, num_samples, replacement=False, generator=None):
+    """The kernel's draws and arithmetic (``_lib.multinomial_rows``), the uniform numbers taken
+    from the shared generator as the kernel takes them; another Generator stays on Python."""
+    if generator is not None or p.ndim not in (1, 2) or type(num_samples) is not int:
+        e.unsupported("multinomial from a Generator of its own")
+    l = e._l
+    p = l.array(p)
+    ind = l.indent
+    w, out, res = l.fresh(), l.fresh(), l.fresh()
+    l.emit(ind, f"{w} = np.ascontiguousarray({p.name}.astype(np.float64)).reshape((-1, {p.name}.shape[{p.ndim - 1}]))")
+    if not replacement:
+        l.emit(ind, f"if {num_samples} > {w}.shape[1]: raise ValueError('multinomial: cannot draw more samples "
+                    f"without replacement than there are categories')")
+    l.emit(ind, f"{out} = L.multinomial_rows({w}, {num_samples}, {bool(replacement)})")
+    lead = f"{p.name}.shape[0], " if p.ndim == 2 else ""
+    l.emit(ind, f"{res} = {out}.reshape(({lead}{num_samples},))")
+    return l.new_array(res, "int64", tuple(e.out.shape))
+
+
+_multinomial_native.draws_in_order = True  # (the lowerer keeps an effect op only with this mark)
+
+
 # ------------------------------------------------------------------ bernoulli, normal
 def _bernoulli_infer(p, generator=None):
     if p.dtype not in FLOATS:
@@ -439,7 +464,7 @@ def _bernoulli(xp, p, generator=None):
     if p.size and (bool((p < 0).any()) or bool((p > 1).any()) or not bool(xp.isfinite(p).all())):
         raise ValueError("bernoulli: probabilities must lie in [0, 1]")
     with RNG.lock:
-        u = _draw_uniform(xp, p.shape, generator)
+        u = uniform_draws(xp, p.shape, generator)
     return (u < p).astype(p.dtype)
 
 
@@ -490,7 +515,7 @@ def _random_like(xp, x, dist, a=0.0, b=1.0, dtype=None, generator=None):
         elif dist == "integers":
             return _draw_integers(xp, int(a), int(b), shape, generator).astype(dt, copy=False)
         else:
-            u = _draw_uniform(xp, shape, generator)
+            u = uniform_draws(xp, shape, generator)
     if dist == "uniform":
         out = a + (b - a) * u
     elif dist == "normal":

@@ -241,6 +241,28 @@ def _reshape_dims(xp, x, *dims, shape, same_as=None):
     return xp.reshape(x, tuple(int(next(it)) if s is None else s for s in shape))
 
 
+@deflowering("reshape_dims", "native")
+def _reshape_dims_native(e, x, *dims, shape, same_as=None):
+    """A reshape whose target reads its None entries from run-time dims (``view(B, T, nh, hs)``
+    with T dynamic): numpy's reshape of a contiguous copy where ``x`` is not."""
+    l = e._l
+    if any(d.ndim != 0 or d.dtype not in ("int64", "int32") for d in dims) or len(shape) == 0:
+        e.unsupported("reshape_dims with dims that are not 0-d integers")
+    it = iter(dims)
+    parts = []
+    for s in shape:
+        if s is None:
+            d = l.materialize(next(it))
+            parts.append(f"np.int64({d.name if d.kind == 's' else d.name + '[()]'})")
+        else:
+            parts.append(str(int(s)))
+    x = l.contiguous(l.array(x))
+    l.pin(x)
+    name = l.fresh()
+    l.emit(l.indent, f"{name} = {x.name}.reshape(({', '.join(parts)},))")
+    return l.new_array(name, x.dtype, tuple(e.out.shape), fresh=False)
+
+
 # ------------------------------------------------------------------ pad
 # ``pads`` is one [before, after] pair per dim; ``mode`` is "constant" (fill with ``value``),
 # "reflect" (mirror without repeating the edge), "edge" (repeat the edge) or "wrap" (circular).

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..dtypes import is_floating
 from .reduce import _one_axis, scan, select_along, selection_types
-from .registry import ShapeError, TensorType, defop
+from .registry import ShapeError, TensorType, deflowering, defop
 
 
 def _stable_argsort(xp, x, axis, descending=False):
@@ -87,6 +87,30 @@ def _topk(xp, x, k, axis=-1, largest=True):
     head = [slice(None)] * x.ndim
     head[a] = slice(0, k)
     return select_along(xp, x, order[tuple(head)], a, True)
+
+
+@deflowering("topk", "native")
+def _topk_native(e, x, k, axis=-1, largest=True):
+    """Along the last axis: one pass per row keeping the ``k`` best in order (``_lib.topk_rows``,
+    the kernel's stable order)."""
+    if x.ndim == 0 or axis % x.ndim != x.ndim - 1 or type(k) is not int or type(largest) is not bool:
+        e.unsupported("topk along another axis than the last")
+    l = e._l
+    x = l.contiguous(l.array(x))
+    ind = l.indent
+    rows, vals, idx, rv, ri = (l.fresh() for _ in range(5))
+    lead = ", ".join(f"{x.name}.shape[{j}]" for j in range(x.ndim - 1))
+    l.emit(ind, f"if {k} > {x.name}.shape[{x.ndim - 1}]: raise ValueError('native program: topk: k is larger "
+                f"than the dimension')")
+    l.emit(ind, f"{rows} = {x.name}.reshape((-1, {x.name}.shape[{x.ndim - 1}]))")
+    l.emit(ind, f"{vals} = np.empty(({rows}.shape[0], {k}), {x.name}.dtype)")
+    l.emit(ind, f"{idx} = np.empty(({rows}.shape[0], {k}), np.int64)")
+    l.emit(ind, f"L.topk_rows({rows}, {k}, {largest}, {vals}, {idx})")
+    shape = f"({lead}{', ' if lead else ''}{k},)"
+    l.emit(ind, f"{rv} = {vals}.reshape({shape})")
+    l.emit(ind, f"{ri} = {idx}.reshape({shape})")
+    vt, it = e.out_types
+    return l.new_array(rv, vt.dtype, tuple(vt.shape)), l.new_array(ri, "int64", tuple(it.shape))
 
 
 # ------------------------------------------------------------------ k-th smallest, median
