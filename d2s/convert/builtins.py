@@ -16,14 +16,6 @@ from .undefined import MaybeNone, MaybeUnbound, Undefined, unbound_error
 from .values import is_symbolic
 
 
-def convert_next(iterator, *default):
-    """``next(it)``: a long range loop being traced into one loop op unrolls instead (see
-    range_loops.py), before the iterator moves."""
-    from .range_loops import refuse_iterator_read
-    refuse_iterator_read("next()")
-    return next(iterator, *default)
-
-
 def convert_len(x):
     """``len(x)``: the static size when known, else a 0-d int64 tensor computed in the program."""
     # (weak: a length is a Python int, and it comes back from the program as one)

@@ -29,7 +29,7 @@ from .._state import STATE
 from ..autograd import functional
 from ..static.tensor_array import TensorArray
 from ..tensor import Tensor
-from . import builtins as cb, dict_keys
+from . import builtins as cb, dict_keys, range_loops
 from .iterables import convert_enumerate, convert_range, convert_zip
 from .printing import convert_print
 from ..user_errors import ConvertError, at_user_line
@@ -41,7 +41,7 @@ _BUILTINS = {
     builtins.enumerate: convert_enumerate, builtins.zip: convert_zip,
     builtins.isinstance: cb.convert_isinstance, builtins.max: cb.convert_max, builtins.min: cb.convert_min,
     builtins.abs: cb.convert_abs, builtins.list: cb.convert_list, builtins.type: cb.convert_type,
-    builtins.next: cb.convert_next,
+    builtins.next: range_loops.convert_next,
 }
 
 

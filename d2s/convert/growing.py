@@ -20,14 +20,20 @@ from d2s_runtime.dtypes import result_type
 
 from .. import ops
 from ..tensor import Tensor, tensor
+from .dynamic_slices import has_dynamic_slices, read_dynamic_slices
 
 _ACTIVE = threading.local()  # the watch of the probe being traced on this thread, if any
 
 
-def Unrolled(reason):
-    """The loop op cannot hold this growing sequence (see ``range_loops.Unrolled``)."""
-    from .range_loops import Unrolled as _Unrolled
-    return _Unrolled(reason)
+class Unrolled(BaseException):
+    """The loop op is not possible: the loop unrolls, for ``reason``. A BaseException, so the
+    control-flow builders' ``except Exception`` handlers let it through to ``loop_op``
+    (range_loops.py), which catches it; defined here, below range_loops, because the growing
+    sequences' checks raise it too."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
 
 
 def _part_size(part, dim):
@@ -105,9 +111,8 @@ class GrowingView(Tensor):
 
     @classmethod
     def of(cls, buffer, length, dim, expected=0, origin=None, grown_by=0):
-        from .subscripts import convert_getitem
         index = (slice(None),) * dim + (slice(None, length),)
-        v = convert_getitem(buffer, index)
+        v = read_dynamic_slices(buffer, index) if has_dynamic_slices(index) else buffer[index]
         out = cls._make(v._data, v._var)
         out.buffer, out.length, out.dim, out.expected = buffer, length, dim, expected
         out.origin, out.grown_by, out.made_var = origin if origin is not None else out, grown_by, v._var

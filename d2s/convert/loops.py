@@ -592,7 +592,7 @@ def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None,
         range_loops.refuse_iterator_read("a for over a generator")
     if type(iterable) is range:  # a long one may become one loop op (see range_loops.py)
         done, got, reason = range_loops.loop_op(iterable, body_fn, init, names, extra_test, get_state, set_state,
-                                                escaping, entry_flags)
+                                                escaping, entry_flags, _static_for)
         if done:
             return got
         iterable, init = got  # (after a first iteration run on its own, the items left)

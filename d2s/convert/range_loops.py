@@ -22,12 +22,15 @@ the user's line that forced it, goes into the unroll warning (``loops.UnrollWarn
 """
 import threading
 
-from .. import pytree
+from d2s_runtime.ops import TensorType
+
+from .. import ops, pytree
 from .._state import STATE
-from ..static.weak_index import WeakNumber, weak
+from ..static.weak_index import WeakNumber, number_stand_in, weak
 from ..tensor import Tensor
 from ..user_errors import ConvertError, at_user_line, traceback_user_line
 from . import control_flow as cf, growing
+from .growing import Unrolled
 from .escaping import refuse_escaping
 from .undefined import MaybeUnbound, Undefined
 
@@ -40,6 +43,13 @@ def attempting():
     return getattr(_ATTEMPTS, "depth", 0) > 0
 
 
+def convert_next(iterator, *default):
+    """``next(it)`` in converted code: a long range loop being traced into one loop op unrolls
+    instead, before the iterator moves."""
+    refuse_iterator_read("next()")
+    return next(iterator, *default)
+
+
 def refuse_iterator_read(what):
     """Called before a traced body advances an iterator (``next(it)``, a ``for`` over it) while
     a loop op is attempted: the attempt stops before the iterator moves, and the loop unrolls
@@ -49,23 +59,17 @@ def refuse_iterator_read(what):
                              "only unrolling follows")
 
 
-class Unrolled(BaseException):
-    """The loop op is not possible: the loop unrolls, for ``reason``. A BaseException, so the
-    control-flow builders' ``except Exception`` handlers let it through to ``loop_op``."""
-
-    def __init__(self, reason):
-        super().__init__(reason)
-        self.reason = reason
-
 
 def threshold():
     """Range loops longer than this become loop ops (None: every Python loop unrolls)."""
-    from ..jit import config
+    from ..jit import config  # d2s.jit imports the converter: its settings are read when a loop converts
     return getattr(config, "unroll_threshold", None)
 
 
-def loop_op(r, body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags, peeled=False):
-    """``for item in r`` (a ``range``) as one loop op.
+def loop_op(r, body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags, static_for,
+            peeled=False):
+    """``for item in r`` (a ``range``) as one loop op, built by ``static_for`` (loops.py's builder of
+    a symbolic ``for``, handed in: loops.py calls this module).
 
     Returns:
         ``(True, final loop vars, None)``; or, when the loop must unroll, ``(False, (the items
@@ -88,7 +92,7 @@ def loop_op(r, body_fn, state, names, extra_test, get_state, set_state, escaping
         plan = _probe(r, body_fn, state, comps, labels, extra_test, get_state, set_state)
         _same_every_iteration(r, body_fn, state, comps, labels, get_state, set_state)
         return True, _build(r, body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags,
-                            comps, plan), None
+                            comps, plan, static_for), None
     except _ReadsIterator as u:
         if _ATTEMPTS.depth > 1:
             raise  # (to the outermost attempt, before any iterator moved)
@@ -109,7 +113,7 @@ def loop_op(r, body_fn, state, names, extra_test, get_state, set_state, escaping
     if peel:  # the first iteration on its own, as unrolling runs it; the others as the loop op
         state = tuple(body_fn(r[0], *state))
         return loop_op(r[1:], body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags,
-                       peeled=True)
+                       static_for, peeled=True)
     return False, (r, state), reason
 
 
@@ -332,8 +336,6 @@ _COUNTER = object()  # (asks _placeholder for the loop counter's: an int64 scala
 def _placeholder(b, blk, v):
     """A symbolic input of ``blk`` standing for loop value ``v`` (tensors, and the tensors in
     tuples); other values stay themselves."""
-    from d2s_runtime.ops import TensorType
-    from ..static.weak_index import number_stand_in
     if v is _COUNTER:
         var = b._new_var(TensorType((), "int64"))
         blk.inputs.append(var.name)
@@ -408,14 +410,13 @@ class _RangeItems:
         return len(self.r)
 
     def item(self, i):
-        from .. import ops
         if self.r.start == 0 and self.r.step == 1:
             return weak(i)
         return weak(ops.add(ops.mul(i, self.r.step), self.r.start))
 
 
-def _build(r, body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags, comps, plan):
-    from .loops import _static_for
+def _build(r, body_fn, state, names, extra_test, get_state, set_state, escaping, entry_flags, comps, plan,
+           static_for):
     n = len(r)
     buffers = growing.Buffers(plan.growing, n, extra_test is not None)
     numbers, counters, carried = plan.python_numbers, set(), set()
@@ -440,7 +441,7 @@ def _build(r, body_fn, state, names, extra_test, get_state, set_state, escaping,
 
     start = buffers.start(state)
     with refuse_escaping(escaping):
-        out = _static_for(_RangeItems(r), body, start, names, test, get_state, set_state, entry_flags)
+        out = static_for(_RangeItems(r), body, start, names, test, get_state, set_state, entry_flags)
     out = list(buffers.finish(out))
     for i, v in numbers.items():
         if i in carried:
