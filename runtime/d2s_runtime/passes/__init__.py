@@ -16,9 +16,11 @@ from .cse import cse
 from .dce import dce
 from .loops import loop_invariants, loop_matmul_sums, loop_residuals, loop_transposes, merge_loops
 from .memory_plan import memory_plan, planned_peak
+from .scans import merge_scans, scan_matmul_sums, scan_residuals, scan_transposes
 
 PASSES = {f.__name__: f for f in (constant_folding, cse, dce, algebraic_simplify, memory_plan, merge_loops,
-                                   loop_residuals, loop_matmul_sums, loop_transposes, loop_invariants)}
+                                   loop_residuals, loop_matmul_sums, loop_transposes, loop_invariants, merge_scans,
+                                   scan_residuals, scan_matmul_sums, scan_transposes)}
 PASSES["algebraic"] = algebraic_simplify
 
 # Why this order: simplification first turns autograd's zeros_like/ones_like idioms into fulls
@@ -30,10 +32,11 @@ PASSES["algebraic"] = algebraic_simplify
 # the loop passes make a loop gradient's work one product after the loop and show
 # what its loops hold fixed, which a last simplification uses (x*1 inside the loop), and a last CSE reads each stack
 # once after the loop; DCE
-# drops what all of them left dead; the memory plan is made on the final program.
-DEFAULT_PIPELINE = (algebraic_simplify, constant_folding, algebraic_simplify, cse, merge_loops, dce, loop_residuals, cse,
-                    loop_matmul_sums, loop_transposes, loop_invariants, algebraic_simplify,
-                    cse, constant_folding, dce, memory_plan)
+# drops what all of them left dead; the memory plan is made on the final program. The scan
+# passes (``scans.py``) sit beside their ``while`` counterparts, for the same reasons.
+DEFAULT_PIPELINE = (algebraic_simplify, constant_folding, algebraic_simplify, cse, merge_loops, merge_scans, dce,
+                    loop_residuals, scan_residuals, cse, loop_matmul_sums, scan_matmul_sums, loop_transposes,
+                    scan_transposes, loop_invariants, algebraic_simplify, cse, constant_folding, dce, memory_plan)
 
 
 def optimize(program, passes=None):
@@ -58,4 +61,4 @@ def optimize(program, passes=None):
 
 __all__ = ["optimize", "constant_folding", "cse", "dce", "algebraic_simplify", "memory_plan", "planned_peak",
            "merge_loops", "loop_residuals", "loop_matmul_sums", "loop_transposes", "loop_invariants",
-           "PASSES", "DEFAULT_PIPELINE"]
+           "merge_scans", "scan_residuals", "scan_matmul_sums", "scan_transposes", "PASSES", "DEFAULT_PIPELINE"]
