@@ -31,6 +31,13 @@ another numpy; default: this interpreter if it can import tensorflow, else the c
 skipped with a note), which takes its samples when the parent asks, interleaved with the other
 columns'.
 
+``--contended KIND`` times everything with load beside this process, started and stopped by
+this script (``benchmarks/_contention.py``): ``busy``, one process spinning in a Python loop;
+``busy2``, two; ``loader``, a d2s DataLoader whose 2 worker processes produce batches without
+pause. A framework whose threads wait for a core another process holds slows down much more
+than by the CPU share it loses (issue 26); d2s's native backend sizes its products' thread
+count from what the machine has free (``d2s_runtime/threads.py``).
+
 Every framework is limited to 2 threads (``--threads``; BLAS/OpenMP environment variables set before numpy is
 imported, ``torch.set_num_threads``, TensorFlow's threading config, and the process pinned to 2
 CPUs where it has more). Each timing is the median of ``--repeat`` samples taken after a
@@ -70,6 +77,9 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _contention import KINDS, Contention  # noqa: E402
 
 LR = 0.01
 MLP_SIZES = (784, 512, 512, 10)
@@ -936,6 +946,9 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=3, help="rounds of --alone (default 3)")
     p.add_argument("--tf-serve", default=None, help=argparse.SUPPRESS)
     p.add_argument("--alone-child", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--contended", default=None, choices=KINDS,
+                   help="time with load beside this process: busy (one spinning process), busy2 (two), loader "
+                        "(a 2-worker DataLoader producing batches without pause)")
     p.add_argument("--settle", type=float, default=SETTLE,
                    help=f"seconds of sleep before each sample of every column (default {SETTLE}; 0: back to back, "
                         "where frameworks in this process may then slow each other down)")
@@ -946,6 +959,10 @@ def main(argv=None):
         return
     if args.alone_child:
         return alone_child(args)
+    if args.contended:
+        with Contention(args.contended) as load:
+            print(f"contended: {load.describe()}", flush=True)
+            return alone(args) if args.alone else bench(args)
     if args.alone:
         return alone(args)
     return bench(args)

@@ -49,7 +49,7 @@ from .ops.debug import ProgramAssertionError, ProgramRaisedError, ProgramTypeErr
 from .ops.guard import GuardError
 from .ops.tensor_list import ProgramIndexError
 from .schedule import FeedView, topo_order
-from . import tiers
+from . import threads, tiers
 
 # Step kinds
 KERNEL, MULTI, OUT, UFUNC1, UFUNC2, PRESET = range(6)
@@ -313,8 +313,15 @@ class Executor:
                         o = outs[i] = o.view()  # (the constant itself must stay writable)
                         o.flags.writeable = False
                 return outs
-        self._native_fn = fn
         self.native_origin = getattr(fn, "origin", None)
+        if tiers.computes_products(self.program):
+            # products on as many BLAS threads as the machine has free (threads.py)
+            governed, govern = fn, threads.govern
+
+            def fn(*feeds):
+                govern()
+                return governed(*feeds)
+        self._native_fn = fn
         if self.backend_requested == "auto":
             # native may be slower (BLAS-bound programs, big reductions): time both backends
             self._trial = tiers.AutoTrial(

@@ -191,13 +191,24 @@ def _native_index(e, idx, index):
 
 @deflowering("getitem", "native")
 def _getitem_native(e, x, *idx, index):
-    """Basic indexing (ints, 0-d integer tensors, slices, one Ellipsis) as a view."""
+    """Basic indexing (ints, 0-d integer tensors, slices, one Ellipsis) as a view; rows taken
+    by an integer index array on the leading dim (an embedding) as one loop over the rows."""
+    from ..native.rows import lower_take_rows, rows_index
+    rows = rows_index(e, idx, index)
+    if rows is not None:
+        return lower_take_rows(e, x, rows)
     return e.basic_index(x, _native_index(e, idx, index))
 
 
 @deflowering("index_add", "native")
 def _index_add_native(e, x, v, *idx, index):
-    """A basic index selects each position once, so ``np.add.at`` is ``out[index] += v``."""
+    """A basic index selects each position once, so ``np.add.at`` is ``out[index] += v``; at
+    an integer index array on the leading dim, rows are added one at a time (``np.add.at``'s
+    order)."""
+    from ..native.rows import lower_add_rows, rows_index
+    rows = rows_index(e, idx, index)
+    if rows is not None:
+        return lower_add_rows(e, x, v, rows)
     return e.index_add(x, v, _native_index(e, idx, index))
 
 
@@ -363,6 +374,12 @@ def _index_check(xp, index, x, axis, negative=False, op="index"):
     a = axis % x.ndim if x.ndim else 0
     check_range(op, index, x.shape[a] if x.ndim else 1, a, negative)
     return index
+
+
+@deflowering("index_check", "native")
+def _index_check_native(e, index, x, axis, negative=False, op="index"):
+    from ..native.rows import lower_index_check
+    return lower_index_check(e, index, x, axis, negative)
 
 
 def _index_dim_infer(op):

@@ -425,6 +425,12 @@ _cast_native.elementwise = True  # lowered as a scalar expression, fused like el
 _cast_native.raw_args = True     # gets its operand unconverted
 
 
+@deflowering("split", "native")
+def _split_native(e, x, sections, axis=0):
+    from ..native.split import lower_split
+    return lower_split(e, x, sections, axis)
+
+
 @deflowering("concat", "native")
 def _concat_native(e, *xs, axis=0):
     return e.join(xs, axis, new_axis=False)
