@@ -407,3 +407,16 @@ def smatmul(a, b):
 def dmatmul(a, b):
     """``a @ b`` of 2-d float64 arrays, a new C-contiguous array."""
     return _matmul(a, b, np.empty((a.shape[0], b.shape[1]), np.float64), False)
+
+
+@njit(**_BIG)
+def smatmul_into(a, b, out):
+    """``out[...] = a @ b`` of 2-d float32 arrays, ``out`` C-contiguous (a slice of a batched
+    product's result); the operands may be strided views gemm reads in place."""
+    _matmul(a, b, out, True)
+
+
+@njit(**_BIG)
+def dmatmul_into(a, b, out):
+    """``out[...] = a @ b`` of 2-d float64 arrays (see ``smatmul_into``)."""
+    _matmul(a, b, out, False)

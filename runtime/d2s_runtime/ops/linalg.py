@@ -35,7 +35,11 @@ def _matmul(xp, a, b):
 @deflowering("matmul", "native")
 def _matmul_native(e, a, b):
     """numba's ``np.dot`` (BLAS) on 1-d and 2-d operands; a bias/activation chain reading the
-    result runs in place in its buffer (native/lower.py)."""
+    result runs in place in its buffer (native/lower.py); batched operands one gemm per slice
+    (native/batched.py)."""
+    if a.ndim > 2 or b.ndim > 2:
+        from ..native.batched import lower_batched_matmul
+        return lower_batched_matmul(e, a, b)
     return e.matmul(a, b)
 
 

@@ -86,3 +86,30 @@ def test_the_lstm_language_model_trains_natively(cache, monkeypatch):
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
     for p, q in zip(models[0].parameters(), models[1].parameters()):
         np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-4, atol=1e-6)
+
+
+def _attention(q, k, v, w):
+    s = d2s.matmul(q, d2s.transpose(k, -2, -1)) * 0.5  # (B, H, L, S) from strided head views
+    p = s + d2s.arange(0, 3, dtype="float32")
+    wt = d2s.transpose(w[0, 0], 0, 1)  # (E, S)
+    # a batched operand times a matrix, and leading dims of 1 broadcast against (B, H)
+    return (d2s.matmul(p, v) * w).sum() + (d2s.matmul(q[0], wt) ** 2).sum() + \
+        (d2s.matmul(w[:, :1], d2s.transpose(q, -2, -1)) ** 2).sum()
+
+
+def test_batched_matmuls_and_arange_equal_the_python_backend(cache):
+    from d2s_runtime.native import mkl
+    if mkl.library() is None:
+        pytest.skip("batched matmuls lower with MKL only")
+    # q, k, v: (B, T, H, E) tensors read as (B, H, T, E) views, as attention reads its heads
+    spec = [InputSpec([2, 3, 2, 4]), InputSpec([2, 3, 2, 4]), InputSpec([2, 3, 2, 4]), InputSpec([1, 2, 3, 4])]
+
+    def fn(q, k, v, w):
+        return _attention(*(d2s.transpose(t, 1, 2) for t in (q, k, v)), w)
+
+    prog = gradients(build_program(fn, *spec)).verify()
+    assert any(op.type == "matmul" and len(prog.block.lookup(op.outputs[0]).type.shape) == 4 for op in prog.block.ops)
+    native_fn = compile_native(prog, cache)
+    cases = [tuple(RNG.standard_normal(s.shape).astype("float32") for s in spec) + (np.array(1.0, "float32"),)
+             for _ in range(2)]
+    check(prog, native_fn, cases, rtol=2e-5, atol=2e-5)
