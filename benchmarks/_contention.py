@@ -43,7 +43,10 @@ class Augmented(d2s.data.Dataset):
 
 
 if __name__ == "__main__":
-    for _ in d2s.data.DataLoader(Augmented(), batch_size=32, num_workers=2):
+    try:
+        for _ in d2s.data.DataLoader(Augmented(), batch_size=32, num_workers=2):
+            pass
+    except KeyboardInterrupt:  # how the benchmark stops it (the loader then stops its workers)
         pass
 """
 

@@ -166,9 +166,9 @@ def mobilenet_v2(lib, num_classes=1000):
 
 
 # ------------------------------------------------------------------ data (numpy, the same for every column)
-def resnet18_data():
+def resnet18_data(batch=8, size=64):
     rng = np.random.default_rng(0)
-    return rng.standard_normal((8, 3, 64, 64)).astype("float32"), rng.integers(0, 10, 8)
+    return rng.standard_normal((batch, 3, size, size)).astype("float32"), rng.integers(0, 10, batch)
 
 
 def gpt_data(batch=8, seq=128, vocab=1024):
@@ -183,5 +183,5 @@ def lstm_data(batch=16, seq=64, vocab=1000):
     return tokens[:-1].copy(), tokens[1:].copy()
 
 
-def mobilenet_data():
-    return (np.random.default_rng(3).standard_normal((1, 3, 224, 224)).astype("float32"),)
+def mobilenet_data(size=224):
+    return (np.random.default_rng(3).standard_normal((1, 3, size, size)).astype("float32"),)

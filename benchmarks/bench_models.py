@@ -68,6 +68,15 @@ WORKLOADS = {
 }
 COLUMNS = ("d2s eager", "d2s static", "d2s native", "torch", "jax")
 
+# --tiny: the same architectures at sizes that only check that every column runs and agrees
+TINY = {
+    "resnet18": (W.resnet18, lambda: W.resnet18_data(batch=4, size=32)),
+    "gpt": (lambda lib: W.gpt(lib, vocab=32, width=16, layers=1, heads=2, block=8),
+            lambda: W.gpt_data(batch=2, seq=8, vocab=32)),
+    "lstm": (lambda lib: W.lstm_lm(lib, vocab=11, emb=6, hidden=5), lambda: W.lstm_data(batch=3, seq=4, vocab=11)),
+    "mobilenet": (W.mobilenet_v2, lambda: W.mobilenet_data(size=32)),
+}
+
 
 # ------------------------------------------------------------------ steps
 def _train_step(lib, kind, model, forward, args):
@@ -100,11 +109,13 @@ def _lib_args(lib, arrays):
     return tuple(lib.tensor(a) for a in arrays)
 
 
-def make_steps(name, columns, native_wait):
+def make_steps(name, columns, native_wait, tiny=False):
     """({column: step function}, {column: note}) for workload ``name``, every column from the
-    same weights."""
+    same weights (``tiny``: the workload at the sizes of ``TINY``)."""
     import d2s
     make, data, kind, _ = WORKLOADS[name]
+    if tiny:
+        make, data = TINY[name]
     arrays = data()
     steps, notes, state = {}, {}, None
     try:
@@ -220,8 +231,8 @@ def _jax_gpt_step(state, arrays, heads=4, lr=3e-4, betas=(0.9, 0.999), eps=1e-8,
 
 
 # ------------------------------------------------------------------ timing
-def run(name, repeat, columns, native_wait):
-    steps, notes = make_steps(name, columns, native_wait)
+def run(name, repeat, columns, native_wait, tiny=False):
+    steps, notes = make_steps(name, columns, native_wait, tiny)
     first = {}
     for k, f in steps.items():  # warm-up (the conversion, and the native compiles, happen here)
         first[k] = [f(), f()]
@@ -231,6 +242,7 @@ def run(name, repeat, columns, native_wait):
     for k, losses in first.items():
         if not np.allclose(losses, ref, rtol=2e-3, atol=1e-4):
             print(f"  warning: {k}'s first losses {losses} differ from {ref}")
+            MISMATCHES.append((name, k, losses, ref))
     times = {k: [] for k in steps}
     for _ in range(repeat):
         for k, f in steps.items():
@@ -239,13 +251,17 @@ def run(name, repeat, columns, native_wait):
             times[k].append(time.perf_counter() - t)
     med = {k: float(np.median(v)) * 1e3 for k, v in times.items()}
     base = med.get("torch")
-    print(f"{name}: {WORKLOADS[name][3]} (median of {repeat} steps, {THREADS} thread(s))", flush=True)
+    what = "tiny sizes (--tiny)" if tiny else WORKLOADS[name][3]
+    print(f"{name}: {what} (median of {repeat} steps, {THREADS} thread(s))", flush=True)
     for k, v in med.items():
         ratio = f"  {v / base:5.2f}x torch" if base and k != "torch" else ""
         print(f"  {k:<11} {v:9.1f} ms{ratio}  (range {min(times[k]) * 1e3:.1f}-{max(times[k]) * 1e3:.1f})")
     for k, note in notes.items():
         print(f"  {k}: {note}")
     return med
+
+
+MISMATCHES = []  # (workload, column, its first losses, the reference's) of the runs so far
 
 
 def main(argv=None):
@@ -258,6 +274,7 @@ def main(argv=None):
                    help="time with load beside this process: busy (one spinning process), busy2, loader")
     p.add_argument("--native-wait", type=float, default=600.0,
                    help="seconds to wait for the native background compiles")
+    p.add_argument("--tiny", action="store_true", help="tiny sizes: checks that every column runs and agrees")
     args = p.parse_args(argv)
     columns = [c.strip() for c in args.columns.split(",")]
     print(f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} CPUs); "
@@ -267,9 +284,9 @@ def main(argv=None):
         if args.contended:
             with Contention(args.contended) as load:
                 print(f"contended: {load.describe()}")
-                results[name] = run(name, args.repeat, columns, args.native_wait)
+                results[name] = run(name, args.repeat, columns, args.native_wait, args.tiny)
         else:
-            results[name] = run(name, args.repeat, columns, args.native_wait)
+            results[name] = run(name, args.repeat, columns, args.native_wait, args.tiny)
     print(f"load average at end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     return results
 
