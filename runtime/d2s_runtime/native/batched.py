@@ -4,7 +4,8 @@ result, each operand slice read in place where gemm can (strided rows or columns
 of a (B, T, H, E) tensor viewed as (B, H, T, E) are such slices), the leading dims broadcast
 as numpy's ``matmul`` broadcasts them (a dim of 1, or a missing one, pairs with every index).
 Without MKL (``d2s[mkl]``) the program runs on the Python backend."""
-from .lower import NP_TYPE, mkl
+from . import mkl
+from .values import NP_TYPE
 
 
 def lower_batched_matmul(e, a, b):

@@ -33,13 +33,12 @@ from ..dtypes import DTYPES, float_of, types_result
 from ..ops import OPS
 from ..schedule import topo_order
 from . import mkl
+from .values import NP_TYPE, NativeUnsupported, _int  # noqa: F401 - (re-exported: the hooks' names)
 
 BACKEND = "native"
 # Bumped whenever the generated code changes meaning, so disk caches of older versions are not used.
 LOWERING_VERSION = "3"
 
-NP_TYPE = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32", "int64": "np.int64",
-           "bool": "np.bool_"}
 
 
 class StackPool:
@@ -57,10 +56,6 @@ class StackPool:
         return f"StackPool({self.dtype}, {self.part}, {self.sites})"
 
 
-class NativeUnsupported(Exception):
-    """The program has something the native backend does not lower (one-line reason)."""
-
-
 class V:
     """A value during lowering. ``kind``: 's' machine scalar, 'a' array, 'l' lazy element-wise
     expression (``tree``). ``layout``: 'C' (contiguous), 'F' (a transposed matrix) or 'A'."""
@@ -74,12 +69,6 @@ class V:
     @property
     def ndim(self):
         return len(self.shape)
-
-
-def _int(v, what):
-    if type(v) is bool or not isinstance(v, (int, np.integer)):
-        raise NativeUnsupported(f"{what} must be an int, got {type(v).__name__}")
-    return int(v)
 
 
 def _dtype(name, what="dtype"):

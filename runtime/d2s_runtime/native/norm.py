@@ -10,7 +10,7 @@ else is left to the Python backend. The hooks get the lowerer's ``Emit`` (``e``)
 """
 import numpy as np
 
-from .lower import NP_TYPE, _int
+from .values import NP_TYPE, _int
 
 
 def _layout(e, x, axes):

@@ -9,7 +9,7 @@ numpy's fancy indexing), one outside the dim raises (the executor then reruns th
 Python backend, which raises numpy's or PyTorch's own error), and ``index_add`` adds one row
 at a time in the index's C order, ``np.add.at``'s order, so repeated positions give its bits.
 """
-from .lower import NP_TYPE
+from .values import NP_TYPE
 
 
 def rows_index(e, idx, index):

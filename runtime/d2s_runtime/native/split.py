@@ -1,7 +1,7 @@
 """Native lowering of ``split`` (``ops/shape_ops.py``): each piece a view of the input, as
 numpy's ``split`` gives (a piece along the leading dim of a contiguous input is contiguous;
 other pieces are strided views, which fused loops and MKL's gemm read in place)."""
-from .lower import V, _int
+from .values import _int
 
 
 def lower_split(e, x, sections, axis=0):
@@ -21,6 +21,7 @@ def lower_split(e, x, sections, axis=0):
     for size, t in zip(sizes, e.out_types):
         name = l.fresh()
         l.emit(l.indent, f"{name} = {x.name}[{', '.join([':'] * a + [f'{start}:{start + size}'])}]")
-        outs.append(V("a", name, x.dtype, tuple(t.shape), layout="C" if a == 0 and x.layout == "C" else "A"))
+        outs.append(l.new_array(name, x.dtype, tuple(t.shape), layout="C" if a == 0 and x.layout == "C" else "A",
+                                fresh=False))
         start += size
     return tuple(outs)
