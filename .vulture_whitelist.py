@@ -82,6 +82,8 @@ _.stack_shapes_out  # native/_lib.py: generated native code calls it (ragged sta
 _.stack_buf_view  # native/_lib.py: generated native code calls it (a stack's rows, read in place)
 _.smatmul  # native/_lib.py: generated native code calls it (products through MKL, native/mkl.py)
 _.dmatmul  # native/_lib.py: generated native code calls it (products through MKL, native/mkl.py)
+_.smatmul_into  # native/_lib.py: generated native code calls it (batched products, one gemm per slice)
+_.dmatmul_into  # native/_lib.py: generated native code calls it (batched products, one gemm per slice)
 _.fmin  # native/_lib.py: generated native code calls it (ops/pointwise.py's lowering)
 _.floordiv_int  # native/_lib.py: generated native code calls it (integer //, raising on zero)
 _.mod_int  # native/_lib.py: generated native code calls it (integer %, raising on zero)
@@ -205,3 +207,22 @@ _.register_step_pre_hook  # public API (torch.optim.Optimizer's); tests/optim/te
 _.register_step_post_hook  # public API (torch.optim.Optimizer's); tests/optim/test_optimizers.py
 _.worker_pids  # public attribute of a DataLoader iterator with workers; tests/data/test_workers.py reads it
 _._on_queue_feeder_error  # called by multiprocessing's queue feeder thread when a batch cannot be pickled
+
+# PyTorch's signatures, accepted for model files (devices, grad modes, autograd.Function, TorchScript)
+_.check_available  # torch.accelerator.current_accelerator(check_available=): accepted
+_.volatile  # torch.autograd.Variable(volatile=): accepted and ignored, as in PyTorch >= 0.4
+_.non_blocking  # Tensor.to / Module.to / Tensor.cuda (non_blocking=): accepted, copies are synchronous
+_.memory_format  # Tensor.to / cpu / cuda (memory_format=): accepted, d2s has one layout
+_.the_type  # torch.jit.annotate(the_type, the_value): the type is only a hint
+_.mark_non_differentiable  # public API of a custom Function's ctx (PyTorch's)
+_.set_materialize_grads  # public API of a custom Function's ctx (PyTorch's)
+_.mark_dirty  # public API of a custom Function's ctx (PyTorch's)
+_.is_cuda  # public Tensor attribute (PyTorch's)
+_.get_device  # public Tensor method (PyTorch's)
+_.is_inference  # public Tensor method (PyTorch's), tests/autograd/test_grad_mode.py
+_.__class_getitem__  # d2s.jit.Final[int]: Python calls it for the subscript
+_.greater_equal  # d2s.greater_equal and the other PyTorch spellings of the comparisons (d2s/ops/elementwise.py)
+_.less  # d2s.less
+_.less_equal  # d2s.less_equal
+_.not_equal  # d2s.not_equal
+_.cdist  # d2s.cdist, as torch.cdist (tests/ops/test_linalg.py)

@@ -45,7 +45,7 @@ def main():
         print("numba is not installed (pip install 'd2s[native]')")
         return None
     from d2s_runtime.native import _lib, mkl
-    from d2s_runtime.native.lower import _short_wide
+    from d2s_runtime.native.builders import _short_wide
 
     use_mkl = mkl.library() is not None
 

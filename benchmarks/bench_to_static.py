@@ -156,7 +156,7 @@ def fresh(src, name):
 
 def first_call_ms(src, name, args, runs):
     """(median first call, best first call, median second call) in ms, and the program. The
-    second call pays for the optimization passes once (see TieredProgram in d2s/jit/concrete.py)."""
+    second call pays for the optimization passes once (see d2s_runtime.tiers.TieredRunner)."""
     times, seconds, programs = [], [], None
     for _ in range(runs):
         fn = fresh(src, name)

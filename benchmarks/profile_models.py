@@ -64,7 +64,7 @@ def _timed_run_steps(totals, detail=()):
             elif kind == OUT:
                 env[out] = fn(env, [env[i] for i in ins])
             dt = clock() - t
-            if op.type not in ("while", "scan", "cond"):  # their bodies' ops are counted themselves
+            if not op.blocks:  # (a structured op's body ops are counted themselves)
                 first = env[out[0] if isinstance(out, tuple) else out]
                 key = (op.type, layouts or tuple(getattr(first, "shape", ())))
                 totals[key][0] += dt
@@ -87,11 +87,13 @@ def main(argv=None):
     saved, sys.argv = sys.argv, [sys.argv[0], "--threads", str(args.threads)]
     import bench_models as B
     sys.argv = saved
-    import d2s.jit.concrete as concrete
     from d2s_runtime import Executor
-    orig = concrete._executor
-    concrete._executor = lambda program, device, quick=False, backend="python": \
-        Executor(program, device=device, mode="interp", backend="python")
+    from d2s_runtime.tiers import TieredRunner
+    orig = TieredRunner.__init__
+
+    def interpreted(self, program, device="cpu", backend=None, **kw):
+        orig(self, program, device, "python", **{**kw, "mode": "interp"})
+    TieredRunner.__init__ = interpreted
     totals = collections.defaultdict(lambda: [0.0, 0])
     Executor._run_steps = _timed_run_steps(totals, set(args.detail.split(",")))
     steps, _ = B.make_steps(args.workload, ["d2s static"], 0)
@@ -103,7 +105,7 @@ def main(argv=None):
     for _ in range(args.steps):
         f()
     cpu = (time.process_time() - c0) / args.steps
-    concrete._executor = orig
+    TieredRunner.__init__ = orig
     by_type = collections.defaultdict(float)
     for (t, _), (s, _) in totals.items():
         by_type[t] += s / args.steps

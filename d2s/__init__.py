@@ -10,12 +10,17 @@ from . import dtypes as _dtypes  # noqa: F401
 from .dtypes import (bool_, dtype, float32, float64, int32, int64, float16, uint8, int8, int16, bfloat16, double,
                      half, long, short, finfo, iinfo, get_default_dtype, set_default_dtype)
 from .tensor import Tensor, get_default_device, set_default_device, tensor  # first: the eager core (tensor, dispatch, autograd) loads with it
-from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (enable_grad, grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                       set_grad_enabled)
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403  (exactly d2s.ops.__all__: the public tensor functions)
 from . import inplace as _inplace  # noqa: F401  (Tensor's in-place methods: add_, +=, ...)
+from .autograd import function as _function  # noqa: F401  (custom Functions' op in programs)
 from .ops.debug import print  # noqa: F401,A004  (d2s.print: prints on every call of a program)
-from .ops.random import Generator, default_generator  # noqa: F401
+from .ops.random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed,  # noqa: F401
+                          seed, set_rng_state)
+from .devices import device  # noqa: E402  (torch.device)
+from .printing import set_printoptions  # noqa: E402,F401
 
 bool = bool_  # d2s.bool, as in the API; Python's bool stays reachable as builtins.bool
 float, int = _dtypes.float_, _dtypes.int_  # d2s.float is float32 and d2s.int int32, as torch's
@@ -24,7 +29,8 @@ __version__ = "0.1.0"
 
 # Submodules and names that import lazily, so `import d2s` stays light and layers stay apart.
 _LAZY_MODULES = {"nn", "optim", "data", "jit", "static", "passes", "func", "utils", "viz", "onnx", "distributions",
-                 "autograd", "transformers", "convert", "cli", "trace", "distributed", "lax", "linalg", "return_types"}
+                 "autograd", "transformers", "convert", "cli", "trace", "distributed", "lax", "linalg", "return_types",
+                 "cuda", "backends", "accelerator"}
 _LAZY_NAMES = {
     "cond": ("d2s.static.control_flow", "cond"),
     "while_loop": ("d2s.static.control_flow", "while_loop"),
@@ -37,13 +43,20 @@ _LAZY_NAMES = {
     "load": ("d2s.serialization", "load"),
 }
 
-# The public names of ``d2s`` (see the API contract and the README): tensors and dtypes, the
+# The public names of ``d2s`` (see the API contract and docs/api/d2s.md): tensors and dtypes, the
 # op functions of d2s.ops, grad modes, functional control flow, and the subpackages.
 __all__ = (["Tensor", "tensor", "set_default_device", "get_default_device", "dtype", "bool", "bool_", "float32", "float64", "int32", "int64",
             "float16", "uint8", "int8", "int16", "bfloat16", "double", "half", "long", "short", "float", "int",
             "finfo", "iinfo", "get_default_dtype", "set_default_dtype", "Generator", "default_generator",
-            "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+            "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+            "is_inference_mode_enabled", "device", "set_printoptions"]
            + list(_ops.__all__) + sorted(_LAZY_NAMES) + sorted(_LAZY_MODULES))
+__all__ = list(dict.fromkeys(__all__))  # (d2s.trace is both the matrix trace and the trace package)
+
+
+def __dir__():
+    """``dir(d2s)`` (tab completion) lists the lazy submodules and names too (``jit``, ``cond``, ...)."""
+    return sorted(set(globals()) | _LAZY_MODULES | set(_LAZY_NAMES))
 
 
 def __getattr__(name):

@@ -3,4 +3,5 @@ import sys
 
 from .cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # importing it (a documentation tool walking the package) runs nothing
+    sys.exit(main())

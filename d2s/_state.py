@@ -29,6 +29,9 @@ class _State(threading.local):
         self.tracer = None
         self.hooked = False
         self.anomaly = None  # the active detect_anomaly() settings, or None
+        self.inference = False  # inside d2s.inference_mode()
+        self.inference_stack = []
+        self.in_backward = 0  # backward passes running in this thread (d2s.autograd.engine)
 
     def refresh(self):
         hooked = self.builder is not None or self.tracer is not None

@@ -308,9 +308,25 @@ def _default_max_bytes():
     return DEFAULT_MAX_BYTES
 
 
+# The documentation pages a command-line user needs, by name: a wheel has no README, and the
+# site (docs/ in the source tree, `mkdocs serve` to browse it) keeps these names.
+DOCS_EPILOG = """\
+documentation (docs/ in the source tree; pip install 'd2s[docs]' && mkdocs serve):
+  getting started            docs/getting_started.md
+  the command line           docs/deployment/cli.md
+  to_static semantics        docs/to_static/index.md (control flow, lists and dicts, limits, ...)
+  trace or convert? compare  docs/trace_or_convert.md
+  deployment, d2s run        docs/deployment/index.md, docs/deployment/untrusted.md
+  ONNX export                docs/deployment/onnx.md
+  PyTorch compatibility      docs/pytorch_compat.md
+  API reference              docs/api/ (every public name, from the docstrings)"""
+
+
 def build_parser():
-    p = argparse.ArgumentParser(prog="d2s", description="d2s: eager code with real control flow, "
-                                "converted to static graphs. See README.md.")
+    p = argparse.ArgumentParser(
+        prog="d2s", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="d2s: eager code with real control flow, converted to static graphs.",
+        epilog=DOCS_EPILOG)
     p.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_parser = sub.add_parser

@@ -19,7 +19,10 @@ from d2s_runtime.ops import OPS, ShapeError, TensorType
 from d2s_runtime.ops.indexing import IndexOutOfRange
 
 from ._state import HOOKED_THREADS, STATE
+from . import views as _views
 from .autograd import node as _node
+from .devices import as_device_name
+from .autograd.grad_mode import INFERENCE_THREADS, mark_inference
 from .tensor import Tensor, _default_array, get_default_device
 from .user_errors import stray_symbolic_error
 
@@ -41,6 +44,9 @@ def apply(name, *inputs, **attrs):
             d = a._data
             if d is None:
                 return _apply_hooked(opdef, inputs, attrs)
+            vi = a._view
+            if vi is not None and vi.version != vi.root._version:
+                _views.fresh(a)  # its root was written in place since: take the new history
             if a.requires_grad:
                 record = True
             if xp is None and type(d) is not _ndarray:
@@ -76,10 +82,18 @@ def apply(name, *inputs, **attrs):
         result = Tensor._make(out if type(out) is _ndarray else _as_array(out, xp))
         if record and STATE.grad_enabled:
             _record(opdef, inputs, attrs, (result,))
+        if opdef.view:
+            _views.note(opdef, inputs, attrs, (result,))
+        if INFERENCE_THREADS[0]:
+            mark_inference((result,))
         return result
     results = tuple(Tensor._make(o if type(o) is _ndarray else _as_array(o, xp)) for o in out)
     if record and STATE.grad_enabled:
         _record(opdef, inputs, attrs, results)
+    if opdef.view:
+        _views.note(opdef, inputs, attrs, results)
+    if INFERENCE_THREADS[0]:
+        mark_inference(results)
     return results
 
 
@@ -127,6 +141,7 @@ def _apply_hooked(opdef, inputs, attrs):
     if _weak_promoting(opdef) and any(getattr(a, "_d2s_weak", False) for a in inputs):
         inputs = _strengthen_weak(opdef, inputs)
     builder = STATE.builder
+    given = inputs  # (a view's root is the object given: a module buffer, not the param reading it)
     if builder is not None or any(isinstance(a, Tensor) and a._data is None for a in inputs):
         if builder is None:
             raise stray_symbolic_error(opdef.name)
@@ -146,6 +161,8 @@ def _apply_hooked(opdef, inputs, attrs):
         return out
     if STATE.grad_enabled and any(isinstance(a, Tensor) and a.requires_grad for a in inputs):
         _record(opdef, inputs, attrs, results)
+    if opdef.view:
+        _views.note(opdef, given, attrs, results)
     return results[0] if opdef.n_out == 1 else results
 
 
@@ -205,7 +222,13 @@ def create(name, device=None, **attrs):
     if STATE.builder is not None:
         return apply(name, **attrs)
     opdef = OPS[name]
+    if device is not None and type(device) is not str:
+        device = as_device_name(device)  # a d2s.device, or an index
+    elif device is not None and ":" in device:
+        device = as_device_name(device)  # 'cuda:0'
     out = Tensor._make(opdef.kernel(get_xp(device if device is not None else get_default_device()), **attrs))
+    if INFERENCE_THREADS[0]:
+        mark_inference((out,))
     if STATE.tracer is not None:  # a trace must redraw random values on every call
         STATE.tracer.record(opdef, (), attrs, (out,))
     return out
@@ -239,12 +262,14 @@ def operator(name, reflected=False):
 
     def method(self, other):
         a = self._data
-        if type(a) is _ndarray and not (HOOKED_THREADS[0] and STATE.hooked) and not self.requires_grad:
+        if type(a) is _ndarray and not (HOOKED_THREADS[0] and STATE.hooked) and not self.requires_grad \
+                and (self._view is None or self._view.version == self._view.root._version):
             t = type(other)
             b = None
             if t in _SCALARS:
                 b = other
-            elif t is Tensor and not reflected and not other.requires_grad and type(other._data) is _ndarray:
+            elif t is Tensor and not reflected and not other.requires_grad and type(other._data) is _ndarray \
+                    and (other._view is None or other._view.version == other._view.root._version):
                 b = other._data
             if b is not None:
                 try:
@@ -256,3 +281,6 @@ def operator(name, reflected=False):
         return apply(name, other, self) if reflected else apply(name, self, other)
 
     return method
+
+
+_views.bind(Tensor, apply)  # (views replay and write back through op calls)

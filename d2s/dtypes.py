@@ -42,7 +42,7 @@ bool_ = _BY_NAME["bool"]
 # PyTorch's other names of the same dtypes (torch.float is float32, torch.int is int32)
 float_, double, half, long, int_, short = float32, float64, float16, int64, int32, int16
 
-_BFLOAT16_WHY = ("bfloat16 cannot be used: d2s computes with numpy, which has no bfloat16; use "
+BFLOAT16_WHY = ("bfloat16 cannot be used: d2s computes with numpy, which has no bfloat16; use "
                  "d2s.float32 (or d2s.float16 for half-precision storage)")
 # a dtype object so `dtype = torch.bfloat16 if ... else ...` imports; as_dtype refuses it
 bfloat16 = dtype("bfloat16")
@@ -53,7 +53,7 @@ def as_dtype(d):
     if type(d) is dtype and d in _BY_NAME:
         return d
     if isinstance(d, str) and d in ("bfloat16", "torch.bfloat16", "d2s.bfloat16"):
-        raise TypeError(_BFLOAT16_WHY)
+        raise TypeError(BFLOAT16_WHY)
     if isinstance(d, str) and d.startswith(("torch.", "d2s.")):  # 'torch.float32' as printed
         d = d.split(".", 1)[1]
     return _BY_NAME[normalize(d)]

@@ -9,8 +9,16 @@ the other operand requires grad), the tensor takes the op's node as its ``grad_f
 PyTorch; a leaf that requires grad refuses in-place ops outside ``no_grad()``. (``.data`` and
 the version-sharing ``detach()`` are Tensor's own.)
 
+Every in-place update goes through :func:`write` (the methods here, ``x[idx] = v``, and those
+other modules add to ``RESULTS``): it computes the new value out of place and puts it in place.
+On a **view** (``y[0]``, ``y.t()``, ``y.view(-1)``, a ``split`` piece) the write goes to the
+view's base with PyTorch's autograd semantics, eagerly and in programs alike: see
+``d2s/views.py``, which documents the design (a view records its root and replayable steps;
+the new value is written back through the steps' inverses, the root taking that history).
+
 In a program being built (``to_static``, ``build_program``) or under a tracer, the tensor
-object is rebound to the out-of-place result, and the converter rebinds the name (see
+object is rebound to the out-of-place result (a traced one keeps its array, which takes the
+values), and the converter rebinds the name (see
 ``d2s/transformers/inplace_calls.py``). Inside a tensor ``if`` or loop the object itself is
 carried out of the ``cond``/``while`` op (``ProgramBuilder.note_inplace``), so every alias of it
 (another name, a list holding it) sees the update, as in eager code. Writing in
@@ -18,7 +26,9 @@ place to a parameter, a buffer or any tensor living outside the program is refus
 an error naming what to write instead; to_static copies an argument updated in place back into
 the caller's tensor after each call, as eager code writes into it, and module buffers updated
 as ``self.buf += v`` or ``self.buf.add_(v)`` statements become attribute writes, which to_static
-writes back after each call.
+writes back after each call. A buffer updated any other way (``self.buf[0] = v``, through a
+view, through another name) names a var of the program from then on
+(``ProgramBuilder.symbolize``), and its final value is written back after each call.
 """
 import operator
 import weakref
@@ -29,6 +39,9 @@ from ._state import STATE
 from . import ops as _ops
 from .ops import random as _random, selection as _selection
 from .ops import broadcast_to, cast, full_like, where
+from .ops import indexing as _indexing
+from . import views
+from .autograd.grad_mode import no_grad
 from .tensor import Tensor, tensor_method
 from .user_errors import at_user_line
 
@@ -124,7 +137,8 @@ def _recording(t, others):
     return any(isinstance(o, Tensor) and o.requires_grad for o in others)
 
 
-def _bump(t):
+def bump(t):
+    """Count a write into t (and into the tensors it shares elements with)."""
     t._version += 1
     base = getattr(t, "_base", None)
     while base is not None:  # t.detach() shares its version with t, as in PyTorch
@@ -137,50 +151,87 @@ def _update(t, name, args, kwargs):
         # a loop counter or Python number carried by converted code: `i += 1` rebinds the
         # name as it does for the Python int it stands for, never mutating a shared object
         return RESULTS[name](t, *args, **kwargs)
-    what = f"{name.strip('_')}_()" if not name.startswith("__") else _AUG[name]
+    what = f"{name.strip('_')}_()" if not name.startswith("__") else _AUG.get(name, name)
+    return write(t, what, lambda s: RESULTS[name](s, *args, **kwargs), tuple(args) + tuple(kwargs.values()))
+
+
+def write(t, what, compute, others=(), needs_old=True):
+    """Update ``t`` in place to ``compute(t)`` (an out-of-place computation of its new value),
+    with PyTorch's semantics: eagerly into t's array (and so its base's, for a view), recording
+    autograd where t or one of ``others`` takes part in it; in a program (or a trace) by
+    re-pointing t, or for a view its root (d2s/views.py). ``needs_old``: whether the autograd
+    node of ``compute`` reads t's old value (a copy is saved for it then)."""
+    view = t._view
+    if view is not None:
+        views.fresh(t)
     if STATE.grad_enabled and t.requires_grad and t.grad_fn is None:
         raise RuntimeError(
             f"{what}: a leaf tensor that requires grad is being used in an in-place operation; "
             "update it under `with d2s.no_grad():` (as an optimizer step does) or work on a copy "
             "(t = t.clone())")
-    if STATE.grad_enabled and t.requires_grad and _views_a_leaf_requiring_grad(t):
-        raise RuntimeError(
-            f"{what}: a view of a leaf tensor that requires grad (W.T, W[0], W.reshape(...)) is being "
-            "used in an in-place operation; update the leaf itself under `with d2s.no_grad():`")
+    if view is not None:
+        views.check_writable(t, what, STATE.grad_enabled and (view.root.requires_grad or _recording(t, others)))
     if t.is_symbolic or STATE.hooked:
-        return _rebind(t, name, what, args, kwargs)
-    others = tuple(args) + tuple(kwargs.values())
+        return _rebind(t, what, compute)
     if not _recording(t, others):
-        out = RESULTS[name](t, *args, **kwargs)
-        _write(t, out, what)
-        _bump(t)
+        out = compute(t)
+        if view is not None and not views.writeable(t._data):
+            _write_through_root(t, out, what)  # a read-only view (a diagonal): through its root
+        else:
+            _write(t, out, what)
+        bump(t)
         return t
-    # The node saves the old value: give it a copy, since t's own array is overwritten below.
-    src = Tensor._make(t._data.copy())
-    src.requires_grad, src.grad_fn, src._out_idx = t.requires_grad, t.grad_fn, t._out_idx
-    out = RESULTS[name](src, *args, **kwargs)
-    _write(t, out, what)
-    _bump(t)
-    _take_history(t, out)
+    if view is not None and view.refusal is not None:
+        views.refuse_untracked(t, what)
+    # The node may save the old value: give it a copy, since t's own array is overwritten below.
+    src = views.alias(t)
+    if needs_old:
+        src._data = t._data.copy()
+    out = _as_target_dtype(t, compute(src), what)
+    if view is None:
+        _write(t, out, what)
+        bump(t)
+        views.take_history(t, out)
+        return t
+    _check_shape(t, out, what)
+    root = view.root
+    new_root = views.written_back(views.alias(root), view.steps, out)
+    _write(root, new_root, what)  # the values reach t (and every other view) through the root's array
+    bump(t)
+    views.take_history(root, new_root)
+    views.take_history(t, out)
+    view.version = root._version
     return t
 
 
-def _views_a_leaf_requiring_grad(t):
-    base = getattr(t, "_base", None)
-    while base is not None:
-        if base.requires_grad and base.grad_fn is None:
-            return True
-        base = getattr(base, "_base", None)
-    return False
+def _write_through_root(t, out, what):
+    """Untracked write of ``out`` into view ``t`` whose own array is read-only: the root takes
+    the value written back, and ``t`` shows it through the shared memory."""
+    view = t._view
+    if view.refusal is not None:
+        views.refuse_untracked(t, what)
+    _check_shape(t, out, what)
+    with no_grad():
+        new_root = views.written_back(views.alias(view.root), view.steps, _as_target_dtype(t, out, what))
+    _write(view.root, new_root, what)
 
 
-def _take_history(t, out):
-    """t continues out's autograd history: its node's output is t, at t's current version."""
-    t.grad_fn, t.requires_grad, t._out_idx = out.grad_fn, out.requires_grad, out._out_idx
-    node = out.grad_fn
-    if node is not None and node.outputs is not None:
-        node.outputs = tuple(t if o is out else o for o in node.outputs)
-        node.out_versions = tuple(o._version for o in node.outputs)
+def _as_target_dtype(t, out, what):
+    if out.dtype == t.dtype:
+        return out
+    if not np.can_cast(np.dtype(str(out.dtype)), np.dtype(str(t.dtype)), "same_kind"):
+        raise RuntimeError(f"{what}: result type {out.dtype} can't be cast to the desired output type "
+                           f"{t.dtype} of the tensor updated in place; use the out-of-place form (x = x + y) "
+                           "or cast first")
+    return out.cast(t.dtype)
+
+
+def _check_shape(t, out, what):
+    ts, os_ = _static_shape(t), _static_shape(out)
+    if len(ts) != len(os_) or any(a is not None and c is not None and a != c for a, c in zip(ts, os_)):
+        raise RuntimeError(f"{what}: the result has shape {os_}, which does not match the shape {ts} "
+                           "of the tensor updated in place (an in-place op cannot grow its target); use the "
+                           "out-of-place form (x = x + y)")
 
 
 def _write(t, out, what):
@@ -199,48 +250,80 @@ def _write(t, out, what):
     try:
         dst[...] = arr
     except ValueError as e:  # a read-only array: a broadcast view
+        if t._view is None and getattr(t, "_base", None) is None:
+            # its own read-only array (a kernel's broadcast result): nothing else shows its
+            # elements, so it may take a new array of the values
+            t._data = arr.astype(dst.dtype, copy=True)
+            return
         raise RuntimeError(
             f"{what}: this tensor's memory cannot be written to ({e}); it is a broadcast view that "
             "shares elements: update a copy (t = t.clone()) instead") from None
 
 
-def _rebind(t, name, what, args, kwargs):
-    """In a program being built (or traced): the tensor object takes the out-of-place result."""
+def _rebind(t, what, compute):
+    """In a program being built (or traced): the tensor object takes the out-of-place result;
+    for a view, its root takes the result written back (d2s/views.py)."""
+    view = t._view
+    target = t if view is None else view.root
+    if view is not None and view.refusal is not None:
+        views.refuse_untracked(t, what)
     b = STATE.builder
     if b is not None:
-        _refuse_outside_values(b, t, what)
-    elif STATE.tracer is not None and not t.is_symbolic:
-        _refuse_traced_inputs(STATE.tracer, t, what)
-    if not t.is_symbolic:
-        src = Tensor._make(t._data, t._var)  # a tracer sees the old value under its own object
-        src.requires_grad, src.grad_fn, src._out_idx = t.requires_grad, t.grad_fn, t._out_idx
-    else:
-        src = t
-    out = RESULTS[name](src, *args, **kwargs)
-    if out.dtype != t.dtype:
-        if not np.can_cast(np.dtype(str(out.dtype)), np.dtype(str(t.dtype)), "same_kind"):
-            raise RuntimeError(f"{what}: result type {out.dtype} can't be cast to the desired output type "
-                               f"{t.dtype} of the tensor updated in place")
-        out = out.cast(t.dtype)
-    ts, os_ = _static_shape(t), _static_shape(out)
-    if len(ts) != len(os_) or any(a is not None and c is not None and a != c for a, c in zip(ts, os_)):
-        raise RuntimeError(f"{what}: the result has shape {os_}, which does not match the shape {ts} "
-                           "of the tensor updated in place; use the out-of-place form (x = x + y)")
+        _refuse_outside_values(b, target, what)
+        if not target.is_symbolic and (view is not None or _is_state(b, target)):
+            # a module buffer (or, through a view, a tensor made while building) names a var from
+            # now on, and to_static writes a buffer's final value back after each call
+            b.symbolize(target)
+    elif STATE.tracer is not None and not target.is_symbolic:
+        _refuse_traced_inputs(STATE.tracer, target, what)
+    # a tracer sees the old value under its own object
+    src = views.alias(t) if not t.is_symbolic else t
+    out = _as_target_dtype(t, compute(src), what)
+    _check_shape(t, out, what)
+    if view is not None:
+        new_root = views.written_back(views.alias(target), view.steps, out)
+        _repoint(b, target, new_root)
+        _repoint(b, t, out, whole_chain=False)
+        view.version = target._version
+        return t
     if b is not None and not t.is_symbolic:
-        # a concrete tensor made while building (a literal, a loop counter being probed) may be
-        # shared by both branches of a tensor `if`: it keeps its value, the name is rebound
+        # a concrete tensor made while building (a literal, a loop counter being probed) may
+        # be shared by both branches of a tensor `if`: it keeps its value, the name is rebound
         return out
+    _repoint(b, t, out)
+    return t
+
+
+def _is_state(b, t):
+    """A module buffer or tensor attribute (not a parameter being trained) of a program being
+    built."""
+    return not t.requires_grad and (getattr(t, "_d2s_parameter", False) or b.state_tensors.get(id(t)) is t)
+
+
+def _repoint(b, t, out, whole_chain=True):
+    """Tensor object ``t`` takes value ``out`` (and its history) in a program or a trace."""
     if b is not None:
         # a tensor from an enclosing block (a value captured by a branch or a loop body) takes
         # the update while the block is built; the control-flow op then carries it out, so
         # every name and container holding the object sees it (see ProgramBuilder.note_inplace)
         b.note_inplace(t)
-    t._data, t._var = out._data, out._var
-    _bump(t)
-    _take_history(t, out)
+    tracer = STATE.tracer if b is None else None
+    if tracer is not None and t._data is not None and out._data is not None:
+        # traced: the values go into t's own array, as eagerly (its layout, and so what a later
+        # reshape of it shares, stays eager's), which the trace now reads as out's var
+        name = tracer.vars.get(id(out._data))
+        _write(t, out, "an in-place update")
+        if name is not None:
+            tracer._bind(t._data, name)
+    else:
+        t._data, t._var = out._data, out._var
+    if whole_chain:
+        bump(t)
+    else:
+        t._version += 1
+    views.take_history(t, out)
     if b is not None:
         b.after_inplace(t)
-    return t
 
 
 def _static_shape(t):
@@ -263,6 +346,8 @@ def _refuse_outside_values(b, t, what):
     if not t.is_symbolic:
         if not (t.requires_grad or getattr(t, "_d2s_parameter", False)):
             return  # a concrete tensor made while building (d2s.tensor(...), a loop counter)
+        if not t.requires_grad and getattr(b, "to_static_enabled", False):
+            return  # a module buffer: to_static writes its final value back after each call
         kind = "a parameter" if t.requires_grad else "a buffer"
         raise at_user_line(
             f"{what} inside to_static: in-place update of {kind} (shape {tuple(t.shape)}); a program cannot "
@@ -270,6 +355,8 @@ def _refuse_outside_values(b, t, what):
             "`self.buf = self.buf + v` (written back after each call), for a parameter update it outside "
             "the converted function (an optimizer step)", RuntimeError)
     name = t._var.name
+    if id(t) in b.symbolized:
+        return  # a module buffer already updated in this program (see ProgramBuilder.symbolize)
     # to_static copies an updated input back into the caller's tensor after each call, as eager
     # code writes into it (d2s.jit.static_function._InputWrite); build_program has no caller
     if (name in b.program.inputs and not getattr(b, "to_static_enabled", False)) or name in b.program.params:
@@ -316,3 +403,6 @@ def _method(name):
 
 for _name in RESULTS:  # Tensor's in-place methods (see the end of d2s/tensor.py)
     tensor_method(_name)(_method(_name))
+
+
+_indexing._INPLACE.update(write=write, bump=bump)  # x[idx] = v (d2s.ops.indexing.setitem) writes through write()

@@ -4,7 +4,7 @@ Each is a composition of d2s ops, so it runs eagerly, inside ``to_static``, in s
 in ONNX exports, with gradients. Add a function here with a docstring and a test in
 ``tests/test_linalg.py``.
 """
-from .ops import _dim_args as _A
+from .ops.support import dim_args as _A
 from .ops import reduce as _reduce
 
 __all__ = ["vector_norm", "matrix_norm", "norm"]

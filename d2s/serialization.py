@@ -146,14 +146,17 @@ def load(f, map_location=None, max_bytes=DEFAULT_MAX_BYTES, weights_only=True):
     device = _device(map_location)
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
-        head = fh.read(8)
-        if head[:2] == b"PK" or head[:1] == b"\x80":
+        head = fh.read(9)
+        # a safetensors header is a JSON object: its "{" tells the file from a pickle or zip whose
+        # first bytes a header length can equal (a length of 0x4080 bytes starts with 0x80)
+        if head[8:9] != b"{" and (head[:2] == b"PK" or head[:1] == b"\x80"):
             raise FormatError(f"{path}: a pickle-based PyTorch checkpoint (torch.save); d2s never unpickles. Convert "
                               "it once where torch is installed: safetensors.torch.save_file(torch.load(path), "
                               "'model.safetensors'), then d2s.load('model.safetensors')")
         if len(head) < 8:
             raise FormatError(f"{path}: {size} bytes, too short for a safetensors file")
-        n = int.from_bytes(head, "little")
+        n = int.from_bytes(head[:8], "little")
+        fh.seek(8)
         if n > MAX_HEADER_BYTES or n > size - 8:
             raise FormatError(f"{path}: the header declares {n} bytes but the file holds {size - 8} after the length"
                               if n <= MAX_HEADER_BYTES else

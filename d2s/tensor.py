@@ -4,18 +4,23 @@ Every operator and method routes through :func:`d2s.dispatch.apply`, which compu
 concrete inputs, appends an op while a program is being built, and records autograd nodes
 in both cases. Where each operator and method comes from is said at the end of this file.
 """
+import operator
+
 import numpy as np
 
-from d2s_runtime.device import device_of, get_xp, known_devices, to_host, xp_of
+from d2s_runtime.device import device_of, get_xp, to_host, xp_of
 from d2s_runtime.dtypes import DTYPES, result_type
 from d2s_runtime.ops import OPS
 
+from . import devices as _devices
 from ._state import STATE
+from .devices import device_named
 from .dtypes import as_dtype, default_float
 from .user_errors import symbolic_value_error
 
 
 _DTYPE_CACHE = {}  # numpy dtype or dtype name -> d2s dtype
+PRINT_OPTIONS = {}  # np.array2string keywords set by d2s.set_printoptions
 
 # The device of tensors created without ``device=`` (see set_default_device)
 _DEFAULT_DEVICE = ["cpu"]
@@ -25,9 +30,10 @@ def set_default_device(device):
     """Make tensors, creation ops and new parameters go to ``device`` when no ``device=`` is
     given ('cpu', 'gpu', or a device added with ``d2s_runtime.device.register_device``), as
     ``torch.set_default_device``. Returns the previous default."""
+    device = _devices.as_device_name(device) or "cpu"
     get_xp(device)  # a clear error when the device is unknown or unavailable
     prev = _DEFAULT_DEVICE[0]
-    _DEFAULT_DEVICE[0] = "gpu" if device == "cuda" else device
+    _DEFAULT_DEVICE[0] = device
     return prev
 
 
@@ -43,7 +49,9 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_var", "requires_grad", "grad", "grad_fn", "_out_idx", "_hooks",
-                 "_version", "_accum", "_base", "__weakref__")  # _base: what detach() came from
+                 "_version", "_accum", "_base", "_view", "_inference", "__weakref__")
+    # _base: the tensor whose elements this one shares (what detach() or a view op came from),
+    # for version counting; _view: the d2s.views.ViewInfo of a view (None otherwise)
 
     # Python scalars on the left of an operator (2 * t) must reach our reflected methods.
     __array_priority__ = 1000
@@ -67,6 +75,7 @@ class Tensor:
         self._data, self._var = t._data, None
         self.requires_grad, self.grad, self.grad_fn = t.requires_grad, None, None
         self._out_idx, self._hooks, self._version, self._accum = 0, None, 0, None
+        self._view = None
 
     @classmethod
     def _make(cls, data, var=None):
@@ -80,9 +89,23 @@ class Tensor:
         t._hooks = None
         t._version = 0
         t._accum = None
+        t._view = None
         return t
 
     # ----------------------------------------------------------------- attributes
+    @property
+    def array(self):
+        """The array holding this tensor's values (numpy, or the device's), shared, not
+        copied; None for a symbolic tensor (one naming a value of a program being built).
+        For d2s's own packages and extensions: reading it records nothing (no autograd node,
+        no trace decision), and assigning it (``t.array = a``, an array of the same shape and
+        dtype) rebinds the values as PyTorch's ``t.data = ...`` does, unseen by autograd."""
+        return self._data
+
+    @array.setter
+    def array(self, value):
+        self._data = value
+
     @property
     def is_symbolic(self):
         return self._data is None
@@ -115,13 +138,26 @@ class Tensor:
 
     @property
     def device(self):
+        """The device holding the data: a ``d2s.device`` (equal to ``'cpu'``/``'gpu'``/``'cuda'``)."""
         if self._data is None:
-            return "cpu" if STATE.builder is None else STATE.builder.device
-        return device_of(self._data)
+            return device_named("cpu" if STATE.builder is None else STATE.builder.device)
+        return device_named(device_of(self._data))
+
+    @property
+    def is_cuda(self):
+        return self.device == "gpu"
+
+    def get_device(self):
+        """The GPU index of the data, or -1 on the CPU (as PyTorch)."""
+        return -1 if self.device == "cpu" else 0
 
     @property
     def is_leaf(self):
         return self.grad_fn is None
+
+    def is_inference(self):
+        """Whether this tensor was made inside ``d2s.inference_mode()``."""
+        return getattr(self, "_inference", False)
 
     @property
     def T(self):
@@ -214,7 +250,7 @@ class Tensor:
             extra = ", requires_grad=True"
         if self.device != "cpu":
             extra += f", device='{self.device}'"
-        body = np.array2string(_host(self._data), separator=", ", prefix="tensor(")
+        body = np.array2string(_host(self._data), separator=", ", prefix="tensor(", **PRINT_OPTIONS)
         return f"tensor({body}, dtype={self.dtype}{extra})"
 
     # ----------------------------------------------------------------- autograd
@@ -288,47 +324,67 @@ class Tensor:
         self._data = value._data
 
     # ----------------------------------------------------------------- devices
-    def to(self, device=None, dtype=None):
-        """Move to ``device`` ('cpu'/'gpu') and/or cast to ``dtype``; ``t.to('float64')`` casts,
-        ``t.to(other)`` takes other's dtype and device."""
-        if isinstance(device, Tensor):
-            device, dtype = device.device, device.dtype if dtype is None else dtype
-        if isinstance(device, str) and device not in known_devices():
-            try:
-                dtype, device = as_dtype(device), None
-            except TypeError:
-                if device.endswith("bfloat16"):
-                    raise
-                # not a dtype either: the device check below names it
+    def to(self, *args, device=None, dtype=None, non_blocking=False, copy=False, memory_format=None):
+        """Move and/or cast, as ``torch.Tensor.to``: ``t.to(device)`` ('cpu', 'cuda', 'cuda:0',
+        'gpu', a ``d2s.device``), ``t.to(dtype)``, ``t.to(device, dtype)``, ``t.to(other)`` (other's
+        device and dtype), or keywords. Returns ``t`` itself when nothing changes (unless
+        ``copy=True``); ``non_blocking`` is accepted (copies are synchronous)."""
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif a is None:
+                continue
+            elif _devices.is_device(a):
+                device = a
+            else:
+                try:
+                    dtype = as_dtype(a)
+                except TypeError:
+                    if "bfloat16" in str(a):
+                        raise  # (numpy has no bfloat16: as_dtype says so)
+                    if isinstance(a, str):
+                        _devices.as_device_name(a)  # the unknown device's error, naming what d2s has
+                    raise TypeError(f"Tensor.to: {a!r} is neither a device ('cpu', 'cuda', 'cuda:0') nor a "
+                                    "dtype") from None
         out = self
         if dtype is not None and as_dtype(dtype) != self.dtype:
             out = out.cast(dtype)
-        if device is not None and device != out.device:
-            get_xp(device)  # a clear error when the device is unavailable
-            out = _dispatch.apply("to_device", out, device="gpu" if device == "cuda" else device)
+        name = _devices.as_device_name(device)
+        if name is not None and name != out.device:
+            get_xp(name)  # a clear error when the device is unavailable (cupy or a GPU missing)
+            out = _dispatch.apply("to_device", out, device=name)
+        if copy and out is self:
+            out = out.clone()
         return out
 
-    def cpu(self):
+    def cpu(self, memory_format=None):
         return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        """On the GPU (cupy); ``device`` an index or a device, as in PyTorch."""
+        return self.to("gpu" if device is None else _devices.device("cuda", device) if isinstance(device, int)
+                       else device)
 
     def gpu(self):
         return self.to("gpu")
 
     # ----------------------------------------------------------------- dtype shorthands
+    # (PyTorch returns the tensor itself when it has the dtype already: an in-place update of
+    # ``x.float()`` then writes x, as eagerly here)
     def float(self):
-        return self.cast("float32")
+        return self if self.dtype == "float32" else self.cast("float32")
 
     def double(self):
-        return self.cast("float64")
+        return self if self.dtype == "float64" else self.cast("float64")
 
     def long(self):
-        return self.cast("int64")
+        return self if self.dtype == "int64" else self.cast("int64")
 
     def int(self):
-        return self.cast("int32")
+        return self if self.dtype == "int32" else self.cast("int32")
 
     def bool(self):
-        return self.cast("bool")
+        return self if self.dtype == "bool" else self.cast("bool")
 
     # ----------------------------------------------------------------- unary operators
     def __neg__(self):
@@ -354,6 +410,10 @@ class _HookHandle:
             self._hooks.remove(self._fn)
 
 
+# ``array_of(t)`` is ``t.array`` as a C-level getter, for per-call paths mapping it over many tensors
+array_of = operator.attrgetter("_data")
+
+
 def _host(data):
     return data if isinstance(data, (np.ndarray, np.generic)) else to_host(data)
 
@@ -368,14 +428,18 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
         if any(a._data is None for a in _flat(data) if isinstance(a, Tensor)):
             return _pack_symbolic(data, dtype)
         data, dtype = _scalars_of(data, dtype)
+    if device is not None:
+        device = _devices.as_device_name(device)
     if device is None and _DEFAULT_DEVICE[0] != "cpu" and not _on_device(data):
         device = _DEFAULT_DEVICE[0]
     xp = get_xp(device)
     if isinstance(data, Tensor):
         arr = data._concrete("d2s.tensor()") if data._data is not None else None
         if arr is None:
-            out = data if dtype is None else data.cast(dtype)
-            return out
+            # a copy without history, as eagerly (and a plain tensor: d2s.tensor(i) of a loop
+            # counter standing for a Python int is an int64 tensor, which promotes as one)
+            out = data.detach()
+            return out if dtype is None else out.cast(dtype)
     else:
         arr = data
     if not isinstance(arr, np.ndarray) and hasattr(arr, "dtype") and not isinstance(arr, np.generic):
@@ -402,6 +466,8 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     t = Tensor._make(arr)
     if requires_grad:
         t.requires_grad_(True)
+    if _INFERENCE_THREADS[0]:
+        _mark_inference((t,))
     return t
 
 
@@ -579,6 +645,6 @@ def _bind_operators():
 
 from . import dispatch as _dispatch  # noqa: E402 - dispatch builds on Tensor, defined above
 from .autograd import engine as _engine, node as _node  # noqa: E402 - the autograd core builds on Tensor too
-from .autograd.grad_mode import no_grad  # noqa: E402
+from .autograd.grad_mode import INFERENCE_THREADS as _INFERENCE_THREADS, mark_inference as _mark_inference, no_grad  # noqa: E402,E501
 
 _bind_operators()

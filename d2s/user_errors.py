@@ -59,7 +59,7 @@ class SymbolicValueError(TypeError):
     """A symbolic tensor (inside a program being built) was turned into a Python value."""
 
 
-def _is_user_file(filename):
+def is_user_file(filename):
     path = os.path.abspath(filename)
     return (not path.startswith(_PKG + os.sep) or path in _USER_FILES) and "<frozen" not in path
 
@@ -68,7 +68,7 @@ def user_frame():
     """(filename, lineno, line text) of the innermost frame outside d2s itself, or None."""
     f = sys._getframe(1)
     while f is not None:
-        if _is_user_file(f.f_code.co_filename):
+        if is_user_file(f.f_code.co_filename):
             return f.f_code.co_filename, f.f_lineno, linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
         f = f.f_back
     return None
@@ -78,7 +78,7 @@ def traceback_user_line(tb):
     """``'file:line'`` of the innermost frame of traceback ``tb`` outside d2s itself, or ''."""
     where = ""
     while tb is not None:
-        if _is_user_file(tb.tb_frame.f_code.co_filename):
+        if is_user_file(tb.tb_frame.f_code.co_filename):
             where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
         tb = tb.tb_next
     return where

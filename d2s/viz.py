@@ -67,7 +67,7 @@ def _quote(s):
 
 def _shape(t):
     if not t.is_symbolic:
-        return tuple(t._data.shape)
+        return tuple(t.array.shape)
     return tuple("?" if d is None else d for d in t._var.type.shape)
 
 

@@ -17,7 +17,7 @@ import re
 import pytest
 
 import d2s
-from d2s_runtime import Executor, tiers
+from d2s_runtime import tiers
 
 _REPORTS = {}  # backend_report() line -> how many executors ended the test with it
 _FALLBACK = re.compile(r"python \(native (unsupported|failed): \S.*\)$")
@@ -44,14 +44,13 @@ def backend(request, monkeypatch):
     monkeypatch.setattr(tiers, "synchronous", True)
     monkeypatch.setattr(d2s.jit.config, "backend", "native")
     built = []
-    init = Executor._init_backend
+    init = tiers.NativeTier.__init__
 
-    def recording_init(self, requested):
-        init(self, requested)
-        if requested != "python":
-            built.append(self)
+    def recording_init(self, runner, base):
+        init(self, runner, base)
+        built.append(runner)  # (the ladder of an executor asking for the native backend)
 
-    monkeypatch.setattr(Executor, "_init_backend", recording_init)
+    monkeypatch.setattr(tiers.NativeTier, "__init__", recording_init)
     yield "native"
     for ex in built:
         line = ex.backend_report()

@@ -8,9 +8,10 @@ import tempfile
 import threading
 
 from d2s_runtime import tiers
+from d2s_runtime.errors import LoweringUnsupported
 
 
-class NativeUnsupported(Exception):
+class NativeUnsupported(LoweringUnsupported):
     pass
 
 
@@ -57,7 +58,7 @@ class FakeNative:
         ex = Executor(lowered.program, backend="python")
         with open(self._marker(lowered, cache_dir), "w") as f:
             f.write(lowered.key)
-        call = ex._python_call
+        call = ex.runner._python_call
 
         def fn(*feeds):
             self.calls += 1

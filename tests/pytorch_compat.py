@@ -169,6 +169,8 @@ def _schema_keywords(torch, op):
     for s in torch._C._jit_get_schemas_for_operator(f"aten::{op}"):
         if s.overload_name.endswith("out") or "out" in s.overload_name.split("_"):
             continue
+        if s.arguments and "Tensor" not in str(s.arguments[0].type):
+            continue  # TorchScript's overloads on Python numbers (exp.int(int a)): not keywords of torch.exp
         for a in s.arguments:
             if a.alias_info is not None and a.alias_info.is_write:
                 continue  # an output buffer (max(..., max=, max_values=))

@@ -38,3 +38,10 @@ utils viz onnx autograd""".split()
 def test_contract_name_resolves_and_is_public(name):
     assert name in d2s.__all__, f"d2s.{name} is public API but missing from d2s.__all__"
     assert getattr(d2s, name) is not None
+
+
+def test_dir_lists_the_lazy_names_for_tab_completion():
+    listed = set(dir(d2s))
+    assert {"jit", "func", "lax", "nn", "cond", "while_loop", "to_static", "save", "load"} <= listed
+    assert set(d2s.__all__) <= listed  # every public name, whether imported yet or not
+    assert {"trace", "save", "load", "TraceGuardError"} <= set(dir(d2s.jit))

@@ -171,6 +171,27 @@ def test_a_pickle_checkpoint_is_refused_with_the_way_to_convert_it(tmp_path):
             d2s.load(tmp_path / name)
 
 
+def test_a_header_length_starting_like_a_pickle_or_zip_loads(tmp_path):
+    # the header's length is the file's first 8 bytes: 0x4080 starts with the pickle opcode 0x80,
+    # 0x4B50 with "PK"; the file is still a safetensors file (found by tests/test_model_zoo.py:
+    # a MobileNetV2's state dict)
+    for pad in range(600):
+        obj = {"w" + "x" * pad: d2s.ones(2)}
+        d2s.save(obj, tmp_path / "m.safetensors")
+        if (tmp_path / "m.safetensors").read_bytes()[0] == 0x80:
+            break
+    else:
+        raise AssertionError("no padding gives a header length whose first byte is 0x80")
+    back = d2s.load(tmp_path / "m.safetensors")
+    assert list(back) == list(obj) and back[list(obj)[0]].tolist() == [1.0, 1.0]
+    # as another writer pads its header with spaces (the format allows it)
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    for n in (0x4B50, 0x180):
+        path = tmp_path / f"h{n}.safetensors"
+        path.write_bytes(n.to_bytes(8, "little") + header.ljust(n) + struct.pack("<2f", 1.0, 2.0))
+        assert d2s.load(path)["w"].tolist() == [1.0, 2.0]
+
+
 # ------------------------------------------------------------------ hostile files
 class _Payload:
     def __init__(self, marker):

@@ -2,12 +2,13 @@
 sit next to their ops in ``d2s/ops/*.py``), functional API."""
 from .anomaly import NumericsError, detect_anomaly
 from .engine import backward, grad
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
 from .node import AccumulateGrad, Node
 from .registry import defgrad, grad_rule, non_differentiable
 import importlib
 
-__all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+__all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+           "is_inference_mode_enabled", "Variable",
            "Node", "AccumulateGrad", "defgrad", "grad_rule", "non_differentiable", "gradcheck", "GradcheckError",
            "Function", "FunctionCtx", "functional", "detect_anomaly", "NumericsError"]
 
@@ -18,6 +19,17 @@ __all__ = ["backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is
 _LAZY = {"functional": ("d2s.autograd.functional", None), "Function": ("d2s.autograd.function", "Function"),
          "FunctionCtx": ("d2s.autograd.function", "FunctionCtx"), "gradcheck": ("d2s.autograd.gradient_check", "gradcheck"),
          "GradcheckError": ("d2s.autograd.gradient_check", "GradcheckError")}
+
+
+def Variable(data, requires_grad=False, volatile=False):
+    """PyTorch's legacy ``Variable(t)``: a tensor sharing ``t``'s data, cut from its history
+    (a new leaf; ``requires_grad=True`` makes it require grad). ``volatile`` is ignored, as in
+    PyTorch since 0.4."""
+    from ..tensor import Tensor, tensor  # (Tensor imports this package's core: it is not loaded yet here)
+    t = data.detach() if isinstance(data, Tensor) else tensor(data)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def __getattr__(name):

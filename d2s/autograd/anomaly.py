@@ -127,7 +127,7 @@ def site_of(node):
     return _SITES.get(node)
 
 
-def _nonfinite(t):
+def nonfinite(t):
     d = getattr(t, "_data", None)
     if d is None or getattr(d, "dtype", None) is None or d.dtype.kind not in "fc":
         return None
@@ -145,7 +145,7 @@ def check_gradients(node, out_grads, in_grads):
     if mode is None or not getattr(mode, "check_nan", False):
         return
     for i, g in enumerate(in_grads):
-        kind = _nonfinite(g) if g is not None else None
+        kind = nonfinite(g) if g is not None else None
         if kind is None:
             continue
         if node.op == "run_program":

@@ -208,6 +208,7 @@ class _pass:
     def __enter__(self):
         self.prev_mode = STATE.grad_enabled
         STATE.grad_enabled = bool(self.create_graph)
+        STATE.in_backward += 1
         stack = getattr(_callbacks, "stack", None)
         if stack is None:
             stack = _callbacks.stack = []
@@ -223,6 +224,7 @@ class _pass:
         finally:
             self.stack.pop()
             STATE.grad_enabled = self.prev_mode
+            STATE.in_backward -= 1
         return False
 
 

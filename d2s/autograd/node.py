@@ -12,7 +12,7 @@ from .. import dispatch as _dispatch
 from .. import tensor as _tensor
 from .._state import STATE
 from .anomaly import ACTIVE_THREADS, remember
-from .registry import GRAD_RULES, NONDIFF, OUTPUTS_READ, SHAPE_ONLY, USES_OUTPUTS
+from .registry import FLOAT_COTANGENTS_ONLY, GRAD_RULES, NONDIFF, OUTPUTS_READ, READ_FOR, SHAPE_ONLY, USES_OUTPUTS
 
 
 def _camel(name):
@@ -43,9 +43,9 @@ class Node:
             self._check_versions()
         for g in grads:
             if g is None:
-                # (control-flow rules read only their floating-point outputs' gradients: a
+                # (structured ops' rules read only their floating-point outputs' gradients: a
                 # bool flag or counter they carry gets no zeros, which would be ops per replay)
-                skip = self.op in _FLOAT_COTANGENTS_ONLY
+                skip = self.op in FLOAT_COTANGENTS_ONLY
                 grads = [g if g is not None or (skip and not o.dtype.is_floating_point) else _dispatch.fill_like(o, 0)
                          for g, o in zip(grads, self.outputs)]
                 break
@@ -59,8 +59,12 @@ class Node:
         if self.versions is None:
             return
         skip = SHAPE_ONLY.get(self.op, ())
+        read_for = READ_FOR.get(self.op)
         for i, (t, v) in enumerate(zip(self.inputs, self.versions)):
             if v is not None and i not in skip and changed_since(t, v):
+                if read_for is not None and i in read_for and \
+                        all(self.next_functions[j][0] is None for j in read_for[i]):
+                    continue  # only the gradients of inputs that need none read it
                 raise self._modified_error(t, f"input {i}", v)
         if self.op in USES_OUTPUTS and self.outputs is not None:
             expected = getattr(self, "out_versions", None)
@@ -160,19 +164,6 @@ def _shares(t, base):
     return True
 
 
-def _link_view(src, out):
-    """Mark ``out`` as a view of ``src`` when their arrays overlap, so writing into ``src``
-    later (an optimizer step on W after computing x @ W.T) is seen by out's version."""
-    a, b = getattr(src, "_data", None), out._data
-    if a is None or b is None or not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
-        return
-    if np.may_share_memory(a, b):
-        out._base = src
-
-
-# ops whose gradient rules take None for a non-floating-point output (see Node.apply)
-_FLOAT_COTANGENTS_ONLY = frozenset(("cond", "while", "scan"))
-
 _NO_EDGE = (None, 0)
 
 
@@ -227,8 +218,6 @@ def record(opdef, inputs, attrs, outputs):
             o.requires_grad = True
             o.grad_fn = node
             o._out_idx = i
-    if getattr(opdef, "view", False):  # the output may be a view of input 0's array (numpy returns views for these)
-        _link_view(inputs[0], outputs[0])
     # Outputs are saved for rules such as exp's, which reuse them; the cycle this makes
     # (output -> node -> output) is broken when backward frees the node.
     if ACTIVE_THREADS[0]:  # detect_anomaly() in some thread: remember the user's line

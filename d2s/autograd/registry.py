@@ -13,6 +13,7 @@ USES_OUTPUTS = set()  # ops whose rule reads the op's outputs (exp, tanh, ...)
 SHAPE_ONLY = {}      # op name -> positions of inputs whose values its rule never reads
 OUTPUTS_READ = {}    # op name -> positions of the outputs its rule reads (undeclared: all of them)
 SAMPLES = {}         # op name -> (public wrapper, input shapes): an example call declared with the op
+FLOAT_COTANGENTS_ONLY = set()  # ops whose rule takes None for a non-floating-point output's gradient
 
 
 def grad_rule(*names):
@@ -34,6 +35,13 @@ def non_differentiable(*names, reason="its outputs are integers, bools or consta
         NONDIFF[n] = reason
 
 
+def float_cotangents_only(*names):
+    """Declare that the gradient rules of ops ``names`` take None for the gradient of an output
+    that is not floating point (a structured op's bool flags and counters), instead of zeros,
+    which would be ops per replay."""
+    FLOAT_COTANGENTS_ONLY.update(names)
+
+
 def shape_only(name, *positions):
     """Declare that op ``name``'s gradient rule reads only the shape and dtype of these inputs,
     so writing to them in place after the op (``y[0] = y[0] * 3``) does not spoil backward."""
@@ -45,6 +53,23 @@ def reads_outputs(name, *positions):
     others in place after the op (``values.mul_(2)`` after ``values, idx = x.max(1)``) does not
     spoil backward, as in PyTorch, which saves only what the formula needs."""
     OUTPUTS_READ[name] = frozenset(positions)
+
+
+def values_read_for(name, reads):
+    """Declare which gradients of op ``name`` read each input's value: ``reads`` maps an input
+    position to the positions whose gradient needs it (``mul``: ``{0: (1,), 1: (0,)}``, since
+    d(a*b)/da = b). An input none of whose dependents needs a gradient may be written in place
+    after the op (``y[0] = y[0] * 3`` with a constant 3), as PyTorch saves an operand only when
+    the other one requires grad."""
+    READ_FOR[name] = {i: frozenset(js) for i, js in reads.items()}
+
+
+READ_FOR = {}  # op name -> {input position: positions whose gradient reads its value}
+# the products and quotients every model computes (declared here rather than beside each op,
+# since the version check they serve lives in this package)
+values_read_for("mul", {0: (1,), 1: (0,)})
+values_read_for("matmul", {0: (1,), 1: (0,)})
+values_read_for("div", {0: (1,)})
 
 
 def sample_call(name, wrapper, *shapes):

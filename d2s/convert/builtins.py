@@ -1,13 +1,12 @@
-"""Tensor-aware versions of the builtins converted code calls: len, print, int/float/bool,
-assert, isinstance (and the checked read of a local that may be unbound). Python values keep Python
-behaviour; symbolic tensors get ops."""
+"""Tensor-aware versions of the builtins converted code calls: len, int/float/bool, assert,
+isinstance (and the checked read of a local that may be unbound); print is in ``printing``.
+Python values keep Python behaviour; symbolic tensors get ops."""
 import builtins
 
 import numpy as np
 
 from .. import ops
 from ..dispatch import apply
-from ..printing import print as print_op
 from ..static.tensor_array import TensorArray
 from ..static.weak_index import number_stand_in, python_type, weak
 from ..tensor import Tensor
@@ -38,6 +37,7 @@ def convert_list(*args):
 
 def _cast(x, dtype, pyfn):
     if is_symbolic(x):
+        _one_element(x, pyfn.__name__)
         x = x.detach()  # a Python number carries no gradient, so neither does its stand-in
         if x.dtype == dtype:
             return x
@@ -63,6 +63,20 @@ def convert_bool(x=False):
     return number_stand_in(_cast(x, "bool", builtins.bool))
 
 
+def _one_element(x, what):
+    """``int(x)``/``float(x)``/``bool(x)`` of a symbolic tensor needs one element, as eagerly:
+    ValueError now when its shape says otherwise, or when the program runs with another size."""
+    shape = x._var.type.shape
+    if all(isinstance(d, int) for d in shape):
+        if int(np.prod(shape, dtype=np.int64)) != 1:
+            raise at_user_line(f"{what}() of a tensor with {int(np.prod(shape, dtype=np.int64))} elements: only a "
+                               "tensor with one element can be converted to a Python scalar", ValueError)
+        return
+    loc = user_frame()
+    apply("assert", ops.eq(ops.numel(x), 1), message=f"{what}() of a tensor needs one element",
+          where=f"{loc[0]}:{loc[1]}" if loc else "", error="ValueError")
+
+
 def convert_item(x):
     """``x.item()`` on a symbolic tensor: its one element as a 0-d tensor computed in the
     program (the Python number eager code gets exists only when the program runs). Like a
@@ -72,15 +86,6 @@ def convert_item(x):
         raise at_user_line(f".item() needs a tensor with one element, but this one has shape {tuple(shape)}",
                            ValueError)
     return number_stand_in(ops.reshape(x.detach(), []))
-
-
-def convert_print(*args, sep=" ", end="\n", **kwargs):
-    """``print``: with a symbolic tensor among the arguments, a ``print`` op that prints the
-    values each time the program runs; otherwise Python's print, now."""
-    if not builtins.any(is_symbolic(a) for a in args) or kwargs:
-        builtins.print(*args, sep=sep, end=end, **kwargs)
-        return
-    print_op(*args, sep=sep, end=end)
 
 
 def assert_op(test, message, error="AssertionError"):
@@ -177,20 +182,14 @@ def _is_tensor_array(x):
     return isinstance(x, TensorArray)
 
 
-def convert_stack(tensors, dim=None, *, axis=None):
-    """``d2s.stack`` that also takes a TensorArray (a list appended to in a tensor loop)."""
-    if not _is_tensor_array(tensors):
-        return ops.stack(tensors, dim, axis=axis)
-    axis = _dim_of("stack", dim, axis)
-    if _is_tensor_array(tensors):
-        out = tensors.stack()
-        if axis != 0:
-            dims = list(range(1, out.ndim))
-            axis = axis % out.ndim
-            dims.insert(axis, 0)
-            out = ops.permute(out, *dims)
-        return out
-    return ops.stack(tensors, axis)
+def _nonempty(ta, what):
+    """An op raising eager's ShapeError when the program runs with tensor list ``ta`` empty
+    (a list grown in a tensor loop that ran zero times, or in a branch not taken)."""
+    if ta.data is None:
+        getattr(ops, what)([])  # never appended to on any path: eager's error, now
+    loc = user_frame()
+    apply("assert", ops.gt(ta.length(), 0), message=f"{what}: needs at least one tensor",
+          where=f"{loc[0]}:{loc[1]}" if loc else "", error="ShapeError")
 
 
 def _dim_of(op, dim, axis):
@@ -199,18 +198,37 @@ def _dim_of(op, dim, axis):
     return dim if dim is not None else axis if axis is not None else 0
 
 
+def convert_stack(tensors, dim=None, *, axis=None):
+    """``d2s.stack`` that also takes a TensorArray (a list appended to in a tensor loop); an
+    empty one raises ShapeError when the program runs, as eager ``stack([])`` does."""
+    if not _is_tensor_array(tensors):
+        return ops.stack(tensors, dim, axis=axis)
+    _nonempty(tensors, "stack")
+    return _stacked(tensors, _dim_of("stack", dim, axis))
+
+
+def _stacked(ta, axis):
+    out = ta.stack()
+    if axis != 0:
+        dims = list(range(1, out.ndim))
+        axis = axis % out.ndim
+        dims.insert(axis, 0)
+        out = ops.permute(out, *dims)
+    return out
+
+
 def convert_concat(tensors, dim=None, *, axis=None):
-    """``d2s.concat`` (``cat``, ``concatenate``) that also takes a TensorArray."""
+    """``d2s.concat`` (``cat``, ``concatenate``) that also takes a TensorArray (empty:
+    ShapeError when the program runs)."""
     if not _is_tensor_array(tensors):
         return ops.concat(tensors, dim, axis=axis)
+    _nonempty(tensors, "concat")
     axis = _dim_of("concat", dim, axis)
-    if _is_tensor_array(tensors):
-        stacked = convert_stack(tensors, axis)
-        axis = axis % (stacked.ndim - 1)
-        shape = list(stacked.shape)
-        merged = shape[:axis] + [-1] + shape[axis + 2:]
-        return ops.reshape(stacked, merged)
-    return ops.concat(tensors, axis)
+    stacked = _stacked(tensors, axis)
+    axis = axis % (stacked.ndim - 1)
+    shape = list(stacked.shape)
+    merged = shape[:axis] + [-1] + shape[axis + 2:]
+    return ops.reshape(stacked, merged)
 
 
 def convert_add_n(inputs):

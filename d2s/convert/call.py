@@ -4,16 +4,25 @@ User functions (plain functions, methods, nested defs, a module's ``forward``) a
 on first use and cached per function object; builtins that matter for tensors map to their
 tensor-aware versions; library code (the standard library, site-packages, numpy, d2s itself)
 functions marked ``__d2s_not_to_static__`` and generator functions (they run as Python) are
-returned unchanged.
+returned unchanged. Calls whose value changes from call to call (``random``, ``numpy.random``,
+clocks) are refused while a program is built (``varies_per_call``).
 """
 import builtins
+import datetime
 import functools
 import inspect
 import os
+import random
 import sys
 import sysconfig
+import threading
+import time
 import types
+import uuid
+import warnings
 import weakref
+
+import numpy as np
 
 from .. import ops
 from .._state import STATE
@@ -21,11 +30,13 @@ from ..autograd import functional
 from ..static.tensor_array import TensorArray
 from ..tensor import Tensor
 from . import builtins as cb, dict_keys
-from .loops import convert_enumerate, convert_range, convert_zip
+from .iterables import convert_enumerate, convert_range, convert_zip
+from .printing import convert_print
+from ..user_errors import ConvertError, at_user_line
 from .values import is_symbolic
 
 _BUILTINS = {
-    builtins.len: cb.convert_len, builtins.print: cb.convert_print, builtins.int: cb.convert_int,
+    builtins.len: cb.convert_len, builtins.print: convert_print, builtins.int: cb.convert_int,
     builtins.float: cb.convert_float, builtins.bool: cb.convert_bool, builtins.range: convert_range,
     builtins.enumerate: convert_enumerate, builtins.zip: convert_zip,
     builtins.isinstance: cb.convert_isinstance, builtins.max: cb.convert_max, builtins.min: cb.convert_min,
@@ -130,11 +141,86 @@ def _append_watched(array, x):
 
 def convert_call(f):
     """The callable converted code should call in place of ``f``."""
+    if STATE.builder is not None and varies_per_call(f):
+        raise at_user_line(_per_call_message(f), ConvertError)
     g = _convert_call(f)
     if dict_keys.active() and _runs_unconverted(f, g):
         # its own reads of a dict's keys would not be checked (see convert/dict_keys.py)
         return dict_keys.guard(g, f)
     return g
+
+
+# Python calls whose value changes from one call to the next (random draws, clocks): converted
+# code runs them once, while the program is built, and every call of the program would reuse the
+# value. They are refused at the user's line (see varies_per_call), never frozen in silence.
+_CLOCKS = {"time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "process_time",
+           "process_time_ns", "thread_time", "thread_time_ns"}
+_RANDOM_MODULES = ("random", "secrets", "numpy.random")
+
+
+def _random_states():
+    return (random.Random, np.random.RandomState, np.random.Generator, np.random.BitGenerator)
+
+
+def varies_per_call(f):
+    """Whether calling ``f`` gives a new value each time, by design: a function or method of
+    Python's ``random`` or ``secrets``, of ``numpy.random`` (its generators too), a clock of
+    ``time``, ``datetime``'s ``now``/``today``, ``os.urandom``, ``uuid.uuid1``/``uuid4``."""
+    try:
+        owner = getattr(f, "__self__", None)
+        name = getattr(f, "__name__", "")
+        module = getattr(f, "__module__", None) or ""
+        if isinstance(owner, _random_states()):
+            return True
+        if module in _RANDOM_MODULES or module.startswith("numpy.random"):
+            return True
+        if owner is time and name in _CLOCKS:
+            return True
+        if owner in (datetime.datetime, datetime.date) and name in ("now", "utcnow", "today"):
+            return True
+        return f in (os.urandom, uuid.uuid1, uuid.uuid4)
+    except Exception:  # noqa: BLE001 - an object that cannot be inspected is an ordinary callable
+        return False
+
+
+def _per_call_message(f):
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    owner = getattr(f, "__self__", None)
+    if name.startswith("Random.") and owner is getattr(random, "_inst", None):
+        name = "random." + name.split(".", 1)[1]
+    if isinstance(owner, np.random.RandomState) and owner is getattr(np.random.mtrand, "_rand", None):
+        name = "numpy.random." + name.split(".", 1)[1]
+    return (f"`{name}(...)` gives a new value on each eager call, but converted code runs it once, while the "
+            "program is built, and every later call of the program would reuse that value. Draw inside the "
+            "program with d2s's random ops, which draw on every call (d2s.rand, d2s.randn, d2s.randint(low, "
+            "high, size): high excluded, so random.randint(a, b) is d2s.randint(a, b + 1, ())), or compute the value "
+            "outside the converted function and pass it in as an argument (a Python number gives one program "
+            "per value, a tensor one program for all)")
+
+
+def python_rng_states():
+    """The states of Python's and numpy's global random generators."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    return random.getstate(), keys.tobytes(), pos, has_gauss, gauss
+
+
+def refuse_frozen_draws(name, before):
+    """After a build that started with the global generators in state ``before``: a draw made
+    while the program was built, by code the converter does not see (a lambda, a library
+    function, a not_to_static one; in converted code itself the call is refused at its line),
+    is refused, since every call of the program would reuse it. With other Python threads
+    alive the draw may be theirs: a warning then, not an error."""
+    if python_rng_states() == before:
+        return
+    message = (f"building the program of {name} drew from Python's `random` or numpy's global `numpy.random` "
+               "generator (in a lambda, a library function or a function marked not_to_static, which run as "
+               "Python while the program is built): every call of the program would reuse that draw, where eager "
+               "code draws anew each call. Draw with d2s's random ops (d2s.rand, d2s.randn, d2s.randint), which "
+               "draw on every call, or pass the value in as an argument")
+    if threading.active_count() > 1:
+        warnings.warn(message + " (or another thread drew meanwhile)", UserWarning, stacklevel=2)
+        return
+    raise ConvertError(message)
 
 
 def _runs_unconverted(f, g):

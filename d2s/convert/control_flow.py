@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import ops, pytree
 from .._state import STATE
-from ..static.control_flow import ControlFlowError, _static_cond, tree_flatten
+from ..static.control_flow import ControlFlowError, static_cond, tree_flatten
 from ..static.tensor_array import NumberList, TensorArray, numbers_dtype, struct_list_for
 from ..static.weak_index import WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type
 from ..tensor import Tensor, tensor
@@ -172,7 +172,7 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
 
         seen["patches"] = {}
         try:
-            merged = _static_cond(pred, branch(true_fn, "true"), branch(false_fn, "false"), (),
+            merged = static_cond(pred, branch(true_fn, "true"), branch(false_fn, "false"), (),
                                   patches=seen["patches"])
         except _Retry as r:
             if r.hints is not None:

@@ -18,40 +18,12 @@ key: its answer would depend on a tensor, which a Python value cannot.
 """
 from .. import ops
 from .._state import STATE
-from ..static.weak_index import number_stand_in
+from ..static.weak_index import number_stand_in, number_type
 from ..tensor import Tensor
 from ..user_errors import ConvertError, at_user_line
 from .builtins import assert_op
-from .undefined import MaybeUnbound
+from .undefined import MaybeKey, MaybeUnbound
 from .values import is_symbolic
-
-
-class MaybeKey(MaybeUnbound):
-    """The value of a dict key set on some runs only, with the flag ``bound`` (see the module)."""
-
-    __slots__ = ()
-
-    @classmethod
-    def _d2s_from_output(cls, children):
-        value, bound = children
-        if not bool(bound):
-            raise KeyError("a dict returned by this program has a key that the tensor `if` or loop which sets "
-                           "it did not set on this run; Python's dict would not hold it, which a program's "
-                           "result cannot show (set the key before the `if` or loop)")
-        return value
-
-    def __repr__(self):
-        return f"<key set on some runs: {self.value!r}>"
-
-    def _unchecked(self, *args, **kwargs):
-        raise at_user_line("a dict value that a tensor `if` or loop sets on some runs only is used here without "
-                           "reading it as d[key] (through a copy of the dict, or its values()); to_static cannot "
-                           "check it when the program runs. Read it as d[key], or set the key before the `if` "
-                           "or loop", ConvertError)
-
-    __call__ = __bool__ = __len__ = __iter__ = __getitem__ = _unchecked
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _unchecked
-    __matmul__ = __rmatmul__ = __neg__ = __pow__ = __lt__ = __gt__ = __le__ = __ge__ = _unchecked
 
 
 def partial_keys(d):
@@ -91,8 +63,34 @@ def checked_compare(value):
     return refuse(value, "comparing (==)")
 
 
+def symbolic_key(d, key, what):
+    """Refuses a key known only when the program runs where eager code looks one up by value.
+    A tensor standing for a Python number (a tensor loop's counter, ``len`` of a list grown in
+    one) is a number eagerly, which finds the key equal to it; the program cannot choose a key
+    by value. Another tensor is looked up by identity, eagerly too: not among the keys, it
+    raises KeyError, saying why."""
+    if not is_symbolic(key) or not isinstance(d, dict):
+        return
+    try:
+        if key in d:
+            return  # this very tensor object is a key
+    except TypeError:
+        return
+    if number_type(key) is not None:
+        raise at_user_line(
+            f"{what} a dict at a {number_type(key).__name__} known only when the program runs (a counter of a "
+            "tensor loop, or a number computed from tensors): eager code finds the key equal to it, but a "
+            "program cannot pick a dict entry by a run-time value. Keep the values in a list or a tensor and "
+            "index that, or make the loop a Python loop (pass its bound as a Python int)", ConvertError)
+    if what == "reading":
+        raise at_user_line(
+            "a tensor used as a dict key is looked up by identity (tensors hash by id, eagerly too), and no "
+            "key of this dict is this tensor object; use a Python value as the key", KeyError)
+
+
 def getitem(d, key):
     """``d[key]`` for such a dict: the value, checked when the program runs (KeyError(key))."""
+    symbolic_key(d, key, "reading")
     v = d[key]
     if type(v) is not MaybeKey:
         return v
@@ -110,6 +108,7 @@ def setitem(d, key, value):
     is Python's as long as no later key is held then: with a later key held on every run that
     is refused here, with later keys held on some runs only the program checks it when it
     runs (the run-time error stands for an order the program could not give)."""
+    symbolic_key(d, key, "writing into")
     old = d.get(key) if type(d) is dict else None
     if type(old) is MaybeKey:
         later = list(d)[list(d).index(key) + 1:]
@@ -138,6 +137,7 @@ def convert_in(key, container, negate=False):
     """``key in container`` (``not in`` with ``negate``): for a key a dict holds on some runs
     only, whether this run holds it (a bool tensor standing in for Python's bool)."""
     if type(container) is dict:
+        symbolic_key(container, key, "looking up a key of")
         try:
             v = container.get(key)
         except TypeError:
@@ -153,6 +153,7 @@ def dict_get(d, key, default=None):
     """``d.get(key, default)`` for such a dict: the value where the key is set, else ``default``,
     when both are tensors of one dtype and shape (else refused: the result's type would
     depend on the run)."""
+    symbolic_key(d, key, "looking up a key of")
     v = d.get(key)
     if type(v) is not MaybeKey:
         return d.get(key, default)

@@ -69,7 +69,7 @@ def _lazy(value, rest, short_value, truth=False):
 
 
 def _shape(x):
-    return tuple(x._var.type.shape if x.is_symbolic else x._data.shape)
+    return tuple(x._var.type.shape if x.is_symbolic else x.array.shape)
 
 
 def _same_type(a, b):

@@ -14,13 +14,14 @@ from .. import ops, pytree
 from .._state import STATE
 from ..static.control_flow import ControlFlowError, while_loop
 from ..static.tensor_array import NumberList, TensorArray, numbers_dtype, struct_list_for
-from ..static.weak_index import (WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type, plain_tensor,
-                                 weak)
+from ..static.weak_index import (NumberOrTensor, WeakIndex, WeakNumber, number_or_tensor, number_stand_in, number_type,
+                                 plain_tensor, weak)
 from ..tensor import Tensor, tensor
 from . import control_flow as cf, raising
 from ..user_errors import ConvertError, at_user_line, user_frame
 from .dict_keys import MaybeKey, note_created, refuse as refuse_partial_dict
 from .escaping import refuse_escaping
+from .iterables import TensorListItems, as_tensor_iterable
 from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
 from .values import fresh, is_symbolic, truth, write_back
 
@@ -33,7 +34,7 @@ def convert_while_loop(test_fn, body_fn, init, names, get_state=None, set_state=
     enclosing scope the body mutates (see :func:`refuse_escaping`). ``entry_flags``: the
     converted function updates tensors in place somewhere, so a tensor loop carries for each
     loop variable the body rebinds on some runs only whether it still holds its entry tensor
-    (see ``d2s.static.control_flow._ObjectCarry``)."""
+    (see ``d2s.static.object_identity._ObjectCarry``)."""
     state = tuple(init)
     user_test = test_fn
     test_fn = lambda *s: truth(user_test(*s))  # noqa: E731 - `while xs:` on a grown list tests its length
@@ -117,14 +118,20 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
                for i in range(len(init))]
         return [_mark_numbers(v, init_nested[i]) if init_nested.get(i) else v for i, v in enumerate(out)]
 
-    for _ in range(4):
+    # weak variables that the body leaves a Python number on some runs only (a number that an
+    # inner loop or `if` may turn into a tensor): each gets a bool loop var, "still the Python
+    # number it entered the loop as", found by a first build (see _still_a_number)
+    flagged, maybe_number = [], {}
+    for _ in range(6):
         # Python numbers inside carried structures (a tuple return value holding a counter)
         init_nested = {i: _number_leaves(v) for i, v in enumerate(init)
                        if i not in weak_at and i not in dead and _is_structure(v)}
         start = [_as_loop_value(v) for i, v in enumerate(init) if i not in dead]
+        n_core = len(start)
+        start += [tensor(True)] * len(flagged)
 
         def split(vals):
-            vals = widen(vals)
+            vals = widen(vals[:n_core])
             if set_state is not None:
                 set_state(tuple(vals[n:]))
             return tuple(vals[:n])
@@ -137,11 +144,13 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             out = _keys_stay_maybe(init, out)
             body_weak.update((i, _is_python_number(out[i])) for i in weak_at if i < len(out))
             body_types.update((i, number_type(out[i])) for i in weak_at if i < len(out))
-            out = _check_carried(labels, init, widen(vals), out)
+            maybe_number.update((i, isinstance(out[i], NumberOrTensor)) for i in weak_at if i < len(out))
+            flags = [_still_a_number(f, out[i]) for f, i in zip(vals[n_core:], flagged)]
+            out = _check_carried(labels, init, widen(vals[:n_core]), out)
             # numbers inside carried structures (a tuple return value holding a loop counter)
             nested_weak.update((i, _number_leaves(o)) for i, o in enumerate(out)
                                if i not in weak_at and i not in dead and _is_structure(o))
-            return tuple(v for i, v in enumerate(out) if i not in dead)
+            return tuple(v for i, v in enumerate(out) if i not in dead) + tuple(flags)
 
         try:
             if STATE.builder is not None:
@@ -152,15 +161,25 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             continue
         except ControlFlowError as e:
             raise at_user_line(f"the variables of this tensor loop do not fit together: {e}") from None
-        except IndexError as e:
-            # a Python list too short for a read every iteration makes (branches defer theirs)
+        except Exception as e:  # noqa: BLE001 - only what eager code would raise there is deferred
+            # a Python list too short for a read every iteration makes (branches defer theirs),
+            # or another error Python raises on every path of the body: raised if the loop runs
+            if not raising.deferrable(e):
+                raise
             return _fails_if_it_runs(test, init, n, state, e)
+        more = sorted(i for i, m in maybe_number.items() if m and i < n and i not in flagged)
+        if more and STATE.builder is not None:
+            flagged += more  # build again, carrying their flags
+            continue
         break
+    result, still_numbers = list(result[:n_core]), result[n_core:]
     result = [plain_tensor(v) if i in weak_at and not body_weak.get(i, True) else v
               for i, v in enumerate(widen(result))]
+    for i, flag in zip(flagged, still_numbers):
+        result[i] = number_or_tensor(result[i], flag, True, start_types[i])
     result = [_mark_numbers(v, nested_weak.get(i, ())) if i in init_nested or i in nested_weak else v
               for i, v in enumerate(result)]
-    retyped = {i for i in weak_at if i < n and start_types.get(i) is not None
+    retyped = {i for i in weak_at if i < n and start_types.get(i) is not None and i not in flagged
                and body_types.get(i, start_types[i]) is not start_types[i]}
     if retyped:
         result = _number_if_zero_trips(test, init, n, set_state, result, retyped, start_types, body_types)
@@ -168,6 +187,17 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
         set_state(tuple(write_back(o, v) for o, v in zip(comps, result[n:])))
     originals = list(extra_vars) + list(state)
     return tuple(write_back(o, v) for o, v in zip(originals[n_extra:], result[n_extra:n]))
+
+
+def _still_a_number(flag, value):
+    """A flagged loop variable's flag after an iteration: it entered as a Python number
+    (``flag``) and the iteration left it one (``value`` a Python number, or a number on the runs
+    where its ``is_number`` holds: an inner loop that ran zero times, the branch that kept it)."""
+    if isinstance(value, NumberOrTensor):
+        return ops.logical_and(flag, value.is_number)
+    if _is_python_number(value):
+        return flag
+    return tensor(False)
 
 
 def _fails_if_it_runs(test, init, n, state, error):
@@ -293,12 +323,27 @@ def _check_carried(labels, init, ins, outs):
         if isinstance(b, Undefined) and not isinstance(a, Undefined):
             raise at_user_line(f"'{labels[i]}' is left undefined by an iteration of this tensor loop")
         if isinstance(a, Tensor) and isinstance(b, Tensor) and (a.dtype != b.dtype or a.ndim != b.ndim):
-            if isinstance(init[i], (bool, int, float)) and not isinstance(init[i], Tensor):
+            if _is_python_number(init[i]):
+                # (a number an enclosing tensor loop carries for eager code's Python number, too:
+                # `total = 0` before two nested loops that add int32 tensors to it)
                 retry[i] = (str(b.dtype), [d if isinstance(d, int) else 1 for d in _static_shape(b)])
                 continue
             if a.dtype != b.dtype:
                 raise at_user_line(f"loop variable '{labels[i]}' changes dtype from {a.dtype} to {b.dtype} in "
-                                   "the body of this tensor loop; cast it (d2s.cast) so it keeps one dtype")
+                                   "the body of this tensor loop, so its dtype after the loop would depend on the "
+                                   "number of iterations (it may run zero times); cast it (d2s.cast) so it keeps "
+                                   "one dtype", CarriedDtypeChange)
+            raise at_user_line(f"loop variable '{labels[i]}' changes rank from {a.ndim} to {b.ndim} in the body of "
+                               f"this tensor loop (shape {_fmt_shape(a)} becomes {_fmt_shape(b)}): a program "
+                               "carries one rank per variable, and its rank after the loop would depend on the "
+                               "number of iterations; keep its rank (reshape it), or use another name for the "
+                               "new value")
+        kind_a, kind_b = _carried_kind(a), _carried_kind(b)
+        if kind_a is not None and kind_b is not None and kind_a != kind_b:
+            raise at_user_line(f"loop variable '{labels[i]}' is {kind_a} before an iteration of this tensor loop "
+                               f"and {kind_b} after it: a program carries one structure per variable, and after "
+                               "the loop it would depend on the number of iterations; keep one structure, or "
+                               "use another name for the new value")
         if isinstance(a, Tensor) and isinstance(b, (bool, int, float)):
             outs[i] = _number_as(b, str(a.dtype), _static_shape(a))
     if retry:
@@ -306,13 +351,44 @@ def _check_carried(labels, init, ins, outs):
     return outs
 
 
+class CarriedDtypeChange(ConvertError):
+    """A loop variable whose dtype an iteration changes (an int32 carry plus int64 values)."""
+
+
+def _fmt_shape(t):
+    return "[" + ", ".join("?" if not isinstance(d, int) else str(d) for d in _static_shape(t)) + "]"
+
+
+def _carried_kind(v):
+    """How an error names what a loop variable holds (a tensor, a tuple of 2, None, a str
+    'ab', ...), or None for values a loop may turn into one another (a Python number and a
+    tensor, placeholders)."""
+    if isinstance(v, (list, TensorArray)):
+        return "a list"  # (a list whose length the loop changes becomes a tensor list)
+    if isinstance(v, (Tensor, bool, int, float, Undefined, MaybeUnbound)) or hasattr(type(v), "_d2s_children"):
+        return "a tensor" if isinstance(v, Tensor) else None
+    if v is None:
+        return "None"
+    if isinstance(v, tuple):
+        return f"a tuple of {len(v)}"
+    if isinstance(v, dict):
+        return f"a dict with keys {list(v)}"
+    if isinstance(v, str):
+        return f"the str {v!r}"
+    return None
+
+
 def _static_shape(t):
-    return t._var.type.shape if t.is_symbolic else t._data.shape
+    return t._var.type.shape if t.is_symbolic else t.array.shape
 
 
 def _number_as(v, dtype, shape):
-    """Python number ``v`` as a tensor of ``dtype`` and ``shape`` (unknown dims as 1)."""
+    """Python number ``v`` (or a tensor standing for one) as a tensor of ``dtype`` and
+    ``shape`` (unknown dims as 1)."""
     shape = [d if isinstance(d, int) else 1 for d in shape]
+    if isinstance(v, Tensor):
+        v = ops.cast(plain_tensor(v), dtype) if str(v.dtype) != dtype else plain_tensor(v)
+        return ops.broadcast_to(v, shape) if list(_static_shape(v)) != shape else v
     return ops.full(shape, v, dtype=dtype) if shape else tensor(v, dtype=dtype)
 
 
@@ -490,117 +566,16 @@ def _fill_undefined(body, init, n, labels, set_state):
 
 
 # ------------------------------------------------------------------ for
-class TensorIterable:
-    """Something a ``for`` loop walks with a ``while`` op: ``length()`` items, item ``i``."""
-
-    def length(self):
-        raise NotImplementedError
-
-    def item(self, i):
-        raise NotImplementedError
-
-
-def python_iter(value, kind, reason):
-    """``value`` for a ``for`` that must stay Python; iterating a symbolic tensor is an error."""
-    if is_symbolic(value) or isinstance(value, TensorIterable):
-        raise at_user_line(f"a `for` over a symbolic tensor {reason} is not supported by to_static. Move "
-                           "the `for` out of it, or iterate over Python values", ConvertError)
-    return value
-
-
-class TensorRange(TensorIterable):
-    """``range(start, stop, step)`` where some bound is a symbolic tensor."""
-
-    def __init__(self, start, stop, step):
-        if not isinstance(step, Tensor) and step == 0:
-            raise ValueError("range() arg 3 must not be zero")
-        self.start, self.stop, self.step = start, stop, step
-
-    def length(self):
-        span = ops.sub(self.stop, self.start)
-        if isinstance(self.step, Tensor) or self.step != 1:  # (a Python step is never 0 here)
-            step = self.step
-            # ceil(span / step) for either sign of step, never negative
-            span = ops.floordiv(ops.add(span, ops.sub(step, ops.sign(step))), step)
-        return ops.maximum(ops.cast(span, "int64"), 0)
-
-    def item(self, i):
-        plain = not isinstance(self.step, Tensor) and not isinstance(self.start, Tensor) and \
-            self.step == 1 and self.start == 0
-        return weak(i if plain else ops.add(self.start, ops.mul(i, self.step)))
-
-
-class TensorRows(TensorIterable):
-    """The rows of a symbolic tensor."""
-
-    def __init__(self, x):
-        self.x = x
-
-    def length(self):
-        return self.x.shape[0]
-
-    def item(self, i):
-        return self.x[i]
-
-
-class TensorEnumerate(TensorIterable):
-    def __init__(self, inner, start=0):
-        self.inner, self.start = inner, start
-
-    def length(self):
-        return self.inner.length()
-
-    def item(self, i):
-        return (weak(ops.add(i, self.start) if not (isinstance(self.start, int) and self.start == 0) else i),
-                self.inner.item(i))
-
-
-class TensorZip(TensorIterable):
-    def __init__(self, parts):
-        self.parts = parts
-
-    def length(self):
-        lengths = [p.length() for p in self.parts]
-        out = lengths[0]
-        for n in lengths[1:]:
-            out = ops.minimum(out, n)
-        return out
-
-    def item(self, i):
-        return tuple(p.item(i) for p in self.parts)
-
-
-class TensorListItems(TensorIterable):
-    """The elements of a list grown in a tensor loop or branch (a TensorArray), whose length is
-    known only when the program runs."""
-
-    def __init__(self, ta):
-        self.ta = ta
-
-    def length(self):
-        return self.ta.length()
-
-    def item(self, i):
-        return self.ta[i]
-
-
-def as_tensor_iterable(x):
-    if isinstance(x, TensorIterable):
-        return x
-    if is_symbolic(x):
-        return TensorRows(x)
-    if isinstance(x, TensorArray) and x.data is not None and x.data.is_symbolic:
-        return TensorListItems(x.copy())  # a snapshot: the body may append to the list itself
-    return None
-
-
 def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None, set_state=None,
-                escaping=None, entry_flags=False):
+                escaping=None, entry_flags=False, dead_when_broken=()):
     """Run ``body_fn(item, *loop_vars)`` for each item of ``iterable``; returns the loop vars.
 
     ``extra_test(*loop_vars)`` (a lowered ``break``) is checked before each iteration;
     ``escaping()`` gives the objects of an enclosing scope the body mutates; ``entry_flags``:
-    see :func:`convert_while_loop`.
+    see :func:`convert_while_loop`. ``dead_when_broken``: the loop vars (by name) that nothing
+    reads once the break flag is set, because every break of the loop is a ``return``: an
+    unrolled loop whose return depends on a tensor may then change their type or rank from one
+    iteration to the next (a network returning from its loop over stages).
     """
     refuse_partial_dict(iterable, "iterating over")
     it = as_tensor_iterable(iterable)
@@ -611,7 +586,7 @@ def convert_for(iterable, body_fn, init, names, extra_test=None, get_state=None,
     if it is not None:
         with refuse_escaping(escaping):
             return _static_for(it, body_fn, tuple(init), names, extra_test, get_state, set_state, entry_flags)
-    return _py_for(iterable, body_fn, tuple(init), names, extra_test, get_state, set_state)
+    return _py_for(iterable, body_fn, tuple(init), names, extra_test, get_state, set_state, dead_when_broken)
 
 
 # A Python loop unrolled into a program more often than this warns once (per loop line).
@@ -644,7 +619,7 @@ def _warn_unrolled(kind):
         warnings.warn(message, UnrollWarning, stacklevel=3)
 
 
-def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state):
+def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state, dead=()):
     count = 0
     for item in iterable:
         count += 1
@@ -654,10 +629,11 @@ def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state):
             go_on = extra_test(*state)
             if is_symbolic(go_on):
                 # A tensor-dependent break in an unrolled loop: this and every later iteration
-                # run under a cond on the flag instead of stopping the Python loop.
-                state = cf.convert_ifelse(go_on, lambda *s, item=item: body_fn(item, *s),
-                                          lambda *s: s, state, names, names, get_state, set_state,
-                                          fillable=names)
+                # run under a cond on the flag instead of stopping the Python loop. Where the
+                # loop returned, its dead variables take the other side's values (whatever their
+                # type), as nothing reads them again.
+                state = _guarded_iteration(go_on, lambda *s, item=item: body_fn(item, *s), state, names,
+                                           get_state, set_state, dead)
                 continue
             if not go_on:
                 break
@@ -665,9 +641,36 @@ def _py_for(iterable, body_fn, state, names, extra_test, get_state, set_state):
     return state
 
 
+def _guarded_iteration(go_on, body, state, names, get_state, set_state, dead):
+    """One iteration of an unrolled loop under a ``cond`` on its break flag ``go_on``."""
+    try:
+        return cf.convert_ifelse(go_on, body, lambda *s: s, state, names, names, get_state, set_state,
+                                 fillable=names)
+    except ConvertError:
+        if not any(n in dead and isinstance(v, Tensor) for n, v in zip(names, state)):
+            raise
+    # where the loop has returned, a tensor nothing reads again takes the other side's value,
+    # whatever its type or rank there (a network changing x's rank from stage to stage)
+    return cf.convert_ifelse(go_on, body, lambda *s: tuple(Undefined(n) if n in dead and isinstance(v, Tensor)
+                                                           else v for n, v in zip(names, s)),
+                             state, names, names, get_state, set_state, fillable=names)
+
+
 def _static_for(it, body_fn, state, names, extra_test, get_state, set_state, entry_flags=False):
     n = it.length()
-    index0 = tensor(0)
+    try:
+        return _static_for_from(0, n, it, body_fn, state, names, extra_test, get_state, set_state, entry_flags)
+    except CarriedDtypeChange:
+        # a length known to be at least one: the first iteration runs on its own, as eager's
+        # does (promoting the variable), and the loop carries the promoted dtype from then on
+        if not isinstance(n, int) or n < 1 or (extra_test is not None and extra_test(*state) is not True):
+            raise
+    state = tuple(body_fn(it.item(weak(tensor(0))), *state))
+    return _static_for_from(1, n, it, body_fn, state, names, extra_test, get_state, set_state, entry_flags)
+
+
+def _static_for_from(first, n, it, body_fn, state, names, extra_test, get_state, set_state, entry_flags):
+    index0 = tensor(first)
 
     def test(s):
         go = ops.lt(s[0], n)
@@ -683,34 +686,3 @@ def _static_for(it, body_fn, state, names, extra_test, get_state, set_state, ent
 
     return _static_loop(test, body, state, names, get_state, set_state, extra_vars=(index0,),
                         entry_flags=entry_flags)
-
-
-# ------------------------------------------------------------------ builtins that make iterables
-def convert_range(*args):
-    """``range`` that accepts symbolic tensor bounds (then a loop over it becomes a while op)."""
-    if any(is_symbolic(a) for a in args):
-        if len(args) == 1:
-            return TensorRange(0, args[0], 1)
-        if len(args) == 2:
-            return TensorRange(args[0], args[1], 1)
-        return TensorRange(*args)
-    return range(*[a.__index__() if isinstance(a, Tensor) else a for a in args])
-
-
-def convert_enumerate(x, start=0):
-    it = as_tensor_iterable(x)
-    if it is not None or is_symbolic(start):
-        if it is None:
-            raise at_user_line("enumerate() with a symbolic start needs a tensor to iterate over")
-        return TensorEnumerate(it, start)
-    return enumerate(x, start)
-
-
-def convert_zip(*xs):
-    its = [as_tensor_iterable(x) for x in xs]
-    if any(i is not None for i in its):
-        if not all(i is not None for i in its):
-            raise at_user_line("zip() of symbolic tensors with Python sequences is not supported inside a "
-                               "program; make every part a tensor (d2s.tensor / d2s.stack)")
-        return TensorZip(its)
-    return zip(*xs)

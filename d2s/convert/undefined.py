@@ -1,7 +1,7 @@
 """Placeholders for names not bound on every path into a branch or loop."""
 from .. import ops, pytree
 from ..tensor import Tensor, tensor
-from ..user_errors import at_user_line
+from ..user_errors import ConvertError, at_user_line
 
 
 class Undefined:
@@ -96,6 +96,34 @@ class MaybeNone(MaybeUnbound):
 
     def __repr__(self):
         return f"<None or {self.value!r}>"
+
+
+class MaybeKey(MaybeUnbound):
+    """The value of a dict key set on some runs only, with the flag ``bound`` (see the module)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _d2s_from_output(cls, children):
+        value, bound = children
+        if not bool(bound):
+            raise KeyError("a dict returned by this program has a key that the tensor `if` or loop which sets "
+                           "it did not set on this run; Python's dict would not hold it, which a program's "
+                           "result cannot show (set the key before the `if` or loop)")
+        return value
+
+    def __repr__(self):
+        return f"<key set on some runs: {self.value!r}>"
+
+    def _unchecked(self, *args, **kwargs):
+        raise at_user_line("a dict value that a tensor `if` or loop sets on some runs only is used here without "
+                           "reading it as d[key] (through a copy of the dict, or its values()); to_static cannot "
+                           "check it when the program runs. Read it as d[key], or set the key before the `if` "
+                           "or loop", ConvertError)
+
+    __call__ = __bool__ = __len__ = __iter__ = __getitem__ = _unchecked
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _unchecked
+    __matmul__ = __rmatmul__ = __neg__ = __pow__ = __lt__ = __gt__ = __le__ = __ge__ = _unchecked
 
 
 # branches and loops carry a MaybeUnbound (MaybeNone too) as a pytree node of two leaves

@@ -1,8 +1,9 @@
 """Values flowing through converted control flow: symbolic checks, leaves, fresh copies."""
 from .. import pytree
+from ..static.tensor_array import TensorArray
 from ..tensor import Tensor
 from ..user_errors import ConvertError, at_user_line
-from .undefined import Undefined
+from .undefined import MaybeKey, Undefined
 
 
 def is_symbolic(x):
@@ -12,10 +13,9 @@ def is_symbolic(x):
 def truth(x):
     """The value an ``if``/``not`` tests: a list grown in a tensor loop or branch (a TensorArray
     whose length is known only at run time) tests ``len(xs) > 0`` in the program."""
-    if hasattr(type(x), "truth") and hasattr(type(x), "_d2s_children") and x.data is not None \
-            and is_symbolic(x.data):
+    if isinstance(x, TensorArray) and x.data is not None and is_symbolic(x.data):
         return x.truth()
-    if type(x) is dict and x and all(type(v).__name__ == "MaybeKey" for v in x.values()):
+    if type(x) is dict and x and all(type(v) is MaybeKey for v in x.values()):
         # every key held on some runs only (convert/dict_keys.py): its truth depends on the run
         raise at_user_line(f"testing the truth of a dict whose keys {list(x)} were set on some runs only (in one "
                            "branch of a tensor `if`, or first inside a tensor loop): Python's answer depends on "
@@ -45,7 +45,7 @@ def write_back(original, merged):
     if type(original) is list and isinstance(merged, list):
         original[:] = merged
         return original
-    if type(original) is list and hasattr(type(merged), "_d2s_children") and hasattr(merged, "truth"):
+    if type(original) is list and isinstance(merged, TensorArray):
         REPLACED_LISTS.add(id(original))
     if type(original) is dict and isinstance(merged, dict):
         original.clear()
@@ -70,7 +70,7 @@ def describe(v):
             if not v.is_symbolic else f"a tensor {v._var.type}"
     if isinstance(v, Undefined):
         return "undefined"
-    if hasattr(type(v), "_d2s_children") and hasattr(v, "truth"):
+    if isinstance(v, TensorArray):
         return "a list whose length is known only when the program runs (grown in a tensor loop or branch)"
     func = getattr(v, "__func__", v)
     code = getattr(func, "__code__", None)

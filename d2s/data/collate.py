@@ -47,12 +47,12 @@ def default_collate(batch):
     if isinstance(elem, Tensor):
         if any(s.is_symbolic for s in batch):
             raise TypeError("DataLoader: a sample holds a symbolic tensor; datasets must return concrete data")
-        xp = xp_of(elem._data)
+        xp = xp_of(elem.array)
         shapes = {tuple(s.shape) for s in batch}
         if len(shapes) != 1:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {sorted(shapes)} in one "
                                "batch: pad the samples or pass collate_fn=")
-        return Tensor._make(xp.stack([s._data for s in batch]))
+        return Tensor._make(xp.stack([s.array for s in batch]))
     if isinstance(elem, np.ndarray):
         if elem.dtype.kind in "OUSV":
             raise TypeError(_ERR.format(f"a numpy array of dtype {elem.dtype}"))

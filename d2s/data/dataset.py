@@ -64,7 +64,7 @@ class TensorDataset(Dataset):
     # Rows are cut from the arrays directly, not through d2s ops: a loader's background
     # thread calls this, where an op would be recorded by nothing but costs dispatch.
     def __getitem__(self, index):
-        return tuple(Tensor._make(t._data[index]) for t in self.tensors)
+        return tuple(Tensor._make(t.array[index]) for t in self.tensors)
 
     def get_batch(self, indices):
         """The samples at ``indices`` already collated (one gather per tensor), as
@@ -72,8 +72,8 @@ class TensorDataset(Dataset):
         out = []
         idx = np.asarray(indices, dtype=np.int64)
         for t in self.tensors:
-            xp = xp_of(t._data)
-            out.append(Tensor._make(t._data[idx if xp is np else xp.asarray(idx)]))
+            xp = xp_of(t.array)
+            out.append(Tensor._make(t.array[idx if xp is np else xp.asarray(idx)]))
         return out
 
 

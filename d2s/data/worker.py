@@ -188,7 +188,7 @@ def _reduce_tensor(t):
     if t.requires_grad and not t.is_leaf:
         raise RuntimeError("Cowardly refusing to serialize non-leaf tensor which requires_grad, since autograd "
                            "does not support crossing process boundaries: return x.detach() from the dataset")
-    return _rebuild_tensor, (t._data, bool(t.requires_grad))
+    return _rebuild_tensor, (t.array, bool(t.requires_grad))
 
 
 def _rebuild_tensor(data, requires_grad):

@@ -131,7 +131,7 @@ _OPS = ("sum", "mean")
 def _host_array(t):
     if not isinstance(t, Tensor) or t.is_symbolic:
         raise DistributedError(f"expected a concrete d2s.Tensor, got {type(t).__name__}")
-    return t._data
+    return t.array
 
 
 def to_host(arr):

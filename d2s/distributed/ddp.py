@@ -106,7 +106,7 @@ class DistributedDataParallel(Module):
         send = np.zeros(end + len(b.params), dtype=b.dtype)
         for k, (p, lo, hi) in enumerate(zip(b.params, b.offsets, b.offsets[1:])):
             if p.grad is not None:
-                send[lo:hi] = comm.to_host(p.grad._data).reshape(-1)
+                send[lo:hi] = comm.to_host(p.grad.array).reshape(-1)
                 send[end + k] = 1
         b.send, b.recv = send, np.empty_like(send)
         b.request = comm._comm().Iallreduce(send, b.recv, op=MPI.SUM)
@@ -126,6 +126,6 @@ class DistributedDataParallel(Module):
                 if b.recv[end + k] == 0:
                     continue  # no rank has a gradient for it
                 g = b.recv[lo:hi].reshape(p.shape).copy()
-                p.grad = Tensor._make(g if isinstance(p._data, np.ndarray) else comm.xp_of(p._data).asarray(g))
+                p.grad = Tensor._make(g if isinstance(p.array, np.ndarray) else comm.xp_of(p.array).asarray(g))
             b.request = b.send = b.recv = None
         self.comm_seconds += time.perf_counter() - t0

@@ -4,7 +4,6 @@ import math
 from .. import ops as _ops
 from ..tensor import Tensor
 from .distribution import Distribution, broadcast_all
-from ..nn._f_activation import _erf
 
 
 class Normal(Distribution):
@@ -48,7 +47,7 @@ class Normal(Distribution):
         return -(d * d) / (2 * var) - _ops.log(self.scale) - math.log(math.sqrt(2 * math.pi))
 
     def cdf(self, value):
-        return 0.5 * (1 + _erf((value - self.loc) / self.scale / math.sqrt(2)))
+        return 0.5 * (1 + _ops.erf((value - self.loc) / self.scale / math.sqrt(2)))
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + _ops.log(self.scale)

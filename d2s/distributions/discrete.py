@@ -4,9 +4,9 @@ import numpy as np
 
 from .. import ops as _ops
 from ..autograd import no_grad
-from ..nn._f_loss import binary_cross_entropy_with_logits
+from ..nn.functional import binary_cross_entropy_with_logits
 from ..ops import nn as nn_ops
-from ..ops._util import _static_shape
+from ..ops.support import static_shape as _static_shape
 from ..tensor import Tensor
 from .distribution import Distribution, broadcast_all
 

@@ -4,7 +4,7 @@ import numpy as np
 from .. import ops as _ops
 from .._state import STATE
 from ..autograd import no_grad
-from ..ops._util import _static_shape
+from ..ops.support import static_shape as _static_shape
 from ..tensor import Tensor, tensor
 
 

@@ -14,7 +14,8 @@ import importlib
 from ..convert.loops import UnrollWarning  # noqa: F401  (d2s.jit.UnrollWarning)
 from ..static.input_spec import InputSpec
 from . import config
-from .api import not_to_static, to_static
+from .api import (Attribute, Final, annotate, export, ignore, is_scripting, is_tracing, not_to_static, script,
+                  to_static, unused)
 from .static_function import SourceUnavailableError, StaticFunction, enable_to_static
 
 # Names implemented elsewhere, imported on first use (trace mode lives in d2s.trace, a layer above).
@@ -29,6 +30,11 @@ _LAZY = {
 }
 
 
+def __dir__():
+    """``dir(d2s.jit)`` (tab completion) lists the lazily imported names too (``trace``, ``save``, ...)."""
+    return sorted(set(globals()) | set(_LAZY))
+
+
 def __getattr__(name):
     if name in _LAZY:
         mod, attr = _LAZY[name]
@@ -37,5 +43,6 @@ def __getattr__(name):
 
 
 __all__ = ["to_static", "not_to_static", "enable_to_static", "StaticFunction", "SourceUnavailableError",
+           "script", "ignore", "unused", "export", "is_scripting", "is_tracing", "Final", "Attribute", "annotate",
            "InputSpec", "config",
            "trace", "TracedFunction", "TracerWarning", "TraceGuardError", "save", "load"]

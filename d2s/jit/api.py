@@ -1,7 +1,11 @@
-"""``to_static`` and ``not_to_static``: the decorators of the dynamic-to-static API."""
+"""``to_static`` and ``not_to_static``: the decorators of the dynamic-to-static API; and
+TorchScript's names (``script``, ``ignore``, ``unused``, ``export``, ``is_scripting``,
+``is_tracing``, ``Final``, ``Attribute``, ``annotate``) as conversion hints, so PyTorch model
+files run with their ``torch.jit`` decorators in place."""
 import functools
 import inspect
 
+from .._state import STATE
 from ..nn.module import Module
 from . import config
 from .static_function import SourceUnavailableError, StaticFunction
@@ -33,7 +37,7 @@ def to_static(fn=None, *, input_spec=None, fallback=True, check_numerics=False, 
             ``'python'`` unless changed): with ``'native'``, each program is also compiled by
             numba in the background and runs natively once ready (the Python backend runs
             until then, and wherever the native one cannot: ``StaticFunction.backend_report()``
-            says why). See the README's "Native backend" section.
+            says why). See the documentation's page on the native backend (``docs/native.md``).
 
     Returns:
         A :class:`StaticFunction` (the module itself for a module; for a partial, a partial
@@ -44,6 +48,7 @@ def to_static(fn=None, *, input_spec=None, fallback=True, check_numerics=False, 
         return lambda f: to_static(f, input_spec=input_spec, fallback=fallback, check_numerics=check_numerics,
                                    backend=backend)
     if isinstance(fn, Module):
+        _convert_exported(fn, backend)
         forward = fn.__dict__.get("forward") or type(fn).forward
         if isinstance(forward, StaticFunction):
             if forward._instance is fn and input_spec is None and not check_numerics and backend is None:
@@ -106,3 +111,79 @@ def _partial(p, input_spec, backend=None):
         input_spec = [None] * len(p.args) + specs
     inner = to_static(p.func, input_spec=input_spec, backend=backend)
     return functools.partial(inner, *p.args, **p.keywords)
+
+
+# ------------------------------------------------------------------ TorchScript's names
+def _convert_exported(module, backend):
+    """Methods marked with :func:`export` anywhere in ``module``'s tree become StaticFunctions
+    bound to their module (``d2s.jit.save`` then writes each under ``methods/``)."""
+    for m in module.modules():
+        for klass in type(m).__mro__:
+            for name, value in vars(klass).items():
+                if getattr(value, "__d2s_export__", False) and name != "forward" and \
+                        not isinstance(m.__dict__.get(name), StaticFunction):
+                    object.__setattr__(m, name, StaticFunction(value, instance=m, backend=backend))
+
+
+def export(fn):
+    """TorchScript's ``@torch.jit.export``: mark a module method to be converted along with
+    ``forward`` when the module is (``to_static(module)`` converts it too, and
+    ``d2s.jit.save`` writes its program under ``methods/<name>/``)."""
+    fn.__d2s_export__ = True
+    return fn
+
+
+def ignore(fn=None, drop=False):
+    """TorchScript's ``@torch.jit.ignore`` (with or without ``drop=``): the function stays plain
+    Python, called as it is by converted code (as :func:`not_to_static`)."""
+    if fn is None:
+        return lambda f: ignore(f, drop=drop)
+    return not_to_static(fn)
+
+
+def unused(fn):
+    """TorchScript's ``@torch.jit.unused``: the function (or method) stays plain Python and is
+    never converted (as :func:`not_to_static`); d2s still runs it if it is called."""
+    if isinstance(fn, property):
+        return fn
+    return not_to_static(fn)
+
+
+def is_scripting():
+    """True while a program is being built (converted code of ``to_static``/``script`` running on
+    symbolic tensors), False in eager code: ``if not torch.jit.is_scripting():`` branches run
+    eagerly only, as they do outside TorchScript."""
+    return STATE.builder is not None
+
+
+def is_tracing():
+    """True while ``d2s.jit.trace`` records a function, False otherwise."""
+    return STATE.tracer is not None
+
+
+def script(obj=None, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
+    """TorchScript's ``torch.jit.script``, here :func:`to_static`: a function, method or module
+    converted (its Python control flow on tensors becoming graph ops), run as programs.
+    ``example_inputs`` and the TorchScript-internal arguments are accepted and unused (the
+    programs are built per input signature at the first calls)."""
+    if obj is None:
+        return lambda f: to_static(f)
+    return to_static(obj)
+
+
+class Final:
+    """``x: d2s.jit.Final[int]`` (TorchScript's mark of a module constant) is accepted: d2s reads
+    the attribute as the Python value it is, so ``Final[T]`` is just ``T``."""
+
+    def __class_getitem__(cls, item):
+        return item
+
+
+def Attribute(value, type=None):  # noqa: A002 - TorchScript's argument name
+    """TorchScript's ``torch.jit.Attribute(value, type)``: the value itself."""
+    return value
+
+
+def annotate(the_type, the_value):
+    """TorchScript's ``torch.jit.annotate(type, value)``: the value itself."""
+    return the_value

@@ -21,7 +21,7 @@ from ..static.builder import ProgramBuilder
 def _type_of(t):
     if t.is_symbolic:
         return t._var.type.shape, t._var.type.dtype
-    return tuple(t._data.shape), t._data.dtype.name
+    return tuple(t.array.shape), t.array.dtype.name
 
 
 def build_backward(entry, in_mask, par_mask):

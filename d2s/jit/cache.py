@@ -46,7 +46,7 @@ def leaf_key(a, key, leaves, types=None, spec=None):
     """
     t = type(a)
     if t is Tensor or isinstance(a, Tensor):
-        d = a._data
+        d = a.array
         if d is None:
             raise TypeError("a symbolic tensor was passed to a to_static function outside of the "
                             "program it belongs to")
@@ -122,7 +122,7 @@ def _tensor_args_key(head, args):
     for a in args:
         if type(a) is not Tensor:
             return None
-        d = a._data
+        d = a.array
         if type(d) is not np.ndarray:
             return None
         key.append(TENSOR)

@@ -21,5 +21,5 @@ strict = False
 # The backend of programs built from now on, for to_static functions given no ``backend=``:
 # "python" (the code generator), "native" (numba-compiled in the background, swapped in when
 # ready) or "auto" (native where numba is installed and the program is supported). See the
-# README's "Native backend" section.
+# documentation's page on the native backend (docs/native.md).
 backend = "python"

@@ -11,10 +11,12 @@ import inspect
 
 import numpy as np
 
+from d2s_runtime.device import to_host
+
 from .. import pytree
 from ..nn.module import Module
 from ..static.input_spec import InputSpec
-from ..tensor import Tensor, _host
+from ..tensor import Tensor
 from .api import to_static
 from .static_function import StaticFunction
 
@@ -230,7 +232,7 @@ def from_static_function(sf, input_spec=None):
     else:
         entry = sf._entry(tuple(specs), {})[0]
     program = _user_outputs_only(entry)
-    params = {n: _host(t._data) for n, t in entry.params}
+    params = {n: to_host(t.array) for n, t in entry.params}
     tree = tree_of(entry.rebuild, len(program.outputs), entry.single)
     instance = sf._instance
     in_names = _input_names(specs, sf._fn, len(program.inputs), instance is not None)
@@ -241,7 +243,7 @@ def from_static_function(sf, input_spec=None):
 
 def from_traced(tf, input_spec=None):
     program = tf.program
-    params = {n: _host(t._data) for n, t in tf._param_tensors.items()}
+    params = {n: to_host(t.array) for n, t in tf._param_tensors.items()}
     tree = tree_of(tf._out_build, len(program.outputs))
     module = tf.eager if _is_module(tf.eager) else None
     fn = tf.eager.forward if module is not None else tf.eager
@@ -278,7 +280,7 @@ def program_and_params(obj, input_spec=None, params=None):
     if isinstance(obj, Exported):
         return obj
     if isinstance(obj, Program):
-        arrays = {k: _host(v._data) if isinstance(v, Tensor) else np.asarray(v) for k, v in (params or {}).items()}
+        arrays = {k: to_host(v.array) if isinstance(v, Tensor) else np.asarray(v) for k, v in (params or {}).items()}
         specs = _spec_list(input_spec)
         names = [s.name for s in specs] if specs and all(getattr(s, "name", None) for s in specs) else \
             list(obj.inputs)

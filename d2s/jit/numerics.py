@@ -2,7 +2,7 @@
 holds NaN/inf, the program is replayed op by op to name the op (and the user's line) that
 first produced it from finite inputs."""
 from .._state import STATE
-from ..autograd.anomaly import NumericsError, _nonfinite, describe_site
+from ..autograd.anomaly import NumericsError, nonfinite, describe_site
 from ..autograd.grad_mode import no_grad
 from ..static.replay import replay_block
 from ..tensor import Tensor
@@ -22,10 +22,10 @@ class _ForwardCheck:
 
     def after_op(self, op, outs, args=()):
         for o in outs:
-            kind = _nonfinite(o)
+            kind = nonfinite(o)
             if kind is None:
                 continue
-            if any(_nonfinite(a) for a in args if hasattr(a, "_data")):
+            if any(nonfinite(a) for a in args if isinstance(a, Tensor)):
                 return  # not this op: it was given NaN/inf already
             site = self.locations.get(op.outputs[0]) if op.outputs else None
             raise NumericsError(
@@ -36,17 +36,17 @@ class _ForwardCheck:
 def check_forward(entry, leaves, outputs):
     """``to_static(..., check_numerics=True)``: when an output of this call holds NaN/inf,
     replay the program op by op to name the op and line that first produced it."""
-    if not any(_nonfinite(t) for t in outputs if isinstance(t, Tensor)):
+    if not any(nonfinite(t) for t in outputs if isinstance(t, Tensor)):
         return
     program = entry.raw_program
-    bad_inputs = [n for n, t in zip(program.inputs, leaves) if _nonfinite(t)]
+    bad_inputs = [n for n, t in zip(program.inputs, leaves) if nonfinite(t)]
     if bad_inputs:
         raise NumericsError(f"check_numerics: the program {program.name!r} was given NaN/inf in its "
                             f"input(s) {', '.join(bad_inputs)}")
     hook = _ForwardCheck(getattr(program, "op_locations", {}), program.name)
-    env = {n: Tensor._make(t._data) for n, t in zip(program.inputs, leaves)}
+    env = {n: Tensor._make(t.array) for n, t in zip(program.inputs, leaves)}
     for name, p in entry.params:
-        env[name] = Tensor._make(p._data)
+        env[name] = Tensor._make(p.array)
     for name, arr in program.constants.items():
         env[name] = Tensor._make(arr)
     prev = STATE.anomaly

@@ -31,7 +31,7 @@ from ..nn.module import Module, Parameter
 from ..ops import cast
 from ..static.replay import replay_op
 from ..tensor import Tensor, get_default_device
-from ..trace.guards import find_guard_error, guard_error_from
+from ..guards import find_guard_error, guard_error_from
 from .concrete import ConcreteProgram
 from .export_support import Exported, converted_methods, module_static_function, program_and_params
 from . import config
@@ -259,8 +259,8 @@ class LoadedFunction:
     def __call__(self, *args, **named):
         tensors = [a if isinstance(a, Tensor) else None for a in args]
         named_t = {k: v if isinstance(v, Tensor) else None for k, v in named.items()}
-        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
-        named_a = {k: v._data if isinstance(v, Tensor) else v for k, v in named.items()}
+        arrays = [a.array if isinstance(a, Tensor) else a for a in args]
+        named_a = {k: v.array if isinstance(v, Tensor) else v for k, v in named.items()}
         checked = [self._on_device(name, a) for name, a in
                    zip(self.signature.input_names, self.signature.bind(arrays, named_a))]
         # keep the caller's tensors (their requires_grad matters); wrap the rest
@@ -269,7 +269,7 @@ class LoadedFunction:
             by_pos[self.signature.input_names.index(k)] = v
         leaves = []
         for t, arr in zip(by_pos, checked):
-            if t is None or t._data is not arr:
+            if t is None or t.array is not arr:
                 requires = bool(t is not None and t.requires_grad)
                 t2 = Tensor._make(arr)
                 if requires:  # a cast input: differentiate through the original tensor's cast

@@ -17,7 +17,7 @@ import warnings
 from .. import inplace as _inplace
 from .. import ops as _ops
 from ..ops import nn as nn_ops
-from ..ops._util import _static_shape
+from ..ops.support import static_shape as _static_shape
 from ..tensor import Tensor, tensor
 
 
@@ -47,6 +47,7 @@ def relu(input, inplace=False):
 
 
 def relu_(input):
+    """:func:`relu` written into ``input``."""
     return relu(input, inplace=True)
 
 
@@ -175,10 +176,12 @@ def tanhshrink(input):
 
 # ------------------------------------------------------------------ smooth activations
 def tanh(input):
+    """The hyperbolic tangent, element-wise (as :func:`d2s.tanh`)."""
     return _ops.tanh(input)
 
 
 def sigmoid(input):
+    """``1 / (1 + exp(-x))``, element-wise (as :func:`d2s.sigmoid`)."""
     return _ops.sigmoid(input)
 
 
@@ -386,18 +389,22 @@ def _alpha_masked(x, keep, alpha_p, a, b):
 
 # ------------------------------------------------------------------ PyTorch's in-place spellings
 def elu_(input, alpha=1.0):
+    """:func:`elu` written into ``input``."""
     return elu(input, alpha, inplace=True)
 
 
 def leaky_relu_(input, negative_slope=0.01):
+    """:func:`leaky_relu` written into ``input``."""
     return leaky_relu(input, negative_slope, inplace=True)
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """:func:`hardtanh` written into ``input``."""
     return hardtanh(input, min_val, max_val, inplace=True)
 
 
 def threshold_(input, threshold, value):
+    """:func:`threshold` written into ``input``."""
     return _threshold_fn(input, threshold, value, inplace=True)
 
 

@@ -1,6 +1,6 @@
 """``linear`` and ``bilinear`` of ``d2s.nn.functional``."""
 from .. import ops as _ops
-from ..ops._util import _static_shape
+from ..ops.support import static_shape as _static_shape
 from ..tensor import Tensor, tensor
 
 

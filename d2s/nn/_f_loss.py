@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import ops as _ops
 from ..ops import nn as nn_ops
-from ..ops._util import _static_shape
+from ..ops.support import static_shape as _static_shape
 from ..tensor import Tensor, tensor
 from ._f_activation import log_softmax
 from ..linalg import vector_norm
@@ -170,9 +170,9 @@ def _check_class_target(op, target, n_classes, ignore_index):
     """PyTorch's IndexError for a class id outside [0, C) (that is not ignore_index), eagerly."""
     # on the host only: elsewhere the check would wait for the device on every call (a target out
     # of range there gives a NaN loss, as inside a program)
-    if target.is_symbolic or not isinstance(target._data, np.ndarray) or n_classes is None:
+    if target.is_symbolic or not isinstance(target.array, np.ndarray) or n_classes is None:
         return
-    t = target._data
+    t = target.array
     bad = (t != ignore_index) & ((t < 0) | (t >= n_classes))
     if bad.any():
         raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
@@ -283,8 +283,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if not _same_shape("binary_cross_entropy", input, target, raise_=False):
         raise ValueError(f"Using a target size ({_static_shape(target)}) that is different to the input size "
                          f"({_static_shape(input)}) is deprecated. Please ensure they have the same size.")
-    if isinstance(input._data, np.ndarray) and input._data.size:  # (on the host only: no device sync)
-        lo, hi = float(input._data.min()), float(input._data.max())
+    if isinstance(input.array, np.ndarray) and input.array.size:  # (on the host only: no device sync)
+        lo, hi = float(input.array.min()), float(input.array.max())
         if lo < 0 or hi > 1:
             raise RuntimeError("all elements of input should be between 0 and 1 (binary_cross_entropy takes "
                                "probabilities; for logits use binary_cross_entropy_with_logits)")

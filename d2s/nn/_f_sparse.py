@@ -44,9 +44,9 @@ def _renorm_(ids, weight, max_norm, norm_type, what):
             "run this embedding eagerly (d2s.jit.not_to_static), or renormalize the weight yourself outside the "
             "converted function (under d2s.no_grad()) and drop max_norm")
     with no_grad():
-        w = weight._data
+        w = weight.array
         xp = xp_of(w)
-        rows = np.unique(to_host(ids._data).reshape(-1) % w.shape[0])
+        rows = np.unique(to_host(ids.array).reshape(-1) % w.shape[0])
         rows = rows if xp is np else xp.asarray(rows)
         sel = w[rows]
         a = xp.abs(sel)
@@ -76,8 +76,8 @@ def _padding(padding_idx, n, what):
 
 def _check_range(ids, n, what):
     # on the host only: elsewhere the check would wait for the device on every lookup
-    if n is not None and isinstance(ids._data, np.ndarray) and ids._data.size:
-        lo, hi = int(ids._data.min()), int(ids._data.max())
+    if n is not None and isinstance(ids.array, np.ndarray) and ids.array.size:
+        lo, hi = int(ids.array.min()), int(ids.array.max())
         if lo < 0 or hi >= n:
             raise IndexOutOfRange(f"{what}: index out of range in self: indices must lie in [0, {n}), got values in "
                                   f"[{lo}, {hi}]")

@@ -12,7 +12,7 @@ from .. import ops as _ops
 from .._state import STATE
 from ..autograd import no_grad
 from ..dispatch import apply
-from ..ops.norm import _normalize
+from ..ops.support import normalize_moments as _normalize
 from ..ops.pooling import avg_pool2d
 from ..tensor import Tensor, tensor
 
@@ -22,7 +22,7 @@ def _as_tensor(t):
 
 
 def _shape(x):
-    return tuple(x._data.shape) if not x.is_symbolic else tuple(x._var.type.shape)
+    return tuple(x.array.shape) if not x.is_symbolic else tuple(x._var.type.shape)
 
 
 def _channel_view(t, ndim):

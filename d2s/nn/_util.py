@@ -1,6 +1,6 @@
 """Small helpers shared by the layer modules of ``d2s.nn`` (not public)."""
 from ..dispatch import apply
-from ..ops._util import _axes, _static_shape  # noqa: F401  (re-exported for the layer modules)
+from ..ops.support import axes as _axes, static_shape as _static_shape  # noqa: F401  (re-exported for the layer modules)
 from ..tensor import Tensor, tensor
 
 

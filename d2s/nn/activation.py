@@ -205,10 +205,12 @@ class _Plain(Module):
 
 
 class Tanh(_Plain):
+    """The hyperbolic tangent, element-wise."""
     _fn = staticmethod(F.tanh)
 
 
 class Sigmoid(_Plain):
+    """``1 / (1 + exp(-x))``, element-wise."""
     _fn = staticmethod(F.sigmoid)
 
 

@@ -8,7 +8,7 @@ import math
 
 from .. import ops as _ops
 from ..ops import nn as nn_ops
-from ..ops._util import _as_tensor
+from ..ops.support import as_tensor as _as_tensor
 from ..tensor import Tensor, tensor
 
 
@@ -17,7 +17,7 @@ def _static_shape(x):
     symbolic tensor would add ops computing those dims)."""
     if not isinstance(x, Tensor):
         return tuple(getattr(x, "shape", ()))
-    return tuple(x._data.shape) if not x.is_symbolic else tuple(x._var.type.shape)
+    return tuple(x.array.shape) if not x.is_symbolic else tuple(x._var.type.shape)
 
 
 def _axis(axis, dim):
@@ -74,7 +74,7 @@ def pad(input, pad, mode="constant", value=0):
 # functions in _functional_norm.py.
 # ==================================================================================================
 from ..ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: E402
-from ..ops.conv import _col2im, _im2col  # noqa: E402
+from ..ops.support import col2im as _col2im, im2col as _im2col  # noqa: E402
 from ..ops.pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402
                            adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate, max_pool1d, max_pool2d,
                            pixel_shuffle, pixel_unshuffle)

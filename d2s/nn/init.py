@@ -19,7 +19,7 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_"
 
 
 def _data(t):
-    data = t._data
+    data = t.array
     if data is None:
         raise TypeError("nn.init works on concrete tensors, not symbolic ones: initialize parameters in __init__, "
                         "outside of to_static")

@@ -16,8 +16,9 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 import numpy as np
-from d2s_runtime.device import device_of, get_xp, known_devices, to_host, xp_of
+from d2s_runtime.device import device_of, get_xp, to_host, xp_of
 
+from .. import devices as _devices
 from ..dtypes import as_dtype
 from ..tensor import Tensor, tensor
 
@@ -28,8 +29,8 @@ def _array_of(data):
         if data.is_symbolic:
             raise TypeError("nn.Parameter needs a concrete tensor, not a symbolic one: create "
                             "parameters outside of to_static/build_program (e.g. in __init__)")
-        return data._data
-    arr = tensor(data)._data
+        return data.array
+    arr = tensor(data).array
     # a raw array is copied, so training never writes into the caller's array
     return arr.copy() if arr is data else arr
 
@@ -72,7 +73,7 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __reduce_ex__(self, protocol):
-        return (Parameter, (Tensor._make(self._data), self.requires_grad))
+        return (Parameter, (Tensor._make(self.array), self.requires_grad))
 
 
 class Buffer(Tensor):
@@ -453,11 +454,11 @@ class Module:
                 continue
             g = p.grad
             g.grad_fn, g.requires_grad = None, False
-            if getattr(getattr(g._data, "flags", None), "writeable", True):
-                g._data[...] = 0
+            if getattr(getattr(g.array, "flags", None), "writeable", True):
+                g.array[...] = 0
                 g._version += 1
             else:
-                p.grad = Tensor._make(g._data * 0)
+                p.grad = Tensor._make(g.array * 0)
 
     # ------------------------------------------------------------ state
     def _state_items(self):
@@ -480,7 +481,7 @@ class Module:
             destination, prefix, keep_vars = (list(args) + [destination, prefix, keep_vars][len(args):])[:3]
         out = OrderedDict() if destination is None else destination
         for k, v in self._state_items():
-            out[prefix + k] = v if keep_vars else Tensor._make(v._data)
+            out[prefix + k] = v if keep_vars else Tensor._make(v.array)
         return out
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
@@ -520,7 +521,7 @@ class Module:
             updates.append((target, arr))
         # all checks pass before anything is written, so a failed load leaves the module as it was
         for target, arr in updates:
-            xp_arr = target._data
+            xp_arr = target.array
             if hasattr(arr, "dtype") and device_of(arr) != device_of(xp_arr):
                 # another device: through the host (the one explicit copy), then onto the target's
                 arr = to_host(arr)
@@ -533,17 +534,26 @@ class Module:
     # ------------------------------------------------------------ conversion
     def _apply_to_tensors(self, fn):
         for t in list(self.parameters()) + list(self.buffers()):
-            t._data = fn(t._data)
+            t.array = fn(t.array)
             if t.grad is not None:
-                t.grad = Tensor._make(fn(t.grad._data))
+                t.grad = Tensor._make(fn(t.grad.array))
         return self
 
-    def to(self, *args, **kwargs):
-        """Move (``'cpu'``/``'gpu'``) and/or cast floating point parameters and buffers in
-        place, as PyTorch's ``to(device)``, ``to(dtype)``, ``to(device, dtype)`` and
-        ``to(tensor)``; the Parameter objects stay the same, so optimizers built before keep
-        working."""
-        device, dtype = _to_args(args, kwargs)
+    def to(self, *args, device=None, dtype=None, non_blocking=False):
+        """Move (``'cpu'``, ``'cuda'``, ``'cuda:0'``, ``'gpu'``, a ``d2s.device``) and/or cast floating
+        point parameters and buffers in place, as ``torch.nn.Module.to`` (``m.to(device)``,
+        ``m.to(dtype)``, ``m.to(device, dtype)``, ``m.to(tensor)``); the Parameter objects stay the
+        same, so optimizers built before keep working. Returns the module."""
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif a is None:
+                continue
+            elif _devices.is_device(a):
+                device = a
+            else:
+                dtype = a  # module.to('float64'); as_dtype below names a bad one
+        device = _devices.as_device_name(device)
         xp = get_xp(device) if device is not None else None
         dt = str(as_dtype(dtype)) if dtype is not None else None
 
@@ -558,6 +568,13 @@ class Module:
 
         return self._apply_to_tensors(convert)
 
+    def cuda(self, device=None):
+        """Parameters and buffers moved to the GPU (cupy), in place; returns the module."""
+        return self.to("gpu" if device is None or isinstance(device, int) else device)
+
+    def cpu(self):
+        return self.to("cpu")
+
     def double(self):
         return self.to(dtype="float64")
 
@@ -565,16 +582,10 @@ class Module:
         return self.to(dtype="float32")
 
     def half(self):
-        raise TypeError(f"{type(self).__name__}.half(): d2s has no float16 dtype (float32 and float64 only); "
-                        "keep the model in float32 (.float())")
+        return self.to(dtype="float16")
 
-    bfloat16 = half
-
-    def cpu(self):
-        return self.to("cpu")
-
-    def cuda(self, device=None):
-        return self.to("gpu")
+    def bfloat16(self):
+        return self.to(dtype="bfloat16")  # (refused: numpy has no bfloat16; as_dtype says so)
 
     def type(self, dst_type):
         return self.to(dtype=dst_type)
@@ -608,9 +619,9 @@ def _loadable_array(value, key):
     """The array a state dict entry holds: a d2s tensor's, a numpy array, or (a PyTorch tensor
     and the like) what ``.detach().cpu().numpy()`` gives."""
     if isinstance(value, Tensor):
-        if value._data is None:
+        if value.array is None:
             raise TypeError(f"load_state_dict: entry {key!r} is a symbolic tensor; pass concrete values")
-        return value._data
+        return value.array
     if hasattr(value, "shape") and hasattr(value, "dtype") and not hasattr(value, "numpy"):
         return value  # numpy or cupy
     if hasattr(value, "numpy"):  # a torch tensor (state dicts hold detached CPU ones)
@@ -622,23 +633,3 @@ def _loadable_array(value, key):
     if isinstance(value, np.ndarray):
         return value
     return np.asarray(value)
-
-
-def _to_args(args, kwargs):
-    """(device, dtype) from PyTorch's ``to`` forms."""
-    device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
-    kwargs.pop("non_blocking", None)
-    kwargs.pop("copy", None)
-    if kwargs:
-        raise TypeError(f"Module.to() got unexpected keyword arguments {sorted(kwargs)}")
-    for a in args:
-        if isinstance(a, Tensor):
-            device, dtype = a.device, a.dtype
-        elif isinstance(a, str) and (a in known_devices() or a.split(":")[0] in ("cuda", "cpu", "gpu")):
-            device = a
-        elif a is not None:
-            dtype = a
-    if isinstance(device, str):
-        device = device.split(":")[0]
-        device = "gpu" if device == "cuda" else device
-    return device, dtype

@@ -17,7 +17,7 @@ from ._f_recurrent import _act, _gru_gates, _lstm_gates, recurrent, zeros_state
 from ._param import new_parameter
 from ._util import as_tensor
 from .module import Module
-from .utils.rnn import PackedSequence, _mask_of, _pack_like, _unpack_for_layer
+from .utils.rnn import PackedSequence, mask_of, pack_like, unpack_for_layer
 
 
 class RNNBase(Module):
@@ -135,8 +135,8 @@ class RNNBase(Module):
         packed = isinstance(input, PackedSequence)
         mask = None
         if packed:
-            x, lengths, sorted_idx, unsorted_idx = _unpack_for_layer(input)
-            mask = _mask_of(lengths, x)
+            x, lengths, sorted_idx, unsorted_idx = unpack_for_layer(input)
+            mask = mask_of(lengths, x)
             batched = True
         else:
             x = as_tensor(input)
@@ -176,7 +176,7 @@ class RNNBase(Module):
         if packed:
             if unsorted_idx is not None:
                 h_n = tuple(h[:, unsorted_idx] for h in h_n) if lstm else h_n[:, unsorted_idx]
-            return _pack_like(out, input), h_n
+            return pack_like(out, input), h_n
         if not batched:
             out = _ops.squeeze(out, 1)
             h_n = tuple(_ops.squeeze(h, 1) for h in h_n) if lstm else _ops.squeeze(h_n, 1)
@@ -228,6 +228,10 @@ class GRU(RNNBase):
 
 # ------------------------------------------------------------------ cells
 class RNNCellBase(Module):
+    """What the recurrent cells share (``RNNCell``, ``LSTMCell``, ``GRUCell``): PyTorch's
+    ``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh`` with ``num_chunks`` gates stacked,
+    each drawn from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
+
     def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
         self.input_size, self.hidden_size, self.bias = int(input_size), int(hidden_size), bias

@@ -50,7 +50,7 @@ class Embedding(Module):
 
     def _fill_padding_idx_with_zero(self):
         if self.padding_idx is not None:
-            self.weight._data[self.padding_idx] = 0
+            self.weight.array[self.padding_idx] = 0
             self.weight._version += 1
 
     def forward(self, input):
@@ -101,7 +101,7 @@ class EmbeddingBag(Module):
     def reset_parameters(self):
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            self.weight._data[self.padding_idx] = 0
+            self.weight.array[self.padding_idx] = 0
             self.weight._version += 1
 
     def forward(self, input, offsets=None, per_sample_weights=None):

@@ -1,5 +1,8 @@
-"""Control-flow ops as ONNX control flow, following the op layout documented in
-``d2s_runtime/control_flow.py``:
+"""What the ONNX forms of the structured ops share, and the tensor lists' converters.
+
+The structured ops' forms are declared in their family modules (``d2s/static/conditionals.py``,
+``while_loops.py``, ``scans.py``, with ``onnx_structured``), following the op layouts of
+``d2s_runtime/ops/control_flow.py``:
 
 * ``cond`` -> ``If``: both branches become subgraphs; a branch's inputs (the operands, then the
   captures) are bound by ``Identity`` to the outer values, which ONNX subgraphs may read.
@@ -18,15 +21,8 @@ import numpy as np
 
 from d2s_runtime.ir import Block, Op
 
-from .export import GraphCtx, _Type
-from .registry import CONTROL_FLOW, _i64, converter, onnx_unsupported
-
-
-def _cf(name):
-    def deco(fn):
-        CONTROL_FLOW[name] = fn
-        return fn
-    return deco
+from .export import ValueType
+from .registry import converter, i64, onnx_unsupported
 
 
 def renamed_block(ex, g, block):
@@ -68,7 +64,7 @@ def inline_block(ex, g, block, bound):
     return list(b.outputs)
 
 
-def _fresh_like(ex, g, names):
+def fresh_like(ex, g, names):
     out = []
     for n in names:
         m = ex.fresh()
@@ -77,87 +73,22 @@ def _fresh_like(ex, g, names):
     return out
 
 
-@_cf("cond")
-def _cond(ex, g, op):
-    bound = op.inputs[1:]
-    then_g, _ = ex.subgraph(g, op.blocks["then"], bound, ex.fresh() + "_then")
-    else_g, _ = ex.subgraph(g, op.blocks["else"], bound, ex.fresh() + "_else")
-    g.node("If", [g.cast(op.inputs[0], "bool")], op.outputs, then_branch=then_g, else_branch=else_g)
-
-
-def _loop_header(ex, g):
+def loop_header(ex, g):
+    """The iteration count and condition inputs of an ONNX ``Loop`` body graph (their names)."""
     it, cin = ex.fresh(), ex.fresh()
-    g.types[it] = _Type((), "int64")
-    g.types[cin] = _Type((), "bool")
+    g.types[it] = ValueType((), "int64")
+    g.types[cin] = ValueType((), "bool")
     return it, cin
 
 
-@_cf("while")
-def _while(ex, g, op):
-    n = len(op.outputs)
-    cond_b, body_b = op.blocks["cond"], op.blocks["body"]
-    init, caps = op.inputs[:n], op.inputs[n:]
-    first = inline_block(ex, g, cond_b, list(init) + list(caps))[0]
-    it, cin = _loop_header(ex, g)
-    carry_in = _fresh_like(ex, g, body_b.inputs[:n])
-    sub = GraphCtx(ex, g.types)
-    for inner, outer in zip(body_b.inputs, carry_in + list(caps)):
-        sub.node("Identity", [outer], [inner])
-    ex.emit_block(sub, body_b)
-    again = inline_block(ex, sub, cond_b, list(body_b.outputs) + list(caps))[0]
-    outs = _fresh_like(ex, g, [again] + list(body_b.outputs))
-    for src, dst in zip([again] + list(body_b.outputs), outs):
-        sub.node("Identity", [src], [dst])
-    body = ex.helper.make_graph(sub.nodes, ex.fresh() + "_while_body",
-                                [sub.value_info(it), sub.value_info(cin)] + [sub.value_info(c) for c in carry_in],
-                                [sub.value_info(m) for m in outs])
-    g.node("Loop", ["", g.cast(first, "bool")] + list(init), op.outputs, body=body)
-
-
-def _trip_count(g, op, xs):
+def trip_count(g, op, xs):
+    """The trip count of a scan: the leading dim of its xs, or its ``length``."""
     if xs:
         shape, trip = g.tmp(), g.tmp()
         g.node("Shape", [xs[0]], [shape])
-        g.node("Gather", [shape, g.const(_i64(0))], [trip], axis=0)
+        g.node("Gather", [shape, g.const(i64(0))], [trip], axis=0)
         return trip
-    return g.const(_i64(op.attrs["length"]))
-
-
-@_cf("scan")
-def _scan(ex, g, op):
-    nc, nx = op.attrs["n_carry"], op.attrs["n_xs"]
-    reverse = bool(op.attrs.get("reverse", False))
-    body_b = op.blocks["body"]
-    init, xs, caps = op.inputs[:nc], op.inputs[nc:nc + nx], op.inputs[nc + nx:]
-    trip = _trip_count(g, op, xs)
-    it, cin = _loop_header(ex, g)
-    carry_in = _fresh_like(ex, g, body_b.inputs[:nc])
-    sub = GraphCtx(ex, g.types)
-    t = it
-    if reverse:  # t = trip - 1 - iter
-        last, t = sub.tmp(), sub.tmp()
-        sub.node("Sub", [trip, sub.const(_i64(1))], [last])
-        sub.node("Sub", [last, it], [t])
-    slices = []
-    for x in xs:
-        s = sub.tmp()
-        sub.node("Gather", [x, t], [s], axis=0)
-        slices.append(s)
-    for inner, outer in zip(body_b.inputs, carry_in + slices + list(caps)):
-        sub.node("Identity", [outer], [inner])
-    ex.emit_block(sub, body_b)
-    outs = _fresh_like(ex, g, [cin] + list(body_b.outputs))
-    for src, dst in zip([cin] + list(body_b.outputs), outs):
-        sub.node("Identity", [src], [dst])
-    body = ex.helper.make_graph(sub.nodes, ex.fresh() + "_scan_body",
-                                [sub.value_info(it), sub.value_info(cin)] + [sub.value_info(c) for c in carry_in],
-                                [sub.value_info(m) for m in outs])
-    ys = op.outputs[nc:]
-    stacked = _fresh_like(ex, g, ys) if reverse else list(ys)
-    g.node("Loop", [trip, g.const(np.asarray(True))] + list(init), list(op.outputs[:nc]) + stacked, body=body)
-    for s, y in zip(stacked, ys) if reverse else ():
-        g.node("Slice", [s, g.const(_i64([-1])), g.const(_i64([np.iinfo(np.int64).min])), g.const(_i64([0])),
-                         g.const(_i64([-1]))], [y])
+    return g.const(i64(op.attrs["length"]))
 
 
 # ------------------------------------------------------------------ tensor lists
@@ -172,7 +103,7 @@ def _list_new(g, op):
     like = op.inputs[0]
     shape, full = g.tmp(), g.tmp()
     g.node("Shape", [like], [shape])
-    g.node("Concat", [g.const(_i64([0])), shape], [full], axis=0)
+    g.node("Concat", [g.const(i64([0])), shape], [full], axis=0)
     g.node("ConstantOfShape", [full], op.outputs,
            value=g.x.numpy_helper.from_array(np.zeros((1,), dtype=g.dtype(op.outputs[0]))))
 
@@ -181,15 +112,15 @@ def _list_new(g, op):
 def _list_push(g, op):
     lst, x = op.inputs
     one = g.tmp()
-    g.node("Unsqueeze", [g.cast(x, g.dtype(lst)), g.const(_i64([0]))], [one])
+    g.node("Unsqueeze", [g.cast(x, g.dtype(lst)), g.const(i64([0]))], [one])
     g.node("Concat", [lst, one], op.outputs, axis=0)
 
 
 @converter("list_pop")
 def _list_pop(g, op):
     lst = op.inputs[0]
-    g.node("Slice", [lst, g.const(_i64([0])), g.const(_i64([-1])), g.const(_i64([0]))], [op.outputs[0]])
-    g.node("Gather", [lst, g.const(_i64(-1))], [op.outputs[1]], axis=0)
+    g.node("Slice", [lst, g.const(i64([0])), g.const(i64([-1])), g.const(i64([0]))], [op.outputs[0]])
+    g.node("Gather", [lst, g.const(i64(-1))], [op.outputs[1]], axis=0)
 
 
 @converter("list_get")
@@ -201,7 +132,7 @@ def _list_get(g, op):
 def _list_len(g, op):
     s = g.tmp()
     g.node("Shape", op.inputs, [s])
-    g.node("Gather", [s, g.const(_i64(0))], op.outputs, axis=0)
+    g.node("Gather", [s, g.const(i64(0))], op.outputs, axis=0)
 
 
 @converter("list_stack")

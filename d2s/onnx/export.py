@@ -33,13 +33,16 @@ def _onnx():
     return onnx, helper, numpy_helper
 
 
-class _Type:
+class ValueType:
     """Shape and dtype of a name made during export (d2s vars carry a TensorType)."""
 
     __slots__ = ("shape", "dtype")
 
     def __init__(self, shape, dtype):
         self.shape, self.dtype = tuple(shape), dtype
+
+
+_Type = ValueType  # (its name before the control-flow family modules read it)
 
 
 class GraphCtx:
@@ -60,7 +63,7 @@ class GraphCtx:
         name = self.x.fresh()
         arr = np.asarray(arr)
         self.node("Constant", [], [name], value=self.x.numpy_helper.from_array(arr))
-        self.types[name] = _Type(arr.shape, arr.dtype.name)
+        self.types[name] = ValueType(arr.shape, arr.dtype.name)
         return name
 
     def cast(self, name, dtype):
@@ -69,7 +72,7 @@ class GraphCtx:
             return name
         out = self.x.fresh()
         self.node("Cast", [name], [out], to=self.onnx_dtype(dtype))
-        self.types[out] = _Type(self.shape(name), dtype)
+        self.types[out] = ValueType(self.shape(name), dtype)
         return out
 
     def dtype(self, name):

@@ -17,7 +17,7 @@ from d2s_runtime.dtypes import types_result
 CONVERTERS = {}    # op name -> converter
 UNSUPPORTED = {}   # op name -> the reason the exporter's error gives
 CONSTANTS = set()  # ops with no inputs and no effect: the exporter writes their value as a constant
-CONTROL_FLOW = {}  # ops with sub-blocks (cond, while, scan) -> fn(exporter, g, op), see control_flow.py
+CONTROL_FLOW = {}  # structured ops (cond, while, scan) -> fn(exporter, g, op), declared in their family modules
 
 
 def onnx_converter(*names):
@@ -26,6 +26,18 @@ def onnx_converter(*names):
     def deco(fn):
         for n in names:
             CONVERTERS[n] = fn
+        return fn
+
+    return deco
+
+
+def onnx_structured(name):
+    """Register the decorated function ``fn(exporter, g, op)`` as the ONNX form of structured op
+    ``name`` (one holding sub-blocks; declared in its family module, ``d2s/static``), which
+    exports its blocks through the exporter (``exporter.subgraph``, ``exporter.emit_block``)."""
+
+    def deco(fn):
+        CONTROL_FLOW[name] = fn
         return fn
 
     return deco

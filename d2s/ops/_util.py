@@ -59,7 +59,7 @@ def _static_dims(shape):
 def _static_shape(x):
     """Shape with ``None`` for dims known only when a program runs."""
     if isinstance(x, Tensor):
-        return tuple(x._data.shape) if not x.is_symbolic else tuple(x._var.type.shape)
+        return tuple(x.array.shape) if not x.is_symbolic else tuple(x._var.type.shape)
     return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
 
 
@@ -72,7 +72,7 @@ def _as_tensor(x):
 def _shape(x):
     """Static shape of an op input (Tensor, array or Python scalar); None marks unknown dims."""
     if isinstance(x, Tensor):
-        return x._var.type.shape if x.is_symbolic else x._data.shape
+        return x._var.type.shape if x.is_symbolic else x.array.shape
     return getattr(x, "shape", ())
 
 

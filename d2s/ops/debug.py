@@ -2,9 +2,8 @@
 (runtime: ``d2s_runtime/ops/debug.py`` and ``guard.py``). They have effects and no outputs:
 nothing to differentiate.
 
-Python's ``print`` inside converted code prints Python values once, while the program is
-built, and becomes a ``print`` op only when a symbolic tensor is among its arguments.
-``d2s.print`` is always the ``print`` op (like ``tf.print``): inside a program it prints on
+Python's ``print`` inside converted code is a ``print`` op too, printing what eager code prints
+(``d2s.convert.printing``). ``d2s.print`` is always the ``print`` op (like ``tf.print``): inside a program it prints on
 every call, whatever its arguments; eagerly it prints at once. Tensors print as their values
 (NumPy's format), the same way in both modes.
 """

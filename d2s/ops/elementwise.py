@@ -10,7 +10,7 @@ from ..dtypes import as_dtype
 from ..onnx.registry import elementwise as onnx_elementwise, onnx_converter, promoted
 from ..tensor import Tensor, tensor_method
 from .creation import zeros_like
-from ._util import _is_diff, _pair, _shape, unbroadcast
+from ._util import _as_tensor, _is_diff, _pair, _shape, unbroadcast
 
 
 _COMPARISON = "a comparison's bool result carries no gradient"
@@ -605,34 +605,54 @@ def _where_onnx(g, op):
 
 
 # ------------------------------------------------------------------ comparisons
+@tensor_method("eq")
 def eq(input, other):
     """``a == b`` element-wise (bool)."""
     return apply("eq", input, other)
 
 
+@tensor_method("ne", "not_equal")
 def ne(input, other):
     """``a != b`` element-wise (bool)."""
     return apply("ne", input, other)
 
 
+@tensor_method("lt", "less")
 def lt(input, other):
     """``a < b`` element-wise (bool)."""
     return apply("lt", input, other)
 
 
+@tensor_method("le", "less_equal")
 def le(input, other):
     """``a <= b`` element-wise (bool)."""
     return apply("le", input, other)
 
 
+@tensor_method("gt", "greater")
 def gt(input, other):
     """``a > b`` element-wise (bool)."""
     return apply("gt", input, other)
 
 
+@tensor_method("ge", "greater_equal")
 def ge(input, other):
     """``a >= b`` element-wise (bool)."""
     return apply("ge", input, other)
+
+
+# PyTorch's spellings of the same functions
+not_equal, less, less_equal, greater, greater_equal = ne, lt, le, gt, ge
+
+
+@tensor_method()
+def equal(input, other):
+    """Whether ``input`` and ``other`` have the same shape and the same elements (a Python bool,
+    as ``torch.equal``; eager only, since the answer steers Python)."""
+    a, b = _as_tensor(input), _as_tensor(other)
+    if tuple(a.shape) != tuple(b.shape):
+        return False
+    return bool(apply("reduce_all", apply("eq", a, b)))
 
 
 non_differentiable("eq", "ne", "lt", "le", "gt", "ge", reason=_COMPARISON)

@@ -9,6 +9,7 @@ from .._state import STATE
 from ..autograd.registry import grad_rule, non_differentiable, shape_only
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_constant, onnx_converter
+from .. import views as _views
 from ..tensor import Tensor, tensor_method
 from .creation import full_like, ones_like, zeros_like
 from .elementwise import cast, eq, lt, where
@@ -37,7 +38,7 @@ def _encode_index(idx):
         elif isinstance(e, Tensor):
             # a tracer must see a tensor index as an op input, not a baked-in int
             if not e.is_symbolic and e.ndim == 0 and e.dtype.startswith("int") and not STATE.hooked:
-                spec.append(["i", int(e._data)])
+                spec.append(["i", int(e.array)])
             else:
                 spec.append(["t", len(extra)])
                 extra.append(e)
@@ -67,48 +68,46 @@ def _slice_part(v):
 def getitem(x, idx):
     """``x[idx]``: ints, slices, None, ..., bool masks and int tensors (NumPy's rules)."""
     spec, extra = _encode_index(idx)
-    return apply("getitem", x, *extra, index=spec)
+    out = apply("getitem", x, *extra, index=spec)
+    if out._view is not None and out.array is not None and _tensor_index(idx):
+        # indexing with a tensor copies in PyTorch (advanced indexing), even a 0-d one read as an int
+        out.array, out._view, out._base = out.array.copy(), None, None
+    return out
+
+
+def _tensor_index(idx):
+    if type(idx) is tuple:
+        return any(isinstance(e, Tensor) and not getattr(type(e), "_d2s_weak", False) for e in idx)
+    return isinstance(idx, Tensor) and not getattr(type(idx), "_d2s_weak", False)
 
 
 @tensor_method("__setitem__")
 def setitem(x, idx, value):
-    """``x[idx] = value``: in place on x's data without autograd; recorded as a functional
-    update (x rebinds to the result) when x or value takes part in autograd or a program."""
+    """``x[idx] = value``: in place on x's data (and so on its base's, for a view), recorded as
+    a functional update when x or value takes part in autograd or a program (see
+    ``d2s.inplace.write``)."""
+    if x._view is not None:
+        _views.fresh(x)
     spec, extra = _encode_index(idx)
-    recording = (STATE.grad_enabled and (x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)))
+    recording = (STATE.grad_enabled and (x.requires_grad or (isinstance(value, Tensor) and value.requires_grad)
+                                         or (x._view is not None and x._view.root.requires_grad)))
     symbolic = x.is_symbolic or STATE.hooked or (isinstance(value, Tensor) and value.is_symbolic)
-    if not recording and not symbolic:
-        v = value._data if isinstance(value, Tensor) else value
-        x._data[tuple(_decode_host(spec, extra))] = v
-        x._version += 1
+    if not recording and not symbolic and (x._view is None or _views.writeable(x.array)):
+        v = value.array if isinstance(value, Tensor) else value
+        x.array[tuple(_decode_host(spec, extra))] = v
+        _INPLACE["bump"](x)
         return x
-    if x.is_leaf and x.requires_grad and STATE.grad_enabled:
-        raise RuntimeError("a leaf tensor that requires grad cannot be assigned to in place; "
-                           "assign to a copy (y = x.clone(); y[idx] = v) or do it under d2s.no_grad()")
-    out = apply("setitem", _alias(x), value, *extra, index=spec)
-    if STATE.builder is not None:
-        STATE.builder.note_inplace(x)  # carried out of a tensor if/loop to every alias of x
-    x._data, x._var = out._data, out._var
-    x.grad_fn, x.requires_grad, x._out_idx = out.grad_fn, out.requires_grad, out._out_idx
-    if out.grad_fn is not None:
-        # the node's saved output must be x itself so later rebinding stays consistent
-        out.grad_fn.outputs = (x,)
-    x._version += 1
-    if STATE.builder is not None:
-        STATE.builder.after_inplace(x)
-    return x
+    return _INPLACE["write"](x, "x[idx] = v", lambda s: apply("setitem", s, value, *extra, index=spec), (value,),
+                             needs_old=False)
 
 
-def _alias(x):
-    """A second Tensor object for x's current value and autograd history: the setitem node
-    saves it, so rebinding x (and bumping x's version) afterwards does not touch the node."""
-    t = Tensor._make(x._data, x._var)
-    t.requires_grad, t.grad_fn, t._out_idx = x.requires_grad, x.grad_fn, x._out_idx
-    return t
+# d2s.inplace (a layer above d2s.ops: it builds on them) hands its ``write`` and ``bump`` here
+# when it loads
+_INPLACE = {}
 
 
 def _decode_host(spec, extra):
-    return decode_index(spec, [e._data if isinstance(e, Tensor) else e for e in extra])
+    return decode_index(spec, [e.array if isinstance(e, Tensor) else e for e in extra])
 
 
 

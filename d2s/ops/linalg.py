@@ -14,7 +14,8 @@ from ..tensor import Tensor, tensor_method
 from .creation import zeros_like
 from .elementwise import _dtype_of, mul
 from .shape import reshape, stack, transpose, unsqueeze
-from ._util import _is_diff, _shape, unbroadcast
+from .reduce import _vector_norm
+from ._util import _as_tensor, _is_diff, _shape, unbroadcast
 
 
 @tensor_method()
@@ -573,3 +574,21 @@ def tensordot(a, b, dims=2):
         sb[j % nb] = sa[i % na]
     out = [c for c in sa if c not in sb] + [c for c in sb if c not in sa]
     return einsum(f"{''.join(sa)},{''.join(sb)}->{''.join(out)}", a, b)
+
+
+# ------------------------------------------------------------------ distances
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The ``p``-norm distance between each row of ``x1`` (..., P, M) and each row of ``x2``
+    (..., R, M): a (..., P, R) tensor, as ``torch.cdist`` (batch dims broadcast). Computed from
+    the differences themselves for every ``p`` (PyTorch may use a matrix product for p = 2 on
+    large inputs, which rounds differently), with a zero gradient where a distance is 0."""
+    if compute_mode not in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                            "donot_use_mm_for_euclid_dist"):
+        raise ValueError(f"cdist: compute_mode {compute_mode!r} is not one of PyTorch's")
+    a, b = _as_tensor(x1), _as_tensor(x2)
+    if a.ndim < 2 or b.ndim < 2:
+        raise ValueError(f"cdist: x1 and x2 must have at least 2 dims (rows of points), got {a.ndim} and {b.ndim}")
+    if float(p) < 0:
+        raise ValueError(f"cdist: p must be non-negative, got {p}")
+    diff = unsqueeze(a, -2) - unsqueeze(b, -3)  # (..., P, R, M)
+    return _vector_norm("cdist", diff, float(p), [-1], False)

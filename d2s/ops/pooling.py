@@ -346,20 +346,20 @@ def _avg_pool2d_onnx(g, op):
                count_include_pad=int(op.attrs.get("count_include_pad", True)))
         return
     # window sums (a depthwise Conv of ones over the padded input), then PyTorch's divisors
-    from d2s_runtime.ops.pool_ops import _avg_divisor, _avg_geometry
+    from d2s_runtime.ops.pool_ops import avg_divisor, avg_geometry
     shape = g.shape(x)
     if None in shape[1:]:
         raise g.unsupported(op, "avg_pool2d with divisor_override or a ceil_mode window past the padding needs the "
                                 "channels, height and width known when exporting")
     dtype = g.dtype(op.outputs[0])
-    kk, ss, pp, _, outs = _avg_geometry(shape, **{n: op.attrs[n] for n in ("kernel_size", "stride", "padding",
+    kk, ss, pp, _, outs = avg_geometry(shape, **{n: op.attrs[n] for n in ("kernel_size", "stride", "padding",
                                                                             "ceil_mode") if n in op.attrs})
     extra = [max(0, (outs[d] - 1) * ss[d] + kk[d] - (shape[2 + d] + 2 * pp[d])) for d in range(2)]
     c = shape[1]
     sums = g.tmp()
     g.node("Conv", [g.cast(x, dtype), g.const(np.ones((c, 1) + tuple(kk), dtype=dtype))], [sums], strides=ss,
            pads=[pp[0], pp[1], pp[0] + extra[0], pp[1] + extra[1]], group=c)
-    div = _avg_divisor(np, shape, kk, ss, pp, outs, op.attrs.get("count_include_pad", True),
+    div = avg_divisor(np, shape, kk, ss, pp, outs, op.attrs.get("count_include_pad", True),
                        op.attrs.get("divisor_override"), np.dtype(dtype))
     g.node("Div", [sums, g.const(np.asarray(div, dtype=dtype))], op.outputs)
 
@@ -386,11 +386,11 @@ def _adaptive_avg_pool2d_onnx(g, op):
         raise g.unsupported(op, "adaptive_avg_pool2d to a size that does not divide the input's needs the input's "
                                 "height and width known when exporting")
     else:  # averaging matrices: out = Mh @ x @ Mw^T
-        from d2s_runtime.ops.pool_ops import _avg_matrix
+        from d2s_runtime.ops.pool_ops import avg_matrix
         dtype = np.dtype(g.dtype(op.outputs[0]))
         rows = g.tmp()
-        g.node("MatMul", [g.const(_avg_matrix(shape[2], out[0], dtype)), x], [rows])
-        g.node("MatMul", [rows, g.const(_avg_matrix(shape[3], out[1], dtype).T.copy())], op.outputs)
+        g.node("MatMul", [g.const(avg_matrix(shape[2], out[0], dtype)), x], [rows])
+        g.node("MatMul", [rows, g.const(avg_matrix(shape[3], out[1], dtype).T.copy())], op.outputs)
 
 
 @onnx_converter("adaptive_max_pool2d")

@@ -62,8 +62,12 @@ class _DefaultGenerator:
     device = "cpu"
 
     def manual_seed(self, seed):
-        """Reseed the shared generator (eager draws and programs alike); returns it."""
-        _runtime_seed(seed)
+        """Reseed the shared generator (eager draws and programs alike); returns it. ``seed`` is
+        an int in PyTorch's range, up to 2**64 - 1 (negative ones wrap, as in PyTorch)."""
+        s = int(seed)
+        if not -(2 ** 63) <= s < 2 ** 64:
+            raise RuntimeError(f"manual_seed: seed {seed} is out of range [-2**63, 2**64 - 1]")
+        _runtime_seed(s % 2 ** 64)
         return self
 
     def seed(self):
@@ -180,6 +184,10 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
     if size is None:  # randint(high, size)
         if high is None:
             raise TypeError("randint: missing the size (randint(high, size) or randint(low, high, size))")
+        if not isinstance(high, (list, tuple)):
+            # PyTorch refuses randint(4, 7) too: numpy's randint(low, high) reads it otherwise
+            raise TypeError(f"randint: the size must be a tuple of ints, got {high!r}: randint(high, size) or "
+                            f"randint(low, high, size), e.g. d2s.randint({low!r}, {high!r}, ()) for one number")
         low, high, size = 0, low, high
     elif high is None:
         low, high = 0, low

@@ -257,3 +257,31 @@ def atleast_3d(x):
     if x.ndim == 1:
         return unsqueeze(unsqueeze(x, 0), 2)
     return unsqueeze(x, 2) if x.ndim == 2 else x
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 1-d tensors, as ``torch.meshgrid``: with ``indexing='ij'`` (PyTorch's
+    default, which it warns about when not given) output k varies along dim k; with ``'xy'`` the
+    first two dims are swapped (numpy's and matplotlib's convention). Returns a tuple."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        import warnings
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+                      UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    ts = [_as_tensor(t) for t in tensors]
+    for t in ts:
+        if t.ndim not in (0, 1):
+            raise ValueError(f"meshgrid: expects 0-d or 1-d tensors, got one with {t.ndim} dims")
+    ts = [reshape(t, [-1]) for t in ts]
+    if indexing == "xy" and len(ts) >= 2:
+        ts[0], ts[1] = ts[1], ts[0]
+    n = len(ts)
+    shape = [t.shape[0] for t in ts]
+    grids = [broadcast_to(reshape(t, [-1 if i == k else 1 for i in range(n)]), shape) for k, t in enumerate(ts)]
+    if indexing == "xy" and n >= 2:  # grids of shape (len(y), len(x), ...), each for its own input
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)

@@ -47,7 +47,7 @@ def _check_mask_shape(op, x, mask):
 
 
 def _static_shape_of(t):
-    return tuple(t._var.type.shape) if t.is_symbolic else tuple(t._data.shape)
+    return tuple(t._var.type.shape) if t.is_symbolic else tuple(t.array.shape)
 
 
 @tensor_method()

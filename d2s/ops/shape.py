@@ -6,6 +6,7 @@ import builtins
 import numpy as np
 
 from d2s_runtime.device import get_xp
+from d2s_runtime.ops import ShapeError
 
 from .._state import STATE
 from ..autograd.registry import grad_rule, non_differentiable, shape_only
@@ -432,8 +433,8 @@ def concat(tensors, dim=None, *, axis=None):
 def _tensor_seq(op, tensors):
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{op}: expects a list or tuple of tensors, got {type(tensors).__name__}")
-    if not tensors:
-        raise ValueError(f"{op}: expects a non-empty list of tensors")
+    if not tensors:  # (a ShapeError is a ValueError; a program with an empty list raises it too)
+        raise ShapeError(f"{op}: needs at least one tensor (expects a non-empty list of tensors)")
     return tensors
 
 

@@ -7,7 +7,7 @@ are Tensor's own.)
 """
 import numpy as np
 
-from ..dtypes import _BFLOAT16_WHY, as_dtype
+from ..dtypes import BFLOAT16_WHY, as_dtype
 from ..tensor import Tensor, tensor, tensor_method
 from .elementwise import cast
 
@@ -22,7 +22,7 @@ def _type_name_dtype(name):
     """'torch.FloatTensor', 'd2s.cuda.LongTensor', 'FloatTensor' -> its dtype (None: not a type name)."""
     last = name.rsplit(".", 1)[-1]
     if last == "BFloat16Tensor":
-        raise TypeError(_BFLOAT16_WHY)
+        raise TypeError(BFLOAT16_WHY)
     return _TYPE_NAMES.get(last)
 
 
@@ -74,7 +74,7 @@ def _byte(self, memory_format=None):
 @tensor_method("bfloat16")
 def _bfloat16(self, memory_format=None):
     """Refused: numpy has no bfloat16."""
-    raise TypeError(_BFLOAT16_WHY)
+    raise TypeError(BFLOAT16_WHY)
 
 
 @tensor_method("is_floating_point")
@@ -117,6 +117,7 @@ def _legacy(dtype):
         if len(data) != 1:
             raise TypeError(f"{_NAME_OF[dtype]}: expected sizes (ints) or one data argument")
         return tensor(data[0], dtype=dtype, device=device)
+    make.__name__ = make.__qualname__ = _NAME_OF[dtype]  # its public name (docs, reprs), not ``make``
     make.__doc__ = (f"PyTorch's legacy constructor of {dtype} tensors: ``{_NAME_OF[dtype]}(2, 3)`` (zeros of "
                     f"that size) or ``{_NAME_OF[dtype]}(data)`` (a copy of data).")
     return make

@@ -109,7 +109,7 @@ class Adagrad(Optimizer):
         # before the first step has it); groups added later start on their first step
         for group in self.param_groups:
             for p in group["params"]:
-                self._init_state(xp_of(p._data), _Arrays(self.state[p]), p._data, group)
+                self._init_state(xp_of(p.array), _Arrays(self.state[p]), p.array, group)
 
     def _init_state(self, xp, state, w, group):
         state["step"] = _scalar(0.0)

@@ -127,34 +127,34 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
 
     def _gather_flat_grad(self):
-        xp = xp_of(self._params[0]._data)
+        xp = xp_of(self._params[0].array)
         views = []
         for p in self._params:
             if p.grad is None:
-                views.append(xp.zeros(p._data.size, dtype=p._data.dtype))
+                views.append(xp.zeros(p.array.size, dtype=p.array.dtype))
             else:
-                views.append(p.grad._data.astype(p._data.dtype, copy=False).reshape(-1))
+                views.append(p.grad.array.astype(p.array.dtype, copy=False).reshape(-1))
         return xp.concatenate(views, 0)
 
     def _add_grad(self, step_size, update):
         offset = 0
         for p in self._params:
-            n = p._data.size
-            data = p._data
+            n = p.array.size
+            data = p.array
             new = data + step_size * update[offset:offset + n].reshape(data.shape)
             if getattr(getattr(data, "flags", None), "writeable", True):
                 data[...] = new
             else:
-                p._data = new
+                p.array = new
             p._version += 1
             offset += n
 
     def _clone_param(self):
-        return [p._data.copy() for p in self._params]
+        return [p.array.copy() for p in self._params]
 
     def _set_param(self, params_data):
         for p, data in zip(self._params, params_data):
-            p._data[...] = data
+            p.array[...] = data
             p._version += 1
 
     def _directional_evaluate(self, closure, x, t, d):
@@ -183,7 +183,7 @@ class LBFGS(Optimizer):
         max_iter, max_eval = group["max_iter"], group["max_eval"]
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
         line_search_fn, history_size = group["line_search_fn"], group["history_size"]
-        xp = xp_of(self._params[0]._data)
+        xp = xp_of(self._params[0].array)
         state = self.state[self._params[0]]
         state.setdefault("func_evals", 0)
         state.setdefault("n_iter", 0)

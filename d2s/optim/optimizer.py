@@ -40,7 +40,7 @@ def _to_float(value):
     if isinstance(value, Tensor):
         if value.numel() != 1:
             raise ValueError(f"a tensor hyperparameter must have one element, got shape {tuple(value.shape)}")
-        return float(to_host(value._data).reshape(()))
+        return float(to_host(value.array).reshape(()))
     return float(value)
 
 
@@ -154,11 +154,11 @@ class Optimizer:
                     continue
                 grad = p.grad
                 grad.grad_fn, grad.requires_grad = None, False
-                data = grad._data
+                data = grad.array
                 if getattr(getattr(data, "flags", None), "writeable", True):
                     data[...] = 0
                 else:
-                    grad._data = xp_of(data).zeros_like(data)
+                    grad.array = xp_of(data).zeros_like(data)
                 grad._version += 1
 
     # ------------------------------------------------------------ stepping
@@ -186,11 +186,11 @@ class Optimizer:
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                g = p.grad._data
+                g = p.grad.array
                 if g is None:
                     raise RuntimeError(f"{type(self).__name__}.step(): a parameter's gradient is symbolic; "
                                        "step() runs eagerly, on concrete gradients")
-                data = p._data
+                data = p.array
                 if tuple(g.shape) != tuple(data.shape):
                     raise RuntimeError(f"{type(self).__name__}.step(): a parameter of shape {tuple(data.shape)} "
                                        f"has a gradient of shape {tuple(g.shape)}")
@@ -208,7 +208,7 @@ class Optimizer:
                 if scalar:
                     w = w.reshape(())
                 if w is not data:
-                    p._data = w
+                    p.array = w
                 p._version += 1
         for hook in list(self._step_post_hooks.values()):
             hook(self, (), {})
@@ -225,7 +225,7 @@ class Optimizer:
         lr = out.get("lr")
         if isinstance(lr, Tensor):
             _to_float(lr)  # checks it has one element
-            out["lr"] = to_host(lr._data).reshape(())[()]
+            out["lr"] = to_host(lr.array).reshape(())[()]
         if "betas" in out:
             out["betas"] = tuple(_to_float(b) for b in out["betas"])
         if "weight_decay" in out:
@@ -326,7 +326,7 @@ class _Arrays:
 
     def __getitem__(self, key):
         v = self._state[key]
-        v = v._data if isinstance(v, Tensor) else v
+        v = v.array if isinstance(v, Tensor) else v
         if self._flat is not None and key not in self._flat and getattr(v, "ndim", None) == 0:
             v = v.reshape(1)
         return v
@@ -367,7 +367,7 @@ def _writable(a):
 
 def _copy_value(v):
     if isinstance(v, Tensor):
-        return Tensor._make(v._data.copy())
+        return Tensor._make(v.array.copy())
     if hasattr(v, "shape") and hasattr(v, "copy"):
         return Tensor._make(v.copy())
     return copy.deepcopy(v)
@@ -377,7 +377,7 @@ def _cast_state(opt, key, value, p, index):
     """One loaded state value: arrays on the parameter's device (floating ones in its dtype),
     ``step`` and other scalars on the host."""
     if isinstance(value, Tensor):
-        value = value._data
+        value = value.array
     elif not hasattr(value, "shape") or isinstance(value, (float, int)):
         if value is not None and not isinstance(value, (bool, int, float, str, list, tuple, dict)):
             value = np.asarray(value)  # e.g. a torch tensor
@@ -385,7 +385,7 @@ def _cast_state(opt, key, value, p, index):
             return copy.deepcopy(value)
     if not isinstance(value, np.ndarray) and xp_of(value) is np:
         value = np.asarray(value)
-    data = p._data
+    data = p.array
     floating = np.dtype(data.dtype).kind in "fc"
     if len(value.shape) == 0:
         host = np.array(to_host(value))

@@ -44,15 +44,14 @@ def append_backward(program, wrt=None, *, only_grads=False, keep_prints=False):
             forward must not print again).
 
     Returns:
-        A new Program with
-        * ``inputs``: ``[*program.inputs, *cotangents]`` -- the forward inputs under the same
-          names, then one cotangent per floating-point forward output (the outputs listed by
-          :func:`grad_outputs_of`, in output order), each typed like its output;
-        * ``params``: ``program.params``, under the same names (feed them as for the forward);
-        * ``outputs``: ``[*program.outputs, *grads]`` (``[*grads]`` with ``only_grads``): one
-          gradient per ``wrt`` name, in ``wrt`` order, typed like that input or param (zeros
-          where the outputs do not depend on it).
-        ``program.constants`` are copied in.
+        A new Program. Its ``inputs`` are ``[*program.inputs, *cotangents]``: the forward
+        inputs under the same names, then one cotangent per floating-point forward output
+        (the outputs listed by :func:`grad_outputs_of`, in output order), each typed like its
+        output. Its ``params`` are ``program.params``, under the same names (feed them as for
+        the forward). Its ``outputs`` are ``[*program.outputs, *grads]`` (``[*grads]`` with
+        ``only_grads``): one gradient per ``wrt`` name, in ``wrt`` order, typed like that
+        input or param (zeros where the outputs do not depend on it). ``program.constants``
+        are copied in.
     """
     wrt = default_wrt(program) if wrt is None else list(wrt)
     gb = program.block

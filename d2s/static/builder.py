@@ -16,7 +16,7 @@ from d2s_runtime.ir import Block, Op, Program
 from d2s_runtime.dtypes import DTYPES, float_of, operand_result_type, scalar_result, types_result
 from d2s_runtime.ops import ShapeError, TensorType
 
-from .. import pytree
+from .. import pytree, views
 from .._state import STATE
 from ..autograd.anomaly import user_site
 from ..ops import logical_and, logical_or, where
@@ -29,6 +29,14 @@ SMALL_CONSTANT = 16  # elements; larger captured arrays live in program.constant
 # program.annotations key: names of the `where` ops that carry an in-place update to the
 # objects that may be the updated one (``after_inplace``), which reach analysis treats as selects
 ALIAS_SELECTS = "alias_selects"
+
+
+_INDEXING = ("getitem", "setitem")
+
+
+class IndexOutOfRange(ShapeError, IndexError):
+    """A static index out of range, found while a program is built: the ShapeError of the op's
+    shape rule, and the IndexError eager code raises there."""
 
 
 class NameGen:
@@ -51,7 +59,7 @@ class NameGen:
                 return s
 
 
-def _is_param(t):
+def is_param(t):
     return t.requires_grad or getattr(t, "_d2s_parameter", False)
 
 
@@ -76,6 +84,12 @@ class ProgramBuilder:
         # one object exactly when the bool tensor ``flag`` holds (a name rebound in one branch of
         # a tensor `if` only), or on some runs only (flag None); see link_maybe_alias
         self.maybe_aliases = {}
+        # id(tensor) -> (tensor, its concrete state): concrete tensors (a module buffer, a tensor
+        # made while building) that an in-place update made name a var (see symbolize)
+        self.symbolized = {}
+        # False while a replay of IR blocks builds ops (d2s.static.replay): IR has no in-place
+        # updates, so the objects a replayed op returns never need maybe-alias links
+        self.track_aliases = True
         # id(tensor) -> (tensor, TensorArray, the array's data right after it, block): tensor objects
         # appended to a tensor list, which in eager code holds the object (see note_appended)
         self.appended = {}
@@ -84,7 +98,7 @@ class ProgramBuilder:
         self.state_tensors = {}
         self.param_tensors = {}    # param var name -> the concrete Parameter it reads
         self._param_vars = {}      # id(concrete tensor) -> symbolic tensor in the global block
-        self._const_vars = {}      # id(array) -> var name (keeps the array alive for the key)
+        self._const_vars = {}      # id(array), or a small value's dtype, shape and bytes -> (value, var name)
         # forward_only: building a forward program to differentiate later (to_static): run with
         # grad mode on but record no autograd nodes, and cut the ops the user's code runs under
         # ``no_grad()`` from the gradient with ``stop_gradient`` (static backward replays them)
@@ -105,6 +119,7 @@ class ProgramBuilder:
         return self
 
     def __exit__(self, *exc):
+        self.unsymbolize()
         STATE.builder = self._prev
         STATE.refresh()
         return False
@@ -124,7 +139,7 @@ class ProgramBuilder:
 
     def reads_as_param(self, t):
         """Whether concrete tensor ``t`` becomes a program param (read at every call)."""
-        return _is_param(t) or self.state_tensors.get(id(t)) is t
+        return is_param(t) or self.state_tensors.get(id(t)) is t
 
     def add_input(self, shape, dtype, name=None, requires_grad=False):
         """A program input fed by the caller; returns its symbolic tensor."""
@@ -152,8 +167,13 @@ class ProgramBuilder:
         arr = np.asarray(value) if dtype is None else np.asarray(value, dtype=dtype)
         if arr.dtype.name not in DTYPES:
             arr = arr.astype(np.int64 if arr.dtype.kind in "iu" else np.float32)
-        key = None if np.ndim(value) == 0 and not isinstance(value, np.ndarray) else id(value)
-        if key is not None and key in self._const_vars:
+        if arr.size <= SMALL_CONSTANT:
+            # one var per small value: every trace of a branch or loop body (retries, probes,
+            # traces thrown away) would otherwise leave constant ops of its own here
+            key = ("small", arr.dtype.name, arr.shape, arr.tobytes())
+        else:
+            key = id(value)
+        if key in self._const_vars:
             return self._const_vars[key][1]
         gb = self.program.block
         v = self._new_var(TensorType(arr.shape, arr.dtype.name), gb)
@@ -163,8 +183,7 @@ class ProgramBuilder:
         else:
             self.program.constants[v.name] = arr
             gb.inputs.append(v.name)
-        if key is not None:
-            self._const_vars[key] = (value, v.name)
+        self._const_vars[key] = (value, v.name)
         return v.name
 
     def _const_insert_point(self):
@@ -201,12 +220,15 @@ class ProgramBuilder:
     def var_of(self, x, scalar_dtype=None):
         """Name of a var visible in the current block that holds op input ``x``."""
         if isinstance(x, Tensor):
+            vi = x._view
+            if vi is not None and vi.version != vi.root._version:
+                views.fresh(x)  # its root was updated in place since (d2s/views.py)
             if x.is_symbolic:
                 return self.resolve(x._var.name, tensor=x)
             if self.reads_as_param(x):
                 p = self.param(x)
                 return self.resolve(p._var.name, tensor=p)
-            return self.resolve(self.constant(to_host(x._data)))
+            return self.resolve(self.constant(to_host(x.array)))
         if isinstance(x, (bool, int, float, np.generic)) and not isinstance(x, np.ndarray):
             return self.resolve(self.constant(x, scalar_dtype))
         return self.resolve(self.constant(np.asarray(x)))
@@ -214,7 +236,7 @@ class ProgramBuilder:
     # ------------------------------------------------------------ ops
     def append(self, opdef, inputs, attrs):
         """Append ``opdef`` on ``inputs``; returns (output tensors, inputs as symbolic tensors)."""
-        sdt = _scalar_dtype(inputs)
+        sdt = operands_scalar_dtype(inputs)
         names = [self.var_of(x, sdt) for x in inputs]
         types = [self.block.lookup(n).type for n in names]
         if opdef.promotes != () or opdef.float_inputs:
@@ -222,11 +244,14 @@ class ProgramBuilder:
         try:
             out_types = opdef.infer(*types, **attrs)
         except ShapeError as e:
-            raise ShapeError(f"{e}{where_text()}") from None
+            # an index out of range is eager's IndexError (its kernel raises one), which a tensor
+            # branch or loop body also defers to the runs that reach it
+            cls = IndexOutOfRange if "out of range" in str(e) and opdef.name in _INDEXING else ShapeError
+            raise cls(f"{e}{where_text()}") from None
         if isinstance(out_types, TensorType):
             out_types = (out_types,)
         outs = [self._new_var(t) for t in out_types]
-        self.block.ops.append(Op(opdef.name, names, [v.name for v in outs], _plain(attrs)))
+        self.block.ops.append(Op(opdef.name, names, [v.name for v in outs], plain_attrs(attrs)))
         if outs:
             self.program.op_locations[outs[0].name] = user_site(2)
         if self.forward_only and not STATE.grad_enabled and opdef.name != "stop_gradient":
@@ -289,6 +314,34 @@ class ProgramBuilder:
             return
         log[id(t)] = (t, _tensor_state(t))
 
+    def symbolize(self, t):
+        """Concrete tensor ``t`` (a module buffer, a tensor made while building) is about to be
+        updated in place (through a view: ``self.buf[0] = v``): from now on the object names a
+        var of the global block holding its value (a param for module state, read at every call;
+        a constant otherwise), so the update is carried out of branches and loops like any
+        other (note_inplace). :meth:`unsymbolize` gives the object its array back when the build
+        ends (to_static first writes a module buffer's final value back after each call)."""
+        if id(t) in self.symbolized or t.is_symbolic:
+            return
+        if self.reads_as_param(t):
+            var = self.param(t)._var
+        else:
+            var = self.program.block.lookup(self.constant(to_host(t.array)))
+        self.symbolized[id(t)] = (t, _tensor_state(t))
+        t.array, t._var = None, var
+
+    def unsymbolize(self):
+        """Give the tensors made symbolic by :meth:`symbolize` their arrays back; returns
+        ``[(tensor, its final value: a symbolic tensor)]``."""
+        out = []
+        for t, state in self.symbolized.values():
+            final = Tensor._make(None, t._var)
+            final.requires_grad, final.grad_fn, final._out_idx = t.requires_grad, t.grad_fn, t._out_idx
+            out.append((t, final))
+            _set_tensor_state(t, state)
+        self.symbolized.clear()
+        return out
+
     def undo_inplace(self):
         """Undo the in-place updates of outside tensors made so far in the sub-block being built
         (a branch that failed half-way runs another function in its place)."""
@@ -302,6 +355,8 @@ class ProgramBuilder:
         scalar tensor of the current block) holds, and two otherwise; ``flag`` None: on some
         runs only, which the program does not know. An in-place update of one later reaches
         the other where the flag holds (``after_inplace``)."""
+        if not self.track_aliases:
+            return
         for x, y in ((a, b), (b, a)):
             self.maybe_aliases.setdefault(id(x), (x, []))[1].append((y, flag, self.block))
 
@@ -364,7 +419,7 @@ class ProgramBuilder:
             if new.dtype != other.dtype:
                 new = new.cast(other.dtype)
             self.note_inplace(other)
-            other._data, other._var = None, new._var
+            other.array, other._var = None, new._var
             other.requires_grad, other.grad_fn, other._out_idx = new.requires_grad, new.grad_fn, new._out_idx
             other._version += 1
             if id(other) in self.appended and not carried_out:
@@ -411,14 +466,18 @@ class ProgramBuilder:
 
 
 def _tensor_state(t):
-    return t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version
+    # (a view's history is as current as its root's version it last read: see d2s/views.py)
+    return (t.array, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version,
+            None if t._view is None else t._view.version)
 
 
 def _set_tensor_state(t, state):
-    t._data, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version = state
+    t.array, t._var, t.requires_grad, t.grad_fn, t._out_idx, t._version, view_version = state
+    if view_version is not None:
+        t._view.version = view_version
 
 
-def _scalar_dtype(inputs):
+def operands_scalar_dtype(inputs):
     """dtype for Python-scalar inputs: weak scalars against the tensor inputs (see
     ``d2s_runtime.dtypes.scalar_result``), so a program computes what eager kernels do."""
     scalars = [x for x in inputs if isinstance(x, (bool, int, float))]
@@ -434,7 +493,7 @@ def _scalar_dtype(inputs):
     return target
 
 
-def _plain(attrs):
+def plain_attrs(attrs):
     out = {}
     for k, v in attrs.items():
         if isinstance(v, tuple):

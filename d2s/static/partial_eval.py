@@ -17,6 +17,9 @@ that keeps fewer bytes alive between the halves (``move_to_backward``).
 import numpy as np
 
 from d2s_runtime.ir import Program
+from d2s_runtime.ops import OPS
+from d2s_runtime.ops.control_flow import WhileLayout
+from d2s_runtime.passes import is_effect
 
 from .backward import append_backward
 
@@ -70,7 +73,7 @@ def merge_replayed_loops(program):
     changed = True
     while changed:
         changed = False
-        loops = [op for op in gb.ops if op.type == "while"]
+        loops = [op for op in gb.ops if isinstance(getattr(OPS.get(op.type), "layout", None), WhileLayout)]
         for a in loops:
             b = next((b for b in loops if b is not a and _replays(a, b)), None)
             if b is not None and _hoist_over(p, a, b):
@@ -97,7 +100,6 @@ def _block_keys(op, n, n_carry):
     """Structural keys of the cond output and body outputs of ``while`` op ``op``: carry ``i``
     (``i < n``) is ``("carry", i)``, the other carries are distinct opaque keys, a capture is
     the outer var it reads; None when a block holds sub-blocks or random/effectful ops."""
-    from d2s_runtime.passes._util import is_effect
     out = []
     for key in ("cond", "body"):
         blk = op.blocks[key]
@@ -145,7 +147,6 @@ def _hoist_over(p, a, b):
         if op is not None and op not in needed:
             needed.append(op)
             todo.extend(op.inputs)
-    from d2s_runtime.passes._util import is_effect
     moved = [op for op in ops[ia + 1:ib] if op in needed]
     if any(op.blocks or is_effect(op) for op in moved):  # random draws are effects too
         return False  # moving it would reorder draws or effects

@@ -8,7 +8,9 @@ true when a gradient can flow from it to a floating-point output along the ops t
 
 The analysis walks each block backwards from its outputs. A primitive passes reachability from
 its floating-point outputs to its floating-point inputs unless it carries no gradient
-(comparisons, argmax, random draws: ``NONDIFF``). A ``cond`` selects its branch's reachability
+(comparisons, argmax, random draws: ``NONDIFF``). A structured op passes it through its
+``reach_rule`` (``d2s.static.registry``, declared in its family module; the loops share
+``loop_reach`` below). A ``cond`` selects its branch's reachability
 with its predicate; when a branch's own reachability depends on a nested predicate, the
 branch computes it and the ``cond`` returns it as an extra output. Through a ``while`` or
 ``scan``, a value the body can pass on to an output counts as used when the body runs at least
@@ -23,11 +25,12 @@ later expressions name; one built larger than ``_MAX_TERMS`` all the same is rep
 ``True`` (used), the old behaviour.
 """
 from d2s_runtime.ir import Op, Var
-from d2s_runtime.ops import TensorType
-from d2s_runtime.passes._util import Namer, is_effect
+from d2s_runtime.ops import OPS, TensorType
+from d2s_runtime.passes import Namer
 
 from ..autograd.node import GRAD_RULES, NONDIFF
 from .builder import ALIAS_SELECTS
+from .registry import REACH_RULES
 
 _MAX_TERMS = 64
 _NAMED_TERMS = 8
@@ -174,10 +177,9 @@ def _block_reach(block, roots, namer):
         outs = [reach.get(o) for o in op.outputs]
         if not any(outs):
             continue
-        if op.type == "cond":
-            _cond(block, op, outs, flow, namer)
-        elif op.type in ("while", "scan"):
-            _loop(block, op, outs, flow, namer)
+        rule = REACH_RULES.get(op.type)
+        if rule is not None:
+            rule(block, op, outs, flow, namer)
         elif op.type in NONDIFF or op.type not in GRAD_RULES:
             continue
         elif op.type == "where" and op.outputs[0] in namer.selects and outs[0]:
@@ -204,47 +206,23 @@ def _sub_reach(sub, namer):
     return {j: reach[n] for j, n in enumerate(sub.inputs) if reach.get(n)}
 
 
-def _cond(block, op, outs, flow, namer):
-    pred = op.inputs[0]
-    then_b, else_b = op.blocks["then"], op.blocks["else"]
-    d_then, d_else = _sub_reach(then_b, namer), _sub_reach(else_b, namer)
-    emit_then, emit_else = _Emitter(then_b, namer), _Emitter(else_b, namer)
-    for j, name in enumerate(op.inputs[1:]):
-        for k, ks in enumerate(outs):
-            if not ks:
-                continue
-            e_t = d_then.get(j, {}).get(k, False)
-            e_e = d_else.get(j, {}).get(k, False)
-            if _static(e_t) and _static(e_e):
-                when = _or(_and(pred, e_t), _and(_not(pred), e_e))
-            else:
-                # the branch decides: each computes its flag and the cond returns the taken one's
-                then_b.outputs.append(_own(then_b, emit_then(e_t), namer))
-                else_b.outputs.append(_own(else_b, emit_else(e_e), namer))
-                when = _flag(block, namer)
-                op.outputs.append(when)
-            flow(name, ks, when)
-
-
-def _loop(block, op, outs, flow, namer):
-    """Reachability through a ``while``/``scan``: a value the body can pass on to an output
-    counts as used when a ``while`` runs its body at least once (a ``scan`` always does). A
-    capture (or ``xs``) the body reads only under a branch gets a bool carry instead, or-ed
-    each iteration with whether this iteration's path read it, so a parameter of the branch
-    that no iteration took (or of a body that ran zero times) stays unused."""
+def loop_reach(block, op, outs, flow, namer, entered, extend):
+    """Reachability through a loop (a structured op whose layout carries values through its
+    ``body`` block: ``while``, ``scan``): a value the body can pass on to an output counts as
+    used when the loop runs its body at least once (``entered(block, op, namer, body, accs)``:
+    an expression saying so, which may add a bool carry to ``accs``). A capture (or ``xs``) the
+    body reads only under a branch gets a bool carry instead, or-ed each iteration with whether
+    this iteration's path read it, so a parameter of the branch that no iteration took (or of a
+    body that ran zero times) stays unused. ``extend(op, n_carry, added, namer)``: what else the
+    op changes when ``added`` carries are inserted after its first ``n_carry`` ones (its other
+    blocks' inputs, its attrs)."""
     body = op.blocks["body"]
-    n_carry = len(op.outputs) if op.type == "while" else op.attrs["n_carry"]
+    n_carry = OPS[op.type].layout.n_carry(op)
     d = _sub_reach(body, namer)
     step = {j: {k for k, e in ks.items() if e is not False} for j, ks in d.items()}
     accs = []  # (new value: expression over body vars, outer var, initial bool, body input var)
     bemit = _Emitter(body, namer)
-    if op.type == "scan":
-        entered = _scan_entered(block, op, namer)
-    elif _plain_cond(op):
-        entered = _entered(block, op, namer)
-    else:  # a cond that cannot run again outside the loop: a bool carry set by the body says
-        entered = _flag(block, namer)
-        accs.append(_acc(body, namer, entered, False, lambda ran: True))
+    entered = entered(block, op, namer, body, accs)
     # body outputs whose value reaches an output of the op someone reads (through carries)
     live = {k for k, ks in enumerate(outs) if ks}
     grew = True
@@ -315,7 +293,7 @@ def _loop(block, op, outs, flow, namer):
                 # the result only when the loop runs zero times
                 flow(name, ks, _not(entered))
     if accs:
-        _add_flag_carries(block, op, n_carry, accs, namer, bemit)
+        _add_flag_carries(block, op, n_carry, accs, namer, bemit, extend)
 
 
 def _held(d, carries, ins, k, enters, emit):
@@ -348,9 +326,9 @@ def _acc(body, namer, out, init, new):
     return [new, out, init, var]
 
 
-def _add_flag_carries(block, op, n_carry, accs, namer, emit):
+def _add_flag_carries(block, op, n_carry, accs, namer, emit, extend):
     """Give loop ``op`` the bool carries of ``accs`` (made by ``_acc``); ``emit`` writes
-    expressions into its body."""
+    expressions into its body; ``extend``: see ``loop_reach``."""
     body = op.blocks["body"]
     inits = []
     for new, out, init, var in accs:
@@ -365,51 +343,4 @@ def _add_flag_carries(block, op, n_carry, accs, namer, emit):
     op.outputs[n_carry:n_carry] = [out for _, out, _, _ in accs]
     body.inputs[n_carry:n_carry] = [var for _, _, _, var in accs]
     body.outputs[n_carry:n_carry] = news
-    if op.type == "while":
-        cond = op.blocks["cond"]
-        unused = []
-        for _ in accs:
-            name = _flag(cond, namer)
-            unused.append(name)
-        cond.inputs[n_carry:n_carry] = unused
-    else:
-        op.attrs["n_carry"] = n_carry + len(accs)
-
-
-def _scan_entered(block, op, namer):
-    """Whether ``scan`` op ``op`` runs its body at all: its length is not zero (a var of
-    ``block`` when the length is known only at run time)."""
-    nc, nx = op.attrs["n_carry"], op.attrs["n_xs"]
-    if not nx:
-        return bool(op.attrs.get("length", 1))
-    xs = op.inputs[nc]
-    length = block.lookup(xs).type.shape[0]
-    if length is not None:
-        return length > 0
-    n, zero, nonzero = namer(), namer(), _flag(block, namer)
-    block.vars[n], block.vars[zero] = Var(n, _INT), Var(zero, _INT)
-    block.ops += [Op("dim", [xs], [n], {"axis": 0}),
-                  Op("constant", [], [zero], {"value": 0, "dtype": "int64", "shape": []}),
-                  Op("gt", [n, zero], [nonzero])]
-    return nonzero
-
-
-def _plain_cond(op):
-    """Whether the cond block of ``op`` (a ``while``) can be evaluated again outside the loop
-    (no sub-blocks, no effects)."""
-    return not any(o.blocks or is_effect(o) for o in op.blocks["cond"].ops)
-
-
-def _entered(block, op, namer):
-    """A var of ``block`` saying whether ``op`` (a ``while`` whose cond is plain) runs its body
-    at all: its cond block evaluated once more on the initial values."""
-    cond = op.blocks["cond"]
-    rename = dict(zip(cond.inputs, op.inputs))
-    for o in cond.ops:
-        outs = []
-        for n in o.outputs:
-            rename[n] = fresh = namer()
-            block.vars[fresh] = Var(fresh, cond.vars[n].type)
-            outs.append(fresh)
-        block.ops.append(Op(o.type, [rename[i] for i in o.inputs], outs, dict(o.attrs)))
-    return rename[cond.outputs[0]]
+    extend(op, n_carry, len(accs), namer)

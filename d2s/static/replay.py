@@ -1,9 +1,9 @@
 """Replay: an interpreter that runs the ops of an IR block again, op by op, on tensors (like
 torch.fx's ``Interpreter``).
 
-Each op goes back through ``dispatch.apply``, and ``cond`` / ``while`` / ``scan`` through the
-control-flow builders (``d2s.static.control_flow``) with their sub-blocks replayed as the
-branch, condition and body functions. On concrete values that computes the block eagerly; on
+Each op goes back through ``dispatch.apply``, and a structured op (``cond``, ``while``,
+``scan``, ...) through the ``replay_rule`` its family module declares (``d2s.static.registry``):
+its builder, with its sub-blocks replayed as the branch, condition and body functions. On concrete values that computes the block eagerly; on
 symbolic values inside a builder it appends the ops again, recording autograd nodes where
 values require grad: static backward, the control-flow gradient rules, anomaly detection,
 traced functions' guards and loaded programs use it.
@@ -14,18 +14,18 @@ converted ``if``s when an enclosing ``if`` traces its branches again.)
 import contextlib
 import threading
 
-from d2s_runtime.passes._util import is_effect, needed_ops
+from d2s_runtime.passes import is_effect, needed_ops
 
 from .._state import STATE
 from ..dispatch import apply
-from .control_flow import cond, scan, while_loop
+from .registry import REPLAY_RULES
 
 __all__ = ["replay_block", "replay_op", "replaying_forward"]
 
 
 def replay_block(block, values, ops=None):
-    """Run the ops of IR ``block`` again through ``dispatch.apply`` (and the control-flow
-    builders) on ``values`` for its inputs; returns the tensors of its outputs.
+    """Run the ops of IR ``block`` again through ``dispatch.apply`` (and the structured ops'
+    replay rules) on ``values`` for its inputs; returns the tensors of its outputs.
 
     On symbolic values inside a builder this re-appends the ops (recording autograd nodes
     where values require grad): static backward and the control-flow gradient rules use it.
@@ -83,47 +83,25 @@ def _no_alias_links():
     if b is None:
         yield
         return
-    saved, b.maybe_aliases = b.maybe_aliases, {}
+    saved = b.maybe_aliases, b.track_aliases
+    # (nor do they make any: the cond ops a replayed loop body builds would link their outputs
+    # to the carries, and each enclosing replayed loop would carry flags for those links)
+    b.maybe_aliases, b.track_aliases = {}, False
     try:
         yield
     finally:
-        b.maybe_aliases = saved
+        b.maybe_aliases, b.track_aliases = saved
 
 
 def replay_op(op, args):
     """The outputs (a list) of IR ``op`` applied again to ``args``."""
-    if op.type in ("cond", "while", "scan"):
+    rule = REPLAY_RULES.get(op.type)
+    if rule is not None:
         with _no_alias_links():
-            return _replay_control_flow(op, args)
+            return rule(op, args)
     if op.type == "print" and not getattr(_replay_prints, "on", False):
         # replays build backward programs, which recompute the forward: what the forward
         # printed must not print again when the gradients are computed
         return []
     out = apply(op.type, *args, **op.attrs)
     return list(out) if isinstance(out, tuple) else [out]
-
-
-def _replay_control_flow(op, args):
-    if op.type == "cond":
-        then_blk, else_blk = op.blocks["then"], op.blocks["else"]
-        out = cond(args[0], lambda *a: tuple(replay_block(then_blk, a)),
-                   lambda *a: tuple(replay_block(else_blk, a)), *args[1:])
-        return list(out)
-    if op.type == "while":
-        n = len(op.outputs)
-        caps = args[n:]
-        cond_blk, body_blk = op.blocks["cond"], op.blocks["body"]
-        return list(while_loop(lambda *c: replay_block(cond_blk, [*c, *caps])[0],
-                               lambda *c: tuple(replay_block(body_blk, [*c, *caps])), tuple(args[:n])))
-    if op.type == "scan":
-        nc, nx = op.attrs["n_carry"], op.attrs["n_xs"]
-        caps = args[nc + nx:]
-        body_blk = op.blocks["body"]
-
-        def step(carry, x):
-            out = replay_block(body_blk, [*carry, *x, *caps])
-            return tuple(out[:nc]), tuple(out[nc:])
-
-        carry, ys = scan(step, tuple(args[:nc]), tuple(args[nc:nc + nx]), length=op.attrs.get("length"),
-                         reverse=op.attrs.get("reverse", False))
-        return list(carry) + list(ys)

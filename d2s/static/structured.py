@@ -1,49 +1,19 @@
-"""``d2s.fori_loop``, ``d2s.switch`` and ``d2s.map``: structured control flow built from the
-``cond``, ``while`` and ``scan`` ops (so gradients, the runtime and ONNX export need nothing
-new), with JAX's semantics.
+"""``d2s.fori_loop`` and ``d2s.map``: loops built from the ``while`` and ``scan`` ops (so
+gradients, the runtime and ONNX export need nothing new), with JAX's semantics
+(``d2s.switch`` lives with ``cond``, in ``conditionals``).
 
 * ``fori_loop`` with concrete bounds is a ``scan`` over the indices (reverse-differentiable,
   exported as an ONNX ``Loop`` with a trip count); with a symbolic bound it is a ``while``.
-* ``switch`` clamps its index into range, as JAX does, and picks a branch through a balanced
-  tree of ``cond`` ops (nested ``If`` in ONNX).
 * ``map`` is a ``scan`` with no carry.
 """
-import numpy as np
-
 from .. import ops as d
 from ..tensor import Tensor
-from .control_flow import (ControlFlowError, _abstract, _eager_branch, _fmt_tree, _is_symbolic, _join_weak, _scan,
-                           _tensorize_weak, cond, run_while)
+from .cf_common import _index_dtype, _is_symbolic
+from .conditionals import switch
+from .scans import _scan
+from .while_loops import run_while
 
-__all__ = ["fori_loop", "switch", "map"]
-
-_INT_DTYPES = ("int32", "int64")
-
-
-def _is_int(v):
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-
-
-def _index_dtype(what, *bounds):
-    """The dtype of a loop index or switch index: that of the integer tensors among
-    ``bounds`` (int64 when all are Python ints)."""
-    from d2s_runtime.dtypes import result_type
-    dts = []
-    for v in bounds:
-        if isinstance(v, Tensor):
-            if str(v.dtype) not in _INT_DTYPES:
-                raise ControlFlowError(f"{what}: bounds and indices must be integers, got a {v.dtype} tensor")
-            if v.ndim != 0:
-                raise ControlFlowError(f"{what}: bounds and indices must be scalars, got shape {list(v.shape)}")
-            dts.append(str(v.dtype))
-        elif isinstance(v, np.ndarray) or isinstance(v, np.generic):
-            if np.asarray(v).dtype.kind not in "iu" or np.ndim(v) != 0:
-                raise ControlFlowError(f"{what}: bounds and indices must be integer scalars, got {v!r}")
-            dts.append("int64" if np.asarray(v).dtype.itemsize > 4 else "int32")
-        elif not _is_int(v):
-            raise ControlFlowError(f"{what}: bounds and indices must be integers, got {type(v).__name__} {v!r}")
-    return result_type(*dts) if dts else "int64"
-
+__all__ = ["fori_loop", "switch", "map"]  # (switch: from conditionals)
 
 def fori_loop(lower, upper, body_fn, init_val):
     """``val = body_fn(i, val)`` for ``i`` in ``range(lower, upper)``; returns the final
@@ -81,65 +51,6 @@ def fori_loop(lower, upper, body_fn, init_val):
         return [v[0] + 1, body_fn(v[0], v[1])]
 
     return run_while(lambda v: v[0] < hi, call_body, [lo, init_val], "d2s.fori_loop")[1]
-
-
-def switch(index, branches, *operands):
-    """``branches[index](*operands)`` (like ``jax.lax.switch``).
-
-    ``index`` is an integer scalar (Python int or tensor); it is clamped into
-    ``[0, len(branches) - 1]``, as JAX does, so an out-of-range index picks the first or last
-    branch. With a concrete index only that branch runs; with a symbolic one every branch is
-    traced into a balanced tree of ``cond`` ops. The branches must return the same pytree
-    structure with the same dtypes and ranks; Python numbers among the outputs take the dtype
-    the other branches give (the result is always a tensor, as for ``d2s.cond``).
-
-    Returns:
-        The selected branch's result.
-    """
-    branches = list(branches)
-    if not branches:
-        raise ControlFlowError("d2s.switch: give at least one branch")
-    for k, f in enumerate(branches):
-        if not callable(f):
-            raise ControlFlowError(f"d2s.switch: branch {k} is not callable ({type(f).__name__})")
-    dtype = _index_dtype("d2s.switch", index) if not isinstance(index, (bool, np.bool_)) else "int64"
-    n = len(branches)
-    if not _is_symbolic(index):
-        k = min(max(int(index), 0), n - 1)
-        return _eager_branch(branches[k], branches[:k] + branches[k + 1:], operands)
-    if n == 1:
-        return _eager_branch(branches[0], [], operands)
-    index = d.clip(d.cast(index, dtype), 0, n - 1)
-    wrapped = _typed_branches(branches, operands)
-
-    def pick(lo, hi):
-        if hi - lo == 1:
-            return wrapped[lo]
-        mid = (lo + hi) // 2
-        left, right = pick(lo, mid), pick(mid, hi)
-        return lambda *ops: cond(index < mid, left, right, *ops)
-
-    return pick(0, n)(*operands)
-
-
-def _typed_branches(branches, operands):
-    """The branches returning tensors of the dtypes joined over all of them (a Python number
-    takes the dtype the other branches give that output), so every ``cond`` of the tree
-    sees matching dtypes."""
-    infos = [_abstract(lambda f=f: f(*operands)) for f in branches]
-    targets = None
-    if all(i is not None for i in infos):
-        first = infos[0]
-        for k, info in enumerate(infos[1:], 1):
-            if info[0] != first[0] or [t.ndim for t in info[1]] != [t.ndim for t in first[1]]:
-                raise ControlFlowError(
-                    "d2s.switch: the branches return different types:\n"
-                    f"  branch 0 returns {_fmt_tree(first[0], first[1])}\n"
-                    f"  branch {k} returns {_fmt_tree(info[0], info[1])}\n"
-                    "every branch must return the same structure of tensors with the same dtypes and ranks")
-        if any(w is not None for i in infos for w in i[2]):
-            targets = _join_weak([(i[1], i[2]) for i in infos])
-    return [lambda *ops, f=f: _tensorize_weak(f(*ops), targets)[0] for f in branches]
 
 
 def map(f, xs):

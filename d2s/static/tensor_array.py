@@ -151,7 +151,7 @@ class TensorArray:
         i = ops.where(i < 0, i + n, i)  # negative positions count from the end, as in Python
         data = self.data
         if not data.is_symbolic:  # a concrete list may share its array with a copy of it
-            data = Tensor._make(data._data.copy()) if not data.requires_grad else data
+            data = Tensor._make(data.array.copy()) if not data.requires_grad else data
         data = _alias_tensor(data)
         ops.setitem(data, i, value)
         self.data = data
@@ -250,7 +250,7 @@ def _elem_shape(data):
 
 
 def _alias_tensor(t):
-    a = Tensor._make(t._data, t._var)
+    a = Tensor._make(t.array, t._var)
     a.requires_grad, a.grad_fn, a._out_idx = t.requires_grad, t.grad_fn, t._out_idx
     return a
 

@@ -45,12 +45,12 @@ def _as_plain(self, other):
     dt = _other_dtype(other)
     if dt is not None and dt != str(self.dtype):
         return apply("cast", self, dtype=dt)
-    return Tensor._make(self._data, self._var) if self.is_symbolic else Tensor._make(self._data)
+    return Tensor._make(self.array, self._var) if self.is_symbolic else Tensor._make(self.array)
 
 
 def _plain(other):
     if isinstance(other, WeakIndex):
-        return Tensor._make(other._data, other._var) if other.is_symbolic else Tensor._make(other._data)
+        return Tensor._make(other.array, other._var) if other.is_symbolic else Tensor._make(other.array)
     return other
 
 
@@ -101,7 +101,7 @@ def weak(t):
     """``t`` (an integer tensor) as a WeakIndex sharing its value."""
     if not isinstance(t, Tensor) or isinstance(t, WeakIndex) or t.dtype.is_floating_point or t.dtype == "bool":
         return t
-    return WeakIndex._make(t._data, t._var)
+    return WeakIndex._make(t.array, t._var)
 
 
 def number_stand_in(t):
@@ -110,7 +110,7 @@ def number_stand_in(t):
     if not isinstance(t, Tensor) or isinstance(t, WeakNumber):
         return t
     if t.dtype.is_floating_point or t.dtype == "bool":
-        return WeakNumber._make(t._data, t._var)
+        return WeakNumber._make(t.array, t._var)
     return weak(t)
 
 
@@ -128,7 +128,7 @@ def plain_tensor(t):
     """``t`` as a plain Tensor (no longer standing for a Python number)."""
     if not isinstance(t, WeakNumber):
         return t
-    return Tensor._make(t._data, t._var) if t.is_symbolic else Tensor._make(t._data)
+    return Tensor._make(t.array, t._var) if t.is_symbolic else Tensor._make(t.array)
 
 
 def number_type(v):

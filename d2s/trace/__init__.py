@@ -5,7 +5,7 @@ steered Python, and guard those places so a call that would take another path ra
 ``TraceGuardError``, ``TraceCheckError``; ``compare`` runs a function through eager, trace
 and ``to_static`` side by side (``d2s compare FILE::FUNC`` on the command line).
 """
-from .guards import TraceCheckError, TraceGuardError, TracerWarning
+from ..guards import TraceCheckError, TraceGuardError, TracerWarning
 from .tracer import TracedFunction, Tracer, trace
 from .compare import compare, compare_report
 

@@ -22,7 +22,7 @@ from ..static.builder import ProgramBuilder
 from ..static.input_spec import spec_from_text
 from ..tensor import Tensor, tensor
 from ..user_errors import user_frame
-from .guards import TraceGuardError, baked_text, group_by_line, kind_of_line
+from ..guards import TraceGuardError, baked_text, group_by_line, kind_of_line
 from .match import outputs_match
 from .tracer import Tracer, _as_args, _call_untraced, _describe_inputs, _table, trace
 
@@ -163,7 +163,7 @@ def static_ops(program, lines_by_op=None):
 
     def walk(block):
         for op in block.ops:
-            if op.type in ("cond", "while", "scan") or op.blocks:
+            if op.blocks:  # (a structured op: cond, while, scan, ...)
                 line = lines_by_op.get(id(op))
                 for key in ("lineno", "line", "source_line"):
                     v = op.attrs.get(key)
@@ -189,7 +189,7 @@ def _capture_op_lines():
     original = ProgramBuilder.append_op
 
     def append_op(self, op):
-        if op.type in ("cond", "while", "scan") or op.blocks:
+        if op.blocks:
             loc = user_frame()
             if loc is not None:
                 lines[id(op)] = loc[1]

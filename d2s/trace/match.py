@@ -2,8 +2,9 @@
 trace checking and ``d2s compare`` report per input."""
 import numpy as np
 
+from d2s_runtime.device import to_host
+
 from ..static.builder import flatten_outputs
-from ..tensor import _host
 
 
 def outputs_match(expected, got, rtol=1e-4, atol=1e-5):
@@ -14,7 +15,7 @@ def outputs_match(expected, got, rtol=1e-4, atol=1e-5):
         return False, f"{len(a)} tensor outputs vs {len(b)}"
     worst = 0.0
     for x, y in zip(a, b):
-        x, y = np.asarray(_host(x._data)), np.asarray(_host(y._data))
+        x, y = np.asarray(to_host(x.array)), np.asarray(to_host(y.array))
         if x.shape != y.shape:
             return False, f"shape {x.shape} vs {y.shape}"
         if x.size == 0:

@@ -8,24 +8,25 @@ become program inputs, module parameters program params, every other concrete va
 an op input a constant.
 
 Where a tensor's value goes to Python (``Tensor._concrete`` and ``__len__`` call
-:meth:`Tracer.on_value`), the tracer records a :class:`~d2s.trace.guards.Decision`, warns
+:meth:`Tracer.on_value`), the tracer records a :class:`~d2s.guards.Decision`, warns
 (``TracerWarning``) and appends a ``guard`` op that recomputes the value when the program
 runs and raises if it changed. Values that depend on no input, parameter or random draw are
 constants of the trace: reading them needs no warning and no guard.
 """
 import numpy as np
 
+from d2s_runtime.device import to_host
 from d2s_runtime.executor import Executor
 from d2s_runtime.ir import Op
 from d2s_runtime.ops import TensorType
 
 from .._state import STATE
 from ..autograd.grad_mode import no_grad
-from ..static.builder import ProgramBuilder, _is_param, _plain, _scalar_dtype, flatten_outputs
+from ..static.builder import ProgramBuilder, flatten_outputs, is_param, operands_scalar_dtype, plain_attrs
 from ..static.replay import replay_op
-from ..tensor import Tensor, _host, tensor
+from ..tensor import Tensor, tensor
 from ..user_errors import user_frame
-from .guards import (CHECK_OF, Decision, TraceCheckError, TraceGuardError, emit_warnings, find_guard_error,
+from ..guards import (CHECK_OF, Decision, TraceCheckError, TraceGuardError, emit_warnings, find_guard_error,
                      guard_error_from)
 from .match import outputs_match
 
@@ -63,22 +64,22 @@ class Tracer:
 
     def add_input(self, t):
         """Make concrete tensor ``t`` a program input; returns its var name."""
-        name = self.builder.add_input(t._data.shape, str(t.dtype))._var.name
-        self._bind(t._data, name)
+        name = self.builder.add_input(t.array.shape, str(t.dtype))._var.name
+        self._bind(t.array, name)
         self.dynamic.add(name)
         return name
 
     def name_of(self, x, scalar_dtype=None):
         """The program var holding op input ``x`` (adding a param or a constant if new)."""
         if isinstance(x, Tensor):
-            name = self.vars.get(id(x._data))
+            name = self.vars.get(id(x.array))
             if name is not None:
                 return name
-            if _is_param(x):
+            if is_param(x):
                 name = self.builder.param(x)._var.name
                 self.dynamic.add(name)
                 return name
-            return self.builder.constant(_host(x._data))
+            return self.builder.constant(to_host(x.array))
         if isinstance(x, (bool, int, float, np.generic)):
             # one var per distinct scalar (1, 1.0 and True are told apart by their type)
             key = (type(x).__name__, x, scalar_dtype)
@@ -86,7 +87,7 @@ class Tracer:
             if name is None:
                 name = self._scalars[key] = self.builder.constant(x, scalar_dtype)
             return name
-        return self.builder.constant(np.asarray(_host(x)))
+        return self.builder.constant(np.asarray(to_host(x)))
 
     def _type(self, name):
         return self.program.block.vars[name].type
@@ -94,20 +95,20 @@ class Tracer:
     # ------------------------------------------------------------ hooks called by d2s
     def record(self, opdef, inputs, attrs, results):
         """Append the op that just ran eagerly (``results`` are its concrete outputs)."""
-        sdt = _scalar_dtype(inputs)
+        sdt = operands_scalar_dtype(inputs)
         names = [self.name_of(x, sdt) for x in inputs]
-        attrs = _plain(attrs)
+        attrs = plain_attrs(attrs)
         try:
             out_types = opdef.infer(*[self._type(n) for n in names], **attrs)
             if isinstance(out_types, TensorType):
                 out_types = (out_types,)
         except Exception:  # the shape rule is stricter than the kernel: use what actually came out
-            out_types = tuple(TensorType(r._data.shape, str(r.dtype)) for r in results)
+            out_types = tuple(TensorType(r.array.shape, str(r.dtype)) for r in results)
         gb = self.program.block
         outs = []
         for r, t in zip(results, out_types):
             v = self.builder._new_var(t, gb)
-            self._bind(r._data, v.name)
+            self._bind(r.array, v.name)
             outs.append(v.name)
         gb.ops.append(Op(opdef.name, names, outs, attrs))
         if opdef.effect or any(n in self.dynamic for n in names):
@@ -115,14 +116,14 @@ class Tracer:
 
     def on_value(self, t, what):
         """A concrete tensor's value is going to Python (``what``: 'bool()', 'int()', ...)."""
-        name = self.vars.get(id(t._data))
+        name = self.vars.get(id(t.array))
         if name is None:
-            if what in ("shape", "len()") or not _is_param(t):
+            if what in ("shape", "len()") or not is_param(t):
                 return  # a constant of the trace, or a parameter's size: the same on every call
             name = self.name_of(t)
         if name not in self.dynamic:
             return
-        data = t._data
+        data = t.array
         if what == "len()":
             if data.ndim == 0 or self._type(name).shape[0] is not None:
                 return  # the size follows from the input shapes, which the trace fixes
@@ -132,7 +133,7 @@ class Tracer:
                 return
             value, check = tuple(int(d) for d in data.shape), "shape"
         else:
-            data = _host(data)
+            data = to_host(data)
             check = CHECK_OF.get(what, "array")
             if check != "array" and data.size != 1:
                 return  # Python raises right after this hook (ambiguous truth value, ...)
@@ -179,7 +180,7 @@ class TracedFunction:
         self.decisions = list(tracer.decisions)
         self.guards = guards
         self._arg_tree = arg_tree          # (positions of tensor args, non-tensor args as traced)
-        self._example_types = [TensorType(a._data.shape, str(a.dtype)) for a in example_args]
+        self._example_types = [TensorType(a.array.shape, str(a.dtype)) for a in example_args]
         self._out_names = out_names
         self._out_build = out_build
         self._param_tensors = dict(tracer.builder.param_tensors)
@@ -207,8 +208,8 @@ class TracedFunction:
                                        any(p.requires_grad for p in self._param_tensors.values())):
                 values = self._replay(tensors)  # through dispatch, so outputs are differentiable
             else:
-                params = {n: p._data for n, p in self._param_tensors.items()}
-                arrays = self.executor.run(*[t._data for t in tensors], params=params)
+                params = {n: p.array for n, p in self._param_tensors.items()}
+                arrays = self.executor.run(*[t.array for t in tensors], params=params)
                 values = [Tensor._make(a) for a in arrays]
         except Exception as e:
             g = find_guard_error(e)
@@ -227,12 +228,12 @@ class TracedFunction:
                 if not isinstance(a, Tensor):
                     a = tensor(a) if not isinstance(a, np.ndarray) else Tensor._make(a)
                 t = self._example_types[len(tensors)]
-                if tuple(a._data.shape) != t.shape or str(a.dtype) != t.dtype:
+                if tuple(a.array.shape) != t.shape or str(a.dtype) != t.dtype:
                     raise TraceGuardError(
-                        f"argument #{i} is {a.dtype}{list(a._data.shape)} but the function was traced for "
+                        f"argument #{i} is {a.dtype}{list(a.array.shape)} but the function was traced for "
                         f"{t.dtype}{list(t.shape)}: a trace fixes its input shapes and dtypes; re-trace with "
                         "this shape, or use d2s.jit.to_static (InputSpec with None dims) for dynamic shapes",
-                        what="input shape", expected=t.shape, actual=tuple(a._data.shape))
+                        what="input shape", expected=t.shape, actual=tuple(a.array.shape))
                 tensors.append(a)
             elif not _same_static(a, statics[i]):
                 raise TraceGuardError(
@@ -307,7 +308,7 @@ def _describe_inputs(inputs):
     parts = []
     for a in inputs:
         if isinstance(a, Tensor) and not a.is_symbolic:
-            d = _host(a._data)
+            d = to_host(a.array)
             if d.size <= 4:
                 parts.append(np.array2string(d.ravel(), precision=3, separator=",", max_line_width=60))
             else:

@@ -3,6 +3,7 @@ import gast
 
 from . import gast_compat as gc
 from ..user_errors import ConversionError
+from .anno import Key, getanno, setanno
 from .templates import replace
 
 JST = "_jst"  # the one global name under which converted code reaches d2s.convert
@@ -16,6 +17,8 @@ class Context:
         # result variables made by the return pass: a tensor `if` may leave them undefined on
         # one side (a flag guards every read), so convert_ifelse fills them instead of failing
         self.retval_names = set()
+        # the flags the return pass sets when a loop returns (read between iterations, and after)
+        self.return_flags = set()
         # locals of the root function that its closures read (analysis.activity.closure_cells)
         self.cells = set()
         # those of them that a nested function rebinds (`nonlocal n; n += 1`): see nonlocal_cells
@@ -44,7 +47,7 @@ def mark_generated(nodes):
     the generated nodes are those still without a location."""
     for sub in _unlocated(nodes):
         if isinstance(sub, gast.FunctionDef):
-            sub._d2s_generated = True
+            setanno(sub, Key.GENERATED, True)
     return nodes
 
 
@@ -89,7 +92,7 @@ class Transformer(gast.NodeTransformer):
         return self.visit(tree)
 
     def visit_FunctionDef(self, node):
-        if node is self.ctx.root or getattr(node, "_d2s_generated", False):
+        if node is self.ctx.root or getanno(node, Key.GENERATED, False):
             return self.generic_visit(node)
         return node
 
@@ -106,7 +109,7 @@ class Transformer(gast.NodeTransformer):
 
 def python_only(node):
     """The reason a control-flow statement must stay plain Python (or None)."""
-    return getattr(node, "_d2s_python_only", None)
+    return getanno(node, Key.PYTHON_ONLY)
 
 
 def undefined_inits(names, anno):

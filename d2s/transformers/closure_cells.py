@@ -12,6 +12,7 @@ import gast
 
 from . import gast_compat as gc
 from .analysis.activity import own_names
+from .anno import Key, getanno
 from .base import Transformer
 
 
@@ -22,7 +23,7 @@ class ClosureCells(Transformer):
             return func
         shared = set()
         for node in gast.walk(func):
-            if isinstance(node, gast.FunctionDef) and getattr(node, "_d2s_generated", False):
+            if isinstance(node, gast.FunctionDef) and getanno(node, Key.GENERATED, False):
                 shared |= self._share(node, cells)
         # A cell only a generated function binds (the target of a converted `for`) must still
         # be a local of the converted function for `nonlocal` to reach it: a bare annotation

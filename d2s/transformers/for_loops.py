@@ -7,6 +7,7 @@ bound or the rows of a symbolic tensor. A lowered `break` arrives as an extra te
 
 from . import gast_compat as gc
 from .analysis import activity
+from .anno import Key, getanno
 from .base import (JST, Transformer, called_cells, copy_location, mark_generated, python_only,
                    state_functions,
                    undefined_inits, watch_entry_identity, watch_escaping)
@@ -26,8 +27,8 @@ class ForLoops(Transformer):
         node = self.generic_visit(node)
         if python_only(node):
             return node
-        anno = node._d2s_anno
-        extra = getattr(node, "_d2s_extra_test", None)
+        anno = getanno(node, Key.LIVENESS)
+        extra = getanno(node, Key.EXTRA_TEST)
         live = anno.live_in | anno.live_out
         if extra is not None:
             live |= activity.expr_reads(extra)  # the flag is read between iterations
@@ -50,6 +51,13 @@ class ForLoops(Transformer):
             """, body_fn=self.new_name("for_body"), item=item, loop_vars=loop_vars, target=node.target,
                        body=node.body, iterable=node.iter, names=self._labels(loop_vars),
                        extra_fn=extra_fn, get_state=get_state, set_state=set_state)
+        if extra is not None and getanno(node, Key.BREAKS_RETURN, False):
+            # variables dead once the loop has returned (see convert_for)
+            keep = self.ctx.retval_names | self.ctx.return_flags | activity.expr_reads(extra) | self.ctx.cells
+            dead = [self._label(n) for n in loop_vars if n not in keep]
+            if dead:
+                names = gc.tuple_([gc.constant(n) for n in dead])
+                code[-1].value.keywords.append(gc.keyword("dead_when_broken", names))
         watch_escaping(code[-1].value, anno)
         watch_entry_identity(code[-1].value, self.ctx)
         out = undefined_inits(loop_vars, anno) + state_defs + mark_generated(extra_defs + code)

@@ -6,6 +6,7 @@ as an ``Undefined`` placeholder, which ``convert_ifelse`` reports if a tensor ``
 undefined on one side and the code after reads it.
 """
 from . import gast_compat as gc
+from .anno import Key, getanno
 from .base import (JST, Transformer, called_cells, copy_location, mark_generated, python_only,
                    state_functions,
                    undefined_inits, watch_escaping)
@@ -32,7 +33,7 @@ class IfStatements(Transformer):
         node = self.generic_visit(node)
         if python_only(node):
             return node
-        anno = node._d2s_anno
+        anno = getanno(node, Key.LIVENESS)
         params = sorted(anno.mods & (anno.live_in | anno.live_out))
         outputs = sorted(anno.mods & anno.live_out)
         state_defs, get_state, set_state = state_functions(

@@ -8,6 +8,7 @@ may then be a bool scalar where the two sides' types differ, which a value use c
 import gast
 
 from . import gast_compat as gc
+from .anno import Key, getanno, setanno
 from .base import Transformer, compares_identity, is_jst_call, jst
 
 # Converted calls whose first argument is a condition.
@@ -20,7 +21,7 @@ class LogicalExpressions(Transformer):
         return super().transform(tree)
 
     def visit_FunctionDef(self, node):
-        if getattr(node, "_d2s_generated", False) and node.name in self._test_functions:
+        if getanno(node, Key.GENERATED, False) and node.name in self._test_functions:
             for stmt in node.body:
                 if isinstance(stmt, gast.Return) and stmt.value is not None:
                     _mark_truth(stmt.value)
@@ -32,7 +33,7 @@ class LogicalExpressions(Transformer):
         return self.generic_visit(node)
 
     def visit_BoolOp(self, node):
-        truth = getattr(node, "_d2s_truth", False)
+        truth = getanno(node, Key.TRUTH, False)
         if truth:
             for v in node.values:
                 _mark_truth(v)
@@ -50,7 +51,7 @@ class LogicalExpressions(Transformer):
         return node
 
     def visit_Compare(self, node):
-        truth = getattr(node, "_d2s_truth", False)
+        truth = getanno(node, Key.TRUTH, False)
         node = self.generic_visit(node)
         if len(node.ops) == 1 and isinstance(node.ops[0], (gast.Is, gast.IsNot)) and \
                 isinstance(node.comparators[0], gast.Constant) and node.comparators[0].value is None:
@@ -76,7 +77,7 @@ class LogicalExpressions(Transformer):
 
 def _mark_truth(node):
     if isinstance(node, (gast.BoolOp, gast.Compare)):
-        node._d2s_truth = True
+        setanno(node, Key.TRUTH, True)
 
 
 def _loop_test_functions(tree):

@@ -8,17 +8,20 @@ from .templates import replace
 def contains(stmts, kind):
     """Whether a statement of type ``kind`` belongs to this loop body (nested loops and defs
     have their own)."""
+    return any(True for _ in own(stmts, kind))
+
+
+def own(stmts, kind):
+    """The statements of type ``kind`` that belong to this loop body."""
     for s in stmts:
         if isinstance(s, kind):
-            return True
-        if isinstance(s, (gast.If, gast.With, gast.Try)):
+            yield s
+        elif isinstance(s, (gast.If, gast.With, gast.Try)):
             inner = list(getattr(s, "body", [])) + list(getattr(s, "orelse", []) or []) + \
                 list(getattr(s, "finalbody", []) or [])
             for h in getattr(s, "handlers", []) or []:
                 inner += h.body
-            if contains(inner, kind):
-                return True
-    return False
+            yield from own(inner, kind)
 
 
 def lower(stmts, kind, flag):

@@ -19,6 +19,7 @@ from .conditional_expressions import ConditionalExpressions
 from .continue_statements import ContinueStatements
 from ..user_errors import ConversionError, SourceUnavailable
 from .for_loops import ForLoops
+from .formatted_strings import FormattedStrings
 from .if_statements import IfStatements
 from .inplace_calls import InplaceCalls
 from .lambda_source import lambda_as_function
@@ -74,6 +75,9 @@ PIPELINE = [
     # Subscripts with a computed index go through helpers (a Python list read or written at a
     # tensor position); after the control-flow passes, so their analysis sees plain subscripts.
     (Subscripts, False),
+    # f-strings given to print keep their pieces, so a print op shows run-time values; before
+    # the call pass, which wraps `print` (the name this pass looks for)
+    (FormattedStrings, False),
     (CallTrees, False),
     # Last, over the finished tree: generated functions binding a closure cell declare it
     # nonlocal, so the user's lambdas and nested functions read the live value.

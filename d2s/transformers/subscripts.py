@@ -1,7 +1,8 @@
 """Lowers subscripts with a computed index, `xs[i]` and `xs[i] = v`, to `_jst.convert_getitem(xs, i)`
 and `_jst.convert_setitem(xs, i, v)`, so a Python list can be read and written at a tensor position
-(a loop index inside a tensor loop). Constant indexes, slices and tuples of indexes stay as
-written: they never meet a symbolic position in a Python list."""
+(a loop index inside a tensor loop), and a tensor sliced with a bound known only when the program
+runs. Constant indexes, slices and tuples of indexes with constant bounds stay as written: they
+never meet a symbolic position in a Python list."""
 import copy
 
 import gast
@@ -19,11 +20,31 @@ def _computed(index):
     return True
 
 
+def _computed_bound(index):
+    """Whether ``index`` holds a slice with a bound computed at run time (``attn[:t + 1]``: a
+    tensor loop's counter makes it a length known only when the program runs)."""
+    parts = index.elts if isinstance(index, gast.Tuple) else [index]
+    return any(isinstance(p, gast.Slice) and any(b is not None and _computed(b) for b in (p.lower, p.upper, p.step))
+               for p in parts)
+
+
 def _routed(index):
     """Whether ``obj[index]`` goes through ``convert_getitem``/``convert_setitem``: a computed
-    index, or a constant key (a dict key a tensor `if` or loop sets on some runs only is
-    checked there, see convert/dict_keys.py)."""
-    return _computed(index) or isinstance(index, gast.Constant) and isinstance(index.value, (str, int))
+    index, a slice with a computed bound, or a constant key (a dict key a tensor `if` or loop
+    sets on some runs only is checked there, see convert/dict_keys.py)."""
+    return _computed(index) or _computed_bound(index) or \
+        isinstance(index, gast.Constant) and isinstance(index.value, (str, int))
+
+
+def _as_value(index):
+    """A subscript's index as an expression a call can take: a slice becomes ``slice(...)``."""
+    if isinstance(index, gast.Slice):
+        none = gc.constant(None)
+        return gast.copy_location(gc.call(gc.name("slice"), [b if b is not None else none for b in
+                                                             (index.lower, index.upper, index.step)]), index)
+    if isinstance(index, gast.Tuple) and any(isinstance(e, gast.Slice) for e in index.elts):
+        return gast.copy_location(gc.tuple_([_as_value(e) for e in index.elts]), index)
+    return index
 
 
 class Subscripts(Transformer):
@@ -31,7 +52,7 @@ class Subscripts(Transformer):
         node = self.generic_visit(node)
         if not isinstance(node.ctx, gast.Load) or not _routed(node.slice):
             return node
-        return gast.copy_location(gc.call(jst("convert_getitem"), [node.value, node.slice]), node)
+        return gast.copy_location(gc.call(jst("convert_getitem"), [node.value, _as_value(node.slice)]), node)
 
     def visit_Assign(self, node):
         target = node.targets[0] if len(node.targets) == 1 else None
@@ -44,7 +65,7 @@ class Subscripts(Transformer):
             return node
         value = self.visit(node.value)
         obj, index = self.visit(_loaded(target.value)), self.visit(target.slice)
-        call = gc.call(jst("convert_setitem"), [obj, index, value])
+        call = gc.call(jst("convert_setitem"), [obj, _as_value(index), value])
         return copy_location([gc.expr_stmt(call)], node)
 
     def visit_AugAssign(self, node):

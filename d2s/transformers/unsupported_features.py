@@ -2,8 +2,8 @@
 
 ``yield``, ``await`` and ``async`` raise a ConversionError at once. An ``if``/``while``/``for``
 carrying one that writes a ``global``/``nonlocal`` name, and, in a function with a ``return``
-inside ``try``/``with`` inside an if/while/for, each one holding a ``return`` stays plain
-Python (so those returns stay real returns); its test is wrapped in ``_jst.python_cond`` (its
+in a ``try``'s handlers, ``else`` or ``finally`` inside an if/while/for, each one holding a
+``return`` stays plain Python (so those returns stay real returns); its test is wrapped in ``_jst.python_cond`` (its
 iterable in ``_jst.python_iter``), which raises at the user's line, naming the construct, only
 if the value turns out to be a symbolic tensor. Control flow inside ``try``/``with`` bodies
 converts like any other (loop ``else`` clauses are lowered before this pass).
@@ -12,31 +12,32 @@ import gast
 
 from . import gast_compat as gc
 from .analysis import activity
+from .anno import Key, setanno
 from .base import Transformer, copy_location, jst
-from .return_statements import returning_with
 
 _KIND = {gast.If: "if", gast.While: "while", gast.For: "for"}
-_TRY_RETURN = "holding a `return` inside a `try`/`with` block"
+_TRY_RETURN = "holding a `return` inside a `try` block's handlers, `else` or `finally`"
 
 
-def _has_try_return(stmts, in_control, in_try, any_return=False, in_loop=False):
-    """Whether a ``return`` sits inside try/with inside an if/while/for among ``stmts`` (with
-    ``any_return``: whether any return sits in them); nested defs are not entered. A ``with``
-    that always returns, outside loops, does not count: the early-return pass lowers it."""
+def _has_try_return(stmts, in_control, in_try, any_return=False):
+    """Whether a ``return`` sits inside a try's handlers, ``else`` or ``finally`` inside an
+    if/while/for among ``stmts`` (with ``any_return``: whether any return sits in them); nested
+    defs are not entered. Returns in with and try bodies do not count: the early-return pass
+    lowers them."""
     for s in stmts:
         if isinstance(s, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
             continue
         if isinstance(s, gast.Return) and (any_return or (in_control and in_try)):
             return True
         control = in_control or isinstance(s, (gast.If, gast.While, gast.For))
-        loop = in_loop or isinstance(s, (gast.While, gast.For))
-        guarded = in_try or isinstance(s, gast.Try) or (
-            isinstance(s, gast.With) and (loop or in_try or not returning_with(s)))
-        inner = list(getattr(s, "body", None) or []) + list(getattr(s, "orelse", None) or []) + \
-            list(getattr(s, "finalbody", None) or [])
-        for h in getattr(s, "handlers", None) or []:
-            inner += h.body
-        if inner and _has_try_return(inner, control, guarded, any_return, loop):
+        if isinstance(s, gast.Try):
+            others = list(s.orelse or []) + list(s.finalbody or []) + [b for h in s.handlers for b in h.body]
+            if _has_try_return(s.body, control, in_try, any_return) or \
+                    _has_try_return(others, control, True, any_return):
+                return True
+            continue
+        inner = list(getattr(s, "body", None) or []) + list(getattr(s, "orelse", None) or [])
+        if inner and _has_try_return(inner, control, in_try, any_return):
             return True
     return False
 
@@ -91,7 +92,7 @@ class UnsupportedFeatures(Transformer):
             if not own and self.try_returns and _has_try_return([s], True, False, any_return=True):
                 own = _TRY_RETURN
             if own:
-                s._d2s_python_only = own
+                setanno(s, Key.PYTHON_ONLY, own)
                 self._pin(s, own)
             # statements nested in one held Python for a try/with return are judged on their own
             inner = None if own == _TRY_RETURN else own

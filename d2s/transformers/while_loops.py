@@ -6,6 +6,7 @@ analysis; the rest of what the body binds stays local to ``body_fn``.
 """
 
 from . import gast_compat as gc
+from .anno import Key, getanno
 from .base import (JST, Transformer, called_cells, copy_location, mark_generated, python_only,
                    state_functions,
                    undefined_inits, watch_entry_identity, watch_escaping)
@@ -25,7 +26,7 @@ class WhileLoops(Transformer):
         node = self.generic_visit(node)
         if python_only(node):
             return node
-        anno = node._d2s_anno
+        anno = getanno(node, Key.LIVENESS)
         loop_vars = sorted(anno.mods & (anno.live_in | anno.live_out))
         state_defs, get_state, set_state = state_functions(
             self.ctx.namer, anno.composites, called_cells(self.ctx, node, anno))

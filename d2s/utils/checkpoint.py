@@ -111,7 +111,7 @@ def saved_tensor_bytes(t):
         if isinstance(node, FunctionNode) and node.ctx._saved:
             held += list(node.ctx._saved)
         for v in held:
-            arr = v._data if isinstance(v, Tensor) else v
+            arr = v.array if isinstance(v, Tensor) else v
             if hasattr(arr, "nbytes") and id(arr) not in seen_arrays:
                 seen_arrays.add(id(arr))
                 total += int(arr.nbytes)

@@ -101,12 +101,17 @@ def leave():
             api[1](_saved[0])
 
 
+def _is_loop(op):
+    opdef = OPS.get(op.type)
+    return opdef is not None and opdef.structured and opdef.layout.repeats
+
+
 def small_product_loops(ops, type_of):
-    """Whether a ``while``/``scan`` among ``ops`` (and every loop nested in it) computes matrix
-    products, all of sizes known to be at most ``SMALL_PRODUCT`` multiply-adds; ``type_of(name)``
-    gives a var's TensorType (or None)."""
+    """Whether a loop among ``ops`` (a structured op whose layout repeats a block: ``while``,
+    ``scan``), and every loop nested in it, computes matrix products, all of sizes known to be
+    at most ``SMALL_PRODUCT`` multiply-adds; ``type_of(name)`` gives a var's TensorType (or None)."""
     found = False
-    stack = [b for op in ops if op.type in ("while", "scan") for b in op.blocks.values()]
+    stack = [b for op in ops if _is_loop(op) for b in op.blocks.values()]
     while stack:
         block = stack.pop()
         for sub in block.ops:

@@ -9,10 +9,16 @@ of a single function whose body is straight-line calls of the op kernels, e.g.::
         del v2                               # last-use freeing, as the interpreter does
         ...
 
-Control flow is native Python over inlined sub-blocks: ``cond`` is an ``if``/``else``,
-``while`` a ``while True:`` loop (its ``cond`` block, ``if not ...: break``, its ``body``
-block, the carries reassigned), ``scan`` a ``for`` over the leading axis. Any other op with
-sub-blocks is run by its ``control_flow.RULES`` entry (the interpreter runs its sub-blocks).
+A structured op (``cond``, ``while``, ``scan``, ...) is emitted by its ``"codegen"`` lowering,
+declared beside it (``ops/control_flow.py``): native Python over inlined sub-blocks (``cond`` an
+``if``/``else``, ``while`` a ``while True:`` loop with ``if not ...: break``, ``scan`` a ``for``
+over the leading axis). The hook is ``hook(g, op, indent, info)``, called only for an op its
+layout finds well formed; ``g`` is the code generator, whose hook API is ``g.local`` (var name
+-> local name), ``g.fresh()``, ``g.emit(indent, text, info)``, ``g.emit_sub(block, in_locals,
+out_locals, indent, owned_inputs)`` (inline a sub-block), ``g.bind(var names, locals)``,
+``g.use(name, scalar)``, ``g.is0d(name)``, ``g.glob(prefix, value)`` (a value the code reads
+from its globals), ``g.types``, ``g.xp`` and ``g.loop_limit``. A structured op without one (or
+malformed) runs through its ``"run"`` rule, which the interpreter's sub-block runner serves.
 Small-tensor programs are dominated by per-op overhead, so the generated code also
 
 * keeps 0-d results as numpy scalars and computes on them with Python operators
@@ -34,9 +40,9 @@ SAFETY. A saved model's program JSON is untrusted input and loading a model must
 code, so no text from the program ever reaches the generated source: local names are
 generated here (``v0, v1, ...``), kernels, attrs, constants, ops and rules are handed in as
 values of the function's globals under generated names (``k3``, ``a3``, ``c5``, ``o7``), op
-types are only looked up in the registries (``OPS`` and its traits, ``RULES``) and attrs
+types are only looked up in the registry (``OPS``: traits, rules and lowerings) and attrs
 that steer the structure (``scan``'s ``n_carry``, ``n_xs``, ``reverse``) are read as Python
-values, never formatted into the source. The only program-derived source text is therefore
+values, never formatted into the source (the structured ops' lowerings keep this rule). The only program-derived source text is therefore
 made of this module's own literals. ``tests/runtime/test_codegen.py`` runs a program whose var names
 and attrs hold Python code.
 """
@@ -47,9 +53,12 @@ from itertools import count
 import numpy as np
 
 from . import blas
-from .control_flow import RULES, loop_limit_exceeded
 from .ops import OPS
 from .schedule import topo_order
+
+# The backend name under which a structured op registers how generated code runs it
+# (``deflowering(op, CODEGEN_LOWERING)``; see the module docstring).
+CODEGEN_LOWERING = "codegen"
 
 # The backend name under which an op registers how generated code computes it on numpy scalars
 # (``deflowering(op, SCALAR_LOWERING)``): the hook gets the operands' expressions and returns the
@@ -117,8 +126,8 @@ class CompiledProgram:
         source: its Python source.
         filename: the pseudo file name its code objects carry (tracebacks show its lines).
         lines: ``{line number: LineInfo}`` mapping a failing line back to its op.
-        rule_blocks: sub-blocks of ops run through their ``RULES`` entry (the interpreter
-            runs those, so the executor prepares them).
+        rule_blocks: sub-blocks of structured ops run through their ``"run"`` rule (the
+            interpreter runs those, so the executor prepares them).
     """
 
     def __init__(self, fn, source, filename, lines, rule_blocks=()):
@@ -162,26 +171,6 @@ def _multi(xp):
     return multi
 
 
-def _scan_length(xs, length):
-    n = int(xs[0].shape[0]) if xs else int(length)
-    for x in xs:
-        if x.shape[0] != n:
-            raise ValueError(f"scan: xs have different leading dims ({n} and {x.shape[0]})")
-    return n
-
-
-def _scan_stack(xp):
-    def stack(col, shape, dtype):
-        """The ``ys`` of a scan stacked along a new leading axis (typed zeros for 0 steps)."""
-        if not col:
-            if shape is None:
-                raise ValueError("scan: ran zero steps and the type of its outputs is unknown")
-            return xp.zeros((0,) + tuple(d or 0 for d in shape), dtype=dtype)
-        return xp.stack([xp.asarray(y) for y in col])
-
-    return stack
-
-
 def _nbytes(t):
     if None in t.shape:
         return None
@@ -202,8 +191,7 @@ class _Codegen:
         self.memory_plan = memory_plan
         self.loop_limit = getattr(ctx, "max_loop_iterations", None)
         self.types = {n: v.type for b in program.blocks for n, v in b.vars.items()}
-        self.g = {"xp": xp, "_nd": xp.ndarray, "_asarray": xp.asarray, "_multi": _multi(xp),
-                  "_ctx": ctx, "_scan_length": _scan_length, "_scan_stack": _scan_stack(xp)}
+        self.g = {"xp": xp, "_nd": xp.ndarray, "_asarray": xp.asarray, "_multi": _multi(xp), "_ctx": ctx}
         self.body = []      # (indent, text, LineInfo or None)
         self.entry = []     # lines run once at function entry (constants, scalar twins)
         self.local = {}     # var name -> local name
@@ -258,6 +246,11 @@ class _Codegen:
 
     def emit(self, indent, text, info=None):
         self.body.append((indent, text, info))
+
+    def bind(self, names, locs):
+        """Var ``names`` are held by locals ``locs`` from here on (a structured op's outputs)."""
+        for o, loc in zip(names, locs):
+            self.local[o] = loc
 
     # ------------------------------------------------------------ program
     def build(self):
@@ -376,28 +369,12 @@ class _Codegen:
         info = LineInfo(op, [self.local[n] for n in op.inputs])
         if op.type == "constant" and not op.inputs and not op.blocks and len(op.outputs) == 1:
             return self.emit_constant(op)
-        if op.blocks or op.type not in OPS:
-            if op.type == "cond" and self.cond_ok(op):
-                return self.emit_cond(op, indent, info)
-            loop = {"while": (self.while_ok, self.emit_while), "scan": (self.scan_ok, self.emit_scan)}.get(op.type)
-            if loop is not None and loop[0](op):
-                if not self.small_products(op):
-                    return loop[1](op, indent, info)
-                # one BLAS thread for a loop of small products (see blas.py), restored after it
-                self.blas_single = True
-                self.emit(indent, f"{self.g_blas('enter')}()", info)
-                self.emit(indent, "try:", info)
-                try:
-                    loop[1](op, indent + 1, info)
-                finally:
-                    self.blas_single = False
-                self.emit(indent, "finally:", info)
-                return self.emit(indent + 1, f"{self.g_blas('leave')}()", info)
-            return self.emit_rule(op, indent, info)
+        opdef = OPS.get(op.type)
+        if opdef is None or opdef.structured or op.blocks:
+            return self.emit_structured(op, opdef, indent, info)
         outs = [self.fresh() for _ in op.outputs]
         for o, loc in zip(op.outputs, outs):
             self.local[o] = loc
-        opdef = OPS[op.type]
         if opdef.alias and len(op.inputs) == 1 and len(outs) == 1 and not op.attrs:
             # the kernel would return its input (stop_gradient): bind it, as the call would
             return self.emit(indent, f"{outs[0]} = {self.local[op.inputs[0]]}", info)
@@ -426,6 +403,24 @@ class _Codegen:
         self.emit(indent, f"{out} = {self.kernel_call(op, opdef)}", info)
         # kernels may return non-arrays (Python or numpy scalars): wrap, as the interpreter does
         self.emit(indent, f"if type({out}) is not _nd: {out} = _asarray({out})", info)
+
+    def emit_structured(self, op, opdef, indent, info):
+        """A structured op through its ``"codegen"`` lowering (a loop of small products with
+        BLAS on one thread, see blas.py, restored after it), else through its ``"run"`` rule."""
+        hook = opdef.lowering(CODEGEN_LOWERING) if opdef is not None and opdef.structured else None
+        if hook is None or not opdef.layout.well_formed(op):
+            return self.emit_rule(op, opdef, indent, info)
+        if not (opdef.layout.repeats and self.small_products(op)):
+            return hook(self, op, indent, info)
+        self.blas_single = True
+        self.emit(indent, f"{self.g_blas('enter')}()", info)
+        self.emit(indent, "try:", info)
+        try:
+            hook(self, op, indent + 1, info)
+        finally:
+            self.blas_single = False
+        self.emit(indent, "finally:", info)
+        self.emit(indent + 1, f"{self.g_blas('leave')}()", info)
 
     def g_blas(self, name):
         key = "_blas_" + name  # a fixed prefix plus one of two function names of blas.py
@@ -473,10 +468,10 @@ class _Codegen:
         if self.numpy and value.ndim == 0:
             self.twin[loc] = self.glob("c", value[()])
 
-    def emit_rule(self, op, indent, info):
-        rule = RULES.get(op.type)
+    def emit_rule(self, op, opdef, indent, info):
+        rule = opdef.rule("run") if opdef is not None and opdef.structured else None
         if rule is None:
-            raise CodegenUnsupported(f"op {op.type!r} has neither a kernel nor a control-flow rule")
+            raise CodegenUnsupported(f"op {op.type!r} has neither a kernel nor a run rule")
         outs = [self.fresh() for _ in op.outputs]
         for o, loc in zip(op.outputs, outs):
             self.local[o] = loc
@@ -488,107 +483,6 @@ class _Codegen:
             self.emit(indent, f"{', '.join(outs)}, = _multi({call}, {len(outs)})", info)
         else:
             self.emit(indent, call, info)
-
-    # cond -----------------------------------------------------------------
-    def cond_ok(self, op):
-        b = op.blocks
-        return (set(b) == {"then", "else"} and len(op.inputs) >= 1
-                and all(len(b[k].inputs) == len(op.inputs) - 1 and len(b[k].outputs) == len(op.outputs)
-                        for k in ("then", "else")))
-
-    def emit_cond(self, op, indent, info):
-        ins = [self.local[n] for n in op.inputs[1:]]
-        outs = [self.fresh() for _ in op.outputs]
-        self.emit(indent, f"if {self.local[op.inputs[0]]}:", info)
-        self.emit_sub(op.blocks["then"], ins, outs, indent + 1)
-        self.emit(indent, "else:", info)
-        self.emit_sub(op.blocks["else"], ins, outs, indent + 1)
-        for o, loc in zip(op.outputs, outs):
-            self.local[o] = loc
-
-    # while ----------------------------------------------------------------
-    def while_ok(self, op):
-        b, n = op.blocks, len(op.outputs)
-        return (set(b) == {"cond", "body"} and len(op.inputs) >= n
-                and len(b["cond"].inputs) == len(op.inputs) == len(b["body"].inputs)
-                and len(b["cond"].outputs) == 1 and len(b["body"].outputs) == n)
-
-    def emit_while(self, op, indent, info):
-        n = len(op.outputs)
-        cond_blk, body_blk = op.blocks["cond"], op.blocks["body"]
-        carries = [self.fresh() for _ in range(n)]
-        caps = [self.local[x] for x in op.inputs[n:]]
-        # 0-d carries start from a constant's scalar twin when there is one (scalar math)
-        inits = [self.use(x, scalar=self.is0d(x)) for x in op.inputs[:n]]
-        if carries:
-            self.emit(indent, f"{', '.join(carries)} = {', '.join(inits)}", info)
-        count = None
-        if self.loop_limit is not None:
-            count = self.fresh()
-            self.emit(indent, f"{count} = 0", info)
-        self.emit(indent, "while True:", info)
-        (flag,) = self.emit_sub(cond_blk, carries + caps, None, indent + 1)
-        self.emit(indent + 1, f"if not {flag}: break", info)
-        if count is not None:
-            limit = self.glob("c", self.loop_limit)
-            self.emit(indent + 1, f"{count} += 1", info)
-            self.emit(indent + 1, f"if {count} > {limit}: {self.glob('r', loop_limit_exceeded)}({self.glob('o', op)}, "
-                                  f"{limit})", info)
-        self.emit_sub(body_blk, carries + caps, carries, indent + 1, owned_inputs=body_blk.inputs[:n])
-        for o, loc in zip(op.outputs, carries):
-            self.local[o] = loc
-
-    # scan -----------------------------------------------------------------
-    def scan_ok(self, op):
-        a, b = op.attrs, op.blocks
-        nc, nx = a.get("n_carry"), a.get("n_xs")
-        if set(b) != {"body"} or type(nc) is not int or type(nx) is not int or nc < 0 or nx < 0:
-            return False
-        if nx == 0 and type(a.get("length")) is not int:
-            return False
-        body = b["body"]
-        return (len(op.inputs) >= nc + nx and len(body.inputs) == len(op.inputs)
-                and len(body.outputs) == len(op.outputs) >= nc)
-
-    def emit_scan(self, op, indent, info):
-        a = op.attrs
-        nc, nx = a["n_carry"], a["n_xs"]
-        body = op.blocks["body"]
-        ny = len(op.outputs) - nc
-        carries = [self.fresh() for _ in range(nc)]
-        xs = [self.local[x] for x in op.inputs[nc:nc + nx]]
-        caps = [self.local[x] for x in op.inputs[nc + nx:]]
-        if carries:
-            inits = [self.use(x, scalar=self.is0d(x)) for x in op.inputs[:nc]]
-            self.emit(indent, f"{', '.join(carries)} = {', '.join(inits)}", info)
-        n, t = self.fresh(), self.fresh()
-        length = self.glob("c", a.get("length", 0))
-        self.emit(indent, f"{n} = _scan_length([{', '.join(xs)}], {length})", info)
-        cols = [self.fresh() for _ in range(ny)]
-        for c in cols:
-            self.emit(indent, f"{c} = [None] * {n}", info)
-        rng = f"range({n} - 1, -1, -1)" if a.get("reverse") else f"range({n})"
-        self.emit(indent, f"for {t} in {rng}:", info)
-        slices = [self.fresh() for _ in range(nx)]
-        for s, x in zip(slices, xs):
-            self.emit(indent + 1, f"{s} = {x}[{t}]", info)
-        outs = [self.fresh() for _ in range(ny)]
-        self.emit_sub(body, carries + slices + caps, carries + outs, indent + 1,
-                      owned_inputs=body.inputs[:nc + nx])
-        for c, y in zip(cols, outs):
-            self.emit(indent + 1, f"{c}[{t}] = {y}", info)
-        ys = []
-        for j, c in enumerate(cols):
-            yt = self.types.get(body.outputs[nc + j])
-            y = self.fresh()
-            shape = self.glob("c", None if yt is None else tuple(yt.shape))
-            dtype = self.glob("c", None if yt is None else yt.dtype)
-            self.emit(indent, f"{y} = _scan_stack({c}, {shape}, {dtype})", info)
-            ys.append(y)
-        if cols:
-            self.emit(indent, f"del {', '.join(cols)}")
-        for o, loc in zip(op.outputs, carries + ys):
-            self.local[o] = loc
 
 
 def compile_program(program, xp, ctx, main_order, memory_plan=None):

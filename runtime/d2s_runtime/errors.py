@@ -10,6 +10,11 @@ class LoopLimitError(ExecutionError):
     """A ``while`` op ran more iterations than the executor's ``max_loop_iterations``."""
 
 
+class LoweringUnsupported(Exception):
+    """A compiling backend (the native one) does not lower something in the program (a
+    one-line reason naming the op): the program runs on the Python backend instead."""
+
+
 class FormatError(ValueError):
     """A saved program that cannot be loaded: missing, truncated, malformed or unsupported."""
 

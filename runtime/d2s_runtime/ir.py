@@ -23,6 +23,9 @@ from .verify import verify as verify_program
 
 
 class Var:
+    """A named value of a program: ``name`` (unique in the program) and ``type``, a
+    :class:`~d2s_runtime.ops.TensorType` (``shape`` with ``None`` for dims known only when the
+    program runs, ``dtype``)."""
     __slots__ = ("name", "type")
 
     def __init__(self, name, type):
@@ -41,6 +44,9 @@ class Var:
 
 
 class Op:
+    """One operation of a block: ``type`` (a registered op or a control-flow op), ``inputs``
+    and ``outputs`` (var names), ``attrs`` (JSON-able plain data) and ``blocks`` (the named
+    sub-blocks of ``cond``/``while``/``scan``)."""
     __slots__ = ("type", "inputs", "outputs", "attrs", "blocks")
 
     def __init__(self, type, inputs, outputs, attrs=None, blocks=None):
@@ -69,6 +75,9 @@ def _copy_attrs(attrs):
 
 
 class Block:
+    """A list of ops with its ``inputs`` (parameters of a sub-block: the values its op passes
+    in), ``outputs`` (the names it yields), ``vars`` (every Var it defines) and ``parent`` (the
+    enclosing block, ``None`` for the global block)."""
     __slots__ = ("inputs", "ops", "outputs", "vars", "parent")
 
     def __init__(self, parent=None):
@@ -112,6 +121,14 @@ class Block:
 
 
 class Program:
+    """A static program: the global block (``global_block()``; ``blocks`` lists it with every
+    sub-block), ``inputs`` fed by the caller, ``params`` fed from module parameters at each
+    call, ``constants`` (arrays it holds) and ``outputs``.
+
+    ``str(program)`` is its text form, ``to_dot()`` Graphviz DOT, ``verify()`` checks it and
+    ``clone()`` copies it. Run it with :class:`d2s_runtime.Executor`.
+    """
+
     def __init__(self):
         self.block = Block()
         self.inputs = []

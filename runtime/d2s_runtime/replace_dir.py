@@ -18,6 +18,7 @@ deleted after the exchange, so files may vanish under the reader), the read star
 """
 import contextlib
 import ctypes
+import itertools
 import os
 import re
 import secrets
@@ -29,7 +30,7 @@ from .errors import FormatError
 _PROC_FD = "/proc/self/fd"
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
-_ATTEMPTS = 20
+_PATIENCE = 10.0  # seconds a load keeps trying while saves keep replacing the directory
 
 
 # ------------------------------------------------------------------ siblings
@@ -186,14 +187,19 @@ def read_whole(path, read):
     as they are."""
     if not os.path.isdir(path):
         recover(path)
-    for _ in range(_ATTEMPTS):
+    deadline = time.monotonic() + _PATIENCE
+    for attempt in itertools.count():
+        if attempt:  # a save got in the way: wait a little (longer each time) and read again
+            if time.monotonic() > deadline:
+                raise FormatError(f"{path}: the model was replaced during every attempt to read it for "
+                                  f"{_PATIENCE:.0f} s (is it being saved in a tight loop?)")
+            time.sleep(min(0.0005 * 2 ** attempt, 0.02))
         try:
             fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
             if recover(path):
                 continue
             if _siblings(path, "old"):  # a live save between its two renames: the new model comes
-                time.sleep(0.002)
                 continue
             raise FormatError(f"{path}: not a directory holding a saved d2s program") from None
         except NotADirectoryError:
@@ -210,6 +216,4 @@ def read_whole(path, read):
                 return result
         finally:
             os.close(fd)
-    raise FormatError(f"{path}: the model was replaced during each of {_ATTEMPTS} attempts to read it (is it being "
-                      "saved in a tight loop?)")
 

@@ -32,12 +32,12 @@ import numpy as np
 
 from .device import to_host
 from .dtypes import DTYPES
-from .control_flow import BLOCKS, RULES
 from .errors import ExecutionError, FormatError
-from .executor import Executor
+from .tiers import TieredRunner
 from .ir import Block, Op, Program
 from .ops.guard import GuardError
 from .ops import OPS, TensorType
+from .ops.registry import block_keys
 from .replace_dir import read_whole
 from .saved_model import META_FILE, Signature, method_dir, method_paths
 from .untrusted import DEFAULT_MAX_BYTES, Budget, inside, nbytes, parse_json, read_json, read_npz, regular_file, safe_text
@@ -175,7 +175,7 @@ def _type_from_json(v, where):
     return TensorType(shape, dtype)
 
 
-def _block_from_json(data, parent, where, cf_ops, cf_blocks):
+def _block_from_json(data, parent, where):
     _expect(isinstance(data, dict), where, "a block must be an object")
     missing = {"inputs", "outputs", "vars", "ops"} - set(data)
     _expect(not missing, where, f"a block is missing {sorted(missing)}")
@@ -190,19 +190,20 @@ def _block_from_json(data, parent, where, cf_ops, cf_blocks):
         w = f"{where}, op #{i}"
         _expect(isinstance(o, dict) and isinstance(o.get("type"), str), w, "an op needs a string 'type'")
         t = o["type"]
-        _expect(t in OPS or t in cf_ops, w, f"unknown op type {t!r}: this d2s_runtime ({_version()}) does not "
-                                             "have it; upgrade d2s_runtime or re-export the model")
+        _expect(t in OPS, w, f"unknown op type {t!r}: this d2s_runtime ({_version()}) does not "
+                             "have it; upgrade d2s_runtime or re-export the model")
         attrs = o.get("attrs", {})
         blocks = o.get("blocks", {})
         _expect(isinstance(attrs, dict), w, "attrs must be an object")
         _expect(isinstance(blocks, dict), w, "blocks must be an object")
-        # only control-flow ops hold sub-blocks, and exactly theirs: a dummy entry on a
-        # primitive would otherwise skip its type check
-        want = cf_blocks.get(t, set())
-        _expect(set(blocks) == want, w, f"op {t!r} has blocks {sorted(blocks)}, it must have {sorted(want)}")
         _check_json_data(attrs, w)
-        op = Op(t, _names(o.get("inputs"), w, "op inputs"), _names(o.get("outputs"), w, "op outputs"), attrs)
-        op.blocks = {k: _block_from_json(sb, b, f"{w} block {k!r}", cf_ops, cf_blocks) for k, sb in blocks.items()}
+        op = Op(t, _names(o.get("inputs"), w, "op inputs"), _names(o.get("outputs"), w, "op outputs"), attrs,
+                dict.fromkeys(blocks))
+        # only structured ops hold sub-blocks, and exactly those of their layout: a dummy entry
+        # on a primitive would otherwise skip its type check
+        want = block_keys(op)
+        _expect(set(blocks) == want, w, f"op {t!r} has blocks {sorted(blocks)}, it must have {sorted(want)}")
+        op.blocks = {k: _block_from_json(sb, b, f"{w} block {k!r}") for k, sb in blocks.items()}
         b.ops.append(op)
     return b
 
@@ -247,7 +248,7 @@ def program_from_json(doc, where=PROGRAM_FILE):
     p.params = _names(data["params"], where, "program params")
     const_names = _names(data["constants"], where, "program constants")
     p.outputs = _names(data["outputs"], where, "program outputs")
-    p.block = _block_from_json(data["block"], None, f"{where}, global block", RULES, BLOCKS)
+    p.block = _block_from_json(data["block"], None, f"{where}, global block")
     p.constants = {n: None for n in const_names}
     return p
 
@@ -356,7 +357,8 @@ class Model:
 
     Attributes:
         program: the Program; params: its param arrays; meta: the saved meta dict;
-        executor: the prepared :class:`~d2s_runtime.executor.Executor`.
+        runner: its :class:`~d2s_runtime.tiers.TieredRunner` (the tier ladder calls climb);
+        executor: the prepared :class:`~d2s_runtime.executor.Executor` it runs.
     """
 
     def __init__(self, program, params, meta, device="cpu", parallel=False, path=None, max_bytes=DEFAULT_MAX_BYTES,
@@ -370,22 +372,23 @@ class Model:
         self._load_options = {"max_bytes": max_bytes, "max_loop_iterations": max_loop_iterations, "backend": backend}
         # input names/specs and output structure from meta (checked here, before any call)
         self.signature = Signature(program, meta, os.path.join(path or ".", META_FILE))
-        self.executor = Executor(program, device=device, parallel=parallel, params=params,
-                                 max_loop_iterations=max_loop_iterations, backend=backend)
+        self.runner = TieredRunner(program, device, backend, parallel=parallel, params=params,
+                                   max_loop_iterations=max_loop_iterations)
+        self.executor = self.runner.executor
 
     @property
     def backend(self):
         """The backend running the model now (``'python'`` or ``'native'``)."""
-        return self.executor.backend
+        return self.runner.backend
 
     def backend_report(self):
         """One line: which backend runs the model, and why not the native one where it was
-        asked for (see :meth:`Executor.backend_report`)."""
-        return self.executor.backend_report()
+        asked for (see :meth:`TieredRunner.backend_report`)."""
+        return self.runner.backend_report()
 
     def wait_native(self, timeout=None):
-        """Wait for a pending native compile (see :meth:`Executor.wait_native`)."""
-        return self.executor.wait_native(timeout)
+        """Wait for a pending native compile (see :meth:`TieredRunner.wait_native`)."""
+        return self.runner.wait_native(timeout)
 
     def run(self, *arrays):
         """The outputs as a list."""

@@ -2,13 +2,14 @@
 
 ``verify(program)`` checks, and raises :class:`VerifyError` naming the op and the var:
 
-* every op type is a registered primitive or a control-flow op with rules,
+* every op type is registered (a primitive, or a structured op holding exactly the sub-blocks
+  its layout names),
 * single assignment: no var is defined twice anywhere in the program,
 * every var is defined before it is used, in the same block: a sub-block reads only its own
   inputs and the vars it defines (outer values reach it as explicit op inputs),
 * every var has a type in its block, and block/program outputs are defined,
-* every op's output types agree with its shape rule (re-run on its input types; control-flow
-  ops through ``control_flow.SHAPE_RULES`` when that module provides them),
+* every op's output types agree with its shape rule (re-run on its input types; a structured
+  op's rule also reads its blocks),
 * a ``constant`` op's literal value holds exactly the elements its ``shape`` attr says.
 """
 import math
@@ -16,21 +17,16 @@ import math
 import numpy as np
 
 from .dtypes import DTYPES
-from . import control_flow
 from .ops import OPS, TensorType
+from .ops.registry import block_keys
 
 
 class VerifyError(ValueError):
     """A malformed program."""
 
 
-def _control_flow():
-    return control_flow.RULES, control_flow.SHAPE_RULES, control_flow.BLOCKS
-
-
 def verify(program):
     """Raise :class:`VerifyError` if ``program`` is malformed; return None otherwise."""
-    rules, shape_rules, block_keys = _control_flow()
     defined = {}  # var name -> where (for "defined twice" messages)
     gb = program.block
     feeds = list(program.inputs) + list(program.params) + list(program.constants)
@@ -47,8 +43,7 @@ def verify(program):
         if tuple(arr.shape) != t.shape or arr.dtype.name != t.dtype:
             raise VerifyError(f"constant {name!r} holds an array {arr.dtype.name}{list(arr.shape)} but its var "
                               f"is typed {t}")
-    scope = _verify_block(gb, set(gb.inputs) | set(feeds), defined, "the global block", rules, shape_rules,
-                          block_keys)
+    scope = _verify_block(gb, set(gb.inputs) | set(feeds), defined, "the global block")
     for name in program.outputs:
         if name not in gb.vars:
             raise VerifyError(f"program output {name!r} is not defined in the global block")
@@ -56,7 +51,7 @@ def verify(program):
             raise VerifyError(f"program output {name!r} {_why_not_in_scope(name, gb, defined)}")
 
 
-def _verify_block(block, scope, defined, where, rules, shape_rules, block_keys):
+def _verify_block(block, scope, defined, where):
     """Check ``block`` (and its sub-blocks); returns the names defined at its end."""
     scope = set(scope)
     for name in scope:
@@ -64,13 +59,12 @@ def _verify_block(block, scope, defined, where, rules, shape_rules, block_keys):
             raise VerifyError(f"{where}: input {name!r} has no Var (type) in its block")
     for i, op in enumerate(block.ops):
         label = f"{where}, op #{i} {op.type!r} (outputs {', '.join(op.outputs) or 'none'})"
-        known = op.type in OPS or op.type in rules
-        if not known:
-            raise VerifyError(f"{label}: unknown op type {op.type!r} (not in the op registry nor a control-flow op)")
-        # a primitive holds no sub-blocks and a control-flow op exactly its own: anything else
+        want = block_keys(op)
+        if want is None:
+            raise VerifyError(f"{label}: unknown op type {op.type!r} (not in the op registry)")
+        # a primitive holds no sub-blocks and a structured op exactly its own: anything else
         # would slip past the type check below
-        want = set() if op.type in OPS else block_keys.get(op.type)
-        if want is not None and set(op.blocks) != set(want):
+        if set(op.blocks) != set(want):
             raise VerifyError(f"{label}: has blocks {sorted(op.blocks)}, but {op.type!r} takes {sorted(want)}")
         for name in op.inputs:
             if name not in scope:
@@ -81,7 +75,7 @@ def _verify_block(block, scope, defined, where, rules, shape_rules, block_keys):
                 if name in defined:
                     raise VerifyError(f"{sub_where}: input var {name!r} is defined twice (also {defined[name]})")
                 defined[name] = f"an input of {sub_where}"
-            _verify_block(sub, sub.inputs, defined, sub_where, rules, shape_rules, block_keys)
+            _verify_block(sub, sub.inputs, defined, sub_where)
         for name in op.outputs:
             if name in defined:
                 raise VerifyError(f"{label}: var {name!r} is defined twice (also {defined[name]})")
@@ -89,7 +83,7 @@ def _verify_block(block, scope, defined, where, rules, shape_rules, block_keys):
                 raise VerifyError(f"{label}: output var {name!r} has no Var (type) in its block")
             defined[name] = f"by {label}"
             scope.add(name)
-        _check_types(op, block, label, shape_rules)
+        _check_types(op, block, label)
         if op.type == "constant":
             _check_constant(op, label)
     for name in block.outputs:
@@ -110,15 +104,14 @@ def _why_not_in_scope(name, block, defined):
     return "that is never defined"
 
 
-def _check_types(op, block, label, shape_rules):
-    opdef = OPS.get(op.type)
-    if opdef is not None and not op.blocks:
+def _check_types(op, block, label):
+    opdef = OPS[op.type]
+    if opdef.structured:
+        if opdef.infer is None:  # a structured op registered without a shape rule (tests' own ops)
+            return
+        infer = lambda types: opdef.infer(op, types)  # noqa: E731
+    else:
         infer = lambda types: opdef.infer(*types, **op.attrs)  # noqa: E731
-    elif op.type in shape_rules:
-        rule = shape_rules[op.type]
-        infer = lambda types: rule(op, types)  # noqa: E731
-    else:  # a control-flow op registered without a shape rule (the loader accepts none of those)
-        return
     types = [block.lookup(n).type for n in op.inputs]
     try:
         expected = infer(types)

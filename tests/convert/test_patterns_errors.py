@@ -137,9 +137,9 @@ def test_try_around_tensor_control_flow_converts():
 def try_return_under_tensor_if(x):
     if x.sum() > 0:
         try:
-            return x + 1
+            x = x + 1
         finally:
-            pass
+            return x
     return x
 
 
@@ -203,7 +203,8 @@ def test_while_else_with_tensor_condition():
 
 
 @pytest.mark.parametrize("fn, spec, construct, text", [
-    (try_return_under_tensor_if, SPEC, "holding a `return` inside a `try`/`with` block", "if x.sum() > 0"),
+    (try_return_under_tensor_if, SPEC, "holding a `return` inside a `try` block's handlers, `else` or `finally`",
+     "if x.sum() > 0"),
     (global_write, SPEC, "global/nonlocal name 'COUNTER'", "if x.sum() > 0"),
 ])
 def test_pinned_control_flow_errors_point_at_the_statement_line(fn, spec, construct, text):

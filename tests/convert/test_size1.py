@@ -240,10 +240,10 @@ def test_python_number_loop_var_becomes_size1_tensor_inside_tensor_if():
     check(total, (x, T(3)), (x, T(2)))
     # zero trips: the Python number, as eager code gives
     check(count, (x, T(0)))
-    # the loop ran but its tensor `if` never took the branch: still the number in the body's
-    # type (which branch ran on every trip is not tracked; documented in the README)
+    # the loop ran but its tensor `if` never took the branch: still the Python number, as
+    # eager code gives (the loop carries a flag saying so; issue 27)
     out = d2s.jit.to_static(total)(x, T(1))
-    assert out.shape == (1, 1) and out.tolist() == [[0.0]]
+    assert type(out) is float and out == 0.0 == total(x, T(1))
 
 
 def test_and_or_of_different_types_as_a_value_is_a_clear_error():

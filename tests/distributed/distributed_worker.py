@@ -52,7 +52,8 @@ def main(mode, out):
         try:
             dist.DistributedDataParallel(model)
         except dist.DistributedError as e:
-            print(f"rank {dist.rank()}: {e}", flush=True)
+            sys.stdout.write(f"rank {dist.rank()}: {e}\n")  # one write: the ranks share a pipe
+            sys.stdout.flush()
     elif mode == "stall":
         dist.init(timeout=1.0)
         if dist.rank() == 1:

@@ -128,12 +128,12 @@ def test_program_is_optimized_from_its_second_call():
 def test_a_failing_optimization_pass_keeps_the_built_program(monkeypatch):
     import warnings
 
-    from d2s.jit import concrete
+    from d2s.jit import tiering
 
     def broken(program):
         raise RuntimeError("pass exploded")
 
-    monkeypatch.setattr(concrete, "_OPTIMIZE", [broken])
+    monkeypatch.setattr(tiering, "optimize", broken)
     sf = to_static(_const_chain)
     x = d2s.tensor([1.0, 2.0])
     with warnings.catch_warnings(record=True) as caught:

@@ -183,3 +183,75 @@ def test_d2s_grad_program_follows_the_callers_requires_grad():
     with pytest.raises(RuntimeError, match="does not require grad"):
         sf(_x(x))  # eager raises here too; the cached program must not answer instead
     np.testing.assert_allclose(sf(_x(x, True)).numpy(), grad_of_input(_x(x, True)).numpy(), rtol=1e-5)
+
+
+# ------------------------------------------------------------------ TorchScript's names as hints
+class Scripted(nn.Module):
+    scale: d2s.jit.Final[float]
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.scale = d2s.jit.Attribute(2.0, float)
+        self.eager_calls = 0
+
+    def forward(self, x):
+        if not d2s.jit.is_scripting():
+            self.eager_calls += 1  # Python-only bookkeeping, skipped in the program as in TorchScript
+        h = self.lin(x)
+        if h.sum() > 0:
+            h = h * self.scale
+        return self.helper(h)
+
+    @d2s.jit.ignore
+    def helper(self, h):
+        return h + 1
+
+    @d2s.jit.unused
+    def debug(self, x):
+        return x.numpy()
+
+    @d2s.jit.export
+    def encode(self, x):
+        if x.mean() > 0:
+            return self.lin(x) * 3
+        return x
+
+
+def test_torchscript_decorators_keep_functions_plain_and_export_methods(tmp_path):
+    import d2s_runtime
+    d2s.manual_seed(0)
+    m = Scripted()
+    xs = [d2s.randn(2, 3) + 1, d2s.randn(2, 3) - 1]
+    want = [(m(x).numpy(), m.encode(x).numpy()) for x in xs]
+    assert m.eager_calls == 2
+    assert d2s.jit.script(m) is m
+    assert isinstance(m.encode, d2s.jit.StaticFunction) and m.helper.__d2s_not_to_static__
+    for x, (f, e) in zip(xs, want):
+        np.testing.assert_allclose(m(x).numpy(), f, rtol=1e-6)
+        np.testing.assert_allclose(m.encode(x).numpy(), e, rtol=1e-6)
+    assert m.eager_calls == 2
+    spec = [d2s.jit.InputSpec([None, 3])]
+    d2s.jit.save(m, str(tmp_path / "m"), input_spec={"forward": spec, "encode": spec})
+    assert (tmp_path / "m" / "methods" / "encode").is_dir()
+    loaded = d2s_runtime.load(str(tmp_path / "m"))
+    np.testing.assert_allclose(loaded(xs[0].numpy()), want[0][0], rtol=1e-5)
+
+
+def test_is_scripting_and_is_tracing():
+    assert not d2s.jit.is_scripting() and not d2s.jit.is_tracing()
+
+    def f(x):
+        return x * 2 if d2s.jit.is_tracing() else x
+
+    x = d2s.ones(2)
+    np.testing.assert_allclose(d2s.jit.trace(f, (x,))(x).numpy(), [2.0, 2.0])
+
+    def g(x):
+        if d2s.jit.is_scripting():
+            return x * 3
+        return x
+
+    np.testing.assert_allclose(d2s.jit.script(g)(x).numpy(), [3.0, 3.0])
+    np.testing.assert_allclose(g(x).numpy(), [1.0, 1.0])
+    assert d2s.jit.annotate(list, [1]) == [1] and d2s.jit.ignore(drop=True)(g) is g

@@ -666,7 +666,7 @@ def test_d2s_grad_with_respect_to_some_parameters_only():
 def test_in_place_writes_inside_the_converted_forward():
     def f(x):
         h = x * W[0]
-        h[0] = h[1] * W[1][0]
+        h[0] = h[1].clone() * W[1][0]  # (h[1] is a view of h: PyTorch refuses to save it, then write h)
         if h.sum() > 0:
             h[2] = 0.0
         return (h * h).sum()

@@ -150,6 +150,10 @@ CONVERTED = {"sdpa_bool_mask", "sdpa_causal", "sdpa_gqa", "mha_cross_masks", "mh
 for _case in TORCH_CASES:
     if _case.name not in CONVERTED and _case.forms["static"] is True:
         _case.forms["static"] = "eager only: its ops are converted, saved and exported in the CONVERTED cases"
+    if _case.name == "encoder_layer_norm_first_gelu":
+        # exact GELU is erf, and onnxruntime has no float64 Erf kernel (float32 Erf exports and runs:
+        # tests/ops/test_pointwise.py)
+        _case.forms["onnx"] = "onnxruntime has no float64 Erf kernel"
 
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)

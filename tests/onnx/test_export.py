@@ -58,6 +58,18 @@ def run_both(fn, arrays, dynamic=True, extra_batches=()):
 
 
 # (id, fn, input factory) -- each case runs on two batch sizes through one dynamic-batch program
+class _Pair(d2s.autograd.Function):
+    """A custom Function: its outputs pass through a custom_function op in programs."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2, x + 1
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        return ga * 2 + gb
+
+
 CASES = [
     ("add", lambda a, b: a + b, lambda n: [f32(n, 3), f32(n, 3)]),
     ("add_scalar_int", lambda a: a + 2, lambda n: [i64(n, 3)]),
@@ -188,6 +200,7 @@ CASES = [
      lambda n: [f32(n, 3), i64(n, 3)]),
     ("tensor_list", lambda a: _tensor_list(a), lambda n: [f32(n, 3)]),
     ("stop_gradient", lambda a: d2s.stop_gradient(a) * 2, lambda n: [f32(n, 3)]),
+    ("custom_function", lambda a: _Pair.apply(a)[0] - _Pair.apply(a)[1], lambda n: [f32(n, 3)]),
     # arithmetic on two bool tensors is logic in NumPy; ONNX's Add/Mul/Max/Min take no bool
     ("bool_arith", lambda a, b: (a + b, a * b, d2s.maximum(a, b), d2s.minimum(a, b)),
      lambda n: [boolean(n, 3), boolean(n, 3)]),

@@ -77,6 +77,17 @@ TORCH_CASES = [
                                                    x <= y, t.eq(x, y), t.ne(x, 0)), TIES, TIES[::-1].copy()),
 ]
 
+# comparisons as methods and under PyTorch's other spellings (the MNIST example's pred.eq(target))
+_C1, _C2 = np.array([1, 2, 3, 4]), np.array([1, 0, 3, 5])
+TORCH_CASES += [
+    Case("comparison_methods", lambda t, a, b: (a.eq(b), a.ne(b), a.lt(b), a.le(b), a.gt(b), a.ge(b), a.eq(2),
+                                                  a.not_equal(b), a.greater(b), a.greater_equal(b), a.less(b),
+                                                  a.less_equal(b)), _C1, _C2),
+    Case("comparison_spellings", lambda t, a, b: (t.greater(a, b), t.less_equal(a, 2), t.not_equal(a, b)), _C1, _C2),
+    Case("equal", lambda t, a, b: (t.equal(a, b), t.equal(a, a.clone()), a.equal(a[:2]), t.equal(a, a * 1.0)), _C1, _C2,
+         static="torch.equal returns a Python bool read from the values: eager only"),
+]
+
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):

@@ -76,6 +76,16 @@ TORCH_CASES = [
          dynamic="kron's result shape is a product of the operands' dims, which must be known when built"),
 ]
 
+# pairwise distances (torch.cdist): every p, batch dims broadcast, a zero distance's gradient
+_P1, _P2 = R.standard_normal((2, 4, 3)), R.standard_normal((1, 5, 3))
+TORCH_CASES += [
+    Case("cdist_p2", lambda t, a, b: t.cdist(a, b), _P1, _P2),
+    Case("cdist_p1", lambda t, a, b: t.cdist(a, b, p=1.0), _P1, _P2),
+    Case("cdist_p3_2d", lambda t, a, b: t.cdist(a, b, 3.0), _P1[0], _P2[0]),
+    Case("cdist_inf", lambda t, a, b: t.cdist(a, b, float("inf")), _P1, _P2),
+    Case("cdist_zero_distance", lambda t, a: t.cdist(a, a), _P1[0]),
+]
+
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):

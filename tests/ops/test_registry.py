@@ -43,10 +43,13 @@ def spread(*shape):
     return (R.permutation(n) * 0.37 - n * 0.15).reshape(shape) + 0.05
 
 
+_W46 = fixed(4, 6)  # (drawn here: converted code refuses numpy draws, which a program would freeze)
+
+
 def _reshape_to_symbolic_dims(x):
     # a dynamic batch dim makes x.shape[0] symbolic: the reshape is a reshape_dims op, and
     # backward runs its rule in the static backward program
-    return d2s.reshape(x, [x.shape[0], -1]) * fixed(4, 6)
+    return d2s.reshape(x, [x.shape[0], -1]) * _W46
 
 
 _reshape_dims_static = d2s.jit.to_static(_reshape_to_symbolic_dims,
@@ -154,6 +157,8 @@ CASES = {
     "pad": (ops.pad, (lambda x: ops.pad(x, [1, 2], mode="reflect") * fixed(2, 6), [randn(2, 3)])),
     "pad_grad": (_INTERNAL, (lambda g: apply("pad_grad", g, pads=[[0, 0], [1, 2]], mode="reflect"), [randn(2, 6)])),
     "identity": (ops.identity, (ops.identity, [randn(4)])),
+    "custom_function": ("d2s.autograd.Function.apply emits it in programs",
+                        "its gradient is the user's backward, checked by tests/autograd/test_function.py"),
     "stop_gradient": (ops.stop_gradient, "it exists to stop gradients"),
     "to_device": (ops.to_device, (lambda x: ops.to_device(x, "cpu"), [randn(4)])),
     "shape": (ops.shape, _ND), "dim": (_INTERNAL, _ND), "constant": (_INTERNAL, _ND),
@@ -240,7 +245,9 @@ CASES = {
 
 # ops declared with an example call (sample_call, next to the op) need no row above
 for _name, (_wrapper, _shapes) in SAMPLES.items():
-    CASES.setdefault(_name, (_wrapper, (_wrapper, [randn(*s) for s in _shapes])))
+    # a structured op (cond, while, ...) is built only in a program: its sample is checked converted
+    _checked = d2s.jit.to_static(_wrapper) if OPS[_name].structured else _wrapper
+    CASES.setdefault(_name, (_wrapper, (_checked, [randn(*s) for s in _shapes])))
 
 
 def test_every_op_has_a_row():
@@ -307,5 +314,5 @@ def test_view_ops_link_their_input():
     for name in sorted(n for n, o in OPS.items() if o.view):
         y = {"transpose": lambda: w.T, "reshape": lambda: w.reshape(4, 3), "expand_dims": lambda: w.unsqueeze(0),
              "squeeze": lambda: w.unsqueeze(0).squeeze(0), "broadcast_to": lambda: w.broadcast_to([2, 3, 4]),
-             "getitem": lambda: w[1:], "diagonal": lambda: w.diagonal()}[name]()
-        assert y._base is not None, name
+             "getitem": lambda: w[1:], "diagonal": lambda: w.diagonal(), "split": lambda: w.split([1, 2], 0)[1]}[name]()
+        assert y._base is not None and y._view is not None, name

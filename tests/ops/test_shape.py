@@ -124,6 +124,13 @@ TORCH_CASES = [
          dynamic=_DATA_SIZE),
 ]
 
+# coordinate grids (torch.meshgrid)
+TORCH_CASES += [
+    Case("meshgrid_ij", lambda t, a, b: t.meshgrid(a, b, indexing="ij"), R.standard_normal(3), R.standard_normal(4)),
+    Case("meshgrid_xy_three", lambda t, a, b, c: t.meshgrid([a, b, c], indexing="xy"), R.standard_normal(3),
+         R.standard_normal(2), R.standard_normal(4)),
+]
+
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):

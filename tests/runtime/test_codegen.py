@@ -11,12 +11,28 @@ import pytest
 import d2s
 from d2s.static import InputSpec, build_program, gradients
 from d2s.static.builder import ProgramBuilder
-from d2s_runtime import ExecutionError, Executor, control_flow
+from d2s_runtime import ExecutionError, Executor
+from d2s_runtime.ops import OPS, BlockLayout, OpDef
 from d2s_runtime.ir import Block, Op, Program
 from d2s_runtime.ops import TensorType
 from d2s_runtime.passes import optimize
 
 from hostile_programs import PAYLOAD, hostile_program
+
+
+class _BodyLayout(BlockLayout):
+    """A test op's layout: one block, ``body``."""
+
+    def block_keys(self, op):
+        return frozenset({"body"})
+
+
+def _register_structured(monkeypatch, name, run):
+    """Register a structured op ``name`` (no shape rule) run by ``run(ctx, op, values)``."""
+    opdef = OpDef(name, None, None, None, "a test op", layout=_BodyLayout())
+    opdef.rules["run"] = run
+    monkeypatch.setitem(OPS, name, opdef)
+
 
 RNG = np.random.default_rng(7)
 
@@ -193,7 +209,7 @@ def test_a_custom_control_flow_rule_runs_through_the_interpreter(monkeypatch):
             v = ctx.run_block(op.blocks["body"], v)
         return v
 
-    monkeypatch.setitem(control_flow.RULES, "test_repeat_cg", repeat_rule)
+    _register_structured(monkeypatch, "test_repeat_cg", repeat_rule)
     p = Program()
     gb = p.block
     t = TensorType((3,), "float32")

@@ -7,10 +7,24 @@ from d2s.static import build_program
 from d2s.static.builder import ProgramBuilder
 from d2s_runtime import ExecutionError
 from device_helpers import Executor, host  # on the test's device, outputs copied to the host
-from d2s_runtime import control_flow
 from d2s_runtime.executor import topo_order
 from d2s_runtime.ir import Block, Op, Program
-from d2s_runtime.ops import TensorType
+from d2s_runtime.ops import OPS, BlockLayout, OpDef, TensorType
+
+
+class _BodyLayout(BlockLayout):
+    """A test op's layout: one block, ``body``."""
+
+    def block_keys(self, op):
+        return frozenset({"body"})
+
+
+def _register_structured(monkeypatch, name, run):
+    """Register a structured op ``name`` (no shape rule) run by ``run(ctx, op, values)``."""
+    opdef = OpDef(name, None, None, None, "a test op", layout=_BodyLayout())
+    opdef.rules["run"] = run
+    monkeypatch.setitem(OPS, name, opdef)
+
 
 # every test runs on "cpu" and on "strict" (cupy-like arrays, tests/strict_device.py), and
 # on the python and the native backend (tests/backend_fixture.py; native on "cpu" only)
@@ -222,7 +236,7 @@ def _apply_block_rule(ctx, op, values):
 
 
 def test_control_flow_rule_runs_sub_blocks(monkeypatch):
-    monkeypatch.setitem(control_flow.RULES, "test_repeat", _apply_block_rule)
+    _register_structured(monkeypatch, "test_repeat", _apply_block_rule)
     p = Program()
     gb = p.block
     t = TensorType((3,), "float32")

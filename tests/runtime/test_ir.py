@@ -4,9 +4,24 @@ import pytest
 
 import d2s
 from d2s.static import build_program
-from d2s_runtime import Executor, VerifyError, control_flow
+from d2s_runtime import Executor, VerifyError
 from d2s_runtime.ir import Block, Op, Program
-from d2s_runtime.ops import TensorType
+from d2s_runtime.ops import OPS, BlockLayout, OpDef, TensorType
+
+
+class _BodyLayout(BlockLayout):
+    """A test op's layout: one block, ``body``."""
+
+    def block_keys(self, op):
+        return frozenset({"body"})
+
+
+def _register_structured(monkeypatch, name, run):
+    """Register a structured op ``name`` (no shape rule) run by ``run(ctx, op, values)``."""
+    opdef = OpDef(name, None, None, None, "a test op", layout=_BodyLayout())
+    opdef.rules["run"] = run
+    monkeypatch.setitem(OPS, name, opdef)
+
 
 T3 = TensorType((3,), "float32")
 
@@ -62,7 +77,7 @@ def test_shape_rule_rejection_is_reported():
 
 
 def _with_sub_block(monkeypatch, body_reads):
-    monkeypatch.setitem(control_flow.RULES, "test_call", lambda ctx, op, vals: ctx.run_block(op.blocks["body"], vals))
+    _register_structured(monkeypatch, "test_call", lambda ctx, op, vals: ctx.run_block(op.blocks["body"], vals))
     p = Program()
     gb = p.block
     for n in ("x", "y"):

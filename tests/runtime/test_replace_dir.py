@@ -84,7 +84,7 @@ def _prepared(tmp_path):
 
 
 SAVER = r"""
-import os, shutil, sys
+import os, shutil, sys, time
 sys.path[:0] = [sys.argv[4], os.path.join(sys.argv[4], "runtime")]
 from d2s_runtime import replace_dir
 target, a, b = sys.argv[1:4]
@@ -94,6 +94,7 @@ while not os.path.exists(target + ".stop"):
     shutil.copytree((a, b)[k % 2], tmp, dirs_exist_ok=True)
     replace_dir.replace(tmp, target)
     k += 1
+    time.sleep(0.002)  # a save every few ms: far more often than any trainer checkpoints
 print(k)
 """
 

@@ -57,8 +57,8 @@ def _auto_executor(monkeypatch, tmp_path, native_cost, python_cost):
     assert ex.wait_native(30) is False  # ready, but not chosen yet
     assert ex.backend == "python"
     assert ex.backend_report() == "python (auto: native ready, timing both backends on the next calls)"
-    python_call = ex._python_call
-    monkeypatch.setattr(ex, "_python_call", lambda feeds: clock.spend(python_cost, python_call(feeds)))
+    python_call = ex.runner._python_call
+    monkeypatch.setattr(ex.runner, "_python_call", lambda feeds: clock.spend(python_cost, python_call(feeds)))
     return ex, fake
 
 
@@ -134,8 +134,8 @@ def test_auto_picks_native_for_the_control_loop(monkeypatch, tmp_path):
     ex = Executor(build_program(_loop, d2s.tensor(x), d2s.tensor(20)), backend="auto")
     ex.run(x, np.array(20))
     assert ex.wait_native(30) is False
-    python_call = ex._python_call
-    monkeypatch.setattr(ex, "_python_call", lambda feeds: clock.spend(900e-6, python_call(feeds)))
+    python_call = ex.runner._python_call
+    monkeypatch.setattr(ex.runner, "_python_call", lambda feeds: clock.spend(900e-6, python_call(feeds)))
     for k in range(TRIAL + 6):
         n, sign = (0, 3, 20)[k % 3], (1, -1)[k % 2]
         (out,) = ex.run(sign * x, np.array(n))

@@ -130,7 +130,7 @@ def test_program_runs_on_the_runtime_executor_alone():
     np.testing.assert_allclose(exe.run(np.array([1, 1, 1], np.float32))[0], [2, 2, 2])
     with pytest.raises(Exception) as info:
         exe.run(np.array([-1, -1, -1], np.float32))
-    from d2s.trace.guards import find_guard_error
+    from d2s.guards import find_guard_error
     assert isinstance(find_guard_error(info.value), GuardError)
 
 

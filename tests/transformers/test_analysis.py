@@ -4,11 +4,12 @@ import textwrap
 import gast
 
 from d2s.transformers.analysis import analyze
+from d2s.transformers.anno import Key, getanno, hasanno
 
 
 def _annos(src):
     module = analyze(gast.parse(textwrap.dedent(src)))
-    return [s._d2s_anno for s in gast.walk(module) if hasattr(s, "_d2s_anno")]
+    return [getanno(s, Key.LIVENESS) for s in gast.walk(module) if hasanno(s, Key.LIVENESS)]
 
 
 def test_if_liveness_and_definedness():

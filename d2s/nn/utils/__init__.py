@@ -78,8 +78,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     p = _norm_type(norm_type)
     if not grads:
         return Tensor._make(np.zeros((), dtype=np.float32))
-    xp = xp_of(grads[0]._data)
-    norms = [_vector_norm(xp, g._data.reshape(-1), p) for g in grads]
+    xp = xp_of(grads[0].array)
+    norms = [_vector_norm(xp, g.array.reshape(-1), p) for g in grads]
     dtype = xp.result_type(*[n.dtype for n in norms])
     total = _vector_norm(xp, xp.stack([xp.asarray(n, dtype=dtype) for n in norms]), p)
     total = xp.asarray(total, dtype=dtype)
@@ -91,18 +91,18 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
                            "d2s.autograd.detect_anomaly()")
     coef = min(float(max_norm) / (float(total) + 1e-6), 1.0) if finite else float(max_norm) / (float(total) + 1e-6)
     for g in grads:
-        _write(g, g._data * xp.asarray(coef, dtype=g._data.dtype))
+        _write(g, g.array * xp.asarray(coef, dtype=g.array.dtype))
     return Tensor._make(total)
 
 
 def _write(grad, value):
     """Put ``value`` into the gradient's own array (so whoever holds it sees the change), or
     replace the array when it is read-only."""
-    d = grad._data
+    d = grad.array
     if getattr(getattr(d, "flags", None), "writeable", True):
         d[...] = value
     else:
-        grad._data = value
+        grad.array = value
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
@@ -115,7 +115,7 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     """
     c = float(clip_value)
     for param in _with_grads(parameters):
-        d = param.grad._data
+        d = param.grad.array
         _write(param.grad, xp_of(d).clip(d, -c, c))
 
 
@@ -127,8 +127,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     p = _norm_type(norm_type)
     if not tensors:
         return Tensor._make(np.zeros((), dtype=np.float32))
-    xp = xp_of(tensors[0]._data)
-    norms = [_vector_norm(xp, t._data.reshape(-1), p) for t in tensors]
+    xp = xp_of(tensors[0].array)
+    norms = [_vector_norm(xp, t.array.reshape(-1), p) for t in tensors]
     dtype = xp.result_type(*[n.dtype for n in norms])
     total = xp.asarray(_vector_norm(xp, xp.stack([xp.asarray(n, dtype=dtype) for n in norms]), p), dtype=dtype)
     if error_if_nonfinite and not bool(xp.isfinite(total)):
@@ -144,9 +144,9 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     if not grads:
         return
     coef = min(float(max_norm) / (float(total_norm) + 1e-6), 1.0)
-    xp = xp_of(grads[0]._data)
+    xp = xp_of(grads[0].array)
     for g in grads:
-        _write(g, g._data * xp.asarray(coef, dtype=g._data.dtype))
+        _write(g, g.array * xp.asarray(coef, dtype=g.array.dtype))
 
 
 def parameters_to_vector(parameters):
@@ -162,10 +162,10 @@ def vector_to_parameters(vec, parameters):
         raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
     if isinstance(parameters, Tensor):
         parameters = [parameters]
-    flat = vec.detach()._data
+    flat = vec.detach().array
     pointer = 0
     for param in parameters:
         n = int(np.prod(param.shape))
-        param._data[...] = flat[pointer:pointer + n].reshape(param.shape)
+        param.array[...] = flat[pointer:pointer + n].reshape(param.shape)
         param._version += 1
         pointer += n

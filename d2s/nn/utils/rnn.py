@@ -177,19 +177,19 @@ def unpack_sequence(packed_sequences):
 
 
 # ------------------------------------------------------------------ for the recurrent layers
-def _unpack_for_layer(packed):
+def unpack_for_layer(packed):
     """(padded time-major input, sorted lengths, sorted_indices, unsorted_indices)."""
     x, lens = _padded(packed, 0.0)
     return x, lens, packed.sorted_indices, packed.unsorted_indices
 
 
-def _mask_of(lengths, x):
+def mask_of(lengths, x):
     """Bool (T, B, 1): True while sequence b has a step t."""
     t_max = _static_shape(x)[0]
     return const((np.arange(t_max)[:, None] < np.asarray(lengths)[None, :])[..., None], x)
 
 
-def _pack_like(out, packed):
+def pack_like(out, packed):
     """Time-major padded ``out`` packed with the layout of ``packed``."""
     t_idx, b_idx = _positions(_lengths_of(packed.batch_sizes))
     return PackedSequence(out[const(t_idx, out), const(b_idx, out)], packed.batch_sizes, packed.sorted_indices,

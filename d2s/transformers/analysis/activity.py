@@ -1,5 +1,6 @@
 """Which names a statement or expression reads, writes (rebinds) and modifies (mutates)."""
 import gast
+from ..anno import Key, getanno
 
 # Methods that mutate their receiver: ``xs.append(v)`` modifies ``xs`` as far as a branch or a
 # loop is concerned, so the list is carried through it.
@@ -234,7 +235,7 @@ def bound_names(func):
         for node in _statements(stmt):
             if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
                 names.add(node.name)
-                if getattr(node, "_d2s_generated", False):
+                if getanno(node, Key.GENERATED, False):
                     names |= bound_names(node)
                 continue
             for child in _own_expressions(node):

@@ -1,8 +1,9 @@
 """Liveness (backward) and definedness (forward) over a function's CFG, summarized per
-compound statement as an :class:`Anno` on the node (``node._d2s_anno``)."""
+compound statement as an :class:`Anno` on the node (``getanno(node, Key.LIVENESS)``)."""
 import gast
 
 from . import activity, cfg
+from ..anno import Key, getanno, setanno
 
 
 class Anno:
@@ -88,10 +89,10 @@ def analyze_function(func, local_names=None, always_live=frozenset()):
         mods = mods - escaping
         head = parts.get("head", entry)
         cells = always_live & must_in[entry]
-        stmt._d2s_anno = Anno(live_in=live_in[head] | live_in[entry] | cells,
-                              live_out=live_in[parts["join"]] | cells,
-                              defined=must_in[entry], maybe_defined=may_in[entry],
-                              mods=mods, composites=comps, escaping=escaping)
+        setanno(stmt, Key.LIVENESS, Anno(live_in=live_in[head] | live_in[entry] | cells,
+                                         live_out=live_in[parts["join"]] | cells,
+                                         defined=must_in[entry], maybe_defined=may_in[entry],
+                                         mods=mods, composites=comps, escaping=escaping))
     return g
 
 
@@ -99,11 +100,11 @@ def analyze(tree, always_live=frozenset()):
     """Annotate the compound statements of every function in ``tree`` (nested ones too). The
     functions the converter generated share the scope of the function they were carved from."""
     for node in gast.walk(tree):
-        if isinstance(node, gast.FunctionDef) and not getattr(node, "_d2s_generated", False):
+        if isinstance(node, gast.FunctionDef) and not getanno(node, Key.GENERATED, False):
             names = activity.bound_names(node)
             analyze_function(node, names, always_live)
             for sub in gast.walk(node):
-                if isinstance(sub, gast.FunctionDef) and getattr(sub, "_d2s_generated", False):
+                if isinstance(sub, gast.FunctionDef) and getanno(sub, Key.GENERATED, False):
                     analyze_function(sub, names, always_live)
     return tree
 

@@ -4,8 +4,10 @@
 one Python function (pure Python and fast: numba is neither imported nor run); ``compile_lowered``
 compiles it with ``numba.njit(cache=True)`` through a disk cache, so a second process loads the
 machine code instead of compiling. How ops lower is declared beside each op's kernel with
-``@deflowering(op, "native")`` (see ``lower.py`` for the hook contract, the fusion of
-element-wise chains, and the SAFETY rules: no program text reaches the source).
+``@deflowering(op, "native")``: the target-independent planner (``plan.py``: uses, fusion of
+element-wise chains, in-place donors, carry ownership) lowers each op through its hook, and the
+numba emitter (``lower.py``, with ``emit.py``'s facades for the hooks, ``builders.py`` and
+``stacks.py``) writes the source, under its SAFETY rules: no program text reaches it.
 
 numba is optional: ``d2s_runtime`` never imports it; this package imports it only to compile.
 Float32 ``tanh`` runs through ``_lib.tanh32``, a rational approximation LLVM vectorizes (at most

@@ -4,8 +4,10 @@ Converted code cannot print or check a symbolic tensor while the program is buil
 value yet), so ``print(x)`` and ``assert x > 0, "msg"`` become these effect ops, which run
 every time the program does. Both have no outputs; passes never drop them.
 
-``print`` attrs: ``parts``, a list of ``["s", text]`` (literal text, printed as is) and
-``["t", j]`` (the j-th tensor input); ``sep`` and ``end`` as in Python's print.
+``print`` attrs: ``parts``, one per argument: ``["s", text]`` (literal text, printed as is),
+``["t", j]`` (the j-th tensor input's values), and the forms converted code uses to print what
+eager code prints (a tensor's ``repr``, a Python number with a format spec, an f-string or a list
+assembled from pieces: see ``_shown``); ``sep`` and ``end`` as in Python's print.
 ``assert`` attrs: ``message`` and ``where`` (the user's ``file:line``), and ``error``: the
 Python exception it stands for, ``"AssertionError"`` (an ``assert`` statement) or
 ``"UnboundLocalError"`` (converted code reading a variable that the path this run took never
@@ -15,8 +17,10 @@ a variable that is still None on this path), or another built-in exception's nam
 """
 import builtins
 
+import numpy as np
+
 from ..device import to_host
-from .registry import defop
+from .registry import ShapeError, defop
 
 
 class ProgramAssertionError(AssertionError):
@@ -48,7 +52,8 @@ def error_class(name):
     for another built-in exception type ``Program<name>`` (a subclass of it)."""
     cls = _ERRORS.get(name)
     if cls is None:
-        base = getattr(builtins, name, None)
+        # (ShapeError: what d2s's ops raise eagerly, e.g. stack of an empty list)
+        base = ShapeError if name == "ShapeError" else getattr(builtins, name, None)
         if not (isinstance(base, type) and issubclass(base, Exception)):
             raise ValueError(f"assert op: error={name!r} is not a built-in Python exception type")
         cls = type(f"Program{name}", (ProgramRaisedError, base), {"__module__": __name__})
@@ -64,11 +69,32 @@ def _host(x):
     return to_host(x)
 
 
+_PY_TYPES = {"int": int, "float": float, "bool": bool}
+
+
+def _shown(p, tensors):
+    """The text of one ``print`` part: ``["s", text]``; ``["t", j]`` the j-th tensor's values
+    (NumPy's format); ``["r", j]`` the j-th tensor as eager code's ``repr`` shows a tensor
+    (``tensor([1., 2.], dtype=float32)``); ``["f", j, spec, type]`` the j-th tensor's one
+    element as the Python number (``int``, ``float`` or ``bool``) that eager code holds,
+    formatted with ``spec`` as ``format`` does; ``["c", [parts]]`` those parts joined."""
+    kind = p[0]
+    if kind == "s":
+        return p[1]
+    if kind == "c":
+        return "".join(_shown(q, tensors) for q in p[1])
+    x = np.asarray(_host(tensors[p[1]]))
+    if kind == "r":
+        return f"tensor({np.array2string(x, separator=', ', prefix='tensor(')}, dtype={x.dtype.name})"
+    if kind == "f":
+        return format(_PY_TYPES[p[3]](x.reshape(-1)[0].item()), p[2])
+    return str(x)
+
+
 @defop("print", _no_outputs, n_out=0, effect=True)
 def _print(xp, *tensors, parts, sep=" ", end="\n"):
-    """Print literal text and tensor values, as Python's print would."""
-    shown = [p[1] if p[0] == "s" else _host(tensors[p[1]]) for p in parts]
-    print(*shown, sep=sep, end=end)
+    """Print literal text and tensor values, as Python's print would (see ``_shown``)."""
+    print(*[_shown(p, tensors) for p in parts], sep=sep, end=end)
     return ()
 
 

@@ -284,7 +284,7 @@ def _clamp(xp, x, *bounds, which="both"):
 
 
 # ---------------------------------------------------------------- native lowerings
-# Element-wise hooks of the native backend (see native/lower.py): ``hook(e, *args, **attrs)``
+# Element-wise hooks of the native backend (see native/plan.py and native/emit.py): ``hook(e, *args, **attrs)``
 # gets the operands as scalar expressions already converted to ``e.dtype`` and returns the
 # expression of the result (converted to the op's dtype by the caller).
 NATIVE = "native"

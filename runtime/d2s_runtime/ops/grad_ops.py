@@ -21,3 +21,16 @@ def _split_like(xp, g, *likes, axis=0):
         total += t.shape[a]
         cuts.append(total)
     return tuple(xp.split(g, cuts, axis=a))
+
+
+def _custom_function_infer(*xs, fn, n_out):
+    return tuple(TensorType(t.shape, t.dtype) for t in xs[len(xs) - n_out:])
+
+
+@defop("custom_function", _custom_function_infer, n_out=None)
+def _custom_function(xp, *xs, fn, n_out):
+    """The outputs of a custom autograd Function (``d2s.autograd.Function``), passed through:
+    the inputs are its tensor arguments, the tensors its backward reads, then its forward's
+    outputs (the last ``n_out``), which come back unchanged. Only the gradient differs: the
+    class's own ``backward`` (identified by ``fn``) instead of the derivative of the forward."""
+    return tuple(xs[len(xs) - n_out:])

@@ -103,7 +103,11 @@ def _getitem_infer(x, *idx, index):
 @defop("getitem", _getitem_infer, view=True)
 def _getitem(xp, x, *idx, index):
     """``x[index]``, tensor indices read from the inputs after x (numpy indexing rules)."""
-    return x[decode_index(index, idx)]
+    key = decode_index(index, idx)
+    out = x[key]
+    if isinstance(out, np.generic):  # an element (ints only): its 0-d view, as x[i, j] is in PyTorch
+        out = x[key + (Ellipsis,)]
+    return out
 
 
 def _setitem_infer(x, v, *idx, index):
@@ -193,10 +197,9 @@ def _native_index(e, idx, index):
 def _getitem_native(e, x, *idx, index):
     """Basic indexing (ints, 0-d integer tensors, slices, one Ellipsis) as a view; rows taken
     by an integer index array on the leading dim (an embedding) as one loop over the rows."""
-    from ..native.rows import lower_take_rows, rows_index
-    rows = rows_index(e, idx, index)
+    rows = _rows_index(idx, index)
     if rows is not None:
-        return lower_take_rows(e, x, rows)
+        return _take_rows_native(e, x, rows)
     return e.basic_index(x, _native_index(e, idx, index))
 
 
@@ -205,11 +208,105 @@ def _index_add_native(e, x, v, *idx, index):
     """A basic index selects each position once, so ``np.add.at`` is ``out[index] += v``; at
     an integer index array on the leading dim, rows are added one at a time (``np.add.at``'s
     order)."""
-    from ..native.rows import lower_add_rows, rows_index
-    rows = rows_index(e, idx, index)
+    rows = _rows_index(idx, index)
     if rows is not None:
-        return lower_add_rows(e, x, v, rows)
+        return _add_rows_native(e, x, v, rows)
     return e.index_add(x, v, _native_index(e, idx, index))
+
+
+# Row lookups by an integer index array (an embedding's ``x[index]``, its gradient's
+# ``index_add``), natively: one loop over the index's entries copying or adding whole rows.
+# Values are numpy's: a negative position counts from the end, one outside the dim raises (the
+# tiers then rerun the call on the Python backend, which raises numpy's or PyTorch's own
+# error), and ``index_add`` adds one row at a time in the index's C order, ``np.add.at``'s
+# order, so repeated positions give its bits.
+def _rows_index(idx, index):
+    """The integer index tensor when ``index`` is exactly one tensor entry on the leading dim
+    (then whole trailing dims), else None."""
+    if not isinstance(index, (list, tuple)) or not index:
+        return None
+    head, rest = index[0], index[1:]
+    if not (isinstance(head, (list, tuple)) and len(head) == 2 and head[0] == "t" and type(head[1]) is int
+            and 0 <= head[1] < len(idx)):
+        return None
+    if any(not isinstance(ent, (list, tuple)) or list(ent) != ["s", None, None, None] for ent in rest):
+        return None
+    t = idx[head[1]]
+    if t.ndim == 0 or t.dtype not in ("int32", "int64"):
+        return None
+    return t
+
+
+def _flat_rows(e, v, cols):
+    """``v`` (made C-contiguous) as a 2-d (rows, cols) local."""
+    v = e.contiguous(e.array(v))
+    r = e.fresh()
+    e.emit(e.indent, f"{r} = {v.name}.reshape(({v.name}.size // {cols} if {cols} else 0, {cols}))"
+                     if v.ndim else f"{r} = {v.name}.reshape((1, 1))")
+    return r
+
+
+def _row_position(e, ind, index_flat, i, x):
+    """The checked, wrapped row of entry ``i`` (numpy's rule: negative counts from the end)."""
+    k = e.fresh()
+    e.emit(ind, f"{k} = np.int64({index_flat}[{i}])")
+    e.emit(ind, f"if {k} < 0: {k} += {x}.shape[0]")
+    e.emit(ind, f"if not 0 <= {k} < {x}.shape[0]: raise IndexError('native program: row index out of range')")
+    return k
+
+
+def _flat_index(e, index):
+    iv = e.contiguous(e.array(index))
+    flat = e.fresh()
+    e.emit(e.indent, f"{flat} = {iv.name}.reshape(({iv.name}.size,))")
+    return iv, flat
+
+
+def _take_rows_native(e, x, index):
+    """``x[index]`` for an integer array ``index``: shape ``index.shape + x.shape[1:]``."""
+    odt = e.out.dtype
+    if x.ndim == 0 or x.dtype != odt:
+        e.unsupported("row lookup of a 0-d tensor or changing the dtype")
+    x = e.contiguous(e.array(x))
+    cols = e.fresh()
+    e.emit(e.indent, f"{cols} = {x.name}.size // {x.name}.shape[0] if {x.name}.shape[0] else 0")
+    xr = _flat_rows(e, x, cols)
+    iv, flat = _flat_index(e, index)
+    out = e.fresh()
+    shape = ", ".join([f"{iv.name}.shape[{j}]" for j in range(iv.ndim)]
+                      + [f"{x.name}.shape[{j}]" for j in range(1, x.ndim)])
+    e.emit(e.indent, f"{out} = np.empty(({shape},), {e.np_type(odt)})")
+    o2 = e.fresh()
+    e.emit(e.indent, f"{o2} = {out}.reshape(({flat}.shape[0], {cols}))")
+    i = e.fresh()
+    e.emit(e.indent, f"for {i} in range({flat}.shape[0]):")
+    k = _row_position(e, e.indent + 1, flat, i, x.name)
+    e.emit(e.indent + 1, f"{o2}[{i}, :] = {xr}[{k}, :]")
+    return e.new_array(out, odt, tuple(e.out.shape))
+
+
+def _add_rows_native(e, x, v, index):
+    """A copy of ``x`` with each row of ``v`` (``index.shape + x.shape[1:]``) added at its
+    position, one after the other (``np.add.at``)."""
+    odt = e.out.dtype
+    if x.ndim == 0 or x.dtype != odt or v.dtype != odt:
+        e.unsupported("row update of a 0-d tensor or across dtypes")
+    out = e.copy(e.array(x))
+    cols = e.fresh()
+    e.emit(e.indent, f"{cols} = {out.name}.size // {out.name}.shape[0] if {out.name}.shape[0] else 0")
+    o2 = _flat_rows(e, out, cols)
+    iv, flat = _flat_index(e, index)
+    vv = e.contiguous(e.array(v))
+    for j in range(iv.ndim):
+        e.emit(e.indent, f"if {vv.name}.shape[{j}] != {iv.name}.shape[{j}]: "
+                         f"raise ValueError('native program: index_add: value shape')")
+    v2 = _flat_rows(e, vv, cols)
+    i, c = e.fresh(), e.fresh()
+    e.emit(e.indent, f"for {i} in range({flat}.shape[0]):")
+    k = _row_position(e, e.indent + 1, flat, i, out.name)
+    e.emit(e.indent + 1, f"for {c} in range({cols}):")
+    e.emit(e.indent + 2, f"{o2}[{k}, {c}] += {v2}[{i}, {c}]")
+    return out
 
 
 # ------------------------------------------------------------------ dim-wise indexing (torch's)
@@ -378,8 +475,28 @@ def _index_check(xp, index, x, axis, negative=False, op="index"):
 
 @deflowering("index_check", "native")
 def _index_check_native(e, index, x, axis, negative=False, op="index"):
-    from ..native.rows import lower_index_check
-    return lower_index_check(e, index, x, axis, negative)
+    """``index`` itself after checking every entry against dim ``axis`` of ``x`` (PyTorch's
+    rule: ``[0, size)``, or ``[-size, size)`` with ``negative``)."""
+    if x.ndim == 0 or index.dtype not in ("int32", "int64"):
+        e.unsupported("index_check of a 0-d tensor or a non-integer index")
+    if type(axis) is not int or not -x.ndim <= axis < x.ndim or type(negative) is not bool:
+        e.unsupported("index_check: bad axis")
+    a = axis % x.ndim
+    xv = e.array(x)
+    iv = e.array(index)
+    if iv.ndim == 0:
+        body, probe = e.indent, f"np.int64({iv.name}[()])"
+    else:
+        iv = e.contiguous(iv)
+        flat, i = e.fresh(), e.fresh()
+        e.emit(e.indent, f"{flat} = {iv.name}.reshape(({iv.name}.size,))")
+        e.emit(e.indent, f"for {i} in range({flat}.shape[0]):")
+        body, probe = e.indent + 1, f"np.int64({flat}[{i}])"
+    k = e.fresh()
+    e.emit(body, f"{k} = {probe}")
+    low = f"-{xv.name}.shape[{a}]" if negative else "0"
+    e.emit(body, f"if not {low} <= {k} < {xv.name}.shape[{a}]: raise IndexError('native program: index out of range')")
+    return e.alias(iv)
 
 
 def _index_dim_infer(op):
@@ -457,14 +574,64 @@ def _searchsorted(xp, sorted_seq, values, right=False, out_int32=False):
     return out.astype(dt).reshape(values.shape)
 
 
+def _along_axis(e, x, index, axis, what):
+    """Checks shared by gather and scatter_add; returns (x, index, axis, loop dims, loop
+    indices, the index element's local, the position along ``axis`` (checked, wrapped))."""
+    if x.ndim == 0 or index.ndim != x.ndim or index.dtype not in ("int32", "int64"):
+        e.unsupported(f"{what} of a 0-d tensor or with a bad index")
+    a = e.int(axis, "axis")
+    if not -x.ndim <= a < x.ndim:
+        e.unsupported("axis out of range")
+    a %= x.ndim
+    x, index = e.array(x), e.array(index)
+    ind = e.indent
+    for j in range(x.ndim):
+        if j != a:  # torch.gather reads the corner of x as large as the index (ShapeError otherwise)
+            e.emit(ind, f"if {index.name}.shape[{j}] > {x.name}.shape[{j}]: "
+                   f"raise ValueError('native program: {what}: index larger than the tensor')")
+    dims = [f"{index.name}.shape[{j}]" for j in range(index.ndim)]
+    idx, inner = e.loops(dims, ind)
+    k = e.fresh()
+    e.emit(inner, f"{k} = np.int64({index.name}[{', '.join(idx)}])")
+    # PyTorch's rule (the kernel's): a position outside [0, size), negative ones too, raises
+    e.emit(inner, f"if not 0 <= {k} < {x.name}.shape[{a}]: "
+           f"raise IndexError('native program: {what}: index out of range')")
+    at = ", ".join(k if j == a else i for j, i in enumerate(idx))
+    return x, index, idx, inner, at
+
+
 @deflowering("gather", "native")
 def _gather_native(e, x, index, axis):
-    return e.gather(x, index, axis)
+    odt = e.out.dtype
+    if x.dtype != odt:
+        e.unsupported("gather changes the dtype")
+    x0 = e.array(x)
+    out = e.fresh()
+    ind = e.indent
+    idx_v = e.array(index)
+    e.emit(ind, f"{out} = np.empty({idx_v.name}.shape, {e.np_type(odt)})")
+    x, index, idx, inner, at = _along_axis(e, x0, idx_v, axis, "gather")
+    e.emit(inner, f"{out}[{', '.join(idx)}] = {x.name}[{at}]")
+    return e.new_array(out, odt, tuple(e.out.shape))
 
 
 @deflowering("scatter_add", "native")
 def _scatter_add_native(e, base, index, src, axis):
-    return e.scatter_add(base, index, src, axis)
+    odt = e.out.dtype
+    if base.dtype != odt or src.dtype != odt:
+        e.unsupported("scatter_add with operands of different dtypes")
+    src = e.array(src)
+    if src.ndim != base.ndim:
+        e.unsupported("scatter_add: src rank differs")
+    out = e.copy(e.array(base))
+    idx_v = e.array(index)
+    for j in range(src.ndim):
+        e.emit(e.indent, f"if {src.name}.shape[{j}] < {idx_v.name}.shape[{j}]: "
+               f"raise ValueError('native program: scatter_add: src smaller than the index')")
+    _, index, idx, inner, at = _along_axis(e, out, idx_v, axis, "scatter_add")
+    # np.add.at's order: one add at a time, in the index's C order (repeats accumulate alike)
+    e.emit(inner, f"{out.name}[{at}] = {out.name}[{at}] + {src.name}[{', '.join(idx)}]")
+    return out
 
 
 # ------------------------------------------------------------------ masked_scatter

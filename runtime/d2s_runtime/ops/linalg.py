@@ -35,11 +35,8 @@ def _matmul(xp, a, b):
 @deflowering("matmul", "native")
 def _matmul_native(e, a, b):
     """numba's ``np.dot`` (BLAS) on 1-d and 2-d operands; a bias/activation chain reading the
-    result runs in place in its buffer (native/lower.py); batched operands one gemm per slice
-    (native/batched.py)."""
-    if a.ndim > 2 or b.ndim > 2:
-        from ..native.batched import lower_batched_matmul
-        return lower_batched_matmul(e, a, b)
+    result runs in place in its buffer (native/plan.py: donors); batched operands (more than 2
+    dims) one MKL gemm per 2-d slice of the result (native/builders.py)."""
     return e.matmul(a, b)
 
 

@@ -143,21 +143,139 @@ def _dropout_mask(xp, x, p):
     return (keep / (1.0 - p)).astype(_as_float(x).dtype, copy=False)
 
 
+# ------------------------------------------------------------------ native lowerings (the whole body of each)
+def _softmax_body(e, x, axis, log):
+    """(log-)softmax along ``axis``, one pass per row for the max, one for the sum of exps
+    (float64), one for the output; the kernel's formula (max-shifted), numpy's NaN/inf."""
+    odt = e.out.dtype
+    if odt not in ("float32", "float64") or x.ndim == 0:
+        e.unsupported("softmax of a 0-d or non-float result")
+    a = e.int(axis, "axis")
+    if not -x.ndim <= a < x.ndim:
+        e.unsupported("axis out of range")
+    a %= x.ndim
+    x = e.contiguous(e.array(x))
+    if x.dtype != odt:
+        c = e.fresh()
+        e.emit(e.indent, f"{c} = {x.name}.astype({e.np_type(odt)})")
+        x = e.new_array(c, odt, x.shape)
+    ind = e.indent
+    outer = " * ".join(f"{x.name}.shape[{j}]" for j in range(a)) or "1"
+    inner = " * ".join(f"{x.name}.shape[{j}]" for j in range(a + 1, x.ndim)) or "1"
+    xr, out, o, i, k, m, s, v = (e.fresh() for _ in range(8))
+    e.emit(ind, f"{xr} = {x.name}.reshape(({outer}, {x.name}.shape[{a}], {inner}))")
+    e.emit(ind, f"{out} = np.empty_like({xr})")
+    k_inf = e.const(-np.inf, odt)
+    e.emit(ind, f"for {o} in range({xr}.shape[0]):")
+    e.emit(ind + 1, f"for {i} in range({xr}.shape[2]):")
+    b = ind + 2
+    e.emit(b, f"{m} = {k_inf}")
+    e.emit(b, f"for {k} in range({xr}.shape[1]):")
+    e.emit(b + 1, f"{m} = L.maximum({m}, {xr}[{o}, {k}, {i}])")
+    e.emit(b, f"{s} = 0.0")
+    e.emit(b, f"for {k} in range({xr}.shape[1]):")
+    e.emit(b + 1, f"{v} = np.exp({xr}[{o}, {k}, {i}] - {m})")
+    if not log:
+        e.emit(b + 1, f"{out}[{o}, {k}, {i}] = {v}")
+    e.emit(b + 1, f"{s} = {s} + np.float64({v})")
+    st = e.fresh()  # the sum in the output dtype (a new local: numba types each once)
+    e.emit(b, f"{st} = {e.np_type(odt)}({s})")
+    e.emit(b, f"for {k} in range({xr}.shape[1]):")
+    if log:
+        e.emit(b + 1, f"{out}[{o}, {k}, {i}] = ({xr}[{o}, {k}, {i}] - {m}) - np.log({st})")
+    else:
+        e.emit(b + 1, f"{out}[{o}, {k}, {i}] = {out}[{o}, {k}, {i}] / {st}")
+    res = e.fresh()
+    e.emit(ind, f"{res} = {out}.reshape({x.name}.shape)")
+    return e.new_array(res, odt, tuple(e.out.shape))
+
+
 @deflowering("softmax", "native")
 def _softmax_native(e, x, axis=-1):
-    return e.softmax(x, axis, log=False)
+    return _softmax_body(e, x, axis, log=False)
 
 
 @deflowering("log_softmax", "native")
 def _log_softmax_native(e, x, axis=-1):
-    return e.softmax(x, axis, log=True)
+    return _softmax_body(e, x, axis, log=True)
 
 
 @deflowering("cumsum", "native")
 def _cumsum_native(e, x, axis, reverse=False):
-    return e.cumsum(x, axis, reverse)
+    """numpy's cumsum: one add at a time along the axis, in the output dtype."""
+    if type(reverse) is not bool:
+        e.unsupported("reverse must be a bool")
+    odt = e.out.dtype
+    if x.ndim == 0:
+        x = e.materialize(x)
+        name = e.fresh()
+        e.emit(e.indent, f"{name} = {e.cast(x.name, x.dtype, odt)}")
+        return e.scalar(name, odt)
+    x, xr, a = e.rows(x, axis)
+    ind = e.indent
+    out, o, i, k, acc = (e.fresh() for _ in range(5))
+    # -0.0 + v is v for every float v (numpy's first element is x[0] itself, signed zeros kept)
+    zero = e.const(-0.0 if odt in ("float32", "float64") else 0, odt)
+    e.emit(ind, f"{out} = np.empty({xr}.shape, {e.np_type(odt)})")
+    e.emit(ind, f"for {o} in range({xr}.shape[0]):")
+    e.emit(ind + 1, f"for {i} in range({xr}.shape[2]):")
+    c = ind + 2
+    e.emit(c, f"{acc} = {zero}")
+    rng = f"range({xr}.shape[1] - 1, -1, -1)" if reverse else f"range({xr}.shape[1])"
+    e.emit(c, f"for {k} in {rng}:")
+    val = e.cast(f"{xr}[{o}, {k}, {i}]", x.dtype, odt)
+    e.emit(c + 1, f"{acc} = {e.np_type(odt)}({acc} + {val})")
+    e.emit(c + 1, f"{out}[{o}, {k}, {i}] = {acc}")
+    res = e.fresh()
+    e.emit(ind, f"{res} = {out}.reshape({x.name}.shape)")
+    return e.new_array(res, odt, tuple(e.out.shape))
 
 
 @deflowering("logsumexp", "native")
 def _logsumexp_native(e, x, axes=None, keepdims=False):
-    return e.logsumexp(x, axes, keepdims)
+    """The kernel's formula per row: the max (0 where not finite), the sum of exps (in
+    float64, at least as accurate as numpy's pairwise float32 sum), log + max."""
+    odt = e.out.dtype
+    if odt not in ("float32", "float64") or type(keepdims) is not bool:
+        e.unsupported("logsumexp of a non-float result")
+    if x.dtype != odt:
+        x = e.materialize(x)
+        c = e.fresh()
+        x = e.array(x)
+        e.emit(e.indent, f"{c} = {x.name}.astype({e.np_type(odt)})")
+        x = e.new_array(c, odt, x.shape)
+    if axes is not None and x.ndim and len(axes) == x.ndim and sorted(axes) == list(range(x.ndim)):
+        axes = None
+    x, xr, a = e.rows(x, axes)
+    ind = e.indent
+    out, o, i, k, m, t = (e.fresh() for _ in range(6))
+    k_inf = e.const(-np.inf, odt)
+    k_zero = e.const(0, odt)
+    e.emit(ind, f"{out} = np.empty(({xr}.shape[0], {xr}.shape[2]), {e.np_type(odt)})")
+    e.emit(ind, f"for {o} in range({xr}.shape[0]):")
+    e.emit(ind + 1, f"for {i} in range({xr}.shape[2]):")
+    c = ind + 2
+    e.emit(c, f"{m} = {k_inf}")
+    e.emit(c, f"for {k} in range({xr}.shape[1]):")
+    e.emit(c + 1, f"{m} = L.maximum({m}, {xr}[{o}, {k}, {i}])")
+    e.emit(c, f"if not np.isfinite({m}): {m} = {k_zero}")
+    e.emit(c, f"{t} = 0.0")
+    e.emit(c, f"for {k} in range({xr}.shape[1]):")
+    e.emit(c + 1, f"{t} = {t} + np.float64(np.exp({xr}[{o}, {k}, {i}] - {m}))")
+    tt = e.fresh()
+    e.emit(c, f"{tt} = {e.np_type(odt)}({t})")
+    e.emit(c, f"{out}[{o}, {i}] = {e.np_type(odt)}(np.log({tt}) + {m})")
+    oshape = tuple(e.out.shape)
+    if not oshape:
+        name = e.fresh()
+        e.emit(ind, f"{name} = {out}[0, 0]")
+        return e.scalar(name, odt)
+    if a is None:
+        dims = ["1"] * x.ndim
+    else:
+        dims = [f"{x.name}.shape[{j}]" for j in range(x.ndim) if j != a]
+        if keepdims:
+            dims.insert(a, "1")
+    res = e.fresh()
+    e.emit(ind, f"{res} = {out}.reshape(({', '.join(dims)},))")
+    return e.new_array(res, odt, oshape)

@@ -75,13 +75,160 @@ def _normalize_grad(xp, g, y, var, gmean, gvar, axes, eps=1e-5):
     return out.astype(g.dtype, copy=False)
 
 
+# ------------------------------------------------------------------ native lowerings
+# One loop nest per statistic group, the sums in float64 (at least as accurate as numpy's
+# pairwise sums of the kernels above). The normalized axes must be one contiguous range of dims
+# (LayerNorm, GroupNorm, InstanceNorm: the input viewed as (outer, n, inner), statistics over the
+# middle) or the complement of one (BatchNorm: (N, C, H*W) viewed as (outer, C, inner), statistics
+# over outer and inner); anything else is left to the Python backend.
+def _layout(e, x, axes):
+    """('mid' | 'outer_inner', (start, stop)) of the dims that form the contiguous range."""
+    nd = x.ndim
+    ax = sorted({e.int(a, "axis") % nd for a in axes}) if nd else []
+    if not ax or len(ax) != len(axes):
+        e.unsupported("bad axes")
+    if ax == list(range(ax[0], ax[-1] + 1)):
+        return "mid", (ax[0], ax[-1] + 1)
+    keep = [d for d in range(nd) if d not in ax]
+    if keep == list(range(keep[0], keep[-1] + 1)):
+        return "outer_inner", (keep[0], keep[-1] + 1)
+    e.unsupported("the normalized axes are neither one contiguous range of dims nor the complement of one")
+
+
+def _prod(name, dims):
+    return " * ".join(f"{name}.shape[{j}]" for j in dims) or "1"
+
+
+def _view3(e, v, start, stop):
+    """``v`` (contiguous) as (outer, middle, inner) around dims [start, stop)."""
+    v = e.contiguous(e.array(v))
+    r = e.fresh()
+    e.emit(e.indent, f"{r} = {v.name}.reshape(({_prod(v.name, range(start))}, {_prod(v.name, range(start, stop))}, "
+           f"{_prod(v.name, range(stop, v.ndim))}))")
+    return v, r
+
+
+def _stat3(e, v):
+    """A statistic (keepdims shape) as (groups, 1, 1), in the groups' order."""
+    v = e.contiguous(e.array(v))
+    r = e.fresh()
+    e.emit(e.indent, f"{r} = {v.name}.reshape((-1, 1, 1))")
+    return r
+
+
+def _groups(e, mode, ref, ind):
+    """Open the loops over the statistic groups; returns (indent, index of one element given
+    the reduced loop's index names, the reduced loops' headers, the count expression, the
+    statistic's index)."""
+    if mode == "mid":
+        o, i = e.fresh(), e.fresh()
+        e.emit(ind, f"for {o} in range({ref}.shape[0]):")
+        e.emit(ind + 1, f"for {i} in range({ref}.shape[2]):")
+        k = e.fresh()
+        return (ind + 2, lambda: f"{o}, {k}, {i}", [f"for {k} in range({ref}.shape[1]):"], f"{ref}.shape[1]",
+                f"{o}, 0, {i}")
+    c = e.fresh()
+    e.emit(ind, f"for {c} in range({ref}.shape[1]):")
+    o, i = e.fresh(), e.fresh()
+    return (ind + 1, lambda: f"{o}, {c}, {i}", [f"for {o} in range({ref}.shape[0]):",
+                                                f"for {i} in range({ref}.shape[2]):"],
+            f"({ref}.shape[0] * {ref}.shape[2])", f"0, {c}, 0")
+
+
+def _reduced_loop(e, ind, headers, body):
+    for h_ in headers:
+        e.emit(ind, h_)
+        ind += 1
+    for line in body:
+        e.emit(ind, line)
+
+
+def _stat_shape_expr(x_name, x, start, stop, mode):
+    """The keepdims shape of the statistics as a tuple expression."""
+    red = range(start, stop) if mode == "mid" else [d for d in range(x.ndim) if not start <= d < stop]
+    dims = ["1" if d in red else f"{x_name}.shape[{d}]" for d in range(x.ndim)]
+    return f"({', '.join(dims)}{',' if len(dims) == 1 else ''})"
+
+
+def _lower_normalize(e, x, axes, eps=1e-5):
+    """(y, mean, var) of ``normalize`` as one loop nest per group: a pass for the mean, one for
+    the centred squares, one writing y (the Python kernel's formula)."""
+    dt = e.out.dtype
+    if dt not in ("float32", "float64") or x.dtype != dt or x.ndim == 0:
+        e.unsupported("normalize of a non-float or 0-d tensor")
+    mode, (start, stop) = _layout(e, x, axes)
+    x, xr = _view3(e, x, start, stop)
+    ind = e.indent
+    T = e.np_type(dt)
+    y, mu, va = e.fresh(), e.fresh(), e.fresh()
+    stat3 = f"({xr}.shape[0], 1, {xr}.shape[2])" if mode == "mid" else f"(1, {xr}.shape[1], 1)"
+    e.emit(ind, f"{y} = np.empty_like({xr})")
+    e.emit(ind, f"{mu} = np.empty({stat3}, {T})")
+    e.emit(ind, f"{va} = np.empty({stat3}, {T})")
+    k_eps = e.const(eps, dt)
+    b, at, headers, count, sat = _groups(e, mode, xr, ind)
+    s, m, d, v, inv = (e.fresh() for _ in range(5))
+    e.emit(b, f"{s} = 0.0")
+    _reduced_loop(e, b, headers, [f"{s} = {s} + np.float64({xr}[{at()}])"])
+    e.emit(b, f"{m} = {T}({s} / {count})")
+    s2 = e.fresh()
+    e.emit(b, f"{s2} = 0.0")
+    _reduced_loop(e, b, headers, [f"{d} = np.float64({xr}[{at()}] - {m})", f"{s2} = {s2} + {d} * {d}"])
+    e.emit(b, f"{v} = {T}({s2} / {count})")
+    e.emit(b, f"{inv} = {T}(1.0) / np.sqrt({v} + {k_eps})")
+    _reduced_loop(e, b, headers, [f"{y}[{at()}] = ({xr}[{at()}] - {m}) * {inv}"])
+    e.emit(b, f"{mu}[{sat}] = {m}")
+    e.emit(b, f"{va}[{sat}] = {v}")
+    shape = _stat_shape_expr(x.name, x, start, stop, mode)
+    ry, rm, rv = e.fresh(), e.fresh(), e.fresh()
+    e.emit(ind, f"{ry} = {y}.reshape({x.name}.shape)")
+    e.emit(ind, f"{rm} = {mu}.reshape({shape})")
+    e.emit(ind, f"{rv} = {va}.reshape({shape})")
+    y_t, m_t, v_t = e.out_types
+    return (e.new_array(ry, dt, tuple(y_t.shape)), e.new_array(rm, dt, tuple(m_t.shape)),
+            e.new_array(rv, dt, tuple(v_t.shape)))
+
+
+def _lower_normalize_grad(e, g, y, var, gmean, gvar, axes, eps=1e-5):
+    """``normalize_grad`` as one loop nest per group: a pass for the sums of g and g*y, one
+    writing ``y * slope + g * s + shift`` (the Python kernel's formula and order)."""
+    dt = e.out.dtype
+    if dt not in ("float32", "float64") or any(t.dtype != dt for t in (g, y, var, gmean, gvar)) or y.ndim == 0:
+        e.unsupported("normalize_grad of non-float or mixed-dtype operands")
+    mode, (start, stop) = _layout(e, y, axes)
+    y, yr = _view3(e, y, start, stop)
+    g, gr = _view3(e, g, start, stop)
+    vr, gmr, gvr = (_stat3(e, t) for t in (var, gmean, gvar))
+    ind = e.indent
+    T = e.np_type(dt)
+    out = e.fresh()
+    e.emit(ind, f"{out} = np.empty_like({yr})")
+    k_eps = e.const(eps, dt)
+    b, at, headers, count, _ = _groups(e, mode, yr, ind)
+    # the statistic's flat index: (outer * inner) groups in 'mid' mode, the channel otherwise
+    gidx = at().split(", ")
+    flat = f"{gidx[0]} * {yr}.shape[2] + {gidx[2]}" if mode == "mid" else gidx[1]
+    sg, sgy, n, root, s, shift, slope = (e.fresh() for _ in range(7))
+    e.emit(b, f"{sg} = 0.0")
+    e.emit(b, f"{sgy} = 0.0")
+    _reduced_loop(e, b, headers, [f"{sg} = {sg} + np.float64({gr}[{at()}])",
+                                  f"{sgy} = {sgy} + np.float64({gr}[{at()}] * {yr}[{at()}])"])
+    e.emit(b, f"{n} = {count}")
+    e.emit(b, f"{root} = np.sqrt({vr}[{flat}, 0, 0] + {k_eps})")
+    e.emit(b, f"{s} = {T}(1.0) / {root}")
+    e.emit(b, f"{shift} = {T}({gmr}[{flat}, 0, 0] / {n}) - {s} * {T}({sg} / {n})")
+    e.emit(b, f"{slope} = {gvr}[{flat}, 0, 0] * {T}(2.0 / {n}) * {root} - {s} * {T}({sgy} / {n})")
+    _reduced_loop(e, b, headers, [f"{out}[{at()}] = {yr}[{at()}] * {slope} + {gr}[{at()}] * {s} + {shift}"])
+    res = e.fresh()
+    e.emit(ind, f"{res} = {out}.reshape({y.name}.shape)")
+    return e.new_array(res, dt, tuple(e.out.shape))
+
+
 @deflowering("normalize", "native")
 def _normalize_native(e, x, axes, eps=1e-5):
-    from ..native.norm import lower_normalize
-    return lower_normalize(e, x, axes, eps)
+    return _lower_normalize(e, x, axes, eps)
 
 
 @deflowering("normalize_grad", "native")
 def _normalize_grad_native(e, g, y, var, gmean, gvar, axes, eps=1e-5):
-    from ..native.norm import lower_normalize_grad
-    return lower_normalize_grad(e, g, y, var, gmean, gvar, axes, eps)
+    return _lower_normalize_grad(e, g, y, var, gmean, gvar, axes, eps)

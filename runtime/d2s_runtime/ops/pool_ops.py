@@ -191,7 +191,7 @@ def _max_pool2d_indices(xp, x, kernel_size, stride=None, padding=0, dilation=1, 
 
 
 # ------------------------------------------------------------------ avg_pool2d
-def _avg_geometry(shape, kernel_size, stride, padding, ceil_mode):
+def avg_geometry(shape, kernel_size, stride, padding, ceil_mode):
     k, s, p, d = _pool_attrs("avg_pool2d", kernel_size, stride, padding)
     outs = tuple(pool_out("avg_pool2d", shape[2 + a], k[a], s[a], p[a], 1, ceil_mode) for a in range(2))
     return k, s, p, d, outs
@@ -208,7 +208,7 @@ def _divisors(xp, n, out, k, s, p, count_include_pad):
     return size
 
 
-def _avg_divisor(xp, shape, k, s, p, outs, count_include_pad, divisor_override, dtype):
+def avg_divisor(xp, shape, k, s, p, outs, count_include_pad, divisor_override, dtype):
     if divisor_override:
         return xp.asarray(float(divisor_override), dtype=dtype)
     dh = _divisors(xp, shape[2], outs[0], k[0], s[0], p[0], count_include_pad)
@@ -219,7 +219,7 @@ def _avg_divisor(xp, shape, k, s, p, outs, count_include_pad, divisor_override, 
 def _avg_pool2d_infer(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                       divisor_override=None):
     _check4("avg_pool2d", x)
-    *_, outs = _avg_geometry(x.shape, kernel_size, stride, padding, ceil_mode)
+    *_, outs = avg_geometry(x.shape, kernel_size, stride, padding, ceil_mode)
     dtype = x.dtype if x.dtype.startswith("float") else "float32"
     return TensorType(x.shape[:2] + outs, dtype)
 
@@ -228,14 +228,14 @@ def _avg_pool2d_infer(x, kernel_size, stride=None, padding=0, ceil_mode=False, c
 def _avg_pool2d(xp, x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                 divisor_override=None):
     """Mean over each kernel window of NCHW ``x``, with PyTorch's divisor (see ``_divisors``)."""
-    k, s, p, d, outs = _avg_geometry(x.shape, kernel_size, stride, padding, ceil_mode)
+    k, s, p, d, outs = avg_geometry(x.shape, kernel_size, stride, padding, ceil_mode)
     if x.dtype.kind != "f":
         x = x.astype("float32")
     xpad = _padded(xp, x, p, outs, k, s, d, 0)
     out = None
     for _, _, v in _taps(xp, xpad, k, s, d, outs):
         out = v.copy() if out is None else xp.add(out, v, out=out)
-    out /= _avg_divisor(xp, x.shape, k, s, p, outs, count_include_pad, divisor_override, x.dtype)
+    out /= avg_divisor(xp, x.shape, k, s, p, outs, count_include_pad, divisor_override, x.dtype)
     return out
 
 
@@ -248,8 +248,8 @@ def _avg_pool2d_grad_infer(g, x, kernel_size, stride=None, padding=0, ceil_mode=
 def _avg_pool2d_grad(xp, g, x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                      divisor_override=None):
     """d avg_pool2d / d x (``x`` gives only the shape): each window's gradient shared by its inputs."""
-    k, s, p, d, outs = _avg_geometry(x.shape, kernel_size, stride, padding, ceil_mode)
-    share = g / _avg_divisor(xp, x.shape, k, s, p, outs, count_include_pad, divisor_override, g.dtype)
+    k, s, p, d, outs = avg_geometry(x.shape, kernel_size, stride, padding, ceil_mode)
+    share = g / avg_divisor(xp, x.shape, k, s, p, outs, count_include_pad, divisor_override, g.dtype)
     parts = ((i, j, share) for i in range(k[0]) for j in range(k[1]))
     return _scatter(xp, parts, x.shape, p, outs, k, s, d, g.dtype)
 
@@ -271,7 +271,7 @@ def _windows_1d(n, out):
     return (i * n) // out, -((-(i + 1) * n) // out)
 
 
-def _avg_matrix(n, out, dtype):
+def avg_matrix(n, out, dtype):
     start, end = _windows_1d(n, out)
     m = np.zeros((out, n), dtype=dtype)
     for o in range(out):  # one row per output position of one dim (a small matrix)
@@ -295,8 +295,8 @@ def _adaptive_avg_pool2d(xp, x, output_size):
     ho, wo = _adaptive_size("adaptive_avg_pool2d", x.shape, output_size)
     if ho and wo and h % ho == 0 and w % wo == 0:
         return x.reshape(n, c, ho, h // ho, wo, w // wo).mean(axis=(3, 5))
-    mh = xp.asarray(_avg_matrix(h, ho, x.dtype))
-    mw = xp.asarray(_avg_matrix(w, wo, x.dtype))
+    mh = xp.asarray(avg_matrix(h, ho, x.dtype))
+    mw = xp.asarray(avg_matrix(w, wo, x.dtype))
     return xp.matmul(xp.matmul(mh, x), mw.T)
 
 
@@ -309,8 +309,8 @@ def _adaptive_avg_pool2d_grad(xp, g, x, output_size):
     """d adaptive_avg_pool2d / d x (``x`` gives only the shape)."""
     n, c, h, w = x.shape
     ho, wo = g.shape[2], g.shape[3]
-    mh = xp.asarray(_avg_matrix(h, ho, g.dtype))
-    mw = xp.asarray(_avg_matrix(w, wo, g.dtype))
+    mh = xp.asarray(avg_matrix(h, ho, g.dtype))
+    mw = xp.asarray(avg_matrix(w, wo, g.dtype))
     return xp.ascontiguousarray(xp.matmul(xp.matmul(mh.T, g), mw))
 
 

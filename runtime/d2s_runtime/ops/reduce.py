@@ -115,7 +115,8 @@ _maxmin_dim("max")
 _maxmin_dim("min")
 
 
-# native lowerings (native/lower.py): a reduction inlines the element-wise chain it reads
+# native lowerings (native/): a reduction inlines the element-wise chain it reads (the emitter's
+# reduce builder, shared by these ops); argmax/argmin are written here in full
 def _native_reduction(name, kind):
     def hook(e, x, axes=None, keepdims=False):
         return e.reduce(kind, x, axes, keepdims)
@@ -129,23 +130,61 @@ for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_ma
     _native_reduction(_name, _kind)
 
 
+def _arg_reduce_native(e, kind, x, axis, keepdims):
+    """numpy's argmax/argmin: the first extreme, a NaN counting as the extreme (the first NaN)."""
+    if type(keepdims) is not bool:
+        e.unsupported("keepdims must be a bool")
+    x, xr, a = e.rows(x, axis)
+    ind = e.indent
+    out, o, i, k, b, bi, v = (e.fresh() for _ in range(7))
+    cmp = ">" if kind == "max" else "<"
+    e.emit(ind, f"if {xr}.shape[1] == 0: raise ValueError('native program: arg{kind} of an empty sequence')")
+    e.emit(ind, f"{out} = np.empty(({xr}.shape[0], {xr}.shape[2]), np.int64)")
+    e.emit(ind, f"for {o} in range({xr}.shape[0]):")
+    e.emit(ind + 1, f"for {i} in range({xr}.shape[2]):")
+    c = ind + 2
+    e.emit(c, f"{b} = {xr}[{o}, 0, {i}]")
+    e.emit(c, f"{bi} = 0")
+    e.emit(c, f"for {k} in range(1, {xr}.shape[1]):")
+    e.emit(c + 1, f"if {b} != {b}: break")
+    e.emit(c + 1, f"{v} = {xr}[{o}, {k}, {i}]")
+    e.emit(c + 1, f"if {v} {cmp} {b} or {v} != {v}:")
+    e.emit(c + 2, f"{b} = {v}")
+    e.emit(c + 2, f"{bi} = {k}")
+    e.emit(c, f"{out}[{o}, {i}] = {bi}")
+    oshape = tuple(e.out.shape)
+    if not oshape:
+        name = e.fresh()
+        e.emit(ind, f"{name} = {out}[0, 0]")
+        return e.scalar(name, "int64")
+    if a is None:  # keepdims over every axis
+        dims = ["1"] * x.ndim
+    else:
+        dims = [f"{x.name}.shape[{j}]" for j in range(x.ndim) if j != a]
+        if keepdims:
+            dims.insert(a, "1")
+    res = e.fresh()
+    e.emit(ind, f"{res} = {out}.reshape(({', '.join(dims)},))")
+    return e.new_array(res, "int64", oshape)
+
+
 @deflowering("argmax", "native")
 def _argmax_native(e, x, axis=None, keepdims=False):
-    return e.arg_reduce("max", x, axis, keepdims)
+    return _arg_reduce_native(e, "max", x, axis, keepdims)
 
 
 @deflowering("argmin", "native")
 def _argmin_native(e, x, axis=None, keepdims=False):
-    return e.arg_reduce("min", x, axis, keepdims)
+    return _arg_reduce_native(e, "min", x, axis, keepdims)
 
 
 def _maxmin_dim_native(kind):
-    # the native max/min keeps the earlier element on ties and the first NaN: the element at the
+    # the values keep the earlier element on ties and the first NaN: the element at the
     # arg-index, signed zeros included
     def hook(e, x, axis, keepdims=False):
         if x.ndim == 0:
             e.unsupported("max/min of a 0-d tensor along a dim")
-        return e.reduce(kind, x, [axis], keepdims), e.arg_reduce(kind, x, axis, keepdims)
+        return e.reduce(kind, x, [axis], keepdims, first_on_ties=True), _arg_reduce_native(e, kind, x, axis, keepdims)
     deflowering(f"{kind}_dim", "native")(hook)
 
 

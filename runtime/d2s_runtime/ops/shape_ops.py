@@ -180,7 +180,7 @@ def _split(xp, x, sections, axis=0):
     return tuple(xp.split(x, cuts, axis=axis))
 
 
-defop("split", _split_infer, n_out=None)(_split)
+defop("split", _split_infer, n_out=None, view=True)(_split)
 
 
 def _reshape_like_infer(x, like):
@@ -427,8 +427,28 @@ _cast_native.raw_args = True     # gets its operand unconverted
 
 @deflowering("split", "native")
 def _split_native(e, x, sections, axis=0):
-    from ..native.split import lower_split
-    return lower_split(e, x, sections, axis)
+    """Each piece a view of the input, as numpy's ``split`` gives (a piece along the leading
+    dim of a contiguous input is contiguous; other pieces are strided views, which fused loops
+    and MKL's gemm read in place)."""
+    if x.ndim == 0 or not isinstance(sections, (list, tuple)) or not sections:
+        e.unsupported("split of a 0-d tensor or without sections")
+    sizes = [e.int(s, "section") for s in sections]
+    a = e.int(axis, "axis")
+    if not -x.ndim <= a < x.ndim or min(sizes) < 0:
+        e.unsupported("bad axis or section")
+    a %= x.ndim
+    x = e.array(x)
+    # the shape rule checked the total where the dim is known; the kernel checks it at run time
+    e.emit(e.indent, f"if {x.name}.shape[{a}] != {sum(sizes)}: raise ValueError('native program: split sizes')")
+    e.pin(x)
+    outs, start = [], 0
+    for size, t in zip(sizes, e.out_types):
+        name = e.fresh()
+        e.emit(e.indent, f"{name} = {x.name}[{', '.join([':'] * a + [f'{start}:{start + size}'])}]")
+        outs.append(e.new_array(name, x.dtype, tuple(t.shape), fresh=False,
+                                layout="C" if a == 0 and x.layout == "C" else "A"))
+        start += size
+    return tuple(outs)
 
 
 @deflowering("concat", "native")
@@ -446,7 +466,7 @@ def _stop_gradient_native(e, x):
     return e.alias(x)
 
 
-_stop_gradient_native.reads_stacks = True  # an alias: a stack stays a stack (native/lower.py)
+_stop_gradient_native.reads_stacks = True  # an alias: a stack stays a stack (native/plan.py)
 # an alias of a lazy element-wise chain stays lazy: the chain fuses on through it
 _stop_gradient_native.fuses_input = True
 

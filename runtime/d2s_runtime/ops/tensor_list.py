@@ -306,8 +306,8 @@ def _stack_rows(xp, buf, width):
     return buf.reshape(-1, width)
 
 
-# The native backend holds a stack as growing arrays with a header (``Lowerer.stack_new`` in
-# native/lower.py): pushes and pops cost O(element) there too, and a program's stack outputs
+# The native backend holds a stack as growing arrays with a header (``StackFormat.stack_new`` in
+# native/stacks.py): pushes and pops cost O(element) there too, and a program's stack outputs
 # come back in this module's format.
 @deflowering("stack_new", "native")
 def _stack_new_native(e, like):

@@ -5,18 +5,31 @@
 * ``dce``: removes ops nothing reads (keeps effects).
 * ``algebraic_simplify``: identities, matmuls of broadcasts and sums of matmuls as reductions.
 * ``memory_plan``: a buffer-reuse plan the executor follows; reports planned peak memory.
+* the loop passes (``merge_loops``, ``loop_residuals``, ...) and their ``scan`` counterparts
+  (``merge_scans``, ``scan_residuals``, ``scan_matmul_sums``, ``scan_transposes``): a loop
+  gradient's forward computed once, its weight gradients one product after the loop.
 
 ``optimize(program, passes=None)`` runs :data:`DEFAULT_PIPELINE` (or the given passes, as
-functions or names) and returns a new program.
+functions or names) and returns a new program. The analyses the passes share that other code
+reads too (the d2s side's replay, reach flags and training split) are public here: ``is_effect``,
+``needed_ops``, ``Namer``, ``constant_op_value``.
 """
 from ..gc_pause import paused_gc
+from ._util import Namer, constant_op_value, is_effect, needed_ops
 from .algebraic import algebraic_simplify
 from .constant_folding import constant_folding
 from .cse import cse
 from .dce import dce
-from .loops import loop_invariants, loop_matmul_sums, loop_residuals, loop_transposes, merge_loops
+from .loop_invariants import loop_invariants
+from .loop_matmul_sums import loop_matmul_sums
+from .loop_residuals import loop_residuals
+from .loop_transposes import loop_transposes
+from .merge_loops import merge_loops
 from .memory_plan import memory_plan, planned_peak
-from .scans import merge_scans, scan_matmul_sums, scan_residuals, scan_transposes
+from .merge_scans import merge_scans
+from .scan_matmul_sums import scan_matmul_sums
+from .scan_residuals import scan_residuals
+from .scan_transposes import scan_transposes
 
 PASSES = {f.__name__: f for f in (constant_folding, cse, dce, algebraic_simplify, memory_plan, merge_loops,
                                    loop_residuals, loop_matmul_sums, loop_transposes, loop_invariants, merge_scans,
@@ -33,7 +46,7 @@ PASSES["algebraic"] = algebraic_simplify
 # what its loops hold fixed, which a last simplification uses (x*1 inside the loop), and a last CSE reads each stack
 # once after the loop; DCE
 # drops what all of them left dead; the memory plan is made on the final program. The scan
-# passes (``scans.py``) sit beside their ``while`` counterparts, for the same reasons.
+# passes (a recurrent layer's gradient) sit beside their ``while`` counterparts, for the same reasons.
 DEFAULT_PIPELINE = (algebraic_simplify, constant_folding, algebraic_simplify, cse, merge_loops, merge_scans, dce,
                     loop_residuals, scan_residuals, cse, loop_matmul_sums, scan_matmul_sums, loop_transposes,
                     scan_transposes, loop_invariants, algebraic_simplify, cse, constant_folding, dce, memory_plan)
@@ -61,4 +74,5 @@ def optimize(program, passes=None):
 
 __all__ = ["optimize", "constant_folding", "cse", "dce", "algebraic_simplify", "memory_plan", "planned_peak",
            "merge_loops", "loop_residuals", "loop_matmul_sums", "loop_transposes", "loop_invariants",
-           "merge_scans", "scan_residuals", "scan_matmul_sums", "scan_transposes", "PASSES", "DEFAULT_PIPELINE"]
+           "merge_scans", "scan_residuals", "scan_matmul_sums", "scan_transposes", "PASSES", "DEFAULT_PIPELINE",
+           "is_effect", "needed_ops", "Namer", "constant_op_value"]

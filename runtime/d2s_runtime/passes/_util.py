@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..ops import OPS
+from ..ops.control_flow import drop_carries  # noqa: F401  (re-exported: the loop passes drop carries too)
 from ..ops.registry import TRAITS
 
 SMALL_CONSTANT = 16  # elements; folded results up to this size become `constant` ops
@@ -40,16 +41,17 @@ class Namer:
 
 
 def trait(op, name):
-    """The op's trait ``name`` (see ``ops.registry.TRAITS``); control-flow ops, which are not
-    in the registry, have every trait at its default."""
+    """The op's trait ``name`` (see ``ops.registry.TRAITS``); an op type the registry does not
+    know has every trait at its default."""
     opdef = OPS.get(op.type)
     return getattr(opdef, name) if opdef is not None else TRAITS[name]
 
 
 def is_effect(op):
-    """Ops passes must neither drop, merge nor fold: effects, and control flow containing them."""
+    """Ops passes must neither drop, merge nor fold: effects, structured ops containing them,
+    and op types the registry does not know (with no blocks: nothing is known of them)."""
     opdef = OPS.get(op.type)
-    if opdef is None:  # control-flow ops: effectful if anything inside is
+    if opdef is None:
         return any(is_effect(o) for b in op.blocks.values() for o in b.ops) or not op.blocks
     return opdef.effect or any(is_effect(o) for b in op.blocks.values() for o in b.ops)
 
@@ -115,17 +117,3 @@ def needed_ops(block, roots):
             names.update(op.inputs)
     ops.reverse()
     return ops, names
-
-
-def drop_carries(loop, positions, n):
-    """Drop carries ``positions`` (of the first ``n``) of a ``while`` or ``scan`` ``loop`` from
-    its inputs and outputs, its blocks' inputs and its body's outputs (carries come first in
-    each; what follows them stays). A scan's ``n_carry`` attr is the caller's."""
-    drop = set(positions)
-    keep = [i for i in range(n) if i not in drop]
-    loop.inputs = [loop.inputs[i] for i in keep] + loop.inputs[n:]
-    loop.outputs = [loop.outputs[i] for i in keep] + loop.outputs[n:]
-    for name, blk in loop.blocks.items():
-        blk.inputs = [blk.inputs[i] for i in keep] + blk.inputs[n:]
-        if name == "body":
-            blk.outputs = [blk.outputs[i] for i in keep] + blk.outputs[n:]

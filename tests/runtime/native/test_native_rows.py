@@ -1,6 +1,5 @@
 """Native lowerings of row lookups by integer index arrays and of ``split``
-(runtime/d2s_runtime/native/rows.py, split.py; the hooks in ops/indexing.py and
-ops/shape_ops.py) against the Python backend: an embedding lookup with PyTorch's range check,
+(their hooks in runtime/d2s_runtime/ops/indexing.py and ops/shape_ops.py) against the Python backend: an embedding lookup with PyTorch's range check,
 its gradient (``index_add`` at repeated rows, in ``np.add.at``'s order: bit-identical), numpy's
 negative rows, out-of-range rows raising on both backends, ``split`` into equal and unequal
 pieces along the last and the leading dim; and the LSTM language model of

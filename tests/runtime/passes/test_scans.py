@@ -1,9 +1,9 @@
-"""The scan passes (d2s_runtime/passes/scans.py) on the program of an LSTM-style loss and its
-gradients (a ``scan``, the gradient's forward copy and the backward scan): after each pass the
-program has the structure the pass promises, and its outputs equal the unoptimized program's
-(exactly where the pass promises it, else up to rounding) for 0, 1, 2 and 5 steps; the whole
-default pipeline's gradients equal eager autograd's; scans the passes must not touch are left
-alone."""
+"""The scan passes (d2s_runtime/passes/merge_scans.py, scan_residuals.py, scan_matmul_sums.py,
+scan_transposes.py) on the program of an LSTM-style loss and its gradients (a ``scan``, the
+gradient's forward copy and the backward scan): after each pass the program has the structure the
+pass promises, and its outputs equal the unoptimized program's (exactly where the pass promises it,
+else up to rounding) for 0, 1, 2 and 5 steps; the whole default pipeline's gradients equal eager
+autograd's; scans the passes must not touch are left alone."""
 import numpy as np
 
 import d2s

@@ -1,0 +1,306 @@
+"""What a program's build does besides computing: the side effects a StaticFunction traces and
+replays on each call, as eager code would have them.
+
+While the converted function runs on symbolic inputs it may write module state (a buffer
+assigned a tensor, a Python attribute such as a step counter bumped) or containers passed in;
+the program carries the written tensors as extra outputs (``_StateWrite``, ``_InputWrite``), the
+build's Python writes are recorded (``_python_state``) and later calls compare them, and the
+objects the build changed are put back (``_restore_symbolic_writes``, ``_restore_python_state``)
+so nothing symbolic leaks out of the build. ``_param_refs`` records where each parameter the
+program reads lives, so a replaced parameter is noticed.
+"""
+import inspect
+
+from ..autograd import no_grad
+from ..inplace import BUFFER_UPDATES
+from ..nn.module import Module
+from ..static.builder import flatten_outputs
+from ..tensor import Tensor
+from ..user_errors import ConvertError
+from .concrete import _CELL
+
+
+def _container_state(obj, replaced=()):
+    """What a list/dict argument holds (nested, leaves by identity; a symbolic tensor by its
+    variable, which the per-branch aliases share), to tell whether the function changed it; a
+    list in ``replaced`` (ids of lists a tensor branch or loop grew into a tensor list) counts
+    as changed."""
+    if isinstance(obj, (list, dict)):
+        items = list(obj.items()) if isinstance(obj, dict) else list(enumerate(obj))
+        return (type(obj), id(obj), id(obj) in replaced,
+                tuple((k, _container_state(v, replaced)) for k, v in items))
+    if isinstance(obj, tuple):
+        return (tuple, tuple(_container_state(v, replaced) for v in obj))
+    if isinstance(obj, Tensor) and obj.is_symbolic:
+        return ("T", id(obj._var))
+    return id(obj)
+
+
+def _containers_state(args, kwargs, replaced=()):
+    return ([_container_state(a, replaced) if isinstance(a, (list, dict, tuple)) else None for a in args],
+            {k: _container_state(v, replaced) for k, v in kwargs.items() if isinstance(v, (list, dict, tuple))})
+
+
+def _refuse_changed_containers(fn, instance, before, after):
+    """A program cannot change the caller's Python lists and dicts (its arguments are copied
+    into it): a function that appends to (or otherwise changes) one is refused, naming it,
+    instead of leaving the caller's list silently as it was."""
+    if before == after:
+        return
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+    if instance is not None:
+        params = params[1:]
+    changed = [params[i] if i < len(params) else f"#{i}" for i, (b, a) in enumerate(zip(before[0], after[0]))
+               if b != a] + [k for k in before[1] if before[1][k] != after[1].get(k)]
+    code = getattr(fn, "__code__", None)
+    where = f'\n  File "{code.co_filename}", line {code.co_firstlineno}, in {fn.__name__}' if code else ""
+    raise ConvertError(
+        f"{getattr(fn, '__qualname__', 'the function')} changes its list or dict argument "
+        f"{', '.join(repr(c) for c in changed)} (appends, pops, item or key writes): a to_static program "
+        "cannot change the caller's Python containers, whose contents would silently stay as they were. "
+        f"Work on a copy (e.g. `{changed[0]} = list({changed[0]})`) and return it instead{where}")
+
+
+class _StateWrite:
+    """A module attribute the function assigned a tensor (or a container of tensors) to, e.g.
+    ``self.last_h = h``: the program returns those tensors as extra outputs and each call
+    assigns their values to the attribute, as eager execution would."""
+
+    __slots__ = ("module", "name", "tensors", "rebuild", "start", "container", "buffer")
+
+    def __init__(self, module, name, value, container, buffer=None):
+        self.module, self.name, self.container = module, name, container
+        self.tensors, self.rebuild = flatten_outputs(value)
+        self.start = 0
+        self.buffer = buffer  # a buffer updated in place (self.buf.add_(v)): written into its array
+
+    def apply(self, outputs, leaves=None):
+        value = self.rebuild(outputs[self.start:self.start + len(self.tensors)])
+        if self.buffer is not None:
+            with no_grad():
+                self.buffer.copy_(value)
+            return
+        c = self.container
+        if c is not None and type(c) is type(value) and isinstance(c, (list, dict)):
+            if isinstance(c, list):
+                c[:] = value
+            else:
+                c.clear()
+                c.update(value)
+            value = c  # mutated in place: other references to the container see it too
+        setattr(self.module, self.name, value)
+
+
+class _InputWrite:
+    """A tensor argument the function assigned into in place (``x[0] = 0.0``): its final value
+    is an extra program output, copied into the caller's tensor after each call, as eager
+    ``setitem`` writes into the caller's array."""
+
+    __slots__ = ("index", "tensors", "start")
+
+    def __init__(self, index, tensor):
+        self.index, self.tensors, self.start = index, [tensor], 0
+
+    def apply(self, outputs, leaves=None):
+        target = leaves[self.index]
+        if target.requires_grad:
+            # eager code refuses a leaf (and would give a non-leaf a new autograd history,
+            # which a copy into its array cannot): refuse before writing anything
+            raise RuntimeError(
+                f"argument #{self.index} of this to_static function is updated in place, and the caller's "
+                "tensor requires grad: autograd cannot follow a write into it. Pass a copy (x.clone()) or "
+                "assign a new value in the function (x = x + v) and return it")
+        target.array[...] = outputs[self.start].array
+        target._version += 1
+
+
+def _input_writes(builder, sym, input_vars):
+    """``_InputWrite``s for the symbolic inputs that setitem rebound to a new value of the
+    program's top block (a value left inside a branch's block is not one the program has)."""
+    top = builder.program.block
+    return [_InputWrite(i, t) for i, (t, v) in enumerate(zip(sym, input_vars))
+            if t._var is not v and builder.defined_in.get(t._var.name) is top]
+
+
+_REGISTRIES = ("_parameters", "_buffers", "_modules")
+
+
+def _module_snapshot(instance):
+    """What to restore after tracing a module's forward: each submodule's attributes (and the
+    contents of its list/dict attributes), and its registries."""
+    if not _is_module(instance):
+        return None
+    snap = []
+    for m in instance.modules():
+        d = m.__dict__
+        attrs = {k: v for k, v in d.items() if k not in _REGISTRIES}
+        contents = {k: (list(v) if type(v) is list else dict(v)) for k, v in attrs.items()
+                    if type(v) in (list, dict)}
+        regs = {r: dict(d[r]) for r in _REGISTRIES if r in d}
+        snap.append((m, attrs, contents, regs))
+    return snap
+
+
+def _holds_symbolic(v, depth=0):
+    if isinstance(v, Tensor):
+        return v.is_symbolic
+    if depth < 8 and isinstance(v, (list, tuple)):
+        return any(_holds_symbolic(x, depth + 1) for x in v)
+    if depth < 8 and isinstance(v, dict):
+        return any(_holds_symbolic(x, depth + 1) for x in v.values())
+    return False
+
+
+def _restore_symbolic_writes(snapshot):
+    """Undo the attribute writes of a trace that left symbolic tensors on a module (they mean
+    nothing once the build ends) and return them as ``_StateWrite``s; other writes stay."""
+    if not snapshot:
+        return []
+    writes = []
+    for m, attrs, contents, regs in snapshot:
+        d = m.__dict__
+        for k in [k for k in d if k not in _REGISTRIES]:
+            v = d[k]
+            if not _holds_symbolic(v):
+                continue
+            before = attrs.get(k, _MISSING)
+            container = before if before is v and k in contents else None
+            buffer = regs.get("_buffers", {}).get(k)
+            if buffer is None or not (isinstance(v, Tensor) and BUFFER_UPDATES.get(id(v)) is v):
+                buffer = None
+            writes.append(_StateWrite(m, k, v if container is None else
+                                      (list(v) if type(v) is list else dict(v)), container, buffer))
+            if container is not None:  # mutated in place (xs.append(h)): put the contents back
+                if type(v) is list:
+                    v[:] = contents[k]
+                else:
+                    v.clear()
+                    v.update(contents[k])
+            elif before is _MISSING:
+                del d[k]
+            else:
+                d[k] = before
+            for r, saved in regs.items():  # a tensor assigned over a buffer unregistered it
+                if k in saved and k not in d[r]:
+                    d[r][k] = saved[k]
+    return writes
+
+
+_MISSING = object()
+
+
+_PY_STATE_TYPES = frozenset({int, float, bool, str, type(None)})
+
+
+def _python_state(instance):
+    """``[(attribute dict, name, value)]`` of the Python scalar attributes of a module tree
+    (``training`` aside: it is part of every signature already)."""
+    if not _is_module(instance):
+        return []
+    return [(m.__dict__, k, v) for m in instance.modules() for k, v in m.__dict__.items()
+            if type(v) in _PY_STATE_TYPES and k != "training"]
+
+
+def _with_new_attrs(before, after):
+    """``before`` plus, as missing, the attributes that only ``after`` has (created by the
+    trace: a later call finding them set is not the state the program was built from)."""
+    seen = {(id(d), k) for d, k, _ in before}
+    return before + [(d, k, _MISSING) for d, k, _ in after if (id(d), k) not in seen]
+
+
+def _restore_python_state(before, after):
+    """Put back the Python attributes listed in ``before``; drop those only ``after`` has."""
+    for d, k, v in before:
+        if d.get(k, _MISSING) is not v:
+            d[k] = v
+    seen = {(id(d), k) for d, k, _ in before}
+    for d, k, _ in after:
+        if (id(d), k) not in seen:
+            d.pop(k, None)
+
+
+def _same_python_value(a, b):
+    return a is b or (type(a) is type(b) and a == b)
+
+
+def _python_state_holds(state):
+    for d, k, v in state:
+        cur = d.get(k, _MISSING)
+        if cur is not v and not (type(cur) is type(v) and cur == v):
+            return False
+    return True
+
+
+def _state_tensors(instance):
+    """``{id: tensor}`` of the plain (unregistered) tensor attributes of a module tree: a
+    program reads them as params, so a forward that replaces one (``self.running = ...``) is
+    read afresh on the next call instead of being frozen into a constant."""
+    if not _is_module(instance):
+        return {}
+    out = {}
+    for m in instance.modules():
+        for k, v in m.__dict__.items():
+            if isinstance(v, Tensor) and not v.is_symbolic and k not in _REGISTRIES:
+                out[id(v)] = v
+    return out
+
+
+def _param_refs(fn, instance, tensors):
+    """``[(dict, key, tensor)]`` locating each of ``tensors`` (the program's params) where the
+    function finds it: a parameter or buffer registry of the module it is bound to (or of a
+    module it reads from a global or closure variable), the instance's attributes, a global
+    variable or a closure cell (as ``(cell, _CELL, tensor)``). A call compares them, so a
+    parameter replaced by a new tensor (``m.w = nn.Parameter(...)``, ``w = w - lr * w.grad``
+    on a global) makes the programs be built again instead of reading the old one."""
+    if not tensors:
+        return []
+    where = {}
+
+    def add_module(mod):
+        for m in mod.modules():
+            for reg in ("_parameters", "_buffers"):
+                d = m.__dict__.get(reg)
+                for k, v in (d or {}).items():
+                    if v is not None:
+                        where.setdefault(id(v), (d, k))
+            # plain tensor attributes too (``self.running = d2s.zeros(4)``, or a buffer that a
+            # forward reassigned a plain tensor to): a forward that writes one hands the next
+            # call a new tensor, which must be read, not the one the program was built with
+            d = m.__dict__
+            for k, v in list(d.items()):
+                if isinstance(v, Tensor) and k not in _REGISTRIES:
+                    where.setdefault(id(v), (d, k))
+
+    def add_value(d, k, v):
+        if isinstance(v, Tensor):
+            where.setdefault(id(v), (d, k))
+        elif _is_module(v):
+            add_module(v)
+
+    if _is_module(instance):
+        add_module(instance)
+    elif instance is not None and isinstance(getattr(instance, "__dict__", None), dict):
+        for k, v in list(instance.__dict__.items()):
+            add_value(instance.__dict__, k, v)
+    code = getattr(fn, "__code__", None)
+    g = getattr(fn, "__globals__", None)
+    if code is not None and isinstance(g, dict):
+        for name in code.co_names:
+            if name in g:
+                add_value(g, name, g[name])
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        add_value(cell, _CELL, v)
+    return [(*where[id(t)], t) for t in tensors if id(t) in where]
+
+
+def _is_module(obj):
+    if obj is None:
+        return False
+    return isinstance(obj, Module)
