@@ -1,4 +1,4 @@
-"""An optional governor of the native backend's matrix-product threads (as many as the machine has free).
+"""How many threads the native backend's matrix products use: as many as the machine has free.
 
 A BLAS splits a product into one share per thread, fixed when the product starts, and waits
 for every share. On a machine whose cores other processes also use, a share handed to a thread
@@ -9,19 +9,7 @@ step of ``benchmarks/bench_native.py`` went from 1.73 ms alone to 10.9-11.0 ms o
 threads, 6.3 times slower for half the cores; ``jax.jit``, whose thread pool lets any free
 thread take the next piece of work, went from 2.90 to 3.3-3.4 ms.
 
-**Off unless ``D2S_GOVERN_THREADS=1``.** MKL's GNU OpenMP threads now sleep when idle
-(``native/mkl.py``'s ``load_gomp``), and with sleeping threads two threads beat the one this
-governor chose under load. ``bench_native.py --quick --peers --only mlp --separate`` on the
-2-core machine at load average 4-6 from other processes, 2026-11-28, the native MLP step:
-5.2 ms on 2 sleeping threads against 15.5 ms governed with spinning threads (as before); with
-one more busy process beside it (``--contended busy``): 5.2, 9.5 and 13.6 ms on 2 sleeping
-threads (the same program in its ``auto`` process: 5.1 and 5.2 ms), 15.4-16.1 ms governed with
-sleeping threads, 18.9-21.2 ms governed with spinning ones; ``jax.jit`` 5.1-13.0 ms over these
-runs. Under the kernel's fair share each runnable thread gets a share of the cores, so a
-process that drops to one thread gets half the share of one with two; what made two threads
-slow was their spinning, not their number.
-
-When enabled, before a native program that computes products runs, :func:`govern` looks at the machine
+So before a native program that computes products runs, :func:`govern` looks at the machine
 (at most every ``INTERVAL`` seconds, else it costs one clock read): the CPU time all processes
 spent since its last look (``/proc/stat``) minus this process's own is what the other processes
 used, in cores; the products then run on ``floor(cores - others + SLACK)`` threads, at least
@@ -34,7 +22,7 @@ on any number of threads (checked on the workloads' shapes: ``tests/runtime/test
 while numpy's OpenBLAS does not (a (128, 784) @ (784, 512) product differs in its last bits
 between 1 and 2 threads), so the Python backend, whose results must equal eager execution's,
 keeps the thread count of the process (set ``OPENBLAS_NUM_THREADS=1`` on a machine whose cores
-are all busy). ``enabled = True`` (or ``D2S_GOVERN_THREADS=1``) turns the governor on; where
+are all busy). ``enabled = False`` (or ``D2S_GOVERN_THREADS=0``) turns the governor off; where
 ``/proc/stat`` cannot be read (not Linux) it does nothing.
 """
 import os
@@ -44,12 +32,7 @@ from . import forksafe
 
 INTERVAL = 0.1   # seconds between two looks at the machine
 SLACK = 0.25     # cores: a thread is added back once the others leave 3/4 of a core free
-def enabled_by(value):
-    """Whether the environment value ``value`` of ``D2S_GOVERN_THREADS`` turns the governor on."""
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-enabled = enabled_by(os.environ.get("D2S_GOVERN_THREADS"))
+enabled = os.environ.get("D2S_GOVERN_THREADS", "1").strip() not in ("0", "false", "no", "off")
 
 _lock = forksafe.Lock()
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

@@ -1,6 +1,6 @@
-"""The thread governor (d2s_runtime/threads.py, off unless D2S_GOVERN_THREADS=1): the products of a
-native program run on as many threads as the other processes leave cores free, re-decided at most
-every INTERVAL, and only MKL (whose products do not depend on the thread count) is governed."""
+"""The thread governor (d2s_runtime/threads.py): the products of a native program run on as
+many threads as the other processes leave cores free, re-decided at most every INTERVAL, and
+only MKL (whose products do not depend on the thread count) is governed."""
 import numpy as np
 import pytest
 
@@ -95,8 +95,3 @@ def test_mkl_products_do_not_depend_on_the_thread_count():
             np.testing.assert_array_equal(outs[0], outs[1])
     finally:
         set_num(before)
-
-
-def test_the_governor_is_off_unless_the_environment_turns_it_on():
-    assert not any(threads.enabled_by(v) for v in (None, "", "0", "off", "no", "false", "2"))
-    assert all(threads.enabled_by(v) for v in ("1", "on", "yes", "true", " TRUE "))

@@ -89,38 +89,13 @@ def _threading_layer(lib):
     if layer is None or one_thread is None:
         return
     try:
-        load_gomp()
+        ctypes.CDLL("libgomp.so.1", mode=ctypes.RTLD_GLOBAL)
     except OSError:
         return
     layer.argtypes, layer.restype = [ctypes.c_int], ctypes.c_int
     one_thread.argtypes, one_thread.restype = [ctypes.c_int], None
     if layer(_GNU_THREADS) == _GNU_THREADS:
         os.register_at_fork(after_in_child=lambda: one_thread(1))
-
-
-_WAIT_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
-
-
-def load_gomp(cdll=ctypes.CDLL):
-    """Load GNU OpenMP (``libgomp.so.1``) for MKL, its idle threads sleeping instead of spinning
-    (``OMP_WAIT_POLICY=PASSIVE`` while it loads: libgomp reads its environment once, when
-    loaded; the process's environment is left as it was) unless ``OMP_WAIT_POLICY`` or
-    ``GOMP_SPINCOUNT`` chose. A thread spinning at the end of a product holds a core that the
-    product's other thread, or another process, is waiting for: on this project's 2-core
-    machine at load average ~5 (other processes), the native MLP step of
-    ``bench_native.py --separate`` took 80.7 ms on 2 spinning threads, 15-21 ms on the one
-    thread the old governor (``threads.py``) chose, and 5.1-13.6 ms on 2 sleeping threads
-    (``jax.jit``: 5.1-10.4 ms in the same runs). What a wake-up costs on an idle machine was not
-    measured (the machine was never idle). Where libgomp was loaded before (another library's
-    OpenMP), its policy stays."""
-    chosen = any(v in os.environ for v in _WAIT_VARS)
-    if not chosen:
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    try:
-        return cdll("libgomp.so.1", mode=ctypes.RTLD_GLOBAL)
-    finally:
-        if not chosen:
-            del os.environ["OMP_WAIT_POLICY"]
 
 
 def _govern(lib):

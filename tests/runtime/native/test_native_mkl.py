@@ -177,23 +177,3 @@ def test_a_forked_child_computes_products_after_its_parent_did():
     children's first product never returns (this test then fails on its timeout)."""
     rc, out, err = _run(_FORK, timeout=60)
     assert (rc, out) == (0, "True True"), err
-
-
-def test_gnu_openmp_loads_with_sleeping_threads_unless_the_environment_chose(monkeypatch):
-    seen = []
-
-    def cdll(name, mode=0):
-        seen.append((name, os.environ.get("OMP_WAIT_POLICY"), os.environ.get("GOMP_SPINCOUNT")))
-        return name
-
-    for var in mkl._WAIT_VARS:
-        monkeypatch.delenv(var, raising=False)
-    assert mkl.load_gomp(cdll) == "libgomp.so.1"
-    assert seen[-1] == ("libgomp.so.1", "PASSIVE", None)
-    assert "OMP_WAIT_POLICY" not in os.environ  # only libgomp's own start-up read it
-    monkeypatch.setenv("GOMP_SPINCOUNT", "1000")
-    mkl.load_gomp(cdll)
-    assert seen[-1] == ("libgomp.so.1", None, "1000")
-    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
-    mkl.load_gomp(cdll)
-    assert seen[-1] == ("libgomp.so.1", "ACTIVE", "1000") and os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
