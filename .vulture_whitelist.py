@@ -83,6 +83,8 @@ _.stack_buf_view  # native/_lib.py: generated native code calls it (a stack's ro
 _.smatmul  # native/_lib.py: generated native code calls it (products through MKL, native/mkl.py)
 _.dmatmul  # native/_lib.py: generated native code calls it (products through MKL, native/mkl.py)
 _.multinomial_rows  # native/_lib.py: generated native code calls it (sampling, ops/random.py's lowering)
+_.smatmul_into  # native/_lib.py: generated native code calls it (batched products, one gemm per slice)
+_.dmatmul_into  # native/_lib.py: generated native code calls it (batched products, one gemm per slice)
 _.fmin  # native/_lib.py: generated native code calls it (ops/pointwise.py's lowering)
 _.floordiv_int  # native/_lib.py: generated native code calls it (integer //, raising on zero)
 _.mod_int  # native/_lib.py: generated native code calls it (integer %, raising on zero)

@@ -31,12 +31,21 @@ another numpy; default: this interpreter if it can import tensorflow, else the c
 skipped with a note), which takes its samples when the parent asks, interleaved with the other
 columns'.
 
+``--contended KIND`` times everything with load beside this process, started and stopped by
+this script (``benchmarks/_contention.py``): ``busy``, one process spinning in a Python loop;
+``busy2``, two; ``loader``, a d2s DataLoader whose 2 worker processes produce batches without
+pause. A framework whose threads wait for a core another process holds slows down much more
+than by the CPU share it loses (issue 26); d2s's native backend sizes its products' thread
+count from what the machine has free (``d2s_runtime/threads.py``).
+
 Every framework is limited to 2 threads (``--threads``; BLAS/OpenMP environment variables set before numpy is
 imported, ``torch.set_num_threads``, TensorFlow's threading config, and the process pinned to 2
 CPUs where it has more). Each timing is the median of ``--repeat`` samples taken after a
 warm-up, the frameworks interleaved sample by sample (TensorFlow's too) so that machine noise
 hits them alike, and every column sampled the same way: ``--settle`` seconds of sleep, one
-untimed call, then the timed calls (``--settle 0``: back to back).
+untimed call, then the timed calls (``--settle 0``: back to back). ``--separate`` runs each
+column in a process of its own, still sampled in turn: no framework's spinning threads then
+share a process with another's.
 Each column's outputs are compared with numpy by hand (max abs difference, with the largest
 reference magnitude for scale) so that no column measures a different program. The load
 average is printed at the start and the end: on a shared machine it says how much to trust
@@ -70,6 +79,9 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _contention import KINDS, Contention  # noqa: E402
 
 LR = 0.01
 MLP_SIZES = (784, 512, 512, 10)
@@ -552,16 +564,21 @@ def fmt_time(s):
 
 
 # ---------------------------------------------------------------- the TensorFlow subprocess
-def tf_serve(folder):
-    """Run in the TensorFlow interpreter: answer the parent's commands, one per line on stdin,
-    with one line each on stdout: ``init CASE BUDGET`` (build the case from ``folder``, write its
-    outputs there, prepare its Sampler; answers ``ok VERSION``), ``sample CASE SETTLE``
-    (answers ``time WALL CPU``) and ``quit``; a failure answers ``error MESSAGE``. The parent
-    interleaves its samples with its own columns' (see ``TfSampler``)."""
+def tf_serve(folder, column="tf", native_wait=300.0):
+    """Run in a column's own interpreter (TensorFlow's, or with ``--separate`` any column's):
+    answer the parent's commands, one per line on stdin, with one line each on stdout:
+    ``init CASE BUDGET`` (build the case from ``folder``, write its outputs there, prepare its
+    Sampler; answers ``ok VERSION``), ``sample CASE SETTLE`` (answers ``time WALL CPU``) and
+    ``quit``; a failure answers ``error MESSAGE``. The parent interleaves its samples with the
+    other columns' (see ``TfSampler``)."""
     pin_threads()
-    import tensorflow as tf
-    tf.config.threading.set_intra_op_parallelism_threads(THREADS)
-    tf.config.threading.set_inter_op_parallelism_threads(THREADS)
+    if column == "tf":
+        import tensorflow as tf
+        tf.config.threading.set_intra_op_parallelism_threads(THREADS)
+        tf.config.threading.set_inter_op_parallelism_threads(THREADS)
+        version = tf.__version__
+    else:
+        version = column
     samplers = {}
     for line in sys.stdin:
         cmd, *rest = line.split()
@@ -572,11 +589,12 @@ def tf_serve(folder):
             if cmd == "init":
                 with np.load(os.path.join(folder, f"in_{case}.npz")) as z:
                     inputs = {k: z[k] for k in z.files}
-                f = tf_runner(case.split("@")[0], inputs)
+                name = case.split("@")[0]
+                f = tf_runner(name, inputs) if column == "tf" else column_runner(column, name, inputs, native_wait)
                 np.savez(os.path.join(folder, f"out_{case}.npz"), *_flat(f()))
                 samplers[case] = Sampler(f)
                 samplers[case].prepare(float(rest[1]))
-                answer = f"ok {tf.__version__}"
+                answer = f"ok {version}"
             else:
                 answer = "time %r %r" % samplers[case].sample(float(rest[1]))
         except Exception as e:  # noqa: BLE001 - one failing workload must not hide the others
@@ -585,17 +603,20 @@ def tf_serve(folder):
 
 
 class TfServer:
-    """The TensorFlow process (``tf_serve``), started once per run: TensorFlow may need another
-    numpy than this process's."""
+    """A column's own process (``tf_serve``), started once per run: TensorFlow's (it may need
+    another numpy than this process's), or with ``--separate`` any column's."""
 
-    def __init__(self, tf_python):
+    def __init__(self, tf_python, column="tf", native_wait=300.0):
         self.folder = tempfile.TemporaryDirectory()
-        env = dict(os.environ, PYTHONPATH="")
+        env = dict(os.environ, PYTHONPATH="") if column == "tf" else None
         # its stderr goes to a file: TensorFlow's logging could fill a pipe nobody reads meanwhile
         self.log = open(os.path.join(self.folder.name, "stderr.txt"), "w+")
-        self.proc = subprocess.Popen([tf_python, os.path.abspath(__file__), "--tf-serve", self.folder.name],
+        self.proc = subprocess.Popen([tf_python, os.path.abspath(__file__), "--tf-serve", self.folder.name,
+                                      "--serve-column", column, "--native-wait", str(native_wait),
+                                      "--threads", str(THREADS)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                      text=True, env=env)
+        self.column = column
         self.version = None
 
     def ask(self, line):
@@ -608,7 +629,7 @@ class TfServer:
         if not answer:
             self.log.seek(0)
             why = self.log.read().strip().splitlines() or ["no output"]
-            raise Unavailable(f"tf worker failed: {why[-1][:160]}")
+            raise Unavailable(f"{self.column} worker failed: {why[-1][:160]}")
         if answer.startswith("error "):
             raise Unavailable(answer[len("error "):])
         return answer
@@ -799,19 +820,27 @@ def bench(args):
             print(f"tf: skipped ({why})")
         else:
             tf_server = TfServer(tf_python)
+    servers = {}  # column -> its own process (--separate)
     try:
         for case, (name, inputs) in cases.items():
             refs[case] = NUMPY[name](**inputs)
             runners = {}
             for col in ("numpy", "d2s-py", "d2s-native", "d2s-auto") + (("jax", "torch") if args.peers else ()):
                 try:
-                    runners[col] = column_runner(col, name, inputs, args.native_wait)
+                    if args.separate:
+                        if col not in servers:
+                            servers[col] = TfServer(sys.executable, col, args.native_wait)
+                        runners[col], outs = servers[col].runner(case, inputs, budget)
+                        diffs[case][col] = max_diff(outs, refs[case])
+                    else:
+                        runners[col] = column_runner(col, name, inputs, args.native_wait)
                 except Unavailable as e:
                     times[case][col] = e
                 except ImportError as e:
                     times[case][col] = Unavailable(f"not installed ({e.name})")
             for col, f in runners.items():
-                diffs[case][col] = max_diff(f(), refs[case])
+                if col not in diffs[case]:
+                    diffs[case][col] = max_diff(f(), refs[case])
             if args.peers and tf_server is None:
                 times[case]["tf"] = Unavailable("skipped: tensorflow not found")
             elif tf_server is not None:
@@ -827,6 +856,8 @@ def bench(args):
     finally:
         if tf_server is not None:
             tf_server.close()
+        for server in servers.values():
+            server.close()
     tf_version = tf_server.version if tf_server is not None else None
     report(cases, columns, times, diffs, tf_version)
     if AUTO_CHOICES:
@@ -934,18 +965,29 @@ def main(argv=None):
                    help="each column in a process of its own, timed back to back after a warm-up, in --rounds "
                         "rounds (steady state; rnn-slope is skipped)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of --alone (default 3)")
+    p.add_argument("--separate", action="store_true",
+                   help="each column in a process of its own, the samples still interleaved (the fairest "
+                        "comparison with --contended: no framework's threads in another's process)")
     p.add_argument("--tf-serve", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--serve-column", default="tf", help=argparse.SUPPRESS)
     p.add_argument("--alone-child", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--contended", default=None, choices=KINDS,
+                   help="time with load beside this process: busy (one spinning process), busy2 (two), loader "
+                        "(a 2-worker DataLoader producing batches without pause)")
     p.add_argument("--settle", type=float, default=SETTLE,
                    help=f"seconds of sleep before each sample of every column (default {SETTLE}; 0: back to back, "
                         "where frameworks in this process may then slow each other down)")
     args = p.parse_args(argv)
     pin_threads()
     if args.tf_serve:
-        tf_serve(args.tf_serve)
+        tf_serve(args.tf_serve, args.serve_column, args.native_wait)
         return
     if args.alone_child:
         return alone_child(args)
+    if args.contended:
+        with Contention(args.contended) as load:
+            print(f"contended: {load.describe()}", flush=True)
+            return alone(args) if args.alone else bench(args)
     if args.alone:
         return alone(args)
     return bench(args)

@@ -19,6 +19,17 @@ def linear(input, weight, bias=None):
     if x_last is not None and w_in is not None and x_last != w_in:
         raise ValueError(f"linear: input has {x_last} features (shape {xs}) but the weight "
                          f"{tuple(_static_shape(weight))} expects {w_in}")
+    target = [-1 if d is None else d for d in xs[:-1]] + [-1 if weight.ndim != 2 else _static_shape(weight)[0]]
+    target = [-1 if d is None else d for d in target]
+    if weight.ndim == 2 and len(xs) > 2 and xs[-1] is not None and target.count(-1) <= 1 and \
+            (bias is None or _t(bias).ndim <= 1):
+        # every leading dim is rows of ONE 2-d product (as PyTorch's linear computes it): numpy
+        # would run a thin product per leading index (an LSTM's (T, B, I) input: T products of
+        # B rows), and the weight's gradient would be T products and a sum
+        out = _ops.matmul(_ops.reshape(x, [-1, xs[-1]]), _ops.transpose(weight))
+        if bias is not None:
+            out = out + bias
+        return _ops.reshape(out, target)
     out = _ops.matmul(x, _ops.transpose(weight) if weight.ndim == 2 else weight)
     return out if bias is None else out + bias
 

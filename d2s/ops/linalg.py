@@ -45,11 +45,27 @@ def _matmul_grad(ctx, g):
         if _is_diff(b):
             gb = reshape(unbroadcast(matmul(transpose(a, -1, -2), unsqueeze(g, -1)), tuple(sb) + (1,)), list(sb))
         return ga, gb
+    if len(sb) == 2 and len(sa) > 2 and _flat_ok(sa) and _flat_ok(_shape(g)):
+        # (..., m, k) @ (k, n): every leading dim is rows of one product, so both gradients
+        # are single 2-d products (as PyTorch's linear computes them): the weight's one
+        # product as deep as all rows, not one thin product per leading index and a sum
+        rows_g = reshape(g, [-1, sb[-1]])
+        if _is_diff(a):
+            ga = reshape(matmul(rows_g, transpose(b, -1, -2)), [-1 if d is None else d for d in sa])
+        if _is_diff(b):
+            gb = matmul(transpose(reshape(a, [-1, sa[-1]]), -1, -2), rows_g)
+        return ga, gb
     if _is_diff(a):
         ga = unbroadcast(matmul(g, transpose(b, -1, -2)), sa)
     if _is_diff(b):
         gb = unbroadcast(matmul(transpose(a, -1, -2), g), sb)
     return ga, gb
+
+
+def _flat_ok(shape):
+    """Whether a (..., m, k) value of static ``shape`` reshapes to (-1, k) and back: its last
+    dim known, at most one dim not."""
+    return shape[-1] is not None and sum(d is None for d in shape) <= 1
 
 
 onnx_elementwise("matmul", "MatMul")

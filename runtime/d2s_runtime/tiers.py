@@ -65,7 +65,7 @@ import numpy as np
 
 from . import codegen
 from . import executor as _executor
-from . import forksafe
+from . import forksafe, threads
 from .compile_worker import WORKER, CompileJob, compile_failure, one_line, unsupported_reason  # noqa: F401
 from .gc_pause import paused_gc
 from .errors import ExecutionError
@@ -420,8 +420,15 @@ class NativeTier:
                         o = outs[i] = o.view()  # (the constant itself must stay writable)
                         o.flags.writeable = False
                 return outs
-        self.fn = fn
         self.origin = getattr(fn, "origin", None)
+        if computes_products(self.program):
+            # products on as many BLAS threads as the machine has free (threads.py)
+            governed, govern = fn, threads.govern
+
+            def fn(*feeds):
+                govern()
+                return governed(*feeds)
+        self.fn = fn
         if self.requested == "auto":
             # native may be slower (BLAS-bound programs, big reductions): time both backends
             self.trial = AutoTrial(margin=PRODUCTS_MARGIN if computes_products(self.program) else 1.0)

@@ -504,3 +504,16 @@ def multinomial_rows(w, n, replacement):
     vals = np.empty((rows, n), np.float64)
     topk_rows(keys, n, False, vals, out)
     return out
+
+
+@njit(**_BIG)
+def smatmul_into(a, b, out):
+    """``out[...] = a @ b`` of 2-d float32 arrays, ``out`` C-contiguous (a slice of a batched
+    product's result); the operands may be strided views gemm reads in place."""
+    _matmul(a, b, out, True)
+
+
+@njit(**_BIG)
+def dmatmul_into(a, b, out):
+    """``out[...] = a @ b`` of 2-d float64 arrays (see ``smatmul_into``)."""
+    _matmul(a, b, out, False)

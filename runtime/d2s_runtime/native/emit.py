@@ -71,7 +71,7 @@ class Emit:
     """What a non-element-wise op's native lowering gets (``hook(e, *inputs, **attrs)``, returning
     its output value(s)): the op's input values, and this emitter's vocabulary: names and lines
     (``fresh``, ``emit``, ``indent``, ``const``, ``lib``, ``np_type``, ``cast``, ``int``), values
-    (``array``, ``contiguous``, ``materialize``, ``copy``, ``alias``, ``new_array``, ``scalar``),
+    (``array``, ``contiguous``, ``materialize``, ``copy``, ``alias``, ``new_array``, ``pin``, ``scalar``),
     loops (``loops``, ``rows``) and the builders several ops share (``reduce``, ``matmul``,
     ``reshape``, ``transpose``, ``broadcast``, ``join``, ``fill``, ``dim``, ``basic_index``,
     ``constant``, the stack builders)."""
@@ -134,9 +134,15 @@ class Emit:
     def materialize(self, x):
         return self._l.materialize(x)
 
-    def new_array(self, name, dtype, shape, fresh=True):
-        """The array value held by local ``name`` (``fresh``: made here, no one else sees it)."""
-        return self._l.new_array(name, dtype, shape, fresh=fresh)
+    def new_array(self, name, dtype, shape, fresh=True, layout="C"):
+        """The array value held by local ``name`` (``fresh``: made here, no one else sees it;
+        ``layout``: 'C' contiguous, 'A' a strided view)."""
+        return self._l.new_array(name, dtype, shape, layout=layout, fresh=fresh)
+
+    def pin(self, x):
+        """``x``'s buffer is now visible through another value (a view made here): never
+        written in place."""
+        self._l.pin(x)
 
     @staticmethod
     def scalar(name, dtype):

@@ -22,7 +22,7 @@ import glob
 import os
 import sys
 
-from .. import forksafe
+from .. import forksafe, threads
 
 SGEMM, DGEMM = "d2s_cblas_sgemm", "d2s_cblas_dgemm"
 _ENV = "D2S_NATIVE_BLAS"
@@ -59,6 +59,7 @@ def _open():
         if set_layer(0) != 0:  # MKL_INTERFACE_LP64; another layer was chosen first in this process
             return None, "MKL runs with 64-bit integers (MKL_INTERFACE_LAYER) in this process"
         _threading_layer(lib)
+        _govern(lib)
         return lib, ""
     reason = "MKL is not installed (pip install 'd2s[mkl]')"
     if choice == "mkl":
@@ -95,6 +96,25 @@ def _threading_layer(lib):
     one_thread.argtypes, one_thread.restype = [ctypes.c_int], None
     if layer(_GNU_THREADS) == _GNU_THREADS:
         os.register_at_fork(after_in_child=lambda: one_thread(1))
+
+
+def _govern(lib):
+    """Let ``threads.govern`` set MKL's thread count from what the machine has free (see
+    ``d2s_runtime/threads.py``): MKL computes a product alike on any number of threads."""
+    get_max, set_num = getattr(lib, "MKL_Get_Max_Threads", None), getattr(lib, "MKL_Set_Num_Threads", None)
+    if get_max is None or set_num is None:
+        return
+    get_max.argtypes, get_max.restype = [], ctypes.c_int
+    set_num.argtypes, set_num.restype = [ctypes.c_int], None
+    current = []
+
+    def set_threads(n):
+        if not current or current[0] != n:  # (a ctypes call only when the count changes)
+            set_num(n)
+            current[:] = [n]
+
+    threads.register(get_max, set_threads)
+    os.register_at_fork(after_in_child=current.clear)
 
 
 def _opened():

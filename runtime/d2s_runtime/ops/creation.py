@@ -117,6 +117,15 @@ def _arange_dyn_native(e, start, stop, step, dtype="int64"):
     return l.new_array(out, dtype, (None,))
 
 
+@deflowering("arange", "native")
+def _arange_native(e, start, stop, step=1, dtype="int64"):
+    """Its values (known from the attrs alone) computed once by the kernel, passed as a literal."""
+    values = _arange_values(np, start, stop, step, dtype)
+    if values.shape != tuple(e.out.shape):
+        e.unsupported("arange's length differs from its type")
+    return e.constant(values)
+
+
 @deflowering("full", "native")
 def _full_native(e, shape, value=0.0, dtype="float32"):
     return e.fill(value)

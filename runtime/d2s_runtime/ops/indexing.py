@@ -195,8 +195,12 @@ def _native_index(e, idx, index):
 
 @deflowering("getitem", "native")
 def _getitem_native(e, x, *idx, index):
-    """Basic indexing (ints, 0-d integer tensors, slices, one Ellipsis) as a view; one integer
-    tensor after whole-dim slices (an embedding's ``weight[ids]``, ``v[:, [-1]]``) as a gather."""
+    """Basic indexing (ints, 0-d integer tensors, slices, one Ellipsis, None) as a view; rows
+    taken by an integer index array on the leading dim (an embedding) as one loop over the rows;
+    one integer tensor after whole-dim slices (``v[:, [-1]]``) as a gather."""
+    rows = _rows_index(idx, index)
+    if rows is not None:
+        return _take_rows_native(e, x, rows)
     taken = _take_index(index, idx)
     if taken is not None:
         return _take_native(e, x, idx[index[taken][1]], taken)
@@ -280,8 +284,108 @@ def _take_native(e, x, index, a):
 
 @deflowering("index_add", "native")
 def _index_add_native(e, x, v, *idx, index):
-    """A basic index selects each position once, so ``np.add.at`` is ``out[index] += v``."""
+    """A basic index selects each position once, so ``np.add.at`` is ``out[index] += v``; at
+    an integer index array on the leading dim, rows are added one at a time (``np.add.at``'s
+    order)."""
+    rows = _rows_index(idx, index)
+    if rows is not None:
+        return _add_rows_native(e, x, v, rows)
     return e.index_add(x, v, _native_index(e, idx, index))
+
+
+# Row lookups by an integer index array (an embedding's ``x[index]``, its gradient's
+# ``index_add``), natively: one loop over the index's entries copying or adding whole rows.
+# Values are numpy's: a negative position counts from the end, one outside the dim raises (the
+# tiers then rerun the call on the Python backend, which raises numpy's or PyTorch's own
+# error), and ``index_add`` adds one row at a time in the index's C order, ``np.add.at``'s
+# order, so repeated positions give its bits.
+def _rows_index(idx, index):
+    """The integer index tensor when ``index`` is exactly one tensor entry on the leading dim
+    (then whole trailing dims), else None."""
+    if not isinstance(index, (list, tuple)) or not index:
+        return None
+    head, rest = index[0], index[1:]
+    if not (isinstance(head, (list, tuple)) and len(head) == 2 and head[0] == "t" and type(head[1]) is int
+            and 0 <= head[1] < len(idx)):
+        return None
+    if any(not isinstance(ent, (list, tuple)) or list(ent) != ["s", None, None, None] for ent in rest):
+        return None
+    t = idx[head[1]]
+    if t.ndim == 0 or t.dtype not in ("int32", "int64"):
+        return None
+    return t
+
+
+def _flat_rows(e, v, cols):
+    """``v`` (made C-contiguous) as a 2-d (rows, cols) local."""
+    v = e.contiguous(e.array(v))
+    r = e.fresh()
+    e.emit(e.indent, f"{r} = {v.name}.reshape(({v.name}.size // {cols} if {cols} else 0, {cols}))"
+                     if v.ndim else f"{r} = {v.name}.reshape((1, 1))")
+    return r
+
+
+def _row_position(e, ind, index_flat, i, x):
+    """The checked, wrapped row of entry ``i`` (numpy's rule: negative counts from the end)."""
+    k = e.fresh()
+    e.emit(ind, f"{k} = np.int64({index_flat}[{i}])")
+    e.emit(ind, f"if {k} < 0: {k} += {x}.shape[0]")
+    e.emit(ind, f"if not 0 <= {k} < {x}.shape[0]: raise IndexError('native program: row index out of range')")
+    return k
+
+
+def _flat_index(e, index):
+    iv = e.contiguous(e.array(index))
+    flat = e.fresh()
+    e.emit(e.indent, f"{flat} = {iv.name}.reshape(({iv.name}.size,))")
+    return iv, flat
+
+
+def _take_rows_native(e, x, index):
+    """``x[index]`` for an integer array ``index``: shape ``index.shape + x.shape[1:]``."""
+    odt = e.out.dtype
+    if x.ndim == 0 or x.dtype != odt:
+        e.unsupported("row lookup of a 0-d tensor or changing the dtype")
+    x = e.contiguous(e.array(x))
+    cols = e.fresh()
+    e.emit(e.indent, f"{cols} = {x.name}.size // {x.name}.shape[0] if {x.name}.shape[0] else 0")
+    xr = _flat_rows(e, x, cols)
+    iv, flat = _flat_index(e, index)
+    out = e.fresh()
+    shape = ", ".join([f"{iv.name}.shape[{j}]" for j in range(iv.ndim)]
+                      + [f"{x.name}.shape[{j}]" for j in range(1, x.ndim)])
+    e.emit(e.indent, f"{out} = np.empty(({shape},), {e.np_type(odt)})")
+    o2 = e.fresh()
+    e.emit(e.indent, f"{o2} = {out}.reshape(({flat}.shape[0], {cols}))")
+    i = e.fresh()
+    e.emit(e.indent, f"for {i} in range({flat}.shape[0]):")
+    k = _row_position(e, e.indent + 1, flat, i, x.name)
+    e.emit(e.indent + 1, f"{o2}[{i}, :] = {xr}[{k}, :]")
+    return e.new_array(out, odt, tuple(e.out.shape))
+
+
+def _add_rows_native(e, x, v, index):
+    """A copy of ``x`` with each row of ``v`` (``index.shape + x.shape[1:]``) added at its
+    position, one after the other (``np.add.at``)."""
+    odt = e.out.dtype
+    if x.ndim == 0 or x.dtype != odt or v.dtype != odt:
+        e.unsupported("row update of a 0-d tensor or across dtypes")
+    out = e.copy(e.array(x))
+    cols = e.fresh()
+    e.emit(e.indent, f"{cols} = {out.name}.size // {out.name}.shape[0] if {out.name}.shape[0] else 0")
+    o2 = _flat_rows(e, out, cols)
+    iv, flat = _flat_index(e, index)
+    vv = e.contiguous(e.array(v))
+    for j in range(iv.ndim):
+        e.emit(e.indent, f"if {vv.name}.shape[{j}] != {iv.name}.shape[{j}]: "
+                         f"raise ValueError('native program: index_add: value shape')")
+    v2 = _flat_rows(e, vv, cols)
+    i, c = e.fresh(), e.fresh()
+    e.emit(e.indent, f"for {i} in range({flat}.shape[0]):")
+    k = _row_position(e, e.indent + 1, flat, i, out.name)
+    e.emit(e.indent + 1, f"for {c} in range({cols}):")
+    e.emit(e.indent + 2, f"{o2}[{k}, {c}] += {v2}[{i}, {c}]")
+    return out
 
 
 # ------------------------------------------------------------------ dim-wise indexing (torch's)
@@ -446,6 +550,32 @@ def _index_check(xp, index, x, axis, negative=False, op="index"):
     a = axis % x.ndim if x.ndim else 0
     check_range(op, index, x.shape[a] if x.ndim else 1, a, negative)
     return index
+
+
+@deflowering("index_check", "native")
+def _index_check_native(e, index, x, axis, negative=False, op="index"):
+    """``index`` itself after checking every entry against dim ``axis`` of ``x`` (PyTorch's
+    rule: ``[0, size)``, or ``[-size, size)`` with ``negative``)."""
+    if x.ndim == 0 or index.dtype not in ("int32", "int64"):
+        e.unsupported("index_check of a 0-d tensor or a non-integer index")
+    if type(axis) is not int or not -x.ndim <= axis < x.ndim or type(negative) is not bool:
+        e.unsupported("index_check: bad axis")
+    a = axis % x.ndim
+    xv = e.array(x)
+    iv = e.array(index)
+    if iv.ndim == 0:
+        body, probe = e.indent, f"np.int64({iv.name}[()])"
+    else:
+        iv = e.contiguous(iv)
+        flat, i = e.fresh(), e.fresh()
+        e.emit(e.indent, f"{flat} = {iv.name}.reshape(({iv.name}.size,))")
+        e.emit(e.indent, f"for {i} in range({flat}.shape[0]):")
+        body, probe = e.indent + 1, f"np.int64({flat}[{i}])"
+    k = e.fresh()
+    e.emit(body, f"{k} = {probe}")
+    low = f"-{xv.name}.shape[{a}]" if negative else "0"
+    e.emit(body, f"if not {low} <= {k} < {xv.name}.shape[{a}]: raise IndexError('native program: index out of range')")
+    return e.alias(iv)
 
 
 def _index_dim_infer(op):

@@ -35,7 +35,8 @@ def _matmul(xp, a, b):
 @deflowering("matmul", "native")
 def _matmul_native(e, a, b):
     """numba's ``np.dot`` (BLAS) on 1-d and 2-d operands; a bias/activation chain reading the
-    result runs in place in its buffer (native/plan.py: donors)."""
+    result runs in place in its buffer (native/plan.py: donors); batched operands (more than 2
+    dims) one MKL gemm per 2-d slice of the result (native/builders.py)."""
     return e.matmul(a, b)
 
 

@@ -447,6 +447,32 @@ _cast_native.elementwise = True  # lowered as a scalar expression, fused like el
 _cast_native.raw_args = True     # gets its operand unconverted
 
 
+@deflowering("split", "native")
+def _split_native(e, x, sections, axis=0):
+    """Each piece a view of the input, as numpy's ``split`` gives (a piece along the leading
+    dim of a contiguous input is contiguous; other pieces are strided views, which fused loops
+    and MKL's gemm read in place)."""
+    if x.ndim == 0 or not isinstance(sections, (list, tuple)) or not sections:
+        e.unsupported("split of a 0-d tensor or without sections")
+    sizes = [e.int(s, "section") for s in sections]
+    a = e.int(axis, "axis")
+    if not -x.ndim <= a < x.ndim or min(sizes) < 0:
+        e.unsupported("bad axis or section")
+    a %= x.ndim
+    x = e.array(x)
+    # the shape rule checked the total where the dim is known; the kernel checks it at run time
+    e.emit(e.indent, f"if {x.name}.shape[{a}] != {sum(sizes)}: raise ValueError('native program: split sizes')")
+    e.pin(x)
+    outs, start = [], 0
+    for size, t in zip(sizes, e.out_types):
+        name = e.fresh()
+        e.emit(e.indent, f"{name} = {x.name}[{', '.join([':'] * a + [f'{start}:{start + size}'])}]")
+        outs.append(e.new_array(name, x.dtype, tuple(t.shape), fresh=False,
+                                layout="C" if a == 0 and x.layout == "C" else "A"))
+        start += size
+    return tuple(outs)
+
+
 @deflowering("concat", "native")
 def _concat_native(e, *xs, axis=0):
     return e.join(xs, axis, new_axis=False)

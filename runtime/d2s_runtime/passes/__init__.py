@@ -5,6 +5,9 @@
 * ``dce``: removes ops nothing reads (keeps effects).
 * ``algebraic_simplify``: identities, matmuls of broadcasts and sums of matmuls as reductions.
 * ``memory_plan``: a buffer-reuse plan the executor follows; reports planned peak memory.
+* the loop passes (``merge_loops``, ``loop_residuals``, ...) and their ``scan`` counterparts
+  (``merge_scans``, ``scan_residuals``, ``scan_matmul_sums``, ``scan_transposes``): a loop
+  gradient's forward computed once, its weight gradients one product after the loop.
 
 ``optimize(program, passes=None)`` runs :data:`DEFAULT_PIPELINE` (or the given passes, as
 functions or names) and returns a new program. The analyses the passes share that other code
@@ -23,9 +26,14 @@ from .loop_residuals import loop_residuals
 from .loop_transposes import loop_transposes
 from .merge_loops import merge_loops
 from .memory_plan import memory_plan, planned_peak
+from .merge_scans import merge_scans
+from .scan_matmul_sums import scan_matmul_sums
+from .scan_residuals import scan_residuals
+from .scan_transposes import scan_transposes
 
 PASSES = {f.__name__: f for f in (constant_folding, cse, dce, algebraic_simplify, memory_plan, merge_loops,
-                                   loop_residuals, loop_matmul_sums, loop_transposes, loop_invariants)}
+                                   loop_residuals, loop_matmul_sums, loop_transposes, loop_invariants, merge_scans,
+                                   scan_residuals, scan_matmul_sums, scan_transposes)}
 PASSES["algebraic"] = algebraic_simplify
 
 # Why this order: simplification first turns autograd's zeros_like/ones_like idioms into fulls
@@ -37,10 +45,11 @@ PASSES["algebraic"] = algebraic_simplify
 # the loop passes make a loop gradient's work one product after the loop and show
 # what its loops hold fixed, which a last simplification uses (x*1 inside the loop), and a last CSE reads each stack
 # once after the loop; DCE
-# drops what all of them left dead; the memory plan is made on the final program.
-DEFAULT_PIPELINE = (algebraic_simplify, constant_folding, algebraic_simplify, cse, merge_loops, dce, loop_residuals, cse,
-                    loop_matmul_sums, loop_transposes, loop_invariants, algebraic_simplify,
-                    cse, constant_folding, dce, memory_plan)
+# drops what all of them left dead; the memory plan is made on the final program. The scan
+# passes (a recurrent layer's gradient) sit beside their ``while`` counterparts, for the same reasons.
+DEFAULT_PIPELINE = (algebraic_simplify, constant_folding, algebraic_simplify, cse, merge_loops, merge_scans, dce,
+                    loop_residuals, scan_residuals, cse, loop_matmul_sums, scan_matmul_sums, loop_transposes,
+                    scan_transposes, loop_invariants, algebraic_simplify, cse, constant_folding, dce, memory_plan)
 
 
 def optimize(program, passes=None):
@@ -65,4 +74,5 @@ def optimize(program, passes=None):
 
 __all__ = ["optimize", "constant_folding", "cse", "dce", "algebraic_simplify", "memory_plan", "planned_peak",
            "merge_loops", "loop_residuals", "loop_matmul_sums", "loop_transposes", "loop_invariants",
-           "PASSES", "DEFAULT_PIPELINE", "is_effect", "needed_ops", "Namer", "constant_op_value"]
+           "merge_scans", "scan_residuals", "scan_matmul_sums", "scan_transposes", "PASSES", "DEFAULT_PIPELINE",
+           "is_effect", "needed_ops", "Namer", "constant_op_value"]

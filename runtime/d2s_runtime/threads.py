@@ -1,0 +1,120 @@
+"""How many threads the native backend's matrix products use: as many as the machine has free.
+
+A BLAS splits a product into one share per thread, fixed when the product starts, and waits
+for every share. On a machine whose cores other processes also use, a share handed to a thread
+that is not running waits for the scheduler to give it a core (milliseconds), and threads
+waiting for the next product spin on cores the other processes want. Measured on this
+project's 2-core machine with one busy process beside it (issue 26): the native MLP training
+step of ``benchmarks/bench_native.py`` went from 1.73 ms alone to 10.9-11.0 ms on 2 MKL
+threads, 6.3 times slower for half the cores; ``jax.jit``, whose thread pool lets any free
+thread take the next piece of work, went from 2.90 to 3.3-3.4 ms.
+
+So before a native program that computes products runs, :func:`govern` looks at the machine
+(at most every ``INTERVAL`` seconds, else it costs one clock read): the CPU time all processes
+spent since its last look (``/proc/stat``) minus this process's own is what the other processes
+used, in cores; the products then run on ``floor(cores - others + SLACK)`` threads, at least
+one and at most the count MKL had when first asked (``MKL_NUM_THREADS``/``OMP_NUM_THREADS``).
+With one busy process beside it on 2 cores a step runs on one thread, which has a core to
+itself, and slows by about the CPU share it lost; on an idle machine nothing changes.
+
+Only the native backend's MKL products are governed: MKL computes a product's elements alike
+on any number of threads (checked on the workloads' shapes: ``tests/runtime/test_threads.py``),
+while numpy's OpenBLAS does not (a (128, 784) @ (784, 512) product differs in its last bits
+between 1 and 2 threads), so the Python backend, whose results must equal eager execution's,
+keeps the thread count of the process (set ``OPENBLAS_NUM_THREADS=1`` on a machine whose cores
+are all busy). ``enabled = False`` (or ``D2S_GOVERN_THREADS=0``) turns the governor off; where
+``/proc/stat`` cannot be read (not Linux) it does nothing.
+"""
+import os
+import time
+
+from . import forksafe
+
+INTERVAL = 0.1   # seconds between two looks at the machine
+SLACK = 0.25     # cores: a thread is added back once the others leave 3/4 of a core free
+enabled = os.environ.get("D2S_GOVERN_THREADS", "1").strip() not in ("0", "false", "no", "off")
+
+_lock = forksafe.Lock()
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_state = {"next": 0.0, "look": None, "threads": None}
+_setters = []  # (get_max, set) of the libraries governed: MKL's
+
+
+def _machine_cpu():
+    """Busy CPU seconds of the whole machine since boot (``/proc/stat``), or None."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != b"cpu" or len(fields) < 5:
+        return None
+    ticks = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    return (sum(ticks) - ticks[3] - ticks[4]) / _TICK
+
+
+def cores():
+    """The CPUs of the machine."""
+    return os.cpu_count() or 1
+
+
+def others_busy(previous, now):
+    """Cores the other processes used between two looks ``(wall, machine busy, own CPU)``."""
+    wall = now[0] - previous[0]
+    if wall <= 0:
+        return 0.0
+    return max(0.0, ((now[1] - previous[1]) - (now[2] - previous[2])) / wall)
+
+
+def choose(others, ceiling, ncpu=None):
+    """Threads for the products when the other processes use ``others`` cores."""
+    free = (ncpu or cores()) - others
+    return max(1, min(ceiling, int(free + SLACK)))
+
+
+def register(get_max, set_threads):
+    """Govern a library's thread count: ``get_max()`` its count before any governing (the
+    ceiling), ``set_threads(n)`` sets it."""
+    with _lock:
+        _setters.append([get_max, set_threads, None])
+
+
+def govern():
+    """Set the governed libraries' thread counts from what the machine has free (at most every
+    ``INTERVAL`` seconds; see the module docstring). Returns the count chosen, or None."""
+    now = time.monotonic()
+    if now < _state["next"] or not enabled or not _setters:
+        return _state["threads"]
+    with _lock:
+        if now < _state["next"]:
+            return _state["threads"]
+        _state["next"] = now + INTERVAL
+        busy = _machine_cpu()
+        if busy is None:
+            _state["next"] = float("inf")  # no /proc/stat here: never look again
+            return None
+        look = (now, busy, time.process_time())
+        previous, _state["look"] = _state["look"], look
+        if previous is None:
+            return _state["threads"]
+        others = others_busy(previous, look)
+        chosen = None
+        for entry in _setters:
+            if entry[2] is None:
+                entry[2] = max(1, int(entry[0]()))
+            n = choose(others, entry[2])
+            entry[1](n)
+            chosen = n
+        _state["threads"] = chosen
+        return chosen
+
+
+def _reset_after_fork():
+    # a forked child's libraries may run fewer threads (MKL: one, see native/mkl.py): the
+    # ceilings are read again at the child's first look
+    _state.update(next=0.0, look=None, threads=None)
+    for entry in _setters:
+        entry[2] = None
+
+
+forksafe.after_fork(_reset_after_fork)
