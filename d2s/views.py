@@ -152,6 +152,15 @@ def writeable(a):
     return getattr(getattr(a, "flags", None), "writeable", True)
 
 
+def contiguous_layout(t):
+    """Whether tensor ``t``'s elements lie row-major without gaps (PyTorch's ``is_contiguous``):
+    from its array's layout eagerly, from its view's modelled layout in a program."""
+    d = t._data
+    if d is not None:
+        return bool(getattr(getattr(d, "flags", None), "c_contiguous", True))
+    return t._view is None or t._view.fake is None or bool(t._view.fake.flags.c_contiguous)
+
+
 def _shares(a, b):
     if type(a) is np.ndarray:
         if type(b) is not np.ndarray:
