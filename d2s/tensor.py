@@ -439,7 +439,8 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
             # a copy without history, as eagerly (and a plain tensor: d2s.tensor(i) of a loop
             # counter standing for a Python int is an int64 tensor, which promotes as one)
             out = data.detach()
-            return out if dtype is None else out.cast(dtype)
+            dtype = dtype if dtype is not None else number_dtype(data)  # float(t) -> float32, as eagerly
+            return out if dtype is None or as_dtype(dtype) == out.dtype else out.cast(dtype)
     else:
         arr = data
     if not isinstance(arr, np.ndarray) and hasattr(arr, "dtype") and not isinstance(arr, np.generic):
@@ -478,9 +479,21 @@ def check_dtype(arr, where):
                         f"{', '.join(DTYPES)}: convert the array first (e.g. .astype('int64'))")
 
 
+def number_dtype(a):
+    """The dtype of the Python number that tensor ``a`` stands for in a program (a stand-in made
+    by ``float(t)``, ``t.item()`` or a loop counter: ``d2s.static.weak_index``), as a
+    tensor made from that number gets it (floats the default float dtype, ints int64); None
+    where ``a`` is no stand-in."""
+    if not getattr(type(a), "_d2s_stands_for_number", False):
+        return None
+    if str(a.dtype) == "bool":
+        return "bool"
+    return default_float() if a.dtype.is_floating_point else "int64"
+
+
 def _leaf_dtype(a):
     if isinstance(a, Tensor):
-        return str(a.dtype)
+        return number_dtype(a) or str(a.dtype)
     if isinstance(a, (bool, np.bool_)):
         return "bool"
     if isinstance(a, (int, np.integer)):

@@ -56,7 +56,9 @@ def convert_int(x=0, *args):
 
 
 def convert_float(x=0.0):
-    return number_stand_in(_cast(x, "float32", builtins.float))
+    # float64: a Python float is a double (float() of a float64 tensor keeps every digit, and
+    # arithmetic on the number rounds as Python's does)
+    return number_stand_in(_cast(x, "float64", builtins.float))
 
 
 def convert_bool(x=False):
@@ -85,7 +87,10 @@ def convert_item(x):
     if all(isinstance(d, int) for d in shape) and int(np.prod(shape, dtype=np.int64)) != 1:
         raise at_user_line(f".item() needs a tensor with one element, but this one has shape {tuple(shape)}",
                            ValueError)
-    return number_stand_in(ops.reshape(x.detach(), []))
+    x = ops.reshape(x.detach(), [])
+    if x.dtype.is_floating_point and x.dtype != "float64":
+        x = ops.cast(x, "float64")  # a Python float is a double: later arithmetic on it rounds as Python's
+    return number_stand_in(x)
 
 
 def assert_op(test, message, error="AssertionError"):

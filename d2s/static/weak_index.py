@@ -21,6 +21,7 @@ class WeakNumber(Tensor):
     and shape, as it would a Python number."""
     __slots__ = ()
     _d2s_stands_for_number = True  # augmented assignment rebinds instead of mutating (d2s.inplace)
+    _d2s_weak_float = True  # a float one takes the other operands' dtype, as a Python float (d2s.dispatch)
 
 
 class WeakIndex(WeakNumber):

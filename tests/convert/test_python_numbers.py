@@ -153,6 +153,31 @@ def test_item_inside_tensor_math_stays_a_tensor_with_eager_dtype():
     _check(item_feeds_tensor_ops, (X_POS,), (X_NEG,))
 
 
+def float_item_of_float64(x):
+    v = x.sum().item()
+    return float(x.sum()), float(x[0] * 3), v, v / 3, x.float() * v
+
+
+def test_float_and_item_keep_every_digit_of_a_double():
+    # a Python float is a double: float() of a float64 tensor gave a float32-rounded number
+    x = d2s.tensor([0.1, 0.2, 0.3000000000000001], dtype=d2s.float64)
+    check_exact(float_item_of_float64, [(x,), (x * 7,), (x.float(),)])
+
+
+def numbers_into_new_tensors(i, y):
+    v, s = y.max().item(), float(y.sum())
+    return (i * v, i + s, d2s.full((2,), v), d2s.tensor(s), d2s.tensor([v, 1.0]), d2s.as_tensor(v),
+            d2s.where(i > 1, v, 0.0), d2s.where(i > 1, i, s), y.float() * s, i.float().clamp(max=v))
+
+
+def test_a_number_from_a_tensor_meets_ints_and_creation_as_a_python_float():
+    # eagerly int tensor * Python float and d2s.tensor(Python float) are float32; the number's
+    # stand-in in a program (float64, to keep its digits) must not make them float64
+    i = d2s.tensor([0, 1, 2, 3])
+    check_exact(numbers_into_new_tensors, [(i, d2s.tensor([0.5, 1.5], dtype=d2s.float64)),
+                                           (i, d2s.tensor([2.5, -1.0]))])
+
+
 def attribute_of_plain_object(x):
     class State:
         pass
