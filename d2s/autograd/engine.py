@@ -92,6 +92,15 @@ def _owner(d):
     return d
 
 
+def _accumulates_in_place(grad, g):
+    """Whether gradient ``g`` may be added into ``grad`` (a leaf's existing ``.grad``) in place:
+    both concrete, of one shape and dtype, ``grad`` without history and writable, no program
+    being traced."""
+    gd, d = g._data, grad._data
+    return (not HOOKED_THREADS[0] and d is not None and gd is not None and not grad.requires_grad
+            and d.shape == gd.shape and d.dtype == gd.dtype and getattr(getattr(d, "flags", None), "writeable", True))
+
+
 def _own(g):
     """``g`` for a ``.grad`` that holds nothing yet, copied where its memory is not its own: a
     read-only broadcast (``x.sum()``'s gradient), the caller's ``gradient=`` or a view of it, or
@@ -403,6 +412,15 @@ def _leaf(node, g, capture, create_graph, accumulate_only):
             g = g.broadcast_to(t.shape)
     if t.grad is None:
         t.grad = g if create_graph else _own(g)
+    elif not create_graph and _accumulates_in_place(t.grad, g):
+        # PyTorch's AccumulateGrad adds into the existing .grad in place (outside create_graph):
+        # a reference taken to it earlier (g = p.grad) sees the sum, as it does there
+        grad = t.grad
+        enabled, STATE.grad_enabled = STATE.grad_enabled, False
+        try:
+            grad.add_(g)
+        finally:
+            STATE.grad_enabled = enabled
     else:
         t.grad = t.grad + g
     if node.post_hooks:

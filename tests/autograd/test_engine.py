@@ -48,6 +48,22 @@ def test_grads_accumulate_across_backward_calls():
     np.testing.assert_allclose(x.grad.numpy(), 3 * 2 * x.numpy())
 
 
+def test_a_second_backward_adds_into_the_existing_grad_in_place():
+    # as PyTorch's AccumulateGrad: a reference taken to .grad before sees the sum
+    w = _leaf([1.0, 2.0])
+    (w * 3).sum().backward()
+    kept = w.grad
+    (w * w).sum().backward()
+    assert kept is w.grad
+    np.testing.assert_allclose(kept.numpy(), [5.0, 7.0])
+    w.grad.zero_()  # zeroed (set_to_none=False) and refilled: the same tensor again
+    (w * 2).sum().backward()
+    np.testing.assert_allclose(kept.numpy(), [2.0, 2.0])
+    # with create_graph the sum is a new tensor with history
+    (w * w).sum().backward(create_graph=True)
+    assert w.grad is not kept and w.grad.requires_grad
+
+
 def test_unused_output_of_multi_output_op_gets_zero_gradient():
     x = _leaf([1.0, 2.0, 3.0, 4.0])
     a, b = d2s.split(x, 2)
