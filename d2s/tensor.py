@@ -265,9 +265,11 @@ class Tensor:
     def detach(self):
         """A tensor sharing this one's data, cut from the autograd graph; an in-place change
         through it bumps this tensor's version too, so autograd notices it (PyTorch's detach)."""
-        if self._data is None:
+        if self._data is None or STATE.builder is not None:
+            # in a program (a module buffer too), a view: a write through it must reach this
+            # tensor as eagerly, where the two share one array
             with no_grad():
-                return _dispatch.apply("stop_gradient", self)
+                return _views.detached(self, _dispatch.apply("stop_gradient", self))
         out = Tensor._make(self._data)
         out._base = self
         return out
@@ -311,14 +313,18 @@ class Tensor:
     def data(self):
         """A tensor sharing this one's array, cut from autograd and from its version counter
         (PyTorch's ``.data``: changes through it are not seen by autograd's checks)."""
-        if self._data is None:
-            return self.detach()
+        if self._data is None or STATE.builder is not None:
+            return self.detach()  # (in a program: a view writing through to this tensor, see detach)
         return Tensor._make(self._data)
 
     @data.setter
     def data(self, value):
         if not isinstance(value, Tensor):
             raise TypeError(f"t.data must be assigned a tensor, got {type(value).__name__}")
+        if value._base is self and value._view is not None:
+            # t.data = <t.data after an in-place update> (how converted code states t.data.mul_(2)):
+            # the update already reached t through the view
+            return
         if self._data is None or value._data is None:
             raise RuntimeError("t.data = ... cannot be used on symbolic tensors (inside a program)")
         self._data = value._data
@@ -659,5 +665,6 @@ def _bind_operators():
 from . import dispatch as _dispatch  # noqa: E402 - dispatch builds on Tensor, defined above
 from .autograd import engine as _engine, node as _node  # noqa: E402 - the autograd core builds on Tensor too
 from .autograd.grad_mode import INFERENCE_THREADS as _INFERENCE_THREADS, mark_inference as _mark_inference, no_grad  # noqa: E402,E501
+from . import views as _views  # noqa: E402 - views build on Tensor and dispatch
 
 _bind_operators()
