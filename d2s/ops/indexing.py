@@ -23,8 +23,11 @@ def _encode_index(idx):
     if not isinstance(idx, tuple):
         idx = (idx,)
     spec, extra = [], []
+    # a Python True among basic entries adds a dim of 1, as None does (so its size stays known
+    # in a program, where a mask's count of True is data)
+    true_is_none = not any(isinstance(e, (Tensor, list, np.ndarray)) for e in idx)
     for e in idx:
-        if e is None:
+        if e is None or (true_is_none and e is True):
             spec.append(["n"])
         elif e is Ellipsis:
             spec.append(["e"])

@@ -103,6 +103,10 @@ TORCH_CASES = [
          onnx="two index arrays in one index"),
     Case("getitem_int_slice_mask", lambda t, x, m: x[0, :, m], X3, np.array([True, False, True, True]),
          dynamic="the mask's count of True is data", onnx="a bool mask after other indices"),
+    # a Python True adds a dim of 1, as None: its size is known in a program too
+    Case("getitem_python_true", lambda t, x: (x[True], x[None, True], x[0, True], x[..., True], x[True, 1:]), X),
+    Case("getitem_python_true_shape", lambda t, x: x[True].shape, X, dynamic="the shape holds the input's dims",
+         saved="a shape only", onnx="a shape only"),
     Case("setitem_int_slice_array", lambda t, x, v: _set_mixed(x, v), X3, R.standard_normal((3, 2))),
     # embedding
     Case("embedding", lambda t, i, w: t.nn.functional.embedding(i, w), np.array([[0, 2], [1, 0]]),
