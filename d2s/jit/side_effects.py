@@ -204,6 +204,46 @@ def _python_state(instance):
             if type(v) in _PY_STATE_TYPES and k != "training"]
 
 
+class _Cell:
+    """A closure cell read as an attribute dict is (``get``), so the state check reads it alike."""
+    __slots__ = ("cell",)
+
+    def __init__(self, cell):
+        self.cell = cell
+
+    def get(self, key, default=None):
+        try:
+            return self.cell.cell_contents
+        except ValueError:  # emptied (del of the variable)
+            return default
+
+
+def _global_state(fn):
+    """``[(namespace, name, value)]`` of the Python scalars (int, float, bool, str, None) that
+    ``fn``'s code reads as globals or from its closure (``x * SCALE`` with ``SCALE = 2.0`` at
+    module level): a program holds them as constants, so it is valid only while they keep
+    these values, as a module's scalar attributes (see _python_state)."""
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    names, stack = set(), [code]
+    while stack:  # the function's own code and that of the lambdas and comprehensions in it
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if inspect.iscode(k))
+    g = getattr(fn, "__globals__", {})
+    out = [(g, n, g[n]) for n in sorted(names) if n in g and type(g[n]) in _PY_STATE_TYPES]
+    for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        if type(v) in _PY_STATE_TYPES:
+            out.append((_Cell(cell), name, v))
+    return out
+
+
 def _with_new_attrs(before, after):
     """``before`` plus, as missing, the attributes that only ``after`` has (created by the
     trace: a later call finding them set is not the state the program was built from)."""

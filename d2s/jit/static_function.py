@@ -31,9 +31,10 @@ from .buffer_writes import buffer_writes as _buffer_writes
 from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, varying_dims
 from .concrete import BUILD_LOCK, ConcreteProgram
 from .numerics import check_forward
-from .side_effects import (_MISSING, _containers_state, _input_writes, _is_module, _module_snapshot, _param_refs,
-                           _python_state, _python_state_holds, _refuse_changed_containers, _restore_python_state,
-                           _restore_symbolic_writes, _same_python_value, _state_tensors, _with_new_attrs)
+from .side_effects import (_MISSING, _containers_state, _global_state, _input_writes, _is_module, _module_snapshot,
+                           _param_refs, _python_state, _python_state_holds, _refuse_changed_containers,
+                           _restore_python_state, _restore_symbolic_writes, _same_python_value, _state_tensors,
+                           _with_new_attrs)
 
 _ENABLED = [True]
 
@@ -389,7 +390,7 @@ class StaticFunction:
                 names = ", ".join(sorted({f"'{k}'" for d, k, v in entry.py_state
                                           if not _same_python_value(d.get(k, _MISSING), v)}))
                 what = (f"{fn} was built {cache.state_rebuilds + 1} times because Python attribute(s) "
-                        f"{names} of its module changed between calls")
+                        f"{names} of its module (or globals it reads) changed between calls")
             warnings.warn(f"d2s.jit.to_static: {what}. A program holds Python values as constants, so it is "
                           "built again for each new value (slow); keep such state in a tensor "
                           "(register_buffer) to run one program", UserWarning, stacklevel=_user_stacklevel())
@@ -427,6 +428,7 @@ class StaticFunction:
             snapshot = _module_snapshot(instance)
             builder.state_tensors = _state_tensors(instance)
             py_state = _python_state(instance)
+            global_state = _global_state(self._fn) if not py_states else []
             input_vars = [t._var for t in sym]
             before = _containers_state(sargs, skw)
             outer_replaced = set(values.REPLACED_LISTS)  # (a to_static function called while tracing)
@@ -456,7 +458,7 @@ class StaticFunction:
                 w.start = len(leaves)
                 leaves.extend(w.tensors)
             if not py_states:  # the first trace; a retrace (for a backward) is not the state's
-                py_states.append(_with_new_attrs(py_state, _python_state(instance)))
+                py_states.append(_with_new_attrs(py_state, _python_state(instance)) + global_state)
             else:  # a retrace for a backward: the build made the forward's Python writes already
                 _restore_python_state(py_state, _python_state(instance))
             return sym, leaves, rebuild, out, writes

@@ -196,3 +196,39 @@ def test_backward_by_rerunning_forward_does_not_count_twice(monkeypatch):
             assert n_s == n_e
     assert static.calls == eager.calls == 3
     same(eager.fc.weight.grad, static.fc.weight.grad)
+
+
+# Python scalars a converted function reads as globals or from its closure are constants of its
+# program too: a call after they changed builds a program from the new values, as eager reads them
+SCALE = 2.0
+MODE = "double"
+
+
+def scaled_by_globals(x):
+    y = x * SCALE
+    return y * 2 if MODE == "double" else y
+
+
+def test_python_globals_changed_between_calls_are_read_again():
+    global SCALE, MODE
+    static = d2s.jit.to_static(scaled_by_globals)
+    try:
+        for scale, mode in ((2.0, "double"), (5.0, "double"), (5.0, "single"), (5, "single")):
+            SCALE, MODE = scale, mode
+            same(scaled_by_globals(X), static(X))
+        assert static.cache_info().misses == 4
+    finally:
+        SCALE, MODE = 2.0, "double"
+
+
+def test_python_closure_variables_changed_between_calls_are_read_again():
+    k = 1.0
+
+    def shifted(x):
+        return x + k
+
+    static = d2s.jit.to_static(shifted)
+    same(shifted(X), static(X))
+    k = 4.0
+    same(shifted(X), static(X))
+    assert float(static(X)[0, 0]) == 5.0
