@@ -12,6 +12,7 @@ from .. import dispatch as _dispatch
 from .. import tensor as _tensor
 from .._state import HOOKED_THREADS, STATE
 from .anomaly import ACTIVE_THREADS, check_gradients
+from ..user_errors import at_user_line
 from .node import AccumulateGrad, grad_node
 
 _ndarray = _np.ndarray
@@ -53,6 +54,13 @@ def _root_grads(tensors, grads):
             raise RuntimeError(f"backward needs a floating point tensor, got {t.dtype}: integer and bool "
                                "results (argmax, comparisons, casts to int) carry no gradient")
         if not t.requires_grad:
+            if STATE.builder is not None and t.is_symbolic:
+                raise at_user_line(
+                    "backward() inside a function being converted by to_static: its program records no "
+                    "autograd history for the parameters, so this tensor has none. Convert the model (or "
+                    "its forward) and call loss.backward() and optimizer.step() outside the converted "
+                    "function, or compute the gradients inside it with d2s.func.value_and_grad / "
+                    "d2s.autograd.grad", RuntimeError)
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and has no grad_fn: nothing in its "
                 "history requires grad (it may come from .detach() or from inside no_grad())")

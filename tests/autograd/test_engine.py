@@ -365,3 +365,16 @@ def test_grad_of_output_with_respect_to_itself():
     y = x * 2
     (gy,) = d2s.grad(y.sum(), y)
     np.testing.assert_allclose(gy.numpy(), [1, 1])
+
+
+def test_backward_inside_a_converted_function_says_what_to_do_instead():
+    lin = d2s.nn.Linear(3, 1)
+
+    def step(x):
+        loss = lin(x).pow(2).mean()
+        loss.backward()
+        return loss
+
+    with pytest.raises(RuntimeError, match=r"backward\(\) inside a function being converted by to_static.*"
+                                           r"value_and_grad"):
+        d2s.jit.to_static(step)(d2s.ones(2, 3))
