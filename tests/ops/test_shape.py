@@ -139,6 +139,13 @@ def _contiguous_copies(x):
     return y, c, d, e, f
 
 
+# the method form takes flip's dims one by one; select(dim, index) is x[..., index] along dim
+TORCH_CASES += [
+    Case("flip_dims_one_by_one", lambda t, x: (x.flip(0, 2), x.flip(-1, 0), x.flip((1,))), X),
+    Case("select", lambda t, x: (x.select(1, -1), t.select(x, 0, 1), x.select(-1, 2)), X),
+]
+
+
 # contiguous() copies exactly a layout that is not contiguous, as torch does
 TORCH_CASES += [
     Case("contiguous_copies_only_strided_layouts", lambda t, x: _contiguous_copies(x), M),
