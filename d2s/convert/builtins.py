@@ -160,6 +160,9 @@ def _extreme(pyfn, opname, args, kwargs):
     cannot do while the program is built; element-wise ``maximum``/``minimum`` of the
     candidates picks the same value (over a single tensor: the reduction along axis 0)."""
     items = args[0] if len(args) == 1 and not isinstance(args[0], Tensor) else args
+    if not kwargs and items is not args and not isinstance(items, (list, tuple, TensorArray)):
+        items = list(items)  # a generator (max(s.shape[0] for s in seqs)): read once, used twice below
+        args = (items,)
     if kwargs or not builtins.any(is_symbolic(a) for a in (items if not isinstance(items, Tensor) else [items])):
         return pyfn(*args, **kwargs)
     if isinstance(items, Tensor):

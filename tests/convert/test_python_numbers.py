@@ -282,3 +282,15 @@ def type_of_numbers(x, n):
 
 def test_type_and_isinstance_see_python_numbers():
     _check(type_of_numbers, (X_POS, d2s.tensor(0)), (X_NEG, d2s.tensor(3)))
+
+
+def longest_and_shortest(seqs):
+    # max()/min() of a generator: the converted builtin reads it once (it was consumed by the
+    # check for symbolic items, then max() found it empty)
+    longest = max(s.shape[0] for s in seqs)
+    shortest = min(iter([s.shape[0] for s in seqs]))
+    return longest, shortest, max(s.sum() for s in seqs)
+
+
+def test_max_and_min_of_a_generator():
+    check_exact(longest_and_shortest, [([d2s.ones(3), d2s.ones(5) * 2],), ([d2s.ones(2)],)])
