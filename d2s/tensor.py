@@ -321,7 +321,7 @@ class Tensor:
     def data(self, value):
         if not isinstance(value, Tensor):
             raise TypeError(f"t.data must be assigned a tensor, got {type(value).__name__}")
-        if value._base is self and value._view is not None:
+        if getattr(value, "_base", None) is self and value._view is not None:
             # t.data = <t.data after an in-place update> (how converted code states t.data.mul_(2)):
             # the update already reached t through the view
             return

@@ -244,6 +244,42 @@ def _global_state(fn):
     return out
 
 
+def _module_structure(instance):
+    """``(submodule entries, hook dicts)`` of a module tree: ``[(its _modules dict, name,
+    module)]`` and ``[(a submodule's hook dict, its hook ids)]``. A program calls the submodules
+    the build found, with their hooks, so it is valid only while they stay: a layer replaced
+    (``model[2] = nn.Linear(...)``) or a hook added to a submodule after the first call must
+    build a new program. (The converted module's own hooks run around the program, eagerly.)
+    None for a function."""
+    if not _is_module(instance):
+        return None
+    entries, dicts = [], []
+    for m in instance.modules():
+        d = m.__dict__
+        mods = d.get("_modules")
+        if mods is not None:
+            entries.extend((mods, k, v) for k, v in mods.items())
+            dicts.append((mods, tuple(mods)))
+        if m is not instance:
+            for name in ("_forward_hooks", "_forward_pre_hooks"):
+                h = d.get(name)
+                if h is not None:
+                    dicts.append((h, tuple(h)))
+    return entries, dicts
+
+
+def _structure_holds(structure):
+    """Whether the module tree still has the submodules and hooks of ``structure``."""
+    entries, dicts = structure
+    for d, k, v in entries:
+        if d.get(k) is not v:
+            return False
+    for d, keys in dicts:
+        if len(d) != len(keys) or (keys and tuple(d) != keys):
+            return False
+    return True
+
+
 def _with_new_attrs(before, after):
     """``before`` plus, as missing, the attributes that only ``after`` has (created by the
     trace: a later call finding them set is not the state the program was built from)."""

@@ -232,3 +232,30 @@ def test_python_closure_variables_changed_between_calls_are_read_again():
     k = 4.0
     same(shifted(X), static(X))
     assert float(static(X)[0, 0]) == 5.0
+
+
+def _mlp():
+    d2s.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+
+
+def test_a_submodule_replaced_or_hooked_after_the_first_call_builds_a_new_program():
+    # the program holds the submodules (and their hooks) its build called
+    eager, conv = _mlp(), _mlp()
+    static = d2s.jit.to_static(conv)
+    same(eager(X), static(X))
+    for m in (eager, conv):
+        m[1] = nn.Tanh()  # no parameters change: only the structure says so
+    same(eager(X), static(X))
+    handles = [m[0].register_forward_hook(lambda mod, i, o: o * 10) for m in (eager, conv)]
+    same(eager(X), static(X))
+    for h in handles:
+        h.remove()
+    same(eager(X), static(X))
+    for m in (eager, conv):
+        d2s.manual_seed(1)
+        m[2] = nn.Linear(3, 2)
+    same(eager(X), static(X))
+    misses = static.forward.cache_info().misses
+    same(eager(X), static(X))  # nothing changed: the same program
+    assert static.forward.cache_info().misses == misses
