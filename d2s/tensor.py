@@ -120,8 +120,11 @@ class Tensor:
         if None not in shape:
             return shape
         # Unknown dims read as 0-d int64 tensors computed in the program, so code such as
-        # ``x.shape[0] > 3`` or ``reshape(x, [x.shape[0], -1])`` keeps working symbolically.
-        return tuple(d if d is not None else _dispatch.apply("dim", self, axis=i) for i, d in enumerate(shape))
+        # ``x.shape[0] > 3`` or ``reshape(x, [x.shape[0], -1])`` keeps working symbolically;
+        # weak ones (d2s.static.weak_index), standing for the Python ints eager code reads, so a
+        # dim the function returns comes back as an int
+        from .static.weak_index import weak
+        return tuple(d if d is not None else weak(_dispatch.apply("dim", self, axis=i)) for i, d in enumerate(shape))
 
     @property
     def dtype(self):

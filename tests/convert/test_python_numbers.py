@@ -294,3 +294,15 @@ def longest_and_shortest(seqs):
 
 def test_max_and_min_of_a_generator():
     check_exact(longest_and_shortest, [([d2s.ones(3), d2s.ones(5) * 2],), ([d2s.ones(2)],)])
+
+
+def dims_of(x):
+    return x.size(0), x.shape[-1], x.shape[0] * 2, len(x)
+
+
+def test_dynamic_dims_come_back_as_python_ints():
+    # with an unknown dim the program computes it; the caller gets the int eager code returns
+    static = d2s.jit.to_static(dims_of, input_spec=[d2s.jit.InputSpec([None, 4], "float32")])
+    for n in (3, 1, 5):
+        x = d2s.ones(n, 4)
+        assert_exactly_eager(static(x), dims_of(x))
