@@ -42,6 +42,9 @@ def get_default_device():
     return _DEFAULT_DEVICE[0]
 
 
+# d2s.static.weak_index's ``weak`` (it builds on Tensor, so it hands it here when it loads)
+WEAK_DIM = [None]
+
 class Tensor:
     """A multi-dimensional array with PyTorch-style autograd.
 
@@ -123,7 +126,7 @@ class Tensor:
         # ``x.shape[0] > 3`` or ``reshape(x, [x.shape[0], -1])`` keeps working symbolically;
         # weak ones (d2s.static.weak_index), standing for the Python ints eager code reads, so a
         # dim the function returns comes back as an int
-        from .static.weak_index import weak
+        weak = WEAK_DIM[0] or (lambda d: d)
         return tuple(d if d is not None else weak(_dispatch.apply("dim", self, axis=i)) for i, d in enumerate(shape))
 
     @property

@@ -33,9 +33,9 @@ from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, vary
 from .concrete import BUILD_LOCK, ConcreteProgram
 from .numerics import check_forward
 from .side_effects import (_MISSING, _containers_state, _global_state, _input_writes, _is_module, _module_snapshot,
-                           _module_structure, _param_refs, _python_state, _python_state_holds, _refuse_changed_containers,
-                           _restore_python_state, _restore_symbolic_writes, _same_python_value, _state_tensors,
-                           _structure_holds, _with_new_attrs)
+                           _module_structure, _param_refs, _python_state, _python_state_holds,
+                           _refuse_changed_containers, _restore_python_state, _restore_symbolic_writes,
+                           _same_python_value, _state_tensors, _structure_holds, _with_new_attrs)
 
 _ENABLED = [True]
 

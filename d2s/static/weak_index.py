@@ -9,7 +9,7 @@ stays weak, so converted code keeps eager dtypes.
 """
 from .. import ops
 from ..dispatch import apply
-from ..tensor import Tensor
+from ..tensor import WEAK_DIM, Tensor
 
 _ARITH = (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("floordiv", "floordiv"),
           ("mod", "mod"), ("pow", "pow"))
@@ -179,3 +179,6 @@ def _round(self, ndigits=None):
 
 
 WeakNumber.__round__ = _round
+
+
+WEAK_DIM[0] = weak  # Tensor.shape's unknown dims stand for Python ints (see Tensor.shape)

@@ -128,7 +128,8 @@ TORCH_CASES = [
 # Converting, saving and exporting every case would take most of the suite's time budget: the
 # cases below cover each loss's ops in those forms; the others (other reductions, modules over
 # the same functions) compare eagerly with PyTorch only.
-CONVERTED = {"ce_all_ignored", "l1_mean", "mse_weight", "smooth_l1_none", "huber_delta_weight", "ce_mean", "ce_weight_smooth_mean",
+CONVERTED = {"ce_all_ignored",
+             "l1_mean", "mse_weight", "smooth_l1_none", "huber_delta_weight", "ce_mean", "ce_weight_smooth_mean",
              "ce_kdim_weight_none", "ce_probs_weight_smooth", "nll_none", "bce_weight", "bce_logits_pos_weight",
              "kl_batchmean", "kl_log_target", "poisson_nll_full", "gaussian_nll_full_vec", "hinge_embedding",
              "cosine_embedding_mean", "margin_ranking_none", "TripletMarginLoss_p1_swap", "cosine_similarity",
