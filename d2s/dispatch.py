@@ -121,24 +121,33 @@ def _weak_promoting(opdef):
     return opdef.elementwise and not opdef.comparison
 
 
+def _is_weak(a):
+    """Whether ``a`` stands for a Python number in promotion: a weak int (a loop counter) or a
+    float stand-in (``float(t)``, ``t.item()`` of a symbolic ``t``: float64, as a Python float
+    is a double, which must not widen a float32 tensor nor make an int tensor's result float64)."""
+    return getattr(a, "_d2s_weak", False) or (getattr(a, "_d2s_weak_float", False) and a.dtype.is_floating_point)
+
+
 def _strengthen_weak(opdef, inputs):
-    """``inputs`` with weak ints cast to the dtype the other operands give (as Python ints)."""
+    """``inputs`` with weak numbers cast to the dtype the other operands give (as Python ints and
+    floats: scalar_result)."""
     positions = opdef.promotes or range(len(inputs))
-    strong = [a for k, a in enumerate(inputs) if k in positions and hasattr(a, "dtype")
-              and not getattr(a, "_d2s_weak", False)]
+    strong = [a for k, a in enumerate(inputs) if k in positions and hasattr(a, "dtype") and not _is_weak(a)]
     if not strong:
         return inputs
-    target = scalar_result(operand_result_type([str(a.dtype) for a in strong], [a.ndim for a in strong]), 0)
+    result = operand_result_type([str(a.dtype) for a in strong], [a.ndim for a in strong])
     out = list(inputs)
     for k in positions:
         a = out[k]
-        if getattr(a, "_d2s_weak", False) and str(a.dtype) != target:
-            out[k] = apply("cast", Tensor._make(a._data, a._var), dtype=target)
+        if _is_weak(a):
+            target = scalar_result(result, 0.0 if a.dtype.is_floating_point else 0)
+            if str(a.dtype) != target:
+                out[k] = apply("cast", Tensor._make(a._data, a._var), dtype=target)
     return tuple(out)
 
 
 def _apply_hooked(opdef, inputs, attrs):
-    if _weak_promoting(opdef) and any(getattr(a, "_d2s_weak", False) for a in inputs):
+    if _weak_promoting(opdef) and any(_is_weak(a) for a in inputs):
         inputs = _strengthen_weak(opdef, inputs)
     builder = STATE.builder
     given = inputs  # (a view's root is the object given: a module buffer, not the param reading it)

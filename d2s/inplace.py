@@ -77,7 +77,9 @@ RESULTS = {
     "add_": lambda s, other, alpha=1: s + _scaled(other, alpha),
     "sub_": lambda s, other, alpha=1: s - _scaled(other, alpha),
     "mul_": lambda s, other: s * other,
-    "div_": lambda s, other: s / other,
+    "div_": lambda s, other, rounding_mode=None: s / other if rounding_mode is None else _ops.div(
+        s, other, rounding_mode=rounding_mode),
+    "relu_": lambda s: _ops.relu(s),
     "zero_": lambda s: _replaced(s, 0),
     "fill_": lambda s, value: _replaced(s, value),
     "copy_": lambda s, src: _replaced(s, src),
@@ -119,6 +121,14 @@ RESULTS = {
     "__isub__": lambda s, other: s - other,
     "__imul__": lambda s, other: s * other,
     "__itruediv__": lambda s, other: s / other,
+    # (without these, Python would run `x //= 2` as `x = x // 2`: a new tensor, where PyTorch
+    # writes x, so another name for x, or a view of it, saw no change)
+    "__ifloordiv__": lambda s, other: s // other,
+    "__imod__": lambda s, other: s % other,
+    "__ipow__": lambda s, other: s ** other,
+    "__iand__": lambda s, other: s & other,
+    "__ior__": lambda s, other: s | other,
+    "__ixor__": lambda s, other: s ^ other,
 }
 INPLACE_METHODS = frozenset(RESULTS)
 
@@ -388,9 +398,12 @@ def call_inplace(obj, name, on_attribute, args, kwargs):
     return result if isinstance(obj, Tensor) and isinstance(result, Tensor) else obj
 
 
-_AUG = {"__iadd__": "+=", "__isub__": "-=", "__imul__": "*=", "__itruediv__": "/="}
+_AUG = {"__iadd__": "+=", "__isub__": "-=", "__imul__": "*=", "__itruediv__": "/=", "__ifloordiv__": "//=",
+        "__imod__": "%=", "__ipow__": "**=", "__iand__": "&=", "__ior__": "|=", "__ixor__": "^="}
 _AUG_OPERATORS = {"__iadd__": operator.iadd, "__isub__": operator.isub, "__imul__": operator.imul,
-                  "__itruediv__": operator.itruediv}
+                  "__itruediv__": operator.itruediv, "__ifloordiv__": operator.ifloordiv, "__imod__": operator.imod,
+                  "__ipow__": operator.ipow, "__iand__": operator.iand, "__ior__": operator.ior,
+                  "__ixor__": operator.ixor}
 
 
 def _method(name):

@@ -42,6 +42,9 @@ def get_default_device():
     return _DEFAULT_DEVICE[0]
 
 
+# d2s.static.weak_index's ``weak`` (it builds on Tensor, so it hands it here when it loads)
+WEAK_DIM = [None]
+
 class Tensor:
     """A multi-dimensional array with PyTorch-style autograd.
 
@@ -120,8 +123,11 @@ class Tensor:
         if None not in shape:
             return shape
         # Unknown dims read as 0-d int64 tensors computed in the program, so code such as
-        # ``x.shape[0] > 3`` or ``reshape(x, [x.shape[0], -1])`` keeps working symbolically.
-        return tuple(d if d is not None else _dispatch.apply("dim", self, axis=i) for i, d in enumerate(shape))
+        # ``x.shape[0] > 3`` or ``reshape(x, [x.shape[0], -1])`` keeps working symbolically;
+        # weak ones (d2s.static.weak_index), standing for the Python ints eager code reads, so a
+        # dim the function returns comes back as an int
+        weak = WEAK_DIM[0] or (lambda d: d)
+        return tuple(d if d is not None else weak(_dispatch.apply("dim", self, axis=i)) for i, d in enumerate(shape))
 
     @property
     def dtype(self):
@@ -265,9 +271,11 @@ class Tensor:
     def detach(self):
         """A tensor sharing this one's data, cut from the autograd graph; an in-place change
         through it bumps this tensor's version too, so autograd notices it (PyTorch's detach)."""
-        if self._data is None:
+        if self._data is None or STATE.builder is not None:
+            # in a program (a module buffer too), a view: a write through it must reach this
+            # tensor as eagerly, where the two share one array
             with no_grad():
-                return _dispatch.apply("stop_gradient", self)
+                return _views.detached(self, _dispatch.apply("stop_gradient", self))
         out = Tensor._make(self._data)
         out._base = self
         return out
@@ -311,14 +319,18 @@ class Tensor:
     def data(self):
         """A tensor sharing this one's array, cut from autograd and from its version counter
         (PyTorch's ``.data``: changes through it are not seen by autograd's checks)."""
-        if self._data is None:
-            return self.detach()
+        if self._data is None or STATE.builder is not None:
+            return self.detach()  # (in a program: a view writing through to this tensor, see detach)
         return Tensor._make(self._data)
 
     @data.setter
     def data(self, value):
         if not isinstance(value, Tensor):
             raise TypeError(f"t.data must be assigned a tensor, got {type(value).__name__}")
+        if getattr(value, "_base", None) is self and value._view is not None:
+            # t.data = <t.data after an in-place update> (how converted code states t.data.mul_(2)):
+            # the update already reached t through the view
+            return
         if self._data is None or value._data is None:
             raise RuntimeError("t.data = ... cannot be used on symbolic tensors (inside a program)")
         self._data = value._data
@@ -439,7 +451,8 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
             # a copy without history, as eagerly (and a plain tensor: d2s.tensor(i) of a loop
             # counter standing for a Python int is an int64 tensor, which promotes as one)
             out = data.detach()
-            return out if dtype is None else out.cast(dtype)
+            dtype = dtype if dtype is not None else number_dtype(data)  # float(t) -> float32, as eagerly
+            return out if dtype is None or as_dtype(dtype) == out.dtype else out.cast(dtype)
     else:
         arr = data
     if not isinstance(arr, np.ndarray) and hasattr(arr, "dtype") and not isinstance(arr, np.generic):
@@ -478,9 +491,21 @@ def check_dtype(arr, where):
                         f"{', '.join(DTYPES)}: convert the array first (e.g. .astype('int64'))")
 
 
+def number_dtype(a):
+    """The dtype of the Python number that tensor ``a`` stands for in a program (a stand-in made
+    by ``float(t)``, ``t.item()`` or a loop counter: ``d2s.static.weak_index``), as a
+    tensor made from that number gets it (floats the default float dtype, ints int64); None
+    where ``a`` is no stand-in."""
+    if not getattr(type(a), "_d2s_stands_for_number", False):
+        return None
+    if str(a.dtype) == "bool":
+        return "bool"
+    return default_float() if a.dtype.is_floating_point else "int64"
+
+
 def _leaf_dtype(a):
     if isinstance(a, Tensor):
-        return str(a.dtype)
+        return number_dtype(a) or str(a.dtype)
     if isinstance(a, (bool, np.bool_)):
         return "bool"
     if isinstance(a, (int, np.integer)):
@@ -646,5 +671,6 @@ def _bind_operators():
 from . import dispatch as _dispatch  # noqa: E402 - dispatch builds on Tensor, defined above
 from .autograd import engine as _engine, node as _node  # noqa: E402 - the autograd core builds on Tensor too
 from .autograd.grad_mode import INFERENCE_THREADS as _INFERENCE_THREADS, mark_inference as _mark_inference, no_grad  # noqa: E402,E501
+from . import views as _views  # noqa: E402 - views build on Tensor and dispatch
 
 _bind_operators()

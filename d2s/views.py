@@ -152,6 +152,15 @@ def writeable(a):
     return getattr(getattr(a, "flags", None), "writeable", True)
 
 
+def contiguous_layout(t):
+    """Whether tensor ``t``'s elements lie row-major without gaps (PyTorch's ``is_contiguous``):
+    from its array's layout eagerly, from its view's modelled layout in a program."""
+    d = t._data
+    if d is not None:
+        return bool(getattr(getattr(d, "flags", None), "c_contiguous", True))
+    return t._view is None or t._view.fake is None or bool(t._view.fake.flags.c_contiguous)
+
+
 def _shares(a, b):
     if type(a) is np.ndarray:
         if type(b) is not np.ndarray:
@@ -165,6 +174,24 @@ def _shares(a, b):
 
 def _static_shape(t):
     return tuple(t._data.shape) if t._data is not None else tuple(t._var.type.shape)
+
+
+# ------------------------------------------------------------------ detach in a program
+_DETACH = "stop_gradient"
+
+
+def detached(x, out):
+    """Mark ``out``, ``x.detach()`` (or ``x.data``) of a symbolic ``x`` made in a program, as a
+    view showing all of ``x``: eagerly the two share one array, so a write through either shows
+    in the other (``y.detach().zero_()``, ``y.data[0] = 5``), and the program must do the same.
+    A write through ``out`` re-points ``x`` to the new value and leaves ``x``'s history alone, as
+    PyTorch's autograd does not see it either. Returns ``out``."""
+    info = x._view
+    root, steps, fake = (x, (), None) if info is None else (info.root, info.steps, info.fake)
+    out._view = ViewInfo(root, steps + ((_DETACH, (), {}),), False, None if info is None else info.refusal,
+                         fake if fake is not None else _fake_root(_static_shape(x)))
+    out._base = x
+    return out
 
 
 # ------------------------------------------------------------------ symbolic layouts
@@ -270,6 +297,8 @@ def _put(step, old, new):
     """``old`` (a step's input) with its view by ``step`` replaced by ``new``."""
     apply = _apply
     name, extra, attrs = step
+    if name == _DETACH:
+        return new  # every element (the root keeps its own history: see detached)
     if name == _SELECT:
         return _where(extra[0], written_back(old, attrs["steps"][0], new), written_back(old, attrs["steps"][1], new))
     if name == "getitem":
@@ -316,7 +345,7 @@ def join_branches(b, per_block, outs, pred):
     for o, t, e in zip(outs, *per_block):
         if not (isinstance(o, Tensor) and isinstance(t, Tensor) and isinstance(e, Tensor)) or o is t or o is e:
             continue
-        ti, ei = t._view, e._view
+        ti, ei = _followed(b, t._view), _followed(b, e._view)
         if (ti is None and ei is None) or o._view is not None or not o.is_symbolic:
             continue
         if ti is None or ei is None or ti.root is not ei.root or _static_shape(t) != _static_shape(e) \
@@ -349,10 +378,23 @@ def _unfollowed(t, info, how):
 def loop_results(results, body_out):
     """After a tensor ``while``: a result that the body gives as a view (and that is not the
     object the loop started from) is marked as a view the program cannot follow."""
+    b = STATE.builder
     for r, o in zip(results, body_out):
-        if isinstance(r, Tensor) and isinstance(o, Tensor) and o._view is not None and r._view is None \
-                and r is not o:
+        if isinstance(r, Tensor) and isinstance(o, Tensor) and _followed(b, o._view) is not None \
+                and r._view is None and r is not o:
             _unfollowed(r, o._view, "a tensor loop binds to a view of another (v = y[i] in the loop body)")
+
+
+def _followed(b, info):
+    """``info``, or None for a view that ``detach`` alone made of a tensor the block just closed
+    made (``h = f(h).detach()`` in a loop body): a write through it reaches nothing the program
+    can still read, so after the block it is a plain tensor."""
+    if info is None or b is None or any(step[0] != _DETACH for step in info.steps):
+        return info
+    root = info.root
+    if root._data is not None or b._visible(b.defined_in.get(root._var.name)):
+        return info
+    return None
 
 
 def _visible_steps(b, steps):

@@ -6,7 +6,9 @@ import pytest
 import d2s
 from d2s import nn, optim
 
+import torch_parity
 from jit_helpers import check
+from torch_parity import Case
 
 VALUES = [[1.0, -2.0, 3.0], [0.5, 0.25, -4.0], [0.0, 7.0, -1.5]]
 
@@ -53,6 +55,35 @@ def test_augmented_operators_mutate():
         assert t is alias
         np.testing.assert_allclose(alias.numpy(), (a + 1.0 - 0.5) * 3.0 / 2.0, rtol=1e-6)
         assert t._version == 4
+
+
+def _aug_through_aliases(t, i):
+    """Every augmented operator writes its tensor in place: another name for it, and a view of
+    it, see the write (without __ifloordiv__ & co, Python rebinds the name to a new tensor)."""
+    a, c, e = i * 1, i * 1, i * 1
+    b, d, f, row = a, c, e, a[1]
+    b //= 2
+    d %= 3
+    f **= 2
+    m, n, o = i > 0, i > 0, i > 0
+    m2, n2, o2 = m, n, o
+    m2 &= i < 2
+    n2 |= i < -3
+    o2 ^= i < 2
+    return a, c, e, row, m, n, o
+
+
+TORCH_CASES = [
+    Case("augmented_operators_write_in_place", _aug_through_aliases, np.arange(12).reshape(3, 4) - 5),
+    Case("relu_and_div_rounding_mode", lambda t, x, i: ((x * 1).relu_(), (i * 1).div_(3, rounding_mode="floor"),
+                                                        (i * 1).div_(3, rounding_mode="trunc"), (x * 1).div_(2.0)),
+         np.array([[-1.5, 0.0, 2.0]]), np.array([[-7, 5, 8]])),
+]
+
+
+@pytest.mark.parametrize("case", TORCH_CASES, ids=str)
+def test_matches_torch(case):
+    torch_parity.check(case, __name__)
 
 
 def test_dtype_and_shape_rules():

@@ -242,3 +242,10 @@ def test_tensor_copies_numpy_data_as_torch_tensor_does(dtype):
     u = d2s.tensor(t)
     u[2] = 1.0
     assert t.tolist() == [5.0, 0.0, 0.0]
+
+
+def test_assigning_data_replaces_the_values_and_keeps_the_tensor():
+    w = d2s.nn.Parameter(d2s.zeros(2, 3))
+    w.data = d2s.ones(2, 3)  # a fresh tensor (no _base): this raised AttributeError
+    assert isinstance(w, d2s.nn.Parameter) and w.requires_grad
+    np.testing.assert_array_equal(w.detach().numpy(), np.ones((2, 3), np.float32))

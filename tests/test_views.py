@@ -186,6 +186,40 @@ TORCH_CASES += [Case(f.__name__ + suffix, f, arg, saved=_CONVERTED, onnx=_CONVER
                 for suffix, arg in (("", X), ("_other_side", NEG))]
 
 
+# detach() and .data share the tensor's elements: a write through either shows in the tensor
+# (and a write into the tensor in them), eagerly and converted. (Gradients are not compared: in a
+# program the tensor takes the written value with no history, where PyTorch's autograd does not
+# see the write; see views.detached.)
+def detach_write(t, x):
+    y = x * 1
+    d = y.detach()
+    d[0, 0] = 100.0
+    y.data[1] = 5.0
+    y[1:].detach().mul_(2)
+    return y, d
+
+
+def detach_sees_a_later_write(t, x):
+    y = x * 1
+    d = y.detach()
+    y.add_(1)
+    return d
+
+
+def detach_written_in_a_tensor_if(t, x):
+    y = x * 1
+    if x.sum() > 0:
+        y.detach()[0] = 3.0
+    else:
+        y.data.zero_()
+    return y
+
+
+TORCH_CASES += [Case(f.__name__ + suffix, f, arg, grad=False)
+                for f in (detach_write, detach_sees_a_later_write, detach_written_in_a_tensor_if)
+                for suffix, arg in (("", X), ("_other_side", NEG))]
+
+
 # d2s.diagonal (a view op, written back by diagonal_scatter) is another family's: the case runs
 # where d2s has it
 TORCH_CASES.append(Case("diagonal_writes", diagonal_writes, X, saved=_CONVERTED, onnx=_CONVERTED))
@@ -438,3 +472,24 @@ def test_a_view_bound_in_one_branch_is_read_but_not_written_after_the_if():
             np.testing.assert_allclose(got.numpy(), want.numpy())
     with pytest.raises(RuntimeError, match="tensor `if` binds to a view of another in one branch"):
         static(d2s.tensor(X), True)
+
+
+class _DetachedBuffer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", d2s.zeros(2))
+
+    def forward(self, x):
+        self.count.detach().add_(1)
+        self.count.data.mul_(2)
+        return x + self.count
+
+
+def test_a_buffer_written_through_detach_or_data_is_written_back_after_each_call():
+    eager, conv = _DetachedBuffer(), _DetachedBuffer()
+    static = d2s.jit.to_static(conv)
+    for _ in range(3):
+        want, got = eager(d2s.ones(2)), static(d2s.ones(2))
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(conv.count.numpy(), [14.0, 14.0])
+    np.testing.assert_array_equal(eager.count.numpy(), [14.0, 14.0])

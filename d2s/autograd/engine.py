@@ -12,6 +12,7 @@ from .. import dispatch as _dispatch
 from .. import tensor as _tensor
 from .._state import HOOKED_THREADS, STATE
 from .anomaly import ACTIVE_THREADS, check_gradients
+from ..user_errors import at_user_line
 from .node import AccumulateGrad, grad_node
 
 _ndarray = _np.ndarray
@@ -53,6 +54,13 @@ def _root_grads(tensors, grads):
             raise RuntimeError(f"backward needs a floating point tensor, got {t.dtype}: integer and bool "
                                "results (argmax, comparisons, casts to int) carry no gradient")
         if not t.requires_grad:
+            if STATE.builder is not None and t.is_symbolic:
+                raise at_user_line(
+                    "backward() inside a function being converted by to_static: its program records no "
+                    "autograd history for the parameters, so this tensor has none. Convert the model (or "
+                    "its forward) and call loss.backward() and optimizer.step() outside the converted "
+                    "function, or compute the gradients inside it with d2s.func.value_and_grad / "
+                    "d2s.autograd.grad", RuntimeError)
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and has no grad_fn: nothing in its "
                 "history requires grad (it may come from .detach() or from inside no_grad())")
@@ -90,6 +98,15 @@ def _owner(d):
     while getattr(d, "base", None) is not None:
         d = d.base
     return d
+
+
+def _accumulates_in_place(grad, g):
+    """Whether gradient ``g`` may be added into ``grad`` (a leaf's existing ``.grad``) in place:
+    both concrete, of one shape and dtype, ``grad`` without history and writable, no program
+    being traced."""
+    gd, d = g._data, grad._data
+    return (not HOOKED_THREADS[0] and d is not None and gd is not None and not grad.requires_grad
+            and d.shape == gd.shape and d.dtype == gd.dtype and getattr(getattr(d, "flags", None), "writeable", True))
 
 
 def _own(g):
@@ -403,6 +420,15 @@ def _leaf(node, g, capture, create_graph, accumulate_only):
             g = g.broadcast_to(t.shape)
     if t.grad is None:
         t.grad = g if create_graph else _own(g)
+    elif not create_graph and _accumulates_in_place(t.grad, g):
+        # PyTorch's AccumulateGrad adds into the existing .grad in place (outside create_graph):
+        # a reference taken to it earlier (g = p.grad) sees the sum, as it does there
+        grad = t.grad
+        enabled, STATE.grad_enabled = STATE.grad_enabled, False
+        try:
+            grad.add_(g)
+        finally:
+            STATE.grad_enabled = enabled
     else:
         t.grad = t.grad + g
     if node.post_hooks:

@@ -57,7 +57,9 @@ def convert_int(x=0, *args):
 
 
 def convert_float(x=0.0):
-    return number_stand_in(_cast(x, "float32", builtins.float))
+    # float64: a Python float is a double (float() of a float64 tensor keeps every digit, and
+    # arithmetic on the number rounds as Python's does)
+    return number_stand_in(_cast(x, "float64", builtins.float))
 
 
 def convert_bool(x=False):
@@ -86,7 +88,10 @@ def convert_item(x):
     if all(isinstance(d, int) for d in shape) and int(np.prod(shape, dtype=np.int64)) != 1:
         raise at_user_line(f".item() needs a tensor with one element, but this one has shape {tuple(shape)}",
                            ValueError)
-    return number_stand_in(ops.reshape(x.detach(), []))
+    x = ops.reshape(x.detach(), [])
+    if x.dtype.is_floating_point and x.dtype != "float64":
+        x = ops.cast(x, "float64")  # a Python float is a double: later arithmetic on it rounds as Python's
+    return number_stand_in(x)
 
 
 def assert_op(test, message, error="AssertionError"):
@@ -156,6 +161,9 @@ def _extreme(pyfn, opname, args, kwargs):
     cannot do while the program is built; element-wise ``maximum``/``minimum`` of the
     candidates picks the same value (over a single tensor: the reduction along axis 0)."""
     items = args[0] if len(args) == 1 and not isinstance(args[0], Tensor) else args
+    if not kwargs and items is not args and not isinstance(items, (list, tuple, TensorArray)):
+        items = list(items)  # a generator (max(s.shape[0] for s in seqs)): read once, used twice below
+        args = (items,)
     if kwargs or not builtins.any(is_symbolic(a) for a in (items if not isinstance(items, Tensor) else [items])):
         return pyfn(*args, **kwargs)
     if isinstance(items, Tensor):

@@ -8,7 +8,8 @@
   keeps its type, a named tuple its type, a tuple becomes a **list** (as in PyTorch), another
   sequence its type where it can be rebuilt.
 
-Works on the arrays directly (no d2s ops), so it runs the same in a loader's thread or worker.
+Works on the arrays directly (no d2s ops), so it runs the same in a loader's thread or worker;
+only samples that require grad are stacked by the ``stack`` op, which records their history.
 """
 import collections.abc
 import copy
@@ -52,6 +53,10 @@ def default_collate(batch):
         if len(shapes) != 1:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {sorted(shapes)} in one "
                                "batch: pad the samples or pass collate_fn=")
+        if any(s.requires_grad for s in batch):
+            # torch.stack, as PyTorch's collate: the batch keeps the samples' autograd history
+            from ..ops import stack
+            return stack(batch)
         return Tensor._make(xp.stack([s.array for s in batch]))
     if isinstance(elem, np.ndarray):
         if elem.dtype.kind in "OUSV":

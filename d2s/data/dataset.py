@@ -62,9 +62,10 @@ class TensorDataset(Dataset):
         return self.tensors[0].shape[0]
 
     # Rows are cut from the arrays directly, not through d2s ops: a loader's background
-    # thread calls this, where an op would be recorded by nothing but costs dispatch.
+    # thread calls this, where an op would be recorded by nothing but costs dispatch. A tensor
+    # that requires grad is indexed by the op (as in PyTorch, its rows keep its history).
     def __getitem__(self, index):
-        return tuple(Tensor._make(t.array[index]) for t in self.tensors)
+        return tuple(t[index] if t.requires_grad else Tensor._make(t.array[index]) for t in self.tensors)
 
     def get_batch(self, indices):
         """The samples at ``indices`` already collated (one gather per tensor), as
@@ -73,6 +74,9 @@ class TensorDataset(Dataset):
         idx = np.asarray(indices, dtype=np.int64)
         for t in self.tensors:
             xp = xp_of(t.array)
+            if t.requires_grad:
+                out.append(t[Tensor._make(idx if xp is np else xp.asarray(idx))])
+                continue
             out.append(Tensor._make(t.array[idx if xp is np else xp.asarray(idx)]))
         return out
 
@@ -182,7 +186,7 @@ def random_split(dataset, lengths, generator=None):
     Args:
         dataset: a map-style dataset.
         lengths: sizes, or fractions summing to 1.
-        generator: a ``numpy.random.Generator``, or None for d2s's generator
+        generator: a ``d2s.Generator`` or ``numpy.random.Generator``, or None for d2s's generator
             (``d2s.manual_seed`` makes the split repeatable).
 
     Returns:

@@ -44,7 +44,7 @@ class DataLoader:
         worker_init_fn: called as ``worker_init_fn(worker_id)`` in each worker, after seeding.
         multiprocessing_context: the start method (``"fork"``, ``"spawn"``, ``"forkserver"``
             or a context); default multiprocessing's default, as in PyTorch.
-        generator: a ``numpy.random.Generator`` for the shuffle order and the workers' base
+        generator: a ``d2s.Generator`` or ``numpy.random.Generator`` for the shuffle order and the workers' base
             seed (default d2s's global generator).
         prefetch_factor: batches each worker prepares ahead (default 2 with workers).
         persistent_workers: keep the workers between epochs.

@@ -1,9 +1,10 @@
 """Samplers: the order in which a ``DataLoader`` visits a map-style dataset, as PyTorch's.
 
-Random samplers draw with numpy's generators (d2s has no generator object of its own): given
-no ``generator``, each pass draws a fresh seed from d2s's global generator (so
+Random samplers draw with numpy's generators: given no ``generator``, each pass draws a fresh
+seed from d2s's global generator (so
 ``d2s.manual_seed`` makes the order repeatable, as ``torch.manual_seed`` does for PyTorch's);
-a ``numpy.random.Generator`` passed as ``generator`` is used as it is. The orders are
+a ``numpy.random.Generator`` passed as ``generator`` is used as it is, a ``d2s.Generator``
+through its own numpy draws. The orders are
 PyTorch's in structure (a permutation per pass, batches of 32 draws with replacement, ...),
 not its numbers: the two libraries' generators differ.
 
@@ -15,6 +16,7 @@ import itertools
 import numpy as np
 
 from d2s_runtime.ops.creation import RNG
+from d2s_runtime.ops.random import Generator as _Generator
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler"]
@@ -35,8 +37,10 @@ def as_numpy_generator(generator):
         return np.random.default_rng(draw_seed())
     if isinstance(generator, np.random.Generator):
         return generator
-    raise TypeError(f"generator= must be a numpy.random.Generator (e.g. np.random.default_rng(42)) or None "
-                    f"(d2s's global generator, seeded by d2s.manual_seed), got {type(generator).__name__}")
+    if isinstance(generator, _Generator):  # a d2s.Generator (torch.Generator's counterpart): its own draws
+        return generator.draws(np)
+    raise TypeError(f"generator= must be a d2s.Generator, a numpy.random.Generator (e.g. np.random.default_rng(42)) "
+                    f"or None (d2s's global generator, seeded by d2s.manual_seed), got {type(generator).__name__}")
 
 
 class Sampler:
@@ -70,7 +74,7 @@ class RandomSampler(Sampler):
         replacement: draw with replacement.
         num_samples: how many indices per pass (default ``len(data_source)``); without
             replacement, more than that repeats whole permutations.
-        generator: a ``numpy.random.Generator``, or None for a seed from d2s's generator
+        generator: a ``d2s.Generator`` or ``numpy.random.Generator``, or None for a seed from d2s's generator
             drawn at each pass.
     """
 
@@ -130,7 +134,7 @@ class WeightedRandomSampler(Sampler):
         weights: one non-negative weight per index (need not sum to 1).
         num_samples: how many indices per pass.
         replacement: draw with replacement.
-        generator: a ``numpy.random.Generator``, or None (d2s's generator).
+        generator: a ``d2s.Generator`` or ``numpy.random.Generator``, or None (d2s's generator).
     """
 
     def __init__(self, weights, num_samples, replacement=True, generator=None):

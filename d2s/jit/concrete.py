@@ -76,6 +76,10 @@ class ConcreteProgram:
         # py_written: those the build itself changed (a counter bumped by forward)
         self.py_state = []
         self.py_written = []
+        # the module tree's submodules and their forward hooks as the build found them (see
+        # side_effects._module_structure): a program holds the submodules it called, and their hooks
+        self.structure = None
+        self.structure_version = None  # nn.module.STRUCTURE_VERSION when structure last held
         self._backward = {}
         self._trainers = {}
         self._reachable = {}

@@ -204,6 +204,82 @@ def _python_state(instance):
             if type(v) in _PY_STATE_TYPES and k != "training"]
 
 
+class _Cell:
+    """A closure cell read as an attribute dict is (``get``), so the state check reads it alike."""
+    __slots__ = ("cell",)
+
+    def __init__(self, cell):
+        self.cell = cell
+
+    def get(self, key, default=None):
+        try:
+            return self.cell.cell_contents
+        except ValueError:  # emptied (del of the variable)
+            return default
+
+
+def _global_state(fn):
+    """``[(namespace, name, value)]`` of the Python scalars (int, float, bool, str, None) that
+    ``fn``'s code reads as globals or from its closure (``x * SCALE`` with ``SCALE = 2.0`` at
+    module level): a program holds them as constants, so it is valid only while they keep
+    these values, as a module's scalar attributes (see _python_state)."""
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    names, stack = set(), [code]
+    while stack:  # the function's own code and that of the lambdas and comprehensions in it
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if inspect.iscode(k))
+    g = getattr(fn, "__globals__", {})
+    out = [(g, n, g[n]) for n in sorted(names) if n in g and type(g[n]) in _PY_STATE_TYPES]
+    for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        if type(v) in _PY_STATE_TYPES:
+            out.append((_Cell(cell), name, v))
+    return out
+
+
+def _module_structure(instance):
+    """``(submodule entries, hook dicts)`` of a module tree: ``[(its _modules dict, name,
+    module)]`` and ``[(a submodule's hook dict, its hook ids)]``. A program calls the submodules
+    the build found, with their hooks, so it is valid only while they stay: a layer replaced
+    (``model[2] = nn.Linear(...)``) or a hook added to a submodule after the first call must
+    build a new program. (The converted module's own hooks run around the program, eagerly.)
+    None for a function."""
+    if not _is_module(instance):
+        return None
+    entries, dicts = [], []
+    for m in instance.modules():
+        d = m.__dict__
+        mods = d.get("_modules")
+        if mods is not None:
+            entries.extend((mods, k, v) for k, v in mods.items())
+            dicts.append((mods, tuple(mods)))
+        if m is not instance:
+            for name in ("_forward_hooks", "_forward_pre_hooks"):
+                h = d.get(name)
+                if h is not None:
+                    dicts.append((h, tuple(h)))
+    return entries, dicts
+
+
+def _structure_holds(structure):
+    """Whether the module tree still has the submodules and hooks of ``structure``."""
+    entries, dicts = structure
+    for d, k, v in entries:
+        if d.get(k) is not v:
+            return False
+    for d, keys in dicts:
+        if len(d) != len(keys) or (keys and tuple(d) != keys):
+            return False
+    return True
+
+
 def _with_new_attrs(before, after):
     """``before`` plus, as missing, the attributes that only ``after`` has (created by the
     trace: a later call finding them set is not the state the program was built from)."""

@@ -20,6 +20,7 @@ from ..autograd import enable_grad
 from ..autograd.engine import SymbolicInputNeedsGrad
 from ..autograd.grad_mode import mark_inference
 from ..convert import values
+from ..nn.module import STRUCTURE_VERSION
 from ..convert.call import convert_transform, python_rng_states, refuse_frozen_draws
 from ..static.builder import ProgramBuilder, flatten_outputs, python_number_type
 from ..static.input_spec import InputSpec
@@ -31,9 +32,10 @@ from .buffer_writes import buffer_writes as _buffer_writes
 from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, varying_dims
 from .concrete import BUILD_LOCK, ConcreteProgram
 from .numerics import check_forward
-from .side_effects import (_MISSING, _containers_state, _input_writes, _is_module, _module_snapshot, _param_refs,
-                           _python_state, _python_state_holds, _refuse_changed_containers, _restore_python_state,
-                           _restore_symbolic_writes, _same_python_value, _state_tensors, _with_new_attrs)
+from .side_effects import (_MISSING, _containers_state, _global_state, _input_writes, _is_module, _module_snapshot,
+                           _module_structure, _param_refs, _python_state, _python_state_holds,
+                           _refuse_changed_containers, _restore_python_state, _restore_symbolic_writes,
+                           _same_python_value, _state_tensors, _structure_holds, _with_new_attrs)
 
 _ENABLED = [True]
 
@@ -311,6 +313,8 @@ class StaticFunction:
             entry = None
         if entry is not None and entry.py_state and not _python_state_holds(entry.py_state):
             entry = self._python_state_changed(entry)
+        if entry is not None and entry.structure_version != STRUCTURE_VERSION[0] and not self._structure_holds(entry):
+            entry = None
         if entry is None:
             if self._converted() is None:
                 return self.eager(*args, **kwargs)
@@ -361,6 +365,8 @@ class StaticFunction:
         entry = self._cache.get(key)
         if entry is not None and entry.py_state and not _python_state_holds(entry.py_state):
             entry = self._python_state_changed(entry)
+        if entry is not None and entry.structure_version != STRUCTURE_VERSION[0] and not self._structure_holds(entry):
+            entry = None
         if entry is None:
             with BUILD_LOCK:
                 entry = self._cache.get(key)
@@ -371,6 +377,15 @@ class StaticFunction:
         if touch:
             self._cache.touch(entry)
         return entry, key
+
+    def _structure_holds(self, entry):
+        """Whether the module tree still has the submodules and hooks ``entry`` was built with
+        (checked when some module's changed since it last held); if not, drop the programs."""
+        if entry.structure is None or _structure_holds(entry.structure):
+            entry.structure_version = STRUCTURE_VERSION[0]
+            return True
+        self._cache.clear()  # a submodule replaced, or a hook added to one: build again
+        return False
 
     def _python_state_changed(self, entry):
         """A Python attribute of the module that a program holds as a constant has another value
@@ -389,7 +404,7 @@ class StaticFunction:
                 names = ", ".join(sorted({f"'{k}'" for d, k, v in entry.py_state
                                           if not _same_python_value(d.get(k, _MISSING), v)}))
                 what = (f"{fn} was built {cache.state_rebuilds + 1} times because Python attribute(s) "
-                        f"{names} of its module changed between calls")
+                        f"{names} of its module (or globals it reads) changed between calls")
             warnings.warn(f"d2s.jit.to_static: {what}. A program holds Python values as constants, so it is "
                           "built again for each new value (slow); keep such state in a tensor "
                           "(register_buffer) to run one program", UserWarning, stacklevel=_user_stacklevel())
@@ -427,6 +442,9 @@ class StaticFunction:
             snapshot = _module_snapshot(instance)
             builder.state_tensors = _state_tensors(instance)
             py_state = _python_state(instance)
+            global_state = _global_state(self._fn) if not py_states else []
+            if not py_states:
+                structures.append((_module_structure(instance), STRUCTURE_VERSION[0]))
             input_vars = [t._var for t in sym]
             before = _containers_state(sargs, skw)
             outer_replaced = set(values.REPLACED_LISTS)  # (a to_static function called while tracing)
@@ -456,12 +474,13 @@ class StaticFunction:
                 w.start = len(leaves)
                 leaves.extend(w.tensors)
             if not py_states:  # the first trace; a retrace (for a backward) is not the state's
-                py_states.append(_with_new_attrs(py_state, _python_state(instance)))
+                py_states.append(_with_new_attrs(py_state, _python_state(instance)) + global_state)
             else:  # a retrace for a backward: the build made the forward's Python writes already
                 _restore_python_state(py_state, _python_state(instance))
             return sym, leaves, rebuild, out, writes
 
         py_states = []
+        structures = []
 
         def build(grad_inputs):
             builder = ProgramBuilder(device)
@@ -500,6 +519,7 @@ class StaticFunction:
         # the module's Python attributes as the build found them: the program holds the ones it
         # read as constants, so it is valid only while they keep these values
         entry.py_state = py_states[0]
+        entry.structure, entry.structure_version = structures[0]
         entry.py_written = sorted({k for d, k, v in entry.py_state if not _same_python_value(d.get(k, _MISSING), v)})
         # what this signature was, for the cache limit's warning
         entry.leaf_types = list(leaf_types)

@@ -212,7 +212,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     w = _ops.cast(valid, input.dtype)
     if weight is not None:
         w = w * nn_ops.embedding(safe, _t(weight))
-    loss = picked * w
+    # an ignored entry's loss is a 0 chosen by where, not picked * 0: its gradient stays 0 even
+    # when nothing is counted and the mean's 1 / 0 is inf (PyTorch's backward skips it too)
+    loss = _ops.where(valid, picked * w, _ops.zeros_like(picked))
     loss = _ops.where(ok, loss, _ops.full_like(loss, float("nan")))  # (programs: see the module docstring)
     if reduction == "mean":
         return _ops.sum(loss) / _ops.sum(w)

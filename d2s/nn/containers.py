@@ -352,7 +352,15 @@ class ParameterDict(Module):
         self._parameters.clear()
 
     def update(self, parameters):
-        pairs = parameters.items() if hasattr(parameters, "items") else parameters
+        """Add ``parameters``' entries: an OrderedDict, ParameterDict or sequence of pairs in
+        their order, a plain mapping in sorted key order (as PyTorch, so the state_dict's
+        order matches a checkpoint PyTorch wrote)."""
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            pairs = parameters.items()
+        elif hasattr(parameters, "items"):
+            pairs = sorted(parameters.items())
+        else:
+            pairs = parameters
         for k, v in pairs:
             self[k] = v
 

@@ -130,6 +130,46 @@ def _check_name(kind, name, module):
         raise KeyError(f'{kind} name can\'t be empty string ""')
 
 
+
+# bumped by every change of any module's submodules or forward hooks: a to_static program holds
+# the submodules (and their hooks) its build called, and checks them again only when this moved
+STRUCTURE_VERSION = [0]
+
+
+class _Tracked(OrderedDict):
+    """A module's ``_modules`` and forward-hook dicts: an OrderedDict that counts its changes in
+    STRUCTURE_VERSION."""
+    __slots__ = ()
+
+    def __setitem__(self, key, value):
+        STRUCTURE_VERSION[0] += 1
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key):
+        STRUCTURE_VERSION[0] += 1
+        super().__delitem__(key)
+
+    def pop(self, *args):
+        STRUCTURE_VERSION[0] += 1
+        return super().pop(*args)
+
+    def popitem(self, last=True):
+        STRUCTURE_VERSION[0] += 1
+        return super().popitem(last)
+
+    def clear(self):
+        STRUCTURE_VERSION[0] += 1
+        super().clear()
+
+    def setdefault(self, key, default=None):
+        STRUCTURE_VERSION[0] += 1
+        return super().setdefault(key, default)
+
+    def move_to_end(self, key, last=True):
+        STRUCTURE_VERSION[0] += 1
+        super().move_to_end(key, last)
+
+
 class Module:
     """Base class of every layer and model: subclasses set attributes in ``__init__`` and
     define ``forward``; calling the module calls ``forward`` (with its hooks, if any).
@@ -144,9 +184,9 @@ class Module:
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent", set())
-        object.__setattr__(self, "_modules", OrderedDict())
-        object.__setattr__(self, "_forward_hooks", OrderedDict())
-        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_modules", _Tracked())
+        object.__setattr__(self, "_forward_hooks", _Tracked())
+        object.__setattr__(self, "_forward_pre_hooks", _Tracked())
         object.__setattr__(self, "_hooks_with_kwargs", set())
         object.__setattr__(self, "training", True)
 

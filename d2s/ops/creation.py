@@ -16,7 +16,7 @@ from ..autograd.registry import non_differentiable
 from ..dispatch import apply, create, fill_like
 from ..dtypes import as_dtype, default_float
 from ..onnx.registry import i64, onnx_constant, onnx_converter
-from ..tensor import Tensor, check_dtype, get_default_device, tensor, tensor_method
+from ..tensor import Tensor, check_dtype, get_default_device, number_dtype, tensor, tensor_method
 from ._util import _is_symbolic, _shape_arg
 
 
@@ -92,6 +92,8 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
             raise ValueError(f"full: fill_value must be a number or a one-element tensor, got shape "
                              f"{tuple(fill_value.shape)}")
         if fill_value.is_symbolic:
+            if dtype is None:  # a stand-in for a Python number (float(t), t.item()): the number's dtype
+                dtype = number_dtype(fill_value)
             dt = str(as_dtype(fill_value.dtype if dtype is None else dtype))
             return apply("reshape", fill_value, shape=[]).cast(dt) + full(size, 0, dtype=dt)
         fill_value = fill_value.item()
@@ -243,6 +245,8 @@ def as_tensor(data, dtype=None, device=None):
     the asked dtype and device is returned as it is, a numpy array of a d2s dtype is shared;
     anything else is copied as by :func:`d2s.tensor`."""
     device = _device(device)
+    if isinstance(data, Tensor) and number_dtype(data) is not None:
+        return tensor(data, dtype=dtype, device=device)  # a stand-in for a Python number: a new tensor
     if isinstance(data, Tensor):
         out = data
         if dtype is not None and as_dtype(dtype) != data.dtype:

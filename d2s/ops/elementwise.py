@@ -8,7 +8,7 @@ from ..autograd.registry import grad_rule, non_differentiable, sample_call, shap
 from ..dispatch import apply
 from ..dtypes import as_dtype
 from ..onnx.registry import elementwise as onnx_elementwise, onnx_converter, promoted
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor, number_dtype, tensor_method
 from .creation import zeros_like
 from ._util import _as_tensor, _is_diff, _pair, _shape, unbroadcast
 
@@ -580,7 +580,19 @@ def where(condition, input=None, other=None):
         return nonzero(condition, as_tuple=True)
     if input is None or other is None:
         raise TypeError("where: give both input and other (or neither: where(condition) is nonzero)")
+    if not _plain_tensor(input) and not _plain_tensor(other):
+        # two numbers (Python's, or a program's stand-ins for them): the dtype eager code gets
+        input, other = _number_as_tensor(input), _number_as_tensor(other)
     return apply("where", condition, input, other)
+
+
+def _plain_tensor(a):
+    return isinstance(a, Tensor) and number_dtype(a) is None
+
+
+def _number_as_tensor(a):
+    dt = number_dtype(a) if isinstance(a, Tensor) else None
+    return a if dt is None or dt == str(a.dtype) else apply("cast", a, dtype=dt)
 
 
 @grad_rule("where")

@@ -23,8 +23,11 @@ def _encode_index(idx):
     if not isinstance(idx, tuple):
         idx = (idx,)
     spec, extra = [], []
+    # a Python True among basic entries adds a dim of 1, as None does (so its size stays known
+    # in a program, where a mask's count of True is data)
+    true_is_none = not any(isinstance(e, (Tensor, list, np.ndarray)) for e in idx)
     for e in idx:
-        if e is None:
+        if e is None or (true_is_none and e is True):
             spec.append(["n"])
         elif e is Ellipsis:
             spec.append(["e"])
@@ -64,9 +67,61 @@ def _slice_part(v):
     return int(v)
 
 
+def _split_ints(idx):
+    """``(ints, rest)`` where PyTorch's reading of ``idx`` differs from NumPy's, else None.
+
+    PyTorch applies integer indices first (as ``select``s) and only then the index arrays, so
+    ints never join the advanced group: ``x[0, :, [1, 2]]`` of a (2, 3, 4) tensor is
+    ``x[0][:, [1, 2]]``, of shape (3, 2), where NumPy, counting the 0 as advanced and finding
+    the group split by the slice, moves the indexed dim to the front: (2, 3). The two differ
+    exactly when the ints and index arrays together are not side by side but the index arrays
+    alone (ints dropped) are; then ``x[ints][rest]`` is PyTorch's answer (``ints`` keeps the ints
+    with a full slice for every other dim-consuming entry, ``rest`` the other entries)."""
+    if type(idx) is not tuple:
+        return None
+    kinds = []
+    for e in idx:
+        if e is None:
+            kinds.append("n")
+        elif e is Ellipsis:
+            kinds.append("e")
+        elif isinstance(e, (bool, np.bool_)):
+            kinds.append("n")  # a scalar bool adds a dim, as None does
+        elif isinstance(e, (int, np.integer)) or (isinstance(e, Tensor) and e.ndim == 0 and not e.is_symbolic
+                                                   and e.dtype.startswith("int")):
+            kinds.append("i")
+        elif isinstance(e, (Tensor, list, np.ndarray)):
+            kinds.append("t")
+        else:
+            kinds.append("s")
+    if "i" not in kinds or "t" not in kinds:
+        return None
+    both = [k for k, kind in enumerate(kinds) if kind in "it"]
+    arrays = [k for k, kind in enumerate([kind for kind in kinds if kind != "i"]) if kind == "t"]
+    if both == list(range(both[0], both[-1] + 1)) or arrays != list(range(arrays[0], arrays[-1] + 1)):
+        return None
+    ints = []
+    for e, kind in zip(idx, kinds):
+        if kind == "i" or kind == "e":
+            ints.append(e)
+        elif kind == "t" and _is_bool_index(e):
+            ints.extend([slice(None)] * max(np.ndim(e) if not isinstance(e, Tensor) else e.ndim, 1))
+        elif kind in "ts":
+            ints.append(slice(None))
+    return tuple(ints), tuple(e for e, kind in zip(idx, kinds) if kind != "i")
+
+
+def _is_bool_index(e):
+    return (e.dtype == "bool") if isinstance(e, Tensor) else np.asarray(e).dtype == np.bool_
+
+
 @tensor_method("__getitem__")
 def getitem(x, idx):
-    """``x[idx]``: ints, slices, None, ..., bool masks and int tensors (NumPy's rules)."""
+    """``x[idx]``: ints, slices, None, ..., bool masks and int tensors (PyTorch's rules: NumPy's,
+    with integer indices applied before the index arrays)."""
+    split = _split_ints(idx)
+    if split is not None:
+        return getitem(getitem(x, split[0]), split[1])
     spec, extra = _encode_index(idx)
     out = apply("getitem", x, *extra, index=spec)
     if out._view is not None and out.array is not None and _tensor_index(idx):
@@ -86,6 +141,10 @@ def setitem(x, idx, value):
     """``x[idx] = value``: in place on x's data (and so on its base's, for a view), recorded as
     a functional update when x or value takes part in autograd or a program (see
     ``d2s.inplace.write``)."""
+    split = _split_ints(idx)
+    if split is not None:
+        setitem(getitem(x, split[0]), split[1], value)
+        return x
     if x._view is not None:
         _views.fresh(x)
     spec, extra = _encode_index(idx)

@@ -486,9 +486,12 @@ arctan2 = atan2
 
 @grad_rule("atan2")
 def _atan2_grad(ctx, g):
-    # PyTorch's atan2_backward: d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)
+    # PyTorch's atan2_backward: d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2), both 0 at the
+    # origin (where the quotients would be 0 / 0)
     a, b = ctx.inputs
-    r = g / (a * a + b * b)
+    denom = a * a + b * b
+    zero = denom == 0
+    r = where(zero, 0.0, g / where(zero, 1.0, denom))
     return _pair(ctx, r * b if _is_diff(a) else None, -r * a if _is_diff(b) else None)
 
 

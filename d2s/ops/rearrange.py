@@ -32,10 +32,13 @@ def _dims_list(op, dims, nd):
 
 # ------------------------------------------------------------------ flip
 @tensor_method()
-def flip(x, dims=None, *, axis=None):
-    """``x`` with the order of elements reversed along ``dims`` (an int or a list), as a new
-    tensor (``torch.flip``; numpy's ``axis=`` too, None meaning every dim there)."""
+def flip(x, dims=None, *more_dims, axis=None):
+    """``x`` with the order of elements reversed along ``dims`` (an int or a list; the method
+    takes them one by one too, ``x.flip(0, 2)``), as a new tensor (``torch.flip``; numpy's
+    ``axis=`` too, None meaning every dim there)."""
     x = _as_tensor(x)
+    if more_dims:
+        dims = (dims,) + more_dims
     dims = _dim_arg("flip", dims, axis)
     if dims is None:
         if axis is None and not x.ndim:
@@ -206,6 +209,15 @@ def narrow(x, dim, start, length):
     elif start < 0:
         raise IndexError("narrow: a negative start needs the dim's size, known here only when the program runs")
     return getitem(x, (slice(None),) * d + (slice(start, start + length),))
+
+
+@tensor_method()
+def select(x, dim, index):
+    """``x`` at ``index`` along ``dim``, that dim removed (a view, as ``torch.select``:
+    ``x.select(1, -1)`` is ``x[:, -1]``)."""
+    x = _as_tensor(x)
+    d = _norm_dim("select", dim, x.ndim)
+    return getitem(x, (slice(None),) * d + (index,))
 
 
 # ------------------------------------------------------------------ stacking helpers

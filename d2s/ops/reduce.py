@@ -589,7 +589,13 @@ def _vector_norm(fn, x, ord, axes, keep, dtype=None):
     if p == 0:  # how many are non-zero; a zero gradient (x * 0 where x is zero), as PyTorch's
         nz = ne(x, 0)
         return _reduce("reduce_sum", where(nz, ones_like(x), x * 0), axes, keep)
-    s = _reduce("reduce_sum", _pow(_abs(x), p), axes, keep)
+    a = _abs(x)
+    if 0 < p < 1:  # |x|**p has an infinite slope at 0: PyTorch's gradient there is 0, not 0 * inf
+        nz = ne(x, 0)
+        powered = where(nz, _pow(where(nz, a, ones_like(a)), p), zeros_like(a))
+    else:
+        powered = _pow(a, p)
+    s = _reduce("reduce_sum", powered, axes, keep)
     if p < 0:
         return _pow(s, 1.0 / p)
     zero = eq(s, 0)

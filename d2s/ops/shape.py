@@ -9,6 +9,7 @@ from d2s_runtime.device import get_xp
 from d2s_runtime.ops import ShapeError
 
 from .._state import STATE
+from .. import views as _views
 from ..autograd.registry import grad_rule, non_differentiable, shape_only
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_converter, onnx_unsupported, promoted, elementwise as onnx_elementwise
@@ -263,14 +264,16 @@ def t(x):
 
 @tensor_method("contiguous")
 def _contiguous(x, memory_format=None):
-    """The tensor itself (d2s tensors need no contiguous copy)."""
-    return x
+    """``x`` itself where its elements are laid out contiguously, else a contiguous copy (as
+    ``torch.Tensor.contiguous``: a write into the copy of a transposed or sliced view leaves its
+    base alone, and a later ``view`` of the copy shares its elements)."""
+    return x if _views.contiguous_layout(x) else identity(x)
 
 
 @tensor_method("is_contiguous")
 def _is_contiguous(x, memory_format=None):
-    """True: d2s tensors behave as contiguous ones."""
-    return True
+    """Whether ``x``'s elements lie row-major without gaps (a transpose or strided slice's do not)."""
+    return _views.contiguous_layout(x)
 
 
 Tensor.mT = property(lambda self: transpose(self, -2, -1), doc="The last two dims swapped (batched matrix transpose).")
@@ -613,6 +616,9 @@ def identity(x):
 @grad_rule("identity")
 def _identity_grad(ctx, g):
     return (g,)
+
+
+shape_only("identity", 0)
 
 
 @onnx_converter("identity")

@@ -9,7 +9,7 @@ stays weak, so converted code keeps eager dtypes.
 """
 from .. import ops
 from ..dispatch import apply
-from ..tensor import Tensor
+from ..tensor import WEAK_DIM, Tensor
 
 _ARITH = (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("floordiv", "floordiv"),
           ("mod", "mod"), ("pow", "pow"))
@@ -21,6 +21,7 @@ class WeakNumber(Tensor):
     and shape, as it would a Python number."""
     __slots__ = ()
     _d2s_stands_for_number = True  # augmented assignment rebinds instead of mutating (d2s.inplace)
+    _d2s_weak_float = True  # a float one takes the other operands' dtype, as a Python float (d2s.dispatch)
 
 
 class WeakIndex(WeakNumber):
@@ -178,3 +179,6 @@ def _round(self, ndigits=None):
 
 
 WeakNumber.__round__ = _round
+
+
+WEAK_DIM[0] = weak  # Tensor.shape's unknown dims stand for Python ints (see Tensor.shape)

@@ -7,8 +7,9 @@ its target for the new value to leave a tensor `if` or `while`. Three rewrites:
 - a statement `T.m_(args)` (``m_`` one of d2s's in-place methods, ``T`` a name or attribute
   path) becomes `T = _jst.call_inplace(T, 'm_', is_attribute, (args,), {kwargs})`, and a chain
   `T.a_(x).b_(y)` (PyTorch's running-statistics idiom) one such statement per call, in order;
-- `T.a += v` (and -=, *=, /=) on an attribute becomes `T.a = _jst.call_inplace(T.a, '__iadd__',
-  True, (v,), {})`, so a module buffer updated this way becomes an attribute write;
+- `T.a += v` (and -=, *=, /=, //=, %=, **=, &=, |=, ^=) on an attribute becomes
+  `T.a = _jst.call_inplace(T.a, '__iadd__', True, (v,), {})`, so a module buffer updated this
+  way becomes an attribute write;
 - any other simple statement calling `x.m_(...)` on a name `x` is followed by `x = x`, which
   only tells the name analysis that ``x`` changed there.
 """
@@ -19,7 +20,9 @@ from .base import Transformer, jst
 
 # the names of d2s.inplace.RESULTS (kept literal: transformers do not import tensor code)
 INPLACE_METHODS = frozenset({"add_", "sub_", "mul_", "div_", "zero_", "fill_", "copy_", "clamp_"})
-_AUG = {gast.Add: "__iadd__", gast.Sub: "__isub__", gast.Mult: "__imul__", gast.Div: "__itruediv__"}
+_AUG = {gast.Add: "__iadd__", gast.Sub: "__isub__", gast.Mult: "__imul__", gast.Div: "__itruediv__",
+        gast.FloorDiv: "__ifloordiv__", gast.Mod: "__imod__", gast.Pow: "__ipow__", gast.BitAnd: "__iand__",
+        gast.BitOr: "__ior__", gast.BitXor: "__ixor__"}
 _SIMPLE = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr)
 
 

@@ -48,6 +48,22 @@ def test_grads_accumulate_across_backward_calls():
     np.testing.assert_allclose(x.grad.numpy(), 3 * 2 * x.numpy())
 
 
+def test_a_second_backward_adds_into_the_existing_grad_in_place():
+    # as PyTorch's AccumulateGrad: a reference taken to .grad before sees the sum
+    w = _leaf([1.0, 2.0])
+    (w * 3).sum().backward()
+    kept = w.grad
+    (w * w).sum().backward()
+    assert kept is w.grad
+    np.testing.assert_allclose(kept.numpy(), [5.0, 7.0])
+    w.grad.zero_()  # zeroed (set_to_none=False) and refilled: the same tensor again
+    (w * 2).sum().backward()
+    np.testing.assert_allclose(kept.numpy(), [2.0, 2.0])
+    # with create_graph the sum is a new tensor with history
+    (w * w).sum().backward(create_graph=True)
+    assert w.grad is not kept and w.grad.requires_grad
+
+
 def test_unused_output_of_multi_output_op_gets_zero_gradient():
     x = _leaf([1.0, 2.0, 3.0, 4.0])
     a, b = d2s.split(x, 2)
@@ -349,3 +365,16 @@ def test_grad_of_output_with_respect_to_itself():
     y = x * 2
     (gy,) = d2s.grad(y.sum(), y)
     np.testing.assert_allclose(gy.numpy(), [1, 1])
+
+
+def test_backward_inside_a_converted_function_says_what_to_do_instead():
+    lin = d2s.nn.Linear(3, 1)
+
+    def step(x):
+        loss = lin(x).pow(2).mean()
+        loss.backward()
+        return loss
+
+    with pytest.raises(RuntimeError, match=r"backward\(\) inside a function being converted by to_static.*"
+                                           r"value_and_grad"):
+        d2s.jit.to_static(step)(d2s.ones(2, 3))

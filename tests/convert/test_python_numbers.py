@@ -153,6 +153,31 @@ def test_item_inside_tensor_math_stays_a_tensor_with_eager_dtype():
     _check(item_feeds_tensor_ops, (X_POS,), (X_NEG,))
 
 
+def float_item_of_float64(x):
+    v = x.sum().item()
+    return float(x.sum()), float(x[0] * 3), v, v / 3, x.float() * v
+
+
+def test_float_and_item_keep_every_digit_of_a_double():
+    # a Python float is a double: float() of a float64 tensor gave a float32-rounded number
+    x = d2s.tensor([0.1, 0.2, 0.3000000000000001], dtype=d2s.float64)
+    check_exact(float_item_of_float64, [(x,), (x * 7,), (x.float(),)])
+
+
+def numbers_into_new_tensors(i, y):
+    v, s = y.max().item(), float(y.sum())
+    return (i * v, i + s, d2s.full((2,), v), d2s.tensor(s), d2s.tensor([v, 1.0]), d2s.as_tensor(v),
+            d2s.where(i > 1, v, 0.0), d2s.where(i > 1, i, s), y.float() * s, i.float().clamp(max=v))
+
+
+def test_a_number_from_a_tensor_meets_ints_and_creation_as_a_python_float():
+    # eagerly int tensor * Python float and d2s.tensor(Python float) are float32; the number's
+    # stand-in in a program (float64, to keep its digits) must not make them float64
+    i = d2s.tensor([0, 1, 2, 3])
+    check_exact(numbers_into_new_tensors, [(i, d2s.tensor([0.5, 1.5], dtype=d2s.float64)),
+                                           (i, d2s.tensor([2.5, -1.0]))])
+
+
 def attribute_of_plain_object(x):
     class State:
         pass
@@ -257,3 +282,27 @@ def type_of_numbers(x, n):
 
 def test_type_and_isinstance_see_python_numbers():
     _check(type_of_numbers, (X_POS, d2s.tensor(0)), (X_NEG, d2s.tensor(3)))
+
+
+def longest_and_shortest(seqs):
+    # max()/min() of a generator: the converted builtin reads it once (it was consumed by the
+    # check for symbolic items, then max() found it empty)
+    longest = max(s.shape[0] for s in seqs)
+    shortest = min(iter([s.shape[0] for s in seqs]))
+    return longest, shortest, max(s.sum() for s in seqs)
+
+
+def test_max_and_min_of_a_generator():
+    check_exact(longest_and_shortest, [([d2s.ones(3), d2s.ones(5) * 2],), ([d2s.ones(2)],)])
+
+
+def dims_of(x):
+    return x.size(0), x.shape[-1], x.shape[0] * 2, len(x)
+
+
+def test_dynamic_dims_come_back_as_python_ints():
+    # with an unknown dim the program computes it; the caller gets the int eager code returns
+    static = d2s.jit.to_static(dims_of, input_spec=[d2s.jit.InputSpec([None, 4], "float32")])
+    for n in (3, 1, 5):
+        x = d2s.ones(n, 4)
+        assert_exactly_eager(static(x), dims_of(x))

@@ -48,7 +48,19 @@ TORCH_CASES = [
     _case("random_split-many-fractions", lambda lib: _split_sizes(lib, 13, [0.1] * 10)),
     _case("random_split-lengths", lambda lib: _split_sizes(lib, 9, [2, 3, 4])),
     _case("concat-indexing", _concat),
+    # a dataset over tensors that require grad gives rows (and batches) that keep their history,
+    # as torch's indexing and torch.stack do; lib.utils.data is reachable right after `import`
+    Case("tensor-dataset-rows-keep-grad", lambda lib, x: _grad_batches(lib, x), np.arange(12.0).reshape(6, 2),
+         static="datasets are Python objects"),
+    _case("random_split-with-generator", lambda lib: sorted(
+        i for part in lib.utils.data.random_split(range(10), [0.7, 0.3], generator=lib.Generator().manual_seed(1))
+        for i in part)),
 ]
+
+
+def _grad_batches(lib, x):
+    ds = lib.utils.data.TensorDataset(x * 2, x.sum(1))
+    return list(lib.utils.data.DataLoader(ds, batch_size=4)), ds[1]
 
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)

@@ -34,6 +34,9 @@ TORCH_CASES = [
     _case("random-sampler-lengths", lambda lib: [len(_data(lib).RandomSampler(range(7))),
                                                  len(_data(lib).RandomSampler(range(7), num_samples=20)),
                                                  len(_data(lib).RandomSampler(range(7), True, 3))]),
+    _case("shuffle-with-generator", lambda lib: [sorted(int(v) for b in _data(lib).DataLoader(
+        list(range(10)), batch_size=4, shuffle=True, generator=lib.Generator().manual_seed(3)) for v in b),
+        len(list(_data(lib).RandomSampler(range(7), generator=lib.Generator())))]),
     _case("loader-lengths", lambda lib: [len(_data(lib).DataLoader(list(range(10)), batch_size=4)),
                                          len(_data(lib).DataLoader(list(range(10)), batch_size=4, drop_last=True)),
                                          len(_data(lib).DataLoader(list(range(10)), batch_size=None))]),

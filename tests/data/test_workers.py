@@ -143,10 +143,13 @@ def test_batch_k_is_loaded_by_worker_k_mod_n_and_len_matches():
 
 def test_tensor_dataset_batches_and_tensors_cross_as_arrays():
     x = d2s.tensor(np.arange(24, dtype=np.float32).reshape(12, 2), requires_grad=True)
-    ds = TensorDataset(x, np.arange(12))
+    ds = TensorDataset(x.detach(), np.arange(12))
     got = list(DataLoader(ds, batch_size=5, num_workers=2))
     want = list(DataLoader(ds, batch_size=5))
     assert _flat(got) == _flat(want) and isinstance(got[0], list)
+    # rows of a tensor requiring grad keep its history, which cannot cross to a worker (as in PyTorch)
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        list(DataLoader(TensorDataset(x), batch_size=5, num_workers=1))
     # a tensor pickles as its array and its flag (never Python lists, never a graph)
     reducer = worker_mod._reduce_tensor
 

@@ -196,3 +196,66 @@ def test_backward_by_rerunning_forward_does_not_count_twice(monkeypatch):
             assert n_s == n_e
     assert static.calls == eager.calls == 3
     same(eager.fc.weight.grad, static.fc.weight.grad)
+
+
+# Python scalars a converted function reads as globals or from its closure are constants of its
+# program too: a call after they changed builds a program from the new values, as eager reads them
+SCALE = 2.0
+MODE = "double"
+
+
+def scaled_by_globals(x):
+    y = x * SCALE
+    return y * 2 if MODE == "double" else y
+
+
+def test_python_globals_changed_between_calls_are_read_again():
+    global SCALE, MODE
+    static = d2s.jit.to_static(scaled_by_globals)
+    try:
+        for scale, mode in ((2.0, "double"), (5.0, "double"), (5.0, "single"), (5, "single")):
+            SCALE, MODE = scale, mode
+            same(scaled_by_globals(X), static(X))
+        assert static.cache_info().misses == 4
+    finally:
+        SCALE, MODE = 2.0, "double"
+
+
+def test_python_closure_variables_changed_between_calls_are_read_again():
+    k = 1.0
+
+    def shifted(x):
+        return x + k
+
+    static = d2s.jit.to_static(shifted)
+    same(shifted(X), static(X))
+    k = 4.0
+    same(shifted(X), static(X))
+    assert float(static(X)[0, 0]) == 5.0
+
+
+def _mlp():
+    d2s.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+
+
+def test_a_submodule_replaced_or_hooked_after_the_first_call_builds_a_new_program():
+    # the program holds the submodules (and their hooks) its build called
+    eager, conv = _mlp(), _mlp()
+    static = d2s.jit.to_static(conv)
+    same(eager(X), static(X))
+    for m in (eager, conv):
+        m[1] = nn.Tanh()  # no parameters change: only the structure says so
+    same(eager(X), static(X))
+    handles = [m[0].register_forward_hook(lambda mod, i, o: o * 10) for m in (eager, conv)]
+    same(eager(X), static(X))
+    for h in handles:
+        h.remove()
+    same(eager(X), static(X))
+    for m in (eager, conv):
+        d2s.manual_seed(1)
+        m[2] = nn.Linear(3, 2)
+    same(eager(X), static(X))
+    misses = static.forward.cache_info().misses
+    same(eager(X), static(X))  # nothing changed: the same program
+    assert static.forward.cache_info().misses == misses

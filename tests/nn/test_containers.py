@@ -68,6 +68,19 @@ def test_parameter_list_and_dict():
 )"""
 
 
+def test_parameter_dict_orders_a_plain_dict_by_key_as_pytorch():
+    from collections import OrderedDict
+    p = lambda: nn.Parameter(d2s.zeros(1))  # noqa: E731
+    assert list(nn.ParameterDict({"b": p(), "a": p()}).keys()) == ["a", "b"]
+    assert list(nn.ParameterDict(OrderedDict([("b", p()), ("a", p())])).keys()) == ["b", "a"]
+    assert list(nn.ParameterDict([("b", p()), ("a", p())]).keys()) == ["b", "a"]
+    d = nn.ParameterDict()
+    d["z"] = p()
+    d.update({"b": p(), "a": p()})
+    assert list(d.keys()) == ["z", "a", "b"]
+    assert list(nn.ModuleDict({"b": nn.ReLU(), "a": nn.ReLU()}).keys()) == ["b", "a"]  # ModuleDict keeps its order
+
+
 def test_pytorch_state_dict_of_containers_loads():
     torch = pytest.importorskip("torch")
 

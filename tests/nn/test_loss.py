@@ -65,6 +65,14 @@ TORCH_CASES = [
     *reductions("ce_weight_smooth", lambda t, x, w, r: t.nn.functional.cross_entropy(
         x, _cls(t, CLS), weight=w, reduction=r, label_smoothing=0.2), LOGITS, CLS_W, grad=[0]),
     Case("ce_ignore_index", lambda t, x: t.nn.functional.cross_entropy(x, _cls(t, CLS % 4), ignore_index=3), LOGITS),
+    # every target ignored: the mean is NaN (0 / 0) but the gradient is 0, not NaN, as in PyTorch;
+    # zero class weights (nothing ignored) give NaN gradients there, as in PyTorch
+    Case("ce_all_ignored", lambda t, x: (t.nn.functional.cross_entropy(x, _cls(t, [3, 3]), ignore_index=3),
+                                         t.nn.functional.nll_loss(x, _cls(t, [3, 3]), ignore_index=3),
+                                         t.nn.functional.cross_entropy(x, _cls(t, [3, 3]), ignore_index=3,
+                                                                       label_smoothing=0.1)), LOGITS[:2]),
+    Case("ce_zero_class_weights", lambda t, x: t.nn.functional.cross_entropy(
+        x, _cls(t, [1, 2]), weight=t.tensor([1.0, 0.0, 0.0, 1.0], dtype=x.dtype)), LOGITS[:2]),
     Case("ce_kdim", lambda t, x: t.nn.functional.cross_entropy(x, _cls(t, CLS_K)), LOGITS_K),
     Case("ce_kdim_weight_none", lambda t, x, w: t.nn.functional.cross_entropy(x, _cls(t, CLS_K), weight=w,
                                                                                 reduction="none"), LOGITS_K, CLS_W, grad=[0]),
@@ -120,7 +128,8 @@ TORCH_CASES = [
 # Converting, saving and exporting every case would take most of the suite's time budget: the
 # cases below cover each loss's ops in those forms; the others (other reductions, modules over
 # the same functions) compare eagerly with PyTorch only.
-CONVERTED = {"l1_mean", "mse_weight", "smooth_l1_none", "huber_delta_weight", "ce_mean", "ce_weight_smooth_mean",
+CONVERTED = {"ce_all_ignored",
+             "l1_mean", "mse_weight", "smooth_l1_none", "huber_delta_weight", "ce_mean", "ce_weight_smooth_mean",
              "ce_kdim_weight_none", "ce_probs_weight_smooth", "nll_none", "bce_weight", "bce_logits_pos_weight",
              "kl_batchmean", "kl_log_target", "poisson_nll_full", "gaussian_nll_full_vec", "hinge_embedding",
              "cosine_embedding_mean", "margin_ranking_none", "TripletMarginLoss_p1_swap", "cosine_similarity",

@@ -95,10 +95,30 @@ TORCH_CASES = [
          np.array([0, 3, 6])),
     Case("bucketize", lambda t, x, b: (t.bucketize(x, b), t.bucketize(x, b, right=True)), np.array([1, 2, 3, 7]),
          np.array([1, 3, 5])),
+    # integer indices with index arrays: PyTorch selects the ints first, so a slice between an
+    # int and an index array does not move the indexed dim to the front (NumPy's rule would)
+    Case("getitem_int_slice_array", lambda t, x: (x[0, :, [1, 2]], x[0, None, :, [1]], x[1, 1:, [0, 3]],
+                                                  x[-1, ::2, t.tensor([3])], x[0, ..., [1, 2]],
+                                                  x[[0, 1], :, [1, 2]], x[[0, 1], 1:, 0]), X3,
+         onnx="two index arrays in one index"),
+    Case("getitem_int_slice_mask", lambda t, x, m: x[0, :, m], X3, np.array([True, False, True, True]),
+         dynamic="the mask's count of True is data", onnx="a bool mask after other indices"),
+    # a Python True adds a dim of 1, as None: its size is known in a program too
+    Case("getitem_python_true", lambda t, x: (x[True], x[None, True], x[0, True], x[..., True], x[True, 1:]), X),
+    Case("getitem_python_true_shape", lambda t, x: x[True].shape, X, dynamic="the shape holds the input's dims",
+         saved="a shape only", onnx="a shape only"),
+    Case("setitem_int_slice_array", lambda t, x, v: _set_mixed(x, v), X3, R.standard_normal((3, 2))),
     # embedding
     Case("embedding", lambda t, i, w: t.nn.functional.embedding(i, w), np.array([[0, 2], [1, 0]]),
          R.standard_normal((3, 4))),
 ]
+
+
+def _set_mixed(x, v):
+    y = x * 1
+    y[0, :, [1, 2]] = v * 2
+    y[1, None, :, [3]] = -1.0
+    return y
 
 
 def _keepdim_ok(t):

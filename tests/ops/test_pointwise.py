@@ -48,6 +48,9 @@ TORCH_CASES = [
     Case("atan2_hypot_edges", lambda t, a, b: (t.atan2(a, b), t.hypot(a, b)),
          np.array([0.0, 1.0, -1.0, np.inf, -np.inf, np.inf, 2.0, -3.0, 3e38, np.nan, -np.inf, 0.0], "float32"),
          np.array([-1.0, 0.0, 0.0, np.inf, np.inf, -np.inf, -np.inf, np.inf, 3e38, 1.0, -5.0, 0.0], "float32")),
+    # atan2's gradient at the origin is 0 in PyTorch (not 0 / 0)
+    Case("atan2_grad_at_origin", lambda t, a, b: t.atan2(a, b), np.array([0.0, 0.0, 1.0, 0.0]),
+         np.array([0.0, -0.0, 0.0, 2.0]), onnx=NO_DOUBLE),
     # rounding: half to even, decimals, integers unchanged, a zero gradient
     Case("rounding", lambda t, x: (t.floor(x), t.ceil(x), t.trunc(x), t.round(x), t.frac(x), t.fix(x),
                                    x.floor(), x.round(), t.sign(x)), ROUND * 3.3),

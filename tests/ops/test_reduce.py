@@ -93,6 +93,9 @@ TORCH_CASES = [
                                t.norm(x, p=3, dim=0), x.norm(float("inf"), 1), x.norm(p=-float("inf"))), X),
     Case("norm_zero_rows", lambda t, x: (x.norm(0, 1), t.norm(x, "fro", (0, 1)), x.norm(dim=1), t.norm(x, 3, 1)),
          ZROWS),
+    # 0 < p < 1: |x|**p has an infinite slope at 0, where PyTorch's gradient is 0
+    Case("norm_fractional_p_zero_entries", lambda t, x: (x.norm(0.5, 1), t.linalg.vector_norm(x, ord=0.3, dim=0)),
+         np.array([[0.0, 1.0, -1.0, 0.5], [2.0, -0.5, 0.0, 1.0]])),
     Case("norm_float32_dtype", lambda t, x: (x.norm(2, -1, True), t.norm(x, dim=1, dtype=t.float64)), X32,
          rtol=1e-5, atol=1e-6),
     # ---------------------------------------------------------------- logsumexp, softmax

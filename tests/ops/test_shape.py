@@ -124,6 +124,37 @@ TORCH_CASES = [
          dynamic=_DATA_SIZE),
 ]
 
+
+
+def _contiguous_copies(x):
+    y = x * 1
+    c = y.transpose(0, 1).contiguous()  # a copy: writing it leaves y alone
+    c[0, 0] = 55.0
+    d = y[:, 1:].contiguous()
+    d[0, 0] = 3.0
+    e = y[1:].contiguous()  # already contiguous: y itself, so the write shows in y
+    e[0, 0] = 4.0
+    f = c.view(-1)  # a view of the contiguous copy: the write shows in c
+    f[1] = 7.0
+    return y, c, d, e, f
+
+
+# the method form takes flip's dims one by one; select(dim, index) is x[..., index] along dim
+TORCH_CASES += [
+    Case("flip_dims_one_by_one", lambda t, x: (x.flip(0, 2), x.flip(-1, 0), x.flip((1,))), X),
+    Case("select", lambda t, x: (x.select(1, -1), t.select(x, 0, 1), x.select(-1, 2)), X),
+]
+
+
+# contiguous() copies exactly a layout that is not contiguous, as torch does
+TORCH_CASES += [
+    Case("contiguous_copies_only_strided_layouts", lambda t, x: _contiguous_copies(x), M),
+    Case("is_contiguous", lambda t, x: (x.is_contiguous(), x.t().is_contiguous(), x[1:].is_contiguous(),
+                                        x[:, 1:].is_contiguous(), x.t().contiguous().is_contiguous(),
+                                        x[:1].expand(3, 4).is_contiguous()), M,
+         saved="Python bools only", onnx="Python bools only"),
+]
+
 # coordinate grids (torch.meshgrid)
 TORCH_CASES += [
     Case("meshgrid_ij", lambda t, a, b: t.meshgrid(a, b, indexing="ij"), R.standard_normal(3), R.standard_normal(4)),
