@@ -48,8 +48,13 @@ def _softmax(xp, x, axis=-1):
     """exp(x - max) / sum: subtracting the max keeps exp from overflowing."""
     x = _as_float(x)
     z = x - _shift(xp, x, axis)
-    e = xp.exp(z)
-    return e / xp.sum(e, axis=axis, keepdims=True)
+    # (in place: the same elementwise values as ``e = exp(z); e / sum(e)``, two arrays fewer)
+    if type(z) is not xp.ndarray:  # (0-d operands give a scalar)
+        e = xp.exp(z)
+        return e / xp.sum(e, axis=axis, keepdims=True)
+    e = xp.exp(z, out=z)
+    e /= xp.sum(e, axis=axis, keepdims=True)
+    return e
 
 
 def _log_softmax_infer(x, axis=-1):
