@@ -92,6 +92,10 @@ def scalar_expression(opdef, args):
 # Values of at most this many bytes (all dims known) are not ``del``-ed after their last use.
 SMALL_BYTES = 256
 
+# Arrays made from attrs alone (``full``, ``arange``) of at most this many bytes are made once,
+# when the code is generated, and read from the globals (see ``_Codegen.creation_value``).
+CREATION_BYTES = 1 << 16
+
 _FILE_IDS = count()
 
 
@@ -200,6 +204,8 @@ class _Codegen:
         self.fixed = set()  # locals never deleted (constants read from the globals)
         self.rule_blocks = []
         self.blas_single = False  # emitting inside a loop that runs BLAS on one thread
+        self.creations = {}  # var -> value of its creation op made here (see creation_value), or None
+        self.block_outputs = set(program.outputs) | {o for b in program.blocks for o in b.outputs}
         self._n = count()
         self._k = count()
 
@@ -296,22 +302,29 @@ class _Codegen:
         """Emit ``block.ops`` in ``order``. ``owned``: vars this level may free after their
         last use; ``keep``: vars read after the block (its outputs)."""
         ops = [block.ops[i] for i in order]
+        # an alias op's output shares its input's local (no line at all), so lifetimes are
+        # those of the value it names: ``canon`` maps each alias output to that value
+        canon = {}
+        for op in ops:
+            if self.is_alias(op):
+                canon[op.outputs[0]] = canon.get(op.inputs[0], op.inputs[0])
         last = {}
         for pos, op in enumerate(ops):
             for name in op.inputs:  # sub-blocks read outer values only through op inputs
-                last[name] = pos
-        donors = self.plan_donors(ops, last) if main and self.memory_plan else {}
+                last[canon.get(name, name)] = pos
+        keep = {canon.get(n, n) for n in keep}
+        donors = self.plan_donors(ops, last, canon) if main and self.memory_plan else {}
         donated = set(donors.values())
         frees = [[] for _ in ops]
         for name in owned:
-            if name in last and name not in keep and name not in donated:
+            if name in last and name not in keep and name not in donated and name not in canon:
                 frees[last[name]].append(name)
         start = len(self.body)
         for pos, op in enumerate(ops):
             self.emit_op(op, indent, donors.get(op.outputs[0]) if donors and len(op.outputs) == 1 else None)
             dead = list(frees[pos])
             for o in op.outputs:
-                if o not in last and o not in keep and o not in donated:
+                if o not in last and o not in keep and o not in donated and o not in canon:
                     dead.append(o)  # never read: dead right after definition
             donor = donors.get(op.outputs[0]) if donors and len(op.outputs) == 1 else None
             if donor is not None:
@@ -322,11 +335,13 @@ class _Codegen:
                 self.emit(indent, f"del {', '.join(dict.fromkeys(dels))}")
         return len(self.body) > start
 
-    def plan_donors(self, ops, last):
-        """``{receiver var: donor var}`` of the memory plan that is safe to honour here."""
+    def plan_donors(self, ops, last, canon):
+        """``{receiver var: donor var}`` of the memory plan that is safe to honour here (donors
+        seen through aliases: ``canon``, see ``emit_ops``)."""
         reuse = self.memory_plan.get("reuse", {})
-        defined = {o for op in ops if op.type != "constant" for o in op.outputs}
-        keep = set(self.program.outputs)
+        defined = {o for op in ops if op.type != "constant" and not self.is_alias(op) and self.creation_value(op) is None
+                   for o in op.outputs}
+        keep = {canon.get(n, n) for n in self.program.outputs}
         pos_of = {o: p for p, op in enumerate(ops) for o in op.outputs}
         donors, used = {}, set()
         for pos, op in enumerate(ops):
@@ -334,6 +349,7 @@ class _Codegen:
             if len(op.outputs) != 1 or opdef is None or not opdef.out_ok:
                 continue
             donor = reuse.get(op.outputs[0])
+            donor = canon.get(donor, donor) if isinstance(donor, str) else donor
             if (not isinstance(donor, str) or donor not in defined or donor in keep or donor in used
                     or last.get(donor, pos_of.get(donor, pos)) > pos):
                 continue
@@ -365,19 +381,59 @@ class _Codegen:
         return srcs
 
     # ------------------------------------------------------------ ops
+    @staticmethod
+    def is_alias(op):
+        """Whether ``op``'s kernel returns its one input unchanged (``stop_gradient``)."""
+        opdef = OPS.get(op.type)
+        return (opdef is not None and opdef.alias and not opdef.structured and not op.blocks and len(op.inputs) == 1
+                and len(op.outputs) == 1 and not op.attrs)
+
+    def creation_value(self, op):
+        """The value of an op that makes an array from its attrs alone, deterministically
+        (``full``, ``arange``: no inputs, no draws, no effects), computed here once when it is
+        small, else None. Generated code reads it from the globals like a literal, so a loop
+        body does not rebuild it every iteration."""
+        if not self.numpy or op.inputs or op.blocks or len(op.outputs) != 1 or op.type == "constant":
+            return None
+        if op.outputs[0] in self.creations:
+            return self.creations[op.outputs[0]]
+        opdef = OPS.get(op.type)
+        t = self.types.get(op.outputs[0])
+        value = None
+        if (opdef is not None and not opdef.structured and not opdef.random and not opdef.effect
+                and not opdef.unique and opdef.n_out == 1 and opdef.kernel is not None and t is not None
+                and None not in t.shape and (_nbytes(t) or 0) <= CREATION_BYTES):
+            try:
+                r = opdef.kernel(np, **op.attrs)
+            except Exception:  # left to the run, which reports errors with context
+                r = None
+            if (isinstance(r, (np.ndarray, np.generic)) and r.dtype == np.dtype(t.dtype)
+                    and r.shape == tuple(t.shape)):
+                value = read_only(np.array(r))
+        self.creations[op.outputs[0]] = value
+        return value
+
     def emit_op(self, op, indent, donor=None):
         info = LineInfo(op, [self.local[n] for n in op.inputs])
         if op.type == "constant" and not op.inputs and not op.blocks and len(op.outputs) == 1:
             return self.emit_constant(op)
+        value = self.creation_value(op)
+        if value is not None and op.outputs[0] not in self.block_outputs:
+            loc = self.local[op.outputs[0]] = self.glob("c", value)
+            self.fixed.add(loc)
+            if value.ndim == 0:
+                self.twin[loc] = self.glob("c", value[()])
+            return None
         opdef = OPS.get(op.type)
         if opdef is None or opdef.structured or op.blocks:
             return self.emit_structured(op, opdef, indent, info)
         outs = [self.fresh() for _ in op.outputs]
         for o, loc in zip(op.outputs, outs):
             self.local[o] = loc
-        if opdef.alias and len(op.inputs) == 1 and len(outs) == 1 and not op.attrs:
-            # the kernel would return its input (stop_gradient): bind it, as the call would
-            return self.emit(indent, f"{outs[0]} = {self.local[op.inputs[0]]}", info)
+        if self.is_alias(op):
+            # the kernel would return its input (stop_gradient): its local is the input's
+            self.local[op.outputs[0]] = self.local[op.inputs[0]]
+            return None
         if opdef.n_out != 1 or len(outs) != 1:
             call = self.kernel_call(op, opdef)
             return self.emit(indent, f"{', '.join(outs)}, = _multi({call}, {len(outs)})", info)
@@ -397,6 +453,9 @@ class _Codegen:
             fn = self.g_ufunc(ufunc)
             args = ", ".join(self.local[n] for n in op.inputs)
             return self.emit(indent, f"{out} = {fn}({args})", info)
+        view = self.view_method(op)
+        if view is not None:
+            return self.emit(indent, f"{out} = {self.local[op.inputs[0]]}.{view}", info)
         method = self.method_reduction(op)
         if method is not None:
             return self.emit(indent, f"{out} = {self.local[op.inputs[0]]}.{method}()", info)
@@ -447,6 +506,21 @@ class _Codegen:
         if op.attrs:
             args += f", **{self.glob('a', dict(op.attrs))}"
         return f"{k}({args})"
+
+    def view_method(self, op):
+        """``reshape(shape)`` / ``transpose(perm)`` as the array's own method call (what
+        np.reshape and np.transpose call), for a numpy array input that cannot be a scalar."""
+        if not self.numpy or len(op.inputs) != 1 or self.maybe0d(op.inputs[0]):
+            return None
+        try:
+            if op.type == "reshape" and set(op.attrs) == {"shape"}:
+                return f"reshape({self.glob('a', tuple(int(d) for d in op.attrs['shape']))})"
+            if op.type == "transpose" and set(op.attrs) <= {"perm"}:
+                perm = op.attrs.get("perm")
+                return "transpose()" if perm is None else f"transpose({self.glob('a', tuple(int(p) for p in perm))})"
+        except (TypeError, ValueError):  # malformed attrs: the kernel's call reports them
+            pass
+        return None
 
     def method_reduction(self, op):
         spec = OPS[op.type].method
