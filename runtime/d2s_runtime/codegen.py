@@ -47,6 +47,7 @@ made of this module's own literals. ``tests/runtime/test_codegen.py`` runs a pro
 and attrs hold Python code.
 """
 import linecache
+import sys
 import weakref
 from itertools import count
 
@@ -88,6 +89,47 @@ def scalar_expression(opdef, args):
     if opdef.infix is not None and len(args) == 2:
         return f"{args[0]} {opdef.infix} {args[1]}"
     return None
+
+# The backend name under which an op whose kernel returns a written copy of its input 0 (its
+# ``writes_input`` trait: ``index_copy_dim``) registers how to write into input 0 itself instead
+# (``hook(xp, x, *other inputs, **attrs) -> x``). Generated code calls it where input 0 is read
+# by nothing after the op, in any enclosing block (``_Codegen.dead_input``), and, at run time,
+# where the array owns its memory, is writable and nothing but that one local refers to it (no
+# view of it, no other local, no caller: ``_in_place_step``); a loop's key/value cache written
+# at one position per step is then written in place instead of copied whole every step.
+IN_PLACE_LOWERING = "in_place"
+
+
+def _one_local_refs():
+    """``sys.getrefcount(x)`` inside a step called as generated code calls it, with ``x`` held by
+    one local of the caller and nothing else."""
+    seen = []
+
+    def step(xp, x, *args):
+        seen.append(sys.getrefcount(x))
+
+    def caller():
+        v = np.empty(1)
+        step(np, v, 0)
+
+    caller()
+    return seen[0]
+
+
+_ONE_LOCAL_REFS = _one_local_refs()
+
+
+def _in_place_step(kernel, into, attrs):
+    """The op's kernel, or its in-place form ``into`` where ``x`` is provably private."""
+
+    def step(xp, x, *args):
+        if (type(x) is np.ndarray and sys.getrefcount(x) <= _ONE_LOCAL_REFS and x.base is None
+                and x.flags.writeable):
+            return into(xp, x, *args, **attrs)
+        return kernel(xp, x, *args, **attrs)
+
+    return step
+
 
 # Values of at most this many bytes (all dims known) are not ``del``-ed after their last use.
 SMALL_BYTES = 256
@@ -204,14 +246,22 @@ class _Codegen:
         self.fixed = set()  # locals never deleted (constants read from the globals)
         self.rule_blocks = []
         self.blas_single = False  # emitting inside a loop that runs BLAS on one thread
+        self.dead_input = set()  # locals of the op being emitted that nothing reads after it
+        self.sub_dead = frozenset()  # locals the blocks of the op being emitted may consider dead
         self.creations = {}  # var -> value of its creation op made here (see creation_value), or None
         self.block_outputs = set(program.outputs) | {o for b in program.blocks for o in b.outputs}
-        self._n = count()
+        self._next = 0  # the number of the next fresh local
         self._k = count()
 
     # ------------------------------------------------------------ names
     def fresh(self):
-        return f"v{next(self._n)}"
+        self._next += 1
+        return f"v{self._next - 1}"
+
+    @staticmethod
+    def made_since(loc, first):
+        """Whether local ``loc`` was made by ``fresh`` after it had handed out ``v<first>``."""
+        return loc.startswith("v") and loc[1:].isdigit() and int(loc[1:]) >= first
 
     def glob(self, prefix, value):
         name = f"{prefix}{next(self._k)}"
@@ -298,9 +348,10 @@ class _Codegen:
         return compiled
 
     # ------------------------------------------------------------ blocks
-    def emit_ops(self, block, order, indent, owned, keep, main=False):
+    def emit_ops(self, block, order, indent, owned, keep, main=False, outer_dead=frozenset()):
         """Emit ``block.ops`` in ``order``. ``owned``: vars this level may free after their
-        last use; ``keep``: vars read after the block (its outputs)."""
+        last use; ``keep``: vars read after the block (its outputs); ``outer_dead``: locals
+        the enclosing blocks read no more once this block has run (see ``dead_input``)."""
         ops = [block.ops[i] for i in order]
         # an alias op's output shares its input's local (no line at all), so lifetimes are
         # those of the value it names: ``canon`` maps each alias output to that value
@@ -320,8 +371,34 @@ class _Codegen:
             if name in last and name not in keep and name not in donated and name not in canon:
                 frees[last[name]].append(name)
         start = len(self.body)
+
+        # values from outside the block may share a local (a block input bound twice to one
+        # outer value): a local is read as long as any of its names is
+        outside = {c: self.local[c] for c in last if c in self.local}
+        loc_last, loc_kept = {}, {self.local[k] for k in keep if k in self.local}
+        for c, loc in outside.items():
+            loc_last[loc] = max(loc_last.get(loc, last[c]), last[c])
+
+        def dead_after(name, pos):
+            c = canon.get(name, name)
+            if last.get(c) != pos or c in keep:
+                return False
+            if c in outside:  # a value from outside the block
+                loc = outside[c]
+                return loc_last[loc] == pos and loc not in loc_kept and (c in owned or loc in outer_dead)
+            return c in owned
+
+        saved = self.dead_input, self.sub_dead
         for pos, op in enumerate(ops):
+            # what op ``pos`` (and, for a cond, its branches) may write in place: its inputs
+            # nothing reads after it; a loop's body runs again, so it gets none from here
+            dead = {self.local[n] for n in op.inputs if n in self.local and dead_after(n, pos)}
+            self.dead_input = dead
+            opdef = OPS.get(op.type)
+            self.sub_dead = frozenset() if opdef is None or opdef.layout is None or opdef.layout.repeats \
+                else frozenset(dead)
             self.emit_op(op, indent, donors.get(op.outputs[0]) if donors and len(op.outputs) == 1 else None)
+            self.dead_input, self.sub_dead = saved
             dead = list(frees[pos])
             for o in op.outputs:
                 if o not in last and o not in keep and o not in donated and o not in canon:
@@ -367,8 +444,10 @@ class _Codegen:
         for name, loc in zip(block.inputs, in_locals):
             self.local[name] = loc
         order, _, _ = topo_order(block)
-        owned = {o for op in block.ops for o in op.outputs} | set(owned_inputs)
-        wrote = self.emit_ops(block, order, indent, owned, keep=set(block.outputs))
+        first = self._next  # locals numbered from here on are made in this block
+        defined = {o for op in block.ops for o in op.outputs}
+        owned = defined | set(owned_inputs)
+        wrote = self.emit_ops(block, order, indent, owned, keep=set(block.outputs), outer_dead=self.sub_dead)
         missing = [n for n in block.outputs if n not in self.local]
         if missing:
             raise ValueError(f"block output {missing[0]!r} is neither an input of the block nor defined in it")
@@ -376,6 +455,13 @@ class _Codegen:
         pairs = [(d, s) for d, s in zip(out_locals or (), srcs) if d != s]
         if pairs:
             self.emit(indent, f"{', '.join(d for d, _ in pairs)} = {', '.join(s for _, s in pairs)}")
+            # the block's own values, now held by the output locals, drop their second reference
+            # (an array held twice is never written in place: see _in_place_step)
+            mine = {self.local[n] for n in block.outputs if n in defined and not self.small(n)}
+            dels = [s for _, s in pairs if s in mine and self.made_since(s, first) and s not in self.fixed
+                    and s not in out_locals]
+            if dels:
+                self.emit(indent, f"del {', '.join(dict.fromkeys(dels))}")
         elif not wrote:
             self.emit(indent, "pass")
         return srcs
@@ -453,6 +539,13 @@ class _Codegen:
             fn = self.g_ufunc(ufunc)
             args = ", ".join(self.local[n] for n in op.inputs)
             return self.emit(indent, f"{out} = {fn}({args})", info)
+        into = opdef.lowering(IN_PLACE_LOWERING) if self.numpy and opdef.writes_input else None
+        if (into is not None and op.inputs and self.local[op.inputs[0]] in self.dead_input
+                and not self.maybe0d(op.inputs[0]) and self.local[op.inputs[0]] not in self.fixed):
+            step = self.glob("o", _in_place_step(opdef.kernel, into, dict(op.attrs)))
+            args = ", ".join(["xp", self.local[op.inputs[0]]] + [self.use_array(n) for n in op.inputs[1:]])
+            self.emit(indent, f"{out} = {step}({args})", info)
+            return self.emit(indent, f"if type({out}) is not _nd: {out} = _asarray({out})", info)
         view = self.view_method(op)
         if view is not None:
             return self.emit(indent, f"{out} = {self.local[op.inputs[0]]}.{view}", info)

@@ -489,6 +489,14 @@ def _index_copy_dim(xp, x, index, src, axis):
     return out
 
 
+@deflowering("index_copy_dim", "in_place")
+def _index_copy_dim_into(xp, x, index, src, axis):
+    """``index_copy_dim`` written into ``x`` itself (generated code calls it only where nothing
+    else can see ``x``: see ``codegen.IN_PLACE_LOWERING``); returns ``x``."""
+    x[_index_dim_key("index_copy", x, index, axis)] = src
+    return x
+
+
 def _writable(e, x):
     """``x``'s buffer when nothing reads it after this op (a loop's cache, written in place
     step after step), else a copy of it."""
