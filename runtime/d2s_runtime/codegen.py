@@ -249,7 +249,7 @@ class _Codegen:
         self.dead_input = set()  # locals of the op being emitted that nothing reads after it
         self.sub_dead = frozenset()  # locals the blocks of the op being emitted may consider dead
         self.creations = {}  # var -> value of its creation op made here (see creation_value), or None
-        self.block_outputs = set(program.outputs) | {o for b in program.blocks for o in b.outputs}
+        self.hoisted = set()  # vars of creation ops read from the globals (see mark_creations)
         self._next = 0  # the number of the next fresh local
         self._k = count()
 
@@ -364,6 +364,7 @@ class _Codegen:
             for name in op.inputs:  # sub-blocks read outer values only through op inputs
                 last[canon.get(name, name)] = pos
         keep = {canon.get(n, n) for n in keep}
+        self.mark_creations(ops, canon, keep)
         donors = self.plan_donors(ops, last, canon) if main and self.memory_plan else {}
         donated = set(donors.values())
         frees = [[] for _ in ops]
@@ -499,12 +500,29 @@ class _Codegen:
         self.creations[op.outputs[0]] = value
         return value
 
+    def mark_creations(self, ops, canon, keep):
+        """Adds to ``self.hoisted`` the creation ops' outputs (see ``creation_value``) that may be
+        read from the globals: read only by ops whose results are new arrays (ufuncs, ``fresh``
+        kernels), never an output of the block, so no view of the read-only value escapes."""
+        readers = {}
+        for op in ops:
+            if not self.is_alias(op):
+                for n in op.inputs:
+                    readers.setdefault(canon.get(n, n), []).append(op)
+        for op in ops:
+            out = op.outputs[0] if len(op.outputs) == 1 else None
+            if out is None or out in keep or self.creation_value(op) is None:
+                continue
+            if all(not r.blocks and r.type in OPS and not OPS[r.type].structured
+                   and (OPS[r.type].ufunc is not None or OPS[r.type].fresh) for r in readers.get(out, ())):
+                self.hoisted.add(out)
+
     def emit_op(self, op, indent, donor=None):
         info = LineInfo(op, [self.local[n] for n in op.inputs])
         if op.type == "constant" and not op.inputs and not op.blocks and len(op.outputs) == 1:
             return self.emit_constant(op)
-        value = self.creation_value(op)
-        if value is not None and op.outputs[0] not in self.block_outputs:
+        value = self.creation_value(op) if op.outputs and op.outputs[0] in self.hoisted else None
+        if value is not None:
             loc = self.local[op.outputs[0]] = self.glob("c", value)
             self.fixed.add(loc)
             if value.ndim == 0:
