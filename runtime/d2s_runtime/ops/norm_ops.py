@@ -27,7 +27,25 @@ def _mean_kept(xp, x, ax):
     return xp.mean(x, axis=ax, keepdims=True)
 
 
+_AXES = {}  # (op, axes, ndim) -> the checked axes (a layer normalizes over the same ones each call)
+
+
 def _norm_axes(op, axes, ndim):
+    key = (op, tuple(axes) if isinstance(axes, (list, tuple)) else axes, ndim)
+    try:
+        return _AXES[key]
+    except (KeyError, TypeError):
+        pass
+    out = _check_axes(op, axes, ndim)
+    if len(_AXES) < 1024:
+        try:
+            _AXES[key] = out
+        except TypeError:  # (unhashable axes)
+            pass
+    return out
+
+
+def _check_axes(op, axes, ndim):
     if not axes:
         raise ShapeError(f"{op}: needs at least one axis to normalize over")
     out = []

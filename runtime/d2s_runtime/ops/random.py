@@ -424,7 +424,12 @@ def _multinomial(xp, p, num_samples, replacement=False, generator=None):
     else:
         with np.errstate(divide="ignore"):
             keys = -xp.log1p(-u) / w  # Exp(1) / p; weight 0: never before a positive one
-        out = xp.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+        if num_samples == 1 and not bool(xp.isnan(keys).any()):
+            # the first of a stable ascending sort is the first smallest key: argmin's pick
+            # (a NaN key, 0 / 0, sorts last but argmin would pick it: sorted then)
+            out = xp.argmin(keys, axis=1)[:, None]
+        else:
+            out = xp.argsort(keys, axis=1, kind="stable")[:, :num_samples]
     return out.astype("int64").reshape(p.shape[:-1] + (num_samples,))
 
 
