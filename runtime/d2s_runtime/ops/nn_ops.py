@@ -35,6 +35,8 @@ def _shift(xp, x, axis):
         for a in ([axis] if isinstance(axis, int) else range(x.ndim) if axis is None else axis):
             shape[a] = 1
         return xp.zeros(shape, x.dtype)
+    if type(x) is np.ndarray:  # (np.max's own reduction, without its wrapper)
+        return np.maximum.reduce(x, axis=axis, keepdims=True)
     return xp.max(x, axis=axis, keepdims=True)
 
 
@@ -53,7 +55,7 @@ def _softmax(xp, x, axis=-1):
         e = xp.exp(z)
         return e / xp.sum(e, axis=axis, keepdims=True)
     e = xp.exp(z, out=z)
-    e /= xp.sum(e, axis=axis, keepdims=True)
+    e /= np.add.reduce(e, axis=axis, keepdims=True) if type(e) is np.ndarray else xp.sum(e, axis=axis, keepdims=True)
     return e
 
 

@@ -13,18 +13,35 @@ from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import fmt_shape
 
 
-def _mean_kept(xp, x, ax):
+def _mean_kept(xp, x, ax, count=None):
     """``xp.mean(x, axis=ax, keepdims=True)``. For float32/float64 numpy arrays it runs the two
-    ufunc calls np.mean itself makes (the sum, then the division by the count as an intp), the
-    same values without its Python-level argument handling (a decode step normalizes a few
-    hundred elements, where that handling costs more than the arithmetic)."""
+    ufunc calls np.mean itself makes: the sum, then its division by the count, without np.mean's
+    Python-level argument handling (a decode step normalizes a few hundred elements, where that
+    handling costs more than the arithmetic). np.mean divides by the count as an intp, in
+    float64, then rounds to the array's dtype; ``count`` is the count in that dtype where it is
+    exact (below 2**24), whose division in the dtype gives the same values (a float32 quotient
+    of float32 operands rounded from float64 is the correctly rounded one: 53 >= 2 * 24 + 2)."""
     if xp is np and type(x) is np.ndarray and x.dtype.char in "fd" and x.size:
+        s = np.add.reduce(x, axis=ax, keepdims=True)
+        if count is not None:
+            s /= count
+            return s
         n = 1
         for a in ax:
             n *= x.shape[a]
-        s = np.add.reduce(x, axis=ax, keepdims=True)
         return np.true_divide(s, np.intp(n), out=s, casting="unsafe")
     return xp.mean(x, axis=ax, keepdims=True)
+
+
+def _exact_count(x, ax):
+    """The number of elements per statistic as a scalar of ``x``'s float dtype where that is
+    exact (see ``_mean_kept``), else None."""
+    if type(x) is not np.ndarray or x.dtype.char not in "fd":
+        return None
+    n = 1
+    for a in ax:
+        n *= x.shape[a]
+    return x.dtype.type(n) if 0 < n < 2 ** 24 else None
 
 
 _AXES = {}  # (op, axes, ndim) -> the checked axes (a layer normalizes over the same ones each call)
@@ -76,9 +93,10 @@ def _normalize(xp, x, axes, eps=1e-5):
     """``(x - mean) / sqrt(var + eps)`` over ``axes``, with the mean and the biased variance
     (keepdims shapes): (y, mean, var). Two passes: the mean, then the centred squares."""
     ax = _norm_axes("normalize", axes, x.ndim)
-    mean = _mean_kept(xp, x, ax)
+    count = _exact_count(x, ax) if xp is np else None
+    mean = _mean_kept(xp, x, ax, count)
     d = x - mean
-    var = _mean_kept(xp, d * d, ax)
+    var = _mean_kept(xp, d * d, ax, count)
     inv = 1.0 / xp.sqrt(var + x.dtype.type(eps))
     d *= inv
     return d, mean, var
