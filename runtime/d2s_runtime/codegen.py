@@ -564,6 +564,10 @@ class _Codegen:
             args = ", ".join(["xp", self.local[op.inputs[0]]] + [self.use_array(n) for n in op.inputs[1:]])
             self.emit(indent, f"{out} = {step}({args})", info)
             return self.emit(indent, f"if type({out}) is not _nd: {out} = _asarray({out})", info)
+        if self.numpy and op.type == "where" and not op.attrs and self.same_dtype_where(op):
+            # (the kernel's own call when both values have the output's dtype: no promotion)
+            args = ", ".join(self.local[n] for n in op.inputs)
+            return self.emit(indent, f"{out} = {self.g_ufunc('where')}({args})", info)
         view = self.view_method(op)
         if view is not None:
             return self.emit(indent, f"{out} = {self.local[op.inputs[0]]}.{view}", info)
@@ -617,6 +621,13 @@ class _Codegen:
         if op.attrs:
             args += f", **{self.glob('a', dict(op.attrs))}"
         return f"{k}({args})"
+
+    def same_dtype_where(self, op):
+        """Whether ``where(c, a, b)`` has a bool condition and values of the output's dtype."""
+        ts = [self.types.get(n) for n in list(op.inputs) + list(op.outputs)]
+        if len(op.inputs) != 3 or len(op.outputs) != 1 or None in ts:
+            return False
+        return ts[0].dtype == "bool" and ts[1].dtype == ts[2].dtype == ts[3].dtype
 
     def view_method(self, op):
         """``reshape(shape)`` / ``transpose(perm)`` as the array's own method call (what
