@@ -503,6 +503,14 @@ def _index_copy_dim(xp, x, index, src, axis):
 def _index_copy_dim_into(xp, x, index, src, axis):
     """``index_copy_dim`` written into ``x`` itself (generated code calls it only where nothing
     else can see ``x``: see ``codegen.IN_PLACE_LOWERING``); returns ``x``."""
+    if type(index) is np.ndarray and index.size == 1 and x.ndim:
+        # one position, as a decode step writes: _index_dim_key's slice, built directly
+        a = axis % x.ndim
+        i = index.item()
+        if not 0 <= i < x.shape[a]:
+            check_range("index_copy", index, x.shape[a], a)  # (raises, with the message)
+        x[(slice(None),) * a + (slice(i, i + 1),)] = src
+        return x
     x[_index_dim_key("index_copy", x, index, axis)] = src
     return x
 

@@ -94,6 +94,15 @@ def _normalize(xp, x, axes, eps=1e-5):
     (keepdims shapes): (y, mean, var). Two passes: the mean, then the centred squares."""
     ax = _norm_axes("normalize", axes, x.ndim)
     count = _exact_count(x, ax) if xp is np else None
+    if count is not None and x.size:  # (_mean_kept's steps for a float numpy array, inline)
+        mean = np.add.reduce(x, axis=ax, keepdims=True)
+        mean /= count
+        d = x - mean
+        var = np.add.reduce(d * d, axis=ax, keepdims=True)
+        var /= count
+        inv = 1.0 / np.sqrt(var + x.dtype.type(eps))
+        d *= inv
+        return d, mean, var
     mean = _mean_kept(xp, x, ax, count)
     d = x - mean
     var = _mean_kept(xp, d * d, ax, count)
