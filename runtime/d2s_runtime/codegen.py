@@ -47,6 +47,7 @@ made of this module's own literals. ``tests/runtime/test_codegen.py`` runs a pro
 and attrs hold Python code.
 """
 import linecache
+import sys
 import weakref
 from itertools import count
 
@@ -89,8 +90,53 @@ def scalar_expression(opdef, args):
         return f"{args[0]} {opdef.infix} {args[1]}"
     return None
 
+# The backend name under which an op whose kernel returns a written copy of its input 0 (its
+# ``writes_input`` trait: ``index_copy_dim``) registers how to write into input 0 itself instead
+# (``hook(xp, x, *other inputs, **attrs) -> x``). Generated code calls it where input 0 is read
+# by nothing after the op, in any enclosing block (``_Codegen.dead_input``), and, at run time,
+# where the array owns its memory, is writable and nothing but that one local refers to it (no
+# view of it, no other local, no caller: ``_in_place_step``); a loop's key/value cache written
+# at one position per step is then written in place instead of copied whole every step.
+IN_PLACE_LOWERING = "in_place"
+
+
+def _one_local_refs():
+    """``sys.getrefcount(x)`` inside a step called as generated code calls it, with ``x`` held by
+    one local of the caller and nothing else."""
+    seen = []
+
+    def step(xp, x, *args):
+        seen.append(sys.getrefcount(x))
+
+    def caller():
+        v = np.empty(1)
+        step(np, v, 0)
+
+    caller()
+    return seen[0]
+
+
+_ONE_LOCAL_REFS = _one_local_refs()
+
+
+def _in_place_step(kernel, into, attrs):
+    """The op's kernel, or its in-place form ``into`` where ``x`` is provably private."""
+
+    def step(xp, x, *args):
+        if (type(x) is np.ndarray and sys.getrefcount(x) <= _ONE_LOCAL_REFS and x.base is None
+                and x.flags.writeable):
+            return into(xp, x, *args, **attrs)
+        return kernel(xp, x, *args, **attrs)
+
+    return step
+
+
 # Values of at most this many bytes (all dims known) are not ``del``-ed after their last use.
 SMALL_BYTES = 256
+
+# Arrays made from attrs alone (``full``, ``arange``) of at most this many bytes are made once,
+# when the code is generated, and read from the globals (see ``_Codegen.creation_value``).
+CREATION_BYTES = 1 << 16
 
 _FILE_IDS = count()
 
@@ -200,12 +246,22 @@ class _Codegen:
         self.fixed = set()  # locals never deleted (constants read from the globals)
         self.rule_blocks = []
         self.blas_single = False  # emitting inside a loop that runs BLAS on one thread
-        self._n = count()
+        self.dead_input = set()  # locals of the op being emitted that nothing reads after it
+        self.sub_dead = frozenset()  # locals the blocks of the op being emitted may consider dead
+        self.creations = {}  # var -> value of its creation op made here (see creation_value), or None
+        self.hoisted = set()  # vars of creation ops read from the globals (see mark_creations)
+        self._next = 0  # the number of the next fresh local
         self._k = count()
 
     # ------------------------------------------------------------ names
     def fresh(self):
-        return f"v{next(self._n)}"
+        self._next += 1
+        return f"v{self._next - 1}"
+
+    @staticmethod
+    def made_since(loc, first):
+        """Whether local ``loc`` was made by ``fresh`` after it had handed out ``v<first>``."""
+        return loc.startswith("v") and loc[1:].isdigit() and int(loc[1:]) >= first
 
     def glob(self, prefix, value):
         name = f"{prefix}{next(self._k)}"
@@ -292,26 +348,61 @@ class _Codegen:
         return compiled
 
     # ------------------------------------------------------------ blocks
-    def emit_ops(self, block, order, indent, owned, keep, main=False):
+    def emit_ops(self, block, order, indent, owned, keep, main=False, outer_dead=frozenset()):
         """Emit ``block.ops`` in ``order``. ``owned``: vars this level may free after their
-        last use; ``keep``: vars read after the block (its outputs)."""
+        last use; ``keep``: vars read after the block (its outputs); ``outer_dead``: locals
+        the enclosing blocks read no more once this block has run (see ``dead_input``)."""
         ops = [block.ops[i] for i in order]
+        # an alias op's output shares its input's local (no line at all), so lifetimes are
+        # those of the value it names: ``canon`` maps each alias output to that value
+        canon = {}
+        for op in ops:
+            if self.is_alias(op):
+                canon[op.outputs[0]] = canon.get(op.inputs[0], op.inputs[0])
         last = {}
         for pos, op in enumerate(ops):
             for name in op.inputs:  # sub-blocks read outer values only through op inputs
-                last[name] = pos
-        donors = self.plan_donors(ops, last) if main and self.memory_plan else {}
+                last[canon.get(name, name)] = pos
+        keep = {canon.get(n, n) for n in keep}
+        self.mark_creations(ops, canon, keep)
+        donors = self.plan_donors(ops, last, canon) if main and self.memory_plan else {}
         donated = set(donors.values())
         frees = [[] for _ in ops]
         for name in owned:
-            if name in last and name not in keep and name not in donated:
+            if name in last and name not in keep and name not in donated and name not in canon:
                 frees[last[name]].append(name)
         start = len(self.body)
+
+        # values from outside the block may share a local (a block input bound twice to one
+        # outer value): a local is read as long as any of its names is
+        outside = {c: self.local[c] for c in last if c in self.local}
+        loc_last, loc_kept = {}, {self.local[k] for k in keep if k in self.local}
+        for c, loc in outside.items():
+            loc_last[loc] = max(loc_last.get(loc, last[c]), last[c])
+
+        def dead_after(name, pos):
+            c = canon.get(name, name)
+            if last.get(c) != pos or c in keep:
+                return False
+            if c in outside:  # a value from outside the block
+                loc = outside[c]
+                return loc_last[loc] == pos and loc not in loc_kept and (c in owned or loc in outer_dead)
+            return c in owned
+
+        saved = self.dead_input, self.sub_dead
         for pos, op in enumerate(ops):
+            # what op ``pos`` (and, for a cond, its branches) may write in place: its inputs
+            # nothing reads after it; a loop's body runs again, so it gets none from here
+            dead = {self.local[n] for n in op.inputs if n in self.local and dead_after(n, pos)}
+            self.dead_input = dead
+            opdef = OPS.get(op.type)
+            self.sub_dead = frozenset() if opdef is None or opdef.layout is None or opdef.layout.repeats \
+                else frozenset(dead)
             self.emit_op(op, indent, donors.get(op.outputs[0]) if donors and len(op.outputs) == 1 else None)
+            self.dead_input, self.sub_dead = saved
             dead = list(frees[pos])
             for o in op.outputs:
-                if o not in last and o not in keep and o not in donated:
+                if o not in last and o not in keep and o not in donated and o not in canon:
                     dead.append(o)  # never read: dead right after definition
             donor = donors.get(op.outputs[0]) if donors and len(op.outputs) == 1 else None
             if donor is not None:
@@ -322,11 +413,13 @@ class _Codegen:
                 self.emit(indent, f"del {', '.join(dict.fromkeys(dels))}")
         return len(self.body) > start
 
-    def plan_donors(self, ops, last):
-        """``{receiver var: donor var}`` of the memory plan that is safe to honour here."""
+    def plan_donors(self, ops, last, canon):
+        """``{receiver var: donor var}`` of the memory plan that is safe to honour here (donors
+        seen through aliases: ``canon``, see ``emit_ops``)."""
         reuse = self.memory_plan.get("reuse", {})
-        defined = {o for op in ops if op.type != "constant" for o in op.outputs}
-        keep = set(self.program.outputs)
+        defined = {o for op in ops if op.type != "constant" and not self.is_alias(op) and self.creation_value(op) is None
+                   for o in op.outputs}
+        keep = {canon.get(n, n) for n in self.program.outputs}
         pos_of = {o: p for p, op in enumerate(ops) for o in op.outputs}
         donors, used = {}, set()
         for pos, op in enumerate(ops):
@@ -334,6 +427,7 @@ class _Codegen:
             if len(op.outputs) != 1 or opdef is None or not opdef.out_ok:
                 continue
             donor = reuse.get(op.outputs[0])
+            donor = canon.get(donor, donor) if isinstance(donor, str) else donor
             if (not isinstance(donor, str) or donor not in defined or donor in keep or donor in used
                     or last.get(donor, pos_of.get(donor, pos)) > pos):
                 continue
@@ -351,8 +445,10 @@ class _Codegen:
         for name, loc in zip(block.inputs, in_locals):
             self.local[name] = loc
         order, _, _ = topo_order(block)
-        owned = {o for op in block.ops for o in op.outputs} | set(owned_inputs)
-        wrote = self.emit_ops(block, order, indent, owned, keep=set(block.outputs))
+        first = self._next  # locals numbered from here on are made in this block
+        defined = {o for op in block.ops for o in op.outputs}
+        owned = defined | set(owned_inputs)
+        wrote = self.emit_ops(block, order, indent, owned, keep=set(block.outputs), outer_dead=self.sub_dead)
         missing = [n for n in block.outputs if n not in self.local]
         if missing:
             raise ValueError(f"block output {missing[0]!r} is neither an input of the block nor defined in it")
@@ -360,24 +456,88 @@ class _Codegen:
         pairs = [(d, s) for d, s in zip(out_locals or (), srcs) if d != s]
         if pairs:
             self.emit(indent, f"{', '.join(d for d, _ in pairs)} = {', '.join(s for _, s in pairs)}")
+            # the block's own values, now held by the output locals, drop their second reference
+            # (an array held twice is never written in place: see _in_place_step)
+            mine = {self.local[n] for n in block.outputs if n in defined and not self.small(n)}
+            dels = [s for _, s in pairs if s in mine and self.made_since(s, first) and s not in self.fixed
+                    and s not in out_locals]
+            if dels:
+                self.emit(indent, f"del {', '.join(dict.fromkeys(dels))}")
         elif not wrote:
             self.emit(indent, "pass")
         return srcs
 
     # ------------------------------------------------------------ ops
+    @staticmethod
+    def is_alias(op):
+        """Whether ``op``'s kernel returns its one input unchanged (``stop_gradient``)."""
+        opdef = OPS.get(op.type)
+        return (opdef is not None and opdef.alias and not opdef.structured and not op.blocks and len(op.inputs) == 1
+                and len(op.outputs) == 1 and not op.attrs)
+
+    def creation_value(self, op):
+        """The value of an op that makes an array from its attrs alone, deterministically
+        (``full``, ``arange``: no inputs, no draws, no effects), computed here once when it is
+        small, else None. Generated code reads it from the globals like a literal, so a loop
+        body does not rebuild it every iteration."""
+        if not self.numpy or op.inputs or op.blocks or len(op.outputs) != 1 or op.type == "constant":
+            return None
+        if op.outputs[0] in self.creations:
+            return self.creations[op.outputs[0]]
+        opdef = OPS.get(op.type)
+        t = self.types.get(op.outputs[0])
+        value = None
+        if (opdef is not None and not opdef.structured and not opdef.random and not opdef.effect
+                and not opdef.unique and opdef.n_out == 1 and opdef.kernel is not None and t is not None
+                and None not in t.shape and (_nbytes(t) or 0) <= CREATION_BYTES):
+            try:
+                r = opdef.kernel(np, **op.attrs)
+            except Exception:  # left to the run, which reports errors with context
+                r = None
+            if (isinstance(r, (np.ndarray, np.generic)) and r.dtype == np.dtype(t.dtype)
+                    and r.shape == tuple(t.shape)):
+                value = read_only(np.array(r))
+        self.creations[op.outputs[0]] = value
+        return value
+
+    def mark_creations(self, ops, canon, keep):
+        """Adds to ``self.hoisted`` the creation ops' outputs (see ``creation_value``) that may be
+        read from the globals: read only by ops whose results are new arrays (ufuncs, ``fresh``
+        kernels), never an output of the block, so no view of the read-only value escapes."""
+        readers = {}
+        for op in ops:
+            if not self.is_alias(op):
+                for n in op.inputs:
+                    readers.setdefault(canon.get(n, n), []).append(op)
+        for op in ops:
+            out = op.outputs[0] if len(op.outputs) == 1 else None
+            if out is None or out in keep or self.creation_value(op) is None:
+                continue
+            if all(not r.blocks and r.type in OPS and not OPS[r.type].structured
+                   and (OPS[r.type].ufunc is not None or OPS[r.type].fresh) for r in readers.get(out, ())):
+                self.hoisted.add(out)
+
     def emit_op(self, op, indent, donor=None):
         info = LineInfo(op, [self.local[n] for n in op.inputs])
         if op.type == "constant" and not op.inputs and not op.blocks and len(op.outputs) == 1:
             return self.emit_constant(op)
+        value = self.creation_value(op) if op.outputs and op.outputs[0] in self.hoisted else None
+        if value is not None:
+            loc = self.local[op.outputs[0]] = self.glob("c", value)
+            self.fixed.add(loc)
+            if value.ndim == 0:
+                self.twin[loc] = self.glob("c", value[()])
+            return None
         opdef = OPS.get(op.type)
         if opdef is None or opdef.structured or op.blocks:
             return self.emit_structured(op, opdef, indent, info)
         outs = [self.fresh() for _ in op.outputs]
         for o, loc in zip(op.outputs, outs):
             self.local[o] = loc
-        if opdef.alias and len(op.inputs) == 1 and len(outs) == 1 and not op.attrs:
-            # the kernel would return its input (stop_gradient): bind it, as the call would
-            return self.emit(indent, f"{outs[0]} = {self.local[op.inputs[0]]}", info)
+        if self.is_alias(op):
+            # the kernel would return its input (stop_gradient): its local is the input's
+            self.local[op.outputs[0]] = self.local[op.inputs[0]]
+            return None
         if opdef.n_out != 1 or len(outs) != 1:
             call = self.kernel_call(op, opdef)
             return self.emit(indent, f"{', '.join(outs)}, = _multi({call}, {len(outs)})", info)
@@ -397,6 +557,20 @@ class _Codegen:
             fn = self.g_ufunc(ufunc)
             args = ", ".join(self.local[n] for n in op.inputs)
             return self.emit(indent, f"{out} = {fn}({args})", info)
+        into = opdef.lowering(IN_PLACE_LOWERING) if self.numpy and opdef.writes_input else None
+        if (into is not None and op.inputs and self.local[op.inputs[0]] in self.dead_input
+                and not self.maybe0d(op.inputs[0]) and self.local[op.inputs[0]] not in self.fixed):
+            step = self.glob("o", _in_place_step(opdef.kernel, into, dict(op.attrs)))
+            args = ", ".join(["xp", self.local[op.inputs[0]]] + [self.use_array(n) for n in op.inputs[1:]])
+            self.emit(indent, f"{out} = {step}({args})", info)
+            return self.emit(indent, f"if type({out}) is not _nd: {out} = _asarray({out})", info)
+        if self.numpy and op.type == "where" and not op.attrs and self.same_dtype_where(op):
+            # (the kernel's own call when both values have the output's dtype: no promotion)
+            args = ", ".join(self.local[n] for n in op.inputs)
+            return self.emit(indent, f"{out} = {self.g_ufunc('where')}({args})", info)
+        view = self.view_method(op)
+        if view is not None:
+            return self.emit(indent, f"{out} = {self.local[op.inputs[0]]}.{view}", info)
         method = self.method_reduction(op)
         if method is not None:
             return self.emit(indent, f"{out} = {self.local[op.inputs[0]]}.{method}()", info)
@@ -447,6 +621,28 @@ class _Codegen:
         if op.attrs:
             args += f", **{self.glob('a', dict(op.attrs))}"
         return f"{k}({args})"
+
+    def same_dtype_where(self, op):
+        """Whether ``where(c, a, b)`` has a bool condition and values of the output's dtype."""
+        ts = [self.types.get(n) for n in list(op.inputs) + list(op.outputs)]
+        if len(op.inputs) != 3 or len(op.outputs) != 1 or None in ts:
+            return False
+        return ts[0].dtype == "bool" and ts[1].dtype == ts[2].dtype == ts[3].dtype
+
+    def view_method(self, op):
+        """``reshape(shape)`` / ``transpose(perm)`` as the array's own method call (what
+        np.reshape and np.transpose call), for a numpy array input that cannot be a scalar."""
+        if not self.numpy or len(op.inputs) != 1 or self.maybe0d(op.inputs[0]):
+            return None
+        try:
+            if op.type == "reshape" and set(op.attrs) == {"shape"}:
+                return f"reshape({self.glob('a', tuple(int(d) for d in op.attrs['shape']))})"
+            if op.type == "transpose" and set(op.attrs) <= {"perm"}:
+                perm = op.attrs.get("perm")
+                return "transpose()" if perm is None else f"transpose({self.glob('a', tuple(int(p) for p in perm))})"
+        except (TypeError, ValueError):  # malformed attrs: the kernel's call reports them
+            pass
+        return None
 
     def method_reduction(self, op):
         spec = OPS[op.type].method

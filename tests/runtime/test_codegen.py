@@ -229,6 +229,105 @@ def test_a_custom_control_flow_rule_runs_through_the_interpreter(monkeypatch):
     np.testing.assert_allclose(cg.run(x)[0], -np.exp(np.exp(x)), rtol=1e-6)
 
 
+# ------------------------------------------------------------------ aliases, creations, in-place writes
+def _count_in_place(monkeypatch):
+    """Counts the calls of index_copy_dim's in-place form (see codegen.IN_PLACE_LOWERING)."""
+    calls = []
+    into = OPS["index_copy_dim"].lowerings["in_place"]
+
+    def counting(xp, x, *args, **attrs):
+        calls.append(x.shape)
+        return into(xp, x, *args, **attrs)
+
+    monkeypatch.setitem(OPS["index_copy_dim"].lowerings, "in_place", counting)
+    return calls
+
+
+def _cache_loop(read_old):
+    """A loop writing row ``i`` of a carried cache each step; ``read_old`` reads the cache's old
+    value after the write: directly, through a view made before it, or not at all."""
+    def fn(x, cache, n):
+        def body(i, c, acc):
+            view = c.t()
+            new = d2s.index_copy(d2s.stop_gradient(c), 0, i.reshape([1]), x[None] * (i + 1.0))
+            if read_old == "direct":
+                acc = acc + (c * 2.0).sum() + new.sum()
+            elif read_old == "view":
+                acc = acc + view.sum() + new.sum()
+            else:
+                acc = acc + new.sum()
+            return i + 1, new, acc
+
+        return d2s.while_loop(lambda i, c, acc: i < n, body, (d2s.tensor(0), cache, d2s.tensor(0.0)))
+
+    return build_program(fn, InputSpec([3]), InputSpec([40, 3]), d2s.tensor(0))  # (not "small": see SMALL_BYTES)
+
+
+@pytest.mark.parametrize("read_old", ["no", "direct", "view"])
+def test_index_copy_in_a_loop_writes_in_place_only_where_nothing_else_reads_the_old_value(monkeypatch, read_old):
+    calls = _count_in_place(monkeypatch)
+    prog = _cache_loop(read_old)
+    cache = _f32(40, 3)
+    before = cache.copy()
+    for p in (prog, optimize(prog)):
+        _same(p, [(_f32(3), cache, np.array(n)) for n in (0, 1, 5)])
+    np.testing.assert_array_equal(cache, before)  # the caller's array: never written
+    if read_old == "no":
+        assert calls  # the carried cache is written in place after the first step
+    elif read_old == "direct":
+        assert not calls  # its old value is read after the write: statically not in place
+
+
+def test_index_copy_in_a_branch_given_one_value_twice_copies(monkeypatch):
+    calls = _count_in_place(monkeypatch)
+
+    def fn(x, c, p):
+        def then(a, b):
+            r = d2s.index_copy(a, 0, d2s.tensor([1]), x[None])
+            return r, (b + r).sum()  # b is a's value, read after the write
+
+        return d2s.cond(p > 0, then, lambda a, b: (a * 1.0, b.sum()), c * 1.0, c * 1.0 + 0.0)
+
+    prog = build_program(fn, InputSpec([3]), InputSpec([4, 3]), d2s.tensor(0))
+    _same(prog, [(_f32(3), _f32(4, 3), np.array(p)) for p in (1, -1)])
+    assert calls  # two values: ``a`` is the branch's to write
+    del calls[:]
+
+    def same_twice(x, c, p):
+        def then(a, b):
+            r = d2s.index_copy(a, 0, d2s.tensor([1]), x[None])
+            return r, (b + r).sum()
+
+        d = c * 1.0
+        return d2s.cond(p > 0, then, lambda a, b: (a * 1.0, b.sum()), d, d)
+
+    prog = build_program(same_twice, InputSpec([3]), InputSpec([4, 3]), d2s.tensor(0))
+    _same(prog, [(_f32(3), _f32(4, 3), np.array(p)) for p in (1, -1)])
+    assert not calls
+
+
+def test_creations_are_made_once_and_outputs_stay_writable():
+    def fn(x, n):
+        def body(i, v):
+            return i + 1, v + d2s.where(d2s.arange(40) < i * 4, d2s.full([40], 0.5), d2s.full([40], -0.5))
+
+        _, v = d2s.while_loop(lambda i, v: i < n, body, (d2s.tensor(0), x))
+        return v, d2s.full([40], 2.0), d2s.stop_gradient(d2s.zeros(40))
+
+    prog = optimize(build_program(fn, InputSpec([40]), d2s.tensor(0)))
+    assert {"arange", "full"} <= {op.type for b in prog.blocks for op in b.ops}  # (big: not folded)
+    cg = _same(prog, [(_f32(40), np.array(n)) for n in (0, 3)])
+    compiled = cg.runner.generated.compiled
+    assert "while True:" in cg.source
+    # the loop's arange and full are made once, when the code is generated: no line runs them
+    assert {li.op.type for li in compiled.lines.values()} >= {"where", "full"}  # (the outputs' fulls)
+    assert "arange" not in {li.op.type for li in compiled.lines.values()}
+    outs = cg.run(_f32(40), np.array(2))
+    assert outs[1].flags.writeable and outs[2].flags.writeable  # outputs are made by each run
+    outs[1][:] = 7.0
+    np.testing.assert_array_equal(cg.run(_f32(40), np.array(2))[1], np.full(40, 2.0, "float32"))
+
+
 # ------------------------------------------------------------------ modes, errors, safety
 def test_modes():
     prog = build_program(lambda x: x * 2.0, InputSpec([2]))

@@ -407,7 +407,10 @@ def check_range(op, index, size, dim, negative=False):
     assert), so there the index is used as it is."""
     if index.size == 0 or not isinstance(index, np.ndarray):
         return
-    lo, hi = int(index.min()), int(index.max())
+    if index.size == 1:  # (one position, as a decode step writes: no two reductions)
+        lo = hi = int(index.reshape(-1)[0])
+    else:
+        lo, hi = int(index.min()), int(index.max())
     low = -size if negative else 0
     if lo < low or hi >= size:
         bad = lo if lo < low else hi
@@ -599,7 +602,14 @@ def _index_dim_infer(op):
 def _index_dim_key(op, x, index, axis):
     a = axis % x.ndim if x.ndim else 0
     check_range(op, index, x.shape[a] if x.ndim else 1, a)
-    return (slice(None),) * a + (index.reshape(-1),) if x.ndim else ()
+    if not x.ndim:
+        return ()
+    if index.size == 1 and isinstance(index, np.ndarray):
+        # one position (checked in range just above) as a basic slice: the same elements,
+        # written without fancy indexing's machinery
+        i = int(index.reshape(-1)[0])
+        return (slice(None),) * a + (slice(i, i + 1),)
+    return (slice(None),) * a + (index.reshape(-1),)
 
 
 @defop("index_add_dim", _index_dim_infer("index_add"), writes_input=True)
@@ -617,6 +627,22 @@ def _index_copy_dim(xp, x, index, src, axis):
     out = x.copy()
     out[_index_dim_key("index_copy", x, index, axis)] = src
     return out
+
+
+@deflowering("index_copy_dim", "in_place")
+def _index_copy_dim_into(xp, x, index, src, axis):
+    """``index_copy_dim`` written into ``x`` itself (generated code calls it only where nothing
+    else can see ``x``: see ``codegen.IN_PLACE_LOWERING``); returns ``x``."""
+    if type(index) is np.ndarray and index.size == 1 and x.ndim:
+        # one position, as a decode step writes: _index_dim_key's slice, built directly
+        a = axis % x.ndim
+        i = index.item()
+        if not 0 <= i < x.shape[a]:
+            check_range("index_copy", index, x.shape[a], a)  # (raises, with the message)
+        x[(slice(None),) * a + (slice(i, i + 1),)] = src
+        return x
+    x[_index_dim_key("index_copy", x, index, axis)] = src
+    return x
 
 
 def _writable(e, x):

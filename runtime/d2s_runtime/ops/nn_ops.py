@@ -35,6 +35,8 @@ def _shift(xp, x, axis):
         for a in ([axis] if isinstance(axis, int) else range(x.ndim) if axis is None else axis):
             shape[a] = 1
         return xp.zeros(shape, x.dtype)
+    if type(x) is np.ndarray:  # (np.max's own reduction, without its wrapper)
+        return np.maximum.reduce(x, axis=axis, keepdims=True)
     return xp.max(x, axis=axis, keepdims=True)
 
 
@@ -46,10 +48,21 @@ def _softmax_infer(x, axis=-1):
 @defop("softmax", _softmax_infer, float_inputs=True)
 def _softmax(xp, x, axis=-1):
     """exp(x - max) / sum: subtracting the max keeps exp from overflowing."""
+    if type(x) is np.ndarray and x.ndim and x.size and x.dtype.kind == "f":
+        # (a non-empty float numpy array: the steps below without their checks)
+        z = x - np.maximum.reduce(x, axis=axis, keepdims=True)
+        np.exp(z, out=z)
+        z /= np.add.reduce(z, axis=axis, keepdims=True)
+        return z
     x = _as_float(x)
     z = x - _shift(xp, x, axis)
-    e = xp.exp(z)
-    return e / xp.sum(e, axis=axis, keepdims=True)
+    # (in place: the same elementwise values as ``e = exp(z); e / sum(e)``, two arrays fewer)
+    if type(z) is not xp.ndarray:  # (0-d operands give a scalar)
+        e = xp.exp(z)
+        return e / xp.sum(e, axis=axis, keepdims=True)
+    e = xp.exp(z, out=z)
+    e /= np.add.reduce(e, axis=axis, keepdims=True) if type(e) is np.ndarray else xp.sum(e, axis=axis, keepdims=True)
+    return e
 
 
 def _log_softmax_infer(x, axis=-1):

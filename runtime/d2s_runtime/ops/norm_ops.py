@@ -7,11 +7,62 @@ per-channel or per-element scale and shift, so one kernel and one backward formu
 four, with two passes over the data for the statistics instead of one op per step of the
 formula.
 """
+import numpy as np
+
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import fmt_shape
 
 
+def _mean_kept(xp, x, ax, count=None):
+    """``xp.mean(x, axis=ax, keepdims=True)``. For float32/float64 numpy arrays it runs the two
+    ufunc calls np.mean itself makes: the sum, then its division by the count, without np.mean's
+    Python-level argument handling (a decode step normalizes a few hundred elements, where that
+    handling costs more than the arithmetic). np.mean divides by the count as an intp, in
+    float64, then rounds to the array's dtype; ``count`` is the count in that dtype where it is
+    exact (below 2**24), whose division in the dtype gives the same values (a float32 quotient
+    of float32 operands rounded from float64 is the correctly rounded one: 53 >= 2 * 24 + 2)."""
+    if xp is np and type(x) is np.ndarray and x.dtype.char in "fd" and x.size:
+        s = np.add.reduce(x, axis=ax, keepdims=True)
+        if count is not None:
+            s /= count
+            return s
+        n = 1
+        for a in ax:
+            n *= x.shape[a]
+        return np.true_divide(s, np.intp(n), out=s, casting="unsafe")
+    return xp.mean(x, axis=ax, keepdims=True)
+
+
+def _exact_count(x, ax):
+    """The number of elements per statistic as a scalar of ``x``'s float dtype where that is
+    exact (see ``_mean_kept``), else None."""
+    if type(x) is not np.ndarray or x.dtype.char not in "fd":
+        return None
+    n = 1
+    for a in ax:
+        n *= x.shape[a]
+    return x.dtype.type(n) if 0 < n < 2 ** 24 else None
+
+
+_AXES = {}  # (op, axes, ndim) -> the checked axes (a layer normalizes over the same ones each call)
+
+
 def _norm_axes(op, axes, ndim):
+    key = (op, tuple(axes) if isinstance(axes, (list, tuple)) else axes, ndim)
+    try:
+        return _AXES[key]
+    except (KeyError, TypeError):
+        pass
+    out = _check_axes(op, axes, ndim)
+    if len(_AXES) < 1024:
+        try:
+            _AXES[key] = out
+        except TypeError:  # (unhashable axes)
+            pass
+    return out
+
+
+def _check_axes(op, axes, ndim):
     if not axes:
         raise ShapeError(f"{op}: needs at least one axis to normalize over")
     out = []
@@ -42,9 +93,19 @@ def _normalize(xp, x, axes, eps=1e-5):
     """``(x - mean) / sqrt(var + eps)`` over ``axes``, with the mean and the biased variance
     (keepdims shapes): (y, mean, var). Two passes: the mean, then the centred squares."""
     ax = _norm_axes("normalize", axes, x.ndim)
-    mean = xp.mean(x, axis=ax, keepdims=True)
+    count = _exact_count(x, ax) if xp is np else None
+    if count is not None and x.size:  # (_mean_kept's steps for a float numpy array, inline)
+        mean = np.add.reduce(x, axis=ax, keepdims=True)
+        mean /= count
+        d = x - mean
+        var = np.add.reduce(d * d, axis=ax, keepdims=True)
+        var /= count
+        inv = 1.0 / np.sqrt(var + x.dtype.type(eps))
+        d *= inv
+        return d, mean, var
+    mean = _mean_kept(xp, x, ax, count)
     d = x - mean
-    var = xp.mean(d * d, axis=ax, keepdims=True)
+    var = _mean_kept(xp, d * d, ax, count)
     inv = 1.0 / xp.sqrt(var + x.dtype.type(eps))
     d *= inv
     return d, mean, var

@@ -403,9 +403,16 @@ def _multinomial(xp, p, num_samples, replacement=False, generator=None):
     first, which is sequential weighted sampling without replacement)."""
     w = p.astype("float64").reshape(-1, p.shape[-1])
     rows, k = w.shape
-    if w.size and (not bool(xp.isfinite(w).all()) or bool((w < 0).any())):
+    if xp is np:
+        # the same two checks in four ufunc reductions: the smallest weight is not >= 0 where
+        # one is NaN or negative, the largest is inf where one is
+        if w.size and not (np.minimum.reduce(w, axis=None) >= 0 and np.maximum.reduce(w, axis=None) < np.inf):
+            raise ValueError("multinomial: probability tensor contains either inf, nan or element < 0")
+        if rows and np.minimum.reduce(np.add.reduce(w, axis=1), axis=None) <= 0:
+            raise ValueError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
+    if xp is not np and w.size and (not bool(xp.isfinite(w).all()) or bool((w < 0).any())):
         raise ValueError("multinomial: probability tensor contains either inf, nan or element < 0")
-    if rows and bool((w.sum(axis=1) <= 0).any()):
+    if xp is not np and rows and bool((w.sum(axis=1) <= 0).any()):
         raise ValueError("multinomial: invalid multinomial distribution (sum of probabilities <= 0)")
     if not replacement and num_samples > k:
         raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement from {k} categories")
@@ -424,7 +431,12 @@ def _multinomial(xp, p, num_samples, replacement=False, generator=None):
     else:
         with np.errstate(divide="ignore"):
             keys = -xp.log1p(-u) / w  # Exp(1) / p; weight 0: never before a positive one
-        out = xp.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+        if num_samples == 1 and not bool(xp.isnan(keys).any()):
+            # the first of a stable ascending sort is the first smallest key: argmin's pick
+            # (a NaN key, 0 / 0, sorts last but argmin would pick it: sorted then)
+            out = xp.argmin(keys, axis=1)[:, None]
+        else:
+            out = xp.argsort(keys, axis=1, kind="stable")[:, :num_samples]
     return out.astype("int64").reshape(p.shape[:-1] + (num_samples,))
 
 

@@ -34,8 +34,11 @@ _reduction("reduce_mean", lambda xp, x, ax, k: xp.mean(x, axis=ax, keepdims=k,
                                                        dtype=None if x.dtype.kind == "f" else "float32"),
            "Mean over ``axes``; integer inputs give float32.", lambda d: d if is_floating(d) else "float32", fresh=True, float_inputs=True,
            method=("mean", "f"))  # not integers: their array mean is float64, the op's float32
-_reduction("reduce_max", lambda xp, x, ax, k: xp.max(x, axis=ax, keepdims=k), "Maximum over ``axes``.", fresh=True, method=("max", "fiu"))
-_reduction("reduce_min", lambda xp, x, ax, k: xp.min(x, axis=ax, keepdims=k), "Minimum over ``axes``.", fresh=True, method=("min", "fiu"))
+# (a numpy array's max/min: the ufunc reduction np.max/np.min call, without their wrappers)
+_reduction("reduce_max", lambda xp, x, ax, k: np.maximum.reduce(x, axis=ax, keepdims=k) if type(x) is np.ndarray
+           else xp.max(x, axis=ax, keepdims=k), "Maximum over ``axes``.", fresh=True, method=("max", "fiu"))
+_reduction("reduce_min", lambda xp, x, ax, k: np.minimum.reduce(x, axis=ax, keepdims=k) if type(x) is np.ndarray
+           else xp.min(x, axis=ax, keepdims=k), "Minimum over ``axes``.", fresh=True, method=("min", "fiu"))
 _reduction("reduce_prod", lambda xp, x, ax, k: xp.prod(x, axis=ax, keepdims=k, dtype=_sum_dtype(x.dtype.name)),
            "Product over ``axes``; bool and int32 accumulate in int64.", _sum_dtype, fresh=True)
 _reduction("reduce_any", lambda xp, x, ax, k: xp.any(x, axis=ax, keepdims=k), "Whether any element over ``axes`` is true.",
