@@ -2,7 +2,7 @@
 rules), shape rule, traits and lowerings side by side."""
 from .registry import (OPS, RULE_ROLES, TRAITS, BlockLayout, OpDef, ShapeError, TensorType, deflowering, defop,
                        defrule, defstructured, get_op, ops_with)
-from . import elementwise, pointwise, reduce, linalg, shape_ops, creation, random, indexing  # noqa: F401  (registration)
+from . import elementwise, pointwise, reduce, linalg, shape_ops, creation, random, indexing, gather_scatter  # noqa: F401  (registration)
 from . import nn_ops, conv_ops, pool_ops, norm_ops, grad_ops  # noqa: F401  (registration)
 from . import sorting  # noqa: F401  (registration)
 from . import guard  # noqa: F401  (registration: trace guards)
