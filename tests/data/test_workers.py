@@ -398,8 +398,9 @@ def test_break_close_and_garbage_collection_stop_the_workers():
 
 
 _SCRIPT = textwrap.dedent("""
-    import os, sys, time
+    import faulthandler, os, sys, time
     import numpy as np
+    faulthandler.enable()  # a SIGABRT from the test prints every thread's stack
     from d2s.data import DataLoader, Dataset
 
     class Slow(Dataset):
@@ -445,7 +446,12 @@ def _run_script(mode, send=None):
         if send is not None:  # the script loops until then: its workers are running
             assert not any(_gone(p) for p in pids)
             send(proc.pid)
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # say where the script hangs (its faulthandler dump)
+            os.killpg(proc.pid, signal.SIGABRT)
+            proc.wait(timeout=10)
+            raise AssertionError("the script did not exit within 30 s:\n" + proc.stderr.read()[-6000:]) from None
         deadline = time.monotonic() + 10
         while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.05)
