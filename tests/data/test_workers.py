@@ -398,9 +398,12 @@ def test_break_close_and_garbage_collection_stop_the_workers():
 
 
 _SCRIPT = textwrap.dedent("""
-    import faulthandler, os, sys, time
+    import faulthandler, os, signal, sys, time
     import numpy as np
     faulthandler.enable()  # a SIGABRT from the test prints every thread's stack
+    # Python's own Ctrl-C handler, as in a script started from a terminal: a test run launched in
+    # the background by a shell without job control inherits SIGINT ignored, and so would this
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from d2s.data import DataLoader, Dataset
 
     class Slow(Dataset):
