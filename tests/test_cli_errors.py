@@ -234,7 +234,10 @@ def test_programs_the_command_cannot_build_are_one_line(tmp_path, capsys, argv, 
 
 def _cli(args, **kw):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "runtime")]))
-    code = ("import sys, d2s.cli\nsys.stderr.write('ready\\n'); sys.stderr.flush()\n"
+    # Python's own Ctrl-C handler, as a command started from a terminal has (a test run launched
+    # in the background by a shell without job control passes SIGINT on ignored)
+    code = ("import signal, sys, d2s.cli\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+            "sys.stderr.write('ready\\n'); sys.stderr.flush()\n"
             f"sys.exit(d2s.cli.main({args!r}))")
     return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             **kw)
