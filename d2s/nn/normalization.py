@@ -43,6 +43,27 @@ def _new_buffer(shape, value, dtype, device):
     return Buffer(xp.full(shape, value, dtype=str(as_dtype(dtype))))
 
 
+def _affine_params(module, shape, affine, bias, dtype, device):
+    """A normalization's ``weight`` (ones) and ``bias`` (zeros) of ``shape`` when ``affine``
+    (``bias=False``: no bias), registered as None otherwise, as PyTorch's layers do."""
+    if affine:
+        module.weight = init.ones_(new_parameter(shape, dtype, device))
+        if bias:
+            module.bias = new_parameter(shape, dtype, device)
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def _reset_affine(module, affine):
+    if affine:
+        init.ones_(module.weight)
+        if module.bias is not None:
+            init.zeros_(module.bias)
+
+
 class _NormBase(Module):
     """Shared by BatchNorm and InstanceNorm: ``weight``/``bias`` (ones/zeros) when ``affine``;
     ``running_mean``/``running_var``/``num_batches_tracked`` buffers when ``track_running_stats``."""
@@ -55,15 +76,7 @@ class _NormBase(Module):
         self.num_features, self.eps, self.momentum = int(num_features), eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         dtype = dtype or "float32"
-        if affine:
-            self.weight = new_parameter((self.num_features,), dtype, device)
-            if bias:
-                self.bias = new_parameter((self.num_features,), dtype, device)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_params(self, (self.num_features,), affine, bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", _new_buffer((self.num_features,), 0, dtype, device))
             self.register_buffer("running_var", _new_buffer((self.num_features,), 1, dtype, device))
@@ -83,10 +96,7 @@ class _NormBase(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def _check_input_dim(self, x):
         nd = x.ndim
@@ -212,21 +222,10 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(int(d) for d in normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         dtype = dtype or "float32"
-        if elementwise_affine:
-            self.weight = init.ones_(new_parameter(self.normalized_shape, dtype, device))
-            if bias:
-                self.bias = new_parameter(self.normalized_shape, dtype, device)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_params(self, self.normalized_shape, elementwise_affine, bias, dtype, device)
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.elementwise_affine)
 
     def forward(self, input):
         return FN.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -246,21 +245,10 @@ class GroupNorm(Module):
             raise ValueError("GroupNorm: num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = int(num_groups), int(num_channels), eps, affine
         dtype = dtype or "float32"
-        if affine:
-            self.weight = init.ones_(new_parameter((self.num_channels,), dtype, device))
-            if bias:
-                self.bias = new_parameter((self.num_channels,), dtype, device)
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_params(self, (self.num_channels,), affine, bias, dtype, device)
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self, self.affine)
 
     def forward(self, input):
         return FN.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)

@@ -260,11 +260,11 @@ def _cond_replay(op, args):
     return list(out)
 
 
-@defgrad("cond")
-def _cond_grad(ctx, *gs):
-    """A ``cond`` over the two branches' gradients (each the VJP of its block)."""
-    op = ctx.attrs["op"]
-    pred, args = ctx.inputs[0], list(ctx.inputs[1:])
+def _branches_grad(ctx, gs, build):
+    """The gradient of a branching op (``cond``, ``switch``): the same op again, built by
+    ``build(branch_fns, *operands)``, each branch the VJP of its block for the float cotangents
+    ``gs``; input 0 (the predicate or index) gets none."""
+    args = list(ctx.inputs[1:])
     wrt = [i for i, a in enumerate(args) if _wants_grad(a)]
     if not wrt:
         return (None,) * len(ctx.inputs)
@@ -280,12 +280,19 @@ def _cond_grad(ctx, *gs):
             return tuple(block_vjp(block, vals[:n], cs, wrt))
         return f
 
-    res = cond(pred, branch(op.blocks["then"]), branch(op.blocks["else"]),
-               *args, *[cots[k] for k in cot_pos])
+    res = build(branch, *args, *[cots[k] for k in cot_pos])
     out = [None] * len(ctx.inputs)
     for i, g in zip(wrt, res):
         out[1 + i] = g
     return tuple(out)
+
+
+@defgrad("cond")
+def _cond_grad(ctx, *gs):
+    """A ``cond`` over the two branches' gradients (each the VJP of its block)."""
+    blocks = ctx.attrs["op"].blocks
+    return _branches_grad(ctx, gs, lambda branch, *ops: cond(ctx.inputs[0], branch(blocks["then"]),
+                                                              branch(blocks["else"]), *ops))
 
 
 float_cotangents_only("cond")
@@ -347,28 +354,8 @@ def _switch_replay(op, args):
 @defgrad("switch")
 def _switch_grad(ctx, *gs):
     """A ``switch`` over the branches' gradients (each the VJP of its block)."""
-    op = ctx.attrs["op"]
-    index, args = ctx.inputs[0], list(ctx.inputs[1:])
-    wrt = [i for i, a in enumerate(args) if _wants_grad(a)]
-    if not wrt:
-        return (None,) * len(ctx.inputs)
-    n = len(args)
-    cots = [g if _is_float(g) else None for g in gs]
-    cot_pos = [k for k, g in enumerate(cots) if g is not None]
-
-    def branch(block):
-        def f(*vals):
-            cs = [None] * len(cots)
-            for k, v in zip(cot_pos, vals[n:]):
-                cs[k] = v
-            return tuple(block_vjp(block, vals[:n], cs, wrt))
-        return f
-
-    res = switch(index, [branch(blk) for blk in SWITCH_LAYOUT.branches(op)], *args, *[cots[k] for k in cot_pos])
-    out = [None] * len(ctx.inputs)
-    for i, g in zip(wrt, res):
-        out[1 + i] = g
-    return tuple(out)
+    blocks = SWITCH_LAYOUT.branches(ctx.attrs["op"])
+    return _branches_grad(ctx, gs, lambda branch, *ops: switch(ctx.inputs[0], [branch(b) for b in blocks], *ops))
 
 
 float_cotangents_only("switch")

@@ -288,6 +288,7 @@ def _clamp(xp, x, *bounds, which="both"):
 # gets the operands as scalar expressions already converted to ``e.dtype`` and returns the
 # expression of the result (converted to the op's dtype by the caller).
 NATIVE = "native"
+CUDA = "cuda"  # the CUDA C emitter's hooks (see "CUDA C lowerings" below)
 
 
 def _native_binary(name, symbol, bool_symbol=None):
@@ -408,7 +409,8 @@ def _where_native(e, c, a, b):
 
 
 @deflowering("clamp", NATIVE)
-def _clamp_native(e, x, *bounds, which="both"):
+@deflowering("clamp", CUDA)  # (both emitters name their maximum/minimum helpers alike)
+def _clamp_lowering(e, x, *bounds, which="both"):
     if e.dtype == "bool":
         e.unsupported("bool operands")
     if which == "max":
@@ -417,13 +419,18 @@ def _clamp_native(e, x, *bounds, which="both"):
     return f"{e.lib('minimum')}({out}, {bounds[1]})" if which == "both" else out
 
 
-@deflowering("clip", NATIVE)
-def _clip_native(e, x, lo=None, hi=None):
+def _check_clip(e, lo, hi):
+    """What the native and CUDA emitters' clip lowerings take: numeric operands, number bounds."""
     if e.dtype == "bool":
         e.unsupported("bool operand")
     for v in (lo, hi):
         if v is not None and (type(v) is bool or not isinstance(v, (int, float))):
             e.unsupported("clip bounds must be numbers")
+
+
+@deflowering("clip", NATIVE)
+def _clip_native(e, x, lo=None, hi=None):
+    _check_clip(e, lo, hi)
     if lo is not None:
         x = f"{e.lib('clip_lo')}({x}, {e.const(lo)})"
     if hi is not None:
@@ -436,8 +443,8 @@ def _clip_native(e, x, lo=None, hi=None):
 # the operands as C expressions already converted to ``e.dtype`` and returns the C expression of
 # the result, with numpy's semantics (NaN wins in maximum/minimum, floor division and PyTorch's
 # remainder for floats); ``e.fn("exp")`` is the math function of the compute dtype (``expf`` for
-# float32), ``e.lit(v)`` a literal of it, ``e.lib(name)`` a helper of gpu/cuda_lower.py's prelude.
-CUDA = "cuda"
+# float32), ``e.lit(v)`` a literal of it, ``e.lib(name)`` a helper of gpu/cuda_lower.py's prelude
+# (the backend name ``CUDA`` is defined beside ``NATIVE`` above).
 
 
 def _cuda_binary(name, symbol, bool_symbol=None):
@@ -551,23 +558,9 @@ def _where_cuda(e, c, a, b):
     return f"({c} ? {a} : {b})"
 
 
-@deflowering("clamp", CUDA)
-def _clamp_cuda(e, x, *bounds, which="both"):
-    if e.dtype == "bool":
-        e.unsupported("bool operands")
-    if which == "max":
-        return f"{e.lib('minimum')}({x}, {bounds[0]})"
-    out = f"{e.lib('maximum')}({x}, {bounds[0]})"
-    return f"{e.lib('minimum')}({out}, {bounds[1]})" if which == "both" else out
-
-
 @deflowering("clip", CUDA)
 def _clip_cuda(e, x, lo=None, hi=None):
-    if e.dtype == "bool":
-        e.unsupported("bool operand")
-    for v in (lo, hi):
-        if v is not None and (type(v) is bool or not isinstance(v, (int, float))):
-            e.unsupported("clip bounds must be numbers")
+    _check_clip(e, lo, hi)
     if lo is not None:
         x = f"{e.lib('maximum')}({x}, {e.lit(lo)})"
     if hi is not None:
