@@ -20,6 +20,11 @@ from ..user_errors import ConvertError
 from .concrete import _CELL
 
 
+# the attributes every Module has (parameter, buffer, submodule and hook registries): d2s's own
+# state, which a build may change (a lazy layer registering its parameters)
+_MODULE_INTERNALS = frozenset(Module().__dict__)
+
+
 def _container_state(obj, replaced=()):
     """What a list/dict argument holds (nested, leaves by identity; a symbolic tensor by its
     variable, which the per-branch aliases share), to tell whether the function changed it; a
@@ -62,6 +67,90 @@ def _refuse_changed_containers(fn, instance, before, after):
         f"{', '.join(repr(c) for c in changed)} (appends, pops, item or key writes): a to_static program "
         "cannot change the caller's Python containers, whose contents would silently stay as they were. "
         f"Work on a copy (e.g. `{changed[0]} = list({changed[0]})`) and return it instead{where}")
+
+
+def _code_names(fn):
+    """``(function, global names)``: the names ``fn``'s code reads as globals or attributes, its
+    lambdas' and comprehensions' included (the unwrapped function; None without code)."""
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None, set()
+    names, stack = set(), [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if inspect.iscode(k))
+    return fn, names
+
+
+_OUTSIDE_TYPES = (list, dict, set)
+
+
+def _outside_containers(fn, instance):
+    """``[(where, container)]``: the lists, dicts and sets a converted function reaches that
+    outlive its call: the attributes of its module tree (a ``self.history`` list) and the
+    globals and closure variables its code names. A program runs the function's Python once,
+    while it is built, so an append to one of them would happen once instead of at every call;
+    the build compares their contents before and after (``_refuse_changed_outside``)."""
+    found, seen = [], set()
+
+    def add(where, v):
+        if isinstance(v, _OUTSIDE_TYPES) and id(v) not in seen:
+            seen.add(id(v))
+            found.append((where, v))
+
+    if _is_module(instance):
+        for path, m in instance.named_modules():
+            for k, v in m.__dict__.items():
+                if k not in _MODULE_INTERNALS:
+                    add(f"self.{path + '.' if path else ''}{k}", v)
+    fn, names = _code_names(fn)
+    if fn is not None:
+        g = getattr(fn, "__globals__", {})
+        for n in sorted(names):
+            if n in g:
+                add(f"the global {n!r}", g[n])
+        for n, cell in zip(fn.__code__.co_freevars, getattr(fn, "__closure__", None) or ()):
+            try:
+                add(f"the closure variable {n!r}", cell.cell_contents)
+            except ValueError:
+                continue
+    return found
+
+
+def _outside_state(obj, replaced=()):
+    if isinstance(obj, set):
+        return (set, id(obj), frozenset(id(v) for v in obj))
+    return _container_state(obj, replaced)
+
+
+def _outside_snapshot(containers):
+    """What each outside container holds now, and a shallow copy to put it back from."""
+    return [(_outside_state(c), type(c)(c)) for _, c in containers]
+
+
+def _refuse_changed_outside(fn, containers, snapshot, replaced=()):
+    """Refuse a function whose build changed a list, dict or set that outlives the call (see
+    ``_outside_containers``), after putting its contents back: eager code would change it at
+    every call, a program only once, so later calls would silently see it unchanged."""
+    changed = [(where, c, copy) for (where, c), (state, copy) in zip(containers, snapshot)
+               if _outside_state(c, replaced) != state]
+    if not changed:
+        return
+    for _, c, copy in changed:
+        c.clear()
+        c.update(copy) if not isinstance(c, list) else c.extend(copy)
+    names = ", ".join(where for where, _, _ in changed)
+    code = getattr(inspect.unwrap(getattr(fn, "__func__", fn)), "__code__", None)
+    where = f'\n  File "{code.co_filename}", line {code.co_firstlineno}, in {code.co_name}' if code else ""
+    raise ConvertError(
+        f"{getattr(fn, '__qualname__', 'the function')} changes {names} (an append, pop, item or key write), "
+        "a list, dict or set that outlives the call: a to_static program runs the function's Python once, when "
+        "it is built, so eager code would change it at every call and the program only at the first, and "
+        "later calls would silently see it as the first call left it. Keep such records outside the converted "
+        "function (return the values and append them after the call), or keep the state in tensors "
+        f"(a buffer updated by assignment){where}")
 
 
 class _StateWrite:
@@ -223,15 +312,10 @@ def _global_state(fn):
     ``fn``'s code reads as globals or from its closure (``x * SCALE`` with ``SCALE = 2.0`` at
     module level): a program holds them as constants, so it is valid only while they keep
     these values, as a module's scalar attributes (see _python_state)."""
-    fn = inspect.unwrap(getattr(fn, "__func__", fn))
-    code = getattr(fn, "__code__", None)
-    if code is None:
+    fn, names = _code_names(fn)
+    if fn is None:
         return []
-    names, stack = set(), [code]
-    while stack:  # the function's own code and that of the lambdas and comprehensions in it
-        c = stack.pop()
-        names.update(c.co_names)
-        stack.extend(k for k in c.co_consts if inspect.iscode(k))
+    code = fn.__code__
     g = getattr(fn, "__globals__", {})
     out = [(g, n, g[n]) for n in sorted(names) if n in g and type(g[n]) in _PY_STATE_TYPES]
     for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):

@@ -6,9 +6,13 @@ from d2s.jit import InputSpec, to_static
 
 
 def _counting(builds):
-    """A function that records each time it runs as Python (i.e. each program build)."""
+    """A function that records each time it runs as Python (i.e. each program build). It records
+    through the list's bound ``append``: a converted function that changed a list it reaches
+    itself would be refused (a program would change it once, eager code at every call)."""
+    record = builds.append
+
     def f(x, k=1):
-        builds.append(tuple(x.shape))
+        record(tuple(x.shape))
         return x * k + 1.0
 
     return f

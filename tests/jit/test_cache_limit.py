@@ -108,9 +108,10 @@ def test_many_exact_shapes_of_one_dynamic_program_keep_one_program(monkeypatch):
     import d2s.jit.cache as cache_mod
     monkeypatch.setattr(cache_mod, "_MAX_KEYS", 8)  # forget old exact-shape aliases early
     builds = []
+    record = builds.append  # (the list itself, changed by the function, would be refused)
 
     def f(x):
-        builds.append(1)
+        record(1)
         return x * 2.0
 
     sf = to_static(f, input_spec=[InputSpec([None])])

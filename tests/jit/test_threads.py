@@ -138,10 +138,11 @@ def test_sixteen_threads_with_new_shapes_match_eager_and_single_threaded_builds(
 
 def test_one_uncached_signature_asked_by_many_threads_is_built_once():
     builds = []
+    record = builds.append  # (the list itself, changed by the function, would be refused)
     barrier = threading.Barrier(8)
 
     def f(x):
-        builds.append(tuple(x.shape))
+        record(tuple(x.shape))
         return x * 3.0 + 1.0
 
     sf = d2s.jit.to_static(f)

@@ -1,0 +1,117 @@
+"""Python containers that outlive a converted call: a program runs the function's Python once,
+when it is built, so a list, dict or set it changes (a module's history list, a global log, a
+closure's dict) would change at the first call only, where eager code changes it at every call.
+Such a function is refused at its build, the container put back as it was; reading them, and
+changing containers the call creates itself, stay allowed and equal eager results."""
+import numpy as np
+import pytest
+
+import d2s
+from d2s import nn
+from d2s.user_errors import ConvertError
+
+LOG = {}
+SEEN = set()
+SCALES = [1.0, 2.0, 3.0]
+
+
+class History(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.hist = []
+
+    def forward(self, x):
+        y = self.lin(x)
+        self.hist.append(float(len(self.hist)))
+        return y * len(self.hist)
+
+
+class Inner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stats = {"calls": 0}
+
+    def forward(self, x):
+        self.stats["calls"] += 1
+        return x * 2
+
+
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Inner()
+
+    def forward(self, x):
+        return self.inner(x) + 1
+
+
+def _global_log(x):
+    LOG.setdefault("calls", []).append(1)
+    return x * len(LOG["calls"])
+
+
+def _global_set(x):
+    SEEN.add("called")
+    return x + 1
+
+
+def _closure_log():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x + len(calls)
+    return f, calls
+
+
+@pytest.mark.parametrize("where, make, grown", [
+    ("self.hist", lambda: History(), lambda m: m.hist),
+    ("self.inner.stats", lambda: Outer(), lambda m: m.inner.stats),
+])
+def test_a_module_changing_a_container_attribute_is_refused_and_it_is_put_back(where, make, grown):
+    d2s.manual_seed(0)
+    model = make()
+    eager = [model(d2s.ones(1, 2)).numpy() for _ in range(2)]  # eager: changes it at every call
+    before = repr(grown(model))
+    static = d2s.jit.to_static(model)
+    with pytest.raises(ConvertError, match=f"changes {where} .*outlives the call") as info:
+        static(d2s.ones(1, 2))
+    assert "test_side_effects.py" in str(info.value)  # names the user's function
+    assert repr(grown(model)) == before  # the build's change was undone
+    if where == "self.hist":  # eager's answer follows the list, which a program would freeze
+        assert not np.array_equal(eager[0], eager[1])
+
+
+@pytest.mark.parametrize("fn, name, container", [
+    (_global_log, "the global 'LOG'", LOG),
+    (_global_set, "the global 'SEEN'", SEEN),
+])
+def test_a_function_changing_a_global_container_is_refused(fn, name, container):
+    before = repr(container)
+    with pytest.raises(ConvertError, match=f"changes {name}"):
+        d2s.jit.to_static(fn)(d2s.ones(2))
+    assert repr(container) == before
+
+
+def test_a_closure_list_is_refused_too():
+    f, calls = _closure_log()
+    with pytest.raises(ConvertError, match="changes the closure variable 'calls'"):
+        d2s.jit.to_static(f)(d2s.ones(2))
+    assert calls == []
+
+
+def test_reading_outside_containers_and_changing_own_ones_match_eager():
+    def f(x, i: int):
+        parts = []  # created by the call: may change freely
+        for s in SCALES:
+            parts.append(x * s)
+        table = {"k": parts[i]}
+        table["k"] = table["k"] + 1
+        return sum(parts) + table["k"]
+
+    static = d2s.jit.to_static(f)
+    for i in range(3):
+        x = d2s.tensor(np.arange(3, dtype=np.float32) - i)
+        np.testing.assert_array_equal(static(x, i).numpy(), f(x, i).numpy())
+    assert SCALES == [1.0, 2.0, 3.0]
