@@ -249,10 +249,11 @@ def _apply_in_program(cls, ctx, args, kwargs):
 
 
 def _forward(cls):
-    """``cls.forward``, converted when a program is being built (tensor ``if``s and loops in it
-    become ops as in any converted function)."""
+    """``cls.forward``, converted when to_static builds a program (tensor ``if``s and loops in
+    it become ops as in any converted function); a plain trace (``build_program``) runs it as
+    Python, as it runs the traced function itself."""
     fwd = cls.forward
-    if STATE.builder is None:
+    if STATE.builder is None or not getattr(STATE.builder, "to_static_enabled", False):
         return fwd
     from ..convert.call import convert_call  # (the converter is a layer above autograd's)
     return convert_call(fwd)

@@ -284,13 +284,52 @@ _MISSING = object()
 _PY_STATE_TYPES = frozenset({int, float, bool, str, type(None)})
 
 
+_STATE_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
+
+
+def _layout(v, depth=0):
+    """What a build can read of ``v`` as Python: scalars by type and value, tensors by shape and
+    dtype, containers item by item (four levels deep), other objects by identity."""
+    if type(v) in _PY_STATE_TYPES:
+        return type(v), v
+    if isinstance(v, Tensor):
+        return "tensor", tuple(v.shape), str(v.dtype)
+    if depth < 4:
+        if isinstance(v, (list, tuple)):
+            return type(v), tuple(_layout(x, depth + 1) for x in v)
+        if isinstance(v, dict):
+            return type(v), tuple((k, _layout(x, depth + 1)) for k, x in v.items())
+        if isinstance(v, (set, frozenset)):
+            return type(v), frozenset(_layout(x, depth + 1) for x in v)
+    return "object", id(v)
+
+
+class _Held:
+    """A container attribute (or global) as a build found it. A forward that rebinds it
+    (``self.seen = self.seen + [n]``) has a program only for the container it started from: a
+    later call finding another object of another layout builds again, as eager code would read
+    the new one; a new object of the same layout (``self.maps = [y]`` at every call) does not."""
+    __slots__ = ("obj", "layout")
+
+    def __init__(self, obj):
+        self.obj, self.layout = obj, _layout(obj)
+
+    def same(self, cur):
+        return cur is self.obj or (cur is not _MISSING and _layout(cur) == self.layout)
+
+
+def _state_entry(d, k, v):
+    return (d, k, v) if type(v) in _PY_STATE_TYPES else (d, k, _Held(v))
+
+
 def _python_state(instance):
-    """``[(attribute dict, name, value)]`` of the Python scalar attributes of a module tree
-    (``training`` aside: it is part of every signature already)."""
+    """``[(attribute dict, name, value)]`` of the Python scalar and container attributes of a
+    module tree (``training`` aside: it is part of every signature already), containers as
+    ``_Held``."""
     if not _is_module(instance):
         return []
-    return [(m.__dict__, k, v) for m in instance.modules() for k, v in m.__dict__.items()
-            if type(v) in _PY_STATE_TYPES and k != "training"]
+    return [_state_entry(m.__dict__, k, v) for m in instance.modules() for k, v in m.__dict__.items()
+            if (type(v) in _PY_STATE_TYPES or type(v) in _STATE_CONTAINERS) and k not in _MODULE_INTERNALS]
 
 
 class _Cell:
@@ -317,14 +356,15 @@ def _global_state(fn):
         return []
     code = fn.__code__
     g = getattr(fn, "__globals__", {})
-    out = [(g, n, g[n]) for n in sorted(names) if n in g and type(g[n]) in _PY_STATE_TYPES]
+    out = [_state_entry(g, n, g[n]) for n in sorted(names)
+           if n in g and (type(g[n]) in _PY_STATE_TYPES or type(g[n]) in _STATE_CONTAINERS)]
     for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
         try:
             v = cell.cell_contents
         except ValueError:
             continue
-        if type(v) in _PY_STATE_TYPES:
-            out.append((_Cell(cell), name, v))
+        if type(v) in _PY_STATE_TYPES or type(v) in _STATE_CONTAINERS:
+            out.append(_state_entry(_Cell(cell), name, v))
     return out
 
 
@@ -374,6 +414,8 @@ def _with_new_attrs(before, after):
 def _restore_python_state(before, after):
     """Put back the Python attributes listed in ``before``; drop those only ``after`` has."""
     for d, k, v in before:
+        if type(v) is _Held:
+            v = v.obj
         if d.get(k, _MISSING) is not v:
             d[k] = v
     seen = {(id(d), k) for d, k, _ in before}
@@ -383,28 +425,66 @@ def _restore_python_state(before, after):
 
 
 def _same_python_value(a, b):
+    """Whether ``a`` (found now) is ``b`` (recorded by a build; a container as ``_Held``)."""
+    if type(b) is _Held:
+        return b.same(a)
     return a is b or (type(a) is type(b) and a == b)
 
 
 def _python_state_holds(state):
     for d, k, v in state:
         cur = d.get(k, _MISSING)
-        if cur is not v and not (type(cur) is type(v) and cur == v):
+        if cur is not v and not _same_python_value(cur, v):
             return False
     return True
 
 
+def _contained_tensors(v, path=(), depth=0):
+    """``(path, tensor)`` of the tensors held in list, tuple and dict ``v`` (four levels deep)."""
+    if depth >= 4:
+        return
+    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, (list, tuple)) else ()
+    for k, x in items:
+        if isinstance(x, Tensor):
+            yield path + (k,), x
+        elif isinstance(x, (list, tuple, dict)):
+            yield from _contained_tensors(x, path + (k,), depth + 1)
+
+
+class _Path:
+    """Where a tensor held in a container attribute is (``self.prev[0]``, ``self.cache["h"]``),
+    read as a dict is (``get``), so the parameter checks of a call find the one there now."""
+    __slots__ = ("root", "name", "path")
+
+    def __init__(self, root, name, path):
+        self.root, self.name, self.path = root, name, path
+
+    def get(self, _key=None, default=None):
+        try:
+            v = self.root[self.name]
+            for p in self.path:
+                v = v[p]
+        except (KeyError, IndexError, TypeError):
+            return default
+        return v
+
+
 def _state_tensors(instance):
-    """``{id: tensor}`` of the plain (unregistered) tensor attributes of a module tree: a
-    program reads them as params, so a forward that replaces one (``self.running = ...``) is
-    read afresh on the next call instead of being frozen into a constant."""
+    """``{id: tensor}`` of the plain (unregistered) tensor attributes of a module tree, and of
+    the tensors held in its list, tuple and dict attributes: a program reads them as params, so
+    a forward that replaces one (``self.running = ...``, ``self.prev = [h]``) is read afresh on
+    the next call instead of being frozen into a constant."""
     if not _is_module(instance):
         return {}
     out = {}
     for m in instance.modules():
         for k, v in m.__dict__.items():
-            if isinstance(v, Tensor) and not v.is_symbolic and k not in _REGISTRIES:
+            if k in _REGISTRIES:
+                continue
+            if isinstance(v, Tensor) and not v.is_symbolic:
                 out[id(v)] = v
+            elif type(v) in _STATE_CONTAINERS:
+                out.update((id(t), t) for _, t in _contained_tensors(v) if not t.is_symbolic)
     return out
 
 
@@ -431,8 +511,13 @@ def _param_refs(fn, instance, tensors):
             # call a new tensor, which must be read, not the one the program was built with
             d = m.__dict__
             for k, v in list(d.items()):
-                if isinstance(v, Tensor) and k not in _REGISTRIES:
+                if k in _REGISTRIES:
+                    continue
+                if isinstance(v, Tensor):
                     where.setdefault(id(v), (d, k))
+                elif type(v) in _STATE_CONTAINERS:  # (self.prev = [h]: see _state_tensors)
+                    for path, t in _contained_tensors(v):
+                        where.setdefault(id(t), (_Path(d, k, path), path[-1]))
 
     def add_value(d, k, v):
         if isinstance(v, Tensor):

@@ -524,7 +524,9 @@ class StaticFunction:
         # read as constants, so it is valid only while they keep these values
         entry.py_state = py_states[0]
         entry.structure, entry.structure_version = structures[0]
-        entry.py_written = sorted({k for d, k, v in entry.py_state if not _same_python_value(d.get(k, _MISSING), v)})
+        # (an attribute the build created is set once, not changed at every call: not warned of)
+        entry.py_written = sorted({k for d, k, v in entry.py_state
+                                   if v is not _MISSING and not _same_python_value(d.get(k, _MISSING), v)})
         # what this signature was, for the cache limit's warning
         entry.leaf_types = list(leaf_types)
         entry.leaf_labels, entry.arg_leaf = _leaf_labels(self._fn, instance, args, kwargs)

@@ -115,3 +115,90 @@ def test_reading_outside_containers_and_changing_own_ones_match_eager():
         x = d2s.tensor(np.arange(3, dtype=np.float32) - i)
         np.testing.assert_array_equal(static(x, i).numpy(), f(x, i).numpy())
     assert SCALES == [1.0, 2.0, 3.0]
+
+
+# ------------------------------------------------------------------ containers rebound by forward
+class Growing(nn.Module):
+    """Rebinds a list attribute to a longer one at every call (no in-place change)."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def forward(self, x):
+        self.seen = self.seen + [x * 2]
+        return x + len(self.seen)
+
+
+class Carried(nn.Module):
+    """Carries tensors from one call to the next in a list and a dict attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.prev = [d2s.zeros(2)]
+        self.state = {"h": d2s.zeros(2)}
+
+    def forward(self, x):
+        y = x + self.prev[0] + self.state["h"]
+        self.prev = [y]
+        self.state = {"h": y * 0.5}
+        return y
+
+
+class Resets(nn.Module):
+    """Starts a fresh list at every call: one program serves every call."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.maps = []
+
+    def forward(self, x):
+        self.maps = []
+        y = self.lin(x)
+        self.maps.append(y * 2)
+        self.names = ["a", "b"]
+        return y
+
+
+def _run(make, conv, n=4):
+    d2s.manual_seed(0)
+    model = make()
+    if conv:
+        d2s.jit.to_static(model)
+    outs = [model(d2s.ones(1, 2) * (i + 1)).numpy() for i in range(n)]
+    return model, outs
+
+
+@pytest.mark.parametrize("make", [Growing, Carried, Resets])
+def test_container_attributes_rebound_by_forward_match_eager(make):
+    eager, want = _run(make, False)
+    static, got = _run(make, True)
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g, w)
+    for name in ("seen", "prev", "state", "maps"):
+        if hasattr(eager, name):
+            a, b = getattr(eager, name), getattr(static, name)
+            a, b = (list(a.values()), list(b.values())) if isinstance(a, dict) else (a, b)
+            assert [t.numpy().tolist() for t in a] == [t.numpy().tolist() for t in b]
+
+
+def test_a_fresh_list_at_every_call_keeps_one_program_and_warns_of_nothing():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        static, _ = _run(Resets, True, n=5)
+    assert len(static.forward.programs) == 1
+
+
+def test_a_global_rebound_to_a_longer_list_is_read_anew():
+    global HISTORY
+    HISTORY = []
+
+    def f(x):
+        return x * len(HISTORY)
+
+    static = d2s.jit.to_static(f)
+    for n in range(3):
+        HISTORY = HISTORY + [n]
+        np.testing.assert_array_equal(static(d2s.ones(2)).numpy(), f(d2s.ones(2)).numpy())
