@@ -180,6 +180,7 @@ CASES = {
     "index_copy_dim": (ops.index_copy, (lambda x, s: ops.index_copy(x, 1, np.array([2, 0]), s),
                                         [randn(3, 4), randn(3, 2)])),
     "nonzero": (ops.nonzero, _ND), "searchsorted": (ops.searchsorted, _ND),
+    "bincount": (ops.bincount, _ND), "bincount_weighted": (ops.bincount, _ND),
     "masked_scatter": (ops.masked_scatter, (lambda x, s: ops.masked_scatter(x, np.array([True, False, True, True]), s),
                                             [randn(3, 4), randn(10)])),
     "masked_scatter_grad": (_INTERNAL, (lambda g, s: apply("masked_scatter_grad", g, np.array([True, False, True]), s),
