@@ -181,6 +181,7 @@ CASES = {
                                         [randn(3, 4), randn(3, 2)])),
     "nonzero": (ops.nonzero, _ND), "searchsorted": (ops.searchsorted, _ND),
     "bincount": (ops.bincount, _ND), "bincount_weighted": (ops.bincount, _ND),
+    "bitwise_left_shift": (ops.bitwise_left_shift, _ND), "bitwise_right_shift": (ops.bitwise_right_shift, _ND),
     "masked_scatter": (ops.masked_scatter, (lambda x, s: ops.masked_scatter(x, np.array([True, False, True, True]), s),
                                             [randn(3, 4), randn(10)])),
     "masked_scatter_grad": (_INTERNAL, (lambda g, s: apply("masked_scatter_grad", g, np.array([True, False, True]), s),
