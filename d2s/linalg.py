@@ -5,9 +5,10 @@ in ONNX exports, with gradients. Add a function here with a docstring and a test
 ``tests/test_linalg.py``.
 """
 from .ops.support import dim_args as _A
-from .ops import reduce as _reduce
+from . import return_types as _return_types
+from .ops import matrices as _matrices, reduce as _reduce
 
-__all__ = ["vector_norm", "matrix_norm", "norm"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve"]
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, **unsupported):
@@ -78,3 +79,65 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, **unsupported):
     if len(dims) == 2:
         return _reduce._matrix_norm("linalg.norm", A, "fro" if ord is None else ord, dims, bool(keepdim), dtype)
     raise RuntimeError(f"d2s.linalg.norm(): dim must be one or two ints, got {dim!r}")
+
+
+def inv(A, *, out=None):
+    """The inverse of each square matrix of ``A`` (..., n, n), as ``torch.linalg.inv``; a singular
+    matrix raises.
+
+    Args:
+        A: a float32 or float64 tensor of square matrices.
+
+    Returns:
+        A tensor of ``A``'s shape and dtype.
+    """
+    _no_out("inv", out)
+    return _matrices.inverse(A)
+
+
+def det(A, *, out=None):
+    """The determinant of each square matrix of ``A`` (..., n, n), as ``torch.linalg.det``.
+
+    Args:
+        A: a float32 or float64 tensor of square matrices.
+
+    Returns:
+        A tensor of shape (...) and ``A``'s dtype.
+    """
+    _no_out("det", out)
+    return _matrices.det(A)
+
+
+def slogdet(A, *, out=None):
+    """``(sign, logabsdet)`` of the determinant of each square matrix of ``A``, as
+    ``torch.linalg.slogdet`` (sign 0 and logabsdet -inf for a singular matrix).
+
+    Args:
+        A: a float32 or float64 tensor of square matrices.
+
+    Returns:
+        The named tuple ``(sign, logabsdet)``, each of shape (...) and ``A``'s dtype.
+    """
+    _no_out("slogdet", out)
+    return _return_types.linalg_slogdet(*_matrices.slogdet(A))
+
+
+def solve(A, B, *, left=True, out=None):
+    """X with ``A @ X = B`` (``X @ A = B`` with ``left=False``), as ``torch.linalg.solve``: ``A``
+    square matrices (..., n, n), ``B`` matrices (..., n, k) or vectors (n,) or (..., n); batch dims
+    broadcast. A singular ``A`` raises.
+
+    Args:
+        A: a float32 or float64 tensor of square matrices.
+        B: a tensor of ``A``'s dtype.
+        left: solve ``A X = B`` (True) or ``X A = B`` (False).
+
+    Returns:
+        X, of ``B``'s shape broadcast with ``A``'s batch dims.
+    """
+    return _matrices._solve(A, B, left=left, out=out)
+
+
+def _no_out(fn, out):
+    if out is not None:
+        raise TypeError(f"d2s.linalg.{fn}(): out= is not supported; use the returned tensor")
