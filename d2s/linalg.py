@@ -6,9 +6,9 @@ in ONNX exports, with gradients. Add a function here with a docstring and a test
 """
 from .ops.support import dim_args as _A
 from . import return_types as _return_types
-from .ops import matrices as _matrices, reduce as _reduce
+from .ops import cumulative as _cumulative, matrices as _matrices, reduce as _reduce
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve", "vander"]
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, **unsupported):
@@ -136,6 +136,29 @@ def solve(A, B, *, left=True, out=None):
         X, of ``B``'s shape broadcast with ``A``'s batch dims.
     """
     return _matrices._solve(A, B, left=left, out=out)
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrices of ``x`` (..., n), as ``torch.linalg.vander``: the last dim holds
+    the increasing powers ``x**0, ..., x**(N-1)``, each a running product (PyTorch's values);
+    integer inputs give int64.
+
+    Args:
+        x: a float or integer tensor (a 0-d one is taken as 1-d).
+        N: how many powers (default ``x.shape[-1]``); more than 1.
+
+    Returns:
+        A tensor of shape (..., n, N).
+    """
+    t = _cumulative._as_tensor(x)
+    if str(t.dtype) == "bool":
+        raise TypeError("d2s.linalg.vander(): supports floating point and integer tensors, but got bool")
+    if t.ndim == 0:
+        t = t.reshape(1)
+    n = t.shape[-1] if N is None else int(N)
+    if isinstance(n, int) and n <= 1:
+        raise ValueError(f"d2s.linalg.vander(): N must be greater than 1, got {n}")
+    return _cumulative._powers(t.unsqueeze(-1), n)
 
 
 def _no_out(fn, out):

@@ -181,6 +181,8 @@ CASES = {
     "index_copy_dim": (ops.index_copy, (lambda x, s: ops.index_copy(x, 1, np.array([2, 0]), s),
                                         [randn(3, 4), randn(3, 2)])),
     "nonzero": (ops.nonzero, _ND), "searchsorted": (ops.searchsorted, _ND),
+    "cummax": (ops.cummax, (lambda x: ops.cummax(x, 1).values * fixed(3, 4), [spread(3, 4)])),
+    "cummin": (ops.cummin, (lambda x: ops.cummin(x, 0).values * fixed(3, 4), [spread(3, 4)])),
     "bincount": (ops.bincount, _ND), "bincount_weighted": (ops.bincount, _ND), "histc": (ops.histc, _ND),
     "linalg_inv": (ops.inverse, (lambda x: ops.inverse(_well_conditioned(x)) * fixed(2, 3, 3), [randn(2, 3, 3)])),
     "linalg_slogdet": (ops.slogdet, (lambda x: ops.slogdet(_well_conditioned(x)).logabsdet, [randn(3, 3)])),
