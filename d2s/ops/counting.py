@@ -26,7 +26,7 @@ from ._util import _as_tensor, _static_shape
 
 
 # ------------------------------------------------------------------ isin
-def isin(elements, test_elements, *, assume_unique=False, invert=False):
+def isin(elements=None, test_elements=None, *, assume_unique=False, invert=False, element=None, test_element=None):
     """For each element of ``elements``, whether it equals any of ``test_elements`` (as
     ``torch.isin``): a bool tensor of ``elements``' shape. Either may be a number; values of
     different dtypes compare as PyTorch promotes them; NaN is in nothing.
@@ -36,10 +36,14 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
         test_elements: a tensor or a number.
         assume_unique: accepted (the answer does not depend on it).
         invert: whether each element is *not* in ``test_elements``.
+        element, test_element: PyTorch's names of ``elements`` / ``test_elements`` when it is a
+            number.
 
     Returns:
         A bool tensor (0-d for a number ``elements``).
     """
+    elements = _one_of("elements", elements, element)
+    test_elements = _one_of("test_elements", test_elements, test_element)
     if not isinstance(test_elements, Tensor) and isinstance(test_elements, (numbers.Number, np.generic)):
         found = eq(_as_tensor(elements), test_elements)
     else:
@@ -47,6 +51,12 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
         flat = reshape(_as_tensor(test_elements), (-1,))
         found = _any(eq(unsqueeze(x, -1), flat), -1)
     return logical_not(found) if invert else found
+
+
+def _one_of(name, value, number):
+    if (value is None) == (number is None):
+        raise TypeError(f"isin() takes {name} once (as {name}= or, for a number, {name.rstrip('s')}=)")
+    return number if value is None else value
 
 
 # ------------------------------------------------------------------ bincount

@@ -302,14 +302,17 @@ def meshgrid(*tensors, indexing=None):
 
 # ------------------------------------------------------------------ tensor_split, hsplit, vsplit, dsplit
 @tensor_method()
-def tensor_split(input, indices_or_sections, dim=0):
+def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indices=None,
+                 tensor_indices_or_sections=None):
     """Views of ``input`` split along ``dim``, as ``torch.tensor_split``: an int ``n`` gives ``n``
     pieces as equal as can be (the first ``size % n`` one longer), a list (or 1-d tensor) of
     indices gives the pieces between them (``x[:i0], x[i0:i1], ..., x[ik:]``, clamped as slices are).
 
     Args:
         input: the tensor to split.
-        indices_or_sections: an int (or 0-d int tensor), or a sequence (or 1-d tensor) of ints.
+        indices_or_sections: an int (or 0-d int tensor), or a sequence (or 1-d tensor) of ints
+            (PyTorch's keywords ``sections=``, ``indices=`` and ``tensor_indices_or_sections=``
+            name it too).
         dim: the dim to split along.
 
     Returns:
@@ -317,7 +320,8 @@ def tensor_split(input, indices_or_sections, dim=0):
     """
     x = _as_tensor(input)
     d = _norm_dim("tensor_split", dim, x.ndim)
-    spec = indices_or_sections
+    spec = _one_spec("tensor_split", indices_or_sections=indices_or_sections, sections=sections, indices=indices,
+                     tensor_indices_or_sections=tensor_indices_or_sections)
     if isinstance(spec, Tensor):
         if str(spec.dtype) not in ("int64", "int32", "int16", "int8", "uint8"):
             raise TypeError(f"tensor_split: indices_or_sections must be an int tensor, got {spec.dtype}")
@@ -340,6 +344,15 @@ def tensor_split(input, indices_or_sections, dim=0):
     starts, stops = [0] + bounds, bounds + [None]
     head = (slice(None),) * d
     return tuple(getitem(x, head + (slice(a, b),)) for a, b in zip(starts, stops))
+
+
+def _one_spec(op, **given):
+    """The one of PyTorch's names for the split points that the call gave."""
+    named = [(k, v) for k, v in given.items() if v is not None]
+    if len(named) != 1:
+        raise TypeError(f"{op}() takes the sections or indices once, as one of {', '.join(given)}; got "
+                        f"{', '.join(k for k, _ in named) or 'none'}")
+    return named[0][1]
 
 
 def _known_size(op, x, d):
@@ -365,21 +378,24 @@ def _direction_split(op, x, spec, d, min_dims):
 
 
 @tensor_method()
-def hsplit(input, indices_or_sections):
+def hsplit(input, indices_or_sections=None, *, sections=None, indices=None):
     """:func:`tensor_split` along dim 1 (dim 0 of a 1-d tensor), as ``torch.hsplit``: an int must
     divide the dim's size."""
-    return _direction_split("hsplit", input, indices_or_sections, 0 if _as_tensor(input).ndim == 1 else 1, 1)
+    spec = _one_spec("hsplit", indices_or_sections=indices_or_sections, sections=sections, indices=indices)
+    return _direction_split("hsplit", input, spec, 0 if _as_tensor(input).ndim == 1 else 1, 1)
 
 
 @tensor_method()
-def vsplit(input, indices_or_sections):
+def vsplit(input, indices_or_sections=None, *, sections=None, indices=None):
     """:func:`tensor_split` along dim 0 of a tensor of 2 or more dims, as ``torch.vsplit``: an int
     must divide the dim's size."""
-    return _direction_split("vsplit", input, indices_or_sections, 0, 2)
+    spec = _one_spec("vsplit", indices_or_sections=indices_or_sections, sections=sections, indices=indices)
+    return _direction_split("vsplit", input, spec, 0, 2)
 
 
 @tensor_method()
-def dsplit(input, indices_or_sections):
+def dsplit(input, indices_or_sections=None, *, sections=None, indices=None):
     """:func:`tensor_split` along dim 2 of a tensor of 3 or more dims, as ``torch.dsplit``: an int
     must divide the dim's size."""
-    return _direction_split("dsplit", input, indices_or_sections, 2, 3)
+    spec = _one_spec("dsplit", indices_or_sections=indices_or_sections, sections=sections, indices=indices)
+    return _direction_split("dsplit", input, spec, 2, 3)

@@ -24,6 +24,9 @@ TORCH_CASES = [
          np.array([[1, 2, 3], [4, 5, 1]]), np.array([1, 5, 9])),
     Case("isin_mixed_dtypes_and_nan", lambda t, a, b: (t.isin(a, b), t.isin(a, b[:1]), t.isin(b, a)),
          np.array([1.0, np.nan, 2.5, 3.0], dtype=np.float32), np.array([3.0, np.nan, 1.0])),
+    Case("isin_keywords", lambda t, a, b: (t.isin(elements=a, test_elements=b), t.isin(a, test_element=2),
+                                           t.isin(element=3, test_elements=b)),
+         np.array([1, 2, 3]), np.array([3, 4]), dynamic="a Python number"),
     Case("isin_int_vs_float", lambda t, a, b: t.isin(a, b), np.array([1, 2, 3]), np.array([2.0, 2.5])),
     Case("isin_scalar_elements", lambda t, b: t.isin(3, b), np.array([1, 3]), dynamic="a Python number"),
     # bincount

@@ -15,11 +15,13 @@ SECTIONS = "split into sections: the dim's size is needed when the program is bu
 
 TORCH_CASES = [
     Case("tensor_split_sections", lambda t, x: (t.tensor_split(x, 3), x.tensor_split(2, dim=1), t.tensor_split(x, 7),
-                                                t.tensor_split(x, 9), t.tensor_split(x, 1, -1)), X,
+                                                t.tensor_split(x, 9), t.tensor_split(x, 1, -1),
+                                                t.tensor_split(x, sections=2, dim=1), t.vsplit(x, sections=7)), X,
          dynamic=SECTIONS),
     Case("tensor_split_indices", lambda t, x: (t.tensor_split(x, [2, 5]), x.tensor_split((1, 3), dim=1),
                                                t.tensor_split(x, [5, 2]), t.tensor_split(x, [-2, 10]),
-                                               t.tensor_split(x, [])), X),
+                                               t.tensor_split(x, []), t.tensor_split(x, indices=[1, 4]),
+                                               t.hsplit(x, indices=[1])), X),
     Case("tensor_split_tensor_args", lambda t, x, i: (t.tensor_split(x, i), t.tensor_split(x, i[0], 1)),
          X, np.array([3, 4]), static="eager only: a tensor argument is an input of the program, and the pieces' "
                                      "number and sizes must be known when it is built"),
