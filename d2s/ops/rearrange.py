@@ -319,6 +319,8 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
         A tuple of tensors.
     """
     x = _as_tensor(input)
+    if x.ndim == 0:
+        raise ValueError("tensor_split: expected at least a 1-dimensional tensor, but got a 0-d one")
     d = _norm_dim("tensor_split", dim, x.ndim)
     spec = _one_spec("tensor_split", indices_or_sections=indices_or_sections, sections=sections, indices=indices,
                      tensor_indices_or_sections=tensor_indices_or_sections)

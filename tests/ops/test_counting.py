@@ -90,6 +90,7 @@ def test_bincount_in_a_program_has_a_length_known_when_it_runs():
     (lambda: d2s.bincount(d2s.tensor([1, -1])), "negative"),
     (lambda: d2s.bincount(d2s.tensor([[1]])), "1-d"),
     (lambda: d2s.bincount(d2s.tensor([1.0])), "integers"),
+    (lambda: d2s.bincount(d2s.tensor([True, False])), "integers"),
     (lambda: d2s.bincount(d2s.tensor([1, 2]), d2s.tensor([1.0])), "as long as"),
     (lambda: d2s.histc(d2s.tensor([1, 2])), "floating point"),
     (lambda: d2s.histc(d2s.tensor([1.0]), min=2, max=1), "larger than min"),

@@ -52,6 +52,7 @@ def test_pieces_are_views_as_in_pytorch():
 
 @pytest.mark.parametrize("call, msg", [
     (lambda: d2s.tensor_split(d2s.zeros(4), 0), "greater than zero"),
+    (lambda: d2s.tensor_split(d2s.tensor(1.0), 2), "1-dimensional"),
     (lambda: d2s.tensor_split(d2s.zeros(4), d2s.tensor([1.0])), "int tensor"),
     (lambda: d2s.tensor_split(d2s.zeros(4), 2, dim=1), "out of range|dim"),
     (lambda: d2s.hsplit(d2s.zeros(2, 5), 2), "not divisible"),

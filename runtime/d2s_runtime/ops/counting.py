@@ -32,8 +32,8 @@ def _bincount_infer(x, weights=None, minlength=0):
 def _bincount_kernel(xp, x, weights=None, minlength=0):
     """How often each value 0, 1, ..., max(x) occurs in 1-d ``x`` (at least ``minlength`` of them),
     or the sum of the ``weights`` at each value's positions."""
-    if x.ndim != 1:
-        raise ShapeError(f"bincount: needs a 1-d tensor, got {x.ndim} dims")
+    if x.ndim != 1 or x.dtype.kind not in "iu":
+        raise ShapeError(f"bincount: needs a 1-d tensor of non-negative integers, got {x.dtype}{fmt_shape(x.shape)}")
     if x.size and int(x.min()) < 0:
         raise ValueError(f"bincount: the input holds a negative value ({int(x.min())}); it counts non-negative "
                          f"integers only")
