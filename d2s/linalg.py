@@ -1,8 +1,10 @@
 """``d2s.linalg``: PyTorch's ``torch.linalg`` functions that d2s has.
 
-Each is a composition of d2s ops, so it runs eagerly, inside ``to_static``, in saved programs and
-in ONNX exports, with gradients. Add a function here with a docstring and a test in
-``tests/test_linalg.py``.
+The norms and ``vander`` are compositions of d2s ops; ``inv``, ``det``, ``slogdet`` and ``solve``
+call the matrix primitives of ``d2s/ops/matrices.py``. Each runs eagerly, inside ``to_static``
+and in saved programs, with gradients (ONNX export where ONNX has the operator). Add a function
+here with a docstring and a test (the norms': ``tests/test_linalg.py``; the matrix functions':
+``tests/ops/test_matrices.py``; ``vander``'s: ``tests/ops/test_cumulative.py``).
 """
 from .ops.support import dim_args as _A
 from . import return_types as _return_types

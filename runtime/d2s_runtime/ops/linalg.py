@@ -1,4 +1,5 @@
-"""Matrix multiplication with NumPy's ``matmul`` semantics (1-d operands, batch broadcasting)."""
+"""Matrix multiplication with NumPy's ``matmul`` semantics (1-d operands, batch broadcasting); the
+inverse, determinant, log-determinant and linear solve of batches of square matrices (LAPACK)."""
 import numpy as np
 
 from ..dtypes import promote, result_type

@@ -1,5 +1,5 @@
 """Sorting and selection along one axis: sort, argsort, topk, the k-th smallest (and the median),
-the mode.
+the mode, the running maximum and minimum (cummax, cummin).
 
 Each but argsort returns ``(values, indices)``, the values taken at the indices (int64), so the
 d2s side sends a value's gradient to the element it came from (as PyTorch does). Orders are
