@@ -10,7 +10,7 @@ from .ops.support import dim_args as _A
 from . import return_types as _return_types
 from .ops import cumulative as _cumulative, matrices as _matrices, reduce as _reduce
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve", "vander"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve", "vander", "matrix_power"]
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, **unsupported):
@@ -161,6 +161,21 @@ def vander(x, *, N=None):
     if isinstance(n, int) and n <= 1:
         raise ValueError(f"d2s.linalg.vander(): N must be greater than 1, got {n}")
     return _cumulative._powers(t.unsqueeze(-1), n)
+
+
+def matrix_power(A, n, *, out=None):
+    """``A`` (square matrices (..., m, m)) to the int power ``n``, as ``torch.linalg.matrix_power``
+    (the identity for 0, powers of the inverse for negative ``n``).
+
+    Args:
+        A: a tensor of square matrices.
+        n: an int.
+
+    Returns:
+        A tensor of ``A``'s shape and dtype.
+    """
+    _no_out("matrix_power", out)
+    return _matrices.matrix_power(A, n)
 
 
 def _no_out(fn, out):

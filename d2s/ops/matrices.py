@@ -1,7 +1,8 @@
-"""Inverses, determinants and linear solves of square matrices, with PyTorch's names (runtime:
+"""Inverses, determinants, powers and linear solves of square matrices, with PyTorch's names (runtime:
 ``linalg_inv``, ``linalg_det``, ``linalg_slogdet`` and ``linalg_solve`` in
-``d2s_runtime/ops/linalg.py``): ``torch.inverse``/``det``/``slogdet``/``logdet`` and their Tensor
-methods here; ``torch.linalg.inv``/``det``/``slogdet``/``solve`` in ``d2s/linalg.py``.
+``d2s_runtime/ops/linalg.py``): ``torch.inverse``/``det``/``slogdet``/``logdet``/``matrix_power`` and
+their Tensor methods here; ``torch.linalg.inv``/``det``/``slogdet``/``solve``/``matrix_power`` in
+``d2s/linalg.py``.
 
 Each works on batches (..., n, n) of float32/float64 matrices. Gradients are PyTorch's formulas
 for invertible matrices (``d inv(A) = -inv(A) dA inv(A)``, ``d det(A) = det(A) tr(inv(A) dA)``);
@@ -12,11 +13,11 @@ from ..autograd.registry import grad_rule, sample_call
 from ..dispatch import apply
 from ..onnx.registry import onnx_converter, onnx_unsupported
 from ..tensor import tensor_method
-from .creation import eye, full_like
+from .creation import eye, full_like, ones_like
 from .elementwise import eq, lt, where
-from .linalg import matmul
-from .shape import squeeze, transpose, unsqueeze
-from ._util import _as_tensor, _is_diff, _shape, unbroadcast
+from .linalg import diag_embed, matmul
+from .shape import clone, squeeze, transpose, unsqueeze
+from ._util import _as_tensor, _is_diff, _is_symbolic, _shape, unbroadcast
 
 
 
@@ -118,6 +119,40 @@ def logdet(input):
     sign, logabs = slogdet(input)
     logabs = where(eq(sign, 0), full_like(logabs, float("-inf")), logabs)
     return where(lt(sign, 0), full_like(logabs, float("nan")), logabs)
+
+
+# ------------------------------------------------------------------ matrix_power
+@tensor_method()
+def matrix_power(input, n):
+    """``input`` (square matrices (..., m, m)) multiplied by itself ``n`` times, as
+    ``torch.matrix_power`` and ``torch.linalg.matrix_power``: the identity for ``n = 0``, powers of
+    the inverse for ``n < 0`` (float matrices only); the products are PyTorch's (binary powering).
+
+    Args:
+        input: a tensor of square matrices.
+        n: an int.
+
+    Returns:
+        A tensor of ``input``'s shape and dtype.
+    """
+    a = _as_tensor(input)
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"matrix_power: n must be an int, got {type(n).__name__}")
+    if a.ndim < 2 or (not any(_is_symbolic(d) for d in a.shape[-2:]) and a.shape[-1] != a.shape[-2]):
+        raise ValueError(f"matrix_power: needs square matrices (..., m, m), got shape {tuple(a.shape)}")
+    if n == 0:
+        return diag_embed(ones_like(a[..., 0]))  # (a.shape, a.dtype; its dims may be known only at run time)
+    if n < 0:
+        a, n = inverse(a), -n
+    if n == 1:
+        return clone(a)
+    result = square = None
+    while n > 0:  # PyTorch's order of products: the powers of two from the lowest bit up
+        bit, n = n % 2, n // 2
+        square = a if square is None else matmul(square, square)
+        if bit:
+            result = square if result is None else matmul(result, square)
+    return result
 
 
 # ------------------------------------------------------------------ solve

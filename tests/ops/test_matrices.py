@@ -2,7 +2,8 @@
 det, slogdet, logdet and their methods, torch.linalg.inv/det/slogdet/solve on single and batched
 matrices, float32 and float64, negative and zero determinants, solve's vector and broadcast forms
 and ``left=False``: values, dtypes, float64 gradients, then converted, with dynamic dims, saved and
-exported to ONNX where ONNX has the operator (tests/torch_parity.py)."""
+exported to ONNX where ONNX has the operator (tests/torch_parity.py); matrix_power's positive,
+negative and zero powers, integer matrices."""
 import numpy as np
 import pytest
 
@@ -78,3 +79,24 @@ def test_errors_name_the_op_and_the_problem(call, msg):
 def test_a_float64_determinant_does_not_export(tmp_path):
     with pytest.raises(Exception, match="float32 only"):
         d2s.onnx.export(lambda a: d2s.linalg.det(a), str(tmp_path / "det.onnx"), [d2s.tensor(A3)])
+
+
+POWER_CASES = [
+    Case("matrix_power", lambda t, a, b: (t.matrix_power(a, 2), a.matrix_power(3), t.linalg.matrix_power(b, 5),
+                                          t.linalg.matrix_power(a, 1), t.matrix_power(b, 6), t.matrix_power(a, 13)),
+         A3 / 3, BATCH / 4),
+    Case("matrix_power_negative", lambda t, a, b: (t.matrix_power(a, -1), t.linalg.matrix_power(b, -3)), A3, BATCH,
+         onnx=NO_ONNX),
+    Case("matrix_power_zero", lambda t, a, b: (t.matrix_power(a, 0), t.linalg.matrix_power(b, 0)), A3, BATCH,
+         grad=False),
+    Case("matrix_power_ints", lambda t, a: (t.matrix_power(a, 3), t.matrix_power(a, 0), a.matrix_power(4)),
+         np.array([[1, 2], [3, 4]])),
+]
+TORCH_CASES += POWER_CASES  # (the list test_matches_torch runs: extended in place)
+
+
+def test_matrix_power_needs_an_int_and_square_matrices():
+    with pytest.raises(TypeError, match="int"):
+        d2s.matrix_power(d2s.eye(2), 2.0)
+    with pytest.raises(ValueError, match="square"):
+        d2s.matrix_power(d2s.zeros(2, 3), 2)
