@@ -1,12 +1,14 @@
-"""Membership, counts and quantiles with PyTorch's signatures (runtime: ``d2s_runtime/ops/counting.py``):
-isin, bincount, histc, quantile and nanquantile.
+"""Membership, counts and statistics with PyTorch's signatures (runtime: ``d2s_runtime/ops/counting.py``):
+isin, bincount, histc, quantile, nanquantile, cov and corrcoef.
 
 ``isin``, ``quantile`` and ``nanquantile`` are compositions (comparisons; a sort, two gathers and
-PyTorch's lerp, step for step as PyTorch computes them), so they run in programs, export to ONNX
+PyTorch's lerp, step for step as PyTorch computes them; ``cov``/``corrcoef`` a weighted mean and a
+matrix product, as PyTorch's), so they run in programs, export to ONNX
 and (the quantiles) have PyTorch's gradients. ``bincount`` and ``histc`` are primitives without
 gradients, as in PyTorch; ``bincount``'s length depends on the data (as ``nonzero``'s does).
 """
 import numbers
+import warnings
 
 import numpy as np
 
@@ -15,12 +17,13 @@ from ..dispatch import apply
 from ..onnx.registry import onnx_unsupported
 from ..tensor import Tensor, tensor, tensor_method
 from . import _dim_args as A
-from .creation import full_like, ones_like
-from .elementwise import cast, eq, logical_not, lt, where
+from .creation import full_like, ones_like, zeros_like
+from .elementwise import cast, clamp, eq, logical_not, lt, sqrt, where
 from .indexing import gather
+from .linalg import diagonal, matmul
 from .pointwise import ceil, floor, lerp, round as _round
 from .reduce import _isnan, any as _any, sum as _sum
-from .shape import movedim, reshape, squeeze, unsqueeze
+from .shape import movedim, reshape, squeeze, transpose, unsqueeze
 from .sorting import sort
 from ._util import _as_tensor, _static_shape
 
@@ -219,3 +222,87 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ax
     return _quantile("nanquantile", input, q, dim, A.keep("nanquantile", keepdim, keepdims), interpolation, True)
 
 
+
+
+# ------------------------------------------------------------------ cov, corrcoef
+def _weights(name, w, n, integral):
+    w = _as_tensor(w)
+    kind = "integral" if integral else "floating point"
+    if w.ndim != 1 or (str(w.dtype).startswith("float") == integral) or str(w.dtype) == "bool":
+        raise ValueError(f"d2s.cov(): {name} must be a 1-d {kind} tensor, got {w.dtype} of {w.ndim} dims")
+    size = _static_shape(w)[0]
+    if None not in (size, n) and size != n:
+        raise ValueError(f"d2s.cov(): {name} has {size} entries, but there are {n} observations")
+    if not w.is_symbolic and bool((w < 0).any()):
+        raise ValueError(f"d2s.cov(): {name} cannot be negative")
+    return w
+
+
+@tensor_method()
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the variables in the rows of ``input`` (observations in its
+    columns; a 1-d input is one variable), as ``torch.cov``, weighted by ``fweights`` (integer
+    repeat counts) and ``aweights`` (float importances). Integer inputs give float32.
+
+    Args:
+        input: a tensor of at most 2 dims (not bool).
+        correction: subtracted from the number of observations (1: unbiased, 0: the mean square).
+        fweights: an optional 1-d integer tensor, one count per observation.
+        aweights: an optional 1-d float tensor, one weight per observation.
+
+    Returns:
+        The (variables, variables) covariance matrix; 0-d for a single variable. Where the
+        degrees of freedom are not positive the result is inf or NaN (PyTorch warns).
+    """
+    x = _as_tensor(input)
+    if x.ndim > 2:
+        raise ValueError(f"d2s.cov(): expected input to have two or fewer dimensions but got {x.ndim}")
+    if str(x.dtype) == "bool":
+        raise TypeError("d2s.cov(): bool dtype is not supported for input")
+    x = reshape(x, (1, -1)) if x.ndim < 2 else x
+    n = _static_shape(x)[1]
+    w = aw = None
+    if fweights is not None:
+        w = _weights("fweights", fweights, n, True)
+    if aweights is not None:
+        aw = _weights("aweights", aweights, n, False)
+        w = aw if w is None else w * aw
+    if w is None:
+        w_sum = _sum(ones_like(x[0], dtype="int64"))
+    else:
+        w_sum = _sum(w)
+        if not w_sum.is_symbolic and float(w_sum) == 0:
+            raise ValueError("d2s.cov(): weights sum to zero, can't be normalized")
+    avg = _sum(x if w is None else x * w, 1) / w_sum
+    if aw is not None and correction != 0:
+        norm = w_sum - correction * _sum(w * aw) / w_sum
+    else:
+        norm = w_sum - correction
+    if not norm.is_symbolic and float(norm) <= 0:
+        warnings.warn("d2s.cov(): degrees of freedom is <= 0; correction should be strictly less than the number "
+                      "of observations (the result is inf or NaN, as PyTorch's)", RuntimeWarning, stacklevel=2)
+    norm = where(norm <= 0, zeros_like(norm), norm)
+    centered = x - unsqueeze(avg, 1)
+    c = matmul(centered, transpose(centered if w is None else centered * w, 0, 1))
+    return squeeze(c / norm)
+
+
+@tensor_method()
+def corrcoef(input):
+    """The Pearson correlation coefficients of the variables in the rows of ``input``, as
+    ``torch.corrcoef``: :func:`cov` scaled by the standard deviations and clipped to [-1, 1].
+
+    Args:
+        input: a tensor of at most 2 dims (variables in rows, observations in columns).
+
+    Returns:
+        The (variables, variables) matrix; 0-d for a single variable (1, or NaN where its
+        variance is 0, inf or NaN).
+    """
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    stddev = sqrt(diagonal(c))
+    c = c / unsqueeze(stddev, 1)
+    c = c / unsqueeze(stddev, 0)
+    return clamp(c, -1, 1)

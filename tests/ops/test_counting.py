@@ -1,7 +1,7 @@
 """Membership, counts and quantiles (d2s/ops/counting.py) against PyTorch: isin (numbers, mixed
 dtypes, NaN, invert), bincount (weights' dtypes, minlength, empty input), histc (data range, values
 on edges and outside, NaN), quantile and nanquantile (dim, keepdim, q lists, every interpolation,
-NaN slices): values, dtypes, float64 gradients, then converted, with dynamic dims, saved and
+NaN slices), cov and corrcoef (weights, correction, integer inputs): values, dtypes, float64 gradients, then converted, with dynamic dims, saved and
 exported to ONNX (tests/torch_parity.py)."""
 import numpy as np
 import pytest
@@ -65,6 +65,19 @@ TORCH_CASES = [
                                       t.nanquantile(x, 0.2, dim=1, keepdim=True, interpolation="nearest")),
          NANS, grad=False),
     Case("nanquantile_grad", lambda t, x: (t.nanquantile(x, 0.4, dim=1), t.nanquantile(x, 0.6)), X),
+    # cov, corrcoef
+    Case("cov", lambda t, x, v: (t.cov(x), x.cov(correction=0), t.cov(v), t.cov(x, correction=2), t.cov(x.T[:2])),
+         X, R.standard_normal(7)),
+    Case("cov_weights", lambda t, x, f, a: (t.cov(x, fweights=f), t.cov(x, aweights=a), t.cov(x, fweights=f, aweights=a),
+                                            t.cov(x, fweights=f, aweights=a, correction=0)),
+         X, np.array([1, 2, 0, 3, 1]), R.random(5) + 0.1, grad=[0, 2]),
+    Case("cov_ints_float32", lambda t, i, x: (t.cov(i), t.cov(x), t.cov(x, aweights=x[0].abs() + 1)),
+         np.array([[1, 2, 4], [3, 1, 0]]), X.astype(np.float32), rtol=1e-5, atol=1e-6),
+    Case("cov_no_degrees_of_freedom", lambda t, v, x: (t.cov(v, correction=3), t.cov(x[:, :1])),
+         np.array([1.0, 2.0, 4.0]), X, grad=False,
+         onnx="onnxruntime folds the division by 0 into a fused MatMul whose inf scale it then refuses"),
+    Case("corrcoef", lambda t, x, v, i: (t.corrcoef(x), x.corrcoef(), t.corrcoef(v), t.corrcoef(i)),
+         X, R.standard_normal(4), np.array([[1, 2, 4], [3, 1, 0], [2, 2, 2]])),
     Case("quantile_1d_and_3d", lambda t, v, x: (t.quantile(v, 0.5), t.quantile(v, 0.5, dim=0, keepdim=True),
                                                 t.quantile(x, 0.35, dim=1), t.quantile(x, 0.35, dim=-1, keepdim=True)),
          R.standard_normal(6), R.standard_normal((2, 4, 3))),
@@ -99,6 +112,13 @@ def test_bincount_in_a_program_has_a_length_known_when_it_runs():
     (lambda: d2s.quantile(d2s.tensor([1.0]), 0.5, interpolation="cubic"), "interpolation"),
     (lambda: d2s.quantile(d2s.tensor([1.0]), d2s.tensor([0.5], dtype=d2s.float64)), "dtype"),
     (lambda: d2s.quantile(d2s.zeros(0), 0.5), "non-empty"),
+    (lambda: d2s.cov(d2s.zeros(2, 2, 2)), "two or fewer"),
+    (lambda: d2s.cov(d2s.tensor([True, False])), "bool"),
+    (lambda: d2s.cov(d2s.zeros(2, 3), fweights=d2s.tensor([1.0, 2.0, 3.0])), "integral"),
+    (lambda: d2s.cov(d2s.zeros(2, 3), aweights=d2s.tensor([1, 2, 3])), "floating point"),
+    (lambda: d2s.cov(d2s.zeros(2, 3), fweights=d2s.tensor([1, 2])), "observations"),
+    (lambda: d2s.cov(d2s.zeros(2, 3), fweights=d2s.tensor([1, -2, 1])), "negative"),
+    (lambda: d2s.cov(d2s.zeros(2, 3), fweights=d2s.tensor([0, 0, 0])), "sum to zero"),
 ])
 def test_errors_name_the_op_and_the_problem(call, msg):
     with pytest.raises(Exception, match=msg):
