@@ -46,6 +46,14 @@ TORCH_CASES = [
                                               t.histc(x, bins=5, min=1, max=2)),
          np.array([0.0, 1.0, 2.0, 3.0, 4.0, 4.5, -1.0, np.nan, 1.0], np.float32), grad=False,
          onnx="histc has no ONNX form"),
+    Case("histc_rounding_at_edges", lambda t, x, y: (t.histc(x, bins=10, min=0, max=1), t.histc(y, bins=10, min=0, max=1),
+                                                     t.histc(x, bins=3, min=0.1, max=0.7), t.histc(y, bins=7, min=-0.3, max=0.9)),
+         np.arange(0, 1.0001, 0.1), np.arange(0, 1.0001, 0.05).astype(np.float32), grad=False,
+         onnx="histc has no ONNX form"),
+    # values within rounding of an edge: PyTorch divides rather than searching the edges
+    Case("histc_bin_by_division", lambda t, x: (t.histc(x, bins=42, min=-0.73, max=0.18), t.histc(x.float(), 42, -0.73, 0.18)),
+         np.array([-0.71, 0.01, 0.1, -0.18, -0.07, -0.24, 0.12, 0.01, -0.73, 0.05, -0.7, -0.07, -0.57, 0.06, -0.24, -0.46,
+                   -0.35, -0.7, -0.62, -0.12]), grad=False, onnx="histc has no ONNX form"),
     Case("histc_constant", lambda t, x: t.histc(x, bins=3), np.full((4,), 2.0), grad=False,
          onnx="histc has no ONNX form"),
     # quantile, nanquantile

@@ -59,18 +59,6 @@ def _histc_infer(x, bins=100, min=0.0, max=0.0):
     return TensorType((int(bins),), x.dtype)
 
 
-def _bin_edges(xp, lo, hi, bins, dtype):
-    """``bins + 1`` equally spaced edges from ``lo`` to ``hi`` as PyTorch's linspace computes them
-    (from the start for the first half, from the end for the second), so a value on an edge
-    falls into the bin PyTorch puts it in."""
-    steps = bins + 1
-    step = dtype.type((hi - lo) / (steps - 1))
-    i = xp.arange(steps)
-    half = steps // 2
-    lo_t, hi_t = dtype.type(lo), dtype.type(hi)
-    return xp.where(i < half, lo_t + step * i.astype(dtype), hi_t - step * (steps - 1 - i).astype(dtype)).astype(dtype)
-
-
 @defop("histc", _histc_infer, fresh=True)
 def _histc(xp, x, bins=100, min=0.0, max=0.0):
     """A histogram of ``x`` in ``bins`` equal bins from ``min`` to ``max`` (both 0 or equal: the
@@ -87,8 +75,11 @@ def _histc(xp, x, bins=100, min=0.0, max=0.0):
         lo, hi = lo - 1, hi + 1
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise ValueError(f"histc: range of [{lo}, {hi}] is not finite")
+    lo_t, hi_t = x.dtype.type(lo), x.dtype.type(hi)
     flat = x.reshape(-1)
-    flat = flat[(flat >= x.dtype.type(lo)) & (flat <= x.dtype.type(hi))]
-    edges = _bin_edges(xp, lo, hi, int(bins), x.dtype)
-    pos = xp.minimum(xp.searchsorted(edges, flat, side="right") - 1, int(bins) - 1)
+    flat = flat[(flat >= lo_t) & (flat <= hi_t)]
+    # PyTorch's bin: (x - min) * bins / (max - min) in the input's dtype, truncated (not a search
+    # of the edges: the two differ for values within rounding of an edge)
+    pos = ((flat - lo_t) * int(bins) / (hi_t - lo_t)).astype("int64")
+    pos = xp.minimum(pos, int(bins) - 1)  # the last bin includes max
     return xp.bincount(pos, minlength=int(bins)).astype(x.dtype)
