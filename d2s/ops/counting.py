@@ -69,7 +69,9 @@ def bincount(input, weights=None, minlength=0):
     tensor ``input`` (at least ``minlength`` counts), as ``torch.bincount``; with ``weights``
     the sum of the weights at each value's positions (float32 for float32 weights, else float64).
     The result's length depends on the data: inside a program it is a dim known only when the
-    program runs. No gradient (PyTorch has none either).
+    program runs. No gradient (PyTorch has none either). One deliberate difference: for an empty
+    ``input`` with ``weights`` PyTorch returns int64 zeros, d2s zeros of the weighted dtype, so
+    that a program's dtype does not depend on the data.
 
     Args:
         input: a 1-d tensor of non-negative integers.
