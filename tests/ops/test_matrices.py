@@ -3,7 +3,8 @@ det, slogdet, logdet and their methods, torch.linalg.inv/det/slogdet/solve on si
 matrices, float32 and float64, negative and zero determinants, solve's vector and broadcast forms
 and ``left=False``: values, dtypes, float64 gradients, then converted, with dynamic dims, saved and
 exported to ONNX where ONNX has the operator (tests/torch_parity.py); matrix_power's positive,
-negative and zero powers, integer matrices."""
+negative and zero powers, integer matrices; torch.linalg.cross, diagonal, vecdot and multi_dot
+(PyTorch's order of products)."""
 import numpy as np
 import pytest
 
@@ -70,6 +71,9 @@ def test_solve_solves_and_inverse_inverts():
     (lambda: d2s.linalg.solve(d2s.tensor(A3), d2s.ones(3)), "dtype"),
     (lambda: d2s.linalg.solve(d2s.tensor(A3), d2s.ones(4, 1, dtype=d2s.float64)), "align"),
     (lambda: d2s.linalg.inv(d2s.tensor(A3), out=d2s.tensor(A3)), "out="),
+    (lambda: d2s.linalg.cross(d2s.zeros(2, 3), d2s.zeros(3)), "same number of dimensions"),
+    (lambda: d2s.linalg.multi_dot([d2s.zeros(2, 3)]), "at least 2"),
+    (lambda: d2s.linalg.multi_dot([d2s.zeros(2, 3), d2s.zeros(1, 3, 2)]), "2-d"),
 ])
 def test_errors_name_the_op_and_the_problem(call, msg):
     with pytest.raises(Exception, match=msg):
@@ -100,3 +104,19 @@ def test_matrix_power_needs_an_int_and_square_matrices():
         d2s.matrix_power(d2s.eye(2), 2.0)
     with pytest.raises(ValueError, match="square"):
         d2s.matrix_power(d2s.zeros(2, 3), 2)
+
+
+LINALG_CASES = [
+    Case("linalg_cross_diagonal_vecdot", lambda t, a, b, m: (t.linalg.cross(a, b), t.linalg.cross(a[:, None], b[None], dim=-1),
+                                                             t.linalg.diagonal(m), t.linalg.diagonal(m, offset=1),
+                                                             t.linalg.diagonal(m, dim1=0, dim2=2, offset=-1),
+                                                             t.linalg.vecdot(a, b), t.linalg.vecdot(m, m[0], dim=-2)),
+         R.standard_normal((4, 3)), R.standard_normal((4, 3)), R.standard_normal((2, 3, 4))),
+    Case("multi_dot", lambda t, a, b, c, d, v, w: (t.linalg.multi_dot([a, b]), t.linalg.multi_dot([a, b, c]),
+                                                   t.linalg.multi_dot((a, b, c, d)), t.linalg.multi_dot([v, a, b]),
+                                                   t.linalg.multi_dot([a, b, c, d, w]), t.linalg.multi_dot([v, a, b, c, w[:2]])),
+         R.standard_normal((10, 3)), R.standard_normal((3, 8)), R.standard_normal((8, 2)), R.standard_normal((2, 6)),
+         R.standard_normal(10), R.standard_normal(6),
+         dynamic="the order of the products is chosen from the sizes, which must be known when the program is built"),
+]
+TORCH_CASES += LINALG_CASES
