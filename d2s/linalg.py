@@ -1,7 +1,7 @@
 """``d2s.linalg``: PyTorch's ``torch.linalg`` functions that d2s has.
 
 The norms, ``vander``, ``matrix_power``, ``cross``, ``diagonal``, ``vecdot`` and ``multi_dot`` are
-compositions of d2s ops; ``inv``, ``det``, ``slogdet`` and ``solve``
+compositions of d2s ops; ``inv``, ``det``, ``slogdet``, ``cholesky`` and ``solve``
 call the matrix primitives of ``d2s/ops/matrices.py``. Each runs eagerly, inside ``to_static``
 and in saved programs, with gradients (ONNX export where ONNX has the operator). Add a function
 here with a docstring and a test (the norms': ``tests/test_linalg.py``; the others':
@@ -12,7 +12,7 @@ from . import return_types as _return_types
 from .ops import cumulative as _cumulative, linalg as _linalg, matrices as _matrices, reduce as _reduce
 from .ops._util import _is_symbolic
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve", "vander", "matrix_power", "cross",
+__all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve", "vander", "matrix_power", "cholesky", "cross",
            "diagonal", "vecdot", "multi_dot"]
 
 
@@ -179,6 +179,22 @@ def matrix_power(A, n, *, out=None):
     """
     _no_out("matrix_power", out)
     return _matrices.matrix_power(A, n)
+
+
+def cholesky(A, *, upper=False, out=None):
+    """The Cholesky factor of each symmetric positive-definite matrix of ``A`` (read from its lower
+    triangle), as ``torch.linalg.cholesky``: lower-triangular L with ``A = L @ L.mT`` (``upper``:
+    U = L.mT). A matrix that is not positive-definite raises.
+
+    Args:
+        A: a float32 or float64 tensor of square matrices.
+        upper: return the upper-triangular factor.
+
+    Returns:
+        A tensor of ``A``'s shape and dtype.
+    """
+    _no_out("cholesky", out)
+    return _matrices.cholesky(A, upper)
 
 
 def cross(input, other, *, dim=-1, out=None):

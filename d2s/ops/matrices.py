@@ -1,7 +1,7 @@
-"""Inverses, determinants, powers and linear solves of square matrices, with PyTorch's names (runtime:
-``linalg_inv``, ``linalg_det``, ``linalg_slogdet`` and ``linalg_solve`` in
-``d2s_runtime/ops/linalg.py``): ``torch.inverse``/``det``/``slogdet``/``logdet``/``matrix_power`` and
-their Tensor methods here; ``torch.linalg.inv``/``det``/``slogdet``/``solve``/``matrix_power`` in
+"""Inverses, determinants, powers, Cholesky factors and linear solves of square matrices, with PyTorch's names (runtime:
+``linalg_inv``, ``linalg_det``, ``linalg_slogdet``, ``linalg_cholesky`` and ``linalg_solve`` in
+``d2s_runtime/ops/linalg.py``): ``torch.inverse``/``det``/``slogdet``/``logdet``/``matrix_power``/``cholesky`` and
+their Tensor methods here; ``torch.linalg.inv``/``det``/``slogdet``/``solve``/``matrix_power``/``cholesky`` in
 ``d2s/linalg.py``.
 
 Each works on batches (..., n, n) of float32/float64 matrices. Gradients are PyTorch's formulas
@@ -15,7 +15,7 @@ from ..onnx.registry import onnx_converter, onnx_unsupported
 from ..tensor import tensor_method
 from .creation import eye, full_like, ones_like
 from .elementwise import eq, lt, where
-from .linalg import diag_embed, matmul
+from .linalg import diag_embed, diagonal, matmul, tril
 from .shape import clone, squeeze, transpose, unsqueeze
 from ._util import _as_tensor, _is_diff, _is_symbolic, _shape, unbroadcast
 
@@ -119,6 +119,40 @@ def logdet(input):
     sign, logabs = slogdet(input)
     logabs = where(eq(sign, 0), full_like(logabs, float("-inf")), logabs)
     return where(lt(sign, 0), full_like(logabs, float("nan")), logabs)
+
+
+# ------------------------------------------------------------------ cholesky
+@tensor_method()
+def cholesky(input, upper=False):
+    """The Cholesky factor of each symmetric positive-definite matrix of ``input`` (..., n, n),
+    read from its lower triangle, as ``torch.cholesky``/``torch.linalg.cholesky``: lower-triangular
+    L with ``input = L @ L.mT`` (with ``upper``, its transpose U, ``input = U.mT @ U``). A matrix
+    that is not positive-definite raises.
+
+    Args:
+        input: a float32 or float64 tensor of square matrices.
+        upper: return the upper-triangular factor.
+
+    Returns:
+        A tensor of ``input``'s shape and dtype.
+    """
+    lower = apply("linalg_cholesky", _as_tensor(input))
+    return _mT(lower) if upper else lower
+
+
+@grad_rule("linalg_cholesky")
+def _cholesky_grad(ctx, g):
+    # PyTorch's: inv(L).mH @ phi(L.mH @ gL) @ inv(L), phi = the lower triangle with its diagonal
+    # halved, then symmetrized (only A's symmetric part is seen)
+    low = ctx.outputs[0]
+    low_inv = inverse(low)
+    phi = tril(matmul(_mT(low), g))
+    phi = phi - 0.5 * diag_embed(diagonal(phi, 0, -2, -1))
+    grad = matmul(matmul(_mT(low_inv), phi), low_inv)
+    return (0.5 * (grad + _mT(grad)),)
+
+
+onnx_unsupported("linalg_cholesky", reason="standard ONNX has no Cholesky factorization")
 
 
 # ------------------------------------------------------------------ matrix_power

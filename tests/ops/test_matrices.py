@@ -4,7 +4,7 @@ matrices, float32 and float64, negative and zero determinants, solve's vector an
 and ``left=False``: values, dtypes, float64 gradients, then converted, with dynamic dims, saved and
 exported to ONNX where ONNX has the operator (tests/torch_parity.py); matrix_power's positive,
 negative and zero powers, integer matrices; torch.linalg.cross, diagonal, vecdot and multi_dot
-(PyTorch's order of products)."""
+(PyTorch's order of products); cholesky (lower, upper, only the lower triangle read)."""
 import numpy as np
 import pytest
 
@@ -120,3 +120,26 @@ LINALG_CASES = [
          dynamic="the order of the products is chosen from the sizes, which must be known when the program is built"),
 ]
 TORCH_CASES += LINALG_CASES
+
+
+def spd(*shape):
+    """Random symmetric positive-definite matrices."""
+    m = R.standard_normal(shape)
+    return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+CHOLESKY_CASES = [
+    Case("cholesky", lambda t, a, b: (t.linalg.cholesky(a), t.linalg.cholesky(b, upper=True), t.cholesky(a), a.cholesky(),
+                                      a.cholesky(upper=True)), spd(3, 3), spd(2, 4, 4), onnx=NO_ONNX),
+    # only the lower triangle is read: an asymmetric input's upper triangle is ignored, gradient too
+    Case("cholesky_lower_triangle", lambda t, a: t.linalg.cholesky(a), spd(3, 3) + np.triu(np.ones((3, 3)), 1),
+         onnx=NO_ONNX),
+    Case("cholesky_float32", lambda t, a: t.linalg.cholesky(a), spd(2, 3, 3).astype(np.float32), rtol=1e-5, atol=1e-6,
+         onnx=NO_ONNX),
+]
+TORCH_CASES += CHOLESKY_CASES
+
+
+def test_cholesky_of_a_matrix_that_is_not_positive_definite_raises():
+    with pytest.raises(ValueError, match="positive-definite"):
+        d2s.linalg.cholesky(d2s.tensor([[1.0, 2.0], [2.0, 1.0]]))

@@ -185,6 +185,8 @@ CASES = {
     "cummin": (ops.cummin, (lambda x: ops.cummin(x, 0).values * fixed(3, 4), [spread(3, 4)])),
     "bincount": (ops.bincount, _ND), "bincount_weighted": (ops.bincount, _ND), "histc": (ops.histc, _ND),
     "linalg_inv": (ops.inverse, (lambda x: ops.inverse(_well_conditioned(x)) * fixed(2, 3, 3), [randn(2, 3, 3)])),
+    "linalg_cholesky": (ops.cholesky, (lambda x: ops.cholesky(x @ x.mT + 3 * d2s.eye(3, dtype=x.dtype)) * fixed(3, 3),
+                                       [randn(3, 3)])),
     "linalg_slogdet": (ops.slogdet, (lambda x: ops.slogdet(_well_conditioned(x)).logabsdet, [randn(3, 3)])),
     "linalg_solve": (d2s.linalg.solve, (lambda x, b: d2s.linalg.solve(_well_conditioned(x), b) * fixed(2, 3, 2),
                                         [randn(2, 3, 3), randn(3, 2)])),

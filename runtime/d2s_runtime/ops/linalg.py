@@ -330,3 +330,21 @@ def _linalg_solve(xp, a, b):
         return xp.linalg.solve(xp.broadcast_to(a, batch + a.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:]))
     except np.linalg.LinAlgError as e:
         raise _singular("linalg.solve", e) from None
+
+
+def _cholesky_infer(a):
+    _square_infer("linalg.cholesky", a)
+    return TensorType(a.shape, a.dtype)
+
+
+@defop("linalg_cholesky", _cholesky_infer, fresh=True)
+def _linalg_cholesky(xp, a):
+    """The lower-triangular Cholesky factor L (``a = L @ L.T``) of each symmetric positive-definite
+    matrix of ``a`` (..., n, n), from its lower triangle; a matrix that is not positive-definite
+    raises."""
+    _square_check("linalg.cholesky", a)
+    try:
+        return xp.linalg.cholesky(a)
+    except np.linalg.LinAlgError as e:
+        raise ValueError(f"linalg.cholesky: the input is not positive-definite ({e}); the factorization could not "
+                         f"be completed") from None

@@ -83,6 +83,7 @@ SAMPLES = {
     "cummax": lambda r: ([_array(r, "float64")], {"axis": 1}),
     "cummin": lambda r: ([_array(r, "float64")], {"axis": 0}),
     "linalg_inv": lambda r: ([_array(r, "float64", (3, 3)) + 3 * np.eye(3)], {}),
+    "linalg_cholesky": lambda r: ([np.eye(3) * 3 + 0.1], {}),
     "linalg_det": lambda r: ([_array(r, "float64", (2, 3, 3)) + 3 * np.eye(3)], {}),
     "linalg_slogdet": lambda r: ([_array(r, "float64", (3, 3)) + 3 * np.eye(3)], {}),
     "linalg_solve": lambda r: ([_array(r, "float64", (3, 3)) + 3 * np.eye(3), _array(r, "float64", (3, 2))], {}),
