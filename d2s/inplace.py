@@ -115,7 +115,8 @@ RESULTS = {
                      "trunc", "frac", "fix", "nan_to_num", "pow", "float_power", "remainder", "fmod", "floor_divide",
                      "true_divide", "multiply", "divide", "subtract", "atan2", "arctan2", "hypot", "lerp",
                      "addcmul", "addcdiv", "logical_and", "logical_or", "logical_xor", "logical_not",
-                     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "tril", "triu", "addmm", "addmv",
+                     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+                     "bitwise_right_shift", "tril", "triu", "addmm", "addmv",
                      "addbmm", "baddbmm", "addr", "fmax", "fmin", "maximum", "minimum")},
     "__iadd__": lambda s, other: s + other,
     "__isub__": lambda s, other: s - other,
@@ -129,6 +130,8 @@ RESULTS = {
     "__iand__": lambda s, other: s & other,
     "__ior__": lambda s, other: s | other,
     "__ixor__": lambda s, other: s ^ other,
+    "__ilshift__": lambda s, other: s << other,
+    "__irshift__": lambda s, other: s >> other,
 }
 INPLACE_METHODS = frozenset(RESULTS)
 
@@ -399,11 +402,12 @@ def call_inplace(obj, name, on_attribute, args, kwargs):
 
 
 _AUG = {"__iadd__": "+=", "__isub__": "-=", "__imul__": "*=", "__itruediv__": "/=", "__ifloordiv__": "//=",
-        "__imod__": "%=", "__ipow__": "**=", "__iand__": "&=", "__ior__": "|=", "__ixor__": "^="}
+        "__imod__": "%=", "__ipow__": "**=", "__iand__": "&=", "__ior__": "|=", "__ixor__": "^=",
+        "__ilshift__": "<<=", "__irshift__": ">>="}
 _AUG_OPERATORS = {"__iadd__": operator.iadd, "__isub__": operator.isub, "__imul__": operator.imul,
                   "__itruediv__": operator.itruediv, "__ifloordiv__": operator.ifloordiv, "__imod__": operator.imod,
                   "__ipow__": operator.ipow, "__iand__": operator.iand, "__ior__": operator.ior,
-                  "__ixor__": operator.ixor}
+                  "__ixor__": operator.ixor, "__ilshift__": operator.ilshift, "__irshift__": operator.irshift}
 
 
 def _method(name):

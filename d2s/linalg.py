@@ -1,13 +1,19 @@
 """``d2s.linalg``: PyTorch's ``torch.linalg`` functions that d2s has.
 
-Each is a composition of d2s ops, so it runs eagerly, inside ``to_static``, in saved programs and
-in ONNX exports, with gradients. Add a function here with a docstring and a test in
-``tests/test_linalg.py``.
+The norms, ``vander``, ``matrix_power``, ``cross``, ``diagonal``, ``vecdot`` and ``multi_dot`` are
+compositions of d2s ops; ``inv``, ``det``, ``slogdet``, ``cholesky`` and ``solve``
+call the matrix primitives of ``d2s/ops/matrices.py``. Each runs eagerly, inside ``to_static``
+and in saved programs, with gradients (ONNX export where ONNX has the operator). Add a function
+here with a docstring and a test (the norms': ``tests/test_linalg.py``; the others':
+``tests/ops/test_matrices.py``; ``vander``'s: ``tests/ops/test_cumulative.py``).
 """
 from .ops.support import dim_args as _A
-from .ops import reduce as _reduce
+from . import return_types as _return_types
+from .ops import cumulative as _cumulative, linalg as _linalg, matrices as _matrices, reduce as _reduce
+from .ops._util import _is_symbolic
 
-__all__ = ["vector_norm", "matrix_norm", "norm"]
+__all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve", "vander", "matrix_power", "cholesky", "cross",
+           "diagonal", "vecdot", "multi_dot"]
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, **unsupported):
@@ -78,3 +84,237 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, **unsupported):
     if len(dims) == 2:
         return _reduce._matrix_norm("linalg.norm", A, "fro" if ord is None else ord, dims, bool(keepdim), dtype)
     raise RuntimeError(f"d2s.linalg.norm(): dim must be one or two ints, got {dim!r}")
+
+
+def inv(A, *, out=None):
+    """The inverse of each square matrix of ``A`` (..., n, n), as ``torch.linalg.inv``; a singular
+    matrix raises.
+
+    Args:
+        A: a float32 or float64 tensor of square matrices.
+
+    Returns:
+        A tensor of ``A``'s shape and dtype.
+    """
+    _no_out("inv", out)
+    return _matrices.inverse(A)
+
+
+def det(A, *, out=None):
+    """The determinant of each square matrix of ``A`` (..., n, n), as ``torch.linalg.det``.
+
+    Args:
+        A: a float32 or float64 tensor of square matrices.
+
+    Returns:
+        A tensor of shape (...) and ``A``'s dtype.
+    """
+    _no_out("det", out)
+    return _matrices.det(A)
+
+
+def slogdet(A, *, out=None):
+    """``(sign, logabsdet)`` of the determinant of each square matrix of ``A``, as
+    ``torch.linalg.slogdet`` (sign 0 and logabsdet -inf for a singular matrix).
+
+    Args:
+        A: a float32 or float64 tensor of square matrices.
+
+    Returns:
+        The named tuple ``(sign, logabsdet)``, each of shape (...) and ``A``'s dtype.
+    """
+    _no_out("slogdet", out)
+    return _return_types.linalg_slogdet(*_matrices.slogdet(A))
+
+
+def solve(A, B, *, left=True, out=None):
+    """X with ``A @ X = B`` (``X @ A = B`` with ``left=False``), as ``torch.linalg.solve``: ``A``
+    square matrices (..., n, n), ``B`` matrices (..., n, k) or vectors (n,) or (..., n); batch dims
+    broadcast. A singular ``A`` raises.
+
+    Args:
+        A: a float32 or float64 tensor of square matrices.
+        B: a tensor of ``A``'s dtype.
+        left: solve ``A X = B`` (True) or ``X A = B`` (False).
+
+    Returns:
+        X, of ``B``'s shape broadcast with ``A``'s batch dims.
+    """
+    return _matrices._solve(A, B, left=left, out=out)
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrices of ``x`` (..., n), as ``torch.linalg.vander``: the last dim holds
+    the increasing powers ``x**0, ..., x**(N-1)``, each a running product (PyTorch's values);
+    integer inputs give int64.
+
+    Args:
+        x: a float or integer tensor (a 0-d one is taken as 1-d).
+        N: how many powers (default ``x.shape[-1]``); more than 1.
+
+    Returns:
+        A tensor of shape (..., n, N).
+    """
+    t = _cumulative._as_tensor(x)
+    if str(t.dtype) == "bool":
+        raise TypeError("d2s.linalg.vander(): supports floating point and integer tensors, but got bool")
+    if t.ndim == 0:
+        t = t.reshape(1)
+    n = t.shape[-1] if N is None else int(N)
+    if isinstance(n, int) and n <= 1:
+        raise ValueError(f"d2s.linalg.vander(): N must be greater than 1, got {n}")
+    return _cumulative._powers(t.unsqueeze(-1), n)
+
+
+def matrix_power(A, n, *, out=None):
+    """``A`` (square matrices (..., m, m)) to the int power ``n``, as ``torch.linalg.matrix_power``
+    (the identity for 0, powers of the inverse for negative ``n``).
+
+    Args:
+        A: a tensor of square matrices.
+        n: an int.
+
+    Returns:
+        A tensor of ``A``'s shape and dtype.
+    """
+    _no_out("matrix_power", out)
+    return _matrices.matrix_power(A, n)
+
+
+def cholesky(A, *, upper=False, out=None):
+    """The Cholesky factor of each symmetric positive-definite matrix of ``A`` (read from its lower
+    triangle), as ``torch.linalg.cholesky``: lower-triangular L with ``A = L @ L.mT`` (``upper``:
+    U = L.mT). A matrix that is not positive-definite raises.
+
+    Args:
+        A: a float32 or float64 tensor of square matrices.
+        upper: return the upper-triangular factor.
+
+    Returns:
+        A tensor of ``A``'s shape and dtype.
+    """
+    _no_out("cholesky", out)
+    return _matrices.cholesky(A, upper)
+
+
+def cross(input, other, *, dim=-1, out=None):
+    """The cross product of the 3-vectors along ``dim`` (default the last) of ``input`` and
+    ``other``, broadcast together, as ``torch.linalg.cross``.
+
+    Args:
+        input, other: tensors whose ``dim`` has size 3.
+        dim: the dim holding the vectors.
+
+    Returns:
+        The broadcast shape's tensor of cross products.
+    """
+    _no_out("cross", out)
+    if input.ndim != other.ndim:
+        raise ValueError(f"d2s.linalg.cross(): inputs must have the same number of dimensions, got {input.ndim} "
+                         f"and {other.ndim}")
+    return _linalg.cross(input, other, dim=dim)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """The diagonals of the matrices in the last two dims of ``A`` (or ``dim1``/``dim2``), as
+    ``torch.linalg.diagonal``: ``torch.diagonal`` with matrix-first defaults.
+
+    Args:
+        A: a tensor of at least 2 dims.
+        offset: which diagonal (0 main, > 0 above, < 0 below).
+        dim1, dim2: the dims holding the matrices.
+
+    Returns:
+        A view with those two dims replaced by a last dim holding the diagonal.
+    """
+    return _linalg.diagonal(A, offset, dim1, dim2)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """The dot products of the vectors along ``dim`` of ``x`` and ``y``, broadcast together, as
+    ``torch.linalg.vecdot`` (real tensors: ``(x * y).sum(dim)``).
+
+    Args:
+        x, y: tensors.
+        dim: the dim holding the vectors.
+
+    Returns:
+        The broadcast shape without ``dim``.
+    """
+    _no_out("vecdot", out)
+    return (x * y).sum(dim)
+
+
+def multi_dot(tensors, *, out=None):
+    """The product of the matrices ``tensors`` in the cheapest order, as
+    ``torch.linalg.multi_dot`` (the same order as PyTorch's, so the same rounding): the first may
+    be a 1-d row vector and the last a 1-d column vector, the others 2-d.
+
+    Args:
+        tensors: a sequence of at least 2 tensors.
+
+    Returns:
+        The product: 2-d, 1-d where the first or last is 1-d, 0-d where both are.
+    """
+    _no_out("multi_dot", out)
+    mats = list(tensors)
+    n = len(mats)
+    if n < 2:
+        raise ValueError(f"d2s.linalg.multi_dot(): expected at least 2 tensors but got {n}")
+    first_1d, last_1d = mats[0].ndim == 1, mats[-1].ndim == 1
+    if first_1d:
+        mats[0] = mats[0].unsqueeze(0)
+    if last_1d:
+        mats[-1] = mats[-1].unsqueeze(-1)
+    for k, m in enumerate(mats):
+        if m.ndim != 2:
+            raise ValueError(f"d2s.linalg.multi_dot(): tensor {k} must be 2-d (the first and last may be 1-d), "
+                             f"got {m.ndim} dims")
+    dims = [m.shape[0] for m in mats] + [mats[-1].shape[1]]
+    if n > 2 and any(_is_symbolic(d) for d in dims):
+        raise ValueError("d2s.linalg.multi_dot(): the order of the products is chosen from the matrices' sizes, "
+                         "but some are known only when the program runs; give them fixed sizes (InputSpec) or "
+                         "write the products with @")
+    if n == 2:
+        out = mats[0] @ mats[1]
+    elif n == 3:
+        a, b = mats[0].shape
+        c, d = mats[2].shape
+        # PyTorch's choice: (AB)C unless A(BC) is strictly cheaper
+        out = mats[0] @ (mats[1] @ mats[2]) if a * c * (b + d) > b * d * (a + c) else (mats[0] @ mats[1]) @ mats[2]
+    else:
+        out = _chain(mats, _chain_order([int(d) for d in dims]), 0, n - 1)
+    if first_1d and last_1d:
+        return out.reshape(())
+    if first_1d:
+        return out.squeeze(0)
+    return out.squeeze(-1) if last_1d else out
+
+
+def _chain_order(p):
+    """The split of each sub-chain that multiplies it cheapest (the textbook matrix-chain dynamic
+    program, first cheapest split on ties, as PyTorch's)."""
+    n = len(p) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def _chain(mats, split, i, j):
+    if i == j:
+        return mats[i]
+    k = split[i][j]
+    return _chain(mats, split, i, k) @ _chain(mats, split, k + 1, j)
+
+
+def _no_out(fn, out):
+    if out is not None:
+        raise TypeError(f"d2s.linalg.{fn}(): out= is not supported; use the returned tensor")

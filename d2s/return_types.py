@@ -25,5 +25,10 @@ sort = _values_indices("sort")
 topk = _values_indices("topk")
 kthvalue = _values_indices("kthvalue")
 aminmax = namedtuple("aminmax", ["min", "max"], module=__name__)
+slogdet = namedtuple("slogdet", ["sign", "logabsdet"], module=__name__)
+linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"], module=__name__)
+cummax = _values_indices("cummax")
+cummin = _values_indices("cummin")
 
-__all__ = ["max", "min", "median", "mode", "sort", "topk", "kthvalue", "aminmax"]
+__all__ = ["max", "min", "median", "mode", "sort", "topk", "kthvalue", "aminmax", "slogdet", "linalg_slogdet",
+           "cummax", "cummin"]

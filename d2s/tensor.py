@@ -635,6 +635,7 @@ _DUNDERS = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "//": "floordiv"
 # operators of ops the code generator does not write infix (``**`` stays np.power there)
 _MORE_OPERATORS = {"__pow__": "pow", "__matmul__": "matmul", "__and__": "bitwise_and",
                    "__or__": "bitwise_or", "__xor__": "bitwise_xor",
+                   "__lshift__": "bitwise_left_shift", "__rshift__": "bitwise_right_shift",
                    # no infix trait: their kernels check integer division by zero (ops/elementwise.py)
                    "__floordiv__": "floordiv", "__mod__": "mod"}
 

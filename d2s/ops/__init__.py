@@ -21,10 +21,10 @@ public wrappers are its functions without a leading underscore; this package re-
 import inspect
 
 from . import (creation, elementwise, division, pointwise, shape as _shape_family, reduce, indexing, selection,
-               rearrange, random, types, linalg, conv, pooling, norm, nn, sorting, debug)
+               rearrange, random, types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug)
 
 _FAMILIES = (creation, elementwise, division, pointwise, _shape_family, reduce, indexing, selection, rearrange, random,
-             types, linalg, conv, pooling, norm, nn, sorting, debug)
+             types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug)
 
 
 def _public(family):

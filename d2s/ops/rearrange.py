@@ -1,5 +1,6 @@
 """Rearranging ops: ``flip``, ``roll``, ``repeat``, ``tile``, ``repeat_interleave``, ``narrow``,
-``hstack``/``vstack``/``dstack``/``column_stack`` and ``atleast_nd`` (runtime: ``repeat_index``
+``hstack``/``vstack``/``dstack``/``column_stack``, ``atleast_nd`` and ``tensor_split``/``hsplit``/
+``vsplit``/``dsplit`` (runtime: ``repeat_index``
 in ``d2s_runtime/ops/shape_ops.py``).
 
 Each is composed of existing primitives where that is exact (``flip`` is a reversed slice
@@ -297,3 +298,106 @@ def meshgrid(*tensors, indexing=None):
     if indexing == "xy" and n >= 2:  # grids of shape (len(y), len(x), ...), each for its own input
         grids[0], grids[1] = grids[1], grids[0]
     return tuple(grids)
+
+
+# ------------------------------------------------------------------ tensor_split, hsplit, vsplit, dsplit
+@tensor_method()
+def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indices=None,
+                 tensor_indices_or_sections=None):
+    """Views of ``input`` split along ``dim``, as ``torch.tensor_split``: an int ``n`` gives ``n``
+    pieces as equal as can be (the first ``size % n`` one longer), a list (or 1-d tensor) of
+    indices gives the pieces between them (``x[:i0], x[i0:i1], ..., x[ik:]``, clamped as slices are).
+
+    Args:
+        input: the tensor to split.
+        indices_or_sections: an int (or 0-d int tensor), or a sequence (or 1-d tensor) of ints
+            (PyTorch's keywords ``sections=``, ``indices=`` and ``tensor_indices_or_sections=``
+            name it too).
+        dim: the dim to split along.
+
+    Returns:
+        A tuple of tensors.
+    """
+    x = _as_tensor(input)
+    if x.ndim == 0:
+        raise ValueError("tensor_split: expected at least a 1-dimensional tensor, but got a 0-d one")
+    d = _norm_dim("tensor_split", dim, x.ndim)
+    spec = _one_spec("tensor_split", indices_or_sections=indices_or_sections, sections=sections, indices=indices,
+                     tensor_indices_or_sections=tensor_indices_or_sections)
+    if isinstance(spec, Tensor):
+        if str(spec.dtype) not in ("int64", "int32", "int16", "int8", "uint8"):
+            raise TypeError(f"tensor_split: indices_or_sections must be an int tensor, got {spec.dtype}")
+        if spec.ndim > 1:
+            raise ValueError(f"tensor_split: indices_or_sections must be a 0-d or 1-d tensor, got {spec.ndim} dims")
+        if spec.is_symbolic:
+            raise TypeError("tensor_split: inside a program (to_static, build_program) indices_or_sections must be "
+                            "Python ints (or a tensor made outside it): the pieces' number and sizes are fixed when "
+                            "the program is built")
+        spec = int(spec) if spec.ndim == 0 else [int(i) for i in spec.tolist()]
+    if isinstance(spec, (int, np.integer)):
+        n = int(spec)
+        if n <= 0:
+            raise ValueError(f"tensor_split: the number of sections must be greater than zero, got {n}")
+        size = _known_size("tensor_split", x, d)
+        lengths = [size // n + 1] * (size % n) + [size // n] * (n - size % n)
+        bounds = [builtins.sum(lengths[:k]) for k in range(1, n)]
+    else:
+        bounds = [int(i) for i in spec]
+    starts, stops = [0] + bounds, bounds + [None]
+    head = (slice(None),) * d
+    return tuple(getitem(x, head + (slice(a, b),)) for a, b in zip(starts, stops))
+
+
+def _one_spec(op, **given):
+    """The one of PyTorch's names for the split points that the call gave."""
+    named = [(k, v) for k, v in given.items() if v is not None]
+    if len(named) != 1:
+        raise TypeError(f"{op}() takes the sections or indices once, as one of {', '.join(given)}; got "
+                        f"{', '.join(k for k, _ in named) or 'none'}")
+    return named[0][1]
+
+
+def _known_size(op, x, d):
+    n = x.shape[d]
+    if _is_symbolic(n):
+        raise ValueError(f"{op}: dim {d} of this tensor is only known when the program runs, but splitting it into "
+                         "sections needs its size when the program is built; give the dim a fixed size (InputSpec) "
+                         "or split at indices")
+    return int(n)
+
+
+def _direction_split(op, x, spec, d, min_dims):
+    x = _as_tensor(x)
+    if x.ndim < min_dims:
+        raise ValueError(f"torch.{op} requires a tensor with at least {min_dims} dimension, but got a tensor with "
+                         f"{x.ndim} dimensions!")
+    if isinstance(spec, (int, np.integer)) or (isinstance(spec, Tensor) and spec.ndim == 0):
+        n, size = int(spec), _known_size(op, x, d)
+        if n == 0 or size % n:
+            raise ValueError(f"torch.{op} attempted to split along dimension {d}, but the size of the dimension "
+                             f"{size} is not divisible by the split_size {n}!")
+    return tensor_split(x, spec, d)
+
+
+@tensor_method()
+def hsplit(input, indices_or_sections=None, *, sections=None, indices=None):
+    """:func:`tensor_split` along dim 1 (dim 0 of a 1-d tensor), as ``torch.hsplit``: an int must
+    divide the dim's size."""
+    spec = _one_spec("hsplit", indices_or_sections=indices_or_sections, sections=sections, indices=indices)
+    return _direction_split("hsplit", input, spec, 0 if _as_tensor(input).ndim == 1 else 1, 1)
+
+
+@tensor_method()
+def vsplit(input, indices_or_sections=None, *, sections=None, indices=None):
+    """:func:`tensor_split` along dim 0 of a tensor of 2 or more dims, as ``torch.vsplit``: an int
+    must divide the dim's size."""
+    spec = _one_spec("vsplit", indices_or_sections=indices_or_sections, sections=sections, indices=indices)
+    return _direction_split("vsplit", input, spec, 0, 2)
+
+
+@tensor_method()
+def dsplit(input, indices_or_sections=None, *, sections=None, indices=None):
+    """:func:`tensor_split` along dim 2 of a tensor of 3 or more dims, as ``torch.dsplit``: an int
+    must divide the dim's size."""
+    spec = _one_spec("dsplit", indices_or_sections=indices_or_sections, sections=sections, indices=indices)
+    return _direction_split("dsplit", input, spec, 2, 3)

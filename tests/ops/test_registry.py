@@ -12,6 +12,7 @@ from d2s.nn import functional as F
 from d2s.autograd import gradcheck
 from d2s.autograd.registry import GRAD_RULES, NONDIFF, SAMPLES
 from d2s.dispatch import apply
+from d2s.ops.matrices import _well_conditioned
 from d2s.onnx.registry import CONSTANTS, CONTROL_FLOW, CONVERTERS, UNSUPPORTED
 from d2s_runtime.ops import OPS, OpDef
 from d2s_runtime.ops.registry import TRAITS
@@ -180,6 +181,16 @@ CASES = {
     "index_copy_dim": (ops.index_copy, (lambda x, s: ops.index_copy(x, 1, np.array([2, 0]), s),
                                         [randn(3, 4), randn(3, 2)])),
     "nonzero": (ops.nonzero, _ND), "searchsorted": (ops.searchsorted, _ND),
+    "cummax": (ops.cummax, (lambda x: ops.cummax(x, 1).values * fixed(3, 4), [spread(3, 4)])),
+    "cummin": (ops.cummin, (lambda x: ops.cummin(x, 0).values * fixed(3, 4), [spread(3, 4)])),
+    "bincount": (ops.bincount, _ND), "bincount_weighted": (ops.bincount, _ND), "histc": (ops.histc, _ND),
+    "linalg_inv": (ops.inverse, (lambda x: ops.inverse(_well_conditioned(x)) * fixed(2, 3, 3), [randn(2, 3, 3)])),
+    "linalg_cholesky": (ops.cholesky, (lambda x: ops.cholesky(x @ x.mT + 3 * d2s.eye(3, dtype=x.dtype)) * fixed(3, 3),
+                                       [randn(3, 3)])),
+    "linalg_slogdet": (ops.slogdet, (lambda x: ops.slogdet(_well_conditioned(x)).logabsdet, [randn(3, 3)])),
+    "linalg_solve": (d2s.linalg.solve, (lambda x, b: d2s.linalg.solve(_well_conditioned(x), b) * fixed(2, 3, 2),
+                                        [randn(2, 3, 3), randn(3, 2)])),
+    "bitwise_left_shift": (ops.bitwise_left_shift, _ND), "bitwise_right_shift": (ops.bitwise_right_shift, _ND),
     "masked_scatter": (ops.masked_scatter, (lambda x, s: ops.masked_scatter(x, np.array([True, False, True, True]), s),
                                             [randn(3, 4), randn(10)])),
     "masked_scatter_grad": (_INTERNAL, (lambda g, s: apply("masked_scatter_grad", g, np.array([True, False, True]), s),

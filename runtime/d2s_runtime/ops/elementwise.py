@@ -213,6 +213,45 @@ _bitwise("bitwise_xor", lambda xp, a, b: xp.bitwise_xor(a, b), "Bitwise (logical
          ufunc="bitwise_xor")
 
 
+def _shift_infer(name):
+    def infer(a, b):
+        t = elementwise(name, a, b)
+        if t.dtype.startswith("float") or t.dtype == "bool":
+            raise ShapeError(f"{name}: needs integer tensors, got {a.dtype} and {b.dtype}")
+        return t
+    return infer
+
+
+def _shift_operands(xp, a, b):
+    """(a, b) as arrays of their promoted integer dtype, the dtype's width in bits, and where the
+    shift is outside [0, bits) (PyTorch defines those results: see the kernels)."""
+    a, b = promote((a, b))
+    dtype = a.dtype if hasattr(a, "dtype") else b.dtype  # (a Python int takes the tensor's dtype)
+    if dtype.kind not in "iu":
+        raise ShapeError(f"bitwise shift: needs integer tensors, got {dtype}")
+    a, b = xp.asarray(a, dtype=dtype), xp.asarray(b, dtype=dtype)
+    bits = a.dtype.itemsize * 8
+    out_of_range = (b < 0) | (b >= bits)
+    return a, xp.where(out_of_range, 0, b).astype(b.dtype, copy=False), bits, out_of_range
+
+
+@defop("bitwise_left_shift", _shift_infer("bitwise_left_shift"), elementwise=True, fresh=True)
+def _bitwise_left_shift(xp, a, b):
+    """``a << b`` of integers, wrapping as C does; a shift by a negative count or by the width or
+    more gives 0, as PyTorch's."""
+    a, b, bits, out_of_range = _shift_operands(xp, a, b)
+    return xp.where(out_of_range, xp.zeros((), a.dtype), xp.left_shift(a, b))
+
+
+@defop("bitwise_right_shift", _shift_infer("bitwise_right_shift"), elementwise=True, fresh=True)
+def _bitwise_right_shift(xp, a, b):
+    """``a >> b`` of integers (arithmetic for signed ones); a shift by a negative count or by the
+    width or more shifts by width - 1 (signed: 0 or -1) or gives 0 (unsigned), as PyTorch's."""
+    a, b, bits, out_of_range = _shift_operands(xp, a, b)
+    far = xp.zeros((), a.dtype) if a.dtype.kind == "u" else xp.right_shift(a, bits - 1)
+    return xp.where(out_of_range, far, xp.right_shift(a, b))
+
+
 # Generated code computes these on 0-d operands (numpy scalars of one dtype) with Python's
 # operators, as numpy's scalar math does: the per-call bool flags of to_static training are
 # chains of them (codegen.py, "python_scalar"). Not ``infix`` traits, which would also bind

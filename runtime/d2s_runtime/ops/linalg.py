@@ -1,4 +1,5 @@
-"""Matrix multiplication with NumPy's ``matmul`` semantics (1-d operands, batch broadcasting)."""
+"""Matrix multiplication with NumPy's ``matmul`` semantics (1-d operands, batch broadcasting); the
+inverse, determinant, log-determinant and linear solve of batches of square matrices (LAPACK)."""
 import numpy as np
 
 from ..dtypes import promote, result_type
@@ -246,3 +247,104 @@ _triangle("tril", lambda xp, x, k: xp.tril(x, k), "The lower triangle (on and be
           "matrices over the last two dims; zeros above.")
 _triangle("triu", lambda xp, x, k: xp.triu(x, k), "The upper triangle (on and above diagonal ``diagonal``) of the "
           "matrices over the last two dims; zeros below.")
+
+
+# ------------------------------------------------------------------ inverse, determinants, solve
+def _square_infer(name, a):
+    """The checks every square-matrix op makes: float, at least 2 dims, square (where known)."""
+    if a.dtype not in ("float32", "float64"):
+        raise ShapeError(f"{name}: needs a float32 or float64 tensor, got {a.dtype}; cast it first (x.double())")
+    if a.ndim < 2 or (None not in a.shape[-2:] and a.shape[-1] != a.shape[-2]):
+        raise ShapeError(f"{name}: needs square matrices (..., n, n), got {fmt_shape(a.shape)}")
+
+
+def _square_check(name, a):
+    _square_infer(name, TensorType(a.shape, a.dtype.name))
+
+
+def _singular(name, exc):
+    return ValueError(f"{name}: the input matrix is singular ({exc}); it has no inverse")
+
+
+def _inv_infer(a):
+    _square_infer("linalg.inv", a)
+    return TensorType(a.shape, a.dtype)
+
+
+@defop("linalg_inv", _inv_infer, fresh=True)
+def _linalg_inv(xp, a):
+    """The inverse of each square matrix of ``a`` (..., n, n); singular ones raise."""
+    _square_check("linalg.inv", a)
+    try:
+        return xp.linalg.inv(a)
+    except np.linalg.LinAlgError as e:
+        raise _singular("linalg.inv", e) from None
+
+
+def _det_infer(a):
+    _square_infer("linalg.det", a)
+    return TensorType(a.shape[:-2], a.dtype)
+
+
+@defop("linalg_det", _det_infer, fresh=True)
+def _linalg_det(xp, a):
+    """The determinant of each square matrix of ``a`` (..., n, n) -> (...)."""
+    _square_check("linalg.det", a)
+    return xp.asarray(xp.linalg.det(a), dtype=a.dtype)
+
+
+def _slogdet_infer(a):
+    _square_infer("linalg.slogdet", a)
+    return TensorType(a.shape[:-2], a.dtype), TensorType(a.shape[:-2], a.dtype)
+
+
+@defop("linalg_slogdet", _slogdet_infer, n_out=2, fresh=True)
+def _linalg_slogdet(xp, a):
+    """(sign, log|det|) of each square matrix of ``a`` (..., n, n): sign 0 and log|det| -inf for a
+    singular one."""
+    _square_check("linalg.slogdet", a)
+    sign, logabs = xp.linalg.slogdet(a)
+    return xp.asarray(sign, dtype=a.dtype), xp.asarray(logabs, dtype=a.dtype)
+
+
+def _solve_infer(a, b):
+    _square_infer("linalg.solve", a)
+    if b.dtype != a.dtype or b.ndim < 2:
+        raise ShapeError(f"linalg.solve: B must be matrices of A's dtype ({a.dtype}), got {b.dtype}{fmt_shape(b.shape)}")
+    if None not in (a.shape[-1], b.shape[-2]) and a.shape[-1] != b.shape[-2]:
+        raise ShapeError(f"linalg.solve: A of {fmt_shape(a.shape)} and B of {fmt_shape(b.shape)} do not align "
+                         f"({a.shape[-1]} != {b.shape[-2]})")
+    return TensorType(broadcast_shapes("linalg.solve", a.shape[:-2], b.shape[:-2]) + b.shape[-2:], a.dtype)
+
+
+@defop("linalg_solve", _solve_infer, fresh=True)
+def _linalg_solve(xp, a, b):
+    """X with ``a @ X == b`` for square matrices ``a`` (..., n, n) and matrices ``b`` (..., n, k),
+    batch dims broadcast; a singular ``a`` raises."""
+    _square_check("linalg.solve", a)
+    if b.ndim < 2 or b.shape[-2] != a.shape[-1] or b.dtype != a.dtype:
+        raise ShapeError(f"linalg.solve: A of {fmt_shape(a.shape)} and B of {b.dtype}{fmt_shape(b.shape)} do not "
+                         f"align")
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    try:
+        return xp.linalg.solve(xp.broadcast_to(a, batch + a.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:]))
+    except np.linalg.LinAlgError as e:
+        raise _singular("linalg.solve", e) from None
+
+
+def _cholesky_infer(a):
+    _square_infer("linalg.cholesky", a)
+    return TensorType(a.shape, a.dtype)
+
+
+@defop("linalg_cholesky", _cholesky_infer, fresh=True)
+def _linalg_cholesky(xp, a):
+    """The lower-triangular Cholesky factor L (``a = L @ L.T``) of each symmetric positive-definite
+    matrix of ``a`` (..., n, n), from its lower triangle; a matrix that is not positive-definite
+    raises."""
+    _square_check("linalg.cholesky", a)
+    try:
+        return xp.linalg.cholesky(a)
+    except np.linalg.LinAlgError as e:
+        raise ValueError(f"linalg.cholesky: the input is not positive-definite ({e}); the factorization could not "
+                         f"be completed") from None

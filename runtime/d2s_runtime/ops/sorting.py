@@ -1,5 +1,5 @@
 """Sorting and selection along one axis: sort, argsort, topk, the k-th smallest (and the median),
-the mode.
+the mode, the running maximum and minimum (cummax, cummin).
 
 Each but argsort returns ``(values, indices)``, the values taken at the indices (int64), so the
 d2s side sends a value's gradient to the element it came from (as PyTorch does). Orders are
@@ -177,3 +177,31 @@ def _mode(xp, x, axis=-1, keepdims=False):
     count = pos - start
     last = xp.argmax(count == count.max(axis=a, keepdims=True), axis=a, keepdims=True)
     return select_along(xp, x, xp.take_along_axis(order, last, axis=a), a, keepdims)
+
+
+# ------------------------------------------------------------------ cummax, cummin
+def _cum_extreme(name, ufunc):
+    def infer(x, axis):
+        _one_axis(name, axis, x.ndim)
+        return TensorType(x.shape, x.dtype), TensorType(x.shape, "int64")
+
+    def kernel(xp, x, axis):
+        a = _one_axis(name, axis, x.ndim)
+        if x.ndim == 0:
+            return x.copy(), xp.zeros((), "int64")
+        values = scan(xp, ufunc, x, a)
+        # a running extreme changes only where an element equals it (or, once NaN, is NaN), and
+        # PyTorch's index is the last such element (its comparison is >= / <=)
+        hit = x == values
+        if is_floating(x.dtype.name):
+            hit |= xp.isnan(x) & xp.isnan(values)
+        pos = xp.arange(x.shape[a], dtype="int64").reshape((-1,) + (1,) * (x.ndim - a - 1))
+        return values, scan(xp, np.maximum, xp.where(hit, pos, 0), a)
+
+    kernel.__doc__ = (f"(values, indices) of the running {'maximum' if ufunc is np.maximum else 'minimum'} along "
+                      "``axis``: NaN, once seen, is the value; each index is the last element equal to its value.")
+    defop(name, infer, n_out=2, fresh=True)(kernel)
+
+
+_cum_extreme("cummax", np.maximum)
+_cum_extreme("cummin", np.minimum)
