@@ -105,6 +105,38 @@ def scalar_result(dtype, value):
     return result_type(dtype, np.asarray(value).dtype.name)
 
 
+# (min, max) of the integer dtypes a Python int may meet
+_INT_RANGES = {np.dtype(n): (int(np.iinfo(n).min), int(np.iinfo(n).max))
+               for n in ("uint8", "int8", "int16", "int32", "int64")}
+_INT_RANGES.update({d.name: r for d, r in list(_INT_RANGES.items())})
+
+
+def wrap_int(value, dtype):
+    """Python int ``value`` as an operand of an integer tensor of ``dtype`` (a numpy dtype or
+    its name), as PyTorch casts it: wrapped into the dtype's range modulo 2**bits
+    (``uint8_tensor > -1`` compares with 255, ``uint8_tensor + 300`` adds 44, ``int64_tensor +
+    2**63`` adds -2**63) where NumPy would raise OverflowError or compare the unwrapped value.
+
+    Raises OverflowError for a value outside [-2**63, 2**64), which PyTorch refuses too (NumPy
+    would compare it unwrapped, silently)."""
+    lo, hi = _INT_RANGES.get(dtype, (None, None))
+    if lo is None or lo <= value <= hi:
+        return value
+    if not -(1 << 63) <= value < (1 << 64):
+        raise OverflowError(f"the Python int {value} does not fit in 64 bits, so it cannot meet a "
+                            f"{getattr(dtype, 'name', dtype)} tensor (PyTorch refuses it too); use a float or a "
+                            "tensor of a wider dtype")
+    span = hi - lo + 1
+    return (value - lo) % span + lo
+
+
+def wrap_ints(args, dtype):
+    """``args`` with their Python ints (not bools) wrapped into integer ``dtype`` (see wrap_int)."""
+    if dtype not in _INT_RANGES:
+        return args
+    return [wrap_int(a, dtype) if type(a) is int else a for a in args]
+
+
 def float_of(dtype):
     """The dtype a float-valued op (exp, true division, mean) gives for ``dtype`` inputs."""
     return dtype if dtype in FLOATS else DEFAULT_FLOAT
@@ -128,6 +160,8 @@ def promote(args, floating=False):
             target = scalar_result(target, a)
     if floating:
         target = float_of(target)
+    if target in _INT_RANGES and any(type(a) is int for a in args) and any(d.kind in "iu" for d in dts):
+        args = wrap_ints(args, target)
     if all(d.name == target for d in dts):
         return args
     return [a.astype(target) if hasattr(a, "dtype") and a.dtype.name != target else a for a in args]

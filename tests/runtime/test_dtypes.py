@@ -51,7 +51,25 @@ def _more_ops(t, *xs):
     return tuple(out)
 
 
+def _out_of_range_ints(t, u8, i8, i16, i32):
+    """Python ints outside a small integer tensor's range, as PyTorch casts them: wrapped into
+    its dtype (``u8 > -1`` compares with 255, ``u8 + 300`` adds 44)."""
+    out = []
+    for a, ints in ((u8, (-1, 256, 300, -129, 2**31, 2**63)), (i8, (128, -129, 300, 2**40)),
+                    (i16, (40000, -2**63)), (i32, (2**31, 2**32 + 5))):
+        for s in ints:
+            out += [a > s, a < s, a == s, a >= s, a + s, a * s, s - a, a & s, a | s, a ^ s]
+    return tuple(out)
+
+
+def _wrap_operands():
+    return (np.array([0, 1, 200, 255], np.uint8), np.array([0, 1, -100, 127], np.int8),
+            np.array([0, 1, -300, 32767], np.int16), np.array([0, 1, -5, 2**31 - 1], np.int32))
+
+
 TORCH_CASES = [
+    Case("out_of_range_python_ints", _out_of_range_ints, *_wrap_operands(), grad=False,
+         dynamic="covered by static (the scalar is a constant either way)"),
     Case("add_every_pair", _table, *_operands(), grad=False),
     Case("where_maximum_eq_mul", _more_ops, *_operands(), grad=False,
          dynamic="covered by add_every_pair (the same promotion rule); keeps this test fast"),
@@ -117,3 +135,24 @@ def test_weak_loop_counters_still_take_the_tensor_dtype():
     for dt in ("int32", "float32", "float64"):
         out = f(d2s.tensor(np.array([1, 2], dt)), d2s.tensor(3))
         assert out.dtype == dt and out.numpy().tolist() == [4, 5]
+
+
+def test_python_int_out_of_range_is_wrapped_into_the_tensor_dtype():
+    from d2s_runtime.dtypes import wrap_int
+    assert wrap_int(-1, "uint8") == 255 and wrap_int(300, "uint8") == 44 and wrap_int(128, "int8") == -128
+    assert wrap_int(2**63, "int64") == -2**63 and wrap_int(5, "uint8") == 5
+    u8 = d2s.tensor([0, 1, 200], dtype=d2s.uint8)
+    assert (u8 > -1).tolist() == [False, False, False]  # compares with 255, as PyTorch
+    assert (u8 + 300).tolist() == [44, 45, 244] and (u8 + 300).dtype == d2s.uint8
+
+
+def test_python_int_beyond_64_bits_is_refused_not_compared_unwrapped():
+    u8 = d2s.tensor([0, 1, 200], dtype=d2s.uint8)
+    with pytest.raises(OverflowError, match="64 bits"):
+        u8 > 2**64
+    with pytest.raises(OverflowError, match="64 bits"):
+        d2s.jit.to_static(_gt)(u8, -2**63 - 1)
+
+
+def _gt(a, s):
+    return a > s

@@ -1,7 +1,7 @@
 """Element-wise primitives with NumPy broadcasting and promotion."""
 import numpy as np
 
-from ..dtypes import float_of, is_floating, promote
+from ..dtypes import float_of, is_floating, promote, wrap_int
 from ..errors import IntegerDivisionByZero
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import elementwise
@@ -47,10 +47,15 @@ def _binary(name, fn, doc, dtype=None, **traits):
         if da is db:
             return fn(xp, a, b)
         if db is None:
+            if type(b) is int and da.kind in "iu":
+                return fn(xp, a, wrap_int(b, da))  # as PyTorch: wrapped into a's dtype
             if da.kind == "f" or type(b) is not float:
                 return fn(xp, a, b)
-        elif da is None and (db.kind == "f" or type(a) is not float):
-            return fn(xp, a, b)
+        elif da is None:
+            if type(a) is int and db.kind in "iu":
+                return fn(xp, wrap_int(a, db), b)
+            if db.kind == "f" or type(a) is not float:
+                return fn(xp, a, b)
         a, b = promote((a, b))
         return fn(xp, a, b)
 
@@ -202,7 +207,15 @@ def _bitwise(name, fn, doc, **traits):
             raise ShapeError(f"{name}: needs bool or integer tensors, got {a.dtype} and {b.dtype}")
         return t
 
-    defop(name, infer, doc=doc, elementwise=True, commutative=True, fresh=True, **traits)(fn)
+    def kernel(xp, a, b):
+        # a Python int meeting an integer array is wrapped into its dtype, as PyTorch casts it
+        if type(b) is int and getattr(a, "dtype", None) is not None and a.dtype.kind in "iu":
+            b = wrap_int(b, a.dtype)
+        elif type(a) is int and getattr(b, "dtype", None) is not None and b.dtype.kind in "iu":
+            a = wrap_int(a, b.dtype)
+        return fn(xp, a, b)
+
+    defop(name, infer, doc=doc, elementwise=True, commutative=True, fresh=True, **traits)(kernel)
 
 
 _bitwise("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b), "Bitwise (logical, for bool) and.",
