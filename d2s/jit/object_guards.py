@@ -211,7 +211,8 @@ def _plain_attr(obj, name):
         mods = d.get("_modules") or {}
         if name in mods:
             return [(d, name, _MISSING), (mods, name, mods[name])], mods[name]
-        return None  # a parameter or buffer (a tensor: the program reads it as a param) or a method
+        if name in (d.get("_parameters") or {}) or name in (d.get("_buffers") or {}):
+            return None  # a tensor: the program reads it as a param
     return _class_attr(tp, name, [(d, name, _MISSING)])
 
 

@@ -188,3 +188,23 @@ def test_a_property_is_not_read_while_building_guards():
 
     np.testing.assert_allclose(d2s.jit.to_static(f)(d2s.ones(2)).numpy(), [2.0, 2.0])
     assert P.reads == 1  # once by the build itself, never by the guards
+
+
+class _ClassScale(nn.Module):
+    scale = 2.0
+
+    def forward(self, x):
+        return x * self.scale
+
+
+def test_a_class_attribute_read_through_self():
+    m = _ClassScale()
+    sm = d2s.jit.to_static(m)
+    assert _value(sm) == 2.0
+    try:
+        _ClassScale.scale = 3.0
+        assert _value(sm) == _value(m.forward) == 3.0
+        m.scale = 4.0  # an instance attribute now shadows the class's
+        assert _value(sm) == 4.0
+    finally:
+        _ClassScale.scale = 2.0
