@@ -22,6 +22,8 @@ import dis
 import sys
 import types
 
+import numpy as np
+
 from ..nn.module import Module
 from ..tensor import Tensor
 from .side_effects import _MISSING, _PY_STATE_TYPES, _Cell
@@ -36,6 +38,10 @@ _LIBRARY_ROOTS = frozenset({"d2s", "d2s_runtime", "numpy", "torch", "math", "cma
 # types whose attribute reads are Python's plain ones (SimpleNamespace's slot is the generic one)
 _PLAIN_GETATTRIBUTE = (object.__getattribute__, types.SimpleNamespace.__getattribute__)
 _MAX_ITEMS = 64
+# elements: an array up to this size is compared by its bytes on each call (about 0.2 us at
+# 1024 float32s), since the program may hold it, or values computed from it (a slice, a sum),
+# as copied constants; a larger one only by identity (see _Array)
+_SMALL_ARRAY = 1024
 # the methods of a list/dict/tuple that read it (a chain ending in another one writes it)
 _READS = frozenset({"items", "keys", "values", "get", "copy", "index", "count", "__len__", "__contains__",
                     "__getitem__", "__iter__"})  # a container of more scalars is not compared per call (a table, not a setting)
@@ -151,6 +157,24 @@ class _Contents:
         return list(map(type, cur.values() if self.type is dict else cur)) == self.types
 
 
+class _Array:
+    """A link to a numpy array the program read: True while ``holder[key]`` is still that array
+    and, for one of up to ``_SMALL_ARRAY`` elements, still holds the same bytes (an in-place
+    ``W[:] = 3.0`` counts). A larger array is checked by identity only: a program reads it in
+    place when it uses it whole, but a value computed from it while building (``W[:2]``,
+    ``W.sum()``) stays as it was after an in-place change (a known limit: keep such state in
+    a tensor)."""
+    __slots__ = ("holder", "array", "bytes")
+
+    def __init__(self, holder, array):
+        self.holder, self.array = holder, array
+        self.bytes = array.tobytes() if array.size <= _SMALL_ARRAY else None
+
+    def get(self, key, default=None):
+        cur = self.holder.get(key, _MISSING)
+        return cur is self.array and (self.bytes is None or cur.tobytes() == self.bytes)
+
+
 class _Items:
     """A list read by index (``sizes[0]``), with the ``.get`` of a dict."""
     __slots__ = ("seq",)
@@ -257,7 +281,8 @@ def follow(holder, key, root, steps):
     if _library_module(root):
         return []
     for kind, name in steps:
-        if type(value) in _PY_STATE_TYPES or isinstance(value, Tensor) or _library_module(value):
+        if type(value) in _PY_STATE_TYPES or isinstance(value, (Tensor, np.ndarray, np.generic)) or \
+                _library_module(value):
             break
         if kind == "attr" and type(value) in (list, tuple, dict):
             if name not in _READS:
@@ -268,14 +293,25 @@ def follow(holder, key, root, steps):
             return []
         more, value = got
         links.extend(more)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return _entries(links[:-1]) + [(_Array(links[-1][0], value), links[-1][1], True)]
+    if isinstance(value, np.generic):
+        return _entries(links)  # compared by type and value, as a Python scalar
     if _frozen(value) is None:
         return []
+    return _entries(links[:-1]) + _last(links[-1])
+
+
+def _entries(links):
     entries = []
-    for h, k, v in links[:-1]:
-        entries.append((h, k, v) if v is _MISSING else (_Same(h, v), k, True))
-    h, k, v = links[-1]
-    entries.append((h, k, v) if type(v) in _PY_STATE_TYPES else (_Contents(h, v), k, True))
+    for h, k, v in links:
+        entries.append((h, k, v) if v is _MISSING or isinstance(v, np.generic) else (_Same(h, v), k, True))
     return entries
+
+
+def _last(link):
+    h, k, v = link
+    return [(h, k, v) if type(v) in _PY_STATE_TYPES else (_Contents(h, v), k, True)]
 
 
 # ------------------------------------------------------------------ collecting a build's guards

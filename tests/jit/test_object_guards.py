@@ -208,3 +208,47 @@ def test_a_class_attribute_read_through_self():
         assert _value(sm) == 4.0
     finally:
         _ClassScale.scale = 2.0
+
+
+W_SMALL = np.full(2, 2.0, np.float32)
+W_LARGE = np.full(1000, 2.0, np.float32)  # read through a slice: a copied constant
+NP_SCALE = np.float32(2.0)
+
+
+def _small_array(x):
+    return x * W_SMALL
+
+
+def _large_array(x):
+    return x * W_LARGE[:2]
+
+
+def _numpy_scalar(x):
+    return x * NP_SCALE
+
+
+@pytest.mark.parametrize("fn, name", [(_small_array, "W_SMALL"), (_large_array, "W_LARGE")])
+def test_a_global_numpy_array_changed_in_place_or_rebound(fn, name):
+    global W_SMALL, W_LARGE
+    old = globals()[name]
+    sf = d2s.jit.to_static(fn)
+    try:
+        assert _value(sf) == 2.0
+        old[:] = 3.0
+        assert _value(sf) == _value(fn) == 3.0
+        globals()[name] = np.full(old.shape, 5.0, np.float32)
+        assert _value(sf) == _value(fn) == 5.0
+    finally:
+        globals()[name] = old
+        old[:] = 2.0
+
+
+def test_a_global_numpy_scalar_rebound():
+    global NP_SCALE
+    sf = d2s.jit.to_static(_numpy_scalar)
+    try:
+        assert _value(sf) == 2.0
+        NP_SCALE = np.float32(3.0)
+        assert _value(sf) == _value(_numpy_scalar) == 3.0
+    finally:
+        NP_SCALE = np.float32(2.0)
