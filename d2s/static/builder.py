@@ -13,7 +13,7 @@ import numpy as np
 
 from d2s_runtime.device import to_host
 from d2s_runtime.ir import Block, Op, Program
-from d2s_runtime.dtypes import DTYPES, float_of, operand_result_type, scalar_result, types_result, wrap_ints
+from d2s_runtime.dtypes import DTYPES, float_of, operand_result_type, scalar_result, types_result, convert_ints
 from d2s_runtime.ops import ShapeError, TensorType
 
 from .. import pytree, views
@@ -237,11 +237,11 @@ class ProgramBuilder:
     def append(self, opdef, inputs, attrs):
         """Append ``opdef`` on ``inputs``; returns (output tensors, inputs as symbolic tensors)."""
         sdt = operands_scalar_dtype(inputs)
-        if opdef.elementwise and sdt is not None and sdt != "bool" and \
+        if opdef.elementwise and not opdef.float_inputs and sdt is not None and sdt != "bool" and \
                 any(str(getattr(x, "dtype", "bool")) != "bool" for x in inputs):
-            # a Python int meeting an integer tensor: wrapped into its dtype, as the eager kernel
+            # a Python int meeting an integer tensor: converted to its dtype as the eager kernel
             # (and PyTorch) does (with only bool tensors, int64 holds it or it is refused)
-            inputs = wrap_ints(inputs, sdt)
+            inputs = convert_ints(opdef.name, inputs, sdt)
         names = [self.var_of(x, sdt) for x in inputs]
         types = [self.block.lookup(n).type for n in names]
         if opdef.promotes != () or opdef.float_inputs:

@@ -130,11 +130,49 @@ def wrap_int(value, dtype):
     return (value - lo) % span + lo
 
 
-def wrap_ints(args, dtype):
-    """``args`` with their Python ints (not bools) wrapped into integer ``dtype`` (see wrap_int)."""
+# The ops whose Python int operand PyTorch casts into the tensor's dtype unchecked (a wrapped
+# number of TensorIterator): wrap_int. Others (where, clamp, pow, fill) convert it checked
+# (checked_int), and the rest compute in float or refuse it.
+WRAPPING_OPS = frozenset({"add", "sub", "mul", "floordiv", "mod", "truncdiv", "fmod", "eq", "ne", "lt", "le", "gt",
+                          "ge", "bitwise_and", "bitwise_or", "bitwise_xor"})
+
+
+def checked_int(value, dtype):
+    """Python int ``value`` converted to integer ``dtype`` as PyTorch converts a Scalar argument
+    (``clamp(min=-1)``, an exponent): within the dtype's range, or for uint8 down to -255
+    (wrapped, two's complement); otherwise OverflowError, as PyTorch raises."""
+    lo, hi = _INT_RANGES.get(dtype, (None, None))
+    if lo is None or lo <= value <= hi:
+        return value
+    if lo == 0 and -hi <= value < 0:
+        return value + hi + 1
+    raise OverflowError(f"value {value} cannot be converted to type {getattr(dtype, 'name', dtype)} without "
+                        "overflow (PyTorch raises too)")
+
+
+def int_exponent(value, dtype):
+    """A Python int exponent of an integer tensor of ``dtype``: refused when negative, as
+    PyTorch does (uint8 would wrap it, NumPy refuses only an array exponent), else checked_int."""
+    if value < 0:
+        raise ValueError(f"pow: integers to negative integer powers are not allowed ({getattr(dtype, 'name', dtype)} "
+                         f"tensor ** {value}); cast the tensor to a float dtype first")
+    return checked_int(value, dtype)
+
+
+def convert_ints(name, args, dtype):
+    """The operands of element-wise op ``name`` with their Python ints (not bools) converted to
+    integer ``dtype`` as PyTorch converts them: wrap_int for WRAPPING_OPS (and pow's base),
+    int_exponent for pow's exponent, checked_int for the others."""
     if dtype not in _INT_RANGES:
         return args
-    return [wrap_int(a, dtype) if type(a) is int else a for a in args]
+    out = list(args)
+    for i, a in enumerate(args):
+        if type(a) is int:
+            if name in WRAPPING_OPS or (name == "pow" and i == 0):
+                out[i] = wrap_int(a, dtype)
+            else:
+                out[i] = int_exponent(a, dtype) if name == "pow" else checked_int(a, dtype)
+    return out
 
 
 def float_of(dtype):
@@ -160,8 +198,6 @@ def promote(args, floating=False):
             target = scalar_result(target, a)
     if floating:
         target = float_of(target)
-    if target in _INT_RANGES and any(type(a) is int for a in args) and any(d.kind in "iu" for d in dts):
-        args = wrap_ints(args, target)
     if all(d.name == target for d in dts):
         return args
     return [a.astype(target) if hasattr(a, "dtype") and a.dtype.name != target else a for a in args]

@@ -1,7 +1,7 @@
 """Element-wise primitives with NumPy broadcasting and promotion."""
 import numpy as np
 
-from ..dtypes import float_of, is_floating, promote, wrap_int
+from ..dtypes import WRAPPING_OPS, checked_int, float_of, int_exponent, is_floating, promote, wrap_int
 from ..errors import IntegerDivisionByZero
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import elementwise
@@ -40,6 +40,11 @@ def _binary(name, fn, doc, dtype=None, **traits):
     def infer(a, b):
         return elementwise(name, a, b, dtype=dtype)
 
+    # a Python int meeting an integer array: converted to its dtype as PyTorch does (pow's
+    # scalar base is wrapped, its exponent checked)
+    convert = wrap_int if name in WRAPPING_OPS or name == "pow" else checked_int
+    convert_b = int_exponent if name == "pow" else convert
+
     def kernel(xp, a, b):
         # the common cases skip promotion: same-dtype arrays, and a Python scalar that NumPy
         # already treats as d2s does (all but a float meeting an integer or bool array)
@@ -48,12 +53,12 @@ def _binary(name, fn, doc, dtype=None, **traits):
             return fn(xp, a, b)
         if db is None:
             if type(b) is int and da.kind in "iu":
-                return fn(xp, a, wrap_int(b, da))  # as PyTorch: wrapped into a's dtype
+                return fn(xp, a, convert_b(b, da))  # as PyTorch converts it to a's dtype
             if da.kind == "f" or type(b) is not float:
                 return fn(xp, a, b)
         elif da is None:
             if type(a) is int and db.kind in "iu":
-                return fn(xp, wrap_int(a, db), b)
+                return fn(xp, convert(a, db), b)
             if db.kind == "f" or type(a) is not float:
                 return fn(xp, a, b)
         a, b = promote((a, b))
@@ -247,6 +252,11 @@ def _where(xp, c, a, b):
         # two Python scalars take d2s's defaults (a float gives float32, not numpy's float64)
         a = xp.asarray(a, dtype=_scalar_dtype(a, b))
     elif da is None or da is not db:
+        # a Python int meeting an integer array: checked into its dtype, as PyTorch converts it
+        if da is None and type(a) is int and db.kind in "iu":
+            a = checked_int(a, db)
+        elif db is None and type(b) is int and da.kind in "iu":
+            b = checked_int(b, da)
         a, b = promote((a, b))
     return xp.where(c, a, b)
 
@@ -274,6 +284,9 @@ def _clip(xp, x, lo=None, hi=None):
     """Clip to [lo, hi]; either bound may be None. Bounds are attrs (Python numbers)."""
     if x.dtype.kind != "f" and (isinstance(lo, float) or isinstance(hi, float)):
         x = x.astype("float32")
+    elif x.dtype.kind in "iu":  # (d2s.clamp has converted them as PyTorch does; a saved program too)
+        lo = checked_int(lo, x.dtype) if type(lo) is int else lo
+        hi = checked_int(hi, x.dtype) if type(hi) is int else hi
     return xp.clip(x, lo, hi).astype(x.dtype, copy=False)
 
 

@@ -8,7 +8,7 @@ functions keep an integer tensor as it is (and refuse bools, as PyTorch does); i
 """
 import numpy as np
 
-from ..dtypes import promote
+from ..dtypes import convert_ints, promote
 
 from . import special
 from .elementwise import NATIVE, _float_result, _unary, check_int_divisor, integral
@@ -219,6 +219,11 @@ def _binary_same(name, fn, doc, float_only=False, **traits):
         return t
 
     def kernel(xp, a, b):
+        # a Python int meeting an integer array: converted to its dtype as PyTorch does
+        if type(b) is int and getattr(a, "dtype", None) is not None and a.dtype.kind in "iu":
+            a, b = convert_ints(name, (a, b), a.dtype)
+        elif type(a) is int and getattr(b, "dtype", None) is not None and b.dtype.kind in "iu":
+            a, b = convert_ints(name, (a, b), b.dtype)
         a, b = promote((a, b))
         return fn(xp, a, b)
 
