@@ -19,6 +19,7 @@ a ``.get`` per entry (see ``side_effects._python_state_holds``): an intermediate
 identity, a scalar by type and value, a list/dict/tuple of scalars by its contents.
 """
 import dis
+import enum
 import sys
 import types
 
@@ -76,14 +77,27 @@ def _scan(code, out):
     ins = [i for i in dis.get_instructions(code) if i.opname not in _SKIP_OPS]
     aliases = {}
     cur = None
+    getattr_at = -1  # where getattr(<chain>, "name") began: its chain's root is the next op
     i, n = 0, len(ins)
     while i < n:
         op, arg = ins[i].opname, ins[i].argval
-        if op in _ROOT_OPS and isinstance(arg, str):
+        if op in ("LOAD_GLOBAL", "LOAD_NAME") and arg == "getattr":
+            if cur is not None:
+                out.append(cur)
+            cur, getattr_at = None, i + 1
+        elif op in _ROOT_OPS and isinstance(arg, str):
             if cur is not None:
                 out.append(cur)
             kind = "global" if op in ("LOAD_GLOBAL", "LOAD_NAME") else "deref" if "DEREF" in op else "fast"
             cur = aliases[arg] if kind == "fast" and arg in aliases else (kind, arg, ())
+            if getattr_at != i:
+                getattr_at = -1
+        elif cur is not None and getattr_at >= 0 and op == "LOAD_CONST" and isinstance(arg, str) and \
+                i + 1 < n and ins[i + 1].opname == "CALL" and ins[i + 1].arg == 2:
+            cur = (cur[0], cur[1], cur[2] + (("attr", arg),))  # getattr(obj, "name")
+            getattr_at = -1
+            i += 2
+            continue
         elif cur is not None and op in _ATTR_OPS:
             if arg == "get" and i + 2 < n and ins[i + 1].opname == "LOAD_CONST" and \
                     ins[i + 2].opname == "CALL" and ins[i + 2].arg == 1 and _const_key(ins[i + 1].argval):
@@ -281,7 +295,7 @@ def follow(holder, key, root, steps):
     if _library_module(root):
         return []
     for kind, name in steps:
-        if type(value) in _PY_STATE_TYPES or isinstance(value, (Tensor, np.ndarray, np.generic)) or \
+        if type(value) in _PY_STATE_TYPES or isinstance(value, (Tensor, np.ndarray, np.generic, enum.Enum)) or \
                 _library_module(value):
             break
         if kind == "attr" and type(value) in (list, tuple, dict):
@@ -295,7 +309,7 @@ def follow(holder, key, root, steps):
         links.extend(more)
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
         return _entries(links[:-1]) + [(_Array(links[-1][0], value), links[-1][1], True)]
-    if isinstance(value, np.generic):
+    if isinstance(value, (np.generic, enum.Enum)):
         return _entries(links)  # compared by type and value, as a Python scalar
     if _frozen(value) is None:
         return []
@@ -305,7 +319,7 @@ def follow(holder, key, root, steps):
 def _entries(links):
     entries = []
     for h, k, v in links:
-        entries.append((h, k, v) if v is _MISSING or isinstance(v, np.generic) else (_Same(h, v), k, True))
+        entries.append((h, k, v) if v is _MISSING or isinstance(v, (np.generic, enum.Enum)) else (_Same(h, v), k, True))
     return entries
 
 

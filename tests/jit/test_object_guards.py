@@ -2,6 +2,7 @@
 SimpleNamespace, a dict, a module, ``self.cfg``, an argument) are re-checked on each call: a
 changed value builds the program again, as eager Python reads the new value."""
 import dataclasses
+import enum
 import types
 import warnings
 
@@ -252,3 +253,89 @@ def test_a_global_numpy_scalar_rebound():
         assert _value(sf) == _value(_numpy_scalar) == 3.0
     finally:
         NP_SCALE = np.float32(2.0)
+
+
+class _Mode(enum.Enum):
+    A = 1
+    B = 2
+
+
+class _Inner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cfg = types.SimpleNamespace(scale=2.0, sub=types.SimpleNamespace(k=1.0))
+
+    def forward(self, x):
+        return x * self.cfg.scale + self.cfg.sub.k
+
+
+class _Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = _Inner()
+        self.mode = _Mode.A
+        self.kernel = (2, 2)
+
+    def forward(self, x):
+        y = self.inner(x)
+        if self.mode == _Mode.B:
+            y = y * 10
+        return y * self.kernel[0]
+
+
+def _eager(m):
+    d2s.jit.enable_to_static(False)
+    try:
+        return _value(m)
+    finally:
+        d2s.jit.enable_to_static(True)
+
+
+@pytest.mark.parametrize("change", [
+    lambda m: setattr(m.inner.cfg, "scale", 3.0),  # a submodule's object (its forward is a helper call)
+    lambda m: setattr(m.inner.cfg.sub, "k", 5.0),  # two objects deep
+    lambda m: setattr(m, "mode", _Mode.B),  # an enum member steering a Python if
+    lambda m: setattr(m, "kernel", (3, 3)),  # a tuple attribute
+], ids=["submodule_cfg", "nested_namespace", "enum_member", "tuple_attr"])
+def test_module_settings_read_through_objects(change):
+    m = _Outer()
+    sm = d2s.jit.to_static(m)
+    assert _value(sm) == _eager(m)
+    change(m)
+    assert _value(sm) == _eager(m)
+
+
+G_NS = types.SimpleNamespace(s=2.0)
+
+
+def _getattr_read(x):
+    return x * getattr(G_NS, "s")
+
+
+def _default_object(x, cfg=types.SimpleNamespace(s=2.0)):
+    return x * cfg.s
+
+
+def _closure_object():
+    cfg = types.SimpleNamespace(s=2.0)
+
+    def h(x):
+        return x * cfg.s
+    return h, cfg
+
+
+def test_getattr_default_argument_and_closure_objects():
+    sf = d2s.jit.to_static(_getattr_read)
+    assert _value(sf) == 2.0
+    G_NS.s = 3.0
+    assert _value(sf) == 3.0
+    G_NS.s = 2.0
+    sd = d2s.jit.to_static(_default_object)
+    assert _value(sd) == 2.0
+    _default_object.__defaults__[0].s = 3.0
+    assert _value(sd) == 3.0
+    h, cfg = _closure_object()
+    sh = d2s.jit.to_static(h)
+    assert _value(sh) == 2.0
+    cfg.s = 3.0
+    assert _value(sh) == 3.0
