@@ -241,7 +241,7 @@ class ProgramBuilder:
                 any(str(getattr(x, "dtype", "bool")) != "bool" for x in inputs):
             # a Python int meeting an integer tensor: converted to its dtype as the eager kernel
             # (and PyTorch) does (with only bool tensors, int64 holds it or it is refused)
-            inputs = convert_ints(opdef.name, inputs, sdt)
+            inputs = convert_ints(inputs, sdt, opdef.wraps_ints, pow_=opdef.name == "pow")
         names = [self.var_of(x, sdt) for x in inputs]
         types = [self.block.lookup(n).type for n in names]
         if opdef.promotes != () or opdef.float_inputs:

@@ -130,13 +130,6 @@ def wrap_int(value, dtype):
     return (value - lo) % span + lo
 
 
-# The ops whose Python int operand PyTorch casts into the tensor's dtype unchecked (a wrapped
-# number of TensorIterator): wrap_int. Others (where, clamp, pow, fill) convert it checked
-# (checked_int), and the rest compute in float or refuse it.
-WRAPPING_OPS = frozenset({"add", "sub", "mul", "floordiv", "mod", "truncdiv", "fmod", "eq", "ne", "lt", "le", "gt",
-                          "ge", "bitwise_and", "bitwise_or", "bitwise_xor"})
-
-
 def checked_int(value, dtype):
     """Python int ``value`` converted to integer ``dtype`` as PyTorch converts a Scalar argument
     (``clamp(min=-1)``, an exponent): within the dtype's range, or for uint8 down to -255
@@ -159,19 +152,20 @@ def int_exponent(value, dtype):
     return checked_int(value, dtype)
 
 
-def convert_ints(name, args, dtype):
-    """The operands of element-wise op ``name`` with their Python ints (not bools) converted to
-    integer ``dtype`` as PyTorch converts them: wrap_int for WRAPPING_OPS (and pow's base),
-    int_exponent for pow's exponent, checked_int for the others."""
+def convert_ints(args, dtype, wraps, pow_=False):
+    """Op operands with their Python ints (not bools) converted to integer ``dtype`` as PyTorch
+    converts them: wrap_int where the op ``wraps`` them (its ``wraps_ints`` trait: add,
+    comparisons, ...) and for pow's base (``pow_``), int_exponent for pow's exponent,
+    checked_int otherwise (where, clamp)."""
     if dtype not in _INT_RANGES:
         return args
     out = list(args)
     for i, a in enumerate(args):
         if type(a) is int:
-            if name in WRAPPING_OPS or (name == "pow" and i == 0):
-                out[i] = wrap_int(a, dtype)
+            if pow_:
+                out[i] = wrap_int(a, dtype) if i == 0 else int_exponent(a, dtype)
             else:
-                out[i] = int_exponent(a, dtype) if name == "pow" else checked_int(a, dtype)
+                out[i] = wrap_int(a, dtype) if wraps else checked_int(a, dtype)
     return out
 
 

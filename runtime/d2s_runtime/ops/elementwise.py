@@ -1,7 +1,7 @@
 """Element-wise primitives with NumPy broadcasting and promotion."""
 import numpy as np
 
-from ..dtypes import WRAPPING_OPS, checked_int, float_of, int_exponent, is_floating, promote, wrap_int
+from ..dtypes import checked_int, float_of, int_exponent, is_floating, promote, wrap_int
 from ..errors import IntegerDivisionByZero
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import elementwise
@@ -42,7 +42,7 @@ def _binary(name, fn, doc, dtype=None, **traits):
 
     # a Python int meeting an integer array: converted to its dtype as PyTorch does (pow's
     # scalar base is wrapped, its exponent checked)
-    convert = wrap_int if name in WRAPPING_OPS or name == "pow" else checked_int
+    convert = wrap_int if traits.get("wraps_ints") or name == "pow" else checked_int
     convert_b = int_exponent if name == "pow" else convert
 
     def kernel(xp, a, b):
@@ -109,10 +109,11 @@ _unary("logical_not", lambda xp, x: xp.logical_not(x) if x.dtype == bool else xp
        "Logical not of a bool tensor (bitwise not of an integer one).")
 
 _binary("add", _ufunc("add"), "Sum ``a + b``.", ufunc="add", infix="+", commutative=True, associative=True,
-        identity=0, out_ok=True)
-_binary("sub", _ufunc("subtract"), "Difference ``a - b``.", ufunc="subtract", infix="-", identity=0, out_ok=True)
+        identity=0, out_ok=True, wraps_ints=True)
+_binary("sub", _ufunc("subtract"), "Difference ``a - b``.", ufunc="subtract", infix="-", identity=0, out_ok=True,
+        wraps_ints=True)
 _binary("mul", _ufunc("multiply"), "Product ``a * b``.", ufunc="multiply", infix="*", commutative=True,
-        associative=True, identity=1, out_ok=True)
+        associative=True, identity=1, out_ok=True, wraps_ints=True)
 def check_int_divisor(op, xp, b):
     """Raise PyTorch's ZeroDivisionError where integer divisor ``b`` (array or Python int) holds
     a zero: NumPy would answer 0 with a warning, a number PyTorch never gives."""
@@ -154,16 +155,17 @@ def _remainder(xp, a, b):
 # no ufunc trait: the kernels are not the bare ufuncs (the integer zero check, PyTorch's
 # remainder), so generated code and the passes call them, never np.floor_divide directly; the
 # Tensor operators // and % are bound by d2s.tensor (_MORE_OPERATORS)
-_binary("floordiv", _floordiv, "Floor division ``a // b``; integer division by zero raises ZeroDivisionError.")
+_binary("floordiv", _floordiv, "Floor division ``a // b``; integer division by zero raises ZeroDivisionError.",
+        wraps_ints=True)
 _binary("mod", _remainder, "Remainder ``a % b`` with the sign of b (PyTorch's ``remainder``); integer division by "
-        "zero raises ZeroDivisionError.")
+        "zero raises ZeroDivisionError.", wraps_ints=True)
 _binary("pow", _ufunc("power"), "Power ``a ** b``.", ufunc="power", out_ok=True)
 _binary("maximum", _ufunc("maximum"), "Element-wise maximum (NaN wins).", ufunc="maximum", commutative=True, out_ok=True)
 _binary("minimum", _ufunc("minimum"), "Element-wise minimum (NaN wins).", ufunc="minimum", commutative=True, out_ok=True)
 for _name, _fn, _symbol in (("eq", "equal", "=="), ("ne", "not_equal", "!="), ("lt", "less", "<"),
                             ("le", "less_equal", "<="), ("gt", "greater", ">"), ("ge", "greater_equal", ">=")):
     _binary(_name, (lambda f: lambda xp, a, b: getattr(xp, f)(a, b))(_fn), f"Comparison ``a {_symbol} b`` (bool).",
-            dtype="bool", comparison=True,
+            dtype="bool", comparison=True, wraps_ints=True,
             ufunc=_fn, infix=_symbol, commutative=_name in ("eq", "ne"))
 
 
@@ -220,7 +222,7 @@ def _bitwise(name, fn, doc, **traits):
             a = wrap_int(a, b.dtype)
         return fn(xp, a, b)
 
-    defop(name, infer, doc=doc, elementwise=True, commutative=True, fresh=True, **traits)(kernel)
+    defop(name, infer, doc=doc, elementwise=True, commutative=True, fresh=True, wraps_ints=True, **traits)(kernel)
 
 
 _bitwise("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b), "Bitwise (logical, for bool) and.",
