@@ -13,10 +13,18 @@ function, and of every user function it calls while building (``note_call``, fro
 ``convert_call``), is scanned for attribute/subscript chains rooted at a global, a closure
 variable, ``self`` or a parameter (``chains_of``, cached per code object). Each chain is
 followed as Python would read it, without running any code (no property, no ``__getattr__``),
-up to the first Python scalar or small container of scalars; the links on the way become
-``(holder, key, value)`` entries of the program's ``py_state``, which each call compares with
-a ``.get`` per entry (see ``side_effects._python_state_holds``): an intermediate object by
-identity, a scalar by type and value, a list/dict/tuple of scalars by its contents.
+up to the first Python scalar, enum member, numpy scalar or array, or small container of
+scalars; the links on the way become ``(holder, key, value)`` entries of the program's
+``py_state``, which each call compares with a ``.get`` per entry (see
+``side_effects._python_state_holds``): an intermediate object by identity, a scalar by type and
+value, a list/dict/tuple of scalars by its contents, an array by identity and (up to
+``_SMALL_ARRAY`` elements) its bytes. A chain that reaches none of these (a tensor: the program
+reads it as a param; a function; a library module) adds nothing, so a function reading no
+settings pays nothing per call.
+
+Not followed (not checked): a value read through a property, ``__getattr__`` or a slot, a
+container of more than ``_MAX_ITEMS`` scalars, a chain through a local bound to something other
+than a chain, an argument of a called helper function other than ``self``.
 """
 import dis
 import enum
@@ -38,14 +46,14 @@ _LIBRARY_ROOTS = frozenset({"d2s", "d2s_runtime", "numpy", "torch", "math", "cma
                             "dataclasses", "os", "sys", "random", "time", "warnings", "inspect", "gast"})
 # types whose attribute reads are Python's plain ones (SimpleNamespace's slot is the generic one)
 _PLAIN_GETATTRIBUTE = (object.__getattribute__, types.SimpleNamespace.__getattribute__)
-_MAX_ITEMS = 64
+_MAX_ITEMS = 64  # a container of more scalars is not compared per call (a table, not a setting)
 # elements: an array up to this size is compared by its bytes on each call (about 0.2 us at
 # 1024 float32s), since the program may hold it, or values computed from it (a slice, a sum),
 # as copied constants; a larger one only by identity (see _Array)
 _SMALL_ARRAY = 1024
 # the methods of a list/dict/tuple that read it (a chain ending in another one writes it)
 _READS = frozenset({"items", "keys", "values", "get", "copy", "index", "count", "__len__", "__contains__",
-                    "__getitem__", "__iter__"})  # a container of more scalars is not compared per call (a table, not a setting)
+                    "__getitem__", "__iter__"})
 
 
 # ------------------------------------------------------------------ finding chains in bytecode
@@ -93,20 +101,19 @@ def _scan(code, out):
             if getattr_at != i:
                 getattr_at = -1
         elif cur is not None and getattr_at >= 0 and op == "LOAD_CONST" and isinstance(arg, str) and \
-                i + 1 < n and ins[i + 1].opname == "CALL" and ins[i + 1].arg == 2:
+                i + 1 < n and _is_call(ins[i + 1], 2):
             cur = (cur[0], cur[1], cur[2] + (("attr", arg),))  # getattr(obj, "name")
             getattr_at = -1
             i += 2
             continue
         elif cur is not None and op in _ATTR_OPS:
             if arg == "get" and i + 2 < n and ins[i + 1].opname == "LOAD_CONST" and \
-                    ins[i + 2].opname == "CALL" and ins[i + 2].arg == 1 and _const_key(ins[i + 1].argval):
+                    _is_call(ins[i + 2], 1) and _const_key(ins[i + 1].argval):
                 cur = (cur[0], cur[1], cur[2] + (("item", ins[i + 1].argval),))  # d.get("key")
                 i += 3
                 continue
             cur = (cur[0], cur[1], cur[2] + (("attr", arg),))
-        elif cur is not None and op == "LOAD_CONST" and i + 1 < n and ins[i + 1].opname == "BINARY_SUBSCR" \
-                and _const_key(arg):
+        elif cur is not None and op == "LOAD_CONST" and i + 1 < n and _is_subscript(ins[i + 1]) and _const_key(arg):
             cur = (cur[0], cur[1], cur[2] + (("item", arg),))
             i += 2
             continue
@@ -123,6 +130,16 @@ def _scan(code, out):
         i += 1
     if cur is not None:
         out.append(cur)
+
+
+def _is_call(ins, nargs):
+    # CALL from Python 3.11, CALL_METHOD / CALL_FUNCTION before
+    return ins.opname in ("CALL", "CALL_METHOD", "CALL_FUNCTION") and ins.arg == nargs
+
+
+def _is_subscript(ins):
+    # BINARY_SUBSCR up to Python 3.13, BINARY_OP [] after
+    return ins.opname == "BINARY_SUBSCR" or (ins.opname == "BINARY_OP" and ins.argrepr == "[]")
 
 
 def _const_key(k):
