@@ -244,6 +244,12 @@ class ProgramBuilder:
             inputs = convert_ints(inputs, sdt, opdef.wraps_ints, pow_=opdef.name == "pow")
         names = [self.var_of(x, sdt) for x in inputs]
         types = [self.block.lookup(n).type for n in names]
+        if opdef.refuses_bool:  # on the operands as given (a Python bool's constant took sdt)
+            try:
+                opdef.infer(*[TensorType((), "bool") if type(x) is bool else t for x, t in zip(inputs, types)],
+                            **attrs)
+            except ShapeError as e:
+                raise ShapeError(f"{e}{where_text()}") from None
         if opdef.promotes != () or opdef.float_inputs:
             self._promote(opdef, names, types)
         try:

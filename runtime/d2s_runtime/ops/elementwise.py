@@ -36,8 +36,16 @@ def _ufunc(uname):
     return fn
 
 
+_BOOL_SUB = ("subtraction, the `-` operator, with a bool tensor or a Python bool is not supported (PyTorch's "
+             "neither); to invert a mask use `~` or logical_not(), else cast to an integer first")
+
+
 def _binary(name, fn, doc, dtype=None, **traits):
+    refuses_bool = traits.get("refuses_bool", False)
+
     def infer(a, b):
+        if refuses_bool and (a.dtype == "bool" or b.dtype == "bool"):
+            raise ShapeError(f"{name}: {_BOOL_SUB}")
         return elementwise(name, a, b, dtype=dtype)
 
     # a Python int meeting an integer array: converted to its dtype as PyTorch does (pow's
@@ -49,6 +57,8 @@ def _binary(name, fn, doc, dtype=None, **traits):
         # the common cases skip promotion: same-dtype arrays, and a Python scalar that NumPy
         # already treats as d2s does (all but a float meeting an integer or bool array)
         da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
+        if refuses_bool and (type(a) is bool or type(b) is bool or da == bool or db == bool):
+            raise TypeError(_BOOL_SUB)
         if da is db:
             return fn(xp, a, b)
         if db is None:
@@ -110,8 +120,8 @@ _unary("logical_not", lambda xp, x: xp.logical_not(x) if x.dtype == bool else xp
 
 _binary("add", _ufunc("add"), "Sum ``a + b``.", ufunc="add", infix="+", commutative=True, associative=True,
         identity=0, out_ok=True, wraps_ints=True)
-_binary("sub", _ufunc("subtract"), "Difference ``a - b``.", ufunc="subtract", infix="-", identity=0, out_ok=True,
-        wraps_ints=True)
+_binary("sub", _ufunc("subtract"), "Difference ``a - b`` (bool operands refused, as in PyTorch).", ufunc="subtract", infix="-",
+        identity=0, out_ok=True, wraps_ints=True, refuses_bool=True)
 _binary("mul", _ufunc("multiply"), "Product ``a * b``.", ufunc="multiply", infix="*", commutative=True,
         associative=True, identity=1, out_ok=True, wraps_ints=True)
 def check_int_divisor(op, xp, b):
