@@ -527,7 +527,8 @@ class StaticFunction:
         entry.py_state = py_states[0]
         entry.py_state_keep = keep  # the argument objects whose attributes py_state reads
         entry.structure, entry.structure_version = structures[0]
-        entry.py_written = sorted({k for d, k, v in entry.py_state if not _same_python_value(d.get(k, _MISSING), v)})
+        entry.py_written = sorted({k for d, k, v in entry.py_state if not _same_python_value(d.get(k, _MISSING), v)},
+                                  key=str)  # (a list index among attribute names)
         # what this signature was, for the cache limit's warning
         entry.leaf_types = list(leaf_types)
         entry.leaf_labels, entry.arg_leaf = _leaf_labels(self._fn, instance, args, kwargs)
