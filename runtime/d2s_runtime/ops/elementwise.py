@@ -57,18 +57,20 @@ def _binary(name, fn, doc, dtype=None, **traits):
         # the common cases skip promotion: same-dtype arrays, and a Python scalar that NumPy
         # already treats as d2s does (all but a float meeting an integer or bool array)
         da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
-        if refuses_bool and (type(a) is bool or type(b) is bool or da == bool or db == bool):
+        if refuses_bool and (type(a) is bool or type(b) is bool or (da is not None and da.kind == "b")
+                             or (db is not None and db.kind == "b")):
             raise TypeError(_BOOL_SUB)
         if da is db:
             return fn(xp, a, b)
         if db is None:
             if type(b) is int and da.kind in "iu":
-                return fn(xp, a, convert_b(b, da))  # as PyTorch converts it to a's dtype
+                # as PyTorch converts it to a's dtype (0..127 fits every integer dtype as it is)
+                return fn(xp, a, b if 0 <= b <= 127 else convert_b(b, da))
             if da.kind == "f" or type(b) is not float:
                 return fn(xp, a, b)
         elif da is None:
             if type(a) is int and db.kind in "iu":
-                return fn(xp, convert(a, db), b)
+                return fn(xp, a if 0 <= a <= 127 else convert(a, db), b)
             if db.kind == "f" or type(a) is not float:
                 return fn(xp, a, b)
         a, b = promote((a, b))
