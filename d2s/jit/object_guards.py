@@ -22,9 +22,13 @@ value, a list/dict/tuple of scalars by its contents, an array by identity and (u
 reads it as a param; a function; a library module) adds nothing, so a function reading no
 settings pays nothing per call.
 
+A called function's chains rooted at its parameters (``cfg.scale`` in ``def block(x, cfg)``
+called as ``block(x, self.cfg)``) are followed from the arguments of each call while building
+(``watch_arguments``).
+
 Not followed (not checked): a value read through a property, ``__getattr__`` or a slot, a
 container of more than ``_MAX_ITEMS`` scalars, a chain through a local bound to something other
-than a chain, an argument of a called helper function other than ``self``.
+than a chain (``c = make_cfg()``), ``getattr`` with a computed name.
 """
 import dis
 import enum
@@ -356,9 +360,10 @@ class ObjectGuards:
         self._seen_calls = set()
         self._seen_links = set()
 
-    def add_function(self, fn, bound=None, args=None, skip_scalar_roots=False):
+    def add_function(self, fn, bound=None, args=None, skip_scalar_roots=False, params_only=False):
         """Guards of ``fn``'s chains. ``bound``: the instance a method is bound to; ``args``:
-        ``{parameter name: value}`` of this call when known (the converted function's own)."""
+        ``{parameter name: value}`` of this call when known (the converted function's own, or a
+        called one's with ``params_only``: then only the chains rooted at its parameters)."""
         fn = getattr(fn, "__func__", fn)
         code = getattr(fn, "__code__", None)
         if code is None:
@@ -369,6 +374,8 @@ class ObjectGuards:
         if bound is not None and code.co_argcount:
             params.setdefault(code.co_varnames[0], bound)
         for kind, name, steps in chains_of(code):
+            if params_only and kind != "fast":
+                continue
             if kind == "global":
                 if name not in g:
                     continue
@@ -406,6 +413,28 @@ class ObjectGuards:
             if mark not in self._seen_links:
                 self._seen_links.add(mark)
                 self.entries.append((h, k, v))
+
+    def watch_arguments(self, f, g):
+        """``g`` (what converted code calls for ``f``), wrapped to follow, at each call while
+        the program is built, the chains ``f`` reads from its parameters (``cfg.scale`` in
+        ``def block(x, cfg)`` called as ``block(x, self.cfg)``); ``g`` itself when it reads
+        none."""
+        func = getattr(f, "__func__", f)
+        code = getattr(func, "__code__", None)
+        if not isinstance(func, types.FunctionType) or code is None or g is f:
+            return g
+        first = 1 if isinstance(f, types.MethodType) else 0
+        names = set(code.co_varnames[first:code.co_argcount + code.co_kwonlyargcount])
+        if not any(kind == "fast" and steps and name in names for kind, name, steps in chains_of(code)):
+            return g
+
+        def call(*args, **kwargs):
+            self.add_function(func, None, parameters(func, ((f.__self__,) if first else ()) + args, kwargs),
+                              params_only=True)
+            return g(*args, **kwargs)
+
+        call.__wrapped__ = g
+        return call
 
     def note_call(self, f):
         """``f`` is about to be called by converted code while the program is built."""

@@ -339,3 +339,28 @@ def test_getattr_default_argument_and_closure_objects():
     assert _value(sh) == 2.0
     cfg.s = 3.0
     assert _value(sh) == 3.0
+
+
+def _block(x, cfg):
+    return x * cfg.scale
+
+
+class _CallsBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cfg = types.SimpleNamespace(scale=2.0)
+
+    def forward(self, x):
+        return _block(x, self.cfg) + self._method_block(x, self.cfg)
+
+    def _method_block(self, x, cfg):
+        return x * cfg.scale
+
+
+def test_an_object_passed_to_a_helper_function():
+    # def block(x, cfg) reading cfg.scale, called as block(x, self.cfg): a common model layout
+    m = _CallsBlock()
+    sm = d2s.jit.to_static(m)
+    assert _value(sm) == 4.0
+    m.cfg.scale = 3.0
+    assert _value(sm) == _eager(m) == 6.0
