@@ -76,6 +76,12 @@ def _int_pow(t, u8, i8, i16, i32):
     return (-3) ** u8, 300 ** u8, 2**31 ** i16.clamp(0, 3), u8 ** 2, i32 ** 3
 
 
+def _bool_clamp(t, u8, i8, i16, i32):
+    """A bool tensor clamped to int bounds is int64 (to float bounds float32), as in PyTorch."""
+    b = u8 > 0
+    return b.clamp(min=2), b.clamp(max=0), b.clamp(0, 1), b.clamp(min=0.5), t.clamp(b, -1, 3)
+
+
 def _wrap_operands():
     return (np.array([0, 1, 200, 255], np.uint8), np.array([0, 1, -100, 127], np.int8),
             np.array([0, 1, -300, 32767], np.int16), np.array([0, 1, -5, 2**31 - 1], np.int32))
@@ -89,6 +95,8 @@ TORCH_CASES = [
          dynamic="covered by static (the scalar is a constant either way)"),
     Case("int_pow_python_ints", _int_pow, *_wrap_operands(), grad=False, onnx="ONNX's Pow has no uint8 form",
          dynamic="covered by static (the scalar is a constant either way)"),
+    Case("bool_clamp_number_bounds", _bool_clamp, *_wrap_operands(), grad=False,
+         dynamic="covered by static (the bounds are constants either way)"),
     Case("add_every_pair", _table, *_operands(), grad=False),
     Case("where_maximum_eq_mul", _more_ops, *_operands(), grad=False,
          dynamic="covered by add_every_pair (the same promotion rule); keeps this test fast"),

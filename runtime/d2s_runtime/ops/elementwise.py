@@ -283,9 +283,16 @@ def _scalar_dtype(*values):
 
 
 def _clip_dtype(dtype, lo, hi):
-    # an integer tensor clipped to float bounds gives float32, as int_tensor * 0.5 does
+    # an integer tensor clipped to float bounds gives float32, as int_tensor * 0.5 does; a bool
+    # one clipped to int bounds gives int64, as PyTorch's (bool + int promotes so)
     if not is_floating(dtype) and any(isinstance(v, float) for v in (lo, hi)):
         return "float32"
+    if dtype == "bool":
+        if any(type(v) is bool for v in (lo, hi)):
+            raise ShapeError("clamp: not defined for a bool tensor with bool bounds (PyTorch's neither); cast it "
+                             "to an integer first")
+        if any(type(v) is int for v in (lo, hi)):
+            return "int64"
     return dtype
 
 
@@ -298,6 +305,8 @@ def _clip(xp, x, lo=None, hi=None):
     """Clip to [lo, hi]; either bound may be None. Bounds are attrs (Python numbers)."""
     if x.dtype.kind != "f" and (isinstance(lo, float) or isinstance(hi, float)):
         x = x.astype("float32")
+    elif x.dtype.kind == "b" and (lo is not None or hi is not None):
+        x = x.astype(_clip_dtype("bool", lo, hi))  # int64 (bool bounds refused)
     elif x.dtype.kind in "iu":  # (d2s.clamp has converted them as PyTorch does; a saved program too)
         lo = checked_int(lo, x.dtype) if type(lo) is int else lo
         hi = checked_int(hi, x.dtype) if type(hi) is int else hi
