@@ -433,7 +433,6 @@ class ObjectGuards:
                               params_only=True)
             return g(*args, **kwargs)
 
-        call.__wrapped__ = g
         return call
 
     def note_call(self, f):
