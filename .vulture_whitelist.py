@@ -232,3 +232,6 @@ _.unregister_graph_backend  # its inverse (tests/strict_device.py)
 _.lower_kernels  # d2s_runtime.gpu.cuda_lower's entry (tests/runtime/gpu/test_cuda_lower.py; not wired into capture yet)
 _.SOURCES  # d2s_runtime.gpu.kernels: every own kernel source, compiled by the NVRTC test
 _.recaptures  # GraphTier.recaptures: captures after the first, for callers and benchmarks
+
+# d2s/jit/static_function.py
+_.py_state_keep  # holds the argument objects object_guards follows, so an id-keyed signature cannot be reused by a new object

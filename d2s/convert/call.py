@@ -142,9 +142,17 @@ def _append_watched(array, x):
 
 def convert_call(f):
     """The callable converted code should call in place of ``f``."""
-    if STATE.builder is not None and varies_per_call(f):
-        raise at_user_line(_per_call_message(f), ConvertError)
+    builder = STATE.builder
+    guards = None
+    if builder is not None:
+        if varies_per_call(f):
+            raise at_user_line(_per_call_message(f), ConvertError)
+        guards = getattr(builder, "object_guards", None)
+        if guards is not None:  # what it reads through objects is checked on later calls
+            guards.note_call(f)
     g = _convert_call(f)
+    if guards is not None:  # (and what it reads through its arguments, when it is called)
+        g = guards.watch_arguments(f, g)
     if dict_keys.active() and _runs_unconverted(f, g):
         # its own reads of a dict's keys would not be checked (see convert/dict_keys.py)
         return dict_keys.guard(g, f)

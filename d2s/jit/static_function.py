@@ -32,6 +32,7 @@ from .buffer_writes import buffer_writes as _buffer_writes
 from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, varying_dims
 from .concrete import BUILD_LOCK, ConcreteProgram
 from .numerics import check_forward
+from .object_guards import ObjectGuards, parameters
 from .side_effects import (_MISSING, _containers_state, _global_state, _input_writes, _is_module, _module_snapshot,
                            _module_structure, _outside_containers, _outside_snapshot, _param_refs, _python_state,
                            _python_state_holds, _refuse_changed_containers, _refuse_changed_outside,
@@ -444,6 +445,9 @@ class StaticFunction:
             builder.state_tensors = _state_tensors(instance)
             py_state = _python_state(instance)
             global_state = _global_state(self._fn) if not py_states else []
+            guards = builder.object_guards = ObjectGuards() if not py_states else None
+            if guards is not None:  # values read through objects, before the function runs
+                guards.add_function(self._fn, instance, parameters(self._fn, sargs, skw), skip_scalar_roots=True)
             if not py_states:
                 structures.append((_module_structure(instance), STRUCTURE_VERSION[0]))
             input_vars = [t._var for t in sym]
@@ -478,13 +482,15 @@ class StaticFunction:
                 w.start = len(leaves)
                 leaves.extend(w.tensors)
             if not py_states:  # the first trace; a retrace (for a backward) is not the state's
-                py_states.append(_with_new_attrs(py_state, _python_state(instance)) + global_state)
+                py_states.append(_with_new_attrs(py_state, _python_state(instance)) + global_state + guards.entries)
+                keep.extend(guards.keep)
             else:  # a retrace for a backward: the build made the forward's Python writes already
                 _restore_python_state(py_state, _python_state(instance))
             return sym, leaves, rebuild, out, writes
 
         py_states = []
         structures = []
+        keep = []
 
         def build(grad_inputs):
             builder = ProgramBuilder(device)
@@ -523,10 +529,12 @@ class StaticFunction:
         # the module's Python attributes as the build found them: the program holds the ones it
         # read as constants, so it is valid only while they keep these values
         entry.py_state = py_states[0]
+        entry.py_state_keep = keep  # the argument objects whose attributes py_state reads
         entry.structure, entry.structure_version = structures[0]
         # (an attribute the build created is set once, not changed at every call: not warned of)
         entry.py_written = sorted({k for d, k, v in entry.py_state
-                                   if v is not _MISSING and not _same_python_value(d.get(k, _MISSING), v)})
+                                   if v is not _MISSING and not _same_python_value(d.get(k, _MISSING), v)},
+                                  key=str)  # (a list index among attribute names)
         # what this signature was, for the cache limit's warning
         entry.leaf_types = list(leaf_types)
         entry.leaf_labels, entry.arg_leaf = _leaf_labels(self._fn, instance, args, kwargs)

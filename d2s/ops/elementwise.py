@@ -4,6 +4,8 @@ import sys
 
 import numpy as np
 
+from d2s_runtime.dtypes import checked_int
+
 from ..autograd.registry import grad_rule, non_differentiable, sample_call, shape_only
 from ..dispatch import apply
 from ..dtypes import as_dtype
@@ -474,7 +476,12 @@ def clamp(input, min=None, max=None):
         for v in (min, max):
             if v is not None and not isinstance(v, (bool, int, float, np.generic)):
                 raise TypeError(f"clamp: a bound must be a number, a tensor or None, got {type(v).__name__}")
-        return apply("clip", input, lo=_number(min), hi=_number(max))
+        lo, hi = _number(min), _number(max)
+        dt = str(getattr(input, "dtype", ""))
+        if dt in ("uint8", "int8", "int16", "int32", "int64"):  # as PyTorch converts them: checked
+            lo = checked_int(lo, dt) if type(lo) is int else lo   # (uint8's clamp(min=-1) is 255)
+            hi = checked_int(hi, dt) if type(hi) is int else hi
+        return apply("clip", input, lo=lo, hi=hi)
     if min is None:
         return apply("clamp", input, max, which="max")
     if max is None:

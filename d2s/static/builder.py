@@ -13,7 +13,7 @@ import numpy as np
 
 from d2s_runtime.device import to_host
 from d2s_runtime.ir import Block, Op, Program
-from d2s_runtime.dtypes import DTYPES, float_of, operand_result_type, scalar_result, types_result
+from d2s_runtime.dtypes import DTYPES, float_of, operand_result_type, scalar_result, types_result, convert_ints
 from d2s_runtime.ops import ShapeError, TensorType
 
 from .. import pytree, views
@@ -237,8 +237,19 @@ class ProgramBuilder:
     def append(self, opdef, inputs, attrs):
         """Append ``opdef`` on ``inputs``; returns (output tensors, inputs as symbolic tensors)."""
         sdt = operands_scalar_dtype(inputs)
+        if opdef.elementwise and not opdef.float_inputs and sdt is not None and sdt != "bool" and \
+                any(str(getattr(x, "dtype", "bool")) != "bool" for x in inputs):
+            # a Python int meeting an integer tensor: converted to its dtype as the eager kernel
+            # (and PyTorch) does (with only bool tensors, int64 holds it or it is refused)
+            inputs = convert_ints(inputs, sdt, opdef.wraps_ints, pow_=opdef.name == "pow")
         names = [self.var_of(x, sdt) for x in inputs]
         types = [self.block.lookup(n).type for n in names]
+        if opdef.refuses_bool:  # on the operands as given (a Python bool's constant took sdt)
+            try:
+                opdef.infer(*[TensorType((), "bool") if type(x) is bool else t for x, t in zip(inputs, types)],
+                            **attrs)
+            except ShapeError as e:
+                raise ShapeError(f"{e}{where_text()}") from None
         if opdef.promotes != () or opdef.float_inputs:
             self._promote(opdef, names, types)
         try:

@@ -105,6 +105,70 @@ def scalar_result(dtype, value):
     return result_type(dtype, np.asarray(value).dtype.name)
 
 
+# (min, max) of the integer dtypes a Python int may meet
+_INT_RANGES = {np.dtype(n): (int(np.iinfo(n).min), int(np.iinfo(n).max))
+               for n in ("uint8", "int8", "int16", "int32", "int64")}
+_INT_RANGES.update({d.name: r for d, r in list(_INT_RANGES.items())})
+
+
+def wrap_int(value, dtype):
+    """Python int ``value`` as an operand of an integer tensor of ``dtype`` (a numpy dtype or
+    its name), as PyTorch casts it: wrapped into the dtype's range modulo 2**bits
+    (``uint8_tensor > -1`` compares with 255, ``uint8_tensor + 300`` adds 44, ``int64_tensor +
+    2**63`` adds -2**63) where NumPy would raise OverflowError or compare the unwrapped value.
+
+    Raises OverflowError for a value outside [-2**63, 2**64), which PyTorch refuses too (NumPy
+    would compare it unwrapped, silently)."""
+    lo, hi = _INT_RANGES.get(dtype, (None, None))
+    if lo is None or lo <= value <= hi:
+        return value
+    if not -(1 << 63) <= value < (1 << 64):
+        raise OverflowError(f"the Python int {value} does not fit in 64 bits, so it cannot meet a "
+                            f"{getattr(dtype, 'name', dtype)} tensor (PyTorch refuses it too); use a float or a "
+                            "tensor of a wider dtype")
+    span = hi - lo + 1
+    return (value - lo) % span + lo
+
+
+def checked_int(value, dtype):
+    """Python int ``value`` converted to integer ``dtype`` as PyTorch converts a Scalar argument
+    (``clamp(min=-1)``, an exponent): within the dtype's range, or for uint8 down to -255
+    (wrapped, two's complement); otherwise OverflowError, as PyTorch raises."""
+    lo, hi = _INT_RANGES.get(dtype, (None, None))
+    if lo is None or lo <= value <= hi:
+        return value
+    if lo == 0 and -hi <= value < 0:
+        return value + hi + 1
+    raise OverflowError(f"value {value} cannot be converted to type {getattr(dtype, 'name', dtype)} without "
+                        "overflow (PyTorch raises too)")
+
+
+def int_exponent(value, dtype):
+    """A Python int exponent of an integer tensor of ``dtype``: refused when negative, as
+    PyTorch does (uint8 would wrap it, NumPy refuses only an array exponent), else checked_int."""
+    if value < 0:
+        raise ValueError(f"pow: integers to negative integer powers are not allowed ({getattr(dtype, 'name', dtype)} "
+                         f"tensor ** {value}); cast the tensor to a float dtype first")
+    return checked_int(value, dtype)
+
+
+def convert_ints(args, dtype, wraps, pow_=False):
+    """Op operands with their Python ints (not bools) converted to integer ``dtype`` as PyTorch
+    converts them: wrap_int where the op ``wraps`` them (its ``wraps_ints`` trait: add,
+    comparisons, ...) and for pow's base (``pow_``), int_exponent for pow's exponent,
+    checked_int otherwise (where, clamp)."""
+    if dtype not in _INT_RANGES:
+        return args
+    out = list(args)
+    for i, a in enumerate(args):
+        if type(a) is int:
+            if pow_:
+                out[i] = wrap_int(a, dtype) if i == 0 else int_exponent(a, dtype)
+            else:
+                out[i] = wrap_int(a, dtype) if wraps else checked_int(a, dtype)
+    return out
+
+
 def float_of(dtype):
     """The dtype a float-valued op (exp, true division, mean) gives for ``dtype`` inputs."""
     return dtype if dtype in FLOATS else DEFAULT_FLOAT

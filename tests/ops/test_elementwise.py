@@ -197,3 +197,32 @@ def test_strict_device_eager_values(device):
         want = torch_parity.reference("ops.test_elementwise", case.name)
         got = torch_parity.run(d2s, case)
         torch_parity.compare(got, want, case, f"d2s eager on {device}")
+
+
+def _minus_one(a):
+    return a - 1
+
+
+def _one_minus(a):
+    return 1 - a
+
+
+def _minus_true(a):
+    return a - True
+
+
+def _minus_mask(a):
+    return a - (a > 0)
+
+
+@pytest.mark.parametrize("fn, dtype", [(_minus_one, "bool"), (_one_minus, "bool"), (_minus_true, "int16"),
+                                       (_minus_true, "float32"), (_minus_mask, "uint8"), (_minus_one, "bool")],
+                         ids=["mask_minus_1", "1_minus_mask", "int_minus_True", "float_minus_True",
+                              "uint8_minus_mask", "mask_minus_1_again"])
+def test_subtraction_with_a_bool_operand_is_refused_as_in_pytorch(fn, dtype):
+    # PyTorch refuses `-` with any bool operand; d2s computed an answer (mask - 1 gave int64)
+    a = d2s.tensor(np.array([1, 0, 2]).astype(dtype))
+    with pytest.raises((TypeError, ValueError, RuntimeError), match="bool"):
+        fn(a)
+    with pytest.raises((TypeError, ValueError, RuntimeError), match="bool"):
+        d2s.jit.to_static(fn)(a)

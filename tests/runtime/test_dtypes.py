@@ -51,7 +51,52 @@ def _more_ops(t, *xs):
     return tuple(out)
 
 
+def _out_of_range_ints(t, u8, i8, i16, i32):
+    """Python ints outside a small integer tensor's range, as PyTorch casts them: wrapped into
+    its dtype (``u8 > -1`` compares with 255, ``u8 + 300`` adds 44)."""
+    out = []
+    for a, ints in ((u8, (-1, 256, 300, -129, 2**31, 2**63)), (i8, (128, -129, 300, 2**40)),
+                    (i16, (40000, -2**63)), (i32, (2**31, 2**32 + 5))):
+        for s in ints:
+            out += [a > s, a < s, a == s, a >= s, a + s, a * s, s - a, a & s, a | s, a ^ s]
+    return tuple(out)
+
+
+def _converted_ints(t, u8, i8, i16, i32):
+    """Python ints PyTorch converts checked (where, clamp, a pow exponent: uint8 takes -255..255,
+    wrapped) or wrapped (a pow base, fmod, remainder, rounded division)."""
+    return (t.where(u8 > 50, u8, -3), u8.clamp(min=-1), u8.clamp(max=-3), t.where(i8 > 50, -100, i8),
+            i16.clamp(-5, 7), t.fmod(u8, 300), t.remainder(u8, -1),
+            t.fmod(i8, 300), t.div(u8, 300, rounding_mode="trunc"), t.div(i16, 2**31 + 3, rounding_mode="floor"),
+            u8 // 300, u8 % -129, i32 % (2**32 + 7))
+
+
+def _int_pow(t, u8, i8, i16, i32):
+    """A Python int base is wrapped into the integer tensor's dtype, an exponent checked."""
+    return (-3) ** u8, 300 ** u8, 2**31 ** i16.clamp(0, 3), u8 ** 2, i32 ** 3
+
+
+def _bool_clamp(t, u8, i8, i16, i32):
+    """A bool tensor clamped to int bounds is int64 (to float bounds float32), as in PyTorch."""
+    b = u8 > 0
+    return b.clamp(min=2), b.clamp(max=0), b.clamp(0, 1), b.clamp(min=0.5), t.clamp(b, -1, 3)
+
+
+def _wrap_operands():
+    return (np.array([0, 1, 200, 255], np.uint8), np.array([0, 1, -100, 127], np.int8),
+            np.array([0, 1, -300, 32767], np.int16), np.array([0, 1, -5, 2**31 - 1], np.int32))
+
+
 TORCH_CASES = [
+    Case("out_of_range_python_ints", _out_of_range_ints, *_wrap_operands(), grad=False,
+         dynamic="covered by static (the scalar is a constant either way)"),
+    Case("converted_python_ints", _converted_ints, *_wrap_operands(), grad=False,
+         onnx="onnxruntime has no Where kernel for uint8/int8",
+         dynamic="covered by static (the scalar is a constant either way)"),
+    Case("int_pow_python_ints", _int_pow, *_wrap_operands(), grad=False, onnx="ONNX's Pow has no uint8 form",
+         dynamic="covered by static (the scalar is a constant either way)"),
+    Case("bool_clamp_number_bounds", _bool_clamp, *_wrap_operands(), grad=False,
+         dynamic="covered by static (the bounds are constants either way)"),
     Case("add_every_pair", _table, *_operands(), grad=False),
     Case("where_maximum_eq_mul", _more_ops, *_operands(), grad=False,
          dynamic="covered by add_every_pair (the same promotion rule); keeps this test fast"),
@@ -117,3 +162,51 @@ def test_weak_loop_counters_still_take_the_tensor_dtype():
     for dt in ("int32", "float32", "float64"):
         out = f(d2s.tensor(np.array([1, 2], dt)), d2s.tensor(3))
         assert out.dtype == dt and out.numpy().tolist() == [4, 5]
+
+
+def test_python_int_out_of_range_is_wrapped_into_the_tensor_dtype():
+    from d2s_runtime.dtypes import wrap_int
+    assert wrap_int(-1, "uint8") == 255 and wrap_int(300, "uint8") == 44 and wrap_int(128, "int8") == -128
+    assert wrap_int(2**63, "int64") == -2**63 and wrap_int(5, "uint8") == 5
+    u8 = d2s.tensor([0, 1, 200], dtype=d2s.uint8)
+    assert (u8 > -1).tolist() == [False, False, False]  # compares with 255, as PyTorch
+    assert (u8 + 300).tolist() == [44, 45, 244] and (u8 + 300).dtype == d2s.uint8
+
+
+def test_python_int_beyond_64_bits_is_refused_not_compared_unwrapped():
+    u8 = d2s.tensor([0, 1, 200], dtype=d2s.uint8)
+    with pytest.raises(OverflowError, match="64 bits"):
+        u8 > 2**64
+    with pytest.raises(OverflowError, match="64 bits"):
+        d2s.jit.to_static(_gt)(u8, -2**63 - 1)
+
+
+def _gt(a, s):
+    return a > s
+
+
+def _pow(a, s):
+    return a ** s
+
+
+def _where_int(a, s):
+    return d2s.where(a > 50, a, s)
+
+
+def _clamp_max(a, s):
+    return a.clamp(max=s)
+
+
+@pytest.mark.parametrize("fn, dtype, s, error", [
+    (_pow, "uint8", -1, "negative integer powers"),  # uint8 would wrap -1 to 255
+    (_pow, "int8", -2, "negative integer powers"),
+    (_where_int, "uint8", 300, "without overflow"),  # was silently 44
+    (_where_int, "int8", 128, "without overflow"),
+    (_clamp_max, "int8", 300, "without overflow"),
+], ids=["uint8_pow_neg", "int8_pow_neg", "uint8_where_300", "int8_where_128", "int8_clamp_300"])
+def test_python_int_pytorch_refuses_is_refused_eager_and_converted(fn, dtype, s, error):
+    a = d2s.tensor(np.array([0, 1, 100]).astype(dtype))
+    with pytest.raises((ValueError, OverflowError), match=error):
+        fn(a, s)
+    with pytest.raises(Exception, match=error):
+        d2s.jit.to_static(fn)(a, s)

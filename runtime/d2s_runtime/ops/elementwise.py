@@ -1,7 +1,7 @@
 """Element-wise primitives with NumPy broadcasting and promotion."""
 import numpy as np
 
-from ..dtypes import float_of, is_floating, promote
+from ..dtypes import checked_int, float_of, int_exponent, is_floating, promote, wrap_int
 from ..errors import IntegerDivisionByZero
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import elementwise
@@ -36,21 +36,43 @@ def _ufunc(uname):
     return fn
 
 
+_BOOL_SUB = ("subtraction, the `-` operator, with a bool tensor or a Python bool is not supported (PyTorch's "
+             "neither); to invert a mask use `~` or logical_not(), else cast to an integer first")
+
+
 def _binary(name, fn, doc, dtype=None, **traits):
+    refuses_bool = traits.get("refuses_bool", False)
+
     def infer(a, b):
+        if refuses_bool and (a.dtype == "bool" or b.dtype == "bool"):
+            raise ShapeError(f"{name}: {_BOOL_SUB}")
         return elementwise(name, a, b, dtype=dtype)
+
+    # a Python int meeting an integer array: converted to its dtype as PyTorch does (pow's
+    # scalar base is wrapped, its exponent checked)
+    convert = wrap_int if traits.get("wraps_ints") or name == "pow" else checked_int
+    convert_b = int_exponent if name == "pow" else convert
 
     def kernel(xp, a, b):
         # the common cases skip promotion: same-dtype arrays, and a Python scalar that NumPy
         # already treats as d2s does (all but a float meeting an integer or bool array)
         da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
+        if refuses_bool and (type(a) is bool or type(b) is bool or (da is not None and da.kind == "b")
+                             or (db is not None and db.kind == "b")):
+            raise TypeError(_BOOL_SUB)
         if da is db:
             return fn(xp, a, b)
         if db is None:
+            if type(b) is int and da.kind in "iu":
+                # as PyTorch converts it to a's dtype (0..127 fits every integer dtype as it is)
+                return fn(xp, a, b if 0 <= b <= 127 else convert_b(b, da))
             if da.kind == "f" or type(b) is not float:
                 return fn(xp, a, b)
-        elif da is None and (db.kind == "f" or type(a) is not float):
-            return fn(xp, a, b)
+        elif da is None:
+            if type(a) is int and db.kind in "iu":
+                return fn(xp, a if 0 <= a <= 127 else convert(a, db), b)
+            if db.kind == "f" or type(a) is not float:
+                return fn(xp, a, b)
         a, b = promote((a, b))
         return fn(xp, a, b)
 
@@ -99,10 +121,11 @@ _unary("logical_not", lambda xp, x: xp.logical_not(x) if x.dtype == bool else xp
        "Logical not of a bool tensor (bitwise not of an integer one).")
 
 _binary("add", _ufunc("add"), "Sum ``a + b``.", ufunc="add", infix="+", commutative=True, associative=True,
-        identity=0, out_ok=True)
-_binary("sub", _ufunc("subtract"), "Difference ``a - b``.", ufunc="subtract", infix="-", identity=0, out_ok=True)
+        identity=0, out_ok=True, wraps_ints=True)
+_binary("sub", _ufunc("subtract"), "Difference ``a - b`` (bool operands refused, as in PyTorch).", ufunc="subtract", infix="-",
+        identity=0, out_ok=True, wraps_ints=True, refuses_bool=True)
 _binary("mul", _ufunc("multiply"), "Product ``a * b``.", ufunc="multiply", infix="*", commutative=True,
-        associative=True, identity=1, out_ok=True)
+        associative=True, identity=1, out_ok=True, wraps_ints=True)
 def check_int_divisor(op, xp, b):
     """Raise PyTorch's ZeroDivisionError where integer divisor ``b`` (array or Python int) holds
     a zero: NumPy would answer 0 with a warning, a number PyTorch never gives."""
@@ -144,16 +167,17 @@ def _remainder(xp, a, b):
 # no ufunc trait: the kernels are not the bare ufuncs (the integer zero check, PyTorch's
 # remainder), so generated code and the passes call them, never np.floor_divide directly; the
 # Tensor operators // and % are bound by d2s.tensor (_MORE_OPERATORS)
-_binary("floordiv", _floordiv, "Floor division ``a // b``; integer division by zero raises ZeroDivisionError.")
+_binary("floordiv", _floordiv, "Floor division ``a // b``; integer division by zero raises ZeroDivisionError.",
+        wraps_ints=True)
 _binary("mod", _remainder, "Remainder ``a % b`` with the sign of b (PyTorch's ``remainder``); integer division by "
-        "zero raises ZeroDivisionError.")
+        "zero raises ZeroDivisionError.", wraps_ints=True)
 _binary("pow", _ufunc("power"), "Power ``a ** b``.", ufunc="power", out_ok=True)
 _binary("maximum", _ufunc("maximum"), "Element-wise maximum (NaN wins).", ufunc="maximum", commutative=True, out_ok=True)
 _binary("minimum", _ufunc("minimum"), "Element-wise minimum (NaN wins).", ufunc="minimum", commutative=True, out_ok=True)
 for _name, _fn, _symbol in (("eq", "equal", "=="), ("ne", "not_equal", "!="), ("lt", "less", "<"),
                             ("le", "less_equal", "<="), ("gt", "greater", ">"), ("ge", "greater_equal", ">=")):
     _binary(_name, (lambda f: lambda xp, a, b: getattr(xp, f)(a, b))(_fn), f"Comparison ``a {_symbol} b`` (bool).",
-            dtype="bool", comparison=True,
+            dtype="bool", comparison=True, wraps_ints=True,
             ufunc=_fn, infix=_symbol, commutative=_name in ("eq", "ne"))
 
 
@@ -202,7 +226,15 @@ def _bitwise(name, fn, doc, **traits):
             raise ShapeError(f"{name}: needs bool or integer tensors, got {a.dtype} and {b.dtype}")
         return t
 
-    defop(name, infer, doc=doc, elementwise=True, commutative=True, fresh=True, **traits)(fn)
+    def kernel(xp, a, b):
+        # a Python int meeting an integer array is wrapped into its dtype, as PyTorch casts it
+        if type(b) is int and getattr(a, "dtype", None) is not None and a.dtype.kind in "iu":
+            b = wrap_int(b, a.dtype)
+        elif type(a) is int and getattr(b, "dtype", None) is not None and b.dtype.kind in "iu":
+            a = wrap_int(a, b.dtype)
+        return fn(xp, a, b)
+
+    defop(name, infer, doc=doc, elementwise=True, commutative=True, fresh=True, wraps_ints=True, **traits)(kernel)
 
 
 _bitwise("bitwise_and", lambda xp, a, b: xp.bitwise_and(a, b), "Bitwise (logical, for bool) and.",
@@ -273,6 +305,11 @@ def _where(xp, c, a, b):
         # two Python scalars take d2s's defaults (a float gives float32, not numpy's float64)
         a = xp.asarray(a, dtype=_scalar_dtype(a, b))
     elif da is None or da is not db:
+        # a Python int meeting an integer array: checked into its dtype, as PyTorch converts it
+        if da is None and type(a) is int and db.kind in "iu":
+            a = checked_int(a, db)
+        elif db is None and type(b) is int and da.kind in "iu":
+            b = checked_int(b, da)
         a, b = promote((a, b))
     return xp.where(c, a, b)
 
@@ -285,9 +322,16 @@ def _scalar_dtype(*values):
 
 
 def _clip_dtype(dtype, lo, hi):
-    # an integer tensor clipped to float bounds gives float32, as int_tensor * 0.5 does
+    # an integer tensor clipped to float bounds gives float32, as int_tensor * 0.5 does; a bool
+    # one clipped to int bounds gives int64, as PyTorch's (bool + int promotes so)
     if not is_floating(dtype) and any(isinstance(v, float) for v in (lo, hi)):
         return "float32"
+    if dtype == "bool":
+        if any(type(v) is bool for v in (lo, hi)):
+            raise ShapeError("clamp: not defined for a bool tensor with bool bounds (PyTorch's neither); cast it "
+                             "to an integer first")
+        if any(type(v) is int for v in (lo, hi)):
+            return "int64"
     return dtype
 
 
@@ -300,6 +344,11 @@ def _clip(xp, x, lo=None, hi=None):
     """Clip to [lo, hi]; either bound may be None. Bounds are attrs (Python numbers)."""
     if x.dtype.kind != "f" and (isinstance(lo, float) or isinstance(hi, float)):
         x = x.astype("float32")
+    elif x.dtype.kind == "b" and (lo is not None or hi is not None):
+        x = x.astype(_clip_dtype("bool", lo, hi))  # int64 (bool bounds refused)
+    elif x.dtype.kind in "iu":  # (d2s.clamp has converted them as PyTorch does; a saved program too)
+        lo = checked_int(lo, x.dtype) if type(lo) is int else lo
+        hi = checked_int(hi, x.dtype) if type(hi) is int else hi
     return xp.clip(x, lo, hi).astype(x.dtype, copy=False)
 
 

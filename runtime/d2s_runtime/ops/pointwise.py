@@ -8,7 +8,7 @@ functions keep an integer tensor as it is (and refuse bools, as PyTorch does); i
 """
 import numpy as np
 
-from ..dtypes import promote
+from ..dtypes import convert_ints, promote
 
 from . import special
 from .elementwise import NATIVE, _float_result, _unary, check_int_divisor, integral
@@ -218,7 +218,14 @@ def _binary_same(name, fn, doc, float_only=False, **traits):
             raise ShapeError(f"{name}: not defined for bool tensors; cast them to a number first")
         return t
 
+    wraps = traits.get("wraps_ints", False)
+
     def kernel(xp, a, b):
+        # a Python int meeting an integer array: converted to its dtype as PyTorch does
+        if type(b) is int and getattr(a, "dtype", None) is not None and a.dtype.kind in "iu":
+            a, b = convert_ints((a, b), a.dtype, wraps)
+        elif type(a) is int and getattr(b, "dtype", None) is not None and b.dtype.kind in "iu":
+            a, b = convert_ints((a, b), b.dtype, wraps)
         a, b = promote((a, b))
         return fn(xp, a, b)
 
@@ -241,9 +248,9 @@ def _truncdiv(xp, a, b):
 
 
 _binary_same("fmod", _fmod, "C's remainder: ``a - trunc(a / b) * b`` (the sign of a). Integer division by zero "
-             "raises ZeroDivisionError.")
+             "raises ZeroDivisionError.", wraps_ints=True)
 _binary_same("truncdiv", _truncdiv, "``a / b`` rounded toward zero (``div(rounding_mode='trunc')``), in the "
-             "operands' dtype. Integer division by zero raises ZeroDivisionError.")
+             "operands' dtype. Integer division by zero raises ZeroDivisionError.", wraps_ints=True)
 def _fmax(xp, a, b):
     # PyTorch's fmax: a NaN loses to a number; a is kept on ties (NumPy's fmax takes b, so
     # fmax(0.0, -0.0) would be -0.0)

@@ -62,6 +62,9 @@ TRAITS = {
     "identity": None,       # e with op(x, e) == x (and op(e, x) == x when commutative): x+0, x*1
     "promotes": (),         # inputs brought to one common dtype: () none, None all, or positions
     "float_inputs": False,  # integer and bool inputs compute in float32 (input 0 unless promotes)
+    "refuses_bool": False,  # a bool operand (tensor or Python bool) is refused, as PyTorch's sub does
+    "wraps_ints": False,    # a Python int meeting an integer tensor is wrapped into its dtype, as
+                            # PyTorch's wrapped numbers are (else converted checked: dtypes.convert_ints)
     "method": None,         # (array method, dtype kinds) a full reduction equals, e.g. ("sum", "f")
     "fresh": False,         # outputs are new buffers, never an input's (else: may alias one)
     "writes_input": False,  # returns (a copy of) input 0 with some elements written
