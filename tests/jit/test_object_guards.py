@@ -4,7 +4,6 @@ changed value builds the program again, as eager Python reads the new value."""
 import dataclasses
 import enum
 import types
-import warnings
 
 import numpy as np
 import pytest
