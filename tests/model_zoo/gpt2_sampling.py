@@ -213,11 +213,11 @@ def decode(model, prompts, length):
     # the nucleus distributions along the greedy path: one step at a time on its prefixes
     nucleus = []
     for t in range(context.size(1), greedy.size(1)):
-        logits = model(greedy[:, :t])[:, -1, :] / 0.7
+        logits = model(greedy[:, :t])[:, -1, :] / 2.5
         nucleus.append(F.softmax(top_k_top_p_filtering(logits, top_k=10, top_p=0.8), dim=-1))
     nucleus = torch.stack(nucleus, dim=1)
-    sampled, probs = sample_sequence(model, context, length, temperature=0.7, top_k=10, top_p=0.8, generator=g)
-    again, _ = sample_sequence(model, context, length, temperature=0.7, top_k=10, top_p=0.8,
+    sampled, probs = sample_sequence(model, context, length, temperature=2.5, top_k=10, top_p=0.8, generator=g)
+    again, _ = sample_sequence(model, context, length, temperature=2.5, top_k=10, top_p=0.8,
                                generator=torch.Generator().manual_seed(42))
     new_tokens = sampled[:, context.size(1):]
     chosen = probs.gather(2, new_tokens.unsqueeze(-1)).squeeze(-1)
