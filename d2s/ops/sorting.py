@@ -1,6 +1,7 @@
 """Sorting and selection with PyTorch's signatures and named-tuple results (runtime:
-``d2s_runtime/ops/sorting.py``): sort, argsort, topk, kthvalue, median, mode, and unique (eager
-only): for each op its public wrapper, its gradient rule and its ONNX converter, side by side.
+``d2s_runtime/ops/sorting.py``): sort, argsort, topk, kthvalue, median, mode, unique (eager
+only) and bincount (a scatter_add): for each op its public wrapper, its gradient rule and its ONNX
+converter, side by side.
 
 The primitives return ``(values, indices)``; a value's gradient goes to the element it came from
 (``_selected_grad``, shared with max/min with a dim), as PyTorch's does. NaN sorts as the largest
@@ -14,9 +15,13 @@ from .. import return_types
 from ..autograd.registry import grad_rule, non_differentiable, reads_outputs, sample_call, shape_only
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_converter, onnx_unsupported
-from ..tensor import tensor, tensor_method
+from ..tensor import Tensor, tensor, tensor_method
 from . import _dim_args as A
+from .creation import full, ones, zeros
 from .elementwise import eq, logical_and, logical_or, where
+from .indexing import scatter_add
+from .reduce import amax
+from .shape import cat
 from .reduce import _floating, _isnan, _selected_grad, gather_selected
 from ._util import _as_tensor
 
@@ -262,3 +267,60 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     if return_counts:
         out.append(tensor(counts.astype(np.int64), device=x.device))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+# ------------------------------------------------------------------ bincount
+_BINCOUNT_ERROR = "bincount only supports 1-d non-negative integral inputs."
+
+
+@tensor_method()
+def bincount(input, weights=None, minlength=0):
+    """How often each value 0, 1, ... occurs in the 1-d non-negative integer tensor ``input``
+    (int64), or the sum of ``weights`` at each value (float32/float64 weights keep their dtype,
+    other weights give float64, as in PyTorch); at least ``minlength`` long, else max(input) + 1.
+
+    A scatter_add into zeros: the gradient reaches ``weights`` (PyTorch's bincount has none).
+    In a program the length is computed from the data when it runs (a dim known only then).
+
+    Args:
+        input: 1-d integer tensor of non-negative values.
+        weights: optional tensor of ``input``'s shape.
+        minlength: the least length of the result.
+
+    Returns:
+        A 1-d tensor of length ``max(minlength, max(input) + 1)`` (``minlength`` when empty).
+    """
+    x = _as_tensor(input)
+    if x.ndim != 1 or x.dtype.is_floating_point or x.dtype.is_complex or str(x.dtype) == "bool":
+        raise RuntimeError(f"{_BINCOUNT_ERROR} Got a {x.ndim}-d {x.dtype} tensor.")
+    # a program's 0-d stand-in for a Python int (``int(batch.max()) + 1`` in converted code) stays a tensor
+    symbolic_min = isinstance(minlength, Tensor) and minlength.is_symbolic
+    if not symbolic_min:
+        minlength = int(minlength)
+        if minlength < 0:
+            raise RuntimeError("minlength should be >= 0")
+    if weights is not None:
+        w = _as_tensor(weights)
+        n, m = x.shape[0] if x.ndim == 1 else None, w.shape[0] if w.ndim == 1 else None
+        # (lengths unknown until a program runs are not compared here)
+        if w.ndim != 1 or (isinstance(n, int) and isinstance(m, int) and n != m):
+            raise RuntimeError(f"weights should be 1-d and have the same length as input (input {tuple(x.shape)}, "
+                               f"weights {tuple(w.shape)})")
+    index = x.long()
+    if x.is_symbolic or symbolic_min:
+        # the length as a 0-d tensor the program computes (a dim read from the data); an empty
+        # input gives minlength; a negative value fails scatter_add's range check when it runs
+        low = (minlength.long() - 1).reshape([1]) if symbolic_min else \
+            full([1], minlength - 1, dtype="int64", device=x.device)
+        size = amax(cat([index, low])) + 1
+    else:
+        size = minlength
+        if x.shape[0] != 0:
+            if bool((x < 0).any()):
+                raise RuntimeError(f"{_BINCOUNT_ERROR} Got negative values.")
+            size = max(int(x.max()) + 1, minlength)
+    if weights is None:
+        return scatter_add(zeros(size, dtype="int64", device=x.device), 0, index,
+                           ones(x.shape[0], dtype="int64", device=x.device))
+    dtype = w.dtype if str(w.dtype) in ("float32", "float64") else "float64"
+    return scatter_add(zeros(size, dtype=dtype, device=x.device), 0, index, w.to(dtype))

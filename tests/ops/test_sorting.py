@@ -24,6 +24,9 @@ BOOL = R.random((3, 5)) > 0.5
 MODES = np.array([[1.0, 2.0, 2.0, 1.0, 3.0], [5.0, 5.0, 3.0, 3.0, 3.0], [4.0, 0.5, 4.0, 0.5, 7.0]])
 EVEN = np.array([[4.0, 1.0, 3.0, 2.0], [2.0, 2.0, 9.0, 2.0]])
 EMPTY = np.zeros((0, 4))
+COUNTS = np.array([3, 0, 5, 3, 3, 1, 0, 5])
+COUNTS32 = COUNTS.astype("int32")
+W = R.standard_normal(8)
 
 _MODE_ONNX = "ONNX has no form of mode (the export refuses it; see test_onnx_refusals)"
 _EAGER = "eager only: the number of distinct values depends on the data"
@@ -78,6 +81,14 @@ TORCH_CASES = [
     Case("unique_dim", lambda t, x: t.unique(x, dim=0, return_inverse=True, return_counts=True),
          np.array([[1, 2], [0, 5], [1, 2], [0, 4]]), static=_EAGER),
     Case("unique_bool", lambda t, x: x.unique(return_counts=True), BOOL, static=_EAGER),
+    # ---------------------------------------------------------------- bincount
+    Case("bincount", lambda t, i: (t.bincount(i), i.bincount(minlength=9), t.bincount(i, minlength=2)), COUNTS),
+    Case("bincount_weights", lambda t, i, w, w32: (t.bincount(i, w), i.bincount(weights=w32, minlength=8),
+                                                   t.bincount(i, weights=w32 * 2)), COUNTS, W, W.astype("float32"),
+         grad=False),  # PyTorch has no derivative for bincount (test_bincount_weights_gradient)
+    Case("bincount_int_weights_are_float64", lambda t, i, w: (t.bincount(i, w), t.bincount(i, w > 0)),
+         COUNTS32, COUNTS),
+    Case("bincount_empty", lambda t, i: (t.bincount(i), t.bincount(i, minlength=3)), np.zeros(0, np.int64)),
 ]
 
 
@@ -107,6 +118,35 @@ def test_nan_sorts_as_the_largest_value():
     assert np.isnan(x.median().item()) and x.median(0).indices.item() == 1
 
 
+def test_bincount_weights_gradient():
+    """d2s's bincount is a scatter_add: the gradient of each weight is the output gradient at its
+    value (PyTorch raises 'derivative for aten::bincount is not implemented')."""
+    w = d2s.tensor(W, requires_grad=True)
+    g = d2s.tensor(np.arange(1.0, 10.0))
+    d2s.bincount(d2s.tensor(COUNTS), w, minlength=9).backward(g)
+    np.testing.assert_array_equal(w.grad.numpy(), np.arange(1.0, 10.0)[COUNTS])
+
+
+def test_bincount_converted_reads_its_length_from_the_data():
+    f = d2s.jit.to_static(lambda i: d2s.bincount(i, minlength=3))
+    for values in ([0, 2, 2], [4, 1], [1]):
+        np.testing.assert_array_equal(f(d2s.tensor(values)).numpy(), np.bincount(values, minlength=3))
+
+
+def _counts_per_graph(batch):
+    size = int(batch.max()) + 1  # PyG's global pooling: the number of graphs from the batch vector
+    return d2s.bincount(batch, minlength=size), d2s.bincount(batch, minlength=size + 2)
+
+
+def test_bincount_converted_with_a_minlength_read_from_the_data():
+    f = d2s.jit.to_static(_counts_per_graph)
+    for values in ([0, 0, 1, 2, 2], [0, 1, 1, 1], [3]):
+        a, b = f(d2s.tensor(values))
+        np.testing.assert_array_equal(a.numpy(), np.bincount(values))
+        np.testing.assert_array_equal(b.numpy(), np.bincount(values, minlength=max(values) + 3))
+    assert f.is_static
+
+
 def test_unique_is_refused_inside_a_program():
     def f(x):
         return d2s.unique(x)
@@ -123,6 +163,12 @@ def test_unique_is_refused_inside_a_program():
     (lambda x: x.topk(2, dim=(0, 1)), TypeError, "one int"),
     (lambda x: d2s.tensor(EMPTY).median(0), Exception, "size 0"),
     (lambda x: d2s.tensor(EMPTY).mode(0), Exception, "size 0"),
+    (lambda x: d2s.bincount(d2s.tensor([1, -2])), RuntimeError, "non-negative integral.*negative values"),
+    (lambda x: d2s.bincount(d2s.tensor([[1, 2]])), RuntimeError, "1-d non-negative integral.*2-d"),
+    (lambda x: d2s.bincount(d2s.tensor([1.0, 2.0])), RuntimeError, "integral.*float32"),
+    (lambda x: d2s.bincount(d2s.tensor([True])), RuntimeError, "integral.*bool"),
+    (lambda x: d2s.bincount(d2s.tensor([1, 2]), d2s.tensor([1.0])), RuntimeError, "same length as input"),
+    (lambda x: d2s.bincount(d2s.tensor([1, 2]), minlength=-1), RuntimeError, "minlength should be >= 0"),
 ])
 def test_errors_name_the_problem(call, err, match):
     with pytest.raises(err, match=match):
