@@ -477,11 +477,10 @@ def _scatter_grad(ctx, g):
 def _scatter_reduce_grad(ctx, g):
     base, index, src = ctx.inputs
     axis, reduce, include_self = ctx.attrs["axis"], ctx.attrs["reduce"], ctx.attrs.get("include_self", True)
-    if reduce == "prod":
-        raise NotImplementedError("scatter_reduce: the gradient of reduce='prod' (and scatter(reduce='multiply')) "
-                                  "is not supported by d2s")
-    out = ctx.outputs[0] if ctx.outputs else apply("scatter_reduce", base, index, src, **ctx.attrs)
     touched = apply("scatter", zeros_like(base, dtype="bool"), index, full_like(index, True, dtype="bool"), axis=axis)
+    if reduce == "prod":
+        return _scatter_prod_grad(ctx, g, touched)
+    out = ctx.outputs[0] if ctx.outputs else apply("scatter_reduce", base, index, src, **ctx.attrs)
     if reduce == "sum":
         gb, share = g, g
     else:
@@ -503,6 +502,42 @@ def _scatter_reduce_grad(ctx, g):
         gsrc = _src_grad(share, index, src, axis)
         if reduce in ("amax", "amin"):
             gsrc = gsrc * hit_s
+    return (gbase, None, gsrc)
+
+
+def _scatter_prod_grad(ctx, g, touched):
+    """PyTorch's gradient of reduce='prod' (scatter_reduce_backward): each factor gets the
+    product of the others, computed without dividing by a zero -- a zero of ``input`` or a lone
+    zero among the ``src`` values of a position is replaced by 1 and the product recomputed;
+    a ``src`` value beside another zero gets 0."""
+    base, index, src = ctx.inputs
+    attrs = ctx.attrs
+    axis, include_self = attrs["axis"], attrs.get("include_self", True)
+    if STATE.grad_enabled and _is_diff(src):
+        # the first derivative divides by values held fixed; its own derivative would be wrong
+        # where two zeros meet (PyTorch refuses that case too)
+        raise NotImplementedError("scatter_reduce: the double backward of reduce='prod' with respect to src "
+                                  "is not supported by d2s")
+    gbase = gsrc = None
+    if _is_diff(base):
+        masked_base = where(eq(base, 0), 1.0, base)
+        gbase = g * apply("scatter_reduce", masked_base, index, src, **attrs) / masked_base
+        if not include_self:
+            gbase = where(touched, 0.0, g)
+    if _is_diff(src):
+        src_c = _crop_to(src, index)  # src beyond the index's shape is never read
+        zero = eq(src_c, 0)
+        n_zeros = apply("gather", apply("scatter_add", zeros_like(base), index, cast(zero, base.dtype), axis=axis),
+                        index, axis=axis)
+        lone = zero & eq(n_zeros, 1)
+        masked_src = where(lone, 1.0, src_c)
+        without_lone = apply("scatter_reduce", base, index, masked_src, **attrs)
+        result = apply("scatter_reduce", base, index, src_c, **attrs)
+        gsrc = where(lone, apply("gather", g * without_lone, index, axis=axis),
+                     apply("gather", g * result, index, axis=axis) / where(zero, 1.0, src_c))
+        if tuple(_shape(gsrc)) != tuple(_shape(src)):
+            spec = [["s", 0, n, None] for n in gsrc.shape]
+            gsrc = apply("index_add", zeros_like(src), gsrc, index=spec)
     return (gbase, None, gsrc)
 
 

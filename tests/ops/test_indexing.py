@@ -18,6 +18,9 @@ GI = np.array([[0, 2], [1, 1], [3, 0]])      # gather along dim 1 of (3, 4)
 SI = np.array([[0, 2], [1, 3], [3, 0]])      # distinct per row: scatter's result does not depend on the order
 IDX = np.array([2, 0, 2])
 MASK = X > 0.2
+PROD_X = np.array([[0.0, 1.5, -2.0, 0.5], [3.0, 0.0, 1.0, 2.0]])
+PROD_I = np.array([[0, 1, 1, 0], [0, 1, 0, 1], [1, 0, 1, 0]])
+PROD_S = np.array([[0.5, 0.0, 2.0, 1.5], [2.0, 3.0, 0.0, 0.0], [1.5, -1.0, 0.0, 4.0]])
 _DATA = "its output size depends on the data"
 
 TORCH_CASES = [
@@ -43,8 +46,11 @@ TORCH_CASES = [
     Case("scatter_reduce_amax", lambda t, x, i, s: x.scatter_reduce(1, i, s, "amax"), X, GI, R.standard_normal((3, 2))),
     Case("scatter_reduce_amin_noself", lambda t, x, i, s: x.scatter_reduce(1, i, s, "amin", include_self=False), X, GI,
          R.standard_normal((3, 2)), onnx="include_self=False has no ONNX form"),
-    Case("scatter_reduce_prod", lambda t, x, i, s: x.scatter_reduce(1, i, s, "prod"), X, GI, R.standard_normal((3, 2)),
-         grad=False),
+    Case("scatter_reduce_prod", lambda t, x, i, s: x.scatter_reduce(1, i, s, "prod"), X, GI, R.standard_normal((3, 2))),
+    # zeros: in the input, a lone zero among a position's src values, two zeros at one position
+    Case("scatter_reduce_prod_zeros", lambda t, x, i, s: (x.scatter_reduce(0, i, s, "prod"),
+                                                          x.scatter_reduce(0, i, s, "prod", include_self=False)),
+         PROD_X, PROD_I, PROD_S, onnx="include_self=False has no ONNX form"),
     Case("scatter_reduce_mean_int", lambda t, x, i, s: x.scatter_reduce(1, i, s, "mean", include_self=False), I, GI,
          np.array([[5, 7], [2, 9], [4, 4]]), onnx="include_self=False has no ONNX form"),
     # index_* family
@@ -207,8 +213,33 @@ def test_masked_fill_refuses_a_mask_larger_than_the_tensor():
         d2s.zeros(3).masked_fill(d2s.ones(3), 1.0)
 
 
-def test_scatter_prod_gradient_is_refused_clearly():
+def test_scatter_prod_gradient():
+    """scatter(reduce='multiply') is scatter_reduce 'prod': each factor's gradient is the
+    product of the others (PyTorch has no gradient for scatter with reduce)."""
     x = d2s.tensor(X, requires_grad=True)
-    y = x.scatter(1, d2s.tensor(GI), 2.0, reduce="multiply").sum()
-    with pytest.raises(NotImplementedError, match="prod"):
-        y.backward()
+    x.scatter(1, d2s.tensor(GI), 2.0, reduce="multiply").sum().backward()
+    want = np.ones_like(X)
+    for r, cols in enumerate(GI):
+        for c in cols:
+            want[r, c] *= 2.0
+    np.testing.assert_allclose(x.grad.numpy(), want)
+
+
+def test_scatter_prod_gradient_of_a_src_bigger_than_the_index():
+    """src beyond the index's shape is never read: its gradient is 0, the rest as for the
+    cropped src (PyTorch cannot differentiate this case)."""
+    big = np.random.default_rng(5).standard_normal((3, 3))
+    grads = []
+    for s_arr in (big, big[:, :2].copy()):
+        s = d2s.tensor(s_arr, requires_grad=True)
+        (d2s.tensor(X).scatter_reduce(1, d2s.tensor(GI), s, "prod") * d2s.tensor(X)).sum().backward()
+        grads.append(s.grad.numpy())
+    np.testing.assert_allclose(grads[0][:, :2], grads[1])
+    assert (grads[0][:, 2] == 0).all()
+
+
+def test_scatter_prod_double_backward_is_refused_clearly():
+    x, s = d2s.tensor(X, requires_grad=True), d2s.tensor(R.standard_normal((3, 2)), requires_grad=True)
+    y = x.scatter_reduce(1, d2s.tensor(GI), s, "prod").sum()
+    with pytest.raises(NotImplementedError, match="double backward of reduce='prod'"):
+        d2s.autograd.grad(y, s, create_graph=True)
