@@ -634,6 +634,8 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     _no_out("index_add", out)
     x = _as_tensor(input)
     src = _as_tensor(source)
+    if x.dtype.is_floating_point is False and x.dtype.is_complex is False and str(x.dtype) != "bool":
+        alpha = int(alpha)  # PyTorch converts alpha to an integer input's dtype (1.5 adds source once)
     if alpha != 1:
         src = src * alpha
     return apply("index_add_dim", x, _index_1d("index_add", index), src, axis=_dim_of("index_add", x, dim))

@@ -59,6 +59,9 @@ TORCH_CASES = [
     Case("index_select_3d", lambda t, x, i: t.index_select(x, -2, i), X3, np.array([1, 1, 0])),
     Case("index_add", lambda t, x, i, s: x.index_add(1, i, s), X, IDX, R.standard_normal((3, 3))),
     Case("index_add_alpha", lambda t, x, i, s: t.index_add(x, 0, i, s, alpha=2.0), X, IDX, R.standard_normal((3, 4))),
+    # an integer input takes alpha in its own dtype: 1.5 adds source once, -2.7 subtracts it twice
+    Case("index_add_int_float_alpha", lambda t, x, i: (x.index_add(0, i, x, alpha=1.5), x.index_add(1, i, x[:, :3],
+                                                                                               alpha=-2.7)), I, IDX),
     Case("index_copy", lambda t, x, i, s: x.index_copy(1, i, s), X, np.array([3, 0]), R.standard_normal((3, 2))),
     Case("index_copy_dim0", lambda t, x, i, s: t.index_copy(x, 0, i, s), X, np.array([2, 0]), R.standard_normal((2, 4))),
     Case("index_fill", lambda t, x, i: x.index_fill(1, i, -2.0), X, np.array([0, 3])),
