@@ -389,6 +389,15 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     return apply("gather", _as_tensor(input), _index_tensor(index), axis=int(dim))
 
 
+def _same_dtype(op, x, src):
+    """PyTorch's error for a ``src`` of another dtype than the tensor it is written into (d2s
+    would otherwise cast it silently, where PyTorch refuses)."""
+    if src.dtype != x.dtype:
+        raise RuntimeError(f"{op}(): expected self and src to have the same dtype, got {x.dtype} and {src.dtype}; "
+                           f"cast one of them (src.to(self.dtype))")
+    return src
+
+
 def _src_tensor(src, value, like):
     if src is not None and value is not None:
         raise TypeError("scatter: give either src (a tensor) or value (a number), not both")
@@ -410,7 +419,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
     with the values there instead."""
     _no_out("scatter", out)
     x, index = _as_tensor(input), _index_tensor(index)
-    src = _src_tensor(src, value, (x, index))
+    src = _same_dtype("scatter", x, _src_tensor(src, value, (x, index)))
     if reduce is None:
         return apply("scatter", x, index, src, axis=int(dim))
     if reduce == "add":
@@ -423,7 +432,8 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
 @tensor_method()
 def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
-    return apply("scatter_add", _as_tensor(input), _index_tensor(index), _as_tensor(src), axis=int(dim))
+    x = _as_tensor(input)
+    return apply("scatter_add", x, _index_tensor(index), _same_dtype("scatter_add", x, _as_tensor(src)), axis=int(dim))
 
 
 _REDUCE_NAMES = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "amax", "amin": "amin"}
@@ -437,8 +447,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     _no_out("scatter_reduce", out)
     if reduce not in _REDUCE_NAMES:
         raise ValueError(f"scatter_reduce: reduce must be one of {', '.join(_REDUCE_NAMES)}, got {reduce!r}")
-    return apply("scatter_reduce", _as_tensor(input), _index_tensor(index), _as_tensor(src), axis=int(dim),
-                 reduce=reduce, include_self=bool(include_self))
+    x = _as_tensor(input)
+    return apply("scatter_reduce", x, _index_tensor(index), _same_dtype("scatter_reduce", x, _as_tensor(src)),
+                 axis=int(dim), reduce=reduce, include_self=bool(include_self))
 
 
 @grad_rule("gather")
@@ -633,7 +644,7 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     (repeated positions add up), as ``torch.index_add``."""
     _no_out("index_add", out)
     x = _as_tensor(input)
-    src = _as_tensor(source)
+    src = _same_dtype("index_add", x, _as_tensor(source))
     if x.dtype.is_floating_point is False and x.dtype.is_complex is False and str(x.dtype) != "bool":
         alpha = int(alpha)  # PyTorch converts alpha to an integer input's dtype (1.5 adds source once)
     if alpha != 1:
@@ -646,7 +657,7 @@ def index_copy(input, dim, index, source, *, out=None):
     """A copy of ``input`` with ``source`` written at positions ``index`` of ``dim``."""
     _no_out("index_copy", out)
     x = _as_tensor(input)
-    return apply("index_copy_dim", x, _index_1d("index_copy", index), _as_tensor(source),
+    return apply("index_copy_dim", x, _index_1d("index_copy", index), _same_dtype("index_copy", x, _as_tensor(source)),
                  axis=_dim_of("index_copy", x, dim))
 
 

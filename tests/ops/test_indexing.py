@@ -148,10 +148,10 @@ def test_matches_torch(case):
     lambda x: x.gather(1, d2s.tensor([[-1]])),
     lambda x: x.gather(1, d2s.tensor([[4]])),
     lambda x: x.scatter(1, d2s.tensor([[-1]]), 1.0),
-    lambda x: x.scatter_add(0, d2s.tensor([[3]]), d2s.ones(1, 1)),
+    lambda x: x.scatter_add(0, d2s.tensor([[3]]), d2s.ones(1, 1, dtype=d2s.float64)),
     lambda x: x.index_select(0, d2s.tensor([-1])),
-    lambda x: x.index_add(1, d2s.tensor([4]), d2s.ones(3, 1)),
-    lambda x: x.index_copy(0, d2s.tensor([-1]), d2s.ones(1, 4)),
+    lambda x: x.index_add(1, d2s.tensor([4]), d2s.ones(3, 1, dtype=d2s.float64)),
+    lambda x: x.index_copy(0, d2s.tensor([-1]), d2s.ones(1, 4, dtype=d2s.float64)),
     lambda x: x.take(d2s.tensor([12])),
     lambda x: d2s.nn.functional.embedding(d2s.tensor([-1]), x),
     lambda x: d2s.nn.functional.embedding(d2s.tensor([3]), x),
@@ -174,17 +174,33 @@ def test_out_of_range_raises_inside_programs_too():
         g(d2s.tensor([5]), d2s.tensor(X))
 
 
+@pytest.mark.parametrize("call", [
+    lambda x, i: x.scatter_add(1, i, d2s.ones(3, 2)),
+    lambda x, i: x.scatter(1, i, d2s.ones(3, 2)),
+    lambda x, i: x.scatter_reduce(1, i, d2s.ones(3, 2), "amax"),
+    lambda x, i: x.clone().scatter_add_(1, i, d2s.ones(3, 2)),
+    lambda x, i: x.index_add(1, d2s.tensor(IDX), d2s.ones(3, 3, dtype=d2s.int64)),
+    lambda x, i: x.clone().index_copy_(1, d2s.tensor([1]), d2s.zeros(3, 1)),
+], ids=["scatter_add", "scatter", "scatter_reduce", "scatter_add_", "index_add", "index_copy_"])
+def test_a_source_of_another_dtype_is_refused_as_by_torch(call):
+    """PyTorch refuses a source whose dtype differs from the tensor written into (d2s cast it)."""
+    with pytest.raises(RuntimeError, match="same dtype, got float64 and (float32|int64)"):
+        call(d2s.tensor(X), d2s.tensor(GI))
+
+
 def test_in_place_forms_write_into_the_tensor():
     x = d2s.tensor(X.copy())
     i = d2s.tensor(IDX)
-    got = [x.clone().masked_fill_(d2s.tensor(MASK), 0.0), x.clone().index_add_(1, i, d2s.ones(3, 3)),
-           x.clone().index_copy_(1, d2s.tensor([1]), d2s.zeros(3, 1)), x.clone().index_fill_(0, d2s.tensor([1]), 2.0),
-           x.clone().scatter_(1, d2s.tensor(SI), 3.0), x.clone().scatter_add_(1, d2s.tensor(GI), d2s.ones(3, 2)),
-           x.clone().scatter_reduce_(1, d2s.tensor(GI), d2s.ones(3, 2), "sum"), x.clone().fill_diagonal_(5.0)]
-    want = [x.masked_fill(d2s.tensor(MASK), 0.0), x.index_add(1, i, d2s.ones(3, 3)),
-            x.index_copy(1, d2s.tensor([1]), d2s.zeros(3, 1)), x.index_fill(0, d2s.tensor([1]), 2.0),
-            x.scatter(1, d2s.tensor(SI), 3.0), x.scatter_add(1, d2s.tensor(GI), d2s.ones(3, 2)),
-            x.scatter_reduce(1, d2s.tensor(GI), d2s.ones(3, 2), "sum"), d2s.tensor(_diag(X, 5.0))]
+    F64 = {"dtype": d2s.float64}  # sources of the input's dtype, as PyTorch requires
+    got = [x.clone().masked_fill_(d2s.tensor(MASK), 0.0), x.clone().index_add_(1, i, d2s.ones(3, 3, **F64)),
+           x.clone().index_copy_(1, d2s.tensor([1]), d2s.zeros(3, 1, **F64)),
+           x.clone().index_fill_(0, d2s.tensor([1]), 2.0),
+           x.clone().scatter_(1, d2s.tensor(SI), 3.0), x.clone().scatter_add_(1, d2s.tensor(GI), d2s.ones(3, 2, **F64)),
+           x.clone().scatter_reduce_(1, d2s.tensor(GI), d2s.ones(3, 2, **F64), "sum"), x.clone().fill_diagonal_(5.0)]
+    want = [x.masked_fill(d2s.tensor(MASK), 0.0), x.index_add(1, i, d2s.ones(3, 3, **F64)),
+            x.index_copy(1, d2s.tensor([1]), d2s.zeros(3, 1, **F64)), x.index_fill(0, d2s.tensor([1]), 2.0),
+            x.scatter(1, d2s.tensor(SI), 3.0), x.scatter_add(1, d2s.tensor(GI), d2s.ones(3, 2, **F64)),
+            x.scatter_reduce(1, d2s.tensor(GI), d2s.ones(3, 2, **F64), "sum"), d2s.tensor(_diag(X, 5.0))]
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g.numpy(), w.numpy())
 
