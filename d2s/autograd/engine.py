@@ -5,6 +5,7 @@ node runs once all of them have arrived, so gradients reaching a node along seve
 are summed before its rule runs, and a chain of any length backprops without recursion.
 """
 import threading
+import warnings
 
 import numpy as _np
 
@@ -128,11 +129,53 @@ def _own(g):
     return g
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Gradients of ``outputs`` with respect to ``inputs``, as a tuple; ``.grad`` is untouched.
 
-    Only the part of the graph that leads from ``outputs`` to ``inputs`` runs.
+    Only the part of the graph that leads from ``outputs`` to ``inputs`` runs. PyTorch's
+    signature: ``only_inputs`` is accepted and ignored (deprecated in PyTorch, which also only
+    computes the inputs' gradients); ``allow_unused`` defaults to ``materialize_grads``;
+    ``materialize_grads=True`` gives zeros, not None, for an input the outputs do not use;
+    ``is_grads_batched=True`` (vmap over grad_outputs) is not supported.
+
+    Args:
+        outputs, inputs: tensors (or sequences of them).
+        grad_outputs: the vector of the vector-Jacobian product (ones for scalar outputs).
+        retain_graph: keep the graph for another backward (default: ``create_graph``).
+        create_graph: record the backward pass, for higher-order derivatives.
+        allow_unused: None for an input the outputs do not use (else an error).
+        materialize_grads: zeros for such an input.
+
+    Returns:
+        A tuple of gradients, one per input.
     """
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use d2s.autograd.backward.",
+                      FutureWarning, stacklevel=2)
+    if is_grads_batched:
+        raise at_user_line("d2s.autograd.grad: is_grads_batched=True (a vmap over grad_outputs) is not "
+                           "supported; call grad once per row of grad_outputs with retain_graph=True, or use "
+                           "d2s.func.jacrev for a whole Jacobian", NotImplementedError)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    elif materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    result = _grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused)
+    if materialize_grads:
+        ins = [inputs] if isinstance(inputs, _tensor.Tensor) else list(inputs)
+        result = tuple(_zeros_like(t) if g is None else g for g, t in zip(result, ins))
+    return result
+
+
+def _zeros_like(t):
+    from .. import zeros_like
+    return zeros_like(t)
+
+
+def _grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused):
     Tensor = _tensor.Tensor
     single_out = isinstance(outputs, Tensor)
     outputs = [outputs] if single_out else list(outputs)

@@ -191,6 +191,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if target.dtype.is_floating_point or str(target.dtype) == "bool":
         raise TypeError(f"nll_loss: expected target dtype to be Long (integer class ids), but got {target.dtype}; "
                         "for class probabilities use cross_entropy with a float target shaped like the input")
+    if str(target.dtype) == "uint8":  # PyTorch takes Byte class ids as well as Long
+        target = _ops.cast(target, "int64")
     if input.ndim == 1:  # a single sample of C classes
         if target.ndim != 0:
             raise ValueError(f"nll_loss: a 1-d input (C,) takes a 0-d target, got target shape {tuple(target.shape)}")

@@ -82,12 +82,32 @@ def bincount(input, weights=None, minlength=0):
         A 1-d int64 tensor (with ``weights``: float32 or float64).
     """
     x = _as_tensor(input)
+    if isinstance(minlength, Tensor) and minlength.is_symbolic:
+        return _bincount_to_run_length(x, weights, minlength)
     minlength = int(minlength)
     if minlength < 0:
         raise ValueError(f"bincount: minlength must be non-negative, got {minlength}")
     if weights is None:
         return apply("bincount", x, minlength=minlength)
     return apply("bincount_weighted", x, _as_tensor(weights), minlength=minlength)
+
+
+def _bincount_to_run_length(x, weights, minlength):
+    """bincount in a program whose ``minlength`` is known only when it runs (``size =
+    int(batch.max()) + 1`` in converted code, as graph pooling writes it): the counts added into
+    zeros of the length the program computes, ``max(max(x) + 1, minlength)``."""
+    from .creation import ones, zeros
+    from .indexing import scatter_add
+    from .reduce import amax
+    from .shape import cat
+    index = x.long()
+    size = amax(cat([index, (minlength.long() - 1).reshape([1])])) + 1
+    if weights is None:
+        return scatter_add(zeros(size, dtype="int64", device=x.device), 0, index,
+                           ones(x.shape[0], dtype="int64", device=x.device))
+    w = _as_tensor(weights).detach()  # (no gradient, as the primitive's)
+    dtype = "float32" if str(w.dtype) == "float32" else "float64"
+    return scatter_add(zeros(size, dtype=dtype, device=x.device), 0, index, w.to(dtype))
 
 
 non_differentiable("bincount", "bincount_weighted", reason="counts carry no gradient (PyTorch's bincount has none)")

@@ -389,6 +389,15 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     return apply("gather", _as_tensor(input), _index_tensor(index), axis=int(dim))
 
 
+def _same_dtype(op, x, src):
+    """PyTorch's error for a ``src`` of another dtype than the tensor it is written into (d2s
+    would otherwise cast it silently, where PyTorch refuses)."""
+    if src.dtype != x.dtype:
+        raise RuntimeError(f"{op}(): expected self and src to have the same dtype, got {x.dtype} and {src.dtype}; "
+                           f"cast one of them (src.to(self.dtype))")
+    return src
+
+
 def _src_tensor(src, value, like):
     if src is not None and value is not None:
         raise TypeError("scatter: give either src (a tensor) or value (a number), not both")
@@ -410,7 +419,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
     with the values there instead."""
     _no_out("scatter", out)
     x, index = _as_tensor(input), _index_tensor(index)
-    src = _src_tensor(src, value, (x, index))
+    src = _same_dtype("scatter", x, _src_tensor(src, value, (x, index)))
     if reduce is None:
         return apply("scatter", x, index, src, axis=int(dim))
     if reduce == "add":
@@ -423,7 +432,8 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
 @tensor_method()
 def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
-    return apply("scatter_add", _as_tensor(input), _index_tensor(index), _as_tensor(src), axis=int(dim))
+    x = _as_tensor(input)
+    return apply("scatter_add", x, _index_tensor(index), _same_dtype("scatter_add", x, _as_tensor(src)), axis=int(dim))
 
 
 _REDUCE_NAMES = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "amax", "amin": "amin"}
@@ -437,8 +447,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
     _no_out("scatter_reduce", out)
     if reduce not in _REDUCE_NAMES:
         raise ValueError(f"scatter_reduce: reduce must be one of {', '.join(_REDUCE_NAMES)}, got {reduce!r}")
-    return apply("scatter_reduce", _as_tensor(input), _index_tensor(index), _as_tensor(src), axis=int(dim),
-                 reduce=reduce, include_self=bool(include_self))
+    x = _as_tensor(input)
+    return apply("scatter_reduce", x, _index_tensor(index), _same_dtype("scatter_reduce", x, _as_tensor(src)),
+                 axis=int(dim), reduce=reduce, include_self=bool(include_self))
 
 
 @grad_rule("gather")
@@ -477,11 +488,10 @@ def _scatter_grad(ctx, g):
 def _scatter_reduce_grad(ctx, g):
     base, index, src = ctx.inputs
     axis, reduce, include_self = ctx.attrs["axis"], ctx.attrs["reduce"], ctx.attrs.get("include_self", True)
-    if reduce == "prod":
-        raise NotImplementedError("scatter_reduce: the gradient of reduce='prod' (and scatter(reduce='multiply')) "
-                                  "is not supported by d2s")
-    out = ctx.outputs[0] if ctx.outputs else apply("scatter_reduce", base, index, src, **ctx.attrs)
     touched = apply("scatter", zeros_like(base, dtype="bool"), index, full_like(index, True, dtype="bool"), axis=axis)
+    if reduce == "prod":
+        return _scatter_prod_grad(ctx, g, touched)
+    out = ctx.outputs[0] if ctx.outputs else apply("scatter_reduce", base, index, src, **ctx.attrs)
     if reduce == "sum":
         gb, share = g, g
     else:
@@ -503,6 +513,42 @@ def _scatter_reduce_grad(ctx, g):
         gsrc = _src_grad(share, index, src, axis)
         if reduce in ("amax", "amin"):
             gsrc = gsrc * hit_s
+    return (gbase, None, gsrc)
+
+
+def _scatter_prod_grad(ctx, g, touched):
+    """PyTorch's gradient of reduce='prod' (scatter_reduce_backward): each factor gets the
+    product of the others, computed without dividing by a zero -- a zero of ``input`` or a lone
+    zero among the ``src`` values of a position is replaced by 1 and the product recomputed;
+    a ``src`` value beside another zero gets 0."""
+    base, index, src = ctx.inputs
+    attrs = ctx.attrs
+    axis, include_self = attrs["axis"], attrs.get("include_self", True)
+    if STATE.grad_enabled and _is_diff(src):
+        # the first derivative divides by values held fixed; its own derivative would be wrong
+        # where two zeros meet (PyTorch refuses that case too)
+        raise NotImplementedError("scatter_reduce: the double backward of reduce='prod' with respect to src "
+                                  "is not supported by d2s")
+    gbase = gsrc = None
+    if _is_diff(base):
+        masked_base = where(eq(base, 0), 1.0, base)
+        gbase = g * apply("scatter_reduce", masked_base, index, src, **attrs) / masked_base
+        if not include_self:
+            gbase = where(touched, 0.0, g)
+    if _is_diff(src):
+        src_c = _crop_to(src, index)  # src beyond the index's shape is never read
+        zero = eq(src_c, 0)
+        n_zeros = apply("gather", apply("scatter_add", zeros_like(base), index, cast(zero, base.dtype), axis=axis),
+                        index, axis=axis)
+        lone = zero & eq(n_zeros, 1)
+        masked_src = where(lone, 1.0, src_c)
+        without_lone = apply("scatter_reduce", base, index, masked_src, **attrs)
+        result = apply("scatter_reduce", base, index, src_c, **attrs)
+        gsrc = where(lone, apply("gather", g * without_lone, index, axis=axis),
+                     apply("gather", g * result, index, axis=axis) / where(zero, 1.0, src_c))
+        if tuple(_shape(gsrc)) != tuple(_shape(src)):
+            spec = [["s", 0, n, None] for n in gsrc.shape]
+            gsrc = apply("index_add", zeros_like(src), gsrc, index=spec)
     return (gbase, None, gsrc)
 
 
@@ -598,7 +644,9 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     (repeated positions add up), as ``torch.index_add``."""
     _no_out("index_add", out)
     x = _as_tensor(input)
-    src = _as_tensor(source)
+    src = _same_dtype("index_add", x, _as_tensor(source))
+    if x.dtype.is_floating_point is False and x.dtype.is_complex is False and str(x.dtype) != "bool":
+        alpha = int(alpha)  # PyTorch converts alpha to an integer input's dtype (1.5 adds source once)
     if alpha != 1:
         src = src * alpha
     return apply("index_add_dim", x, _index_1d("index_add", index), src, axis=_dim_of("index_add", x, dim))
@@ -609,7 +657,7 @@ def index_copy(input, dim, index, source, *, out=None):
     """A copy of ``input`` with ``source`` written at positions ``index`` of ``dim``."""
     _no_out("index_copy", out)
     x = _as_tensor(input)
-    return apply("index_copy_dim", x, _index_1d("index_copy", index), _as_tensor(source),
+    return apply("index_copy_dim", x, _index_1d("index_copy", index), _same_dtype("index_copy", x, _as_tensor(source)),
                  axis=_dim_of("index_copy", x, dim))
 
 

@@ -216,6 +216,38 @@ def test_grad_allow_unused():
     assert gx.item() == 4.0 and gw is None
 
 
+def test_grad_takes_pytorchs_keywords():
+    # the WGAN-GP reference code passes only_inputs=True (deprecated in PyTorch, and ignored)
+    x, w = _leaf([1.0, 2.0]), _leaf(3.0)
+    (g,) = d2s.autograd.grad((x * x).sum(), x, retain_graph=True, only_inputs=True)
+    np.testing.assert_allclose(g.numpy(), [2.0, 4.0])
+    with pytest.warns(FutureWarning, match="only_inputs"):
+        d2s.autograd.grad((x * x).sum(), x, only_inputs=False)
+    # materialize_grads: zeros of the input's shape and dtype, not None, for an unused input
+    gx, gw = d2s.autograd.grad((x * 2).sum(), [x, w], materialize_grads=True)
+    np.testing.assert_allclose(gx.numpy(), [2.0, 2.0])
+    assert gw.shape == w.shape and gw.dtype == w.dtype and gw.item() == 0.0
+    with pytest.raises(ValueError, match="allow_unused"):
+        d2s.autograd.grad((x * 2).sum(), [x, w], allow_unused=False, materialize_grads=True)
+    with pytest.raises(NotImplementedError, match="is_grads_batched"):
+        d2s.autograd.grad(x * 2, x, grad_outputs=d2s.eye(2, dtype=d2s.float64), is_grads_batched=True)
+
+
+def test_grad_keywords_match_torch():
+    torch = pytest.importorskip("torch")
+    for lib in (torch, d2s):
+        x = lib.tensor([1.0, -2.0], dtype=lib.float64, requires_grad=True)
+        w = lib.tensor(3.0, dtype=lib.float64, requires_grad=True)
+        out = (x ** 3).sum()
+        got = lib.autograd.grad(out, [x, w], create_graph=True, only_inputs=True, materialize_grads=True)
+        (gg,) = lib.autograd.grad(got[0].sum(), x)
+        if lib is torch:
+            want = [got[0].detach().numpy(), got[1].detach().numpy(), gg.numpy()]
+        else:
+            for a, b in zip([got[0], got[1], gg], want):
+                np.testing.assert_allclose(a.detach().numpy(), b)
+
+
 def test_grad_with_grad_outputs():
     x = _leaf([1.0, 2.0, 3.0])
     (g,) = d2s.grad(x * x, x, grad_outputs=d2s.tensor([1.0, 0.0, 2.0], dtype="float64"))

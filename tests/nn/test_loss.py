@@ -64,6 +64,10 @@ TORCH_CASES = [
     *reductions("ce", lambda t, x, r: t.nn.functional.cross_entropy(x, _cls(t, CLS), reduction=r), LOGITS),
     *reductions("ce_weight_smooth", lambda t, x, w, r: t.nn.functional.cross_entropy(
         x, _cls(t, CLS), weight=w, reduction=r, label_smoothing=0.2), LOGITS, CLS_W, grad=[0]),
+    # uint8 (Byte) class ids, which PyTorch takes beside int64
+    Case("ce_nll_uint8_target", lambda t, x: (t.nn.functional.cross_entropy(x, t.tensor(CLS % 4, dtype=t.uint8)),
+                                              t.nn.functional.nll_loss(x, t.tensor(CLS % 4, dtype=t.uint8),
+                                                                       reduction="none")), LOGITS),
     Case("ce_ignore_index", lambda t, x: t.nn.functional.cross_entropy(x, _cls(t, CLS % 4), ignore_index=3), LOGITS),
     # every target ignored: the mean is NaN (0 / 0) but the gradient is 0, not NaN, as in PyTorch;
     # zero class weights (nothing ignored) give NaN gradients there, as in PyTorch

@@ -167,3 +167,23 @@ def test_gradients_through_the_new_names_convert_exactly():
     eager, x.grad = x.grad.numpy().copy(), None
     d2s.jit.to_static(loss)(x).backward()
     np.testing.assert_array_equal(x.grad.numpy(), eager)
+
+
+def test_bincount_converted_reads_its_length_from_the_data():
+    f = d2s.jit.to_static(lambda i: d2s.bincount(i, minlength=3))
+    for values in ([0, 2, 2], [4, 1], [1]):
+        np.testing.assert_array_equal(f(d2s.tensor(values)).numpy(), np.bincount(values, minlength=3))
+
+
+def _counts_per_graph(batch):
+    size = int(batch.max()) + 1  # PyG's global pooling: the number of graphs from the batch vector
+    return d2s.bincount(batch, minlength=size), d2s.bincount(batch, minlength=size + 2)
+
+
+def test_bincount_converted_with_a_minlength_read_from_the_data():
+    f = d2s.jit.to_static(_counts_per_graph)
+    for values in ([0, 0, 1, 2, 2], [0, 1, 1, 1], [3]):
+        a, b = f(d2s.tensor(values))
+        np.testing.assert_array_equal(a.numpy(), np.bincount(values))
+        np.testing.assert_array_equal(b.numpy(), np.bincount(values, minlength=max(values) + 3))
+    assert f.is_static

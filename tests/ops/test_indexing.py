@@ -18,6 +18,9 @@ GI = np.array([[0, 2], [1, 1], [3, 0]])      # gather along dim 1 of (3, 4)
 SI = np.array([[0, 2], [1, 3], [3, 0]])      # distinct per row: scatter's result does not depend on the order
 IDX = np.array([2, 0, 2])
 MASK = X > 0.2
+PROD_X = np.array([[0.0, 1.5, -2.0, 0.5], [3.0, 0.0, 1.0, 2.0]])
+PROD_I = np.array([[0, 1, 1, 0], [0, 1, 0, 1], [1, 0, 1, 0]])
+PROD_S = np.array([[0.5, 0.0, 2.0, 1.5], [2.0, 3.0, 0.0, 0.0], [1.5, -1.0, 0.0, 4.0]])
 _DATA = "its output size depends on the data"
 
 TORCH_CASES = [
@@ -43,8 +46,11 @@ TORCH_CASES = [
     Case("scatter_reduce_amax", lambda t, x, i, s: x.scatter_reduce(1, i, s, "amax"), X, GI, R.standard_normal((3, 2))),
     Case("scatter_reduce_amin_noself", lambda t, x, i, s: x.scatter_reduce(1, i, s, "amin", include_self=False), X, GI,
          R.standard_normal((3, 2)), onnx="include_self=False has no ONNX form"),
-    Case("scatter_reduce_prod", lambda t, x, i, s: x.scatter_reduce(1, i, s, "prod"), X, GI, R.standard_normal((3, 2)),
-         grad=False),
+    Case("scatter_reduce_prod", lambda t, x, i, s: x.scatter_reduce(1, i, s, "prod"), X, GI, R.standard_normal((3, 2))),
+    # zeros: in the input, a lone zero among a position's src values, two zeros at one position
+    Case("scatter_reduce_prod_zeros", lambda t, x, i, s: (x.scatter_reduce(0, i, s, "prod"),
+                                                          x.scatter_reduce(0, i, s, "prod", include_self=False)),
+         PROD_X, PROD_I, PROD_S, onnx="include_self=False has no ONNX form"),
     Case("scatter_reduce_mean_int", lambda t, x, i, s: x.scatter_reduce(1, i, s, "mean", include_self=False), I, GI,
          np.array([[5, 7], [2, 9], [4, 4]]), onnx="include_self=False has no ONNX form"),
     # index_* family
@@ -53,6 +59,9 @@ TORCH_CASES = [
     Case("index_select_3d", lambda t, x, i: t.index_select(x, -2, i), X3, np.array([1, 1, 0])),
     Case("index_add", lambda t, x, i, s: x.index_add(1, i, s), X, IDX, R.standard_normal((3, 3))),
     Case("index_add_alpha", lambda t, x, i, s: t.index_add(x, 0, i, s, alpha=2.0), X, IDX, R.standard_normal((3, 4))),
+    # an integer input takes alpha in its own dtype: 1.5 adds source once, -2.7 subtracts it twice
+    Case("index_add_int_float_alpha", lambda t, x, i: (x.index_add(0, i, x, alpha=1.5), x.index_add(1, i, x[:, :3],
+                                                                                               alpha=-2.7)), I, IDX),
     Case("index_copy", lambda t, x, i, s: x.index_copy(1, i, s), X, np.array([3, 0]), R.standard_normal((3, 2))),
     Case("index_copy_dim0", lambda t, x, i, s: t.index_copy(x, 0, i, s), X, np.array([2, 0]), R.standard_normal((2, 4))),
     Case("index_fill", lambda t, x, i: x.index_fill(1, i, -2.0), X, np.array([0, 3])),
@@ -139,10 +148,10 @@ def test_matches_torch(case):
     lambda x: x.gather(1, d2s.tensor([[-1]])),
     lambda x: x.gather(1, d2s.tensor([[4]])),
     lambda x: x.scatter(1, d2s.tensor([[-1]]), 1.0),
-    lambda x: x.scatter_add(0, d2s.tensor([[3]]), d2s.ones(1, 1)),
+    lambda x: x.scatter_add(0, d2s.tensor([[3]]), d2s.ones(1, 1, dtype=d2s.float64)),
     lambda x: x.index_select(0, d2s.tensor([-1])),
-    lambda x: x.index_add(1, d2s.tensor([4]), d2s.ones(3, 1)),
-    lambda x: x.index_copy(0, d2s.tensor([-1]), d2s.ones(1, 4)),
+    lambda x: x.index_add(1, d2s.tensor([4]), d2s.ones(3, 1, dtype=d2s.float64)),
+    lambda x: x.index_copy(0, d2s.tensor([-1]), d2s.ones(1, 4, dtype=d2s.float64)),
     lambda x: x.take(d2s.tensor([12])),
     lambda x: d2s.nn.functional.embedding(d2s.tensor([-1]), x),
     lambda x: d2s.nn.functional.embedding(d2s.tensor([3]), x),
@@ -165,17 +174,33 @@ def test_out_of_range_raises_inside_programs_too():
         g(d2s.tensor([5]), d2s.tensor(X))
 
 
+@pytest.mark.parametrize("call", [
+    lambda x, i: x.scatter_add(1, i, d2s.ones(3, 2)),
+    lambda x, i: x.scatter(1, i, d2s.ones(3, 2)),
+    lambda x, i: x.scatter_reduce(1, i, d2s.ones(3, 2), "amax"),
+    lambda x, i: x.clone().scatter_add_(1, i, d2s.ones(3, 2)),
+    lambda x, i: x.index_add(1, d2s.tensor(IDX), d2s.ones(3, 3, dtype=d2s.int64)),
+    lambda x, i: x.clone().index_copy_(1, d2s.tensor([1]), d2s.zeros(3, 1)),
+], ids=["scatter_add", "scatter", "scatter_reduce", "scatter_add_", "index_add", "index_copy_"])
+def test_a_source_of_another_dtype_is_refused_as_by_torch(call):
+    """PyTorch refuses a source whose dtype differs from the tensor written into (d2s cast it)."""
+    with pytest.raises(RuntimeError, match="same dtype, got float64 and (float32|int64)"):
+        call(d2s.tensor(X), d2s.tensor(GI))
+
+
 def test_in_place_forms_write_into_the_tensor():
     x = d2s.tensor(X.copy())
     i = d2s.tensor(IDX)
-    got = [x.clone().masked_fill_(d2s.tensor(MASK), 0.0), x.clone().index_add_(1, i, d2s.ones(3, 3)),
-           x.clone().index_copy_(1, d2s.tensor([1]), d2s.zeros(3, 1)), x.clone().index_fill_(0, d2s.tensor([1]), 2.0),
-           x.clone().scatter_(1, d2s.tensor(SI), 3.0), x.clone().scatter_add_(1, d2s.tensor(GI), d2s.ones(3, 2)),
-           x.clone().scatter_reduce_(1, d2s.tensor(GI), d2s.ones(3, 2), "sum"), x.clone().fill_diagonal_(5.0)]
-    want = [x.masked_fill(d2s.tensor(MASK), 0.0), x.index_add(1, i, d2s.ones(3, 3)),
-            x.index_copy(1, d2s.tensor([1]), d2s.zeros(3, 1)), x.index_fill(0, d2s.tensor([1]), 2.0),
-            x.scatter(1, d2s.tensor(SI), 3.0), x.scatter_add(1, d2s.tensor(GI), d2s.ones(3, 2)),
-            x.scatter_reduce(1, d2s.tensor(GI), d2s.ones(3, 2), "sum"), d2s.tensor(_diag(X, 5.0))]
+    F64 = {"dtype": d2s.float64}  # sources of the input's dtype, as PyTorch requires
+    got = [x.clone().masked_fill_(d2s.tensor(MASK), 0.0), x.clone().index_add_(1, i, d2s.ones(3, 3, **F64)),
+           x.clone().index_copy_(1, d2s.tensor([1]), d2s.zeros(3, 1, **F64)),
+           x.clone().index_fill_(0, d2s.tensor([1]), 2.0),
+           x.clone().scatter_(1, d2s.tensor(SI), 3.0), x.clone().scatter_add_(1, d2s.tensor(GI), d2s.ones(3, 2, **F64)),
+           x.clone().scatter_reduce_(1, d2s.tensor(GI), d2s.ones(3, 2, **F64), "sum"), x.clone().fill_diagonal_(5.0)]
+    want = [x.masked_fill(d2s.tensor(MASK), 0.0), x.index_add(1, i, d2s.ones(3, 3, **F64)),
+            x.index_copy(1, d2s.tensor([1]), d2s.zeros(3, 1, **F64)), x.index_fill(0, d2s.tensor([1]), 2.0),
+            x.scatter(1, d2s.tensor(SI), 3.0), x.scatter_add(1, d2s.tensor(GI), d2s.ones(3, 2, **F64)),
+            x.scatter_reduce(1, d2s.tensor(GI), d2s.ones(3, 2, **F64), "sum"), d2s.tensor(_diag(X, 5.0))]
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g.numpy(), w.numpy())
 
@@ -207,8 +232,33 @@ def test_masked_fill_refuses_a_mask_larger_than_the_tensor():
         d2s.zeros(3).masked_fill(d2s.ones(3), 1.0)
 
 
-def test_scatter_prod_gradient_is_refused_clearly():
+def test_scatter_prod_gradient():
+    """scatter(reduce='multiply') is scatter_reduce 'prod': each factor's gradient is the
+    product of the others (PyTorch has no gradient for scatter with reduce)."""
     x = d2s.tensor(X, requires_grad=True)
-    y = x.scatter(1, d2s.tensor(GI), 2.0, reduce="multiply").sum()
-    with pytest.raises(NotImplementedError, match="prod"):
-        y.backward()
+    x.scatter(1, d2s.tensor(GI), 2.0, reduce="multiply").sum().backward()
+    want = np.ones_like(X)
+    for r, cols in enumerate(GI):
+        for c in cols:
+            want[r, c] *= 2.0
+    np.testing.assert_allclose(x.grad.numpy(), want)
+
+
+def test_scatter_prod_gradient_of_a_src_bigger_than_the_index():
+    """src beyond the index's shape is never read: its gradient is 0, the rest as for the
+    cropped src (PyTorch cannot differentiate this case)."""
+    big = np.random.default_rng(5).standard_normal((3, 3))
+    grads = []
+    for s_arr in (big, big[:, :2].copy()):
+        s = d2s.tensor(s_arr, requires_grad=True)
+        (d2s.tensor(X).scatter_reduce(1, d2s.tensor(GI), s, "prod") * d2s.tensor(X)).sum().backward()
+        grads.append(s.grad.numpy())
+    np.testing.assert_allclose(grads[0][:, :2], grads[1])
+    assert (grads[0][:, 2] == 0).all()
+
+
+def test_scatter_prod_double_backward_is_refused_clearly():
+    x, s = d2s.tensor(X, requires_grad=True), d2s.tensor(R.standard_normal((3, 2)), requires_grad=True)
+    y = x.scatter_reduce(1, d2s.tensor(GI), s, "prod").sum()
+    with pytest.raises(NotImplementedError, match="double backward of reduce='prod'"):
+        d2s.autograd.grad(y, s, create_graph=True)
