@@ -268,22 +268,12 @@ def bench_long_function(runs):
     _row("  best CPU time of this process", min(cpu), "s")
 
 
-UNROLLED_SRC = '''
-def unrolled(x, n):
-    for i in range(n):
-        x = x * 1.01 + 0.1
-    return x
-'''
-
-UNROLLED_COND_SRC = '''
-def unrolled_cond(x, n):
-    for i in range(n):
-        if x.sum() > 0:
-            x = x * 0.9 - 0.1
-        else:
-            x = x * 1.1 + 0.2
-    return x
-'''
+def _straight_line(name, n, cond):
+    """A function of ``n`` straight-line steps (no Python loop: the converter turns a long
+    ``for i in range(n)`` over a Python int into one loop op, which would not grow)."""
+    step = ("    if x.sum() > 0:\n        x = x * 0.9 - 0.1\n    else:\n        x = x * 1.1 + 0.2\n" if cond
+            else "    x = x * 1.01 + 0.1\n")
+    return f"def {name}(x):\n" + step * n + "    return x\n"
 
 
 def _slope(sizes, times):
@@ -294,28 +284,27 @@ def _slope(sizes, times):
 
 
 def bench_build_scaling(sizes):
-    """5. A Python loop unrolled into programs of growing size: the first call (conversion,
+    """5. Straight-line functions of growing size: the first call (conversion,
     program build, quick preparation, one run) and the second (optimization passes and code
     generation, once); each should grow linearly with the number of ops (slope ~1)."""
     import warnings
-    print("5. build time of an unrolled Python loop, by program size (slope: time ~ ops^k)")
-    for label, src, name, ops_per_iter in (("x = x * c + c", UNROLLED_SRC, "unrolled", 2),
-                                           ("tensor if per iteration", UNROLLED_COND_SRC, "unrolled_cond", 7)):
+    print("5. build time of a straight-line function, by program size (slope: time ~ ops^k)")
+    for label, name, cond, ops_per_step in (("x = x * c + c", "unrolled", False, 2),
+                                            ("tensor if per step", "unrolled_cond", True, 7)):
         firsts, seconds, n_ops = [], [], []
-        warm = d2s.jit.to_static(fresh(src, name))  # imports and first-use caches, not timed
-        warm(d2s.ones(4), 3)
-        warm(d2s.ones(4), 3)
+        warm = d2s.jit.to_static(fresh(_straight_line(name, 3, cond), name))  # first-use caches, not timed
+        warm(d2s.ones(4))
+        warm(d2s.ones(4))
         for size in sizes:
-            fn = fresh(src, name)
+            fn = fresh(_straight_line(name, max(1, size // ops_per_step), cond), name)
             sf = d2s.jit.to_static(fn)
             x = d2s.ones(4)
-            n = max(1, size // ops_per_iter)
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the unroll warning, which is the point here
+                warnings.simplefilter("ignore")
                 t0 = time.perf_counter()
-                sf(x, n)
+                sf(x)
                 t1 = time.perf_counter()
-                sf(x, n)
+                sf(x)
                 t2 = time.perf_counter()
             prog = sf.programs[0]
             n_ops.append(sum(len(b.ops) for b in prog.blocks))
