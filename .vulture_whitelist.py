@@ -235,3 +235,6 @@ _.recaptures  # GraphTier.recaptures: captures after the first, for callers and 
 
 # d2s/jit/static_function.py
 _.py_state_keep  # holds the argument objects object_guards follows, so an id-keyed signature cannot be reused by a new object
+
+# d2s/ops/counting.py
+_.isin  # torch.isin: d2s.isin, exported with the ops family's public names

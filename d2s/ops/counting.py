@@ -45,6 +45,7 @@ def isin(elements=None, test_elements=None, *, assume_unique=False, invert=False
     Returns:
         A bool tensor (0-d for a number ``elements``).
     """
+    del assume_unique  # accepted as PyTorch's: a speed hint, the answer does not depend on it
     elements = _one_of("elements", elements, element)
     test_elements = _one_of("test_elements", test_elements, test_element)
     if not isinstance(test_elements, Tensor) and isinstance(test_elements, (numbers.Number, np.generic)):

@@ -97,6 +97,7 @@ def slogdet(input):
 
 @grad_rule("linalg_slogdet")
 def _slogdet_grad(ctx, g_sign, g_logabs):
+    del g_sign  # the sign is piecewise constant: no gradient flows through it
     if g_logabs is None:
         return (None,)
     return (unsqueeze(unsqueeze(g_logabs, -1), -1) * _mT(inverse(ctx.inputs[0])),)
