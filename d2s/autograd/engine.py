@@ -171,8 +171,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 def _zeros_like(t):
-    from .. import zeros_like
-    return zeros_like(t)
+    # the full_like op through dispatch (importing d2s's ops from here would tie autograd into
+    # the package's import cycle): any device, symbolic inputs too
+    return _dispatch.apply("full_like", t, value=0, dtype=str(t.dtype))
 
 
 def _grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused):
