@@ -1,8 +1,8 @@
 """Input signatures and the program cache of a StaticFunction.
 
 A call's signature is one flat, hashable tuple: the arguments' nesting of tuples, lists and dicts
-(a ``d2s.pytree`` treedef) and the keyword names, then for every tensor argument a tag, its shape
-and its dtype, and for every other argument its type and value. It is computed in a single
+(a ``d2s.pytree`` treedef) and the keyword names, then for every tensor argument a tag, its shape,
+its dtype and whether it requires grad (the program sees ``x.requires_grad``), and for every other argument its type and value. It is computed in a single
 flatten that also collects the tensor arguments, so a cache hit costs one walk and one dict
 lookup. With ``InputSpec``s, the first call of a new
 shape computes the signature a second time with the spec's dims (``None`` where dynamic); the
@@ -56,6 +56,7 @@ def leaf_key(a, key, leaves, types=None, spec=None):
         key.append(TENSOR)
         key.append(shape)
         key.append(dtype)
+        key.append(a.requires_grad)
         if type(d) is not np.ndarray:
             key.append(GPU)
         leaves.append(a)
@@ -71,6 +72,7 @@ def leaf_key(a, key, leaves, types=None, spec=None):
         key.append(TENSOR)
         key.append(a.shape)
         key.append(dtype)
+        key.append(False)  # (requires_grad)
         leaves.append(a)
         if types is not None:
             types.append((a.shape, dtype.name, a.name))
@@ -128,6 +130,7 @@ def _tensor_args_key(head, args):
         key.append(TENSOR)
         key.append(d.shape)
         key.append(d.dtype)
+        key.append(a.requires_grad)
     treedef = _ARGS_DEF.get(len(args))
     if treedef is None:
         treedef = _ARGS_DEF[len(args)] = pytree.tree_flatten(tuple(args), plain=True)[1]
@@ -241,6 +244,17 @@ class ProgramCache:
             entry.cache_key = key  # the signature it was built for (never trimmed)
             self.by_key[key] = entry
         return evicted
+
+    def replace(self, old, new):
+        """Put ``new`` in ``old``'s place, under every signature that reached ``old``."""
+        with self.lock:
+            if old in self._entries:
+                self._entries = {(new if e is old else e): None for e in self._entries}
+            new.stamp = next(self.clock)
+            self._add_stamps += 1
+            new.cache_key = getattr(old, "cache_key", None)
+            for k in [k for k, e in self.by_key.items() if e is old]:
+                self.by_key[k] = new
 
     def alias(self, key, entry):
         """Also find ``entry`` under ``key`` (unless it was evicted meanwhile)."""

@@ -106,6 +106,10 @@ class ProgramBuilder:
         # grad_inputs: in a forward-only build, params and the inputs marked requires_grad still
         # record autograd nodes, because the function differentiates them itself (d2s.grad(y, x))
         self.grad_inputs = False
+        # never_differentiated: a forward-only build for a call made under no_grad() or
+        # inference_mode (its program is never differentiated, so no stop_gradient marks the
+        # ops that run without grad: all of them do)
+        self.never_differentiated = False
         self._prev = None
         # var name of each op's first output -> (file, line) of the user's call that made the
         # op, for detect_anomaly and check_numerics to name lines inside a program
@@ -254,7 +258,8 @@ class ProgramBuilder:
         self.block.ops.append(Op(opdef.name, names, [v.name for v in outs], plain_attrs(attrs)))
         if outs:
             self.program.op_locations[outs[0].name] = user_site(2)
-        if self.forward_only and not STATE.grad_enabled and opdef.name != "stop_gradient":
+        if self.forward_only and not STATE.grad_enabled and opdef.name != "stop_gradient" \
+                and not self.never_differentiated:
             outs = [self._stop_gradient(v) for v in outs]
         if opdef.name == "dim":
             self.dim_sources[outs[0].name] = (names[0], attrs.get("axis"))
