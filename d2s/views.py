@@ -185,7 +185,7 @@ def detached(x, out):
     view showing all of ``x``: eagerly the two share one array, so a write through either shows
     in the other (``y.detach().zero_()``, ``y.data[0] = 5``), and the program must do the same.
     A write through ``out`` re-points ``x`` to the new value and leaves ``x``'s history alone, as
-    PyTorch's autograd does not see it either. Returns ``out``."""
+    PyTorch's autograd does not see it either (``detached_write``). Returns ``out``."""
     info = x._view
     root, steps, fake = (x, (), None) if info is None else (info.root, info.steps, info.fake)
     out._view = ViewInfo(root, steps + ((_DETACH, (), {}),), False, None if info is None else info.refusal,
@@ -298,7 +298,9 @@ def _put(step, old, new):
     apply = _apply
     name, extra, attrs = step
     if name == _DETACH:
-        return new  # every element (the root keeps its own history: see detached)
+        # every element takes the new value, and the tensor keeps its own history: autograd
+        # sees no write through ``.detach()`` / ``.data`` (eagerly, only the values change)
+        return apply("detached_write", new, old)
     if name == _SELECT:
         return _where(extra[0], written_back(old, attrs["steps"][0], new), written_back(old, attrs["steps"][1], new))
     if name == "getitem":
@@ -453,7 +455,10 @@ def check_writable(t, what, recording):
     (``recording``: whether autograd records the op)."""
     info = t._view
     root = info.root
-    if STATE.grad_enabled and root.requires_grad and root.grad_fn is None:
+    # (a view through ``.detach()`` / ``.data`` is cut from autograd: PyTorch lets it be written,
+    # and the leaf keeps its history, see detached)
+    if STATE.grad_enabled and root.requires_grad and root.grad_fn is None \
+            and not any(step[0] == _DETACH for step in info.steps):
         raise RuntimeError(
             f"{what}: a view of a leaf tensor that requires grad (W.T, W[0], W.reshape(...)) is being "
             "used in an in-place operation; update the leaf itself under `with d2s.no_grad():`")

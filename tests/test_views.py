@@ -187,9 +187,8 @@ TORCH_CASES += [Case(f.__name__ + suffix, f, arg, saved=_CONVERTED, onnx=_CONVER
 
 
 # detach() and .data share the tensor's elements: a write through either shows in the tensor
-# (and a write into the tensor in them), eagerly and converted. (Gradients are not compared: in a
-# program the tensor takes the written value with no history, where PyTorch's autograd does not
-# see the write; see views.detached.)
+# (and a write into the tensor in them), eagerly and converted; autograd does not see the write,
+# so the tensor keeps its history (in a program through ``detached_write``, see views.detached).
 def detach_write(t, x):
     y = x * 1
     d = y.detach()
@@ -215,8 +214,23 @@ def detach_written_in_a_tensor_if(t, x):
     return y
 
 
-TORCH_CASES += [Case(f.__name__ + suffix, f, arg, grad=False)
-                for f in (detach_write, detach_sees_a_later_write, detach_written_in_a_tensor_if)
+def detach_write_then_used(t, x):
+    y = x * 2
+    y.detach().add_(1)
+    y.data.mul_(0.5)
+    return (y * x).sum(), y
+
+
+def detach_write_of_a_row_then_used(t, x):
+    y = x * 3
+    y[1].detach().clamp_(max=0.5)
+    y.data[0, :2] = 3.0
+    return y * x
+
+
+TORCH_CASES += [Case(f.__name__ + suffix, f, arg)
+                for f in (detach_write, detach_sees_a_later_write, detach_written_in_a_tensor_if,
+                          detach_write_then_used, detach_write_of_a_row_then_used)
                 for suffix, arg in (("", X), ("_other_side", NEG))]
 
 

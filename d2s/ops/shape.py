@@ -641,6 +641,26 @@ non_differentiable("stop_gradient", reason="it exists to stop gradients")
 onnx_elementwise("stop_gradient", "Identity")
 
 
+def _detached_write(new, old):
+    """``new``'s values with ``old``'s autograd history (the gradient reaching the result flows
+    to ``old`` unchanged): ``old`` after a write through ``old.detach()`` or ``old.data``, which
+    autograd does not see, in a program (see d2s/views.py)."""
+    return apply("detached_write", new, old)
+
+
+@grad_rule("detached_write")
+def _detached_write_grad(ctx, g):
+    return (None, g)
+
+
+shape_only("detached_write", 0, 1)
+
+
+@onnx_converter("detached_write")
+def _detached_write_onnx(g, op):
+    g.node("Identity", op.inputs[:1], op.outputs)
+
+
 def to_device(x, device):
     """``x`` copied to ``device`` ('cpu' or 'gpu'; 'cuda' means 'gpu')."""
     get_xp(device)  # a clear error when the device is unavailable

@@ -160,6 +160,9 @@ CASES = {
     "custom_function": ("d2s.autograd.Function.apply emits it in programs",
                         "its gradient is the user's backward, checked by tests/autograd/test_function.py"),
     "stop_gradient": (ops.stop_gradient, "it exists to stop gradients"),
+    "detached_write": (_INTERNAL, "its gradient (identity to the tensor written) is by design not the derivative of "
+                                  "its value (a write autograd does not see); tests/test_views.py compares it with "
+                                  "PyTorch's (the detach_write cases)"),
     "to_device": (ops.to_device, (lambda x: ops.to_device(x, "cpu"), [randn(4)])),
     "shape": (ops.shape, _ND), "dim": (_INTERNAL, _ND), "constant": (_INTERNAL, _ND),
     "full": (ops.full, _ND), "full_like": (ops.full_like, _ND), "full_dims": (_INTERNAL, _ND),
