@@ -2,7 +2,8 @@
 
 A call's signature is one flat, hashable tuple: the arguments' nesting of tuples, lists and dicts
 (a ``d2s.pytree`` treedef) and the keyword names, then for every tensor argument a tag, its shape,
-its dtype and whether it requires grad (the program sees ``x.requires_grad``), and for every other argument its type and value. It is computed in a single
+its dtype, whether it requires grad (the program sees ``x.requires_grad``) and its strides
+where it is not row-major (a reshape of it copies, see d2s/layouts.py), and for every other argument its type and value. It is computed in a single
 flatten that also collects the tensor arguments, so a cache hit costs one walk and one dict
 lookup. With ``InputSpec``s, the first call of a new
 shape computes the signature a second time with the spec's dims (``None`` where dynamic); the
@@ -18,6 +19,7 @@ from d2s_runtime import forksafe
 
 from .. import pytree
 from ..static.input_spec import InputSpec
+from ..layouts import layout_key
 from ..tensor import Tensor
 
 
@@ -57,6 +59,7 @@ def leaf_key(a, key, leaves, types=None, spec=None):
         key.append(shape)
         key.append(dtype)
         key.append(a.requires_grad)
+        key.append(layout_key(d))
         if type(d) is not np.ndarray:
             key.append(GPU)
         leaves.append(a)
@@ -73,6 +76,7 @@ def leaf_key(a, key, leaves, types=None, spec=None):
         key.append(a.shape)
         key.append(dtype)
         key.append(False)  # (requires_grad)
+        key.append(None)  # (row-major)
         leaves.append(a)
         if types is not None:
             types.append((a.shape, dtype.name, a.name))
@@ -131,6 +135,7 @@ def _tensor_args_key(head, args):
         key.append(d.shape)
         key.append(d.dtype)
         key.append(a.requires_grad)
+        key.append(None if d.flags.c_contiguous else d.strides)
     treedef = _ARGS_DEF.get(len(args))
     if treedef is None:
         treedef = _ARGS_DEF[len(args)] = pytree.tree_flatten(tuple(args), plain=True)[1]

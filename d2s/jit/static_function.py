@@ -18,6 +18,7 @@ from .. import pytree
 from .._state import HOOKED_THREADS, STATE
 from ..autograd.grad_mode import mark_inference
 from ..convert import values
+from ..layouts import input_layout
 from ..nn.module import STRUCTURE_VERSION
 from ..convert.call import convert_transform, python_rng_states, refuse_frozen_draws
 from ..static.builder import ProgramBuilder, flatten_outputs, python_number_type
@@ -435,11 +436,15 @@ class StaticFunction:
         device = _device_of(args, kwargs)
         instance = self._instance
         name = getattr(self._fn, "__qualname__", "function")
+        # how the caller's arrays are laid out (the signature holds it): whether a reshape of
+        # an input shares its elements (see d2s/layouts.py)
+        in_layouts = [input_layout(getattr(t, "_data", None), shape)
+                      for t, (shape, _, _) in zip(signature(self._head(), args, kwargs)[1], leaf_types)]
 
         def trace_into(builder, requires_grad=None):
             """Run the converted function on new symbolic inputs of ``builder``; returns
             (symbolic inputs, output tensors in order) and stores the output structure."""
-            sym = [builder.add_input(shape, dtype, nm, bool(requires_grad and requires_grad[i]))
+            sym = [builder.add_input(shape, dtype, nm, bool(requires_grad and requires_grad[i]), in_layouts[i])
                    for i, (shape, dtype, nm) in enumerate(leaf_types)]
             it = iter(sym)
             sargs = replace_leaves(tuple(args), it)
@@ -496,7 +501,8 @@ class StaticFunction:
         # each tensor argument's requires_grad (see cache.signature), and the entry the params'
         # (see StaticFunction._call), so no other call runs this program.
         grad_on = STATE.grad_enabled
-        mask = [bool(getattr(t, "requires_grad", False)) for t in signature(self._head(), args, kwargs)[1]]
+        call_leaves = signature(self._head(), args, kwargs)[1]
+        mask = [bool(getattr(t, "requires_grad", False)) for t in call_leaves]
         builder = ProgramBuilder(device)
         builder.to_static_enabled = True
         builder.forward_only = True  # the user's no_grad() regions are marked by stop_gradient
