@@ -332,8 +332,9 @@ def varying_dims(entries):
                 dims.append(values[0])
         dims_of.append(dims)
     if not lines:
-        return ["the non-tensor (Python) argument values change between calls, and each value builds "
-                "its own program (pass such values as tensors, or keep them to a few)"], None
+        return ["the non-tensor (Python) argument values, which tensor arguments require grad, or the grad "
+                "mode (no_grad) change between calls, and each combination builds its own program (pass such "
+                "values as tensors, or keep them to a few)"], None
     layout = getattr(first, "arg_leaf", None)
     if layout is None or any(d is None for d in dims_of) or sorted(i for i in layout if i is not None) != list(range(n)):
         return lines, None  # tensors inside containers or keywords: no simple positional spec
