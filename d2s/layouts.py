@@ -15,7 +15,14 @@ small; for an element-wise op, on arrays of at most 2 per dim in the same order 
 order depends only on the inputs' orders). Otherwise the layout is :data:`UNKNOWN`: a reshape
 of such a value may or may not share it eagerly, so the program refuses a write through the
 reshape (or a read of it after its base changed) with an error, instead of guessing.
+
+The program follows eager d2s, whose kernels are numpy's. One known difference from PyTorch
+there: an element-wise result of inputs laid out differently (``x.t() + y``, ``y`` row-major)
+is row-major in numpy and laid out as the first input in PyTorch, so its reshape is a view in
+d2s (eager and program alike) and a copy in PyTorch.
 """
+import warnings
+
 import numpy as np
 
 # the result's layout could not be learnt (see the module docstring)
@@ -85,7 +92,9 @@ def result_layouts(opdef, inputs, attrs, out_types, layout_of):
         return [UNKNOWN] * len(out_types)
     try:
         arrays = [_proxy(x, f, s, exact) if s is not None else x for x, f, s in zip(inputs, lays, shapes)]
-        out = opdef.kernel(np, *arrays, **attrs)
+        with np.errstate(all="ignore"), warnings.catch_warnings():  # (made-up values: no warnings for them)
+            warnings.simplefilter("ignore")
+            out = opdef.kernel(np, *arrays, **attrs)
     except Exception:  # noqa: BLE001 - a kernel refusing made-up values (an index, a divisor): not learnt
         return [UNKNOWN] * len(out_types)
     outs = out if isinstance(out, (tuple, list)) else (out,)
@@ -126,7 +135,7 @@ def _proxy(x, fake, shape, exact):
     """A real array of ``x``'s dtype laid out as ``fake`` (row-major for None): of ``shape``
     when ``exact``, else of at most 2 per dim."""
     dtype = _dtype(x)
-    strides = fake.strides if fake is not None else ()
+    strides = fake.strides if fake is not None and exact else ()
     lo = sum((d - 1) * s for d, s in zip(shape, strides) if s < 0 and d > 0)
     hi = sum((d - 1) * s for d, s in zip(shape, strides) if s > 0 and d > 0)
     if exact and fake is not None and hi - lo < 8 * _EXACT_LIMIT:  # (a view of a huge root: by order)
