@@ -507,3 +507,39 @@ def test_a_buffer_written_through_detach_or_data_is_written_back_after_each_call
         np.testing.assert_array_equal(got.numpy(), want.numpy())
     np.testing.assert_array_equal(conv.count.numpy(), [14.0, 14.0])
     np.testing.assert_array_equal(eager.count.numpy(), [14.0, 14.0])
+
+
+class _ClampsThroughData(nn.Module):
+    """A forward writing its activations through .data and .detach() (a clamp, a reset of one
+    entry under a tensor if, a Python loop of row updates): autograd does not see the writes,
+    so gradients flow through the activations' own history."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(d2s.tensor([[1.0, -2.0, 3.0, 0.5]]))
+
+    def forward(self, x):
+        h = x * self.w
+        h.data.clamp_(max=2.5)
+        if h.sum() > 0:
+            h.detach()[0] = 1.5
+        else:
+            h.detach().mul_(2)
+        for i in range(2):
+            h.detach()[i].add_(1)
+        return (h * self.w).sum()
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_writes_through_detach_keep_the_gradients_of_eager(backend):
+    for xa in (X, NEG, X[::-1] * 3):
+        eager, static = _ClampsThroughData(), _ClampsThroughData()
+        d2s.jit.to_static(static, backend=backend)
+        xe, xs = d2s.tensor(xa, requires_grad=True), d2s.tensor(xa, requires_grad=True)
+        le, ls = eager(xe), static(xs)
+        le.backward()
+        ls.backward()
+        np.testing.assert_allclose(ls.numpy(), le.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(xs.grad.numpy(), xe.grad.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(static.w.grad.numpy(), eager.w.grad.numpy(), rtol=1e-6)
+        assert xs.grad.numpy().any()  # (the gradient through the written activations is not lost)
