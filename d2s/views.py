@@ -235,6 +235,14 @@ def keep_layout(b, t, out):
         b.layouts[out._var.name] = lay
 
 
+def row_major(t):
+    """Symbolic ``t`` (a copy made row-major) laid out row-major in the program; returns ``t``."""
+    b = STATE.builder
+    if b is not None and t._var is not None:
+        b.layouts.pop(t._var.name, None)
+    return t
+
+
 def layout_of(t):
     """``t``'s layout as a fake array, ``layouts.UNKNOWN``, or None where it is row-major (the
     layout a fresh array has)."""

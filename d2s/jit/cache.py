@@ -3,7 +3,8 @@
 A call's signature is one flat, hashable tuple: the arguments' nesting of tuples, lists and dicts
 (a ``d2s.pytree`` treedef) and the keyword names, then for every tensor argument a tag, its shape,
 its dtype, whether it requires grad (the program sees ``x.requires_grad``) and its strides
-where it is not row-major (a reshape of it copies, see d2s/layouts.py), and for every other argument its type and value. It is computed in a single
+(a reshape of a transposed array copies, see d2s/layouts.py; with InputSpec dims, only where it
+is not row-major), and for every other argument its type and value. It is computed in a single
 flatten that also collects the tensor arguments, so a cache hit costs one walk and one dict
 lookup. With ``InputSpec``s, the first call of a new
 shape computes the signature a second time with the spec's dims (``None`` where dynamic); the
@@ -53,13 +54,15 @@ def leaf_key(a, key, leaves, types=None, spec=None):
             raise TypeError("a symbolic tensor was passed to a to_static function outside of the "
                             "program it belongs to")
         shape, dtype = d.shape, d.dtype
+        strides = d.strides  # (with the exact shape, strides say no more than the layout)
         if spec is not None and isinstance(spec, InputSpec) and _compatible(spec, shape, dtype):
             shape = spec.shape
+            strides = layout_key(d)
         key.append(TENSOR)
         key.append(shape)
         key.append(dtype)
         key.append(a.requires_grad)
-        key.append(layout_key(d))
+        key.append(strides)
         if type(d) is not np.ndarray:
             key.append(GPU)
         leaves.append(a)
@@ -76,7 +79,7 @@ def leaf_key(a, key, leaves, types=None, spec=None):
         key.append(a.shape)
         key.append(dtype)
         key.append(False)  # (requires_grad)
-        key.append(None)  # (row-major)
+        key.append(None)  # (any layout: row-major)
         leaves.append(a)
         if types is not None:
             types.append((a.shape, dtype.name, a.name))
@@ -135,7 +138,7 @@ def _tensor_args_key(head, args):
         key.append(d.shape)
         key.append(d.dtype)
         key.append(a.requires_grad)
-        key.append(None if d.flags.c_contiguous else d.strides)
+        key.append(d.strides)
     treedef = _ARGS_DEF.get(len(args))
     if treedef is None:
         treedef = _ARGS_DEF[len(args)] = pytree.tree_flatten(tuple(args), plain=True)[1]

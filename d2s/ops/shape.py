@@ -276,8 +276,8 @@ def _contiguous(x, memory_format=None):
     base alone, and a later ``view`` of the copy shares its elements)."""
     contiguous = _views.contiguous_layout(x)
     if contiguous is None:
-        # in a program, of a value whose layout it cannot tell: x itself or a copy, eagerly
-        return _views.layout_unknown(identity(x), x, "contiguous")
+        # in a program, of a value whose layout it cannot tell: x itself or a copy, eagerly (row-major either way)
+        return _views.layout_unknown(_views.row_major(identity(x)), x, "contiguous")
     return x if contiguous else identity(x)
 
 
