@@ -313,6 +313,11 @@ def _fake_view(x, step):
         if name == "broadcast_to":
             return np.broadcast_to(fake, tuple(_UNKNOWN_DIM if d is None else d for d in attrs["shape"]))
         if name == "reshape":
+            if None not in attrs["shape"] and None not in _static_shape(x):
+                try:  # every size known: numpy's own rule decides
+                    return np.reshape(fake, tuple(attrs["shape"]), copy=False)
+                except ValueError:
+                    return None  # a copy
             return np.reshape(fake, tuple(attrs["shape"]), copy=False)
         if name == "diagonal":
             return np.diagonal(fake, attrs.get("offset", 0), attrs.get("dim1", 0), attrs.get("dim2", 1))
@@ -320,9 +325,10 @@ def _fake_view(x, step):
         pass
     if name in _RESHAPES:
         # a reshape to dims known only when the program runs: numpy makes a view of a
-        # contiguous layout (and of some others, which this model treats as copies)
+        # contiguous layout, and of some others (splitting the last dim of a slice), which the
+        # program cannot tell here
         if not fake.flags.c_contiguous:
-            return None
+            return _layouts.UNKNOWN
         return _fake_root(_out_shape_hint(fake, name, attrs))
     return None
 

@@ -307,3 +307,27 @@ def test_ops_taken_for_row_major_give_row_major_results(name):
     b = np.ones((5, 6)).T.copy().T  # (5, 6), column-major
     for x, y in ((a, b), (a[:, ::2], b), (np.ones((5, 3)).T, np.ones((2, 5, 4))[:, :, ::2])):
         assert OPS[name].kernel(np, x, y).flags.c_contiguous
+
+
+def reshaped_to_a_dynamic_dim_and_written(x):
+    b = x.shape[0]
+    y = x * 1
+    y.reshape(b, -1)[0] = 0.0  # row-major: a view, whose dims are known only when the program runs
+    return y, y.reshape(b, 2, -1) * 1
+
+
+def heads_of_a_split(x):
+    b, t, c = x.size()
+    q, k, v = (x * 1).split(4, dim=2)
+    return q.view(b, t, 2, 2).transpose(1, 2) * 1  # a slice viewed with its last dim split, as PyTorch allows
+
+
+@pytest.mark.parametrize("fn, shape", [(reshaped_to_a_dynamic_dim_and_written, (3, 4)),
+                                       (heads_of_a_split, (2, 3, 12))], ids=["written", "split_heads"])
+def test_reshapes_to_dynamic_dims_share_as_eagerly(fn, shape):
+    sf = to_static(fn, input_spec=[InputSpec([None] * (len(shape) - 1) + [shape[-1]], "float64")])
+    for n in (1, 3):
+        a = R.standard_normal((n,) + shape[1:])
+        want, got = fn(d2s.tensor(a)), sf(d2s.tensor(a))
+        for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())

@@ -248,7 +248,7 @@ def _reshape_dims_infer(x, *dims, shape, same_as=None):
     return TensorType(out, x.dtype)
 
 
-@defop("reshape_dims", _reshape_dims_infer)
+@defop("reshape_dims", _reshape_dims_infer, view=True)
 def _reshape_dims(xp, x, *dims, shape, same_as=None):
     """``reshape`` whose None entries of ``shape`` are read, in order, from the 0-d inputs."""
     it = iter(dims)
