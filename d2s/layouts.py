@@ -32,8 +32,8 @@ UNKNOWN = "unknown"
 _EXACT_LIMIT = 1 << 12
 
 # ops whose kernels always give a new row-major array, whatever their inputs' layouts (numpy's
-# matmul does; tests/test_layouts.py checks it): no kernel is run to learn it
-ROW_MAJOR_RESULTS = frozenset({"matmul"})
+# matmul does, and an array's copy(); tests/test_layouts.py checks it): no kernel is run to learn it
+ROW_MAJOR_RESULTS = frozenset({"matmul", "identity"})
 
 
 def fake_strided(shape, strides):

@@ -278,7 +278,7 @@ def _contiguous(x, memory_format=None):
     if contiguous is None:
         # in a program, of a value whose layout it cannot tell: x itself or a copy, eagerly (row-major either way)
         return _views.layout_unknown(_views.row_major(identity(x)), x, "contiguous")
-    return x if contiguous else identity(x)
+    return x if contiguous else _views.row_major(identity(x))
 
 
 @tensor_method("is_contiguous")

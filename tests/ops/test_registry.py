@@ -317,5 +317,6 @@ def test_view_ops_link_their_input():
     for name in sorted(n for n, o in OPS.items() if o.view):
         y = {"transpose": lambda: w.T, "reshape": lambda: w.reshape(4, 3), "expand_dims": lambda: w.unsqueeze(0),
              "squeeze": lambda: w.unsqueeze(0).squeeze(0), "broadcast_to": lambda: w.broadcast_to([2, 3, 4]),
-             "getitem": lambda: w[1:], "diagonal": lambda: w.diagonal(), "split": lambda: w.split([1, 2], 0)[1]}[name]()
+             "getitem": lambda: w[1:], "diagonal": lambda: w.diagonal(), "split": lambda: w.split([1, 2], 0)[1],
+             "reshape_dims": lambda: apply("reshape_dims", w, d2s.tensor(4), shape=[None, 3], same_as=[-1])}[name]()
         assert y._base is not None and y._view is not None, name
