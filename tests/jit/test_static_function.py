@@ -408,3 +408,19 @@ def test_an_in_place_op_on_an_input_requiring_grad_is_refused_as_eagerly():
             fn(d2s.tensor(_RG, requires_grad=True))
     x = d2s.tensor(_RG)
     np.testing.assert_array_equal(sf(x).numpy(), _RG * 2)  # (allowed where nothing requires grad)
+
+
+def hooks_an_intermediate(x):
+    y = x * 2
+    y.register_hook(lambda g: g * 10)
+    return (y * y).sum()
+
+
+def test_a_hook_registered_inside_is_refused_not_ignored():
+    # eagerly the hook scales the gradient; a program's backward would not call it
+    x = d2s.tensor(_RG, requires_grad=True)
+    hooks_an_intermediate(x).backward()
+    np.testing.assert_allclose(x.grad.numpy(), 80 * _RG)
+    with pytest.raises(RuntimeError, match="register_hook") as e:
+        to_static(hooks_an_intermediate)(d2s.tensor(_RG, requires_grad=True))
+    assert "test_static_function.py" in str(e.value)
