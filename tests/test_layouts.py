@@ -335,3 +335,29 @@ def test_reshapes_to_dynamic_dims_share_as_eagerly(fn, shape):
         want, got = fn(d2s.tensor(a)), sf(d2s.tensor(a))
         for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
             np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def scanned_carry_written(t, x):
+    z = x.t() * 1
+
+    def body(c, r):
+        c2 = c * r.sum()
+        c2.reshape(-1).add_(1)  # the carry keeps x.t()'s layout on every step: a copy
+        return c2, c2.sum()
+
+    z, ys = t.scan(body, z, x * 0.5) if hasattr(t, "scan") else _torch_scan(body, z, x * 0.5)
+    z.reshape(-1).add_(1)
+    return z, ys
+
+
+def _torch_scan(body, c, xs):
+    ys = []
+    for r in xs:
+        c, y = body(c, r)
+        ys.append(y)
+    return c, __import__("torch").stack(ys)
+
+
+TORCH_CASES += [Case("scanned_carry_written" + suffix, scanned_carry_written, arg, grad=False,
+                     dynamic=_STATIC_SHAPES, saved="converted only", onnx="converted only")
+                for suffix, arg in (("", X), ("_other_side", -X))]

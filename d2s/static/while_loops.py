@@ -11,7 +11,7 @@ updates in place keep their identity through the loop (``object_identity.ObjectC
 from d2s_runtime.ir import Op, Var
 from d2s_runtime.passes import is_effect
 
-from .. import layouts as _layouts, ops as d, views
+from .. import ops as d, views
 from .._state import STATE
 from ..autograd.registry import defgrad, float_cotangents_only, sample_call
 from ..dispatch import apply
@@ -20,8 +20,8 @@ from ..onnx.export import GraphCtx
 from ..onnx.registry import onnx_structured
 from ..pytree import tree_unflatten
 from ..tensor import Tensor, tensor
-from .cf_common import (ControlFlowError, _MAX_WIDEN, _as_pred, _builder, _compatible, _is_symbolic, _merge_captures,
-                        _new_outputs, _record, _sym, _trace_block, _widen, tree_flatten)
+from .cf_common import (ControlFlowError, _MAX_WIDEN, _as_pred, _builder, _compatible, _is_symbolic, _lay_out,
+                        _merge_captures, _new_outputs, _record, _sym, _trace_block, _widen, tree_flatten)
 from .conditionals import cond
 from .control_flow_grad import _is_float, _wants_grad, block_vjp
 from .object_identity import _ObjectCarry, _PeelFirst, _repoint
@@ -231,13 +231,6 @@ def _build_while(call_cond, call_body, vals, private, entry_flags):
         # iteration or more, the name's own before-loop tensor after a run of none
         b.link_maybe_alias(results[i], j, None)
     return tree_unflatten(treedef, results)
-
-
-def _lay_out(b, tensors, lays):
-    """Record the layouts ``lays`` of symbolic ``tensors`` (loop vars) in builder ``b``."""
-    for t, lay in zip(tensors, lays):
-        if lay is not None and isinstance(t, Tensor) and t.is_symbolic and not _layouts.is_row_major(lay):
-            b.layouts[t._var.name] = lay
 
 
 def _as_pred_value(p):
