@@ -657,13 +657,9 @@ non_differentiable("stop_gradient", reason="it exists to stop gradients")
 onnx_elementwise("stop_gradient", "Identity")
 
 
-def _detached_write(new, old):
-    """``new``'s values with ``old``'s autograd history (the gradient reaching the result flows
-    to ``old`` unchanged): ``old`` after a write through ``old.detach()`` or ``old.data``, which
-    autograd does not see, in a program (see d2s/views.py)."""
-    return apply("detached_write", new, old)
-
-
+# detached_write(new, old): ``new``'s values with ``old``'s autograd history, ``old`` after a
+# write through ``old.detach()`` or ``old.data`` in a program (autograd does not see it; d2s/views.py
+# emits it, no wrapper)
 @grad_rule("detached_write")
 def _detached_write_grad(ctx, g):
     return (None, g)
