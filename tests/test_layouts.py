@@ -182,7 +182,8 @@ def test_an_input_is_laid_out_as_the_callers_array(make):
 def test_the_callers_layout_is_part_of_the_signature():
     sf = to_static(writes_through_its_reshape)
     for k in range(2):
-        for make in (lambda: d2s.tensor(np.arange(6.0).reshape(3, 2)), lambda: d2s.tensor(np.arange(6.0).reshape(2, 3)).t()):
+        for make in (lambda: d2s.tensor(np.arange(6.0).reshape(3, 2)),
+                     lambda: d2s.tensor(np.arange(6.0).reshape(2, 3)).t()):
             a, b = make(), make()
             np.testing.assert_array_equal(sf(b).numpy(), writes_through_its_reshape(a).numpy())
     assert len(sf.programs) == 2
