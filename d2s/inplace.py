@@ -321,6 +321,9 @@ def _repoint(b, t, out, whole_chain=True):
         # every name and container holding the object sees it (see ProgramBuilder.note_inplace)
         b.note_inplace(t)
     tracer = STATE.tracer if b is None else None
+    if b is not None and t._view is None and out._var is not None:
+        # an in-place update keeps the tensor's own memory, so its layout (d2s/layouts.py)
+        views.keep_layout(b, t, out)
     if tracer is not None and t._data is not None and out._data is not None:
         # traced: the values go into t's own array, as eagerly (its layout, and so what a later
         # reshape of it shares, stays eager's), which the trace now reads as out's var

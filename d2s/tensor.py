@@ -295,6 +295,15 @@ class Tensor:
         """Call ``fn(grad)`` when this tensor's gradient is computed; a returned tensor replaces it."""
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that does not require grad")
+        b = STATE.builder
+        if self._data is None and b is not None and b.forward_only:
+            # the build records the values' history (so requires_grad reads as eagerly), but its
+            # backward program is derived from the program, not from these nodes: the hook would never run
+            from .user_errors import at_user_line
+            raise at_user_line("register_hook() on a tensor inside a function being converted by to_static: a "
+                               "program's backward does not call Python hooks. Register the hook on a tensor "
+                               "outside the converted function (an input or an output), or run this part "
+                               "eagerly (@d2s.jit.not_to_static)", RuntimeError)
         if self.grad_fn is not None:
             return self.grad_fn.add_pre_hook(self._out_idx, fn)
         if self._hooks is None:

@@ -44,6 +44,7 @@ versions up to its root, and a saved view notices a write into its root (see
 import numpy as np
 
 from ._state import STATE
+from . import layouts as _layouts
 from .user_errors import at_user_line
 
 # d2s.dispatch calls this module on every view op (so it imports it), and hands it Tensor and
@@ -106,12 +107,21 @@ def note(opdef, inputs, attrs, results):
             fake = _fake_view(x, step)
             if fake is None:
                 continue  # numpy would copy here (advanced indexing, a reshape of a strided layout)
+            if fake is _layouts.UNKNOWN and name in _LAYOUT_DEPENDENT:
+                layout_unknown(out, x, name)
+                continue
         out._view = ViewInfo(root, steps + (step,), no_grad, refusal if refusal is not None or name in _WRITABLE
                              else _refusal(step, x, out), fake)
         out._base = x
 
 
 _WRITABLE = frozenset({"getitem", "transpose"}) | _RESHAPES  # views written back without conditions
+_LAYOUT_UNKNOWN = ("eagerly it shares that value's elements or is a copy of them depending on its layout, which the "
+                   "program cannot tell here (it depends on sizes unknown while building, on which branch a tensor "
+                   "`if` took, or on an op whose result's layout the program does not model). Bind a copy "
+                   "(v = x.reshape(...).clone())")
+# view ops whose result is a view or a copy depending on the input's layout (as in numpy and PyTorch)
+_LAYOUT_DEPENDENT = frozenset({"reshape", "reshape_like", "reshape_dims"})
 # view ops written back by an op of their own: {view op: the op writing a value into its view}
 # (checked by name: the pair is registered by another family module, when it is)
 _SCATTERS = {"diagonal": "diagonal_scatter"}
@@ -147,6 +157,15 @@ def _refusal(step, parent, out):
             "autograd or in a program; clone() it first (v = v.clone()) and write the result where it belongs")
 
 
+def shares_elements(out, x):
+    """Whether ``out``, a reshape of ``x``, shows ``x``'s elements (is a view of it), eagerly or
+    in a program; an empty tensor counts as shared (PyTorch views one of any layout)."""
+    if getattr(out, "_base", None) is x:
+        return True
+    shape = _static_shape(x)
+    return None not in shape and int(np.prod(shape, dtype=np.int64)) == 0
+
+
 def writeable(a):
     """Whether array ``a`` may be written (numpy's diagonals and broadcasts may not; cupy's may)."""
     return getattr(getattr(a, "flags", None), "writeable", True)
@@ -154,11 +173,15 @@ def writeable(a):
 
 def contiguous_layout(t):
     """Whether tensor ``t``'s elements lie row-major without gaps (PyTorch's ``is_contiguous``):
-    from its array's layout eagerly, from its view's modelled layout in a program."""
+    from its array's layout eagerly, from its modelled layout in a program (None where the
+    program cannot tell, see d2s/layouts.py)."""
     d = t._data
     if d is not None:
         return bool(getattr(getattr(d, "flags", None), "c_contiguous", True))
-    return t._view is None or t._view.fake is None or bool(t._view.fake.flags.c_contiguous)
+    fake = layout_of(t)
+    if fake is _layouts.UNKNOWN:
+        return None
+    return fake is None or bool(fake.flags.c_contiguous)
 
 
 def _shares(a, b):
@@ -185,21 +208,52 @@ def detached(x, out):
     view showing all of ``x``: eagerly the two share one array, so a write through either shows
     in the other (``y.detach().zero_()``, ``y.data[0] = 5``), and the program must do the same.
     A write through ``out`` re-points ``x`` to the new value and leaves ``x``'s history alone, as
-    PyTorch's autograd does not see it either. Returns ``out``."""
+    PyTorch's autograd does not see it either (``detached_write``). Returns ``out``."""
     info = x._view
     root, steps, fake = (x, (), None) if info is None else (info.root, info.steps, info.fake)
     out._view = ViewInfo(root, steps + ((_DETACH, (), {}),), False, None if info is None else info.refusal,
-                         fake if fake is not None else _fake_root(_static_shape(x)))
+                         fake if fake is not None else _fake_of(x))
     out._base = x
     return out
 
 
 # ------------------------------------------------------------------ symbolic layouts
 def _fake_of(t):
+    """``t``'s layout: its view's, else the one eager code gives its value (see
+    d2s/layouts.py; ``layouts.UNKNOWN`` where the program cannot tell), else row-major."""
+    f = layout_of(t)
+    return f if f is not None else _fake_root(_static_shape(t))
+
+
+def keep_layout(b, t, out):
+    """In ``ProgramBuilder`` ``b``: ``t``, about to name ``out``'s var (an in-place update of
+    ``t``), keeps its own layout, as its memory is written in place eagerly."""
+    lay = layout_of(t)
+    if lay is None or _layouts.is_row_major(lay):
+        b.layouts.pop(out._var.name, None)
+    else:
+        b.layouts[out._var.name] = lay
+
+
+def row_major(t):
+    """Symbolic ``t`` (a copy made row-major) laid out row-major in the program; returns ``t``."""
+    b = STATE.builder
+    if b is not None and t._var is not None:
+        b.layouts.pop(t._var.name, None)
+    return t
+
+
+def layout_of(t):
+    """``t``'s layout as a fake array, ``layouts.UNKNOWN``, or None where it is row-major (the
+    layout a fresh array has)."""
     info = t._view
     if info is not None and info.fake is not None:
         return info.fake
-    return _fake_root(_static_shape(t))
+    d = t._data
+    if d is not None:
+        return _layouts.fake_of_array(d)
+    b = STATE.builder
+    return b.layouts.get(t._var.name) if b is not None else None
 
 
 def _fake_root(shape):
@@ -224,6 +278,10 @@ def _fake_view(x, step):
     would copy instead of making a view."""
     fake = _fake_of(x)
     name, extra, attrs = step
+    if fake is _layouts.UNKNOWN:
+        # a view whatever the layout (indexing, transposes), of a layout unknown too; a reshape
+        # is a view or a copy depending on it: the program cannot follow it (see note)
+        return _layouts.UNKNOWN
     try:
         if name == "getitem":
             key = []
@@ -255,6 +313,11 @@ def _fake_view(x, step):
         if name == "broadcast_to":
             return np.broadcast_to(fake, tuple(_UNKNOWN_DIM if d is None else d for d in attrs["shape"]))
         if name == "reshape":
+            if None not in attrs["shape"] and None not in _static_shape(x):
+                try:  # every size known: numpy's own rule decides
+                    return np.reshape(fake, tuple(attrs["shape"]), copy=False)
+                except ValueError:
+                    return None  # a copy
             return np.reshape(fake, tuple(attrs["shape"]), copy=False)
         if name == "diagonal":
             return np.diagonal(fake, attrs.get("offset", 0), attrs.get("dim1", 0), attrs.get("dim2", 1))
@@ -262,9 +325,10 @@ def _fake_view(x, step):
         pass
     if name in _RESHAPES:
         # a reshape to dims known only when the program runs: numpy makes a view of a
-        # contiguous layout (and of some others, which this model treats as copies)
+        # contiguous layout, and of some others (splitting the last dim of a slice), which the
+        # program cannot tell here
         if not fake.flags.c_contiguous:
-            return None
+            return _layouts.UNKNOWN
         return _fake_root(_out_shape_hint(fake, name, attrs))
     return None
 
@@ -298,7 +362,9 @@ def _put(step, old, new):
     apply = _apply
     name, extra, attrs = step
     if name == _DETACH:
-        return new  # every element (the root keeps its own history: see detached)
+        # every element takes the new value, and the tensor keeps its own history: autograd
+        # sees no write through ``.detach()`` / ``.data`` (eagerly, only the values change)
+        return apply("detached_write", new, old)
     if name == _SELECT:
         return _where(extra[0], written_back(old, attrs["steps"][0], new), written_back(old, attrs["steps"][1], new))
     if name == "getitem":
@@ -345,6 +411,8 @@ def join_branches(b, per_block, outs, pred):
     for o, t, e in zip(outs, *per_block):
         if not (isinstance(o, Tensor) and isinstance(t, Tensor) and isinstance(e, Tensor)) or o is t or o is e:
             continue
+        if o.is_symbolic:
+            _join_layouts(b, o, layout_of(t), layout_of(e))
         ti, ei = _followed(b, t._view), _followed(b, e._view)
         if (ti is None and ei is None) or o._view is not None or not o.is_symbolic:
             continue
@@ -353,12 +421,32 @@ def join_branches(b, per_block, outs, pred):
             _unfollowed(o, ti or ei, "a tensor `if` binds to a view of another in one branch (v = y[0] if c else "
                                      "z), or to views of different tensors")
             continue
-        fake = ti.fake if ei.fake is not None and ti.fake is not None and ti.fake.strides == ei.fake.strides else None
+        fake = None if ti.fake is None and ei.fake is None else _same_layout(ti.fake, ei.fake)
         root = ti.root
         step = (_SELECT, (pred,), {"steps": (ti.steps, ei.steps)})
         o._view = ViewInfo(root, (step,), ti.no_grad or ei.no_grad, ti.refusal or ei.refusal,
                            fake if fake is not None else _fake_root(_static_shape(o)))
         o._base = root
+
+
+def _same_layout(a, b):
+    """The layout of a value that is ``a`` on some runs and ``b`` on others (None: row-major)."""
+    if a is None and b is None:
+        return None
+    if a is not None and b is not None and a is not _layouts.UNKNOWN and b is not _layouts.UNKNOWN \
+            and a.strides == b.strides:
+        return a
+    if _layouts.is_row_major(a) and _layouts.is_row_major(b):
+        return None
+    return _layouts.UNKNOWN
+
+
+def _join_layouts(b, o, a, c):
+    """Symbolic ``o`` is (a copy of) a value laid out as ``a`` on some runs and as ``c`` on the
+    others: its layout in the program (see d2s/layouts.py)."""
+    lay = _same_layout(a, c)
+    if lay is not None and not _layouts.is_row_major(lay):
+        b.layouts[o._var.name] = lay
 
 
 # a tensor a tensor loop or `if` binds to a view on some runs only, or to a view that depends on
@@ -368,11 +456,23 @@ def join_branches(b, per_block, outs, pred):
 _UNFOLLOWED = "unfollowed"
 
 
-def _unfollowed(t, info, how):
-    t._view = ViewInfo(info.root, ((_UNFOLLOWED, (), {"how": how}),), info.no_grad,
-                       f"in-place update of a tensor that {how}: which elements it shows depends on the data, "
-                       "which the program does not follow. Write into the base directly (y[i].add_(...)), or "
-                       "bind a copy (v = y[i].clone())", None)
+_DATA_DEPENDENT = ("which elements it shows depends on the data, which the program does not follow. Write into "
+                   "the base directly (y[i].add_(...)), or bind a copy (v = y[i].clone())")
+
+
+def layout_unknown(out, x, name):
+    """Mark ``out``, op ``name``'s result from ``x`` (whose layout the program cannot tell), as a
+    tensor that may share ``x``'s elements eagerly or not: writes through it, or reads of it
+    after ``x`` changed, are refused (see _unfollowed). Returns ``out``."""
+    info = x._view if x._view is not None else ViewInfo(x, (), False, None, None)
+    _unfollowed(out, info, f"is a {name} of a value whose memory layout the program cannot tell", _LAYOUT_UNKNOWN)
+    out._base = x
+    return out
+
+
+def _unfollowed(t, info, how, why=_DATA_DEPENDENT):
+    t._view = ViewInfo(info.root, ((_UNFOLLOWED, (), {"how": how, "why": why}),), info.no_grad,
+                       f"in-place update of a tensor that {how}: {why}", None)
 
 
 def loop_results(results, body_out):
@@ -418,8 +518,7 @@ def fresh(t):
     if info.steps[0][0] == _UNFOLLOWED:
         raise at_user_line(
             f"a tensor that {info.steps[0][2]['how']} is read after that other tensor was updated in place: "
-            "which elements it shows depends on the data, which the program does not follow. Read the base "
-            "directly (y[i]), or bind a copy (v = y[i].clone())", RuntimeError)
+            f"{info.steps[0][2]['why']}", RuntimeError)
     hooked = root._data is None or STATE.hooked
     if hooked or root.requires_grad:
         b = STATE.builder
@@ -453,7 +552,10 @@ def check_writable(t, what, recording):
     (``recording``: whether autograd records the op)."""
     info = t._view
     root = info.root
-    if STATE.grad_enabled and root.requires_grad and root.grad_fn is None:
+    # (a view through ``.detach()`` / ``.data`` is cut from autograd: PyTorch lets it be written,
+    # and the leaf keeps its history, see detached)
+    if STATE.grad_enabled and root.requires_grad and root.grad_fn is None \
+            and not any(step[0] == _DETACH for step in info.steps):
         raise RuntimeError(
             f"{what}: a view of a leaf tensor that requires grad (W.T, W[0], W.reshape(...)) is being "
             "used in an in-place operation; update the leaf itself under `with d2s.no_grad():`")

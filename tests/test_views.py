@@ -187,9 +187,8 @@ TORCH_CASES += [Case(f.__name__ + suffix, f, arg, saved=_CONVERTED, onnx=_CONVER
 
 
 # detach() and .data share the tensor's elements: a write through either shows in the tensor
-# (and a write into the tensor in them), eagerly and converted. (Gradients are not compared: in a
-# program the tensor takes the written value with no history, where PyTorch's autograd does not
-# see the write; see views.detached.)
+# (and a write into the tensor in them), eagerly and converted; autograd does not see the write,
+# so the tensor keeps its history (in a program through ``detached_write``, see views.detached).
 def detach_write(t, x):
     y = x * 1
     d = y.detach()
@@ -215,8 +214,23 @@ def detach_written_in_a_tensor_if(t, x):
     return y
 
 
-TORCH_CASES += [Case(f.__name__ + suffix, f, arg, grad=False)
-                for f in (detach_write, detach_sees_a_later_write, detach_written_in_a_tensor_if)
+def detach_write_then_used(t, x):
+    y = x * 2
+    y.detach().add_(1)
+    y.data.mul_(0.5)
+    return (y * x).sum(), y
+
+
+def detach_write_of_a_row_then_used(t, x):
+    y = x * 3
+    y[1].detach().clamp_(max=0.5)
+    y.data[0, :2] = 3.0
+    return y * x
+
+
+TORCH_CASES += [Case(f.__name__ + suffix, f, arg)
+                for f in (detach_write, detach_sees_a_later_write, detach_written_in_a_tensor_if,
+                          detach_write_then_used, detach_write_of_a_row_then_used)
                 for suffix, arg in (("", X), ("_other_side", NEG))]
 
 
@@ -493,3 +507,39 @@ def test_a_buffer_written_through_detach_or_data_is_written_back_after_each_call
         np.testing.assert_array_equal(got.numpy(), want.numpy())
     np.testing.assert_array_equal(conv.count.numpy(), [14.0, 14.0])
     np.testing.assert_array_equal(eager.count.numpy(), [14.0, 14.0])
+
+
+class _ClampsThroughData(nn.Module):
+    """A forward writing its activations through .data and .detach() (a clamp, a reset of one
+    entry under a tensor if, a Python loop of row updates): autograd does not see the writes,
+    so gradients flow through the activations' own history."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(d2s.tensor([[1.0, -2.0, 3.0, 0.5]]))
+
+    def forward(self, x):
+        h = x * self.w
+        h.data.clamp_(max=2.5)
+        if h.sum() > 0:
+            h.detach()[0] = 1.5
+        else:
+            h.detach().mul_(2)
+        for i in range(2):
+            h.detach()[i].add_(1)
+        return (h * self.w).sum()
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_writes_through_detach_keep_the_gradients_of_eager(backend):
+    for xa in (X, NEG, X[::-1] * 3):
+        eager, static = _ClampsThroughData(), _ClampsThroughData()
+        d2s.jit.to_static(static, backend=backend)
+        xe, xs = d2s.tensor(xa, requires_grad=True), d2s.tensor(xa, requires_grad=True)
+        le, ls = eager(xe), static(xs)
+        le.backward()
+        ls.backward()
+        np.testing.assert_allclose(ls.numpy(), le.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(xs.grad.numpy(), xe.grad.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(static.w.grad.numpy(), eager.w.grad.numpy(), rtol=1e-6)
+        assert xs.grad.numpy().any()  # (the gradient through the written activations is not lost)

@@ -81,6 +81,15 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """Accumulate d(tensors)/d(leaf) into each leaf's ``.grad`` (or only ``inputs``' leaves)."""
     if retain_graph is None:
         retain_graph = create_graph
+    b = STATE.builder
+    if b is not None and b.forward_only and any(t.is_symbolic for t in tensors):
+        # (its values require grad as eagerly, so the program sees x.requires_grad; but .grad
+        # cannot take values that exist only when the program runs)
+        raise at_user_line(
+            "backward() inside a function being converted by to_static: a program cannot accumulate "
+            "gradients into the parameters' .grad while it is built. Convert the model (or its forward) and "
+            "call loss.backward() and optimizer.step() outside the converted function, or compute the "
+            "gradients inside it with d2s.func.value_and_grad / d2s.autograd.grad", RuntimeError)
     roots = _root_grads(tensors, grad_tensors)
     outer = getattr(_handed, "ids", None)  # (a hook may run a backward of its own)
     _handed.ids = set() if grad_tensors is None else {id(_owner(g._data)) for _, _, g in roots}

@@ -1,8 +1,10 @@
 """Input signatures and the program cache of a StaticFunction.
 
 A call's signature is one flat, hashable tuple: the arguments' nesting of tuples, lists and dicts
-(a ``d2s.pytree`` treedef) and the keyword names, then for every tensor argument a tag, its shape
-and its dtype, and for every other argument its type and value. It is computed in a single
+(a ``d2s.pytree`` treedef) and the keyword names, then for every tensor argument a tag, its shape,
+its dtype, whether it requires grad (the program sees ``x.requires_grad``) and its strides
+(a reshape of a transposed array copies, see d2s/layouts.py; with InputSpec dims, only where it
+is not row-major), and for every other argument its type and value. It is computed in a single
 flatten that also collects the tensor arguments, so a cache hit costs one walk and one dict
 lookup. With ``InputSpec``s, the first call of a new
 shape computes the signature a second time with the spec's dims (``None`` where dynamic); the
@@ -18,6 +20,7 @@ from d2s_runtime import forksafe
 
 from .. import pytree
 from ..static.input_spec import InputSpec
+from ..layouts import layout_key
 from ..tensor import Tensor
 
 
@@ -51,11 +54,15 @@ def leaf_key(a, key, leaves, types=None, spec=None):
             raise TypeError("a symbolic tensor was passed to a to_static function outside of the "
                             "program it belongs to")
         shape, dtype = d.shape, d.dtype
+        strides = d.strides  # (with the exact shape, strides say no more than the layout)
         if spec is not None and isinstance(spec, InputSpec) and _compatible(spec, shape, dtype):
             shape = spec.shape
+            strides = layout_key(d)
         key.append(TENSOR)
         key.append(shape)
         key.append(dtype)
+        key.append(a.requires_grad)
+        key.append(strides)
         if type(d) is not np.ndarray:
             key.append(GPU)
         leaves.append(a)
@@ -71,6 +78,8 @@ def leaf_key(a, key, leaves, types=None, spec=None):
         key.append(TENSOR)
         key.append(a.shape)
         key.append(dtype)
+        key.append(False)  # (requires_grad)
+        key.append(None)  # (any layout: row-major)
         leaves.append(a)
         if types is not None:
             types.append((a.shape, dtype.name, a.name))
@@ -128,6 +137,8 @@ def _tensor_args_key(head, args):
         key.append(TENSOR)
         key.append(d.shape)
         key.append(d.dtype)
+        key.append(a.requires_grad)
+        key.append(d.strides)
     treedef = _ARGS_DEF.get(len(args))
     if treedef is None:
         treedef = _ARGS_DEF[len(args)] = pytree.tree_flatten(tuple(args), plain=True)[1]
@@ -242,6 +253,17 @@ class ProgramCache:
             self.by_key[key] = entry
         return evicted
 
+    def replace(self, old, new):
+        """Put ``new`` in ``old``'s place, under every signature that reached ``old``."""
+        with self.lock:
+            if old in self._entries:
+                self._entries = {(new if e is old else e): None for e in self._entries}
+            new.stamp = next(self.clock)
+            self._add_stamps += 1
+            new.cache_key = getattr(old, "cache_key", None)
+            for k in [k for k, e in self.by_key.items() if e is old]:
+                self.by_key[k] = new
+
     def alias(self, key, entry):
         """Also find ``entry`` under ``key`` (unless it was evicted meanwhile)."""
         with self.lock:
@@ -313,8 +335,9 @@ def varying_dims(entries):
                 dims.append(values[0])
         dims_of.append(dims)
     if not lines:
-        return ["the non-tensor (Python) argument values change between calls, and each value builds "
-                "its own program (pass such values as tensors, or keep them to a few)"], None
+        return ["the non-tensor (Python) argument values, which tensor arguments require grad, or the grad "
+                "mode (no_grad) change between calls, and each combination builds its own program (pass such "
+                "values as tensors, or keep them to a few)"], None
     layout = getattr(first, "arg_leaf", None)
     if layout is None or any(d is None for d in dims_of) or sorted(i for i in layout if i is not None) != list(range(n)):
         return lines, None  # tensors inside containers or keywords: no simple positional spec

@@ -65,9 +65,9 @@ class ConcreteProgram:
         # module attributes the function assigned tensors to; their values follow the returned
         # tensors among the program's outputs
         self.writes = list(writes)
-        # which tensor arguments required grad when the function differentiates its own inputs
-        # (d2s.grad(y, x) inside): the program is only right for calls with the same mask
-        self.grad_mask = None
+        # which of the params it reads required grad at the build (set by the StaticFunction):
+        # the program is only right while they still do
+        self.par_mask = ()
         # [(registry dict, key, tensor)]: where the module's params read by the program live
         # (set by the StaticFunction), to notice a parameter replaced by a new tensor
         self.param_refs = []

@@ -16,10 +16,9 @@ from d2s_runtime.gc_pause import paused_gc
 
 from .. import pytree
 from .._state import HOOKED_THREADS, STATE
-from ..autograd import enable_grad
-from ..autograd.engine import SymbolicInputNeedsGrad
 from ..autograd.grad_mode import mark_inference
 from ..convert import values
+from ..layouts import input_layout
 from ..nn.module import STRUCTURE_VERSION
 from ..convert.call import convert_transform, python_rng_states, refuse_frozen_draws
 from ..static.builder import ProgramBuilder, flatten_outputs, python_number_type
@@ -303,7 +302,7 @@ class StaticFunction:
         if (HOOKED_THREADS[0] and STATE.hooked) or not _ENABLED[0]:
             return self._call_unbuilt(args, kwargs)
         # The fast path: one signature walk, one dict lookup.
-        key, leaves = signature((self._instance.training,) if self._is_module else (), args, kwargs)
+        key, leaves = signature(self._head(), args, kwargs)
         cache = self._cache
         entry = cache.by_key.get(key)
         if entry is not None:
@@ -321,12 +320,10 @@ class StaticFunction:
             if self._converted() is None:
                 return self.eager(*args, **kwargs)
             entry = self._miss(key, args, kwargs)
-        if entry.grad_mask is not None and entry.grad_mask != tuple(bool(t.requires_grad) for t in leaves):
-            # built for another requires_grad pattern: d2s.grad inside must see this one
-            # (eager raises for an input that does not require grad): a one-off program
-            with BUILD_LOCK:
-                one_off = self._build(args, kwargs, self._entry_types(args, kwargs))
-            return one_off.run(leaves)
+        if entry.par_mask != _param_mask(entry.param_tensors):
+            # a param it reads was frozen (requires_grad_(False)) or unfrozen since the build:
+            # what requires grad inside the function changed, so build it again
+            entry = self._rebuilt(entry, args, kwargs)
         if self._check_numerics:
             return _run_checked(entry, leaves)
         return entry.run(leaves)
@@ -345,7 +342,18 @@ class StaticFunction:
         return self.eager(*args, **kwargs)
 
     def _head(self):
-        return (self._instance.training,) if self._is_module else ()
+        # the grad mode is part of every signature: the program is built in it (see _build)
+        if self._is_module:
+            return (STATE.grad_enabled, STATE.inference, self._instance.training)
+        return (STATE.grad_enabled, STATE.inference)
+
+    def _rebuilt(self, entry, args, kwargs):
+        """``entry`` built again for the params' requires_grad now, under every signature that
+        reached it."""
+        with BUILD_LOCK:
+            new = self._build(args, kwargs, self._entry_types(args, kwargs))
+            self._cache.replace(entry, new)
+        return new
 
     def _miss(self, key, args, kwargs):
         """A call whose exact signature is new: find or build the program of its InputSpec
@@ -430,11 +438,15 @@ class StaticFunction:
         device = _device_of(args, kwargs)
         instance = self._instance
         name = getattr(self._fn, "__qualname__", "function")
+        # how the caller's arrays are laid out (the signature holds it): whether a reshape of
+        # an input shares its elements (see d2s/layouts.py)
+        in_layouts = [input_layout(getattr(t, "_data", None), shape)
+                      for t, (shape, _, _) in zip(signature(self._head(), args, kwargs)[1], leaf_types)]
 
         def trace_into(builder, requires_grad=None):
             """Run the converted function on new symbolic inputs of ``builder``; returns
             (symbolic inputs, output tensors in order) and stores the output structure."""
-            sym = [builder.add_input(shape, dtype, nm, bool(requires_grad and requires_grad[i]))
+            sym = [builder.add_input(shape, dtype, nm, bool(requires_grad and requires_grad[i]), in_layouts[i])
                    for i, (shape, dtype, nm) in enumerate(leaf_types)]
             it = iter(sym)
             sargs = replace_leaves(tuple(args), it)
@@ -492,26 +504,23 @@ class StaticFunction:
         structures = []
         keep = []
 
-        def build(grad_inputs):
-            builder = ProgramBuilder(device)
-            builder.to_static_enabled = True
-            builder.forward_only = True  # grad mode on, so the user's no_grad() regions show
-            builder.grad_inputs = grad_inputs
-            mask = None
-            if grad_inputs:  # inputs record autograd nodes where the caller's tensors require grad
-                mask = [bool(t.requires_grad) for t in signature(self._head(), args, kwargs)[1]]
-            with builder, enable_grad(), paused_gc():  # see d2s_runtime/gc_pause.py
-                _, out_leaves, rebuild, out, writes = trace_into(builder, mask)
-                outputs = [builder.var_of(t) for t in out_leaves]
-            return builder, out_leaves, rebuild, out, writes, outputs
-
-        grad_mask = None
-        try:
-            builder, out_leaves, rebuild, out, writes, outputs = build(False)
-        except SymbolicInputNeedsGrad:
-            # the function calls d2s.grad on its inputs or params: build again with them recording
-            builder, out_leaves, rebuild, out, writes, outputs = build(True)
-            grad_mask = tuple(bool(t.requires_grad) for t in signature(self._head(), args, kwargs)[1])
+        # The program is built in the caller's grad mode, with its inputs (and the params it
+        # reads) requiring grad as the caller's tensors do, so the function sees what it sees
+        # eagerly: `x.requires_grad`, `(x * w).requires_grad`, `d2s.is_grad_enabled()`, an
+        # in-place op refused on a leaf requiring grad. The cache key holds the grad mode and
+        # each tensor argument's requires_grad (see cache.signature), and the entry the params'
+        # (see StaticFunction._call), so no other call runs this program.
+        grad_on = STATE.grad_enabled
+        call_leaves = signature(self._head(), args, kwargs)[1]
+        mask = [bool(getattr(t, "requires_grad", False)) for t in call_leaves]
+        builder = ProgramBuilder(device)
+        builder.to_static_enabled = True
+        builder.forward_only = True  # the user's no_grad() regions are marked by stop_gradient
+        builder.grad_inputs = True
+        builder.never_differentiated = not grad_on
+        with builder, paused_gc():  # see d2s_runtime/gc_pause.py
+            _, out_leaves, rebuild, out, writes = trace_into(builder, mask)
+            outputs = [builder.var_of(t) for t in out_leaves]
         program = builder.program
         program.name = name
         program.outputs = outputs
@@ -538,8 +547,12 @@ class StaticFunction:
         # what this signature was, for the cache limit's warning
         entry.leaf_types = list(leaf_types)
         entry.leaf_labels, entry.arg_leaf = _leaf_labels(self._fn, instance, args, kwargs)
-        entry.grad_mask = grad_mask
+        entry.par_mask = _param_mask(entry.param_tensors)
         return entry
+
+
+def _param_mask(params):
+    return tuple([t.requires_grad for t in params]) if params else ()
 
 
 def _recursion_error(exc, name):

@@ -14,6 +14,7 @@ from ..autograd.registry import grad_rule, non_differentiable, shape_only
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_converter, onnx_unsupported, promoted, elementwise as onnx_elementwise
 from ..tensor import Tensor, tensor, tensor_method
+from ..user_errors import at_user_line
 from .creation import full
 from .elementwise import add, logical_or
 from ._util import (_as_tensor, _axes, _dims_of_shape_tensor, _is_diff, _is_symbolic, _shape, _shape_arg,
@@ -64,7 +65,13 @@ def _view(x, *shape):
     if len(shape) == 1 and _is_dtype_like(shape[0]):
         raise TypeError(f"view({shape[0]!r}): reinterpreting a tensor's bytes as another dtype is not supported "
                         "by d2s; convert the values with .to(dtype) instead")
-    return reshape(x, *shape)
+    out = reshape(x, *shape)
+    if out is not x and not _views.shares_elements(out, x):
+        # PyTorch's view never copies: a layout it cannot view this way is refused
+        raise at_user_line("view size is not compatible with input tensor's size and stride (at least one "
+                           "dimension spans across two contiguous subspaces). Use .reshape(...) instead.",
+                           RuntimeError)
+    return out
 
 
 def _is_dtype_like(v):
@@ -267,13 +274,22 @@ def _contiguous(x, memory_format=None):
     """``x`` itself where its elements are laid out contiguously, else a contiguous copy (as
     ``torch.Tensor.contiguous``: a write into the copy of a transposed or sliced view leaves its
     base alone, and a later ``view`` of the copy shares its elements)."""
-    return x if _views.contiguous_layout(x) else identity(x)
+    contiguous = _views.contiguous_layout(x)
+    if contiguous is None:
+        # in a program, of a value whose layout it cannot tell: x itself or a copy, eagerly (row-major either way)
+        return _views.layout_unknown(_views.row_major(identity(x)), x, "contiguous")
+    return x if contiguous else _views.row_major(identity(x))
 
 
 @tensor_method("is_contiguous")
 def _is_contiguous(x, memory_format=None):
     """Whether ``x``'s elements lie row-major without gaps (a transpose or strided slice's do not)."""
-    return _views.contiguous_layout(x)
+    contiguous = _views.contiguous_layout(x)
+    if contiguous is None:
+        raise at_user_line("is_contiguous(): inside to_static, of a value whose memory layout the program cannot "
+                           "tell (its sizes are unknown while building, or an op made it from a non-contiguous "
+                           "value); call .contiguous() or .clone() first, whose result is contiguous", RuntimeError)
+    return contiguous
 
 
 Tensor.mT = property(lambda self: transpose(self, -2, -1), doc="The last two dims swapped (batched matrix transpose).")
@@ -639,6 +655,22 @@ def stop_gradient(x):
 
 non_differentiable("stop_gradient", reason="it exists to stop gradients")
 onnx_elementwise("stop_gradient", "Identity")
+
+
+# detached_write(new, old): ``new``'s values with ``old``'s autograd history, ``old`` after a
+# write through ``old.detach()`` or ``old.data`` in a program (autograd does not see it; d2s/views.py
+# emits it, no wrapper)
+@grad_rule("detached_write")
+def _detached_write_grad(ctx, g):
+    return (None, g)
+
+
+shape_only("detached_write", 0, 1)
+
+
+@onnx_converter("detached_write")
+def _detached_write_onnx(g, op):
+    g.node("Identity", op.inputs[:1], op.outputs)
 
 
 def to_device(x, device):

@@ -22,6 +22,7 @@ from ..autograd.anomaly import user_site
 from ..ops import logical_and, logical_or, where
 from ..tensor import Tensor
 from ..user_errors import at_user_line, where_text
+from .. import layouts
 from .input_spec import InputSpec
 from .tensor_array import NumberList, TensorArray, TupleList
 
@@ -106,6 +107,13 @@ class ProgramBuilder:
         # grad_inputs: in a forward-only build, params and the inputs marked requires_grad still
         # record autograd nodes, because the function differentiates them itself (d2s.grad(y, x))
         self.grad_inputs = False
+        # var name -> the layout eager code gives its value where that is not row-major (see
+        # d2s/layouts.py): whether a reshape of it shares its elements
+        self.layouts = {}
+        # never_differentiated: a forward-only build for a call made under no_grad() or
+        # inference_mode (its program is never differentiated, so no stop_gradient marks the
+        # ops that run without grad: all of them do)
+        self.never_differentiated = False
         self._prev = None
         # var name of each op's first output -> (file, line) of the user's call that made the
         # op, for detect_anomaly and check_numerics to name lines inside a program
@@ -141,9 +149,12 @@ class ProgramBuilder:
         """Whether concrete tensor ``t`` becomes a program param (read at every call)."""
         return is_param(t) or self.state_tensors.get(id(t)) is t
 
-    def add_input(self, shape, dtype, name=None, requires_grad=False):
-        """A program input fed by the caller; returns its symbolic tensor."""
+    def add_input(self, shape, dtype, name=None, requires_grad=False, layout=None):
+        """A program input fed by the caller; returns its symbolic tensor. ``layout``: the
+        caller's array's layout where it is not row-major (see d2s/layouts.py)."""
         v = self._new_var(TensorType(shape, dtype), self.program.block)
+        if layout is not None:
+            self.layouts[v.name] = layout
         self.program.inputs.append(v.name)
         self.program.block.inputs.append(v.name)
         return self.symbolic(v, requires_grad)
@@ -265,8 +276,14 @@ class ProgramBuilder:
         self.block.ops.append(Op(opdef.name, names, [v.name for v in outs], plain_attrs(attrs)))
         if outs:
             self.program.op_locations[outs[0].name] = user_site(2)
-        if self.forward_only and not STATE.grad_enabled and opdef.name != "stop_gradient":
+        lays = layouts.result_layouts(opdef, inputs, attrs, out_types, views.layout_of)
+        if self.forward_only and not STATE.grad_enabled and opdef.name != "stop_gradient" \
+                and not self.never_differentiated:
             outs = [self._stop_gradient(v) for v in outs]
+        if lays is not None:
+            for v, lay in zip(outs, lays):
+                if not layouts.is_row_major(lay):
+                    self.layouts[v.name] = lay
         if opdef.name == "dim":
             self.dim_sources[outs[0].name] = (names[0], attrs.get("axis"))
         sym_inputs = tuple(self._as_symbolic(x, n) for x, n in zip(inputs, names))

@@ -80,6 +80,15 @@ def _record(name, op, inputs, outputs, **extra):
     record(_CFOp(name), tuple(inputs), {"op": op, **extra}, tuple(outputs))
 
 
+def _lay_out(b, tensors, lays):
+    """Record the memory layouts ``lays`` (d2s/layouts.py) of symbolic ``tensors`` (a loop's
+    carried values) in builder ``b``."""
+    from .. import layouts
+    for t, lay in zip(tensors, lays):
+        if lay is not None and isinstance(t, Tensor) and t.is_symbolic and not layouts.is_row_major(lay):
+            b.layouts[t._var.name] = lay
+
+
 def _trace_block(b, fn, in_types, convert_outputs=None):
     """Build ``fn`` into a fresh sub-block whose inputs have ``in_types``.
 

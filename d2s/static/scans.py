@@ -12,7 +12,7 @@ import numpy as np
 from d2s_runtime.ir import Op, Var
 from d2s_runtime.ops import TensorType
 
-from .. import ops as d, pytree
+from .. import layouts as _layouts, ops as d, pytree, views
 from .._state import STATE
 from ..autograd.grad_mode import no_grad
 from ..autograd.registry import defgrad, float_cotangents_only, sample_call
@@ -22,7 +22,7 @@ from ..onnx.export import GraphCtx
 from ..onnx.registry import i64, onnx_structured
 from ..pytree import tree_unflatten
 from ..tensor import Tensor, tensor
-from .cf_common import (ControlFlowError, _MAX_WIDEN, _alias_error, _builder, _compatible, _is_symbolic,
+from .cf_common import (ControlFlowError, _MAX_WIDEN, _alias_error, _builder, _compatible, _is_symbolic, _lay_out,
                         _merge_captures, _new_outputs, _record, _sym, _trace_block, _type_of, _widen, tree_flatten)
 from .control_flow_grad import _is_float, _shape_of, _wants_grad, block_vjp
 from .reach import _INT, _flag, loop_reach
@@ -185,13 +185,21 @@ def _static_scan(fn, init, xs, length, reverse, what="d2s.scan"):
     types = _weak_carry_types(types, weak, step)
     nc = len(types)
     y_tree = None
+    # the carries' memory layouts on every step (d2s/layouts.py; settled with their types) and
+    # the slices' (views of the xs)
+    lays = [views.layout_of(t) for t in c_leaves]
+    x_lays = [_slice_layout(t) for t in x_leaves]
+    out_lays = []
     for _ in range(_MAX_WIDEN):
         def body_of(args):
+            _lay_out(b, args, lays + x_lays)
             carry = tree_unflatten(c_tree, args[:nc])
             out = fn(carry, tree_unflatten(x_tree, args[nc:]))
             if not isinstance(out, (tuple, list)) or len(out) != 2:
                 raise ControlFlowError(f"{what}: fn(carry, x) must return a pair (new_carry, y)")
-            return (_tensorize(out[0], like=carry), _tensorize(out[1]))
+            new_carry = _tensorize(out[0], like=carry)
+            out_lays[:] = [views.layout_of(t) if isinstance(t, Tensor) else None for t in tree_flatten(new_carry)[0]]
+            return (new_carry, _tensorize(out[1]))
 
         blk, o_tree, _, o_types = _trace_block(b, body_of, types + slice_types)
         b.block_leaves.pop(blk, None)
@@ -210,15 +218,18 @@ def _static_scan(fn, init, xs, length, reverse, what="d2s.scan"):
                 f"  fn returns   {_fmt_tree(c_out_tree, o_types[:c_out_tree.num_leaves])}")
         y_tree = o_tree.children[1]
         widened = [_widen(t, o) for t, o in zip(types, o_types[:nc])]
-        if widened == types:
+        settled = [views._same_layout(a, c) for a, c in zip(lays, out_lays)]
+        if widened == types and all(a is c for a, c in zip(settled, lays)):
             break
         types = widened
+        lays = settled
     else:
         raise ControlFlowError(f"{what}: the carry's types did not settle after {_MAX_WIDEN} rebuilds")
     _cast_leaves(b, c_leaves, c_names, types)
     y_types = [TensorType((n,) + tuple(t.shape), t.dtype) for t in o_types[nc:]]
     cap_names, cap_tensors = _merge_captures(b, [blk], nc + len(x_names))
     out_vars, outs = _new_outputs(b, types + y_types)
+    _lay_out(b, outs[:nc], lays)
     attrs = {"n_carry": nc, "n_xs": len(x_names), "reverse": bool(reverse)}
     if not x_names:
         attrs["length"] = int(length)
@@ -226,6 +237,14 @@ def _static_scan(fn, init, xs, length, reverse, what="d2s.scan"):
     b.append_op(op)
     _record("scan", op, [*[_sym(b, t) for t in c_leaves], *[_sym(b, t) for t in x_leaves], *cap_tensors], outs)
     return tree_unflatten(c_tree, outs[:nc]), tree_unflatten(y_tree, outs[nc:])
+
+
+def _slice_layout(x):
+    """The layout of ``x[t]``, a step's slice of scanned tensor ``x`` (None: row-major)."""
+    lay = views.layout_of(x) if isinstance(x, Tensor) else None
+    if lay is None or lay is _layouts.UNKNOWN:
+        return lay
+    return lay[0] if lay.ndim > 1 else None
 
 
 # ------------------------------------------------------------------ the op's rules

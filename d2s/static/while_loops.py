@@ -20,8 +20,8 @@ from ..onnx.export import GraphCtx
 from ..onnx.registry import onnx_structured
 from ..pytree import tree_unflatten
 from ..tensor import Tensor, tensor
-from .cf_common import (ControlFlowError, _MAX_WIDEN, _as_pred, _builder, _compatible, _is_symbolic, _merge_captures,
-                        _new_outputs, _record, _sym, _trace_block, _widen, tree_flatten)
+from .cf_common import (ControlFlowError, _MAX_WIDEN, _as_pred, _builder, _compatible, _is_symbolic, _lay_out,
+                        _merge_captures, _new_outputs, _record, _sym, _trace_block, _widen, tree_flatten)
 from .conditionals import cond
 from .control_flow_grad import _is_float, _wants_grad, block_vjp
 from .object_identity import _ObjectCarry, _PeelFirst, _repoint
@@ -147,13 +147,20 @@ def _build_while(call_cond, call_body, vals, private, entry_flags):
     types = _weak_carry_types(types, weak, lambda: call_body(raw))
     n = len(leaves)
     carried = _ObjectCarry(b, leaves, weak, private or (), entry_flags)
+    # each loop var's memory layout on every iteration (d2s/layouts.py): its initial value's, or
+    # unknown where the body gives it another (settled with the types below)
+    lays = [views.layout_of(t) for t in leaves]
+    out_lays = []
     for _ in range(_MAX_WIDEN):
         def cond_of(args):
+            _lay_out(b, args, lays)
             return _as_pred_value(call_cond(tree_unflatten(treedef, carried.enter(args))))
 
         def body_of(args):
+            _lay_out(b, args, lays)
             ins = tree_unflatten(treedef, carried.enter(args))
             out = _tensorize(call_body(ins), like=ins)
+            out_lays[:] = [views.layout_of(t) if isinstance(t, Tensor) else None for t in tree_flatten(out)[0]]
             return out, carried.extra_values(), carried.flag_values(tree_flatten(out)[0])
 
         all_types = types + carried.extra_types()
@@ -181,9 +188,11 @@ def _build_while(call_cond, call_body, vals, private, entry_flags):
             raise ControlFlowError(f"d2s.while_loop: cond_fn must return one bool scalar, got "
                                    f"{_fmt_tree(c_tree, c_types)}")
         widened = [_widen(t, o) for t, o in zip(types, o_types)]
-        if widened == types:
+        settled = [views._same_layout(a, c) for a, c in zip(lays, out_lays)]
+        if widened == types and all(a is c for a, c in zip(settled, lays)):
             break
         types = widened  # a loop var changed shape: rebuild with the changing dims unknown
+        lays = settled  # (or layout: rebuild with it unknown)
     else:
         raise ControlFlowError(f"d2s.while_loop: the loop vars' types did not settle after {_MAX_WIDEN} "
                                f"rebuilds of the body ({_fmt_tree(treedef, types)})")
@@ -193,6 +202,7 @@ def _build_while(call_cond, call_body, vals, private, entry_flags):
     all_types = types + carried.extra_types()
     cap_names, cap_tensors = _merge_captures(b, [cond_blk, body_blk], len(in_names) + len(extra_names))
     out_vars, outs = _new_outputs(b, all_types)
+    _lay_out(b, outs[:n], lays)
     op = Op("while", [*in_names, *extra_names, *cap_names], [v.name for v in out_vars], {},
             {"cond": cond_blk, "body": body_blk})
     b.append_op(op)

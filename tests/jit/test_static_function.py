@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 import d2s
+import torch_parity
 from d2s.jit import InputSpec, StaticFunction, not_to_static, to_static
+from torch_parity import Case
 
 from jit_helpers import check
 
@@ -283,3 +285,142 @@ def test_rebinding_a_global_or_closure_tensor_is_seen_by_the_next_call():
     assert g(x).item() == 3.0
     v = (v * 2).detach().requires_grad_()
     assert g(x).item() == 6.0
+
+
+# ------------------------------------------------------------------ requires_grad and grad mode inside
+# A program is built in the caller's grad mode with its inputs and params requiring grad as the
+# caller's do, so code reading them takes eager's path (it read False before, silently).
+def grad_dependent_branch(t, x):
+    if x.requires_grad:
+        return x * 2
+    return x * 3
+
+
+def detached_unless_it_requires_grad(t, x):
+    y = x.detach() if not x.requires_grad else x
+    return (y * y).sum()
+
+
+def intermediate_requires_grad(t, x):
+    y = x * 2
+    with t.no_grad():
+        z = x * 3
+    return y * (2 if y.requires_grad else 5) + z * (7 if z.requires_grad else 11)
+
+
+def reads_grad_mode(t, x):
+    return x * 2 if t.is_grad_enabled() else x * 3
+
+
+_RG = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -2.0]])
+# (the dynamic, saved and ONNX forms are fed tensors that do not require grad: they take the
+# other path, checked by the _no_grad cases)
+_FED_PLAIN = "its inputs do not require grad in this form (the _no_grad case checks that path)"
+TORCH_CASES = [Case(f.__name__ + suffix, f, arg, grad=grad, **({} if not grad else
+                                                                 dict(dynamic=_FED_PLAIN, saved=_FED_PLAIN,
+                                                                      onnx=_FED_PLAIN)))
+               for f in (grad_dependent_branch, detached_unless_it_requires_grad, intermediate_requires_grad,
+                         reads_grad_mode)
+               for suffix, arg, grad in (("", _RG, True), ("_no_grad", _RG, False), ("_row", _RG[:1], True))]
+
+
+@pytest.mark.parametrize("case", TORCH_CASES, ids=str)
+def test_matches_torch(case):
+    torch_parity.check(case, __name__)
+
+
+def flags(x, w):
+    y = x * w
+    return y * 1.0, (x.requires_grad, w.requires_grad, y.requires_grad, d2s.is_grad_enabled())
+
+
+def test_requires_grad_and_grad_mode_read_inside_equal_eager_in_every_mode(monkeypatch):
+    monkeypatch.setattr(d2s.jit.config, "cache_size_limit", None)
+    sf = to_static(flags)
+    for mode in (d2s.enable_grad, d2s.no_grad, d2s.inference_mode):
+        for gx, gw in ((True, False), (False, True), (False, False), (True, True)):
+            x, w = d2s.tensor(_RG, requires_grad=gx), d2s.tensor(_RG[0], requires_grad=gw)
+            with mode():
+                got, want = sf(x, w), flags(x, w)
+            assert got[1] == want[1], (mode.__name__, gx, gw)
+            assert got[0].requires_grad == want[0].requires_grad
+            np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+    # one program per grad mode and requires_grad pattern (inference_mode is a no_grad mode of its own)
+    assert len(sf.programs) == 12
+    with d2s.no_grad():  # cached: no program is built again
+        sf(d2s.tensor(_RG, requires_grad=True), d2s.tensor(_RG[0]))
+    assert len(sf.programs) == 12
+
+
+def test_with_dynamic_dims_requires_grad_reads_as_eagerly():
+    sf = to_static(grad_dependent_branch, input_spec=[None, InputSpec([None, 3], "float64")])
+    for n in (1, 2, 4):
+        for rg in (True, False):
+            a = np.arange(3.0 * n).reshape(n, 3)
+            got = sf(d2s, d2s.tensor(a, requires_grad=rg))
+            np.testing.assert_array_equal(got.numpy(), a * (2 if rg else 3))
+
+
+class _Gated(d2s.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = d2s.nn.Parameter(d2s.tensor([1.0, -2.0, 0.5]))
+
+    def forward(self, x):
+        assert x.requires_grad or not self.training
+        if self.w.requires_grad:
+            return (x * self.w).sum()
+        return (x * self.w.detach() * 10).sum()
+
+
+def test_a_param_frozen_or_unfrozen_between_calls_builds_the_program_again():
+    eager, static = _Gated(), to_static(_Gated())
+    for frozen in (False, True, False):
+        for m in (eager, static):
+            m.w.requires_grad_(not frozen)
+            m.w.grad = None
+        xe, xs = d2s.tensor(_RG, requires_grad=True), d2s.tensor(_RG, requires_grad=True)
+        le, ls = eager(xe), static(xs)
+        np.testing.assert_allclose(ls.numpy(), le.numpy())
+        le.backward()
+        ls.backward()
+        np.testing.assert_allclose(xs.grad.numpy(), xe.grad.numpy())
+        assert (static.w.grad is None) == (eager.w.grad is None) == frozen
+        if not frozen:
+            np.testing.assert_allclose(static.w.grad.numpy(), eager.w.grad.numpy())
+
+
+def test_an_assert_on_requires_grad_fails_as_eagerly():
+    static = to_static(_Gated())
+    with pytest.raises(AssertionError):
+        static(d2s.tensor(_RG))  # x does not require grad, in training mode: the user's assert fails
+
+
+def writes_its_input_in_place(x):
+    x.mul_(2)
+    return x * 1
+
+
+def test_an_in_place_op_on_an_input_requiring_grad_is_refused_as_eagerly():
+    sf = to_static(writes_its_input_in_place)
+    for fn in (writes_its_input_in_place, sf):
+        with pytest.raises(RuntimeError, match="leaf"):
+            fn(d2s.tensor(_RG, requires_grad=True))
+    x = d2s.tensor(_RG)
+    np.testing.assert_array_equal(sf(x).numpy(), _RG * 2)  # (allowed where nothing requires grad)
+
+
+def hooks_an_intermediate(x):
+    y = x * 2
+    y.register_hook(lambda g: g * 10)
+    return (y * y).sum()
+
+
+def test_a_hook_registered_inside_is_refused_not_ignored():
+    # eagerly the hook scales the gradient; a program's backward would not call it
+    x = d2s.tensor(_RG, requires_grad=True)
+    hooks_an_intermediate(x).backward()
+    np.testing.assert_allclose(x.grad.numpy(), 80 * _RG)
+    with pytest.raises(RuntimeError, match="register_hook") as e:
+        to_static(hooks_an_intermediate)(d2s.tensor(_RG, requires_grad=True))
+    assert "test_static_function.py" in str(e.value)

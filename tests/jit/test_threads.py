@@ -119,8 +119,9 @@ def test_sixteen_threads_with_new_shapes_match_eager_and_single_threaded_builds(
     for sf, fn in ((f, gated), (static_net.forward, None)):
         entries = sf.concrete_programs
         assert len(entries) > 20  # new shapes kept arriving
-        # each signature was built once, however many threads asked for it at the same time
-        assert len({tuple(e.leaf_types) for e in entries}) == len(entries)
+        # each signature (shapes, grad mode, requires_grad) was built once, however many threads
+        # asked for it at the same time
+        assert len({e.cache_key for e in entries}) == len(entries)
         for entry in entries:
             if fn is not None:
                 ref = d2s.jit.to_static(fn)

@@ -200,6 +200,7 @@ CASES = [
      lambda n: [f32(n, 3), i64(n, 3)]),
     ("tensor_list", lambda a: _tensor_list(a), lambda n: [f32(n, 3)]),
     ("stop_gradient", lambda a: d2s.stop_gradient(a) * 2, lambda n: [f32(n, 3)]),
+    ("detached_write", lambda a, b: apply("detached_write", a, b) * 2, lambda n: [f32(n, 3), f32(n, 3)]),
     ("custom_function", lambda a: _Pair.apply(a)[0] - _Pair.apply(a)[1], lambda n: [f32(n, 3)]),
     # arithmetic on two bool tensors is logic in NumPy; ONNX's Add/Mul/Max/Min take no bool
     ("bool_arith", lambda a, b: (a + b, a * b, d2s.maximum(a, b), d2s.minimum(a, b)),

@@ -161,6 +161,9 @@ CASES = {
     "custom_function": ("d2s.autograd.Function.apply emits it in programs",
                         "its gradient is the user's backward, checked by tests/autograd/test_function.py"),
     "stop_gradient": (ops.stop_gradient, "it exists to stop gradients"),
+    "detached_write": (_INTERNAL, "its gradient (identity to the tensor written) is by design not the derivative of "
+                                  "its value (a write autograd does not see); tests/test_views.py compares it with "
+                                  "PyTorch's (the detach_write cases)"),
     "to_device": (ops.to_device, (lambda x: ops.to_device(x, "cpu"), [randn(4)])),
     "shape": (ops.shape, _ND), "dim": (_INTERNAL, _ND), "constant": (_INTERNAL, _ND),
     "full": (ops.full, _ND), "full_like": (ops.full_like, _ND), "full_dims": (_INTERNAL, _ND),
@@ -325,5 +328,6 @@ def test_view_ops_link_their_input():
     for name in sorted(n for n, o in OPS.items() if o.view):
         y = {"transpose": lambda: w.T, "reshape": lambda: w.reshape(4, 3), "expand_dims": lambda: w.unsqueeze(0),
              "squeeze": lambda: w.unsqueeze(0).squeeze(0), "broadcast_to": lambda: w.broadcast_to([2, 3, 4]),
-             "getitem": lambda: w[1:], "diagonal": lambda: w.diagonal(), "split": lambda: w.split([1, 2], 0)[1]}[name]()
+             "getitem": lambda: w[1:], "diagonal": lambda: w.diagonal(), "split": lambda: w.split([1, 2], 0)[1],
+             "reshape_dims": lambda: apply("reshape_dims", w, d2s.tensor(4), shape=[None, 3], same_as=[-1])}[name]()
         assert y._base is not None and y._view is not None, name

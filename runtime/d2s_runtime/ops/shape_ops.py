@@ -154,6 +154,18 @@ defop("stop_gradient", _same_infer, doc="The input itself; gradients do not flow
       alias=True)(lambda xp, x: x)
 
 
+def _detached_write_infer(new, old):
+    if tuple(new.shape) != tuple(old.shape) and None not in tuple(new.shape) + tuple(old.shape):
+        raise ShapeError(f"detached_write: the new value {fmt_shape(new.shape)} and the tensor written "
+                         f"{fmt_shape(old.shape)} differ in shape")
+    return TensorType(old.shape, new.dtype)
+
+
+defop("detached_write", _detached_write_infer, alias=True,
+      doc="The values of ``new`` (input 0), with gradients flowing to ``old`` (input 1) unchanged: a tensor "
+          "written through its ``.detach()`` or ``.data``, whose history autograd keeps.")(lambda xp, new, old: new)
+
+
 @defop("to_device", _same_infer)
 def _to_device(xp, x, device):
     """Copy between host (numpy) and GPU (cupy) memory."""
@@ -236,7 +248,7 @@ def _reshape_dims_infer(x, *dims, shape, same_as=None):
     return TensorType(out, x.dtype)
 
 
-@defop("reshape_dims", _reshape_dims_infer)
+@defop("reshape_dims", _reshape_dims_infer, view=True)
 def _reshape_dims(xp, x, *dims, shape, same_as=None):
     """``reshape`` whose None entries of ``shape`` are read, in order, from the 0-d inputs."""
     it = iter(dims)
@@ -493,6 +505,15 @@ def _stop_gradient_native(e, x):
 _stop_gradient_native.reads_stacks = True  # an alias: a stack stays a stack (native/plan.py)
 # an alias of a lazy element-wise chain stays lazy: the chain fuses on through it
 _stop_gradient_native.fuses_input = True
+
+
+@deflowering("detached_write", "native")
+def _detached_write_native(e, new, old):
+    return e.alias(new)
+
+
+_detached_write_native.reads_stacks = True
+_detached_write_native.fuses_input = True
 
 
 @deflowering("identity", "native")
