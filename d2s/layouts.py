@@ -25,6 +25,33 @@ import warnings
 
 import numpy as np
 
+# an unknown (dynamic) dim in the layout model of a symbolic value (see fake_root)
+UNKNOWN_DIM = 1 << 20
+
+
+def _is_tensor(x):
+    # (by its attributes: d2s.tensor imports this module's users, so importing it here would
+    # close an import cycle)
+    return hasattr(x, "_var") and hasattr(x, "_data")
+
+
+def fake_root(shape):
+    """A C-contiguous array of ``shape`` (unknown dims: UNKNOWN_DIM) with no memory behind it
+    (strides over a one-byte buffer): only its layout is ever read."""
+    unknown = sum(d is None for d in shape)
+    if unknown:
+        # a power of two (reshapes divide it) as large as the layout allows: numpy refuses an
+        # array of more than 2**63 bytes, even with no memory behind it
+        known_bits = sum(max(int(d), 1).bit_length() for d in shape if d is not None)
+        fill = 1 << max(2, min(UNKNOWN_DIM.bit_length() - 1, (60 - known_bits) // unknown))
+        shape = tuple(fill if d is None else int(d) for d in shape)
+    strides, s = [], 1
+    for d in reversed(shape):
+        strides.append(s)
+        s *= max(d, 1)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), shape=shape, strides=tuple(reversed(strides)))
+
+
 # the result's layout could not be learnt (see the module docstring)
 UNKNOWN = "unknown"
 
@@ -65,8 +92,7 @@ def input_layout(d, shape):
     order, _ = _order(fake_strided(d.shape, strides), d.ndim)
     if not np.transpose(d, order).flags.c_contiguous:
         return UNKNOWN  # a strided (sliced) layout whose strides change with the dynamic dims
-    from .views import _fake_root
-    return np.transpose(_fake_root(tuple(shape[a] for a in order)), np.argsort(order))
+    return np.transpose(fake_root(tuple(shape[a] for a in order)), np.argsort(order))
 
 
 def is_row_major(fake):
@@ -77,8 +103,7 @@ def result_layouts(opdef, inputs, attrs, out_types, layout_of):
     """Per output of op ``opdef`` on ``inputs``: its eager layout (a fake, :data:`UNKNOWN`, or
     None for row-major). ``layout_of(tensor)`` gives an input tensor's layout the same way.
     Returns None when every output is row-major."""
-    from .tensor import Tensor
-    lays = [layout_of(x) if isinstance(x, Tensor) else fake_of_array(x) if isinstance(x, np.ndarray) else None
+    lays = [layout_of(x) if _is_tensor(x) else fake_of_array(x) if isinstance(x, np.ndarray) else None
             for x in inputs]
     if all(is_row_major(f) for f in lays):
         return None
@@ -110,8 +135,7 @@ def result_layouts(opdef, inputs, attrs, out_types, layout_of):
 def _shape(x):
     """The static shape of a tensor or array input (None for a Python value); dims unknown
     while building are None."""
-    from .tensor import Tensor
-    if isinstance(x, Tensor):
+    if _is_tensor(x):
         return tuple(x._data.shape) if x._data is not None else tuple(x._var.type.shape)
     if isinstance(x, np.ndarray):
         return tuple(x.shape)
@@ -119,8 +143,7 @@ def _shape(x):
 
 
 def _dtype(x):
-    from .tensor import Tensor
-    if isinstance(x, Tensor):
+    if _is_tensor(x):
         return np.dtype(str(x.dtype))
     return x.dtype
 
@@ -160,6 +183,5 @@ def _result_fake(o, shape, exact):
     if exact and None not in shape:
         return fake_strided(o.shape, [s // o.itemsize for s in o.strides])
     order, _ = _order(fake_strided(o.shape, [s // o.itemsize for s in o.strides]), o.ndim)
-    from .views import _fake_root
-    dense = _fake_root(tuple(shape[a] for a in order))
+    dense = fake_root(tuple(shape[a] for a in order))
     return np.transpose(dense, np.argsort(order))

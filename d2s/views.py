@@ -57,8 +57,8 @@ def bind(tensor_class, apply):
     global Tensor, _apply
     Tensor, _apply = tensor_class, apply
 
-# an unknown (dynamic) dim in the layout model of a symbolic view (see _fake_root)
-_UNKNOWN_DIM = 1 << 20
+_UNKNOWN_DIM = _layouts.UNKNOWN_DIM
+_fake_root = _layouts.fake_root
 _RESHAPES = frozenset({"reshape", "reshape_like", "reshape_dims", "squeeze", "expand_dims"})
 
 
@@ -254,23 +254,6 @@ def layout_of(t):
         return _layouts.fake_of_array(d)
     b = STATE.builder
     return b.layouts.get(t._var.name) if b is not None else None
-
-
-def _fake_root(shape):
-    """A C-contiguous array of ``shape`` (unknown dims: _UNKNOWN_DIM) with no memory behind it
-    (strides over a one-byte buffer): only its layout is ever read."""
-    unknown = sum(d is None for d in shape)
-    if unknown:
-        # a power of two (reshapes divide it) as large as the layout allows: numpy refuses an
-        # array of more than 2**63 bytes, even with no memory behind it
-        known_bits = sum(max(int(d), 1).bit_length() for d in shape if d is not None)
-        fill = 1 << max(2, min(_UNKNOWN_DIM.bit_length() - 1, (60 - known_bits) // unknown))
-        shape = tuple(fill if d is None else int(d) for d in shape)
-    strides, s = [], 1
-    for d in reversed(shape):
-        strides.append(s)
-        s *= max(d, 1)
-    return np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), shape=shape, strides=tuple(reversed(strides)))
 
 
 def _fake_view(x, step):
