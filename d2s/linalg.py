@@ -10,7 +10,6 @@ here with a docstring and a test (the norms': ``tests/test_linalg.py``; the othe
 from .ops.support import dim_args as _A
 from . import return_types as _return_types
 from .ops import cumulative as _cumulative, linalg as _linalg, matrices as _matrices, reduce as _reduce
-from .ops._util import _is_symbolic
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve", "vander", "matrix_power", "cholesky", "cross",
            "diagonal", "vecdot", "multi_dot"]
@@ -271,7 +270,7 @@ def multi_dot(tensors, *, out=None):
             raise ValueError(f"d2s.linalg.multi_dot(): tensor {k} must be 2-d (the first and last may be 1-d), "
                              f"got {m.ndim} dims")
     dims = [m.shape[0] for m in mats] + [mats[-1].shape[1]]
-    if n > 2 and any(_is_symbolic(d) for d in dims):
+    if n > 2 and any(getattr(d, "is_symbolic", False) for d in dims):
         raise ValueError("d2s.linalg.multi_dot(): the order of the products is chosen from the matrices' sizes, "
                          "but some are known only when the program runs; give them fixed sizes (InputSpec) or "
                          "write the products with @")

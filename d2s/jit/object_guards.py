@@ -446,7 +446,7 @@ class ObjectGuards:
             return
         self._seen_calls.add(mark)
         try:
-            from ..convert.call import is_library
+            from ..convert.call import is_library  # (convert is a layer above jit's guards' users)
             if is_library(func):
                 return
         except Exception:  # noqa: BLE001 - a callable that cannot be inspected reads nothing we follow

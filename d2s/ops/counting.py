@@ -17,13 +17,13 @@ from ..dispatch import apply
 from ..onnx.registry import onnx_unsupported
 from ..tensor import Tensor, tensor, tensor_method
 from . import _dim_args as A
-from .creation import full_like, ones_like, zeros_like
+from .creation import full_like, ones, ones_like, zeros, zeros_like
 from .elementwise import cast, clamp, eq, logical_not, lt, sqrt, where
-from .indexing import gather
+from .indexing import gather, scatter_add
 from .linalg import diagonal, matmul
 from .pointwise import ceil, floor, lerp, round as _round
-from .reduce import _isnan, any as _any, sum as _sum
-from .shape import movedim, reshape, squeeze, transpose, unsqueeze
+from .reduce import _isnan, amax, any as _any, sum as _sum
+from .shape import cat, movedim, reshape, squeeze, transpose, unsqueeze
 from .sorting import sort
 from ._util import _as_tensor, _static_shape
 
@@ -97,10 +97,6 @@ def _bincount_to_run_length(x, weights, minlength):
     """bincount in a program whose ``minlength`` is known only when it runs (``size =
     int(batch.max()) + 1`` in converted code, as graph pooling writes it): the counts added into
     zeros of the length the program computes, ``max(max(x) + 1, minlength)``."""
-    from .creation import ones, zeros
-    from .indexing import scatter_add
-    from .reduce import amax
-    from .shape import cat
     index = x.long()
     size = amax(cat([index, (minlength.long() - 1).reshape([1])])) + 1
     if weights is None:

@@ -83,7 +83,7 @@ def _record(name, op, inputs, outputs, **extra):
 def _lay_out(b, tensors, lays):
     """Record the memory layouts ``lays`` (d2s/layouts.py) of symbolic ``tensors`` (a loop's
     carried values) in builder ``b``."""
-    from .. import layouts
+    from .. import layouts  # (layouts learns from kernels through d2s.views, which imports static)
     for t, lay in zip(tensors, lays):
         if lay is not None and isinstance(t, Tensor) and t.is_symbolic and not layouts.is_row_major(lay):
             b.layouts[t._var.name] = lay
