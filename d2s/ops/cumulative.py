@@ -38,9 +38,7 @@ def cummax(input, dim, *, axis=None, **unsupported):
     Returns:
         ``(values, indices)``: ``input``'s shape; values of its dtype, indices int64.
     """
-    A.no_extra("cummax", unsupported)
-    x = _as_tensor(input)
-    return return_types.cummax(*apply("cummax", x, axis=_axis(x, A.one_dim("cummax", dim, axis))))
+    return _running("cummax", input, dim, axis, unsupported)
 
 
 @tensor_method()
@@ -55,9 +53,13 @@ def cummin(input, dim, *, axis=None, **unsupported):
     Returns:
         ``(values, indices)``: ``input``'s shape; values of its dtype, indices int64.
     """
-    A.no_extra("cummin", unsupported)
+    return _running("cummin", input, dim, axis, unsupported)
+
+
+def _running(name, input, dim, axis, unsupported):
+    A.no_extra(name, unsupported)
     x = _as_tensor(input)
-    return return_types.cummin(*apply("cummin", x, axis=_axis(x, A.one_dim("cummin", dim, axis))))
+    return getattr(return_types, name)(*apply(name, x, axis=_axis(x, A.one_dim(name, dim, axis))))
 
 
 grad_rule("cummax", "cummin")(_selected_grad)  # (axis kept: the values scatter back to their indices)
