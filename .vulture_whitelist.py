@@ -238,3 +238,12 @@ _.py_state_keep  # holds the argument objects object_guards follows, so an id-ke
 
 # d2s/ops/counting.py
 _.isin  # torch.isin: d2s.isin, exported with the ops family's public names
+
+# d2s/amp.py
+_.get_growth_factor  # GradScaler.get_growth_factor: PyTorch's public method, called by training scripts
+_.set_growth_factor  # GradScaler.set_growth_factor: PyTorch's public method, called by training scripts
+_.get_backoff_factor  # GradScaler.get_backoff_factor: PyTorch's public method, called by training scripts
+_.set_backoff_factor  # GradScaler.set_backoff_factor: PyTorch's public method, called by training scripts
+_.get_growth_interval  # GradScaler.get_growth_interval: PyTorch's public method, called by training scripts
+_.set_growth_interval  # GradScaler.set_growth_interval: PyTorch's public method, called by training scripts
+_.is_enabled  # GradScaler.is_enabled: PyTorch's public method, called by training scripts

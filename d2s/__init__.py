@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 # Submodules and names that import lazily, so `import d2s` stays light and layers stay apart.
 _LAZY_MODULES = {"nn", "optim", "data", "jit", "static", "passes", "func", "utils", "viz", "onnx", "distributions",
                  "autograd", "transformers", "convert", "cli", "trace", "distributed", "lax", "linalg", "return_types",
-                 "cuda", "backends", "accelerator"}
+                 "cuda", "backends", "accelerator", "amp"}
 _LAZY_NAMES = {
     "cond": ("d2s.static.control_flow", "cond"),
     "while_loop": ("d2s.static.control_flow", "while_loop"),
@@ -41,6 +41,8 @@ _LAZY_NAMES = {
     "to_static": ("d2s.jit", "to_static"),
     "save": ("d2s.serialization", "save"),
     "load": ("d2s.serialization", "load"),
+    "autocast": ("d2s.amp", "autocast"),
+    "is_autocast_enabled": ("d2s.amp", "is_autocast_enabled"),
 }
 
 # The public names of ``d2s`` (see the API contract and docs/api/d2s.md): tensors and dtypes, the

@@ -6,14 +6,26 @@ raises an error naming what is missing.
 """
 from d2s_runtime.device import get_xp
 
+import functools as _functools
+import sys as _sys
+import types as _types
+
+from . import amp as _amp
 from . import devices as _devices
 from .ops import random as _random
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "get_device_name", "synchronize",
            "empty_cache", "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "is_initialized",
-           "memory_allocated", "max_memory_allocated", "device"]
+           "memory_allocated", "max_memory_allocated", "device", "amp"]
 
 device = _devices.device
+
+# ``torch.cuda.amp`` (PyTorch's older spelling, still common in training scripts): autocast and
+# GradScaler for the 'cuda' device; ``from d2s.cuda.amp import GradScaler`` finds it here
+amp = _types.ModuleType("d2s.cuda.amp", "torch.cuda.amp's autocast and GradScaler (for the 'cuda' device).")
+amp.GradScaler = _functools.partial(_amp.GradScaler, "cuda")
+amp.autocast = _functools.partial(_amp.autocast, "cuda")
+_sys.modules[amp.__name__] = amp
 
 
 def is_available():
