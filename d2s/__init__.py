@@ -42,6 +42,7 @@ _LAZY_NAMES = {
     "save": ("d2s.serialization", "save"),
     "load": ("d2s.serialization", "load"),
     "autocast": ("d2s.amp", "autocast"),
+    "compile": ("d2s.jit.api", "compile"),
     "is_autocast_enabled": ("d2s.amp", "is_autocast_enabled"),
 }
 

@@ -16,7 +16,7 @@ from .ops import random as _random
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "get_device_name", "synchronize",
            "empty_cache", "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "is_initialized",
-           "memory_allocated", "max_memory_allocated", "device", "amp"]
+           "memory_allocated", "max_memory_allocated", "device", "amp", "is_bf16_supported"]
 
 device = _devices.device
 
@@ -31,6 +31,12 @@ _sys.modules[amp.__name__] = amp
 def is_available():
     """Whether a GPU can be used (cupy imports and sees one)."""
     return _devices.available("gpu")
+
+
+def is_bf16_supported(including_emulation=True):
+    """Whether bfloat16 can be used on the GPU: never in d2s (it has no bfloat16 arithmetic)."""
+    del including_emulation
+    return False
 
 
 def device_count():

@@ -91,3 +91,7 @@ def test_set_printoptions():
     finally:
         d2s.set_printoptions(profile="default")
     np.testing.assert_equal(d2s.tensor([1.5]).numpy(), [1.5])
+
+
+def test_cuda_reports_no_bfloat16():
+    assert d2s.cuda.is_bf16_supported() is False  # (d2s has no bfloat16 arithmetic)

@@ -17,10 +17,12 @@ Run: ``mpiexec -n 2 python train.py``. ``mpi4py`` and an MPI library (the ``mpic
 with the ``distributed`` extra; without them, :func:`init` says what to install.
 """
 from .comm import (DistributedError, DistributedTimeoutError, all_reduce, barrier, broadcast,
-                   broadcast_parameters, init, is_available, is_initialized, rank, world_size)
+                   broadcast_parameters, destroy_process_group, get_rank, get_world_size, init, init_process_group,
+                   is_available, is_initialized, rank, world_size)
 from .ddp import DistributedDataParallel
 from .sampler import DistributedSampler
 
 __all__ = ["init", "is_available", "is_initialized", "rank", "world_size", "all_reduce", "broadcast",
            "broadcast_parameters", "barrier", "DistributedDataParallel", "DistributedSampler",
-           "DistributedError", "DistributedTimeoutError"]
+           "DistributedError", "DistributedTimeoutError", "init_process_group", "destroy_process_group", "get_rank",
+           "get_world_size"]

@@ -228,3 +228,39 @@ def _buffers(module):
 def barrier():
     """Wait until every rank reaches this point (with the timeout)."""
     wait(_comm().Ibarrier(), "barrier")
+
+
+# ------------------------------------------------------------------ torch.distributed's names
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, **kwargs):
+    """``torch.distributed.init_process_group``: joins the MPI job (:func:`init`). d2s's
+    processes are MPI ranks, started by ``mpiexec -n N``: a ``world_size``/``rank`` given, or set
+    by a launcher in ``WORLD_SIZE``/``RANK`` (``torchrun``), that is not the MPI job's raises,
+    instead of every process training alone as rank 0 of 1."""
+    del backend, init_method, kwargs  # (MPI is the transport; the job is mpiexec's)
+    seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout
+    comm = init(timeout=seconds)
+    size, me = comm.Get_size(), comm.Get_rank()
+    want_size = world_size if world_size != -1 else int(os.environ.get("WORLD_SIZE", size))
+    want_rank = rank if rank != -1 else int(os.environ.get("RANK", me))
+    if (want_size, want_rank) != (size, me):
+        raise DistributedError(
+            f"init_process_group: asked for rank {want_rank} of {want_size}, but this process is MPI rank {me} of "
+            f"{size}. d2s runs data parallel over MPI: start the job with `mpiexec -n {want_size} python ...` "
+            "(not torchrun)")
+
+
+def destroy_process_group(group=None):
+    """``torch.distributed.destroy_process_group``: nothing to do (MPI ends with the process)."""
+    del group
+
+
+def get_rank(group=None):
+    """``torch.distributed.get_rank``: :func:`rank`."""
+    del group
+    return rank()
+
+
+def get_world_size(group=None):
+    """``torch.distributed.get_world_size``: :func:`world_size`."""
+    del group
+    return world_size()

@@ -11,6 +11,33 @@ from . import config
 from .static_function import SourceUnavailableError, StaticFunction
 
 
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,  # noqa: A001
+            disable=False):
+    """``torch.compile`` as PyTorch scripts call it, mapped onto :func:`to_static`: the model
+    (or function) runs as static programs whose results equal eager ones.
+
+    Args:
+        model: an ``nn.Module`` or a function (omitted: a decorator).
+        fullgraph: True raises where a function's source cannot be read (``to_static``'s
+            ``fallback=False``) instead of running it eagerly with a warning.
+        dynamic, mode, options: accepted; d2s decides its programs by input signature.
+        backend: ``'python'``, ``'native'`` or ``'auto'`` choose d2s's backend; PyTorch's
+            backend names (``'inductor'``, ...) keep d2s's default.
+        disable: True returns ``model`` unchanged, as PyTorch's does.
+
+    Returns:
+        What :func:`to_static` returns: a module is converted in place and returned (so its
+        ``state_dict`` keys stay the module's own, without PyTorch's ``_orig_mod.`` prefix).
+    """
+    del dynamic, mode, options  # (d2s's programs follow the input signatures they meet)
+    d2s_backend = backend if backend in ("python", "native", "auto") else None
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, backend=backend, disable=disable)
+    if disable:
+        return model
+    return to_static(model, fallback=not fullgraph, backend=d2s_backend)
+
+
 def to_static(fn=None, *, input_spec=None, fallback=True, check_numerics=False, backend=None):
     """Run a function, method or ``nn.Module`` as static programs, converting its Python control
     flow on tensors into graph ops.

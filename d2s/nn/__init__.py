@@ -5,7 +5,7 @@ model runs eagerly, trains with autograd, and converts to a static program. Thei
 constructor arguments, parameter and buffer names and initializations are PyTorch's, so a
 PyTorch ``state_dict`` loads with ``load_state_dict``.
 """
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .activation import (CELU, ELU, GELU, GLU, SELU, AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d,
                          Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU,
                          ReLU, ReLU6, Sigmoid, SiLU, Softmax, Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh,
@@ -50,7 +50,7 @@ __all__ = ["Module", "Parameter", "Buffer",
            "BCEWithLogitsLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss", "CosineEmbeddingLoss",
            "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
            "TripletMarginLoss", "CosineSimilarity", "PairwiseDistance",
-           "functional", "init", "utils",
+           "functional", "init", "parallel", "utils",
            # convolution, pooling, padding, resampling and normalization layers
            "Conv1d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold", "MaxPool1d", "AvgPool1d", "AvgPool2d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Upsample",

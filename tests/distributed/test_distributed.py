@@ -38,6 +38,24 @@ def _launch(mode, out="", n=2, timeout=120):
 
 # ------------------------------------------------------------------ one process
 @needs_mpi
+def test_torch_distributed_names_join_the_mpi_job_or_say_how_to_launch(monkeypatch):
+    from d2s.nn.parallel import DistributedDataParallel
+    assert DistributedDataParallel is dist.DistributedDataParallel
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    dist.init_process_group(backend="nccl")
+    assert (dist.get_rank(), dist.get_world_size()) == (0, 1)
+    dist.destroy_process_group()
+    # launched by torchrun: each process would train alone as rank 0 of 1
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(dist.DistributedError, match="rank 1 of 2.*MPI rank 0 of 1.*mpiexec -n 2"):
+        dist.init_process_group(backend="gloo")
+    with pytest.raises(dist.DistributedError, match="rank 0 of 3"):
+        dist.init_process_group(world_size=3, rank=0)
+
+
+@needs_mpi
 def test_single_process_collectives_are_identities():
     dist.init()
     assert (dist.rank(), dist.world_size()) == (0, 1)

@@ -158,3 +158,23 @@ class TestToStatic:
             assert len(sf.programs) == 0
         finally:
             d2s.jit.enable_to_static(True)
+
+
+def _sign_step(x):
+    return x * 2 if x.sum() > 0 else x - 1
+
+
+def test_compile_is_to_static_with_torch_compiles_signature():
+    d2s.manual_seed(0)
+    model = d2s.nn.Sequential(d2s.nn.Linear(3, 4), d2s.nn.ReLU(), d2s.nn.Linear(4, 2))
+    x = d2s.randn(5, 3)
+    want = model(x).numpy()
+    assert d2s.compile(model, disable=True) is model and not isinstance(model.forward, d2s.jit.StaticFunction)
+    compiled = d2s.compile(model, mode="max-autotune", dynamic=True)
+    assert compiled is model and isinstance(model.forward, d2s.jit.StaticFunction)
+    np.testing.assert_array_equal(compiled(x).numpy(), want)
+    assert list(compiled.state_dict()) == ["0.weight", "0.bias", "2.weight", "2.bias"]  # no _orig_mod. prefix
+    f = d2s.compile(backend="inductor")(_sign_step)
+    for v in ([1.0, 2.0], [-1.0, -2.0]):
+        np.testing.assert_array_equal(f(d2s.tensor(v)).numpy(), _sign_step(d2s.tensor(v)).numpy())
+    assert f.is_static
