@@ -305,7 +305,8 @@ def _layout(v, depth=0):
 
 
 class _Held:
-    """A container attribute (or global) as a build found it. A forward that rebinds it
+    """A container attribute of the module tree as a build found it (globals and closure
+    variables read as containers are object_guards' entries). A forward that rebinds it
     (``self.seen = self.seen + [n]``) has a program only for the container it started from: a
     later call finding another object of another layout builds again, as eager code would read
     the new one; a new object of the same layout (``self.maps = [y]`` at every call) does not."""
@@ -356,15 +357,14 @@ def _global_state(fn):
         return []
     code = fn.__code__
     g = getattr(fn, "__globals__", {})
-    out = [_state_entry(g, n, g[n]) for n in sorted(names)
-           if n in g and (type(g[n]) in _PY_STATE_TYPES or type(g[n]) in _STATE_CONTAINERS)]
+    out = [(g, n, g[n]) for n in sorted(names) if n in g and type(g[n]) in _PY_STATE_TYPES]
     for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
         try:
             v = cell.cell_contents
         except ValueError:
             continue
-        if type(v) in _PY_STATE_TYPES or type(v) in _STATE_CONTAINERS:
-            out.append(_state_entry(_Cell(cell), name, v))
+        if type(v) in _PY_STATE_TYPES:
+            out.append((_Cell(cell), name, v))
     return out
 
 
