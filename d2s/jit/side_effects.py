@@ -320,7 +320,11 @@ class _Held:
 
 
 def _state_entry(d, k, v):
-    return (d, k, v) if type(v) in _PY_STATE_TYPES else (d, k, _Held(v))
+    # a scalar, or a tuple of scalars (a layer's kernel_size), is its own record: the per-call
+    # check compares it by identity, else by value, with no _Held in between
+    if type(v) in _PY_STATE_TYPES or (type(v) is tuple and all(type(x) in _PY_STATE_TYPES for x in v)):
+        return (d, k, v)
+    return (d, k, _Held(v))
 
 
 def _python_state(instance):
@@ -428,7 +432,12 @@ def _same_python_value(a, b):
     """Whether ``a`` (found now) is ``b`` (recorded by a build; a container as ``_Held``)."""
     if type(b) is _Held:
         return b.same(a)
-    return a is b or (type(a) is type(b) and a == b)
+    if a is b:
+        return True
+    if type(a) is not type(b) or a != b:
+        return False
+    # (a tuple of scalars: (2, 2) and (2.0, 2.0) are equal but build different programs)
+    return type(a) is not tuple or all(type(x) is type(y) for x, y in zip(a, b))
 
 
 def _python_state_holds(state):

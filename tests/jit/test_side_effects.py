@@ -202,3 +202,22 @@ def test_a_global_rebound_to_a_longer_list_is_read_anew():
     for n in range(3):
         HISTORY = HISTORY + [n]
         np.testing.assert_array_equal(static(d2s.ones(2)).numpy(), f(d2s.ones(2)).numpy())
+
+
+class Tupled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.k = (2, 2)
+
+    def forward(self, x):
+        return x * self.k[0] + self.k[1]
+
+
+def test_a_tuple_attribute_is_read_anew_when_rebound_to_other_values_or_types():
+    model = Tupled()
+    static = d2s.jit.to_static(Tupled())
+    for k in ((2, 2), (3, 1), (3.5, 1), (3.5, 1.0)):
+        model.k = static.k = k
+        got, want = static(d2s.ones(2)), model(d2s.ones(2))
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        assert got.dtype == want.dtype
