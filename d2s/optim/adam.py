@@ -70,7 +70,10 @@ class Adam(Optimizer):
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         lerp_(exp_avg, grad, 1 - beta1)
         exp_avg_sq *= beta2
-        exp_avg_sq += (1 - beta2) * grad * grad
+        # (in place where PyTorch's order allows: one temporary instead of two)
+        square = grad * (1 - beta2)
+        square *= grad
+        exp_avg_sq += square
         step = float(step_t)
         step_size = lr / (1 - beta1 ** step)
         bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5

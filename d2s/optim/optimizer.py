@@ -21,6 +21,7 @@ from d2s_runtime.device import to_host, xp_of
 
 from ..autograd import enable_grad
 from ..tensor import Tensor
+from ._blocks import blockable, update_by_blocks
 
 
 class _Required:
@@ -59,7 +60,9 @@ def lerp_(start, end, weight):
     """``start += weight * (end - start)`` in place, computed as ``torch.lerp`` does: from the
     nearer end, so a weight close to 1 does not lose the bits of ``end``."""
     if abs(weight) < 0.5:
-        start += weight * (end - start)
+        diff = end - start
+        diff *= weight
+        start += diff
     else:
         diff = end - start
         diff *= 1.0 - weight
@@ -204,7 +207,10 @@ class Optimizer:
                 arrays = _Arrays(state, self._scalar_state if scalar else None)
                 if not state:
                     self._init_state(xp, arrays, w, hyper)
-                self._update(xp, w, g, arrays, hyper)
+                if self._by_blocks and blockable(xp, w, g, state):
+                    update_by_blocks(lambda *a: self._update(*a, hyper), xp, w, g, state)
+                else:
+                    self._update(xp, w, g, arrays, hyper)
                 if scalar:
                     w = w.reshape(())
                 if w is not data:
@@ -216,6 +222,9 @@ class Optimizer:
 
     # state entries that are scalars whatever the parameter's shape (kept 0-d, on the host)
     _scalar_state = ("step",)
+    # whether ``_update`` is element-wise, so that big parameters can be updated a block at a
+    # time (``_blocks.py``): a subclass whose update reads across elements (a norm) sets False
+    _by_blocks = True
 
     def _hyper(self, group):
         """The group's hyperparameters for one step. A tensor ``lr`` is read once per group as a
