@@ -17,6 +17,7 @@ import warnings
 from .. import inplace as _inplace
 from .. import ops as _ops
 from ..ops import nn as nn_ops
+from ..dispatch import apply
 from ..ops.support import static_shape as _static_shape
 from ..tensor import Tensor, tensor
 
@@ -235,33 +236,15 @@ def gelu(input, approximate="none"):
     """Gaussian error linear unit, as PyTorch computes it: ``0.5 x (1 + erf(x / sqrt(2)))`` by
     default, or ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` with ``approximate='tanh'``.
 
-    ``erf`` is d2s's ``erf`` op where it has one, else composed of d2s ops (:func:`_erf`,
-    accurate to 1.5e-7), so the exact form runs eagerly, in programs and in exports.
+    The exact form is one op (its gradient another), computed in PyTorch's order of operations;
+    it exports to ONNX as Erf and arithmetic.
     """
     x = _t(input)
     if approximate == "none":
-        return 0.5 * x * (1.0 + _erf(x * (1.0 / math.sqrt(2.0))))
+        return apply("gelu", x)
     if approximate != "tanh":
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return 0.5 * x * (1.0 + _ops.tanh(_GELU_C * (x + 0.044715 * (x * x * x))))
-
-
-# Abramowitz & Stegun 7.1.26: erf(x) = 1 - t (a1 + t (a2 + ...)) exp(-x^2), t = 1 / (1 + p x)
-# for x >= 0, odd in x; the absolute error is below 1.5e-7 (under float32's resolution of 1).
-_ERF_P = 0.3275911
-_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
-
-
-def _erf(x):
-    erf_op = getattr(_ops, "erf", None)
-    if erf_op is not None:
-        return erf_op(x)
-    a = _ops.abs(x)
-    t = 1.0 / (1.0 + _ERF_P * a)
-    poly = _ERF_A[4]
-    for c in _ERF_A[3::-1]:
-        poly = poly * t + c
-    return _ops.sign(x) * (1.0 - poly * t * _ops.exp(-(a * a)))
 
 
 def glu(input, dim=-1):

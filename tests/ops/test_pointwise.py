@@ -93,3 +93,52 @@ def test_erfinv_inverts_erf_to_the_last_bits():
     y = np.concatenate([np.linspace(-0.999999, 0.999999, 2001), 1 - np.logspace(-15, -1, 50)])
     x = d2s.erfinv(d2s.tensor(y)).numpy()
     np.testing.assert_allclose(d2s.erf(d2s.tensor(x)).numpy(), y, rtol=0, atol=4e-16)
+
+
+# ------------------------------------------------------------------ GELU (one op, and its gradient)
+def test_gelu_computed_by_blocks_equals_the_whole_array_bitwise():
+    from d2s_runtime.ops import pointwise as rt
+    x = R.standard_normal((70, 1000)).astype("float32") * 4
+    x[0, :6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 50.0]
+    g = R.standard_normal(x.shape).astype("float32")
+    assert x.size > rt._GELU_BLOCK
+    whole_y, whole_g = rt._gelu_values(np, x), rt._gelu_grad_values(np, x, g)
+    xd = d2s.tensor(x, requires_grad=True)
+    y = d2s.nn.functional.gelu(xd)
+    y.backward(d2s.tensor(g))
+    np.testing.assert_array_equal(y.detach().numpy(), whole_y)
+    np.testing.assert_array_equal(xd.grad.numpy(), whole_g)
+    # a transposed input, and a gradient broadcast against x, take the other paths
+    np.testing.assert_array_equal(d2s.nn.functional.gelu(d2s.tensor(x).T).numpy(), whole_y.T)
+    col = x[:, :1]
+    got = d2s.dispatch.apply("gelu_grad", d2s.tensor(col), d2s.tensor(g)).numpy()
+    np.testing.assert_array_equal(got, rt._gelu_grad_values(np, np.broadcast_to(col, g.shape), g))
+
+
+def test_gelu_second_derivative_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    x = R.standard_normal((4, 5)) * 3
+    xt = torch.tensor(x, requires_grad=True)
+    (gt,) = torch.autograd.grad(torch.nn.functional.gelu(xt).sin().sum(), xt, create_graph=True)
+    (ggt,) = torch.autograd.grad((gt * gt).sum(), xt)
+    xd = d2s.tensor(x, requires_grad=True)
+    (gd,) = d2s.autograd.grad(d2s.nn.functional.gelu(xd).sin().sum(), xd, create_graph=True)
+    (ggd,) = d2s.autograd.grad((gd * gd).sum(), xd)
+    np.testing.assert_allclose(gd.detach().numpy(), gt.detach().numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ggd.numpy(), ggt.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_gelu_converted_equals_eager_and_exports_as_erf():
+    def f(x):
+        return d2s.nn.functional.gelu(x * 2.0)
+
+    x = d2s.tensor(R.standard_normal((3, 5)).astype("float32"), requires_grad=True)
+    static = d2s.jit.to_static(f)
+    y = static(x)
+    y.sum().backward()
+    gs = x.grad.numpy().copy()
+    x.grad = None
+    ye = f(x)
+    ye.sum().backward()
+    np.testing.assert_array_equal(y.detach().numpy(), ye.detach().numpy())
+    np.testing.assert_array_equal(gs, x.grad.numpy())

@@ -84,6 +84,8 @@ CASES = {
     "cos": (ops.cos, (ops.cos, [randn(5)])),
     "tanh": (ops.tanh, (ops.tanh, [randn(5)])),
     "sigmoid": (ops.sigmoid, (ops.sigmoid, [randn(5)])),
+    "gelu": (F.gelu, (F.gelu, [randn(3, 4) * 2])),
+    "gelu_grad": (_INTERNAL, (lambda x, g: apply("gelu_grad", x, g), [randn(3, 4) * 2, randn(3, 4)])),
     "relu": (ops.relu, (ops.relu, [spread(6)])),
     "abs": (ops.abs, (ops.abs, [spread(6)])),
     "sign": (ops.sign, (ops.sign, [positive(6) - 1.25])),

@@ -285,3 +285,69 @@ def _truncdiv_native(e, a, b):
 
 deflowering("fmax", NATIVE)(lambda e, a, b: f"{e.lib('fmax')}({a}, {b})")
 deflowering("fmin", NATIVE)(lambda e, a, b: f"{e.lib('fmin')}({a}, {b})")
+
+
+# ------------------------------------------------------------------ GELU
+# GELU's exact form and its derivative, each one op, in the order of operations of PyTorch's CPU
+# kernels (ATen's GeluKernel: ``x * 0.5 * (1 + erf(x * M_SQRT1_2))``; its backward:
+# ``dy * (cdf + x * pdf)`` with ``cdf = 0.5 * (1 + erf(x * M_SQRT1_2))`` and
+# ``pdf = exp(-0.5 * x * x) * M_2_SQRTPI * M_SQRT1_2 * 0.5``). Composed of separate ops they
+# made about a dozen passes over the activation, each a temporary the size of the MLP's hidden
+# layer; here numpy computes a block at a time, so the temporaries stay in cache.
+_SQRT1_2 = 0.7071067811865476   # M_SQRT1_2
+_GELU_BETA = 0.3989422804014327  # M_2_SQRTPI * M_SQRT1_2 * 0.5 = 1 / sqrt(2 pi)
+_GELU_BLOCK = 16384
+
+
+def _blockwise(xp, fn, *arrays):
+    """``fn(*blocks)`` written into one output, a block of elements at a time (numpy, same-shape
+    operands; otherwise, or on cupy, the whole arrays at once)."""
+    if xp is not np:
+        return fn(*arrays)
+    # (inf * 0 is NaN at x = +-inf, as in PyTorch's kernels, which do not warn)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if arrays[0].size <= _GELU_BLOCK or any(a.shape != arrays[0].shape for a in arrays):
+            return fn(*arrays)
+        flat = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
+        out = np.empty(flat[0].shape, np.result_type(*arrays))
+        for lo in range(0, out.size, _GELU_BLOCK):
+            out[lo:lo + _GELU_BLOCK] = fn(*(a[lo:lo + _GELU_BLOCK] for a in flat))
+        return out.reshape(arrays[0].shape)
+
+
+def _gelu_values(xp, x):
+    e = special.erf(xp, x * _SQRT1_2)
+    e += 1
+    return (x * 0.5) * e
+
+
+def _gelu_grad_values(xp, x, g):
+    cdf = special.erf(xp, x * _SQRT1_2)
+    cdf += 1
+    cdf *= 0.5
+    pdf = x * x
+    pdf *= -0.5
+    pdf = xp.exp(pdf, out=pdf)
+    pdf *= _GELU_BETA
+    pdf *= x
+    pdf += cdf
+    return g * pdf
+
+
+_unary("gelu", lambda xp, x: _blockwise(xp, lambda b: _gelu_values(xp, b), x),
+       "GELU's exact form ``x * 0.5 * (1 + erf(x / sqrt(2)))`` (``F.gelu``). Integer and bool inputs give "
+       "float32.", float_only=True, fresh=True)
+_binary_float("gelu_grad", lambda xp, x, g: _blockwise(xp, lambda a, b: _gelu_grad_values(xp, a, b), x, g),
+              "The gradient of ``gelu`` at ``x`` times ``g``: ``g * (cdf(x) + x * pdf(x))``.")
+
+
+@deflowering("gelu", NATIVE)
+def _gelu_native(e, x):
+    return f"(({x} * {e.const(0.5)}) * ({e.const(1)} + {e.lib('erf')}({x} * {e.const(_SQRT1_2)})))"
+
+
+@deflowering("gelu_grad", NATIVE)
+def _gelu_grad_native(e, x, g):
+    cdf = f"(({e.const(1)} + {e.lib('erf')}({x} * {e.const(_SQRT1_2)})) * {e.const(0.5)})"
+    pdf = f"(np.exp(({x} * {x}) * {e.const(-0.5)}) * {e.const(_GELU_BETA)})"
+    return f"({g} * ({cdf} + {x} * {pdf}))"

@@ -129,3 +129,18 @@ def test_erfinv_and_round_with_decimals_fall_back_with_a_reason():
     for fn, what in ((lambda x: d2s.erfinv(x * 0.5), "erfinv"), (lambda x: d2s.round(x, decimals=2), "decimals")):
         with pytest.raises(NativeUnsupported, match=what):
             lower_program(build_program(fn, InputSpec([4])))
+
+
+def test_gelu_and_its_gradient_lower_natively(cache):
+    from d2s.dispatch import apply
+
+    def f(x, g):
+        return d2s.nn.functional.gelu(x), apply("gelu_grad", x, g)
+
+    prog = build_program(_twice(f, 2), *_specs([None, 8], [None, 8]))
+    _lowers_without_fallback(prog)
+    fn = compile_native(prog, cache)
+    xs = [RNG.standard_normal((n, 8)) * 3 for n in (0, 5)]
+    inputs = [(x.astype("float32"), -x.astype("float32"), x, -x) for x in xs]
+    inputs[1][0][0, :len(SPECIAL) - 4] = SPECIAL[:len(SPECIAL) - 4]
+    check(prog, fn, inputs, rtol=RTOL["float32"], atol=1e-6)
