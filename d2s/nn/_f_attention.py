@@ -13,10 +13,10 @@ import math
 import numpy as np
 
 from .. import ops as _ops
+from ..dispatch import apply
 from ..ops import nn as nn_ops
 from ._f_activation import dropout
 from ._f_linear import linear
-from ..ops import amax
 from ._util import _static_shape, as_tensor, const, known
 
 _NEG_INF = float("-inf")
@@ -36,11 +36,9 @@ def _causal_allowed(scores):
 
 def _safe_softmax(scores):
     """Softmax over the last dim that gives zeros (not NaN) on rows masked out entirely, as
-    PyTorch's attention kernels do (the row is sanitized first, so no NaN reaches backward)."""
-    dead = _ops.eq(amax(scores, -1, True), _NEG_INF)
-    live = _ops.where(dead, _ops.zeros_like(scores), scores)
-    p = nn_ops.softmax(live, axis=-1)
-    return _ops.where(dead, _ops.zeros_like(p), p)
+    PyTorch's attention kernels do (no NaN reaches backward either: the gradient of a zero row
+    is zero)."""
+    return apply("softmax", scores, axis=-1, zero_dead_rows=True)
 
 
 def _repeat_heads(t, groups):

@@ -177,7 +177,15 @@ def _softmax_family_onnx(onnx_name):
         g.node("Cast", [bad], [flag], to=g.onnx_dtype(dt))
         g.node("ReduceMax", [flag, g.const(i64([axis]))], [anybad], keepdims=1)
         g.node("Cast", [anybad], [anyb], to=g.onnx_dtype("bool"))
-        g.node("Where", [anyb, g.const(np.asarray(np.nan, dtype=dt)), r], op.outputs)
+        if not op.attrs.get("zero_dead_rows"):
+            g.node("Where", [anyb, g.const(np.asarray(np.nan, dtype=dt)), r], op.outputs)
+            return
+        # attention's softmax: a slice of -inf only gives zeros
+        checked, top, dead = g.tmp(), g.tmp(), g.tmp()
+        g.node("Where", [anyb, g.const(np.asarray(np.nan, dtype=dt)), r], [checked])
+        g.node("ReduceMax", [x, g.const(i64([axis]))], [top], keepdims=1)
+        g.node("Equal", [top, g.const(np.asarray(-np.inf, dtype=dt))], [dead])
+        g.node("Where", [dead, g.const(np.zeros((), dtype=dt)), checked], op.outputs)
     return conv
 
 

@@ -19,6 +19,8 @@ V = R.standard_normal((2, 2, 5, 4))
 BOOL_MASK = R.uniform(size=(3, 5)) > 0.3
 BOOL_MASK[1] = False                   # a query that may attend nowhere: zeros, as PyTorch
 FLOAT_MASK = R.standard_normal((2, 1, 3, 5))
+INF_Q = Q.copy()
+INF_Q[0, 1, 2, 0] = np.inf             # with keys of negative first components: a row of -inf scores
 
 
 def sdpa(**kw):
@@ -86,6 +88,8 @@ TORCH_CASES = [
     Case("sdpa_gqa", sdpa(enable_gqa=True), R.standard_normal((1, 4, 3, 4)), K[:1], V[:1],
          dynamic="grouped-query attention repeats the heads, whose count must be known"),
     Case("sdpa_float32", sdpa(is_causal=True), *(a.astype(np.float32) for a in (Q, K, V)), rtol=1e-5, atol=1e-6),
+    # scores of -inf from the data (not the mask) in a whole row: zeros too, as PyTorch's kernels
+    Case("sdpa_causal_infinite_scores", sdpa(is_causal=True), INF_Q, -np.abs(K), V, grad=False),
     # MultiheadAttention, sequence first unless batch_first
     module_case("mha_self", "MultiheadAttention", (E, 2), {}, [XQ], call=lambda t, m, x: m(x, x, x)),
     module_case("mha_cross_masks", "MultiheadAttention", (E, 2), {}, [XQ, XK],

@@ -40,29 +40,52 @@ def _shift(xp, x, axis):
     return xp.max(x, axis=axis, keepdims=True)
 
 
-def _softmax_infer(x, axis=-1):
+def _softmax_infer(x, axis=-1, zero_dead_rows=False):
     _one_axis("softmax", axis, x.ndim)
     return TensorType(x.shape, _float_dtype("softmax", x))
 
 
 @defop("softmax", _softmax_infer, float_inputs=True)
-def _softmax(xp, x, axis=-1):
-    """exp(x - max) / sum: subtracting the max keeps exp from overflowing."""
+def _softmax(xp, x, axis=-1, zero_dead_rows=False):
+    """exp(x - max) / sum: subtracting the max keeps exp from overflowing. ``zero_dead_rows``:
+    a slice whose every element is -inf gives zeros (attention's rows that may attend nowhere,
+    as PyTorch's attention kernels give them) instead of NaN; the other slices are unchanged."""
     if type(x) is np.ndarray and x.ndim and x.size and x.dtype.kind == "f":
         # (a non-empty float numpy array: the steps below without their checks)
-        z = x - np.maximum.reduce(x, axis=axis, keepdims=True)
+        m = np.maximum.reduce(x, axis=axis, keepdims=True)
+        dead = _dead_rows(np, m) if zero_dead_rows else None
+        z = x - m
         np.exp(z, out=z)
-        z /= np.add.reduce(z, axis=axis, keepdims=True)
+        s = np.add.reduce(z, axis=axis, keepdims=True)
+        if dead is not None:
+            s[dead] = 1  # the exps of a dead slice are all 0 (its shift was 0): 0 / 1
+        z /= s
         return z
     x = _as_float(x)
-    z = x - _shift(xp, x, axis)
+    m = _shift(xp, x, axis)
+    dead = _dead_rows(xp, m) if zero_dead_rows and getattr(m, "ndim", 0) else None
+    z = x - m
     # (in place: the same elementwise values as ``e = exp(z); e / sum(e)``, two arrays fewer)
     if type(z) is not xp.ndarray:  # (0-d operands give a scalar)
         e = xp.exp(z)
-        return e / xp.sum(e, axis=axis, keepdims=True)
+        s = xp.sum(e, axis=axis, keepdims=True)
+        return e / (xp.where(s == 0, 1, s) if zero_dead_rows else s)
     e = xp.exp(z, out=z)
-    e /= np.add.reduce(e, axis=axis, keepdims=True) if type(e) is np.ndarray else xp.sum(e, axis=axis, keepdims=True)
+    s = np.add.reduce(e, axis=axis, keepdims=True) if type(e) is np.ndarray else xp.sum(e, axis=axis, keepdims=True)
+    if dead is not None:
+        s[dead] = 1
+    e /= s
     return e
+
+
+def _dead_rows(xp, m):
+    """Where the max ``m`` (kept dims) is -inf, as a mask (its shift set to 0 so that exp gives
+    0, not NaN), or None where there is no such slice."""
+    dead = m == -np.inf
+    if not bool(dead.any()):
+        return None
+    m[dead] = 0
+    return dead
 
 
 def _log_softmax_infer(x, axis=-1):
@@ -157,7 +180,7 @@ def _dropout_mask(xp, x, p):
 
 
 # ------------------------------------------------------------------ native lowerings (the whole body of each)
-def _softmax_body(e, x, axis, log):
+def _softmax_body(e, x, axis, log, zero_dead_rows=False):
     """(log-)softmax along ``axis``, one pass per row for the max, one for the sum of exps
     (float64), one for the output; the kernel's formula (max-shifted), numpy's NaN/inf."""
     odt = e.out.dtype
@@ -185,12 +208,18 @@ def _softmax_body(e, x, axis, log):
     e.emit(b, f"{m} = {k_inf}")
     e.emit(b, f"for {k} in range({xr}.shape[1]):")
     e.emit(b + 1, f"{m} = L.maximum({m}, {xr}[{o}, {k}, {i}])")
+    if zero_dead_rows:  # a slice of -inf only: shift 0, so its exps are 0 and its sum is made 1
+        e.emit(b, f"if {m} == {k_inf}:")
+        e.emit(b + 1, f"{m} = {e.const(0, odt)}")
     e.emit(b, f"{s} = 0.0")
     e.emit(b, f"for {k} in range({xr}.shape[1]):")
     e.emit(b + 1, f"{v} = np.exp({xr}[{o}, {k}, {i}] - {m})")
     if not log:
         e.emit(b + 1, f"{out}[{o}, {k}, {i}] = {v}")
     e.emit(b + 1, f"{s} = {s} + np.float64({v})")
+    if zero_dead_rows:
+        e.emit(b, f"if {s} == 0.0:")
+        e.emit(b + 1, f"{s} = 1.0")
     st = e.fresh()  # the sum in the output dtype (a new local: numba types each once)
     e.emit(b, f"{st} = {e.np_type(odt)}({s})")
     e.emit(b, f"for {k} in range({xr}.shape[1]):")
@@ -204,8 +233,8 @@ def _softmax_body(e, x, axis, log):
 
 
 @deflowering("softmax", "native")
-def _softmax_native(e, x, axis=-1):
-    return _softmax_body(e, x, axis, log=False)
+def _softmax_native(e, x, axis=-1, zero_dead_rows=False):
+    return _softmax_body(e, x, axis, log=False, zero_dead_rows=bool(zero_dead_rows))
 
 
 @deflowering("log_softmax", "native")

@@ -429,3 +429,20 @@ def test_elman_rnn_forward_and_backward_program(cache, blas):
     fn = compile_native(prog, cache)
     check(prog, fn, [(_f32(6, 2, 5), _f32(5, 4) * 0.5, _f32(4, 4) * 0.5, _f32(2, 4), np.array(1.0, "float32"))],
           rtol=1e-4, atol=1e-6)
+
+
+def _attention_softmax(x):
+    from d2s.dispatch import apply
+    return apply("softmax", x, axis=-1, zero_dead_rows=True), apply("softmax", x * 2.0, axis=0, zero_dead_rows=True)
+
+
+def test_softmax_of_attention_gives_zeros_for_rows_of_minus_inf(cache):
+    prog = build_program(_attention_softmax, InputSpec([None, 4]))
+    fn = compile_native(prog, cache)
+    x = _f32(3, 4)
+    x[1] = -np.inf         # a row that may attend nowhere: zeros
+    x[2, :2] = -np.inf     # masked in part: the rest is a softmax
+    y = np.array([[np.nan, 1.0, -np.inf, 0.0], [-np.inf, -np.inf, -np.inf, -np.inf]], "float32")
+    check(prog, fn, [(x,), (y,), (_f32(0, 4),)], rtol=1e-6, atol=1e-7)
+    (got, _) = fn(x)
+    assert (got[1] == 0).all() and not np.isnan(got).any()
