@@ -236,12 +236,13 @@ def gelu(input, approximate="none"):
     """Gaussian error linear unit, as PyTorch computes it: ``0.5 x (1 + erf(x / sqrt(2)))`` by
     default, or ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` with ``approximate='tanh'``.
 
-    The exact form is one op (its gradient another), computed in PyTorch's order of operations;
-    it exports to ONNX as Erf and arithmetic.
+    The exact form is ``erf`` and one op over ``x`` and it (its gradient another), in PyTorch's
+    order of operations; it exports to ONNX as Erf and arithmetic.
     """
     x = _t(input)
     if approximate == "none":
-        return apply("gelu", x)
+        # erf, then one op that takes x and it (and whose gradient rule is the whole derivative)
+        return apply("gelu_from_erf", x, _ops.erf(x * (1.0 / math.sqrt(2.0))))
     if approximate != "tanh":
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return 0.5 * x * (1.0 + _ops.tanh(_GELU_C * (x + 0.044715 * (x * x * x))))

@@ -300,39 +300,39 @@ onnx_unsupported("erfinv", reason="ONNX has no inverse error function")
 
 
 # ------------------------------------------------------------------ GELU
-# the exact GELU and its gradient are one op each (the runtime computes them a block at a time);
-# their public form is ``F.gelu`` (d2s/nn/_f_activation.py); ``approximate='tanh'`` is composed
+# the exact GELU is ``erf`` and one op taking x and erf(x / sqrt(2)), whose gradient rule gives
+# the whole derivative in x (erf's part included), so none flows through the erf (the runtime
+# computes both a block at a time); the public form is ``F.gelu`` (d2s/nn/_f_activation.py)
 _GELU_BETA = 1.0 / math.sqrt(2.0 * math.pi)  # pdf(x) = _GELU_BETA * exp(-x^2 / 2)
 
 
-@grad_rule("gelu")
+@grad_rule("gelu_from_erf")
 def _gelu_grad(ctx, g):
-    return (apply("gelu_grad", ctx.inputs[0], g),)
+    x, e = ctx.inputs
+    return (apply("gelu_from_erf_grad", x, e, g), None)
 
 
-@grad_rule("gelu_grad")
+@grad_rule("gelu_from_erf_grad")
 def _gelu_grad_grad(ctx, h):
-    # gelu_grad(x, g) = g (cdf + x pdf); d/dx (cdf + x pdf) = pdf (2 - x^2); d/dg = cdf + x pdf
-    x, g = ctx.inputs
+    # gelu_from_erf_grad(x, e, g) = g (cdf + x pdf), e = erf(x / sqrt(2)); d/dx (cdf + x pdf) =
+    # pdf (2 - x^2) (erf's part included: none flows through e); d/dg = cdf + x pdf
+    x, e, g = ctx.inputs
     pdf = exp(x * x * -0.5) * _GELU_BETA
-    return (h * g * pdf * (2.0 - x * x), apply("gelu_grad", x, h))
+    return (h * g * pdf * (2.0 - x * x), None, apply("gelu_from_erf_grad", x, e, h))
 
 
-@onnx_converter("gelu")
+@onnx_converter("gelu_from_erf")
 def _gelu_onnx(g, op):
-    # ONNX's Gelu op is opset 20; Erf and arithmetic load in every onnxruntime
     dt = g.dtype(op.outputs[0])
-    (x,) = promoted(g, op.inputs, dt)
-    scaled, e, one_plus, half = g.tmp(), g.tmp(), g.tmp(), g.tmp()
-    g.node("Mul", [x, g.const(np.asarray(1.0 / math.sqrt(2.0), dt))], [scaled])
-    g.node("Erf", [scaled], [e])
-    g.node("Add", [g.const(np.ones((), dt)), e], [one_plus])
+    x, e = promoted(g, op.inputs, dt)
+    one_plus, half = g.tmp(), g.tmp()
+    g.node("Add", [e, g.const(np.ones((), dt))], [one_plus])
     g.node("Mul", [x, g.const(np.asarray(0.5, dt))], [half])
     g.node("Mul", [half, one_plus], op.outputs)
 
 
-onnx_unsupported("gelu_grad", reason="gradient ops belong to backward programs; export the forward program")
-sample_call("gelu", lambda x: apply("gelu", x), (3, 4))
+onnx_unsupported("gelu_from_erf_grad", reason="gradient ops belong to backward programs; export the forward program")
+sample_call("gelu_from_erf", lambda x: apply("gelu_from_erf", x, erf(x * (1.0 / math.sqrt(2.0)))), (3, 4))
 
 
 # ------------------------------------------------------------------ rounding

@@ -288,12 +288,13 @@ deflowering("fmin", NATIVE)(lambda e, a, b: f"{e.lib('fmin')}({a}, {b})")
 
 
 # ------------------------------------------------------------------ GELU
-# GELU's exact form and its derivative, each one op, in the order of operations of PyTorch's CPU
-# kernels (ATen's GeluKernel: ``x * 0.5 * (1 + erf(x * M_SQRT1_2))``; its backward:
-# ``dy * (cdf + x * pdf)`` with ``cdf = 0.5 * (1 + erf(x * M_SQRT1_2))`` and
-# ``pdf = exp(-0.5 * x * x) * M_2_SQRTPI * M_SQRT1_2 * 0.5``). Composed of separate ops they
-# made about a dozen passes over the activation, each a temporary the size of the MLP's hidden
-# layer; here numpy computes a block at a time, so the temporaries stay in cache.
+# GELU's exact form, ``x * 0.5 * (1 + erf(x * M_SQRT1_2))`` as PyTorch's CPU kernel orders it, is
+# ``erf`` (its own op, computed once) and ``gelu_from_erf(x, e)``; its gradient,
+# ``dy * (cdf + x * pdf)`` with ``cdf = 0.5 * (1 + e)`` and
+# ``pdf = exp(x * x * -0.5) * M_2_SQRTPI * M_SQRT1_2 * 0.5``, is ``gelu_from_erf_grad(x, e, dy)``.
+# Composed of separate ops they made about a dozen passes over the activation, each a
+# temporary the size of the MLP's hidden layer; these compute a block at a time, so the
+# temporaries stay in cache.
 _SQRT1_2 = 0.7071067811865476   # M_SQRT1_2
 _GELU_BETA = 0.3989422804014327  # M_2_SQRTPI * M_SQRT1_2 * 0.5 = 1 / sqrt(2 pi)
 _GELU_BLOCK = 16384
@@ -315,15 +316,12 @@ def _blockwise(xp, fn, *arrays):
         return out.reshape(arrays[0].shape)
 
 
-def _gelu_values(xp, x):
-    e = special.erf(xp, x * _SQRT1_2)
-    e += 1
-    return (x * 0.5) * e
+def _gelu_values(x, e):
+    return (x * 0.5) * (e + 1)
 
 
-def _gelu_grad_values(xp, x, g):
-    cdf = special.erf(xp, x * _SQRT1_2)
-    cdf += 1
+def _gelu_grad_values(xp, x, e, g):
+    cdf = e + 1
     cdf *= 0.5
     pdf = x * x
     pdf *= -0.5
@@ -334,20 +332,27 @@ def _gelu_grad_values(xp, x, g):
     return g * pdf
 
 
-_unary("gelu", lambda xp, x: _blockwise(xp, lambda b: _gelu_values(xp, b), x),
-       "GELU's exact form ``x * 0.5 * (1 + erf(x / sqrt(2)))`` (``F.gelu``). Integer and bool inputs give "
-       "float32.", float_only=True, fresh=True)
-_binary_float("gelu_grad", lambda xp, x, g: _blockwise(xp, lambda a, b: _gelu_grad_values(xp, a, b), x, g),
-              "The gradient of ``gelu`` at ``x`` times ``g``: ``g * (cdf(x) + x * pdf(x))``.")
+def _gelu_infer(x, *rest):
+    t = elementwise("gelu_from_erf", x, *rest)
+    return TensorType(t.shape, _float_result("gelu_from_erf", t))
 
 
-@deflowering("gelu", NATIVE)
-def _gelu_native(e, x):
-    return f"(({x} * {e.const(0.5)}) * ({e.const(1)} + {e.lib('erf')}({x} * {e.const(_SQRT1_2)})))"
+defop("gelu_from_erf", _gelu_infer, doc="GELU from ``x`` and ``e = erf(x / sqrt(2))``: ``x * 0.5 * (1 + e)``.",
+      elementwise=True, promotes=None, float_inputs=True, fresh=True)(
+    lambda xp, x, e: _blockwise(xp, _gelu_values, *promote((x, e), floating=True)))
+defop("gelu_from_erf_grad", _gelu_infer, doc="GELU's gradient at ``x`` (``e = erf(x / sqrt(2))``) times "
+      "``g``: ``g * (0.5 * (1 + e) + x * pdf(x))``.", elementwise=True, promotes=None, float_inputs=True,
+      fresh=True)(lambda xp, x, e, g: _blockwise(xp, lambda *b: _gelu_grad_values(xp, *b),
+                                                 *promote((x, e, g), floating=True)))
 
 
-@deflowering("gelu_grad", NATIVE)
-def _gelu_grad_native(e, x, g):
-    cdf = f"(({e.const(1)} + {e.lib('erf')}({x} * {e.const(_SQRT1_2)})) * {e.const(0.5)})"
+@deflowering("gelu_from_erf", NATIVE)
+def _gelu_native(e, x, erf):
+    return f"(({x} * {e.const(0.5)}) * ({erf} + {e.const(1)}))"
+
+
+@deflowering("gelu_from_erf_grad", NATIVE)
+def _gelu_grad_native(e, x, erf, g):
+    cdf = f"(({erf} + {e.const(1)}) * {e.const(0.5)})"
     pdf = f"(np.exp(({x} * {x}) * {e.const(-0.5)}) * {e.const(_GELU_BETA)})"
     return f"({g} * ({cdf} + {x} * {pdf}))"
