@@ -73,6 +73,8 @@ _.codegen_error  # Executor.codegen_error: why mode='auto' fell back to the inte
 
 # native backend: helpers called by name from generated source (runtime/d2s_runtime/native/lower.py)
 _.tanh32  # native/_lib.py: generated native code calls it (L.tanh32)
+_.erf32  # native/_lib.py: generated native code calls it (L.erf32)
+_.erfc32  # native/_lib.py: generated native code calls it (L.erfc32)
 _.bdim  # native/_lib.py: generated native code calls it
 _.check_dim  # native/_lib.py: generated native code calls it
 _.stack_push0  # native/_lib.py: generated native code calls it (ragged stacks)
