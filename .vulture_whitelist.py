@@ -95,6 +95,7 @@ _.truncdiv_int  # native/_lib.py: generated native code calls it (div(rounding_m
 _.nan_to_num  # native/_lib.py: generated native code calls it
 _.blas_name  # native/mkl.py: which BLAS the native products call; benchmarks print it, tests assert it
 _.TANH_MAX_ULP  # native/_lib.py: the documented accuracy, asserted by tests/runtime/native/test_native_math.py
+_.ERF_MAX_ULP  # native/_lib.py: the documented accuracy, asserted by tests/runtime/native/test_native_math.py
 _.dispatcher  # native.compile_lowered's fn.dispatcher: numba's dispatcher, read by tests (cache hit counters)
 _.set_default_device  # public API (d2s.set_default_device, as torch.set_default_device); tests/conftest.py
 _.register_device  # public runtime hook: tests/conftest.py registers the "strict" test device with it
