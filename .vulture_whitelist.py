@@ -73,6 +73,8 @@ _.codegen_error  # Executor.codegen_error: why mode='auto' fell back to the inte
 
 # native backend: helpers called by name from generated source (runtime/d2s_runtime/native/lower.py)
 _.tanh32  # native/_lib.py: generated native code calls it (L.tanh32)
+_.erf32  # native/_lib.py: generated native code calls it (L.erf32)
+_.erfc32  # native/_lib.py: generated native code calls it (L.erfc32)
 _.bdim  # native/_lib.py: generated native code calls it
 _.check_dim  # native/_lib.py: generated native code calls it
 _.stack_push0  # native/_lib.py: generated native code calls it (ragged stacks)
@@ -93,6 +95,7 @@ _.truncdiv_int  # native/_lib.py: generated native code calls it (div(rounding_m
 _.nan_to_num  # native/_lib.py: generated native code calls it
 _.blas_name  # native/mkl.py: which BLAS the native products call; benchmarks print it, tests assert it
 _.TANH_MAX_ULP  # native/_lib.py: the documented accuracy, asserted by tests/runtime/native/test_native_math.py
+_.ERF_MAX_ULP  # native/_lib.py: the documented accuracy, asserted by tests/runtime/native/test_native_math.py
 _.dispatcher  # native.compile_lowered's fn.dispatcher: numba's dispatcher, read by tests (cache hit counters)
 _.set_default_device  # public API (d2s.set_default_device, as torch.set_default_device); tests/conftest.py
 _.register_device  # public runtime hook: tests/conftest.py registers the "strict" test device with it

@@ -12,7 +12,8 @@ numba emitter (``lower.py``, with ``emit.py``'s facades for the hooks, ``builder
 numba is optional: ``d2s_runtime`` never imports it; this package imports it only to compile.
 Float32 ``tanh`` runs through ``_lib.tanh32``, a rational approximation LLVM vectorizes (at most
 1 ulp from float64 tanh rounded to float32 over every float32; numpy's own float32 tanh is
-within a few ulp of it: tests/runtime/native/test_native_math.py). numba's SVML path is not
+within a few ulp of it: tests/runtime/native/test_native_math.py); float32 ``erf`` through
+``_lib.erf32`` likewise (the Python backend's float32 fit, within 1 ulp). numba's SVML path is not
 used: the llvmlite wheels from the package index are built without Intel's SVML patch
 (``numba -s`` reports "llvmlite Using SVML Patched LLVM: False"), so installing
 ``intel-cmplr-lib-rt`` would not vectorize anything.

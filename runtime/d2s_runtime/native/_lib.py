@@ -4,7 +4,8 @@ program is compiled natively, never by ``import d2s_runtime``).
 Each helper takes and returns machine scalars; numba inlines them into the fused loops, where
 LLVM vectorizes what has no libm call. ``tanh32`` is this module's own rational approximation
 (see ``TANH_MAX_ULP``), so float32 ``tanh`` runs on SIMD lanes instead of a scalar ``tanhf`` call
-(~14 ns each here); every other transcendental is numba's (libm).
+(~14 ns each here); float32 ``erf`` and ``erfc`` are the Python backend's float32 fits
+(``erf32``, ``erfc32``); every other transcendental is numba's (libm).
 """
 import math
 
@@ -158,6 +159,55 @@ def erf(x):
 @njit(**_JIT)
 def erfc(x):
     return math.erfc(x)
+
+
+# Float32 erf and erfc: the Python backend's float32 fits (ops/special.py: _ERF32, _ERFC32, where
+# they are described), evaluated here by Horner's rule in float64 and rounded once to float32:
+# erf(x) = x P(x^2) / Q(x^2) with |x| clipped to 4 (relative error 2.1e-9), erfc(x) =
+# exp(-x^2) P(|x|) / Q(|x|) with |x| clipped to 10.2 (6.2e-9), 2 minus that for x < 0. erf32 calls
+# no libm function, so LLVM vectorizes it; erfc32 calls exp. Measured over all 2^32 float32 values
+# against float64 erf/erfc rounded to float32 (benchmarks/erf32_ulp.py): max 1 ulp, NaN stays NaN
+# (tests/runtime/native/test_native_math.py checks a sample of every binade).
+ERF_MAX_ULP = 1
+# (copied, not imported: numba's cache follows this file only; test_native_math.py checks they are
+# special.py's)
+_EP0, _EP1, _EP2, _EP3, _EP4, _EP5, _EP6 = (1.1283791670955126, 0.1853119115012762, 0.05431239010952956,
+                                            0.0038516784528687628, 0.0003788801267861768, 4.662445580464829e-06,
+                                            -1.3093802513112169e-08)
+_EQ1, _EQ2, _EQ3, _EQ4, _EQ5 = (0.497561793454422, 0.11398660208259877, 0.01546353182247868, 0.0013070258773132935,
+                                6.290053599338929e-05)
+_CP1, _CP2, _CP3, _CP4 = (1.2372751201967753, 0.7303103274982363, 0.2285590629856418, 0.032639928133676735)
+_CQ1, _CQ2, _CQ3, _CQ4, _CQ5 = (2.3656546855314065, 2.399658010646761, 1.3229341563346357, 0.4051369180805382,
+                                0.057852065799408735)
+_ERF_CLIP, _ERFC_CLIP = 4.0, 10.2
+
+
+@njit(**_JIT)
+def erf32(x):
+    # NaN fails both comparisons and stays NaN; +-inf clamp to +-4, whose erf rounds to +-1
+    d = np.float64(x)
+    if d > _ERF_CLIP:
+        d = _ERF_CLIP
+    elif d < -_ERF_CLIP:
+        d = -_ERF_CLIP
+    t = d * d
+    p = _EP0 + t * (_EP1 + t * (_EP2 + t * (_EP3 + t * (_EP4 + t * (_EP5 + t * _EP6)))))
+    q = 1.0 + t * (_EQ1 + t * (_EQ2 + t * (_EQ3 + t * (_EQ4 + t * _EQ5))))
+    return np.float32(d * (p / q))  # odd: erf(-0.0) is -0.0
+
+
+@njit(**_JIT)
+def erfc32(x):
+    d = np.float64(x)
+    a = abs(d)
+    if a > _ERFC_CLIP:  # NaN stays NaN; erfc(10.2) rounds to 0
+        a = _ERFC_CLIP
+    p = 1.0 + a * (_CP1 + a * (_CP2 + a * (_CP3 + a * _CP4)))
+    q = 1.0 + a * (_CQ1 + a * (_CQ2 + a * (_CQ3 + a * (_CQ4 + a * _CQ5))))
+    r = math.exp(-(a * a)) * (p / q)  # a^2 is exact for a float32 a
+    if d < 0:
+        r = 2.0 - r
+    return np.float32(r)
 
 
 @njit(**_JIT)

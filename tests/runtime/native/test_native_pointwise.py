@@ -2,8 +2,8 @@
 floor division) against the Python backend, fused in one loop nest: rounding, remainder,
 fmod, truncating and floor division, clamp with tensor bounds, fmax/fmin, predicates,
 nan_to_num and sign bit-identical (NaN, inf and signed zeros included); transcendental
-functions (numba's libm calls, and libm's erf/erfc against d2s's series) within the stated
-tolerance. Integer division by zero raises PyTorch's ZeroDivisionError natively too."""
+functions (numba's libm calls; float64 libm erf/erfc against d2s's series, float32 erf32/erfc32
+against the same fits evaluated by numpy) within the stated tolerance. Integer division by zero raises PyTorch's ZeroDivisionError natively too."""
 import numpy as np
 import pytest
 
