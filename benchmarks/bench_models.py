@@ -484,8 +484,9 @@ def _timed_workload(name, args, columns, folder):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--threads", type=int, default=2,
+                   help="threads every framework may use, in every worker (default 2; set before numpy is imported)")
+    p.add_argument("--repeat", type=int, default=7, help="timed steps per column, after two warm-up steps (default 7)")
     p.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated workloads: " + ", ".join(WORKLOADS))
     p.add_argument("--columns", default=",".join(COLUMNS), help="comma-separated columns: " + ", ".join(COLUMNS))
     p.add_argument("--contended", default=None, choices=KINDS,
