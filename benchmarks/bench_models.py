@@ -323,12 +323,13 @@ class Worker:
         return answer["wall"], answer["cpu"], answer["idle_cpu"]
 
     def close(self):
-        if self.proc.poll() is None:
-            try:
+        try:
+            if self.proc.poll() is None:
                 self.proc.stdin.write("quit\n")
-                self.proc.stdin.close()
-            except OSError:
-                pass
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        if self.proc.poll() is None:
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
