@@ -1,7 +1,9 @@
 """Smoke test of benchmarks/bench_models.py at tiny sizes (no timing is checked): every
 workload runs in the d2s eager, converted and torch columns from the same weights, and their
-first losses agree, so the benchmark times the same computation everywhere; and the load its
-``--contended`` mode starts beside the timed process is stopped when the run ends."""
+first losses agree, so the benchmark times the same computation everywhere, whether the columns
+share one process (``--shared-process``) or each runs in a worker of its own (``--separate``);
+a worker that fails says so instead of hanging the run; and the load its ``--contended`` mode
+starts beside the timed process is stopped when the run ends."""
 import importlib.util
 import os
 import sys
@@ -25,13 +27,38 @@ def _module(name):
 def test_tiny_run_agrees_with_torch(capsys):
     pytest.importorskip("torch")
     bench = _module("bench_models")
-    result = bench.main(["--tiny", "--repeat", "1", "--columns", "d2s eager,d2s static,torch"])
+    result = bench.main(["--tiny", "--repeat", "1", "--columns", "d2s eager,d2s static,torch", "--shared-process"])
     out = capsys.readouterr().out
     assert "load average at start" in out and "load average at end" in out
+    assert "every column in this process" in out
     assert set(result) == {"resnet18", "gpt", "lstm", "mobilenet"}
     for name, times in result.items():
         assert set(times) == {"d2s eager", "d2s static", "torch"}, (name, times)
     assert bench.MISMATCHES == []
+
+
+def test_tiny_separate_workers_agree_with_torch(capsys):
+    pytest.importorskip("torch")
+    bench = _module("bench_models")
+    result = bench.main(["--tiny", "--repeat", "2", "--only", "lstm", "--columns", "d2s eager,d2s static,torch"])
+    out = capsys.readouterr().out
+    assert "each column in a process of its own" in out and "weights: torch's initialization" in out
+    assert "CPU used between steps while waiting" in out
+    assert set(result) == {"lstm"}
+    for name, times in result.items():
+        assert set(times) == {"d2s eager", "d2s static", "torch"}, (name, times)
+    assert bench.MISMATCHES == [] and bench.FAILURES == []
+
+
+def test_failing_worker_is_reported():
+    bench = _module("bench_models")
+    worker = bench.Worker("lstm", "d2s eager", os.path.join(ROOT, "no-such-weights.npz"), 10.0, True)
+    try:
+        with pytest.raises(RuntimeError, match="d2s eager: FileNotFoundError"):
+            worker.ready()
+    finally:
+        worker.close()
+    assert worker.proc.returncode == 0
 
 
 def test_contended_load_is_started_and_stopped():
