@@ -32,6 +32,7 @@ than a chain (``c = make_cfg()``), ``getattr`` with a computed name.
 """
 import dis
 import enum
+import functools
 import sys
 import types
 
@@ -210,6 +211,46 @@ class _Array:
         return cur is self.array and (self.bytes is None or cur.tobytes() == self.bytes)
 
 
+class _Partial:
+    """A link to a ``functools.partial`` the program calls: its function, arguments and
+    keywords were baked in when the program was built. True while ``holder[key]`` is a partial
+    of the same function with the same arguments: scalars (and small containers of them) by
+    type and value, anything else by identity (``p.keywords['scale'] = 3`` and a new partial
+    bound to the name both count as changes)."""
+    __slots__ = ("holder", "state")
+
+    def __init__(self, holder, p):
+        self.holder, self.state = holder, _partial_state(p)
+
+    def get(self, key, default=None):
+        cur = self.holder.get(key, _MISSING)
+        return isinstance(cur, functools.partial) and _partial_state(cur) == self.state
+
+
+class _Identity:
+    """Compares equal to a wrapper of the same object only (never runs the object's ``==``)."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return type(other) is _Identity and other.obj is self.obj
+
+    __hash__ = None
+
+
+def _partial_state(p, depth=0):
+    """What a call of partial ``p`` depends on, comparable with ``==``."""
+    def value(v):
+        if isinstance(v, functools.partial) and depth < 4:
+            return ("partial", _partial_state(v, depth + 1))
+        f = _frozen(v)
+        return ("value", f) if f is not None else ("is", _Identity(v))
+    return (_Identity(type(p)), value(p.func), tuple(value(a) for a in p.args),
+            tuple(sorted((k, value(v)) for k, v in (p.keywords or {}).items())))
+
+
 class _Items:
     """A list read by index (``sizes[0]``), with the ``.get`` of a dict."""
     __slots__ = ("seq",)
@@ -316,8 +357,8 @@ def follow(holder, key, root, steps):
     if _library_module(root):
         return []
     for kind, name in steps:
-        if type(value) in _PY_STATE_TYPES or isinstance(value, (Tensor, np.ndarray, np.generic, enum.Enum)) or \
-                _library_module(value):
+        if type(value) in _PY_STATE_TYPES or isinstance(value, (Tensor, np.ndarray, np.generic, enum.Enum,
+                                                                functools.partial)) or _library_module(value):
             break
         if kind == "attr" and type(value) in (list, tuple, dict):
             if name not in _READS:
@@ -328,6 +369,8 @@ def follow(holder, key, root, steps):
             return []
         more, value = got
         links.extend(more)
+    if isinstance(value, functools.partial):
+        return _entries(links[:-1]) + [(_Partial(links[-1][0], value), links[-1][1], True)]
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
         return _entries(links[:-1]) + [(_Array(links[-1][0], value), links[-1][1], True)]
     if isinstance(value, (np.generic, enum.Enum)):
@@ -394,6 +437,10 @@ class ObjectGuards:
                     continue
                 root = params[name]
                 if not steps:
+                    if isinstance(root, functools.partial):
+                        # the call's signature holds the partial by identity, not what it binds
+                        self.keep.append(root)
+                        self._add([(_Partial({name: root}, root), name, True)])
                     continue  # an argument itself is in the call's signature
                 got = _plain_attr(root, steps[0][1]) if steps[0][0] == "attr" else _item(root, steps[0][1])
                 if got is None or not got[0]:
