@@ -150,6 +150,9 @@ def convert_call(f):
         guards = getattr(builder, "object_guards", None)
         if guards is not None:  # what it reads through objects is checked on later calls
             guards.note_call(f)
+        outside = getattr(builder, "outside_watch", None)
+        if outside is not None:  # the lists and dicts it reaches must not change (see jit.side_effects)
+            outside.note_call(f)
     g = _convert_call(f)
     if guards is not None:  # (and what it reads through its arguments, when it is called)
         g = guards.watch_arguments(f, g)

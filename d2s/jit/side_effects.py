@@ -90,9 +90,11 @@ _OUTSIDE_TYPES = (list, dict, set)
 def _outside_containers(fn, instance):
     """``[(where, container)]``: the lists, dicts and sets a converted function reaches that
     outlive its call: the attributes of its module tree (a ``self.history`` list) and the
-    globals and closure variables its code names. A program runs the function's Python once,
-    while it is built, so an append to one of them would happen once instead of at every call;
-    the build compares their contents before and after (``_refuse_changed_outside``)."""
+    globals and closure variables its code names, or reaches through plain attributes
+    (``REC.items``). A program runs the function's Python once, while it is built, so an append
+    to one of them would happen once instead of at every call; the build compares their
+    contents before and after (``_refuse_changed_outside``; the functions it calls are added
+    as they are called, see ``OutsideWatch``)."""
     found, seen = [], set()
 
     def add(where, v):
@@ -105,18 +107,97 @@ def _outside_containers(fn, instance):
             for k, v in m.__dict__.items():
                 if k not in _MODULE_INTERNALS:
                     add(f"self.{path + '.' if path else ''}{k}", v)
-    fn, names = _code_names(fn)
-    if fn is not None:
-        g = getattr(fn, "__globals__", {})
-        for n in sorted(names):
-            if n in g:
-                add(f"the global {n!r}", g[n])
-        for n, cell in zip(fn.__code__.co_freevars, getattr(fn, "__closure__", None) or ()):
-            try:
-                add(f"the closure variable {n!r}", cell.cell_contents)
-            except ValueError:
-                continue
+    for where, v in _function_containers(fn, instance):
+        add(where, v)
     return found
+
+
+def _function_containers(fn, bound=None, via="", cells=True):
+    """``(where, container)`` for the lists, dicts and sets ``fn``'s code names as globals or
+    closure variables, or reaches from them (or from ``self``, the ``bound`` instance) through
+    plain attributes (``REC.items.append``, ``self.items.append``); ``via`` names the function
+    for a helper."""
+    from .object_guards import _plain_attr, chains_of  # (object_guards builds on this module)
+
+    fn, names = _code_names(fn)
+    if fn is None:
+        return
+    g = getattr(fn, "__globals__", {})
+    for n in sorted(names):
+        if n in g:
+            yield f"the global {n!r}{via}", g[n]
+    closure = {}
+    for n, cell in zip(fn.__code__.co_freevars, (getattr(fn, "__closure__", None) or ()) if cells else ()):
+        try:
+            closure[n] = cell.cell_contents
+        except ValueError:
+            continue
+        yield f"the closure variable {n!r}{via}", closure[n]
+    self_name = fn.__code__.co_varnames[0] if bound is not None and fn.__code__.co_argcount else None
+    for kind, name, steps in chains_of(fn.__code__):
+        if kind == "global" and name in g:
+            value = g[name]
+        elif kind == "deref" and name in closure:
+            value = closure[name]
+        elif kind == "fast" and name == self_name:
+            value = bound
+        else:
+            continue
+        text = name
+        for step, key in steps:
+            if step != "attr" or isinstance(value, _OUTSIDE_TYPES + (Tensor,)):
+                break
+            try:
+                got = _plain_attr(value, key)
+            except Exception:  # noqa: BLE001 - an object that cannot be read without code: not followed
+                got = None
+            if got is None:
+                break
+            value, text = got[1], f"{text}.{key}"
+            if isinstance(value, _OUTSIDE_TYPES):
+                yield f"{text}{via}", value
+                break
+
+
+class OutsideWatch:
+    """The outside containers (``_outside_containers``) of a converted function and of the user
+    functions its code calls while the program is built (``def log(v): HIST.append(v)``), each
+    one's contents taken before the function that reaches it first runs."""
+
+    def __init__(self, fn, instance):
+        self.containers = _outside_containers(fn, instance)
+        self.snapshot = _outside_snapshot(self.containers)
+        self._ids = {id(c) for _, c in self.containers}
+        self._calls = set()
+
+    def note_call(self, f):
+        """``f`` is about to be called by converted code while the program is built."""
+        import types
+
+        func = inspect.unwrap(getattr(f, "__func__", f))
+        if not isinstance(func, types.FunctionType):
+            return
+        bound = f.__self__ if isinstance(f, types.MethodType) else None
+        mark = (func.__code__, id(func.__globals__), id(bound))
+        if mark in self._calls:
+            return
+        self._calls.add(mark)
+        from ..convert.call import is_library  # (convert is a layer above this one)
+        if is_library(func):
+            return
+        # a function the converted code itself defines (a nested ``def record(v)``) closes over
+        # the call's own locals (made afresh at each call) or over the converted function's
+        # closure (checked above): its cells are not followed (d2s.transformers.pipeline compiles
+        # converted code as ``__d2s_converted``, which names the functions nested in it)
+        nested = "__d2s_converted.<locals>." in func.__qualname__
+        for where, c in _function_containers(func, bound, f" (through {func.__qualname__})", cells=not nested):
+            if isinstance(c, _OUTSIDE_TYPES) and id(c) not in self._ids:
+                self._ids.add(id(c))
+                self.containers.append((where, c))
+                self.snapshot.extend(_outside_snapshot([(where, c)]))
+
+    def refuse_changed(self, fn, replaced=()):
+        _refuse_changed_outside(fn, self.containers, self.snapshot, replaced)
 
 
 def _outside_state(obj, replaced=()):

@@ -32,10 +32,9 @@ from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, vary
 from .concrete import BUILD_LOCK, ConcreteProgram
 from .numerics import check_forward
 from .object_guards import ObjectGuards, parameters
-from .side_effects import (_MISSING, _containers_state, _global_state, _input_writes, _is_module, _module_snapshot,
-                           _module_structure, _outside_containers, _outside_snapshot, _param_refs, _python_state,
-                           _python_state_holds, _refuse_changed_containers, _refuse_changed_outside,
-                           _restore_python_state, _restore_symbolic_writes,
+from .side_effects import (_MISSING, OutsideWatch, _containers_state, _global_state, _input_writes, _is_module,
+                           _module_snapshot, _module_structure, _param_refs, _python_state,
+                           _python_state_holds, _refuse_changed_containers, _restore_python_state, _restore_symbolic_writes,
                            _same_python_value, _state_tensors, _structure_holds, _with_new_attrs)
 
 _ENABLED = [True]
@@ -464,8 +463,7 @@ class StaticFunction:
                 structures.append((_module_structure(instance), STRUCTURE_VERSION[0]))
             input_vars = [t._var for t in sym]
             before = _containers_state(sargs, skw)
-            outside = _outside_containers(self._fn, instance)
-            outside_before = _outside_snapshot(outside)
+            outside = builder.outside_watch = OutsideWatch(self._fn, instance)
             outer_replaced = set(values.REPLACED_LISTS)  # (a to_static function called while tracing)
             values.REPLACED_LISTS.clear()
             rng_before = python_rng_states()
@@ -488,7 +486,7 @@ class StaticFunction:
             leaves, buffer_writes = _buffer_writes(builder, leaves)
             writes = _restore_symbolic_writes(snapshot)
             _refuse_changed_containers(self._fn, instance, before, _containers_state(sargs, skw, replaced))
-            _refuse_changed_outside(self._fn, outside, outside_before, replaced)
+            outside.refuse_changed(self._fn, replaced)
             writes += _input_writes(builder, sym, input_vars) + buffer_writes
             for w in writes:
                 w.start = len(leaves)

@@ -221,3 +221,100 @@ def test_a_tuple_attribute_is_read_anew_when_rebound_to_other_values_or_types():
         got, want = static(d2s.ones(2)), model(d2s.ones(2))
         np.testing.assert_array_equal(got.numpy(), want.numpy())
         assert got.dtype == want.dtype
+
+
+# ------------------------------------------------------------------ changed through helpers
+HIST = []
+STATS = {}
+
+
+def _log(v):
+    HIST.append(v)
+
+
+def _count(v):
+    _log(v)  # two helpers down
+    STATS["n"] = STATS.get("n", 0) + 1
+
+
+class _Recorder:
+    def __init__(self):
+        self.items = []
+
+    def add(self, v):
+        self.items.append(v)
+
+
+REC = _Recorder()
+
+
+def _through_helper(x):
+    _log(x.sum())
+    return x * 2
+
+
+def _through_nested_helpers(x):
+    _count(x.sum())
+    return x * 2
+
+
+def _through_a_method(x):
+    REC.add(x.sum())
+    return x * 2
+
+
+def _through_an_attribute(x):
+    REC.items.append(x.sum())
+    return x * 2
+
+
+@pytest.mark.parametrize("fn, name, container", [
+    (_through_helper, r"the global 'HIST' \(through _log\)", HIST),
+    (_through_nested_helpers, r"the global 'STATS' \(through _count\)", STATS),
+    (_through_a_method, r"self.items \(through _Recorder.add\)", REC.items),
+    (_through_an_attribute, r"REC.items", REC.items),
+])
+def test_a_container_changed_by_a_called_helper_is_refused_and_put_back(fn, name, container):
+    # eager code appends at every call; a program would have appended a symbolic tensor once
+    before = repr(container)
+    with pytest.raises(ConvertError, match=f"changes .*{name}.*outlives the call"):
+        d2s.jit.to_static(fn)(d2s.ones(2))
+    assert repr(container) == before and HIST == []
+
+
+def test_a_helper_that_only_reads_a_global_container_is_converted():
+    def weighted(x):
+        return _read_scales(x) + 1.0
+
+    static = d2s.jit.to_static(weighted)
+    np.testing.assert_array_equal(static(d2s.ones(2)).numpy(), weighted(d2s.ones(2)).numpy())
+
+
+def _read_scales(x):
+    return x * SCALES[1] + len(SCALES)
+
+
+def test_a_nested_helper_changing_a_list_made_by_the_call_is_converted_and_an_outer_one_refused():
+    outer = []
+
+    def local_list(x):
+        seen = []
+
+        def record(v):
+            seen.append(v.sum())
+
+        for i in range(3):
+            record(x * i)
+        return d2s.stack(seen)
+
+    def outer_list(x):
+        def record(v):
+            outer.append(v.sum())
+
+        record(x)
+        return x
+
+    np.testing.assert_array_equal(d2s.jit.to_static(local_list)(d2s.ones(2)).numpy(), [0.0, 2.0, 4.0])
+    with pytest.raises(ConvertError, match="changes the closure variable 'outer'"):
+        d2s.jit.to_static(outer_list)(d2s.ones(2))
+    assert outer == []
