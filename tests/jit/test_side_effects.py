@@ -318,3 +318,28 @@ def test_a_nested_helper_changing_a_list_made_by_the_call_is_converted_and_an_ou
     with pytest.raises(ConvertError, match="changes the closure variable 'outer'"):
         d2s.jit.to_static(outer_list)(d2s.ones(2))
     assert outer == []
+
+
+@d2s.jit.not_to_static
+def _build_log(v):
+    HIST.append(v)  # plain Python, run while the program is built, as its author marked it
+
+
+def test_a_not_to_static_helper_runs_as_python_and_a_lambda_is_followed():
+    def marked(x):
+        _build_log(1)
+        return x * 2
+
+    def with_lambda(x):
+        log = lambda v: HIST.append(v)  # noqa: E731
+        log(x.sum())
+        return x
+
+    try:
+        np.testing.assert_array_equal(d2s.jit.to_static(marked)(d2s.ones(2)).numpy(), [2.0, 2.0])
+        assert HIST == [1]
+    finally:
+        HIST.clear()
+    with pytest.raises(ConvertError, match="changes the global 'HIST'"):
+        d2s.jit.to_static(with_lambda)(d2s.ones(2))
+    assert HIST == []
