@@ -9,7 +9,7 @@ import operator
 import numpy as np
 
 from d2s_runtime.device import device_of, get_xp, to_host, xp_of
-from d2s_runtime.dtypes import DTYPES, result_type
+from d2s_runtime.dtypes import DTYPES, checked_values, result_type
 from d2s_runtime.ops import OPS
 
 from . import devices as _devices
@@ -473,6 +473,11 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     src = arr
     if dtype is not None:
         dt = str(as_dtype(dtype))
+        if isinstance(arr, (list, tuple, int, float)) and not isinstance(arr, bool):
+            # Python numbers for a small integer dtype: PyTorch's conversion (uint8's -1 is 255,
+            # 127.5 for int8 raises) where NumPy would raise or silently wrap
+            checked = checked_values(arr, dt)
+            arr = checked if checked is not None else arr
         arr = xp.asarray(_to_xp_input(arr, xp), dtype=dt)
     else:
         arr = _default_array(arr, xp)
