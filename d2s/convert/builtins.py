@@ -8,7 +8,8 @@ import numpy as np
 from .. import ops
 from ..dispatch import apply
 from ..static.tensor_array import TensorArray
-from ..static.weak_index import number_or_tensor, number_stand_in, number_type, plain_tensor, python_type, weak
+from ..static.weak_index import (NumberOrTensor, exact_number, number_or_tensor, number_stand_in, number_type,
+                                plain_tensor, python_type, weak)
 from ..tensor import Tensor
 from ..user_errors import at_user_line, user_frame
 from . import growing
@@ -174,6 +175,10 @@ def _extreme(pyfn, opname, args, kwargs):
     return _pick(items, opname)
 
 
+def _mixed(v):
+    return isinstance(v, NumberOrTensor) and v.else_type is None
+
+
 def _extreme_of_rows(t, opname):
     """``max(t)``: Python compares the rows of ``t`` in turn, which needs rows of one element,
     and keeps the first of the largest; a NaN is kept only when it comes first (no comparison
@@ -201,10 +206,11 @@ def _pick(items, opname):
     choice between a tensor and a Python number depends on the data: the program carries which
     one it made and the number exactly, and a program returning the result gives back what
     eager code returns (see NumberOrTensor)."""
+    # (an earlier choice, NumberOrTensor, is both: a tensor on some runs, a number on others)
     tensors = [v for v in items if isinstance(v, Tensor) and python_type(v) is None]
-    numbers = [v for v in items if not (isinstance(v, Tensor) and python_type(v) is None)]
+    numbers = [v for v in items if not (isinstance(v, Tensor) and python_type(v) is None) or _mixed(v)]
     for v in numbers:
-        if type(v) not in _KIND and python_type(v) is None:
+        if type(v) not in _KIND and python_type(v) is None and not _mixed(v):
             raise at_user_line(f"{opname}() of a tensor and {type(v).__name__}: only tensors and Python numbers "
                                "can be compared in a program", TypeError)
     for v in tensors:
@@ -218,7 +224,7 @@ def _pick(items, opname):
                            f"({', '.join(f'{v.dtype}{list(v.shape)}' for v in tensors)}): eager code returns one "
                            "of them as it is, chosen by the data, which a program cannot do; cast them to one "
                            "dtype and shape first", TypeError)
-    pytypes = {number_type(v) for v in numbers}
+    pytypes = {v.pytype if _mixed(v) else number_type(v) for v in numbers}
     if len(pytypes) > 1:
         raise at_user_line(f"{opname}() of Python numbers of different types ({', '.join(sorted(t.__name__ for t in pytypes))}) "
                            "and a tensor: which type eager code returns depends on the data; give numbers of one type",
@@ -235,7 +241,9 @@ def _pick(items, opname):
     tdtype = str(tensors[0].dtype) if tensors else None
 
     def as_exact(v):
-        if number_type(v) is None:
+        if _mixed(v):
+            v = exact_number(v)
+        elif number_type(v) is None:
             return ops.zeros([], dtype=ndtype)  # a tensor: never read as the number
         return ops.full([], v, dtype=ndtype) if not isinstance(v, Tensor) else (
             v if str(v.dtype) == ndtype else ops.cast(v, ndtype))
@@ -245,13 +253,14 @@ def _pick(items, opname):
         return plain_tensor(t) if str(t.dtype) == tdtype else ops.cast(plain_tensor(t), tdtype)
 
     better = (lambda a, b: a > b) if opname == "max" else (lambda a, b: a < b)
+    def is_num(v):
+        return plain_tensor(v.is_number) if _mixed(v) else ops.full([], number_type(v) is not None, dtype="bool")
+
     first = items[0]
-    is_num = number_type(first) is not None
     # (value as a tensor of the tensors' dtype, is a number: bool tensor, the number exactly)
-    cur = (as_value(first) if tdtype else None, ops.full([], is_num, dtype="bool"),
-           as_exact(first) if ndtype else None)
+    cur = (as_value(first) if tdtype else None, is_num(first), as_exact(first) if ndtype else None)
     for v in items[1:]:
-        v_num = number_type(v) is not None
+        v_num = is_num(v)
         # compared as eager code compares: against the number itself (weakly typed, as a Python
         # number meets a tensor) or the tensor itself, whichever the current choice is
         vs_tensor = better(v, cur[0]) if tdtype else None

@@ -222,6 +222,47 @@ for _dunder, _op in _ARITH:
     setattr(NumberOrTensor, f"__r{_dunder}__", _either_fwd(_op, reverse=True))
 
 
+def _either_compare(op):
+    # a comparison with a Python number is, run by run, a Python bool or a bool tensor
+    tensor_method = getattr(Tensor, f"__{op}__")
+
+    def method(self, other):
+        out = tensor_method(plain_tensor(self), other)
+        if other is None or not _stays_weak(other) or self.else_type is not None or not isinstance(out, Tensor):
+            return out
+        n = self.number
+        if n is not None and not isinstance(n, Tensor) and not isinstance(other, Tensor):
+            number = bool(getattr(n, f"__{op}__")(other))
+        else:
+            exact = exact_number(self)
+            number = tensor_method(ops.full([], exact, dtype=_NUMBER_DTYPES[type(exact)])
+                                   if not isinstance(exact, Tensor) else exact, other)
+        result = number_or_tensor(out, self.is_number, True, bool)
+        result.number = number
+        return result
+    return method
+
+
+def _either_unary(op, pyfn):
+    def method(self):
+        out = apply(op, plain_tensor(self))
+        if self.else_type is not None:
+            return out
+        n = self.number
+        number = pyfn(n) if n is not None and not isinstance(n, Tensor) else apply(op, exact_number(self))
+        result = number_or_tensor(out, self.is_number, True, self.pytype)
+        result.number = number
+        return result
+    return method
+
+
+for _op in ("lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(NumberOrTensor, f"__{_op}__", _either_compare(_op))
+NumberOrTensor.__hash__ = Tensor.__hash__
+NumberOrTensor.__neg__ = _either_unary("neg", lambda n: -n)
+NumberOrTensor.__abs__ = _either_unary("abs", abs)
+
+
 def _round(self, ndigits=None):
     """``round(n)`` / ``round(n, k)`` of the Python number this stands for: half to even, as
     Python rounds (to ``k`` decimals via a scaled float, which float32 carries approximately);
