@@ -164,11 +164,15 @@ class OutsideWatch:
     functions its code calls while the program is built (``def log(v): HIST.append(v)``), each
     one's contents taken before the function that reaches it first runs."""
 
-    def __init__(self, fn, instance):
+    def __init__(self, fn, instance, state_tensors=None):
         self.containers = _outside_containers(fn, instance)
         self.snapshot = _outside_snapshot(self.containers)
         self._ids = {id(c) for _, c in self.containers}
         self._calls = set()
+        # the tensors the called functions name (globals, closures, defaults) join the ones the
+        # program reads as params (see _function_tensors); ``functions``: where to find them
+        self.state_tensors = state_tensors if state_tensors is not None else {}
+        self.functions = []
 
     def note_call(self, f):
         """``f`` is about to be called by converted code while the program is built."""
@@ -190,6 +194,8 @@ class OutsideWatch:
         # closure (checked above): its cells are not followed (d2s.transformers.pipeline compiles
         # converted code as ``__d2s_converted``, which names the functions nested in it)
         nested = "__d2s_converted.<locals>." in func.__qualname__
+        self.state_tensors.update(_function_tensors(func, cells=not nested))
+        self.functions.append(func)
         for where, c in _function_containers(func, bound, f" (through {func.__qualname__})", cells=not nested):
             if isinstance(c, _OUTSIDE_TYPES) and id(c) not in self._ids:
                 self._ids.add(id(c))
@@ -559,14 +565,35 @@ class _Path:
         return v
 
 
-def _state_tensors(instance):
+def _function_tensors(fn, cells=True):
+    """``{id: tensor}`` of the concrete tensors ``fn`` names as globals or closure variables
+    (``cells``), or holds as default arguments: a program reads them as params, so a tensor
+    changed in place (``W.mul_(2)``) or rebound (``W = ...``, see ``_param_refs``) between calls
+    is read as eager code reads it, instead of being frozen into a constant."""
+    fn, names = _code_names(fn)
+    if fn is None:
+        return {}
+    g = getattr(fn, "__globals__", None) or {}
+    values = [g[n] for n in names if n in g]
+    for cell in (getattr(fn, "__closure__", None) or ()) if cells else ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            continue
+    values.extend(getattr(fn, "__defaults__", None) or ())
+    values.extend((getattr(fn, "__kwdefaults__", None) or {}).values())
+    return {id(v): v for v in values if isinstance(v, Tensor) and not v.is_symbolic}
+
+
+def _state_tensors(instance, fn=None):
     """``{id: tensor}`` of the plain (unregistered) tensor attributes of a module tree, and of
     the tensors held in its list, tuple and dict attributes: a program reads them as params, so
     a forward that replaces one (``self.running = ...``, ``self.prev = [h]``) is read afresh on
-    the next call instead of being frozen into a constant."""
+    the next call instead of being frozen into a constant; and those of ``fn`` (see
+    ``_function_tensors``)."""
+    out = _function_tensors(fn) if fn is not None else {}
     if not _is_module(instance):
-        return {}
-    out = {}
+        return out
     for m in instance.modules():
         for k, v in m.__dict__.items():
             if k in _REGISTRIES:
@@ -578,7 +605,7 @@ def _state_tensors(instance):
     return out
 
 
-def _param_refs(fn, instance, tensors):
+def _param_refs(fn, instance, tensors, helpers=()):
     """``[(dict, key, tensor)]`` locating each of ``tensors`` (the program's params) where the
     function finds it: a parameter or buffer registry of the module it is bound to (or of a
     module it reads from a global or closure variable), the instance's attributes, a global
@@ -620,18 +647,21 @@ def _param_refs(fn, instance, tensors):
     elif instance is not None and isinstance(getattr(instance, "__dict__", None), dict):
         for k, v in list(instance.__dict__.items()):
             add_value(instance.__dict__, k, v)
-    code = getattr(fn, "__code__", None)
-    g = getattr(fn, "__globals__", None)
-    if code is not None and isinstance(g, dict):
-        for name in code.co_names:
-            if name in g:
-                add_value(g, name, g[name])
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            v = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-        add_value(cell, _CELL, v)
+    # (``helpers``: the functions the converted code called while building, whose global and
+    # closure tensors it read as params too)
+    for f in (fn,) + tuple(helpers):
+        f, names = _code_names(f)
+        g = getattr(f, "__globals__", None)
+        if f is not None and isinstance(g, dict):
+            for name in sorted(names):
+                if name in g:
+                    add_value(g, name, g[name])
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            add_value(cell, _CELL, v)
     return [(*where[id(t)], t) for t in tensors if id(t) in where]
 
 

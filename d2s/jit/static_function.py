@@ -453,7 +453,7 @@ class StaticFunction:
             if instance is not None:
                 sargs = (instance,) + tuple(sargs)
             snapshot = _module_snapshot(instance)
-            builder.state_tensors = _state_tensors(instance)
+            builder.state_tensors = _state_tensors(instance, self._fn)
             py_state = _python_state(instance)
             global_state = _global_state(self._fn) if not py_states else []
             guards = builder.object_guards = ObjectGuards() if not py_states else None
@@ -463,7 +463,7 @@ class StaticFunction:
                 structures.append((_module_structure(instance), STRUCTURE_VERSION[0]))
             input_vars = [t._var for t in sym]
             before = _containers_state(sargs, skw)
-            outside = builder.outside_watch = OutsideWatch(self._fn, instance)
+            outside = builder.outside_watch = OutsideWatch(self._fn, instance, builder.state_tensors)
             outer_replaced = set(values.REPLACED_LISTS)  # (a to_static function called while tracing)
             values.REPLACED_LISTS.clear()
             rng_before = python_rng_states()
@@ -487,6 +487,8 @@ class StaticFunction:
             writes = _restore_symbolic_writes(snapshot)
             _refuse_changed_containers(self._fn, instance, before, _containers_state(sargs, skw, replaced))
             outside.refuse_changed(self._fn, replaced)
+            if not py_states:
+                helpers.extend(outside.functions)  # (their global tensors are params: see _param_refs)
             writes += _input_writes(builder, sym, input_vars) + buffer_writes
             for w in writes:
                 w.start = len(leaves)
@@ -501,6 +503,7 @@ class StaticFunction:
         py_states = []
         structures = []
         keep = []
+        helpers = []
 
         # The program is built in the caller's grad mode, with its inputs (and the params it
         # reads) requiring grad as the caller's tensors do, so the function sees what it sees
@@ -532,7 +535,7 @@ class StaticFunction:
 
         entry = ConcreteProgram(program, builder.param_tensors, rebuild, single, retrace, device,
                                 writes=writes, backend=self.backend)
-        entry.param_refs = _param_refs(self._fn, instance, entry.param_tensors)
+        entry.param_refs = _param_refs(self._fn, instance, entry.param_tensors, helpers)
         # the module's Python attributes as the build found them: the program holds the ones it
         # read as constants, so it is valid only while they keep these values
         entry.py_state = py_states[0]

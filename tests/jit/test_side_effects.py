@@ -343,3 +343,51 @@ def test_a_not_to_static_helper_runs_as_python_and_a_lambda_is_followed():
     with pytest.raises(ConvertError, match="changes the global 'HIST'"):
         d2s.jit.to_static(with_lambda)(d2s.ones(2))
     assert HIST == []
+
+
+# ------------------------------------------------------------------ tensors named by the function
+TABLE = d2s.tensor([1.0, 2.0])
+
+
+def _scaled_by_table(x):
+    return x * TABLE
+
+
+def _through_table_helper(x):
+    return _scaled_by_table(x) + 1.0
+
+
+@pytest.mark.parametrize("fn", [_scaled_by_table, _through_table_helper])
+def test_a_global_tensor_changed_in_place_or_rebound_is_read_anew(fn):
+    # the program read it as a constant: later calls returned the first call's values
+    global TABLE
+    static, x = d2s.jit.to_static(fn), d2s.ones(2)
+    try:
+        np.testing.assert_array_equal(static(x).numpy(), fn(x).numpy())
+        TABLE.mul_(3.0)
+        np.testing.assert_array_equal(static(x).numpy(), fn(x).numpy())
+        TABLE = d2s.tensor([7.0, 8.0])
+        np.testing.assert_array_equal(static(x).numpy(), fn(x).numpy())
+        misses = static.cache_info().misses
+        for _ in range(2):
+            static(x)
+        assert static.cache_info().misses == misses  # no build per call
+    finally:
+        TABLE = d2s.tensor([1.0, 2.0])
+
+
+def test_closure_and_default_argument_tensors_changed_in_place_are_read_anew():
+    w = d2s.tensor([1.0, 2.0])
+
+    def closure(x):
+        return x * w
+
+    def default(x, b=d2s.tensor([1.0, 1.0])):
+        return x + b
+
+    x = d2s.ones(2)
+    for fn, change in ((closure, lambda: w.add_(10.0)), (default, lambda: default.__defaults__[0].mul_(5.0))):
+        static = d2s.jit.to_static(fn)
+        np.testing.assert_array_equal(static(x).numpy(), fn(x).numpy())
+        change()
+        np.testing.assert_array_equal(static(x).numpy(), fn(x).numpy())
