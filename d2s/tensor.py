@@ -246,6 +246,21 @@ class Tensor:
     def __hash__(self):
         return id(self)
 
+    def __str__(self):
+        if self._data is None and _formatted_by_user():
+            raise _format_error(self, "str()")
+        return self.__repr__()
+
+    def __format__(self, spec):
+        """``f"{t}"``; ``f"{t:.2f}"`` formats a one-element tensor's value (as PyTorch's does)."""
+        if self._data is None:
+            if _formatted_by_user():
+                raise _format_error(self, "format()")
+            return object.__format__(self, spec)
+        if spec and self.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec) if spec else self.__repr__()
+
     def __repr__(self):
         if self._data is None:
             return f"Tensor(symbolic {self._var.name}: {self._var.type})"
@@ -496,6 +511,28 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     if _INFERENCE_THREADS[0]:
         _mark_inference((t,))
     return t
+
+
+_PACKAGE_DIR = __file__.rsplit("/", 1)[0] + "/"
+
+
+def _formatted_by_user():
+    """Whether a symbolic tensor is being turned into text by the user's code while a program is
+    built (``str(x.item())``, ``f"{v}"``): that text would be the placeholder's, not the value
+    eager code formats. d2s's own messages (and ``print``, converted to a print op) may."""
+    if STATE.builder is None:
+        return False
+    import sys
+    frame = sys._getframe(2)
+    return not frame.f_code.co_filename.startswith(_PACKAGE_DIR)
+
+
+def _format_error(t, what):
+    err = symbolic_value_error(t, what)
+    err.args = (err.args[0].split("\nInside")[0] + "\nA string made from it while the program is built would "
+                "hold a placeholder, not the value: return the value and format it after the call (print() "
+                "prints at every call)",)
+    return err
 
 
 def check_dtype(arr, where):
