@@ -349,10 +349,44 @@ def _library_module(obj):
     return "site-packages" in path or path.startswith(sys.prefix) or path.startswith(sys.base_prefix)
 
 
-def follow(holder, key, root, steps):
+def _is_callee(v):
+    """A function, class or nn.Module: what the program inlined when the build called it."""
+    return isinstance(v, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, Module))
+
+
+def _callees(v):
+    """Whether ``v`` is a small list, tuple or dict of callees (``layers = [nn.Linear(...)]``)."""
+    if type(v) not in (list, tuple, dict) or not v or len(v) > _MAX_ITEMS:
+        return False
+    return all(_is_callee(x) for x in (v.values() if type(v) is dict else v))
+
+
+class _Members:
+    """A link to a small list/tuple/dict of functions or modules the program inlined: True
+    while ``holder[key]`` holds the same objects (by identity) in the same places."""
+    __slots__ = ("holder", "type", "items")
+
+    def __init__(self, holder, value):
+        self.holder, self.type = holder, type(value)
+        self.items = list(value.items()) if self.type is dict else list(value)
+
+    def get(self, key, default=None):
+        cur = self.holder.get(key, _MISSING)
+        if type(cur) is not self.type or len(cur) != len(self.items):
+            return False
+        if self.type is dict:
+            return all(cur.get(k, _MISSING) is v for k, v in self.items)
+        return all(a is b for a, b in zip(cur, self.items))
+
+
+def follow(holder, key, root, steps, callees=False):
     """The guard entries of one chain from ``holder[key]`` (= ``root``): the links up to the
     first scalar (or small container of scalars) it reaches, or ``[]`` when it reaches none
-    (a tensor, a function, a module of a library, something only code can read)."""
+    (a tensor, a function, a module of a library, something only code can read). With
+    ``callees`` (a chain from a global or closure variable), one that reaches a function, class
+    or module, or a small container of them, is guarded by identity: the program inlined what
+    the build called (``act = F.relu`` rebound to ``d2s.tanh``, a module or layer list
+    replaced or grown, must build again)."""
     links, value = [(holder, key, root)], root
     if _library_module(root):
         return []
@@ -371,6 +405,10 @@ def follow(holder, key, root, steps):
         links.extend(more)
     if isinstance(value, functools.partial):
         return _entries(links[:-1]) + [(_Partial(links[-1][0], value), links[-1][1], True)]
+    if callees and _is_callee(value):
+        return _entries(links)
+    if callees and _callees(value):
+        return _entries(links[:-1]) + [(_Members(links[-1][0], value), links[-1][1], True)]
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
         return _entries(links[:-1]) + [(_Array(links[-1][0], value), links[-1][1], True)]
     if isinstance(value, (np.generic, enum.Enum)):
@@ -452,7 +490,7 @@ class ObjectGuards:
                 continue
             if skip_scalar_roots and not steps and type(root) in _PY_STATE_TYPES:
                 continue  # (already checked: see side_effects._global_state)
-            self._add(follow(holder, name, root, steps))
+            self._add(follow(holder, name, root, steps, callees=True))
 
     def _add(self, entries):
         for h, k, v in entries:

@@ -431,3 +431,45 @@ def test_a_partial_passed_as_argument_changed_in_place():
     a.keywords["scale"] = 9.0
     assert _value(sf, a) == _value(_partial_argument, a) == 9.0
     assert _value(sf, b) == 4.0
+
+
+ACT = d2s.relu
+LIN = nn.Linear(2, 2)
+LAYERS = [nn.Linear(2, 2)]
+
+
+def _calls_global_function(x):
+    return ACT(x)
+
+
+def _calls_global_module(x):
+    return LIN(x)
+
+
+def _runs_global_layers(x):
+    for layer in LAYERS:
+        x = layer(x)
+    return x
+
+
+def test_a_rebound_global_function_module_or_grown_layer_list_builds_again():
+    # the program inlined what the build called: the first call's function, module and layers
+    # were run again, silently
+    global ACT, LIN
+    x = d2s.tensor([-1.0, 2.0])
+    cases = [(_calls_global_function, lambda: globals().update(ACT=d2s.tanh)),
+             (_calls_global_module, lambda: globals().update(LIN=nn.Linear(2, 2))),
+             (_runs_global_layers, lambda: LAYERS.append(nn.Linear(2, 2))),
+             (_runs_global_layers, lambda: LAYERS.__setitem__(0, nn.Linear(2, 2)))]
+    try:
+        for fn, change in cases:
+            sf = d2s.jit.to_static(fn)
+            np.testing.assert_array_equal(sf(x).numpy(), fn(x).numpy())
+            change()
+            np.testing.assert_array_equal(sf(x).numpy(), fn(x).numpy())
+            misses = sf.cache_info().misses
+            sf(x)
+            assert sf.cache_info().misses == misses
+    finally:
+        ACT, LIN = d2s.relu, nn.Linear(2, 2)
+        LAYERS[:] = [nn.Linear(2, 2)]
