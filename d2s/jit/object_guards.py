@@ -351,7 +351,27 @@ def _library_module(obj):
 
 def _is_callee(v):
     """A function, class or nn.Module: what the program inlined when the build called it."""
-    return isinstance(v, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, Module))
+    return isinstance(v, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, Module,
+                          staticmethod, classmethod))
+
+
+def _class_callee(cls, name):
+    """``(links, value)`` of a function, staticmethod or classmethod ``cls.name`` found in the
+    class dicts of ``cls``'s MRO (the dicts before it: absent, so a later one would shadow it)."""
+    if type(cls).__getattribute__ is not type.__getattribute__:
+        return None
+    links = []
+    for klass in cls.__mro__:
+        d = klass.__dict__
+        v = d.get(name, _MISSING)
+        if v is _MISSING:
+            links.append((d, name, _MISSING))
+            continue
+        if isinstance(v, (types.FunctionType, staticmethod, classmethod)):
+            links.append((d, name, v))
+            return links, v
+        return None
+    return None
 
 
 def _callees(v):
@@ -399,6 +419,8 @@ def follow(holder, key, root, steps, callees=False):
                 return []  # xs.append(...): the container is written, not read as a constant
             break
         got = _plain_attr(value, name) if kind == "attr" else _item(value, name)
+        if got is None and callees and kind == "attr" and isinstance(value, type):
+            got = _class_callee(value, name)  # (Cfg.act, a function or staticmethod on a class)
         if got is None:
             return []
         more, value = got

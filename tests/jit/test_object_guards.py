@@ -452,6 +452,14 @@ def _runs_global_layers(x):
     return x
 
 
+class _Acts:
+    act = staticmethod(d2s.relu)
+
+
+def _calls_class_function(x):
+    return _Acts.act(x)
+
+
 def test_a_rebound_global_function_module_or_grown_layer_list_builds_again():
     # the program inlined what the build called: the first call's function, module and layers
     # were run again, silently
@@ -460,7 +468,8 @@ def test_a_rebound_global_function_module_or_grown_layer_list_builds_again():
     cases = [(_calls_global_function, lambda: globals().update(ACT=d2s.tanh)),
              (_calls_global_module, lambda: globals().update(LIN=nn.Linear(2, 2))),
              (_runs_global_layers, lambda: LAYERS.append(nn.Linear(2, 2))),
-             (_runs_global_layers, lambda: LAYERS.__setitem__(0, nn.Linear(2, 2)))]
+             (_runs_global_layers, lambda: LAYERS.__setitem__(0, nn.Linear(2, 2))),
+             (_calls_class_function, lambda: setattr(_Acts, "act", staticmethod(d2s.tanh)))]
     try:
         for fn, change in cases:
             sf = d2s.jit.to_static(fn)
