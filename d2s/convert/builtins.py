@@ -226,7 +226,8 @@ def _pick(items, opname):
                            "dtype and shape first", TypeError)
     pytypes = {v.pytype if _mixed(v) else number_type(v) for v in numbers}
     if len(pytypes) > 1:
-        raise at_user_line(f"{opname}() of Python numbers of different types ({', '.join(sorted(t.__name__ for t in pytypes))}) "
+        kinds = ", ".join(sorted(t.__name__ for t in pytypes))
+        raise at_user_line(f"{opname}() of Python numbers of different types ({kinds}) "
                            "and a tensor: which type eager code returns depends on the data; give numbers of one type",
                            TypeError)
     pytype = pytypes.pop() if pytypes else None
@@ -234,8 +235,8 @@ def _pick(items, opname):
         dt = tensors[0].dtype
         kind = 2 if dt.is_floating_point else 0 if str(dt) == "bool" else 1
         if _KIND[pytype] > kind:
-            raise at_user_line(f"{opname}() of a tensor of dtype {dt} and a Python {pytype.__name__}: eager code returns "
-                               "one or the other, chosen by the data, and the program cannot hold both in one dtype; "
+            raise at_user_line(f"{opname}() of a tensor of dtype {dt} and a Python {pytype.__name__}: eager code "
+                               "returns one or the other, chosen by the data, and the program cannot hold both in one dtype; "
                                f"cast the tensor first (.to(d2s.float32)) or compare them with an `if`", TypeError)
     ndtype = {float: "float64", int: "int64", bool: "bool", None: None}[pytype]
     tdtype = str(tensors[0].dtype) if tensors else None
