@@ -270,6 +270,50 @@ class _StateWrite:
         setattr(self.module, self.name, value)
 
 
+class _GlobalWrite:
+    """A global the function rebinds to a tensor (``global STEP; STEP = STEP + 1``): the program
+    returns the tensor as an extra output and each call binds the global to its value, as
+    eager execution would (the build leaves the global as it found it)."""
+
+    __slots__ = ("globals", "name", "tensors", "rebuild", "start")
+
+    def __init__(self, g, name, value):
+        self.globals, self.name = g, name
+        self.tensors, self.rebuild = flatten_outputs(value)
+        self.start = 0
+
+    def apply(self, outputs, leaves=None):
+        self.globals[self.name] = self.rebuild(outputs[self.start:self.start + len(self.tensors)])
+
+
+def _globals_snapshot(fn):
+    """``[(globals, name, value before)]`` of the globals ``fn``'s code assigns (``global x``)."""
+    import dis
+
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    code, g = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
+    if code is None or not isinstance(g, dict):
+        return []
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")}
+    return [(g, n, g.get(n, _MISSING)) for n in sorted(names)]
+
+
+def _restore_global_writes(snapshot):
+    """Put back the globals a trace bound to symbolic tensors (they mean nothing once the build
+    ends); returns them as ``_GlobalWrite``s."""
+    writes = []
+    for g, name, before in snapshot:
+        v = g.get(name, _MISSING)
+        if v is _MISSING or not _holds_symbolic(v):
+            continue
+        writes.append(_GlobalWrite(g, name, v))
+        if before is _MISSING:
+            del g[name]
+        else:
+            g[name] = before
+    return writes
+
+
 class _InputWrite:
     """A tensor argument the function assigned into in place (``x[0] = 0.0``): its final value
     is an extra program output, copied into the caller's tensor after each call, as eager

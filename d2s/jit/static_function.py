@@ -32,10 +32,11 @@ from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, vary
 from .concrete import BUILD_LOCK, ConcreteProgram
 from .numerics import check_forward
 from .object_guards import ObjectGuards, parameters
-from .side_effects import (_MISSING, OutsideWatch, _containers_state, _global_state, _input_writes, _is_module,
-                           _module_snapshot, _module_structure, _param_refs, _python_state,
-                           _python_state_holds, _refuse_changed_containers, _restore_python_state, _restore_symbolic_writes,
-                           _same_python_value, _state_tensors, _structure_holds, _with_new_attrs)
+from .side_effects import (_MISSING, OutsideWatch, _containers_state, _global_state, _globals_snapshot,
+                           _input_writes, _is_module, _module_snapshot, _module_structure, _param_refs,
+                           _python_state, _python_state_holds, _refuse_changed_containers, _restore_global_writes,
+                           _restore_python_state, _restore_symbolic_writes, _same_python_value, _state_tensors,
+                           _structure_holds, _with_new_attrs)
 
 _ENABLED = [True]
 
@@ -453,6 +454,7 @@ class StaticFunction:
             if instance is not None:
                 sargs = (instance,) + tuple(sargs)
             snapshot = _module_snapshot(instance)
+            global_snapshot = _globals_snapshot(self._fn)
             builder.state_tensors = _state_tensors(instance, self._fn)
             py_state = _python_state(instance)
             global_state = _global_state(self._fn) if not py_states else []
@@ -473,10 +475,12 @@ class StaticFunction:
             except RecursionError as e:
                 builder.unsymbolize()
                 _restore_symbolic_writes(snapshot)
+                _restore_global_writes(global_snapshot)
                 raise _recursion_error(e, name) from None
             except BaseException:
                 builder.unsymbolize()
                 _restore_symbolic_writes(snapshot)
+                _restore_global_writes(global_snapshot)
                 raise
             finally:
                 replaced = set(values.REPLACED_LISTS)
@@ -484,7 +488,7 @@ class StaticFunction:
                 values.REPLACED_LISTS.update(outer_replaced)
             leaves, rebuild = flatten_outputs(out, same_objects=True)
             leaves, buffer_writes = _buffer_writes(builder, leaves)
-            writes = _restore_symbolic_writes(snapshot)
+            writes = _restore_symbolic_writes(snapshot) + _restore_global_writes(global_snapshot)
             _refuse_changed_containers(self._fn, instance, before, _containers_state(sargs, skw, replaced))
             outside.refuse_changed(self._fn, replaced)
             if not py_states:

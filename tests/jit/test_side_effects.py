@@ -391,3 +391,25 @@ def test_closure_and_default_argument_tensors_changed_in_place_are_read_anew():
         np.testing.assert_array_equal(static(x).numpy(), fn(x).numpy())
         change()
         np.testing.assert_array_equal(static(x).numpy(), fn(x).numpy())
+
+
+STEPS = d2s.zeros([])
+
+
+def _rebinds_a_global(x):
+    global STEPS
+    STEPS = STEPS + 1
+    return x * STEPS
+
+
+def test_a_global_rebound_to_a_tensor_is_written_at_every_call():
+    # the build left STEPS bound to a symbolic tensor: float(STEPS) raised after the call
+    global STEPS
+    static, x = d2s.jit.to_static(_rebinds_a_global), d2s.ones(2)
+    try:
+        for want in (1.0, 2.0, 3.0):
+            np.testing.assert_array_equal(static(x).numpy(), [want, want])
+            assert float(STEPS) == want
+        assert static.cache_info().misses == 1
+    finally:
+        STEPS = d2s.zeros([])
