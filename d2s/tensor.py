@@ -524,7 +524,36 @@ def _formatted_by_user():
         return False
     import sys
     frame = sys._getframe(2)
-    return not frame.f_code.co_filename.startswith(_PACKAGE_DIR)
+    if frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        return False
+    # an error message (`assert c, f"bad {v}"`, `raise ValueError(f"... {v}")`): a program raises
+    # it with the text it had when built, as before; the value cannot be shown, but no result differs
+    caller = frame.f_back
+    if caller is not None and caller.f_code.co_name == "convert_assert":
+        return False
+    return not _raised_next(frame)
+
+
+_NEXT_OPS = {}
+
+
+def _raised_next(frame):
+    """Whether the instructions after the frame's current one raise before storing or returning."""
+    import dis
+    code = frame.f_code
+    ins = _NEXT_OPS.get(code)
+    if ins is None:
+        if len(_NEXT_OPS) > 4096:
+            _NEXT_OPS.clear()
+        ins = _NEXT_OPS[code] = [(i.offset, i.opname) for i in dis.get_instructions(code)]
+    for offset, op in ins:
+        if offset <= frame.f_lasti:
+            continue
+        if op == "RAISE_VARARGS":
+            return True
+        if op.startswith(("STORE_", "RETURN_", "POP_TOP", "JUMP", "POP_JUMP", "YIELD")):
+            return False
+    return False
 
 
 def _format_error(t, what):

@@ -283,3 +283,21 @@ def test_print_in_converted_code_still_prints_values(capsys):
 
     d2s.jit.to_static(f)(d2s.ones(2))
     assert "sum tensor(2." in capsys.readouterr().out
+
+
+def _checked_with_messages(x):
+    assert x.sum() > 0, f"bad input {x.sum()}"
+    if x.max() > 10:
+        raise ValueError(f"too large: {x.max()}")
+    return x * 2
+
+
+def test_error_messages_made_from_symbolic_values_still_build():
+    # (the program raises them with the text they had when built: the value is not shown)
+    from d2s.jit.api import to_static
+    static = to_static(_checked_with_messages)
+    np.testing.assert_array_equal(static(d2s.ones(2)).numpy(), [2.0, 2.0])
+    with pytest.raises(AssertionError, match="bad input"):
+        static(-d2s.ones(2))
+    with pytest.raises(ValueError, match="too large"):
+        static(d2s.full((2,), 20.0))
