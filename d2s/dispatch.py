@@ -14,7 +14,7 @@ eager fast path (plain arrays, nothing to record or build) calls the kernel dire
 import numpy as np
 
 from d2s_runtime.device import device_of, get_xp, xp_of
-from d2s_runtime.dtypes import operand_result_type, scalar_result
+from d2s_runtime.dtypes import checked_fill, operand_result_type, scalar_result
 from d2s_runtime.ops import OPS, ShapeError, TensorType
 from d2s_runtime.ops.indexing import IndexOutOfRange
 
@@ -252,6 +252,7 @@ def apply_kernel(name, xp, **attrs):
 def fill_like(x, value):
     """A tensor shaped like tensor ``x``, of its dtype and on its device, holding ``value``
     (``zeros_like``/``ones_like``, and the seed gradients of backward)."""
+    value = checked_fill(value, str(x.dtype))
     if x._data is None:
         # A symbolic shape may hold unknown dims: the full_like op reads x's shape when the
         # program runs (x * 0 + fill would turn inf and nan entries into nan).

@@ -34,6 +34,7 @@ import operator
 import weakref
 
 import numpy as np
+from d2s_runtime.dtypes import checked_fill
 
 from ._state import STATE
 from . import ops as _ops
@@ -54,6 +55,8 @@ def _full_mask(s):
 def _replaced(s, value):
     """``value`` (broadcast, in s's dtype) in place of s; recorded as a ``where`` so that the
     gradient reaching s is zero and a tensor ``value`` gets its share."""
+    if not isinstance(value, Tensor):
+        value = checked_fill(value, str(s.dtype))  # (uint8's -1 is 255, as PyTorch's)
     if isinstance(value, Tensor):
         if value.dtype != s.dtype:
             value = cast(value, s.dtype)

@@ -9,7 +9,7 @@ import operator
 import numpy as np
 
 from d2s_runtime.device import device_of, get_xp, to_host, xp_of
-from d2s_runtime.dtypes import DTYPES, result_type
+from d2s_runtime.dtypes import DTYPES, checked_values, result_type
 from d2s_runtime.ops import OPS
 
 from . import devices as _devices
@@ -246,6 +246,21 @@ class Tensor:
     def __hash__(self):
         return id(self)
 
+    def __str__(self):
+        if self._data is None and _formatted_by_user():
+            raise _format_error(self, "str()")
+        return self.__repr__()
+
+    def __format__(self, spec):
+        """``f"{t}"``; ``f"{t:.2f}"`` formats a one-element tensor's value (as PyTorch's does)."""
+        if self._data is None:
+            if _formatted_by_user():
+                raise _format_error(self, "format()")
+            return object.__format__(self, spec)
+        if spec and self.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec) if spec else self.__repr__()
+
     def __repr__(self):
         if self._data is None:
             return f"Tensor(symbolic {self._var.name}: {self._var.type})"
@@ -473,6 +488,11 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     src = arr
     if dtype is not None:
         dt = str(as_dtype(dtype))
+        if isinstance(arr, (list, tuple, int, float)) and not isinstance(arr, bool):
+            # Python numbers for a small integer dtype: PyTorch's conversion (uint8's -1 is 255,
+            # 127.5 for int8 raises) where NumPy would raise or silently wrap
+            checked = checked_values(arr, dt)
+            arr = checked if checked is not None else arr
         arr = xp.asarray(_to_xp_input(arr, xp), dtype=dt)
     else:
         arr = _default_array(arr, xp)
@@ -491,6 +511,57 @@ def tensor(data, dtype=None, requires_grad=False, device=None):
     if _INFERENCE_THREADS[0]:
         _mark_inference((t,))
     return t
+
+
+_PACKAGE_DIR = __file__.rsplit("/", 1)[0] + "/"
+
+
+def _formatted_by_user():
+    """Whether a symbolic tensor is being turned into text by the user's code while a program is
+    built (``str(x.item())``, ``f"{v}"``): that text would be the placeholder's, not the value
+    eager code formats. d2s's own messages (and ``print``, converted to a print op) may."""
+    if STATE.builder is None:
+        return False
+    import sys
+    frame = sys._getframe(2)
+    if frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        return False
+    # an error message (`assert c, f"bad {v}"`, `raise ValueError(f"... {v}")`): a program raises
+    # it with the text it had when built, as before; the value cannot be shown, but no result differs
+    caller = frame.f_back
+    if caller is not None and caller.f_code.co_name == "convert_assert":
+        return False
+    return not _raised_next(frame)
+
+
+_NEXT_OPS = {}
+
+
+def _raised_next(frame):
+    """Whether the instructions after the frame's current one raise before storing or returning."""
+    import dis
+    code = frame.f_code
+    ins = _NEXT_OPS.get(code)
+    if ins is None:
+        if len(_NEXT_OPS) > 4096:
+            _NEXT_OPS.clear()
+        ins = _NEXT_OPS[code] = [(i.offset, i.opname) for i in dis.get_instructions(code)]
+    for offset, op in ins:
+        if offset <= frame.f_lasti:
+            continue
+        if op == "RAISE_VARARGS":
+            return True
+        if op.startswith(("STORE_", "RETURN_", "POP_TOP", "JUMP", "POP_JUMP", "YIELD")):
+            return False
+    return False
+
+
+def _format_error(t, what):
+    err = symbolic_value_error(t, what)
+    err.args = (err.args[0].split("\nInside")[0] + "\nA string made from it while the program is built would "
+                "hold a placeholder, not the value: return the value and format it after the call (print() "
+                "prints at every call)",)
+    return err
 
 
 def check_dtype(arr, where):

@@ -249,3 +249,55 @@ def test_assigning_data_replaces_the_values_and_keeps_the_tensor():
     w.data = d2s.ones(2, 3)  # a fresh tensor (no _base): this raised AttributeError
     assert isinstance(w, d2s.nn.Parameter) and w.requires_grad
     np.testing.assert_array_equal(w.detach().numpy(), np.ones((2, 3), np.float32))
+
+
+def test_format_spec_of_a_one_element_tensor_formats_its_value():
+    # as PyTorch's (it raised TypeError); a spec on a tensor of several elements still raises
+    assert f"{d2s.tensor(1.5):.2f}" == "1.50" and f"{d2s.tensor(7):>3}" == "  7"
+    assert f"{d2s.tensor([1.0])}" == repr(d2s.tensor([1.0]))
+    with pytest.raises(TypeError):
+        f"{d2s.tensor([1.0, 2.0]):.2f}"
+
+
+def _as_text(x):
+    return "loss=" + str(x.sum().item())
+
+
+def _as_fstring(x):
+    return f"{x.mean()}"
+
+
+@pytest.mark.parametrize("fn", [_as_text, _as_fstring])
+def test_text_made_from_a_symbolic_value_raises_at_the_users_line(fn):
+    # it gave 'loss=Tensor(symbolic e: f64[])', silently, where eager code gives 'loss=2.0'
+    from d2s.user_errors import SymbolicValueError
+    with pytest.raises(SymbolicValueError, match="format it after the call") as e:
+        d2s.jit.to_static(fn)(d2s.ones(2))
+    assert "test_tensor.py" in str(e.value)
+
+
+def test_print_in_converted_code_still_prints_values(capsys):
+    def f(x):
+        print("sum", x.sum(), f"{x.mean()}")
+        return x
+
+    d2s.jit.to_static(f)(d2s.ones(2))
+    assert "sum tensor(2." in capsys.readouterr().out
+
+
+def _checked_with_messages(x):
+    assert x.sum() > 0, f"bad input {x.sum()}"
+    if x.max() > 10:
+        raise ValueError(f"too large: {x.max()}")
+    return x * 2
+
+
+def test_error_messages_made_from_symbolic_values_still_build():
+    # (the program raises them with the text they had when built: the value is not shown)
+    from d2s.jit.api import to_static
+    static = to_static(_checked_with_messages)
+    np.testing.assert_array_equal(static(d2s.ones(2)).numpy(), [2.0, 2.0])
+    with pytest.raises(AssertionError, match="bad input"):
+        static(-d2s.ones(2))
+    with pytest.raises(ValueError, match="too large"):
+        static(d2s.full((2,), 20.0))

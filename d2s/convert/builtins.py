@@ -8,7 +8,8 @@ import numpy as np
 from .. import ops
 from ..dispatch import apply
 from ..static.tensor_array import TensorArray
-from ..static.weak_index import number_stand_in, python_type, weak
+from ..static.weak_index import (NumberOrTensor, exact_number, number_or_tensor, number_stand_in, number_type,
+                                plain_tensor, python_type, weak)
 from ..tensor import Tensor
 from ..user_errors import at_user_line, user_frame
 from . import growing
@@ -157,22 +158,126 @@ def convert_type(*args):
 
 
 def _extreme(pyfn, opname, args, kwargs):
-    """``max``/``min`` over tensors: Python picks one value by comparing, which a symbolic tensor
-    cannot do while the program is built; element-wise ``maximum``/``minimum`` of the
-    candidates picks the same value (over a single tensor: the reduction along axis 0)."""
-    items = args[0] if len(args) == 1 and not isinstance(args[0], Tensor) else args
-    if not kwargs and items is not args and not isinstance(items, (list, tuple, TensorArray)):
+    """``max``/``min`` over tensors: Python picks one of the values by comparing them in turn,
+    which a symbolic tensor cannot do while the program is built; the program makes the same
+    choices with ``where`` (see ``_pick``)."""
+    items = args[0] if len(args) == 1 else args
+    if not kwargs and items is not args and not isinstance(items, (list, tuple, TensorArray, Tensor)):
         items = list(items)  # a generator (max(s.shape[0] for s in seqs)): read once, used twice below
         args = (items,)
     if kwargs or not builtins.any(is_symbolic(a) for a in (items if not isinstance(items, Tensor) else [items])):
         return pyfn(*args, **kwargs)
     if isinstance(items, Tensor):
-        return getattr(ops, opname)(items, axis=0)
+        return _extreme_of_rows(items, opname)
     items = list(items)
-    out = items[0]
+    if not items:
+        return pyfn(items)  # eager's ValueError
+    return _pick(items, opname)
+
+
+def _mixed(v):
+    return isinstance(v, NumberOrTensor) and v.else_type is None
+
+
+def _extreme_of_rows(t, opname):
+    """``max(t)``: Python compares the rows of ``t`` in turn, which needs rows of one element,
+    and keeps the first of the largest; a NaN is kept only when it comes first (no comparison
+    with it is true)."""
+    row = t.shape[1:]
+    if not all(isinstance(d, int) for d in row) or int(np.prod(row, dtype=np.int64)) != 1:
+        raise at_user_line(f"{opname}() of a tensor of shape {tuple(t.shape)} compares its rows, and the truth "
+                           f"value of a row of shape {tuple(row)} is ambiguous: use d2s.{opname}(t) (or "
+                           f"t.{opname}(dim=0))", ValueError)
+    reduce = getattr(ops, "amax" if opname == "max" else "amin")
+    if not t.dtype.is_floating_point:
+        return reduce(t, 0)
+    fill = float("-inf") if opname == "max" else float("inf")
+    out = reduce(ops.where(ops.isnan(t), fill, t), 0)
+    first = t[0]
+    return ops.where(ops.isnan(first), first, out)
+
+
+_KIND = {bool: 0, int: 1, float: 2}
+
+
+def _pick(items, opname):
+    """Python's ``max(a, b, ...)`` (``min``) with symbolic values: the current choice is replaced
+    by each later value that compares greater (less), so ties and NaNs keep the earlier one. A
+    choice between a tensor and a Python number depends on the data: the program carries which
+    one it made and the number exactly, and a program returning the result gives back what
+    eager code returns (see NumberOrTensor)."""
+    # (an earlier choice, NumberOrTensor, is both: a tensor on some runs, a number on others)
+    tensors = [v for v in items if isinstance(v, Tensor) and python_type(v) is None]
+    numbers = [v for v in items if not (isinstance(v, Tensor) and python_type(v) is None) or _mixed(v)]
+    for v in numbers:
+        if type(v) not in _KIND and python_type(v) is None and not _mixed(v):
+            raise at_user_line(f"{opname}() of a tensor and {type(v).__name__}: only tensors and Python numbers "
+                               "can be compared in a program", TypeError)
+    for v in tensors:
+        shape = v.shape
+        if not all(isinstance(d, int) for d in shape) or int(np.prod(shape, dtype=np.int64)) != 1:
+            raise at_user_line(f"{opname}() compares its arguments, and the truth value of a tensor with shape "
+                               f"{tuple(shape)} is ambiguous: use d2s.{'maximum' if opname == 'max' else 'minimum'}"
+                               " for element-wise results", ValueError)
+    if len({(str(v.dtype), tuple(v.shape)) for v in tensors}) > 1:
+        raise at_user_line(f"{opname}() of tensors of different dtypes or shapes "
+                           f"({', '.join(f'{v.dtype}{list(v.shape)}' for v in tensors)}): eager code returns one "
+                           "of them as it is, chosen by the data, which a program cannot do; cast them to one "
+                           "dtype and shape first", TypeError)
+    pytypes = {v.pytype if _mixed(v) else number_type(v) for v in numbers}
+    if len(pytypes) > 1:
+        kinds = ", ".join(sorted(t.__name__ for t in pytypes))
+        raise at_user_line(f"{opname}() of Python numbers of different types ({kinds}) "
+                           "and a tensor: which type eager code returns depends on the data; give numbers of one type",
+                           TypeError)
+    pytype = pytypes.pop() if pytypes else None
+    if tensors and pytype is not None:
+        dt = tensors[0].dtype
+        kind = 2 if dt.is_floating_point else 0 if str(dt) == "bool" else 1
+        if _KIND[pytype] > kind:
+            raise at_user_line(f"{opname}() of a tensor of dtype {dt} and a Python {pytype.__name__}: eager code "
+                               "returns one or the other, chosen by the data, and the program cannot hold both in one dtype; "
+                               f"cast the tensor first (.to(d2s.float32)) or compare them with an `if`", TypeError)
+    ndtype = {float: "float64", int: "int64", bool: "bool", None: None}[pytype]
+    tdtype = str(tensors[0].dtype) if tensors else None
+
+    def as_exact(v):
+        if _mixed(v):
+            v = exact_number(v)
+        elif number_type(v) is None:
+            return ops.zeros([], dtype=ndtype)  # a tensor: never read as the number
+        return ops.full([], v, dtype=ndtype) if not isinstance(v, Tensor) else (
+            v if str(v.dtype) == ndtype else ops.cast(v, ndtype))
+
+    def as_value(v):
+        t = ops.full([], v, dtype=tdtype) if not isinstance(v, Tensor) else v
+        return plain_tensor(t) if str(t.dtype) == tdtype else ops.cast(plain_tensor(t), tdtype)
+
+    better = (lambda a, b: a > b) if opname == "max" else (lambda a, b: a < b)
+    def is_num(v):
+        return plain_tensor(v.is_number) if _mixed(v) else ops.full([], number_type(v) is not None, dtype="bool")
+
+    first = items[0]
+    # (value as a tensor of the tensors' dtype, is a number: bool tensor, the number exactly)
+    cur = (as_value(first) if tdtype else None, is_num(first), as_exact(first) if ndtype else None)
     for v in items[1:]:
-        out = getattr(ops, "maximum" if opname == "max" else "minimum")(out, v)
-    return out
+        v_num = is_num(v)
+        # compared as eager code compares: against the number itself (weakly typed, as a Python
+        # number meets a tensor) or the tensor itself, whichever the current choice is
+        vs_tensor = better(v, cur[0]) if tdtype else None
+        vs_number = better(v, number_stand_in(cur[2])) if ndtype else None
+        take = vs_number if tdtype is None else vs_tensor if ndtype is None else ops.where(cur[1], vs_number,
+                                                                                            vs_tensor)
+        take = take if isinstance(take, Tensor) else ops.full([], bool(take), dtype="bool")
+        take = plain_tensor(ops.reshape(take, []))
+        cur = (ops.where(take, as_value(v), cur[0]) if tdtype else None,
+               ops.logical_or(ops.logical_and(take, v_num), ops.logical_and(ops.logical_not(take), cur[1])),
+               ops.where(take, as_exact(v), cur[2]) if ndtype else None)
+    if ndtype is None:
+        return cur[0]
+    if tdtype is None:
+        return number_stand_in(cur[2])
+    return number_or_tensor(cur[0], cur[1], True, pytype, number=cur[2])
 
 
 def convert_max(*args, **kwargs):

@@ -151,6 +151,13 @@ def convert_call(f):
         if guards is not None:  # what it reads through objects is checked on later calls
             guards.note_call(f)
     g = _convert_call(f)
+    outside = getattr(builder, "outside_watch", None) if builder is not None else None
+    if outside is not None and ((g is not f and not _runs_unconverted(f, g)) or
+                                (getattr(f, "__name__", None) == "<lambda>" and not is_library(f))):
+        # converted code (or a user's lambda) must not change the lists and dicts that outlive
+        # the call (see jit.side_effects.OutsideWatch); a function marked not_to_static, or a
+        # library's, runs as Python while the program is built, as its author chose
+        outside.note_call(f)
     if guards is not None:  # (and what it reads through its arguments, when it is called)
         g = guards.watch_arguments(f, g)
     if dict_keys.active() and _runs_unconverted(f, g):

@@ -106,8 +106,8 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
     it = iter(merged)
     vals = [next(it) if k == "T" else c for k, c in zip(kinds, consts)]
     vals = [number_stand_in(v) if j in weak_numbers else v for j, v in enumerate(vals)]
-    for j, (on_true, py) in number_on.items():
-        vals[j] = number_or_tensor(vals[j], pred, on_true, py)
+    for j, (on_true, py, const) in number_on.items():
+        vals[j] = number_or_tensor(vals[j], pred, on_true, py, number=const)
     everything = pytree.tree_unflatten(skel, vals)
     n_out = len(everything) - len(state0)
     outs, st = everything[:n_out], everything[n_out:]
@@ -343,7 +343,7 @@ def _label(labels, skel, k):
 def _number_dtype(a, b=None):
     vals = [v for v in (a, b) if v is not None]
     if any(isinstance(v, float) or (isinstance(v, np.generic) and v.dtype.kind == "f") for v in vals):
-        return "float32"
+        return "float64"  # a Python float is a double (it stays weakly typed against tensors)
     if all(isinstance(v, bool) for v in vals):
         return "bool"
     return "int64"
@@ -474,7 +474,10 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
                      number_type(fv if isinstance(tr, Undefined) else tr)}
     # a Python number on one side and a tensor on the other: which one eager code holds is
     # decided by the predicate, run by run (``return x.sum()`` in the `if`, ``return 0`` after)
-    seen["number_on"] = {k: (number_type(tr) is not None, number_type(tr) or number_type(fv))
+    # (a Python constant is kept as it is: the merged tensor has the other side's dtype, which may
+    # round it, 0.1 in float32)
+    seen["number_on"] = {k: (number_type(tr) is not None, number_type(tr) or number_type(fv),
+                             _constant(tr if number_type(tr) is not None else fv))
                          for k, (tr, fv) in enumerate(zip(t_raw, vals))
                          if _is_plain_tensor(tr) + _is_plain_tensor(fv) == 1
                          and (number_type(tr) is not None) + (number_type(fv) is not None) == 1}
@@ -524,6 +527,11 @@ def _patch_true(seen, hints, new_hints):
     b.block_leaves[blk] = list(tensors)  # (so `cond` sees which outside objects the branch returns)
     patches["tree"] = tree_flatten(tensors)[1]
     return True
+
+
+def _constant(v):
+    """``v`` if it is a Python number (not a tensor standing for one), else None."""
+    return v if isinstance(v, (bool, int, float)) and not isinstance(v, Tensor) else None
 
 
 def _is_plain_tensor(v):

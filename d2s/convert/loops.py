@@ -302,7 +302,9 @@ def _probe_value(v):
 
 def _as_loop_value(v):
     if isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
-        return tensor(v)
+        # a Python float is a double: a float accumulated in a tensor loop (s += float(x[i]))
+        # adds as eager Python adds (it stays weakly typed against tensors)
+        return tensor(v, dtype="float64") if type(v) is float else tensor(v)
     return v
 
 

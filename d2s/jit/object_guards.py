@@ -32,6 +32,7 @@ than a chain (``c = make_cfg()``), ``getattr`` with a computed name.
 """
 import dis
 import enum
+import functools
 import sys
 import types
 
@@ -210,6 +211,46 @@ class _Array:
         return cur is self.array and (self.bytes is None or cur.tobytes() == self.bytes)
 
 
+class _Partial:
+    """A link to a ``functools.partial`` the program calls: its function, arguments and
+    keywords were baked in when the program was built. True while ``holder[key]`` is a partial
+    of the same function with the same arguments: scalars (and small containers of them) by
+    type and value, anything else by identity (``p.keywords['scale'] = 3`` and a new partial
+    bound to the name both count as changes)."""
+    __slots__ = ("holder", "state")
+
+    def __init__(self, holder, p):
+        self.holder, self.state = holder, _partial_state(p)
+
+    def get(self, key, default=None):
+        cur = self.holder.get(key, _MISSING)
+        return isinstance(cur, functools.partial) and _partial_state(cur) == self.state
+
+
+class _Identity:
+    """Compares equal to a wrapper of the same object only (never runs the object's ``==``)."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return type(other) is _Identity and other.obj is self.obj
+
+    __hash__ = None
+
+
+def _partial_state(p, depth=0):
+    """What a call of partial ``p`` depends on, comparable with ``==``."""
+    def value(v):
+        if isinstance(v, functools.partial) and depth < 4:
+            return ("partial", _partial_state(v, depth + 1))
+        f = _frozen(v)
+        return ("value", f) if f is not None else ("is", _Identity(v))
+    return (_Identity(type(p)), value(p.func), tuple(value(a) for a in p.args),
+            tuple(sorted((k, value(v)) for k, v in (p.keywords or {}).items())))
+
+
 class _Items:
     """A list read by index (``sizes[0]``), with the ``.get`` of a dict."""
     __slots__ = ("seq",)
@@ -308,26 +349,88 @@ def _library_module(obj):
     return "site-packages" in path or path.startswith(sys.prefix) or path.startswith(sys.base_prefix)
 
 
-def follow(holder, key, root, steps):
+def _is_callee(v):
+    """A function, class or nn.Module: what the program inlined when the build called it."""
+    return isinstance(v, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, Module,
+                          staticmethod, classmethod))
+
+
+def _class_callee(cls, name):
+    """``(links, value)`` of a function, staticmethod or classmethod ``cls.name`` found in the
+    class dicts of ``cls``'s MRO (the dicts before it: absent, so a later one would shadow it)."""
+    if type(cls).__getattribute__ is not type.__getattribute__:
+        return None
+    links = []
+    for klass in cls.__mro__:
+        d = klass.__dict__
+        v = d.get(name, _MISSING)
+        if v is _MISSING:
+            links.append((d, name, _MISSING))
+            continue
+        if isinstance(v, (types.FunctionType, staticmethod, classmethod)):
+            links.append((d, name, v))
+            return links, v
+        return None
+    return None
+
+
+def _callees(v):
+    """Whether ``v`` is a small list, tuple or dict of callees (``layers = [nn.Linear(...)]``)."""
+    if type(v) not in (list, tuple, dict) or not v or len(v) > _MAX_ITEMS:
+        return False
+    return all(_is_callee(x) for x in (v.values() if type(v) is dict else v))
+
+
+class _Members:
+    """A link to a small list/tuple/dict of functions or modules the program inlined: True
+    while ``holder[key]`` holds the same objects (by identity) in the same places."""
+    __slots__ = ("holder", "type", "items")
+
+    def __init__(self, holder, value):
+        self.holder, self.type = holder, type(value)
+        self.items = list(value.items()) if self.type is dict else list(value)
+
+    def get(self, key, default=None):
+        cur = self.holder.get(key, _MISSING)
+        if type(cur) is not self.type or len(cur) != len(self.items):
+            return False
+        if self.type is dict:
+            return all(cur.get(k, _MISSING) is v for k, v in self.items)
+        return all(a is b for a, b in zip(cur, self.items))
+
+
+def follow(holder, key, root, steps, callees=False):
     """The guard entries of one chain from ``holder[key]`` (= ``root``): the links up to the
     first scalar (or small container of scalars) it reaches, or ``[]`` when it reaches none
-    (a tensor, a function, a module of a library, something only code can read)."""
+    (a tensor, a function, a module of a library, something only code can read). With
+    ``callees`` (a chain from a global or closure variable), one that reaches a function, class
+    or module, or a small container of them, is guarded by identity: the program inlined what
+    the build called (``act = F.relu`` rebound to ``d2s.tanh``, a module or layer list
+    replaced or grown, must build again)."""
     links, value = [(holder, key, root)], root
     if _library_module(root):
         return []
     for kind, name in steps:
-        if type(value) in _PY_STATE_TYPES or isinstance(value, (Tensor, np.ndarray, np.generic, enum.Enum)) or \
-                _library_module(value):
+        if type(value) in _PY_STATE_TYPES or isinstance(value, (Tensor, np.ndarray, np.generic, enum.Enum,
+                                                                functools.partial)) or _library_module(value):
             break
         if kind == "attr" and type(value) in (list, tuple, dict):
             if name not in _READS:
                 return []  # xs.append(...): the container is written, not read as a constant
             break
         got = _plain_attr(value, name) if kind == "attr" else _item(value, name)
+        if got is None and callees and kind == "attr" and isinstance(value, type):
+            got = _class_callee(value, name)  # (Cfg.act, a function or staticmethod on a class)
         if got is None:
             return []
         more, value = got
         links.extend(more)
+    if isinstance(value, functools.partial):
+        return _entries(links[:-1]) + [(_Partial(links[-1][0], value), links[-1][1], True)]
+    if callees and _is_callee(value):
+        return _entries(links)
+    if callees and _callees(value):
+        return _entries(links[:-1]) + [(_Members(links[-1][0], value), links[-1][1], True)]
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
         return _entries(links[:-1]) + [(_Array(links[-1][0], value), links[-1][1], True)]
     if isinstance(value, (np.generic, enum.Enum)):
@@ -394,6 +497,10 @@ class ObjectGuards:
                     continue
                 root = params[name]
                 if not steps:
+                    if isinstance(root, functools.partial):
+                        # the call's signature holds the partial by identity, not what it binds
+                        self.keep.append(root)
+                        self._add([(_Partial({name: root}, root), name, True)])
                     continue  # an argument itself is in the call's signature
                 got = _plain_attr(root, steps[0][1]) if steps[0][0] == "attr" else _item(root, steps[0][1])
                 if got is None or not got[0]:
@@ -405,7 +512,7 @@ class ObjectGuards:
                 continue
             if skip_scalar_roots and not steps and type(root) in _PY_STATE_TYPES:
                 continue  # (already checked: see side_effects._global_state)
-            self._add(follow(holder, name, root, steps))
+            self._add(follow(holder, name, root, steps, callees=True))
 
     def _add(self, entries):
         for h, k, v in entries:

@@ -90,9 +90,11 @@ _OUTSIDE_TYPES = (list, dict, set)
 def _outside_containers(fn, instance):
     """``[(where, container)]``: the lists, dicts and sets a converted function reaches that
     outlive its call: the attributes of its module tree (a ``self.history`` list) and the
-    globals and closure variables its code names. A program runs the function's Python once,
-    while it is built, so an append to one of them would happen once instead of at every call;
-    the build compares their contents before and after (``_refuse_changed_outside``)."""
+    globals and closure variables its code names, or reaches through plain attributes
+    (``REC.items``). A program runs the function's Python once, while it is built, so an append
+    to one of them would happen once instead of at every call; the build compares their
+    contents before and after (``_refuse_changed_outside``; the functions it calls are added
+    as they are called, see ``OutsideWatch``)."""
     found, seen = [], set()
 
     def add(where, v):
@@ -105,18 +107,103 @@ def _outside_containers(fn, instance):
             for k, v in m.__dict__.items():
                 if k not in _MODULE_INTERNALS:
                     add(f"self.{path + '.' if path else ''}{k}", v)
-    fn, names = _code_names(fn)
-    if fn is not None:
-        g = getattr(fn, "__globals__", {})
-        for n in sorted(names):
-            if n in g:
-                add(f"the global {n!r}", g[n])
-        for n, cell in zip(fn.__code__.co_freevars, getattr(fn, "__closure__", None) or ()):
-            try:
-                add(f"the closure variable {n!r}", cell.cell_contents)
-            except ValueError:
-                continue
+    for where, v in _function_containers(fn, instance):
+        add(where, v)
     return found
+
+
+def _function_containers(fn, bound=None, via="", cells=True):
+    """``(where, container)`` for the lists, dicts and sets ``fn``'s code names as globals or
+    closure variables, or reaches from them (or from ``self``, the ``bound`` instance) through
+    plain attributes (``REC.items.append``, ``self.items.append``); ``via`` names the function
+    for a helper."""
+    from .object_guards import _plain_attr, chains_of  # (object_guards builds on this module)
+
+    fn, names = _code_names(fn)
+    if fn is None:
+        return
+    g = getattr(fn, "__globals__", {})
+    for n in sorted(names):
+        if n in g:
+            yield f"the global {n!r}{via}", g[n]
+    closure = {}
+    for n, cell in zip(fn.__code__.co_freevars, (getattr(fn, "__closure__", None) or ()) if cells else ()):
+        try:
+            closure[n] = cell.cell_contents
+        except ValueError:
+            continue
+        yield f"the closure variable {n!r}{via}", closure[n]
+    self_name = fn.__code__.co_varnames[0] if bound is not None and fn.__code__.co_argcount else None
+    for kind, name, steps in chains_of(fn.__code__):
+        if kind == "global" and name in g:
+            value = g[name]
+        elif kind == "deref" and name in closure:
+            value = closure[name]
+        elif kind == "fast" and name == self_name:
+            value = bound
+        else:
+            continue
+        text = name
+        for step, key in steps:
+            if step != "attr" or isinstance(value, _OUTSIDE_TYPES + (Tensor,)):
+                break
+            try:
+                got = _plain_attr(value, key)
+            except Exception:  # noqa: BLE001 - an object that cannot be read without code: not followed
+                got = None
+            if got is None:
+                break
+            value, text = got[1], f"{text}.{key}"
+            if isinstance(value, _OUTSIDE_TYPES):
+                yield f"{text}{via}", value
+                break
+
+
+class OutsideWatch:
+    """The outside containers (``_outside_containers``) of a converted function and of the user
+    functions its code calls while the program is built (``def log(v): HIST.append(v)``), each
+    one's contents taken before the function that reaches it first runs."""
+
+    def __init__(self, fn, instance, state_tensors=None):
+        self.containers = _outside_containers(fn, instance)
+        self.snapshot = _outside_snapshot(self.containers)
+        self._ids = {id(c) for _, c in self.containers}
+        self._calls = set()
+        # the tensors the called functions name (globals, closures, defaults) join the ones the
+        # program reads as params (see _function_tensors); ``functions``: where to find them
+        self.state_tensors = state_tensors if state_tensors is not None else {}
+        self.functions = []
+
+    def note_call(self, f):
+        """``f`` is about to be called by converted code while the program is built."""
+        import types
+
+        func = inspect.unwrap(getattr(f, "__func__", f))
+        if not isinstance(func, types.FunctionType):
+            return
+        bound = f.__self__ if isinstance(f, types.MethodType) else None
+        mark = (func.__code__, id(func.__globals__), id(bound))
+        if mark in self._calls:
+            return
+        self._calls.add(mark)
+        from ..convert.call import is_library  # (convert is a layer above this one)
+        if is_library(func):
+            return
+        # a function the converted code itself defines (a nested ``def record(v)``) closes over
+        # the call's own locals (made afresh at each call) or over the converted function's
+        # closure (checked above): its cells are not followed (d2s.transformers.pipeline compiles
+        # converted code as ``__d2s_converted``, which names the functions nested in it)
+        nested = "__d2s_converted.<locals>." in func.__qualname__
+        self.state_tensors.update(_function_tensors(func, cells=not nested))
+        self.functions.append(func)
+        for where, c in _function_containers(func, bound, f" (through {func.__qualname__})", cells=not nested):
+            if isinstance(c, _OUTSIDE_TYPES) and id(c) not in self._ids:
+                self._ids.add(id(c))
+                self.containers.append((where, c))
+                self.snapshot.extend(_outside_snapshot([(where, c)]))
+
+    def refuse_changed(self, fn, replaced=()):
+        _refuse_changed_outside(fn, self.containers, self.snapshot, replaced)
 
 
 def _outside_state(obj, replaced=()):
@@ -181,6 +268,50 @@ class _StateWrite:
                 c.update(value)
             value = c  # mutated in place: other references to the container see it too
         setattr(self.module, self.name, value)
+
+
+class _GlobalWrite:
+    """A global the function rebinds to a tensor (``global STEP; STEP = STEP + 1``): the program
+    returns the tensor as an extra output and each call binds the global to its value, as
+    eager execution would (the build leaves the global as it found it)."""
+
+    __slots__ = ("globals", "name", "tensors", "rebuild", "start")
+
+    def __init__(self, g, name, value):
+        self.globals, self.name = g, name
+        self.tensors, self.rebuild = flatten_outputs(value)
+        self.start = 0
+
+    def apply(self, outputs, leaves=None):
+        self.globals[self.name] = self.rebuild(outputs[self.start:self.start + len(self.tensors)])
+
+
+def _globals_snapshot(fn):
+    """``[(globals, name, value before)]`` of the globals ``fn``'s code assigns (``global x``)."""
+    import dis
+
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    code, g = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
+    if code is None or not isinstance(g, dict):
+        return []
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")}
+    return [(g, n, g.get(n, _MISSING)) for n in sorted(names)]
+
+
+def _restore_global_writes(snapshot):
+    """Put back the globals a trace bound to symbolic tensors (they mean nothing once the build
+    ends); returns them as ``_GlobalWrite``s."""
+    writes = []
+    for g, name, before in snapshot:
+        v = g.get(name, _MISSING)
+        if v is _MISSING or not _holds_symbolic(v):
+            continue
+        writes.append(_GlobalWrite(g, name, v))
+        if before is _MISSING:
+            del g[name]
+        else:
+            g[name] = before
+    return writes
 
 
 class _InputWrite:
@@ -478,14 +609,35 @@ class _Path:
         return v
 
 
-def _state_tensors(instance):
+def _function_tensors(fn, cells=True):
+    """``{id: tensor}`` of the concrete tensors ``fn`` names as globals or closure variables
+    (``cells``), or holds as default arguments: a program reads them as params, so a tensor
+    changed in place (``W.mul_(2)``) or rebound (``W = ...``, see ``_param_refs``) between calls
+    is read as eager code reads it, instead of being frozen into a constant."""
+    fn, names = _code_names(fn)
+    if fn is None:
+        return {}
+    g = getattr(fn, "__globals__", None) or {}
+    values = [g[n] for n in names if n in g]
+    for cell in (getattr(fn, "__closure__", None) or ()) if cells else ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            continue
+    values.extend(getattr(fn, "__defaults__", None) or ())
+    values.extend((getattr(fn, "__kwdefaults__", None) or {}).values())
+    return {id(v): v for v in values if isinstance(v, Tensor) and not v.is_symbolic}
+
+
+def _state_tensors(instance, fn=None):
     """``{id: tensor}`` of the plain (unregistered) tensor attributes of a module tree, and of
     the tensors held in its list, tuple and dict attributes: a program reads them as params, so
     a forward that replaces one (``self.running = ...``, ``self.prev = [h]``) is read afresh on
-    the next call instead of being frozen into a constant."""
+    the next call instead of being frozen into a constant; and those of ``fn`` (see
+    ``_function_tensors``)."""
+    out = _function_tensors(fn) if fn is not None else {}
     if not _is_module(instance):
-        return {}
-    out = {}
+        return out
     for m in instance.modules():
         for k, v in m.__dict__.items():
             if k in _REGISTRIES:
@@ -497,7 +649,7 @@ def _state_tensors(instance):
     return out
 
 
-def _param_refs(fn, instance, tensors):
+def _param_refs(fn, instance, tensors, helpers=()):
     """``[(dict, key, tensor)]`` locating each of ``tensors`` (the program's params) where the
     function finds it: a parameter or buffer registry of the module it is bound to (or of a
     module it reads from a global or closure variable), the instance's attributes, a global
@@ -539,18 +691,21 @@ def _param_refs(fn, instance, tensors):
     elif instance is not None and isinstance(getattr(instance, "__dict__", None), dict):
         for k, v in list(instance.__dict__.items()):
             add_value(instance.__dict__, k, v)
-    code = getattr(fn, "__code__", None)
-    g = getattr(fn, "__globals__", None)
-    if code is not None and isinstance(g, dict):
-        for name in code.co_names:
-            if name in g:
-                add_value(g, name, g[name])
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            v = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-        add_value(cell, _CELL, v)
+    # (``helpers``: the functions the converted code called while building, whose global and
+    # closure tensors it read as params too)
+    for f in (fn,) + tuple(helpers):
+        f, names = _code_names(f)
+        g = getattr(f, "__globals__", None)
+        if f is not None and isinstance(g, dict):
+            for name in sorted(names):
+                if name in g:
+                    add_value(g, name, g[name])
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            add_value(cell, _CELL, v)
     return [(*where[id(t)], t) for t in tensors if id(t) in where]
 
 

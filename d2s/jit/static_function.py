@@ -32,11 +32,11 @@ from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, vary
 from .concrete import BUILD_LOCK, ConcreteProgram
 from .numerics import check_forward
 from .object_guards import ObjectGuards, parameters
-from .side_effects import (_MISSING, _containers_state, _global_state, _input_writes, _is_module, _module_snapshot,
-                           _module_structure, _outside_containers, _outside_snapshot, _param_refs, _python_state,
-                           _python_state_holds, _refuse_changed_containers, _refuse_changed_outside,
-                           _restore_python_state, _restore_symbolic_writes,
-                           _same_python_value, _state_tensors, _structure_holds, _with_new_attrs)
+from .side_effects import (_MISSING, OutsideWatch, _containers_state, _global_state, _globals_snapshot,
+                           _input_writes, _is_module, _module_snapshot, _module_structure, _param_refs,
+                           _python_state, _python_state_holds, _refuse_changed_containers, _restore_global_writes,
+                           _restore_python_state, _restore_symbolic_writes, _same_python_value, _state_tensors,
+                           _structure_holds, _with_new_attrs)
 
 _ENABLED = [True]
 
@@ -454,7 +454,8 @@ class StaticFunction:
             if instance is not None:
                 sargs = (instance,) + tuple(sargs)
             snapshot = _module_snapshot(instance)
-            builder.state_tensors = _state_tensors(instance)
+            global_snapshot = _globals_snapshot(self._fn)
+            builder.state_tensors = _state_tensors(instance, self._fn)
             py_state = _python_state(instance)
             global_state = _global_state(self._fn) if not py_states else []
             guards = builder.object_guards = ObjectGuards() if not py_states else None
@@ -464,8 +465,7 @@ class StaticFunction:
                 structures.append((_module_structure(instance), STRUCTURE_VERSION[0]))
             input_vars = [t._var for t in sym]
             before = _containers_state(sargs, skw)
-            outside = _outside_containers(self._fn, instance)
-            outside_before = _outside_snapshot(outside)
+            outside = builder.outside_watch = OutsideWatch(self._fn, instance, builder.state_tensors)
             outer_replaced = set(values.REPLACED_LISTS)  # (a to_static function called while tracing)
             values.REPLACED_LISTS.clear()
             rng_before = python_rng_states()
@@ -475,10 +475,12 @@ class StaticFunction:
             except RecursionError as e:
                 builder.unsymbolize()
                 _restore_symbolic_writes(snapshot)
+                _restore_global_writes(global_snapshot)
                 raise _recursion_error(e, name) from None
             except BaseException:
                 builder.unsymbolize()
                 _restore_symbolic_writes(snapshot)
+                _restore_global_writes(global_snapshot)
                 raise
             finally:
                 replaced = set(values.REPLACED_LISTS)
@@ -486,9 +488,11 @@ class StaticFunction:
                 values.REPLACED_LISTS.update(outer_replaced)
             leaves, rebuild = flatten_outputs(out, same_objects=True)
             leaves, buffer_writes = _buffer_writes(builder, leaves)
-            writes = _restore_symbolic_writes(snapshot)
+            writes = _restore_symbolic_writes(snapshot) + _restore_global_writes(global_snapshot)
             _refuse_changed_containers(self._fn, instance, before, _containers_state(sargs, skw, replaced))
-            _refuse_changed_outside(self._fn, outside, outside_before, replaced)
+            outside.refuse_changed(self._fn, replaced)
+            if not py_states:
+                helpers.extend(outside.functions)  # (their global tensors are params: see _param_refs)
             writes += _input_writes(builder, sym, input_vars) + buffer_writes
             for w in writes:
                 w.start = len(leaves)
@@ -503,6 +507,7 @@ class StaticFunction:
         py_states = []
         structures = []
         keep = []
+        helpers = []
 
         # The program is built in the caller's grad mode, with its inputs (and the params it
         # reads) requiring grad as the caller's tensors do, so the function sees what it sees
@@ -534,7 +539,7 @@ class StaticFunction:
 
         entry = ConcreteProgram(program, builder.param_tensors, rebuild, single, retrace, device,
                                 writes=writes, backend=self.backend)
-        entry.param_refs = _param_refs(self._fn, instance, entry.param_tensors)
+        entry.param_refs = _param_refs(self._fn, instance, entry.param_tensors, helpers)
         # the module's Python attributes as the build found them: the program holds the ones it
         # read as constants, so it is valid only while they keep these values
         entry.py_state = py_states[0]

@@ -92,6 +92,9 @@ class Buffer(Tensor):
     def __init__(self, data, persistent=True):
         pass
 
+    def __reduce_ex__(self, protocol):  # (copy.deepcopy of a module with buffers)
+        return (Buffer, (Tensor._make(self.array),))
+
 
 class RemovableHandle:
     """What ``register_forward_hook`` and friends return: ``handle.remove()`` unregisters the

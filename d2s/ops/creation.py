@@ -14,6 +14,8 @@ import numpy as np
 from .._state import STATE
 from ..autograd.registry import non_differentiable
 from ..dispatch import apply, create, fill_like
+from d2s_runtime.dtypes import checked_fill
+
 from ..dtypes import as_dtype, default_float
 from ..onnx.registry import i64, onnx_constant, onnx_converter
 from ..tensor import Tensor, check_dtype, get_default_device, number_dtype, tensor, tensor_method
@@ -100,6 +102,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None, re
     if dtype is None:
         dtype = "bool" if isinstance(fill_value, (bool, np.bool_)) else \
             "int64" if isinstance(fill_value, (int, np.integer)) else default_float()
+    fill_value = checked_fill(fill_value, str(as_dtype(dtype)))  # (uint8's -1 is 255, as PyTorch's)
     shape = _shape_arg(size if isinstance(size, (list, tuple)) else [size])
     if builtins.any(_is_symbolic(d) for d in shape):
         out = apply("full_dims", *[apply("cast", d, dtype="int64") for d in shape if _is_symbolic(d)],
@@ -140,7 +143,7 @@ def _like(x, fill, dtype, device, requires_grad):
         # A symbolic shape may hold unknown dims: the full_like op reads x's shape when the
         # program runs (x * 0 + fill would turn inf and nan entries into nan).
         dtype = x.dtype if dtype is None else dtype
-        out = apply("full_like", x, value=fill, dtype=str(as_dtype(dtype)))
+        out = apply("full_like", x, value=checked_fill(fill, str(as_dtype(dtype))), dtype=str(as_dtype(dtype)))
         return out.requires_grad_(True) if requires_grad else out
     if not isinstance(x, Tensor):
         x = tensor(x)

@@ -3,6 +3,7 @@
 ONNX converter, side by side."""
 import numpy as np
 
+from d2s_runtime.dtypes import checked_fill
 from d2s_runtime.ops.indexing import decode_index
 
 from .._state import STATE
@@ -141,6 +142,8 @@ def setitem(x, idx, value):
     """``x[idx] = value``: in place on x's data (and so on its base's, for a view), recorded as
     a functional update when x or value takes part in autograd or a program (see
     ``d2s.inplace.write``)."""
+    if isinstance(value, (int, float)):
+        value = checked_fill(value, str(x.dtype))  # (uint8's -1 is 255, as PyTorch's)
     split = _split_ints(idx)
     if split is not None:
         setitem(getitem(x, split[0]), split[1], value)

@@ -5,6 +5,7 @@
 ``masked_select``) give a dim known only when a program runs; ONNX has their forms too.
 """
 import numpy as np
+from d2s_runtime.dtypes import checked_fill
 
 from ..autograd.registry import grad_rule, non_differentiable, shape_only
 from ..dispatch import apply
@@ -35,6 +36,7 @@ def masked_fill(input, mask, value):
             raise ValueError(f"masked_fill: value must be a number or a 0-d tensor, got shape {tuple(value.shape)}")
         v = cast(value, x.dtype)
     else:
+        value = checked_fill(value, str(x.dtype))  # (uint8's -1 is 255, as PyTorch's)
         v = full_like(x, value) if x.is_symbolic else _as_tensor(np.asarray(value, dtype=str(x.dtype)))
     return where(mask, v, x)
 

@@ -585,11 +585,18 @@ def _output_part(o, leaves, seen):
     if isinstance(o, Tensor) and hasattr(o, "is_number"):  # a Python number on some runs only
         leaves.extend((o, o.is_number))
         pytype, else_type = o.pytype, o.else_type
+        number = getattr(o, "number", None)  # the number exactly, where the tensor may round it
+        if isinstance(number, Tensor):
+            leaves.append(number)
 
         def number_or_tensor(values):
             flag = values[i + 1]
             if isinstance(flag, Tensor) and not flag.is_symbolic and bool(flag.numpy().all()):
-                return as_python_number(values[i], pytype, broadcast=True)
+                if number is None:
+                    return as_python_number(values[i], pytype, broadcast=True)
+                if not isinstance(number, Tensor):
+                    return pytype(number)
+                return as_python_number(values[i + 2], pytype)
             return values[i] if else_type is None else as_python_number(values[i], else_type)
 
         return number_or_tensor

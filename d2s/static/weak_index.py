@@ -142,13 +142,17 @@ def number_type(v):
 class NumberOrTensor(Tensor):
     """The output of a tensor ``if`` where one branch gives a Python number and the other a
     tensor: used as the tensor in the program; a program returning it gives the caller the
-    Python number (of type ``pytype``) on runs where ``is_number`` holds, else the tensor."""
-    __slots__ = ("is_number", "pytype", "else_type")
+    Python number (of type ``pytype``) on runs where ``is_number`` holds, else the tensor.
+    ``number``, when set, is that number exactly (a Python constant, or a float64/int64/bool
+    tensor): the tensor holds it in the other side's dtype, which may round it (0.1 in
+    float32)."""
+    __slots__ = ("is_number", "pytype", "else_type", "number")
 
 
-def number_or_tensor(t, pred, on_true, pytype, else_type=None):
+def number_or_tensor(t, pred, on_true, pytype, else_type=None, number=None):
     """``t`` (a merged cond or loop output) as a Python number of type ``pytype`` where
-    ``pred`` is ``on_true``, else a number of type ``else_type`` (None: the tensor)."""
+    ``pred`` is ``on_true``, else a number of type ``else_type`` (None: the tensor).
+    ``number``: the exact number (see NumberOrTensor), or None (``t`` holds it exactly)."""
     if not isinstance(t, Tensor) or not t.is_symbolic:
         return t
     flag = pred if str(pred.dtype) == "bool" else ops.cast(pred, "bool")
@@ -156,7 +160,107 @@ def number_or_tensor(t, pred, on_true, pytype, else_type=None):
     out = NumberOrTensor._make(None, t._var)
     out.requires_grad, out.grad_fn, out._out_idx = t.requires_grad, t.grad_fn, t._out_idx
     out.is_number, out.pytype, out.else_type = flag, pytype, else_type
+    out.number = number if else_type is None else None
     return out
+
+
+_NUMBER_DTYPES = {float: "float64", int: "int64", bool: "bool"}
+
+
+def exact_number(t):
+    """The exact number a NumberOrTensor stands for on its number runs: a Python constant or
+    a float64/int64/bool tensor."""
+    n = getattr(t, "number", None)
+    if n is not None:
+        return n
+    plain = plain_tensor(t)
+    dtype = _NUMBER_DTYPES[t.pytype]
+    return plain if str(plain.dtype) == dtype else apply("cast", plain, dtype=dtype)
+
+
+def _result_type(pytype, op, other, reverse):
+    """The Python type of ``pytype op other`` (a sample of each type; division by one)."""
+    other_type = python_type(other) or type(other)
+    a, b = pytype(1), other_type(1)
+    fn = {"add": lambda u, v: u + v, "sub": lambda u, v: u - v, "mul": lambda u, v: u * v,
+          "div": lambda u, v: u / v, "floordiv": lambda u, v: u // v, "mod": lambda u, v: u % v,
+          "pow": lambda u, v: u ** v}[op]
+    return type(fn(b, a) if reverse else fn(a, b))
+
+
+def _either_fwd(op, reverse=False):
+    # NumberOrTensor op a Python number is, run by run, a Python number (number op number) or
+    # a tensor (tensor op number): the result stays a NumberOrTensor, its exact number computed
+    # as Python computes it (in float64 / int64); op a tensor is a tensor either way
+    def method(self, other):
+        plain = plain_tensor(self)
+        args = (other, plain) if reverse else (plain, other)
+        out = apply(op, *args)
+        if not _stays_weak(other) or self.else_type is not None:
+            return out
+        rtype = _result_type(self.pytype, op, other, reverse)
+        n = self.number
+        if n is not None and not isinstance(n, Tensor) and not isinstance(other, Tensor):
+            number = getattr(n, f"__{'r' if reverse else ''}{_PY_DUNDER[op]}__")(other)  # Python computes it
+        else:
+            exact = exact_number(self)
+            if not isinstance(exact, Tensor):
+                exact = ops.full([], exact, dtype=_NUMBER_DTYPES[type(exact)])
+            if rtype is float and str(exact.dtype) != "float64":
+                exact = apply("cast", exact, dtype="float64")  # int / int, int * 0.5: a double in Python
+            number = apply(op, *((other, exact) if reverse else (exact, other)))
+        result = number_or_tensor(out, self.is_number, True, rtype)
+        result.number = number
+        return result
+    return method
+
+
+_PY_DUNDER = {"add": "add", "sub": "sub", "mul": "mul", "div": "truediv", "floordiv": "floordiv", "mod": "mod",
+              "pow": "pow"}
+for _dunder, _op in _ARITH:
+    setattr(NumberOrTensor, f"__{_dunder}__", _either_fwd(_op))
+    setattr(NumberOrTensor, f"__r{_dunder}__", _either_fwd(_op, reverse=True))
+
+
+def _either_compare(op):
+    # a comparison with a Python number is, run by run, a Python bool or a bool tensor
+    tensor_method = getattr(Tensor, f"__{op}__")
+
+    def method(self, other):
+        out = tensor_method(plain_tensor(self), other)
+        if other is None or not _stays_weak(other) or self.else_type is not None or not isinstance(out, Tensor):
+            return out
+        n = self.number
+        if n is not None and not isinstance(n, Tensor) and not isinstance(other, Tensor):
+            number = bool(getattr(n, f"__{op}__")(other))
+        else:
+            exact = exact_number(self)
+            number = tensor_method(ops.full([], exact, dtype=_NUMBER_DTYPES[type(exact)])
+                                   if not isinstance(exact, Tensor) else exact, other)
+        result = number_or_tensor(out, self.is_number, True, bool)
+        result.number = number
+        return result
+    return method
+
+
+def _either_unary(op, pyfn):
+    def method(self):
+        out = apply(op, plain_tensor(self))
+        if self.else_type is not None:
+            return out
+        n = self.number
+        number = pyfn(n) if n is not None and not isinstance(n, Tensor) else apply(op, exact_number(self))
+        result = number_or_tensor(out, self.is_number, True, self.pytype)
+        result.number = number
+        return result
+    return method
+
+
+for _op in ("lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(NumberOrTensor, f"__{_op}__", _either_compare(_op))
+NumberOrTensor.__hash__ = Tensor.__hash__
+NumberOrTensor.__neg__ = _either_unary("neg", lambda n: -n)
+NumberOrTensor.__abs__ = _either_unary("abs", abs)
 
 
 def _round(self, ndigits=None):

@@ -96,9 +96,59 @@ def _inplace_chain(call):
     return node, chain[::-1]
 
 
+class _Bound(gast.NodeVisitor):
+    """The names a function may rebind: its parameters, the names it assigns (not in nested
+    functions, lambdas, classes or comprehensions), and those it declares global or nonlocal."""
+
+    def __init__(self):
+        self.names = set()
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, (gast.Store, gast.Del, gast.Param)):
+            self.names.add(node.id)
+
+    def visit_Global(self, node):
+        self.names.update(node.names)
+
+    visit_Nonlocal = visit_Global
+
+    def visit_alias(self, node):
+        self.names.add((node.asname or node.name).split(".")[0])
+
+    def visit_FunctionDef(self, node):
+        self.names.add(node.name)  # (its body is another scope)
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
+
+    def visit_Lambda(self, node):
+        return
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda
+
+
+def _bound_names(fn):
+    finder = _Bound()
+    finder.visit(fn.args)
+    for stmt in fn.body:
+        finder.visit(stmt)
+    return finder.names
+
+
 class InplaceCalls(Transformer):
+    bound = frozenset()
+
+    def _rebindable(self, target):
+        # a global or closure tensor updated in place (``STEP.add_(1)``) is not rebound: the
+        # assignment would make the name local, and its read before it an UnboundLocalError
+        root = target
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        return isinstance(target, gast.Attribute) or root.id in self.bound
+
     def visit_Expr(self, node):
         found = _inplace_chain(node.value)
+        if found is not None and not self._rebindable(found[0]):
+            return node
         if found is not None:
             # `T.a_(x).b_(y)` -> `T = call_inplace(T, 'a_', x); T = call_inplace(T, 'b_', y)`: y is
             # evaluated after a_ ran, as Python evaluates the chain
@@ -124,6 +174,8 @@ class InplaceCalls(Transformer):
             return node
         out = [node]
         for n in finder.names:
+            if n not in self.bound:
+                continue  # (see _rebindable)
             out.append(gast.copy_location(gc.assign(gc.name(n, gast.Store()), gc.name(n)), node))
         return out
 
@@ -153,5 +205,6 @@ class InplaceCalls(Transformer):
 
     def visit_FunctionDef(self, node):
         if node is self.ctx.root:
+            self.bound = _bound_names(node)
             node.body = self.visit_block(node.body)
         return node

@@ -143,6 +143,72 @@ def checked_int(value, dtype):
                         "overflow (PyTorch raises too)")
 
 
+def checked_fill(value, dtype):
+    """Python number ``value`` as the fill of a tensor of ``dtype`` (``full``, ``full_like``,
+    ``fill_``, ``masked_fill``), converted as PyTorch converts it: an int as ``checked_int``
+    (uint8's -1 is 255); a float for an integer dtype truncated toward zero when it lies within
+    the dtype's range, else (NaN and infinities too) OverflowError; a finite float beyond
+    float32's range for a float32 tensor OverflowError (float16 turns it into inf, as PyTorch
+    does); bools and bool tensors as they are."""
+    name = getattr(dtype, "name", None) or str(dtype)
+    if isinstance(value, (bool, np.bool_)) or name == "bool":
+        return value
+    if name in _INT_RANGES:
+        if isinstance(value, (int, np.integer)):
+            return checked_int(int(value), name)
+        if isinstance(value, (float, np.floating)):
+            lo, hi = _INT_RANGES[name]
+            f = float(value)
+            if f != f or not lo <= f <= hi:  # (exact comparisons: a NaN or an infinity fails both)
+                raise OverflowError(f"value {value} cannot be converted to type {name} without overflow "
+                                    "(PyTorch raises too)")
+            return int(f)
+        return value
+    if name == "float16" and isinstance(value, (int, float)) and abs(float(value)) != float("inf"):
+        with np.errstate(over="ignore"):  # beyond float16's range: inf, as PyTorch's (NumPy warns)
+            if np.isinf(np.float16(value)):
+                return float("inf") if value > 0 else float("-inf")
+    if name == "float32" and isinstance(value, (int, float, np.integer, np.floating)) and not \
+            isinstance(value, np.float32):
+        f = float(value)
+        if abs(f) != float("inf") and abs(f) > float(np.finfo(np.float32).max):
+            raise OverflowError(f"value {value} cannot be converted to type float32 without overflow "
+                                "(PyTorch raises too)")
+    return value
+
+
+def checked_values(values, dtype):
+    """Python numbers ``values`` (a number or nested lists, as ``torch.tensor(data, dtype=...)``
+    takes them) as an array of integer ``dtype``, each converted as ``checked_fill`` converts
+    one (uint8's -1 is 255; 127.5 for int8 and NaN raise OverflowError); other dtypes: None (the
+    caller converts as usual)."""
+    name = getattr(dtype, "name", None) or str(dtype)
+    if name not in _INT_RANGES:
+        return None
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iuf" or arr.size == 0:
+        return None
+    lo, hi = _INT_RANGES[name]
+    if arr.dtype.kind == "f":
+        if not ((arr >= lo) & (arr <= hi)).all():  # (NaN fails both)
+            # one by one: an int among the floats converts as an int ([1, -1, 2.5] for uint8)
+            return np.array([checked_fill(v, name) for v in _flat(values)], dtype=name).reshape(arr.shape)
+        return np.trunc(arr).astype(name)
+    wide = arr.astype(np.int64) if arr.dtype.kind == "i" else arr
+    low = -hi if lo == 0 else lo  # uint8 takes -255..-1 wrapped (two's complement), as checked_int
+    bad = (wide < low) | (wide > hi) if arr.dtype != np.uint64 else wide > hi
+    if bad.any():
+        raise OverflowError(f"value {arr[bad].flat[0]} cannot be converted to type {name} without overflow "
+                            "(PyTorch raises too)")
+    return wide.astype(name)  # (a negative int in uint8 wraps: -1 is 255)
+
+
+def _flat(values):
+    if isinstance(values, (list, tuple)):
+        return [v for item in values for v in _flat(item)]
+    return [values]
+
+
 def int_exponent(value, dtype):
     """A Python int exponent of an integer tensor of ``dtype``: refused when negative, as
     PyTorch does (uint8 would wrap it, NumPy refuses only an array exponent), else checked_int."""

@@ -52,3 +52,46 @@ def test_python_number_returned_from_tensor_branch(fn):
         else:
             assert type(got) is type(want) and got == want, (x, got, want)
     assert static.programs
+
+
+def two_floats(x):
+    if x.sum() > 0.5:
+        y = 0.1
+    else:
+        y = 0.2
+    return y
+
+
+def float_or_tensor_then_math(x):
+    if x.sum() > 0.5:
+        y = 0.1
+    else:
+        y = x.sum()
+    return y, y * 3, 1 / y
+
+
+def float_or_int_tensor(x):
+    if x.sum() > 1:
+        y = 0.1
+    else:
+        y = x.sum()
+    return y
+
+
+@pytest.mark.parametrize("fn, xs", [
+    (two_floats, [d2s.tensor([1.0, 2.0]), d2s.tensor([0.1, 0.2])]),
+    (float_or_tensor_then_math, [d2s.tensor([1.0, 2.0]), d2s.tensor([0.1, 0.2])]),
+    (float_or_int_tensor, [d2s.tensor([1, 2]), d2s.tensor([0, 1])]),
+])
+def test_a_python_float_comes_back_exactly(fn, xs):
+    # the merged tensor has the tensor side's dtype (float32, int64), which would round 0.1
+    static = d2s.jit.to_static(fn)
+    for x in xs:
+        want, got = fn(x), static(x)
+        want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+        for w, g in zip(want, got):
+            assert type(g) is type(w), (x, g, w)
+            if isinstance(w, float):
+                assert g == w, (x, g, w)
+            else:
+                assert g.dtype == w.dtype and g.numpy().tolist() == w.numpy().tolist()

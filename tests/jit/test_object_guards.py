@@ -2,6 +2,7 @@
 SimpleNamespace, a dict, a module, ``self.cfg``, an argument) are re-checked on each call: a
 changed value builds the program again, as eager Python reads the new value."""
 import dataclasses
+import functools
 import enum
 import types
 
@@ -364,3 +365,120 @@ def test_an_object_passed_to_a_helper_function():
     assert _value(sm) == 4.0
     m.cfg.scale = 3.0
     assert _value(sm) == _eager(m) == 6.0
+
+
+def _scaled(x, scale=2.0, shift=0.0):
+    return x * scale + shift
+
+
+PART = functools.partial(_scaled, scale=2.0)
+
+
+def _global_partial(x):
+    return PART(x)
+
+
+def _partial_argument(x, fn):
+    return fn(x)
+
+
+class _WithAct(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = functools.partial(_scaled, shift=1.0)
+
+    def forward(self, x):
+        return self.act(x)
+
+
+def test_a_global_partials_keywords_and_rebinding_are_seen():
+    global PART
+    sf = d2s.jit.to_static(_global_partial)
+    try:
+        assert _value(sf) == 2.0
+        PART.keywords["scale"] = 3.0  # the same partial, changed in place
+        assert _value(sf) == _value(_global_partial) == 3.0
+        PART = functools.partial(_scaled, 5.0)  # another partial bound to the name
+        assert _value(sf) == _value(_global_partial) == 5.0
+        for _ in range(3):
+            assert _value(sf) == 5.0
+        PART = functools.partial(_scaled, 5.0)  # equal to the last one: its program is kept
+        assert _value(sf) == 5.0
+        assert sf.cache_info().misses == 3
+    finally:
+        PART = functools.partial(_scaled, scale=2.0)
+
+
+def test_a_closure_and_a_module_attribute_partial():
+    p = functools.partial(_scaled, shift=1.0)
+    sf = d2s.jit.to_static(lambda x: p(x))
+    assert _value(sf) == 3.0
+    p.keywords["shift"] = 7.0
+    assert _value(sf) == 9.0
+    m = _WithAct()
+    sm = d2s.jit.to_static(m)
+    assert _value(sm) == 3.0
+    m.act.keywords["scale"] = 4.0
+    assert _value(sm) == 5.0
+    m.act = functools.partial(_scaled, 1.0, 0.5)
+    assert _value(sm) == 1.5
+
+
+def test_a_partial_passed_as_argument_changed_in_place():
+    sf = d2s.jit.to_static(_partial_argument)
+    a, b = functools.partial(_scaled, scale=2.0), functools.partial(_scaled, scale=4.0)
+    assert _value(sf, a) == 2.0 and _value(sf, b) == 4.0
+    a.keywords["scale"] = 9.0
+    assert _value(sf, a) == _value(_partial_argument, a) == 9.0
+    assert _value(sf, b) == 4.0
+
+
+ACT = d2s.relu
+LIN = nn.Linear(2, 2)
+LAYERS = [nn.Linear(2, 2)]
+
+
+def _calls_global_function(x):
+    return ACT(x)
+
+
+def _calls_global_module(x):
+    return LIN(x)
+
+
+def _runs_global_layers(x):
+    for layer in LAYERS:
+        x = layer(x)
+    return x
+
+
+class _Acts:
+    act = staticmethod(d2s.relu)
+
+
+def _calls_class_function(x):
+    return _Acts.act(x)
+
+
+def test_a_rebound_global_function_module_or_grown_layer_list_builds_again():
+    # the program inlined what the build called: the first call's function, module and layers
+    # were run again, silently
+    global ACT, LIN
+    x = d2s.tensor([-1.0, 2.0])
+    cases = [(_calls_global_function, lambda: globals().update(ACT=d2s.tanh)),
+             (_calls_global_module, lambda: globals().update(LIN=nn.Linear(2, 2))),
+             (_runs_global_layers, lambda: LAYERS.append(nn.Linear(2, 2))),
+             (_runs_global_layers, lambda: LAYERS.__setitem__(0, nn.Linear(2, 2))),
+             (_calls_class_function, lambda: setattr(_Acts, "act", staticmethod(d2s.tanh)))]
+    try:
+        for fn, change in cases:
+            sf = d2s.jit.to_static(fn)
+            np.testing.assert_array_equal(sf(x).numpy(), fn(x).numpy())
+            change()
+            np.testing.assert_array_equal(sf(x).numpy(), fn(x).numpy())
+            misses = sf.cache_info().misses
+            sf(x)
+            assert sf.cache_info().misses == misses
+    finally:
+        ACT, LIN = d2s.relu, nn.Linear(2, 2)
+        LAYERS[:] = [nn.Linear(2, 2)]

@@ -221,3 +221,195 @@ def test_a_tuple_attribute_is_read_anew_when_rebound_to_other_values_or_types():
         got, want = static(d2s.ones(2)), model(d2s.ones(2))
         np.testing.assert_array_equal(got.numpy(), want.numpy())
         assert got.dtype == want.dtype
+
+
+# ------------------------------------------------------------------ changed through helpers
+HIST = []
+STATS = {}
+
+
+def _log(v):
+    HIST.append(v)
+
+
+def _count(v):
+    _log(v)  # two helpers down
+    STATS["n"] = STATS.get("n", 0) + 1
+
+
+class _Recorder:
+    def __init__(self):
+        self.items = []
+
+    def add(self, v):
+        self.items.append(v)
+
+
+REC = _Recorder()
+
+
+def _through_helper(x):
+    _log(x.sum())
+    return x * 2
+
+
+def _through_nested_helpers(x):
+    _count(x.sum())
+    return x * 2
+
+
+def _through_a_method(x):
+    REC.add(x.sum())
+    return x * 2
+
+
+def _through_an_attribute(x):
+    REC.items.append(x.sum())
+    return x * 2
+
+
+@pytest.mark.parametrize("fn, name, container", [
+    (_through_helper, r"the global 'HIST' \(through _log\)", HIST),
+    (_through_nested_helpers, r"the global 'STATS' \(through _count\)", STATS),
+    (_through_a_method, r"self.items \(through _Recorder.add\)", REC.items),
+    (_through_an_attribute, r"REC.items", REC.items),
+])
+def test_a_container_changed_by_a_called_helper_is_refused_and_put_back(fn, name, container):
+    # eager code appends at every call; a program would have appended a symbolic tensor once
+    before = repr(container)
+    with pytest.raises(ConvertError, match=f"changes .*{name}.*outlives the call"):
+        d2s.jit.to_static(fn)(d2s.ones(2))
+    assert repr(container) == before and HIST == []
+
+
+def test_a_helper_that_only_reads_a_global_container_is_converted():
+    def weighted(x):
+        return _read_scales(x) + 1.0
+
+    static = d2s.jit.to_static(weighted)
+    np.testing.assert_array_equal(static(d2s.ones(2)).numpy(), weighted(d2s.ones(2)).numpy())
+
+
+def _read_scales(x):
+    return x * SCALES[1] + len(SCALES)
+
+
+def test_a_nested_helper_changing_a_list_made_by_the_call_is_converted_and_an_outer_one_refused():
+    outer = []
+
+    def local_list(x):
+        seen = []
+
+        def record(v):
+            seen.append(v.sum())
+
+        for i in range(3):
+            record(x * i)
+        return d2s.stack(seen)
+
+    def outer_list(x):
+        def record(v):
+            outer.append(v.sum())
+
+        record(x)
+        return x
+
+    np.testing.assert_array_equal(d2s.jit.to_static(local_list)(d2s.ones(2)).numpy(), [0.0, 2.0, 4.0])
+    with pytest.raises(ConvertError, match="changes the closure variable 'outer'"):
+        d2s.jit.to_static(outer_list)(d2s.ones(2))
+    assert outer == []
+
+
+@d2s.jit.not_to_static
+def _build_log(v):
+    HIST.append(v)  # plain Python, run while the program is built, as its author marked it
+
+
+def test_a_not_to_static_helper_runs_as_python_and_a_lambda_is_followed():
+    def marked(x):
+        _build_log(1)
+        return x * 2
+
+    def with_lambda(x):
+        log = lambda v: HIST.append(v)  # noqa: E731
+        log(x.sum())
+        return x
+
+    try:
+        np.testing.assert_array_equal(d2s.jit.to_static(marked)(d2s.ones(2)).numpy(), [2.0, 2.0])
+        assert HIST == [1]
+    finally:
+        HIST.clear()
+    with pytest.raises(ConvertError, match="changes the global 'HIST'"):
+        d2s.jit.to_static(with_lambda)(d2s.ones(2))
+    assert HIST == []
+
+
+# ------------------------------------------------------------------ tensors named by the function
+TABLE = d2s.tensor([1.0, 2.0])
+
+
+def _scaled_by_table(x):
+    return x * TABLE
+
+
+def _through_table_helper(x):
+    return _scaled_by_table(x) + 1.0
+
+
+@pytest.mark.parametrize("fn", [_scaled_by_table, _through_table_helper])
+def test_a_global_tensor_changed_in_place_or_rebound_is_read_anew(fn):
+    # the program read it as a constant: later calls returned the first call's values
+    global TABLE
+    static, x = d2s.jit.to_static(fn), d2s.ones(2)
+    try:
+        np.testing.assert_array_equal(static(x).numpy(), fn(x).numpy())
+        TABLE.mul_(3.0)
+        np.testing.assert_array_equal(static(x).numpy(), fn(x).numpy())
+        TABLE = d2s.tensor([7.0, 8.0])
+        np.testing.assert_array_equal(static(x).numpy(), fn(x).numpy())
+        misses = static.cache_info().misses
+        for _ in range(2):
+            static(x)
+        assert static.cache_info().misses == misses  # no build per call
+    finally:
+        TABLE = d2s.tensor([1.0, 2.0])
+
+
+def test_closure_and_default_argument_tensors_changed_in_place_are_read_anew():
+    w = d2s.tensor([1.0, 2.0])
+
+    def closure(x):
+        return x * w
+
+    def default(x, b=d2s.tensor([1.0, 1.0])):
+        return x + b
+
+    x = d2s.ones(2)
+    for fn, change in ((closure, lambda: w.add_(10.0)), (default, lambda: default.__defaults__[0].mul_(5.0))):
+        static = d2s.jit.to_static(fn)
+        np.testing.assert_array_equal(static(x).numpy(), fn(x).numpy())
+        change()
+        np.testing.assert_array_equal(static(x).numpy(), fn(x).numpy())
+
+
+STEPS = d2s.zeros([])
+
+
+def _rebinds_a_global(x):
+    global STEPS
+    STEPS = STEPS + 1
+    return x * STEPS
+
+
+def test_a_global_rebound_to_a_tensor_is_written_at_every_call():
+    # the build left STEPS bound to a symbolic tensor: float(STEPS) raised after the call
+    global STEPS
+    static, x = d2s.jit.to_static(_rebinds_a_global), d2s.ones(2)
+    try:
+        for want in (1.0, 2.0, 3.0):
+            np.testing.assert_array_equal(static(x).numpy(), [want, want])
+            assert float(STEPS) == want
+        assert static.cache_info().misses == 1
+    finally:
+        STEPS = d2s.zeros([])

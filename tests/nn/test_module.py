@@ -219,3 +219,13 @@ def test_repr_is_the_nested_tree():
             return "k=3"
 
     assert repr(WithExtra()) == "WithExtra(k=3)"
+
+
+def test_deepcopy_of_a_module_with_buffers_copies_them():
+    import copy
+    m = d2s.nn.BatchNorm1d(3)
+    m2 = copy.deepcopy(m)  # raised: Buffer.__new__() missing 1 required positional argument
+    assert type(m2.running_mean) is type(m.running_mean) and m2.running_mean is not m.running_mean
+    m2.running_mean.add_(1.0)
+    assert m.running_mean.numpy().tolist() == [0.0, 0.0, 0.0]
+    assert list(dict(m2.named_buffers())) == list(dict(m.named_buffers()))

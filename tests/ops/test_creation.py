@@ -66,6 +66,16 @@ TORCH_CASES = [
                                    t.from_numpy(np.arange(4, dtype="int32")))),
     Case("as_tensor_of_tensor", lambda t, x: t.as_tensor(x) * 2.0, X),
     Case("tensor_of_sizes", lambda t, x: t.tensor([x.shape[0], x.shape[1]]) + 1, X),
+    # fill values PyTorch converts to small integer dtypes: uint8 takes -1..-255 wrapped, floats are truncated
+    Case("fill_wraps_uint8", lambda t, x, m: (t.full_like(x, -1), x.masked_fill(m, -1), x.clone().fill_(-255),
+                                              t.full((2,), -1, dtype=t.uint8), t.full_like(x, 2.7),
+                                              x.masked_fill(m, 255), x.clone().fill_(True)),
+         np.array([1, 2, 3], dtype="uint8"), np.array([True, False, True])),
+    Case("fill_int8_and_float16", lambda t, x, h: (t.full_like(x, -128), x.clone().fill_(126.9), t.full_like(x, -3.7),
+                                                   t.full_like(h, 1e6), h.clone().fill_(-70000.0), t.full_like(h, 65504)),
+         np.array([1, -2], dtype="int8"), np.array([0.5], dtype="float16")),
+    _const("tensor_small_int_dtypes", lambda t: (t.tensor([1, -1, 2.5], dtype=t.uint8), t.tensor(-255, dtype=t.uint8),
+                                                 t.tensor([[1.9, -1.9]], dtype=t.int8), t.tensor([-128, 127], dtype=t.int8))),
     _const("requires_grad", lambda t: (t.zeros(2, requires_grad=True).requires_grad, t.ones(2, requires_grad=True) * 2,
                                        t.arange(3.0, requires_grad=True).requires_grad)),
 ]
@@ -139,3 +149,30 @@ def test_creation_on_a_missing_device_says_which():
         pass
     with pytest.raises(RuntimeError, match="cupy"):
         d2s.zeros(2, device="cuda")
+
+
+U8 = np.array([1, 2, 3], dtype="uint8")
+
+
+@pytest.mark.parametrize("fill", [
+    lambda t, x: t.full_like(x, 256), lambda t, x: t.full_like(x, -256), lambda t, x: x.clone().fill_(-0.5),
+    lambda t, x: x.masked_fill(x > 1, 255.5), lambda t, x: t.full_like(x, float("nan")),
+    lambda t, x: x.clone().fill_(float("inf")), lambda t, x: t.full((2,), 200, dtype=t.int8),
+    lambda t, x: t.full_like(x.to(t.int32), 2 ** 31), lambda t, x: t.full_like(x.to(t.float32), 1e300),
+    lambda t, x: _set(x, 0, 256), lambda t, x: _set(x.to(t.int8), 0, 127.5),
+    lambda t, x: x + t.tensor([1, 127.5], dtype=t.int8)[1], lambda t, x: x + t.tensor([300.0], dtype=t.uint8),
+], ids=["256", "-256", "-0.5", "255.5", "nan", "inf", "int8_200", "int32_2**31", "float32_1e300", "setitem_256",
+        "setitem_int8_127.5", "tensor_int8_127.5", "tensor_uint8_300.0"])
+def test_a_fill_value_pytorch_refuses_raises_eagerly_and_converted(fill):
+    # PyTorch raises "value cannot be converted to type uint8_t without overflow"; numpy would
+    # have wrapped or turned it into garbage
+    with pytest.raises(OverflowError, match="without overflow"):
+        fill(d2s, d2s.tensor(U8))
+    with pytest.raises(OverflowError, match="without overflow"):
+        d2s.jit.to_static(lambda x: fill(d2s, x) + 0)(d2s.tensor(U8))
+
+
+def _set(x, i, v):
+    y = x.clone()
+    y[i] = v
+    return y

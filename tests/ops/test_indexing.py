@@ -23,6 +23,14 @@ PROD_I = np.array([[0, 1, 1, 0], [0, 1, 0, 1], [1, 0, 1, 0]])
 PROD_S = np.array([[0.5, 0.0, 2.0, 1.5], [2.0, 3.0, 0.0, 0.0], [1.5, -1.0, 0.0, 4.0]])
 _DATA = "its output size depends on the data"
 
+def _written(x, m):
+    y = x.clone()
+    y[0, 0] = -1
+    y[m] = -100
+    y[1, 1:] = 2.7
+    return y
+
+
 TORCH_CASES = [
     # gather / scatter
     Case("gather", lambda t, x, i: t.gather(x, 1, i), X, GI),
@@ -72,6 +80,11 @@ TORCH_CASES = [
     Case("masked_fill_broadcast", lambda t, x, m: x.masked_fill(m, -1e9), X, np.array([True, False, True, False])),
     Case("masked_fill_tensor_value", lambda t, x, m, v: t.masked_fill(x, m, v.sum()), X, MASK, np.array([0.25, 1.0])),
     Case("masked_fill_int", lambda t, x, m: x.masked_fill(m, 7), I, MASK),
+    # a Python number written into uint8 / int8 converts as PyTorch converts it: -1 is 255, 2.7 is 2
+    Case("setitem_small_ints", lambda t, x, m: _written(x, m), np.array([[1, 2, 3], [4, 5, 6]], dtype="uint8"),
+         np.array([[True, False, False], [False, False, True]]), grad=False),
+    Case("setitem_int8", lambda t, x, m: _written(x, m), np.array([[1, -2, 3], [4, 5, -6]], dtype="int8"),
+         np.array([[True, False, False], [False, False, True]]), grad=False),
     Case("masked_fill_attention", lambda t, s: s.masked_fill(t.triu(t.ones(4, 4, dtype=t.bool), 1) if hasattr(t, "triu")
                                                         else t.tensor(np.triu(np.ones((4, 4), bool), 1)),
                                                         float("-inf")).softmax(-1), R.standard_normal((2, 4, 4))),

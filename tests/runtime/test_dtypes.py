@@ -210,3 +210,27 @@ def test_python_int_pytorch_refuses_is_refused_eager_and_converted(fn, dtype, s,
         fn(a, s)
     with pytest.raises(Exception, match=error):
         d2s.jit.to_static(fn)(a, s)
+
+
+# ------------------------------------------------------------------ fill values (torch 2.13's answers)
+def test_checked_fill_converts_as_pytorch_does():
+    from d2s_runtime.dtypes import checked_fill
+    assert checked_fill(-1, "uint8") == 255 and checked_fill(-255, "uint8") == 1
+    assert checked_fill(2.7, "uint8") == 2 and checked_fill(-3.7, "int8") == -3
+    assert checked_fill(True, "uint8") is True and checked_fill(2, "bool") == 2
+    assert checked_fill(1e6, "float16") == float("inf") and checked_fill(-7e4, "float16") == float("-inf")
+    assert checked_fill(0.1, "float32") == 0.1
+    for value, dtype in ((256, "uint8"), (-256, "uint8"), (-0.5, "uint8"), (255.5, "uint8"), (float("nan"), "int32"),
+                         (float("inf"), "int64"), (200, "int8"), (2 ** 31, "int32"), (2.0 ** 63, "int64"),
+                         (1e300, "float32")):
+        with pytest.raises(OverflowError, match="without overflow"):
+            checked_fill(value, dtype)
+
+
+def test_checked_values_converts_each_number():
+    from d2s_runtime.dtypes import checked_values
+    np.testing.assert_array_equal(checked_values([1, -1, 2.5], "uint8"), np.array([1, 255, 2], dtype="uint8"))
+    np.testing.assert_array_equal(checked_values([[1.9, -1.9]], "int8"), np.array([[1, -1]], dtype="int8"))
+    assert checked_values([1.5], "float32") is None
+    with pytest.raises(OverflowError):
+        checked_values([1, -1.0], "uint8")

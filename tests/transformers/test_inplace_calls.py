@@ -75,3 +75,29 @@ def test_chain_on_a_local_inside_a_tensor_if():
     for flag, want in ((1.0, 4 * x), (-1.0, 3 * (x + 1))):
         np.testing.assert_allclose(f(d2s.tensor(x), d2s.tensor([flag])).numpy(), want)
         np.testing.assert_allclose(_chain_in_branch(d2s.tensor(x), d2s.tensor([flag])).numpy(), want)
+
+
+COUNT = d2s.zeros([])
+
+
+def _bumps_a_global(x):
+    COUNT.add_(1)
+    return x * COUNT
+
+
+def test_a_global_or_closure_tensor_updated_in_place_is_not_made_local():
+    # `COUNT = call_inplace(COUNT, ...)` made COUNT local: UnboundLocalError at the first read
+    static, x = d2s.jit.to_static(_bumps_a_global), d2s.ones(2)
+    COUNT.zero_()
+    for want in (1.0, 2.0, 3.0):
+        np.testing.assert_array_equal(static(x).numpy(), [want, want])
+        assert float(COUNT) == want
+    total = d2s.zeros([])
+
+    def bumps_a_closure(x):
+        total.add_(x.sum()).mul_(1.0)
+        return total * 1.0
+
+    static = d2s.jit.to_static(bumps_a_closure)
+    for want in (2.0, 4.0):
+        assert float(static(x)) == want and float(total) == want

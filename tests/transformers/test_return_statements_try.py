@@ -19,10 +19,12 @@ T = d2s.tensor
 LOG = []
 
 
+@d2s.jit.not_to_static
 def _record(event):
-    # the converted functions record through this helper: one that changed LOG itself would be
-    # refused (a program changes a global list once, eager code at every call), and these
-    # events are the build's, on purpose
+    # the converted functions record through this helper, which runs as Python while the
+    # program is built: a converted function (or helper) that changed LOG would be refused (a
+    # program changes a global list once, eager code at every call), and these events are the
+    # build's, on purpose
     LOG.append(event)
 
 
