@@ -29,6 +29,7 @@ slogdet = namedtuple("slogdet", ["sign", "logabsdet"], module=__name__)
 linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"], module=__name__)
 cummax = _values_indices("cummax")
 cummin = _values_indices("cummin")
+nanmedian = _values_indices("nanmedian")
 
 __all__ = ["max", "min", "median", "mode", "sort", "topk", "kthvalue", "aminmax", "slogdet", "linalg_slogdet",
-           "cummax", "cummin"]
+           "cummax", "cummin", "nanmedian"]
