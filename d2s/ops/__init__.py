@@ -22,10 +22,10 @@ import inspect
 
 from . import (creation, elementwise, division, pointwise, shape as _shape_family, reduce, indexing, selection,
                rearrange, random, types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug,
-               special, combining)
+               special, combining, windows)
 
 _FAMILIES = (creation, elementwise, division, pointwise, _shape_family, reduce, indexing, selection, rearrange, random,
-             types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug, special, combining)
+             types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug, special, combining, windows)
 
 
 def _public(family):

@@ -13,6 +13,8 @@ import itertools
 
 import numpy as np
 
+from d2s_runtime.dtypes import result_type
+
 from .. import return_types
 from ..autograd.registry import grad_rule, sample_call
 from ..dispatch import apply
@@ -25,7 +27,7 @@ from .indexing import gather, index_add, index_select
 from .linalg import diag
 from .pointwise import isnan
 from .rearrange import flip, meshgrid
-from .reduce import sum as _sum
+from .reduce import norm as _norm, sum as _sum
 from .shape import broadcast_to, concat, movedim, pad, reshape, split, stack, transpose
 from .sorting import sort
 from ._util import _as_tensor
@@ -198,7 +200,6 @@ def block_diag(*tensors):
         mats.append(reshape(t, [1, 1]) if t.ndim == 0 else reshape(t, [1, -1]) if t.ndim == 1 else t)
     if not mats:
         return tensor(np.zeros((0, 0), np.float32))
-    from d2s_runtime.dtypes import result_type
     dt = str(mats[0].dtype)
     for m in mats[1:]:
         dt = result_type(dt, str(m.dtype))
@@ -248,8 +249,7 @@ def diagflat(input, offset=0):
 @tensor_method()
 def dist(input, other, p=2):
     """The ``p``-norm of ``input - other`` (broadcast), as ``torch.dist``: a 0-d tensor."""
-    from ..linalg import vector_norm
-    return vector_norm(input - other, ord=p)
+    return _norm(input - other, p)
 
 
 # ------------------------------------------------------------------ nanmedian

@@ -10,10 +10,12 @@ their values and gradients are PyTorch's.
 """
 import math
 
+from d2s_runtime.dtypes import result_type
+
 from ..autograd.registry import grad_rule, non_differentiable, sample_call
 from ..dispatch import apply
 from ..onnx.registry import onnx_unsupported
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor, tensor, tensor_method
 from .elementwise import _dtype_of, abs, cast, clamp, eq, gt, log, logaddexp, lt, sign, sin, where
 from .pointwise import isinf, isnan
 from .elementwise import logical_and, logical_not
@@ -25,7 +27,6 @@ _FLOATS = ("float16", "bfloat16", "float32", "float64")
 def _float_dtype(*values):
     """PyTorch's result dtype of a float function of ``values``: their promoted dtype, float32
     for integers and bools."""
-    from d2s_runtime.dtypes import result_type
     dt = _dtype_of(values[0])
     for v in values[1:]:
         dt = result_type(dt, _dtype_of(v))
@@ -143,7 +144,6 @@ def copysign(input, other):
 
 
 def _as_float_tensor(x, dt):
-    from ..tensor import tensor
     return tensor(float(x), dtype=dt)
 
 

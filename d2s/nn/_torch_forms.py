@@ -1,0 +1,30 @@
+"""``torch.*``'s own forms of functional layers (``torch.layer_norm``, ``torch.batch_norm``, ...),
+which model files call beside ``torch.nn.functional``'s: the same computations, with
+``torch.*``'s argument orders (``torch.batch_norm`` takes ``weight, bias`` before the running
+statistics) and its ``cudnn_enabled`` flag (accepted; d2s has no cuDNN)."""
+from . import functional as F
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+    """``torch.layer_norm``: :func:`d2s.nn.functional.layer_norm`."""
+    return F.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    """``torch.group_norm``: :func:`d2s.nn.functional.group_norm`."""
+    return F.group_norm(input, num_groups, weight, bias, eps)
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    """``torch.batch_norm`` (weight and bias first): :func:`d2s.nn.functional.batch_norm`."""
+    return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
+    """``torch.instance_norm`` (weight and bias first): :func:`d2s.nn.functional.instance_norm`."""
+    return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``torch.cosine_similarity``: :func:`d2s.nn.functional.cosine_similarity`."""
+    return F.cosine_similarity(x1, x2, dim, eps)
