@@ -16,7 +16,7 @@ import numpy as np
 from d2s_runtime.dtypes import result_type
 
 from .. import return_types
-from ..autograd.registry import grad_rule, sample_call
+from ..autograd.registry import grad_rule
 from ..dispatch import apply
 from ..onnx.registry import onnx_unsupported
 from ..tensor import Tensor, tensor, tensor_method
@@ -184,7 +184,6 @@ def _unfold_grad(ctx, g):
 
 onnx_unsupported("unfold", reason="its overlapping windows are a strided view; use a gather of the window "
                  "indices (index_select) in code meant for ONNX")
-sample_call("unfold", lambda x: unfold(x, 1, 2, 1), (3, 4))
 
 
 # ------------------------------------------------------------------ matrices from pieces

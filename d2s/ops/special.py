@@ -19,7 +19,7 @@ from ..tensor import Tensor, tensor, tensor_method
 from .elementwise import _dtype_of, abs, cast, clamp, eq, gt, log, logaddexp, lt, sign, sin, where
 from .pointwise import isinf, isnan
 from .elementwise import logical_and, logical_not
-from .creation import ones_like
+from .creation import ones_like, zeros_like
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
@@ -140,7 +140,10 @@ def copysign(input, other):
     neg = signbit(other) if isinstance(other, Tensor) else math.copysign(1.0, other) < 0
     if isinstance(neg, bool):
         return -a if neg else a
-    return where(neg, -a, a)
+    out = where(neg, -a, a)
+    if str(other.dtype) in _FLOATS:  # other's gradient is zeros (not None), as PyTorch's
+        out = where(zeros_like(out, dtype="bool"), other, out)
+    return out
 
 
 def _as_float_tensor(x, dt):
@@ -178,10 +181,8 @@ def heaviside(input, values):
                            f"({input.dtype} and {values.dtype}), as in PyTorch; cast one first")
     x = input.detach()
     v = values.detach() if isinstance(values, Tensor) else values
-    step = cast(gt(x, 0), str(x.dtype))
+    step = cast(gt(x, 0), str(x.dtype))  # (NaN is neither 0 nor positive: 0, as PyTorch's)
     out = where(eq(x, 0), v, step)
-    if str(x.dtype) in _FLOATS:
-        out = where(isnan(x), x, out)
     return out if str(out.dtype) == str(x.dtype) else cast(out, str(x.dtype))
 
 
@@ -193,8 +194,11 @@ def xlogy(input, other):
     dt = _float_dtype(input, other)
     x = _floated(input, dt) if isinstance(input, Tensor) else _as_float_tensor(input, dt)
     y = _floated(other, dt) if isinstance(other, Tensor) else _as_float_tensor(other, dt)
-    zero = logical_and(eq(x, 0), logical_not(isnan(y)))
-    return where(zero, 0.0, x * log(y))
+    # 0 where x == 0 (unless y is NaN), and there the gradient reaching x is log(y), as
+    # PyTorch's: log(y) is kept where finite (0 * log(y) is 0) and replaced by 0 where infinite
+    ly = log(y)
+    zero = logical_and(eq(x, 0), isinf(ly))
+    return x * where(zero, 0.0, ly)
 
 
 @tensor_method()

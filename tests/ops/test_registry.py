@@ -100,6 +100,10 @@ CASES = {
     "atanh": (ops.atanh, (ops.atanh, [R.uniform(-0.9, 0.9, 5)])),
     "acosh": (ops.acosh, (ops.acosh, [positive(5) + 1.0])),
     "erfinv": (ops.erfinv, (ops.erfinv, [R.uniform(-0.9, 0.9, 5)])),
+    "lgamma": (ops.lgamma, (ops.lgamma, [positive(3, 4)])),
+    "polygamma": (ops.digamma, (ops.digamma, [positive(3, 4)])),
+    "unfold": (ops.unfold, (lambda x: ops.unfold(x, 1, 2, 1), [randn(3, 4)])),
+    "gcd": (ops.gcd, _ND), "lcm": (ops.lcm, _ND), "signbit": (ops.signbit, _ND),
     "fmin": (ops.fmin, (ops.fmin, [spread(3, 4), spread(4) + 0.11])),
     "fmod": (ops.fmod, (ops.fmod, [positive(3, 4) * 3, np.full(4, -0.7)])),
     "truncdiv": ("d2s.div(a, b, rounding_mode='trunc')", _ND),
@@ -329,5 +333,6 @@ def test_view_ops_link_their_input():
         y = {"transpose": lambda: w.T, "reshape": lambda: w.reshape(4, 3), "expand_dims": lambda: w.unsqueeze(0),
              "squeeze": lambda: w.unsqueeze(0).squeeze(0), "broadcast_to": lambda: w.broadcast_to([2, 3, 4]),
              "getitem": lambda: w[1:], "diagonal": lambda: w.diagonal(), "split": lambda: w.split([1, 2], 0)[1],
+             "unfold": lambda: w.unfold(1, 2, 1),
              "reshape_dims": lambda: apply("reshape_dims", w, d2s.tensor(4), shape=[None, 3], same_as=[-1])}[name]()
         assert y._base is not None and y._view is not None, name
