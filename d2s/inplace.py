@@ -444,13 +444,13 @@ def _shape_method(name):
         if STATE.grad_enabled and self.requires_grad and self.grad_fn is None:
             raise RuntimeError(f"{what}: a leaf Variable that requires grad is being used in an in-place operation")
         if self.is_symbolic or STATE.hooked:
-            if self._view is not None:
-                raise at_user_line(f"{what} of a view inside to_static: write `v = v.{name[:-1]}(...)` instead",
-                                   RuntimeError)
             b = STATE.builder
             if b is not None:
                 _refuse_outside_values(b, self, what)
+            seen = op(self, *args, **kwargs) if self._view is not None else None
             _repoint(b, self, op(views.alias(self), *args, **kwargs))
+            if seen is not None:  # still a view of its root, one step further
+                self._view = seen._view
             return self
         # the history comes from an alias (a node saving its input keeps the old shape), the
         # view record from t itself (its root and steps, one step longer)

@@ -221,7 +221,6 @@ def cartesian_prod(*tensors):
     return stack([reshape(g, [-1]) for g in grids], 1)
 
 
-@tensor_method()
 def combinations(input, r=2, with_replacement=False):
     """The length-``r`` combinations of a 1-d tensor's elements, as ``torch.combinations`` (as
     ``itertools.combinations``, or ``combinations_with_replacement``): one row each."""
@@ -234,9 +233,8 @@ def combinations(input, r=2, with_replacement=False):
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     rows = np.array(list(pick(range(int(input.shape[0])), r)), dtype=np.int64).reshape(-1, r)
     if rows.shape[0] == 0:
-        return reshape(input[:0], [0, r]) if r > 1 else input[:0]
-    cols = [index_select(input, 0, tensor(rows[:, j].copy())) for j in range(r)]
-    return cols[0] if r == 1 else stack(cols, 1)
+        return reshape(input[:0], [0, r])
+    return stack([index_select(input, 0, tensor(rows[:, j].copy())) for j in range(r)], 1)
 
 
 @tensor_method()
@@ -257,9 +255,8 @@ def nanmedian(input, dim=None, keepdim=False):
     """The lower median of the non-NaN elements, as ``torch.nanmedian`` (NaN where all are NaN):
     a 0-d tensor without ``dim``, else the named tuple ``(values, indices)``."""
     if dim is None:
-        flat = reshape(input, [-1])
-        values, _ = _nanmedian_along(flat, 0)
-        return values
+        values, _ = _nanmedian_along(reshape(input, [-1]), 0)
+        return reshape(values, [])
     values, indices = _nanmedian_along(input, dim)
     if not keepdim:
         values, indices = values.squeeze(dim), indices.squeeze(dim)
