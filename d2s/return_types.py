@@ -30,6 +30,12 @@ linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"], module=__na
 cummax = _values_indices("cummax")
 cummin = _values_indices("cummin")
 nanmedian = _values_indices("nanmedian")
+linalg_svd = namedtuple("linalg_svd", ["U", "S", "Vh"], module=__name__)
+svd = namedtuple("svd", ["U", "S", "V"], module=__name__)
+linalg_eigh = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"], module=__name__)
+linalg_qr = namedtuple("linalg_qr", ["Q", "R"], module=__name__)
+qr = namedtuple("qr", ["Q", "R"], module=__name__)
+linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"], module=__name__)
 
 __all__ = ["max", "min", "median", "mode", "sort", "topk", "kthvalue", "aminmax", "slogdet", "linalg_slogdet",
-           "cummax", "cummin", "nanmedian"]
+           "cummax", "cummin", "nanmedian", "linalg_svd", "svd", "linalg_eigh", "linalg_qr", "qr", "linalg_lstsq"]

@@ -22,10 +22,10 @@ import inspect
 
 from . import (creation, elementwise, division, pointwise, shape as _shape_family, reduce, indexing, selection,
                rearrange, random, types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug,
-               special, combining, windows)
+               special, combining, windows, decompositions)
 
 _FAMILIES = (creation, elementwise, division, pointwise, _shape_family, reduce, indexing, selection, rearrange, random,
-             types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug, special, combining, windows)
+             types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug, special, combining, windows, decompositions)
 
 
 def _public(family):
