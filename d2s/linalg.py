@@ -14,7 +14,8 @@ from .ops.support import dim_args as _A
 from . import return_types as _return_types
 from .ops import cumulative as _cumulative, decompositions as _decomp, linalg as _linalg, matrices as _matrices
 from .ops import reduce as _reduce
-from .ops.creation import eye as _eye, zeros
+from .ops.creation import ones_like as _ones_like, zeros
+from .ops.shape import reshape as _reshape
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve", "vander", "matrix_power", "cholesky", "cross",
            "diagonal", "vecdot", "multi_dot", "svd", "svdvals", "eigh", "eigvalsh", "qr", "pinv", "matrix_rank", "lstsq",
@@ -416,10 +417,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
         raise ValueError("linalg.lstsq: B must have as many dims as A ((..., m, k)); unsqueeze a vector to (m, 1)")
     m, n = A.shape[-2], A.shape[-1]
     X = _linalg.matmul(_decomp._pinv(A, rtol=rcond), B)
-    dt = str(A.dtype)
-    empty = zeros(0, dtype=dt)
+    empty = _reshape(X, [-1])[:0]  # (an empty result carries X's history, as PyTorch's does)
     rank = _decomp._matrix_rank(A, rtol=rcond) if driver != "gels" else zeros(0, dtype="int64")
-    svals = _decomp._svd(A, False)[1].detach() if driver in ("gelsd", "gelss") else empty
+    svals = _decomp._svd(A, False)[1].detach() if driver in ("gelsd", "gelss") else empty.detach()
     residuals = empty
     if driver != "gelsy" and m > n and bool((_decomp._matrix_rank(A, rtol=rcond) == min(m, n)).all()):
         diff = _linalg.matmul(A, X) - B
@@ -438,5 +438,5 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     else:
         T = _linalg.tril(A, -1 if unitriangular else 0)
     if unitriangular:
-        T = T + _eye(A.shape[-1], dtype=str(A.dtype))
+        T = T + _linalg.diag_embed(_ones_like(_linalg.diagonal(A, 0, -2, -1)))
     return solve(T, B, left=left)

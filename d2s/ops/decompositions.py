@@ -13,24 +13,35 @@ upper-right block of the exponential of ``[[A^T, G], [0, A^T]]``. Like PyTorch's
 eigh's gradients are infinite where singular values or eigenvalues repeat.
 """
 from .. import return_types
-from ..autograd.registry import grad_rule
+from ..autograd.registry import grad_rule, non_differentiable
 from ..dispatch import apply
 from ..onnx.registry import onnx_unsupported
 from ..tensor import tensor_method
-from .creation import eye, zeros
-from .elementwise import cast, gt, where
+from .creation import ones_like, zeros
 from .linalg import diag_embed, matmul, tril
 from .matrices import _mT
-from .reduce import amax, sum as _sum
 from .shape import concat, unsqueeze
 from ._util import _as_tensor
 
-_EPS = {"float32": 1.1920928955078125e-07, "float64": 2.220446049250313e-16}
 
 
 # ------------------------------------------------------------------ the primitives
+def _checked(name, A, square=False):
+    """``A`` as a tensor, refused (as PyTorch refuses it) unless it holds float matrices: the
+    eager path runs the kernel without the shape rule, and numpy would accept integers."""
+    A = _as_tensor(A)
+    dt = str(A.dtype)
+    if dt not in ("float32", "float64"):
+        raise RuntimeError(f"{name}: expected a float32 or float64 tensor, got {dt}; cast it first (A.double())")
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: expected matrices (..., m, n), got a tensor of {A.ndim} dims")
+    if square and not A.is_symbolic and A.shape[-1] != A.shape[-2]:  # (a program's shape rule checks its own)
+        raise RuntimeError(f"{name}: expected square matrices (..., n, n), got shape {tuple(A.shape)}")
+    return A
+
+
 def _svd(A, full_matrices):
-    return apply("linalg_svd", _as_tensor(A), full_matrices=bool(full_matrices))
+    return apply("linalg_svd", _checked("linalg.svd", A), full_matrices=bool(full_matrices))
 
 
 @grad_rule("linalg_svd")
@@ -47,7 +58,7 @@ def _svd_grad(ctx, gU, gS, gVh):
     if gU is None and gVh is None:
         return (matmul(U * unsqueeze(gS, -2), Vh),)
     s2 = S * S
-    gaps = unsqueeze(s2, -2) - unsqueeze(s2, -1) + eye(k, dtype=str(S.dtype))
+    gaps = unsqueeze(s2, -2) - unsqueeze(s2, -1) + diag_embed(ones_like(s2))  # (1 on the diagonal)
     inner = None
     if gU is not None:
         uhgu = matmul(_mT(U), gU)
@@ -73,7 +84,9 @@ def _svd_grad(ctx, gU, gS, gVh):
 
 
 def _eigh(A, UPLO):
-    return apply("linalg_eigh", _as_tensor(A), UPLO=str(UPLO).upper())
+    if UPLO not in ("L", "U", "l", "u"):
+        raise RuntimeError(f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    return apply("linalg_eigh", _checked("linalg.eigh", A, square=True), UPLO=str(UPLO).upper())
 
 
 @grad_rule("linalg_eigh")
@@ -83,7 +96,7 @@ def _eigh_grad(ctx, gL, gV):
         return (None,) if gL is None else (matmul(V * unsqueeze(gL, -2), _mT(V)),)
     vhgv = matmul(_mT(V), gV)
     skew = (vhgv - _mT(vhgv)) * 0.5
-    gaps = unsqueeze(L, -2) - unsqueeze(L, -1) + eye(L.shape[-1], dtype=str(L.dtype))
+    gaps = unsqueeze(L, -2) - unsqueeze(L, -1) + diag_embed(ones_like(L))
     inner = skew / gaps
     if gL is not None:
         inner = inner + diag_embed(gL)
@@ -91,7 +104,10 @@ def _eigh_grad(ctx, gL, gV):
 
 
 def _qr(A, mode):
-    return apply("linalg_qr", _as_tensor(A), mode=mode)
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
+                           "or 'complete'")
+    return apply("linalg_qr", _checked("linalg.qr", A), mode=mode)
 
 
 @grad_rule("linalg_qr")
@@ -121,7 +137,7 @@ def _qr_grad(ctx, gQ, gR):
 
 
 def _matrix_exp(A):
-    return apply("linalg_matrix_exp", _as_tensor(A))
+    return apply("linalg_matrix_exp", _checked("linalg.matrix_exp", A, square=True))
 
 
 @grad_rule("linalg_matrix_exp")
@@ -139,43 +155,44 @@ onnx_unsupported("linalg_svd", "linalg_eigh", "linalg_qr", "linalg_matrix_exp",
                  reason="standard ONNX has no matrix decompositions")
 
 
-# ------------------------------------------------------------------ compositions (d2s/linalg.py's too)
-def _tolerance(S, m, n, atol, rtol):
-    """PyTorch's cut-off for singular values (S descending, or absolute eigenvalues): ``max(atol,
-    rtol * largest)``, rtol defaulting to ``eps * max(m, n)`` when neither is given."""
-    if rtol is None:
-        rtol = _EPS[str(S.dtype)] * max(m, n) if atol is None or atol == 0 else 0.0
-    largest = amax(S, dim=-1, keepdim=True) if S.shape[-1] else S[..., :1]
-    tol = largest * rtol
-    if atol is not None:
-        tol = where(gt(tol, atol), tol, atol)
-    return tol
-
-
+# ------------------------------------------------------------------ pinv and matrix_rank (d2s/linalg.py's too)
 def _pinv(A, atol=None, rtol=None, hermitian=False):
-    A = _as_tensor(A)
-    m, n = A.shape[-2], A.shape[-1]
-    if hermitian:
-        L, Q = _eigh(A, "L")
-        keep = gt(_abs(L), _tolerance(_abs(L), m, n, atol, rtol))
-        inv = where(keep, 1.0 / where(keep, L, 1.0), 0.0)
-        return matmul(Q * unsqueeze(inv, -2), _mT(Q))
-    U, S, Vh = _svd(A, False)
-    keep = gt(S, _tolerance(S, m, n, atol, rtol))
-    inv = where(keep, 1.0 / where(keep, S, 1.0), 0.0)
-    return matmul(_mT(Vh) * unsqueeze(inv, -2), _mT(U))
+    A = _checked("linalg.pinv", A, square=bool(hermitian))
+    return apply("linalg_pinv", A, hermitian=bool(hermitian), **_tolerances("linalg.pinv", atol, rtol))
 
 
-def _abs(x):
-    return where(gt(x, 0), x, -x)
+@grad_rule("linalg_pinv")
+def _pinv_grad(ctx, g):
+    # PyTorch's pinv_backward (the derivative of the pseudo-inverse at constant rank)
+    a, p = ctx.inputs[0], ctx.outputs[0]
+    m, n = a.shape[-2], a.shape[-1]
+    ph, gh = _mT(p), _mT(g)
+    if m <= n:
+        k = matmul(gh, p)
+        kph = matmul(k, ph)
+        return (-_mT(matmul(p, k)) + kph - matmul(matmul(a, p), kph) + matmul(matmul(ph, p), gh - matmul(k, a)),)
+    k = matmul(p, gh)
+    phk = matmul(ph, k)
+    return (-_mT(matmul(k, p)) + matmul(matmul(gh - matmul(a, k), p), ph) + phk - matmul(matmul(phk, p), a),)
+
+
+onnx_unsupported("linalg_pinv", reason="standard ONNX has no matrix decompositions")
+
+
+def _tolerances(name, atol, rtol):
+    for what, v in (("atol", atol), ("rtol", rtol)):
+        if v is not None and not isinstance(v, (int, float)):
+            raise TypeError(f"{name}: d2s takes {what} as a Python number, got {type(v).__name__}")
+    return dict(atol=None if atol is None else float(atol), rtol=None if rtol is None else float(rtol))
 
 
 def _matrix_rank(A, atol=None, rtol=None, hermitian=False):
-    A = _as_tensor(A)
-    m, n = A.shape[-2], A.shape[-1]
-    S = _abs(_eigh(A, "L")[0]) if hermitian else _svd(A, False)[1]
-    S = S.detach()
-    return _sum(cast(gt(S, _tolerance(S, m, n, atol, rtol)), "int64"), dim=-1)
+    A = _checked("linalg.matrix_rank", A, square=bool(hermitian))
+    return apply("linalg_matrix_rank", A, hermitian=bool(hermitian), **_tolerances("linalg.matrix_rank", atol, rtol))
+
+
+non_differentiable("linalg_matrix_rank", reason="its output is an integer count")
+onnx_unsupported("linalg_matrix_rank", reason="standard ONNX has no matrix decompositions")
 
 
 # ------------------------------------------------------------------ torch's own names

@@ -153,3 +153,59 @@ def _linalg_matrix_exp(xp, a):
     flat = h.reshape((-1,) + h.shape[-2:]).astype(np.float64)
     out = np.stack([_expm(m) for m in flat]) if flat.shape[0] else flat.copy()
     return _back(xp, out.reshape(h.shape), h.dtype)
+
+
+# ------------------------------------------------------------------ pinv
+_EPS = {"float32": np.finfo(np.float32).eps, "float64": np.finfo(np.float64).eps}
+
+
+def _pinv_infer(a, atol=None, rtol=None, hermitian=False):
+    (_square if hermitian else _float_matrices)("linalg.pinv", a)
+    return TensorType(a.shape[:-2] + (a.shape[-1], a.shape[-2]), a.dtype)
+
+
+@defop("linalg_pinv", _pinv_infer, fresh=True)
+def _linalg_pinv(xp, a, atol=None, rtol=None, hermitian=False):
+    """The pseudo-inverse of each matrix, as PyTorch computes it: singular values (``hermitian``:
+    absolute eigenvalues) at most ``max(atol, rtol * largest)`` are dropped, ``rtol`` defaulting
+    to ``eps * max(m, n)`` when neither is given."""
+    h = _host(xp, a)
+    m, n = h.shape[-2:]
+    if rtol is None:
+        rtol = float(_EPS[h.dtype.name]) * max(m, n) if not atol else 0.0
+    if h.size == 0:
+        return _back(xp, np.zeros(h.shape[:-2] + (n, m), h.dtype), h.dtype)
+    if hermitian:
+        s, u = np.linalg.eigh(h)
+        mag = np.abs(s)
+    else:
+        u, s, vh = np.linalg.svd(h, full_matrices=False)
+        mag = s
+    tol = np.maximum(0.0 if atol is None else atol, rtol * mag.max(axis=-1, keepdims=True))
+    with np.errstate(divide="ignore"):
+        inv = np.where(mag > tol, 1.0 / np.where(mag > tol, s, 1.0), 0.0).astype(h.dtype)
+    if hermitian:
+        out = (u * inv[..., None, :]) @ np.swapaxes(u, -1, -2)
+    else:
+        out = (np.swapaxes(vh, -1, -2) * inv[..., None, :]) @ np.swapaxes(u, -1, -2)
+    return _back(xp, out, h.dtype)
+
+
+def _rank_infer(a, atol=None, rtol=None, hermitian=False):
+    (_square if hermitian else _float_matrices)("linalg.matrix_rank", a)
+    return TensorType(a.shape[:-2], "int64")
+
+
+@defop("linalg_matrix_rank", _rank_infer, fresh=True)
+def _linalg_matrix_rank(xp, a, atol=None, rtol=None, hermitian=False):
+    """How many singular values (``hermitian``: absolute eigenvalues) of each matrix exceed
+    ``max(atol, rtol * largest)`` (``rtol`` as :func:`linalg_pinv`'s), as int64."""
+    h = _host(xp, a)
+    m, n = h.shape[-2:]
+    if rtol is None:
+        rtol = float(_EPS[h.dtype.name]) * max(m, n) if not atol else 0.0
+    if h.size == 0:
+        return _back(xp, np.zeros(h.shape[:-2], np.int64), np.int64)
+    mag = np.abs(np.linalg.eigvalsh(h)) if hermitian else np.linalg.svd(h, compute_uv=False)
+    tol = np.maximum(0.0 if atol is None else atol, rtol * mag.max(axis=-1, keepdims=True))
+    return _back(xp, (mag > tol).sum(axis=-1).astype(np.int64), np.int64)
