@@ -7,21 +7,25 @@ from . import functional as F
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     """``torch.layer_norm``: :func:`d2s.nn.functional.layer_norm`."""
+    del cudnn_enable  # (accepted: d2s has no cuDNN)
     return F.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     """``torch.group_norm``: :func:`d2s.nn.functional.group_norm`."""
+    del cudnn_enabled  # (accepted: d2s has no cuDNN)
     return F.group_norm(input, num_groups, weight, bias, eps)
 
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
     """``torch.batch_norm`` (weight and bias first): :func:`d2s.nn.functional.batch_norm`."""
+    del cudnn_enabled  # (accepted: d2s has no cuDNN)
     return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
 def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
     """``torch.instance_norm`` (weight and bias first): :func:`d2s.nn.functional.instance_norm`."""
+    del cudnn_enabled  # (accepted: d2s has no cuDNN)
     return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
 
 

@@ -12,7 +12,7 @@ import math
 
 from d2s_runtime.dtypes import result_type
 
-from ..autograd.registry import grad_rule, non_differentiable, sample_call
+from ..autograd.registry import grad_rule, non_differentiable
 from ..dispatch import apply
 from ..onnx.registry import onnx_unsupported
 from ..tensor import Tensor, tensor, tensor_method
@@ -84,7 +84,6 @@ def _polygamma_grad(ctx, g):
 
 
 onnx_unsupported("lgamma", "polygamma", reason="ONNX has no gamma functions")
-sample_call("lgamma", lgamma, (3, 4))
 
 
 @tensor_method()
