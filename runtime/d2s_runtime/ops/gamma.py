@@ -177,6 +177,6 @@ def _int_kernel(np_name):
 
 
 defop("gcd", _int_infer("gcd"), doc="The greatest common divisor of integers (``gcd(0, 0) = 0``), non-negative.",
-      elementwise=True, promotes=None, commutative=True, fresh=True)(_int_kernel("gcd"))
+      elementwise=True, commutative=True, fresh=True)(_int_kernel("gcd"))
 defop("lcm", _int_infer("lcm"), doc="The least common multiple of integers (0 where either is 0), non-negative.",
-      elementwise=True, promotes=None, commutative=True, fresh=True)(_int_kernel("lcm"))
+      elementwise=True, commutative=True, fresh=True)(_int_kernel("lcm"))
