@@ -19,7 +19,8 @@ from .ops.shape import reshape as _reshape
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve", "vander", "matrix_power", "cholesky", "cross",
            "diagonal", "vecdot", "multi_dot", "svd", "svdvals", "eigh", "eigvalsh", "qr", "pinv", "matrix_rank", "lstsq",
-           "solve_triangular", "matrix_exp"]
+           "solve_triangular", "matrix_exp", "cond", "matmul", "tensorinv", "tensorsolve", "inv_ex", "solve_ex",
+           "cholesky_ex"]
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, **unsupported):
@@ -440,3 +441,75 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     if unitriangular:
         T = T + _linalg.diag_embed(_ones_like(_linalg.diagonal(A, 0, -2, -1)))
     return solve(T, B, left=left)
+
+
+# ------------------------------------------------------------------ more of torch.linalg
+def matmul(input, other):
+    """``torch.linalg.matmul``: :func:`d2s.matmul`."""
+    return _linalg.matmul(input, other)
+
+
+def cond(A, p=None):
+    """The condition number of each square matrix in the matrix norm ``p``, as
+    ``torch.linalg.cond``: for ``p`` None or 2 (-2) the ratio of the largest (smallest) singular
+    value to the smallest (largest); for 'fro', 'nuc', inf, -inf, 1, -1 ``norm(A) * norm(inv(A))``."""
+    if p is None or p == 2 or p == -2:
+        S = svdvals(A)
+        big, small = S[..., 0], S[..., -1]
+        return small / big if p == -2 else big / small
+    if p == "nuc":
+        return svdvals(A).sum(-1) * svdvals(inv(A)).sum(-1)
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
+def tensorinv(A, ind=2):
+    """The inverse of ``A`` as a tensor product (``tensordot(tensorinv(A), A, ind)`` is the
+    identity), as ``torch.linalg.tensorinv``: shape ``A.shape[ind:] + A.shape[:ind]``."""
+    if ind <= 0:
+        raise ValueError(f"linalg.tensorinv: expected a strictly positive integer for 'ind', but got {ind}")
+    shape = tuple(int(s) for s in A.shape)
+    rows, cols = shape[:ind], shape[ind:]
+    n = int(_prod(rows))
+    if n != int(_prod(cols)):
+        raise RuntimeError(f"linalg.tensorinv: expected prod(A.shape[:ind]) == prod(A.shape[ind:]), got {shape}")
+    return _reshape(inv(_reshape(A, [n, n])), list(cols) + list(rows))
+
+
+def tensorsolve(A, B, dims=None):
+    """The ``X`` with ``tensordot(A, X, X.ndim) == B``, as ``torch.linalg.tensorsolve``
+    (``dims``: dims of ``A`` moved to the end first)."""
+    if dims is not None:
+        nd = A.ndim
+        moved = [d % nd for d in dims]
+        A = A.permute([d for d in range(nd) if d not in moved] + moved)
+    rest = tuple(int(s) for s in A.shape[B.ndim:])
+    n = int(_prod(tuple(int(s) for s in B.shape)))
+    return _reshape(solve(_reshape(A, [n, -1]), _reshape(B, [n])), list(rest))
+
+
+def _prod(shape):
+    out = 1
+    for s in shape:
+        out *= s
+    return out
+
+
+def _info(A):
+    return zeros(*[int(s) for s in A.shape[:-2]], dtype="int32")
+
+
+def inv_ex(A, *, check_errors=False):
+    """``torch.linalg.inv_ex``: the named tuple ``(inverse, info)`` (info zeros: a singular matrix
+    raises here, where PyTorch without ``check_errors`` reports it in ``info``)."""
+    return _return_types.linalg_inv_ex(inv(A), _info(A))
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """``torch.linalg.solve_ex``: the named tuple ``(result, info)`` (info as :func:`inv_ex`'s)."""
+    return _return_types.linalg_solve_ex(solve(A, B, left=left), _info(A))
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """``torch.linalg.cholesky_ex``: the named tuple ``(L, info)`` (a matrix that is not positive
+    definite raises here, where PyTorch without ``check_errors`` reports it in ``info``)."""
+    return _return_types.linalg_cholesky_ex(cholesky(A, upper=upper), _info(A))

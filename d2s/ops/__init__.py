@@ -22,10 +22,11 @@ import inspect
 
 from . import (creation, elementwise, division, pointwise, shape as _shape_family, reduce, indexing, selection,
                rearrange, random, types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug,
-               special, combining, windows, decompositions)
+               special, combining, windows, decompositions, promotion, integrals)
 
 _FAMILIES = (creation, elementwise, division, pointwise, _shape_family, reduce, indexing, selection, rearrange, random,
-             types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug, special, combining, windows, decompositions)
+             types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug,
+             special, combining, windows, decompositions, promotion, integrals)
 
 
 def _public(family):

@@ -1,6 +1,7 @@
 """Shape compositions with PyTorch's names: broadcast_tensors, broadcast_shapes, block_diag,
 cartesian_prod, combinations, diagflat, dist, rot90, ravel, split_with_sizes, sum_to_size,
-nanmedian, fill, detach, ``Tensor.where`` and ``Tensor.stride``, and the ``unfold`` view
+nanmedian, fill, detach, msort, adjoint, unravel_index, renorm, ``Tensor.where``, ``Tensor.vdot`` and
+``Tensor.stride``, and the ``unfold`` view
 (runtime: ``d2s_runtime/ops/shape_ops.py``).
 
 Each composition is exact (moves, pads, index selections and sums of existing ops), so its
@@ -24,7 +25,7 @@ from .creation import full_like, zeros_like
 from .elementwise import cast
 from .elementwise import logical_not, where
 from .indexing import gather, index_add, index_select
-from .linalg import diag
+from .linalg import diag, dot as _vdot
 from .pointwise import isnan
 from .rearrange import flip, meshgrid
 from .reduce import norm as _norm, sum as _sum
@@ -290,3 +291,56 @@ def detach(input):
     """``input.detach()``, as ``torch.detach``."""
     return input.detach()
 
+
+
+# ------------------------------------------------------------------ small compositions
+@tensor_method()
+def msort(input):
+    """``input`` sorted along its first dim (the values of ``sort(input, 0)``), as ``torch.msort``."""
+    return sort(input, 0).values
+
+
+@tensor_method()
+def adjoint(input):
+    """The conjugate transpose of the last two dims (a transpose, for real tensors), as
+    ``torch.adjoint``: a view."""
+    if input.ndim < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
+                           f"{input.ndim}-D tensor.")
+    return transpose(input, -2, -1)
+
+
+tensor_method("vdot")(_vdot)
+
+
+def unravel_index(indices, shape):
+    """The coordinates of flat ``indices`` into a tensor of ``shape``, as
+    ``torch.unravel_index``: a tuple of int64 tensors of ``indices``' shape, one per dim."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    shape = tuple(int(s) for s in shape)
+    indices = _as_tensor(indices)
+    if str(indices.dtype) in ("float16", "bfloat16", "float32", "float64", "bool"):
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+    if any(s < 0 for s in shape):
+        raise ValueError("'shape' cannot have negative values, but got " + str(shape))
+    size = int(np.prod(shape, dtype=np.int64))
+    if not indices.is_symbolic and indices.numel() and bool(((indices < -size) | (indices >= size)).any()):
+        raise ValueError("'indices' must be in range [-%d, %d)" % (size, size) if size else "'indices' must be empty")
+    flat = cast(indices, "int64")
+    flat = where(flat < 0, flat + size, flat)
+    out = []
+    for s in reversed(shape):
+        out.append(flat % s if s else flat * 0)
+        flat = flat // s if s else flat
+    return tuple(reversed(out))
+
+
+@tensor_method()
+def renorm(input, p, dim, maxnorm):
+    """Each slice along ``dim`` scaled so its ``p``-norm is at most ``maxnorm``, as
+    ``torch.renorm`` (slices within it are unchanged; PyTorch's factor ``maxnorm / (norm + 1e-7)``)."""
+    dims = [d for d in range(input.ndim) if d != dim % input.ndim]
+    norms = _norm(input, p, dim=dims, keepdim=True)
+    factor = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    return input * factor

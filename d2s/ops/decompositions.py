@@ -2,8 +2,9 @@
 ``d2s_runtime/ops/decompositions.py``): ``linalg_svd``, ``linalg_eigh``, ``linalg_qr`` and
 ``linalg_matrix_exp``, and the compositions built on them. ``torch.linalg``'s names are in
 ``d2s/linalg.py`` (svd, svdvals, eigh, eigvalsh, qr, pinv, matrix_rank, lstsq,
-solve_triangular, matrix_exp); here are ``torch``'s own: ``svd`` (``U, S, V``, ``some``),
-``qr`` (``some``), ``pinverse`` and ``matrix_exp``, also Tensor methods.
+solve_triangular, matrix_exp, cond, tensorinv, tensorsolve, the ``_ex`` forms); here are
+``torch``'s own: ``svd`` (``U, S, V``, ``some``), ``qr`` (``some``), ``pinverse``, ``matrix_exp``,
+``cholesky_solve`` and ``cholesky_inverse``, also Tensor methods.
 
 The gradient rules are PyTorch's (FunctionsManual.cpp): svd's through ``U, S, Vh`` (with
 ``full_matrices=True`` only the first ``k`` columns of ``U`` and rows of ``Vh`` carry one, as
@@ -233,3 +234,21 @@ def matrix_exp(input):
     its gradient."""
     return _matrix_exp(input)
 
+
+
+@tensor_method()
+def cholesky_solve(B, L, upper=False):
+    """The solution of ``A X = B`` for ``A = L L^T`` (``upper``: ``A = U^T U``) given its Cholesky
+    factor, as ``torch.cholesky_solve(B, L)``; differentiable in both (the factor's gradient is
+    PyTorch's full-matrix one)."""
+    L = _as_tensor(L)
+    A = matmul(_mT(L), L) if upper else matmul(L, _mT(L))
+    return apply("linalg_solve", A, _as_tensor(B))
+
+
+@tensor_method()
+def cholesky_inverse(L, upper=False):
+    """The inverse of ``A = L L^T`` (``upper``: ``U^T U``) from its Cholesky factor, as
+    ``torch.cholesky_inverse``."""
+    L = _as_tensor(L)
+    return apply("linalg_inv", matmul(_mT(L), L) if upper else matmul(L, _mT(L)))

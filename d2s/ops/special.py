@@ -1,7 +1,7 @@
 """Gamma functions, integer divisors and sign functions with PyTorch's names (runtime:
 ``d2s_runtime/ops/gamma.py``): lgamma, digamma, polygamma, gcd, lcm, signbit, and the
 compositions xlogy, logit, heaviside, deg2rad, rad2deg, isposinf, isneginf, logaddexp2, copysign,
-sgn, positive, sinc, is_signed.
+sgn, positive, sinc, is_signed, rsub, ldexp (and ``Tensor.fix``).
 
 ``lgamma``'s gradient is ``digamma``, ``polygamma(n)``'s is ``polygamma(n + 1)``, as PyTorch's.
 The compositions are written as PyTorch defines them (``xlogy``: 0 where ``x == 0`` unless ``y``
@@ -17,7 +17,7 @@ from ..dispatch import apply
 from ..onnx.registry import onnx_unsupported
 from ..tensor import Tensor, tensor, tensor_method
 from .elementwise import _dtype_of, abs, cast, clamp, eq, gt, log, logaddexp, lt, sign, sin, where
-from .pointwise import isinf, isnan
+from .pointwise import exp2, isinf, isnan, trunc
 from .elementwise import logical_and, logical_not
 from .creation import ones_like, zeros_like
 
@@ -249,3 +249,27 @@ def sinc(input):
     at0 = eq(x, 0)
     px = where(at0, 1.0, x) * math.pi
     return where(at0, ones_like(x), sin(px) / px)
+
+
+# ------------------------------------------------------------------ arithmetic shorthands
+def rsub(input, other, *, alpha=1):
+    """``other - alpha * input``, as ``torch.rsub``."""
+    return other - (input if alpha == 1 else input * alpha)
+
+
+@tensor_method()
+def ldexp(input, other):
+    """``input * 2 ** other``, as ``torch.ldexp``; integer inputs give float32. (As PyTorch's, the
+    gradient is 0 where an integer ``other`` is negative.)"""
+    dt = _float_dtype(input, other)
+    x = _floated(input, dt)
+    scale = exp2(_floated(other, dt) if isinstance(other, Tensor) else _as_float_tensor(other, dt))
+    if isinstance(other, Tensor) and str(other.dtype) not in _FLOATS:
+        # PyTorch's gradient takes 2 ** other in integers, which is 0 for a negative exponent:
+        # the value keeps the exact scale, the gradient PyTorch's
+        grad_scale = where(lt(other, 0), 0.0, scale)
+        return x * grad_scale + (x * (scale - grad_scale)).detach()
+    return x * scale
+
+
+tensor_method("fix")(trunc)  # Tensor.fix: PyTorch's alias of trunc (torch.fix is d2s.fix)

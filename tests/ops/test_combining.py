@@ -108,6 +108,12 @@ TORCH_CASES = [
          np.array([[1.0, 5.0, 3.0, 2.0], [0.5, 7.0, -1.0, 4.0], [6.0, -2.0, 8.0, 9.0]])),
     Case("fill_detach", lambda t, x, v: (t.fill(x, 2.5), t.fill(x, v), t.detach(x) * 2), X, np.array(1.25)),
     Case("shape_methods", _shape_methods, X),
+    Case("msort_adjoint_vdot", lambda t, x, y: (t.msort(x), x.msort(), t.adjoint(y), x.adjoint(), x[0].vdot(x[1])),
+         X, X3),
+    Case("unravel_index", lambda t, i: (t.unravel_index(i, (3, 4)), t.unravel_index(i, [2, 2, 3]), t.unravel_index(i, 12),
+                                        t.unravel_index(i.reshape(2, 3), (4, 3))), np.array([0, 5, 11, -1, 7, -12])),
+    Case("renorm", lambda t, x, y: (t.renorm(x, 2, 0, 1.0), x.renorm(1, 1, 0.5), t.renorm(y, 3, -1, 0.8),
+                                    t.renorm(x, float("inf"), 0, 10.0)), X, X3),
     Case("cumulative_inplace", _cumulative_inplace, X, onnx="ONNX has no cumulative product"),
     Case("comparisons_inplace", _comparisons_inplace, np.array([[0.0, 0.5, 1.0], [2.0, -1.0, 0.25]]),
          np.array([0.5, 0.5, 2.0]), grad=False),
@@ -169,6 +175,9 @@ def test_shape_methods_keep_views_and_versions():
     (lambda: d2s.combinations(d2s.zeros(2, 2)), "1D"),
     (lambda: d2s.fill(d2s.zeros(2), d2s.zeros(2)), "0-dimension"),
     (lambda: d2s.zeros(2, 3).stride(5), "index|range"),
+    (lambda: d2s.adjoint(d2s.zeros(3)), "matrices"),
+    (lambda: d2s.unravel_index(d2s.tensor([12]), (3, 4)), "range"),
+    (lambda: d2s.unravel_index(d2s.tensor([1.0]), (3, 4)), "integer"),
 ])
 def test_errors_name_the_op_and_the_problem(call, msg):
     with pytest.raises(Exception, match=msg):

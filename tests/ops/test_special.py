@@ -60,6 +60,9 @@ TORCH_CASES = [
                                         x.clone().rad2deg_(), x.abs().add(0.1).lgamma_(), x.abs().add(0.1).digamma_(),
                                         (x.sigmoid() + 0).logit_(), x.clone().sinc_(), x.abs().xlogy_(2.0)), X,
          rtol=1e-5, onnx=NO_GAMMA),
+    Case("rsub_ldexp_fix", lambda t, x, y, i: (t.rsub(x, y), t.rsub(x, 2.0, alpha=3), t.rsub(x, 1), t.ldexp(x, i),
+                                               x.ldexp(t.tensor(2.0, dtype=x.dtype)), t.ldexp(i, i), x.fix(), i.fix()),
+         X, R.standard_normal((3, 5)), np.array([1, -2, 0, 3, 5])),
     Case("inplace_ints", lambda t, a, b: (a.clone().gcd_(b), a.clone().lcm_(b)), INTS_A, INTS_B, onnx=NO_GCD),
 ]
 
