@@ -501,15 +501,18 @@ def _info(A):
 def inv_ex(A, *, check_errors=False):
     """``torch.linalg.inv_ex``: the named tuple ``(inverse, info)`` (info zeros: a singular matrix
     raises here, where PyTorch without ``check_errors`` reports it in ``info``)."""
+    del check_errors  # (errors always raise here)
     return _return_types.linalg_inv_ex(inv(A), _info(A))
 
 
 def solve_ex(A, B, *, left=True, check_errors=False):
     """``torch.linalg.solve_ex``: the named tuple ``(result, info)`` (info as :func:`inv_ex`'s)."""
+    del check_errors  # (errors always raise here)
     return _return_types.linalg_solve_ex(solve(A, B, left=left), _info(A))
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False):
     """``torch.linalg.cholesky_ex``: the named tuple ``(L, info)`` (a matrix that is not positive
     definite raises here, where PyTorch without ``check_errors`` reports it in ``info``)."""
+    del check_errors  # (errors always raise here)
     return _return_types.linalg_cholesky_ex(cholesky(A, upper=upper), _info(A))

@@ -237,13 +237,13 @@ def matrix_exp(input):
 
 
 @tensor_method()
-def cholesky_solve(B, L, upper=False):
-    """The solution of ``A X = B`` for ``A = L L^T`` (``upper``: ``A = U^T U``) given its Cholesky
-    factor, as ``torch.cholesky_solve(B, L)``; differentiable in both (the factor's gradient is
-    PyTorch's full-matrix one)."""
-    L = _as_tensor(L)
+def cholesky_solve(input, input2, upper=False):
+    """The solution of ``A X = input`` for ``A = L L^T`` (``upper``: ``A = U^T U``) given its
+    Cholesky factor ``input2``, as ``torch.cholesky_solve``; differentiable in both (the
+    factor's gradient is PyTorch's full-matrix one)."""
+    L = _as_tensor(input2)
     A = matmul(_mT(L), L) if upper else matmul(L, _mT(L))
-    return apply("linalg_solve", A, _as_tensor(B))
+    return apply("linalg_solve", A, _as_tensor(input))
 
 
 @tensor_method()
