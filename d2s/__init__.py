@@ -53,7 +53,9 @@ _LAZY_NAMES.update((n, ("d2s.settings", n)) for n in (
     "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads",
     "get_float32_matmul_precision", "set_float32_matmul_precision", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled", "is_anomaly_enabled",
-    "is_anomaly_check_nan_enabled"))
+    "is_anomaly_check_nan_enabled", "set_deterministic_debug_mode", "get_deterministic_debug_mode", "init_num_threads",
+    "is_warn_always_enabled", "is_vulkan_available", "is_distributed"))
+_LAZY_NAMES["chain_matmul"] = ("d2s.linalg", "chain_matmul")
 
 # The public names of ``d2s`` (see the API contract and docs/api/d2s.md): tensors and dtypes, the
 # op functions of d2s.ops, grad modes, functional control flow, and the subpackages.

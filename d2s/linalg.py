@@ -516,3 +516,15 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
     definite raises here, where PyTorch without ``check_errors`` reports it in ``info``)."""
     del check_errors  # (errors always raise here)
     return _return_types.linalg_cholesky_ex(cholesky(A, upper=upper), _info(A))
+
+
+def chain_matmul(*matrices):
+    """``torch.chain_matmul`` (``torch.linalg.multi_dot`` of 2-d matrices given one by one; a
+    single matrix is returned as it is)."""
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if any(m.ndim != 2 for m in matrices):
+        raise RuntimeError("chain_matmul(): expected 2D tensors, got dims " + str([m.ndim for m in matrices]))
+    if len(matrices) == 1:
+        return matrices[0]
+    return multi_dot(matrices)

@@ -80,3 +80,45 @@ def is_anomaly_enabled():
 def is_anomaly_check_nan_enabled():
     """Whether the active ``detect_anomaly`` checks gradients for NaN (False outside one)."""
     return STATE.anomaly is not None and bool(getattr(STATE.anomaly, "check_nan", False))
+
+
+_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_deterministic_debug_mode(debug_mode):
+    """Record the deterministic debug mode (``torch.set_deterministic_debug_mode``): 0 or
+    ``'default'``, 1 or ``'warn'``, 2 or ``'error'``; as :func:`use_deterministic_algorithms`
+    records it (d2s's kernels are deterministic)."""
+    mode = _DEBUG_MODES.get(debug_mode, debug_mode) if isinstance(debug_mode, str) else debug_mode
+    if mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected one of 0, 1, 2 or 'default', 'warn', 'error', "
+                           f"but got {debug_mode!r}")
+    _SETTINGS["deterministic"], _SETTINGS["warn_only"] = mode > 0, mode == 1
+
+
+def get_deterministic_debug_mode():
+    """The deterministic debug mode (``torch.get_deterministic_debug_mode``): 0, 1 (warn only) or
+    2, following :func:`use_deterministic_algorithms`."""
+    if not _SETTINGS["deterministic"]:
+        return 0
+    return 1 if _SETTINGS["warn_only"] else 2
+
+
+def init_num_threads():
+    """``torch.init_num_threads``: nothing to set up in d2s (numpy's BLAS starts its own threads)."""
+
+
+def is_warn_always_enabled():
+    """False, as PyTorch's default (``torch.is_warn_always_enabled``): d2s warns once per place."""
+    return False
+
+
+def is_vulkan_available():
+    """False: d2s has no Vulkan backend (``torch.is_vulkan_available``)."""
+    return False
+
+
+def is_distributed(input):
+    """False, as PyTorch's ``torch.is_distributed`` for every tensor it makes."""
+    del input
+    return False

@@ -54,3 +54,24 @@ def test_same_answers_as_torch():
     assert torch.get_float32_matmul_precision() == d2s.get_float32_matmul_precision()
     assert torch.are_deterministic_algorithms_enabled() == d2s.are_deterministic_algorithms_enabled()
     assert torch.is_anomaly_enabled() == d2s.is_anomaly_enabled()
+    assert torch.get_deterministic_debug_mode() == d2s.get_deterministic_debug_mode()
+    assert torch.is_warn_always_enabled() == d2s.is_warn_always_enabled()
+    assert torch.is_vulkan_available() == d2s.is_vulkan_available()
+
+
+def test_debug_mode_follows_deterministic_algorithms(restored):
+    assert d2s.get_deterministic_debug_mode() == 0
+    d2s.set_deterministic_debug_mode("warn")
+    assert d2s.get_deterministic_debug_mode() == 1 and d2s.is_deterministic_algorithms_warn_only_enabled()
+    d2s.set_deterministic_debug_mode(2)
+    assert d2s.get_deterministic_debug_mode() == 2 and d2s.are_deterministic_algorithms_enabled()
+    d2s.use_deterministic_algorithms(False)
+    assert d2s.get_deterministic_debug_mode() == 0
+    with pytest.raises(RuntimeError, match="debug_mode"):
+        d2s.set_deterministic_debug_mode("loud")
+
+
+def test_fixed_answers():
+    d2s.init_num_threads()
+    assert d2s.is_warn_always_enabled() is False and d2s.is_vulkan_available() is False
+    assert d2s.is_distributed(d2s.ones(2)) is False

@@ -1,7 +1,7 @@
 """Shape compositions with PyTorch's names: broadcast_tensors, broadcast_shapes, block_diag,
 cartesian_prod, combinations, diagflat, dist, rot90, ravel, split_with_sizes, sum_to_size,
-nanmedian, fill, detach, msort, adjoint, unravel_index, renorm, ``Tensor.where``, ``Tensor.vdot`` and
-``Tensor.stride``, and the ``unfold`` view
+nanmedian, fill, detach, msort, adjoint, unravel_index, renorm, frobenius_norm, norm_except_dim,
+constant_pad_nd, ``Tensor.where``, ``Tensor.vdot`` and ``Tensor.stride``, and the ``unfold`` view
 (runtime: ``d2s_runtime/ops/shape_ops.py``).
 
 Each composition is exact (moves, pads, index selections and sums of existing ops), so its
@@ -29,7 +29,7 @@ from .linalg import diag, dot as _vdot
 from .pointwise import isnan
 from .rearrange import flip, meshgrid
 from .reduce import norm as _norm, sum as _sum
-from .shape import broadcast_to, concat, movedim, pad, reshape, split, stack, transpose
+from .shape import broadcast_to, concat, movedim, pad as _pad, reshape, split, stack, transpose
 from .sorting import sort
 from ._util import _as_tensor
 
@@ -208,7 +208,7 @@ def block_diag(*tensors):
     for m in mats:
         c = int(m.shape[1])
         m = m if str(m.dtype) == dt else cast(m, dt)
-        rows.append(pad(m, [left, width - left - c]))
+        rows.append(_pad(m, [left, width - left - c]))
         left += c
     return concat(rows, 0)
 
@@ -344,3 +344,22 @@ def renorm(input, p, dim, maxnorm):
     norms = _norm(input, p, dim=dims, keepdim=True)
     factor = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
     return input * factor
+
+
+def frobenius_norm(input, dim, keepdim=False):
+    """The 2-norm over ``dim``, as ``torch.frobenius_norm``."""
+    return _norm(input, 2, dim=list(dim) if isinstance(dim, (list, tuple)) else [dim], keepdim=keepdim)
+
+
+def norm_except_dim(v, pow=2, dim=0):
+    """The ``pow``-norm over every dim but ``dim`` (kept, the others of size 1), as
+    ``torch.norm_except_dim`` (weight normalization's); ``dim=-1``: over all, 0-d."""
+    if dim == -1:
+        return _norm(v, pow)
+    return _norm(v, pow, dim=[d for d in range(v.ndim) if d != dim], keepdim=True)
+
+
+def constant_pad_nd(input, pad, value=0):
+    """``input`` padded with ``value`` (``pad`` from the last dim, PyTorch's order), as
+    ``torch.constant_pad_nd``."""
+    return _pad(input, list(pad), "constant", value)

@@ -1,5 +1,5 @@
-"""Window functions and ``logspace`` with PyTorch's signatures: hann_window, hamming_window,
-blackman_window, bartlett_window, kaiser_window, logspace.
+"""Window functions, ``logspace`` and ``range`` with PyTorch's signatures: hann_window,
+hamming_window, blackman_window, bartlett_window, kaiser_window, logspace, range.
 
 Each is a constant of its arguments: computed in float64 by numpy (PyTorch's formulas, its
 ``periodic=True`` default: the window of ``N + 1`` points without its last) and made a tensor of
@@ -86,3 +86,23 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
     if not dt.startswith(("float", "bfloat")):
         values = np.trunc(values)
     return tensor(values.astype(np.float64), dtype=dt, device=device, requires_grad=requires_grad)
+
+
+def range(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,  # noqa: A001 (PyTorch's name)
+          requires_grad=False):
+    """The values ``start, start + step, ...`` up to ``end`` included, as the deprecated
+    ``torch.range`` (``floor((end - start) / step) + 1`` of them; the default float dtype unless
+    given). Prefer :func:`d2s.arange`, whose end is excluded."""
+    if out is not None:
+        raise TypeError("range: out= is not supported; assign the result instead")
+    if end is None:
+        start, end = 0, start
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    if step == 0:
+        raise RuntimeError("range: step must be nonzero")
+    if (end - start) / step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    n = int(np.floor((end - start) / step)) + 1
+    dt = str(as_dtype(dtype)) if dtype is not None else str(as_dtype(default_float()))
+    values = float(start) + float(step) * np.arange(n, dtype=np.float64)
+    return tensor(values, dtype=dt, device=device, requires_grad=requires_grad)

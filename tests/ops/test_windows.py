@@ -1,7 +1,7 @@
-"""Window functions and logspace (d2s/ops/windows.py) against PyTorch: hann, hamming, blackman,
-bartlett and kaiser windows (periodic and symmetric, lengths 0 to 9, alpha/beta, float64) and
-logspace (bases, dtypes, integer truncation, one step, none): values and dtypes, then converted
-(tests/torch_parity.py)."""
+"""Window functions, logspace and range (d2s/ops/windows.py) against PyTorch: hann, hamming,
+blackman, bartlett and kaiser windows (periodic and symmetric, lengths 0 to 8, alpha/beta,
+float64), logspace (bases, dtypes, integer truncation, one step, none) and the deprecated range
+(end included, negative steps, dtypes): values and dtypes, then converted (tests/torch_parity.py)."""
 import numpy as np
 import pytest
 
@@ -24,6 +24,8 @@ TORCH_CASES += [
     Case("logspace", lambda t: (t.logspace(0, 3, 4), t.logspace(-2.0, 2.0, steps=9), t.logspace(0, 1, 5, base=2),
                                 t.logspace(1, 0, 3, 3.0, dtype=t.float64), t.logspace(0, 1, 1), t.logspace(0, 1, 0),
                                 t.logspace(0, 3, 4, dtype=t.int64), t.logspace(0, 1, 5, base=2, dtype=t.int32))),
+    Case("range", lambda t: (t.range(0, 1, 0.1), t.range(1, 4), t.range(0, 1, 0.3), t.range(5, 1, -2),
+                             t.range(1, 4, dtype=t.int64), t.range(-1.5, 2.5, 0.5, dtype=t.float64))),
 ]
 
 
@@ -45,6 +47,8 @@ def test_window_in_a_converted_function():
     (lambda: d2s.hann_window(-1), "non-negative"),
     (lambda: d2s.kaiser_window(4, dtype=d2s.int64), "floating point"),
     (lambda: d2s.logspace(0, 1, -2), "non-negative"),
+    (lambda: d2s.range(0, 1, 0), "nonzero"),
+    (lambda: d2s.range(0, 1, -1), "inconsistent"),
 ])
 def test_errors_name_the_op_and_the_problem(call, msg):
     with pytest.raises(Exception, match=msg):
