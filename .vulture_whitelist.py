@@ -21,6 +21,43 @@ _.foreach  # d2s.nn.utils.clip_grad_norm_/clip_grad_value_(..., foreach=None) as
 _.owner  # StaticFunction.__get__(self, instance, owner): the descriptor protocol
 _.protocol  # Module.__reduce_ex__(self, protocol): the pickle protocol
 
+# torch.* names d2s re-exports (d2s.ops.__all__, d2s's lazy names): PyTorch's public API
+_.broadcast_tensors  # d2s.broadcast_tensors (torch.broadcast_tensors)
+_.block_diag  # d2s.block_diag
+_.cartesian_prod  # d2s.cartesian_prod
+_.hann_window  # d2s.hann_window and the other windows
+_.hamming_window  # d2s.hamming_window (torch.hamming_window)
+_.blackman_window  # d2s.blackman_window (torch.blackman_window)
+_.bartlett_window  # d2s.bartlett_window (torch.bartlett_window)
+_.kaiser_window  # d2s.kaiser_window (torch.kaiser_window)
+_.logspace  # d2s.logspace
+_.trapz  # d2s.trapz (torch.trapz)
+_.cumulative_trapezoid  # d2s.cumulative_trapezoid (torch.cumulative_trapezoid)
+_.promote_types  # d2s.promote_types (torch.promote_types)
+_.scalar_tensor  # d2s.scalar_tensor (torch.scalar_tensor)
+_.rsub  # d2s.rsub (torch.rsub)
+_.frobenius_norm  # d2s.frobenius_norm (torch.frobenius_norm)
+_.norm_except_dim  # d2s.norm_except_dim (torch.norm_except_dim)
+_.constant_pad_nd  # d2s.constant_pad_nd (torch.constant_pad_nd)
+_.set_deterministic_debug_mode  # d2s.set_deterministic_debug_mode (torch's)
+_.get_deterministic_debug_mode  # d2s.get_deterministic_debug_mode (torch's)
+_.init_num_threads  # d2s.init_num_threads (torch's)
+_.is_warn_always_enabled  # d2s.is_warn_always_enabled (torch's)
+_.is_vulkan_available  # d2s.is_vulkan_available (torch's)
+_.is_distributed  # d2s.is_distributed (torch's)
+_.chain_matmul  # d2s.chain_matmul (torch.chain_matmul), a lazy name
+_.get_num_threads  # d2s.get_num_threads and PyTorch's other global switches (d2s/settings.py)
+_.set_num_threads  # d2s.set_num_threads (torch.set_num_threads)
+_.get_num_interop_threads  # d2s.get_num_interop_threads (torch.get_num_interop_threads)
+_.set_num_interop_threads  # d2s.set_num_interop_threads (torch.set_num_interop_threads)
+_.get_float32_matmul_precision  # d2s.get_float32_matmul_precision (torch.get_float32_matmul_precision)
+_.set_float32_matmul_precision  # d2s.set_float32_matmul_precision (torch.set_float32_matmul_precision)
+_.use_deterministic_algorithms  # d2s.use_deterministic_algorithms (torch.use_deterministic_algorithms)
+_.are_deterministic_algorithms_enabled  # d2s.are_deterministic_algorithms_enabled (torch.are_deterministic_algorithms_enabled)
+_.is_deterministic_algorithms_warn_only_enabled  # d2s.is_deterministic_algorithms_warn_only_enabled (torch.is_deterministic_algorithms_warn_only_enabled)
+_.is_anomaly_enabled  # d2s.is_anomaly_enabled (torch.is_anomaly_enabled)
+_.is_anomaly_check_nan_enabled  # d2s.is_anomaly_check_nan_enabled (torch.is_anomaly_check_nan_enabled)
+
 # Public API that users call (API.md, README, PyTorch / Paddle names); the tests use some
 _.int32  # the dtype d2s.int32
 _.rand  # d2s.rand

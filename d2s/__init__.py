@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 # Submodules and names that import lazily, so `import d2s` stays light and layers stay apart.
 _LAZY_MODULES = {"nn", "optim", "data", "jit", "static", "passes", "func", "utils", "viz", "onnx", "distributions",
                  "autograd", "transformers", "convert", "cli", "trace", "distributed", "lax", "linalg", "return_types",
-                 "cuda", "backends", "accelerator", "amp"}
+                 "cuda", "backends", "accelerator", "amp", "settings"}
 _LAZY_NAMES = {
     "cond": ("d2s.static.control_flow", "cond"),
     "while_loop": ("d2s.static.control_flow", "while_loop"),
@@ -45,6 +45,17 @@ _LAZY_NAMES = {
     "compile": ("d2s.jit.api", "compile"),
     "is_autocast_enabled": ("d2s.amp", "is_autocast_enabled"),
 }
+# torch.*'s forms of functional layers, and PyTorch's global switches (d2s/settings.py)
+_LAZY_NAMES.update((n, ("d2s.nn._torch_forms", n)) for n in (
+    "layer_norm", "group_norm", "batch_norm", "instance_norm", "cosine_similarity", "selu", "celu", "threshold",
+    "hardshrink", "prelu", "rms_norm", "pairwise_distance", "bilinear", "alpha_dropout"))
+_LAZY_NAMES.update((n, ("d2s.settings", n)) for n in (
+    "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads",
+    "get_float32_matmul_precision", "set_float32_matmul_precision", "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled", "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled", "set_deterministic_debug_mode", "get_deterministic_debug_mode", "init_num_threads",
+    "is_warn_always_enabled", "is_vulkan_available", "is_distributed"))
+_LAZY_NAMES["chain_matmul"] = ("d2s.linalg", "chain_matmul")
 
 # The public names of ``d2s`` (see the API contract and docs/api/d2s.md): tensors and dtypes, the
 # op functions of d2s.ops, grad modes, functional control flow, and the subpackages.

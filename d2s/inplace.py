@@ -121,6 +121,16 @@ RESULTS = {
                      "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
                      "bitwise_right_shift", "tril", "triu", "addmm", "addmv",
                      "addbmm", "baddbmm", "addr", "fmax", "fmin", "maximum", "minimum")},
+    # element-wise functions added with d2s.ops.special, running sums, and comparisons (the bool
+    # result written as 0/1 in the tensor's own dtype, as PyTorch's ge_ ... do)
+    **{f"{_name}_": (lambda name: lambda s, *args, **kwargs: getattr(s, name)(*args, **kwargs))(_name)
+       for _name in ("sgn", "copysign", "deg2rad", "rad2deg", "logit", "xlogy", "heaviside", "sinc", "lgamma",
+                     "digamma", "polygamma", "gcd", "lcm", "mvlgamma", "arccosh", "arcsinh", "arctanh")},
+    "cumsum_": lambda s, dim, *, dtype=None: s.cumsum(dim, dtype=dtype),
+    "cumprod_": lambda s, dim, *, dtype=None: s.cumprod(dim, dtype=dtype),
+    **{f"{_name}_": (lambda name: lambda s, other: getattr(s, name)(other).cast(s.dtype))(_name)
+       for _name in ("eq", "ne", "ge", "gt", "le", "lt", "greater", "greater_equal", "less", "less_equal",
+                     "not_equal")},
     "__iadd__": lambda s, other: s + other,
     "__isub__": lambda s, other: s - other,
     "__imul__": lambda s, other: s * other,
@@ -422,6 +432,47 @@ def _method(name):
     method.__name__ = name
     method.__doc__ = f"In-place ``{name}``: writes into this tensor and returns it (PyTorch semantics)."
     return method
+
+
+# -------------------------------------------------------------- in-place shape methods
+SHAPE_METHODS = ("squeeze_", "unsqueeze_", "t_", "transpose_", "swapdims_", "swapaxes_")
+
+
+def _shape_method(name):
+    """``t.squeeze_()`` and the like: ``t`` itself takes the new shape of the same elements (a
+    view of what it showed), as PyTorch's in-place shape methods do."""
+    def method(self, *args, **kwargs):
+        what = f"{name}()"
+        op = getattr(Tensor, name[:-1])
+        if STATE.grad_enabled and self.requires_grad and self.grad_fn is None:
+            raise RuntimeError(f"{what}: a leaf Variable that requires grad is being used in an in-place operation")
+        if self.is_symbolic or STATE.hooked:
+            b = STATE.builder
+            if b is not None:
+                _refuse_outside_values(b, self, what)
+            seen = op(self, *args, **kwargs) if self._view is not None else None
+            _repoint(b, self, op(views.alias(self), *args, **kwargs))
+            if seen is not None:  # still a view of its root, one step further
+                self._view = seen._view
+            return self
+        # the history comes from an alias (a node saving its input keeps the old shape), the
+        # view record from t itself (its root and steps, one step longer)
+        out = op(views.alias(self), *args, **kwargs)
+        seen = op(self, *args, **kwargs) if self._view is not None else None
+        self._data = out._data
+        if seen is not None:
+            self._view = seen._view
+        bump(self)
+        if self.requires_grad:
+            views.take_history(self, out)
+        return self
+    method.__name__ = name
+    method.__doc__ = f"In-place ``{name[:-1]}``: this tensor takes the new shape (PyTorch semantics) and is returned."
+    return method
+
+
+for _name in SHAPE_METHODS:
+    tensor_method(_name)(_shape_method(_name))
 
 
 for _name in RESULTS:  # Tensor's in-place methods (see the end of d2s/tensor.py)

@@ -1,6 +1,9 @@
 """``d2s.linalg``: PyTorch's ``torch.linalg`` functions that d2s has.
 
-The norms, ``vander``, ``matrix_power``, ``cross``, ``diagonal``, ``vecdot`` and ``multi_dot`` are
+The decompositions (``svd``, ``svdvals``, ``eigh``, ``eigvalsh``, ``qr``, ``matrix_exp``) call the
+primitives of ``d2s/ops/decompositions.py`` (LAPACK through numpy, with PyTorch's conventions
+and gradients), and ``pinv``, ``matrix_rank``, ``lstsq`` and ``solve_triangular`` compose them
+(tests: ``tests/ops/test_decompositions.py``). The norms, ``vander``, ``matrix_power``, ``cross``, ``diagonal``, ``vecdot`` and ``multi_dot`` are
 compositions of d2s ops; ``inv``, ``det``, ``slogdet``, ``cholesky`` and ``solve``
 call the matrix primitives of ``d2s/ops/matrices.py``. Each runs eagerly, inside ``to_static``
 and in saved programs, with gradients (ONNX export where ONNX has the operator). Add a function
@@ -9,10 +12,15 @@ here with a docstring and a test (the norms': ``tests/test_linalg.py``; the othe
 """
 from .ops.support import dim_args as _A
 from . import return_types as _return_types
-from .ops import cumulative as _cumulative, linalg as _linalg, matrices as _matrices, reduce as _reduce
+from .ops import cumulative as _cumulative, decompositions as _decomp, linalg as _linalg, matrices as _matrices
+from .ops import reduce as _reduce
+from .ops.creation import ones_like as _ones_like, zeros
+from .ops.shape import reshape as _reshape
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve", "vander", "matrix_power", "cholesky", "cross",
-           "diagonal", "vecdot", "multi_dot"]
+           "diagonal", "vecdot", "multi_dot", "svd", "svdvals", "eigh", "eigvalsh", "qr", "pinv", "matrix_rank", "lstsq",
+           "solve_triangular", "matrix_exp", "cond", "matmul", "tensorinv", "tensorsolve", "inv_ex", "solve_ex",
+           "cholesky_ex"]
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, **unsupported):
@@ -317,3 +325,206 @@ def _chain(mats, split, i, j):
 def _no_out(fn, out):
     if out is not None:
         raise TypeError(f"d2s.linalg.{fn}(): out= is not supported; use the returned tensor")
+
+
+# ------------------------------------------------------------------ decompositions
+def svd(A, full_matrices=True, *, driver=None, **unsupported):
+    """The singular value decomposition ``A = U diag(S) Vh``, as ``torch.linalg.svd``: the named
+    tuple ``(U, S, Vh)``, singular values descending; ``full_matrices=True`` (PyTorch's default)
+    gives ``U`` m x m and ``Vh`` n x n, else m x k and k x n. Differentiable (PyTorch's rule; only
+    the first k columns of a full ``U`` carry a gradient).
+
+    Args:
+        A: a float tensor of matrices (..., m, n).
+        full_matrices: whether to return the full factors.
+        driver: accepted for PyTorch's signature (a GPU option); must be None.
+
+    Returns:
+        ``(U, S, Vh)``.
+    """
+    _A.no_extra("linalg.svd", unsupported)
+    if driver is not None:
+        raise ValueError(f"linalg.svd: driver={driver!r} chooses a cuSOLVER routine (GPU only, as PyTorch's); leave it None")
+    U, S, Vh = _decomp._svd(A, full_matrices)
+    return _return_types.linalg_svd(U, S, Vh)
+
+
+def svdvals(A, *, driver=None):
+    """The singular values of each matrix of ``A`` (descending), as ``torch.linalg.svdvals``."""
+    if driver is not None:
+        raise ValueError(f"linalg.svdvals: driver={driver!r} is a GPU option; leave it None")
+    return _decomp._svd(A, False)[1]
+
+
+def eigh(A, UPLO="L"):
+    """The eigenvalues (ascending) and orthonormal eigenvectors (columns) of each symmetric
+    matrix of ``A``, read from its lower (``UPLO='L'``, PyTorch's default) or upper triangle, as
+    ``torch.linalg.eigh``: the named tuple ``(eigenvalues, eigenvectors)``. Differentiable."""
+    L, Q = _decomp._eigh(A, UPLO)
+    return _return_types.linalg_eigh(L, Q)
+
+
+def eigvalsh(A, UPLO="L"):
+    """The eigenvalues (ascending) of each symmetric matrix of ``A``, as ``torch.linalg.eigvalsh``."""
+    return _decomp._eigh(A, UPLO)[0]
+
+
+def qr(A, mode="reduced"):
+    """The QR decomposition ``A = Q R``, as ``torch.linalg.qr``: the named tuple ``(Q, R)``;
+    ``mode`` ``'reduced'`` (default), ``'complete'`` or ``'r'`` (``Q`` empty). Differentiable for
+    matrices with at least as many rows as columns (not with ``mode='r'``, as PyTorch's)."""
+    Q, R = _decomp._qr(A, mode)
+    return _return_types.linalg_qr(Q, R)
+
+
+def matrix_exp(A):
+    """The matrix exponential of each square matrix of ``A``, as ``torch.linalg.matrix_exp``."""
+    return _decomp._matrix_exp(A)
+
+
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
+    """The Moore-Penrose pseudo-inverse, as ``torch.linalg.pinv``: singular values (``hermitian``:
+    absolute eigenvalues) at most ``max(atol, rtol * largest)`` are dropped, ``rtol`` defaulting
+    to ``eps * max(m, n)`` when neither is given (``rcond`` is ``rtol``'s old name)."""
+    if rcond is not None:
+        if rtol is not None:
+            raise ValueError("linalg.pinv: rcond is rtol's old name; give one of them")
+        rtol = rcond
+    return _decomp._pinv(A, atol=atol, rtol=rtol, hermitian=hermitian)
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
+    """The number of singular values (``hermitian``: absolute eigenvalues) above
+    ``max(atol, rtol * largest)`` of each matrix, as ``torch.linalg.matrix_rank`` (int64);
+    ``tol`` is ``atol``'s old name."""
+    if tol is not None:
+        atol = tol
+    return _decomp._matrix_rank(A, atol=atol, rtol=rtol, hermitian=hermitian)
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """The least-squares solution of ``A X = B``, as ``torch.linalg.lstsq``: the named tuple
+    ``(solution, residuals, rank, singular_values)`` (the minimum-norm solution, through the
+    pseudo-inverse with cut-off ``rcond``). As PyTorch's CPU drivers: ``rank`` for 'gelsy' (the
+    default), 'gelsd' and 'gelss'; ``singular_values`` for 'gelsd' and 'gelss'; ``residuals``
+    (squared, per column) for 'gelsd', 'gelss' and 'gels' when m > n and A has full rank; empty
+    otherwise."""
+    driver = driver or "gelsy"
+    if driver not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss), "
+                           f"got {driver!r}")
+    A, B = _decomp._as_tensor(A), _decomp._as_tensor(B)
+    if B.ndim == A.ndim - 1:
+        raise ValueError("linalg.lstsq: B must have as many dims as A ((..., m, k)); unsqueeze a vector to (m, 1)")
+    m, n = A.shape[-2], A.shape[-1]
+    X = _linalg.matmul(_decomp._pinv(A, rtol=rcond), B)
+    empty = _reshape(X, [-1])[:0]  # (an empty result carries X's history, as PyTorch's does)
+    rank = _decomp._matrix_rank(A, rtol=rcond) if driver != "gels" else zeros(0, dtype="int64")
+    svals = _decomp._svd(A, False)[1].detach() if driver in ("gelsd", "gelss") else empty.detach()
+    residuals = empty
+    if driver != "gelsy" and m > n and bool((_decomp._matrix_rank(A, rtol=rcond) == min(m, n)).all()):
+        diff = _linalg.matmul(A, X) - B
+        residuals = (diff * diff).sum(-2)
+    return _return_types.linalg_lstsq(X, residuals, rank, svals)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+    """The solution ``X`` of ``A X = B`` (``left=False``: ``X A = B``) for triangular ``A``, as
+    ``torch.linalg.solve_triangular``: only ``A``'s upper (``upper=True``) or lower triangle is
+    read, its diagonal taken as ones with ``unitriangular``. Differentiable (the gradient of
+    ``A`` lies in that triangle)."""
+    A = _decomp._as_tensor(A)
+    if upper:
+        T = _linalg.triu(A, 1 if unitriangular else 0)
+    else:
+        T = _linalg.tril(A, -1 if unitriangular else 0)
+    if unitriangular:
+        T = T + _linalg.diag_embed(_ones_like(_linalg.diagonal(A, 0, -2, -1)))
+    return solve(T, B, left=left)
+
+
+# ------------------------------------------------------------------ more of torch.linalg
+def matmul(input, other):
+    """``torch.linalg.matmul``: :func:`d2s.matmul`."""
+    return _linalg.matmul(input, other)
+
+
+def cond(A, p=None):
+    """The condition number of each square matrix in the matrix norm ``p``, as
+    ``torch.linalg.cond``: for ``p`` None or 2 (-2) the ratio of the largest (smallest) singular
+    value to the smallest (largest); for 'fro', 'nuc', inf, -inf, 1, -1 ``norm(A) * norm(inv(A))``."""
+    if p is None or p == 2 or p == -2:
+        S = svdvals(A)
+        big, small = S[..., 0], S[..., -1]
+        return small / big if p == -2 else big / small
+    if p == "nuc":
+        return svdvals(A).sum(-1) * svdvals(inv(A)).sum(-1)
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
+def tensorinv(A, ind=2):
+    """The inverse of ``A`` as a tensor product (``tensordot(tensorinv(A), A, ind)`` is the
+    identity), as ``torch.linalg.tensorinv``: shape ``A.shape[ind:] + A.shape[:ind]``."""
+    if ind <= 0:
+        raise ValueError(f"linalg.tensorinv: expected a strictly positive integer for 'ind', but got {ind}")
+    shape = tuple(int(s) for s in A.shape)
+    rows, cols = shape[:ind], shape[ind:]
+    n = int(_prod(rows))
+    if n != int(_prod(cols)):
+        raise RuntimeError(f"linalg.tensorinv: expected prod(A.shape[:ind]) == prod(A.shape[ind:]), got {shape}")
+    return _reshape(inv(_reshape(A, [n, n])), list(cols) + list(rows))
+
+
+def tensorsolve(A, B, dims=None):
+    """The ``X`` with ``tensordot(A, X, X.ndim) == B``, as ``torch.linalg.tensorsolve``
+    (``dims``: dims of ``A`` moved to the end first)."""
+    if dims is not None:
+        nd = A.ndim
+        moved = [d % nd for d in dims]
+        A = A.permute([d for d in range(nd) if d not in moved] + moved)
+    rest = tuple(int(s) for s in A.shape[B.ndim:])
+    n = int(_prod(tuple(int(s) for s in B.shape)))
+    return _reshape(solve(_reshape(A, [n, -1]), _reshape(B, [n])), list(rest))
+
+
+def _prod(shape):
+    out = 1
+    for s in shape:
+        out *= s
+    return out
+
+
+def _info(A):
+    return zeros(*[int(s) for s in A.shape[:-2]], dtype="int32")
+
+
+def inv_ex(A, *, check_errors=False):
+    """``torch.linalg.inv_ex``: the named tuple ``(inverse, info)`` (info zeros: a singular matrix
+    raises here, where PyTorch without ``check_errors`` reports it in ``info``)."""
+    del check_errors  # (errors always raise here)
+    return _return_types.linalg_inv_ex(inv(A), _info(A))
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """``torch.linalg.solve_ex``: the named tuple ``(result, info)`` (info as :func:`inv_ex`'s)."""
+    del check_errors  # (errors always raise here)
+    return _return_types.linalg_solve_ex(solve(A, B, left=left), _info(A))
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """``torch.linalg.cholesky_ex``: the named tuple ``(L, info)`` (a matrix that is not positive
+    definite raises here, where PyTorch without ``check_errors`` reports it in ``info``)."""
+    del check_errors  # (errors always raise here)
+    return _return_types.linalg_cholesky_ex(cholesky(A, upper=upper), _info(A))
+
+
+def chain_matmul(*matrices):
+    """``torch.chain_matmul`` (``torch.linalg.multi_dot`` of 2-d matrices given one by one; a
+    single matrix is returned as it is)."""
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if any(m.ndim != 2 for m in matrices):
+        raise RuntimeError("chain_matmul(): expected 2D tensors, got dims " + str([m.ndim for m in matrices]))
+    if len(matrices) == 1:
+        return matrices[0]
+    return multi_dot(matrices)

@@ -29,6 +29,17 @@ slogdet = namedtuple("slogdet", ["sign", "logabsdet"], module=__name__)
 linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"], module=__name__)
 cummax = _values_indices("cummax")
 cummin = _values_indices("cummin")
+nanmedian = _values_indices("nanmedian")
+linalg_svd = namedtuple("linalg_svd", ["U", "S", "Vh"], module=__name__)
+svd = namedtuple("svd", ["U", "S", "V"], module=__name__)
+linalg_eigh = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"], module=__name__)
+linalg_qr = namedtuple("linalg_qr", ["Q", "R"], module=__name__)
+qr = namedtuple("qr", ["Q", "R"], module=__name__)
+linalg_inv_ex = namedtuple("linalg_inv_ex", ["inverse", "info"], module=__name__)
+linalg_solve_ex = namedtuple("linalg_solve_ex", ["result", "info"], module=__name__)
+linalg_cholesky_ex = namedtuple("linalg_cholesky_ex", ["L", "info"], module=__name__)
+linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"], module=__name__)
 
 __all__ = ["max", "min", "median", "mode", "sort", "topk", "kthvalue", "aminmax", "slogdet", "linalg_slogdet",
-           "cummax", "cummin"]
+           "cummax", "cummin", "nanmedian", "linalg_svd", "svd", "linalg_eigh", "linalg_qr", "qr", "linalg_lstsq",
+           "linalg_inv_ex", "linalg_solve_ex", "linalg_cholesky_ex"]

@@ -42,6 +42,7 @@ versions up to its root, and a saved view notices a write into its root (see
 ``d2s.autograd.node.version_of``): a backward that needs an overwritten value raises.
 """
 import numpy as np
+from d2s_runtime.ops import OPS as _OPS
 
 from ._state import STATE
 from . import layouts as _layouts
@@ -304,6 +305,8 @@ def _fake_view(x, step):
             return np.reshape(fake, tuple(attrs["shape"]), copy=False)
         if name == "diagonal":
             return np.diagonal(fake, attrs.get("offset", 0), attrs.get("dim1", 0), attrs.get("dim2", 1))
+        if name == "unfold":  # (its kernel is numpy's strided windows: run on the layout alone)
+            return _OPS["unfold"].kernel(np, fake, **attrs)
     except (ValueError, IndexError, TypeError):
         pass
     if name in _RESHAPES:

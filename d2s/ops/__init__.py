@@ -21,10 +21,12 @@ public wrappers are its functions without a leading underscore; this package re-
 import inspect
 
 from . import (creation, elementwise, division, pointwise, shape as _shape_family, reduce, indexing, selection,
-               rearrange, random, types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug)
+               rearrange, random, types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug,
+               special, combining, windows, decompositions, promotion, integrals)
 
 _FAMILIES = (creation, elementwise, division, pointwise, _shape_family, reduce, indexing, selection, rearrange, random,
-             types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug)
+             types, linalg, matrices, conv, pooling, norm, nn, sorting, counting, bitshift, cumulative, debug,
+             special, combining, windows, decompositions, promotion, integrals)
 
 
 def _public(family):

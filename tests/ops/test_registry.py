@@ -104,6 +104,18 @@ CASES = {
     "atanh": (ops.atanh, (ops.atanh, [R.uniform(-0.9, 0.9, 5)])),
     "acosh": (ops.acosh, (ops.acosh, [positive(5) + 1.0])),
     "erfinv": (ops.erfinv, (ops.erfinv, [R.uniform(-0.9, 0.9, 5)])),
+    "lgamma": (ops.lgamma, (ops.lgamma, [positive(3, 4)])),
+    "polygamma": (ops.digamma, (ops.digamma, [positive(3, 4)])),
+    "unfold": (ops.unfold, (lambda x: ops.unfold(x, 1, 2, 1), [randn(3, 4)])),
+    "linalg_svd": (d2s.linalg.svd, (lambda a: (lambda u, s, vh: ((u * s.unsqueeze(-2)) @ vh, u.abs(), vh.abs()))(
+        *d2s.linalg.svd(a, full_matrices=False)), [randn(4, 3)])),
+    "linalg_eigh": (d2s.linalg.eigh, (lambda a: (lambda w, q: (w, q.abs()))(*d2s.linalg.eigh(a + a.mT)),
+                                      [randn(4, 4)])),
+    "linalg_qr": (d2s.linalg.qr, (lambda a: tuple(d2s.linalg.qr(a)), [randn(4, 3)])),
+    "linalg_matrix_exp": (d2s.linalg.matrix_exp, (d2s.linalg.matrix_exp, [randn(3, 3) * 0.5])),
+    "linalg_pinv": (d2s.linalg.pinv, (d2s.linalg.pinv, [randn(4, 3)])),
+    "linalg_matrix_rank": (d2s.linalg.matrix_rank, _ND),
+    "gcd": (ops.gcd, _ND), "lcm": (ops.lcm, _ND), "signbit": (ops.signbit, _ND),
     "fmin": (ops.fmin, (ops.fmin, [spread(3, 4), spread(4) + 0.11])),
     "fmod": (ops.fmod, (ops.fmod, [positive(3, 4) * 3, np.full(4, -0.7)])),
     "truncdiv": ("d2s.div(a, b, rounding_mode='trunc')", _ND),
@@ -333,5 +345,6 @@ def test_view_ops_link_their_input():
         y = {"transpose": lambda: w.T, "reshape": lambda: w.reshape(4, 3), "expand_dims": lambda: w.unsqueeze(0),
              "squeeze": lambda: w.unsqueeze(0).squeeze(0), "broadcast_to": lambda: w.broadcast_to([2, 3, 4]),
              "getitem": lambda: w[1:], "diagonal": lambda: w.diagonal(), "split": lambda: w.split([1, 2], 0)[1],
+             "unfold": lambda: w.unfold(1, 2, 1),
              "reshape_dims": lambda: apply("reshape_dims", w, d2s.tensor(4), shape=[None, 3], same_as=[-1])}[name]()
         assert y._base is not None and y._view is not None, name

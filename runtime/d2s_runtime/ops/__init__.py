@@ -4,7 +4,7 @@ from .registry import (OPS, RULE_ROLES, TRAITS, BlockLayout, OpDef, ShapeError, 
                        defrule, defstructured, get_op, ops_with)
 from . import elementwise, pointwise, reduce, linalg, shape_ops, creation, random, indexing, gather_scatter  # noqa: F401  (registration)
 from . import nn_ops, conv_ops, pool_ops, norm_ops, grad_ops  # noqa: F401  (registration)
-from . import sorting, counting  # noqa: F401  (registration)
+from . import sorting, counting, gamma, decompositions  # noqa: F401  (registration)
 from . import guard  # noqa: F401  (registration: trace guards)
 from . import tensor_list  # noqa: F401  (registration: tensor lists for loops)
 from . import debug  # noqa: F401  (registration: print and assert inside programs)

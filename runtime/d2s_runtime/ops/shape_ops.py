@@ -519,3 +519,37 @@ _detached_write_native.fuses_input = True
 @deflowering("identity", "native")
 def _identity_native(e, x):
     return e.copy(x)
+
+
+# ------------------------------------------------------------------ unfold (sliding windows)
+def _unfold_infer(x, axis, size, step):
+    nd = len(x.shape)
+    if not -max(nd, 1) <= axis < max(nd, 1):
+        raise ShapeError(f"unfold: dimension {axis} is out of range for a tensor with {nd} dims")
+    if step <= 0:
+        raise ShapeError(f"unfold: step is {step} but must be > 0")
+    if nd == 0:
+        if size > 1:
+            raise ShapeError(f"unfold: maximum size for tensor at dimension 0 is 1 but size is {size}")
+        return TensorType((size,), x.dtype)
+    a = axis % nd
+    d = x.shape[a]
+    if size < 0 or (d is not None and size > d):
+        raise ShapeError(f"unfold: maximum size for tensor at dimension {a} is {d} but size is {size}")
+    n = None if d is None else (d - size) // step + 1
+    return TensorType(x.shape[:a] + (n,) + x.shape[a + 1:] + (size,), x.dtype)
+
+
+@defop("unfold", _unfold_infer, view=True, movement=True)
+def _unfold(xp, x, axis, size, step):
+    """Every window of ``size`` elements along ``axis``, ``step`` apart: that dim becomes the
+    window count and a last dim of ``size`` is added (a read-only strided view of ``x``, as
+    PyTorch's ``Tensor.unfold`` is a view)."""
+    if x.ndim == 0:
+        return x.reshape(1)[:size]
+    a = axis % x.ndim
+    windows = xp.lib.stride_tricks.sliding_window_view(x, size, axis=a) if xp is np else \
+        xp.lib.stride_tricks.sliding_window_view(x, size, axis=a)
+    index = [slice(None)] * x.ndim
+    index[a] = slice(None, None, step)
+    return windows[tuple(index)]

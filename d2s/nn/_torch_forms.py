@@ -1,0 +1,79 @@
+"""``torch.*``'s own forms of functional layers (``torch.layer_norm``, ``torch.batch_norm``,
+``torch.selu``, ``torch.pairwise_distance``, ...), which model files call beside
+``torch.nn.functional``'s: the same computations, with ``torch.*``'s argument orders (``torch.batch_norm`` takes ``weight, bias`` before the running
+statistics) and its ``cudnn_enabled`` flag (accepted; d2s has no cuDNN)."""
+from . import functional as F
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+    """``torch.layer_norm``: :func:`d2s.nn.functional.layer_norm`."""
+    del cudnn_enable  # (accepted: d2s has no cuDNN)
+    return F.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    """``torch.group_norm``: :func:`d2s.nn.functional.group_norm`."""
+    del cudnn_enabled  # (accepted: d2s has no cuDNN)
+    return F.group_norm(input, num_groups, weight, bias, eps)
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    """``torch.batch_norm`` (weight and bias first): :func:`d2s.nn.functional.batch_norm`."""
+    del cudnn_enabled  # (accepted: d2s has no cuDNN)
+    return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
+    """``torch.instance_norm`` (weight and bias first): :func:`d2s.nn.functional.instance_norm`."""
+    del cudnn_enabled  # (accepted: d2s has no cuDNN)
+    return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``torch.cosine_similarity``: :func:`d2s.nn.functional.cosine_similarity`."""
+    return F.cosine_similarity(x1, x2, dim, eps)
+
+
+def selu(input):
+    """``torch.selu``: :func:`d2s.nn.functional.selu`."""
+    return F.selu(input)
+
+
+def celu(input, alpha=1.0):
+    """``torch.celu``: :func:`d2s.nn.functional.celu`."""
+    return F.celu(input, alpha)
+
+
+def threshold(input, threshold, value):
+    """``torch.threshold``: :func:`d2s.nn.functional.threshold`."""
+    return F.threshold(input, threshold, value)
+
+
+def hardshrink(input, lambd=0.5):
+    """``torch.hardshrink``: :func:`d2s.nn.functional.hardshrink`."""
+    return F.hardshrink(input, lambd)
+
+
+def prelu(input, weight):
+    """``torch.prelu``: :func:`d2s.nn.functional.prelu`."""
+    return F.prelu(input, weight)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``torch.rms_norm``: :func:`d2s.nn.functional.rms_norm`."""
+    return F.rms_norm(input, normalized_shape, weight, eps)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``torch.pairwise_distance``: :func:`d2s.nn.functional.pairwise_distance`."""
+    return F.pairwise_distance(x1, x2, p, eps, keepdim)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``torch.bilinear``: :func:`d2s.nn.functional.bilinear`."""
+    return F.bilinear(input1, input2, weight, bias)
+
+
+def alpha_dropout(input, p, train):
+    """``torch.alpha_dropout`` (``train``, not ``training``): :func:`d2s.nn.functional.alpha_dropout`."""
+    return F.alpha_dropout(input, p, train)

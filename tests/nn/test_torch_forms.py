@@ -1,0 +1,54 @@
+"""``torch.*``'s forms of functional layers (d2s/nn/_torch_forms.py) against PyTorch:
+torch.layer_norm, group_norm, batch_norm (weight and bias before the running statistics, in
+training and evaluation), instance_norm and cosine_similarity: values, dtypes, float64
+gradients, then converted, dynamic, saved and ONNX (tests/torch_parity.py)."""
+import numpy as np
+import pytest
+
+import torch_parity
+from torch_parity import Case
+
+R = np.random.default_rng(55)
+X = R.standard_normal((4, 6, 5))
+W6, B6 = R.uniform(0.5, 1.5, 6), R.standard_normal(6)
+MEAN, VAR = R.standard_normal(6), R.uniform(0.5, 2.0, 6)
+STATS = ("running statistics passed as tensors are updated in place, which to_static refuses with an error "
+         "(the nn layers' are written back)")
+
+
+def _batch_norm_train(t, x, w, b, m, v):
+    m, v = m.clone(), v.clone()
+    out = t.batch_norm(x, w, b, m, v, True, 0.1, 1e-5, False)
+    return out, m, v
+
+
+TORCH_CASES = [
+    Case("layer_norm", lambda t, x, w, b: (t.layer_norm(x, [5]), t.layer_norm(x, (6, 5), eps=1e-3),
+                                           t.layer_norm(x.transpose(1, 2), [6], w, b, 1e-5, True)), X, W6, B6,
+         rtol=1e-5, atol=1e-6),
+    Case("group_norm", lambda t, x, w, b: (t.group_norm(x, 3), t.group_norm(x, 2, w, b, 1e-5, True)), X, W6, B6,
+         rtol=1e-5, atol=1e-6),
+    Case("batch_norm_eval", lambda t, x, w, b, m, v: t.batch_norm(x, w, b, m, v, False, 0.1, 1e-5, True),
+         X, W6, B6, MEAN, VAR, grad=[0, 1, 2], rtol=1e-5, atol=1e-6),
+    Case("batch_norm_train", _batch_norm_train, X, W6, B6, MEAN, VAR, grad=[0, 1, 2], rtol=1e-5, atol=1e-6,
+         static=STATS, dynamic=STATS, saved=STATS, onnx=STATS),
+    Case("instance_norm", lambda t, x, w, b: (t.instance_norm(x, w, b, None, None, True, 0.1, 1e-5, False),
+                                              t.instance_norm(x, None, None, None, None, True, 0.0, 1e-3, True)),
+         X, W6, B6, rtol=1e-5, atol=1e-6),
+    Case("activations", lambda t, x, w: (t.selu(x), t.celu(x), t.celu(x, alpha=0.5), t.threshold(x, 0.1, -2.0),
+                                         t.hardshrink(x), t.hardshrink(x, lambd=1.0), t.prelu(x, w),
+                                         t.alpha_dropout(x, 0.5, False)), X, np.array([0.25])),
+    Case("rms_pairwise_bilinear", lambda t, x, y, w, b: (t.rms_norm(x, [5]), t.rms_norm(x, (6, 5), eps=1e-3),
+                                                         t.pairwise_distance(x[0], y[0]),
+                                                         t.pairwise_distance(x[0], y[0], p=1.0, eps=1e-3, keepdim=True),
+                                                         t.bilinear(x[0], y[0], w, b)),
+         X, R.standard_normal((4, 6, 5)), R.standard_normal((2, 5, 5)), R.standard_normal(2), rtol=1e-5, atol=1e-6),
+    Case("cosine_similarity", lambda t, a, b: (t.cosine_similarity(a, b), t.cosine_similarity(a, b, dim=-1),
+                                               t.cosine_similarity(a, b[:1], 2, 1e-6)), X, R.standard_normal((4, 6, 5)),
+         rtol=1e-5, atol=1e-6),
+]
+
+
+@pytest.mark.parametrize("case", TORCH_CASES, ids=str)
+def test_matches_torch(case):
+    torch_parity.check(case, __name__)
