@@ -5,15 +5,16 @@ parameter. For the parameters of a model (a GPT's 1024 x 256 matrices), those te
 fresh memory at every operation, and the update runs at memory speed with page faults; on
 blocks of ``BLOCK`` elements they stay in the core's cache. Measured on this machine with the
 GPT of ``benchmarks/bench_models.py`` (5.3M parameters, AdamW; thread CPU time): 31 ms per
-``step()`` whole, 23 ms by blocks (PyTorch's: 9 ms on two threads). Every element goes through the same operations in the same order, so the
-result is bitwise the same.
+``step()`` whole, 23 ms by blocks (PyTorch's: 9 ms on two threads). Every element goes
+through the same operations in the same order, so the result is bitwise the same.
 
 Blocks are runs of rows (slices of the first dim), and run the optimizer's ``_update``
-unchanged on them: array state is handed out as the same rows of its array, and scalar state (``step``, NAdam's ``mu_product``, ASGD's
-``eta``) advances once per step: the first block updates it, the later blocks get copies of
-the values it had before the step. State an update creates on its first step (SGD's
-``momentum_buffer``) is allocated whole by the first block that sets it and reads as absent to
-each block until that block sets its part, as it would to an update of the whole parameter.
+unchanged on them: array state is handed out as the same rows of its array, and scalar state
+(``step``, NAdam's ``mu_product``, ASGD's ``eta``) advances once per step: the first block
+updates it, the later blocks get copies of the values it had before the step. State an update
+creates on its first step (SGD's ``momentum_buffer``) is allocated whole by the first block
+that sets it and reads as absent to each block until that block sets its part, as it would to
+an update of the whole parameter.
 """
 import numpy as np
 
