@@ -40,7 +40,7 @@ import numpy as np
 
 from ..nn.module import Module
 from ..tensor import Tensor
-from .side_effects import _MISSING, _PY_STATE_TYPES, _Cell
+from .state_values import _MISSING, _PY_STATE_TYPES, _Cell
 
 _ATTR_OPS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 _ROOT_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF", "LOAD_FAST",

@@ -18,6 +18,8 @@ from ..static.builder import flatten_outputs
 from ..tensor import Tensor
 from ..user_errors import ConvertError
 from .concrete import _CELL
+from .object_guards import _plain_attr, chains_of
+from .state_values import _MISSING, _PY_STATE_TYPES, _Cell
 
 
 # the attributes every Module has (parameter, buffer, submodule and hook registries): d2s's own
@@ -117,8 +119,6 @@ def _function_containers(fn, bound=None, via="", cells=True):
     closure variables, or reaches from them (or from ``self``, the ``bound`` instance) through
     plain attributes (``REC.items.append``, ``self.items.append``); ``via`` names the function
     for a helper."""
-    from .object_guards import _plain_attr, chains_of  # (object_guards builds on this module)
-
     fn, names = _code_names(fn)
     if fn is None:
         return
@@ -409,12 +409,6 @@ def _restore_symbolic_writes(snapshot):
     return writes
 
 
-_MISSING = object()
-
-
-_PY_STATE_TYPES = frozenset({int, float, bool, str, type(None)})
-
-
 _STATE_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
 
 
@@ -466,20 +460,6 @@ def _python_state(instance):
         return []
     return [_state_entry(m.__dict__, k, v) for m in instance.modules() for k, v in m.__dict__.items()
             if (type(v) in _PY_STATE_TYPES or type(v) in _STATE_CONTAINERS) and k not in _MODULE_INTERNALS]
-
-
-class _Cell:
-    """A closure cell read as an attribute dict is (``get``), so the state check reads it alike."""
-    __slots__ = ("cell",)
-
-    def __init__(self, cell):
-        self.cell = cell
-
-    def get(self, key, default=None):
-        try:
-            return self.cell.cell_contents
-        except ValueError:  # emptied (del of the variable)
-            return default
 
 
 def _global_state(fn):

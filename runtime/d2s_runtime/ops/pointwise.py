@@ -308,9 +308,12 @@ def _blockwise(xp, fn, *arrays):
         return fn(*arrays)
     # (inf * 0 is NaN at x = +-inf, as in PyTorch's kernels, which do not warn)
     with np.errstate(invalid="ignore", over="ignore"):
-        if arrays[0].size <= _GELU_BLOCK or any(a.shape != arrays[0].shape for a in arrays):
+        # (row-major operands of one shape only: others keep numpy's order of the result, which
+        # follows the inputs' layout, as d2s/layouts.py models it)
+        if arrays[0].size <= _GELU_BLOCK or any(a.shape != arrays[0].shape or not a.flags.c_contiguous
+                                                for a in arrays):
             return fn(*arrays)
-        flat = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
+        flat = [a.reshape(-1) for a in arrays]
         out = np.empty(flat[0].shape, np.result_type(*arrays))
         for lo in range(0, out.size, _GELU_BLOCK):
             out[lo:lo + _GELU_BLOCK] = fn(*(a[lo:lo + _GELU_BLOCK] for a in flat))
