@@ -1,6 +1,6 @@
 """Whole-model steps, d2s side by side with PyTorch (and JAX for the GPT) on the same weights.
 
-    python benchmarks/bench_models.py [--threads N] [--repeat R] [--only NAMES] [--columns NAMES]
+    python benchmarks/bench_models.py [--threads N] [--repeat R] [--settle S] [--only NAMES] [--columns NAMES]
                                       [--contended KIND] [--shared-process] [--tiny]
 
 Workloads (``benchmarks/_workloads.py``: each model written once for either library, so both
@@ -41,7 +41,8 @@ as the script did before.
 Every framework is limited to ``--threads`` threads (BLAS/OpenMP variables set before numpy is
 imported, in the workers too, ``torch.set_num_threads``). Each timing is the median of
 ``--repeat`` steps after two warm-up steps, the columns interleaved step by step so that
-machine noise hits them alike; every ratio printed comes from this one run. ``--contended
+machine noise hits them alike, each step after ``--settle`` seconds of sleep (the previous
+column's idle threads stop spinning first); every ratio printed comes from this one run. ``--contended
 busy`` runs one busy process beside the timed ones (``busy2``: two; ``loader``: a 2-worker
 DataLoader producing batches without pause), started and stopped by this script
 (``benchmarks/_contention.py``). The load average is printed at the start and the end: on a
@@ -418,7 +419,7 @@ def separate_columns(name, columns, native_wait, tiny, folder):
 
 
 # ------------------------------------------------------------------ timing
-def run(name, repeat, runners, notes, tiny=False):
+def run(name, repeat, runners, notes, tiny=False, settle=0.0):
     """Warm every column of ``runners`` up, check their first losses against each other, time
     ``repeat`` steps of each, interleaved, and print the table; returns {column: median ms}."""
     first = {}
@@ -446,6 +447,11 @@ def run(name, repeat, runners, notes, tiny=False):
     idles = {k: [] for k in runners}
     for _ in range(repeat):
         for k, runner in runners.items():
+            # the previous column's idle BLAS/OpenMP threads spin for up to ~100 ms after its
+            # step (the "CPU used between steps" line): on 2 cores a step started meanwhile would
+            # lose a core to them (measured: d2s static's LSTM step 148 ms right after d2s
+            # eager's, 105-109 ms alone); every column waits alike
+            time.sleep(settle)
             wall, cpu, idle = runner.step()
             times[k].append(wall)
             cpus[k].append(cpu)
@@ -477,7 +483,7 @@ def _timed_workload(name, args, columns, folder):
     runners, notes = (separate_columns(name, columns, args.native_wait, args.tiny, folder) if args.separate
                       else shared_columns(name, columns, args.native_wait, args.tiny))
     try:
-        return run(name, args.repeat, runners, notes, args.tiny)
+        return run(name, args.repeat, runners, notes, args.tiny, args.settle)
     finally:
         for runner in runners.values():
             runner.close()
@@ -495,6 +501,9 @@ def main(argv=None):
     p.add_argument("--native-wait", type=float, default=600.0,
                    help="seconds to wait for the native background compiles")
     p.add_argument("--tiny", action="store_true", help="tiny sizes: checks that every column runs and agrees")
+    p.add_argument("--settle", type=float, default=0.25,
+                   help="seconds of sleep before each timed step, so the previous column's idle threads stop "
+                        "spinning first (default 0.25; 0: back to back)")
     p.add_argument("--separate", dest="separate", action="store_true", default=True,
                    help="each column in a fresh process of its own, the steps still interleaved (the default)")
     p.add_argument("--shared-process", dest="separate", action="store_false",

@@ -1,6 +1,6 @@
 """Where a ``bench_models.py`` workload's converted programs spend their time, op by op.
 
-    python benchmarks/profile_models.py gpt [--steps 3] [--threads 1] [--top 30]
+    python benchmarks/profile_models.py gpt [--steps 3] [--threads 1] [--top 30] [--detail OPS] [--tiny]
 
 Runs the workload's ``d2s static`` column with every program on the step interpreter, each
 op's kernel timed by the thread's CPU time (not wall time: on a shared machine the wall
@@ -83,29 +83,32 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--top", type=int, default=30)
     p.add_argument("--detail", default="", help="comma-separated op types grouped by their inputs' layouts")
+    p.add_argument("--tiny", action="store_true", help="the workload at bench_models.py's tiny sizes (a check)")
     args = p.parse_args(argv)
     saved, sys.argv = sys.argv, [sys.argv[0], "--threads", str(args.threads)]
     import bench_models as B
     sys.argv = saved
     from d2s_runtime import Executor
     from d2s_runtime.tiers import TieredRunner
-    orig = TieredRunner.__init__
+    orig, orig_steps = TieredRunner.__init__, Executor._run_steps
 
     def interpreted(self, program, device="cpu", backend=None, **kw):
         orig(self, program, device, "python", **{**kw, "mode": "interp"})
     TieredRunner.__init__ = interpreted
     totals = collections.defaultdict(lambda: [0.0, 0])
     Executor._run_steps = _timed_run_steps(totals, set(args.detail.split(",")))
-    steps, _ = B.make_steps(args.workload, ["d2s static"], 0)
-    f = steps["d2s static"]
-    f()
-    f()
-    totals.clear()
-    c0 = time.process_time()
-    for _ in range(args.steps):
+    try:
+        state, _ = B.initial_weights(args.workload, args.tiny)
+        f = B.build_column(args.workload, "d2s static", state, 0, args.tiny)
         f()
-    cpu = (time.process_time() - c0) / args.steps
-    TieredRunner.__init__ = orig
+        f()
+        totals.clear()
+        c0 = time.process_time()
+        for _ in range(args.steps):
+            f()
+        cpu = (time.process_time() - c0) / args.steps
+    finally:  # (the patches are undone also when the workload fails)
+        TieredRunner.__init__, Executor._run_steps = orig, orig_steps
     by_type = collections.defaultdict(float)
     for (t, _), (s, _) in totals.items():
         by_type[t] += s / args.steps

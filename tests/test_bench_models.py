@@ -27,7 +27,8 @@ def _module(name):
 def test_tiny_run_agrees_with_torch(capsys):
     pytest.importorskip("torch")
     bench = _module("bench_models")
-    result = bench.main(["--tiny", "--repeat", "1", "--columns", "d2s eager,d2s static,torch", "--shared-process"])
+    result = bench.main(["--tiny", "--repeat", "1", "--settle", "0", "--columns", "d2s eager,d2s static,torch",
+                         "--shared-process"])
     out = capsys.readouterr().out
     assert "load average at start" in out and "load average at end" in out
     assert "every column in this process" in out
@@ -40,7 +41,8 @@ def test_tiny_run_agrees_with_torch(capsys):
 def test_tiny_separate_workers_agree_with_torch(capsys):
     pytest.importorskip("torch")
     bench = _module("bench_models")
-    result = bench.main(["--tiny", "--repeat", "2", "--only", "lstm", "--columns", "d2s eager,d2s static,torch"])
+    result = bench.main(["--tiny", "--repeat", "2", "--settle", "0.01", "--only", "lstm", "--columns",
+                         "d2s eager,d2s static,torch"])
     out = capsys.readouterr().out
     assert "each column in a process of its own" in out and "weights: torch's initialization" in out
     assert "CPU used between steps while waiting" in out
