@@ -128,6 +128,14 @@ class _Conversion:
                           "or pass fallback=False to make this an error)", UserWarning, stacklevel=5)
 
 
+def _defaults_of(fn):
+    """``fn``'s default values as a call reads them: the positional ones (a tuple, compared by
+    identity: setting new ones makes a new tuple) and a copy of the keyword-only ones (a dict,
+    which can change in place)."""
+    kd = getattr(fn, "__kwdefaults__", None)
+    return getattr(fn, "__defaults__", None), (dict(kd) if kd is not None else None)
+
+
 class SourceUnavailableError(RuntimeError):
     """``to_static(fn, fallback=False)`` (or ``d2s.jit.config.strict``) on a function whose
     source cannot be read: it would otherwise run eagerly."""
@@ -163,6 +171,7 @@ class StaticFunction:
         self._bound = weakref.WeakKeyDictionary()
         self._bound_by_id = {}
         self._is_module = _is_module(instance)
+        self._defaults = _defaults_of(fn)
         functools.update_wrapper(self, fn, updated=())
 
     # ------------------------------------------------------------ binding
@@ -299,6 +308,8 @@ class StaticFunction:
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
+        if not self._defaults_hold():
+            self._defaults_changed()
         if (HOOKED_THREADS[0] and STATE.hooked) or not _ENABLED[0]:
             return self._call_unbuilt(args, kwargs)
         # The fast path: one signature walk, one dict lookup.
@@ -327,6 +338,23 @@ class StaticFunction:
         if self._check_numerics:
             return _run_checked(entry, leaves)
         return entry.run(leaves)
+
+    def _defaults_hold(self):
+        """Whether the function's default values are those its programs were built with (a
+        default reassigned, ``f.__defaults__ = (5.0,)``, or a keyword-only one changed)."""
+        d, kd = self._defaults
+        return getattr(self._fn, "__defaults__", None) is d and getattr(self._fn, "__kwdefaults__", None) == kd
+
+    def _defaults_changed(self):
+        """New default values: the converted function takes them, and the programs, which hold
+        the old ones as constants, are built again (before, the first build's stayed)."""
+        self._defaults = _defaults_of(self._fn)
+        conv = self._conversion.converted
+        target = getattr(conv, "__func__", conv)
+        if target is not None:
+            target.__defaults__ = getattr(self._fn, "__defaults__", None)
+            target.__kwdefaults__ = getattr(self._fn, "__kwdefaults__", None)
+        self._cache.clear()
 
     def _call_unbuilt(self, args, kwargs):
         """Inside another program being built: inline the converted function into it. Under a

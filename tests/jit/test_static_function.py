@@ -424,3 +424,47 @@ def test_a_hook_registered_inside_is_refused_not_ignored():
     with pytest.raises(RuntimeError, match="register_hook") as e:
         to_static(hooks_an_intermediate)(d2s.tensor(_RG, requires_grad=True))
     assert "test_static_function.py" in str(e.value)
+
+
+# ------------------------------------------------------------------ default values changed after conversion
+def _scaled(x, scale=2.0, *, shift=0.0):
+    if x.sum() > 0:  # a tensor condition: the defaults reach both branches of one program
+        return x * scale + shift
+    return x - scale - shift
+
+
+class _Scaler(d2s.nn.Module):
+    def forward(self, x, scale=2.0):
+        return x * scale
+
+
+def test_defaults_set_anew_after_conversion_are_used_as_eagerly():
+    # before, the first build's defaults stayed in the program: f.__defaults__ = (5.0,) was ignored
+    saved = _scaled.__defaults__, dict(_scaled.__kwdefaults__)
+    f = to_static(_scaled)
+    try:
+        for x in (d2s.ones(3), -d2s.ones(3)):
+            np.testing.assert_array_equal(f(x).numpy(), _scaled(x).numpy())
+            _scaled.__defaults__ = (5.0,)
+            np.testing.assert_array_equal(f(x).numpy(), _scaled(x).numpy())
+            _scaled.__kwdefaults__ = {"shift": 1.0}
+            np.testing.assert_array_equal(f(x).numpy(), _scaled(x).numpy())
+            _scaled.__kwdefaults__["shift"] = 3.0  # in place
+            np.testing.assert_array_equal(f(x).numpy(), _scaled(x).numpy())
+            _scaled.__defaults__, _scaled.__kwdefaults__ = saved[0], dict(saved[1])
+        assert len(f.programs) == 1  # the cache holds the programs of the defaults in force
+    finally:
+        _scaled.__defaults__, _scaled.__kwdefaults__ = saved[0], dict(saved[1])
+
+
+def test_a_module_forward_with_new_defaults_builds_again():
+    m = _Scaler()
+    to_static(m)
+    x = d2s.ones(2)
+    assert m(x).numpy().tolist() == [2.0, 2.0]
+    _Scaler.forward.__defaults__ = (3.0,)
+    try:
+        assert m(x).numpy().tolist() == [3.0, 3.0]
+    finally:
+        _Scaler.forward.__defaults__ = (2.0,)
+    assert m(x).numpy().tolist() == [2.0, 2.0]
