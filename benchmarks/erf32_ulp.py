@@ -15,6 +15,8 @@ import time
 import numba
 import numpy as np
 
+from _ulp import ulp_distance
+
 from d2s_runtime.native._lib import erf32, erfc32
 from d2s_runtime.ops import special
 
@@ -48,13 +50,7 @@ def _compare(xs, got, ref):
             if (xs[k] != xs[k]) != (got[k] != got[k]):
                 nan_bad += 1
             continue
-        a = np.int64(gb[k])
-        b = np.int64(rb[k])
-        if a < 0:
-            a = -2147483648 - a
-        if b < 0:
-            b = -2147483648 - b
-        d = abs(a - b)
+        d = ulp_distance(gb[k], rb[k])
         if d:
             off += 1
         if d > worst:

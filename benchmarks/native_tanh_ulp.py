@@ -12,6 +12,8 @@ import time
 import numba
 import numpy as np
 
+from _ulp import ulp_distance
+
 from d2s_runtime.native._lib import tanh32
 
 
@@ -34,13 +36,7 @@ def _chunk(xs):
             if out[k] == out[k]:
                 nan_bad += 1
             continue
-        a = np.int64(ob[k])
-        b = np.int64(rb[k])
-        if a < 0:
-            a = -2147483648 - a
-        if b < 0:
-            b = -2147483648 - b
-        d = abs(a - b)
+        d = ulp_distance(ob[k], rb[k])
         if d > worst:
             worst = d
             worst_x = x
