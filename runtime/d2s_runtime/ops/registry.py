@@ -21,8 +21,10 @@ Consumers look these up as they look up any op's traits, and never ask for an op
 from ..dtypes import SHORT, normalize
 
 
-class ShapeError(ValueError):
-    """Inputs whose shapes or dtypes an op cannot accept."""
+class ShapeError(ValueError, RuntimeError):
+    """Inputs whose shapes or dtypes an op cannot accept. A RuntimeError too, as PyTorch's error
+    for them is: code written for PyTorch (``except RuntimeError``) catches it; ``except
+    ValueError`` still does."""
 
 
 class TensorType:

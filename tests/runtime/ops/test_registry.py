@@ -403,3 +403,14 @@ def test_the_table_finder_finds_a_table(tmp_path):
     path.write_text('FAST = {"add", "mul"}\nPAIR = dict(x=1)\nONE = ("add",)\nKINDS = frozenset(["neg", "exp"])\n')
     assert [(name, ops) for _, name, ops in _module_level_op_tables(str(path))] == [
         ("FAST", ["add", "mul"]), ("KINDS", ["exp", "neg"])]
+
+
+def test_shape_errors_are_caught_as_pytorch_code_catches_them():
+    # PyTorch raises RuntimeError for inputs an op cannot take; code written for it catches that
+    import d2s
+    for bad in (lambda: d2s.ones(2) + d2s.ones(3), lambda: -d2s.tensor([True]),
+                lambda: d2s.ones(2, 3) @ d2s.ones(2, 3),
+                lambda: OPS["add"].infer(TensorType((2,), "float32"), TensorType((3,), "float32"))):
+        with pytest.raises(RuntimeError) as err:
+            bad()
+        assert isinstance(err.value, ShapeError) and isinstance(err.value, ValueError)
