@@ -59,7 +59,10 @@ def test_blocks_equal_the_whole_update_bitwise(name, kwargs, monkeypatch):
             np.testing.assert_array_equal(np.asarray(blocked_state[i][key]), np.asarray(v), err_msg=key)
 
 
-def test_small_and_gpu_free_parameters_are_updated_whole():
+def test_small_single_row_and_non_numpy_parameters_are_updated_whole():
+    big = np.zeros((2, 70000))
+    assert _blocks.blockable(np, big, big, {})
     assert not _blocks.blockable(np, np.zeros((2, 100)), np.zeros((2, 100)), {})
     assert not _blocks.blockable(np, np.zeros((1, 70000)), np.zeros((1, 70000)), {})
-    assert _blocks.blockable(np, np.zeros((2, 70000)), np.zeros((2, 70000)), {})
+    assert not _blocks.blockable(object(), big, big, {})  # cupy: one kernel per op already
+    assert not _blocks.blockable(np, big, big, {"buf": np.zeros((70000, 2))})  # state of another shape

@@ -245,11 +245,13 @@ _bitwise("bitwise_xor", lambda xp, a, b: xp.bitwise_xor(a, b), "Bitwise (logical
          ufunc="bitwise_xor")
 
 
-def _shift_infer(name):
+def integer_elementwise(name):
+    """The shape rule of a binary element-wise op defined for integer tensors only (the bit
+    shifts, gcd, lcm; PyTorch's too)."""
     def infer(a, b):
         t = elementwise(name, a, b)
         if t.dtype.startswith("float") or t.dtype == "bool":
-            raise ShapeError(f"{name}: needs integer tensors, got {a.dtype} and {b.dtype}")
+            raise ShapeError(f"{name}: needs integer tensors (PyTorch's too), got {a.dtype} and {b.dtype}")
         return t
     return infer
 
@@ -267,7 +269,7 @@ def _shift_operands(xp, a, b):
     return a, xp.where(out_of_range, 0, b).astype(b.dtype, copy=False), bits, out_of_range
 
 
-@defop("bitwise_left_shift", _shift_infer("bitwise_left_shift"), elementwise=True, fresh=True)
+@defop("bitwise_left_shift", integer_elementwise("bitwise_left_shift"), elementwise=True, fresh=True)
 def _bitwise_left_shift(xp, a, b):
     """``a << b`` of integers, wrapping as C does; a shift by a negative count or by the width or
     more gives 0, as PyTorch's."""
@@ -275,7 +277,7 @@ def _bitwise_left_shift(xp, a, b):
     return xp.where(out_of_range, xp.zeros((), a.dtype), xp.left_shift(a, b))
 
 
-@defop("bitwise_right_shift", _shift_infer("bitwise_right_shift"), elementwise=True, fresh=True)
+@defop("bitwise_right_shift", integer_elementwise("bitwise_right_shift"), elementwise=True, fresh=True)
 def _bitwise_right_shift(xp, a, b):
     """``a >> b`` of integers (arithmetic for signed ones); a shift by a negative count or by the
     width or more shifts by width - 1 (signed: 0 or -1) or gives 0 (unsigned), as PyTorch's."""

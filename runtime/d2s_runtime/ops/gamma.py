@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dtypes import float_of
 from .registry import ShapeError, TensorType, defop
-from .rules import elementwise
+from .elementwise import integer_elementwise
 
 _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
             -176.61502916214059, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6,
@@ -161,22 +161,13 @@ def _signbit(xp, x):
 
 
 
-def _int_infer(name):
-    def infer(a, b):
-        out = elementwise(name, a, b)
-        if out.dtype.startswith("float") or out.dtype == "bool":
-            raise ShapeError(f"{name}: defined for integer tensors only (PyTorch's too), got {a.dtype} and {b.dtype}")
-        return out
-    return infer
-
-
 def _int_kernel(np_name):
     def kernel(xp, a, b):
         return getattr(xp, np_name)(a, b)
     return kernel
 
 
-defop("gcd", _int_infer("gcd"), doc="The greatest common divisor of integers (``gcd(0, 0) = 0``), non-negative.",
+defop("gcd", integer_elementwise("gcd"), doc="The greatest common divisor of integers (``gcd(0, 0) = 0``), non-negative.",
       elementwise=True, commutative=True, fresh=True)(_int_kernel("gcd"))
-defop("lcm", _int_infer("lcm"), doc="The least common multiple of integers (0 where either is 0), non-negative.",
+defop("lcm", integer_elementwise("lcm"), doc="The least common multiple of integers (0 where either is 0), non-negative.",
       elementwise=True, commutative=True, fresh=True)(_int_kernel("lcm"))
