@@ -140,7 +140,6 @@ _.unregister_device  # its inverse (tests/strict_device.py)
 _.native_origin  # public Executor attribute: where the native code came from ("disk cache", "compiled"); tests/runtime/native/test_native_warm_cache.py
 
 # d2s_runtime/blas.py
-_.leave  # called by generated code, looked up by name (codegen.g_blas)
 _.threads  # blas.threads(): numpy's BLAS thread count, for callers and tests checking it is restored
 
 # d2s/serialization.py, d2s_runtime/serialize.py

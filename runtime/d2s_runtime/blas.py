@@ -1,46 +1,56 @@
-"""One BLAS thread while a loop of small matrix products runs.
+"""numpy's matrix products on fewer BLAS threads while other processes hold the cores, where that
+cannot change their result.
 
-numpy's OpenBLAS splits every product above ~2.6e5 multiply-adds over its threads, and its
-worker threads wait for work by spinning. A loop of small products (an RNN step:
-``(32, 256) @ (256, 256)``, two million multiply-adds) then pays a hand-over between threads
-per product, and on a machine whose cores other processes also use, a worker that is not
-running when its share is handed to it stalls the product for a scheduler tick: measured on
-the 2-core machine of ``benchmarks/bench_native.py`` with other processes busy, such a loop ran
-6 to 10 times slower on 2 threads than on 1 (on an idle machine, 2 threads gain little at
-these sizes). The generated code (``codegen.py``) therefore runs a ``while`` or ``scan`` whose
-products are all known to be small with OpenBLAS set to one thread, and restores the count
-after it (also when the loop raises).
+numpy's OpenBLAS splits a product over its threads and waits for every share; its idle threads
+wait for work by spinning. On a machine whose cores other processes also use, a share handed to a
+thread that is not running stalls the product for a scheduler tick, and the spinning takes cores
+the other processes want. Measured on this project's 2-core machine: a loop of small products
+(an RNN step) ran 6 to 10 times slower on 2 threads than on 1 beside busy processes, and the GPT
+training step of ``benchmarks/bench_models.py`` took 14.3 s instead of 0.38 s beside a
+DataLoader with 2 workers.
 
-On a machine whose cores are all busy the same stall hits large products too (a
-``(256, 2048) @ (2048, 256)`` product: 70 ms on 2 threads against 7 ms on 1, measured there).
-d2s does not react to the machine's load: its behaviour would then depend on other processes.
-Set ``OPENBLAS_NUM_THREADS`` (or ``--threads 1`` in the benchmarks) on an oversubscribed machine.
+So :func:`matmul` (what the ``matmul`` kernel and generated code call on numpy) asks
+``threads.free`` how many threads the machine has free (a look at ``/proc/stat`` at most every
+0.1 s, else a clock read) and, when that is fewer than numpy's BLAS has, computes the product on
+that many, restoring the count after it.
 
-The count is process-wide: ``enter``/``leave`` keep a depth count under a lock so that loops
-running in several threads at once set it once and restore it once (a product another thread
-computes meanwhile runs on one thread: slower, never different). Where numpy's BLAS is not an
-OpenBLAS whose thread count can be set (another BLAS, no ctypes, not Linux), both calls do
-nothing. ``SMALL_PRODUCT`` is the size (multiply-adds of one product) up to which a product
-counts as small; ``enabled`` turns the whole mechanism off.
+But a product's bits can depend on the thread count: OpenBLAS's threaded driver blocks the inner
+dimension differently. Measured with this project's numpy (scipy-openblas 0.3.31, Haswell
+kernels): a float32 product whose inner dimension ``k`` exceeds 448 differs in its last bits
+between 1 and 2 threads unless ``k % 32`` is 0 or 31 (float64: above 384), e.g.
+``(4, 500) @ (500, 2000)``, whatever ``m`` and ``n``. Eager and converted code must give the same
+bits, whatever the load when each runs. So a product's thread count is lowered only when
+:func:`alike` found that its shape, dtype and layout compute alike on one thread and on the
+process's count: it computes the product once on each, on fixed random operands, and remembers
+the answer (a different blocking of the sum changes many of the thousands of elements of such a
+product; operands of the same shape are split the same way whatever their values). The first
+product of each shape pays for two more products; every later one, a dict lookup.
+
+The count is process-wide, so a product another Python thread computes meanwhile runs on the
+lowered count too; where its shape does not compute alike, its last bits can then differ from a
+run on the full count. ``enter``/``leave`` (DataLoader workers: one thread, as PyTorch's) keep a
+depth count under a lock, so that windows opened by several threads restore the count once.
+Where numpy's BLAS is not an OpenBLAS whose count can be set (another BLAS, no ctypes, not
+Linux), :func:`matmul` is ``np.matmul``. ``enabled = False`` turns governing off.
 """
+import numpy as np
 
-from .ops import OPS
-from . import forksafe
+from . import forksafe, threads as _threads
 
 enabled = True
-SMALL_PRODUCT = 1 << 23
+SMALL = 1 << 16  # multiply-adds below which OpenBLAS uses one thread anyway: never governed
 
 _lock = forksafe.Lock()
 _depth = [0]
 _saved = [None]
 _api = []  # [(get, set)] once looked up; [None] where unavailable
+_alike = {}  # (m, k, n, dtype, layouts, threads) -> bool
 
 
 def _find():
     """``(get_num_threads, set_num_threads)`` of the OpenBLAS numpy uses, or None."""
     try:
         import ctypes
-        import numpy  # noqa: F401 - loads its BLAS, so that it is among the mapped files
         with open("/proc/self/maps") as f:
             paths = {line.split(None, 5)[5].strip() for line in f if "openblas" in line.lower() and
                      len(line.split(None, 5)) == 6}
@@ -73,18 +83,23 @@ def available():
     return _functions() is not None
 
 
-def enter():
-    """Run BLAS on one thread until the matching :func:`leave`."""
-    if not enabled:
-        return
+def threads():
+    """numpy's BLAS thread count now (None where it cannot be read)."""
+    api = _functions()
+    return None if api is None else api[0]()
+
+
+def enter(n=1):
+    """Run BLAS on ``n`` threads until the matching :func:`leave` (nested windows keep the first
+    one's count; the last leave restores the count from before the first)."""
     api = _functions()
     if api is None:
         return
     with _lock:
         if _depth[0] == 0:
             _saved[0] = api[0]()
-            if _saved[0] != 1:
-                api[1](1)
+            if _saved[0] != n:
+                api[1](n)
         _depth[0] += 1
 
 
@@ -97,41 +112,73 @@ def leave():
         if _depth[0] == 0:
             return
         _depth[0] -= 1
-        if _depth[0] == 0 and _saved[0] not in (None, 1):
+        if _depth[0] == 0 and _saved[0] is not None and api[0]() != _saved[0]:
             api[1](_saved[0])
 
 
-def _is_loop(op):
-    opdef = OPS.get(op.type)
-    return opdef is not None and opdef.structured and opdef.layout.repeats
+def _layout(a):
+    """How numpy hands matrix ``a`` (its last two dims) to BLAS: as is, transposed, or copied."""
+    if a.ndim < 2:
+        return "v"
+    item = a.itemsize
+    if a.strides[-1] == item:
+        return "C"
+    return "F" if a.strides[-2] == item else "C"
 
 
-def small_product_loops(ops, type_of):
-    """Whether a loop among ``ops`` (a structured op whose layout repeats a block: ``while``,
-    ``scan``), and every loop nested in it, computes matrix products, all of sizes known to be
-    at most ``SMALL_PRODUCT`` multiply-adds; ``type_of(name)`` gives a var's TensorType (or None)."""
-    found = False
-    stack = [b for op in ops if _is_loop(op) for b in op.blocks.values()]
-    while stack:
-        block = stack.pop()
-        for sub in block.ops:
-            stack.extend(sub.blocks.values())
-            opdef = OPS.get(sub.type)
-            if opdef is None or opdef.ufunc != "matmul":
-                continue
-            ta, tb = (type_of(n) for n in sub.inputs[:2])
-            if ta is None or tb is None or None in ta.shape or None in tb.shape:
-                return False
-            size = 1
-            for d in ta.shape:
-                size *= d
-            if size * (tb.shape[-1] if len(tb.shape) >= 2 else 1) > SMALL_PRODUCT:
-                return False
-            found = True
+def _operand(rng, shape, dtype, layout):
+    x = rng.standard_normal(shape).astype(dtype)
+    return np.asfortranarray(x) if layout == "F" else x
+
+
+def alike(a_shape, b_shape, dtype, layouts, count):
+    """Whether numpy computes a product of matrices (or vectors) of shapes ``a_shape`` and
+    ``b_shape`` (their last two dims), of ``dtype``, with ``layouts`` (each ``"C"``, ``"F"``:
+    transposed, ``"v"``: a vector) to the same bits on one BLAS thread as on ``count``
+    (checked once per key, on fixed random operands)."""
+    key = (a_shape, b_shape, dtype, layouts, count)
+    found = _alike.get(key)
+    if found is not None:
+        return found
+    api = _functions()
+    rng = np.random.default_rng(0)
+    a = _operand(rng, a_shape, dtype, layouts[0])
+    b = _operand(rng, b_shape, dtype, layouts[1])
+    with _lock:
+        if _depth[0]:  # inside a window: the count is not ours to change now; ask again later
+            return False
+        before = api[0]()
+        try:
+            api[1](1)
+            one = np.matmul(a, b)
+            api[1](count)
+            many = np.matmul(a, b)
+        finally:
+            api[1](before)
+    found = _alike[key] = bool(np.array_equal(one, many))
     return found
 
 
-def threads():
-    """numpy's BLAS thread count now (None where it cannot be read)."""
-    api = _functions()
-    return None if api is None else api[0]()
+def matmul(a, b, out=None):
+    """``np.matmul(a, b)`` (numpy arrays), on the BLAS threads the machine has free when fewer
+    than numpy's count and the product computes alike on them (see the module docstring)."""
+    if enabled and _depth[0] == 0 and a.ndim and b.ndim and a.dtype.kind in "fc" \
+            and a.dtype == b.dtype and a.size * (b.shape[-1] if b.ndim > 1 else 1) >= SMALL:
+        api = _functions()
+        if api is not None:
+            count = api[0]()
+            n = _threads.free(count)
+            if n < count and alike(a.shape[-2:], b.shape[-2:], a.dtype.str, (_layout(a), _layout(b)), count):
+                enter(n)
+                try:
+                    return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+                finally:
+                    leave()
+    return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+
+
+def _reset_after_fork():
+    _depth[0], _saved[0] = 0, None
+
+
+forksafe.after_fork(_reset_after_fork)

@@ -30,7 +30,8 @@ Small-tensor programs are dominated by per-op overhead, so the generated code al
 * skips ``del`` for values known to be tiny (they would cost more time than they save);
 * binds the input of an op whose kernel returns it unchanged (its ``alias`` trait:
   ``stop_gradient``) instead of calling the kernel;
-* runs a loop whose matrix products are all small with BLAS on one thread (``blas.py``).
+* computes matrix products through ``blas.matmul`` (fewer BLAS threads on a busy machine, where
+  that cannot change the result).
 
 Values are therefore ndarrays or numpy scalars (``device='cpu'``) and always arrays of ``xp``
 (``device='gpu'``); a kernel gets 0-d inputs as arrays, and program outputs are arrays, as
@@ -192,6 +193,12 @@ class CompiledProgram:
         return self.lines.get(found.tb_lineno), found.tb_frame.f_locals
 
 
+def _numpy_ufunc(name):
+    """What generated numpy code calls for ufunc ``name``: numpy's, but matrix products go
+    through ``blas.matmul`` (the kernel's own call: eager and converted products alike)."""
+    return blas.matmul if name == "matmul" else getattr(np, name)
+
+
 def _out_step(ufunc, shape, dtype):
     """A ufunc writing into a planned dead buffer (see passes/memory_plan.py); the plan is
     static, but the buffer is checked anyway: writing into a wrong one would corrupt data."""
@@ -245,7 +252,6 @@ class _Codegen:
         self.twin_src = {}  # feed local -> expression of its scalar twin (bound at entry on demand)
         self.fixed = set()  # locals never deleted (constants read from the globals)
         self.rule_blocks = []
-        self.blas_single = False  # emitting inside a loop that runs BLAS on one thread
         self.dead_input = set()  # locals of the op being emitted that nothing reads after it
         self.sub_dead = frozenset()  # locals the blocks of the op being emitted may consider dead
         self.creations = {}  # var -> value of its creation op made here (see creation_value), or None
@@ -546,7 +552,7 @@ class _Codegen:
         if ufunc is not None and not op.attrs and len(op.inputs) in (1, 2) and hasattr(self.xp, ufunc) \
                 and direct_ufunc_ok(op, self.types.__getitem__):
             if donor is not None:
-                fn = self.glob("o", _out_step(getattr(np, ufunc), self.types[op.outputs[0]].shape,
+                fn = self.glob("o", _out_step(_numpy_ufunc(ufunc), self.types[op.outputs[0]].shape,
                                               np.dtype(self.types[op.outputs[0]].dtype)))
                 args = ", ".join(self.local[n] for n in op.inputs)
                 return self.emit(indent, f"{out} = {fn}({self.local[donor]}, {args})", info)
@@ -579,40 +585,16 @@ class _Codegen:
         self.emit(indent, f"if type({out}) is not _nd: {out} = _asarray({out})", info)
 
     def emit_structured(self, op, opdef, indent, info):
-        """A structured op through its ``"codegen"`` lowering (a loop of small products with
-        BLAS on one thread, see blas.py, restored after it), else through its ``"run"`` rule."""
+        """A structured op through its ``"codegen"`` lowering, else through its ``"run"`` rule."""
         hook = opdef.lowering(CODEGEN_LOWERING) if opdef is not None and opdef.structured else None
         if hook is None or not opdef.layout.well_formed(op):
             return self.emit_rule(op, opdef, indent, info)
-        if not (opdef.layout.repeats and self.small_products(op)):
-            return hook(self, op, indent, info)
-        self.blas_single = True
-        self.emit(indent, f"{self.g_blas('enter')}()", info)
-        self.emit(indent, "try:", info)
-        try:
-            hook(self, op, indent + 1, info)
-        finally:
-            self.blas_single = False
-        self.emit(indent, "finally:", info)
-        self.emit(indent + 1, f"{self.g_blas('leave')}()", info)
-
-    def g_blas(self, name):
-        key = "_blas_" + name  # a fixed prefix plus one of two function names of blas.py
-        if key not in self.g:
-            self.g[key] = getattr(blas, name)
-        return key
-
-    def small_products(self, op):
-        """Whether loop ``op`` (numpy) computes matrix products, all of sizes known to be at most
-        ``blas.SMALL_PRODUCT`` multiply-adds (and is not inside such a loop already)."""
-        if not self.numpy or self.blas_single or not blas.enabled:
-            return False
-        return blas.small_product_loops([op], self.types.get)
+        return hook(self, op, indent, info)
 
     def g_ufunc(self, name):
         key = "u_" + name  # a fixed prefix plus a ufunc name from this runtime's op registry
         if key not in self.g:
-            self.g[key] = getattr(self.xp, name)
+            self.g[key] = _numpy_ufunc(name) if self.numpy else getattr(self.xp, name)
         return key
 
     def kernel_call(self, op, opdef):

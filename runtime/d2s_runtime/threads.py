@@ -1,4 +1,4 @@
-"""How many threads the native backend's matrix products use: as many as the machine has free.
+"""How many threads matrix products use: as many as the machine has free.
 
 A BLAS splits a product into one share per thread, fixed when the product starts, and waits
 for every share. On a machine whose cores other processes also use, a share handed to a thread
@@ -17,13 +17,11 @@ one and at most the count MKL had when first asked (``MKL_NUM_THREADS``/``OMP_NU
 With one busy process beside it on 2 cores a step runs on one thread, which has a core to
 itself, and slows by about the CPU share it lost; on an idle machine nothing changes.
 
-Only the native backend's MKL products are governed: MKL computes a product's elements alike
-on any number of threads (checked on the workloads' shapes: ``tests/runtime/test_threads.py``),
-while numpy's OpenBLAS does not (a (128, 784) @ (784, 512) product differs in its last bits
-between 1 and 2 threads), so the Python backend, whose results must equal eager execution's,
-keeps the thread count of the process (set ``OPENBLAS_NUM_THREADS=1`` on a machine whose cores
-are all busy). ``enabled = False`` (or ``D2S_GOVERN_THREADS=0``) turns the governor off; where
-``/proc/stat`` cannot be read (not Linux) it does nothing.
+MKL computes a product's elements alike on any number of threads (checked on the workloads'
+shapes: ``tests/runtime/test_threads.py``). numpy's OpenBLAS does not for every shape, so the
+products of eager code and of the Python backend (``blas.py``) take :func:`free`'s count only for
+shapes checked to compute alike on it. ``enabled = False`` (or ``D2S_GOVERN_THREADS=0``) turns
+the governor off; where ``/proc/stat`` cannot be read (not Linux) it does nothing.
 """
 import os
 import time
@@ -36,7 +34,7 @@ enabled = os.environ.get("D2S_GOVERN_THREADS", "1").strip() not in ("0", "false"
 
 _lock = forksafe.Lock()
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-_state = {"next": 0.0, "look": None, "threads": None}
+_state = {"next": 0.0, "look": None, "others": None, "threads": None}
 _setters = []  # (get_max, set) of the libraries governed: MKL's
 
 
@@ -79,30 +77,47 @@ def register(get_max, set_threads):
         _setters.append([get_max, set_threads, None])
 
 
-def govern():
-    """Set the governed libraries' thread counts from what the machine has free (at most every
-    ``INTERVAL`` seconds; see the module docstring). Returns the count chosen, or None."""
+def _look():
+    """Look at the machine if ``INTERVAL`` has passed since the last look: the cores the other
+    processes used in between go to ``_state["others"]`` (None until two looks). Returns whether
+    it looked."""
     now = time.monotonic()
-    if now < _state["next"] or not enabled or not _setters:
-        return _state["threads"]
+    if now < _state["next"] or not enabled:
+        return False
     with _lock:
         if now < _state["next"]:
-            return _state["threads"]
+            return False
         _state["next"] = now + INTERVAL
         busy = _machine_cpu()
         if busy is None:
             _state["next"] = float("inf")  # no /proc/stat here: never look again
-            return None
+            return False
         look = (now, busy, time.process_time())
         previous, _state["look"] = _state["look"], look
-        if previous is None:
-            return _state["threads"]
-        others = others_busy(previous, look)
+        if previous is not None:
+            _state["others"] = others_busy(previous, look)
+        return True
+
+
+def free(ceiling):
+    """Threads a library that has ``ceiling`` may use now: ``choose`` from the last look (at
+    most ``INTERVAL`` seconds old), ``ceiling`` before the second look or when not ``enabled``."""
+    _look()
+    others = _state["others"]
+    return ceiling if others is None or not enabled else choose(others, ceiling)
+
+
+def govern():
+    """Set the governed libraries' thread counts from what the machine has free (at most every
+    ``INTERVAL`` seconds; see the module docstring). Returns the count chosen, or None."""
+    if not _setters or not _look() or _state["others"] is None:
+        return _state["threads"]
+    with _lock:
         chosen = None
         for entry in _setters:
             if entry[2] is None:
                 entry[2] = max(1, int(entry[0]()))
-            n = choose(others, entry[2])
+            n = choose(_state["others"], entry[2])
             entry[1](n)
             chosen = n
         _state["threads"] = chosen
@@ -112,7 +127,7 @@ def govern():
 def _reset_after_fork():
     # a forked child's libraries may run fewer threads (MKL: one, see native/mkl.py): the
     # ceilings are read again at the child's first look
-    _state.update(next=0.0, look=None, threads=None)
+    _state.update(next=0.0, look=None, others=None, threads=None)
     for entry in _setters:
         entry[2] = None
 

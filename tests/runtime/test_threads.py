@@ -1,6 +1,7 @@
 """The thread governor (d2s_runtime/threads.py): the products of a native program run on as
-many threads as the other processes leave cores free, re-decided at most every INTERVAL, and
-only MKL (whose products do not depend on the thread count) is governed."""
+many threads as the other processes leave cores free, re-decided at most every INTERVAL; MKL
+(whose products do not depend on the thread count) is governed whole, numpy's OpenBLAS product
+by product through ``free`` (tests/runtime/test_blas.py)."""
 import numpy as np
 import pytest
 
@@ -36,7 +37,7 @@ def _fake_machine(monkeypatch, per_second_others):
 
 @pytest.fixture
 def fresh(monkeypatch):
-    monkeypatch.setattr(threads, "_state", {"next": 0.0, "look": None, "threads": None})
+    monkeypatch.setattr(threads, "_state", {"next": 0.0, "look": None, "others": None, "threads": None})
     monkeypatch.setattr(threads, "_setters", [])
     monkeypatch.setattr(threads, "enabled", True)
 
@@ -53,6 +54,19 @@ def test_govern_sets_the_registered_library_at_most_every_interval(monkeypatch, 
     monkeypatch.setattr(threads, "_machine_cpu", lambda: 0.0 + 5.0)  # the others stop
     clock["t"] += threads.INTERVAL
     assert threads.govern() == 2 and calls == [1, 2]
+
+
+def test_free_gives_the_ceiling_until_two_looks_then_what_the_others_leave(monkeypatch, fresh):
+    clock = _fake_machine(monkeypatch, 1.0)
+    assert threads.free(2) == 2  # one look: nothing measured yet
+    clock["t"] += threads.INTERVAL
+    assert threads.free(2) == 1 and threads.free(1) == 1
+    monkeypatch.setattr(threads, "_machine_cpu", lambda: 0.0 + 5.0)  # the others stop
+    clock["t"] += threads.INTERVAL
+    assert threads.free(2) == 2
+    monkeypatch.setattr(threads, "enabled", False)
+    monkeypatch.setattr(threads, "_state", {"next": 0.0, "look": None, "others": 1.5, "threads": None})
+    assert threads.free(2) == 2
 
 
 def test_disabled_or_without_proc_stat_it_does_nothing(monkeypatch, fresh):

@@ -2,6 +2,7 @@
 inverse, determinant, log-determinant and linear solve of batches of square matrices (LAPACK)."""
 import numpy as np
 
+from .. import blas
 from ..dtypes import promote, result_type
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import broadcast_shapes, fmt_shape
@@ -30,7 +31,8 @@ def _matmul(xp, a, b):
     """Matrix product with numpy's ``matmul`` semantics (operands promoted to one dtype)."""
     if a.dtype is not b.dtype:
         a, b = promote((a, b))
-    return xp.matmul(a, b)
+    # (numpy: on the BLAS threads the machine has free, where that cannot change the result)
+    return blas.matmul(a, b) if xp is np else xp.matmul(a, b)
 
 
 @deflowering("matmul", "native")
@@ -104,7 +106,8 @@ def _contract(xp, a, sa, b, sb, keep, sizes):
     m = int(np.prod(a.shape[nb:nb + len(left)], dtype=np.int64))
     k = int(np.prod([sizes[c] for c in shared], dtype=np.int64))
     n = int(np.prod(b.shape[nb + len(shared):], dtype=np.int64))
-    prod = xp.matmul(a.reshape(a.shape[:nb] + (m, k)), b.reshape(b.shape[:nb] + (k, n)))
+    product = blas.matmul if xp is np else xp.matmul
+    prod = product(a.reshape(a.shape[:nb] + (m, k)), b.reshape(b.shape[:nb] + (k, n)))
     out = prod.reshape(prod.shape[:nb] + a.shape[nb:nb + len(left)] + b.shape[nb + len(shared):])
     return out, "".join(batch + left + right)
 
