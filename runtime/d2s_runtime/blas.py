@@ -44,7 +44,8 @@ _lock = forksafe.Lock()
 _depth = [0]
 _saved = [None]
 _api = []  # [(get, set)] once looked up; [None] where unavailable
-_alike = {}  # (m, k, n, dtype, layouts, threads) -> bool
+_alike = {}  # (a's matrix shape, b's, dtype, layouts, threads) -> bool
+_MAX_SHAPES = 4096
 
 
 def _find():
@@ -155,6 +156,8 @@ def alike(a_shape, b_shape, dtype, layouts, count):
             many = np.matmul(a, b)
         finally:
             api[1](before)
+    if len(_alike) >= _MAX_SHAPES:  # a program of ever-new shapes: start over rather than grow
+        _alike.clear()
     found = _alike[key] = bool(np.array_equal(one, many))
     return found
 
