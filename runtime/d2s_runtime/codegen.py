@@ -193,7 +193,7 @@ class CompiledProgram:
         return self.lines.get(found.tb_lineno), found.tb_frame.f_locals
 
 
-def _numpy_ufunc(name):
+def numpy_ufunc(name):
     """What generated numpy code calls for ufunc ``name``: numpy's, but matrix products go
     through ``blas.matmul`` (the kernel's own call: eager and converted products alike)."""
     return blas.matmul if name == "matmul" else getattr(np, name)
@@ -552,7 +552,7 @@ class _Codegen:
         if ufunc is not None and not op.attrs and len(op.inputs) in (1, 2) and hasattr(self.xp, ufunc) \
                 and direct_ufunc_ok(op, self.types.__getitem__):
             if donor is not None:
-                fn = self.glob("o", _out_step(_numpy_ufunc(ufunc), self.types[op.outputs[0]].shape,
+                fn = self.glob("o", _out_step(numpy_ufunc(ufunc), self.types[op.outputs[0]].shape,
                                               np.dtype(self.types[op.outputs[0]].dtype)))
                 args = ", ".join(self.local[n] for n in op.inputs)
                 return self.emit(indent, f"{out} = {fn}({self.local[donor]}, {args})", info)
@@ -594,7 +594,7 @@ class _Codegen:
     def g_ufunc(self, name):
         key = "u_" + name  # a fixed prefix plus a ufunc name from this runtime's op registry
         if key not in self.g:
-            self.g[key] = _numpy_ufunc(name) if self.numpy else getattr(self.xp, name)
+            self.g[key] = numpy_ufunc(name) if self.numpy else getattr(self.xp, name)
         return key
 
     def kernel_call(self, op, opdef):

@@ -11,7 +11,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .codegen import direct_ufunc_ok, read_only
+from .codegen import direct_ufunc_ok, numpy_ufunc, read_only
 from .ops import OPS
 from .schedule import FeedView, topo_order
 
@@ -96,7 +96,8 @@ def prepare_block(block, xp, structured_step, inputs=None, outputs=None):
                 hasattr(xp, opdef.ufunc) and \
                 direct_ufunc_ok(op, lambda n: block.lookup(n).type):
             kind = UFUNC1 if len(ins) == 1 else UFUNC2
-            steps.append(Step(kind, getattr(xp, opdef.ufunc), ins, outs[0], {}, frees_here))
+            fn = numpy_ufunc(opdef.ufunc) if xp is np else getattr(xp, opdef.ufunc)
+            steps.append(Step(kind, fn, ins, outs[0], {}, frees_here))
         else:
             steps.append(Step(KERNEL, opdef.kernel, ins, outs[0], kernel_attrs(op.attrs), frees_here))
     plan = Plan()
@@ -144,7 +145,7 @@ def apply_buffer_plan(plan, memory_plan):
         if None in t.shape:
             continue
         donors.add(ds)
-        ufunc = getattr(np, opdef.ufunc)
+        ufunc = numpy_ufunc(opdef.ufunc)
         steps[pos] = steps[pos]._replace(kind=OUT, fn=OutStep(ufunc, ds, t.shape, np.dtype(t.dtype)))
     plan.steps = [st._replace(frees=tuple(s for s in st.frees if s not in donors)) for st in steps]
 
