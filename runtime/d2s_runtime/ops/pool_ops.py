@@ -25,11 +25,13 @@ def pool_out(op, n, k, s, p, d, ceil_mode):
         return None
     span = d * (k - 1) + 1
     num = n + 2 * p - span
-    if num < 0:
-        raise ShapeError(f"{op}: input size {n} (padding {p}) is smaller than the kernel size {k}")
+    # (ceil_mode keeps a last window that reaches past the input, even when that is the only one)
     out = (num + (s - 1 if ceil_mode else 0)) // s + 1
     if ceil_mode and (out - 1) * s >= n + p:  # the last window must start inside the input or left padding
         out -= 1
+    if out < 1:
+        raise ShapeError(f"{op}: input size {n} (padding {p}) is smaller than the kernel size {k}"
+                         + (f" with dilation {d}" if d != 1 else ""))
     return out
 
 
