@@ -255,7 +255,7 @@ def _conv2d_infer(x, w, stride=1, padding=0, dilation=1, groups=1):
 
 
 def _check_runtime(op, x, w, groups):
-    _check_conv(op, TensorType(x.shape, x.dtype.name), TensorType(w.shape, w.dtype.name), groups)
+    _check_conv(op, x, w, groups)  # (the checks read only ndim and shape, which arrays have)
 
 
 @defop("conv2d", _conv2d_infer)
@@ -263,8 +263,9 @@ def _conv2d(xp, x, w, stride=1, padding=0, dilation=1, groups=1):
     """Cross-correlation of NCHW ``x`` with (O, C/groups, kH, kW) ``w`` (no bias): ``padding`` is
     an int, a pair, or ((top, bottom), (left, right)); one GEMM per group over im2col windows."""
     _check_runtime("conv2d", x, w, groups)
-    dtype = result_type(x.dtype.name, w.dtype.name)
-    x, w = x.astype(dtype, copy=False), w.astype(dtype, copy=False)
+    if x.dtype != w.dtype:
+        dtype = result_type(x.dtype.name, w.dtype.name)
+        x, w = x.astype(dtype, copy=False), w.astype(dtype, copy=False)
     stride, pads, dil = _conv_attrs(stride, padding, dilation)
     o, cg, kh, kw = w.shape
     n = x.shape[0]
