@@ -112,7 +112,8 @@ TORCH_CASES = [
          lambda t, x, w, b: _layer_call(t, "ConvTranspose2d", x, w, b, dict(output_size=[8, 7]), in_channels=3,
                                         out_channels=2, kernel_size=3, stride=2, padding=1),
          rn(2, 3, 4, 4), rn(3, 2, 3, 3), rn(2), grad=[0], static=FILLED_INSIDE),
-    # 16 or more channels per group: the kernels build their columns channels-last (both orders)
+    # 16 or more channels, one group, images up to 16x16: the kernels build their columns channels-last
+    # (both orders; the grouped case takes the NCHW path)
     Case("conv2d_many_channels_2x2", conv2d(padding=1), rn(2, 16, 2, 2), rn(16, 16, 3, 3), rn(16), onnx=ONNX64),
     Case("conv2d_many_channels_groups_strided", conv2d(stride=2, padding=(1, 2), dilation=(1, 2), groups=2),
          rn(2, 32, 5, 6), rn(32, 16, 3, 3), rn(32), onnx=ONNX64),

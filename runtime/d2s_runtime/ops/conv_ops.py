@@ -9,13 +9,13 @@ axis: numpy's BLAS). The transposed direction (an input gradient, a transposed c
 col2im) is one GEMM per group followed by a scatter-add of the kH*kW window taps, each tap
 one strided slice of the whole batch (no loop over pixels, channels or the batch).
 
-Layers with many channels per group and a kernel larger than 1x1 (most of a CNN) build and
-scatter those columns channels-last instead: the im2col matrix is (N*Ho*Wo, G, C/G*kH*kW),
-written by one strided copy per kernel tap whose inner runs are the C/G channels, and the
-input gradient scatters its taps into an (N, Hp, Wp, C) buffer the same way. The NCHW forms
-copy runs of only Wo elements (2 in a 2x2 layer), which numpy's per-run overhead dominates:
-at ResNet-18's shapes the channels-last forms cut the non-GEMM time of each kernel by
-0.3-1.2 ms (1 thread).
+Ungrouped layers with 16+ channels, a kernel larger than 1x1 and images up to 16x16 (the
+deeper half of a CNN; see :func:`channels_last`) build and scatter those columns channels-last:
+the im2col matrix is (N*Ho*Wo, C*kH*kW), written by one strided copy per kernel tap (or
+kernel row) whose inner runs are the channels, and the input gradient scatters its taps into
+an (N, Hp, Wp, C) buffer the same way. The NCHW forms copy runs of only Wo elements (2 in a
+2x2 layer), which numpy's per-run overhead dominates: at ResNet-18's shapes the channels-last
+forms cut the non-GEMM time of each kernel by 0.1-1.2 ms (1 thread).
 """
 from ..dtypes import result_type
 from .registry import ShapeError, TensorType, defop
@@ -52,7 +52,7 @@ def conv_out(op, n, k, s, p0, p1, d):
     return (n + p0 + p1 - span) // s + 1
 
 
-def out_hw(hw, kh, kw, stride, pads, dil):
+def out_size(hw, kh, kw, stride, pads, dil):
     """(Ho, Wo) of a convolution of an (H, W) image."""
     return (conv_out("conv2d", hw[0], kh, stride[0], pads[0][0], pads[0][1], dil[0]),
             conv_out("conv2d", hw[1], kw, stride[1], pads[1][0], pads[1][1], dil[1]))
@@ -95,18 +95,24 @@ def _cols(xp, x, groups, kh, kw, stride, pads, dil):
     return cols, ho, wo
 
 
-def channels_last(cg, kh, kw):
-    """Whether a convolution with ``cg`` channels per group and a (kh, kw) kernel builds its
-    columns channels-last (long copy runs; a 1x1 kernel or few channels gain nothing)."""
-    return cg >= 16 and kh * kw > 1
+def channels_last(cg, kh, kw, groups, hw):
+    """Whether a convolution with ``cg`` channels per group and a (kh, kw) kernel over an image
+    of ``hw`` = H*W pixels (the input's; the input gradient's for the transposed direction)
+    builds its columns channels-last. Measured (1 thread, A/B in one process): it wins from 2x2
+    to 16x16 images at 16-512 channels (the NCHW copies there run over 2-16 elements); from
+    32x32 up NCHW runs are long enough and the two layout transposes (input and output) plus
+    the other GEMM orientation lose up to 25% (64 channels at 32x32: 9.3 -> 11.6 ms forward);
+    with several groups the strided per-group products lose 2x. A 1x1 kernel copies no windows."""
+    return groups == 1 and cg >= 16 and kh * kw > 1 and hw <= 256
 
 
 def taps_first(og, npix):
     """Whether channels-last columns order each row (i, j, c) rather than the weight's (c, i, j):
     the copies then run over contiguous channels in both arrays, at the price of one reordered
     copy of the weight (or of the weight gradient), worth it when the weight (``og`` rows per
-    group) is small beside the columns (``npix`` = N*Ho*Wo rows)."""
-    return 2 * og <= npix
+    group) is small beside the columns (``npix`` = N*Ho*Wo rows): at 256 channels, batch 2, 16x16,
+    the (c, i, j) order measured faster in all three kernels; at 64 channels, batch 8, (i, j, c)."""
+    return 4 * og <= npix
 
 
 def _taps(i, j, stride, dil, ho, wo):
@@ -208,7 +214,7 @@ def _transpose_conv(xp, g, w, out_hw, groups, stride, pads, dil):
     og = o // groups
     (sh, sw), (ph, pw), (dh, dw) = stride, pads, dil
     full = (dh * (kh - 1) - ph[0], dh * (kh - 1) - ph[1], dw * (kw - 1) - pw[0], dw * (kw - 1) - pw[1])
-    last = channels_last(cg, kh, kw)
+    last = channels_last(cg, kh, kw, groups, out_hw[0] * out_hw[1])
     if (sh, sw) == (1, 1) and min(full) >= 0 and ho * wo >= (64 if last else 16) and \
             (ho + full[0] + full[1] - dh * (kh - 1), wo + full[2] + full[3] - dw * (kw - 1)) == tuple(out_hw):
         # stride 1: the adjoint is the full correlation of g with the flipped kernel, which is
@@ -273,8 +279,8 @@ def _conv2d(xp, x, w, stride=1, padding=0, dilation=1, groups=1):
     stride, pads, dil = _conv_attrs(stride, padding, dilation)
     o, cg, kh, kw = w.shape
     n = x.shape[0]
-    if channels_last(cg, kh, kw):
-        ho, wo = out_hw(x.shape[2:], kh, kw, stride, pads, dil)
+    if channels_last(cg, kh, kw, groups, x.shape[2] * x.shape[3]):
+        ho, wo = out_size(x.shape[2:], kh, kw, stride, pads, dil)
         first = taps_first(o // groups, n * ho * wo)
         wm = weight_rows(xp, w, groups, first)
         cols = _cols_last(xp, x, groups, kh, kw, stride, pads, dil, ho, wo, first)
@@ -317,8 +323,8 @@ def _conv2d_grad_weight(xp, g, x, w, stride=1, padding=0, dilation=1, groups=1):
     o, cg, kh, kw = w.shape
     n = x.shape[0]
     x = x.astype(g.dtype, copy=False)
-    if channels_last(cg, kh, kw):
-        ho, wo = out_hw(x.shape[2:], kh, kw, stride, pads, dil)
+    if channels_last(cg, kh, kw, groups, x.shape[2] * x.shape[3]):
+        ho, wo = out_size(x.shape[2:], kh, kw, stride, pads, dil)
         first = taps_first(o // groups, n * ho * wo)
         cols = _cols_last(xp, x, groups, kh, kw, stride, pads, dil, ho, wo, first)  # (N*Ho*Wo, G, K)
         gm = xp.ascontiguousarray(g[:, :, :ho, :wo].transpose(1, 0, 2, 3)).reshape(groups, o // groups, n * ho * wo)

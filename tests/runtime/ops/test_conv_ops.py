@@ -64,7 +64,7 @@ def _direct_grads(g, x, w, stride, pads, dil, groups):
 @pytest.fixture(params=list(LAYOUTS))
 def layout(request, monkeypatch):
     last, first = LAYOUTS[request.param]
-    monkeypatch.setattr(conv_ops, "channels_last", lambda cg, kh, kw: last)
+    monkeypatch.setattr(conv_ops, "channels_last", lambda cg, kh, kw, groups, hw: last)
     monkeypatch.setattr(conv_ops, "taps_first", lambda og, npix: first)
     return request.param
 
@@ -106,9 +106,10 @@ def test_conv_transpose2d_is_the_adjoint_in_every_layout(layout, output_padding)
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_resnet_shapes_take_the_channels_last_paths_and_keep_the_dtype(dtype):
-    """At ResNet-18's shapes both channels-last orders are used (without any patching)."""
-    assert conv_ops.channels_last(64, 3, 3) and not conv_ops.channels_last(64, 1, 1)
-    assert not conv_ops.channels_last(3, 7, 7)
+    """ResNet-18's 3x3 layers (16x16 images and smaller) use both channels-last orders unpatched."""
+    assert conv_ops.channels_last(64, 3, 3, 1, 16 * 16) and not conv_ops.channels_last(64, 1, 1, 1, 16 * 16)
+    assert not conv_ops.channels_last(3, 7, 7, 1, 64 * 64) and not conv_ops.channels_last(64, 3, 3, 1, 32 * 32)
+    assert not conv_ops.channels_last(16, 3, 3, 2, 8 * 8)
     assert conv_ops.taps_first(64, 8 * 16 * 16) and not conv_ops.taps_first(512, 8 * 2 * 2)
     for c, hw in [(32, 2), (16, 5)]:
         x, w = R.standard_normal((3, c, hw, hw)).astype(dtype), R.standard_normal((c, c, 3, 3)).astype(dtype)
