@@ -112,6 +112,22 @@ TORCH_CASES = [
          lambda t, x, w, b: _layer_call(t, "ConvTranspose2d", x, w, b, dict(output_size=[8, 7]), in_channels=3,
                                         out_channels=2, kernel_size=3, stride=2, padding=1),
          rn(2, 3, 4, 4), rn(3, 2, 3, 3), rn(2), grad=[0], static=FILLED_INSIDE),
+    # 16 or more channels, one group, images up to 16x16: the kernels build their columns channels-last
+    # (both orders; the grouped case takes the NCHW path)
+    Case("conv2d_many_channels_2x2", conv2d(padding=1), rn(2, 16, 2, 2), rn(16, 16, 3, 3), rn(16), onnx=ONNX64),
+    Case("conv2d_many_channels_groups_strided", conv2d(stride=2, padding=(1, 2), dilation=(1, 2), groups=2),
+         rn(2, 32, 5, 6), rn(32, 16, 3, 3), rn(32), onnx=ONNX64),
+    Case("conv2d_many_channels_few_outputs", conv2d(padding=1), rn(2, 16, 6, 5), rn(4, 16, 3, 3), rn(4),
+         onnx=ONNX64),
+    Case("conv2d_many_channels_same_dilated", conv2d(padding="same", dilation=(1, 2)), rn(1, 16, 6, 7),
+         rn(3, 16, 2, 4), rn(3), onnx=ONNX64, dynamic=SAME_DYNAMIC),
+    Case("conv2d_many_channels_float32", conv2d(stride=2, padding=1), *f32(rn(2, 16, 4, 4), rn(24, 16, 3, 3), rn(24)),
+         rtol=1e-5, atol=1e-5),
+    Case("conv_transpose2d_many_channels",
+         lambda t, x, w, b: t.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1),
+         rn(2, 4, 3, 3), rn(4, 16, 3, 3), rn(16), onnx=ONNX64),
+    Case("conv1d_many_channels", lambda t, x, w, b: t.nn.functional.conv1d(x, w, b, padding=1),
+         rn(2, 16, 9), rn(4, 16, 3), rn(4), onnx=ONNX64),
 ]
 
 
