@@ -17,6 +17,9 @@ an (N, Hp, Wp, C) buffer the same way. The NCHW forms copy runs of only Wo eleme
 2x2 layer), which numpy's per-run overhead dominates: at ResNet-18's shapes the channels-last
 forms cut the non-GEMM time of each kernel by 0.1-1.2 ms (1 thread).
 """
+import numpy as np
+
+from .. import blas
 from ..dtypes import result_type
 from .registry import ShapeError, TensorType, defop
 from .rules import fmt_shape
@@ -200,10 +203,12 @@ def _scatter_taps(xp, dcols, out_shape, kh, kw, stride, pads, dil, ho, wo):
 
 
 def _matmul_groups(xp, a, b):
-    """``a @ b`` over a leading group axis; one group is a plain 2-d product (numpy's faster path)."""
+    """``a @ b`` over a leading group axis; one group is a plain 2-d product (numpy's faster path).
+    On numpy through ``blas.matmul`` (fewer threads on a busy machine, where the bits stay)."""
+    product = blas.matmul if xp is np else xp.matmul
     if a.shape[0] == 1:
-        return xp.matmul(a[0], b[0])[None]
-    return xp.matmul(a, b)
+        return product(a[0], b[0])[None]
+    return product(a, b)
 
 
 def _transpose_conv(xp, g, w, out_hw, groups, stride, pads, dil):
