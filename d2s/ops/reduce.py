@@ -406,14 +406,19 @@ onnx_converter("reduce_prod")(_reduce_onnx("ReduceProd"))
 def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None, **unsupported):
     """Whether any element over ``dim`` (an int, a tuple, or None: all) is true (non-zero)."""
     A.no_extra("any", unsupported)
-    return _reduce("reduce_any", input, A.dims("any", dim, axis), A.keep("any", keepdim, keepdims))
+    return _uint8_stays(input, _reduce("reduce_any", input, A.dims("any", dim, axis), A.keep("any", keepdim, keepdims)))
 
 
 @tensor_method()
 def all(input, dim=None, keepdim=False, *, axis=None, keepdims=None, **unsupported):
     """Whether every element over ``dim`` (an int, a tuple, or None: all) is true (non-zero)."""
     A.no_extra("all", unsupported)
-    return _reduce("reduce_all", input, A.dims("all", dim, axis), A.keep("all", keepdim, keepdims))
+    return _uint8_stays(input, _reduce("reduce_all", input, A.dims("all", dim, axis), A.keep("all", keepdim, keepdims)))
+
+
+def _uint8_stays(x, result):
+    """PyTorch's ``any``/``all`` of a uint8 tensor are uint8 (0 or 1), of every other dtype bool."""
+    return apply("cast", result, dtype="uint8") if str(x.dtype) == "uint8" else result
 
 
 non_differentiable("reduce_any", "reduce_all", reason="a bool result carries no gradient")

@@ -80,6 +80,9 @@ TORCH_CASES = [
     Case("any_all", lambda t, b, i, z: (b.any(), b.all(), b.any(1), t.all(b, dim=0, keepdim=True),
                                         i.any(dim=(0, 1)), t.all(i, (0,)), i.all(axis=1), z.any(1), z.all(1)),
          BOOL, I64, ZROWS),
+    Case("any_all_uint8_stay_uint8", lambda t, u: (u.any(), u.all(), u.any(1), t.all(u, dim=0, keepdim=True),
+                                                   u.any(dim=(0, 1)), (u > 1).all(1)),
+         np.array([[0, 2, 255], [1, 1, 1], [0, 0, 0]], dtype="uint8")),
     # ---------------------------------------------------------------- var, std
     Case("var_std", lambda t, x: (x.var(), x.std(), x.var(1), t.std(x, dim=0), x.std(-1, keepdim=True),
                                   x.var(0, unbiased=False), t.std(x, 1, False, True), x.std(False), t.var(x, True)), X),
