@@ -31,6 +31,25 @@ def _canon(defs, name):
         name = d[0].inputs[0]
 
 
+def _layout_free_reads(body, bdefs, var):
+    """Whether every ``matmul`` of ``body`` reading ``var`` gives the same bits whatever ``var``'s
+    memory layout: a product of matrices whose result has at least 2 rows and 2 columns, known.
+    numpy hands a product with one row or one column to BLAS's matrix-vector routine, whose
+    sum order depends on which operand is transposed (a batch-1 RNN step ``h @ W.T`` differs in
+    its last bits between a transposed view of ``W`` and a contiguous copy), and ``a @ a.T`` of
+    one buffer to a symmetric routine."""
+    for op in body.ops:
+        if op.type != "matmul" or var not in (_canon(bdefs, i) for i in op.inputs):
+            continue
+        if len({_canon(bdefs, i) for i in op.inputs}) < 2:
+            return False
+        types = [body.lookup(i).type for i in op.inputs]
+        out = body.lookup(op.outputs[0]).type.shape
+        if min(t.ndim for t in types) < 2 or len(out) < 2 or None in out[-2:] or min(out[-2:]) < 2:
+            return False
+    return True
+
+
 def _attrs_key(op):
     try:
         return json.dumps(op.attrs, sort_keys=True)

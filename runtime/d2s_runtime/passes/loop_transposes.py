@@ -1,6 +1,6 @@
 """Makes a loop's transposed captured weights contiguous copies made once, before the loop."""
 from ..ir import Op
-from ._loops import _defs, _canon, _each_loop, _dce_sub
+from ._loops import _defs, _canon, _each_loop, _dce_sub, _layout_free_reads
 
 
 def loop_transposes(program):
@@ -8,7 +8,8 @@ def loop_transposes(program):
     captures (the same at every iteration), read by a ``matmul``, is made once before the loop,
     as a contiguous copy the body captures instead. The transposed weight of a matmul's input
     gradient (``g @ W.T``) is such a transpose; BLAS multiplies by a contiguous matrix about
-    twice as fast as by a transposed view of one."""
+    twice as fast as by a transposed view of one. Only for products whose bits do not depend on
+    the layout (``_layout_free_reads``)."""
     return _each_loop(program, "t", lambda p, block, namer, loop: _hoist_transposes(block, namer, loop))
 
 
@@ -24,7 +25,8 @@ def _hoist_transposes(block, namer, loop):
         if op.type != "transpose" or op.outputs[0] not in matmul_reads:
             continue
         src = _canon(bdefs, op.inputs[0])
-        if src not in captured or None in body.lookup(src).type.shape:
+        if src not in captured or None in body.lookup(src).type.shape \
+                or not _layout_free_reads(body, bdefs, op.outputs[0]):
             continue
         t = body.lookup(op.outputs[0]).type
         tv, cv = namer(), namer()

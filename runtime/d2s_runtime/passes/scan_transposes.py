@@ -1,12 +1,13 @@
 """A matmul in a scan body reading a transposed view of a captured value reads a contiguous copy.
 
 An RNN's ``h @ W_hh.T`` at every step: the transposed weight is copied once, contiguous,
-before the scan (BLAS multiplies by a contiguous matrix faster). The same values: results are
-unchanged.
+before the scan (BLAS multiplies by a contiguous matrix faster). Only where every product
+reading it gives the same bits on either layout (``_layout_free_reads``: not a batch-1 step's
+matrix-vector product).
 """
 from ..ir import Op
 from ._util import Namer, prune_vars, start
-from ._loops import _canon, _dce_sub, _defs, _reorder
+from ._loops import _canon, _dce_sub, _defs, _layout_free_reads, _reorder
 from ._scans import _blocks, _counts, _scans
 
 
@@ -42,7 +43,7 @@ def _contiguous_captures(block, namer, g):
 
     # a captured transposed view (made before the scan)
     for k in range(nc + nx, len(body.inputs)):
-        if body.inputs[k] not in matmul_reads:
+        if body.inputs[k] not in matmul_reads or not _layout_free_reads(body, bdefs, body.inputs[k]):
             continue
         d = defs.get(_canon(defs, g.inputs[k]))
         if d is not None and d[0].type == "transpose" and None not in block.lookup(d[0].outputs[0]).type.shape:
@@ -55,7 +56,7 @@ def _contiguous_captures(block, namer, g):
             continue
         src = _canon(bdefs, op.inputs[0])
         t = body.lookup(op.outputs[0]).type
-        if src not in captured or None in t.shape:
+        if src not in captured or None in t.shape or not _layout_free_reads(body, bdefs, op.outputs[0]):
             continue
         view = namer()
         block.add_var(view, t)
