@@ -3,7 +3,8 @@
 * ``constant_folding``: computes constant subexpressions once; regroups ``x*c1*c2``.
 * ``cse``: merges identical ops.
 * ``dce``: removes ops nothing reads (keeps effects).
-* ``algebraic_simplify``: identities, matmuls of broadcasts and sums of matmuls as reductions.
+* ``algebraic_simplify``: identities that keep every value's bits; ``algebraic_reassociate`` (not in
+  the default pipeline): also matmuls of broadcasts and sums of matmuls as reductions.
 * ``memory_plan``: a buffer-reuse plan the executor follows; reports planned peak memory.
 * the loop passes (``merge_loops``, ``loop_residuals``, ...) and their ``scan`` counterparts
   (``merge_scans``, ``scan_residuals``, ``scan_matmul_sums``, ``scan_transposes``): a loop
@@ -16,7 +17,7 @@ reads too (the d2s side's replay, reach flags and training split) are public her
 """
 from ..gc_pause import paused_gc
 from ._util import Namer, constant_op_value, is_effect, needed_ops
-from .algebraic import algebraic_simplify
+from .algebraic import algebraic_reassociate, algebraic_simplify
 from .constant_folding import constant_folding
 from .cse import cse
 from .dce import dce
@@ -31,7 +32,8 @@ from .scan_matmul_sums import scan_matmul_sums
 from .scan_residuals import scan_residuals
 from .scan_transposes import scan_transposes
 
-PASSES = {f.__name__: f for f in (constant_folding, cse, dce, algebraic_simplify, memory_plan, merge_loops,
+PASSES = {f.__name__: f for f in (constant_folding, cse, dce, algebraic_simplify, algebraic_reassociate,
+                                   memory_plan, merge_loops,
                                    loop_residuals, loop_matmul_sums, loop_transposes, loop_invariants, merge_scans,
                                    scan_residuals, scan_matmul_sums, scan_transposes)}
 PASSES["algebraic"] = algebraic_simplify
@@ -72,7 +74,8 @@ def optimize(program, passes=None):
     return p
 
 
-__all__ = ["optimize", "constant_folding", "cse", "dce", "algebraic_simplify", "memory_plan", "planned_peak",
+__all__ = ["optimize", "constant_folding", "cse", "dce", "algebraic_simplify", "algebraic_reassociate", "memory_plan",
+           "planned_peak",
            "merge_loops", "loop_residuals", "loop_matmul_sums", "loop_transposes", "loop_invariants",
            "merge_scans", "scan_residuals", "scan_matmul_sums", "scan_transposes", "PASSES", "DEFAULT_PIPELINE",
            "is_effect", "needed_ops", "Namer", "constant_op_value"]

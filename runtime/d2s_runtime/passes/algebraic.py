@@ -12,14 +12,19 @@ Rewrites (each only when the result keeps the exact type of the value it replace
   ``full(shape, 0)`` when the shape is known (it means zeros, whatever ``y`` holds), and an
   element-wise op of two uniform values (``full``, uniform constants, broadcasts of them)
   becomes one ``full``: so ``ones_like(y)`` is recognised as ones.
+Every rewrite above gives the same bits as the program before it. Two more change how float
+sums are grouped, so their results differ in the last bits from the program's (and from eager
+code's); they run only in ``algebraic_reassociate``, which no default pipeline includes (a
+``Program`` user may ask for it: ``optimize(p, passes=[..., "algebraic_reassociate", ...])``):
+
 * ``reduce_sum(matmul(A, B))`` (all axes, 2-d operands) ->
   ``reduce_sum(colsum(A) * rowsum(B))``: O(mk + kn) instead of O(mkn).
 * ``matmul`` with an operand that is a broadcast of a scalar, a row or a column (what the
   backward of ``sum`` feeds into matmul's gradient) -> reductions and a broadcast; e.g.
   ``matmul(broadcast_to(s, (m, k)), B) -> broadcast_to(s * colsum(B), (m, n))``.
 
-So the value and gradient of ``(x @ x.T).sum()`` need no matmul at all. The pass iterates to a
-fixpoint (a rewrite can expose another); dead ops it leaves behind are for ``dce``.
+With them the value and gradient of ``(x @ x.T).sum()`` need no matmul at all. The pass iterates
+to a fixpoint (a rewrite can expose another); dead ops it leaves behind are for ``dce``.
 """
 import numpy as np
 
@@ -31,12 +36,23 @@ MAX_ROUNDS = 6
 
 
 def algebraic_simplify(program):
-    """Return a new Program with algebraic identities applied (see the module docstring)."""
+    """Return a new Program with the algebraic identities that keep every value's bits applied
+    (see the module docstring)."""
+    return _simplified(program, reassociate=False)
+
+
+def algebraic_reassociate(program):
+    """``algebraic_simplify`` plus the matmul rewrites that regroup float sums (results differ in
+    their last bits; see the module docstring). Not in ``DEFAULT_PIPELINE``."""
+    return _simplified(program, reassociate=True)
+
+
+def _simplified(program, reassociate):
     p = start(program)
     namer = Namer(p, "s")
     for block in p.blocks:
         for _ in range(MAX_ROUNDS):
-            if not _Rewriter(p, block, namer).run():
+            if not _Rewriter(p, block, namer, reassociate).run():
                 break
     return p
 
@@ -44,8 +60,9 @@ def algebraic_simplify(program):
 class _Rewriter:
     """One forward sweep over one block."""
 
-    def __init__(self, program, block, namer):
+    def __init__(self, program, block, namer, reassociate):
         self.program, self.block, self.namer = program, block, namer
+        self.reassociate = reassociate
         self.is_global = block is program.block
         self.uses = use_counts(block, program.outputs if self.is_global else ())
         self.prod = {}
@@ -172,9 +189,9 @@ class _Rewriter:
         if t == "cast" and self.type(op.inputs[0]) == tout:  # to its own dtype: the value itself
             self.replace(out, op.inputs[0])
             return True
-        if t == "reduce_sum":
+        if t == "reduce_sum" and self.reassociate:
             return self._sum_of_matmul(op, out, tout)
-        if t == "matmul":
+        if t == "matmul" and self.reassociate:
             return self._matmul_broadcast(op, out, tout)
         return False
 
