@@ -6,8 +6,11 @@
   ``full`` of a big shape...) are left to run: storing their result would cost memory for no
   time saved, and the algebraic pass can exploit them as they are.
 * ``(x * c1) * c2 -> x * (c1*c2)`` and ``(x + c1) + c2 -> x + (c1+c2)`` (ops with the
-  ``associative`` trait) when the inner op has no other reader and the regrouped op has the
-  same type (floating-point reassociation, as fast-math compilers do).
+  ``associative`` trait) when the inner op has no other reader, the regrouped op has the same
+  type, and that type is an integer or bool one, whose arithmetic (wrapping) regroups exactly.
+  Never for floats: ``(x * (n / (n - 1))) * momentum`` regrouped changed a BatchNorm's running
+  variance in its last bits against eager code's, and ``x * 16 * 0.0625`` would not overflow
+  where eager code does.
 
 Sub-blocks are folded on their own (their constants arrive as block inputs, so only what is
 constant inside the sub-block folds there).
@@ -119,6 +122,8 @@ def _regroup(op, block, known, made, uses, namer):
         x, c1 = c1, x
     if c1 not in known or x in known:
         return None
+    if np.dtype(block.vars[op.outputs[0]].type.dtype).kind not in "biu":
+        return None  # float sums and products regrouped round differently
     c2 = known[b]
     folded = getattr(np, OPS[op.type].ufunc)(known[c1], c2)
     if folded.size > SMALL_CONSTANT:
