@@ -4,6 +4,7 @@ selecting, element by element, between the new value and the old one. Anything e
 plain Python indexing."""
 from .. import ops
 from ..dispatch import apply
+from ..static.weak_index import NUMBER_DTYPES, number_stand_in, number_type, plain_tensor
 from ..tensor import Tensor, tensor
 from ..user_errors import ConvertError, at_user_line
 from . import dict_keys
@@ -24,8 +25,29 @@ def convert_getitem(obj, index):
             raise at_user_line(f"list indices must be integers, not a {index.dtype} tensor of shape "
                                f"{tuple(index.shape)}", TypeError)
         # list_get: an index out of range raises IndexError when the program runs, as Python does
+        py = _number_kind(obj)
+        if py is not None:
+            # Python numbers (or stand-ins for them) of one type: the one read is that number
+            parts = [ops.cast(plain_tensor(e), NUMBER_DTYPES[py]) if isinstance(e, Tensor) else
+                     tensor(e, dtype=NUMBER_DTYPES[py]) for e in obj]
+            return number_stand_in(apply("list_get", ops.stack(parts, 0), index))
         return apply("list_get", _stacked(obj, "read"), index)
     return obj[index]
+
+
+def _number_kind(items):
+    """The Python type of the numbers ``items`` all are (or stand for, 0-d), else None; numbers
+    of several types are refused: which type eager code reads depends on the index."""
+    if not items or not all(number_type(e) is not None and (not isinstance(e, Tensor) or e.ndim == 0)
+                            for e in items):
+        return None
+    kinds = {number_type(e) for e in items}
+    if len(kinds) > 1:
+        names = ", ".join(sorted(k.__name__ for k in kinds))
+        raise at_user_line(f"a Python list of numbers of several types ({names}) read at a tensor index (a "
+                           "position known only when the program runs): which type eager code gets depends on "
+                           "the index; give the list numbers of one type", TypeError)
+    return kinds.pop()
 
 
 def convert_setitem(obj, index, value):
