@@ -11,6 +11,8 @@ _.__pos__  # operator of Tensor
 _.__abs__  # operator of Tensor and WeakNumber
 _.__invert__  # operator of Tensor
 _.__round__  # round() of a WeakNumber
+_.__divmod__  # divmod(n, k) of a WeakNumber or NumberOrTensor (d2s.static.weak_index)
+_.__rdivmod__  # divmod(k, n) of a WeakNumber or NumberOrTensor
 _.__setitem__  # t[idx] = v
 _._repr_svg_  # Jupyter shows a d2s.viz graph through it
 _.visit_AnnAssign  # gast.NodeTransformer dispatches visit_<NodeType> by name

@@ -144,3 +144,38 @@ def check_exact(fn, inputs, **tolerances):
     for args in inputs:
         assert_exactly_eager(static(*args), fn(*args), **tolerances)
     return static
+
+
+def assert_same_outcome(fn, static, *args):
+    """``static(*args)`` (a converted ``fn``) ends as eager ``fn(*args)`` does: the same result
+    exactly (Python types all the way down, dicts included; floats and tensor values bit for
+    bit), or an error of the same type whose message starts with eager's."""
+    try:
+        want = fn(*args)
+    except Exception as e:
+        try:
+            got = static(*args)
+        except type(e) as g:
+            assert str(g).startswith(str(e)), (g, e)
+            return
+        raise AssertionError(f"eager raised {e!r}, the converted call returned {got!r}")
+    _exactly(static(*args), want)
+
+
+def _exactly(got, want):
+    assert type(got) is type(want), (got, want)
+    if isinstance(want, (tuple, list)):
+        assert len(got) == len(want), (got, want)
+        for g, w in zip(got, want):
+            _exactly(g, w)
+    elif isinstance(want, dict):
+        assert list(got) == list(want), (got, want)
+        for k in want:
+            _exactly(got[k], want[k])
+    elif isinstance(want, d2s.Tensor):
+        assert str(got.dtype) == str(want.dtype) and tuple(got.shape) == tuple(want.shape), (got, want)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    elif isinstance(want, float) and want != want:
+        assert got != got, (got, want)
+    else:
+        assert got == want, (got, want)

@@ -8,8 +8,8 @@ import numpy as np
 from .. import ops
 from ..dispatch import apply
 from ..static.tensor_array import TensorArray
-from ..static.weak_index import (NumberOrTensor, exact_number, number_or_tensor, number_stand_in, number_type,
-                                plain_tensor, python_type, weak)
+from ..static.weak_index import (NUMBER_DTYPES, NumberOrTensor, exact_number, number_or_tensor, number_stand_in,
+                                number_type, plain_tensor, python_type, weak)
 from ..tensor import Tensor
 from ..user_errors import at_user_line, user_frame
 from . import growing
@@ -54,17 +54,28 @@ def _cast(x, dtype, pyfn):
 # int()/float()/bool() of a symbolic tensor: a 0-d tensor standing for the Python number eager
 # code gets (weak: it comes back from the program as that number)
 def convert_int(x=0, *args):
-    return builtins.int(x, *args) if args else number_stand_in(_cast(x, "int64", builtins.int))
+    return builtins.int(x, *args) if args else number_stand_in(_cast_either(x, "int64", builtins.int))
 
 
 def convert_float(x=0.0):
     # float64: a Python float is a double (float() of a float64 tensor keeps every digit, and
     # arithmetic on the number rounds as Python's does)
-    return number_stand_in(_cast(x, "float64", builtins.float))
+    return number_stand_in(_cast_either(x, "float64", builtins.float))
 
 
 def convert_bool(x=False):
-    return number_stand_in(_cast(x, "bool", builtins.bool))
+    return number_stand_in(_cast_either(x, "bool", builtins.bool))
+
+
+def _cast_either(x, dtype, pyfn):
+    """``_cast`` of a value that is a Python number on some runs (of the number exactly there:
+    the tensor holds it in its own dtype, 0.1 in float32) and a tensor on others."""
+    if not (isinstance(x, NumberOrTensor) and x.else_type is None):
+        return _cast(x, dtype, pyfn)
+    n = exact_number(x)
+    n = ops.full([], n, dtype=NUMBER_DTYPES[type(n)]) if not isinstance(n, Tensor) else n
+    on_tensor, on_number = _cast(plain_tensor(x), dtype, pyfn), _cast(number_stand_in(n), dtype, pyfn)
+    return apply("where", x.is_number, plain_tensor(on_number), plain_tensor(on_tensor))
 
 
 def _one_element(x, what):
@@ -144,7 +155,23 @@ def convert_isinstance(obj, cls):
     py = python_type(obj)
     if py is not None:
         return builtins.issubclass(py, cls)
+    if isinstance(obj, NumberOrTensor):
+        # a number of type pytype on some runs, else a tensor (or a number of else_type)
+        answers = {builtins.issubclass(obj.pytype, cls),
+                   builtins.issubclass(obj.else_type, cls) if obj.else_type is not None else
+                   builtins.isinstance(plain_tensor(obj), cls)}
+        if len(answers) > 1:
+            raise at_user_line(_depends("isinstance()", obj), TypeError)
+        return answers.pop()
     return builtins.isinstance(obj, cls)
+
+
+def _depends(what, obj):
+    other = f"a Python {obj.else_type.__name__}" if obj.else_type is not None else "a tensor"
+    return (f"{what} of a value that is a Python {obj.pytype.__name__} on some runs and {other} on others, "
+            "chosen by tensor data in a tensor `if`, max()/min() or loop: its answer is needed now, while the "
+            "program is built, and differs between them. Make the value one kind on every path (a tensor: "
+            "d2s.tensor(0.5); a number: float(t))")
 
 
 def convert_type(*args):
@@ -154,6 +181,8 @@ def convert_type(*args):
         py = python_type(args[0])
         if py is not None:
             return py
+        if isinstance(args[0], NumberOrTensor):
+            raise at_user_line(_depends("type()", args[0]), TypeError)
     return builtins.type(*args)
 
 
@@ -272,12 +301,18 @@ def _pick(items, opname):
         take = plain_tensor(ops.reshape(take, []))
         cur = (ops.where(take, as_value(v), cur[0]) if tdtype else None,
                ops.logical_or(ops.logical_and(take, v_num), ops.logical_and(ops.logical_not(take), cur[1])),
-               ops.where(take, as_exact(v), cur[2]) if ndtype else None)
+               # (plain: ops.where gives two number stand-ins the default float dtype, as
+               # d2s.where(c, 0.5, 0.7) does; both hold ndtype numbers exactly here)
+               apply("where", take, _plain_number(as_exact(v)), _plain_number(cur[2])) if ndtype else None)
     if ndtype is None:
         return cur[0]
     if tdtype is None:
         return number_stand_in(cur[2])
     return number_or_tensor(cur[0], cur[1], True, pytype, number=cur[2])
+
+
+def _plain_number(v):
+    return plain_tensor(v) if isinstance(v, Tensor) else v
 
 
 def convert_max(*args, **kwargs):

@@ -19,6 +19,7 @@ from ..tensor import Tensor, tensor
 from . import raising, replay
 from ..user_errors import ConvertError, at_user_line
 from .dict_keys import MaybeKey, note_created
+from .mixed_numbers import find_mixed, mixed_parts, number_types_of
 from .escaping import refuse_escaping
 from .undefined import MaybeUnbound, Undefined, maybe_unbound
 from .values import REPLACED_LISTS, changed, describe, fresh, is_symbolic, truth, write_back
@@ -102,12 +103,22 @@ def _static_if(pred, true_fn, false_fn, args, names, out_names, get_state=None, 
                                  none_fillable, state0, labels, hints, fills, maybe, rounds, watch)
     replay.record(key, (hints, fills, maybe, rounds.cur))
     merged = list(merged) if isinstance(merged, (tuple, list)) else [merged]
-    (skel, kinds, consts), (weak_numbers, number_on) = plan
-    it = iter(merged)
+    (skel, kinds, consts), (weak_numbers, number_on, mixed, number_types) = plan
+    extras = merged[len(merged) - 2 * len(mixed):]
+    it = iter(merged[:len(merged) - 2 * len(mixed)])
     vals = [next(it) if k == "T" else c for k, c in zip(kinds, consts)]
     vals = [number_stand_in(v) if j in weak_numbers else v for j, v in enumerate(vals)]
     for j, (on_true, py, const) in number_on.items():
         vals[j] = number_or_tensor(vals[j], pred, on_true, py, number=const)
+    for j, (on_true, on_false) in number_types.items():
+        vals[j] = number_or_tensor(vals[j], pred, True, on_true, else_type=on_false)
+    for i, (j, py) in enumerate(sorted(mixed.items())):
+        # a number on some runs, a tensor on others, on either side: the branch taken says which
+        # (and the number exactly), run by run; or a number of one type or another
+        if isinstance(py, tuple):
+            vals[j] = number_or_tensor(vals[j], extras[2 * i], True, py[0], else_type=py[1])
+            continue
+        vals[j] = number_or_tensor(vals[j], extras[2 * i], True, py, number=extras[2 * i + 1])
     everything = pytree.tree_unflatten(skel, vals)
     n_out = len(everything) - len(state0)
     outs, st = everything[:n_out], everything[n_out:]
@@ -167,7 +178,8 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
                 out = _lists_as_arrays(out, hints)
                 st = tuple(get_state()) if get_state is not None else ()
                 vals, skel = pytree.tree_flatten(out + st)
-                return _normalize(side, vals, skel, seen, hints, labels, out + st, fillable, none_fillable)
+                tensors = _normalize(side, vals, skel, seen, hints, labels, out + st, fillable, none_fillable)
+                return tuple(tensors) + mixed_parts(vals, hints.get("mixed", {}))
             return run
 
         seen["patches"] = {}
@@ -182,7 +194,8 @@ def _trace_if(pred, true_fn, false_fn, args, out_names, get_state, set_state, fi
             continue
         except ControlFlowError as e:
             raise at_user_line(f"the branches of this tensor `if` do not fit together: {e}") from None
-        return merged, (seen["plan"], (seen.get("weak", ()), seen.get("number_on", {})))
+        return merged, (seen["plan"], (seen.get("weak", ()), seen.get("number_on", {}), hints.get("mixed", {}),
+                                       seen.get("number_types", {})))
     raise at_user_line("the branches of this tensor `if` could not be reconciled")
 
 
@@ -365,6 +378,10 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
             raise _Retry({**hints, **promote})
         _structure_error(labels, t_skel, skel, raw)
     new_hints, out = dict(hints), []
+    number_types = seen["number_types"] = {}
+    mixed = find_mixed(t_raw, vals, lambda k: _label(labels, skel, k))
+    if mixed:
+        new_hints["mixed"] = mixed
     for k, (tr, tv, fv) in enumerate(zip(t_raw, t_vals, vals)):
         name = _label(labels, skel, k)
         t_undef, f_undef = isinstance(tv, Undefined), isinstance(fv, Undefined)
@@ -398,6 +415,16 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
             raise at_user_line(
                 f"'{name}' is defined only in the {side_def} branch of this tensor `if`, and is used "
                 f"after it; define it before the `if` (or in both branches)")
+        types = number_types_of(tr, fv)
+        if types is not None and k not in mixed:
+            # a Python number of one type on each side (1 and 0.5): one dtype holding both exactly
+            # enough, and the predicate says which type eager code holds, run by run
+            dtype = "float64" if float in types else "int64"
+            number_types[k] = types
+            if not (isinstance(tv, Tensor) and str(tv.dtype) == dtype):
+                new_hints[k] = ("as", dtype, ()) if isinstance(tr, Tensor) else ("tensor", dtype)
+            out.append(_tensor_as(fv, dtype, ()) if isinstance(fv, Tensor) else _number_tensor(fv, dtype, ()))
+            continue
         if isinstance(tv, Tensor):
             if isinstance(fv, Tensor):
                 if isinstance(tr, _NUMBER) and (fv.dtype != tv.dtype or fv.ndim != tv.ndim):
@@ -479,7 +506,7 @@ def _normalize(side, vals, skel, seen, hints, labels, raw, fillable=(), none_fil
     seen["number_on"] = {k: (number_type(tr) is not None, number_type(tr) or number_type(fv),
                              _constant(tr if number_type(tr) is not None else fv))
                          for k, (tr, fv) in enumerate(zip(t_raw, vals))
-                         if _is_plain_tensor(tr) + _is_plain_tensor(fv) == 1
+                         if k not in mixed and _is_plain_tensor(tr) + _is_plain_tensor(fv) == 1
                          and (number_type(tr) is not None) + (number_type(fv) is not None) == 1}
     return tuple(out)
 
@@ -503,10 +530,12 @@ def _patch_true(seen, hints, new_hints):
     patches, blk = seen.get("patches"), seen.get("then_block")
     if patches is None or blk is None:
         return False
+    if "mixed" in hints and new_hints.get("mixed") != hints["mixed"]:
+        return False  # (the true branch's outputs end with the parts of other mixed values)
     t_raw = seen["true"][0]
     for k, h in new_hints.items():
         old = hints.get(k)
-        if old is h:
+        if old is h or k == "mixed":
             continue
         if isinstance(k, tuple):
             return False  # a list becoming a TensorArray
@@ -520,6 +549,8 @@ def _patch_true(seen, hints, new_hints):
     outer, b.block = b.block, blk
     try:
         tensors = _plan_true(t_raw, seen["true"][2], seen, new_hints, seen["true_out"])
+        # (and the parts of the values that are numbers on some runs only: see find_mixed)
+        tensors += mixed_parts(t_raw, new_hints.get("mixed", {}))
         ends = seen.get("true_vars", {})
         blk.outputs = [b.resolve(ends[id(t)].name, tensor=t) if id(t) in ends else b.var_of(t) for t in tensors]
     finally:
@@ -556,7 +587,9 @@ def _growing_lists(t_out, f_out, t_skel, f_skel):
         if not all(type(v) is list or isinstance(v, TensorArray) for v in sides):
             continue
         elems = [e for v in sides if type(v) is list for e in v]
-        numbers = [e for e in elems if isinstance(e, _NUMBER) and not isinstance(e, Tensor)]
+        # (a 0-d stand-in for a Python number, x[i].item(), is a number too)
+        numbers = [e for e in elems if (isinstance(e, _NUMBER) and not isinstance(e, Tensor)) or
+                   (number_type(e) is not None and e.ndim == 0)]
         if numbers and not any(isinstance(v, TensorArray) for v in sides) and \
                 all(not isinstance(e, Tensor) or e.ndim == 0 for e in elems) and \
                 all(isinstance(e, (Tensor,) + _NUMBER) for e in elems):

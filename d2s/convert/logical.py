@@ -1,10 +1,14 @@
 """`and`, `or`, `not` over thunks: Python short-circuit semantics for Python values and
 concrete tensors; once a value is a symbolic tensor, the rest is evaluated inside a ``cond``
 so it still runs only when needed (``i < n and x[i] > 0`` never reads ``x[n]``)."""
+import numpy as np
+
 from .. import ops
+from ..dispatch import apply
 from ..static.control_flow import cond
+from ..static.weak_index import number_stand_in, plain_tensor, python_type
 from ..tensor import Tensor
-from ..user_errors import at_user_line
+from ..user_errors import at_user_line, user_frame
 from . import raising
 from .values import is_symbolic, truth
 
@@ -39,7 +43,7 @@ def _lazy(value, rest, short_value, truth=False):
             decided["form"] = None
             return value
         if _same_type(out, value):
-            decided["form"] = None
+            decided["form"], decided["type"] = None, python_type(out)
             return out
         if truth:
             decided["form"] = "truth"
@@ -64,8 +68,14 @@ def _lazy(value, rest, short_value, truth=False):
 
     # the side that runs `rest` is traced first, so the other side knows which form to give
     if short_value:  # `or`: a true value decides
-        return cond(ops.logical_not(pred), evaluated, shortcut)
-    return cond(pred, evaluated, shortcut)
+        out = cond(ops.logical_not(pred), evaluated, shortcut)
+    else:
+        out = cond(pred, evaluated, shortcut)
+    # two Python numbers of one type (``c > 0 and c < 3`` of a counter): the result is one too
+    py = python_type(value)
+    if py is not None and decided.get("form") is None and decided.get("type") is py:
+        return number_stand_in(out)
+    return out
 
 
 def _shape(x):
@@ -134,8 +144,22 @@ def or_(*thunks, truth=False):
 
 
 def not_(x):
-    """``not x``: a logical_not op for a symbolic tensor."""
+    """``not x``: Python's bool, as eager code gets it; for a symbolic tensor (of one element:
+    ValueError otherwise, as eagerly) a logical_not op standing for that bool."""
     x = truth(x)
     if is_symbolic(x):
-        return ops.logical_not(_as_bool(x))
+        _one_element(x)
+        return number_stand_in(ops.reshape(ops.logical_not(_as_bool(plain_tensor(x))), []))
     return not x
+
+
+def _one_element(x):
+    shape = _shape(x)
+    if all(isinstance(d, int) for d in shape):
+        if int(np.prod(shape, dtype=np.int64)) != 1:
+            raise at_user_line(f"the truth value of a tensor with shape {shape} is ambiguous: use .any() or .all()",
+                               ValueError)
+        return
+    loc = user_frame()
+    apply("assert", ops.eq(ops.numel(x), 1), message="the truth value of a tensor with more than one element is "
+          "ambiguous: use .any() or .all()", where=f"{loc[0]}:{loc[1]}" if loc else "", error="ValueError")

@@ -23,8 +23,9 @@ from ..user_errors import ConvertError, at_user_line, user_frame
 from .dict_keys import MaybeKey, note_created, refuse as refuse_partial_dict
 from .escaping import refuse_escaping
 from .iterables import TensorListItems, as_tensor_iterable
+from .mixed_numbers import mixed_parts
 from .undefined import MaybeNone, MaybeUnbound, Undefined, maybe_unbound
-from .values import fresh, is_symbolic, truth, write_back
+from .values import describe, fresh, is_symbolic, truth, write_back
 
 
 # ------------------------------------------------------------------ while
@@ -105,6 +106,11 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
     dead = {i: v for i, v in enumerate(init) if isinstance(v, Undefined)}
 
     weak_at = _weak_positions(init)
+    # values that are a Python number on some runs and a tensor on others (min(x.sum(), 0.5)):
+    # the loop carries which one each is, and the number exactly, beside the value
+    # (or a Python number of one type on some runs and another on others: which type it is)
+    mixed_at = {i: v.pytype if v.else_type is None else (v.pytype, v.else_type) for i, v in enumerate(init)
+                if isinstance(v, NumberOrTensor) and i not in dead}
     # the Python type each weak variable has before the loop (what a zero-trip run returns)
     start_types = {i: number_type(init[i]) for i in weak_at}
     body_types = {}
@@ -130,9 +136,11 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
         start = [_as_loop_value(v) for i, v in enumerate(init) if i not in dead]
         n_core = len(start)
         start += [tensor(True)] * len(flagged)
+        start += list(mixed_parts(init, mixed_at))
+        n_flags = len(flagged)
 
         def split(vals):
-            vals = widen(vals[:n_core])
+            vals = _with_mixed(widen(vals[:n_core]), vals[n_core + n_flags:], mixed_at)
             if set_state is not None:
                 set_state(tuple(vals[n:]))
             return tuple(vals[:n])
@@ -143,6 +151,7 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
         def body_fn(*vals):
             out = list(body(split(vals))) + (list(get_state()) if get_state is not None else [])
             out = _keys_stay_maybe(init, out)
+            parts = _mixed_out(out, mixed_at, labels)
             body_weak.update((i, _is_python_number(out[i])) for i in weak_at if i < len(out))
             body_types.update((i, number_type(out[i])) for i in weak_at if i < len(out))
             maybe_number.update((i, isinstance(out[i], NumberOrTensor)) for i in weak_at if i < len(out))
@@ -151,7 +160,7 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             # numbers inside carried structures (a tuple return value holding a loop counter)
             nested_weak.update((i, _number_leaves(o)) for i, o in enumerate(out)
                                if i not in weak_at and i not in dead and _is_structure(o))
-            return tuple(v for i, v in enumerate(out) if i not in dead) + tuple(flags)
+            return tuple(v for i, v in enumerate(out) if i not in dead) + tuple(flags) + parts
 
         try:
             if STATE.builder is not None:
@@ -173,9 +182,10 @@ def _static_loop(test, body, state, names, get_state, set_state, extra_vars=(), 
             flagged += more  # build again, carrying their flags
             continue
         break
-    result, still_numbers = list(result[:n_core]), result[n_core:]
+    result, still_numbers, parts = (list(result[:n_core]), result[n_core:n_core + len(flagged)],
+                                    result[n_core + len(flagged):])
     result = [plain_tensor(v) if i in weak_at and not body_weak.get(i, True) else v
-              for i, v in enumerate(widen(result))]
+              for i, v in enumerate(_with_mixed(widen(result), parts, mixed_at))]
     for i, flag in zip(flagged, still_numbers):
         result[i] = number_or_tensor(result[i], flag, True, start_types[i])
     result = [_mark_numbers(v, nested_weak.get(i, ())) if i in init_nested or i in nested_weak else v
@@ -244,6 +254,43 @@ def _peel_first(test, body, state, names, get_state, set_state, extra_vars, labe
     return tuple(MaybeNone(v, go) if s is None and v is not None else v for s, v in zip(state, out))
 
 
+def _with_mixed(vals, parts, mixed_at):
+    """``vals`` with each value of ``mixed_at`` a NumberOrTensor again, from its loop-carried
+    parts (is a number, the number: see control_flow.mixed_parts)."""
+    for j, (i, py) in enumerate(sorted(mixed_at.items())):
+        if isinstance(py, tuple):
+            vals[i] = number_or_tensor(plain_tensor(vals[i]), parts[2 * j], True, py[0], else_type=py[1])
+            continue
+        vals[i] = number_or_tensor(plain_tensor(vals[i]), parts[2 * j], True, py, number=parts[2 * j + 1])
+    return vals
+
+
+def _mixed_out(out, mixed_at, labels):
+    """The parts of each ``mixed_at`` value after an iteration; a Python number of another type
+    than it entered with is refused (a program holds one number type per value)."""
+    for i, py in mixed_at.items():
+        v = out[i] if i < len(out) else None
+        if isinstance(py, tuple):
+            got = {v.pytype, v.else_type} if isinstance(v, NumberOrTensor) and v.else_type is not None else \
+                {number_type(v)}
+            if not got <= set(py):
+                name = labels[i] if labels is not None and i < len(labels) else "a loop variable"
+                raise at_user_line(
+                    f"'{name}' enters this tensor loop a Python {py[0].__name__} on some runs and a "
+                    f"{py[1].__name__} on others, and the loop makes it {describe(v)}: a program can carry a "
+                    "value of two number types, not three kinds. Give it numbers of one type (0.0 rather than 0)",
+                    TypeError)
+            continue
+        got = v.pytype if isinstance(v, NumberOrTensor) and v.else_type is None else number_type(v)
+        if got is not None and got is not py:
+            name = labels[i] if labels is not None and i < len(labels) else "a loop variable"
+            raise at_user_line(
+                f"'{name}' enters this tensor loop a Python {py.__name__} on some runs (a tensor on others) and "
+                f"the loop makes it a Python {got.__name__}: a program holds one number type per value. Give it "
+                "numbers of one type (0.0 rather than 0)", TypeError)
+    return mixed_parts(out, mixed_at)
+
+
 def _weak_positions(init):
     """Loop variables that eager code holds as Python numbers (``i = 0`` before the loop, a
     ``for`` counter): the loop carries them as tensors, read as WeakIndex (ints: ``z + i``
@@ -296,6 +343,10 @@ def _is_python_number(v):
 def _probe_value(v):
     """``v`` for a trial trace of a loop body: containers (lists, dicts, tensor lists) are
     copied, so what the trial appends or assigns never reaches the loop's real values."""
+    if isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
+        # a Python number stays one in the trial, as it is in the loop (weak: what the trial
+        # appends, ``xs.append(i * 0.1)``, is a Python float)
+        return number_stand_in(_as_loop_value(v))
     return fresh(_as_loop_value(v)) if isinstance(v, (list, dict, tuple)) or hasattr(type(v), "_d2s_children") \
         else _as_loop_value(v)
 
@@ -458,7 +509,8 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None, trial=
                 "the body runs once while the program is built, so it cannot grow or shrink once per "
                 "iteration. Only lists of tensors or numbers, or of tuples of them with one structure and "
                 "dtypes, can (they become tensor lists); keep other lists out of tensor loops", ConvertError)
-        tensors = [e for e in items if isinstance(e, Tensor)]
+        # (a 0-d stand-in for a Python number, x[i].item(), is a number: the list comes back as numbers)
+        tensors = [e for e in items if isinstance(e, Tensor) and not _number_element(e)]
         dtype = numbers_dtype(items)
         like = cf._zeros_like_type(tensors[0]) if tensors else tensor(0, dtype=dtype)
         if str(like.dtype) != dtype:
@@ -466,9 +518,14 @@ def _lists_to_tensor_arrays(body, init, lists, n, set_state, labels=None, trial=
         kind = TensorArray if tensors else NumberList
         ta = kind.like(like)
         for e in v:
-            ta.append(e if isinstance(e, Tensor) and str(e.dtype) == dtype else tensor(e, dtype=dtype))
+            ta.append(e if isinstance(e, Tensor) and str(e.dtype) == dtype else
+                      ops.cast(e, dtype) if isinstance(e, Tensor) else tensor(e, dtype=dtype))
         out[i] = ta
     return out
+
+
+def _number_element(e):
+    return number_type(e) is not None and e.ndim == 0
 
 
 def _dict_keys_from_body(test, body, init, n, set_state, labels, trial=None):

@@ -14,7 +14,7 @@ import builtins
 
 from .._state import STATE
 from ..dispatch import apply
-from ..static.weak_index import python_type
+from ..static.weak_index import NumberOrTensor, exact_number, plain_tensor, python_type
 from ..tensor import Tensor
 from .values import is_symbolic
 
@@ -62,6 +62,8 @@ def convert_print(*args, sep=" ", end="\n", **kwargs):
 
 def _part(value, tensors, top=False):
     """The print op part that shows ``value`` as ``str`` (``top``) or ``repr`` would."""
+    if isinstance(value, NumberOrTensor):
+        return _either(value, tensors, "")
     if isinstance(value, Tensor) and value.is_symbolic:
         tensors.append(value)
         py = python_type(value)
@@ -81,6 +83,8 @@ def _formatted(value, conversion, spec, tensors):
         if _has_symbolic(value):
             return ["c", _container(value, tensors)]
         return ["s", _format(value, conversion, spec)]
+    if isinstance(value, NumberOrTensor) and conversion not in ("r", 114, "a", 97):
+        return _either(value, tensors, spec)
     py = python_type(value)
     if py is not None and conversion not in ("r", 114, "a", 97):
         tensors.append(value)
@@ -88,6 +92,28 @@ def _formatted(value, conversion, spec, tensors):
     if spec:  # eager code's error: a tensor takes no format spec
         _format(Tensor._make(None, value._var), -1, spec)
     return _part(value, tensors)
+
+
+def _either(value, tensors, spec):
+    """The part showing a value that is a Python number on some runs (of type ``pytype``) and
+    a tensor (or a number of ``else_type``) on others: the print op picks by its flag."""
+    tensors.append(value.is_number)
+    flag = len(tensors) - 1
+    if value.else_type is None:
+        n = exact_number(value)
+        if not isinstance(n, Tensor):
+            number = ["s", format(n, spec)]
+        else:
+            tensors.append(n)
+            number = ["f", len(tensors) - 1, spec, value.pytype.__name__]
+        tensors.append(plain_tensor(value))
+        # (a 0-d tensor with a format spec formats its element, as eagerly)
+        other = ["f", len(tensors) - 1, spec, "float" if value.dtype.is_floating_point else "int"] if spec \
+            else ["r", len(tensors) - 1]
+        return ["e", flag, number, other]
+    tensors.append(plain_tensor(value))
+    j = len(tensors) - 1
+    return ["e", flag, ["f", j, spec, value.pytype.__name__], ["f", j, spec, value.else_type.__name__]]
 
 
 def _container(value, tensors):

@@ -220,13 +220,14 @@ def _number(x):
 
 
 def numbers_dtype(items):
-    """One dtype for a list's tensors and Python numbers: a floating tensor's dtype (float32
-    for a Python float) if any element is floating, bool if all are bools, else int64."""
+    """One dtype for a list's tensors and Python numbers: a floating tensor's dtype (float64
+    for a Python float: a double, which a program returning the list gives back exactly) if
+    any element is floating, bool if all are bools, else int64."""
     floats = [str(e.dtype) for e in items if isinstance(e, Tensor) and e.dtype.is_floating_point]
     if floats:
         return floats[0]
     if any(isinstance(e, float) for e in items):
-        return "float32"
+        return "float64"
     if all(isinstance(e, bool) or (isinstance(e, Tensor) and str(e.dtype) == "bool") for e in items):
         return "bool"
     ints = [str(e.dtype) for e in items if isinstance(e, Tensor)]

@@ -120,3 +120,15 @@ def test_a_format_spec_on_a_tensor_is_eagers_type_error():
         format_spec_on_a_tensor(T([1.0]), T(1))
     with pytest.raises(TypeError):
         d2s.jit.to_static(format_spec_on_a_tensor)(T([1.0]), T(1))
+
+
+def numbers_on_some_runs(x):
+    m = min(x.sum(), 0.5)
+    v = 1 if x.sum() > 0 else 0.5
+    print(m, v, [m], f"m={m} {m:.2f} v={v:.1f}")
+    return x
+
+
+def test_a_value_that_is_a_number_on_some_runs_prints_as_that_run_holds_it():
+    # min() chose the number (printed 0.5) or the tensor (its repr), run by run; v an int or float
+    check_prints(numbers_on_some_runs, (T([1.0, 2.0]),), (T([-1.0, -2.0]),), (T([0.1, 0.2]),))

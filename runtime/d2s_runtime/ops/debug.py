@@ -77,12 +77,16 @@ def _shown(p, tensors):
     (NumPy's format); ``["r", j]`` the j-th tensor as eager code's ``repr`` shows a tensor
     (``tensor([1., 2.], dtype=float32)``); ``["f", j, spec, type]`` the j-th tensor's one
     element as the Python number (``int``, ``float`` or ``bool``) that eager code holds,
-    formatted with ``spec`` as ``format`` does; ``["c", [parts]]`` those parts joined."""
+    formatted with ``spec`` as ``format`` does; ``["c", [parts]]`` those parts joined;
+    ``["e", j, part, other]`` ``part`` where the j-th tensor (a bool) holds, else ``other`` (a
+    value that is a Python number on some runs and a tensor on others)."""
     kind = p[0]
     if kind == "s":
         return p[1]
     if kind == "c":
         return "".join(_shown(q, tensors) for q in p[1])
+    if kind == "e":
+        return _shown(p[2] if bool(np.asarray(_host(tensors[p[1]])).all()) else p[3], tensors)
     x = np.asarray(_host(tensors[p[1]]))
     if kind == "r":
         return f"tensor({np.array2string(x, separator=', ', prefix='tensor(')}, dtype={x.dtype.name})"
