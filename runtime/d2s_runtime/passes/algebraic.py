@@ -201,10 +201,11 @@ class _Rewriter:
         # identities: x*1, x+0, x-0, x/1 (and 1*x, 0+x)
         opdef = OPS[op.type]
         ident = opdef.identity
-        if ub is not None and ub == ident and self.type(a) == tout:
+        if ub is not None and ub == ident and self.type(a) == tout and self._exact_identity(op.type, ub, tout):
             self.replace(out, a)
             return True
-        if opdef.commutative and ua is not None and ua == ident and self.type(b) == tout:
+        if opdef.commutative and ua is not None and ua == ident and self.type(b) == tout \
+                and self._exact_identity(op.type, ua, tout):
             self.replace(out, b)
             return True
         known_shape = None not in tout.shape
@@ -228,6 +229,15 @@ class _Rewriter:
             self.replace(out, self.new_ops[-1].outputs[0])
             return True
         return False
+
+    @staticmethod
+    def _exact_identity(op_type, value, tout):
+        """Whether ``x op value`` is ``x`` to the bit: a float zero added is one only when it is
+        -0.0 (``-0.0 + 0.0`` is +0.0, so ``1 / (x + 0.0)`` is +inf at x = -0.0, not -inf), and a
+        zero subtracted only when it is +0.0."""
+        if op_type not in ("add", "sub") or np.dtype(tout.dtype).kind not in "fc":
+            return True
+        return bool(np.signbit(np.real(value))) == (op_type == "add")
 
     def _of_transposes(self, op, out, tout):
         """``f(transpose(x, p), transpose(y, p)) -> transpose(f(x, y), p)`` for an element-wise

@@ -28,11 +28,36 @@ def _reassociate(fn, *args):
 REASSOCIATING = [algebraic_reassociate if p is algebraic_simplify else p for p in DEFAULT_PIPELINE]
 
 
-@pytest.mark.parametrize("fn", [lambda x: x * 1.0, lambda x: 1.0 * x, lambda x: x + 0.0, lambda x: 0.0 + x,
+@pytest.mark.parametrize("fn", [lambda x: x * 1.0, lambda x: 1.0 * x, lambda x: x + -0.0, lambda x: -0.0 + x,
                                 lambda x: x - 0.0, lambda x: x / 1.0, lambda x: -(-x), lambda x: x.T.T])
 def test_identities_vanish(fn):
     q = _simplify(lambda x: d2s.exp(fn(x)))
     assert op_types(q) == ["exp"]
+
+
+def _plus_zero(x):
+    return 1.0 / (x + 0.0)
+
+
+def _zero_plus(x):
+    return 1.0 / (0.0 + x)
+
+
+def _minus_negative_zero(x):
+    return 1.0 / (x - -0.0)
+
+
+@pytest.mark.parametrize("fn", [_plus_zero, _zero_plus, _minus_negative_zero])
+def test_adding_a_positive_zero_is_kept(fn):
+    """-0.0 + 0.0 is +0.0: converted ``1 / (x + 0.0)`` gave -inf at x = -0.0 where eager gives +inf."""
+    p = build_program(fn, X)
+    q = dce(check_pure(algebraic_simplify, p))
+    assert op_types(q) == op_types(p)
+    static = d2s.jit.to_static(fn, fallback=False)
+    x = d2s.tensor(np.array([-0.0, 0.0, 2.0], "float32"))
+    with np.errstate(divide="ignore"):
+        for _ in range(2):  # the second call runs the optimized program
+            np.testing.assert_array_equal(static(x).numpy(), [np.inf, np.inf, 0.5])
 
 
 def test_cast_to_its_own_dtype_vanishes_and_a_real_cast_stays():
