@@ -2,15 +2,18 @@
 with d2s's passes as its optimization step, from the program's second call on."""
 import warnings
 
-from d2s_runtime.passes import optimize
+from d2s_runtime.passes import REASSOCIATING_PIPELINE, optimize
 from d2s_runtime.tiers import TieredRunner
+
+from . import config
 
 
 def optimized(program, what):
     """``optimize(program)`` (the runtime's passes) when it keeps the program's interface; the
-    program unchanged otherwise (a failing pass must not break a working program)."""
+    program unchanged otherwise (a failing pass must not break a working program). With
+    ``config.reassociate``, the passes that regroup float sums run too."""
     try:
-        out = optimize(program)
+        out = optimize(program, passes=REASSOCIATING_PIPELINE if config.reassociate else None)
     except Exception as e:  # noqa: BLE001 - any pass failure: keep the unoptimized program
         warnings.warn(f"d2s.jit: optimizing the {what} program failed ({type(e).__name__}: {e}); "
                       "running it unoptimized", RuntimeWarning, stacklevel=4)

@@ -134,7 +134,7 @@ def test_a_failing_optimization_pass_keeps_the_built_program(monkeypatch):
 
     from d2s.jit import tiering
 
-    def broken(program):
+    def broken(program, passes=None):
         raise RuntimeError("pass exploded")
 
     monkeypatch.setattr(tiering, "optimize", broken)

@@ -8,7 +8,7 @@ import pytest
 
 import d2s
 from d2s_runtime import Executor
-from d2s_runtime.passes import (DEFAULT_PIPELINE, algebraic_simplify, cse, dce, loop_invariants, loop_matmul_sums, loop_residuals,
+from d2s_runtime.passes import (DEFAULT_PIPELINE, REASSOCIATING_PIPELINE, algebraic_simplify, cse, dce, loop_invariants, loop_matmul_sums, loop_residuals,
                                 loop_transposes, merge_loops, optimize)
 
 from _pass_helpers import check_pure
@@ -130,11 +130,19 @@ def test_loop_transposes_hoists_the_transposed_weight():
     _assert_same(p, q)
 
 
-def test_default_pipeline_keeps_values_and_runs_the_step_once_per_direction():
+def test_default_pipeline_keeps_every_bit_and_runs_the_step_once_per_direction():
     p = _program()
     q = optimize(p)
     assert len(_whiles(q)) == 2
     assert sum(_count(w.blocks["body"], "tanh") for w in _whiles(q)) == 1
+    assert sum(_count(w.blocks["body"], "matmul") for w in _whiles(q)) == 5  # the weight gradients stay per step
+    _assert_same(p, q, rtol=0)
+
+
+def test_the_reassociating_pipeline_moves_the_weight_gradients_after_the_loop():
+    p = _program()
+    q = optimize(p, passes=REASSOCIATING_PIPELINE)
+    assert len(_whiles(q)) == 2
     assert sum(_count(w.blocks["body"], "matmul") for w in _whiles(q)) == 3
     _assert_same(p, q, rtol=1e-10)
 
@@ -261,7 +269,7 @@ def test_the_optimized_program_runs_natively_with_the_same_values(tmp_path):
     """The stacks ``loop_matmul_sums`` reads after the loop (``stack_rows``) lower natively."""
     pytest.importorskip("numba")
     from d2s_runtime import native
-    q = optimize(_program())
+    q = optimize(_program(), passes=REASSOCIATING_PIPELINE)
     assert "stack_rows" in [op.type for op in q.block.ops]
     fn = native.compile_lowered(native.lower_program(q), cache_dir=str(tmp_path))
     ref = Executor(q)
@@ -281,7 +289,7 @@ def test_loop_invariants_makes_the_seed_gradient_a_capture_and_drops_its_broadca
     """The backward loop carries the loss's output gradient (1.0) unchanged: after the pass it is
     captured, seen as the constant inside the loop, and ``g * h`` with ``g`` a broadcast 1 is
     gone; values are unchanged at every trip count (0 included)."""
-    pipeline = list(DEFAULT_PIPELINE)
+    pipeline = list(REASSOCIATING_PIPELINE)
     p = _loops_after(*pipeline[:pipeline.index(loop_invariants)])
     q = check_pure(loop_invariants, p)
     bwd_p, bwd_q = _whiles(p)[1], _whiles(q)[1]

@@ -8,7 +8,7 @@ import numpy as np
 
 import d2s
 from d2s_runtime import Executor
-from d2s_runtime.passes import (DEFAULT_PIPELINE, dce, merge_scans, optimize, scan_matmul_sums, scan_residuals,
+from d2s_runtime.passes import (DEFAULT_PIPELINE, REASSOCIATING_PIPELINE, dce, merge_scans, optimize, scan_matmul_sums, scan_residuals,
                                 scan_transposes)
 
 from _pass_helpers import check_pure
@@ -121,7 +121,7 @@ def test_scan_matmul_sums_makes_the_weight_gradient_one_product_after_the_scan()
 
 
 def test_scan_transposes_gives_the_step_products_contiguous_weights():
-    p = optimize(_program(), passes=[p for p in DEFAULT_PIPELINE if p is not scan_transposes])
+    p = optimize(_program(), passes=[p for p in REASSOCIATING_PIPELINE if p is not scan_transposes])
     q = check_pure(scan_transposes, p)
     for op in _scans(q):
         body = op.blocks["body"]
@@ -163,8 +163,11 @@ def test_a_static_number_of_steps_is_one_scan_each_way_and_keeps_its_values():
     p = _static_program()
     q = optimize(p)
     assert len(_scans(q)) == 2
-    assert _count(_backward(q).blocks["body"], "matmul") == 1
-    _assert_same(p, q, exact=False, steps=[3])
+    assert _count(_backward(q).blocks["body"], "matmul") == 2  # the weight gradient stays per step
+    _assert_same(p, q, exact=True, steps=[3])
+    r = optimize(p, passes=REASSOCIATING_PIPELINE)
+    assert _count(_backward(r).blocks["body"], "matmul") == 1
+    _assert_same(p, r, exact=False, steps=[3])
 
 
 def _two_scans(second_step):
