@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 # Submodules and names that import lazily, so `import d2s` stays light and layers stay apart.
 _LAZY_MODULES = {"nn", "optim", "data", "jit", "static", "passes", "func", "utils", "viz", "onnx", "distributions",
                  "autograd", "transformers", "convert", "cli", "trace", "distributed", "lax", "linalg", "return_types",
-                 "cuda", "backends", "accelerator", "amp", "settings"}
+                 "special", "cuda", "backends", "accelerator", "amp", "settings"}
 _LAZY_NAMES = {
     "cond": ("d2s.static.control_flow", "cond"),
     "while_loop": ("d2s.static.control_flow", "while_loop"),

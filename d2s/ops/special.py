@@ -49,15 +49,18 @@ def lgamma(input):
 
 @tensor_method()
 def digamma(input):
-    """The logarithmic derivative of Gamma, as ``torch.digamma`` (-inf at 0, NaN at the
-    negative integers); integer and bool inputs give float32."""
+    """The logarithmic derivative of Gamma, as ``torch.digamma`` (-inf at +0, +inf at -0, NaN at
+    the negative integers); integer and bool inputs give float32."""
     return apply("polygamma", input, n=0)
 
 
 @tensor_method()
 def polygamma(n, input=None):
     """The ``n``-th derivative of :func:`digamma`, as ``torch.polygamma(n, input)`` (the method
-    is ``x.polygamma(n)``); +inf at 0 and the negative integers for ``n >= 1``.
+    is ``x.polygamma(n)``), computed by PyTorch's algorithms in ``input``'s dtype, so with its
+    values at and near the poles (0, -1, -2, ...): for ``n = 1`` +inf at 0 and huge finite values
+    (PyTorch's ``sin(pi x)`` of a rounded product) at the negative integers; for ``n >= 2``
+    ``(-1)^(n+1) inf`` there. Arguments below -100000 raise (for ``n >= 2``).
 
     Args:
         n: a non-negative int.

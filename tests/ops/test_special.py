@@ -66,6 +66,22 @@ TORCH_CASES = [
     Case("inplace_ints", lambda t, a, b: (a.clone().gcd_(b), a.clone().lcm_(b)), INTS_A, INTS_B, onnx=NO_GCD),
 ]
 
+# polygamma at the poles (0, -0.0, the negative integers) and near them: PyTorch's values, which
+# are +-inf by n's parity (zeta's +inf), NaN (digamma at -k), or huge finite numbers (trigamma's
+# sin(pi x) is not exactly 0 at -k); float32 computed in float32, as PyTorch does
+POLES = np.array([0.0, -0.0, -1.0, -2.0, -3.0, -7.0, 1e-7, -1e-7, -1 + 1e-6, -1 - 1e-6, -2 + 1e-5, -3 - 1e-4,
+                  -4.5, 0.5])
+NEAR = np.array([1e-3, -1e-3, -1 + 1e-3, -2 - 1e-3, -5 + 1e-2, -0.5, 0.25])
+TORCH_CASES += [
+    Case(f"polygamma_poles_{dtype.__name__}", lambda t, x: tuple(t.polygamma(n, x) for n in range(5))
+         + (t.special.polygamma(1, x), x.polygamma(2), t.digamma(x), t.special.digamma(x), t.special.psi(x)),
+         POLES.astype(dtype), grad=False, onnx=NO_GAMMA, rtol=rtol, atol=0)
+    for dtype, rtol in ((np.float64, 1e-14), (np.float32, 2e-6))
+] + [
+    Case("polygamma_near_poles", lambda t, x: tuple(t.polygamma(n, x) for n in range(5)), NEAR, onnx=NO_GAMMA,
+         rtol=1e-13, atol=0),
+]
+
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):
