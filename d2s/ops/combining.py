@@ -8,7 +8,8 @@ Each composition is exact (moves, pads, index selections and sums of existing op
 values and gradients are PyTorch's and it converts, saves and exports as its parts do.
 ``unfold`` is a view op of its own, as PyTorch's: eagerly its windows share ``input``'s elements
 (a write into ``input`` shows through them); windows overlap, so an in-place write through
-them is refused with an error saying to clone first.
+them is refused with an error saying to clone first. Its ONNX form is a Gather of the window
+indices (computed in the graph where the dim is dynamic).
 """
 import itertools
 
@@ -19,7 +20,7 @@ from d2s_runtime.dtypes import result_type
 from .. import return_types
 from ..autograd.registry import grad_rule
 from ..dispatch import apply
-from ..onnx.registry import onnx_unsupported
+from ..onnx.registry import i64, onnx_converter
 from ..tensor import Tensor, tensor, tensor_method
 from .creation import full_like, zeros_like
 from .elementwise import cast
@@ -183,8 +184,41 @@ def _unfold_grad(ctx, g):
     return (index_add(zeros_like(x), a, tensor(idx), moved),)
 
 
-onnx_unsupported("unfold", reason="its overlapping windows are a strided view; use a gather of the window "
-                 "indices (index_select) in code meant for ONNX")
+@onnx_converter("unfold")
+def _unfold_onnx(g, op):
+    # a Gather of the window indices (n, size): start i * step + offset j, then the size dim
+    # moved last; n = (d - size) // step + 1 from the input's shape when d is not known
+    x = op.inputs[0]
+    size, step = op.attrs["size"], op.attrs["step"]
+    shape = g.shape(x)
+    if len(shape) == 0:  # a 0-d input: its one element as (1,), or (0,)
+        flat = g.tmp()
+        g.node("Reshape", [x, g.const(i64([1]))], [flat])
+        g.node("Slice", [flat, g.const(i64([0])), g.const(i64([size]))], op.outputs)
+        return
+    nd = len(shape)
+    a = op.attrs["axis"] % nd
+    d = shape[a]
+    if isinstance(d, (int, np.integer)):
+        n = (int(d) - size) // step + 1
+        idx = g.const((np.arange(n)[:, None] * step + np.arange(size)[None, :]).astype(np.int64))
+    else:
+        dims, dim, count, n = g.tmp(), g.tmp(), g.tmp(), g.tmp()
+        g.node("Shape", [x], [dims])
+        g.node("Gather", [dims, g.const(i64(a))], [dim])
+        g.node("Sub", [dim, g.const(i64(size))], [count])
+        steps = g.tmp()
+        g.node("Div", [count, g.const(i64(step))], [steps])  # (count >= 0: integer Div floors)
+        g.node("Add", [steps, g.const(i64(1))], [n])
+        starts, scaled, column = g.tmp(), g.tmp(), g.tmp()
+        g.node("Range", [g.const(i64(0)), n, g.const(i64(1))], [starts])
+        g.node("Mul", [starts, g.const(i64(step))], [scaled])
+        g.node("Unsqueeze", [scaled, g.const(i64([1]))], [column])
+        idx = g.tmp()
+        g.node("Add", [column, g.const(np.arange(size, dtype=np.int64)[None, :])], [idx])
+    gathered = g.tmp()
+    g.node("Gather", [x, idx], [gathered], axis=a)
+    g.node("Transpose", [gathered], op.outputs, perm=list(range(a + 1)) + list(range(a + 2, nd + 1)) + [a + 1])
 
 
 # ------------------------------------------------------------------ matrices from pieces
