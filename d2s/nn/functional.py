@@ -40,6 +40,7 @@ from ._f_loss import (binary_cross_entropy, binary_cross_entropy_with_logits, co
 from ._f_recurrent import gru_cell, lstm_cell, rnn_cell  # noqa: E402,F401
 from ._f_sparse import embedding, embedding_bag, one_hot  # noqa: E402,F401
 from ._f_attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402,F401
+from ._f_sampling import affine_grid, grid_sample  # noqa: E402,F401
 
 
 # ------------------------------------------------------------------ linear layers
