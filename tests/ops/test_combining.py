@@ -127,6 +127,20 @@ TORCH_CASES = [
          np.array([1, 2, 3, 4])),
 ]
 
+STATIC_DIM = "the scattered dim's size is read when the program is built"
+TORCH_CASES += [
+    Case("select_scatter", lambda t, x, r, c: (t.select_scatter(x, r, 0, 1), x.select_scatter(c, 1, -1),
+                                               t.select_scatter(x, c, dim=-1, index=0)),
+         X, R.standard_normal(4), R.standard_normal(3), dynamic=STATIC_DIM),
+    Case("slice_scatter", lambda t, x, a, b: (t.slice_scatter(x, a, 1, 0, 4, 2), x.slice_scatter(b, dim=0, start=1),
+                                              t.slice_scatter(x, a, dim=1, start=-3, step=2),
+                                              t.slice_scatter(x, x), t.slice_scatter(x, a[:, :0], 1, 3, 1)),
+         X, R.standard_normal((3, 2)), R.standard_normal((2, 4)), dynamic=STATIC_DIM),
+    Case("scatter_slices_3d_ints", lambda t, x, i: (t.select_scatter(i, i[:, 0] * 2, 1, 2),
+                                                    t.slice_scatter(x, x[:, :, 1:3] * 3, 2, 1, 3)),
+         X3, np.arange(24).reshape(2, 3, 4), dynamic=STATIC_DIM),
+]
+
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):
@@ -188,3 +202,14 @@ def test_shape_methods_keep_views_and_versions():
 def test_errors_name_the_op_and_the_problem(call, msg):
     with pytest.raises(Exception, match=msg):
         call()
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda x: d2s.select_scatter(x, x[0], 0, 3), IndexError, "index 3 is out of range"),
+    (lambda x: d2s.select_scatter(x, x[0], 2, 0), IndexError, "dim 2 is out of range"),
+    (lambda x: d2s.slice_scatter(x, x, 1, 0, 2), RuntimeError, r"src must have the slice's shape \(3, 2\)"),
+    (lambda x: x.slice_scatter(x, step=0), ValueError, "step must be positive"),
+])
+def test_scatters_refuse_what_pytorch_refuses(call, error, match):
+    with pytest.raises(error, match=match):
+        call(d2s.tensor(X))
