@@ -77,10 +77,34 @@ def pad(input, pad, mode="constant", value=0):
 from ..ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: E402
 from ..ops.support import col2im as _col2im, im2col as _im2col  # noqa: E402
 from ..ops.pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402
-                           adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate, max_pool1d, max_pool2d,
-                           pixel_shuffle, pixel_unshuffle)
+                           adaptive_max_pool2d, avg_pool1d, avg_pool2d, channel_shuffle, interpolate, max_pool1d,
+                           max_pool2d, pixel_shuffle, pixel_unshuffle)
+from ..ops.linalg import pdist  # noqa: E402,F401
 from ._functional_norm import (batch_norm, group_norm, instance_norm, layer_norm, local_response_norm,  # noqa: E402
                                rms_norm)
+
+
+def _lp_pool(avg_pool, input, norm_type, kernel_size, stride, ceil_mode, window):
+    # PyTorch's composition: the average of x ** p over each window, times its size, to the 1/p
+    # (a negative average, from an odd p, is clamped to 0 first)
+    x = _as_tensor(input)
+    out = avg_pool(_ops.pow(x, norm_type), kernel_size, stride, 0, ceil_mode)
+    out = _ops.sign(out) * _ops.relu(_ops.abs(out))
+    return _ops.pow(out * window, 1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The ``norm_type``-norm of each window of (N, C, L) or (C, L) ``input``, as
+    ``torch.nn.functional.lp_pool1d``: ``(sum over the window of x ** p) ** (1 / p)`` (inf: the
+    maximum is not supported, as PyTorch's power form)."""
+    return _lp_pool(avg_pool1d, input, float(norm_type), kernel_size, stride, ceil_mode, int(kernel_size))
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The ``norm_type``-norm of each window of (N, C, H, W) or (C, H, W) ``input``, as
+    ``torch.nn.functional.lp_pool2d`` (see :func:`lp_pool1d`)."""
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+    return _lp_pool(avg_pool2d, input, float(norm_type), kernel_size, stride, ceil_mode, kh * kw)
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):

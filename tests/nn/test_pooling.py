@@ -102,6 +102,13 @@ TORCH_CASES = [
     Case("AdaptiveMaxPool2d_layer", lambda t, x: t.nn.AdaptiveMaxPool2d(2, return_indices=True)(x),
          distinct(2, 2, 4, 6), onnx="ONNX has no adaptive max pooling indices (refused with a clear error)"),
     Case("AdaptiveMaxPool1d_layer", lambda t, x: t.nn.AdaptiveMaxPool1d(2)(x), distinct(2, 2, 6)),
+    # power-average pooling: (sum of x ** p over the window) ** (1 / p); with an odd p a negative
+    # sum is clamped to 0, with a fractional p negative inputs give NaN (PyTorch's too)
+    Case("lp_pool", lambda t, x, a: (t.nn.functional.lp_pool2d(x, 2, 2), t.nn.functional.lp_pool2d(a, 3, (2, 3), 1),
+                                     t.nn.functional.lp_pool2d(a, 1.5, 3, stride=(1, 2), ceil_mode=True),
+                                     t.nn.functional.lp_pool1d(x[0], 2, 3, 2), t.nn.LPPool2d(2, 3, 2)(a),
+                                     t.nn.LPPool1d(3, 2)(x[:, :, 0])),
+         r32(2, 3, 5, 6), np.abs(r32(2, 3, 5, 6)) + 0.1, rtol=1e-5, atol=1e-6),
 ]
 
 
