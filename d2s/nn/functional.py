@@ -107,6 +107,57 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return _lp_pool(avg_pool2d, input, float(norm_type), kernel_size, stride, ceil_mode, kh * kw)
 
 
+def _unpool_output_size(name, in_sizes, kernel, stride, padding, output_size):
+    """PyTorch's ``_unpool_output_size``: the default (in - 1) * stride + kernel - 2 * padding,
+    or ``output_size`` (its last dims) when within a stride of it."""
+    default = [(i - 1) * s + k - 2 * p for i, k, s, p in zip(in_sizes, kernel, stride, padding)]
+    if output_size is None:
+        return default
+    out = [int(o) for o in output_size]
+    if len(out) == len(kernel) + 2:
+        out = out[2:]
+    if len(out) != len(kernel):
+        raise ValueError(f"{name}: output_size should be a sequence containing {len(kernel)} or {len(kernel) + 2} "
+                         f"elements, but it has a length of '{len(out)}'")
+    for d, (o, base, s) in enumerate(zip(out, default, stride)):
+        if not base - s < o < base + s:
+            raise ValueError(f'invalid output_size "{tuple(out)}" (dim {d} must be between {base - s} and '
+                             f'{base + s})')
+    return out
+
+
+def _max_unpool(name, k, input, indices, kernel_size, stride, padding, output_size):
+    x, idx = _as_tensor(input), _as_tensor(indices)
+    as_k = (lambda v: [int(v)] * k if isinstance(v, int) else [int(e) for e in v])
+    kernel = as_k(kernel_size)
+    stride = kernel if stride is None else as_k(stride)
+    padding = as_k(padding)
+    shape = _static_shape(x)
+    if x.ndim not in (k + 1, k + 2) or None in shape[-k - 1:]:
+        raise ValueError(f"{name}: expects a {k + 1}-d (unbatched) or {k + 2}-d input with its channel and spatial "
+                         f"sizes known, got {shape}")
+    if tuple(_static_shape(idx)) != tuple(shape):
+        raise ValueError(f"{name}: indices must have the input's shape {shape}, got {tuple(_static_shape(idx))}")
+    out = _unpool_output_size(name, shape[-k:], kernel, stride, padding, output_size)
+    lead = [-1 if d is None else d for d in shape[:-k]]
+    flat_x, flat_i = _ops.reshape(x, lead + [-1]), _ops.reshape(idx, lead + [-1])
+    zeros = _ops.zeros_like(flat_x[..., :1]).expand(*([-1] * len(lead)), math.prod(out))
+    return _ops.reshape(_ops.scatter(zeros, -1, flat_i, flat_x), lead + out)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of ``max_pool1d(..., return_indices=True)``: each value put back at its
+    index, zeros elsewhere, as ``torch.nn.functional.max_unpool1d`` ((N, C, L) or (C, L))."""
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of ``max_pool2d(..., return_indices=True)``: each value put back at its
+    index (flat within its (H, W) plane), zeros elsewhere, as ``torch.nn.functional.max_unpool2d``
+    ((N, C, H, W) or (C, H, W); the output's size as PyTorch computes it, or ``output_size``)."""
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """The sliding ``kernel_size`` windows of (N, C, H, W) or (C, H, W) ``input`` as columns,
     as ``torch.nn.functional.unfold``: (N, C*kH*kW, L) with L windows, rows ordered
