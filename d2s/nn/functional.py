@@ -35,8 +35,9 @@ from ._f_activation import (alpha_dropout, celu, dropout, dropout1d, dropout2d, 
 from ._f_linear import bilinear, linear  # noqa: E402,F401
 from ._f_loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,  # noqa: E402,F401
                       cosine_similarity, cross_entropy, gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div,
-                      l1_loss, margin_ranking_loss, mse_loss, multilabel_soft_margin_loss, nll_loss, normalize,
-                      pairwise_distance, poisson_nll_loss, smooth_l1_loss, soft_margin_loss, triplet_margin_loss)
+                      l1_loss, margin_ranking_loss, mse_loss, multi_margin_loss, multilabel_margin_loss,
+                      multilabel_soft_margin_loss, nll_loss, normalize, pairwise_distance, poisson_nll_loss,
+                      smooth_l1_loss, soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss)
 from ._f_recurrent import gru_cell, lstm_cell, rnn_cell  # noqa: E402,F401
 from ._f_sparse import embedding, embedding_bag, one_hot  # noqa: E402,F401
 from ._f_attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402,F401
