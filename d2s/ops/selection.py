@@ -252,3 +252,52 @@ def _masked_scatter_onnx(g, op):
     g.node("Reshape", [g.cast(source, g.dtype(x)), g.const(i64([-1]))], [flat])
     g.node("Slice", [flat, g.const(i64([0])), k], [upd])
     g.node("ScatterND", [x, idx, upd], op.outputs)
+
+
+# ------------------------------------------------------------------ index_put
+@tensor_method()
+def index_put(input, indices, values, accumulate=False):
+    """A copy of ``input`` with ``values`` written at ``input[indices]``, as ``torch.index_put``
+    (``Tensor.index_put``; ``index_put_`` writes in place): ``indices`` a tuple of index tensors
+    (integer, or a bool mask; None takes a whole dim), one per leading dim, broadcast together.
+    With ``accumulate``, values are added to what is there, repeated positions adding up.
+
+    Args:
+        input: a tensor.
+        indices: a tuple (or list) of tensors.
+        values: a tensor of ``input``'s dtype (or a number), broadcast to ``input[indices]``.
+        accumulate: add instead of write.
+
+    Returns:
+        A tensor of ``input``'s shape and dtype.
+    """
+    x = _as_tensor(input)
+    idx = tuple(indices)
+    if isinstance(values, Tensor) and values.dtype != x.dtype:
+        raise RuntimeError(f"index_put: the values must have the destination's dtype ({x.dtype}), got {values.dtype}; "
+                           f"cast them first")
+    if any(i is None or _as_tensor(i).dtype == "bool" for i in idx):
+        if accumulate:
+            raise NotImplementedError("index_put(accumulate=True) takes integer index tensors for the leading dims "
+                                      "only (no None, no bool mask here); use index_add along one dim, or convert "
+                                      "the mask with nonzero()")
+        out = x.clone()
+        out[tuple(slice(None) if i is None else i for i in idx)] = values
+        return out
+    # integer indices: one linear index over the indexed dims, then index_add / index_copy along it
+    tensors = [_index_tensor(i) for i in idx]
+    shape = [int(s) for s in x.shape]
+    k = len(tensors)
+    if k > len(shape):
+        raise IndexError(f"index_put: too many indices ({k}) for a tensor of {len(shape)} dims")
+    lin = None
+    for t, n in zip(tensors, shape[:k]):
+        t = _where3(t < 0, t + n, t)
+        lin = t if lin is None else lin * n + t
+    rest = shape[k:]
+    flat = reshape(x, [int(np.prod(shape[:k]))] + rest)
+    vals = _as_tensor(values) if isinstance(values, Tensor) else full_like(x[(0,) * k] if k else x, values)
+    vals = vals.broadcast_to(tuple(lin.shape) + tuple(rest))
+    lin, vals = reshape(lin, [-1]), reshape(vals, [-1] + rest)
+    out = flat.index_add(0, lin, vals) if accumulate else flat.index_copy(0, lin, vals)
+    return reshape(out, shape)
