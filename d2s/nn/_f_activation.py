@@ -17,6 +17,7 @@ import warnings
 from .. import inplace as _inplace
 from .. import ops as _ops
 from ..ops import nn as nn_ops
+from ..ops.nn import hardshrink, prelu  # noqa: F401  (F.hardshrink, F.prelu: also Tensor methods)
 from ..dispatch import apply
 from ..ops.support import static_shape as _static_shape
 from ..tensor import Tensor, tensor
@@ -77,22 +78,6 @@ def _leaky_relu(x, negative_slope=0.01):
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """``x`` where positive, ``negative_slope * x`` elsewhere (the slope's gradient at 0)."""
     return _maybe_inplace("leaky_relu", _leaky_relu, input, inplace, negative_slope=float(negative_slope))
-
-
-def prelu(input, weight):
-    """``leaky_relu`` with a learned slope per channel (dim 1; one slope for all when
-    ``weight`` has one element)."""
-    x, w = _t(input), _t(weight)
-    if w.ndim > 1:
-        raise ValueError(f"prelu: weight must be 0-d or 1-d, got shape {tuple(w.shape)}")
-    n = _static_shape(w)[0] if w.ndim else 1
-    xs = _static_shape(x)
-    c = xs[1] if len(xs) >= 2 else None
-    if n is not None and n > 1 and c is not None and c != n:
-        raise ValueError(f"prelu: weight has {n} slopes but the input has {c} channels (dim 1)")
-    if w.ndim == 1 and x.ndim >= 2:
-        w = _ops.reshape(w, [-1] + [1] * (x.ndim - 2))  # one slope per channel (dim 1), or one for all
-    return _ops.where(_ops.gt(x, 0), x, w * x)
 
 
 def _elu(x, alpha=1.0, scale=1.0, input_scale=1.0):
@@ -160,13 +145,6 @@ def softshrink(input, lambd=0.5):
         raise ValueError(f"softshrink: lambda must be non-negative, got {lambd}")
     zero = _ops.zeros_like(x)
     return _ops.where(_ops.gt(x, lambd), x - lambd, _ops.where(_ops.lt(x, -lambd), x + lambd, zero))
-
-
-def hardshrink(input, lambd=0.5):
-    """0 on ``[-lambd, lambd]``, ``x`` elsewhere."""
-    x = _t(input)
-    inside = _ops.logical_and(_ops.ge(x, -lambd), _ops.le(x, lambd))
-    return _ops.where(inside, _ops.zeros_like(x), x)
 
 
 def tanhshrink(input):

@@ -49,16 +49,6 @@ def threshold(input, threshold, value):
     return F.threshold(input, threshold, value)
 
 
-def hardshrink(input, lambd=0.5):
-    """``torch.hardshrink``: :func:`d2s.nn.functional.hardshrink`."""
-    return F.hardshrink(input, lambd)
-
-
-def prelu(input, weight):
-    """``torch.prelu``: :func:`d2s.nn.functional.prelu`."""
-    return F.prelu(input, weight)
-
-
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``torch.rms_norm``: :func:`d2s.nn.functional.rms_norm`."""
     return F.rms_norm(input, normalized_shape, weight, eps)

@@ -46,6 +46,10 @@ TORCH_CASES = [
     Case("cosine_similarity", lambda t, a, b: (t.cosine_similarity(a, b), t.cosine_similarity(a, b, dim=-1),
                                                t.cosine_similarity(a, b[:1], 2, 1e-6)), X, R.standard_normal((4, 6, 5)),
          rtol=1e-5, atol=1e-6),
+    # the Tensor methods of the same two (one function each: d2s/ops/nn.py)
+    Case("hardshrink_prelu_methods", lambda t, x, w, w1: (x.hardshrink(), x.hardshrink(0.8), x.prelu(w), x.prelu(w1),
+                                                         t.nn.functional.prelu(x[0, 0], w1)),
+         X, W6 * 0.2, np.array([0.25])),
 ]
 
 
