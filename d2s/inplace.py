@@ -95,6 +95,8 @@ RESULTS = {
     "index_fill_": lambda s, dim, index, value: _ops.index_fill(s, dim, index, value),
     "index_put_": lambda s, indices, values, accumulate=False: _ops.index_put(s, indices, values, accumulate),
     "renorm_": lambda s, p, dim, maxnorm: _ops.renorm(s, p, dim, maxnorm),
+    "ldexp_": lambda s, other: _ops.ldexp(s, other),
+    "nextafter_": lambda s, other: _ops.nextafter(s, other),
     "scatter_": lambda s, dim, index, src=None, value=None, reduce=None: _ops.scatter(s, dim, index, src, value,
                                                                                       reduce=reduce),
     "scatter_add_": lambda s, dim, index, src: _ops.scatter_add(s, dim, index, src),

@@ -116,6 +116,8 @@ CASES = {
     "linalg_pinv": (d2s.linalg.pinv, (d2s.linalg.pinv, [randn(4, 3)])),
     "linalg_matrix_rank": (d2s.linalg.matrix_rank, _ND),
     "gcd": (ops.gcd, _ND), "lcm": (ops.lcm, _ND), "signbit": (ops.signbit, _ND),
+    "nextafter": (ops.nextafter, _ND),
+    "frexp": (ops.frexp, (lambda x: ops.frexp(x * 3).mantissa * fixed(3, 4), [randn(3, 4)])),
     "fmin": (ops.fmin, (ops.fmin, [spread(3, 4), spread(4) + 0.11])),
     "fmod": (ops.fmod, (ops.fmod, [positive(3, 4) * 3, np.full(4, -0.7)])),
     "truncdiv": ("d2s.div(a, b, rounding_mode='trunc')", _ND),

@@ -23,9 +23,10 @@ import math
 
 import numpy as np
 
-from ..dtypes import float_of
+from ..dtypes import float_of, result_type
 from .registry import ShapeError, TensorType, defop
 from .elementwise import integer_elementwise
+from .rules import broadcast_shapes
 
 _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
             -176.61502916214059, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6,
@@ -221,6 +222,33 @@ def _signbit(xp, x):
     """Whether each element's sign bit is set (True for -0.0 and negative NaNs; integers: ``x < 0``)."""
     return xp.signbit(x) if x.dtype.kind == "f" else x < 0
 
+
+
+def _float_pair_infer(a, b):
+    if a.dtype not in ("float32", "float64") or b.dtype not in ("float32", "float64"):
+        raise ShapeError(f"nextafter: needs float tensors, got {a.dtype} and {b.dtype}; cast them first")
+    return TensorType(broadcast_shapes("nextafter", a.shape, b.shape), result_type(a.dtype, b.dtype))
+
+
+@defop("nextafter", _float_pair_infer, elementwise=True, fresh=True)
+def _nextafter(xp, a, b):
+    """The float after ``a`` towards ``b`` (``b`` where they are equal), in their promoted dtype."""
+    dt = np.result_type(a.dtype, b.dtype)
+    return xp.nextafter(a.astype(dt, copy=False), b.astype(dt, copy=False))
+
+
+def _frexp_infer(x):
+    if x.dtype not in ("float32", "float64"):
+        raise ShapeError(f"frexp: only supports floating-point dtypes, got {x.dtype}")
+    return TensorType(x.shape, x.dtype), TensorType(x.shape, "int32")
+
+
+@defop("frexp", _frexp_infer, n_out=2, fresh=True)
+def _frexp(xp, x):
+    """``(mantissa, exponent)`` with ``x = mantissa * 2 ** exponent`` and ``0.5 <= |mantissa| < 1``
+    (0, inf and NaN: themselves with exponent 0); the exponent int32."""
+    m, e = xp.frexp(x)
+    return m, e.astype(np.int32, copy=False)
 
 
 def _int_kernel(np_name):
