@@ -1,5 +1,5 @@
 """Convolution layers with PyTorch's constructor arguments, parameter names and initialization:
-``Conv1d``, ``Conv2d``, ``ConvTranspose1d``, ``ConvTranspose2d``; and ``Unfold``/``Fold``."""
+``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``, ``ConvTranspose2d``; and ``Unfold``/``Fold``."""
 import math
 
 from . import functional as F
@@ -148,6 +148,22 @@ class Conv2d(_ConvNd):
     def forward(self, input):
         x, padding = self._conv_input(input)
         return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
+
+class Conv3d(_ConvNd):
+    """3-d convolution over (N, C_in, D, H, W) or (C_in, D, H, W) volumes, as ``torch.nn.Conv3d``;
+    weight (out_channels, in_channels / groups, kD, kH, kW) (see ``F.conv3d``)."""
+
+    _n = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device=device, dtype=dtype)
+
+    def forward(self, input):
+        x, padding = self._conv_input(input)
+        return F.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
 class _ConvTransposeNd(_ConvNd):
