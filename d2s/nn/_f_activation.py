@@ -371,3 +371,42 @@ def threshold_(input, threshold, value):
 
 
 _threshold_fn = threshold  # (threshold_'s argument shadows the function's name)
+
+
+# ------------------------------------------------------------------ randomized: rrelu, gumbel_softmax
+def _rrelu(x, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    if not training:
+        return _leaky_relu(x, (lower + upper) / 2)
+    slopes = _ops.rand_like(x) * (upper - lower) + lower  # one U(lower, upper) slope per element
+    return _ops.where(_ops.ge(x, 0), x, x * slopes)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """The randomized leaky ReLU, as ``torch.nn.functional.rrelu``: while ``training`` each
+    negative element is scaled by its own slope drawn from U(lower, upper) (d2s's generator, so
+    other numbers than PyTorch's), otherwise by the mean slope ``(lower + upper) / 2``."""
+    if not 0 <= lower <= upper:
+        raise ValueError(f"rrelu: expects 0 <= lower <= upper, got lower={lower}, upper={upper}")
+    return _maybe_inplace("rrelu", _rrelu, input, inplace, lower=float(lower), upper=float(upper),
+                          training=bool(training))
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """:func:`rrelu` written into ``input``."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """A sample of the Gumbel-softmax (concrete) distribution over ``dim``, as
+    ``torch.nn.functional.gumbel_softmax``: ``softmax((logits + g) / tau)`` with Gumbel noise
+    ``g = -log(E)``, E ~ Exp(1) (d2s's generator); with ``hard`` the one-hot of its maximum in
+    the forward pass and the soft sample's gradient (straight-through)."""
+    del eps  # (unused, as in PyTorch)
+    x = _t(logits)
+    gumbels = -_ops.log(_ops.empty_like(x).exponential_())
+    y_soft = _ops.softmax((x + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = _ops.argmax(y_soft, dim, keepdim=True)
+    y_hard = _ops.scatter(_ops.zeros_like(x), dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft

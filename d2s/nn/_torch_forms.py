@@ -67,3 +67,10 @@ def bilinear(input1, input2, weight, bias=None):
 def alpha_dropout(input, p, train):
     """``torch.alpha_dropout`` (``train``, not ``training``): :func:`d2s.nn.functional.alpha_dropout`."""
     return F.alpha_dropout(input, p, train)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """``torch.rrelu``: :func:`d2s.nn.functional.rrelu` (``generator`` not taken: d2s's global one)."""
+    if generator is not None:
+        raise TypeError("torch.rrelu: generator= is not supported; seed d2s.manual_seed instead")
+    return F.rrelu(input, lower, upper, training)
