@@ -11,7 +11,7 @@ from .activation import (CELU, ELU, GELU, GLU, SELU, AlphaDropout, Dropout, Drop
                          ReLU, ReLU6, RReLU, Sigmoid, SiLU, Softmax, Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh,
                          Tanhshrink, Threshold)
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, Fold, Unfold
 from .linear import Bilinear, Flatten, Identity, Linear, Unflatten
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CosineSimilarity, CrossEntropyLoss,
                    GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
@@ -58,7 +58,7 @@ __all__ = ["Module", "Parameter", "Buffer",
            "Conv1d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold", "MaxPool1d", "AvgPool1d", "AvgPool2d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Upsample",
            "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "LPPool1d", "LPPool2d",
-           "MaxUnpool1d", "MaxUnpool2d", "RReLU", "Conv3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d",
+           "MaxUnpool1d", "MaxUnpool2d", "RReLU", "Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d",
            "AdaptiveMaxPool3d",
            "ZeroPad1d", "ZeroPad2d",
            "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d",

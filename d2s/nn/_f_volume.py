@@ -1,4 +1,4 @@
-"""Volumes (N, C, D, H, W): ``F.conv3d``, ``F.max_pool3d``, ``F.avg_pool3d``,
+"""Volumes (N, C, D, H, W): ``F.conv3d``, ``F.conv_transpose3d``, ``F.max_pool3d``, ``F.avg_pool3d``,
 ``F.adaptive_avg_pool3d`` and ``F.adaptive_max_pool3d`` (video and medical-imaging models).
 
 Compositions of d2s ops: the input is padded, its windows taken with ``Tensor.unfold`` along
@@ -109,6 +109,74 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _ops.squeeze(out, 0) if unbatched else out
 
 
+def _spread(x, dim, s):
+    """``s - 1`` zeros between the elements of ``x`` along ``dim`` (a strided transposed
+    convolution's input)."""
+    if s == 1:
+        return x
+    n = _static_shape(x)[dim]
+    zeros = _ops.zeros_like(_ops.unsqueeze(x, dim + 1))
+    both = _ops.concat([_ops.unsqueeze(x, dim + 1)] + [zeros] * (s - 1), dim + 1)
+    merged = _ops.flatten(both, dim, dim + 1)
+    return _ops.narrow(merged, dim, 0, (n - 1) * s + 1)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """3-d transposed convolution (the gradient of :func:`conv3d` with respect to its input), as
+    ``torch.nn.functional.conv_transpose3d``: the input spread ``stride`` apart, padded by
+    ``dilation * (k - 1) - padding`` (plus ``output_padding`` at the end) and convolved with the
+    flipped weight, in/out channels swapped within each group.
+
+    Args:
+        input: (N, C_in, D, H, W) or (C_in, D, H, W).
+        weight: (C_in, C_out / groups, kD, kH, kW).
+        bias: (C_out,) or None.
+        stride, padding, output_padding, dilation: an int or three (output_padding < stride or
+            dilation).
+        groups: independent channel groups.
+
+    Returns:
+        (N, C_out, D_out, H_out, W_out) with ``out = (in - 1) * stride - 2 * padding +
+        dilation * (k - 1) + output_padding + 1``; without N for an unbatched input.
+    """
+    x, unbatched = _volume("conv_transpose3d", input)
+    w = _t(weight)
+    if w.ndim != 5 or None in _static_shape(w):
+        raise ValueError(f"conv_transpose3d: weight must be (C_in, C_out / groups, kD, kH, kW), got "
+                         f"{tuple(_static_shape(w))}")
+    stride, padding = _triple(stride, "stride", "conv_transpose3d"), _triple(padding, "padding", "conv_transpose3d")
+    out_pad = _triple(output_padding, "output_padding", "conv_transpose3d")
+    dilation, groups = _triple(dilation, "dilation", "conv_transpose3d"), int(groups)
+    c, per_group_out = _static_shape(x)[1], _static_shape(w)[1]
+    kernel = tuple(_static_shape(w)[2:])
+    if _static_shape(w)[0] != c or c % groups:
+        raise ValueError(f"conv_transpose3d: input of {c} channels and weight {tuple(_static_shape(w))} do not "
+                         f"match groups={groups}")
+    if any(op >= max(s, d) for op, s, d in zip(out_pad, stride, dilation)):
+        raise ValueError(f"conv_transpose3d: output_padding {out_pad} must be smaller than either stride {stride} or "
+                         f"dilation {dilation}")
+    for a, s in enumerate(stride):
+        x = _spread(x, 2 + a, s)
+    pads = []
+    for k, d, p, op in zip(kernel, dilation, padding, out_pad):
+        edge = d * (k - 1) - p
+        pads.append((edge, edge + op))
+    # negative padding crops
+    for a, (lo, hi) in enumerate(pads):
+        if lo < 0 or hi < 0:
+            n = _static_shape(x)[2 + a]
+            x = _ops.narrow(x, 2 + a, max(-lo, 0), n - max(-lo, 0) - max(-hi, 0))
+    flat_pads = [max(e, 0) for pair in reversed(pads) for e in pair]
+    if any(flat_pads):
+        x = _ops.pad(x, flat_pads)
+    # (C_in, C_out/g, k) -> per group (C_out/g, C_in/g, k), flipped in space
+    wg = _ops.reshape(w, [groups, c // groups, per_group_out] + list(kernel))
+    wg = _ops.flip(_ops.transpose(wg, 1, 2), [3, 4, 5])
+    wt = _ops.reshape(wg, [groups * per_group_out, c // groups] + list(kernel))
+    out = conv3d(x, wt, bias, 1, 0, dilation, groups)
+    return _ops.squeeze(out, 0) if unbatched else out
+
+
 def _pool_setup(op, input, kernel_size, stride, padding, dilation, ceil_mode):
     x, unbatched = _volume(op, input)
     kernel = _triple(kernel_size, "kernel_size", op)
@@ -209,4 +277,4 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _adaptive("adaptive_max_pool3d", lambda t, d: _ops.amax(t, d), input, output_size)
 
 
-__all__ = ["conv3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"]
+__all__ = ["conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"]

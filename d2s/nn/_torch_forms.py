@@ -74,3 +74,18 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
     if generator is not None:
         raise TypeError("torch.rrelu: generator= is not supported; seed d2s.manual_seed instead")
     return F.rrelu(input, lower, upper, training)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """``torch.conv3d``: :func:`d2s.nn.functional.conv3d`."""
+    return F.conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """``torch.conv_transpose3d``: :func:`d2s.nn.functional.conv_transpose3d`."""
+    return F.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """``torch.max_pool3d``: :func:`d2s.nn.functional.max_pool3d`."""
+    return F.max_pool3d(input, kernel_size, stride if stride not in ((), []) else None, padding, dilation, ceil_mode)

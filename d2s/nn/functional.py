@@ -44,7 +44,7 @@ from ._f_sparse import embedding, embedding_bag, one_hot  # noqa: E402,F401
 from ._f_attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402,F401
 from ._f_sampling import affine_grid, grid_sample  # noqa: E402,F401
 from ._f_volume import (adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, conv3d,  # noqa: E402,F401
-                        max_pool3d)
+                        conv_transpose3d, max_pool3d)
 
 
 # ------------------------------------------------------------------ linear layers

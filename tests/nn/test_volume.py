@@ -1,5 +1,6 @@
-"""Volumes (d2s/nn/_f_volume.py, nn.Conv3d and the 3-d pooling layers) against PyTorch: conv3d
-(stride, padding ints / 'same' / 'valid', dilation, groups, bias, unbatched), max_pool3d
+"""Volumes (d2s/nn/_f_volume.py, nn.Conv3d, ConvTranspose3d and the 3-d pooling layers) against
+PyTorch: conv3d (stride, padding ints / 'same' / 'valid', dilation, groups, bias, unbatched),
+conv_transpose3d (stride, padding, output_padding, groups, dilation), max_pool3d
 (padding, dilation, ceil_mode), avg_pool3d (count_include_pad, ceil_mode, divisor_override),
 adaptive_avg_pool3d and adaptive_max_pool3d (dividing and not, None), the layers: values,
 dtypes, float64 gradients, then converted, saved and ONNX (tests/torch_parity.py); errors."""
@@ -36,7 +37,7 @@ def _max_pools(t, x):
     f = t.nn.functional
     return (f.max_pool3d(x, 2), f.max_pool3d(x, 3, 2, 1), f.max_pool3d(x, (2, 3, 2), (1, 2, 2), dilation=(1, 1, 2)),
             f.max_pool3d(x, 2, 2, ceil_mode=True), f.max_pool3d(x[0], 3, 2, 1, ceil_mode=True),
-            t.nn.MaxPool3d(2, stride=1)(x))
+            t.nn.MaxPool3d(2, stride=1)(x), t.max_pool3d(x, (1, 2, 2)))
 
 
 def _avg_pools(t, x):
@@ -54,11 +55,23 @@ def _adaptive(t, x):
             t.nn.AdaptiveMaxPool3d((4, 5, 6))(x))
 
 
+def _transposed(t, x, w, b):
+    f = t.nn.functional
+    b2 = b[:2]  # (C_out = w.shape[1] * groups)
+    return (f.conv_transpose3d(x, w, b2), f.conv_transpose3d(x, w, None, 2),
+            f.conv_transpose3d(x, w, b2, (1, 2, 3), (0, 1, 1), (0, 1, 2)),
+            f.conv_transpose3d(x, w, b, groups=2, dilation=2, padding=1),
+            t.conv_transpose3d(x[0], w, b2, stride=2, padding=2, output_padding=1),
+            t.conv3d(x, w.transpose(0, 1)))
+
+
 TORCH_CASES = [
     Case("conv3d", _convs, VOL, W, B, rtol=1e-10, atol=1e-12, dynamic=SHAPES),
     Case("conv3d_float32", lambda t, x, w: t.nn.functional.conv3d(x, w, stride=2, padding=1),
          VOL.astype(np.float32), R.standard_normal((3, 4, 3, 3, 3)).astype(np.float32), rtol=1e-5, atol=1e-5,
          dynamic=SHAPES),
+    Case("conv_transpose3d", _transposed, VOL[:, :, :3, :4, :3], R.standard_normal((4, 2, 2, 3, 3)), B[:4],
+         rtol=1e-10, atol=1e-12, dynamic=SHAPES),
     Case("max_pool3d", _max_pools, distinct(2, 3, 4, 5, 6), dynamic=SHAPES),
     Case("avg_pool3d", _avg_pools, VOL, rtol=1e-10, atol=1e-12, dynamic=SHAPES),
     Case("adaptive_pool3d", _adaptive, distinct(2, 3, 4, 5, 6), rtol=1e-10, atol=1e-12, dynamic=SHAPES),
@@ -89,3 +102,11 @@ def test_conv3d_layer_loads_pytorch_weights_and_matches_functional():
 def test_errors_say_what_is_wrong(call, error, match):
     with pytest.raises(error, match=match):
         call(d2s.tensor(VOL))
+
+
+def test_conv_transpose3d_layer_takes_an_output_size():
+    layer = d2s.nn.ConvTranspose3d(4, 6, 3, stride=2, padding=1, groups=2)
+    assert tuple(layer.weight.shape) == (4, 3, 3, 3, 3)
+    x = d2s.tensor(VOL.astype(np.float32))
+    assert tuple(layer(x).shape) == (2, 6, 7, 9, 11)
+    assert tuple(layer(x, output_size=[8, 10, 12]).shape) == (2, 6, 8, 10, 12)

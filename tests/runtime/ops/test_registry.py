@@ -87,6 +87,12 @@ SAMPLES = {
     "linalg_det": lambda r: ([_array(r, "float64", (2, 3, 3)) + 3 * np.eye(3)], {}),
     "linalg_slogdet": lambda r: ([_array(r, "float64", (3, 3)) + 3 * np.eye(3)], {}),
     "linalg_solve": lambda r: ([_array(r, "float64", (3, 3)) + 3 * np.eye(3), _array(r, "float64", (3, 2))], {}),
+    # (the _ex forms: a batch holding a singular / not positive-definite matrix, their fallback)
+    "linalg_inv_ex": lambda r: ([np.stack([_array(r, "float64", (3, 3)) + 3 * np.eye(3), np.ones((3, 3))])], {}),
+    "linalg_solve_ex": lambda r: ([np.stack([_array(r, "float64", (3, 3)) + 3 * np.eye(3), np.ones((3, 3))]),
+                                   _array(r, "float64", (2, 3, 2))], {"trans": True}),
+    "linalg_cholesky_ex": lambda r: ([np.stack([np.eye(3) * 3 + 0.1, np.ones((3, 3)) - 2 * np.eye(3)])], {}),
+    "frexp": lambda r: ([_array(r, "float64") * 100], {}),
     "index_add_dim": lambda r: ([_array(r, "float64"), np.array([2, 0]), _array(r, "float64", (3, 2))], {"axis": 1}),
     "index_copy_dim": lambda r: ([_array(r, "float64"), np.array([2, 0]), _array(r, "float64", (3, 2))], {"axis": 1}),
     "masked_scatter": lambda r: ([_array(r, "float64"), np.array([True, False, True, False]), _array(r, "float64", (9,))],
