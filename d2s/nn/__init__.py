@@ -8,8 +8,8 @@ PyTorch ``state_dict`` loads with ``load_state_dict``.
 from . import functional, init, parallel, utils
 from .activation import (CELU, ELU, GELU, GLU, SELU, AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d,
                          Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU,
-                         ReLU, ReLU6, RReLU, Sigmoid, SiLU, Softmax, Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh,
-                         Tanhshrink, Threshold)
+                         ReLU, ReLU6, RReLU, Sigmoid, SiLU, Softmax, Softmax2d, Softmin, Softplus, Softshrink, Softsign,
+                         Tanh, Tanhshrink, Threshold)
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d, Fold, Unfold
 from .linear import Bilinear, Flatten, Identity, Linear, Unflatten
@@ -57,9 +57,9 @@ __all__ = ["Module", "Parameter", "Buffer",
            # convolution, pooling, padding, resampling and normalization layers
            "Conv1d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold", "MaxPool1d", "AvgPool1d", "AvgPool2d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Upsample",
-           "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "LPPool1d", "LPPool2d",
-           "MaxUnpool1d", "MaxUnpool2d", "RReLU", "Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d",
-           "AdaptiveMaxPool3d",
+           "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle",
+           "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d", "RReLU", "Conv3d", "ConvTranspose3d", "MaxPool3d",
+           "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d",
            "ZeroPad1d", "ZeroPad2d",
            "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d",
            "ReplicationPad2d", "CircularPad1d", "CircularPad2d", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",

@@ -1,5 +1,6 @@
 """Convolution layers with PyTorch's constructor arguments, parameter names and initialization:
-``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``, ``ConvTranspose2d``, ``ConvTranspose3d``; and ``Unfold``/``Fold``."""
+``Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``, ``ConvTranspose2d``, ``ConvTranspose3d``; and
+``Unfold``/``Fold``."""
 import math
 
 from . import functional as F

@@ -186,12 +186,14 @@ EX_CASES = [
                                                     t.linalg.solve_ex(a, c, left=False), t.linalg.solve_ex(a[0], c.mT)),
          BATCH, R.standard_normal((4, 2)), R.standard_normal((2, 2, 4)), onnx=NO_ONNX,
          dynamic="a batch of vectors is told from a batch of matrices by its static shape"),
-    Case("cholesky_ex_not_positive_definite", lambda t, a: (t.linalg.cholesky_ex(a), t.linalg.cholesky_ex(a, upper=True),
+    Case("cholesky_ex_not_positive_definite", lambda t, a: (t.linalg.cholesky_ex(a),
+                                                            t.linalg.cholesky_ex(a, upper=True),
                                                             t.linalg.cholesky_ex(a[0]), t.linalg.cholesky_ex(a[4])),
          NOT_PD, **EX_FORMS),
     Case("cholesky_ex_float32", lambda t, a: t.linalg.cholesky_ex(a.reshape(2, 3, 3, 3)), NOT_PD.astype(np.float32),
          rtol=1e-5, atol=1e-6, **EX_FORMS),
-    Case("cholesky_ex_positive_definite", lambda t, a: (t.linalg.cholesky_ex(a), t.linalg.cholesky_ex(a, check_errors=True)),
+    Case("cholesky_ex_positive_definite", lambda t, a: (t.linalg.cholesky_ex(a),
+                                                        t.linalg.cholesky_ex(a, check_errors=True)),
          spd(2, 3, 3), onnx=NO_ONNX),
 ]
 TORCH_CASES += EX_CASES

@@ -214,9 +214,10 @@ CASES = {
     "linalg_cholesky_ex": (d2s.linalg.cholesky_ex, (lambda x: d2s.linalg.cholesky_ex(
         x @ x.mT + 3 * d2s.eye(3, dtype=x.dtype)).L * fixed(3, 3), [randn(3, 3)])),
     # (left=False: the op's trans form)
-    "linalg_solve_ex": (d2s.linalg.solve_ex, (lambda x, b: (d2s.linalg.solve_ex(_well_conditioned(x), b).result
-                                                            + d2s.linalg.solve_ex(_well_conditioned(x), b.mT, left=False).result.mT)
-                                              * fixed(2, 3, 3), [randn(2, 3, 3), randn(3, 3)])),
+    "linalg_solve_ex": (d2s.linalg.solve_ex, (lambda x, b: (
+        d2s.linalg.solve_ex(_well_conditioned(x), b).result
+        + d2s.linalg.solve_ex(_well_conditioned(x), b.mT, left=False).result.mT) * fixed(2, 3, 3),
+        [randn(2, 3, 3), randn(3, 3)])),
     "linalg_solve": (d2s.linalg.solve, (lambda x, b: d2s.linalg.solve(_well_conditioned(x), b) * fixed(2, 3, 2),
                                         [randn(2, 3, 3), randn(3, 2)])),
     "bitwise_left_shift": (ops.bitwise_left_shift, _ND), "bitwise_right_shift": (ops.bitwise_right_shift, _ND),

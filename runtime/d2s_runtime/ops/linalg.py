@@ -362,28 +362,30 @@ def _host(xp, a):
     return a if xp is np else xp.asnumpy(a)
 
 
-def _each_matrix(xp, batched, single, fallback, *arrays, recheck=None):
-    """``(results, info)``: ``batched(*arrays)`` (numpy's LAPACK on the whole batch) when it
-    succeeds, info all 0; otherwise matrix by matrix, numpy's ``single`` first and the unblocked
+def _each_matrix(xp, solve, fallback, *arrays, recheck=None):
+    """``(results, info)``: numpy's LAPACK ``solve(*arrays)`` on the whole batch when it
+    succeeds, info all 0; otherwise matrix by matrix, ``solve`` first and the unblocked
     ``fallback`` (returning ``(result, info)``) where numpy refuses the matrix. ``recheck``
-    (result matrices -> bool per matrix) names results numpy gave that the fallback redoes."""
-    batch = arrays[0].shape[:-2]
+    (result matrices -> bool per matrix) names results numpy gave that the fallback redoes.
+    On the host always (cupy's solvers do not report a singular matrix); results go back to
+    ``xp``."""
+    host = [_host(xp, a) for a in arrays]
+    batch = host[0].shape[:-2]
     info = np.zeros(batch, np.int32)
     try:
-        out = batched(*arrays)
-        redo = np.zeros(batch, bool) if recheck is None else np.asarray(_host(xp, recheck(out)))
+        out = solve(*host)
+        redo = np.zeros(batch, bool) if recheck is None else np.asarray(recheck(out))
         if not redo.any():
-            return out, info
+            return (out if xp is np else xp.asarray(out)), info
     except np.linalg.LinAlgError:
         redo = None
-    host = [_host(xp, a) for a in arrays]
-    results = None if redo is None else np.array(_host(xp, out), copy=True)
+    results = None if redo is None else np.array(out, copy=True)
     for idx in (np.ndindex(*batch) if redo is None else [tuple(i) for i in np.argwhere(redo)]):
         mats = [a[idx] for a in host]
         try:
             if redo is not None:
                 raise np.linalg.LinAlgError
-            r, code = single(*mats), 0
+            r, code = solve(*mats), 0
             if recheck is not None and recheck(r):
                 raise np.linalg.LinAlgError
         except np.linalg.LinAlgError:
@@ -392,7 +394,7 @@ def _each_matrix(xp, batched, single, fallback, *arrays, recheck=None):
             results = np.empty(batch + r.shape, r.dtype)
         results[idx] = r
         info[idx] = code
-    return (xp.asarray(results) if xp is not np else results), info
+    return (results if xp is np else xp.asarray(results)), info
 
 
 def _check_info(name, info, what):
@@ -424,7 +426,7 @@ def _linalg_inv_ex(xp, a, check_errors=False):
     is 0, or for a singular matrix the 1-based index of the first zero pivot of its LU
     factorization, whose inverse then holds what LAPACK's solve leaves (infinities and NaNs)."""
     _square_check("linalg.inv_ex", a)
-    inverse, info = _each_matrix(xp, xp.linalg.inv, np.linalg.inv, _inv_fallback, a)
+    inverse, info = _each_matrix(xp, np.linalg.inv, _inv_fallback, a)
     if check_errors:
         _check_info("linalg.inv_ex", info, _singular_what)
     return inverse, xp.asarray(info)
@@ -445,8 +447,8 @@ def _solve_transposed_fallback(m, rhs):
     return lapack.lu_solve_transposed(lu, piv, rhs), info
 
 
-def _solve_transposed(solve):
-    return lambda a, b: solve(a.swapaxes(-1, -2), b)
+def _solve_transposed(a, b):
+    return np.linalg.solve(np.swapaxes(a, -1, -2), b)
 
 
 @defop("linalg_solve_ex", _solve_ex_infer, n_out=2, fresh=True)
@@ -462,10 +464,9 @@ def _linalg_solve_ex(xp, a, b, check_errors=False, trans=False):
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     full_a, full_b = xp.broadcast_to(a, batch + a.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:])
     if trans:
-        x, info = _each_matrix(xp, _solve_transposed(xp.linalg.solve), _solve_transposed(np.linalg.solve),
-                               _solve_transposed_fallback, full_a, full_b)
+        x, info = _each_matrix(xp, _solve_transposed, _solve_transposed_fallback, full_a, full_b)
     else:
-        x, info = _each_matrix(xp, xp.linalg.solve, np.linalg.solve, _solve_fallback, full_a, full_b)
+        x, info = _each_matrix(xp, np.linalg.solve, _solve_fallback, full_a, full_b)
     # info is A's: where B's batch dims broadcast A, every copy of a matrix failed alike
     pick = (0,) * (len(batch) - (a.ndim - 2)) + tuple(slice(0, 1) if s == 1 else slice(None) for s in a.shape[:-2])
     info = info[pick].reshape(a.shape[:-2]) if info.size else np.zeros(a.shape[:-2], np.int32)
@@ -488,7 +489,7 @@ def _linalg_cholesky_ex(xp, a, check_errors=False):
     triangle)."""
     _square_check("linalg.cholesky_ex", a)
     # (numpy's LAPACK factors a NaN diagonal into NaNs where PyTorch's reports it)
-    low, info = _each_matrix(xp, xp.linalg.cholesky, np.linalg.cholesky, lapack.cholesky, a,
+    low, info = _each_matrix(xp, np.linalg.cholesky, lapack.cholesky, a,
                              recheck=lambda low: (low != low).any(axis=(-2, -1)))
     if check_errors:
         _check_info("linalg.cholesky_ex", info,
