@@ -96,6 +96,7 @@ RESULTS = {
     "index_put_": lambda s, indices, values, accumulate=False: _ops.index_put(s, indices, values, accumulate),
     "renorm_": lambda s, p, dim, maxnorm: _ops.renorm(s, p, dim, maxnorm),
     "ldexp_": lambda s, other: _ops.ldexp(s, other),
+    "put_": lambda s, index, source, accumulate=False: _ops.put(s, index, source, accumulate),
     "nextafter_": lambda s, other: _ops.nextafter(s, other),
     "scatter_": lambda s, dim, index, src=None, value=None, reduce=None: _ops.scatter(s, dim, index, src, value,
                                                                                       reduce=reduce),

@@ -27,6 +27,7 @@ kthvalue = _values_indices("kthvalue")
 aminmax = namedtuple("aminmax", ["min", "max"], module=__name__)
 slogdet = namedtuple("slogdet", ["sign", "logabsdet"], module=__name__)
 frexp = namedtuple("frexp", ["mantissa", "exponent"], module=__name__)
+histogram = namedtuple("histogram", ["hist", "bin_edges"], module=__name__)
 linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"], module=__name__)
 cummax = _values_indices("cummax")
 cummin = _values_indices("cummin")
@@ -43,4 +44,4 @@ linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "sin
 
 __all__ = ["max", "min", "median", "mode", "sort", "topk", "kthvalue", "aminmax", "slogdet", "linalg_slogdet",
            "cummax", "cummin", "nanmedian", "linalg_svd", "svd", "linalg_eigh", "linalg_qr", "qr", "linalg_lstsq",
-           "linalg_inv_ex", "linalg_solve_ex", "linalg_cholesky_ex", "frexp"]
+           "linalg_inv_ex", "linalg_solve_ex", "linalg_cholesky_ex", "frexp", "histogram"]

@@ -301,3 +301,28 @@ def index_put(input, indices, values, accumulate=False):
     lin, vals = reshape(lin, [-1]), reshape(vals, [-1] + rest)
     out = flat.index_add(0, lin, vals) if accumulate else flat.index_copy(0, lin, vals)
     return reshape(out, shape)
+
+
+@tensor_method()
+def put(input, index, source, accumulate=False):
+    """A copy of ``input`` with ``source``'s elements written at the positions ``index`` of its
+    flattened form (negative positions count from the end), as ``torch.put`` /
+    ``Tensor.put`` (``put_`` writes in place); ``accumulate`` adds them, repeated positions
+    adding up.
+
+    Args:
+        input: a tensor.
+        index: an integer tensor (any shape).
+        source: a tensor of ``input``'s dtype with as many elements as ``index``.
+        accumulate: add instead of write.
+
+    Returns:
+        A tensor of ``input``'s shape and dtype.
+    """
+    x, src = _as_tensor(input), _as_tensor(source)
+    idx = reshape(_index_tensor(index), [-1])
+    flat = reshape(x, [-1])
+    idx = _where3(idx < 0, idx + flat.shape[0], idx)  # (the element count, symbolic in a program)
+    src = reshape(src, [-1])
+    out = flat.index_add(0, idx, src) if accumulate else flat.index_copy(0, idx, src)
+    return out.reshape_as(x)

@@ -301,6 +301,17 @@ def test_scatter_prod_double_backward_is_refused_clearly():
         d2s.autograd.grad(y, s, create_graph=True)
 
 
+def _puts(t, x, v):
+    y = x.clone()
+    y.put_(t.tensor([1, -2]), v[:2] * 3, accumulate=True)
+    return (t.put(x, t.tensor([0, -1, 4]), v[:3]), x.put(t.tensor([[0, 0], [5, 1]]), v[:4].reshape(2, 2), True), y)
+
+
+TORCH_CASES += [
+    Case("put", _puts, R.standard_normal((2, 3, 2)), R.standard_normal(4)),
+]
+
+
 def test_index_put_refuses_other_dtypes_and_masks_with_accumulate():
     x = d2s.zeros(3, 2)
     with pytest.raises(RuntimeError, match="destination's dtype"):
