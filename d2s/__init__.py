@@ -49,7 +49,8 @@ _LAZY_NAMES = {
 _LAZY_NAMES.update((n, ("d2s.nn._torch_forms", n)) for n in (
     "layer_norm", "group_norm", "batch_norm", "instance_norm", "cosine_similarity", "selu", "celu", "threshold",
     "rms_norm", "pairwise_distance", "bilinear", "alpha_dropout", "rrelu", "conv3d", "conv_transpose3d",
-    "max_pool3d"))
+    "max_pool3d", "kl_div", "margin_ranking_loss", "hinge_embedding_loss", "poisson_nll_loss", "cosine_embedding_loss",
+    "triplet_margin_loss", "binary_cross_entropy_with_logits"))
 _LAZY_NAMES.update((n, ("d2s.settings", n)) for n in (
     "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads",
     "get_float32_matmul_precision", "set_float32_matmul_precision", "use_deterministic_algorithms",

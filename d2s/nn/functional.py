@@ -162,6 +162,13 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
 
 
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The ``norm_type``-norm of each window of (N, C, D, H, W) or (C, D, H, W) ``input``, as
+    ``torch.nn.functional.lp_pool3d`` (see :func:`lp_pool1d`)."""
+    kd, kh, kw = (kernel_size,) * 3 if isinstance(kernel_size, int) else tuple(kernel_size)
+    return _lp_pool(avg_pool3d, input, float(norm_type), kernel_size, stride, ceil_mode, kd * kh * kw)
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """The sliding ``kernel_size`` windows of (N, C, H, W) or (C, H, W) ``input`` as columns,
     as ``torch.nn.functional.unfold``: (N, C*kH*kW, L) with L windows, rows ordered

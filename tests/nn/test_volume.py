@@ -45,7 +45,8 @@ def _avg_pools(t, x):
     return (f.avg_pool3d(x, 2), f.avg_pool3d(x, 3, 2, 1), f.avg_pool3d(x, 3, 2, 1, count_include_pad=False),
             f.avg_pool3d(x, 2, 2, ceil_mode=True), f.avg_pool3d(x, 3, 2, 1, True, False),
             f.avg_pool3d(x, 3, 2, 1, ceil_mode=True), f.avg_pool3d(x, 2, divisor_override=3),
-            t.nn.AvgPool3d((1, 2, 3), count_include_pad=False, padding=(0, 1, 1))(x))
+            t.nn.AvgPool3d((1, 2, 3), count_include_pad=False, padding=(0, 1, 1))(x),
+            f.lp_pool3d(x.abs() + 0.1, 2, 2), f.lp_pool3d(x.abs() + 0.1, 3, (1, 2, 2), stride=1))
 
 
 def _adaptive(t, x):
