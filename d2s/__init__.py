@@ -58,6 +58,7 @@ _LAZY_NAMES.update((n, ("d2s.settings", n)) for n in (
     "is_anomaly_check_nan_enabled", "set_deterministic_debug_mode", "get_deterministic_debug_mode", "init_num_threads",
     "is_warn_always_enabled", "is_vulkan_available", "is_distributed"))
 _LAZY_NAMES["chain_matmul"] = ("d2s.linalg", "chain_matmul")
+_LAZY_NAMES["triangular_solve"] = ("d2s.linalg", "triangular_solve")
 
 # The public names of ``d2s`` (see the API contract and docs/api/d2s.md): tensors and dtypes, the
 # op functions of d2s.ops, grad modes, functional control flow, and the subpackages.

@@ -97,6 +97,8 @@ RESULTS = {
     "renorm_": lambda s, p, dim, maxnorm: _ops.renorm(s, p, dim, maxnorm),
     "ldexp_": lambda s, other: _ops.ldexp(s, other),
     "put_": lambda s, index, source, accumulate=False: _ops.put(s, index, source, accumulate),
+    "index_reduce_": lambda s, dim, index, source, reduce, include_self=True: _ops.index_reduce(
+        s, dim, index, source, reduce, include_self=include_self),
     "nextafter_": lambda s, other: _ops.nextafter(s, other),
     "scatter_": lambda s, dim, index, src=None, value=None, reduce=None: _ops.scatter(s, dim, index, src, value,
                                                                                       reduce=reduce),

@@ -571,3 +571,17 @@ def chain_matmul(*matrices):
     if len(matrices) == 1:
         return matrices[0]
     return multi_dot(matrices)
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """The older ``torch.triangular_solve`` (``Tensor.triangular_solve``): the named tuple
+    ``(solution, cloned_coefficient)`` with ``A X = b`` (``A.mT X = b`` with ``transpose``) for
+    triangular ``A`` (only its ``upper`` or lower triangle read), and a copy of ``A``; see
+    :func:`solve_triangular`, which takes its arguments the other way round."""
+    _no_out("triangular_solve", out)
+    A = _decomp._as_tensor(A)
+    if transpose:
+        x = solve_triangular(A.mT, b, upper=not upper, unitriangular=unitriangular)
+    else:
+        x = solve_triangular(A, b, upper=upper, unitriangular=unitriangular)
+    return _return_types.triangular_solve(x, A.clone())

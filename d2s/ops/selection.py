@@ -326,3 +326,66 @@ def put(input, index, source, accumulate=False):
     src = reshape(src, [-1])
     out = flat.index_add(0, idx, src) if accumulate else flat.index_copy(0, idx, src)
     return out.reshape_as(x)
+
+
+@tensor_method()
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """``input`` with the slices of ``source`` along ``dim`` reduced into the positions ``index``
+    names, as ``torch.index_reduce`` / ``Tensor.index_reduce`` (``index_reduce_`` in place):
+    ``reduce`` is 'prod', 'mean', 'amax' or 'amin'; without ``include_self`` the positions
+    written ignore ``input``'s values. (``scatter_reduce`` with the index spread over the slices.)
+
+    Args:
+        input: a tensor.
+        dim: the dim ``index`` runs along.
+        index: a 1-d integer tensor, one position per slice of ``source``.
+        source: a tensor of ``input``'s dtype, ``input``'s shape but ``len(index)`` along ``dim``.
+        reduce: 'prod', 'mean', 'amax' or 'amin'.
+        include_self: whether ``input``'s values take part.
+
+    Returns:
+        A tensor of ``input``'s shape and dtype.
+    """
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise ValueError(f"index_reduce: reduce must be one of 'prod', 'mean', 'amax', 'amin', got {reduce!r}")
+    x, src = _as_tensor(input), _as_tensor(source)
+    d = _dim_of("index_reduce", x, dim)
+    idx = _index_tensor(index)
+    if idx.ndim != 1:
+        raise IndexError(f"index_reduce: index must be 1-d, got {idx.ndim} dims")
+    shape = [1] * max(src.ndim, 1)
+    shape[d] = -1
+    spread = reshape(idx, shape).expand_as(src) if src.ndim else idx
+    return x.scatter_reduce(d, spread, src, reduce, include_self=bool(include_self))
+
+
+@tensor_method()
+def nonzero_static(input, *, size, fill_value=-1):
+    """The indices of ``input``'s non-zero elements as :func:`nonzero` gives them, but always
+    ``size`` rows: truncated, or padded with rows of ``fill_value``, as ``torch.nonzero_static``
+    (so its shape is static: it runs inside programs too).
+
+    Args:
+        input: a tensor (its shape known when a program is built).
+        size: the number of rows.
+        fill_value: the padding rows' value.
+
+    Returns:
+        An int64 tensor (size, input.ndim).
+    """
+    x = _as_tensor(input)
+    size = int(size)
+    if size < 0:
+        raise ValueError(f"nonzero_static: size must be non-negative, got {size}")
+    shape = [int(s) for s in x.shape]
+    n = int(np.prod(shape))
+    coords = np.stack(np.unravel_index(np.arange(n), shape), -1).astype(np.int64) if shape else \
+        np.zeros((1, 0), np.int64)
+    mask = reshape(x != 0, [-1])
+    rank = mask.cast("int64").cumsum(0) - 1  # each non-zero element's row
+    row = _where3(mask & (rank < size), rank, size)  # (the others go to a spare row, dropped)
+    buffer = full_like(reshape(x, [-1])[:1], fill_value, dtype="int64").expand(size + 1, max(len(shape), 1))
+    coords_t = _as_tensor(coords if shape else np.zeros((1, 1), np.int64))
+    spread = reshape(row, [-1, 1]).expand(n, max(len(shape), 1))
+    out = buffer.scatter(0, spread, coords_t)[:size]
+    return out if shape else out[:, :0]

@@ -307,8 +307,22 @@ def _puts(t, x, v):
     return (t.put(x, t.tensor([0, -1, 4]), v[:3]), x.put(t.tensor([[0, 0], [5, 1]]), v[:4].reshape(2, 2), True), y)
 
 
+def _index_reduces(t, x, src):
+    y = x.clone()
+    y.index_reduce_(1, t.tensor([3, 0]), src[:, :2], "amin", include_self=False)
+    return tuple(x.index_reduce(0, t.tensor([0, 2, 0]), src, r, include_self=inc)
+                 for r in ("prod", "mean", "amax", "amin") for inc in (True, False)) + (y,)
+
+
 TORCH_CASES += [
     Case("put", _puts, R.standard_normal((2, 3, 2)), R.standard_normal(4)),
+    Case("index_reduce", _index_reduces, R.standard_normal((3, 4)), R.standard_normal((3, 4)), grad=False,
+         onnx="scatter_reduce's prod and mean have no ONNX form"),
+    # always `size` rows, padded or truncated: a static shape, so it converts and exports
+    Case("nonzero_static", lambda t, x, b: (t.nonzero_static(x, size=5), x.nonzero_static(size=2, fill_value=-7),
+                                            t.nonzero_static(b, size=4), t.nonzero_static(x * 0, size=1)),
+         np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0]]), np.array([True, False, True]),
+         dynamic="the input's shape is read when the program is built"),
 ]
 
 

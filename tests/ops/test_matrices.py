@@ -222,3 +222,14 @@ def test_ex_forms_report_in_info_inside_a_converted_function():
     out = f(d2s.tensor(SINGULARS)).numpy()
     np.testing.assert_array_equal(out[:5], 0)
     np.testing.assert_allclose(out[5], np.linalg.inv(SINGULARS[5]), rtol=1e-12)
+
+
+def _triangular_solves(t, a, b):
+    upper = a.triu() + t.eye(3, dtype=a.dtype) * 3
+    return (t.triangular_solve(b, upper), t.triangular_solve(b, upper, transpose=True).solution,
+            t.triangular_solve(b, upper.mT, upper=False), t.triangular_solve(b, a, True, True, True).solution)
+
+
+TORCH_CASES += [
+    Case("triangular_solve", _triangular_solves, A3, R.standard_normal((3, 2)), onnx=NO_ONNX),
+]
