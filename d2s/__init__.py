@@ -45,6 +45,10 @@ _LAZY_NAMES = {
     "compile": ("d2s.jit.api", "compile"),
     "is_autocast_enabled": ("d2s.amp", "is_autocast_enabled"),
 }
+_LAZY_NAMES.update((n, ("d2s.amp", n)) for n in (
+    "get_autocast_dtype", "get_autocast_cpu_dtype", "get_autocast_gpu_dtype", "get_autocast_xla_dtype",
+    "is_autocast_cpu_enabled", "is_autocast_xla_enabled", "is_autocast_cache_enabled", "clear_autocast_cache",
+    "autocast_increment_nesting", "autocast_decrement_nesting"))
 # torch.*'s forms of functional layers, and PyTorch's global switches (d2s/settings.py)
 _LAZY_NAMES.update((n, ("d2s.nn._torch_forms", n)) for n in (
     "layer_norm", "group_norm", "batch_norm", "instance_norm", "cosine_similarity", "selu", "celu", "threshold",
