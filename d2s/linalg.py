@@ -23,7 +23,7 @@ from .ops.shape import reshape as _reshape
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve", "vander", "matrix_power", "cholesky", "cross",
            "diagonal", "vecdot", "multi_dot", "svd", "svdvals", "eigh", "eigvalsh", "qr", "pinv", "matrix_rank", "lstsq",
            "solve_triangular", "matrix_exp", "cond", "matmul", "tensorinv", "tensorsolve", "inv_ex", "solve_ex",
-           "cholesky_ex", "LinAlgError"]
+           "cholesky_ex", "LinAlgError", "lu"]
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, **unsupported):
@@ -585,3 +585,21 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     else:
         x = solve_triangular(A, b, upper=upper, unitriangular=unitriangular)
     return _return_types.triangular_solve(x, A.clone())
+
+
+def lu(A, *, pivot=True, out=None):
+    """The LU decomposition with partial pivoting, as ``torch.linalg.lu``: the named tuple
+    ``(P, L, U)`` with ``A = P @ L @ U``, ``P`` a permutation matrix, ``L`` unit
+    lower-triangular (m, k) and ``U`` upper-triangular (k, n), k = min(m, n). The pivots are
+    LAPACK's (the first largest entry of each column), so P, L and U are PyTorch's; gradients for
+    square matrices (PyTorch's formula).
+
+    Args:
+        A: a float32 or float64 tensor of matrices (..., m, n).
+        pivot: True (PyTorch's False is CUDA-only).
+
+    Returns:
+        The named tuple ``(P, L, U)``.
+    """
+    _no_out("lu", out)
+    return _return_types.linalg_lu(*_decomp._lu(A, pivot))

@@ -19,7 +19,7 @@ from ..dispatch import apply
 from ..onnx.registry import onnx_unsupported
 from ..tensor import tensor_method
 from .creation import ones_like, zeros
-from .linalg import diag_embed, matmul, tril
+from .linalg import diag_embed, matmul, tril, triu
 from .matrices import _mT
 from .shape import concat, unsqueeze
 from ._util import _as_tensor
@@ -135,6 +135,37 @@ def _qr_grad(ctx, gQ, gR):
     sym = tril(M) + _mT(tril(M, -1))
     B = matmul(Q, sym) if gQ is None else gQ + matmul(Q, sym)
     return (_mT(apply("linalg_solve", R, _mT(B))),)
+
+
+def _lu(A, pivot=True):
+    if not pivot:
+        raise NotImplementedError("linalg.lu: pivot=False (LU without pivoting) is CUDA-only in PyTorch and not in d2s")
+    P, L, U = apply("linalg_lu", _checked("linalg.lu", A))
+    return P.detach(), L, U  # (a permutation: no gradient, and PyTorch's P does not require one)
+
+
+@grad_rule("linalg_lu")
+def _lu_grad(ctx, gP, gL, gU):
+    # PyTorch's (square A = P L U): gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T
+    del gP  # a permutation: piecewise constant
+    P, L, U = ctx.outputs
+    if gL is None and gU is None:
+        return (None,)
+    m, n = L.shape[-2], U.shape[-1]
+    if m != n:
+        raise NotImplementedError(f"linalg.lu: d2s differentiates the LU decomposition of square matrices; this one "
+                                  f"is {m} x {n}")
+    phi = 0.0
+    if gL is not None:
+        phi = tril(matmul(_mT(L), gL), -1)
+    if gU is not None:
+        phi = phi + triu(matmul(gU, _mT(U)))
+    left = apply("linalg_solve", _mT(L), phi)  # L^-T phi
+    gA = _mT(apply("linalg_solve", U, _mT(left)))  # (...) U^-T
+    return (matmul(P, gA),)
+
+
+onnx_unsupported("linalg_lu", reason="ONNX has no LU decomposition")
 
 
 def _matrix_exp(A):

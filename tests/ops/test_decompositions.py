@@ -1,7 +1,7 @@
 """Matrix decompositions (d2s/ops/decompositions.py, d2s/linalg.py) against PyTorch:
 torch.linalg.svd (full and reduced, tall, wide, batched), svdvals, eigh (UPLO, ascending),
 eigvalsh, qr (reduced, complete, 'r'), matrix_exp, pinv (rtol, atol, hermitian), matrix_rank,
-lstsq (drivers, tall and wide), solve_triangular (upper/lower, left/right, unitriangular), and
+lstsq (drivers, tall and wide), lu (P, L, U; square and rectangular), solve_triangular (upper/lower, left/right, unitriangular), and
 torch.svd/qr/pinverse/matrix_exp: values, return structures, dtypes and float64 gradients, then
 converted and saved (tests/torch_parity.py). Singular vectors and eigenvectors are compared
 through sign-free quantities where their signs are not fixed (products, absolute values); the
@@ -125,6 +125,14 @@ TORCH_CASES = [
     Case("torch_svd_qr_pinverse", _torch_names, TALL, onnx=NO_ONNX, rtol=1e-5, atol=1e-6, grad=False),
     Case("torch_svd_grad", lambda t, a: (t.svd(a).S, (lambda u, s, v: (u * s) @ v.mT)(*t.svd(a))), TALL,
          onnx=NO_ONNX, rtol=1e-5, atol=1e-6),
+]
+
+# torch.linalg.lu: LAPACK's partial pivoting (P, L, U), square (with gradients) and rectangular
+TORCH_CASES += [
+    Case("linalg_lu", lambda t, a, b: (t.linalg.lu(a), t.linalg.lu(b).U), R.standard_normal((3, 3)),
+         R.standard_normal((2, 4, 4)), onnx=NO_ONNX),
+    Case("linalg_lu_rectangular", lambda t, a: (t.linalg.lu(a), t.linalg.lu(a.mT), t.linalg.lu(a.float()).L),
+         R.standard_normal((5, 3)), grad=False, rtol=1e-6, atol=1e-6, onnx=NO_ONNX),
 ]
 
 

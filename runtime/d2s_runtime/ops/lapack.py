@@ -15,10 +15,10 @@ import numpy as np
 
 
 def lu_factor(a):
-    """``(LU, pivots, info)`` of one square matrix: ``pivots[j]`` the row swapped with row j
+    """``(LU, pivots, info)`` of one (m, n) matrix (min(m, n) steps): ``pivots[j]`` the row swapped with row j
     (0-based), ``info`` the 1-based index of the first zero pivot (0: none)."""
     lu = np.array(a, copy=True)
-    n = lu.shape[-1]
+    n = min(lu.shape[-2:])
     piv = np.arange(n)
     info = 0
     for j in range(n):

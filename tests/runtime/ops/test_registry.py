@@ -112,6 +112,7 @@ SAMPLES = {
     "linalg_svd": lambda r: ([_array(r, "float64", (4, 3))], {"full_matrices": True}),
     "linalg_eigh": lambda r: ([_array(r, "float64", (3, 3)) + 3 * np.eye(3)], {"UPLO": "L"}),
     "linalg_qr": lambda r: ([_array(r, "float64", (4, 3))], {"mode": "reduced"}),
+    "linalg_lu": lambda r: ([_array(r, "float64", (4, 3))], {}),
     "linalg_matrix_exp": lambda r: ([_array(r, "float64", (3, 3))], {}),
     "linalg_pinv": lambda r: ([_array(r, "float64", (4, 3))], {}),
     "linalg_matrix_rank": lambda r: ([_array(r, "float64", (4, 3))], {}),
