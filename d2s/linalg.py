@@ -23,7 +23,8 @@ from .ops.shape import reshape as _reshape
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve", "vander", "matrix_power", "cholesky", "cross",
            "diagonal", "vecdot", "multi_dot", "svd", "svdvals", "eigh", "eigvalsh", "qr", "pinv", "matrix_rank", "lstsq",
            "solve_triangular", "matrix_exp", "cond", "matmul", "tensorinv", "tensorsolve", "inv_ex", "solve_ex",
-           "cholesky_ex", "LinAlgError", "lu"]
+           "cholesky_ex", "LinAlgError", "lu", "lu_factor",
+           "lu_factor_ex"]
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, **unsupported):
@@ -603,3 +604,48 @@ def lu(A, *, pivot=True, out=None):
     """
     _no_out("lu", out)
     return _return_types.linalg_lu(*_decomp._lu(A, pivot))
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """The LU decomposition in LAPACK's compact form, as ``torch.linalg.lu_factor_ex``: the
+    named tuple ``(LU, pivots, info)``: L's strict lower triangle and U in one (m, n) matrix,
+    the 1-based row swaps (int32, (..., k)) and info (int32, (...)): 0, or the 1-based index of
+    U's first zero diagonal entry (a singular matrix is reported, not raised, unless
+    ``check_errors``; eagerly only). Differentiable in ``LU`` as :func:`lu` is.
+
+    Args:
+        A: a float32 or float64 tensor of matrices (..., m, n).
+        pivot: True (PyTorch's False is CUDA-only).
+        check_errors: raise :class:`LinAlgError` for a singular matrix.
+
+    Returns:
+        The named tuple ``(LU, pivots, info)``.
+    """
+    _no_out("lu_factor_ex", out)
+    LU, pivots, info = _decomp._lu_factor(A, pivot)
+    if check_errors:
+        _raise_if_singular("linalg.lu_factor_ex", info)
+    return _return_types.linalg_lu_factor_ex(LU, pivots, info)
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """The LU decomposition in LAPACK's compact form, as ``torch.linalg.lu_factor``: the named
+    tuple ``(LU, pivots)`` of :func:`lu_factor_ex`; a singular matrix raises (eagerly), as
+    PyTorch's does."""
+    _no_out("lu_factor", out)
+    LU, pivots, info = _decomp._lu_factor(A, pivot)
+    _raise_if_singular("linalg.lu_factor", info)
+    return _return_types.linalg_lu_factor(LU, pivots)
+
+
+def _raise_if_singular(name, info):
+    if info.is_symbolic:
+        return  # (a program cannot stop on its data; info holds the answer)
+    flat = info.numpy().reshape(-1)
+    bad = [i for i, v in enumerate(flat) if v > 0]
+    if bad:
+        k = int(flat[bad[0]])
+        where = f"(Batch element {bad[0]}): " if info.ndim else ""
+        raise LinAlgError(f"{name}: {where}U[{k},{k}] is zero and using it on lu_solve would result in a division by "
+                          f"zero. If you still want to perform the factorization, consider calling linalg.lu(A, "
+                          f"pivot) or linalg.lu_factor_ex(A, pivot)")

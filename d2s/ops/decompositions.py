@@ -18,10 +18,12 @@ from ..autograd.registry import grad_rule, non_differentiable
 from ..dispatch import apply
 from ..onnx.registry import onnx_unsupported
 from ..tensor import tensor_method
-from .creation import ones_like, zeros
-from .linalg import diag_embed, matmul, tril, triu
+from .creation import ones_like, zeros, zeros_like
+from .elementwise import cast, eq, where
+from .linalg import diag_embed, diagonal, matmul, tril, triu
 from .matrices import _mT
-from .shape import concat, unsqueeze
+from .reduce import any as any_, argmax
+from .shape import concat, pad, unsqueeze
 from ._util import _as_tensor
 
 
@@ -165,7 +167,25 @@ def _lu_grad(ctx, gP, gL, gU):
     return (matmul(P, gA),)
 
 
-onnx_unsupported("linalg_lu", reason="ONNX has no LU decomposition")
+onnx_unsupported("linalg_lu", "lu_pivots", reason="ONNX has no LU decomposition")
+non_differentiable("lu_pivots", reason="pivots are int32 row numbers")
+
+
+def _lu_factor(A, pivot=True):
+    """``(LU, pivots, info)`` of ``torch.linalg.lu_factor_ex``, from :func:`_lu`'s factors: L's
+    strict lower triangle and U in one matrix, LAPACK's 1-based pivots, and the 1-based index
+    of U's first zero diagonal entry (0: none)."""
+    P, L, U = _lu(A, pivot)
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(int(m), int(n))
+    low = tril(L, -1)
+    if int(n) > k:
+        low = pad(low, [0, int(n) - k])
+    up = pad(U, [0, 0, 0, int(m) - k]) if int(m) > k else U
+    zero = eq(diagonal(U, 0, -2, -1), 0)
+    first = argmax(cast(zero, "int32"), -1)
+    info = cast(where(any_(zero, -1), first + 1, zeros_like(first)), "int32")
+    return low + up, apply("lu_pivots", P, k=k), info
 
 
 def _matrix_exp(A):

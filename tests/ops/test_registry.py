@@ -111,6 +111,7 @@ CASES = {
         *d2s.linalg.svd(a, full_matrices=False)), [randn(4, 3)])),
     "linalg_eigh": (d2s.linalg.eigh, (lambda a: (lambda w, q: (w, q.abs()))(*d2s.linalg.eigh(a + a.mT)),
                                       [randn(4, 4)])),
+    "lu_pivots": (d2s.linalg.lu_factor, _ND),
     "linalg_lu": (d2s.linalg.lu, (lambda a: (lambda p, l, u: (l, u))(*d2s.linalg.lu(a)), [randn(2, 3, 3)])),
     "linalg_qr": (d2s.linalg.qr, (lambda a: tuple(d2s.linalg.qr(a)), [randn(4, 3)])),
     "linalg_matrix_exp": (d2s.linalg.matrix_exp, (d2s.linalg.matrix_exp, [randn(3, 3) * 0.5])),

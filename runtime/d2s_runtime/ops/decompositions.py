@@ -156,6 +156,27 @@ def _linalg_lu(xp, a):
     return _back(xp, P, h.dtype), _back(xp, L, h.dtype), _back(xp, U, h.dtype)
 
 
+def _lu_pivots_infer(p, k):
+    return TensorType(p.shape[:-2] + (int(k),), "int32")
+
+
+@defop("lu_pivots", _lu_pivots_infer, fresh=True)
+def _lu_pivots(xp, p, k):
+    """LAPACK's 1-based pivots (the row swapped with row j at step j, for j < k) of the
+    permutation matrix ``p`` that ``linalg_lu`` returns (its swaps replayed)."""
+    h = _host(xp, p)
+    m = h.shape[-1]
+    perm = np.argmax(h, axis=-2)  # p[perm[i], i] = 1
+    out = np.zeros(h.shape[:-2] + (int(k),), np.int32)
+    for idx in np.ndindex(*h.shape[:-2]):
+        cur = np.arange(m)
+        for j in range(int(k)):
+            q = int(np.flatnonzero(cur == perm[idx][j])[0])
+            out[idx + (j,)] = q + 1
+            cur[[j, q]] = cur[[q, j]]
+    return out if xp is np else xp.asarray(out)
+
+
 # ------------------------------------------------------------------ matrix_exp
 def _matrix_exp_infer(a):
     _square("linalg.matrix_exp", a)

@@ -113,6 +113,7 @@ SAMPLES = {
     "linalg_eigh": lambda r: ([_array(r, "float64", (3, 3)) + 3 * np.eye(3)], {"UPLO": "L"}),
     "linalg_qr": lambda r: ([_array(r, "float64", (4, 3))], {"mode": "reduced"}),
     "linalg_lu": lambda r: ([_array(r, "float64", (4, 3))], {}),
+    "lu_pivots": lambda r: ([np.eye(4)[[2, 0, 3, 1]].T.copy()], {"k": 3}),
     "linalg_matrix_exp": lambda r: ([_array(r, "float64", (3, 3))], {}),
     "linalg_pinv": lambda r: ([_array(r, "float64", (4, 3))], {}),
     "linalg_matrix_rank": lambda r: ([_array(r, "float64", (4, 3))], {}),
