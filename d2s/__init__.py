@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 # Submodules and names that import lazily, so `import d2s` stays light and layers stay apart.
 _LAZY_MODULES = {"nn", "optim", "data", "jit", "static", "passes", "func", "utils", "viz", "onnx", "distributions",
                  "autograd", "transformers", "convert", "cli", "trace", "distributed", "lax", "linalg", "return_types",
-                 "cuda", "backends", "accelerator", "amp", "settings"}
+                 "special", "cuda", "backends", "accelerator", "amp", "settings"}
 _LAZY_NAMES = {
     "cond": ("d2s.static.control_flow", "cond"),
     "while_loop": ("d2s.static.control_flow", "while_loop"),
@@ -45,10 +45,16 @@ _LAZY_NAMES = {
     "compile": ("d2s.jit.api", "compile"),
     "is_autocast_enabled": ("d2s.amp", "is_autocast_enabled"),
 }
+_LAZY_NAMES.update((n, ("d2s.amp", n)) for n in (
+    "get_autocast_dtype", "get_autocast_cpu_dtype", "get_autocast_gpu_dtype", "get_autocast_xla_dtype",
+    "is_autocast_cpu_enabled", "is_autocast_xla_enabled", "is_autocast_cache_enabled", "clear_autocast_cache",
+    "autocast_increment_nesting", "autocast_decrement_nesting"))
 # torch.*'s forms of functional layers, and PyTorch's global switches (d2s/settings.py)
 _LAZY_NAMES.update((n, ("d2s.nn._torch_forms", n)) for n in (
     "layer_norm", "group_norm", "batch_norm", "instance_norm", "cosine_similarity", "selu", "celu", "threshold",
-    "hardshrink", "prelu", "rms_norm", "pairwise_distance", "bilinear", "alpha_dropout"))
+    "rms_norm", "pairwise_distance", "bilinear", "alpha_dropout", "rrelu", "conv3d", "conv_transpose3d",
+    "max_pool3d", "kl_div", "margin_ranking_loss", "hinge_embedding_loss", "poisson_nll_loss", "cosine_embedding_loss",
+    "triplet_margin_loss", "binary_cross_entropy_with_logits"))
 _LAZY_NAMES.update((n, ("d2s.settings", n)) for n in (
     "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads",
     "get_float32_matmul_precision", "set_float32_matmul_precision", "use_deterministic_algorithms",
@@ -56,6 +62,7 @@ _LAZY_NAMES.update((n, ("d2s.settings", n)) for n in (
     "is_anomaly_check_nan_enabled", "set_deterministic_debug_mode", "get_deterministic_debug_mode", "init_num_threads",
     "is_warn_always_enabled", "is_vulkan_available", "is_distributed"))
 _LAZY_NAMES["chain_matmul"] = ("d2s.linalg", "chain_matmul")
+_LAZY_NAMES["triangular_solve"] = ("d2s.linalg", "triangular_solve")
 
 # The public names of ``d2s`` (see the API contract and docs/api/d2s.md): tensors and dtypes, the
 # op functions of d2s.ops, grad modes, functional control flow, and the subpackages.

@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from . import devices as _devices
+from . import devices as _devices, dtypes as _dtypes
 from .tensor import Tensor, tensor
 
 __all__ = ["GradScaler", "autocast", "is_autocast_available", "is_autocast_enabled"]
@@ -39,6 +39,67 @@ def is_autocast_available(device_type):
     """Whether ``autocast`` can run for ``device_type``: never in d2s (it computes in the
     tensors' own dtypes)."""
     return False
+
+
+# PyTorch's autocast queries, with the answers PyTorch gives outside any autocast region (d2s
+# never runs one): the default lower-precision dtypes, nothing enabled, the cast cache on
+_AUTOCAST_DTYPES = {"cpu": "bfloat16", "xla": "bfloat16", "cuda": "float16", "gpu": "float16", "mps": "float16",
+                    "xpu": "bfloat16", "hpu": "bfloat16"}
+_NESTING = [0]
+
+
+def get_autocast_dtype(device_type):
+    """The dtype an autocast region for ``device_type`` would compute in, as
+    ``torch.get_autocast_dtype``: bfloat16 on the CPU, float16 on a GPU."""
+    if device_type not in _AUTOCAST_DTYPES:
+        raise RuntimeError(f"get_autocast_dtype: unsupported device type {device_type!r}")
+    return getattr(_dtypes, _AUTOCAST_DTYPES[device_type])
+
+
+def get_autocast_cpu_dtype():
+    """``torch.get_autocast_cpu_dtype()``: ``get_autocast_dtype('cpu')``."""
+    return get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype():
+    """``torch.get_autocast_gpu_dtype()``: ``get_autocast_dtype('cuda')``."""
+    return get_autocast_dtype("cuda")
+
+
+def get_autocast_xla_dtype():
+    """``torch.get_autocast_xla_dtype()``: ``get_autocast_dtype('xla')``."""
+    return get_autocast_dtype("xla")
+
+
+def is_autocast_cpu_enabled():
+    """``torch.is_autocast_cpu_enabled()``: False (see :func:`is_autocast_enabled`)."""
+    return False
+
+
+def is_autocast_xla_enabled():
+    """``torch.is_autocast_xla_enabled()``: False (see :func:`is_autocast_enabled`)."""
+    return False
+
+
+def is_autocast_cache_enabled():
+    """``torch.is_autocast_cache_enabled()``: True, PyTorch's default (d2s caches no casts)."""
+    return True
+
+
+def clear_autocast_cache():
+    """``torch.clear_autocast_cache()``: nothing to clear."""
+
+
+def autocast_increment_nesting():
+    """``torch.autocast_increment_nesting()``: the autocast nesting level, plus one."""
+    _NESTING[0] += 1
+    return _NESTING[0]
+
+
+def autocast_decrement_nesting():
+    """``torch.autocast_decrement_nesting()``: the autocast nesting level, minus one."""
+    _NESTING[0] -= 1
+    return _NESTING[0]
 
 
 class autocast:

@@ -17,6 +17,7 @@ from d2s_runtime.device import device_of, get_xp, xp_of
 from d2s_runtime.dtypes import checked_fill, operand_result_type, scalar_result
 from d2s_runtime.ops import OPS, ShapeError, TensorType
 from d2s_runtime.ops.indexing import IndexOutOfRange
+from d2s_runtime.ops.linalg import LinAlgError
 
 from ._state import HOOKED_THREADS, STATE
 from . import views as _views
@@ -212,8 +213,10 @@ def _op_error(opdef, inputs, err, attrs=None):
         return (IndexError if plain_index_error else ShapeError)(str(rule_err))
     except Exception:
         pass
-    if isinstance(err, IndexOutOfRange):
-        return err  # an index out of range where PyTorch raises (gather, embedding): its message and type
+    if isinstance(err, (IndexOutOfRange, LinAlgError)):
+        # an index out of range where PyTorch raises (gather, embedding), a singular matrix: its
+        # message and type (PyTorch's own: IndexError, torch.linalg.LinAlgError)
+        return err
     shapes = ", ".join(str(tuple(a.shape)) if hasattr(a, "shape") else repr(a) for a in inputs)
     return ShapeError(f"{opdef.name}: cannot apply to inputs with shapes {shapes}: {err}")
 

@@ -93,6 +93,13 @@ RESULTS = {
     "index_copy_": lambda s, dim, index, source: _ops.index_copy(s, dim, index, source),
     "index_add_": lambda s, dim, index, source, alpha=1: _ops.index_add(s, dim, index, source, alpha=alpha),
     "index_fill_": lambda s, dim, index, value: _ops.index_fill(s, dim, index, value),
+    "index_put_": lambda s, indices, values, accumulate=False: _ops.index_put(s, indices, values, accumulate),
+    "renorm_": lambda s, p, dim, maxnorm: _ops.renorm(s, p, dim, maxnorm),
+    "ldexp_": lambda s, other: _ops.ldexp(s, other),
+    "put_": lambda s, index, source, accumulate=False: _ops.put(s, index, source, accumulate),
+    "index_reduce_": lambda s, dim, index, source, reduce, include_self=True: _ops.index_reduce(
+        s, dim, index, source, reduce, include_self=include_self),
+    "nextafter_": lambda s, other: _ops.nextafter(s, other),
     "scatter_": lambda s, dim, index, src=None, value=None, reduce=None: _ops.scatter(s, dim, index, src, value,
                                                                                       reduce=reduce),
     "scatter_add_": lambda s, dim, index, src: _ops.scatter_add(s, dim, index, src),

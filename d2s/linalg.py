@@ -10,6 +10,9 @@ and in saved programs, with gradients (ONNX export where ONNX has the operator).
 here with a docstring and a test (the norms': ``tests/test_linalg.py``; the others':
 ``tests/ops/test_matrices.py``; ``vander``'s: ``tests/ops/test_cumulative.py``).
 """
+from d2s_runtime.ops.linalg import LinAlgError
+
+from .dispatch import apply as _apply
 from .ops.support import dim_args as _A
 from . import return_types as _return_types
 from .ops import cumulative as _cumulative, decompositions as _decomp, linalg as _linalg, matrices as _matrices
@@ -20,7 +23,8 @@ from .ops.shape import reshape as _reshape
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "solve", "vander", "matrix_power", "cholesky", "cross",
            "diagonal", "vecdot", "multi_dot", "svd", "svdvals", "eigh", "eigvalsh", "qr", "pinv", "matrix_rank", "lstsq",
            "solve_triangular", "matrix_exp", "cond", "matmul", "tensorinv", "tensorsolve", "inv_ex", "solve_ex",
-           "cholesky_ex"]
+           "cholesky_ex", "LinAlgError", "lu", "lu_factor",
+           "lu_factor_ex"]
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, **unsupported):
@@ -494,28 +498,68 @@ def _prod(shape):
     return out
 
 
-def _info(A):
-    return zeros(*[int(s) for s in A.shape[:-2]], dtype="int32")
+def inv_ex(A, *, check_errors=False, out=None):
+    """The inverse of each square matrix of ``A`` with a failure report, as
+    ``torch.linalg.inv_ex``: a singular matrix does not raise (unless ``check_errors``) but is
+    reported in ``info``.
+
+    Where PyTorch's LAPACK finds an exactly zero pivot, so does d2s, and the inverse holds what
+    LAPACK's solve leaves there (infinities and NaNs, PyTorch's values). A matrix singular only
+    up to rounding may factor with a tiny pivot in one LAPACK and a zero one in another: there
+    info and the (meaningless) values can differ from PyTorch's.
+
+    Args:
+        A: a float32 or float64 tensor of square matrices (..., n, n).
+        check_errors: raise :class:`LinAlgError` (a RuntimeError) for the first singular matrix.
+
+    Returns:
+        The named tuple ``(inverse, info)``: ``inverse`` of ``A``'s shape and dtype, ``info`` int32
+        of shape (...): 0, or the 1-based index of the first zero pivot of the matrix's LU
+        factorization (PyTorch's value).
+    """
+    _no_out("inv_ex", out)
+    return _return_types.linalg_inv_ex(*_apply("linalg_inv_ex", _decomp._as_tensor(A), check_errors=bool(check_errors)))
 
 
-def inv_ex(A, *, check_errors=False):
-    """``torch.linalg.inv_ex``: the named tuple ``(inverse, info)`` (info zeros: a singular matrix
-    raises here, where PyTorch without ``check_errors`` reports it in ``info``)."""
-    del check_errors  # (errors always raise here)
-    return _return_types.linalg_inv_ex(inv(A), _info(A))
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """:func:`solve` with a failure report, as ``torch.linalg.solve_ex``: a singular ``A`` does
+    not raise (unless ``check_errors``) but is reported in ``info``, and the result holds what
+    LAPACK's solve leaves (as :func:`inv_ex`'s inverse; ``left=False`` factors ``A.mT``, as
+    PyTorch does).
+
+    Args:
+        A: a float32 or float64 tensor of square matrices (..., n, n).
+        B: a tensor of ``A``'s dtype: matrices (..., n, k) or vectors, as :func:`solve`'s.
+        left: solve ``A X = B`` (True) or ``X A = B`` (False).
+        check_errors: raise :class:`LinAlgError` (a RuntimeError) for a singular matrix.
+
+    Returns:
+        The named tuple ``(result, info)``: ``result`` as :func:`solve`'s, ``info`` int32 of
+        ``A``'s batch shape, as :func:`inv_ex`'s.
+    """
+    return _return_types.linalg_solve_ex(*_matrices._solve(A, B, left=left, out=out, ex=True,
+                                                           check_errors=check_errors))
 
 
-def solve_ex(A, B, *, left=True, check_errors=False):
-    """``torch.linalg.solve_ex``: the named tuple ``(result, info)`` (info as :func:`inv_ex`'s)."""
-    del check_errors  # (errors always raise here)
-    return _return_types.linalg_solve_ex(solve(A, B, left=left), _info(A))
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """The Cholesky factor of each symmetric matrix of ``A`` (read from its lower triangle) with
+    a failure report, as ``torch.linalg.cholesky_ex``: a matrix that is not positive-definite
+    does not raise (unless ``check_errors``) but is reported in ``info``, and its factor holds
+    what PyTorch's LAPACK leaves (the columns before the failing one factored, that column's
+    diagonal entry the non-positive value found, the rest of the lower triangle ``A``'s).
 
+    Args:
+        A: a float32 or float64 tensor of square matrices (..., n, n).
+        upper: return the upper-triangular factor (the transpose).
+        check_errors: raise :class:`LinAlgError` (a RuntimeError) for the first failing matrix.
 
-def cholesky_ex(A, *, upper=False, check_errors=False):
-    """``torch.linalg.cholesky_ex``: the named tuple ``(L, info)`` (a matrix that is not positive
-    definite raises here, where PyTorch without ``check_errors`` reports it in ``info``)."""
-    del check_errors  # (errors always raise here)
-    return _return_types.linalg_cholesky_ex(cholesky(A, upper=upper), _info(A))
+    Returns:
+        The named tuple ``(L, info)``: ``L`` of ``A``'s shape and dtype, ``info`` int32 of shape
+        (...): 0, or the order of the first leading minor that is not positive-definite.
+    """
+    _no_out("cholesky_ex", out)
+    low, info = _apply("linalg_cholesky_ex", _decomp._as_tensor(A), check_errors=bool(check_errors))
+    return _return_types.linalg_cholesky_ex(low.mT if upper else low, info)
 
 
 def chain_matmul(*matrices):
@@ -528,3 +572,80 @@ def chain_matmul(*matrices):
     if len(matrices) == 1:
         return matrices[0]
     return multi_dot(matrices)
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """The older ``torch.triangular_solve`` (``Tensor.triangular_solve``): the named tuple
+    ``(solution, cloned_coefficient)`` with ``A X = b`` (``A.mT X = b`` with ``transpose``) for
+    triangular ``A`` (only its ``upper`` or lower triangle read), and a copy of ``A``; see
+    :func:`solve_triangular`, which takes its arguments the other way round."""
+    _no_out("triangular_solve", out)
+    A = _decomp._as_tensor(A)
+    if transpose:
+        x = solve_triangular(A.mT, b, upper=not upper, unitriangular=unitriangular)
+    else:
+        x = solve_triangular(A, b, upper=upper, unitriangular=unitriangular)
+    return _return_types.triangular_solve(x, A.clone())
+
+
+def lu(A, *, pivot=True, out=None):
+    """The LU decomposition with partial pivoting, as ``torch.linalg.lu``: the named tuple
+    ``(P, L, U)`` with ``A = P @ L @ U``, ``P`` a permutation matrix, ``L`` unit
+    lower-triangular (m, k) and ``U`` upper-triangular (k, n), k = min(m, n). The pivots are
+    LAPACK's (the first largest entry of each column), so P, L and U are PyTorch's; gradients for
+    square matrices (PyTorch's formula).
+
+    Args:
+        A: a float32 or float64 tensor of matrices (..., m, n).
+        pivot: True (PyTorch's False is CUDA-only).
+
+    Returns:
+        The named tuple ``(P, L, U)``.
+    """
+    _no_out("lu", out)
+    return _return_types.linalg_lu(*_decomp._lu(A, pivot))
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """The LU decomposition in LAPACK's compact form, as ``torch.linalg.lu_factor_ex``: the
+    named tuple ``(LU, pivots, info)``: L's strict lower triangle and U in one (m, n) matrix,
+    the 1-based row swaps (int32, (..., k)) and info (int32, (...)): 0, or the 1-based index of
+    U's first zero diagonal entry (a singular matrix is reported, not raised, unless
+    ``check_errors``; eagerly only). Differentiable in ``LU`` as :func:`lu` is.
+
+    Args:
+        A: a float32 or float64 tensor of matrices (..., m, n).
+        pivot: True (PyTorch's False is CUDA-only).
+        check_errors: raise :class:`LinAlgError` for a singular matrix.
+
+    Returns:
+        The named tuple ``(LU, pivots, info)``.
+    """
+    _no_out("lu_factor_ex", out)
+    LU, pivots, info = _decomp._lu_factor(A, pivot)
+    if check_errors:
+        _raise_if_singular("linalg.lu_factor_ex", info)
+    return _return_types.linalg_lu_factor_ex(LU, pivots, info)
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """The LU decomposition in LAPACK's compact form, as ``torch.linalg.lu_factor``: the named
+    tuple ``(LU, pivots)`` of :func:`lu_factor_ex`; a singular matrix raises (eagerly), as
+    PyTorch's does."""
+    _no_out("lu_factor", out)
+    LU, pivots, info = _decomp._lu_factor(A, pivot)
+    _raise_if_singular("linalg.lu_factor", info)
+    return _return_types.linalg_lu_factor(LU, pivots)
+
+
+def _raise_if_singular(name, info):
+    if info.is_symbolic:
+        return  # (a program cannot stop on its data; info holds the answer)
+    flat = info.numpy().reshape(-1)
+    bad = [i for i, v in enumerate(flat) if v > 0]
+    if bad:
+        k = int(flat[bad[0]])
+        where = f"(Batch element {bad[0]}): " if info.ndim else ""
+        raise LinAlgError(f"{name}: {where}U[{k},{k}] is zero and using it on lu_solve would result in a division by "
+                          f"zero. If you still want to perform the factorization, consider calling linalg.lu(A, "
+                          f"pivot) or linalg.lu_factor_ex(A, pivot)")

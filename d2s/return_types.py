@@ -26,6 +26,12 @@ topk = _values_indices("topk")
 kthvalue = _values_indices("kthvalue")
 aminmax = namedtuple("aminmax", ["min", "max"], module=__name__)
 slogdet = namedtuple("slogdet", ["sign", "logabsdet"], module=__name__)
+frexp = namedtuple("frexp", ["mantissa", "exponent"], module=__name__)
+histogram = namedtuple("histogram", ["hist", "bin_edges"], module=__name__)
+triangular_solve = namedtuple("triangular_solve", ["solution", "cloned_coefficient"], module=__name__)
+linalg_lu = namedtuple("linalg_lu", ["P", "L", "U"], module=__name__)
+linalg_lu_factor = namedtuple("linalg_lu_factor", ["LU", "pivots"], module=__name__)
+linalg_lu_factor_ex = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"], module=__name__)
 linalg_slogdet = namedtuple("linalg_slogdet", ["sign", "logabsdet"], module=__name__)
 cummax = _values_indices("cummax")
 cummin = _values_indices("cummin")
@@ -42,4 +48,5 @@ linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "sin
 
 __all__ = ["max", "min", "median", "mode", "sort", "topk", "kthvalue", "aminmax", "slogdet", "linalg_slogdet",
            "cummax", "cummin", "nanmedian", "linalg_svd", "svd", "linalg_eigh", "linalg_qr", "qr", "linalg_lstsq",
-           "linalg_inv_ex", "linalg_solve_ex", "linalg_cholesky_ex"]
+           "linalg_inv_ex", "linalg_solve_ex", "linalg_cholesky_ex", "frexp", "histogram",
+           "triangular_solve", "linalg_lu", "linalg_lu_factor", "linalg_lu_factor_ex"]

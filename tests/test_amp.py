@@ -141,3 +141,15 @@ if __name__ == "__main__":  # regenerate the stored torch results
     with open(REF, "w") as f:
         json.dump(_torch_results(), f, indent=1)
     print("wrote", REF)
+
+
+def test_autocast_queries_answer_as_pytorch_outside_a_region():
+    # (PyTorch 2.13's answers, written down: torch.get_autocast_dtype('cpu') is bfloat16, ...)
+    assert d2s.get_autocast_dtype("cpu") == d2s.bfloat16 and d2s.get_autocast_dtype("cuda") == d2s.float16
+    assert d2s.get_autocast_cpu_dtype() == d2s.bfloat16 and d2s.get_autocast_gpu_dtype() == d2s.float16
+    assert d2s.get_autocast_xla_dtype() == d2s.bfloat16
+    assert not d2s.is_autocast_cpu_enabled() and not d2s.is_autocast_xla_enabled()
+    assert d2s.is_autocast_cache_enabled() and d2s.clear_autocast_cache() is None
+    assert d2s.autocast_increment_nesting() == 1 and d2s.autocast_decrement_nesting() == 0
+    with pytest.raises(RuntimeError, match="unsupported device type"):
+        d2s.get_autocast_dtype("tpu")

@@ -17,6 +17,7 @@ import warnings
 from .. import inplace as _inplace
 from .. import ops as _ops
 from ..ops import nn as nn_ops
+from ..ops.nn import hardshrink, prelu  # noqa: F401  (F.hardshrink, F.prelu: also Tensor methods)
 from ..dispatch import apply
 from ..ops.support import static_shape as _static_shape
 from ..tensor import Tensor, tensor
@@ -77,22 +78,6 @@ def _leaky_relu(x, negative_slope=0.01):
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """``x`` where positive, ``negative_slope * x`` elsewhere (the slope's gradient at 0)."""
     return _maybe_inplace("leaky_relu", _leaky_relu, input, inplace, negative_slope=float(negative_slope))
-
-
-def prelu(input, weight):
-    """``leaky_relu`` with a learned slope per channel (dim 1; one slope for all when
-    ``weight`` has one element)."""
-    x, w = _t(input), _t(weight)
-    if w.ndim > 1:
-        raise ValueError(f"prelu: weight must be 0-d or 1-d, got shape {tuple(w.shape)}")
-    n = _static_shape(w)[0] if w.ndim else 1
-    xs = _static_shape(x)
-    c = xs[1] if len(xs) >= 2 else None
-    if n is not None and n > 1 and c is not None and c != n:
-        raise ValueError(f"prelu: weight has {n} slopes but the input has {c} channels (dim 1)")
-    if w.ndim == 1 and x.ndim >= 2:
-        w = _ops.reshape(w, [-1] + [1] * (x.ndim - 2))  # one slope per channel (dim 1), or one for all
-    return _ops.where(_ops.gt(x, 0), x, w * x)
 
 
 def _elu(x, alpha=1.0, scale=1.0, input_scale=1.0):
@@ -160,13 +145,6 @@ def softshrink(input, lambd=0.5):
         raise ValueError(f"softshrink: lambda must be non-negative, got {lambd}")
     zero = _ops.zeros_like(x)
     return _ops.where(_ops.gt(x, lambd), x - lambd, _ops.where(_ops.lt(x, -lambd), x + lambd, zero))
-
-
-def hardshrink(input, lambd=0.5):
-    """0 on ``[-lambd, lambd]``, ``x`` elsewhere."""
-    x = _t(input)
-    inside = _ops.logical_and(_ops.ge(x, -lambd), _ops.le(x, lambd))
-    return _ops.where(inside, _ops.zeros_like(x), x)
 
 
 def tanhshrink(input):
@@ -393,3 +371,42 @@ def threshold_(input, threshold, value):
 
 
 _threshold_fn = threshold  # (threshold_'s argument shadows the function's name)
+
+
+# ------------------------------------------------------------------ randomized: rrelu, gumbel_softmax
+def _rrelu(x, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    if not training:
+        return _leaky_relu(x, (lower + upper) / 2)
+    slopes = _ops.rand_like(x) * (upper - lower) + lower  # one U(lower, upper) slope per element
+    return _ops.where(_ops.ge(x, 0), x, x * slopes)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """The randomized leaky ReLU, as ``torch.nn.functional.rrelu``: while ``training`` each
+    negative element is scaled by its own slope drawn from U(lower, upper) (d2s's generator, so
+    other numbers than PyTorch's), otherwise by the mean slope ``(lower + upper) / 2``."""
+    if not 0 <= lower <= upper:
+        raise ValueError(f"rrelu: expects 0 <= lower <= upper, got lower={lower}, upper={upper}")
+    return _maybe_inplace("rrelu", _rrelu, input, inplace, lower=float(lower), upper=float(upper),
+                          training=bool(training))
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """:func:`rrelu` written into ``input``."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """A sample of the Gumbel-softmax (concrete) distribution over ``dim``, as
+    ``torch.nn.functional.gumbel_softmax``: ``softmax((logits + g) / tau)`` with Gumbel noise
+    ``g = -log(E)``, E ~ Exp(1) (d2s's generator); with ``hard`` the one-hot of its maximum in
+    the forward pass and the soft sample's gradient (straight-through)."""
+    del eps  # (unused, as in PyTorch)
+    x = _t(logits)
+    gumbels = -_ops.log(_ops.empty_like(x).exponential_())
+    y_soft = _ops.softmax((x + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = _ops.argmax(y_soft, dim, keepdim=True)
+    y_hard = _ops.scatter(_ops.zeros_like(x), dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft

@@ -443,3 +443,104 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     if swap:
         d_neg = _ops.minimum(d_neg, pairwise_distance(pos, neg, p, eps))
     return _reduce(_ops.clip(margin + d_pos - d_neg, 0.0, None), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    """``max(0, margin + d(a, p) - d(a, n))`` with any distance ``d`` (a function of two tensors;
+    default :func:`pairwise_distance`), as ``torch.nn.functional.triplet_margin_with_distance_loss``
+    (``swap``: ``d(a, n)`` replaced by ``d(p, n)`` where smaller)."""
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
+                         f"instead")
+    a, pos, neg = _t(anchor), _t(positive), _t(negative)
+    if not (a.ndim == pos.ndim == neg.ndim):
+        raise RuntimeError(f"triplet_margin_with_distance_loss: the anchor, positive and negative tensors are expected "
+                           f"to have the same number of dimensions, but got: anchor {a.ndim}D, positive {pos.ndim}D, "
+                           f"and negative {neg.ndim}D inputs")
+    _check_reduction(reduction)
+    dist = pairwise_distance if distance_function is None else distance_function
+    d_pos, d_neg = dist(a, pos), dist(a, neg)
+    if swap:
+        d_neg = _ops.minimum(d_neg, dist(pos, neg))
+    return _reduce(_ops.clip(margin + d_pos - d_neg, 0.0, None), reduction)
+
+
+def _class_rows(op, input, target):
+    """(N, C) scores and (N,) int64 class targets of a margin loss (a 1-d input is one row)."""
+    x, y = _t(input), _t(target)
+    if x.ndim not in (1, 2) or y.ndim > 1:
+        raise ValueError(f"{op}: expects input (C,) or (N, C) and target () / (1,) or (N,), got input "
+                         f"{tuple(_static_shape(x))} and target {tuple(_static_shape(y))}")
+    if y.dtype not in ("int64", "int32"):
+        raise TypeError(f"{op}: target must hold class indices (an integer tensor), got {y.dtype}")
+    return (_ops.unsqueeze(x, 0) if x.ndim == 1 else x), _ops.reshape(_ops.cast(y, "int64"), [-1])
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """The multi-class hinge loss, as ``torch.nn.functional.multi_margin_loss``: per row
+    ``sum over classes i != y of max(0, margin - x[y] + x[i]) ** p / C`` (``p`` 1 or 2), each
+    term scaled by ``weight[y]`` when given.
+
+    Args:
+        input: (N, C) or (C,) scores.
+        target: (N,) (or 0-d / (1,)) class indices.
+        p: 1 or 2.
+        margin: the margin.
+        weight: (C,) per-class weights, or None.
+        reduction: 'mean', 'sum' or 'none' (then (N,), or 0-d for a 1-d input).
+
+    Returns:
+        The loss, ``input``'s dtype.
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if p not in (1, 2):
+        raise ValueError("multi_margin_loss: only p == 1 and p == 2 supported")
+    x, y = _class_rows("multi_margin_loss", input, target)
+    c = _static_shape(x)[1]
+    own = _ops.gather(x, 1, _ops.unsqueeze(y, 1))
+    z = _ops.relu(margin - own + x)
+    h = z if p == 1 else z * z
+    if weight is not None:
+        h = h * _ops.unsqueeze(_ops.index_select(_t(weight), 0, y), 1)
+    others = _ops.logical_not(_ops.cast(_ops.one_hot(y, c), "bool"))
+    loss = _ops.sum(_ops.where(others, h, _ops.zeros_like(h)), 1) / c
+    if _t(input).ndim == 1:
+        loss = _ops.reshape(loss, [])
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """The multi-label hinge loss, as ``torch.nn.functional.multilabel_margin_loss``: each row's
+    target lists its classes, ended by the first -1; the loss is
+    ``sum over listed j, unlisted i of max(0, 1 - (x[j] - x[i])) / C``.
+
+    Args:
+        input: (N, C) or (C,) scores.
+        target: int64 of ``input``'s shape: class indices, then -1 (and anything) after the last.
+        reduction: 'mean', 'sum' or 'none' (then (N,), or 0-d for a 1-d input).
+
+    Returns:
+        The loss, ``input``'s dtype.
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    x, y = _t(input), _t(target)
+    if x.ndim not in (1, 2) or tuple(_static_shape(x)) != tuple(_static_shape(y)):
+        raise ValueError(f"multilabel_margin_loss: expects input (C,) or (N, C) and a target of its shape, got "
+                         f"{tuple(_static_shape(x))} and {tuple(_static_shape(y))}")
+    rows, labels = (_ops.unsqueeze(x, 0), _ops.unsqueeze(y, 0)) if x.ndim == 1 else (x, y)
+    labels = _ops.cast(labels, "int64")
+    c = _static_shape(rows)[1]
+    listed = _ops.cast(_ops.cumprod(_ops.cast(_ops.ne(labels, -1), "int64"), 1), "bool")  # before the first -1
+    safe = _ops.where(listed, labels, _ops.zeros_like(labels))
+    hot = _ops.logical_and(_ops.cast(_ops.one_hot(safe, c), "bool"), _ops.unsqueeze(listed, -1))
+    is_target = _ops.any(hot, 1)  # (N, C)
+    own = _ops.gather(rows, 1, safe)  # (N, C_listed)
+    z = _ops.relu(1.0 - (_ops.unsqueeze(own, 2) - _ops.unsqueeze(rows, 1)))  # (N, listed j, class i)
+    keep = _ops.logical_and(_ops.unsqueeze(listed, 2), _ops.unsqueeze(_ops.logical_not(is_target), 1))
+    loss = _ops.sum(_ops.where(keep, z, _ops.zeros_like(z)), [1, 2]) / c
+    if x.ndim == 1:
+        loss = _ops.reshape(loss, [])
+    return _reduce(loss, reduction)

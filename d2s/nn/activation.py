@@ -102,6 +102,21 @@ class LeakyReLU(Module):
         return f"negative_slope={self.negative_slope}{_inplace(self.inplace)}"
 
 
+class RReLU(Module):
+    """The randomized leaky ReLU, as ``torch.nn.RReLU``: random slopes in U(lower, upper) while
+    training, their mean in evaluation (see ``F.rrelu``)."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}{_inplace(self.inplace)}"
+
+
 class PReLU(Module):
     """``leaky_relu`` with a learned slope: one for all channels, or one per channel (dim 1)
     with ``num_parameters=C``; each starts at ``init``."""

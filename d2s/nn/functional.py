@@ -28,18 +28,23 @@ def _axis(axis, dim):
 # ------------------------------------------------------------------ layers' functional forms
 # (activations, linear, lookups, recurrent cells, losses, attention: one module each)
 from ._f_activation import (alpha_dropout, celu, dropout, dropout1d, dropout2d, dropout3d, elu, elu_,  # noqa: E402,F401
-                            gelu, glu, hardshrink, hardsigmoid, hardswish, hardtanh, hardtanh_, leaky_relu,
-                            leaky_relu_, log_softmax, logsigmoid, mish, prelu, relu, relu6, relu_, selu, sigmoid,
+                            gelu, glu, gumbel_softmax, hardshrink, hardsigmoid, hardswish, hardtanh, hardtanh_,
+                            leaky_relu, leaky_relu_, log_softmax, logsigmoid, mish, prelu, relu, relu6, relu_,
+                            rrelu, rrelu_, selu, sigmoid,
                             silu, softmax, softmin, softplus, softshrink, softsign, tanh, tanhshrink, threshold,
                             threshold_)
 from ._f_linear import bilinear, linear  # noqa: E402,F401
 from ._f_loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,  # noqa: E402,F401
                       cosine_similarity, cross_entropy, gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div,
-                      l1_loss, margin_ranking_loss, mse_loss, multilabel_soft_margin_loss, nll_loss, normalize,
-                      pairwise_distance, poisson_nll_loss, smooth_l1_loss, soft_margin_loss, triplet_margin_loss)
+                      l1_loss, margin_ranking_loss, mse_loss, multi_margin_loss, multilabel_margin_loss,
+                      multilabel_soft_margin_loss, nll_loss, normalize, pairwise_distance, poisson_nll_loss,
+                      smooth_l1_loss, soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss)
 from ._f_recurrent import gru_cell, lstm_cell, rnn_cell  # noqa: E402,F401
 from ._f_sparse import embedding, embedding_bag, one_hot  # noqa: E402,F401
 from ._f_attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402,F401
+from ._f_sampling import affine_grid, grid_sample  # noqa: E402,F401
+from ._f_volume import (adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, conv3d,  # noqa: E402,F401
+                        conv_transpose3d, max_pool3d)
 
 
 # ------------------------------------------------------------------ linear layers
@@ -76,10 +81,92 @@ def pad(input, pad, mode="constant", value=0):
 from ..ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: E402
 from ..ops.support import col2im as _col2im, im2col as _im2col  # noqa: E402
 from ..ops.pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402
-                           adaptive_max_pool2d, avg_pool1d, avg_pool2d, interpolate, max_pool1d, max_pool2d,
-                           pixel_shuffle, pixel_unshuffle)
+                           adaptive_max_pool2d, avg_pool1d, avg_pool2d, channel_shuffle, interpolate, max_pool1d,
+                           max_pool2d, pixel_shuffle, pixel_unshuffle)
+from ..ops.linalg import pdist  # noqa: E402,F401
 from ._functional_norm import (batch_norm, group_norm, instance_norm, layer_norm, local_response_norm,  # noqa: E402
                                rms_norm)
+
+
+def _lp_pool(avg_pool, input, norm_type, kernel_size, stride, ceil_mode, window):
+    # PyTorch's composition: the average of x ** p over each window, times its size, to the 1/p
+    # (a negative average, from an odd p, is clamped to 0 first)
+    x = _as_tensor(input)
+    out = avg_pool(_ops.pow(x, norm_type), kernel_size, stride, 0, ceil_mode)
+    out = _ops.sign(out) * _ops.relu(_ops.abs(out))
+    return _ops.pow(out * window, 1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The ``norm_type``-norm of each window of (N, C, L) or (C, L) ``input``, as
+    ``torch.nn.functional.lp_pool1d``: ``(sum over the window of x ** p) ** (1 / p)`` (inf: the
+    maximum is not supported, as PyTorch's power form)."""
+    return _lp_pool(avg_pool1d, input, float(norm_type), kernel_size, stride, ceil_mode, int(kernel_size))
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The ``norm_type``-norm of each window of (N, C, H, W) or (C, H, W) ``input``, as
+    ``torch.nn.functional.lp_pool2d`` (see :func:`lp_pool1d`)."""
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+    return _lp_pool(avg_pool2d, input, float(norm_type), kernel_size, stride, ceil_mode, kh * kw)
+
+
+def _unpool_output_size(name, in_sizes, kernel, stride, padding, output_size):
+    """PyTorch's ``_unpool_output_size``: the default (in - 1) * stride + kernel - 2 * padding,
+    or ``output_size`` (its last dims) when within a stride of it."""
+    default = [(i - 1) * s + k - 2 * p for i, k, s, p in zip(in_sizes, kernel, stride, padding)]
+    if output_size is None:
+        return default
+    out = [int(o) for o in output_size]
+    if len(out) == len(kernel) + 2:
+        out = out[2:]
+    if len(out) != len(kernel):
+        raise ValueError(f"{name}: output_size should be a sequence containing {len(kernel)} or {len(kernel) + 2} "
+                         f"elements, but it has a length of '{len(out)}'")
+    for d, (o, base, s) in enumerate(zip(out, default, stride)):
+        if not base - s < o < base + s:
+            raise ValueError(f'invalid output_size "{tuple(out)}" (dim {d} must be between {base - s} and '
+                             f'{base + s})')
+    return out
+
+
+def _max_unpool(name, k, input, indices, kernel_size, stride, padding, output_size):
+    x, idx = _as_tensor(input), _as_tensor(indices)
+    as_k = (lambda v: [int(v)] * k if isinstance(v, int) else [int(e) for e in v])
+    kernel = as_k(kernel_size)
+    stride = kernel if stride is None else as_k(stride)
+    padding = as_k(padding)
+    shape = _static_shape(x)
+    if x.ndim not in (k + 1, k + 2) or None in shape[-k - 1:]:
+        raise ValueError(f"{name}: expects a {k + 1}-d (unbatched) or {k + 2}-d input with its channel and spatial "
+                         f"sizes known, got {shape}")
+    if tuple(_static_shape(idx)) != tuple(shape):
+        raise ValueError(f"{name}: indices must have the input's shape {shape}, got {tuple(_static_shape(idx))}")
+    out = _unpool_output_size(name, shape[-k:], kernel, stride, padding, output_size)
+    lead = [-1 if d is None else d for d in shape[:-k]]
+    flat_x, flat_i = _ops.reshape(x, lead + [-1]), _ops.reshape(idx, lead + [-1])
+    zeros = _ops.zeros_like(flat_x[..., :1]).expand(*([-1] * len(lead)), math.prod(out))
+    return _ops.reshape(_ops.scatter(zeros, -1, flat_i, flat_x), lead + out)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of ``max_pool1d(..., return_indices=True)``: each value put back at its
+    index, zeros elsewhere, as ``torch.nn.functional.max_unpool1d`` ((N, C, L) or (C, L))."""
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of ``max_pool2d(..., return_indices=True)``: each value put back at its
+    index (flat within its (H, W) plane), zeros elsewhere, as ``torch.nn.functional.max_unpool2d``
+    ((N, C, H, W) or (C, H, W); the output's size as PyTorch computes it, or ``output_size``)."""
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The ``norm_type``-norm of each window of (N, C, D, H, W) or (C, D, H, W) ``input``, as
+    ``torch.nn.functional.lp_pool3d`` (see :func:`lp_pool1d`)."""
+    kd, kh, kw = (kernel_size,) * 3 if isinstance(kernel_size, int) else tuple(kernel_size)
+    return _lp_pool(avg_pool3d, input, float(norm_type), kernel_size, stride, ceil_mode, kd * kh * kw)
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):

@@ -67,3 +67,18 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self):
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """The channels regrouped (viewed as (groups, C / groups) and transposed), as
+    ``torch.nn.ChannelShuffle`` (see ``F.channel_shuffle``)."""
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = int(groups)
+
+    def forward(self, input):
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"

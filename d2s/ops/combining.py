@@ -1,37 +1,40 @@
 """Shape compositions with PyTorch's names: broadcast_tensors, broadcast_shapes, block_diag,
 cartesian_prod, combinations, diagflat, dist, rot90, ravel, split_with_sizes, sum_to_size,
 nanmedian, fill, detach, msort, adjoint, unravel_index, renorm, frobenius_norm, norm_except_dim,
-constant_pad_nd, ``Tensor.where``, ``Tensor.vdot`` and ``Tensor.stride``, and the ``unfold`` view
+constant_pad_nd, select_scatter, slice_scatter (``index_copy`` at the slice's positions),
+``Tensor.where``, ``Tensor.vdot`` and ``Tensor.stride``, and the ``unfold`` view
 (runtime: ``d2s_runtime/ops/shape_ops.py``).
 
 Each composition is exact (moves, pads, index selections and sums of existing ops), so its
 values and gradients are PyTorch's and it converts, saves and exports as its parts do.
 ``unfold`` is a view op of its own, as PyTorch's: eagerly its windows share ``input``'s elements
 (a write into ``input`` shows through them); windows overlap, so an in-place write through
-them is refused with an error saying to clone first.
+them is refused with an error saying to clone first. Its ONNX form is a Gather of the window
+indices (computed in the graph where the dim is dynamic).
 """
 import itertools
 
 import numpy as np
 
 from d2s_runtime.dtypes import result_type
+from d2s_runtime.ops import ShapeError
 
 from .. import return_types
 from ..autograd.registry import grad_rule
 from ..dispatch import apply
-from ..onnx.registry import onnx_unsupported
+from ..onnx.registry import i64, onnx_converter
 from ..tensor import Tensor, tensor, tensor_method
 from .creation import full_like, zeros_like
 from .elementwise import cast
 from .elementwise import logical_not, where
-from .indexing import gather, index_add, index_select
+from .indexing import gather, index_add, index_copy, index_select
 from .linalg import diag, dot as _vdot
 from .pointwise import isnan
 from .rearrange import flip, meshgrid
 from .reduce import norm as _norm, sum as _sum
 from .shape import broadcast_to, concat, movedim, pad as _pad, reshape, split, stack, transpose
 from .sorting import sort
-from ._util import _as_tensor
+from ._util import _as_tensor, _static_shape as static_shape
 
 
 # ------------------------------------------------------------------ broadcasting
@@ -183,8 +186,103 @@ def _unfold_grad(ctx, g):
     return (index_add(zeros_like(x), a, tensor(idx), moved),)
 
 
-onnx_unsupported("unfold", reason="its overlapping windows are a strided view; use a gather of the window "
-                 "indices (index_select) in code meant for ONNX")
+@onnx_converter("unfold")
+def _unfold_onnx(g, op):
+    # a Gather of the window indices (n, size): start i * step + offset j, then the size dim
+    # moved last; n = (d - size) // step + 1 from the input's shape when d is not known
+    x = op.inputs[0]
+    size, step = op.attrs["size"], op.attrs["step"]
+    shape = g.shape(x)
+    if len(shape) == 0:  # a 0-d input: its one element as (1,), or (0,)
+        flat = g.tmp()
+        g.node("Reshape", [x, g.const(i64([1]))], [flat])
+        g.node("Slice", [flat, g.const(i64([0])), g.const(i64([size]))], op.outputs)
+        return
+    nd = len(shape)
+    a = op.attrs["axis"] % nd
+    d = shape[a]
+    if isinstance(d, (int, np.integer)):
+        n = (int(d) - size) // step + 1
+        idx = g.const((np.arange(n)[:, None] * step + np.arange(size)[None, :]).astype(np.int64))
+    else:
+        dims, dim, count, n = g.tmp(), g.tmp(), g.tmp(), g.tmp()
+        g.node("Shape", [x], [dims])
+        g.node("Gather", [dims, g.const(i64(a))], [dim])
+        g.node("Sub", [dim, g.const(i64(size))], [count])
+        steps = g.tmp()
+        g.node("Div", [count, g.const(i64(step))], [steps])  # (count >= 0: integer Div floors)
+        g.node("Add", [steps, g.const(i64(1))], [n])
+        starts, scaled, column = g.tmp(), g.tmp(), g.tmp()
+        g.node("Range", [g.const(i64(0)), n, g.const(i64(1))], [starts])
+        g.node("Mul", [starts, g.const(i64(step))], [scaled])
+        g.node("Unsqueeze", [scaled, g.const(i64([1]))], [column])
+        idx = g.tmp()
+        g.node("Add", [column, g.const(np.arange(size, dtype=np.int64)[None, :])], [idx])
+    gathered = g.tmp()
+    g.node("Gather", [x, idx], [gathered], axis=a)
+    g.node("Transpose", [gathered], op.outputs, perm=list(range(a + 1)) + list(range(a + 2, nd + 1)) + [a + 1])
+
+
+# ------------------------------------------------------------------ select_scatter, slice_scatter
+def _scatter_dim(name, x, dim):
+    nd = max(x.ndim, 1)
+    if not -nd <= int(dim) < nd:
+        raise IndexError(f"{name}: dim {dim} is out of range for a tensor with {x.ndim} dims")
+    d = int(dim) % nd
+    n = static_shape(x)[d]
+    if n is None:
+        raise ValueError(f"{name}: the size of dim {d} must be known when the program is built; give it in the "
+                         f"InputSpec")
+    return d, n
+
+
+@tensor_method()
+def select_scatter(input, src, dim, index):
+    """A copy of ``input`` whose slice at ``index`` of ``dim`` (``input.select(dim, index)``)
+    holds ``src``, as ``torch.select_scatter``; differentiable in both.
+
+    Args:
+        input: a tensor with at least one dim.
+        src: a tensor of ``input``'s dtype and the selected slice's shape.
+        dim: the dim to select along.
+        index: the position (negative counts from the end).
+
+    Returns:
+        A tensor of ``input``'s shape and dtype.
+    """
+    x, src = _as_tensor(input), _as_tensor(src)
+    d, n = _scatter_dim("select_scatter", x, dim)
+    if not -n <= int(index) < n:
+        raise IndexError(f"select_scatter: index {index} is out of range for dim {d} of size {n}")
+    return index_copy(x, d, tensor([int(index) % n]), src.unsqueeze(d))
+
+
+@tensor_method()
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """A copy of ``input`` whose slice ``start:end:step`` of ``dim`` holds ``src``, as
+    ``torch.slice_scatter``; differentiable in both.
+
+    Args:
+        input: a tensor.
+        src: a tensor of ``input``'s dtype and the slice's shape.
+        dim: the dim to slice (default 0).
+        start, end, step: the slice, as Python's (None: from the start, to the end).
+
+    Returns:
+        A tensor of ``input``'s shape and dtype.
+    """
+    x, src = _as_tensor(input), _as_tensor(src)
+    d, n = _scatter_dim("slice_scatter", x, dim)
+    if int(step) <= 0:
+        raise ValueError(f"slice_scatter: step must be positive, got {step}")
+    positions = list(range(*slice(start, end, int(step)).indices(n)))
+    want = static_shape(x)[:d] + (len(positions),) + static_shape(x)[d + 1:]
+    got = static_shape(src)
+    if len(got) != len(want) or any(a is not None and b is not None and a != b for a, b in zip(got, want)):
+        raise ShapeError(f"slice_scatter: src must have the slice's shape {want}, got {got}")
+    if not positions:
+        return x.clone()
+    return index_copy(x, d, tensor(positions), src)
 
 
 # ------------------------------------------------------------------ matrices from pieces

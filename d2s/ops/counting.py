@@ -12,12 +12,13 @@ import warnings
 
 import numpy as np
 
+from .. import return_types
 from ..autograd.registry import non_differentiable
 from ..dispatch import apply
 from ..onnx.registry import onnx_unsupported
 from ..tensor import Tensor, tensor, tensor_method
 from . import _dim_args as A
-from .creation import full_like, ones, ones_like, zeros, zeros_like
+from .creation import full_like, linspace, ones, ones_like, zeros, zeros_like
 from .elementwise import cast, clamp, eq, logical_not, lt, sqrt, where
 from .indexing import gather, scatter_add
 from .linalg import diagonal, matmul
@@ -325,3 +326,61 @@ def corrcoef(input):
     c = c / unsqueeze(stddev, 1)
     c = c / unsqueeze(stddev, 0)
     return clamp(c, -1, 1)
+
+
+# ------------------------------------------------------------------ histogram (eager only)
+@tensor_method()
+def histogram(input, bins=100, *, range=None, weight=None, density=False):
+    """A histogram of ``input``'s elements, as ``torch.histogram``: the named tuple
+    ``(hist, bin_edges)``. ``bins`` an int (equal-width bins over ``range``, by default the data's
+    smallest to largest value, widened by 0.5 each way when they are equal; the edges are
+    ``linspace`` of ``input``'s dtype, as PyTorch's) or a 1-d tensor of increasing edges.
+    Elements outside the edges are not counted; the last bin includes its right edge. Eager
+    only: no gradient (PyTorch's has none).
+
+    Args:
+        input: a float tensor (all its elements count).
+        bins: an int, or a 1-d tensor of edges.
+        range: ``(min, max)`` for int ``bins``.
+        weight: a tensor of ``input``'s shape: each element counts its weight.
+        density: divide by the total and each bin's width (a density integrating to 1).
+
+    Returns:
+        ``(hist, bin_edges)``, both 1-d of ``input``'s dtype.
+    """
+    x = _as_tensor(input)
+    if str(x.dtype) not in ("float32", "float64"):
+        raise TypeError(f"histogram: needs a float32 or float64 input, got {x.dtype}")
+    if x.is_symbolic:
+        raise TypeError("d2s.histogram() cannot run inside a program (to_static, build_program): call it outside "
+                        "the converted function, or use histc")
+    data = np.asarray(x.detach().numpy()).reshape(-1)
+    if isinstance(bins, Tensor):
+        if bins.dtype != x.dtype:
+            raise RuntimeError(f"histogram: input and bins should have the same dtype, got {x.dtype} and {bins.dtype}")
+        edges = np.asarray(bins.detach().numpy())
+        if edges.ndim != 1 or edges.size < 1 or (np.diff(edges) < 0).any():
+            raise ValueError("histogram: bins must be a 1-d tensor of increasing edges")
+    else:
+        if int(bins) <= 0:
+            raise ValueError(f"histogram: bins must be > 0, got {bins}")
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+        else:
+            finite = data[np.isfinite(data)]
+            lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+        if lo > hi:
+            raise ValueError(f"histogram: min ({lo}) should not be greater than max ({hi})")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = linspace(lo, hi, int(bins) + 1, dtype=str(x.dtype)).numpy()
+    w = None if weight is None else np.asarray(_as_tensor(weight).detach().numpy()).reshape(-1)
+    inside = (data >= edges[0]) & (data <= edges[-1])
+    pos = np.searchsorted(edges, data[inside], side="right") - 1
+    pos = np.minimum(pos, edges.size - 2)  # (the right edge belongs to the last bin)
+    hist = np.bincount(pos, weights=None if w is None else w[inside], minlength=edges.size - 1)
+    hist = hist[:edges.size - 1].astype(data.dtype)
+    if density:
+        hist = hist / (hist.sum() * np.diff(edges))
+    return return_types.histogram(tensor(hist.astype(data.dtype), device=x.device),
+                                  tensor(edges, device=x.device))

@@ -10,14 +10,14 @@ from .. import return_types
 from ..autograd.registry import grad_rule, reads_outputs, shape_only
 from ..dispatch import apply
 from ..onnx.registry import onnx_unsupported
-from ..tensor import tensor_method
+from ..tensor import Tensor, tensor_method
 from . import _dim_args as A
 from .creation import ones_like
 from .elementwise import cast, ne
 from .indexing import getitem
 from .reduce import _selected_grad, cumprod
-from .rearrange import flip
-from .shape import broadcast_to, concat, unsqueeze
+from .rearrange import flip, narrow
+from .shape import broadcast_to, concat, reshape, unsqueeze
 from .sorting import _axis
 from ._util import _as_tensor
 
@@ -142,3 +142,84 @@ def _powers(col, n):
     shape = tuple(col.shape[:-1]) + (n - 1,)
     return concat([ones, cumprod(broadcast_to(col, shape), -1)], axis=-1)
 
+
+
+# ------------------------------------------------------------------ gradient (finite differences)
+def _edge_slice(x, d, start, stop=None):
+    n = int(x.shape[d])
+    start = start % n if start < 0 else start
+    stop = n if stop is None else (stop % n if stop < 0 else stop)
+    return narrow(x, d, start, stop - start)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """The derivative of ``input`` along each of ``dim`` (all dims by default) by finite
+    differences, as ``torch.gradient``: central differences inside, one-sided ones of
+    ``edge_order`` (1 or 2) at the ends; ``spacing`` a number (the step of every dim), a list of
+    numbers (one step per dim) or a list of 1-d coordinate tensors (uneven steps, PyTorch's
+    second-order formulas).
+
+    Args:
+        input: a float tensor, each differentiated dim of at least ``edge_order + 1`` elements.
+        spacing: a number, a list of numbers, or a list of coordinate tensors.
+        dim: an int, a list of ints, or None (all dims).
+        edge_order: 1 or 2.
+
+    Returns:
+        A tuple of tensors of ``input``'s shape, one per dim.
+    """
+    x = _as_tensor(input)
+    dims = list(range(x.ndim)) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    dims = [d % x.ndim for d in dims]
+    if edge_order not in (1, 2):
+        raise ValueError(f"torch.gradient only supports edge_order=1 and edge_order=2, got {edge_order}")
+    if any(int(x.shape[d]) < edge_order + 1 for d in dims):
+        raise ValueError("torch.gradient expected each dimension size to be at least edge_order+1")
+    if isinstance(spacing, (list, tuple)):
+        steps = list(spacing)
+        if len(steps) != len(dims):
+            raise ValueError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                             f"arguments to have the same length, but got a spacing argument of length {len(steps)} "
+                             f"and a dim argument of length {len(dims)}")
+    else:
+        steps = [spacing] * len(dims)
+    out = []
+    for d, h in zip(dims, steps):
+        if isinstance(h, Tensor):
+            out.append(_gradient_coordinates(x, d, h, edge_order))
+            continue
+        h = float(h)
+        center = (_edge_slice(x, d, 2) - _edge_slice(x, d, 0, -2)) / h
+        if edge_order == 1:
+            first = (_edge_slice(x, d, 1, 2) - _edge_slice(x, d, 0, 1)) / h
+            last = (_edge_slice(x, d, -1) - _edge_slice(x, d, -2, -1)) / h
+        else:
+            first = (-1.5 * _edge_slice(x, d, 0, 1) + 2 * _edge_slice(x, d, 1, 2) - 0.5 * _edge_slice(x, d, 2, 3)) / h
+            last = (0.5 * _edge_slice(x, d, -3, -2) - 2 * _edge_slice(x, d, -2, -1) + 1.5 * _edge_slice(x, d, -1)) / h
+        out.append(concat([first, center / 2, last], d))
+    return tuple(out)
+
+
+def _gradient_coordinates(x, d, coords, edge_order):
+    """One dim's derivative for points at ``coords`` (PyTorch's formulas for uneven steps)."""
+    dx = coords[1:] - coords[:-1]
+    shape = [1] * x.ndim
+    shape[d] = -1
+    dx1, dx2 = dx[:-1], dx[1:]
+    a = reshape(-dx2 / (dx1 * (dx1 + dx2)), shape)
+    b = reshape((dx2 - dx1) / (dx1 * dx2), shape)
+    c = reshape(dx1 / (dx2 * (dx1 + dx2)), shape)
+    center = a * _edge_slice(x, d, 0, -2) + b * _edge_slice(x, d, 1, -1) + c * _edge_slice(x, d, 2)
+    if edge_order == 1:
+        first = (_edge_slice(x, d, 1, 2) - _edge_slice(x, d, 0, 1)) / dx[0]
+        last = (_edge_slice(x, d, -1) - _edge_slice(x, d, -2, -1)) / dx[-1]
+    else:
+        h0, h1 = dx[0], dx[1]
+        first = (-(2.0 * h0 + h1) / (h0 * (h0 + h1)) * _edge_slice(x, d, 0, 1)
+                 + (h0 + h1) / (h0 * h1) * _edge_slice(x, d, 1, 2)
+                 - h0 / (h1 * (h0 + h1)) * _edge_slice(x, d, 2, 3))
+        g0, g1 = dx[-1], dx[-2]
+        last = (g0 / (g1 * (g0 + g1)) * _edge_slice(x, d, -3, -2)
+                - (g0 + g1) / (g0 * g1) * _edge_slice(x, d, -2, -1)
+                + (2 * g0 + g1) / (g0 * (g0 + g1)) * _edge_slice(x, d, -1))
+    return concat([first, center, last], d)

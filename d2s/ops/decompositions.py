@@ -18,10 +18,12 @@ from ..autograd.registry import grad_rule, non_differentiable
 from ..dispatch import apply
 from ..onnx.registry import onnx_unsupported
 from ..tensor import tensor_method
-from .creation import ones_like, zeros
-from .linalg import diag_embed, matmul, tril
+from .creation import ones_like, zeros, zeros_like
+from .elementwise import cast, eq, where
+from .linalg import diag_embed, diagonal, matmul, tril, triu
 from .matrices import _mT
-from .shape import concat, unsqueeze
+from .reduce import any as any_, argmax
+from .shape import concat, pad, unsqueeze
 from ._util import _as_tensor
 
 
@@ -135,6 +137,55 @@ def _qr_grad(ctx, gQ, gR):
     sym = tril(M) + _mT(tril(M, -1))
     B = matmul(Q, sym) if gQ is None else gQ + matmul(Q, sym)
     return (_mT(apply("linalg_solve", R, _mT(B))),)
+
+
+def _lu(A, pivot=True):
+    if not pivot:
+        raise NotImplementedError("linalg.lu: pivot=False (LU without pivoting) is CUDA-only in PyTorch and not in d2s")
+    P, L, U = apply("linalg_lu", _checked("linalg.lu", A))
+    return P.detach(), L, U  # (a permutation: no gradient, and PyTorch's P does not require one)
+
+
+@grad_rule("linalg_lu")
+def _lu_grad(ctx, gP, gL, gU):
+    # PyTorch's (square A = P L U): gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T
+    del gP  # a permutation: piecewise constant
+    P, L, U = ctx.outputs
+    if gL is None and gU is None:
+        return (None,)
+    m, n = L.shape[-2], U.shape[-1]
+    if m != n:
+        raise NotImplementedError(f"linalg.lu: d2s differentiates the LU decomposition of square matrices; this one "
+                                  f"is {m} x {n}")
+    phi = 0.0
+    if gL is not None:
+        phi = tril(matmul(_mT(L), gL), -1)
+    if gU is not None:
+        phi = phi + triu(matmul(gU, _mT(U)))
+    left = apply("linalg_solve", _mT(L), phi)  # L^-T phi
+    gA = _mT(apply("linalg_solve", U, _mT(left)))  # (...) U^-T
+    return (matmul(P, gA),)
+
+
+onnx_unsupported("linalg_lu", "lu_pivots", reason="ONNX has no LU decomposition")
+non_differentiable("lu_pivots", reason="pivots are int32 row numbers")
+
+
+def _lu_factor(A, pivot=True):
+    """``(LU, pivots, info)`` of ``torch.linalg.lu_factor_ex``, from :func:`_lu`'s factors: L's
+    strict lower triangle and U in one matrix, LAPACK's 1-based pivots, and the 1-based index
+    of U's first zero diagonal entry (0: none)."""
+    P, L, U = _lu(A, pivot)
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(int(m), int(n))
+    low = tril(L, -1)
+    if int(n) > k:
+        low = pad(low, [0, int(n) - k])
+    up = pad(U, [0, 0, 0, int(m) - k]) if int(m) > k else U
+    zero = eq(diagonal(U, 0, -2, -1), 0)
+    first = argmax(cast(zero, "int32"), -1)
+    info = cast(where(any_(zero, -1), first + 1, zeros_like(first)), "int32")
+    return low + up, apply("lu_pivots", P, k=k), info
 
 
 def _matrix_exp(A):

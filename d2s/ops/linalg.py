@@ -10,12 +10,13 @@ from d2s_runtime.ops.linalg import parse_equation
 from ..autograd.registry import grad_rule, shape_only
 from ..dispatch import apply
 from ..onnx.registry import elementwise as onnx_elementwise, i64, onnx_converter, promoted
-from ..tensor import Tensor, tensor_method
+from ..tensor import Tensor, tensor, tensor_method
 from .creation import zeros_like
 from .elementwise import _dtype_of, mul
 from .shape import reshape, stack, transpose, unsqueeze
 from .reduce import _vector_norm
-from ._util import _as_tensor, _is_diff, _shape, unbroadcast
+from .indexing import index_select
+from ._util import _as_tensor, _is_diff, _shape, _static_shape, unbroadcast
 
 
 @tensor_method()
@@ -592,3 +593,20 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         raise ValueError(f"cdist: p must be non-negative, got {p}")
     diff = unsqueeze(a, -2) - unsqueeze(b, -3)  # (..., P, R, M)
     return _vector_norm("cdist", diff, float(p), [-1], False)
+
+
+def pdist(input, p=2.0):
+    """The ``p``-norm distance between every pair of rows ``i < j`` of (N, M) ``input``, in
+    row-major order of the pairs (N * (N - 1) / 2 of them), as ``torch.pdist``: computed from the
+    differences, with a zero gradient where a distance is 0 (as :func:`cdist`)."""
+    x = _as_tensor(input)
+    if x.ndim != 2:
+        raise ValueError(f"pdist only supports 2D tensors, got: {x.ndim}D")
+    if float(p) < 0:
+        raise ValueError(f"pdist only supports non-negative p values, got {p}")
+    n = _static_shape(x)[0]
+    if n is None:
+        raise ValueError("pdist: the number of rows must be known when the program is built")
+    rows, cols = np.triu_indices(n, 1)
+    diff = index_select(x, 0, tensor(rows)) - index_select(x, 0, tensor(cols))
+    return _vector_norm("pdist", diff, float(p), [-1], False)

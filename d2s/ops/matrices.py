@@ -46,7 +46,14 @@ def _inv_grad(ctx, g):
     return (-matmul(matmul(y, g), y),)
 
 
-onnx_unsupported("linalg_inv", reason="standard ONNX has no matrix inverse (only com.microsoft's Inverse)")
+@grad_rule("linalg_inv_ex")
+def _inv_ex_grad(ctx, g, g_info):
+    del g_info  # info is an int32 count
+    return _inv_grad(ctx, g) if g is not None else (None,)
+
+
+onnx_unsupported("linalg_inv", "linalg_inv_ex",
+                 reason="standard ONNX has no matrix inverse (only com.microsoft's Inverse)")
 
 
 # ------------------------------------------------------------------ det, slogdet, logdet
@@ -153,7 +160,13 @@ def _cholesky_grad(ctx, g):
     return (0.5 * (grad + _mT(grad)),)
 
 
-onnx_unsupported("linalg_cholesky", reason="standard ONNX has no Cholesky factorization")
+@grad_rule("linalg_cholesky_ex")
+def _cholesky_ex_grad(ctx, g, g_info):
+    del g_info  # info is an int32 count
+    return _cholesky_grad(ctx, g) if g is not None else (None,)
+
+
+onnx_unsupported("linalg_cholesky", "linalg_cholesky_ex", reason="standard ONNX has no Cholesky factorization")
 
 
 # ------------------------------------------------------------------ matrix_power
@@ -191,7 +204,7 @@ def matrix_power(input, n):
 
 
 # ------------------------------------------------------------------ solve
-def _solve(A, B, *, left=True, out=None):
+def _solve(A, B, *, left=True, out=None, ex=False, check_errors=False):
     """The solution X of ``A @ X = B`` (``X @ A = B`` with ``left=False``), as
     ``torch.linalg.solve``: ``A`` square matrices (..., n, n); ``B`` matrices (..., n, k), or
     vectors (n,) or (..., n) where its shape is ``A``'s but the last dim; batch dims broadcast.
@@ -201,23 +214,39 @@ def _solve(A, B, *, left=True, out=None):
         A: a float32 or float64 tensor of square matrices.
         B: a tensor of ``A``'s dtype.
         left: solve ``A X = B`` (True) or ``X A = B`` (False).
+        ex: ``torch.linalg.solve_ex``'s form: return ``(X, info)`` (the ``linalg_solve_ex`` op),
+            a singular ``A`` reported in info (raising only with ``check_errors``).
 
     Returns:
-        X, of ``B``'s shape (broadcast with ``A``'s batch dims).
+        X, of ``B``'s shape (broadcast with ``A``'s batch dims); with ``ex``, ``(X, info)``.
     """
+    name = "solve_ex" if ex else "solve"
     if out is not None:
-        raise TypeError("d2s.linalg.solve(): out= is not supported; use the returned tensor")
+        raise TypeError(f"d2s.linalg.{name}(): out= is not supported; use the returned tensor")
     a, b = _as_tensor(A), _as_tensor(B)
     if b.dtype != a.dtype:
-        raise TypeError(f"d2s.linalg.solve(): B must have A's dtype ({a.dtype}), got {b.dtype}")
+        raise TypeError(f"d2s.linalg.{name}(): B must have A's dtype ({a.dtype}), got {b.dtype}")
     vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
+
+    def solve_op(a, b):
+        if ex:
+            return apply("linalg_solve_ex", a, b, check_errors=bool(check_errors))
+        return apply("linalg_solve", a, b), None
+
     if not left:
         if vector:
-            raise ValueError("d2s.linalg.solve(): left=False needs B to be matrices, got a vector")
-        return _mT(apply("linalg_solve", _mT(a), _mT(b)))
-    if vector:
-        return squeeze(apply("linalg_solve", a, unsqueeze(b, -1)), -1)
-    return apply("linalg_solve", a, b)
+            raise ValueError(f"d2s.linalg.{name}(): left=False needs B to be matrices, got a vector")
+        if ex:  # PyTorch factors A itself and solves with its transpose (info: A's)
+            x, info = apply("linalg_solve_ex", a, _mT(b), check_errors=bool(check_errors), trans=True)
+        else:
+            x, info = solve_op(_mT(a), _mT(b))
+        x = _mT(x)
+    elif vector:
+        x, info = solve_op(a, unsqueeze(b, -1))
+        x = squeeze(x, -1)
+    else:
+        x, info = solve_op(a, b)
+    return (x, info) if ex else x
 
 
 @grad_rule("linalg_solve")
@@ -230,7 +259,22 @@ def _solve_grad(ctx, g):
             unbroadcast(gb, _shape(b)) if _is_diff(b) else None)
 
 
-onnx_unsupported("linalg_solve", reason="standard ONNX has no linear solve")
+@grad_rule("linalg_solve_ex")
+def _solve_ex_grad(ctx, g, g_info):
+    del g_info  # info is an int32 count
+    if g is None:
+        return None, None
+    a, b = ctx.inputs
+    x = ctx.outputs[0]
+    trans = ctx.attrs.get("trans", False)
+    # X = A^-1 B: gB = A^-T g, gA = -gB X^T; with trans (X = A^-T B): gB = A^-1 g, gA = -X gB^T
+    gb = apply("linalg_solve_ex", a, g, trans=not trans)[0]
+    ga = (-matmul(x, _mT(gb)) if trans else -matmul(gb, _mT(x))) if _is_diff(a) else None
+    return (unbroadcast(ga, _shape(a)) if ga is not None else None,
+            unbroadcast(gb, _shape(b)) if _is_diff(b) else None)
+
+
+onnx_unsupported("linalg_solve", "linalg_solve_ex", reason="standard ONNX has no linear solve")
 
 
 def _well_conditioned(x):

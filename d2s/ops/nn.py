@@ -13,11 +13,11 @@ from ..onnx.registry import i64, onnx_converter, onnx_unsupported
 from ..tensor import Tensor, tensor, tensor_method
 from .creation import zeros_like
 from . import _dim_args
-from .elementwise import cast, exp
+from .elementwise import cast, exp, ge, gt, le, logical_and, where
 from .reduce import _reduce_onnx, _reduction_operands, sum
 from .indexing import gather, scatter_add  # noqa: F401  (their home before d2s.ops.indexing)
-from .shape import concat, split, stop_gradient
-from ._util import _as_tensor, _axes, _is_diff
+from .shape import concat, reshape, split, stop_gradient
+from ._util import _as_tensor, _axes, _is_diff, _static_shape
 from .conv import conv2d  # noqa: F401  (d2s.ops.nn.conv2d, as before the conv family)
 from .pooling import max_pool2d  # noqa: F401
 
@@ -208,3 +208,30 @@ def _one_hot_onnx(g, op):
     vals = g.const(np.asarray([0, 1], dtype=g.dtype(op.outputs[0])))
     g.node("OneHot", [op.inputs[0], g.const(np.asarray(op.attrs["num_classes"], dtype=np.int64)), vals],
            op.outputs, axis=-1)
+
+
+# ------------------------------------------------------------------ hardshrink, prelu (also F.* and Tensor methods)
+@tensor_method()
+def hardshrink(input, lambd=0.5):
+    """0 on ``[-lambd, lambd]``, ``x`` elsewhere, as ``torch.hardshrink`` / ``F.hardshrink`` /
+    ``Tensor.hardshrink``."""
+    x = _as_tensor(input)
+    inside = logical_and(ge(x, -lambd), le(x, lambd))
+    return where(inside, zeros_like(x), x)
+
+
+@tensor_method()
+def prelu(input, weight):
+    """``leaky_relu`` with a learned slope per channel (dim 1; one slope for all when ``weight``
+    has one element), as ``torch.prelu`` / ``F.prelu`` / ``Tensor.prelu``."""
+    x, w = _as_tensor(input), _as_tensor(weight)
+    if w.ndim > 1:
+        raise ValueError(f"prelu: weight must be 0-d or 1-d, got shape {tuple(w.shape)}")
+    n = _static_shape(w)[0] if w.ndim else 1
+    xs = _static_shape(x)
+    c = xs[1] if len(xs) >= 2 else None
+    if n is not None and n > 1 and c is not None and c != n:
+        raise ValueError(f"prelu: weight has {n} slopes but the input has {c} channels (dim 1)")
+    if w.ndim == 1 and x.ndim >= 2:
+        w = reshape(w, [-1] + [1] * (x.ndim - 2))  # one slope per channel (dim 1), or one for all
+    return where(gt(x, 0), x, w * x)

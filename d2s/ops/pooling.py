@@ -12,8 +12,8 @@ import numpy as np
 from ..autograd.registry import grad_rule, non_differentiable, shape_only
 from ..dispatch import apply
 from ..onnx.registry import i64, onnx_converter, onnx_unsupported
-from .shape import stop_gradient
-from ._util import _as_tensor, _is_diff, _shape
+from .shape import flatten, stop_gradient, transpose, unflatten
+from ._util import _as_tensor, _is_diff, _shape, _static_shape
 
 
 _GRAD_OP = "gradient ops belong to backward programs; export the forward program"
@@ -280,6 +280,22 @@ def _pixel_shuffle_grad(ctx, g):
 @grad_rule("pixel_unshuffle")
 def _pixel_unshuffle_grad(ctx, g):
     return (apply("pixel_shuffle", g, upscale_factor=ctx.attrs["downscale_factor"]),)
+
+
+def channel_shuffle(input, groups):
+    """The channels (dim 1) of (N, C, *) ``input`` regrouped: viewed as (groups, C / groups),
+    transposed and flattened back, as ``torch.nn.functional.channel_shuffle`` (ShuffleNet)."""
+    x = _as_tensor(input)
+    shape = _static_shape(x)
+    if len(shape) <= 2:
+        raise ValueError(f"channel_shuffle expects input with > 2 dims, but got input with sizes {list(shape)}")
+    groups = int(groups)
+    if groups <= 0:
+        raise ValueError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    c = shape[1]
+    if c is not None and c % groups:
+        raise ValueError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    return flatten(transpose(unflatten(x, 1, (groups, -1)), 1, 2), 1, 2)
 
 
 # ------------------------------------------------------------------ ONNX

@@ -252,3 +252,140 @@ def _masked_scatter_onnx(g, op):
     g.node("Reshape", [g.cast(source, g.dtype(x)), g.const(i64([-1]))], [flat])
     g.node("Slice", [flat, g.const(i64([0])), k], [upd])
     g.node("ScatterND", [x, idx, upd], op.outputs)
+
+
+# ------------------------------------------------------------------ index_put
+@tensor_method()
+def index_put(input, indices, values, accumulate=False):
+    """A copy of ``input`` with ``values`` written at ``input[indices]``, as ``torch.index_put``
+    (``Tensor.index_put``; ``index_put_`` writes in place): ``indices`` a tuple of index tensors
+    (integer, or a bool mask; None takes a whole dim), one per leading dim, broadcast together.
+    With ``accumulate``, values are added to what is there, repeated positions adding up.
+
+    Args:
+        input: a tensor.
+        indices: a tuple (or list) of tensors.
+        values: a tensor of ``input``'s dtype (or a number), broadcast to ``input[indices]``.
+        accumulate: add instead of write.
+
+    Returns:
+        A tensor of ``input``'s shape and dtype.
+    """
+    x = _as_tensor(input)
+    idx = tuple(indices)
+    if isinstance(values, Tensor) and values.dtype != x.dtype:
+        raise RuntimeError(f"index_put: the values must have the destination's dtype ({x.dtype}), got {values.dtype}; "
+                           f"cast them first")
+    if any(i is None or _as_tensor(i).dtype == "bool" for i in idx):
+        if accumulate:
+            raise NotImplementedError("index_put(accumulate=True) takes integer index tensors for the leading dims "
+                                      "only (no None, no bool mask here); use index_add along one dim, or convert "
+                                      "the mask with nonzero()")
+        out = x.clone()
+        out[tuple(slice(None) if i is None else i for i in idx)] = values
+        return out
+    # integer indices: one linear index over the indexed dims, then index_add / index_copy along it
+    tensors = [_index_tensor(i) for i in idx]
+    shape = [int(s) for s in x.shape]
+    k = len(tensors)
+    if k > len(shape):
+        raise IndexError(f"index_put: too many indices ({k}) for a tensor of {len(shape)} dims")
+    lin = None
+    for t, n in zip(tensors, shape[:k]):
+        t = _where3(t < 0, t + n, t)
+        lin = t if lin is None else lin * n + t
+    rest = shape[k:]
+    flat = reshape(x, [int(np.prod(shape[:k]))] + rest)
+    vals = _as_tensor(values) if isinstance(values, Tensor) else full_like(x[(0,) * k] if k else x, values)
+    vals = vals.broadcast_to(tuple(lin.shape) + tuple(rest))
+    lin, vals = reshape(lin, [-1]), reshape(vals, [-1] + rest)
+    out = flat.index_add(0, lin, vals) if accumulate else flat.index_copy(0, lin, vals)
+    return reshape(out, shape)
+
+
+@tensor_method()
+def put(input, index, source, accumulate=False):
+    """A copy of ``input`` with ``source``'s elements written at the positions ``index`` of its
+    flattened form (negative positions count from the end), as ``torch.put`` /
+    ``Tensor.put`` (``put_`` writes in place); ``accumulate`` adds them, repeated positions
+    adding up.
+
+    Args:
+        input: a tensor.
+        index: an integer tensor (any shape).
+        source: a tensor of ``input``'s dtype with as many elements as ``index``.
+        accumulate: add instead of write.
+
+    Returns:
+        A tensor of ``input``'s shape and dtype.
+    """
+    x, src = _as_tensor(input), _as_tensor(source)
+    idx = reshape(_index_tensor(index), [-1])
+    flat = reshape(x, [-1])
+    idx = _where3(idx < 0, idx + flat.shape[0], idx)  # (the element count, symbolic in a program)
+    src = reshape(src, [-1])
+    out = flat.index_add(0, idx, src) if accumulate else flat.index_copy(0, idx, src)
+    return out.reshape_as(x)
+
+
+@tensor_method()
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """``input`` with the slices of ``source`` along ``dim`` reduced into the positions ``index``
+    names, as ``torch.index_reduce`` / ``Tensor.index_reduce`` (``index_reduce_`` in place):
+    ``reduce`` is 'prod', 'mean', 'amax' or 'amin'; without ``include_self`` the positions
+    written ignore ``input``'s values. (``scatter_reduce`` with the index spread over the slices.)
+
+    Args:
+        input: a tensor.
+        dim: the dim ``index`` runs along.
+        index: a 1-d integer tensor, one position per slice of ``source``.
+        source: a tensor of ``input``'s dtype, ``input``'s shape but ``len(index)`` along ``dim``.
+        reduce: 'prod', 'mean', 'amax' or 'amin'.
+        include_self: whether ``input``'s values take part.
+
+    Returns:
+        A tensor of ``input``'s shape and dtype.
+    """
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise ValueError(f"index_reduce: reduce must be one of 'prod', 'mean', 'amax', 'amin', got {reduce!r}")
+    x, src = _as_tensor(input), _as_tensor(source)
+    d = _dim_of("index_reduce", x, dim)
+    idx = _index_tensor(index)
+    if idx.ndim != 1:
+        raise IndexError(f"index_reduce: index must be 1-d, got {idx.ndim} dims")
+    shape = [1] * max(src.ndim, 1)
+    shape[d] = -1
+    spread = reshape(idx, shape).expand_as(src) if src.ndim else idx
+    return x.scatter_reduce(d, spread, src, reduce, include_self=bool(include_self))
+
+
+@tensor_method()
+def nonzero_static(input, *, size, fill_value=-1):
+    """The indices of ``input``'s non-zero elements as :func:`nonzero` gives them, but always
+    ``size`` rows: truncated, or padded with rows of ``fill_value``, as ``torch.nonzero_static``
+    (so its shape is static: it runs inside programs too).
+
+    Args:
+        input: a tensor (its shape known when a program is built).
+        size: the number of rows.
+        fill_value: the padding rows' value.
+
+    Returns:
+        An int64 tensor (size, input.ndim).
+    """
+    x = _as_tensor(input)
+    size = int(size)
+    if size < 0:
+        raise ValueError(f"nonzero_static: size must be non-negative, got {size}")
+    shape = [int(s) for s in x.shape]
+    n = int(np.prod(shape))
+    coords = np.stack(np.unravel_index(np.arange(n), shape), -1).astype(np.int64) if shape else \
+        np.zeros((1, 0), np.int64)
+    mask = reshape(x != 0, [-1])
+    rank = mask.cast("int64").cumsum(0) - 1  # each non-zero element's row
+    row = _where3(mask & (rank < size), rank, size)  # (the others go to a spare row, dropped)
+    buffer = full_like(reshape(x, [-1])[:1], fill_value, dtype="int64").expand(size + 1, max(len(shape), 1))
+    coords_t = _as_tensor(coords if shape else np.zeros((1, 1), np.int64))
+    spread = reshape(row, [-1, 1]).expand(n, max(len(shape), 1))
+    out = buffer.scatter(0, spread, coords_t)[:size]
+    return out if shape else out[:, :0]

@@ -262,3 +262,57 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     if return_counts:
         out.append(tensor(counts.astype(np.int64), device=x.device))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+@tensor_method()
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """``input`` with each run of equal consecutive elements (with ``dim``, slices along it)
+    collapsed to one, as ``torch.unique_consecutive``, with the run each input element falls in
+    (``return_inverse``) and each run's length (``return_counts``). NaNs never equal each other
+    (each is a run of its own), as in PyTorch. Eager only, as :func:`unique`; no gradient.
+
+    Args:
+        input: a tensor.
+        return_inverse: also return, per element (per slice with ``dim``), the index of its run.
+        return_counts: also return each run's length.
+        dim: the dim to compare slices along; None: the flattened elements.
+
+    Returns:
+        The runs' values (a tensor), or a tuple with the inverse indices and counts (int64) asked for.
+    """
+    x = _as_tensor(input)
+    if x.is_symbolic:
+        raise TypeError("d2s.unique_consecutive() cannot run inside a program (to_static, build_program): the "
+                        "number of runs is known only from the data; call it outside the converted function, or "
+                        "keep it eager with @d2s.jit.not_to_static")
+    arr = x._concrete("unique_consecutive")
+    host = np.asarray(arr.get() if hasattr(arr, "get") else arr)
+    if dim is None:
+        flat = host.reshape(-1)
+        moved = flat.reshape(-1, 1)
+    else:
+        d = _axis(x, A.one_dim("unique_consecutive", dim))
+        if any(s == 0 for k, s in enumerate(host.shape) if k != d):
+            raise RuntimeError("unique_consecutive: there are 0 sized dimensions, and they aren't selected, so "
+                               "unique cannot be applied")
+        moved = np.moveaxis(host, d, 0).reshape(host.shape[d], host.size // max(host.shape[d], 1))
+    n = moved.shape[0]
+    # a new run starts where a slice differs from the one before (NaN != NaN starts one too)
+    starts = np.ones(n, bool)
+    if n > 1:
+        starts[1:] = (moved[1:] != moved[:-1]).any(axis=1) if moved.shape[1] else False
+    run_of = np.cumsum(starts) - 1
+    first = np.flatnonzero(starts)
+    counts = np.diff(np.append(first, n))
+    if dim is None:
+        vals = flat[first]
+        inv = run_of.reshape(host.shape)
+    else:
+        vals = np.take(host, first, axis=d)
+        inv = run_of
+    out = [tensor(vals.astype(host.dtype, copy=False), device=x.device)]
+    if return_inverse:
+        out.append(tensor(inv.astype(np.int64), device=x.device))
+    if return_counts:
+        out.append(tensor(counts.astype(np.int64), device=x.device))
+    return out[0] if len(out) == 1 else tuple(out)

@@ -1,7 +1,8 @@
 """Gamma functions, integer divisors and sign functions with PyTorch's names (runtime:
 ``d2s_runtime/ops/gamma.py``): lgamma, digamma, polygamma, gcd, lcm, signbit, and the
 compositions xlogy, logit, heaviside, deg2rad, rad2deg, isposinf, isneginf, logaddexp2, copysign,
-sgn, positive, sinc, is_signed, rsub, ldexp (and ``Tensor.fix``).
+sgn, positive, sinc, is_signed, rsub, ldexp (and ``Tensor.fix``); nextafter and frexp (runtime ops
+beside signbit).
 
 ``lgamma``'s gradient is ``digamma``, ``polygamma(n)``'s is ``polygamma(n + 1)``, as PyTorch's.
 The compositions are written as PyTorch defines them (``xlogy``: 0 where ``x == 0`` unless ``y``
@@ -15,11 +16,13 @@ from d2s_runtime.dtypes import result_type
 from ..autograd.registry import grad_rule, non_differentiable
 from ..dispatch import apply
 from ..onnx.registry import onnx_unsupported
+from .. import return_types
 from ..tensor import Tensor, tensor, tensor_method
 from .elementwise import _dtype_of, abs, cast, clamp, eq, gt, log, logaddexp, lt, sign, sin, where
 from .pointwise import exp2, isinf, isnan, trunc
 from .elementwise import logical_and, logical_not
 from .creation import ones_like, zeros_like
+from ._util import _as_tensor
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
@@ -49,15 +52,18 @@ def lgamma(input):
 
 @tensor_method()
 def digamma(input):
-    """The logarithmic derivative of Gamma, as ``torch.digamma`` (-inf at 0, NaN at the
-    negative integers); integer and bool inputs give float32."""
+    """The logarithmic derivative of Gamma, as ``torch.digamma`` (-inf at +0, +inf at -0, NaN at
+    the negative integers); integer and bool inputs give float32."""
     return apply("polygamma", input, n=0)
 
 
 @tensor_method()
 def polygamma(n, input=None):
     """The ``n``-th derivative of :func:`digamma`, as ``torch.polygamma(n, input)`` (the method
-    is ``x.polygamma(n)``); +inf at 0 and the negative integers for ``n >= 1``.
+    is ``x.polygamma(n)``), computed by PyTorch's algorithms in ``input``'s dtype, so with its
+    values at and near the poles (0, -1, -2, ...): for ``n = 1`` +inf at 0 and huge finite values
+    (PyTorch's ``sin(pi x)`` of a rounded product) at the negative integers; for ``n >= 2``
+    ``(-1)^(n+1) inf`` there. Arguments below -100000 raise (for ``n >= 2``).
 
     Args:
         n: a non-negative int.
@@ -273,3 +279,38 @@ def ldexp(input, other):
 
 
 tensor_method("fix")(trunc)  # Tensor.fix: PyTorch's alias of trunc (torch.fix is d2s.fix)
+
+
+# ------------------------------------------------------------------ float bits: nextafter, frexp
+@tensor_method()
+def nextafter(input, other):
+    """The next float after each element of ``input`` towards ``other`` (``other`` where they are
+    equal), as ``torch.nextafter``: float tensors only; a 0-d operand takes the other's dtype
+    (PyTorch's promotion). Not differentiable (PyTorch has no gradient for it either)."""
+    a, b = _as_tensor(input), _as_tensor(other)
+    if a.dtype != b.dtype and (a.ndim == 0) != (b.ndim == 0):
+        a, b = (cast(a, b.dtype), b) if a.ndim == 0 else (a, cast(b, a.dtype))
+    return apply("nextafter", a, b)
+
+
+non_differentiable("nextafter", reason="PyTorch has no gradient for it (its backward raises)")
+onnx_unsupported("nextafter", reason="ONNX has no operator stepping to the next float")
+
+
+@tensor_method()
+def frexp(input):
+    """Each element split into a mantissa in [0.5, 1) (by magnitude) and a power of two, as
+    ``torch.frexp``: the named tuple ``(mantissa, exponent)``, ``exponent`` int32 (0, inf and NaN
+    give themselves and 0). The mantissa's gradient is ``g / 2 ** exponent``, PyTorch's."""
+    return return_types.frexp(*apply("frexp", _as_tensor(input)))
+
+
+@grad_rule("frexp")
+def _frexp_grad(ctx, g_mantissa, g_exponent):
+    del g_exponent  # an int32 count
+    if g_mantissa is None:
+        return (None,)
+    return (g_mantissa / exp2(cast(ctx.outputs[1], str(g_mantissa.dtype))),)
+
+
+onnx_unsupported("frexp", reason="ONNX has no operator splitting a float into mantissa and exponent")

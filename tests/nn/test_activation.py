@@ -87,6 +87,13 @@ TORCH_CASES = [
     Case("AlphaDropout_p0", lambda t, x: t.nn.AlphaDropout(0.0).train()(x), X),
 ]
 
+# the randomized activations in evaluation (deterministic there; their training draws are d2s's
+# generator's, checked by property below)
+TORCH_CASES += [
+    Case("rrelu_eval", lambda t, x: (t.nn.functional.rrelu(x), t.nn.functional.rrelu(x, 0.1, 0.5),
+                                     t.rrelu(x, 0.2, 0.3), t.nn.RReLU(0.05, 0.25).eval()(x)), X),
+]
+
 
 def _inplace(t, name, x):
     y = x * 1.0
@@ -197,3 +204,35 @@ def test_prelu_parameters_and_errors():
         p(d2s.ones(2, 3))
     with pytest.raises(ValueError, match="must be even"):
         F.glu(d2s.ones(2, 3))
+
+
+
+def test_rrelu_training_draws_a_slope_per_negative_element_in_its_range():
+    d2s.manual_seed(0)
+    x = d2s.tensor(-np.abs(R.standard_normal((50, 40))) - 0.1)
+    slopes = (F.rrelu(x, 0.1, 0.4, training=True) / x).numpy()
+    assert slopes.min() >= 0.1 and slopes.max() <= 0.4 and np.unique(slopes.round(6)).size > 100
+    pos = d2s.tensor(np.abs(R.standard_normal(5)))
+    assert np.array_equal(nn.RReLU()(pos).numpy(), pos.numpy())  # (a module trains by default)
+    y = x.clone()
+    F.rrelu_(y, 0.2, 0.2, training=True)
+    np.testing.assert_allclose(y.numpy(), x.numpy() * 0.2, rtol=1e-6)
+
+
+def test_gumbel_softmax_samples_the_simplex_and_hard_is_straight_through():
+    d2s.manual_seed(1)
+    logits = d2s.tensor(R.standard_normal((6, 5)), requires_grad=True)
+    soft = F.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(soft.sum(-1).numpy(), np.ones(6), rtol=1e-12)
+    d2s.manual_seed(1)
+    hard = F.gumbel_softmax(logits, tau=0.5, hard=True)
+    assert set(np.unique(hard.detach().numpy())) == {0.0, 1.0} and (hard.detach().numpy().sum(-1) == 1).all()
+    assert (hard.detach().numpy().argmax(-1) == soft.detach().numpy().argmax(-1)).all()  # the same draw
+    w = d2s.tensor(R.standard_normal((6, 5)))
+    g_hard, = d2s.autograd.grad((hard * w).sum(), [logits])
+    g_soft, = d2s.autograd.grad((soft * w).sum(), [logits])
+    np.testing.assert_allclose(g_hard.numpy(), g_soft.numpy(), rtol=1e-10)
+    # the most likely class wins most often
+    d2s.manual_seed(2)
+    wins = F.gumbel_softmax(d2s.tensor(np.tile([0.0, 2.0, 0.0], (2000, 1))), hard=True, dim=1).numpy().mean(0)
+    assert wins[1] > 0.6 and abs(wins[0] - wins[2]) < 0.08

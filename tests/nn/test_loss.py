@@ -128,6 +128,31 @@ TORCH_CASES = [
     Case("normalize_p1", lambda t, x: t.nn.functional.normalize(x, p=1.0), A),
 ]
 
+# hinge losses over classes: multi-class (p 1 and 2, margin, class weights, a 1-d input) and
+# multi-label (targets ended by -1, repeated and empty lists); triplets with any distance
+_SCORES = R.standard_normal((4, 5))
+_LABELS = np.array([[3, 0, -1, 1, 2], [1, 2, 3, 4, 0], [-1, 1, 1, 1, 1], [2, 2, -1, 0, 0]])
+_TRIPLET = [R.standard_normal((4, 3)) for _ in range(3)]
+TORCH_CASES += [
+    Case("multi_margin_loss", lambda t, x, y, w: (
+        t.nn.functional.multi_margin_loss(x, y), t.nn.functional.multi_margin_loss(x, y, p=2, margin=0.5),
+        t.nn.functional.multi_margin_loss(x, y, weight=w, reduction="none"),
+        t.nn.functional.multi_margin_loss(x[0], y[:1], reduction="sum"),
+        t.nn.MultiMarginLoss(p=2, weight=w, reduction="sum")(x, y)),
+         _SCORES, np.array([0, 3, 4, 1]), R.uniform(0.5, 2.0, 5), grad=[0]),
+    Case("multilabel_margin_loss", lambda t, x, y: (
+        t.nn.functional.multilabel_margin_loss(x, y), t.nn.functional.multilabel_margin_loss(x, y, reduction="none"),
+        t.nn.functional.multilabel_margin_loss(x[1], y[1]), t.nn.MultiLabelMarginLoss(reduction="sum")(x, y)),
+         _SCORES, _LABELS, grad=[0]),
+    Case("triplet_margin_with_distance_loss", lambda t, a, p, n: (
+        t.nn.functional.triplet_margin_with_distance_loss(a, p, n),
+        t.nn.functional.triplet_margin_with_distance_loss(a, p, n, swap=True, margin=0.5, reduction="none"),
+        t.nn.functional.triplet_margin_with_distance_loss(
+            a, p, n, distance_function=lambda u, v: 1 - t.nn.functional.cosine_similarity(u, v), reduction="sum"),
+        t.nn.TripletMarginWithDistanceLoss(distance_function=t.nn.PairwiseDistance(p=1.0), margin=2.0)(a, p, n)),
+         *_TRIPLET),
+]
+
 
 # Converting, saving and exporting every case would take most of the suite's time budget: the
 # cases below cover each loss's ops in those forms; the others (other reductions, modules over
@@ -201,3 +226,16 @@ def test_legacy_reduction_arguments_warn_and_map():
 def test_kl_div_mean_warns_as_pytorch():
     with pytest.warns(UserWarning, match="batchmean"):
         F.kl_div(d2s.tensor(LOGP), d2s.tensor(Q))
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: F.multi_margin_loss(d2s.zeros(2, 3), d2s.tensor([0, 1]), p=3), ValueError, "only p == 1 and p == 2"),
+    (lambda: F.multi_margin_loss(d2s.zeros(2, 3), d2s.zeros(2)), TypeError, "class indices"),
+    (lambda: F.multilabel_margin_loss(d2s.zeros(2, 3), d2s.tensor([0, 1])), ValueError, "a target of its shape"),
+    (lambda: F.triplet_margin_with_distance_loss(d2s.zeros(2, 3), d2s.zeros(2, 3), d2s.zeros(2, 3), margin=0.0),
+     ValueError, "margin to be greater than 0"),
+    (lambda: nn.MultiMarginLoss(p=0), ValueError, "only p == 1 and p == 2"),
+])
+def test_margin_losses_refuse_what_pytorch_refuses(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

@@ -51,6 +51,18 @@ def avgpool(*args, **kw):
     return lambda t, x: F(t).avg_pool2d(x, *args, **kw)
 
 
+def _pool_then_unpool(t, x, v):
+    """SegNet's decoder: max-pool with indices, then put each maximum back (sizes default,
+    given, unbatched, 1-d with padding, the layers)."""
+    F = t.nn.functional
+    y, i = F.max_pool2d(x, 2, return_indices=True)
+    y3, i3 = F.max_pool2d(x, 3, 2, 1, return_indices=True)
+    v1, j = F.max_pool1d(v, 3, 2, 1, return_indices=True)
+    return (F.max_unpool2d(y, i, 2), F.max_unpool2d(y, i, 2, output_size=(5, 7)), F.max_unpool2d(y[0], i[0], (2, 2)),
+            F.max_unpool2d(y3, i3, 3, 2, 1, output_size=[2, 3, 5, 6]), F.max_unpool1d(v1, j, 3, 2, 1),
+            t.nn.MaxUnpool2d(2)(y * 2, i), t.nn.MaxUnpool1d(3, stride=2, padding=1)(v1, j, output_size=[7]))
+
+
 TORCH_CASES = [
     Case("max_pool2d_2", maxpool(2), distinct(2, 3, 6, 6)),
     Case("max_pool2d_odd_sizes", maxpool(2), distinct(2, 2, 7, 5)),
@@ -106,6 +118,15 @@ TORCH_CASES = [
     Case("AdaptiveMaxPool2d_layer", lambda t, x: t.nn.AdaptiveMaxPool2d(2, return_indices=True)(x),
          distinct(2, 2, 4, 6), onnx="ONNX has no adaptive max pooling indices (refused with a clear error)"),
     Case("AdaptiveMaxPool1d_layer", lambda t, x: t.nn.AdaptiveMaxPool1d(2)(x), distinct(2, 2, 6)),
+    # power-average pooling: (sum of x ** p over the window) ** (1 / p); with an odd p a negative
+    # sum is clamped to 0, with a fractional p negative inputs give NaN (PyTorch's too)
+    Case("lp_pool", lambda t, x, a: (t.nn.functional.lp_pool2d(x, 2, 2), t.nn.functional.lp_pool2d(a, 3, (2, 3), 1),
+                                     t.nn.functional.lp_pool2d(a, 1.5, 3, stride=(1, 2), ceil_mode=True),
+                                     t.nn.functional.lp_pool1d(x[0], 2, 3, 2), t.nn.LPPool2d(2, 3, 2)(a),
+                                     t.nn.LPPool1d(3, 2)(x[:, :, 0])),
+         r32(2, 3, 5, 6), np.abs(r32(2, 3, 5, 6)) + 0.1, rtol=1e-5, atol=1e-6),
+    Case("max_unpool", _pool_then_unpool, distinct(2, 3, 5, 6), distinct(2, 3, 7),
+         dynamic="the unpooled size is computed from the input's spatial sizes when the program is built"),
 ]
 
 
@@ -157,3 +178,14 @@ def test_bad_arguments_are_clear_errors(make, msg):
 ], ids=["max", "avg", "avg_divisor", "adaptive_avg", "adaptive_max"])
 def test_runs_on_every_device(device, fn):
     matches_cpu(fn, [distinct(2, 4, 7, 6).astype("float32")], device)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda y, i: nn.functional.max_unpool2d(y, i, 2, output_size=(7, 5)), r"dim 0 must be between 2 and 6"),
+    (lambda y, i: nn.functional.max_unpool2d(y, i, 2, output_size=(4, 4, 4)), "2 or 4 elements"),
+    (lambda y, i: nn.functional.max_unpool2d(y, i[..., :1], 2), "indices must have the input's shape"),
+])
+def test_max_unpool_refuses_what_pytorch_refuses(call, match):
+    y, i = nn.functional.max_pool2d(d2s.tensor(distinct(1, 1, 4, 5)), 2, return_indices=True)
+    with pytest.raises(ValueError, match=match):
+        call(y, i)

@@ -46,6 +46,20 @@ TORCH_CASES = [
     Case("cosine_similarity", lambda t, a, b: (t.cosine_similarity(a, b), t.cosine_similarity(a, b, dim=-1),
                                                t.cosine_similarity(a, b[:1], 2, 1e-6)), X, R.standard_normal((4, 6, 5)),
          rtol=1e-5, atol=1e-6),
+    # ATen's loss forms: the reduction an int (0 none, 1 mean, 2 sum; none when not given, as PyTorch's)
+    Case("aten_losses", lambda t, a, b, y, p: (
+        t.kl_div(a.log_softmax(-1), b.softmax(-1)), t.kl_div(a, b, 2, log_target=True), t.kl_div(a, p, reduction=1),
+        t.margin_ranking_loss(a[:, 0], b[:, 0], y), t.triplet_margin_loss(a, b, p),
+        t.margin_ranking_loss(a[:, 0], b[:, 0], y, 0.1), t.hinge_embedding_loss(a, y[:, None].expand(3, 4), 0.5, 0),
+        t.poisson_nll_loss(a, p, True, False, 1e-8, 1), t.poisson_nll_loss(p, p, False, True, 1e-6, 2),
+        t.cosine_embedding_loss(a, b, y, 0.2, 0), t.triplet_margin_loss(a, b, p, 1.0, 2.0, 1e-6, True, 1),
+        t.binary_cross_entropy_with_logits(a, p.clamp(0, 1), None, p[0] + 1, 2)),
+         R.standard_normal((3, 4)), R.standard_normal((3, 4)), np.array([1.0, -1.0, 1.0]), R.uniform(0.1, 2.0, (3, 4)),
+         grad=[0, 1]),
+    # the Tensor methods of the same two (one function each: d2s/ops/nn.py)
+    Case("hardshrink_prelu_methods", lambda t, x, w, w1: (x.hardshrink(), x.hardshrink(0.8), x.prelu(w), x.prelu(w1),
+                                                         t.nn.functional.prelu(x[0, 0], w1)),
+         X, W6 * 0.2, np.array([0.25])),
 ]
 
 

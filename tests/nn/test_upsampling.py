@@ -61,6 +61,9 @@ TORCH_CASES = [
     Case("pixel_unshuffle", lambda t, x: t.nn.functional.pixel_unshuffle(x, 2), r32(2, 3, 4, 6), **F32),
     Case("PixelShuffle_layer", lambda t, x: t.nn.PixelShuffle(2)(x), r32(1, 8, 3, 2), **F32),
     Case("PixelUnshuffle_layer", lambda t, x: t.nn.PixelUnshuffle(3)(x), r32(2, 2, 6, 3), **F32),
+    Case("channel_shuffle", lambda t, x, v, i: (t.nn.functional.channel_shuffle(x, 3), t.channel_shuffle(x, 2),
+                                                t.nn.ChannelShuffle(2)(v), t.nn.functional.channel_shuffle(i, 4)),
+         r32(2, 6, 2, 3), r32(1, 4, 2, 2, 3), np.arange(48).reshape(2, 8, 1, 1, 3), **F32),
     Case("pixel_shuffle_5d", lambda t, x: t.nn.functional.pixel_shuffle(x, 2), r32(2, 2, 4, 2, 3), **F32,
          onnx="ONNX's DepthToSpace takes 4-d inputs (refused with a clear error)"),
 ]
@@ -74,6 +77,7 @@ def test_matches_torch(case):
 def test_reprs_are_pytorchs():
     assert nn.Upsample(scale_factor=2).extra_repr() == "scale_factor=2.0, mode='nearest'"
     assert nn.PixelShuffle(2).extra_repr() == "upscale_factor=2"
+    assert nn.ChannelShuffle(3).extra_repr() == "groups=3"
 
 
 @pytest.mark.parametrize("make,msg,exc", [
@@ -85,6 +89,9 @@ def test_reprs_are_pytorchs():
     (lambda: nn.functional.interpolate(d2s.zeros(1, 1, 4, 4), scale_factor=2, mode="bicubic"),
      "mode 'bicubic' is not supported", NotImplementedError),
     (lambda: nn.functional.pixel_shuffle(d2s.zeros(1, 5, 2, 2), 2), "not divisible by upscale_factor", ValueError),
+    (lambda: nn.functional.channel_shuffle(d2s.zeros(1, 5, 2), 3), "Got 5 channels and 3 groups", ValueError),
+    (lambda: nn.functional.channel_shuffle(d2s.zeros(2, 6), 3), "expects input with > 2 dims", ValueError),
+    (lambda: nn.functional.channel_shuffle(d2s.zeros(1, 6, 2), 0), "must be positive", ValueError),
 ])
 def test_bad_arguments_are_clear_errors(make, msg, exc):
     with pytest.raises(exc, match=msg):

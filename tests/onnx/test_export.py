@@ -229,6 +229,9 @@ CASES = [
                                 d2s.diagonal_scatter(a, d2s.diagonal(a) * 2)),
      lambda n: [f32(n, 3, 4), f32(n, 3)]),
     ("identity_shape", lambda a: (d2s.identity(a) * 2, d2s.shape(a), d2s.shape(a[0, 0])), lambda n: [f32(n, 3)]),
+    # windows along a dynamic dim (their count computed in the graph) and along static ones
+    ("unfold", lambda a: (a.unfold(0, 3, 2), a.unfold(1, 2, 1), a.unfold(-1, 5, 5), a.unfold(0, 1, 4).unfold(1, 2, 3)),
+     lambda n: [f32(n, 5)]),
 ]
 
 

@@ -16,7 +16,6 @@ R = np.random.default_rng(34)
 X = R.standard_normal((3, 4))
 X3 = R.standard_normal((2, 3, 5))
 NANS = np.array([[1.0, np.nan, 3.0, 2.0], [np.nan, np.nan, np.nan, np.nan], [4.0, -1.0, np.nan, 0.5]])
-NO_UNFOLD = "its overlapping windows are a strided view, which ONNX has no form of"
 STATIC_SHAPES = "the case reads sizes while building (Python ints from shapes)"
 
 
@@ -84,10 +83,14 @@ TORCH_CASES = [
          R.standard_normal(4)),
     Case("rot90", lambda t, x: (t.rot90(x), x.rot90(2), t.rot90(x, 3), t.rot90(x, -1), t.rot90(x, 4), x.rot90(1, [1, 2]),
                                 t.rot90(x, k=1, dims=(2, 0)), t.rot90(x, 5, [-1, -2])), X3),
-    Case("unfold", _unfold_windows, X, onnx=NO_UNFOLD),
+    Case("unfold", _unfold_windows, X),
     Case("unfold_3d_0d", lambda t, x, s: (x.unfold(2, 3, 1), x.unfold(0, 1, 1), s.unfold(0, 1, 1), s.unfold(0, 0, 1)),
-         X3, np.array(1.5), onnx=NO_UNFOLD),
-    Case("unfold_sees_base_writes", _unfold_sees_base_writes, X, onnx=NO_UNFOLD),
+         X3, np.array(1.5)),
+    Case("unfold_sees_base_writes", _unfold_sees_base_writes, X),
+    Case("unfold_ints_bools_empty", lambda t, i, b: (i.unfold(0, 3, 2), b.unfold(1, 2, 3), i.unfold(0, 0, 1),
+                                                     i[:0].unfold(0, 0, 2), i.unfold(0, 7, 1), i.unfold(-1, 1, 10)),
+         np.arange(7), R.standard_normal((2, 5)) > 0),
+    Case("unfold_of_unfold", lambda t, x: (x.unfold(2, 2, 1).unfold(1, 2, 2), x.unfold(0, 1, 1).sum(-1) * 2), X3),
     Case("block_diag", lambda t, a, b, c, i: (t.block_diag(a, b, c), t.block_diag(a), t.block_diag(i, a),
                                               t.block_diag(c, i)), X[:2, :3], X[0], np.array(0.5),
          np.array([[1, 2], [3, 4]]), dynamic=STATIC_SHAPES),
@@ -122,6 +125,20 @@ TORCH_CASES = [
          np.array([0.5, 0.5, 2.0]), grad=False),
     Case("comparisons_inplace_ints", lambda t, i: (i.clone().ge_(2), i.clone().lt_(2.5), i.clone().ne_(i.flip(0))),
          np.array([1, 2, 3, 4])),
+]
+
+STATIC_DIM = "the scattered dim's size is read when the program is built"
+TORCH_CASES += [
+    Case("select_scatter", lambda t, x, r, c: (t.select_scatter(x, r, 0, 1), x.select_scatter(c, 1, -1),
+                                               t.select_scatter(x, c, dim=-1, index=0)),
+         X, R.standard_normal(4), R.standard_normal(3), dynamic=STATIC_DIM),
+    Case("slice_scatter", lambda t, x, a, b: (t.slice_scatter(x, a, 1, 0, 4, 2), x.slice_scatter(b, dim=0, start=1),
+                                              t.slice_scatter(x, a, dim=1, start=-3, step=2),
+                                              t.slice_scatter(x, x), t.slice_scatter(x, a[:, :0], 1, 3, 1)),
+         X, R.standard_normal((3, 2)), R.standard_normal((2, 4)), dynamic=STATIC_DIM),
+    Case("scatter_slices_3d_ints", lambda t, x, i: (t.select_scatter(i, i[:, 0] * 2, 1, 2),
+                                                    t.slice_scatter(x, x[:, :, 1:3] * 3, 2, 1, 3)),
+         X3, np.arange(24).reshape(2, 3, 4), dynamic=STATIC_DIM),
 ]
 
 
@@ -185,3 +202,14 @@ def test_shape_methods_keep_views_and_versions():
 def test_errors_name_the_op_and_the_problem(call, msg):
     with pytest.raises(Exception, match=msg):
         call()
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda x: d2s.select_scatter(x, x[0], 0, 3), IndexError, "index 3 is out of range"),
+    (lambda x: d2s.select_scatter(x, x[0], 2, 0), IndexError, "dim 2 is out of range"),
+    (lambda x: d2s.slice_scatter(x, x, 1, 0, 2), RuntimeError, r"src must have the slice's shape \(3, 2\)"),
+    (lambda x: x.slice_scatter(x, step=0), ValueError, "step must be positive"),
+])
+def test_scatters_refuse_what_pytorch_refuses(call, error, match):
+    with pytest.raises(error, match=match):
+        call(d2s.tensor(X))

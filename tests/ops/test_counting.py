@@ -91,6 +91,20 @@ TORCH_CASES = [
          R.standard_normal(6), R.standard_normal((2, 4, 3))),
 ]
 
+# torch.histogram (eager only): int bins over the data's range or a given one (equal min and max
+# widened), edges given as a tensor, weights, density; values on the edges (the last edge
+# counts in the last bin) and outside them
+_HIST_EAGER = "eager only: histogram's counts are computed on the host, outside programs"
+_HIST = np.array([1.0, 2.0, 1.0, 4.0, 2.5, 3.0, 0.25, 3.999, 2.0])
+TORCH_CASES += [
+    Case("histogram", lambda t, x, w: (t.histogram(x, 3), x.histogram(bins=4, range=(0.0, 3.0)),
+                                       t.histogram(x, bins=5, weight=w, density=True),
+                                       t.histogram(x[:2] * 0 + 2, bins=2),
+                                       t.histogram(x, bins=t.tensor([0.0, 1.5, 2.0, 3.0], dtype=x.dtype), weight=w),
+                                       t.histogram(x.float(), 4, density=True)),
+         _HIST, np.arange(9.0), grad=False, static=_HIST_EAGER),
+]
+
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):

@@ -42,6 +42,18 @@ TORCH_CASES = [
          R.standard_normal(3), R.standard_normal((2, 3)), np.array([2, 3], np.int32), onnx=NO_CUMPROD),
 ]
 
+# torch.gradient: every dim or some, a step per dim, uneven coordinates, edge orders 1 and 2
+_GRAD_COORDS = np.array([0.0, 1.0, 3.0, 7.0, 7.5])
+TORCH_CASES += [
+    Case("gradient", lambda t, x, c: (t.gradient(x), t.gradient(x, spacing=2.0, dim=1, edge_order=2),
+                                      t.gradient(x, spacing=[2.0, 3.0]), t.gradient(x, dim=[0]),
+                                      t.gradient(x, spacing=(c,), dim=1),
+                                      t.gradient(x, spacing=(c,), dim=-1, edge_order=2),
+                                      t.gradient(x[0, :3].float(), edge_order=2)),
+         np.array([[1.0, 2.0, 4.0, 8.0, 9.0], [10.0, 20.0, 40.0, 80.0, 3.0], [0.5, -1.0, 2.0, 0.0, 1.0]]),
+         _GRAD_COORDS, grad=[0], dynamic="the differentiated dims' sizes are read when the program is built"),
+]
+
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):

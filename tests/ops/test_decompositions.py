@@ -1,7 +1,7 @@
 """Matrix decompositions (d2s/ops/decompositions.py, d2s/linalg.py) against PyTorch:
 torch.linalg.svd (full and reduced, tall, wide, batched), svdvals, eigh (UPLO, ascending),
 eigvalsh, qr (reduced, complete, 'r'), matrix_exp, pinv (rtol, atol, hermitian), matrix_rank,
-lstsq (drivers, tall and wide), solve_triangular (upper/lower, left/right, unitriangular), and
+lstsq (drivers, tall and wide), lu (P, L, U; square and rectangular), solve_triangular (upper/lower, left/right, unitriangular), and
 torch.svd/qr/pinverse/matrix_exp: values, return structures, dtypes and float64 gradients, then
 converted and saved (tests/torch_parity.py). Singular vectors and eigenvectors are compared
 through sign-free quantities where their signs are not fixed (products, absolute values); the
@@ -126,6 +126,27 @@ TORCH_CASES = [
     Case("torch_svd_grad", lambda t, a: (t.svd(a).S, (lambda u, s, v: (u * s) @ v.mT)(*t.svd(a))), TALL,
          onnx=NO_ONNX, rtol=1e-5, atol=1e-6),
 ]
+
+# torch.linalg.lu: LAPACK's partial pivoting (P, L, U), square (with gradients) and rectangular
+TORCH_CASES += [
+    Case("linalg_lu", lambda t, a, b: (t.linalg.lu(a), t.linalg.lu(b).U), R.standard_normal((3, 3)),
+         R.standard_normal((2, 4, 4)), onnx=NO_ONNX),
+    Case("linalg_lu_rectangular", lambda t, a: (t.linalg.lu(a), t.linalg.lu(a.mT), t.linalg.lu(a.float()).L),
+         R.standard_normal((5, 3)), grad=False, rtol=1e-6, atol=1e-6, onnx=NO_ONNX),
+    # the compact form: LU, 1-based pivots, info (a singular matrix reported, not raised)
+    Case("linalg_lu_factor", lambda t, a, r, s: (t.linalg.lu_factor(a), t.linalg.lu_factor(r),
+                                                 t.linalg.lu_factor(r.mT), t.linalg.lu_factor_ex(s)),
+         R.standard_normal((2, 4, 4)), R.standard_normal((5, 3)),
+         np.array([[[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 1.0, 1.0]], np.zeros((3, 3)), np.eye(3) * 2]),
+         grad=[0], onnx=NO_ONNX, dynamic="the compact form's sizes are read when the program is built"),
+]
+
+
+def test_lu_factor_raises_for_a_singular_matrix_as_pytorch():
+    with pytest.raises(RuntimeError, match=r"\(Batch element 1\): U\[1,1\] is zero"):
+        d2s.linalg.lu_factor(d2s.tensor(np.stack([np.eye(2), np.zeros((2, 2))])))
+    with pytest.raises(d2s.linalg.LinAlgError, match="U.2,2. is zero"):
+        d2s.linalg.lu_factor_ex(d2s.tensor([[1.0, 2.0], [2.0, 4.0]]), check_errors=True)
 
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)

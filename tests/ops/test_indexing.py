@@ -136,6 +136,30 @@ TORCH_CASES = [
 ]
 
 
+def _index_put_forms(t, x, v, w):
+    rows, cols = t.tensor([0, 2, 3]), t.tensor([1, 0, 1])
+    y = x.clone()
+    y.index_put_((t.tensor([1, -1]),), w[0] * 2, accumulate=True)  # (in place; a negative index)
+    z = x * 1
+    z.renorm_(2, 0, 1.0)
+    return (t.index_put(x, (rows, cols), v), x.index_put((x[:, :, 0] > 0,), t.tensor(5.0, dtype=x.dtype)),
+            x.index_put((rows[:, None], cols[None, :]), w[:1] + 1, accumulate=False), y, z)
+
+
+# index_put: integer index tensors (broadcast), a bool mask (PyTorch takes no None); accumulate
+# adds up repeated positions (PyTorch's), in place too
+TORCH_CASES += [
+    Case("index_put", _index_put_forms, R.standard_normal((4, 3, 2)), R.standard_normal((3, 2)),
+         R.standard_normal((4, 2)), dynamic="index_put reads the indexed dims' sizes when the program is built"),
+    Case("index_put_accumulate", lambda t, x, v: (
+        t.index_put(x, (t.tensor([0, 2, 0, 3]), t.tensor([1, 1, 1, 0])), v, accumulate=True),
+        x.index_put((t.tensor([[1], [3]]), t.tensor([[0, 2]])), v[:2, None], accumulate=True),
+        x.index_put((t.tensor([0, 0]),), v[0, None, None] * 0 + 1, True)),
+         R.standard_normal((4, 3, 2)), R.standard_normal((4, 2)),
+         dynamic="index_put reads the indexed dims' sizes when the program is built"),
+]
+
+
 def _set_mixed(x, v):
     y = x * 1
     y[0, :, [1, 2]] = v * 2
@@ -275,3 +299,37 @@ def test_scatter_prod_double_backward_is_refused_clearly():
     y = x.scatter_reduce(1, d2s.tensor(GI), s, "prod").sum()
     with pytest.raises(NotImplementedError, match="double backward of reduce='prod'"):
         d2s.autograd.grad(y, s, create_graph=True)
+
+
+def _puts(t, x, v):
+    y = x.clone()
+    y.put_(t.tensor([1, -2]), v[:2] * 3, accumulate=True)
+    return (t.put(x, t.tensor([0, -1, 4]), v[:3]), x.put(t.tensor([[0, 0], [5, 1]]), v[:4].reshape(2, 2), True), y)
+
+
+def _index_reduces(t, x, src):
+    y = x.clone()
+    y.index_reduce_(1, t.tensor([3, 0]), src[:, :2], "amin", include_self=False)
+    return tuple(x.index_reduce(0, t.tensor([0, 2, 0]), src, r, include_self=inc)
+                 for r in ("prod", "mean", "amax", "amin") for inc in (True, False)) + (y,)
+
+
+TORCH_CASES += [
+    Case("put", _puts, R.standard_normal((2, 3, 2)), R.standard_normal(4)),
+    Case("index_reduce", _index_reduces, R.standard_normal((3, 4)), R.standard_normal((3, 4)), grad=False,
+         onnx="scatter_reduce's prod and mean have no ONNX form"),
+    # always `size` rows, padded or truncated: a static shape, so it converts and exports
+    Case("nonzero_static", lambda t, x, b: (t.nonzero_static(x, size=5), x.nonzero_static(size=2, fill_value=-7),
+                                            t.nonzero_static(b, size=4), t.nonzero_static(x * 0, size=1)),
+         np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0]]), np.array([True, False, True]),
+         dynamic="the input's shape is read when the program is built"),
+]
+
+
+def test_index_put_refuses_other_dtypes_and_masks_with_accumulate():
+    x = d2s.zeros(3, 2)
+    with pytest.raises(RuntimeError, match="destination's dtype"):
+        x.index_put((d2s.tensor([0]),), d2s.ones(2, dtype=d2s.float64))
+    with pytest.raises(NotImplementedError, match="nonzero"):
+        x.index_put((x[:, 0] > 0,), d2s.ones(2), accumulate=True)
+    assert x.index_put((d2s.tensor([1]),), 2.0).tolist() == [[0.0, 0.0], [2.0, 2.0], [0.0, 0.0]]

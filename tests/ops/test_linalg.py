@@ -84,12 +84,29 @@ TORCH_CASES += [
     Case("cdist_p3_2d", lambda t, a, b: t.cdist(a, b, 3.0), _P1[0], _P2[0]),
     Case("cdist_inf", lambda t, a, b: t.cdist(a, b, float("inf")), _P1, _P2),
     Case("cdist_zero_distance", lambda t, a: t.cdist(a, a), _P1[0]),
+    # torch.pdist: the rows' pairs i < j in row-major order, every p, a repeated row (a zero
+    # distance: gradient 0), one row (no pairs; no rows: PyTorch's backward crashes, d2s's test below)
+    Case("pdist", lambda t, a: (t.pdist(a), t.pdist(a, 1.0), t.pdist(a, p=3.0), t.pdist(a, float("inf")),
+                                t.pdist(a, 0), t.nn.functional.pdist(a[:1])),
+         _P1[0], dynamic="the number of pairs is read from the rows when the program is built"),
+    Case("pdist_repeated_row", lambda t, a: t.nn.functional.pdist(t.cat([a, a[:1]])), _P1[1],
+         dynamic="the number of pairs is read from the rows when the program is built"),
 ]
 
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):
     torch_parity.check(case, __name__)
+
+
+def test_pdist_of_no_rows_is_empty():
+    a = d2s.zeros(0, 3, dtype=d2s.float64, requires_grad=True)
+    d = d2s.pdist(a)
+    assert d.shape == (0,) and d.dtype == d2s.float64
+    d.sum().backward()
+    assert a.grad.shape == (0, 3)
+    with pytest.raises(ValueError, match="only supports 2D"):
+        d2s.pdist(d2s.zeros(2, 3, 4))
 
 
 def test_strict_device_eager_values(device):

@@ -143,3 +143,93 @@ TORCH_CASES += CHOLESKY_CASES
 def test_cholesky_of_a_matrix_that_is_not_positive_definite_raises():
     with pytest.raises(ValueError, match="positive-definite"):
         d2s.linalg.cholesky(d2s.tensor([[1.0, 2.0], [2.0, 1.0]]))
+
+
+# ------------------------------------------------------------------ inv_ex, solve_ex, cholesky_ex
+# Exactly singular matrices (their LU meets an exactly zero pivot in any LAPACK): info is the
+# pivot's 1-based index, and the inverse / solution holds the infinities and NaNs LAPACK's solve
+# leaves, as PyTorch's does. A matrix singular only up to rounding is not compared (its info
+# depends on the LAPACK's order of operations).
+SINGULARS = np.array([[[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 1.0, 1.0]],
+                      [[1.0, 2.0, 1.0], [2.0, 4.0, 1.0], [3.0, 6.0, 1.0]],
+                      [[2.0, 0.0, 1.0], [1.0, 0.0, 3.0], [4.0, 0.0, 5.0]],
+                      [[2.0, 1.0, 0.5], [0.0, 0.0, 0.0], [1.0, 3.0, 2.0]],
+                      [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]],
+                      [[4.0, 1.0, 2.0], [1.0, 3.0, 0.5], [2.0, 0.5, 5.0]]])  # (the last invertible)
+NOT_PD = np.array([[[1.0, 2.0, 3.0], [2.0, 1.0, 0.0], [3.0, 0.0, 1.0]],  # fails at order 2
+                   [[1.0, 2.0, 0.0], [2.0, 4.0, 0.0], [0.0, 0.0, 1.0]],  # order 2: an exact 0
+                   [[4.0, 2.0, 2.0], [2.0, 5.0, 1.0], [2.0, 1.0, -3.0]],  # order 3
+                   [[-1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0]],  # order 1
+                   [[4.0, 2.0, 2.0], [2.0, 5.0, 1.0], [2.0, 1.0, 6.0]],  # positive-definite
+                   [[4.0, 2.0, 2.0], [2.0, np.nan, 1.0], [2.0, 1.0, 6.0]]])  # a NaN: order 2
+EX_FORMS = dict(grad=False, onnx=NO_ONNX)
+
+EX_CASES = [
+    Case("inv_ex_singular", lambda t, a: (t.linalg.inv_ex(a), t.linalg.inv_ex(a[0]), t.linalg.inv_ex(a[4])),
+         SINGULARS, **EX_FORMS),
+    Case("inv_ex_singular_float32", lambda t, a: t.linalg.inv_ex(a.reshape(2, 3, 3, 3)),
+         SINGULARS.astype(np.float32), rtol=1e-5, atol=1e-6, **EX_FORMS),
+    Case("inv_ex_2x2", lambda t, a: t.linalg.inv_ex(a), np.array([[[1.0, 2.0], [2.0, 4.0]], [[0.0, 0.0], [0.0, 0.0]],
+                                                                  [[0.0, 1.0], [0.0, 2.0]], [[0.0, 1.0], [3.0, 2.0]]]),
+         **EX_FORMS),
+    Case("inv_ex_invertible", lambda t, a, b: (t.linalg.inv_ex(a), t.linalg.inv_ex(b, check_errors=True).inverse),
+         A3, BATCH, onnx=NO_ONNX),
+    Case("solve_ex_singular", lambda t, a, b, v: (t.linalg.solve_ex(a, b), t.linalg.solve_ex(a, v),
+                                                  t.linalg.solve_ex(a[0], b), t.linalg.solve_ex(a, b[0]),
+                                                  t.linalg.solve_ex(a, b.mT, left=False)),
+         SINGULARS, R.standard_normal((6, 3, 2)), R.standard_normal((6, 3)), **EX_FORMS,
+         dynamic="a batch of vectors is told from a batch of matrices by its static shape"),
+    Case("solve_ex_broadcast", lambda t, a, b: (t.linalg.solve_ex(a, b), t.linalg.solve_ex(a[:1], b),
+                                                t.linalg.solve_ex(a[2], b)),
+         SINGULARS[:4], R.standard_normal((2, 1, 3, 2)), **EX_FORMS),
+    Case("solve_ex_invertible", lambda t, a, b, c: (t.linalg.solve_ex(a, b, check_errors=True),
+                                                    t.linalg.solve_ex(a, c, left=False), t.linalg.solve_ex(a[0], c.mT)),
+         BATCH, R.standard_normal((4, 2)), R.standard_normal((2, 2, 4)), onnx=NO_ONNX,
+         dynamic="a batch of vectors is told from a batch of matrices by its static shape"),
+    Case("cholesky_ex_not_positive_definite", lambda t, a: (t.linalg.cholesky_ex(a),
+                                                            t.linalg.cholesky_ex(a, upper=True),
+                                                            t.linalg.cholesky_ex(a[0]), t.linalg.cholesky_ex(a[4])),
+         NOT_PD, **EX_FORMS),
+    Case("cholesky_ex_float32", lambda t, a: t.linalg.cholesky_ex(a.reshape(2, 3, 3, 3)), NOT_PD.astype(np.float32),
+         rtol=1e-5, atol=1e-6, **EX_FORMS),
+    Case("cholesky_ex_positive_definite", lambda t, a: (t.linalg.cholesky_ex(a),
+                                                        t.linalg.cholesky_ex(a, check_errors=True)),
+         spd(2, 3, 3), onnx=NO_ONNX),
+]
+TORCH_CASES += EX_CASES
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda a: d2s.linalg.inv_ex(a, check_errors=True), r"\(Batch element 0\): The diagonal element 3 is zero"),
+    (lambda a: d2s.linalg.inv_ex(a[4], check_errors=True), r"inv_ex: The diagonal element 1 is zero"),
+    (lambda a: d2s.linalg.solve_ex(a, a, check_errors=True), "singular"),
+    (lambda a: d2s.linalg.cholesky_ex(a[1:], check_errors=True), "leading minor of order 2 is not positive-definite"),
+    (lambda a: d2s.linalg.inv(a), "singular"),
+])
+def test_ex_forms_raise_with_check_errors_as_pytorch(call, match):
+    # torch.linalg.LinAlgError is a RuntimeError: code catching that catches d2s's too
+    with pytest.raises(RuntimeError, match=match) as info:
+        call(d2s.tensor(SINGULARS))
+    assert isinstance(info.value, d2s.linalg.LinAlgError)
+
+
+def test_ex_forms_report_in_info_inside_a_converted_function():
+    @d2s.jit.to_static
+    def f(a):
+        inv, info = d2s.linalg.inv_ex(a)
+        return d2s.where(info[:, None, None] == 0, inv, d2s.zeros_like(inv))
+
+    out = f(d2s.tensor(SINGULARS)).numpy()
+    np.testing.assert_array_equal(out[:5], 0)
+    np.testing.assert_allclose(out[5], np.linalg.inv(SINGULARS[5]), rtol=1e-12)
+
+
+def _triangular_solves(t, a, b):
+    upper = a.triu() + t.eye(3, dtype=a.dtype) * 3
+    return (t.triangular_solve(b, upper), t.triangular_solve(b, upper, transpose=True).solution,
+            t.triangular_solve(b, upper.mT, upper=False), t.triangular_solve(b, a, True, True, True).solution)
+
+
+TORCH_CASES += [
+    Case("triangular_solve", _triangular_solves, A3, R.standard_normal((3, 2)), onnx=NO_ONNX),
+]

@@ -111,11 +111,15 @@ CASES = {
         *d2s.linalg.svd(a, full_matrices=False)), [randn(4, 3)])),
     "linalg_eigh": (d2s.linalg.eigh, (lambda a: (lambda w, q: (w, q.abs()))(*d2s.linalg.eigh(a + a.mT)),
                                       [randn(4, 4)])),
+    "lu_pivots": (d2s.linalg.lu_factor, _ND),
+    "linalg_lu": (d2s.linalg.lu, (lambda a: (lambda p, l, u: (l, u))(*d2s.linalg.lu(a)), [randn(2, 3, 3)])),
     "linalg_qr": (d2s.linalg.qr, (lambda a: tuple(d2s.linalg.qr(a)), [randn(4, 3)])),
     "linalg_matrix_exp": (d2s.linalg.matrix_exp, (d2s.linalg.matrix_exp, [randn(3, 3) * 0.5])),
     "linalg_pinv": (d2s.linalg.pinv, (d2s.linalg.pinv, [randn(4, 3)])),
     "linalg_matrix_rank": (d2s.linalg.matrix_rank, _ND),
     "gcd": (ops.gcd, _ND), "lcm": (ops.lcm, _ND), "signbit": (ops.signbit, _ND),
+    "nextafter": (ops.nextafter, _ND),
+    "frexp": (ops.frexp, (lambda x: ops.frexp(x * 3).mantissa * fixed(3, 4), [randn(3, 4)])),
     "fmin": (ops.fmin, (ops.fmin, [spread(3, 4), spread(4) + 0.11])),
     "fmod": (ops.fmod, (ops.fmod, [positive(3, 4) * 3, np.full(4, -0.7)])),
     "truncdiv": ("d2s.div(a, b, rounding_mode='trunc')", _ND),
@@ -207,6 +211,15 @@ CASES = {
     "linalg_cholesky": (ops.cholesky, (lambda x: ops.cholesky(x @ x.mT + 3 * d2s.eye(3, dtype=x.dtype)) * fixed(3, 3),
                                        [randn(3, 3)])),
     "linalg_slogdet": (ops.slogdet, (lambda x: ops.slogdet(_well_conditioned(x)).logabsdet, [randn(3, 3)])),
+    "linalg_inv_ex": (d2s.linalg.inv_ex, (lambda x: d2s.linalg.inv_ex(_well_conditioned(x)).inverse * fixed(2, 3, 3),
+                                          [randn(2, 3, 3)])),
+    "linalg_cholesky_ex": (d2s.linalg.cholesky_ex, (lambda x: d2s.linalg.cholesky_ex(
+        x @ x.mT + 3 * d2s.eye(3, dtype=x.dtype)).L * fixed(3, 3), [randn(3, 3)])),
+    # (left=False: the op's trans form)
+    "linalg_solve_ex": (d2s.linalg.solve_ex, (lambda x, b: (
+        d2s.linalg.solve_ex(_well_conditioned(x), b).result
+        + d2s.linalg.solve_ex(_well_conditioned(x), b.mT, left=False).result.mT) * fixed(2, 3, 3),
+        [randn(2, 3, 3), randn(3, 3)])),
     "linalg_solve": (d2s.linalg.solve, (lambda x, b: d2s.linalg.solve(_well_conditioned(x), b) * fixed(2, 3, 2),
                                         [randn(2, 3, 3), randn(3, 2)])),
     "bitwise_left_shift": (ops.bitwise_left_shift, _ND), "bitwise_right_shift": (ops.bitwise_right_shift, _ND),

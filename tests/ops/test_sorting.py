@@ -78,6 +78,17 @@ TORCH_CASES = [
     Case("unique_dim", lambda t, x: t.unique(x, dim=0, return_inverse=True, return_counts=True),
          np.array([[1, 2], [0, 5], [1, 2], [0, 4]]), static=_EAGER),
     Case("unique_bool", lambda t, x: x.unique(return_counts=True), BOOL, static=_EAGER),
+    # runs of equal consecutive elements (slices with dim); NaNs each a run of their own
+    Case("unique_consecutive", lambda t, x, f, b: (t.unique_consecutive(x), x.unique_consecutive(return_counts=True),
+                                                   t.unique_consecutive(f, return_inverse=True, return_counts=True),
+                                                   b.unique_consecutive(return_inverse=True)),
+         np.array([[1, 1, 2], [2, 2, 3], [3, 3, 1]]), np.array([1.5, 1.5, np.nan, np.nan, 2.0, 1.5]),
+         np.array([True, True, False, True]), grad=False, static=_EAGER),
+    Case("unique_consecutive_dim", lambda t, x: (t.unique_consecutive(x, dim=0, return_inverse=True,
+                                                                      return_counts=True),
+                                                 x.unique_consecutive(dim=-1, return_counts=True),
+                                                 t.unique_consecutive(x[:0], dim=0, return_counts=True)),
+         np.array([[1, 2], [1, 2], [2, 1], [1, 2], [1, 2]]), static=_EAGER),
 ]
 
 
@@ -112,6 +123,13 @@ def test_unique_is_refused_inside_a_program():
         return d2s.unique(x)
     with pytest.raises(TypeError, match="cannot run inside a program.*distinct values"):
         d2s.jit.to_static(f)(d2s.tensor(I64))
+
+
+def test_unique_consecutive_is_refused_inside_a_program_and_on_unselected_empty_dims():
+    with pytest.raises(TypeError, match="cannot run inside a program.*number of runs"):
+        d2s.jit.to_static(lambda x: d2s.unique_consecutive(x))(d2s.tensor(I64))
+    with pytest.raises(RuntimeError, match="0 sized dimensions"):
+        d2s.zeros(3, 0).unique_consecutive(dim=0)
 
 
 @pytest.mark.parametrize("call, err, match", [

@@ -66,6 +66,42 @@ TORCH_CASES = [
     Case("inplace_ints", lambda t, a, b: (a.clone().gcd_(b), a.clone().lcm_(b)), INTS_A, INTS_B, onnx=NO_GCD),
 ]
 
+# polygamma at the poles (0, -0.0, the negative integers) and near them: PyTorch's values, which
+# are +-inf by n's parity (zeta's +inf), NaN (digamma at -k), or huge finite numbers (trigamma's
+# sin(pi x) is not exactly 0 at -k); float32 computed in float32, as PyTorch does
+POLES = np.array([0.0, -0.0, -1.0, -2.0, -3.0, -7.0, 1e-7, -1e-7, -1 + 1e-6, -1 - 1e-6, -2 + 1e-5, -3 - 1e-4,
+                  -4.5, 0.5])
+NEAR = np.array([1e-3, -1e-3, -1 + 1e-3, -2 - 1e-3, -5 + 1e-2, -0.5, 0.25])
+BITS = np.array([0.0, -0.0, 1.5, -3.0, 1e-300, 7.25e10, -0.3, np.inf, -np.inf, np.nan])
+NO_BITS = "ONNX cannot take a float apart into its bits"
+
+
+def _ldexp_nextafter_inplace(t, x, y):
+    a, b = x.clone(), x.clone()
+    a.ldexp_(t.tensor([2, -1, 0, 3, 1]))
+    b.nextafter_(y)
+    return a, b
+
+
+TORCH_CASES += [
+    Case("frexp", lambda t, x, f: (t.frexp(x), x.frexp(), t.frexp(f)), BITS, BITS.astype(np.float32) * 1e-10,
+         grad=False, onnx=NO_BITS),
+    Case("frexp_grad", lambda t, x: t.frexp(x * 3).mantissa, X, onnx=NO_BITS),
+    Case("nextafter", lambda t, x, y, f: (t.nextafter(x, y), x.nextafter(t.zeros_like(x)), t.nextafter(f, -f),
+                                          t.nextafter(x, t.tensor(0.0, dtype=t.float32))),
+         BITS, BITS[::-1].copy(), BITS.astype(np.float32), grad=False, onnx=NO_BITS),
+    Case("ldexp_nextafter_inplace", _ldexp_nextafter_inplace, X[0], X[1], grad=False, onnx=NO_BITS),
+]
+TORCH_CASES += [
+    Case(f"polygamma_poles_{dtype.__name__}", lambda t, x: tuple(t.polygamma(n, x) for n in range(5))
+         + (t.special.polygamma(1, x), x.polygamma(2), t.digamma(x), t.special.digamma(x), t.special.psi(x)),
+         POLES.astype(dtype), grad=False, onnx=NO_GAMMA, rtol=rtol, atol=0)
+    for dtype, rtol in ((np.float64, 1e-14), (np.float32, 2e-6))
+] + [
+    Case("polygamma_near_poles", lambda t, x: tuple(t.polygamma(n, x) for n in range(5)), NEAR, onnx=NO_GAMMA,
+         rtol=1e-13, atol=0),
+]
+
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):

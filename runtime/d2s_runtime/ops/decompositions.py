@@ -1,7 +1,8 @@
 """Matrix decompositions of batches of float matrices (LAPACK through numpy.linalg), with
 ``torch.linalg``'s conventions: ``linalg_svd`` (``U, S, Vh``; singular values descending;
 ``full_matrices``), ``linalg_eigh`` (eigenvalues ascending, eigenvectors as columns; ``UPLO``),
-``linalg_qr`` (``mode`` ``'reduced'``, ``'complete'`` or ``'r'``) and ``linalg_matrix_exp``
+``linalg_qr`` (``mode`` ``'reduced'``, ``'complete'`` or ``'r'``), ``linalg_lu`` (``P, L, U``) and
+``linalg_matrix_exp``
 (scaling and squaring of a degree-18 Taylor polynomial, which for ``||A / 2^s|| <= 1/2`` is
 within 1e-22 of the series).
 
@@ -13,6 +14,7 @@ import math
 
 import numpy as np
 
+from . import lapack
 from .registry import ShapeError, TensorType, defop
 from .rules import fmt_shape
 
@@ -120,6 +122,59 @@ def _linalg_qr(xp, a, mode="reduced"):
         return _back(xp, q, h.dtype), _back(xp, np.zeros(batch + (cols, n), h.dtype), h.dtype)
     q, r = np.linalg.qr(h, mode=mode)
     return _back(xp, q, h.dtype), _back(xp, r, h.dtype)
+
+
+# ------------------------------------------------------------------ lu
+def _lu_infer(a):
+    _float_matrices("linalg.lu", a)
+    m, n = a.shape[-2], a.shape[-1]
+    k = _min(m, n)
+    batch = a.shape[:-2]
+    return (TensorType(batch + (m, m), a.dtype), TensorType(batch + (m, k), a.dtype),
+            TensorType(batch + (k, n), a.dtype))
+
+
+@defop("linalg_lu", _lu_infer, n_out=3, fresh=True)
+def _linalg_lu(xp, a):
+    """``P, L, U`` with ``a = P L U`` (partial pivoting, LAPACK's getf2 step by step: the first
+    largest pivot of each column), L unit lower-triangular (m, k), U upper (k, n)."""
+    h = _host(xp, a)
+    m, n = h.shape[-2:]
+    k = min(m, n)
+    batch = h.shape[:-2]
+    P = np.zeros(batch + (m, m), h.dtype)
+    L = np.zeros(batch + (m, k), h.dtype)
+    U = np.zeros(batch + (k, n), h.dtype)
+    for idx in np.ndindex(*batch):
+        lu, piv, _ = lapack.lu_factor(h[idx])
+        perm = np.arange(m)
+        for j, p in enumerate(piv):
+            perm[[j, p]] = perm[[p, j]]
+        P[idx][perm, np.arange(m)] = 1
+        L[idx] = np.tril(lu[:, :k], -1) + np.eye(m, k, dtype=h.dtype)
+        U[idx] = np.triu(lu[:k, :])
+    return _back(xp, P, h.dtype), _back(xp, L, h.dtype), _back(xp, U, h.dtype)
+
+
+def _lu_pivots_infer(p, k):
+    return TensorType(p.shape[:-2] + (int(k),), "int32")
+
+
+@defop("lu_pivots", _lu_pivots_infer, fresh=True)
+def _lu_pivots(xp, p, k):
+    """LAPACK's 1-based pivots (the row swapped with row j at step j, for j < k) of the
+    permutation matrix ``p`` that ``linalg_lu`` returns (its swaps replayed)."""
+    h = _host(xp, p)
+    m = h.shape[-1]
+    perm = np.argmax(h, axis=-2)  # p[perm[i], i] = 1
+    out = np.zeros(h.shape[:-2] + (int(k),), np.int32)
+    for idx in np.ndindex(*h.shape[:-2]):
+        cur = np.arange(m)
+        for j in range(int(k)):
+            q = int(np.flatnonzero(cur == perm[idx][j])[0])
+            out[idx + (j,)] = q + 1
+            cur[[j, q]] = cur[[q, j]]
+    return out if xp is np else xp.asarray(out)
 
 
 # ------------------------------------------------------------------ matrix_exp

@@ -4,8 +4,15 @@ import numpy as np
 
 from .. import blas
 from ..dtypes import promote, result_type
+from . import lapack
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import broadcast_shapes, fmt_shape
+
+
+class LinAlgError(ValueError, RuntimeError):
+    """A matrix a linear-algebra op cannot factor (singular, not positive-definite). A
+    RuntimeError, as PyTorch's ``torch.linalg.LinAlgError`` is; ``except ValueError`` catches it
+    too."""
 
 
 def _matmul_infer(a, b):
@@ -266,7 +273,7 @@ def _square_check(name, a):
 
 
 def _singular(name, exc):
-    return ValueError(f"{name}: the input matrix is singular ({exc}); it has no inverse")
+    return LinAlgError(f"{name}: the input matrix is singular ({exc}); it has no inverse")
 
 
 def _inv_infer(a):
@@ -349,5 +356,146 @@ def _linalg_cholesky(xp, a):
     try:
         return xp.linalg.cholesky(a)
     except np.linalg.LinAlgError as e:
-        raise ValueError(f"linalg.cholesky: the input is not positive-definite ({e}); the factorization could not "
-                         f"be completed") from None
+        raise LinAlgError(f"linalg.cholesky: the input is not positive-definite ({e}); the factorization could not "
+                          f"be completed") from None
+
+
+# ------------------------------------------------------------------ the *_ex forms: failures in ``info``
+def _host(xp, a):
+    return a if xp is np else xp.asnumpy(a)
+
+
+def _each_matrix(xp, solve, fallback, *arrays, recheck=None):
+    """``(results, info)``: numpy's LAPACK ``solve(*arrays)`` on the whole batch when it
+    succeeds, info all 0; otherwise matrix by matrix, ``solve`` first and the unblocked
+    ``fallback`` (returning ``(result, info)``) where numpy refuses the matrix. ``recheck``
+    (result matrices -> bool per matrix) names results numpy gave that the fallback redoes.
+    On the host always (cupy's solvers do not report a singular matrix); results go back to
+    ``xp``."""
+    host = [_host(xp, a) for a in arrays]
+    batch = host[0].shape[:-2]
+    info = np.zeros(batch, np.int32)
+    try:
+        out = solve(*host)
+        redo = np.zeros(batch, bool) if recheck is None else np.asarray(recheck(out))
+        if not redo.any():
+            return (out if xp is np else xp.asarray(out)), info
+    except np.linalg.LinAlgError:
+        redo = None
+    results = None if redo is None else np.array(out, copy=True)
+    for idx in (np.ndindex(*batch) if redo is None else [tuple(i) for i in np.argwhere(redo)]):
+        mats = [a[idx] for a in host]
+        try:
+            if redo is not None:
+                raise np.linalg.LinAlgError
+            r, code = solve(*mats), 0
+            if recheck is not None and recheck(r):
+                raise np.linalg.LinAlgError
+        except np.linalg.LinAlgError:
+            r, code = fallback(*mats)
+        if results is None:
+            results = np.empty(batch + r.shape, r.dtype)
+        results[idx] = r
+        info[idx] = code
+    return (results if xp is np else xp.asarray(results)), info
+
+
+def _check_info(name, info, what):
+    """Raise PyTorch's error for the first failed matrix (``check_errors=True``)."""
+    bad = np.flatnonzero(info.reshape(-1))
+    if bad.size:
+        where = f"(Batch element {bad[0]}): " if info.ndim else ""
+        raise LinAlgError(f"{name}: {where}{what(int(info.reshape(-1)[bad[0]]))}")
+
+
+def _singular_what(k):
+    return (f"The diagonal element {k} is zero, the inversion could not be completed because the input matrix is "
+            f"singular.")
+
+
+def _inv_ex_infer(a, check_errors=False):
+    _square_infer("linalg.inv_ex", a)
+    return TensorType(a.shape, a.dtype), TensorType(a.shape[:-2], "int32")
+
+
+def _inv_fallback(m):
+    lu, piv, info = lapack.lu_factor(m)
+    return lapack.lu_solve(lu, piv, np.eye(m.shape[-1], dtype=m.dtype)), info
+
+
+@defop("linalg_inv_ex", _inv_ex_infer, n_out=2, fresh=True)
+def _linalg_inv_ex(xp, a, check_errors=False):
+    """``(inverse, info)`` of each square matrix of ``a`` (..., n, n): info (int32, shape (...))
+    is 0, or for a singular matrix the 1-based index of the first zero pivot of its LU
+    factorization, whose inverse then holds what LAPACK's solve leaves (infinities and NaNs)."""
+    _square_check("linalg.inv_ex", a)
+    inverse, info = _each_matrix(xp, np.linalg.inv, _inv_fallback, a)
+    if check_errors:
+        _check_info("linalg.inv_ex", info, _singular_what)
+    return inverse, xp.asarray(info)
+
+
+def _solve_ex_infer(a, b, check_errors=False, trans=False):
+    x = _solve_infer(a, b)
+    return x, TensorType(a.shape[:-2], "int32")
+
+
+def _solve_fallback(m, rhs):
+    lu, piv, info = lapack.lu_factor(m)
+    return lapack.lu_solve(lu, piv, rhs), info
+
+
+def _solve_transposed_fallback(m, rhs):
+    lu, piv, info = lapack.lu_factor(m)
+    return lapack.lu_solve_transposed(lu, piv, rhs), info
+
+
+def _solve_transposed(a, b):
+    return np.linalg.solve(np.swapaxes(a, -1, -2), b)
+
+
+@defop("linalg_solve_ex", _solve_ex_infer, n_out=2, fresh=True)
+def _linalg_solve_ex(xp, a, b, check_errors=False, trans=False):
+    """``(X, info)`` with ``a @ X == b`` (``trans``: ``a.mT @ X == b``, from ``a``'s own LU
+    factorization, as PyTorch's ``solve_ex(left=False)``) as ``linalg_solve``'s, and info as
+    ``linalg_inv_ex``'s (of ``a``'s batch shape): a singular matrix's X holds what LAPACK's solve
+    leaves."""
+    _square_check("linalg.solve_ex", a)
+    if b.ndim < 2 or b.shape[-2] != a.shape[-1] or b.dtype != a.dtype:
+        raise ShapeError(f"linalg.solve_ex: A of {fmt_shape(a.shape)} and B of {b.dtype}{fmt_shape(b.shape)} do not "
+                         f"align")
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    full_a, full_b = xp.broadcast_to(a, batch + a.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:])
+    if trans:
+        x, info = _each_matrix(xp, _solve_transposed, _solve_transposed_fallback, full_a, full_b)
+    else:
+        x, info = _each_matrix(xp, np.linalg.solve, _solve_fallback, full_a, full_b)
+    # info is A's: where B's batch dims broadcast A, every copy of a matrix failed alike
+    pick = (0,) * (len(batch) - (a.ndim - 2)) + tuple(slice(0, 1) if s == 1 else slice(None) for s in a.shape[:-2])
+    info = info[pick].reshape(a.shape[:-2]) if info.size else np.zeros(a.shape[:-2], np.int32)
+    if check_errors:
+        _check_info("linalg.solve_ex", info, lambda k: "The solver failed because the input matrix is singular.")
+    return x, xp.asarray(info)
+
+
+def _cholesky_ex_infer(a, check_errors=False):
+    _square_infer("linalg.cholesky_ex", a)
+    return TensorType(a.shape, a.dtype), TensorType(a.shape[:-2], "int32")
+
+
+@defop("linalg_cholesky_ex", _cholesky_ex_infer, n_out=2, fresh=True)
+def _linalg_cholesky_ex(xp, a, check_errors=False):
+    """``(L, info)`` for each symmetric matrix of ``a`` (..., n, n), read from its lower
+    triangle: info (int32, shape (...)) is 0, or for a matrix that is not positive-definite the
+    order of its first leading minor that is not, with L holding what LAPACK's ``potf2`` leaves
+    (the columns before it factored, that column's diagonal updated, the rest ``a``'s lower
+    triangle)."""
+    _square_check("linalg.cholesky_ex", a)
+    # (numpy's LAPACK factors a NaN diagonal into NaNs where PyTorch's reports it)
+    low, info = _each_matrix(xp, np.linalg.cholesky, lapack.cholesky, a,
+                             recheck=lambda low: (low != low).any(axis=(-2, -1)))
+    if check_errors:
+        _check_info("linalg.cholesky_ex", info,
+                    lambda k: f"The factorization could not be completed because the input is not positive-definite "
+                              f"(the leading minor of order {k} is not positive-definite).")
+    return low, xp.asarray(info)
