@@ -209,7 +209,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
     Args:
         mode: ``'nearest'`` (PyTorch's floor rule), ``'nearest-exact'``, ``'linear'`` (3-d input),
-            ``'bilinear'`` (4-d) or ``'trilinear'`` (5-d).
+            ``'bilinear'`` or ``'bicubic'`` (4-d), ``'trilinear'`` (5-d), or ``'area'`` (adaptive
+            average pooling to the output size).
         align_corners: linear modes only: map the corner pixels' centres onto each other.
         recompute_scale_factor: with ``scale_factor``, compute the coordinates from the output
             size (True) or from the factor itself (the default, as PyTorch).
@@ -219,8 +220,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     """
     x = _as_tensor(input)
     nsp = len(_shape(x)) - 2
+    if mode in ("area", "bicubic"):
+        return _area_or_bicubic(x, nsp, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
     if mode not in _MODES:
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported; use one of {sorted(_MODES)}")
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported; use one of "
+                                  f"{sorted(_MODES) + ['area', 'bicubic']}")
     if nsp not in (1, 2, 3):
         raise ValueError(f"interpolate: expected a 3-d to 5-d input (N, C, *spatial), got shape {tuple(_shape(x))}")
     if mode in _MODE_DIMS and _MODE_DIMS[mode] != nsp:
@@ -248,6 +252,90 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                  "is built")
             size, scales = [int(math.floor(n * s)) for n, s in zip(in_sizes, scales)], None
     return apply("interpolate", x, size=size, scales=scales, mode=_MODES[mode], align_corners=bool(align_corners))
+
+
+def _area_or_bicubic(x, nsp, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias):
+    """``interpolate``'s ``'area'`` (PyTorch: adaptive average pooling to the output size) and
+    ``'bicubic'`` modes, as compositions of existing ops."""
+    shape = _static_shape(x)
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported")
+    if mode == "area" and align_corners is not None:
+        raise ValueError("interpolate: align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if mode == "bicubic" and nsp != 2:
+        raise NotImplementedError(f"interpolate: got {nsp + 2}D input, but bicubic mode needs 4D input")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: give exactly one of size and scale_factor")
+    in_sizes = list(shape[2:])
+    if None in in_sizes and (mode == "bicubic" or size is None):
+        raise ValueError(f"interpolate: mode {mode!r}{'' if mode == 'bicubic' else ' with scale_factor'} needs the "
+                         f"spatial size known when the program is built, got shape {tuple(shape)}")
+    scales = [None] * nsp
+    if size is not None:
+        out = list(_tuple(size, nsp, "size", "interpolate"))
+    else:
+        per_dim = isinstance(scale_factor, (list, tuple))
+        factors = [float(f) for f in scale_factor] if per_dim else [float(scale_factor)] * nsp
+        if len(factors) != nsp:
+            raise ValueError(f"interpolate: scale_factor needs one number or {nsp}, got {scale_factor!r}")
+        out = [int(math.floor(n * f)) for n, f in zip(in_sizes, factors)]
+        if not recompute_scale_factor:
+            scales = factors
+    if min(out) <= 0:
+        raise ValueError(f"interpolate: output size {out} must be positive (input {tuple(shape)})")
+    if mode == "area":
+        if nsp == 1:
+            return adaptive_avg_pool1d(x, out[0])
+        if nsp == 2:
+            return adaptive_avg_pool2d(x, out)
+        from ..nn._f_volume import adaptive_avg_pool3d  # (a layer module; imported when first used)
+        return adaptive_avg_pool3d(x, out)
+    if str(x.dtype) not in ("float16", "float32", "float64"):
+        raise NotImplementedError(f"interpolate: bicubic needs a floating point input, got {x.dtype}")
+    for axis in (3, 2):  # the width first, then the height, as PyTorch's kernel nests them
+        x = _cubic_along(x, axis, in_sizes[axis - 2], out[axis - 2], scales[axis - 2], bool(align_corners))
+    return x
+
+
+_CUBIC_A = -0.75
+
+
+def _cubic_taps(n, out, scale, align_corners, dtype):
+    """PyTorch's bicubic source taps along one dim: 4 index rows (clamped to [0, n-1]) and their
+    weights (4, out), computed in ``dtype`` with PyTorch's source coordinates."""
+    t = np.dtype(dtype).type
+    if align_corners:
+        ratio = t(n - 1) / t(out - 1) if out > 1 else t(0)
+        real = ratio * np.arange(out).astype(dtype)
+    else:
+        ratio = t(1.0 / scale) if scale is not None and scale > 0 else t(n) / t(out)
+        real = ratio * (np.arange(out).astype(dtype) + t(0.5)) - t(0.5)
+    base = np.minimum(np.floor(real).astype(np.int64), n - 1)
+    frac = np.clip(real - base.astype(dtype), t(0), t(1)).astype(dtype)
+    a = t(_CUBIC_A)
+
+    def near(v):  # |v| <= 1
+        return ((a + t(2)) * v - (a + t(3))) * v * v + t(1)
+
+    def far(v):  # 1 < |v| < 2
+        return ((a * v - t(5) * a) * v + t(8) * a) * v - t(4) * a
+
+    weights = [far(frac + t(1)), near(frac), near(t(1) - frac), far((t(1) - frac) + t(1))]
+    index = [np.clip(base - 1 + k, 0, n - 1) for k in range(4)]
+    return index, [np.asarray(w, dtype) for w in weights]
+
+
+def _cubic_along(x, axis, n, out, scale, align_corners):
+    index, weights = _cubic_taps(n, out, scale, align_corners, str(x.dtype).replace("float16", "float32"))
+    view = [1] * 4
+    view[axis] = out
+    from .indexing import index_select  # (indexing imports this module's neighbours)
+    total = None
+    for idx, w in zip(index, weights):
+        term = index_select(x, axis, _as_tensor(idx)) * _as_tensor(w.astype(str(x.dtype)).reshape(view))
+        total = term if total is None else total + term
+    return total
 
 
 @grad_rule("interpolate")

@@ -26,6 +26,7 @@ def interp(**kw):
 
 
 F32 = dict(rtol=1e-5, atol=1e-6)
+_TAPS = "bicubic taps (and area with scale_factor) are computed from the input size when the program is built"
 
 TORCH_CASES = [
     Case("nearest_scale2", interp(scale_factor=2), r32(2, 3, 3, 4), **F32),
@@ -48,6 +49,18 @@ TORCH_CASES = [
     Case("linear_1d", interp(scale_factor=2.5, mode="linear"), r32(2, 3, 6), **F32),
     Case("linear_1d_align", interp(size=9, mode="linear", align_corners=True), r32(2, 3, 4), **F32),
     Case("trilinear", interp(scale_factor=2, mode="trilinear"), r32(1, 2, 2, 3, 2), **F32),
+    Case("bicubic_size_up", interp(size=(9, 11), mode="bicubic"), r32(2, 3, 4, 5), **F32, dynamic=_TAPS),
+    Case("bicubic_align_corners", interp(size=(7, 4), mode="bicubic", align_corners=True), r32(1, 2, 5, 6), **F32, dynamic=_TAPS),
+    Case("bicubic_scale_down", interp(scale_factor=0.6, mode="bicubic"), r32(1, 2, 9, 8), **F32, dynamic=_TAPS),
+    Case("bicubic_scale_3_float64", interp(scale_factor=3.0, mode="bicubic"), rn(1, 2, 3, 4), rtol=1e-12, atol=1e-12,
+         dynamic=_TAPS),
+    Case("bicubic_one_pixel_rows", interp(size=(3, 5), mode="bicubic"), r32(1, 1, 1, 2), **F32, dynamic=_TAPS),
+    Case("area_size", interp(size=(3, 4), mode="area"), r32(2, 3, 7, 9), **F32),
+    Case("area_scale", interp(scale_factor=0.5, mode="area"), r32(1, 2, 6, 5), **F32, dynamic=_TAPS),
+    Case("area_1d_and_3d", lambda t, x, v: (t.nn.functional.interpolate(x, size=4, mode="area"),
+                                            t.nn.functional.interpolate(v, size=(2, 3, 2), mode="area")),
+         r32(2, 3, 9), r32(1, 2, 4, 5, 3), **F32, dynamic="adaptive_avg_pool3d needs its sizes when the program is built"),
+    Case("Upsample_bicubic", lambda t, x: t.nn.Upsample(scale_factor=2, mode="bicubic")(x), r32(1, 2, 3, 3), **F32, dynamic=_TAPS),
     Case("Upsample_nearest", lambda t, x: t.nn.Upsample(scale_factor=2)(x), r32(2, 3, 2, 3), **F32),
     Case("Upsample_bilinear", lambda t, x: t.nn.Upsample(size=(5, 4), mode="bilinear", align_corners=True)(x),
          r32(2, 3, 2, 3), **F32),
@@ -86,8 +99,12 @@ def test_reprs_are_pytorchs():
     (lambda: nn.functional.interpolate(d2s.zeros(1, 1, 4, 4), scale_factor=2, align_corners=True),
      "align_corners option can only be set", ValueError),
     (lambda: nn.functional.interpolate(d2s.zeros(1, 1, 4, 4)), "exactly one of size and scale_factor", ValueError),
-    (lambda: nn.functional.interpolate(d2s.zeros(1, 1, 4, 4), scale_factor=2, mode="bicubic"),
-     "mode 'bicubic' is not supported", NotImplementedError),
+    (lambda: nn.functional.interpolate(d2s.zeros(1, 1, 4, 4), scale_factor=2, mode="bicubic", antialias=True),
+     "antialias=True is not supported", NotImplementedError),
+    (lambda: nn.functional.interpolate(d2s.zeros(1, 1, 4), scale_factor=2, mode="bicubic"),
+     "bicubic mode needs 4D input", NotImplementedError),
+    (lambda: nn.functional.interpolate(d2s.zeros(1, 1, 4, 4), size=3, mode="area", align_corners=True),
+     "align_corners option can only be set", ValueError),
     (lambda: nn.functional.pixel_shuffle(d2s.zeros(1, 5, 2, 2), 2), "not divisible by upscale_factor", ValueError),
     (lambda: nn.functional.channel_shuffle(d2s.zeros(1, 5, 2), 3), "Got 5 channels and 3 groups", ValueError),
     (lambda: nn.functional.channel_shuffle(d2s.zeros(2, 6), 3), "expects input with > 2 dims", ValueError),
