@@ -288,3 +288,20 @@ _.set_backoff_factor  # GradScaler.set_backoff_factor: PyTorch's public method, 
 _.get_growth_interval  # GradScaler.get_growth_interval: PyTorch's public method, called by training scripts
 _.set_growth_interval  # GradScaler.set_growth_interval: PyTorch's public method, called by training scripts
 _.is_enabled  # GradScaler.is_enabled: PyTorch's public method, called by training scripts
+_.get_autocast_cpu_dtype  # torch's autocast queries, exported by name (d2s.amp's lazy table): PyTorch scripts call them
+_.get_autocast_gpu_dtype  # (same)
+_.get_autocast_xla_dtype  # (same)
+_.is_autocast_cpu_enabled  # (same)
+_.is_autocast_xla_enabled  # (same)
+_.is_autocast_cache_enabled  # (same)
+_.clear_autocast_cache  # (same)
+_.autocast_increment_nesting  # (same)
+_.autocast_decrement_nesting  # (same)
+
+# public torch.nn.functional names reached through the lazy name tables (d2s.nn.functional, d2s.*)
+_.rrelu_  # F.rrelu_
+_.gumbel_softmax  # F.gumbel_softmax
+_.grid_sample  # F.grid_sample
+_.affine_grid  # F.affine_grid
+_.lp_pool3d  # F.lp_pool3d
+_.pdist  # torch.pdist / F.pdist

@@ -229,7 +229,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         out = sums / float(divisor_override)
     else:
         counts = np.ones([1, 1, 1], np.float64)
-        for a, (s, (pl, pr), p, k, st, o) in enumerate(zip(sizes, pads, _triple(padding, "padding", "avg_pool3d"),
+        for a, (s, _, p, k, st, o) in enumerate(zip(sizes, pads, _triple(padding, "padding", "avg_pool3d"),
                                                            kernel, stride, outs)):
             # per output position along this dim: the window's length inside the input (+ its padding)
             starts = np.arange(o) * st - p

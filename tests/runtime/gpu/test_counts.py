@@ -60,7 +60,8 @@ def _rnn_early_exit(params, xs, h0):
 
 
 def _program(fn, *args):
-    """The program the graph tier captures (after the executor's passes)."""
+    """The program the graph tier captures (after the executor's passes, with the reassociating
+    ones: the loop's weight gradients read their stacks whole, ``stack_rows``, after the loop)."""
     seen = []
     import d2s_runtime.gpu.capture as capture
     orig = capture.Capture.__init__
@@ -70,12 +71,14 @@ def _program(fn, *args):
         orig(self, program, *a, **k)
 
     capture.Capture.__init__ = spy
+    reassociate, d2s.jit.config.reassociate = d2s.jit.config.reassociate, True
     try:
         f = d2s.jit.to_static(d2s.func.value_and_grad(fn), backend="graph")
         for _ in range(2):
             f(*args)
     finally:
         capture.Capture.__init__ = orig
+        d2s.jit.config.reassociate = reassociate
     return seen[-1].clone()  # (the tests below edit it; the cached one stays as it is)
 
 
@@ -158,8 +161,10 @@ def test_affine_bounds_use_only_what_is_known():
     assert (Aff(0, {u: 1}) - Aff(0, {u: 1})).is_const()
 
 
+@pytest.mark.parametrize("reassociate", [False, True])
 @pytest.mark.parametrize("fn", [_rnn_to_the_end, _rnn_early_exit])
-def test_a_proven_while_gradient_replays_with_no_check_and_matches_python(fn):
+def test_a_proven_while_gradient_replays_with_no_check_and_matches_python(fn, reassociate, monkeypatch):
+    monkeypatch.setattr(d2s.jit.config, "reassociate", reassociate)
     g = d2s.jit.to_static(d2s.func.value_and_grad(fn), backend="graph")
     p = d2s.jit.to_static(d2s.func.value_and_grad(fn))
     params = _params()
@@ -175,7 +180,7 @@ def test_a_proven_while_gradient_replays_with_no_check_and_matches_python(fn):
         np.testing.assert_allclose(to_host(value._data), to_host(want_value._data), rtol=1e-5)
         for a, b in zip(grads, want_grads):
             np.testing.assert_allclose(to_host(a._data), to_host(b._data), rtol=1e-5, atol=1e-6)
-        if fn is _rnn_to_the_end:
+        if fn is _rnn_to_the_end or not reassociate:  # (by default no stack is read whole)
             assert kinds == []
         else:  # the stacks read whole hold as many rows as steps ran: checked on the device
             assert "int" in kinds
