@@ -17,6 +17,8 @@ run the same architecture):
   224x224.
 
 Columns: ``d2s eager``; ``d2s static`` (``d2s.jit.to_static(model)``, the Python backend);
+``d2s reassoc`` (the same with ``d2s.jit.config.reassociate = True``: a loop's weight gradients
+as one product after it, results no longer equal to eager's to the bit);
 ``d2s native`` (``to_static(model, backend="native")`` once its background compiles are done,
 ``--native-wait`` seconds at most: the programs that lower run natively, the others on the
 Python backend; what ran where is printed under the table); ``torch`` (eager, CPU); for the
@@ -85,8 +87,8 @@ WORKLOADS = {
     "lstm": (W.lstm_lm, W.lstm_data, "sgd-inside", "2-layer LSTM LM 256, batch 16, sequence 64, SGD step"),
     "mobilenet": (W.mobilenet_v2, W.mobilenet_data, "inference", "MobileNetV2 inference, batch 1, 224x224"),
 }
-COLUMNS = ("d2s eager", "d2s static", "d2s native", "torch", "jax")
-ORDER = ("torch", "d2s eager", "d2s static", "d2s native", "jax")  # the order the columns are built and stepped in
+COLUMNS = ("d2s eager", "d2s static", "d2s reassoc", "d2s native", "torch", "jax")
+ORDER = ("torch", "d2s eager", "d2s static", "d2s reassoc", "d2s native", "jax")  # the order the columns are built and stepped in
 
 # --tiny: the same architectures at sizes that only check that every column runs and agrees
 TINY = {
@@ -179,7 +181,24 @@ def build_column(name, column, state, native_wait, tiny=False):
         step = _inference_step(lib, model, _lib_args(lib, arrays))
     else:
         step = _train_step(lib, kind, model, model, _lib_args(lib, arrays))
+    if column == "d2s reassoc":
+        step = _reassociating(step)
     return _NativeStep(step, model, native_wait) if column == "d2s native" else step
+
+
+def _reassociating(step):
+    """``step`` with ``d2s.jit.config.reassociate`` on while it runs (programs are optimized at
+    their second call, so the setting must hold then, also with every column in one process)."""
+    import d2s
+
+    def run(*args):
+        d2s.jit.config.reassociate = True
+        try:
+            return step(*args)
+        finally:
+            d2s.jit.config.reassociate = False
+
+    return run
 
 
 class _NativeStep:

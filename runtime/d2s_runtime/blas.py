@@ -9,7 +9,11 @@ the other processes want. Measured on this project's 2-core machine: a loop of s
 training step of ``benchmarks/bench_models.py`` took 14.3 s instead of 0.38 s beside a
 DataLoader with 2 workers.
 
-So :func:`matmul` (what the ``matmul`` kernel and generated code call on numpy) asks
+A loop of small products (an RNN's steps) runs on one thread (:func:`enter_loop`, called by
+generated code around such a loop): handing each product to a second thread cost more than it
+saved at these sizes (a 2-layer LSTM step: 101 ms on 2 cores with the loops on one thread,
+164 ms without). Elsewhere :func:`matmul` (what the ``matmul`` kernel and generated code call
+on numpy) asks
 ``threads.free`` how many threads the machine has free (a look at ``/proc/stat`` at most every
 0.1 s, else a clock read) and, when that is fewer than numpy's BLAS has, computes the product on
 that many, restoring the count after it.
@@ -21,7 +25,8 @@ between 1 and 2 threads unless ``k % 32`` is 0 or 31 (float64: above 384), e.g.
 ``(4, 500) @ (500, 2000)``, whatever ``m`` and ``n``. Eager and converted code must give the same
 bits, whatever the load when each runs. So a product's thread count is lowered only when
 :func:`alike` found that its shape, dtype and layout compute alike on one thread and on the
-process's count: it computes the product once on each, on fixed random operands, and remembers
+process's count (for a loop: every product, in either layout of each operand): it computes the
+product once on each, on fixed random operands, and remembers
 the answer (a different blocking of the sum changes many of the thousands of elements of such a
 product; operands of the same shape are split the same way whatever their values). The first
 product of each shape pays for two more products; every later one, a dict lookup.
@@ -36,9 +41,11 @@ Linux), :func:`matmul` is ``np.matmul``. ``enabled = False`` turns governing off
 import numpy as np
 
 from . import forksafe, threads as _threads
+from .ops import OPS
 
 enabled = True
 SMALL = 1 << 16  # multiply-adds below which OpenBLAS uses one thread anyway: never governed
+SMALL_PRODUCT = 1 << 23  # multiply-adds up to which a loop's product counts as small (enter_loop)
 
 _lock = forksafe.Lock()
 _depth = [0]
@@ -178,6 +185,58 @@ def matmul(a, b, out=None):
                 finally:
                     leave()
     return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+
+
+def small_products(ops, type_of):
+    """``(a shape, b shape, dtype)`` of every matrix product inside the loops among ``ops`` (a
+    structured op whose layout repeats a block: ``while``, ``scan``) when there is one and all
+    have sizes known to be at most ``SMALL_PRODUCT`` multiply-adds, else None; ``type_of(name)``
+    gives a var's TensorType (or None)."""
+    found = []
+    stack = [b for op in ops if _is_loop(op) for b in op.blocks.values()]
+    while stack:
+        block = stack.pop()
+        for sub in block.ops:
+            stack.extend(sub.blocks.values())
+            opdef = OPS.get(sub.type)
+            if opdef is None or opdef.ufunc != "matmul":
+                continue
+            ta, tb = (type_of(n) for n in sub.inputs[:2])
+            if ta is None or tb is None or None in ta.shape or None in tb.shape or ta.dtype != tb.dtype:
+                return None
+            size = 1
+            for d in ta.shape:
+                size *= d
+            if size * (tb.shape[-1] if len(tb.shape) >= 2 else 1) > SMALL_PRODUCT:
+                return None
+            found.append((tuple(ta.shape[-2:]), tuple(tb.shape[-2:]), np.dtype(ta.dtype).str))
+    return tuple(sorted(set(found))) or None
+
+
+def _is_loop(op):
+    opdef = OPS.get(op.type)
+    return opdef is not None and opdef.structured and opdef.layout.repeats
+
+
+def enter_loop(products):
+    """Run a loop of small ``products`` (``small_products``) on one BLAS thread when each gives
+    the same bits on one thread as on numpy's count, in either layout of each operand: an RNN's
+    step products then skip the hand-over to a second thread (which cost more than it saved at
+    these sizes, and stalled 6-10x on a busy machine). Returns whether it entered (the caller
+    then calls :func:`leave`)."""
+    api = _functions()
+    if not enabled or api is None or _depth[0]:
+        return False
+    count = api[0]()
+    if count == 1:
+        return False
+    for a_shape, b_shape, dtype in products:
+        la = ("C", "F") if len(a_shape) == 2 else ("v",)
+        lb = ("C", "F") if len(b_shape) == 2 else ("v",)
+        if not all(alike(a_shape, b_shape, dtype, (x, y), count) for x in la for y in lb):
+            return False
+    enter(1)
+    return True
 
 
 def _reset_after_fork():

@@ -31,7 +31,8 @@ Small-tensor programs are dominated by per-op overhead, so the generated code al
 * binds the input of an op whose kernel returns it unchanged (its ``alias`` trait:
   ``stop_gradient``) instead of calling the kernel;
 * computes matrix products through ``blas.matmul`` (fewer BLAS threads on a busy machine, where
-  that cannot change the result).
+  that cannot change the result), and runs a loop whose products are all small on one BLAS
+  thread where that cannot change them either (``blas.enter_loop``).
 
 Values are therefore ndarrays or numpy scalars (``device='cpu'``) and always arrays of ``xp``
 (``device='gpu'``); a kernel gets 0-d inputs as arrays, and program outputs are arrays, as
@@ -250,6 +251,7 @@ class _Codegen:
         self.local = {}     # var name -> local name
         self.twin = {}      # local -> its scalar twin (0-d constants and feeds)
         self.twin_src = {}  # feed local -> expression of its scalar twin (bound at entry on demand)
+        self.blas_single = False  # emitting inside a loop that runs BLAS on one thread
         self.fixed = set()  # locals never deleted (constants read from the globals)
         self.rule_blocks = []
         self.dead_input = set()  # locals of the op being emitted that nothing reads after it
@@ -585,11 +587,38 @@ class _Codegen:
         self.emit(indent, f"if type({out}) is not _nd: {out} = _asarray({out})", info)
 
     def emit_structured(self, op, opdef, indent, info):
-        """A structured op through its ``"codegen"`` lowering, else through its ``"run"`` rule."""
+        """A structured op through its ``"codegen"`` lowering (a loop of small products with
+        BLAS on one thread where that keeps their bits, see blas.py, restored after it), else
+        through its ``"run"`` rule."""
         hook = opdef.lowering(CODEGEN_LOWERING) if opdef is not None and opdef.structured else None
         if hook is None or not opdef.layout.well_formed(op):
             return self.emit_rule(op, opdef, indent, info)
-        return hook(self, op, indent, info)
+        products = self.small_products(op) if opdef.layout.repeats else None
+        if not products:
+            return hook(self, op, indent, info)
+        self.blas_single = True
+        flag = self.fresh()
+        self.emit(indent, f"{flag} = {self.g_blas('enter_loop')}({self.glob('a', products)})", info)
+        self.emit(indent, "try:", info)
+        try:
+            hook(self, op, indent + 1, info)
+        finally:
+            self.blas_single = False
+        self.emit(indent, "finally:", info)
+        self.emit(indent + 1, f"if {flag}: {self.g_blas('leave')}()", info)
+
+    def g_blas(self, name):
+        key = "_blas_" + name  # a fixed prefix plus one of two function names of blas.py
+        if key not in self.g:
+            self.g[key] = getattr(blas, name)
+        return key
+
+    def small_products(self, op):
+        """The ``(a shape, b shape, dtype)`` of every product of loop ``op`` (numpy) when all are
+        small (``blas.small_products``) and it is not inside such a loop already, else None."""
+        if not self.numpy or self.blas_single or not blas.enabled:
+            return None
+        return blas.small_products([op], self.types.get)
 
     def g_ufunc(self, name):
         key = "u_" + name  # a fixed prefix plus a ufunc name from this runtime's op registry

@@ -29,7 +29,9 @@ import time
 from . import forksafe
 
 INTERVAL = 0.1   # seconds between two looks at the machine
-SLACK = 0.25     # cores: a thread is added back once the others leave 3/4 of a core free
+SLACK = 0.5      # cores: a thread is added back once the others leave more than half a core free; less
+                 # slack took a thread from a step whenever another process's idle BLAS threads had
+                 # just spun (benchmarks/bench_models.py: ResNet-18 133 ms, 127 with this)
 enabled = os.environ.get("D2S_GOVERN_THREADS", "1").strip() not in ("0", "false", "no", "off")
 
 _lock = forksafe.Lock()

@@ -166,6 +166,40 @@ def test_converted_loops_of_products_equal_eager_on_every_call(two_threads, monk
     assert blas.threads() == 2
 
 
+def _small_loop(h, w, n):
+    i = d2s.zeros([], dtype="int64")
+    while i < n:
+        h = d2s.tanh(h @ w)[:, :h.shape[1]]
+        i = i + 1
+    return h
+
+
+@pytest.mark.parametrize("k,one_thread", [(256, True), (500, False)])
+def test_a_loop_of_small_products_runs_on_one_thread_where_that_keeps_their_bits(two_threads, monkeypatch, k,
+                                                                                    one_thread):
+    """k = 500: OpenBLAS sums a (4, 500) @ (500, 2000) product in another order on one thread
+    (on this project's machine), so that loop keeps the process's count."""
+    seen = []
+    real_enter = blas.enter
+
+    def enter(n=1):
+        real_enter(n)
+        seen.append(blas.threads())
+
+    monkeypatch.setattr(blas, "enter", enter)
+    rng = np.random.default_rng(0)
+    h = d2s.tensor(rng.standard_normal((4, k)).astype("float32"))
+    w = d2s.tensor((rng.standard_normal((k, 2000)) * 0.05).astype("float32"))
+    f = d2s.jit.to_static(_small_loop)
+    for n in (0, 3, 3, 5):
+        np.testing.assert_array_equal(f(h, w, d2s.tensor(n)).numpy(), _small_loop(h, w, d2s.tensor(n)).numpy())
+    truth = np.array_equal(_on(1, h.numpy(), w.numpy()), _on(2, h.numpy(), w.numpy()))
+    if one_thread and not truth or not one_thread and truth:
+        pytest.skip("this machine's OpenBLAS blocks these products otherwise")
+    assert (seen != []) == one_thread and set(seen) <= {1}
+    assert blas.threads() == 2
+
+
 def test_generated_code_lowers_the_count_for_a_product_that_computes_alike(busy):
     def f(x, w):
         return (x @ w).sum()

@@ -12,7 +12,7 @@ def test_one_busy_process_on_two_cores_leaves_one_thread():
     assert threads.choose(1.0, ceiling=2, ncpu=2) == 1
     assert threads.choose(0.0, ceiling=2, ncpu=2) == 2
     assert threads.choose(0.1, ceiling=2, ncpu=2) == 2
-    assert threads.choose(0.6, ceiling=2, ncpu=2) == 1   # a thread comes back only with 3/4 of a core free
+    assert threads.choose(0.6, ceiling=2, ncpu=2) == 1   # a thread comes back only with more than half a core free
     assert threads.choose(5.0, ceiling=2, ncpu=2) == 1   # never fewer than one
     assert threads.choose(0.0, ceiling=4, ncpu=16) == 4  # never more than the library had
     assert threads.choose(13.0, ceiling=8, ncpu=16) == 3
