@@ -29,8 +29,6 @@ import time
 from . import forksafe
 
 INTERVAL = 0.1   # seconds between two looks at the machine
-STALE = 0.5      # seconds: a look older than this starts a new measure (the first products after a
-                 # pause run on the full count for up to INTERVAL)
 SLACK = 0.5      # cores: a thread is added back once the others leave more than half a core free; less
                  # slack took a thread from a step whenever another process's idle BLAS threads had
                  # just spun (benchmarks/bench_models.py: ResNet-18 133 ms, 127 with this)
@@ -98,12 +96,7 @@ def _look():
             return False
         look = (now, busy, time.process_time())
         previous, _state["look"] = _state["look"], look
-        if previous is not None and now - previous[0] > STALE:
-            # after a pause the average over it says what others did while this process slept
-            # (in bench_models.py: the other columns' steps and their BLAS threads spinning
-            # after them), not what they do now: unknown until the next look
-            _state["others"] = None
-        elif previous is not None:
+        if previous is not None:
             _state["others"] = others_busy(previous, look)
         return True
 

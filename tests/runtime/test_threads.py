@@ -69,17 +69,6 @@ def test_free_gives_the_ceiling_until_two_looks_then_what_the_others_leave(monke
     assert threads.free(2) == 2
 
 
-def test_after_a_pause_the_others_are_unknown_until_the_next_look(monkeypatch, fresh):
-    clock = _fake_machine(monkeypatch, 1.0)
-    threads.free(2)
-    clock["t"] += threads.INTERVAL
-    assert threads.free(2) == 1
-    clock["t"] += 2 * threads.STALE  # this process slept: what the others did meanwhile is past
-    assert threads.free(2) == 2
-    clock["t"] += threads.INTERVAL
-    assert threads.free(2) == 1  # measured again over the last interval
-
-
 def test_disabled_or_without_proc_stat_it_does_nothing(monkeypatch, fresh):
     calls = []
     threads.register(lambda: 2, calls.append)
