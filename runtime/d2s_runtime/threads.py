@@ -12,7 +12,9 @@ thread take the next piece of work, went from 2.90 to 3.3-3.4 ms.
 So before a native program that computes products runs, :func:`govern` looks at the machine
 (at most every ``INTERVAL`` seconds, else it costs one clock read): the CPU time all processes
 spent since its last look (``/proc/stat``) minus this process's own is what the other processes
-used, in cores; the products then run on ``floor(cores - others + SLACK)`` threads, at least
+used, in cores (after a pause of more than ``STALE`` seconds: the threads runnable at that
+instant, ``procs_running``, this one aside); the products then run on
+``floor(cores - others + SLACK)`` threads, at least
 one and at most the count MKL had when first asked (``MKL_NUM_THREADS``/``OMP_NUM_THREADS``).
 With one busy process beside it on 2 cores a step runs on one thread, which has a core to
 itself, and slows by about the CPU share it lost; on an idle machine nothing changes.
@@ -29,6 +31,7 @@ import time
 from . import forksafe
 
 INTERVAL = 0.1   # seconds between two looks at the machine
+STALE = 0.5      # seconds: after a longer pause the others are counted as the threads runnable now
 SLACK = 0.5      # cores: a thread is added back once the others leave more than half a core free; less
                  # slack took a thread from a step whenever another process's idle BLAS threads had
                  # just spun (benchmarks/bench_models.py: ResNet-18 133 ms, 127 with this)
@@ -51,6 +54,19 @@ def _machine_cpu():
         return None
     ticks = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
     return (sum(ticks) - ticks[3] - ticks[4]) / _TICK
+
+
+def _running_now():
+    """Threads of the whole machine runnable at this instant (``procs_running`` in ``/proc/stat``,
+    the calling one included), or None."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            for line in f:
+                if line.startswith(b"procs_running "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def cores():
@@ -96,7 +112,13 @@ def _look():
             return False
         look = (now, busy, time.process_time())
         previous, _state["look"] = _state["look"], look
-        if previous is not None:
+        if previous is not None and now - previous[0] > STALE:
+            # after a pause, the average over it says what the others did while this process
+            # waited (in bench_models.py: the other columns' steps), not what they do now: count
+            # the threads runnable at this instant instead (this one aside)
+            running = _running_now()
+            _state["others"] = others_busy(previous, look) if running is None else max(0, running - 1)
+        elif previous is not None:
             _state["others"] = others_busy(previous, look)
         return True
 

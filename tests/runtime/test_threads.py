@@ -69,6 +69,23 @@ def test_free_gives_the_ceiling_until_two_looks_then_what_the_others_leave(monke
     assert threads.free(2) == 2
 
 
+def test_after_a_pause_the_others_are_the_threads_runnable_now(monkeypatch, fresh):
+    """A look long after the last one: the average over the pause would count what other
+    processes did while this one waited (bench_models.py's other columns), so the threads
+    runnable at that instant count instead."""
+    clock = _fake_machine(monkeypatch, 1.0)
+    running = {"n": 1}
+    monkeypatch.setattr(threads, "_running_now", lambda: running["n"])
+    threads.free(2)
+    clock["t"] += threads.INTERVAL
+    assert threads.free(2) == 1  # the others' average: one core
+    clock["t"] += 2 * threads.STALE
+    assert threads.free(2) == 2  # only this thread runnable now
+    running["n"] = 3
+    clock["t"] += 2 * threads.STALE
+    assert threads.free(2) == 1  # two other threads runnable now
+
+
 def test_disabled_or_without_proc_stat_it_does_nothing(monkeypatch, fresh):
     calls = []
     threads.register(lambda: 2, calls.append)
