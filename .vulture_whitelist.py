@@ -305,3 +305,6 @@ _.grid_sample  # F.grid_sample
 _.affine_grid  # F.affine_grid
 _.lp_pool3d  # F.lp_pool3d
 _.pdist  # torch.pdist / F.pdist
+
+# runtime/d2s_runtime/blas.py
+_.enter_loop  # called by generated code around a loop of small products, looked up by name (codegen.g_blas)

@@ -289,8 +289,14 @@ def _area_or_bicubic(x, nsp, size, scale_factor, mode, align_corners, recompute_
             return adaptive_avg_pool1d(x, out[0])
         if nsp == 2:
             return adaptive_avg_pool2d(x, out)
-        from ..nn._f_volume import adaptive_avg_pool3d  # (a layer module; imported when first used)
-        return adaptive_avg_pool3d(x, out)
+        # a box's mean is the mean over depth of its (height, width) means: two 2-d poolings
+        n, c, d = shape[:3]
+        if None in (n, c, d):
+            raise ValueError(f"interpolate: mode 'area' on a 5-d input needs its sizes known when the program is "
+                             f"built, got shape {tuple(shape)}")
+        hw = adaptive_avg_pool2d(x.reshape([n, c * d] + in_sizes[1:]), out[1:])
+        return adaptive_avg_pool2d(hw.reshape([n, c, d, out[1] * out[2]]), [out[0], out[1] * out[2]]).reshape(
+            [n, c] + out)
     if str(x.dtype) not in ("float16", "float32", "float64"):
         raise NotImplementedError(f"interpolate: bicubic needs a floating point input, got {x.dtype}")
     for axis in (3, 2):  # the width first, then the height, as PyTorch's kernel nests them

@@ -41,7 +41,6 @@ Linux), :func:`matmul` is ``np.matmul``. ``enabled = False`` turns governing off
 import numpy as np
 
 from . import forksafe, threads as _threads
-from .ops import OPS
 
 enabled = True
 SMALL = 1 << 16  # multiply-adds below which OpenBLAS uses one thread anyway: never governed
@@ -187,39 +186,8 @@ def matmul(a, b, out=None):
     return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
 
 
-def small_products(ops, type_of):
-    """``(a shape, b shape, dtype)`` of every matrix product inside the loops among ``ops`` (a
-    structured op whose layout repeats a block: ``while``, ``scan``) when there is one and all
-    have sizes known to be at most ``SMALL_PRODUCT`` multiply-adds, else None; ``type_of(name)``
-    gives a var's TensorType (or None)."""
-    found = []
-    stack = [b for op in ops if _is_loop(op) for b in op.blocks.values()]
-    while stack:
-        block = stack.pop()
-        for sub in block.ops:
-            stack.extend(sub.blocks.values())
-            opdef = OPS.get(sub.type)
-            if opdef is None or opdef.ufunc != "matmul":
-                continue
-            ta, tb = (type_of(n) for n in sub.inputs[:2])
-            if ta is None or tb is None or None in ta.shape or None in tb.shape or ta.dtype != tb.dtype:
-                return None
-            size = 1
-            for d in ta.shape:
-                size *= d
-            if size * (tb.shape[-1] if len(tb.shape) >= 2 else 1) > SMALL_PRODUCT:
-                return None
-            found.append((tuple(ta.shape[-2:]), tuple(tb.shape[-2:]), np.dtype(ta.dtype).str))
-    return tuple(sorted(set(found))) or None
-
-
-def _is_loop(op):
-    opdef = OPS.get(op.type)
-    return opdef is not None and opdef.structured and opdef.layout.repeats
-
-
 def enter_loop(products):
-    """Run a loop of small ``products`` (``small_products``) on one BLAS thread when each gives
+    """Run a loop of small ``products`` (codegen's ``small_products``) on one BLAS thread when each gives
     the same bits on one thread as on numpy's count, in either layout of each operand: an RNN's
     step products then skip the hand-over to a second thread (which cost more than it saved at
     these sizes, and stalled 6-10x on a busy machine). Returns whether it entered (the caller

@@ -194,6 +194,37 @@ class CompiledProgram:
         return self.lines.get(found.tb_lineno), found.tb_frame.f_locals
 
 
+def small_products(ops, type_of):
+    """``(a shape, b shape, dtype)`` of every matrix product inside the loops among ``ops`` (a
+    structured op whose layout repeats a block: ``while``, ``scan``) when there is one and all
+    have sizes known to be at most ``blas.SMALL_PRODUCT`` multiply-adds, else None; ``type_of(name)``
+    gives a var's TensorType (or None)."""
+    found = []
+    stack = [b for op in ops if _is_loop(op) for b in op.blocks.values()]
+    while stack:
+        block = stack.pop()
+        for sub in block.ops:
+            stack.extend(sub.blocks.values())
+            opdef = OPS.get(sub.type)
+            if opdef is None or opdef.ufunc != "matmul":
+                continue
+            ta, tb = (type_of(n) for n in sub.inputs[:2])
+            if ta is None or tb is None or None in ta.shape or None in tb.shape or ta.dtype != tb.dtype:
+                return None
+            size = 1
+            for d in ta.shape:
+                size *= d
+            if size * (tb.shape[-1] if len(tb.shape) >= 2 else 1) > blas.SMALL_PRODUCT:
+                return None
+            found.append((tuple(ta.shape[-2:]), tuple(tb.shape[-2:]), np.dtype(ta.dtype).str))
+    return tuple(sorted(set(found))) or None
+
+
+def _is_loop(op):
+    opdef = OPS.get(op.type)
+    return opdef is not None and opdef.structured and opdef.layout.repeats
+
+
 def numpy_ufunc(name):
     """What generated numpy code calls for ufunc ``name``: numpy's, but matrix products go
     through ``blas.matmul`` (the kernel's own call: eager and converted products alike)."""
@@ -615,10 +646,10 @@ class _Codegen:
 
     def small_products(self, op):
         """The ``(a shape, b shape, dtype)`` of every product of loop ``op`` (numpy) when all are
-        small (``blas.small_products``) and it is not inside such a loop already, else None."""
+        small (``small_products``) and it is not inside such a loop already, else None."""
         if not self.numpy or self.blas_single or not blas.enabled:
             return None
-        return blas.small_products([op], self.types.get)
+        return small_products([op], self.types.get)
 
     def g_ufunc(self, name):
         key = "u_" + name  # a fixed prefix plus a ufunc name from this runtime's op registry
