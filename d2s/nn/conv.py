@@ -92,6 +92,10 @@ class _ConvNd(Module):
                 pads += [p, p]
         return pads
 
+    def forward(self, input):
+        x, padding = self._conv_input(input)
+        return self._function(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
     def _conv_input(self, x):
         """(input, padding for the convolution): a non-zeros padding_mode pads with F.pad first."""
         if self.padding_mode == "zeros":
@@ -126,9 +130,7 @@ class Conv1d(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, device=device, dtype=dtype)
 
-    def forward(self, input):
-        x, padding = self._conv_input(input)
-        return F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+    _function = staticmethod(F.conv1d)
 
 
 class Conv2d(_ConvNd):
@@ -146,9 +148,7 @@ class Conv2d(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, device=device, dtype=dtype)
 
-    def forward(self, input):
-        x, padding = self._conv_input(input)
-        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+    _function = staticmethod(F.conv2d)
 
 
 class Conv3d(_ConvNd):
@@ -162,13 +162,15 @@ class Conv3d(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, device=device, dtype=dtype)
 
-    def forward(self, input):
-        x, padding = self._conv_input(input)
-        return F.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+    _function = staticmethod(F.conv3d)
 
 
 class _ConvTransposeNd(_ConvNd):
     _transposed = True
+
+    def forward(self, input, output_size=None):
+        return self._function(input, self.weight, self.bias, self.stride, self.padding,
+                              self._output_padding(input, output_size), self.groups, self.dilation)
 
     def _output_padding(self, x, output_size):
         """PyTorch's output_padding for a requested ``output_size`` (else the layer's own)."""
@@ -203,9 +205,7 @@ class ConvTranspose1d(_ConvTransposeNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, output_padding, device=device, dtype=dtype)
 
-    def forward(self, input, output_size=None):
-        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self._output_padding(input, output_size), self.groups, self.dilation)
+    _function = staticmethod(F.conv_transpose1d)
 
 
 class ConvTranspose2d(_ConvTransposeNd):
@@ -219,9 +219,7 @@ class ConvTranspose2d(_ConvTransposeNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, output_padding, device=device, dtype=dtype)
 
-    def forward(self, input, output_size=None):
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self._output_padding(input, output_size), self.groups, self.dilation)
+    _function = staticmethod(F.conv_transpose2d)
 
 
 class ConvTranspose3d(_ConvTransposeNd):
@@ -236,9 +234,7 @@ class ConvTranspose3d(_ConvTransposeNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, output_padding, device=device, dtype=dtype)
 
-    def forward(self, input, output_size=None):
-        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self._output_padding(input, output_size), self.groups, self.dilation)
+    _function = staticmethod(F.conv_transpose3d)
 
 
 class Unfold(Module):
