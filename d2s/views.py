@@ -286,7 +286,8 @@ def _fake_view(x, step):
                     if not (getattr(type(j), "_d2s_weak", False) and getattr(j, "ndim", 1) == 0):
                         return None
                     key.append(0)
-            return fake[tuple(key) + (Ellipsis,)]
+            # (an Ellipsis already in the key stands for the trailing dims too: numpy refuses a second)
+            return fake[tuple(key) + (() if any(k is Ellipsis for k in key) else (Ellipsis,))]
         if name == "transpose":
             return np.transpose(fake, attrs.get("perm"))
         if name == "expand_dims":

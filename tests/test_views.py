@@ -543,3 +543,27 @@ def test_writes_through_detach_keep_the_gradients_of_eager(backend):
         np.testing.assert_allclose(xs.grad.numpy(), xe.grad.numpy(), rtol=1e-12)
         np.testing.assert_allclose(static.w.grad.numpy(), eager.w.grad.numpy(), rtol=1e-6)
         assert xs.grad.numpy().any()  # (the gradient through the written activations is not lost)
+
+
+def _ellipsis_views(x, z):
+    y = x * 1.0
+    w = y[..., 0]
+    w.div_(2.0)
+    y[0, ...].add_(z[0])
+    v = y[..., 1:]
+    if z.sum() > 0:
+        v.mul_(3.0)
+    return y, v
+
+
+def test_writes_through_ellipsis_views_reach_the_base_in_converted_code():
+    """``y[..., 0]`` in a program: the view's layout was computed with a second Ellipsis, which
+    numpy refuses, so the program took the view for a copy and dropped the write (a fuzzer of
+    in-place ops on views, converted against eager, found it)."""
+    static = d2s.jit.to_static(_ellipsis_views)
+    rng = np.random.default_rng(0)
+    for sign in (1.0, -1.0, 1.0):  # both branches; the third call runs the optimized program
+        x = d2s.tensor(rng.standard_normal((3, 4)).astype("float32"))
+        z = d2s.tensor((sign * np.abs(rng.standard_normal((3, 4)))).astype("float32"))
+        for got, want in zip(static(x, z), _ellipsis_views(x, z)):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
