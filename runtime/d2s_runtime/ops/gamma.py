@@ -1,8 +1,8 @@
 """The log-gamma function and its derivatives (``lgamma``, ``digamma``, ``polygamma``), the
 integer ``gcd``/``lcm`` and ``signbit``, with PyTorch's values at the poles.
 
-``lgamma`` is computed in float64 on any array namespace ``xp`` (float32 inputs rounded once at
-the end): Lanczos' series (g = 7, 9 terms; about 1e-15 relative in Gamma) for ``x >= 1/2``,
+``lgamma`` is C's ``lgamma`` on numpy (as PyTorch's CPU kernel), in float64 (float32 inputs
+rounded once at the end); on other array namespaces ``xp``, Lanczos' series (g = 7, 9 terms; about 1e-15 relative in Gamma) for ``x >= 1/2``,
 Euler's reflection ``log(pi / |sin(pi x)|) - lgamma(1 - x)`` below, Stirling's series above
 ``x = 1e6`` (where Lanczos' ``(x + g + 1/2) log(...)`` term would be rounded twice); +inf at
 0 and the negative integers, as PyTorch's.
@@ -51,8 +51,23 @@ def _lgamma_pos(xp, x):
     return xp.where(x > 1e6, big, small)
 
 
+def _libm_lgamma(v):
+    try:
+        return math.lgamma(v)
+    except (ValueError, OverflowError):  # a pole, or beyond the float range: PyTorch's +inf
+        return math.inf
+
+
+_LIBM_LGAMMA = np.frompyfunc(_libm_lgamma, 1, 1)
+
+
 def lgamma(xp, x):
     """``log|Gamma(x)|``, +inf at the poles."""
+    if xp is np:
+        # C's lgamma, which PyTorch's CPU kernel calls: the series below is 1e-15 off in absolute
+        # terms, so lgamma(1) and lgamma(2) were -8.9e-16 instead of 0, and its argument
+        # reduction sent x = -1e-30 to the pole (+inf instead of 69.08)
+        return np.asarray(_LIBM_LGAMMA(_as_float64(x)), dtype=np.float64).astype(x.dtype, copy=False)
     dt = x.dtype
     x = _as_float64(x)
     with np.errstate(all="ignore"):
