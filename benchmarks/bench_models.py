@@ -192,11 +192,11 @@ def _reassociating(step):
     import d2s
 
     def run(*args):
-        d2s.jit.config.reassociate = True
+        before, d2s.jit.config.reassociate = d2s.jit.config.reassociate, True
         try:
             return step(*args)
         finally:
-            d2s.jit.config.reassociate = False
+            d2s.jit.config.reassociate = before
 
     return run
 

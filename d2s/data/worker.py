@@ -248,7 +248,6 @@ def _fresh_process_state():
         config.backend = "python"
     # numpy's BLAS on one thread, as PyTorch's workers run torch on one: N workers with a
     # thread per core each would take the cores the training process needs
-    blas._depth[0] = 0
     blas.enter()
 
 

@@ -220,17 +220,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     """
     x = _as_tensor(input)
     nsp = len(_shape(x)) - 2
-    if mode in ("area", "bicubic"):
-        return _area_or_bicubic(x, nsp, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
-    if mode not in _MODES:
+    if mode not in _MODES and mode not in _COMPOSED:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported; use one of "
-                                  f"{sorted(_MODES) + ['area', 'bicubic']}")
+                                  f"{sorted(_MODES) + sorted(_COMPOSED)}")
     if nsp not in (1, 2, 3):
         raise ValueError(f"interpolate: expected a 3-d to 5-d input (N, C, *spatial), got shape {tuple(_shape(x))}")
     if mode in _MODE_DIMS and _MODE_DIMS[mode] != nsp:
         raise ValueError(f"interpolate: mode {mode!r} needs {_MODE_DIMS[mode] + 2}-d input, got {nsp + 2}-d "
                          f"(shape {tuple(_shape(x))})")
-    if align_corners is not None and _MODES[mode] != "linear":
+    if mode == "bicubic" and nsp != 2:
+        raise NotImplementedError(f"interpolate: got {nsp + 2}D input, but bicubic mode needs 4D input")
+    if align_corners is not None and mode != "bicubic" and _MODES.get(mode) != "linear":
         raise ValueError("interpolate: align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
     if antialias:
@@ -251,37 +251,29 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 raise ValueError("interpolate: recompute_scale_factor=True needs the input size known when the program "
                                  "is built")
             size, scales = [int(math.floor(n * s)) for n, s in zip(in_sizes, scales)], None
+    if mode in _COMPOSED:
+        return _area_or_bicubic(x, size, scales, mode, bool(align_corners))
     return apply("interpolate", x, size=size, scales=scales, mode=_MODES[mode], align_corners=bool(align_corners))
 
 
-def _area_or_bicubic(x, nsp, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias):
+_COMPOSED = ("area", "bicubic")  # modes composed of existing ops, not the interpolate op
+
+
+def _area_or_bicubic(x, size, scales, mode, align_corners):
     """``interpolate``'s ``'area'`` (PyTorch: adaptive average pooling to the output size) and
-    ``'bicubic'`` modes, as compositions of existing ops."""
+    ``'bicubic'`` modes, as compositions of existing ops; ``size`` or ``scales`` as
+    ``interpolate`` read them."""
     shape = _static_shape(x)
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported")
-    if mode == "area" and align_corners is not None:
-        raise ValueError("interpolate: align_corners option can only be set with the interpolating modes: "
-                         "linear | bilinear | bicubic | trilinear")
-    if mode == "bicubic" and nsp != 2:
-        raise NotImplementedError(f"interpolate: got {nsp + 2}D input, but bicubic mode needs 4D input")
-    if (size is None) == (scale_factor is None):
-        raise ValueError("interpolate: give exactly one of size and scale_factor")
+    nsp = len(shape) - 2
     in_sizes = list(shape[2:])
     if None in in_sizes and (mode == "bicubic" or size is None):
         raise ValueError(f"interpolate: mode {mode!r}{'' if mode == 'bicubic' else ' with scale_factor'} needs the "
                          f"spatial size known when the program is built, got shape {tuple(shape)}")
-    scales = [None] * nsp
     if size is not None:
-        out = list(_tuple(size, nsp, "size", "interpolate"))
+        out = list(size)
     else:
-        per_dim = isinstance(scale_factor, (list, tuple))
-        factors = [float(f) for f in scale_factor] if per_dim else [float(scale_factor)] * nsp
-        if len(factors) != nsp:
-            raise ValueError(f"interpolate: scale_factor needs one number or {nsp}, got {scale_factor!r}")
-        out = [int(math.floor(n * f)) for n, f in zip(in_sizes, factors)]
-        if not recompute_scale_factor:
-            scales = factors
+        out = [int(math.floor(n * f)) for n, f in zip(in_sizes, scales)]
+    scales = scales or [None] * nsp
     if min(out) <= 0:
         raise ValueError(f"interpolate: output size {out} must be positive (input {tuple(shape)})")
     if mode == "area":
@@ -300,7 +292,7 @@ def _area_or_bicubic(x, nsp, size, scale_factor, mode, align_corners, recompute_
     if str(x.dtype) not in ("float16", "float32", "float64"):
         raise NotImplementedError(f"interpolate: bicubic needs a floating point input, got {x.dtype}")
     for axis in (3, 2):  # the width first, then the height, as PyTorch's kernel nests them
-        x = _cubic_along(x, axis, in_sizes[axis - 2], out[axis - 2], scales[axis - 2], bool(align_corners))
+        x = _cubic_along(x, axis, in_sizes[axis - 2], out[axis - 2], scales[axis - 2], align_corners)
     return x
 
 

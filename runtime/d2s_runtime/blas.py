@@ -51,6 +51,7 @@ _depth = [0]
 _saved = [None]
 _api = []  # [(get, set)] once looked up; [None] where unavailable
 _alike = {}  # (a's matrix shape, b's, dtype, layouts, threads) -> bool
+_loops = {}  # (a loop's products, threads) -> whether all are alike in every layout (enter_loop)
 _MAX_SHAPES = 4096
 
 
@@ -180,9 +181,13 @@ def matmul(a, b, out=None):
             if n < count and alike(a.shape[-2:], b.shape[-2:], a.dtype.str, (_layout(a), _layout(b)), count):
                 enter(n)
                 try:
-                    return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+                    return _product(a, b, out)
                 finally:
                     leave()
+    return _product(a, b, out)
+
+
+def _product(a, b, out):
     return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
 
 
@@ -198,11 +203,16 @@ def enter_loop(products):
     count = api[0]()
     if count == 1:
         return False
-    for a_shape, b_shape, dtype in products:
-        la = ("C", "F") if len(a_shape) == 2 else ("v",)
-        lb = ("C", "F") if len(b_shape) == 2 else ("v",)
-        if not all(alike(a_shape, b_shape, dtype, (x, y), count) for x in la for y in lb):
-            return False
+    key = (products, count)
+    found = _loops.get(key)
+    if found is None:
+        found = all(alike(a_shape, b_shape, dtype, (x, y), count) for a_shape, b_shape, dtype in products
+                    for x in (("C", "F") if len(a_shape) == 2 else ("v",))
+                    for y in (("C", "F") if len(b_shape) == 2 else ("v",)))
+        if _depth[0] == 0:  # (alike says no, uncached, while another thread holds a window)
+            _loops[key] = found
+    if not found:
+        return False
     enter(1)
     return True
 
