@@ -243,12 +243,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     length depends on the data, which a program's shapes cannot."""
     A.no_extra("unique", unsupported)
     x = _as_tensor(input)
-    if x.is_symbolic:
-        raise TypeError("d2s.unique() cannot run inside a program (to_static, build_program): the number of "
-                        "distinct values is known only from the data; call it outside the converted function, "
-                        "or keep it eager with @d2s.jit.not_to_static")
-    arr = x._concrete("unique")
-    xp_arr = np.asarray(arr.get() if hasattr(arr, "get") else arr)
+    xp_arr = _eager_host_array(x, "unique", "distinct values")
     if dim is None:
         vals, inv, counts = np.unique(xp_arr.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False)
         inv = inv.reshape(xp_arr.shape)
@@ -262,6 +257,17 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     if return_counts:
         out.append(tensor(counts.astype(np.int64), device=x.device))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def _eager_host_array(x, name, counted):
+    """``x``'s values as a numpy array, for an op whose result's length depends on the data: a
+    clear error inside a program, which cannot hold such a shape."""
+    if x.is_symbolic:
+        raise TypeError(f"d2s.{name}() cannot run inside a program (to_static, build_program): the number of "
+                        f"{counted} is known only from the data; call it outside the converted function, or keep "
+                        "it eager with @d2s.jit.not_to_static")
+    arr = x._concrete(name)
+    return np.asarray(arr.get() if hasattr(arr, "get") else arr)
 
 
 @tensor_method()
@@ -281,12 +287,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         The runs' values (a tensor), or a tuple with the inverse indices and counts (int64) asked for.
     """
     x = _as_tensor(input)
-    if x.is_symbolic:
-        raise TypeError("d2s.unique_consecutive() cannot run inside a program (to_static, build_program): the "
-                        "number of runs is known only from the data; call it outside the converted function, or "
-                        "keep it eager with @d2s.jit.not_to_static")
-    arr = x._concrete("unique_consecutive")
-    host = np.asarray(arr.get() if hasattr(arr, "get") else arr)
+    host = _eager_host_array(x, "unique_consecutive", "runs")
     if dim is None:
         flat = host.reshape(-1)
         moved = flat.reshape(-1, 1)
