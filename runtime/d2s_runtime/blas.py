@@ -31,6 +31,17 @@ the answer (a different blocking of the sum changes many of the thousands of ele
 product; operands of the same shape are split the same way whatever their values). The first
 product of each shape pays for two more products; every later one, a dict lookup.
 
+Where a product does not compute alike on one thread, it may still be computed there to the
+threaded bits (:func:`split_alike`): OpenBLAS's threaded driver splits the inner dimension into
+blocks by a rule of its own (``threaded_blocks``: the last two blocks are halves, where the
+one-thread driver rounds the first half up to its unroll; measured: ``k = 784`` is 392 + 392 on
+2 threads, 400 + 384 on one) and adds the blocks' products into the result in order. So the
+product on one thread of each such block, added in that order, gives the threaded product's
+bits; which block size does is checked once per key like ``alike``, and the product then runs on
+one thread as those block products (an MNIST-shaped ``(128, 784) @ (784, 512)`` beside a
+DataLoader: the threads of a 2-thread product waiting for each other's share took a
+784-512-512-10 MLP step from 3 ms to 40-300 ms).
+
 The count is process-wide, so a product another Python thread computes meanwhile runs on the
 lowered count too; where its shape does not compute alike, its last bits can then differ from a
 run on the full count. ``enter``/``leave`` (DataLoader workers: one thread, as PyTorch's) keep a
@@ -52,6 +63,11 @@ _saved = [None]
 _api = []  # [(get, set)] once looked up; [None] where unavailable
 _alike = {}  # (a's matrix shape, b's, dtype, layouts, threads) -> bool
 _loops = {}  # (a loop's products, threads) -> whether all are alike in every layout (enter_loop)
+_split = {}  # (a's matrix shape, b's, dtype, layouts, threads) -> the blocks of split_alike, or None
+_last_block_size = {}  # dtype -> the block size split_alike found last
+# block sizes (OpenBLAS's GEMM_Q) split_alike tries: those of its x86-64 kernels (Haswell's float32
+# is 448, float64 384 on this project's machine) and the other usual ones
+_BLOCK_SIZES = (448, 384, 256, 512, 320, 192, 640, 768, 224, 128)
 _MAX_SHAPES = 4096
 
 
@@ -169,19 +185,96 @@ def alike(a_shape, b_shape, dtype, layouts, count):
     return found
 
 
+def threaded_blocks(k, q):
+    """The ``(start, stop)`` blocks of the inner dimension ``k`` in OpenBLAS's threaded driver
+    with block size ``q``: whole blocks of ``q`` while twice ``q`` remains, then the rest in one
+    block, or in two halves (the first rounded up) when it exceeds ``q``. The one-thread driver
+    rounds that half up to a multiple of its unroll instead, which is why products whose inner
+    dimension falls there differ in their last bits between 1 and 2 threads."""
+    blocks, start = [], 0
+    while start < k:
+        rest = k - start
+        step = q if rest >= 2 * q else (rest + 1) // 2 if rest > q else rest
+        blocks.append((start, start + step))
+        start += step
+    return tuple(blocks)
+
+
+def _summed(a, b, blocks):
+    """The product of ``a`` and ``b`` as the sum, in order, of the products of its inner-dimension
+    ``blocks``, each one a single block for BLAS (the order OpenBLAS adds them in, into C)."""
+    lo, hi = blocks[0]
+    c = np.matmul(a[..., lo:hi], b[..., lo:hi, :])
+    for lo, hi in blocks[1:]:
+        c += np.matmul(a[..., lo:hi], b[..., lo:hi, :])
+    return c
+
+
+def split_alike(a_shape, b_shape, dtype, layouts, count):
+    """The inner-dimension blocks (``threaded_blocks``) whose products on one thread, added in
+    order, give the bits of the product on ``count`` threads, for products like ``alike``'s
+    (matrices only); None where no block size in ``_BLOCK_SIZES`` does (checked once per key, on
+    fixed random operands)."""
+    key = (a_shape, b_shape, dtype, layouts, count)
+    if key in _split:
+        return _split[key]
+    k = a_shape[-1]
+    sizes = [q for q in _BLOCK_SIZES if len(threaded_blocks(k, q)) > 1]
+    sizes.sort(key=lambda q: q != _last_block_size.get(dtype))  # the size found before first
+    if len(a_shape) != 2 or len(b_shape) != 2 or not sizes:
+        return None
+    api = _functions()
+    rng = np.random.default_rng(0)
+    a = _operand(rng, a_shape, dtype, layouts[0])
+    b = _operand(rng, b_shape, dtype, layouts[1])
+    found = None
+    with _lock:
+        if _depth[0]:  # inside a window: the count is not ours to change now; ask again later
+            return None
+        before = api[0]()
+        try:
+            api[1](count)
+            many = np.matmul(a, b)
+            api[1](1)
+            for q in sizes:
+                blocks = threaded_blocks(k, q)
+                if np.array_equal(_summed(a, b, blocks), many):
+                    found, _last_block_size[dtype] = blocks, q
+                    break
+        finally:
+            api[1](before)
+    if len(_split) >= _MAX_SHAPES:
+        _split.clear()
+    _split[key] = found
+    return found
+
+
 def matmul(a, b, out=None):
     """``np.matmul(a, b)`` (numpy arrays), on the BLAS threads the machine has free when fewer
-    than numpy's count and the product computes alike on them (see the module docstring)."""
+    than numpy's count and the product computes alike on them; on one thread as the sum of its
+    threaded driver's inner-dimension blocks where that gives the same bits instead (see the
+    module docstring)."""
     if enabled and _depth[0] == 0 and a.ndim and b.ndim and a.dtype.kind in "fc" \
             and a.dtype == b.dtype and a.size * (b.shape[-1] if b.ndim > 1 else 1) >= SMALL:
         api = _functions()
         if api is not None:
             count = api[0]()
             n = _threads.free(count)
-            if n < count and alike(a.shape[-2:], b.shape[-2:], a.dtype.str, (_layout(a), _layout(b)), count):
+            if n < count:
+                key = (a.shape[-2:], b.shape[-2:], a.dtype.str, (_layout(a), _layout(b)), count)
+                same = alike(*key)
+                blocks = None if same or n > 1 or a.ndim < 2 or b.ndim < 2 else split_alike(*key)
+                if not same and blocks is None:
+                    return _product(a, b, out)
                 enter(n)
                 try:
-                    return _product(a, b, out)
+                    if blocks is None:
+                        return _product(a, b, out)
+                    c = _summed(a, b, blocks)
+                    if out is None:
+                        return c
+                    out[...] = c
+                    return out
                 finally:
                     leave()
     return _product(a, b, out)

@@ -18,6 +18,7 @@ def two_threads(monkeypatch):
     before = blas.threads()
     blas._functions()[1](2)
     monkeypatch.setattr(blas, "_alike", {})
+    monkeypatch.setattr(blas, "_split", {})
     yield
     blas._functions()[1](before)
 
@@ -109,9 +110,53 @@ def test_a_busy_machine_never_changes_a_product(busy, a_shape, b_shape, dtype):
     np.testing.assert_array_equal(blas.matmul(a, b), want)  # the first one checks the shape
     busy.clear()
     np.testing.assert_array_equal(blas.matmul(a, b), want)
-    # lowered to the free count exactly where that gives the same bits
-    assert busy == [2 if one_thread_differs else 1]
+    # lowered to the free count exactly where that gives the same bits: as one product where it
+    # computes alike, else as the products of the threaded driver's blocks where their sum does
+    key = (a.shape[-2:], b.shape[-2:], a.dtype.str, (blas._layout(a), blas._layout(b)), 2)
+    blocks = blas._split.get(key)
+    if not one_thread_differs:
+        assert busy == [1]
+    elif blocks is None:
+        assert busy == [2] and (a.ndim == 1 or dtype == "float64")  # float32 products all split on this BLAS
+    else:
+        assert busy == [1] * len(blocks) and len(blocks) > 1
     assert blas.threads() == 2
+
+
+@pytest.mark.parametrize("k,q,blocks", [
+    (300, 448, ((0, 300),)), (448, 448, ((0, 448),)), (784, 448, ((0, 392), (392, 784))),
+    (785, 448, ((0, 393), (393, 785))), (896, 448, ((0, 448), (448, 896))),
+    (1000, 448, ((0, 448), (448, 724), (724, 1000))), (0, 448, ())])
+def test_threaded_blocks_follow_openblas_threaded_driver(k, q, blocks):
+    assert blas.threaded_blocks(k, q) == blocks
+
+
+@pytest.mark.parametrize("a_shape,b_shape,dtype,layouts", [
+    ((128, 784), (784, 512), "float32", "CC"), ((128, 784), (784, 512), "float32", "CF"),
+    ((512, 784), (784, 10), "float32", "FC"), ((16, 1000), (1000, 300), "float32", "CC"),
+    ((4, 500), (500, 2000), "float64", "CC"), ((153, 2068), (2068, 134), "float64", "CC")])
+def test_split_alike_blocks_give_the_threaded_bits_on_one_thread(busy, a_shape, b_shape, dtype, layouts):
+    rng = np.random.default_rng(7)
+    a, b = (rng.standard_normal(s).astype(dtype) for s in (a_shape, b_shape))
+    a, b = (np.asfortranarray(x) if lay == "F" else x for x, lay in zip((a, b), layouts))
+    # an MNIST-shaped layer is split 392 + 392 on 2 threads and 400 + 384 on one: 1 thread differs
+    assert not np.array_equal(_on(1, a, b), _on(2, a, b))
+    blocks = blas.split_alike(a.shape, b.shape, a.dtype.str, (blas._layout(a), blas._layout(b)), 2)
+    assert blocks is not None and len(blocks) > 1, "this BLAS splits products as threaded_blocks does not say"
+    blas._functions()[1](1)
+    try:
+        np.testing.assert_array_equal(blas._summed(a, b, blocks), _on(2, a, b))
+    finally:
+        blas._functions()[1](2)
+    want = _on(2, a, b)
+    np.testing.assert_array_equal(blas.matmul(a, b), want)  # the first one checks the shape
+    busy.clear()
+    np.testing.assert_array_equal(blas.matmul(a, b), want)
+    np.testing.assert_array_equal(blas.matmul(np.stack([a, a]), b), np.stack([want, want]))  # a stack too
+    out = np.empty((a.shape[0], b.shape[1]), dtype)
+    assert blas.matmul(a, b, out=out) is out
+    assert set(busy) == {1}
+    np.testing.assert_array_equal(out, want)
 
 
 def test_small_products_and_mixed_dtypes_are_left_to_numpy(busy):
