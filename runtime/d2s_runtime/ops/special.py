@@ -224,7 +224,7 @@ def _chunked32(kernel):
     def run(xp, x):
         flat = x.reshape(-1)
         out = xp.empty(flat.shape, x.dtype)
-        size = min(flat.size, _CHUNK) if xp is np else flat.size
+        size = min(flat.size, _CHUNK32) if xp is np else flat.size
         work = xp.empty((10, size))
         work[0] = 1.0
         with np.errstate(invalid="ignore", under="ignore"):  # NaN inputs (clip and cast warn of them) give NaN
@@ -297,6 +297,9 @@ def _erfinv_inside(xp, v):
 # in cache instead of being fresh memory (page faults) each, which halves the time (1M
 # float64: erf 59 -> 27 ms, erfinv 112 -> 48 ms of CPU); cupy takes the whole array at once
 _CHUNK = 16384
+# the float32 kernels' chunk: their scratch is 10 float64 rows, in the shared cache at this size;
+# fewer chunks spend less on numpy's per-call work (erf of 2^20 float32: 4.7 -> 4.0 ms, the same bits)
+_CHUNK32 = 65536
 
 
 def _by_chunks(fn):
