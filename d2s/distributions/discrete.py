@@ -93,6 +93,11 @@ class Bernoulli(Distribution):
         return _ops.broadcast_to(values, [2, *self._batch_shape]) if expand else values
 
 
+def _on_simplex(a):
+    """Whether each last-dim row of ``a`` is a probability vector (PyTorch's ``Simplex`` check)."""
+    return np.all(a >= 0, axis=-1) & (np.abs(a.sum(-1) - 1) < 1e-6)
+
+
 class Categorical(Distribution):
     """One of K categories with probabilities ``probs`` (normalized along the last dim) or
     ``softmax(logits)``; the leading dims are the batch."""
@@ -106,7 +111,6 @@ class Categorical(Distribution):
             probs = probs if isinstance(probs, Tensor) else broadcast_all(probs)[0]
             if probs.ndim < 1:
                 raise ValueError("`probs` parameter must be at least one-dimensional.")
-            self._check("probs", probs, lambda a: a >= 0, "Simplex()")
             self.probs = probs / _ops.sum(probs, axis=-1, keepdims=True)
             param = self.probs
         else:
@@ -118,6 +122,11 @@ class Categorical(Distribution):
         shape = _static_shape(param)
         self._num_events = shape[-1]
         super().__init__(tuple(param.shape[:-1]), validate_args=validate_args)
+        # checked once normalized, as PyTorch does: rows of zeros, or of -inf logits, normalize to NaN
+        if probs is not None:
+            self._check("probs", self.probs, _on_simplex, "Simplex()")
+        else:
+            self._check("logits", self.logits, lambda a: a == a, "IndependentConstraint(Real(), 1)")
 
     def __getattr__(self, name):
         if name == "probs":

@@ -65,6 +65,20 @@ def test_validation():
     assert c.batch_shape == (2,) and c.param_shape == (2, 3)
 
 
+@pytest.mark.parametrize("kw", [dict(probs=[[0.0], [1.0]]), dict(probs=[0.0, 0.0]), dict(probs=[-1.0, 2.0]),
+                                dict(logits=[[-np.inf]]), dict(logits=[-np.inf, -np.inf])])
+def test_categorical_parameters_that_normalize_to_nan_are_refused(kw):
+    # PyTorch checks them once normalized: a row of zero probabilities or of -inf logits is NaN then
+    (name, value), = kw.items()
+    with pytest.raises(ValueError, match=f"Expected parameter {name} .* to satisfy the constraint"):
+        D.Categorical(**{name: d2s.tensor(value)})
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(D.Categorical(**{name: d2s.tensor(value)}, validate_args=False).probs.numpy()).any() \
+            or name == "probs" and min(np.ravel(value)) < 0
+    good = D.Categorical(**{name: d2s.tensor([[1.0, 3.0]] if name == "probs" else [[-np.inf, 0.0]])})
+    np.testing.assert_allclose(good.probs.numpy(), [[0.25, 0.75]] if name == "probs" else [[0.0, 1.0]])
+
+
 def test_actor_critic_style_use():
     # the REINFORCE idiom: sample an action, then the gradient of its log-probability
     d2s.manual_seed(0)
