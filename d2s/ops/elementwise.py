@@ -1,5 +1,6 @@
 """Element-wise ops (runtime: ``d2s_runtime/ops/elementwise.py``): for each op its public
 wrapper, its gradient rule and its ONNX converter, side by side."""
+import math
 import sys
 
 import numpy as np
@@ -127,13 +128,24 @@ def pow(input, exponent):
 
 @grad_rule("pow")
 def _pow_grad(ctx, g):
+    # PyTorch's pow_backward and pow_backward_exponent, grouped as they are
     a, b = ctx.inputs
-    ga = g * b * a ** (b - 1) if _is_diff(a) else None
-    gb = None
+    ga = gb = None
+    if _is_diff(a):
+        # 0 where the exponent is 0, also at a == 0 (where b a^(b-1) would be 0 * inf)
+        if not isinstance(b, Tensor):
+            ga = g * (b * a ** (b - 1)) if b != 0 else zeros_like(g * a)
+        else:
+            ga = g * where(b == 0, 0, b * a ** (b - 1))
     if _is_diff(b):
-        # d(a^b)/db = a^b log a, taken as 0 where a == 0 (the limit used by PyTorch and JAX)
-        safe = where(a > 0, a, 1)
-        gb = g * ctx.outputs[0] * log(safe)
+        # d(a^b)/db = a^b log a, 0 where a == 0 and b >= 0 (the limit); log of a negative base
+        # is NaN, as in PyTorch
+        out = ctx.outputs[0]
+        if not isinstance(a, Tensor):  # a Python number: its log in double precision
+            log_a = math.log(a) if a > 0 else -math.inf if a == 0 else math.nan
+            gb = g * (where(b >= 0, 0, out * log_a) if a == 0 else out * log_a)
+        else:
+            gb = g * where((a == 0) & (b >= 0), 0, out * log(a))
     return _pair(ctx, ga, gb)
 
 

@@ -39,6 +39,13 @@ TORCH_CASES = [
     Case("pow_forms", lambda t, x, e: (t.pow(x, 2), t.pow(2.0, x), t.pow(x.abs(), e), x ** 3, 2 ** x,
                                        t.float_power(x, 2), x.square(), t.reciprocal(x), t.rsqrt(x.abs() + 0.5)),
          X, Y),
+    # at a zero base or exponent: PyTorch's gradient is 0 where the exponent is 0 (x ** 0 in a
+    # polynomial feature), -inf or NaN where 0 ** b < 0 or the base is negative; a Python-number
+    # base's log is taken in double precision (float32 before: 1e-8 off in float64 gradients)
+    Case("pow_zero_and_scalar_base_grads", lambda t, x, e: (x ** 0, x ** 0.0, x ** e, 0.1 ** x, (-2.0) ** x,
+                                                            0.0 ** x, 3.3 ** e, t.pow(x.abs(), 2.5)),
+         np.array([0.0, 0.5, -2.0, 2.0, 0.0, -1.5]), np.array([0.0, -1.0, 2.0, 0.0, -1.0, 3.0]),
+         rtol=1e-13, atol=1e-13),
     Case("pow_int", lambda t, a: (t.pow(a, 2), a ** 3, t.square(a), t.float_power(a, 2), t.reciprocal(a)),
          np.array([1, -2, 3, 4], "int32")),
     Case("maximum_minimum_ties", lambda t, x, y: (t.maximum(x, y), t.minimum(x, y), t.fmax(x, y), t.fmin(x, y)),
