@@ -279,9 +279,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return (1.0 - label_smoothing) * loss + (label_smoothing / n_classes) * smooth
 
 
+_BCE_EPS = float(np.float32(1e-12))  # PyTorch's EPSILON, a float constant (also in double kernels)
+
+
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """``-w (y log(x) + (1 - y) log(1 - x))`` of probabilities ``x``, each log clamped at -100
-    (as PyTorch, so ``x`` of exactly 0 or 1 gives a finite loss)."""
+    (as PyTorch, so ``x`` of exactly 0 or 1 gives a finite loss, and PyTorch's finite gradient)."""
     input, target = _t(input), _t(target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if not _same_shape("binary_cross_entropy", input, target, raise_=False):
@@ -292,9 +295,19 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         if lo < 0 or hi > 1:
             raise RuntimeError("all elements of input should be between 0 and 1 (binary_cross_entropy takes "
                                "probabilities; for logits use binary_cross_entropy_with_logits)")
-    log_x = _ops.clip(_ops.log(input), -100.0, None)
-    log_1mx = _ops.clip(_ops.log(1.0 - input), -100.0, None)
-    loss = -(target * log_x + (1.0 - target) * log_1mx)
+    x = input.detach() if input.requires_grad else input
+    # PyTorch's expression: (y - 1) max(log1p(-x), -100) - y max(log(x), -100)
+    log_x = _ops.clip(_ops.log(x), -100.0, None)
+    log_1mx = _ops.clip(_ops.log1p(-x), -100.0, None)
+    loss = (target - 1.0) * log_1mx - target * log_x
+    if input.requires_grad:
+        # the gradient PyTorch gives the input: (x - y) / max(x (1 - x), 1e-12), finite where x is
+        # exactly 0 or 1 (a saturated sigmoid in float32), where the clamped logs' own gradient is
+        # 0 / 0; as a term whose value is 0 (subtracted: -0.0 stays) and whose gradient is that slope
+        y = target.detach() if target.requires_grad else target
+        slope = (x - y) / _ops.maximum((1.0 - x) * x, _BCE_EPS)
+        term = input * slope
+        loss = loss - (term.detach() - term)
     if weight is not None:
         loss = loss * _t(weight)
     return _reduce(loss, reduction)

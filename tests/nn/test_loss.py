@@ -93,6 +93,15 @@ TORCH_CASES = [
     Case("NLLLoss_kdim", lambda t, x: t.nn.NLLLoss()(x, _cls(t, CLS_K)), LOGITS_K),
     *reductions("bce", lambda t, p, y, r: t.nn.functional.binary_cross_entropy(p, y, reduction=r), P, Y01, grad=[0]),
     Case("bce_weight", lambda t, p, y, w: t.nn.functional.binary_cross_entropy(p, y, weight=w), P, Y01, W, grad=[0]),
+    # probabilities of exactly 0 and 1 (a sigmoid saturated in float32) and tiny ones: PyTorch's
+    # loss (log1p(-x), logs clamped at -100) and its finite gradient, (x - y) / max(x (1 - x), 1e-12);
+    # d2s gave NaN gradients to every element there, and log(1 - x) lost the tiny x
+    *reductions("bce_saturated", lambda t, p, y, r: t.nn.functional.binary_cross_entropy(p, y, reduction=r),
+                np.array([1.0, 1.0, 0.0, 0.0, 1e-9, 1 - 1e-7, 1e-30, 0.5]),
+                np.array([1.0, 0.0, 0.0, 1.0, 0.0, 0.3, 1.0, 0.3]), grad=[0], rtol=1e-12, atol=0),
+    Case("bce_saturated_float32", lambda t, p, y: t.nn.functional.binary_cross_entropy(p, y),
+         np.array([1.0, 1.0, 0.0, 0.0, 1e-9, 0.999], np.float32), np.array([1.0, 0.0, 0.0, 1.0, 0.0, 0.3], np.float32),
+         grad=[0]),
     *reductions("bce_logits", lambda t, x, y, r: t.nn.functional.binary_cross_entropy_with_logits(
         x, y, reduction=r), A * 4, Y01, grad=[0, 1]),
     Case("bce_logits_pos_weight", lambda t, x, y, w, pw: t.nn.functional.binary_cross_entropy_with_logits(
