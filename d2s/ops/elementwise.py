@@ -194,13 +194,14 @@ def minimum(input, other):
 
 @grad_rule("maximum", "minimum")
 def _maxmin_grad(ctx, g):
+    # PyTorch's rule: ties split the gradient evenly, the losing operand gets 0 (selected, not
+    # multiplied by a mask: an inf gradient, as sqrt's of maximum(x, 0) at 0, gives the loser 0,
+    # not NaN), and where an operand is NaN both get the whole gradient
     a, b = ctx.inputs
-    pick_a = (a >= b) if ctx.op == "maximum" else (a <= b)
-    pick_a = cast(pick_a, g.dtype)
-    # ties split the gradient evenly, as PyTorch does
-    tie = cast(eq(a, b), g.dtype)
-    wa = pick_a - tie * 0.5
-    return _pair(ctx, g * wa if _is_diff(a) else None, g * (1 - wa) if _is_diff(b) else None)
+    split = where(eq(a, b), g / 2, g)
+    a_loses, b_loses = (lt(a, b), gt(a, b)) if ctx.op == "maximum" else (gt(a, b), lt(a, b))
+    return _pair(ctx, where(a_loses, 0, split) if _is_diff(a) else None,
+                 where(b_loses, 0, split) if _is_diff(b) else None)
 
 
 onnx_elementwise("maximum", "Max", bool_form="Or")
@@ -420,7 +421,9 @@ def _relu_grad(ctx, g):
     # the mask from the output (relu(x) > 0 exactly where x > 0), as PyTorch saves relu's
     # result: a converted forward keeps the output its next matmul's gradient needs anyway,
     # not the input as well
-    return (g * cast(ctx.outputs[0] > 0, g.dtype),)
+    # (selected, not multiplied by the mask: an inf or NaN gradient where relu is 0 stays out, as
+    # in PyTorch's threshold_backward, e.g. sqrt(relu(x)) at x <= 0)
+    return (where(ctx.outputs[0] > 0, g, 0),)
 
 
 shape_only("relu", 0)
@@ -529,7 +532,9 @@ def _clip_grad(ctx, g):
         keep = x >= lo
     if hi is not None:
         keep = (x <= hi) if keep is None else keep & (x <= hi)
-    return (g if keep is None else g * cast(keep, g.dtype),)
+    # (selected, not multiplied by the mask: sqrt(x.clamp(min=0)) has an inf gradient where x is
+    # clamped, which must give 0 there, as PyTorch's clamp_backward does, not NaN)
+    return (g if keep is None else where(keep, g, 0),)
 
 
 @onnx_converter("clip")

@@ -46,6 +46,15 @@ TORCH_CASES = [
                                                             0.0 ** x, 3.3 ** e, t.pow(x.abs(), 2.5)),
          np.array([0.0, 0.5, -2.0, 2.0, 0.0, -1.5]), np.array([0.0, -1.0, 2.0, 0.0, -1.0, 3.0]),
          rtol=1e-13, atol=1e-13),
+    # a mask's gradient selects, it does not multiply: where relu, clamp or maximum pass nothing,
+    # an inf upstream gradient (sqrt or log at 0: pairwise distances' clamp(min=0).sqrt()) gives
+    # 0, not NaN; maximum/minimum give both operands the gradient where one is NaN
+    Case("masked_grads_of_inf_upstream", lambda t, x: (t.relu(x).sqrt(), x.clamp(min=0).sqrt(),
+                                                        x.clamp(0, 1).log(), t.maximum(x, t.zeros_like(x)).sqrt(),
+                                                        t.minimum(-x, t.zeros_like(x)).neg().log()),
+         np.array([-1.0, 0.0, 0.5, 2.0, -2.0, 0.25, 3.0])),
+    Case("maximum_minimum_nan_grads", lambda t, x, y: (t.maximum(x, y), t.minimum(x, y)),
+         np.array([1.0, np.nan, 2.0, np.nan, 0.5]), np.array([1.0, 3.0, np.nan, np.nan, 0.7])),
     Case("pow_int", lambda t, a: (t.pow(a, 2), a ** 3, t.square(a), t.float_power(a, 2), t.reciprocal(a)),
          np.array([1, -2, 3, 4], "int32")),
     Case("maximum_minimum_ties", lambda t, x, y: (t.maximum(x, y), t.minimum(x, y), t.fmax(x, y), t.fmin(x, y)),
