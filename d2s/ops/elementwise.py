@@ -107,7 +107,9 @@ def true_divide(input, other):
 @grad_rule("div")
 def _div_grad(ctx, g):
     a, b = ctx.inputs
-    return _pair(ctx, g / b if _is_diff(a) else None, -g * a / (b * b) if _is_diff(b) else None)
+    # (a / b) / b, as PyTorch's: b * b overflows or underflows long before a / b / b does (float32
+    # |b| > 1.8e19 gave a zero gradient, |b| < 1e-23 an infinite one)
+    return _pair(ctx, g / b if _is_diff(a) else None, -g * ((a / b) / b) if _is_diff(b) else None)
 
 
 onnx_elementwise("div", "Div")

@@ -55,6 +55,10 @@ TORCH_CASES = [
          np.array([-1.0, 0.0, 0.5, 2.0, -2.0, 0.25, 3.0])),
     Case("maximum_minimum_nan_grads", lambda t, x, y: (t.maximum(x, y), t.minimum(x, y)),
          np.array([1.0, np.nan, 2.0, np.nan, 0.5]), np.array([1.0, 3.0, np.nan, np.nan, 0.7])),
+    # the divisor's gradient as -g ((a / b) / b): b * b overflowed (zero gradient) or underflowed
+    Case("div_grad_extreme_divisors", lambda t, a, b: a / b,
+         np.array([1.0, 3.0, 1e-30, 2.0, -5.0], np.float32), np.array([1e20, 1e-21, 1e-30, 3.0, -4e19], np.float32),
+         rtol=1e-6, atol=0),
     Case("pow_int", lambda t, a: (t.pow(a, 2), a ** 3, t.square(a), t.float_power(a, 2), t.reciprocal(a)),
          np.array([1, -2, 3, 4], "int32")),
     Case("maximum_minimum_ties", lambda t, x, y: (t.maximum(x, y), t.minimum(x, y), t.fmax(x, y), t.fmin(x, y)),
