@@ -219,6 +219,8 @@ _.elu_  # F.elu_
 _.leaky_relu_  # F.leaky_relu_
 _.hardtanh_  # F.hardtanh_
 _.threshold_  # F.threshold_
+_.selu_  # F.selu_ (torch.selu_)
+_.celu_  # F.celu_ (torch.celu_)
 _.rnn_cell  # F.rnn_cell (torch.rnn_tanh_cell's functional form; the cells call it through F)
 _.gru_cell  # F.gru_cell
 _.lstm_cell  # F.lstm_cell

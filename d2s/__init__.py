@@ -15,6 +15,7 @@ from .autograd import (enable_grad, grad, inference_mode, is_grad_enabled, is_in
 from . import ops as _ops
 from .ops import *  # noqa: F401,F403  (exactly d2s.ops.__all__: the public tensor functions)
 from . import inplace as _inplace  # noqa: F401  (Tensor's in-place methods: add_, +=, ...)
+globals().update(_inplace.FUNCTIONS)  # torch.relu_(x) and the other top-level in-place forms
 from .autograd import function as _function  # noqa: F401  (custom Functions' op in programs)
 from .ops.debug import print  # noqa: F401,A004  (d2s.print: prints on every call of a program)
 from .ops.random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed,  # noqa: F401
@@ -61,6 +62,7 @@ _LAZY_NAMES.update((n, ("d2s.settings", n)) for n in (
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled", "is_anomaly_enabled",
     "is_anomaly_check_nan_enabled", "set_deterministic_debug_mode", "get_deterministic_debug_mode", "init_num_threads",
     "is_warn_always_enabled", "is_vulkan_available", "is_distributed"))
+_LAZY_NAMES.update((n, ("d2s.nn.functional", n)) for n in ("threshold_", "rrelu_", "selu_", "celu_"))
 _LAZY_NAMES["chain_matmul"] = ("d2s.linalg", "chain_matmul")
 _LAZY_NAMES["triangular_solve"] = ("d2s.linalg", "triangular_solve")
 
@@ -71,7 +73,7 @@ __all__ = (["Tensor", "tensor", "set_default_device", "get_default_device", "dty
             "finfo", "iinfo", "get_default_dtype", "set_default_dtype", "Generator", "default_generator",
             "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
             "is_inference_mode_enabled", "device", "set_printoptions"]
-           + list(_ops.__all__) + sorted(_LAZY_NAMES) + sorted(_LAZY_MODULES))
+           + list(_ops.__all__) + list(_inplace.FUNCTIONAL_FORMS) + sorted(_LAZY_NAMES) + sorted(_LAZY_MODULES))
 __all__ = list(dict.fromkeys(__all__))  # (d2s.trace is both the matrix trace and the trace package)
 
 

@@ -487,3 +487,27 @@ for _name in RESULTS:  # Tensor's in-place methods (see the end of d2s/tensor.py
 
 
 _indexing._INPLACE.update(write=write, bump=bump)  # x[idx] = v (d2s.ops.indexing.setitem) writes through write()
+
+
+# ``torch.relu_(x)`` and the other functional in-place forms PyTorch has at its top level: the
+# method of that name, called on the first argument (model code written as torch.sigmoid_(h))
+FUNCTIONAL_FORMS = (
+    "abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_",
+    "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_", "clamp_min_", "clip_", "cos_", "cosh_",
+    "deg2rad_", "detach_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fill_", "fix_", "floor_", "frac_", "gcd_",
+    "index_put_", "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_",
+    "negative_", "rad2deg_", "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_",
+    "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_")
+
+
+def _functional_form(name):
+    def form(input, *args, **kwargs):
+        return getattr(input, name)(*args, **kwargs)
+
+    form.__name__ = form.__qualname__ = name
+    form.__doc__ = f"``input.{name}(...)`` (:meth:`Tensor.{name}`), as ``torch.{name}``: ``input`` written in place."
+    return form
+
+
+FUNCTIONS = {name: _functional_form(name) for name in FUNCTIONAL_FORMS}
+

@@ -366,6 +366,16 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
     return hardtanh(input, min_val, max_val, inplace=True)
 
 
+def selu_(input):
+    """:func:`selu` written into ``input``."""
+    return selu(input, inplace=True)
+
+
+def celu_(input, alpha=1.0):
+    """:func:`celu` written into ``input``."""
+    return celu(input, alpha, inplace=True)
+
+
 def threshold_(input, threshold, value):
     """:func:`threshold` written into ``input``."""
     return _threshold_fn(input, threshold, value, inplace=True)

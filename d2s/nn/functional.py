@@ -27,10 +27,10 @@ def _axis(axis, dim):
 
 # ------------------------------------------------------------------ layers' functional forms
 # (activations, linear, lookups, recurrent cells, losses, attention: one module each)
-from ._f_activation import (alpha_dropout, celu, dropout, dropout1d, dropout2d, dropout3d, elu, elu_,  # noqa: E402,F401
+from ._f_activation import (alpha_dropout, celu, celu_, dropout, dropout1d, dropout2d, dropout3d, elu, elu_,  # noqa: E402,F401
                             gelu, glu, gumbel_softmax, hardshrink, hardsigmoid, hardswish, hardtanh, hardtanh_,
                             leaky_relu, leaky_relu_, log_softmax, logsigmoid, mish, prelu, relu, relu6, relu_,
-                            rrelu, rrelu_, selu, sigmoid,
+                            rrelu, rrelu_, selu, selu_, sigmoid,
                             silu, softmax, softmin, softplus, softshrink, softsign, tanh, tanhshrink, threshold,
                             threshold_)
 from ._f_linear import bilinear, linear  # noqa: E402,F401
