@@ -48,12 +48,12 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, **unsupported)
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, **unsupported):
     """The matrix norm of ``A`` over the two dims ``dim``, as ``torch.linalg.matrix_norm``:
-    ``'fro'`` (default), 1 / -1 (largest / smallest column sum of ``|A|``), inf / -inf (row sums).
-    ``'nuc'``, 2 and -2 need singular values and raise NotImplementedError.
+    ``'fro'`` (default), 1 / -1 (largest / smallest column sum of ``|A|``), inf / -inf (row sums),
+    2 / -2 (largest / smallest singular value), ``'nuc'`` (their sum).
 
     Args:
         A: a floating point tensor with at least 2 dims.
-        ord: ``'fro'``, 1, -1, inf or -inf.
+        ord: ``'fro'``, ``'nuc'``, 1, -1, 2, -2, inf or -inf.
         dim: the two dims holding the matrices (default the last two).
         keepdim: keep the reduced dims with size 1.
         dtype: cast ``A`` to this dtype first.
@@ -62,7 +62,28 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, **unsu
         The norms, a tensor of ``A``'s dtype.
     """
     _A.no_extra("linalg.matrix_norm", unsupported)
-    return _reduce._matrix_norm("linalg.matrix_norm", A, ord, list(dim), bool(keepdim), dtype)
+    return _matrix_norm("linalg.matrix_norm", A, ord, list(dim), bool(keepdim), dtype)
+
+
+def _matrix_norm(fn, A, ord, dims, keepdim, dtype):
+    """``ord`` 2, -2 and ``'nuc'`` from the singular values (the matrices' dims moved last), the
+    others by ``ops.reduce``'s sums of absolute values."""
+    if not (isinstance(ord, str) and ord == "nuc" or not isinstance(ord, str) and ord in (2, -2)):
+        return _reduce._matrix_norm(fn, A, ord, dims, keepdim, dtype)
+    A = _reduce._as_tensor(A)
+    nd = A.ndim
+    if nd < 2 or len(dims) != 2 or int(dims[0]) % nd == int(dims[1]) % nd:
+        return _reduce._matrix_norm(fn, A, "fro", dims, keepdim, dtype)  # (its errors for bad dims)
+    d0, d1 = int(dims[0]) % nd, int(dims[1]) % nd
+    if dtype is not None:
+        A = A.to(dtype)
+    _reduce._require_float(fn, A, "; norms take floating point tensors only, as in PyTorch")
+    s = svdvals(A.movedim((d0, d1), (-2, -1)))
+    out = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+    if keepdim:
+        for d in sorted((d0, d1)):
+            out = out.unsqueeze(d)
+    return out
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, **unsupported):
@@ -93,7 +114,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, **unsupported):
     if len(dims) == 1:
         return _reduce._vector_norm("linalg.norm", A, 2 if ord is None else ord, dims, bool(keepdim), dtype)
     if len(dims) == 2:
-        return _reduce._matrix_norm("linalg.norm", A, "fro" if ord is None else ord, dims, bool(keepdim), dtype)
+        return _matrix_norm("linalg.norm", A, "fro" if ord is None else ord, dims, bool(keepdim), dtype)
     raise RuntimeError(f"d2s.linalg.norm(): dim must be one or two ints, got {dim!r}")
 
 

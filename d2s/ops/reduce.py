@@ -608,8 +608,8 @@ def _vector_norm(fn, x, ord, axes, keep, dtype=None):
 
 
 def _matrix_norm(fn, x, ord, dims, keep, dtype=None):
-    """PyTorch's matrix norms over the two ``dims``: 'fro', 1, -1, inf, -inf ('nuc', 2 and -2 need
-    singular values, which d2s does not compute)."""
+    """PyTorch's matrix norms over the two ``dims``: 'fro', 1, -1, inf, -inf ('nuc', 2 and -2 come
+    from singular values: ``d2s.linalg.matrix_norm``)."""
     x = _as_tensor(x)
     nd = x.ndim
     if nd < 2:
@@ -622,8 +622,8 @@ def _matrix_norm(fn, x, ord, dims, keep, dtype=None):
     if ord == "fro":
         return _vector_norm(fn, x, 2, [d0, d1], keep, dtype)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"d2s.{fn}(): ord={ord!r} needs singular values, which d2s does not compute; "
-                                  f"'fro', 1, -1, inf and -inf are supported")
+        raise NotImplementedError(f"d2s.{fn}(): ord={ord!r} comes from singular values: use "
+                                  f"d2s.linalg.matrix_norm")
     if isinstance(ord, str) or float(ord) not in (1.0, -1.0, math.inf, -math.inf):
         raise ValueError(f"d2s.{fn}(): ord must be one of 'fro', 'nuc', inf, -inf, 1, -1, 2, -2; got {ord!r}")
     dt = A.dtype_name(dtype)
@@ -642,7 +642,7 @@ def _matrix_norm(fn, x, ord, dims, keep, dtype=None):
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None, *, axis=None, keepdims=None, **unsupported):
     """``torch.norm``: the 2-norm of all elements (``p='fro'``, the default, or 2), or the vector
     ``p``-norm (a number: 1, inf, 0, 3, ...) over ``dim`` (an int, a tuple, or None: all).
-    ``p='nuc'`` is not supported (it needs singular values)."""
+    ``p='nuc'`` raises: ``d2s.linalg.matrix_norm(A, 'nuc')`` computes it."""
     A.no_extra("norm", unsupported)
     axes, keep = A.dims("norm", dim, axis), A.keep("norm", keepdim, keepdims)
     if p == "fro":
