@@ -50,6 +50,14 @@ TORCH_CASES = [
     Case("arange_float_batch", lambda t, x: t.arange(x.shape[0], dtype=t.float32) / 2.0, X),
     _const("linspace", lambda t: (t.linspace(0, 1, 5), t.linspace(-2, 3, 7, dtype=t.float64), t.linspace(1, 1, 1),
                                   t.linspace(0, 10, 5, dtype=t.int64), t.linspace(3, -3, steps=4))),
+    # an integer dtype truncates toward zero, from start and end taken as integers (numpy floors:
+    # linspace(-1, 2, 10, dtype=int64) gave -1 where PyTorch gives 0); floats run from both ends
+    # in their dtype, as PyTorch's (exact for fewer values than its vector width)
+    _const("linspace_int_and_halves", lambda t: (t.linspace(-1, 2, 10, dtype=t.int64), t.linspace(-1.5, -3.0, 11, dtype=t.int32),
+                                                 t.linspace(7, -2, 6, dtype=t.int64), t.linspace(3.0, 0.35, 9),
+                                                 t.linspace(3.0, 0.35, 9, dtype=t.float64), t.linspace(0, 1, 11, dtype=t.float64),
+                                                 t.linspace(-2, 5, 0), t.linspace(2.5, 9, 1, dtype=t.int64)),
+           rtol=0, atol=0),
     _const("eye", lambda t: (t.eye(3), t.eye(2, 4), t.eye(3, dtype=t.int64), t.eye(n=2, m=1))),
     # tensor(...) and the legacy constructor: dtype inference
     _const("tensor_inference", lambda t: (t.tensor([True, False]), t.tensor([1, 2.5]), t.tensor([[1, 2], [3, 4]]),

@@ -56,8 +56,30 @@ def _linspace_infer(start, stop, num, dtype="float32"):
     return TensorType((num,), dtype)
 
 
+def _linspace_values(xp, start, stop, num, dtype):
+    """PyTorch's values: ``start + step * i`` for the first half and ``stop - step * (num - 1 - i)``
+    for the rest, in the dtype for floats (its step too); an integer dtype takes start and stop
+    as integers (truncated), the step in float64, and truncates the values toward zero (numpy's
+    linspace rounds down and adds ``i * step`` from start to the end: other values)."""
+    dt = np.dtype(normalize(dtype))
+    if num <= 1:
+        return xp.full(num, start, dt)
+    if dt.kind == "c":
+        return xp.linspace(start, stop, num, dtype=dt)
+    if dt.kind in "iub":
+        s, e, ft = float(int(start)), float(int(stop)), np.float64
+    else:
+        ft = dt.type
+        s, e = ft(start), ft(stop)
+    step = (ft(e) - ft(s)) / ft(num - 1)
+    i = xp.arange(num).astype(ft)
+    back = xp.arange(num - 1, -1, -1).astype(ft)  # num - 1 - i, an exact integer
+    values = xp.where(xp.arange(num) < num // 2, ft(s) + step * i, ft(e) - step * back)
+    return values.astype(dt)
+
+
 defop("linspace", _linspace_infer, doc="``num`` evenly spaced values from ``start`` to ``stop`` (included).")(
-    lambda xp, start, stop, num, dtype="float32": xp.linspace(start, stop, num, dtype=normalize(dtype)))
+    lambda xp, start, stop, num, dtype="float32": _linspace_values(xp, start, stop, num, dtype))
 
 
 def _eye_infer(n, m=None, dtype="float32"):
