@@ -291,6 +291,31 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     return _creation("arange", device, requires_grad, start=start, stop=end, step=step, dtype=str(as_dtype(dtype)))
 
 
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The row and column indices of the lower triangle of a ``row`` x ``col`` matrix (on and below
+    the diagonal ``offset``), as a (2, N) tensor, row by row, as ``torch.tril_indices`` (int64
+    unless ``dtype``)."""
+    return _triangle_indices("tril_indices", np.tril_indices, row, col, offset, dtype, device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The row and column indices of the upper triangle of a ``row`` x ``col`` matrix (on and above
+    the diagonal ``offset``), as a (2, N) tensor, row by row, as ``torch.triu_indices`` (int64
+    unless ``dtype``)."""
+    return _triangle_indices("triu_indices", np.triu_indices, row, col, offset, dtype, device)
+
+
+def _triangle_indices(fn, indices, row, col, offset, dtype, device):
+    row, col, offset = (int(v) for v in (row, col, offset))
+    if row < 0 or col < 0:
+        raise RuntimeError(f"{fn}: row and col must be non-negative, got row={row}, col={col}")
+    dt = str(as_dtype(dtype or "int64"))
+    if not dt.startswith(("int", "uint")):
+        raise RuntimeError(f"{fn}: dtype must be an integer dtype (int64 by default), got {dt}")
+    r, c = indices(row, offset, col)  # (numpy's are row by row too)
+    return tensor(np.stack([r, c]).astype(dt).reshape(2, -1), device=_device(device))
+
+
 def _integral(v):
     if isinstance(v, Tensor):
         return str(v.dtype).startswith(("int", "uint")) or v.dtype == "bool"

@@ -58,6 +58,11 @@ TORCH_CASES = [
                                                  t.linspace(3.0, 0.35, 9, dtype=t.float64), t.linspace(0, 1, 11, dtype=t.float64),
                                                  t.linspace(-2, 5, 0), t.linspace(2.5, 9, 1, dtype=t.int64)),
            rtol=0, atol=0),
+    _const("triangle_indices", lambda t: (t.tril_indices(4, 3), t.tril_indices(3, 5, -1), t.triu_indices(3, 5, 1),
+                                          t.triu_indices(4, 4, -2), t.tril_indices(0, 3), t.triu_indices(2, 2, 5),
+                                          t.tril_indices(3, 3, dtype=t.int32))),
+    Case("triangle_indices_gather", lambda t, x: x[tuple(t.triu_indices(3, 4, 1))] * 2, R.standard_normal((3, 4)),
+         onnx="indexing with several index tensors has no ONNX form in d2s"),
     _const("eye", lambda t: (t.eye(3), t.eye(2, 4), t.eye(3, dtype=t.int64), t.eye(n=2, m=1))),
     # tensor(...) and the legacy constructor: dtype inference
     _const("tensor_inference", lambda t: (t.tensor([True, False]), t.tensor([1, 2.5]), t.tensor([[1, 2], [3, 4]]),
