@@ -137,6 +137,26 @@ def _stride(self, dim=None):
 tensor_method("stride")(_stride)
 
 
+def _storage_offset(self):
+    """``Tensor.storage_offset()``: where a view's first element lies in the memory it shares with
+    its base, in elements (0 for a tensor owning its memory), as PyTorch's for the same view.
+    Eager tensors only, as ``stride()``."""
+    if self.is_symbolic:
+        raise RuntimeError("Tensor.storage_offset(): a tensor in a program being built (to_static) has no memory "
+                           "layout to report; call it outside the converted function")
+    arr = root = self.array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root is arr:
+        return 0
+    # the first element's address (numpy keeps it for an empty slice too, as PyTorch its offset)
+    start = arr.__array_interface__["data"][0]
+    return (start - root.__array_interface__["data"][0]) // arr.dtype.itemsize
+
+
+tensor_method("storage_offset")(_storage_offset)
+
+
 # ------------------------------------------------------------------ rotations and windows
 @tensor_method()
 def rot90(input, k=1, dims=(0, 1)):

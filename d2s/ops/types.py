@@ -95,6 +95,11 @@ def _element_size(self):
     return self.dtype.itemsize
 
 
+Tensor.itemsize = property(_element_size, doc="Bytes per element (``element_size()``), as ``Tensor.itemsize``.")
+Tensor.nbytes = property(lambda self: self.numel() * self.dtype.itemsize,
+                         doc="Bytes of the tensor's elements (``numel() * element_size()``), as ``Tensor.nbytes``.")
+
+
 def is_tensor(obj):
     """Whether ``obj`` is a d2s tensor."""
     return isinstance(obj, Tensor)

@@ -157,6 +157,21 @@ def test_stride_matches_the_layout():
     assert d2s.zeros(2, 1, 3).stride() == (3, 3, 1) and d2s.tensor(1.0).stride() == ()
 
 
+# (view, PyTorch 2.13's storage_offset() on arange(16).reshape(4, 4))
+OFFSETS = [(lambda x: x, 0), (lambda x: x[:, 1:3], 1), (lambda x: x[1::2], 4), (lambda x: x.diagonal(1), 1),
+           (lambda x: x[2], 8), (lambda x: x.unfold(1, 2, 1)[1:], 4), (lambda x: x.split([1, 3], 1)[1], 1),
+           (lambda x: x.mT[1:], 1), (lambda x: x[:, 3], 3), (lambda x: x[1:][:, 2:], 6), (lambda x: x[-1], 12),
+           (lambda x: x[1:].clone(), 0), (lambda x: x.t().contiguous(), 0), (lambda x: x[1:2].expand(4, -1), 4)]
+
+
+@pytest.mark.parametrize("view, offset", OFFSETS)
+def test_storage_offset_nbytes_and_itemsize_match_pytorch(view, offset):
+    for dt, size in ((d2s.float32, 4), (d2s.int16, 2)):
+        v = view(d2s.arange(16, dtype=dt).reshape(4, 4))
+        assert v.storage_offset() == offset
+        assert v.itemsize == v.element_size() == size and v.nbytes == v.numel() * size
+
+
 def test_unfold_refuses_writes_through_its_windows():
     x = d2s.arange(6.0)
     w = x.unfold(0, 3, 1)
