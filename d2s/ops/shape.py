@@ -764,6 +764,15 @@ def pad(x, pad, mode="constant", value=0):
         for k in range(len(pad) // 2):
             pads[nd - 1 - k] = [int(pad[2 * k]), int(pad[2 * k + 1])]
     value = value.item() if isinstance(value, Tensor) else value
+    if builtins.any(b < 0 or e < 0 for b, e in pads):
+        # negative pads crop, before the other pads apply (to the cropped tensor), as in PyTorch
+        shape = x.shape
+        for a, (b, e) in enumerate(pads):
+            d = shape[a]
+            if isinstance(d, int) and d - max(-b, 0) - max(-e, 0) < 0:
+                raise ShapeError(f"pad: padding {[b, e]} crops more than dim {a} of size {d} holds")
+        x = x[tuple(slice(max(-b, 0), e if e < 0 else None) for b, e in pads)]
+        pads = [[max(b, 0), max(e, 0)] for b, e in pads]
     return apply("pad", x, pads=pads, mode=_PAD_MODES[mode], value=value)
 
 

@@ -21,6 +21,11 @@ def layer(name, *args):
 
 TORCH_CASES = [
     Case("F_pad_constant", lambda t, x: t.nn.functional.pad(x, (1, 2, 0, 1), value=0.5), rn(2, 3, 4)),
+    # negative pads crop first, then the other pads apply to the cropped tensor (d2s refused them)
+    Case("F_pad_negative_crops", lambda t, x: (t.nn.functional.pad(x, (-1, 2, 1, -1), value=0.5),
+                                                t.nn.functional.pad(x, (-1, -2)), t.nn.functional.pad(x, (2, -1), mode="reflect"),
+                                                t.nn.functional.pad(x, (-1, 2), mode="replicate"),
+                                                t.nn.functional.pad(x, (2, -1), mode="circular")), rn(2, 3, 4)),
     Case("F_pad_reflect_4d", lambda t, x: t.nn.functional.pad(x, (2, 1, 1, 2), mode="reflect"), rn(2, 2, 4, 5)),
     Case("F_pad_replicate_4d", lambda t, x: t.nn.functional.pad(x, (3, 0, 2, 1), mode="replicate"), rn(1, 2, 3, 3)),
     Case("F_pad_circular_4d", lambda t, x: t.nn.functional.pad(x, (1, 2, 2, 1), mode="circular"), rn(2, 1, 3, 4)),

@@ -133,7 +133,7 @@ def test_pad_static_gradient_matches_eager():
     (lambda x: d2s.pad(x, (1, 2, 3)), "even number"),
     (lambda x: d2s.pad(x, (1, 1, 1, 1, 1, 1)), "at most 2 per dim"),
     (lambda x: d2s.pad(x, [(1, 1)]), "one pair per dim"),
-    (lambda x: d2s.pad(x, (-1, 1)), "negative padding"),
+    (lambda x: d2s.pad(x, (-5, 1)), "crops more than dim"),
     (lambda x: d2s.pad(x, (4, 0), mode="reflect"), "must be smaller than dim"),
     (lambda x: d2s.pad(x, (5, 0), mode="circular"), "at most dim"),
     (lambda x: d2s.pad(x, (1, 1), mode="symmetric"), "unknown mode"),
