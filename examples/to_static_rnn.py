@@ -8,7 +8,7 @@ so every batch may run a different number of steps. It then branches on a statis
 final state. Written as plain Python ``while`` / ``if`` on tensors, it runs eagerly as is;
 ``d2s.jit.to_static`` converts the same source into a program with a ``while`` and a ``cond``
 op. Two copies from the same initial weights, one eager and one converted, are trained side
-by side; the script checks that losses, gradients and weights stay equal.
+by side; the script checks that losses and weights stay equal, to the bit.
 """
 import argparse
 
@@ -92,17 +92,17 @@ def main(steps=5, verbose=True):
                 loss.backward()
                 opt.step()
                 losses.append(loss.item())
-            if not np.isclose(losses[0], losses[1], rtol=1e-4, atol=1e-5):
-                check(f"step {step}: eager and converted losses agree", False, f"{losses}")
+            if losses[0] != losses[1]:  # (the same sums in the same order: equal to the bit)
+                check(f"step {step}: eager and converted losses are equal", False, f"{losses}")
         say(f"  step {step}: loss eager {losses[0]:.4f}  converted {losses[1]:.4f}")
     last = total_loss(static)
     check("training lowered the loss over the data", last < first, f"{first:.4f} -> {last:.4f}")
     diffs = [float(np.abs(pe.numpy() - ps.numpy()).max())
              for pe, ps in zip(eager.parameters(), static.parameters())]
-    check("weights after training are equal", max(diffs) < 1e-4, f"max diff {max(diffs):.1e}")
+    check("weights after training are equal", max(diffs) == 0.0, f"max diff {max(diffs):.1e}")
     outs = [(eager(x).numpy(), static(x).numpy()) for x, _ in data]
     check("outputs equal eager on every batch (each stops at its own step)",
-          all(np.allclose(a, b, atol=1e-5) for a, b in outs))
+          all(np.array_equal(a, b) for a, b in outs))
     # (one for the training calls and one for those under no_grad(): the grad mode is part of
     # a program's signature, as `x.requires_grad` and `d2s.is_grad_enabled()` differ in it)
     check("one program per grad mode serves every batch of this shape", len(static.forward.programs) == 2)

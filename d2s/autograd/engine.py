@@ -4,6 +4,7 @@ Dependencies are counted first (how many consumers will send a gradient to each 
 node runs once all of them have arrived, so gradients reaching a node along several paths
 are summed before its rule runs, and a chain of any length backprops without recursion.
 """
+import heapq
 import threading
 import warnings
 
@@ -324,7 +325,10 @@ def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=No
         if node is None or node not in seen:
             continue
         _accumulate(buffers, node, idx, g)
-    ready = [n for n in dict.fromkeys(r[0] for r in roots) if n in seen and deps.get(n, 0) == 0]
+    ready = _Ready()
+    for n in dict.fromkeys(r[0] for r in roots):
+        if n in seen and deps.get(n, 0) == 0:
+            ready.append(n)
     with _pass(create_graph):
         while ready:
             node = ready.pop()
@@ -360,6 +364,28 @@ def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=No
                         ready.append(nxt)
                     else:
                         _skip(nxt, deps, ready, buffers, needed)
+
+
+class _Ready:
+    """The nodes whose gradients are all in, run latest recorded first (the highest ``seq``), as
+    PyTorch's engine runs them: a tensor's gradients then sum in the order PyTorch sums them, and
+    a recurrence unrolled eagerly sums a weight's per-step gradients from the last step back, as
+    a converted loop's backward does. Among equals (leaf sinks), the last one added first."""
+
+    __slots__ = ("heap", "count")
+
+    def __init__(self):
+        self.heap, self.count = [], 0
+
+    def __bool__(self):
+        return bool(self.heap)
+
+    def append(self, node):
+        self.count += 1
+        heapq.heappush(self.heap, (-node.seq, -self.count, node))
+
+    def pop(self):
+        return heapq.heappop(self.heap)[2]
 
 
 def _flat(node):

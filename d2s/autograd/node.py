@@ -4,6 +4,7 @@ A node runs its op's gradient rule (see ``registry.py``; the rules themselves si
 their ops in ``d2s/ops/*.py``) with itself as ``ctx``: ``ctx.inputs`` (the op's inputs as
 given: tensors, arrays or Python scalars), ``ctx.outputs`` and ``ctx.attrs``.
 """
+import itertools
 import weakref
 
 import numpy as np
@@ -19,11 +20,19 @@ def _camel(name):
     return "".join(p[:1].upper() + p[1:] for p in name.split("_"))
 
 
+_SEQUENCE = itertools.count()
+
+
 class Node:
-    """One recorded op in the autograd graph (``t.grad_fn``)."""
+    """One recorded op in the autograd graph (``t.grad_fn``). ``seq`` numbers nodes in the order
+    they were recorded: backward runs the latest recorded of its ready nodes first, as PyTorch's
+    engine does (see ``engine._run``)."""
 
     __slots__ = ("op", "rule", "inputs", "outputs", "attrs", "next_functions", "pre_hooks",
-                 "retained", "freed", "versions", "out_versions", "__weakref__")
+                 "retained", "freed", "versions", "out_versions", "seq", "__weakref__")
+
+    def __init__(self):
+        self.seq = next(_SEQUENCE)
 
     def name(self):
         # reduce_sum -> SumBackward0, as PyTorch names it
@@ -100,6 +109,7 @@ class AccumulateGrad:
     next_functions = ()
     freed = False
     pre_hooks = retained = None
+    seq = float("inf")  # (as PyTorch's: a ready sink is written at once)
 
     def __init__(self, variable):
         self.variable = variable

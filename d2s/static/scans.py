@@ -84,6 +84,21 @@ def _as_scanned(xs):
     return pytree.tree_map(conv, xs, is_leaf=is_leaf)
 
 
+def _step_boundary(carry):
+    """The carry a step reads, through one identity node per tensor that takes gradients: the
+    gradients of the step's uses of it are summed there first, then added to what the carry's
+    other uses (the stacked ys) give, as the scan op's gradient sums them (its reverse loop adds
+    each step's body gradient, already summed, to the ys' cotangent). Without it, eager autograd
+    added the uses one by one to the ys' gradient, and a GRU's (its state read twice per step)
+    converted gradients differed from eager's in the last bits."""
+    if not STATE.grad_enabled:
+        return carry
+    leaves, tree = pytree.tree_flatten(carry)
+    if not any(isinstance(t, Tensor) and t.requires_grad for t in leaves):
+        return carry
+    return tree_unflatten(tree, [d.identity(t) if isinstance(t, Tensor) and t.requires_grad else t for t in leaves])
+
+
 def _py_scan(fn, init, xs, length, reverse, what="d2s.scan"):
     x_leaves, x_tree = tree_flatten(xs)
     for x in x_leaves:
@@ -94,7 +109,7 @@ def _py_scan(fn, init, xs, length, reverse, what="d2s.scan"):
     carry = init
     ys = [None] * n
     for t in (range(n - 1, -1, -1) if reverse else range(n)):
-        out = fn(carry, tree_unflatten(x_tree, [x[t] for x in x_leaves]))
+        out = fn(_step_boundary(carry), tree_unflatten(x_tree, [x[t] for x in x_leaves]))
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise ControlFlowError(f"{what}: fn(carry, x) must return a pair (new_carry, y)")
         carry, ys[t] = out

@@ -410,3 +410,36 @@ def test_backward_inside_a_converted_function_says_what_to_do_instead():
     with pytest.raises(RuntimeError, match=r"backward\(\) inside a function being converted by to_static.*"
                                            r"value_and_grad"):
         d2s.jit.to_static(step)(d2s.ones(2, 3))
+
+
+def test_gradients_sum_in_pytorchs_order_latest_recorded_first():
+    # PyTorch runs the latest recorded of its ready nodes first, so a tensor's gradients sum in
+    # that order: here 1e8 + 1 - 1e8 in float32 depends on it (PyTorch 2.13 gives 0.0 and 1.0)
+    for make, want in ((lambda x: (x * 1e8 + x * 1.0) + x * -1e8, 0.0), (lambda x: (x * 1.0 + x * 1e8) + x * -1e8, 1.0)):
+        x = d2s.tensor(1.0, requires_grad=True)
+        make(x).backward()
+        assert x.grad.item() == want
+
+
+def test_an_unrolled_recurrence_sums_a_weights_steps_from_the_last_one_back():
+    # as a converted loop's backward does (its reverse loop adds each step's gradient in turn):
+    # eagerly the steps' gradients of W were summed from the first step on, and converted
+    # tensor-length loops differed from eager in the last bits
+    rng = np.random.default_rng(3)
+    w = d2s.tensor(rng.standard_normal((3, 3)).astype("float32"), requires_grad=True)
+    xs = rng.standard_normal((4, 2, 3)).astype("float32")
+    h = d2s.zeros(2, 3)
+    for t in range(4):
+        h = d2s.tanh(d2s.tensor(xs[t]) @ w + h)
+    h.sum().backward()
+    hs, g, steps = [np.zeros((2, 3), "float32")], np.ones((2, 3), "float32"), []
+    for t in range(4):
+        hs.append(np.tanh(xs[t] @ w.detach().numpy() + hs[-1]))
+    for t in reversed(range(4)):
+        da = g * (1 - hs[t + 1] * hs[t + 1])
+        steps.append(xs[t].T @ da)
+        g = da
+    want = steps[0]
+    for s in steps[1:]:
+        want = want + s
+    np.testing.assert_array_equal(w.grad.numpy(), want)

@@ -20,9 +20,6 @@ KNOWN_FAILING = {
     # control flow inside try/with, loop else clauses
     # Paddle-style scalars and dtypes
     # gradients
-    "modules.RecurrentSum": "gradient order: the backward of a while loop sums a weight's per-step gradients in "
-                            "another order than eager autograd (last bits differ; caught once the harness compared "
-                            "to the bit)",
     # ops and APIs
     # generators
     # other silent differences
