@@ -211,6 +211,8 @@ class Optimizer:
                     update_by_blocks(lambda *a: self._update(*a, hyper), xp, w, g, state)
                 else:
                     self._update(xp, w, g, arrays, hyper)
+                if not state:  # (SGD without momentum keeps none: no entry, as in PyTorch's state dict)
+                    del self.state[p]
                 if scalar:
                     w = w.reshape(())
                 if w is not data:
