@@ -150,6 +150,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     padding_idx = _padding(padding_idx, _static_shape(weight)[0], "embedding_bag")
     emb = embedding(ids, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
     psw = None if per_sample_weights is None else _t(per_sample_weights)
+    if psw is not None and None not in _static_shape(psw) + _static_shape(ids) and \
+            tuple(_static_shape(psw)) != tuple(_static_shape(ids)):
+        # (it would broadcast: one weight for every id, silently)
+        raise ValueError(f"embedding_bag: If per_sample_weights ({tuple(psw.shape)}) is not None, then it must have "
+                         f"the same shape as the input ({tuple(ids.shape)})")
     if ids.ndim == 2:
         if offsets is not None:
             raise ValueError("embedding_bag: if input is 2D, then offsets has to be None, as input is treated is a "

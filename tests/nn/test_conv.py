@@ -193,6 +193,9 @@ def test_attributes_and_repr_follow_pytorch():
         assert m.extra_repr() == t.extra_repr()
         want = torch.nn.ConvTranspose2d(3, 2, 3, 2, 1, 1).extra_repr()
         assert nn.ConvTranspose2d(3, 2, 3, 2, 1, 1).extra_repr() == want
+    # a padding string prints unquoted, as PyTorch's (d2s quoted it)
+    assert nn.Conv1d(2, 2, 3, padding="same", padding_mode="circular").extra_repr() == (
+        "2, 2, kernel_size=(3,), stride=(1,), padding=same, padding_mode=circular")
 
 
 @pytest.mark.parametrize("make", [lambda: nn.Conv2d(16, 32, 3), lambda: nn.Conv1d(8, 64, 5, groups=2),
