@@ -68,6 +68,10 @@ class _NormBase(Module):
     """Shared by BatchNorm and InstanceNorm: ``weight``/``bias`` (ones/zeros) when ``affine``;
     ``running_mean``/``running_var``/``num_batches_tracked`` buffers when ``track_running_stats``."""
 
+    # a checkpoint older than PyTorch 0.4.1 (or a plain dict without PyTorch's _metadata) may
+    # have no num_batches_tracked: the module keeps its own, as in PyTorch
+    _version_2_buffers = ("num_batches_tracked",)
+
     _expected_dims = None  # input ranks the layer accepts (batched)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,

@@ -92,7 +92,9 @@ def test_load_state_dict_strict_false_returns_pytorchs_named_tuple():
     sd["extra"] = d2s.zeros(1)
     res = m.load_state_dict(sd, strict=False)
     assert res.missing_keys == ["embed.weight"] and res.unexpected_keys == ["extra"]
-    assert type(res).__name__ == "IncompatibleKeys"
+    # PyTorch's type, and its repr when every key matched
+    assert type(res).__name__ == "_IncompatibleKeys" and type(res).__mro__[1].__name__ == "IncompatibleKeys"
+    assert repr(m.load_state_dict(m.state_dict())) == "<All keys matched successfully>"
     with pytest.raises(RuntimeError, match='Missing key\\(s\\) in state_dict: "embed.weight"'):
         m.load_state_dict(sd)
 
