@@ -161,6 +161,11 @@ def _alias_key(leaves, key):
     """Appends to ``key`` which tensor arguments are one object (``attn(x, x, x)``): the program
     is built with one symbolic tensor for them, so ``key is query`` (self-attention's one
     projection) and in-place writes through one name seen by the other hold as in eager code."""
+    if len(leaves) == 2:  # (the common cases first: no tensor passed twice)
+        if leaves[0] is not leaves[1]:
+            return
+    elif len({id(t) for t in leaves}) == len(leaves):
+        return
     pattern = alias_pattern(leaves)
     if pattern is not None:
         key.append(ALIASED)
