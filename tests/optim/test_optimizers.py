@@ -123,6 +123,22 @@ def _resumed_case(name, kwargs):
                 static="an optimizer step runs eagerly on concrete gradients", rtol=1e-12, atol=1e-14)
 
 
+def _float64_default(lib, name, kwargs, *arrays):
+    """``_steps`` with float64 as the default dtype (scientific scripts set it): PyTorch keeps
+    its scalar state (step, NAdam's mu_product, ASGD's eta and mu) in float64 then."""
+    lib.set_default_dtype(lib.float64)
+    try:
+        return _steps(lib, name, kwargs, *arrays)
+    finally:
+        lib.set_default_dtype(lib.float32)
+
+
+def _float64_default_case(name, kwargs):
+    return Case(f"{name}({','.join(f'{k}={v}' for k, v in kwargs.items())})-default-float64",
+                lambda lib, *a: _float64_default(lib, name, kwargs, *a), *_arrays(np.float64), grad=False,
+                static="an optimizer step runs eagerly on concrete gradients", rtol=1e-13, atol=1e-15)
+
+
 TORCH_CASES = []
 for _name, _opts in OPTIONS.items():
     _n = 10 if _name == "RAdam" else 5  # RAdam's rectified steps start after about 6
@@ -143,6 +159,11 @@ TORCH_CASES += [
     _resumed_case("NAdam", dict(lr=0.05, weight_decay=0.1, decoupled_weight_decay=True)),
     _resumed_case("Adam", dict(lr=0.05, amsgrad=True, maximize=True)),
     _resumed_case("RMSprop", dict(lr=0.01, centered=True, momentum=0.5)),
+    # the scalar state in float64 under a float64 default dtype (d2s kept float32: NAdam's and
+    # ASGD's parameters 1e-9 relative off, every step counter's dtype float32)
+    _float64_default_case("NAdam", dict(lr=0.05, momentum_decay=0.01)),
+    _float64_default_case("ASGD", dict(lr=0.05, lambd=1e-2, t0=2)),
+    _float64_default_case("Adam", dict(lr=0.05)),
 ]
 
 
