@@ -7,9 +7,10 @@ read parameters at every call) and the optimizer all see the new values.
 The arithmetic of every algorithm follows PyTorch's single-tensor CPU implementation
 operation by operation (``lerp_`` for moving averages, ``addcmul_``/``addcdiv_`` in their
 operand order, Python-float bias corrections, float32 ``step`` counters: float64 under a
-float64 default dtype), so parameters after N steps equal PyTorch's to the last few bits. Array state lives on the parameter's
-device; scalar state (``step``, NAdam's ``mu_product``, ASGD's ``eta``/``mu``) on the host, as
-PyTorch keeps it on the CPU, so reading it never waits for a device.
+float64 default dtype), so parameters after N steps equal PyTorch's to the last few bits.
+Array state lives on the parameter's device; scalar state (``step``, NAdam's ``mu_product``,
+ASGD's ``eta``/``mu``) on the host, as PyTorch keeps it on the CPU, so reading it never waits
+for a device.
 """
 import copy
 import warnings
