@@ -37,6 +37,7 @@ class _Tag:
 TENSOR = _Tag("<tensor>")   # a tensor argument: followed by its shape and dtype
 GPU = _Tag("<gpu>")         # follows a tensor whose data is not a numpy array
 OBJ = _Tag("<object>")      # an unhashable argument, keyed by identity
+ALIASED = _Tag("<aliased>")  # followed by the first leaf index of each tensor argument
 
 SCALARS = frozenset({int, float, bool, str, bytes, type(None), complex})
 
@@ -143,7 +144,32 @@ def _tensor_args_key(head, args):
     if treedef is None:
         treedef = _ARGS_DEF[len(args)] = pytree.tree_flatten(tuple(args), plain=True)[1]
     key[len(head)] = treedef
+    if len(args) > 1:
+        _alias_key(args, key)
     return tuple(key)
+
+
+def alias_pattern(leaves):
+    """For each leaf, the index of the first leaf that is the same tensor object (``(0, 0)``
+    for ``f(x, x)``), or None when every tensor leaf is a distinct object."""
+    first = {}
+    pattern = [first.setdefault(id(t), i) if isinstance(t, Tensor) else i for i, t in enumerate(leaves)]
+    return tuple(pattern) if len(first) < sum(isinstance(t, Tensor) for t in leaves) else None
+
+
+def _alias_key(leaves, key):
+    """Appends to ``key`` which tensor arguments are one object (``attn(x, x, x)``): the program
+    is built with one symbolic tensor for them, so ``key is query`` (self-attention's one
+    projection) and in-place writes through one name seen by the other hold as in eager code."""
+    if len(leaves) == 2:  # (the common cases first: no tensor passed twice)
+        if leaves[0] is not leaves[1]:
+            return
+    elif len({id(t) for t in leaves}) == len(leaves):
+        return
+    pattern = alias_pattern(leaves)
+    if pattern is not None:
+        key.append(ALIASED)
+        key.append(pattern)
 
 
 def signature(head, args, kwargs, specs=None, types=None):
@@ -161,6 +187,8 @@ def signature(head, args, kwargs, specs=None, types=None):
     if specs is None:
         for a in parts:
             leaf_key(a, key, leaves, types)
+        if len(leaves) > 1:
+            _alias_key(leaves, key)
         return tuple(key), leaves
     pos_specs = specs if isinstance(specs, list) else ()
     kw_specs = specs if isinstance(specs, dict) else {}
@@ -172,6 +200,8 @@ def signature(head, args, kwargs, specs=None, types=None):
         _leaf_specs(d, kw_specs.get(k), part_specs)
     for a, spec in zip(parts, part_specs):
         leaf_key(a, key, leaves, types, spec)
+    if len(leaves) > 1:
+        _alias_key(leaves, key)
     return tuple(key), leaves
 
 

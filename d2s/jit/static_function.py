@@ -28,7 +28,7 @@ from ..transformers import SourceUnavailable, convert_function
 from ..user_errors import ConvertError, NoProgramError
 from . import config
 from .buffer_writes import buffer_writes as _buffer_writes
-from .cache import ProgramCache, replace_kwargs, replace_leaves, signature, varying_dims
+from .cache import ProgramCache, alias_pattern, replace_kwargs, replace_leaves, signature, varying_dims
 from .concrete import BUILD_LOCK, ConcreteProgram
 from .numerics import check_forward
 from .object_guards import ObjectGuards, parameters
@@ -476,7 +476,9 @@ class StaticFunction:
             (symbolic inputs, output tensors in order) and stores the output structure."""
             sym = [builder.add_input(shape, dtype, nm, bool(requires_grad and requires_grad[i]), in_layouts[i])
                    for i, (shape, dtype, nm) in enumerate(leaf_types)]
-            it = iter(sym)
+            # one tensor passed as several arguments is one symbolic tensor (its later inputs
+            # go unread): `query is key` holds, and a write through one name reaches the other
+            it = iter(sym if aliases is None else [sym[j] for j in aliases])
             sargs = replace_leaves(tuple(args), it)
             skw = replace_kwargs(kwargs, it) if kwargs else {}
             if instance is not None:
@@ -545,6 +547,7 @@ class StaticFunction:
         # (see StaticFunction._call), so no other call runs this program.
         grad_on = STATE.grad_enabled
         call_leaves = signature(self._head(), args, kwargs)[1]
+        aliases = alias_pattern(call_leaves)
         mask = [bool(getattr(t, "requires_grad", False)) for t in call_leaves]
         builder = ProgramBuilder(device)
         builder.to_static_enabled = True

@@ -83,6 +83,23 @@ def _check_range(ids, n, what):
                                   f"[{lo}, {hi}]")
 
 
+def _check_offsets(offsets, ids):
+    """PyTorch's checks of embedding_bag's offsets, on the host only (as _check_range): bags
+    start at 0 and in order, and none starts past the input's end (d2s silently dropped the ids
+    before a first offset above 0, and gave empty bags past the end)."""
+    o, n = offsets.array, ids.array
+    if not isinstance(o, np.ndarray) or not isinstance(n, np.ndarray) or not o.size:
+        return
+    if int(o[0]) != 0:
+        raise ValueError(f"embedding_bag: offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to "
+                         f"start from position 0. However, got {int(o[0])}")
+    if int(o[-1]) > n.shape[0]:
+        raise ValueError(f"embedding_bag: offsets[-1] can not be greater than input's length {n.shape[0]} but got "
+                         f"offsets[-1] of {int(o[-1])}")
+    if o.size > 1 and (np.diff(o) < 0).any():
+        raise ValueError(f"embedding_bag: offsets must be non-decreasing, got {o.tolist()}")
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
     """Rows of ``weight`` (num_embeddings, dim) picked by integer ``input`` (any shape).
@@ -133,6 +150,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     padding_idx = _padding(padding_idx, _static_shape(weight)[0], "embedding_bag")
     emb = embedding(ids, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
     psw = None if per_sample_weights is None else _t(per_sample_weights)
+    if psw is not None and None not in _static_shape(psw) + _static_shape(ids) and \
+            tuple(_static_shape(psw)) != tuple(_static_shape(ids)):
+        # (it would broadcast: one weight for every id, silently)
+        raise ValueError(f"embedding_bag: If per_sample_weights ({tuple(psw.shape)}) is not None, then it must have "
+                         f"the same shape as the input ({tuple(ids.shape)})")
     if ids.ndim == 2:
         if offsets is not None:
             raise ValueError("embedding_bag: if input is 2D, then offsets has to be None, as input is treated is a "
@@ -146,6 +168,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if offsets is None:
         raise ValueError("embedding_bag: offsets has to be a 1D tensor but got None")
     offsets = _ids(offsets, "embedding_bag")
+    _check_offsets(offsets, ids)
     starts = offsets
     if include_last_offset:
         starts = offsets[:-1]

@@ -2,7 +2,7 @@
 (their functions are in :mod:`d2s.nn.functional`)."""
 from . import functional as F
 from . import init as _init
-from ._param import new_parameter
+from ._param import default_float, new_parameter
 from .module import Module
 
 
@@ -124,7 +124,7 @@ class PReLU(Module):
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
         self.num_parameters, self.init = int(num_parameters), init
-        self.weight = new_parameter((self.num_parameters,), dtype or "float32", device)
+        self.weight = new_parameter((self.num_parameters,), default_float(dtype), device)
         self.reset_parameters()
 
     def reset_parameters(self):

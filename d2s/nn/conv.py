@@ -5,7 +5,7 @@ import math
 
 from . import functional as F
 from . import init
-from ._param import new_parameter
+from ._param import default_float, new_parameter
 from .module import Module
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -62,9 +62,9 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
             shape = (out_channels, in_channels // groups) + self.kernel_size
-        self.weight = new_parameter(shape, dtype or "float32", device)
+        self.weight = new_parameter(shape, default_float(dtype), device)
         if bias:
-            self.bias = new_parameter((out_channels,), dtype or "float32", device)
+            self.bias = new_parameter((out_channels,), default_float(dtype), device)
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -105,7 +105,7 @@ class _ConvNd(Module):
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
         if self.padding != (0,) * self._n:
-            s += f", padding={self.padding!r}" if isinstance(self.padding, str) else f", padding={self.padding}"
+            s += f", padding={self.padding}"  # ('same' unquoted, as PyTorch prints it)
         if self.dilation != (1,) * self._n:
             s += f", dilation={self.dilation}"
         if self.output_padding != (0,) * self._n:

@@ -19,7 +19,7 @@ import numpy as np
 from d2s_runtime.device import device_of, get_xp, to_host, xp_of
 
 from .. import devices as _devices
-from ..dtypes import as_dtype
+from ..dtypes import _DEFAULT_FLOAT, as_dtype
 from ..tensor import Tensor, tensor
 
 
@@ -35,7 +35,16 @@ def _array_of(data):
     return arr.copy() if arr is data else arr
 
 
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What load_state_dict returns; printed as PyTorch prints it."""
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
 
 
 class StateDictError(RuntimeError, KeyError):
@@ -58,8 +67,8 @@ class Parameter(Tensor):
     _d2s_parameter = True
 
     def __new__(cls, data=None, requires_grad=True):
-        if data is None:
-            data = np.zeros((0,), dtype=np.float32)
+        if data is None:  # (of the default float dtype, as torch.empty(0))
+            data = np.zeros((0,), dtype=_DEFAULT_FLOAT[0])
         arr = _array_of(data)
         p = cls._make(arr)
         if requires_grad:
@@ -541,7 +550,8 @@ class Module:
             raise NotImplementedError("load_state_dict(assign=True) is not supported: d2s copies the values into "
                                       "the module's own tensors; drop assign=")
         own = OrderedDict(self._state_items())
-        missing = [k for k in own if k not in state_dict]
+        legacy = self._legacy_keys(state_dict)
+        missing = [k for k in own if k not in state_dict and k not in legacy]
         unexpected = [k for k in state_dict if k not in own]
         if strict and (missing or unexpected):
             parts = []
@@ -573,6 +583,23 @@ class Module:
             xp_arr[...] = arr
             target._version += 1
         return _IncompatibleKeys(missing, unexpected)
+
+    # buffers a state dict of an older format may lack (PyTorch's _load_from_state_dict keeps
+    # the module's own value for them): a subclass names them
+    _version_2_buffers = ()
+
+    def _legacy_keys(self, state_dict):
+        """The keys a state dict may lack, as PyTorch fills them in: the ``_version_2_buffers``
+        of each module whose version in the dict's ``_metadata`` is not 2 or more (none there:
+        a plain dict, e.g. a checkpoint converted with a dict comprehension)."""
+        meta = getattr(state_dict, "_metadata", None) or {}
+        keys = set()
+        for mod_name, mod in self.named_modules(remove_duplicate=False):
+            names = [n for n in mod._version_2_buffers if mod._buffers.get(n) is not None]
+            version = (meta.get(mod_name) or {}).get("version")
+            if names and (version is None or version < 2):
+                keys.update(f"{mod_name}.{n}" if mod_name else n for n in names)
+        return keys
 
     # ------------------------------------------------------------ conversion
     def _apply_to_tensors(self, fn):

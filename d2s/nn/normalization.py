@@ -11,7 +11,7 @@ from d2s_runtime.device import get_xp
 
 from . import _functional_norm as FN
 from . import init
-from ._param import new_parameter
+from ._param import default_float, new_parameter
 from .module import Buffer, Module
 from .._state import STATE
 from ..autograd import no_grad
@@ -68,6 +68,10 @@ class _NormBase(Module):
     """Shared by BatchNorm and InstanceNorm: ``weight``/``bias`` (ones/zeros) when ``affine``;
     ``running_mean``/``running_var``/``num_batches_tracked`` buffers when ``track_running_stats``."""
 
+    # a checkpoint older than PyTorch 0.4.1 (or a plain dict without PyTorch's _metadata) may
+    # have no num_batches_tracked: the module keeps its own, as in PyTorch
+    _version_2_buffers = ("num_batches_tracked",)
+
     _expected_dims = None  # input ranks the layer accepts (batched)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
@@ -75,7 +79,7 @@ class _NormBase(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = int(num_features), eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        dtype = dtype or "float32"
+        dtype = default_float(dtype)
         _affine_params(self, (self.num_features,), affine, bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", _new_buffer((self.num_features,), 0, dtype, device))
@@ -221,7 +225,7 @@ class LayerNorm(Module):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(int(d) for d in normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        dtype = dtype or "float32"
+        dtype = default_float(dtype)
         _affine_params(self, self.normalized_shape, elementwise_affine, bias, dtype, device)
 
     def reset_parameters(self):
@@ -244,7 +248,7 @@ class GroupNorm(Module):
         if num_channels % num_groups:
             raise ValueError("GroupNorm: num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = int(num_groups), int(num_channels), eps, affine
-        dtype = dtype or "float32"
+        dtype = default_float(dtype)
         _affine_params(self, (self.num_channels,), affine, bias, dtype, device)
 
     def reset_parameters(self):
@@ -269,7 +273,7 @@ class RMSNorm(Module):
         self.normalized_shape = tuple(int(d) for d in normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         if elementwise_affine:
-            self.weight = init.ones_(new_parameter(self.normalized_shape, dtype or "float32", device))
+            self.weight = init.ones_(new_parameter(self.normalized_shape, default_float(dtype), device))
         else:
             self.register_parameter("weight", None)
 

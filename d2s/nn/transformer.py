@@ -12,7 +12,7 @@ import numpy as np
 from .. import ops as _ops
 from . import functional as F
 from . import init
-from ._param import new_parameter
+from ._param import default_float, new_parameter
 from ._util import as_tensor
 from .activation import Dropout
 from .containers import ModuleList
@@ -330,5 +330,5 @@ class Transformer(Module):
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
         """A float (sz, sz) mask: 0 on and below the diagonal, -inf above it (each position may
         attend to itself and the positions before it)."""
-        mask = np.triu(np.full((sz, sz), -np.inf), 1).astype(str(dtype or "float32"))
+        mask = np.triu(np.full((sz, sz), -np.inf), 1).astype(str(default_float(dtype)))
         return as_tensor(mask) if device is None else as_tensor(mask).to(device)

@@ -230,8 +230,12 @@ def prelu(input, weight):
     n = _static_shape(w)[0] if w.ndim else 1
     xs = _static_shape(x)
     c = xs[1] if len(xs) >= 2 else None
-    if n is not None and n > 1 and c is not None and c != n:
-        raise ValueError(f"prelu: weight has {n} slopes but the input has {c} channels (dim 1)")
+    if n is not None and n > 1 and (c != n if c is not None else x.ndim < 2):
+        # (an input of fewer than 2 dims has one channel, as PyTorch counts it)
+        raise ValueError(f"prelu: weight has {n} slopes but the input has {1 if c is None else c} channels "
+                         f"(dim 1 of its {x.ndim}-d shape)")
     if w.ndim == 1 and x.ndim >= 2:
         w = reshape(w, [-1] + [1] * (x.ndim - 2))  # one slope per channel (dim 1), or one for all
+    elif w.ndim == 1 and x.ndim == 0:
+        w = reshape(w, [])  # a 0-d input stays 0-d
     return where(gt(x, 0), x, w * x)

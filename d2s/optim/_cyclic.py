@@ -23,7 +23,7 @@ def _momentum_setup(scheduler, optimizer, base_momentum, max_momentum, last_epoc
     max_momentums = _format_param("max_momentum", optimizer, max_momentum)
     base_momentums = _format_param("base_momentum", optimizer, base_momentum)
     if last_epoch == -1:
-        for m, b, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+        for m, b, group in zip(max_momentums, base_momentums, optimizer.param_groups, strict=True):
             _set_momentum(group, scheduler.use_beta1, m)
             group["max_momentum"] = m
             group["base_momentum"] = b
@@ -43,7 +43,7 @@ class CyclicLR(LRScheduler):
         self.optimizer = optimizer
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
-            for lr, group in zip(base_lrs, optimizer.param_groups):
+            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
                 _set_group_value(group, "lr", lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         step_size_up = float(step_size_up)
@@ -83,9 +83,10 @@ class CyclicLR(LRScheduler):
         scale_factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
         at = cycle if self.scale_mode == "cycle" else self.last_epoch
         lrs = [base_lr + (max_lr - base_lr) * scale_factor * self.scale_fn(at)
-               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs)]
+               for base_lr, max_lr in zip(self.base_lrs, self.max_lrs, strict=True)]
         if self.cycle_momentum:
-            for group, base_m, max_m in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+            for group, base_m, max_m in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums,
+                                            strict=True):
                 _set_momentum(group, self.use_beta1, max_m - (max_m - base_m) * scale_factor * self.scale_fn(at))
         return lrs
 
@@ -168,7 +169,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             values = self.get_lr()
         finally:
             self._get_lr_called_within_step = False
-        for group, lr in zip(self.optimizer.param_groups, values):
+        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
             _set_group_value(group, "lr", lr)
         self._last_lr = _group_values(self.optimizer, "lr")
 
@@ -231,7 +232,7 @@ class OneCycleLR(LRScheduler):
         self._anneal_func_type = anneal_strategy
         max_lrs = _format_param("max_lr", self.optimizer, max_lr)
         if last_epoch == -1:
-            for group, m in zip(self.optimizer.param_groups, max_lrs):
+            for group, m in zip(self.optimizer.param_groups, max_lrs, strict=True):
                 group["initial_lr"] = m / div_factor
                 group["max_lr"] = m
                 group["min_lr"] = group["initial_lr"] / final_div_factor

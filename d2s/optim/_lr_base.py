@@ -132,6 +132,13 @@ class LRScheduler:
                 values = closed() if closed is not None else self.get_lr()
         finally:
             self._get_lr_called_within_step = False
+        values = list(values)
+        if len(values) != len(self.optimizer.param_groups):
+            # (PyTorch's strict zip raises here too, as "zip() argument 2 is shorter than argument 1")
+            raise ValueError(f"{type(self).__name__}.step(): the optimizer has {len(self.optimizer.param_groups)} "
+                             f"parameter groups but the schedule gives {len(values)} learning rates: a group added "
+                             "with add_param_group after the scheduler was made is not in its schedule; make the "
+                             "scheduler after adding every group")
         for group, lr in zip(self.optimizer.param_groups, values):
             _set_group_value(group, "lr", lr)
         self._last_lr = _group_values(self.optimizer, "lr")

@@ -57,7 +57,7 @@ class LambdaLR(_LambdaState, LRScheduler):
 
     def get_lr(self):
         self._warn_outside_step()
-        return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+        return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)]
 
 
 class MultiplicativeLR(_LambdaState, LRScheduler):
@@ -75,7 +75,8 @@ class MultiplicativeLR(_LambdaState, LRScheduler):
         self._warn_outside_step()
         if self._is_initial:
             return self._current()
-        return [g["lr"] * fn(self.last_epoch) for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups)]
+        return [g["lr"] * fn(self.last_epoch)
+                for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)]
 
 
 class StepLR(LRScheduler):
@@ -217,7 +218,7 @@ class CosineAnnealingLR(LRScheduler):
                     for base_lr in self.base_lrs]
         if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
             return [g["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
-                    for base_lr, g in zip(self.base_lrs, groups)]
+                    for base_lr, g in zip(self.base_lrs, groups, strict=True)]
         return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
                 / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max)) * (g["lr"] - self.eta_min) + self.eta_min
                 for g in groups]

@@ -6,10 +6,11 @@ read parameters at every call) and the optimizer all see the new values.
 
 The arithmetic of every algorithm follows PyTorch's single-tensor CPU implementation
 operation by operation (``lerp_`` for moving averages, ``addcmul_``/``addcdiv_`` in their
-operand order, Python-float bias corrections, float32 ``step`` counters), so parameters
-after N steps equal PyTorch's to the last few bits. Array state lives on the parameter's
-device; scalar state (``step``, NAdam's ``mu_product``, ASGD's ``eta``/``mu``) on the host, as
-PyTorch keeps it on the CPU, so reading it never waits for a device.
+operand order, Python-float bias corrections, float32 ``step`` counters: float64 under a
+float64 default dtype), so parameters after N steps equal PyTorch's to the last few bits.
+Array state lives on the parameter's device; scalar state (``step``, NAdam's ``mu_product``,
+ASGD's ``eta``/``mu``) on the host, as PyTorch keeps it on the CPU, so reading it never waits
+for a device.
 """
 import copy
 import warnings
@@ -20,6 +21,7 @@ import numpy as np
 from d2s_runtime.device import to_host, xp_of
 
 from ..autograd import enable_grad
+from ..dtypes import _DEFAULT_FLOAT
 from ..tensor import Tensor
 from ._blocks import blockable, update_by_blocks
 
@@ -51,8 +53,12 @@ def _check(name, value, ok, what):
         raise ValueError(f"Invalid {what}: {value}")
 
 
-def _scalar(value, dtype=np.float32):
-    """A host 0-d tensor: scalar state such as ``step`` (float32, as PyTorch's default)."""
+def _scalar(value, dtype=None):
+    """A host 0-d tensor: scalar state such as ``step``, in PyTorch's scalar dtype: float32, or
+    float64 while the default dtype is float64 (``_get_scalar_dtype``; d2s kept float32, so
+    NAdam's mu_product and ASGD's eta rounded where PyTorch's did not)."""
+    if dtype is None:
+        dtype = np.float64 if _DEFAULT_FLOAT[0] == "float64" else np.float32
     return Tensor._make(np.array(value, dtype=dtype))
 
 
@@ -211,6 +217,8 @@ class Optimizer:
                     update_by_blocks(lambda *a: self._update(*a, hyper), xp, w, g, state)
                 else:
                     self._update(xp, w, g, arrays, hyper)
+                if not state:  # (SGD without momentum keeps none: no entry, as in PyTorch's state dict)
+                    del self.state[p]
                 if scalar:
                     w = w.reshape(())
                 if w is not data:

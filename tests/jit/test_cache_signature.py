@@ -34,6 +34,13 @@ def test_calls_share_a_key_exactly_when_structure_types_and_values_agree():
     assert key(p) == key(P(1, "s")) and key(p) != key((1, "s"))
 
 
+def test_a_tensor_passed_twice_has_its_own_key():
+    a, b, c = _t(2), _t(2), _t(2)
+    assert key(a, a) != key(a, b) and key(a, a) == key(b, b)
+    assert key(a, (b, a)) == key(c, (b, c)) != key(a, (b, c))
+    assert key(a, b, k=a) != key(a, b, k=c)
+
+
 def test_tensors_are_collected_in_walk_order():
     a, b, c, d = _t(1), _t(2), _t(3), _t(4)
     _, leaves = signature((), (a, [b, {"k": c}], 7), {"z": d, "y": "s"})

@@ -82,6 +82,8 @@ TORCH_CASES = [
     Case("PReLU", lambda t, x, w: t.func.functional_call(t.nn.PReLU(3), {"weight": w}, (x,)),
          X4, np.array([0.25, -0.5, 2.0])),
     Case("PReLU_single", lambda t, x, w: t.nn.functional.prelu(x, w), X, np.array([0.3])),
+    # a 0-d input keeps its shape with a (1,) weight, as nn.PReLU()(x) gives (was (1,))
+    Case("PReLU_0d_input", lambda t, x, w: t.nn.functional.prelu(x, w), np.array(-1.5), np.array([0.3])),
     # inplace: the result and the input itself both change (on a non-leaf, as PyTorch allows)
     Case("relu_inplace", lambda t, x: _inplace(t, "relu", x), X, onnx=_TWICE),
     Case("elu_inplace", lambda t, x: _inplace(t, "elu", x), X, onnx=_TWICE),
@@ -207,6 +209,9 @@ def test_prelu_parameters_and_errors():
     assert list(p.state_dict()) == ["weight"] and np.allclose(p.weight.numpy(), 0.1)
     with pytest.raises(ValueError, match="4 slopes but the input has 3 channels"):
         p(d2s.ones(2, 3))
+    # a 1-d input has one channel, as PyTorch counts it (its slopes were applied elementwise)
+    with pytest.raises(ValueError, match="3 slopes but the input has 1 channels"):
+        nn.PReLU(3)(d2s.ones(3))
     with pytest.raises(ValueError, match="must be even"):
         F.glu(d2s.ones(2, 3))
 

@@ -128,6 +128,19 @@ TORCH_CASES = [
          rn(2, 4, 3, 3), rn(4, 16, 3, 3), rn(16), onnx=ONNX64),
     Case("conv1d_many_channels", lambda t, x, w, b: t.nn.functional.conv1d(x, w, b, padding=1),
          rn(2, 16, 9), rn(4, 16, 3), rn(4), onnx=ONNX64),
+    # output_padding of the stride or more (PyTorch allows it below the dilation): the output has
+    # more windows than the input positions; the backward raised a ShapeError
+    Case("conv_transpose2d_output_padding_past_stride",
+         lambda t, x, w, b: t.nn.functional.conv_transpose2d(x, w, b, stride=(1, 3), padding=(1, 0),
+                                                             output_padding=(1, 1), dilation=(2, 2)),
+         rn(2, 3, 4, 3), rn(3, 2, 3, 3), rn(2), onnx=ONNX64),
+    Case("conv_transpose1d_output_padding_past_stride",
+         lambda t, x, w, b: t.nn.functional.conv_transpose1d(x, w, b, stride=1, padding=1, output_padding=2,
+                                                             dilation=3, groups=3),
+         rn(2, 3, 5), rn(3, 2, 2), rn(6), onnx=ONNX64),
+    Case("conv_transpose2d_many_channels_output_padding_past_stride",
+         lambda t, x, w, b: t.nn.functional.conv_transpose2d(x, w, b, padding=1, output_padding=1, dilation=2),
+         rn(2, 4, 3, 3), rn(4, 16, 3, 3), rn(16), onnx=ONNX64),
 ]
 
 
@@ -180,6 +193,9 @@ def test_attributes_and_repr_follow_pytorch():
         assert m.extra_repr() == t.extra_repr()
         want = torch.nn.ConvTranspose2d(3, 2, 3, 2, 1, 1).extra_repr()
         assert nn.ConvTranspose2d(3, 2, 3, 2, 1, 1).extra_repr() == want
+    # a padding string prints unquoted, as PyTorch's (d2s quoted it)
+    assert nn.Conv1d(2, 2, 3, padding="same", padding_mode="circular").extra_repr() == (
+        "2, 2, kernel_size=(3,), stride=(1,), padding=same, padding_mode=circular")
 
 
 @pytest.mark.parametrize("make", [lambda: nn.Conv2d(16, 32, 3), lambda: nn.Conv1d(8, 64, 5, groups=2),

@@ -92,7 +92,9 @@ def test_load_state_dict_strict_false_returns_pytorchs_named_tuple():
     sd["extra"] = d2s.zeros(1)
     res = m.load_state_dict(sd, strict=False)
     assert res.missing_keys == ["embed.weight"] and res.unexpected_keys == ["extra"]
-    assert type(res).__name__ == "IncompatibleKeys"
+    # PyTorch's type, and its repr when every key matched
+    assert type(res).__name__ == "_IncompatibleKeys" and type(res).__mro__[1].__name__ == "IncompatibleKeys"
+    assert repr(m.load_state_dict(m.state_dict())) == "<All keys matched successfully>"
     with pytest.raises(RuntimeError, match='Missing key\\(s\\) in state_dict: "embed.weight"'):
         m.load_state_dict(sd)
 
@@ -229,3 +231,25 @@ def test_deepcopy_of_a_module_with_buffers_copies_them():
     m2.running_mean.add_(1.0)
     assert m.running_mean.numpy().tolist() == [0.0, 0.0, 0.0]
     assert list(dict(m2.named_buffers())) == list(dict(m.named_buffers()))
+
+
+def test_layers_make_their_parameters_in_the_default_dtype():
+    # PyTorch's layers follow set_default_dtype(torch.float64); d2s's stayed float32 (their
+    # outputs were float32, or promoted from float32 weights: silently less precise)
+    makers = [lambda: nn.Linear(2, 3), lambda: nn.Conv2d(2, 2, 3), lambda: nn.ConvTranspose1d(2, 2, 3),
+              lambda: nn.BatchNorm1d(3), lambda: nn.InstanceNorm1d(3, affine=True, track_running_stats=True),
+              lambda: nn.LayerNorm(3), lambda: nn.GroupNorm(1, 3), lambda: nn.RMSNorm(3), lambda: nn.PReLU(),
+              lambda: nn.Embedding(4, 2), lambda: nn.MultiheadAttention(4, 2, kdim=3), lambda: nn.Bilinear(2, 2, 2),
+              lambda: nn.LSTM(2, 2)]
+    d2s.set_default_dtype(d2s.float64)
+    try:
+        for make in makers:
+            m = make()
+            dtypes = {k: str(v.dtype) for k, v in m.state_dict().items()}
+            assert all(d == "float64" for k, d in dtypes.items() if not k.endswith("num_batches_tracked")), dtypes
+        assert str(nn.Parameter().dtype) == "float64"
+        assert str(nn.Transformer.generate_square_subsequent_mask(3).dtype) == "float64"
+        assert str(nn.Linear(2, 2, dtype=d2s.float32).weight.dtype) == "float32"  # an explicit dtype wins
+    finally:
+        d2s.set_default_dtype(d2s.float32)
+    assert str(nn.Linear(2, 3).weight.dtype) == "float32"

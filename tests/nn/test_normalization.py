@@ -251,6 +251,25 @@ def small_resnet(lib):
     return Net()
 
 
+def test_a_checkpoint_without_num_batches_tracked_loads_as_in_pytorch():
+    # PyTorch fills a missing num_batches_tracked with the module's own unless the dict's
+    # _metadata says the format is version 2 (d2s refused every such checkpoint)
+    m = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3), nn.InstanceNorm1d(3, track_running_stats=True))
+    m[1].num_batches_tracked.fill_(5)
+    sd = {k: v.numpy() * 2 for k, v in m.state_dict().items() if not k.endswith("num_batches_tracked")}
+    res = m.load_state_dict(sd)
+    assert res.missing_keys == [] and repr(res) == "<All keys matched successfully>"
+    assert m[1].num_batches_tracked.item() == 5 and np.array_equal(m[1].running_var.numpy(), np.full(3, 2.0))
+
+    class Versioned(dict):
+        _metadata = {"1": {"version": 2}, "2": {"version": 1}}
+
+    with pytest.raises(RuntimeError, match=r"Missing key\(s\) in state_dict: \"1.num_batches_tracked\"\.\n"):
+        m.load_state_dict(Versioned(sd))
+    with pytest.raises(RuntimeError, match='"weight"'):  # other keys stay required
+        nn.BatchNorm1d(3).load_state_dict({"bias": np.zeros(3)})
+
+
 def test_a_pytorch_resnet_checkpoint_loads_and_gives_pytorchs_outputs():
     torch = torch_parity.live_torch()
     if torch is None:

@@ -66,6 +66,8 @@ def test_padding_row_starts_at_zero_and_gets_no_gradient():
     e(d2s.tensor([2, 1, 2])).sum().backward()
     assert not e.weight.grad.numpy()[2].any() and e.weight.grad.numpy()[1].all()
     assert repr(e) == "Embedding(5, 3, padding_idx=2)"
+    # the mode quoted, as PyTorch prints it
+    assert repr(nn.EmbeddingBag(4, 2, mode="max", padding_idx=1)) == "EmbeddingBag(4, 2, mode='max', padding_idx=1)"
 
 
 def test_max_norm_renormalizes_the_rows_looked_up_in_place():
@@ -95,6 +97,19 @@ def test_errors_are_clear():
         F.embedding_bag(d2s.tensor([[0, 1]]), d2s.ones(5, 2), per_sample_weights=d2s.ones(1, 2))
     with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
         nn.Embedding(3, 2, padding_idx=5)
+    # offsets PyTorch refuses (d2s dropped the ids before a first offset above 0, and gave an
+    # empty bag for one past the end)
+    bag = nn.EmbeddingBag(5, 2)
+    with pytest.raises(ValueError, match=r"offsets\[0\] has to be 0"):
+        bag(d2s.tensor([1, 2]), d2s.tensor([1]))
+    with pytest.raises(ValueError, match=r"offsets\[-1\] can not be greater than input's length 2"):
+        bag(d2s.tensor([1, 2]), d2s.tensor([0, 3]))
+    with pytest.raises(ValueError, match="offsets must be non-decreasing"):
+        bag(d2s.tensor([1, 2, 3]), d2s.tensor([0, 2, 1]))
+    assert bag(d2s.tensor([1, 2]), d2s.tensor([0, 2, 2])).shape == (3, 2)  # empty bags at the end are fine
+    # one weight per id (a shorter one broadcast silently)
+    with pytest.raises(ValueError, match="per_sample_weights .* must have the same shape as the input"):
+        nn.EmbeddingBag(5, 2, mode="sum")(d2s.tensor([1, 2]), d2s.tensor([0]), per_sample_weights=d2s.tensor([1.0]))
 
 
 def test_from_pretrained_freezes_by_default_and_shares_the_data():

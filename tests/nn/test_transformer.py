@@ -311,3 +311,24 @@ def test_encoder_with_padding_gives_pytorchs_computed_values():
     with torch.no_grad():
         nested = ref(torch.tensor(x), src_key_padding_mask=torch.tensor(kpm)).numpy()
     np.testing.assert_allclose(nested[~kpm], want[~kpm], rtol=1e-5, atol=1e-5)  # the same where not padded
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_converted_self_attention_is_eagers_to_the_bit(batch_first):
+    # attn(x, x, x) projects once (query is key is value); the program had an input per
+    # argument, so it projected three times and x.grad summed three products: last bits differed
+    rng = np.random.default_rng(3)
+    x0 = rng.standard_normal((1, 2, 2) if batch_first else (2, 1, 2))
+    state = {k: d2s.tensor(v.numpy()).double() for k, v in nn.MultiheadAttention(2, 1).state_dict().items()}
+    got = []
+    for convert in (False, True):
+        m = nn.MultiheadAttention(2, 1, batch_first=batch_first).double()
+        m.load_state_dict(state)
+        f = d2s.jit.to_static(m) if convert else m
+        x = d2s.tensor(x0, requires_grad=True)
+        out, w = f(x, x, x)
+        (out * d2s.tensor(np.arange(1.0, 5.0).reshape(x0.shape))).sum().backward()
+        got.append([out.detach().numpy(), w.detach().numpy(), x.grad.numpy()]
+                   + [p.grad.numpy() for p in m.parameters()])
+    for a, b in zip(*got):
+        np.testing.assert_array_equal(a, b)

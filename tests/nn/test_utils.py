@@ -57,6 +57,12 @@ def test_clip_grad_norm_changes_the_gradient_arrays_in_place_and_skips_missing_g
     np.testing.assert_allclose(np.linalg.norm(single.grad.numpy()), 1.0, rtol=1e-4)
     assert total.item() > 1.0
     assert clip_grad_norm_([nn.Parameter(d2s.ones(2))], 1.0).item() == 0.0
+    # with no gradient, torch.tensor(0.0): of the default dtype (d2s: float32 always)
+    d2s.set_default_dtype(d2s.float64)
+    try:
+        assert str(clip_grad_norm_([nn.Parameter(d2s.ones(2))], 1.0).dtype) == "float64"
+    finally:
+        d2s.set_default_dtype(d2s.float32)
 
 
 def test_clip_grad_norm_non_finite():

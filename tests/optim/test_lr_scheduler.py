@@ -222,6 +222,31 @@ def test_bad_arguments_raise_pytorchs_errors(bad, err, match):
         bad(_opt())
 
 
+@pytest.mark.parametrize("make, raises", [
+    (lambda o: sched.LambdaLR(o, lambda e: 0.9 ** e), ValueError),
+    (lambda o: sched.CyclicLR(o, 0.01, 0.1, 2), ValueError),
+    (lambda o: sched.CosineAnnealingWarmRestarts(o, 3), ValueError),
+    (lambda o: sched.OneCycleLR(o, 1.0, total_steps=20), KeyError),  # (the group has no initial_lr)
+    (lambda o: sched.StepLR(o, 2, 0.5), None),  # chainable: each group's own lr times gamma
+    (lambda o: sched.ExponentialLR(o, 0.5), None),
+])
+def test_a_group_added_after_the_scheduler_is_refused_where_pytorch_refuses_it(make, raises):
+    # schedules computed from their base_lrs have none for the new group: PyTorch's strict zip
+    # raises ValueError; d2s left the new group's lr as it was, silently
+    opt = _opt()
+    s = make(opt)
+    opt.step()
+    s.step()
+    opt.add_param_group({"params": [nn.Parameter(np.zeros(2))], "lr": 0.5})
+    opt.step()
+    if raises:
+        with pytest.raises(raises, match="parameter groups but the schedule gives|zip|initial_lr"):
+            s.step()
+    else:
+        s.step()
+        assert opt.param_groups[-1]["lr"] == 0.25  # (step 2: StepLR's gamma too)
+
+
 def test_one_cycle_refuses_to_step_past_its_end():
     opt = _opt()
     s = sched.OneCycleLR(opt, max_lr=0.1, total_steps=3)
