@@ -92,10 +92,20 @@ def unbroadcast(g, shape):
             axes.append(lead + i)
     if axes:
         g = apply("reduce_sum", g, axes=_axes(axes), keepdims=True)
-    if lead or _shape(g) != tuple(shape):
+    if lead and None in shape:
+        # the summed leading dims (kept, of size 1) dropped by a squeeze, which needs no sizes: a
+        # reshape to a shape of two dims known only when the program runs has no static form
+        g = apply("squeeze", g, axes=list(range(lead)))
+        lead = 0
+    if lead or not _matches(_shape(g), shape):
         target = [1 if s == 1 else -1 if s is None else s for s in shape] if None in shape else list(shape)
         g = apply("reshape", g, shape=_static_dims(target))
     return g
+
+
+def _matches(got, want):
+    """Whether static shape ``got`` fits ``want`` (None: a dim known only when the program runs)."""
+    return len(got) == len(want) and all(w is None or g == w for g, w in zip(got, want))
 
 
 def _pair(ctx, ga, gb):
