@@ -16,7 +16,7 @@ from ..onnx.registry import i64, onnx_converter, onnx_unsupported, promoted, ele
 from ..tensor import Tensor, tensor, tensor_method
 from ..user_errors import at_user_line
 from .creation import full
-from .elementwise import add, logical_or
+from .elementwise import add
 from ._util import (_as_tensor, _axes, _dims_of_shape_tensor, _is_diff, _is_symbolic, _shape, _shape_arg,
                     _static_dims, _static_shape, unbroadcast)
 
@@ -644,8 +644,9 @@ def _identity_onnx(g, op):
 
 @tensor_method()
 def clone(x):
-    """A copy of ``x`` that keeps its autograd history."""
-    return apply("add", x, 0) if not isinstance(x, Tensor) or x.dtype != "bool" else logical_or(x, False)
+    """A copy of ``x`` that keeps its autograd history, bit for bit (-0.0 and NaN payloads
+    included: ``x + 0`` would turn -0.0 into 0.0)."""
+    return identity(x if isinstance(x, Tensor) else tensor(x))
 
 
 def stop_gradient(x):

@@ -162,6 +162,13 @@ TORCH_CASES += [
          R.standard_normal(2), R.standard_normal(4)),
 ]
 
+# a copy keeps every bit: -0.0 stays -0.0 (1 / copy shows the sign as -inf)
+NEG0 = np.array([[-0.0, 0.0, 1.5], [np.nan, -0.0, -2.0]], np.float32)
+TORCH_CASES += [
+    Case("clone_keeps_negative_zero", lambda t, x: (1 / x.clone(), 1 / t.clone(x), 1 / x.to(x.dtype, copy=True),
+                                                    1 / x.rot90(0), 1 / x.rot90(4, [1, 0])), NEG0),
+]
+
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):
