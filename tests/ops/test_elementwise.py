@@ -88,6 +88,14 @@ TORCH_CASES += [
          static="torch.equal returns a Python bool read from the values: eager only"),
 ]
 
+# a 0-d tensor operand of the same kind does not widen the result (int32 & tensor(-4) is int32,
+# uint8 | tensor(-4) wraps to uint8), as for the arithmetic operators
+TORCH_CASES += [
+    Case("bitwise_zero_d_tensor_keeps_dtype", lambda t, a, u, s, b: (a & s, a | s, t.bitwise_xor(a, s), u | s, s & u,
+                                                                     u ^ b, t.bitwise_and(b, s)),
+         np.array([-3, 1, 6], np.int32), np.array([3, 1, 200], np.uint8), np.array(-4), np.array(True)),
+]
+
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):

@@ -232,6 +232,12 @@ def _bitwise(name, fn, doc, **traits):
             b = wrap_int(b, a.dtype)
         elif type(a) is int and getattr(b, "dtype", None) is not None and b.dtype.kind in "iu":
             a = wrap_int(a, b.dtype)
+        else:
+            da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
+            if da is not None and db is not None and da != db:
+                # PyTorch's promotion, not NumPy's: a 0-d int64 tensor does not widen an int32
+                # one (int32 & tensor(-4) is int32), and its value wraps into the result's dtype
+                a, b = promote((a, b))
         return fn(xp, a, b)
 
     defop(name, infer, doc=doc, elementwise=True, commutative=True, fresh=True, wraps_ints=True, **traits)(kernel)
