@@ -478,7 +478,9 @@ def clamp(input, min=None, max=None):
                 raise TypeError(f"clamp: a bound must be a number, a tensor or None, got {type(v).__name__}")
         lo, hi = _number(min), _number(max)
         dt = str(getattr(input, "dtype", ""))
-        if dt in ("uint8", "int8", "int16", "int32", "int64"):  # as PyTorch converts them: checked
+        if dt in ("uint8", "int8", "int16", "int32", "int64") and not any(isinstance(v, float) for v in (lo, hi)):
+            # as PyTorch converts them: checked (a float bound makes the result float32, where an
+            # int bound keeps its value: uint8 clamp(2.0, -3) is -3.0)
             lo = checked_int(lo, dt) if type(lo) is int else lo   # (uint8's clamp(min=-1) is 255)
             hi = checked_int(hi, dt) if type(hi) is int else hi
         return apply("clip", input, lo=lo, hi=hi)

@@ -96,6 +96,14 @@ TORCH_CASES += [
          np.array([-3, 1, 6], np.int32), np.array([3, 1, 200], np.uint8), np.array(-4), np.array(True)),
 ]
 
+# an integer tensor clamped with a float bound computes in float32, where an int bound keeps its
+# value (not wrapped into uint8): max wins where min > max
+TORCH_CASES += [
+    Case("clamp_int_tensor_float_and_int_bounds", lambda t, u, i: (u.clamp(2.0, -3), u.clamp(-1.5, 300),
+                                                                     t.clamp(i, 0.5, -3), u.clamp(max=-2, min=0.5)),
+         np.array([2, 2, 0, 200], np.uint8), np.array([2, -7, 0], np.int32)),
+]
+
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):
