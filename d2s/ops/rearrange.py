@@ -162,7 +162,8 @@ def repeat_interleave(x, repeats=None, dim=None, *, output_size=None):
     if dim is None:
         x, dim = flatten(x), 0
     d = _norm_dim("repeat_interleave", dim, x.ndim)
-    if isinstance(repeats, (int, np.integer)) or (isinstance(repeats, Tensor) and repeats.ndim == 0
+    # a one-element repeats tensor (0-d or of shape (1,)) repeats every element, as PyTorch's
+    if isinstance(repeats, (int, np.integer)) or (isinstance(repeats, Tensor) and repeats.ndim <= 1
                                                    and not repeats.is_symbolic and repeats.numel() == 1):
         r = int(repeats)
         if r < 0:
@@ -173,8 +174,10 @@ def repeat_interleave(x, repeats=None, dim=None, *, output_size=None):
         merged = shape[:d] + [shape[d] * r] + shape[d + 1:]
         return reshape(broadcast_to(reshape(x, inter), expanded), merged)
     counts = _int64(_as_tensor(repeats))
-    if counts.ndim == 0:  # a symbolic 0-d count: the same count for every element
-        counts = broadcast_to(counts, [x.shape[d]])
+    if counts.ndim <= 1:
+        # a symbolic one-element count is the same count for every element (broadcast), and
+        # one count per element stays as it is (a length known only when the program runs, too)
+        counts = broadcast_to(reshape(counts, [-1]), [x.shape[d]])
     index = apply("repeat_index", counts)
     return getitem(x, (slice(None),) * d + (index,))
 

@@ -117,6 +117,10 @@ TORCH_CASES = [
          onnx="the output size depends on the counts"),
     Case("repeat_interleave_counts", lambda t, r: t.repeat_interleave(r), np.array([2, 0, 3]),
          onnx="the output size depends on the counts"),
+    # a one-element repeats tensor repeats every element (flattened, or along dim)
+    Case("repeat_interleave_one_count_tensor", lambda t, x, r: (x.repeat_interleave(r), t.repeat_interleave(x, r, dim=1),
+                                                                x.repeat_interleave(r[0])), M, np.array([2]),
+         onnx="the output size depends on the counts"),
     Case("narrow", lambda t, x: x.narrow(2, 1, 2), X),
     Case("narrow_neg_start", lambda t, x: t.narrow(x, 1, -2, 2), X, dynamic="a negative start needs the size"),
     # dtypes carried through
