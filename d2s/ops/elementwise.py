@@ -139,7 +139,25 @@ def _pow_grad(ctx, g):
 
 @onnx_converter("pow")
 def _pow_onnx(g, op):
-    g.node("Pow", promoted(g, op.inputs, g.dtype(op.outputs[0])), op.outputs)
+    dt = g.dtype(op.outputs[0])
+    a, b = promoted(g, op.inputs, dt)
+    if not dt.startswith("int"):  # (an unsigned exponent is never negative)
+        g.node("Pow", [a, b], op.outputs)
+        return
+    # a negative integer exponent: 1 for base 1, +-1 for base -1, else 0 (the kernel's, PyTorch's)
+    zero, one, two = (g.const(np.asarray(v, dtype=dt)) for v in (0, 1, 2))
+    neg, b0, p, is1, ism1, rem, odd, sgn, at_neg, m1 = (g.tmp() for _ in range(10))
+    g.node("Less", [b, zero], [neg])
+    g.node("Max", [b, zero], [b0])
+    g.node("Pow", [a, b0], [p])
+    g.node("Equal", [a, one], [is1])
+    g.node("Equal", [a, g.const(np.asarray(-1, dtype=dt))], [ism1])
+    g.node("Mod", [b, two], [rem], fmod=0)
+    g.node("Equal", [rem, one], [odd])
+    g.node("Where", [odd, g.const(np.asarray(-1, dtype=dt)), one], [sgn])
+    g.node("Where", [ism1, sgn, zero], [m1])
+    g.node("Where", [is1, one, m1], [at_neg])
+    g.node("Where", [neg, at_neg, p], op.outputs)
 
 
 @tensor_method()

@@ -104,6 +104,14 @@ TORCH_CASES += [
          np.array([2, 2, 0, 200], np.uint8), np.array([2, -7, 0], np.int32)),
 ]
 
+# an integer base to a negative integer tensor exponent: 1 for base 1, +-1 for base -1, else 0
+TORCH_CASES += [
+    Case("pow_int_negative_tensor_exponent", lambda t, x, e, e32, u: (t.pow(x, e), x ** e, 2 ** e, (-1) ** e, t.pow(x, e32),
+                                                                       u ** e, x ** t.tensor(-2), t.pow(x[:1], e)),
+         np.array([-3, -2, -1, 0, 1, 2, 3]), np.array([-1, -2, -3, -1, 2, 3, -4]),
+         np.array([-1, -2, -3, -1, 2, 3, -4], np.int32), np.array([0, 1, 2, 3, 4, 5, 6], np.uint8)),
+]
+
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):

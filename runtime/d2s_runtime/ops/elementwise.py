@@ -171,7 +171,22 @@ _binary("floordiv", _floordiv, "Floor division ``a // b``; integer division by z
         wraps_ints=True)
 _binary("mod", _remainder, "Remainder ``a % b`` with the sign of b (PyTorch's ``remainder``); integer division by "
         "zero raises ZeroDivisionError.", wraps_ints=True)
-_binary("pow", _ufunc("power"), "Power ``a ** b``.", ufunc="power", out_ok=True)
+def _power(xp, a, b):
+    """``a ** b``; an integer base to a negative integer exponent (an array's: a Python int one
+    is refused before, as PyTorch's) is PyTorch's 1 for base 1, +-1 for base -1 and 0 otherwise,
+    where NumPy raises."""
+    if getattr(b, "dtype", None) is not None and b.dtype.kind == "i" and \
+            (getattr(a, "dtype", None) is None or a.dtype.kind in "iu") and type(a) is not float:
+        neg = b < 0
+        if neg.any():
+            out = xp.power(a, xp.where(neg, 0, b).astype(b.dtype, copy=False))
+            odd = (b % 2).astype(bool)
+            at_neg = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0)).astype(out.dtype)
+            return xp.where(neg, at_neg, out)
+    return xp.power(a, b)
+
+
+_binary("pow", _power, "Power ``a ** b`` (integer powers as PyTorch's: see ``_power``).", ufunc="power", out_ok=True)
 _binary("maximum", _ufunc("maximum"), "Element-wise maximum (NaN wins).", ufunc="maximum", commutative=True, out_ok=True)
 _binary("minimum", _ufunc("minimum"), "Element-wise minimum (NaN wins).", ufunc="minimum", commutative=True, out_ok=True)
 for _name, _fn, _symbol in (("eq", "equal", "=="), ("ne", "not_equal", "!="), ("lt", "less", "<"),
