@@ -633,6 +633,8 @@ def _nonzero_infer(x):
 @defop("nonzero", _nonzero_infer, fresh=True)
 def _nonzero(xp, x):
     """The indices of the nonzero elements of x, one row each, in C order ((n, ndim) int64)."""
+    if x.ndim == 0:  # one row of no coordinates if the scalar is nonzero (PyTorch's (1, 0) or (0, 0))
+        return xp.zeros((int(bool(x)), 0), dtype="int64")
     return xp.argwhere(x).astype("int64", copy=False).reshape(-1, x.ndim)
 
 
@@ -652,8 +654,12 @@ def _searchsorted(xp, sorted_seq, values, right=False, out_int32=False):
     dt = "int32" if out_int32 else "int64"
     if sorted_seq.ndim <= 1:
         return xp.searchsorted(sorted_seq.reshape(-1), values, side=side).astype(dt)
-    rows = sorted_seq.reshape(-1, sorted_seq.shape[-1])
-    vals = values.reshape(rows.shape[0], -1)
+    n = 1
+    for d in sorted_seq.shape[:-1]:
+        n *= int(d)
+    # (sizes spelled out: -1 cannot be inferred where the last dim is 0)
+    rows = sorted_seq.reshape(n, sorted_seq.shape[-1])
+    vals = values.reshape(n, values.shape[-1])
     out = xp.stack([xp.searchsorted(r, v, side=side) for r, v in zip(rows, vals)]) if rows.shape[0] else \
         xp.zeros(vals.shape, dtype=dt)
     return out.astype(dt).reshape(values.shape)
