@@ -212,12 +212,6 @@ def _conv_transpose2d_grad(ctx, g):
     x, w = ctx.inputs
     a = _conv_attrs(ctx)
     gx = apply("conv2d", g, w, **a) if _is_diff(x) else None
-    # an output_padding of a stride or more (allowed below the dilation) gives g more windows
-    # than x has positions, output_padding // stride more at the end of each dim: not x's
-    sh, sw = _tuple(a["stride"], 2, "stride", "conv_transpose2d")
-    oh, ow = _tuple(ctx.attrs.get("output_padding", 0), 2, "output_padding", "conv_transpose2d")
-    if gx is not None and (oh >= sh or ow >= sw):
-        gx = gx[:, :, :-(oh // sh) or None, :-(ow // sw) or None]
     gw = apply("conv2d_grad_weight", x, g, stop_gradient(w), **a) if _is_diff(w) else None
     return gx, gw
 

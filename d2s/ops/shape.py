@@ -564,8 +564,8 @@ def chunk(x, chunks, dim=None, *, axis=None):
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be a positive int, got {chunks}")
     d = _known_dim("chunk", x, a)
-    if d == 0:
-        return split(x, 0, a)
+    if d == 0:  # PyTorch gives `chunks` empty pieces
+        return split(x, [0] * chunks, a)
     size = -(-d // chunks)
     return split(x, size, a)
 

@@ -319,25 +319,6 @@ def _conv2d_grad_weight_infer(g, x, w, stride=1, padding=0, dilation=1, groups=1
     return TensorType(w.shape, g.dtype)
 
 
-def _crop_to_windows(x, pads, kernel, stride, dil, g_hw):
-    """``x`` and its ((top, bottom), (left, right)) padding cut to what the first ``g_hw``
-    windows read: a transposed convolution's output_padding of a stride or more (below the
-    dilation) makes its output, whose windows give its weight gradient, longer than its input."""
-    hw, new_pads = [], []
-    for i in range(2):
-        (p0, p1), n = pads[i], x.shape[2 + i]
-        need = (g_hw[i] - 1) * stride[i] + dil[i] * (kernel[i] - 1) + 1 - p0  # of x and the bottom padding
-        if need >= n + p1:
-            hw.append(n)
-            new_pads.append((p0, p1))
-        else:
-            hw.append(min(n, need))
-            new_pads.append((p0, max(0, need - n)))
-    if hw[0] == x.shape[2] and hw[1] == x.shape[3]:
-        return x, tuple(new_pads)
-    return x[:, :, :hw[0], :hw[1]], tuple(new_pads)
-
-
 @defop("conv2d_grad_weight", _conv2d_grad_weight_infer)
 def _conv2d_grad_weight(xp, g, x, w, stride=1, padding=0, dilation=1, groups=1):
     """d conv2d / d w for output gradient ``g``; ``w`` gives only the weight's shape. The rows of
@@ -347,7 +328,6 @@ def _conv2d_grad_weight(xp, g, x, w, stride=1, padding=0, dilation=1, groups=1):
     o, cg, kh, kw = w.shape
     n = x.shape[0]
     x = x.astype(g.dtype, copy=False)
-    x, pads = _crop_to_windows(x, pads, (kh, kw), stride, dil, g.shape[2:])
     if channels_last(cg, kh, kw, groups, x.shape[2] * x.shape[3]):
         ho, wo = out_size(x.shape[2:], kh, kw, stride, pads, dil)
         first = taps_first(o // groups, n * ho * wo)
