@@ -141,6 +141,11 @@ def _pow_grad(ctx, g):
 def _pow_onnx(g, op):
     dt = g.dtype(op.outputs[0])
     a, b = promoted(g, op.inputs, dt)
+    if dt == "bool":  # a or not b, as the kernel
+        nb = g.tmp()
+        g.node("Not", [b], [nb])
+        g.node("Or", [a, nb], op.outputs)
+        return
     if not dt.startswith("int"):  # (an unsigned exponent is never negative)
         g.node("Pow", [a, b], op.outputs)
         return

@@ -110,6 +110,8 @@ TORCH_CASES += [
                                                                        u ** e, x ** t.tensor(-2), t.pow(x[:1], e)),
          np.array([-3, -2, -1, 0, 1, 2, 3]), np.array([-1, -2, -3, -1, 2, 3, -4]),
          np.array([-1, -2, -3, -1, 2, 3, -4], np.int32), np.array([0, 1, 2, 3, 4, 5, 6], np.uint8)),
+    Case("pow_bool_tensor_bool_exponent", lambda t, b: (b ** True, b ** False, t.pow(b, True), t.pow(b, 2), b ** 0.5),
+         np.array([True, False, True])),
 ]
 
 

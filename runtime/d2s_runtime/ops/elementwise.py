@@ -174,7 +174,10 @@ _binary("mod", _remainder, "Remainder ``a % b`` with the sign of b (PyTorch's ``
 def _power(xp, a, b):
     """``a ** b``; an integer base to a negative integer exponent (an array's: a Python int one
     is refused before, as PyTorch's) is PyTorch's 1 for base 1, +-1 for base -1 and 0 otherwise,
-    where NumPy raises."""
+    where NumPy raises. A bool tensor to a bool power stays bool (``a or not b``), as PyTorch's."""
+    if getattr(a, "dtype", None) is not None and a.dtype.kind == "b" and \
+            (type(b) is bool or (getattr(b, "dtype", None) is not None and b.dtype.kind == "b")):
+        return xp.logical_or(a, xp.logical_not(b))
     if getattr(b, "dtype", None) is not None and b.dtype.kind == "i" and \
             (getattr(a, "dtype", None) is None or a.dtype.kind in "iu") and type(a) is not float:
         neg = b < 0
