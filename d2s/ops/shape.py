@@ -103,6 +103,13 @@ def unflatten(x, dim, sizes):
     if not sizes:
         raise ValueError("unflatten: sizes must not be empty")
     shape = list(x.shape)
+    n = shape[d] if nd else 1
+    if -1 in sizes and all(isinstance(s_, (int, np.integer)) for s_ in sizes):
+        # -1 comes from the dim's own size, as PyTorch's (reshape could not infer it where another
+        # dim is 0: (2, 0).unflatten(0, (-1, 2)) is (1, 2, 0))
+        rest = int(np.prod([s_ for s_ in sizes if s_ != -1]))
+        if rest and (_is_symbolic(n) or int(n) % rest == 0):
+            sizes = [(n if _is_symbolic(n) else int(n)) // rest if s_ == -1 else s_ for s_ in sizes]
     return reshape(x, shape[:d] + sizes + shape[d + 1:])
 
 

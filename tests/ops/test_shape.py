@@ -118,6 +118,8 @@ TORCH_CASES = [
     Case("repeat_interleave_counts", lambda t, r: t.repeat_interleave(r), np.array([2, 0, 3]),
          onnx="the output size depends on the counts"),
     # a one-element repeats tensor repeats every element (flattened, or along dim)
+    Case("unflatten_minus_one_beside_empty_dim", lambda t, x: (x.unflatten(0, (-1, 2)), t.unflatten(x, 2, (3, -1)),
+                                                                x.unflatten(1, (-1, 5))), np.zeros((4, 0, 3), np.float32)),
     Case("chunk_of_empty_dim", lambda t, x: (x.chunk(3, 1), t.chunk(x, 2, dim=0)), np.zeros((0, 0, 2), np.float32),
          dynamic="the number of pieces is read from the dim's size"),
     Case("repeat_interleave_one_count_tensor", lambda t, x, r: (x.repeat_interleave(r), t.repeat_interleave(x, r, dim=1),
