@@ -287,13 +287,17 @@ def _shift_operands(xp, a, b):
     dtype = a.dtype if hasattr(a, "dtype") else b.dtype  # (a Python int takes the tensor's dtype)
     if dtype.kind not in "iu":
         raise ShapeError(f"bitwise shift: needs integer tensors, got {dtype}")
+    # a Python int wraps into the dtype, as PyTorch converts it (uint8 << -1 shifts by 255: 0)
+    a = wrap_int(a, dtype) if type(a) is int else a
+    b = wrap_int(b, dtype) if type(b) is int else b
     a, b = xp.asarray(a, dtype=dtype), xp.asarray(b, dtype=dtype)
     bits = a.dtype.itemsize * 8
     out_of_range = (b < 0) | (b >= bits)
     return a, xp.where(out_of_range, 0, b).astype(b.dtype, copy=False), bits, out_of_range
 
 
-@defop("bitwise_left_shift", integer_elementwise("bitwise_left_shift"), elementwise=True, fresh=True)
+@defop("bitwise_left_shift", integer_elementwise("bitwise_left_shift"), elementwise=True, fresh=True,
+       wraps_ints=True)
 def _bitwise_left_shift(xp, a, b):
     """``a << b`` of integers, wrapping as C does; a shift by a negative count or by the width or
     more gives 0, as PyTorch's."""
@@ -301,7 +305,8 @@ def _bitwise_left_shift(xp, a, b):
     return xp.where(out_of_range, xp.zeros((), a.dtype), xp.left_shift(a, b))
 
 
-@defop("bitwise_right_shift", integer_elementwise("bitwise_right_shift"), elementwise=True, fresh=True)
+@defop("bitwise_right_shift", integer_elementwise("bitwise_right_shift"), elementwise=True, fresh=True,
+       wraps_ints=True)
 def _bitwise_right_shift(xp, a, b):
     """``a >> b`` of integers (arithmetic for signed ones); a shift by a negative count or by the
     width or more shifts by width - 1 (signed: 0 or -1) or gives 0 (unsigned), as PyTorch's."""
