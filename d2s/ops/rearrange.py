@@ -150,15 +150,15 @@ def _tile(x, reps):
 
 # ------------------------------------------------------------------ repeat_interleave
 @tensor_method()
-def repeat_interleave(x, repeats=None, dim=None, *, output_size=None):
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Each element of ``x`` repeated ``repeats`` times along ``dim`` (None: over the
     flattened tensor), as ``torch.repeat_interleave``; ``repeats`` is an int or a 1-d int
     tensor of one count per element. ``repeat_interleave(counts)`` alone gives the indices
     ``0, 0, ..., 1, ...`` repeated by ``counts``."""
     if repeats is None:  # repeat_interleave(counts)
-        counts = _as_tensor(x)
+        counts = _as_tensor(input)
         return apply("repeat_index", _int64(counts))
-    x = _as_tensor(x)
+    x = _as_tensor(input)
     if dim is None:
         x, dim = flatten(x), 0
     d = _norm_dim("repeat_interleave", dim, x.ndim)

@@ -532,9 +532,16 @@ def _stack_onnx(g, op):
 
 
 @tensor_method()
-def split(x, split_size_or_sections, dim=None, *, axis=None):
+def split(x, split_size_or_sections=None, dim=None, *, axis=None, split_size=None):
     """A tuple of pieces of ``x`` along ``dim`` (``torch.split``): an int gives pieces of that
-    size (the last may be smaller), a list gives pieces of those sizes."""
+    size (the last may be smaller), a list gives pieces of those sizes. ``split_size=`` is
+    ``Tensor.split``'s name for it."""
+    if split_size is not None:
+        if split_size_or_sections is not None:
+            raise TypeError("split: got both split_size_or_sections and split_size; pass one")
+        split_size_or_sections = split_size
+    if split_size_or_sections is None:
+        raise TypeError("split: missing split_size_or_sections (an int or a list of sizes)")
     a = _dim_arg("split", dim, axis, 0)
     if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.ndim == 0:
         split_size_or_sections = int(split_size_or_sections)

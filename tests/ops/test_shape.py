@@ -120,6 +120,11 @@ TORCH_CASES = [
     # a one-element repeats tensor repeats every element (flattened, or along dim)
     Case("unflatten_minus_one_beside_empty_dim", lambda t, x: (x.unflatten(0, (-1, 2)), t.unflatten(x, 2, (3, -1)),
                                                                 x.unflatten(1, (-1, 5))), np.zeros((4, 0, 3), np.float32)),
+    # PyTorch's keyword names: torch.repeat_interleave(input=...), Tensor.split(split_size=...)
+    Case("keyword_names_repeat_interleave_split", lambda t, x: (t.repeat_interleave(input=x, repeats=2, dim=1),
+                                                                x.split(split_size=3, dim=1),
+                                                                t.split(x, split_size_or_sections=[1, 2])), M,
+         dynamic="split by a size needs the dim's size when the program is built"),
     Case("chunk_of_empty_dim", lambda t, x: (x.chunk(3, 1), t.chunk(x, 2, dim=0)), np.zeros((0, 0, 2), np.float32),
          dynamic="the number of pieces is read from the dim's size"),
     Case("repeat_interleave_one_count_tensor", lambda t, x, r: (x.repeat_interleave(r), t.repeat_interleave(x, r, dim=1),
