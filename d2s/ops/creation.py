@@ -330,3 +330,23 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     _no_out("eye", out)
     return _creation("eye", device, requires_grad, n=int(n), m=None if m is None else int(m),
                      dtype=str(as_dtype(_float_or(dtype))))
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (2, N) coordinates of the lower triangle (on and below diagonal ``offset``) of a
+    ``row`` x ``col`` matrix, rows first then columns in row-major order, as ``torch.tril_indices``
+    (int64 unless ``dtype``)."""
+    return _triangle_indices(np.tril_indices, row, col, offset, dtype, device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (2, N) coordinates of the upper triangle (on and above diagonal ``offset``) of a
+    ``row`` x ``col`` matrix, in row-major order, as ``torch.triu_indices`` (int64 unless ``dtype``)."""
+    return _triangle_indices(np.triu_indices, row, col, offset, dtype, device)
+
+
+def _triangle_indices(np_fn, row, col, offset, dtype, device):
+    # a constant: the sizes are Python ints, so a converted function holds the same array
+    rows, cols = np_fn(int(row), int(offset), int(col))
+    out = np.stack([rows, cols]).astype(str(as_dtype(dtype)) if dtype is not None else "int64").reshape(2, -1)
+    return tensor(out, device=device)

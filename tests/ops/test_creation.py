@@ -78,6 +78,8 @@ TORCH_CASES = [
                                                  t.tensor([[1.9, -1.9]], dtype=t.int8), t.tensor([-128, 127], dtype=t.int8))),
     _const("requires_grad", lambda t: (t.zeros(2, requires_grad=True).requires_grad, t.ones(2, requires_grad=True) * 2,
                                        t.arange(3.0, requires_grad=True).requires_grad)),
+    _const("tril_triu_indices", lambda t: (t.tril_indices(3, 4), t.tril_indices(4, 3, -1), t.triu_indices(3, 4, offset=1),
+                                           t.triu_indices(3, 3, 5), t.tril_indices(0, 3), t.triu_indices(3, 3, dtype=t.int32))),
 ]
 
 
