@@ -638,6 +638,29 @@ def _nonzero(xp, x):
     return xp.argwhere(x).astype("int64", copy=False).reshape(-1, x.ndim)
 
 
+def _bisect_as_torch(xp, seq, values, right):
+    """PyTorch's binary search, step for step, for a sequence holding NaN (where NumPy's order,
+    NaN last and largest, gives other answers): move right unless ``seq[mid] >= value``
+    (``>`` with ``right``), so NaN entries and NaN values always send the search right."""
+    n = seq.shape[-1]
+    rows = seq.reshape(-1, n)
+    vals = values.reshape(rows.shape[0], -1) if seq.ndim > 1 else values.reshape(1, -1)
+    start = xp.zeros(vals.shape, dtype="int64")
+    end = xp.full(vals.shape, n, dtype="int64")
+    line = xp.arange(rows.shape[0])[:, None]
+    while True:
+        open_ = start < end
+        if not bool(open_.any()):
+            break
+        mid = start + (end - start) // 2
+        at = rows[line, xp.minimum(mid, n - 1)]
+        with np.errstate(invalid="ignore"):
+            stop = (at > vals) if right else (at >= vals)
+        start = xp.where(open_ & ~stop, mid + 1, start)
+        end = xp.where(open_ & stop, mid, end)
+    return start.reshape(values.shape)
+
+
 def _searchsorted_infer(sorted_seq, values, right=False, out_int32=False):
     if sorted_seq.ndim > 1 and (values.ndim != sorted_seq.ndim or any(
             a is not None and b is not None and a != b for a, b in zip(sorted_seq.shape[:-1], values.shape[:-1]))):
@@ -652,6 +675,8 @@ def _searchsorted(xp, sorted_seq, values, right=False, out_int32=False):
     sorted sequence: after equal entries with ``right``, before them without."""
     side = "right" if right else "left"
     dt = "int32" if out_int32 else "int64"
+    if sorted_seq.dtype.kind == "f" and sorted_seq.size and bool(xp.isnan(sorted_seq).any()):
+        return _bisect_as_torch(xp, sorted_seq, values, right).astype(dt)
     if sorted_seq.ndim <= 1:
         return xp.searchsorted(sorted_seq.reshape(-1), values, side=side).astype(dt)
     n = 1
