@@ -110,6 +110,10 @@ TORCH_CASES += [
                                                                        u ** e, x ** t.tensor(-2), t.pow(x[:1], e)),
          np.array([-3, -2, -1, 0, 1, 2, 3]), np.array([-1, -2, -3, -1, 2, 3, -4]),
          np.array([-1, -2, -3, -1, 2, 3, -4], np.int32), np.array([0, 1, 2, 3, 4, 5, 6], np.uint8)),
+    # an integer division of no elements by zero divides nothing: an empty result, no error
+    Case("int_division_of_empty_by_zero", lambda t, e, z: (t.div(e, z, rounding_mode="floor"), t.div(e, z, rounding_mode="trunc"),
+                                                           e // 0, e % z, t.fmod(e, 0), t.remainder(e, z)),
+         np.zeros((0, 3), np.int64), np.array(0, np.uint8)),
     Case("pow_bool_tensor_bool_exponent", lambda t, b: (b ** True, b ** False, t.pow(b, True), t.pow(b, 2), b ** 0.5),
          np.array([True, False, True])),
 ]

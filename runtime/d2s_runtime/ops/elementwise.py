@@ -126,9 +126,12 @@ _binary("sub", _ufunc("subtract"), "Difference ``a - b`` (bool operands refused,
         identity=0, out_ok=True, wraps_ints=True, refuses_bool=True)
 _binary("mul", _ufunc("multiply"), "Product ``a * b``.", ufunc="multiply", infix="*", commutative=True,
         associative=True, identity=1, out_ok=True, wraps_ints=True)
-def check_int_divisor(op, xp, b):
+def check_int_divisor(op, xp, b, a=None):
     """Raise PyTorch's ZeroDivisionError where integer divisor ``b`` (array or Python int) holds
-    a zero: NumPy would answer 0 with a warning, a number PyTorch never gives."""
+    a zero: NumPy would answer 0 with a warning, a number PyTorch never gives. Dividend ``a``
+    with no elements divides nothing (an empty result), so nothing is raised, as in PyTorch."""
+    if getattr(a, "size", None) == 0:
+        return
     if getattr(b, "dtype", None) is not None:
         zero = b.dtype.kind in "iub" and bool((b == 0).any())
     else:
@@ -149,13 +152,13 @@ def integral(a, b):
 
 def _floordiv(xp, a, b):
     if integral(a, b):
-        check_int_divisor("division", xp, b)
+        check_int_divisor("division", xp, b, a)
     return xp.floor_divide(a, b)
 
 
 def _remainder(xp, a, b):
     if integral(a, b):
-        check_int_divisor("modulo", xp, b)
+        check_int_divisor("modulo", xp, b, a)
         return xp.remainder(a, b)
     # PyTorch's remainder: fmod, plus b where the signs differ; unlike NumPy's, a zero result
     # keeps a's sign (NumPy gives b's)
