@@ -78,6 +78,12 @@ TORCH_CASES = [
     Case("relu_and_div_rounding_mode", lambda t, x, i: ((x * 1).relu_(), (i * 1).div_(3, rounding_mode="floor"),
                                                         (i * 1).div_(3, rounding_mode="trunc"), (x * 1).div_(2.0)),
          np.array([[-1.5, 0.0, 2.0]]), np.array([[-7, 5, 8]])),
+    # an integer result of a wider or signed dtype is written into an integer tensor, wrapping
+    # (PyTorch refuses only float into integer or bool, and numbers into bool)
+    Case("integer_results_wrap_into_the_target", lambda t, u, i8, w: (u.clone().add_(w.int()), u.clone().__iadd__(w),
+                                                                      i8.clone().mul_(w.short() * 50), u.clone().bitwise_or_(-w),
+                                                                      u.clone().copy_(w * 100)),
+         np.array([250, 2], np.uint8), np.array([1, 2], np.int8), np.array([10, -3])),
 ]
 
 
