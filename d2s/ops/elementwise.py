@@ -191,6 +191,18 @@ def reciprocal(input):
     return apply("div", 1.0, input)
 
 
+def _rtruediv(self, other):
+    """``other / self`` with ``other`` a number, as PyTorch's ``Tensor.__rtruediv__`` computes it:
+    ``self.reciprocal() * other``, two roundings (``5 / x`` is not the correctly rounded quotient:
+    a quarter of float32 results differ by an ulp), the dtype of ``other * (1 / self)``."""
+    if isinstance(other, (bool, int, float, np.number)):
+        return apply("mul", apply("div", 1.0, self), other)
+    return apply("div", other, self)
+
+
+Tensor.__rtruediv__ = Tensor.__rdiv__ = _rtruediv
+
+
 @tensor_method()
 def maximum(input, other):
     """The element-wise larger of ``input`` and ``other`` (NaN wins)."""

@@ -114,6 +114,9 @@ TORCH_CASES += [
     Case("int_division_of_empty_by_zero", lambda t, e, z: (t.div(e, z, rounding_mode="floor"), t.div(e, z, rounding_mode="trunc"),
                                                            e // 0, e % z, t.fmod(e, 0), t.remainder(e, z)),
          np.zeros((0, 3), np.int64), np.array(0, np.uint8)),
+    # a number divided by a tensor is PyTorch's reciprocal(x) * number: bit for bit
+    Case("number_divided_by_tensor", lambda t, x, i: (-5 / x, 2.5 / x, 1 / x, 7 / i, 0.1 / i, True / x),
+         (np.random.default_rng(3).standard_normal(200) * 3).astype(np.float32), np.arange(1, 41), rtol=0, atol=0),
     Case("pow_bool_tensor_bool_exponent", lambda t, b: (b ** True, b ** False, t.pow(b, True), t.pow(b, 2), b ** 0.5),
          np.array([True, False, True])),
 ]
