@@ -117,6 +117,10 @@ TORCH_CASES += [
     # a number divided by a tensor is PyTorch's reciprocal(x) * number: bit for bit
     Case("number_divided_by_tensor", lambda t, x, i: (-5 / x, 2.5 / x, 1 / x, 7 / i, 0.1 / i, True / x),
          (np.random.default_rng(3).standard_normal(200) * 3).astype(np.float32), np.arange(1, 41), rtol=0, atol=0),
+    # PyTorch's pow special-cases the exponents 3, -0.5 and -2 (x * x * x, rsqrt, 1 / (x * x)): bit for bit
+    Case("pow_special_cased_exponents", lambda t, x: (x ** 3, t.pow(x, 3.0), x.abs() ** -0.5, x ** -2, t.pow(x, -0.5),
+                                                      0.044715 * t.pow(x, 3), x ** 2, x ** -1),
+         (np.random.default_rng(4).standard_normal(300) * 3).astype(np.float32), rtol=0, atol=0),
     Case("pow_bool_tensor_bool_exponent", lambda t, b: (b ** True, b ** False, t.pow(b, True), t.pow(b, 2), b ** 0.5),
          np.array([True, False, True])),
 ]
