@@ -247,8 +247,10 @@ def _logcumsumexp(xp, x, axis, reverse=False):
         return x.copy()
     if reverse:
         x = xp.flip(x, axis=axis)
+    acc = CUMULATIVE_ACC.get(x.dtype.name)  # PyTorch's float32 steps run in float64, as cumsum's
     with np.errstate(invalid="ignore"):  # -inf + -inf steps: logaddexp gives -inf, as it should
-        out = scan(xp, np.logaddexp, x, axis)
+        out = scan(xp, np.logaddexp, x if acc is None else x.astype(acc), axis)
+    out = out if acc is None else out.astype(x.dtype)
     return xp.flip(out, axis=axis) if reverse else out
 
 
