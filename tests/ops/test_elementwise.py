@@ -121,6 +121,11 @@ TORCH_CASES += [
     Case("pow_special_cased_exponents", lambda t, x: (x ** 3, t.pow(x, 3.0), x.abs() ** -0.5, x ** -2, t.pow(x, -0.5),
                                                       0.044715 * t.pow(x, 3), x ** 2, x ** -1),
          (np.random.default_rng(4).standard_normal(300) * 3).astype(np.float32), rtol=0, atol=0),
+    # float32 lerp and addcmul round as PyTorch's fused multiply-adds: bit for bit
+    Case("lerp_addcmul_float32_bits", lambda t, s, a, w: (t.lerp(s, a, 0.3), s.lerp(a, 0.7), t.lerp(s, a, w), t.lerp(s, a, -0.2),
+                                                          t.addcmul(s, a, w, value=0.3), s.addcmul(a, a), t.addcmul(s, a, w, value=-2)),
+         *(np.random.default_rng(k).standard_normal(301).astype(np.float32) for k in (10, 11)),
+         np.random.default_rng(12).random(301).astype(np.float32), rtol=0, atol=0),
     Case("pow_bool_tensor_bool_exponent", lambda t, b: (b ** True, b ** False, t.pow(b, True), t.pow(b, 2), b ** 0.5),
          np.array([True, False, True])),
 ]
