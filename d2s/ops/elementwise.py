@@ -208,7 +208,8 @@ def _rtruediv(self, other):
     ``self.reciprocal() * other``, two roundings (``5 / x`` is not the correctly rounded quotient:
     a quarter of float32 results differ by an ulp), the dtype of ``other * (1 / self)``."""
     if isinstance(other, (bool, int, float, np.number)):
-        return apply("mul", apply("div", 1.0, self), other)
+        inv = apply("div", 1.0, self)
+        return inv if other == 1 else apply("mul", inv, other)  # (times 1 changes nothing)
     return apply("div", other, self)
 
 
