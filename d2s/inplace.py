@@ -249,10 +249,22 @@ def _write_through_root(t, out, what):
     _write(view.root, new_root, what)
 
 
+def _can_cast(src, dst):
+    """PyTorch's rule for writing a result into a tensor in place (``canCast``): any dtype to any
+    other, but not a float to an integer or bool, a complex to a real, or a number to bool; so
+    int32 into uint8 wraps, where NumPy's "same_kind" refuses signed into unsigned."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    if src.kind == "c" and dst.kind != "c":
+        return False
+    if src.kind == "f" and dst.kind in "iub":
+        return False
+    return not (dst.kind == "b" and src.kind != "b")
+
+
 def _as_target_dtype(t, out, what):
     if out.dtype == t.dtype:
         return out
-    if not np.can_cast(np.dtype(str(out.dtype)), np.dtype(str(t.dtype)), "same_kind"):
+    if not _can_cast(np.dtype(str(out.dtype)), np.dtype(str(t.dtype))):
         raise RuntimeError(f"{what}: result type {out.dtype} can't be cast to the desired output type "
                            f"{t.dtype} of the tensor updated in place; use the out-of-place form (x = x + y) "
                            "or cast first")
@@ -276,7 +288,7 @@ def _write(t, out, what):
             f"{what}: the result has shape {tuple(arr.shape)}, which does not match the shape "
             f"{tuple(dst.shape)} of the tensor updated in place (an in-place op cannot grow its target); "
             "use the out-of-place form (x = x + y)")
-    if arr.dtype != dst.dtype and not np.can_cast(arr.dtype, dst.dtype, "same_kind"):
+    if arr.dtype != dst.dtype and not _can_cast(arr.dtype, dst.dtype):
         raise RuntimeError(
             f"{what}: result type {arr.dtype} can't be cast to the desired output type {dst.dtype} "
             f"of the tensor updated in place; use the out-of-place form (x = x + y) or cast first")

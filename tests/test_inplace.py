@@ -101,6 +101,12 @@ TORCH_CASES = [
                                                    for name, args in _FORMS], np.array([[0.5, -0.75], [2.0, 0.25]]),
          onnx="onnxruntime has no float64 kernel of ONNX's Acos, Asin, Atan, Tan, Sinh, Cosh and Erf "
               "(tests/ops/test_pointwise.py exports them in float32)"),
+    # an integer result of a wider or signed dtype is written into an integer tensor, wrapping
+    # (PyTorch refuses only float into integer or bool, and numbers into bool)
+    Case("integer_results_wrap_into_the_target", lambda t, u, i8, w: (u.clone().add_(w.int()), u.clone().__iadd__(w),
+                                                                      i8.clone().mul_(w.short() * 50), u.clone().bitwise_or_(-w),
+                                                                      u.clone().copy_(w * 100)),
+         np.array([250, 2], np.uint8), np.array([1, 2], np.int8), np.array([10, -3])),
 ]
 
 

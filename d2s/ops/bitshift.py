@@ -14,9 +14,10 @@ from .elementwise import _dtype_of
 
 
 def _shift_operands(name, input, other):
-    for v in (input, other):
-        dt = _dtype_of(v)
-        if dt.startswith("float") or dt == "bool":
+    dts = [_dtype_of(v) for v in (input, other)]
+    for dt in dts:
+        # (a bool operand beside an integer one promotes to the integer dtype, as in PyTorch)
+        if dt.startswith("float") or dts == ["bool", "bool"]:
             raise TypeError(f"{name}: defined for integer tensors only (PyTorch's too), got {dt}")
     return input, other
 

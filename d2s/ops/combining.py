@@ -374,12 +374,20 @@ def nanmedian(input, dim=None, keepdim=False):
     """The lower median of the non-NaN elements, as ``torch.nanmedian`` (NaN where all are NaN):
     a 0-d tensor without ``dim``, else the named tuple ``(values, indices)``."""
     if dim is None:
+        if _empty_float(input):  # no elements: NaN, as PyTorch's
+            return reshape(_sum(input) * np.nan, [])
         values, _ = _nanmedian_along(reshape(input, [-1]), 0)
         return reshape(values, [])
     values, indices = _nanmedian_along(input, dim)
     if not keepdim:
         values, indices = values.squeeze(dim), indices.squeeze(dim)
     return return_types.nanmedian(values, indices)
+
+
+def _empty_float(x):
+    """Whether ``x`` is a float tensor known to hold no elements (its median is NaN)."""
+    shape = static_shape(x)
+    return str(x.dtype) in ("float16", "bfloat16", "float32", "float64") and any(d == 0 for d in shape)
 
 
 def _nanmedian_along(x, dim):

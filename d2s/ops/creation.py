@@ -355,3 +355,4 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     _no_out("eye", out)
     return _creation("eye", device, requires_grad, n=int(n), m=None if m is None else int(m),
                      dtype=str(as_dtype(_float_or(dtype))))
+

@@ -100,7 +100,9 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
             if p.ndim != x.ndim:
                 raise RuntimeError(f"d2s.diff(): prepend and append must have as many dims as input ({x.ndim}), "
                                    f"got {p.ndim}")
-        x = concat(parts, axis=d)
+        x = concat(parts, axis=d)  # (also checks their shapes, as PyTorch does with n == 0 too)
+    if n == 0:  # PyTorch returns a copy of input itself, without prepend and append
+        return parts[0 if prepend is None else 1].clone()
     head = (slice(None),) * d
     for _ in range(n):
         later, earlier = getitem(x, head + (slice(1, None),)), getitem(x, head + (slice(None, -1),))

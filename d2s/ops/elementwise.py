@@ -124,8 +124,20 @@ def _tmp_node(g, op_type, *inputs):
 @tensor_method()
 def pow(input, exponent):
     """``input ** exponent`` (either may be a Python number) with broadcasting and PyTorch's
-    promotion."""
+    promotion. A float tensor to the number 3, -0.5 or -2 is PyTorch's ``x * x * x``,
+    ``1 / sqrt(x)`` and ``1 / (x * x)``: its pow special-cases those exponents (``powf`` differs
+    by an ulp in a quarter of them), composed here so that converted programs compute the same."""
+    if isinstance(input, Tensor) and type(exponent) in (int, float) and exponent in (3, -0.5, -2) \
+            and str(input.dtype).startswith(("float", "bfloat")):
+        if exponent == 3:
+            return apply("mul", apply("mul", input, input), input)
+        if exponent == -0.5:
+            return apply("div", 1.0, apply("sqrt", input))
+        return apply("div", 1.0, apply("mul", input, input))
     return apply("pow", input, exponent)
+
+
+Tensor.__pow__ = pow
 
 
 @grad_rule("pow")
@@ -153,7 +165,30 @@ def _pow_grad(ctx, g):
 
 @onnx_converter("pow")
 def _pow_onnx(g, op):
-    g.node("Pow", promoted(g, op.inputs, g.dtype(op.outputs[0])), op.outputs)
+    dt = g.dtype(op.outputs[0])
+    a, b = promoted(g, op.inputs, dt)
+    if dt == "bool":  # a or not b, as the kernel
+        nb = g.tmp()
+        g.node("Not", [b], [nb])
+        g.node("Or", [a, nb], op.outputs)
+        return
+    if not dt.startswith("int"):  # (an unsigned exponent is never negative)
+        g.node("Pow", [a, b], op.outputs)
+        return
+    # a negative integer exponent: 1 for base 1, +-1 for base -1, else 0 (the kernel's, PyTorch's)
+    zero, one, two = (g.const(np.asarray(v, dtype=dt)) for v in (0, 1, 2))
+    neg, b0, p, is1, ism1, rem, odd, sgn, at_neg, m1 = (g.tmp() for _ in range(10))
+    g.node("Less", [b, zero], [neg])
+    g.node("Max", [b, zero], [b0])
+    g.node("Pow", [a, b0], [p])
+    g.node("Equal", [a, one], [is1])
+    g.node("Equal", [a, g.const(np.asarray(-1, dtype=dt))], [ism1])
+    g.node("Mod", [b, two], [rem], fmod=0)
+    g.node("Equal", [rem, one], [odd])
+    g.node("Where", [odd, g.const(np.asarray(-1, dtype=dt)), one], [sgn])
+    g.node("Where", [ism1, sgn, zero], [m1])
+    g.node("Where", [is1, one, m1], [at_neg])
+    g.node("Where", [neg, at_neg, p], op.outputs)
 
 
 @tensor_method()
@@ -180,6 +215,19 @@ def square(input):
 def reciprocal(input):
     """``1 / input``; integer and bool inputs give float32."""
     return apply("div", 1.0, input)
+
+
+def _rtruediv(self, other):
+    """``other / self`` with ``other`` a number, as PyTorch's ``Tensor.__rtruediv__`` computes it:
+    ``self.reciprocal() * other``, two roundings (``5 / x`` is not the correctly rounded quotient:
+    a quarter of float32 results differ by an ulp), the dtype of ``other * (1 / self)``."""
+    if isinstance(other, (bool, int, float, np.number)):
+        inv = apply("div", 1.0, self)
+        return inv if other == 1 else apply("mul", inv, other)  # (times 1 changes nothing)
+    return apply("div", other, self)
+
+
+Tensor.__rtruediv__ = Tensor.__rdiv__ = _rtruediv
 
 
 @tensor_method()
@@ -495,7 +543,9 @@ def clamp(input, min=None, max=None):
                 raise TypeError(f"clamp: a bound must be a number, a tensor or None, got {type(v).__name__}")
         lo, hi = _number(min), _number(max)
         dt = str(getattr(input, "dtype", ""))
-        if dt in ("uint8", "int8", "int16", "int32", "int64"):  # as PyTorch converts them: checked
+        if dt in ("uint8", "int8", "int16", "int32", "int64") and not any(isinstance(v, float) for v in (lo, hi)):
+            # as PyTorch converts them: checked (a float bound makes the result float32, where an
+            # int bound keeps its value: uint8 clamp(2.0, -3) is -3.0)
             lo = checked_int(lo, dt) if type(lo) is int else lo   # (uint8's clamp(min=-1) is 255)
             hi = checked_int(hi, dt) if type(hi) is int else hi
         return apply("clip", input, lo=lo, hi=hi)

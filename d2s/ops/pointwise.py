@@ -605,15 +605,40 @@ def lerp(input, end, weight):
     ``|weight| < 0.5``, ``end - (end - input) * (1 - weight)`` elsewhere (exact at both ends).
     ``weight`` is a number or a tensor."""
     diff = end - input
+    fused = _narrow_float(input, end, weight)
     if isinstance(weight, (bool, int, float)):
-        return input + weight * diff if builtins.abs(weight) < 0.5 else end - diff * (1 - weight)
+        if builtins.abs(weight) < 0.5:
+            return _fma(weight, diff, input, fused)
+        return _fma(-(1 - np.float32(weight)) if fused else -(1 - weight), diff, end, fused)
     small = apply("abs", weight) < 0.5
-    return where(small, input + weight * diff, end - diff * (1 - weight))
+    return where(small, _fma(weight, diff, input, fused), _fma(-(1 - weight), diff, end, fused))
+
+
+def _narrow_float(*operands):
+    """The float32 / float16 dtype all tensor ``operands`` share (numbers aside), else None:
+    where PyTorch's fused multiply-adds can be reproduced exactly through float64."""
+    dts = {str(v.dtype) for v in operands if isinstance(v, Tensor)}
+    return dts.pop() if len(dts) == 1 and dts <= {"float32", "float16"} else None
+
+
+def _fma(a, b, c, fused):
+    """``a * b + c``, rounded once when ``fused`` (a float32/float16 dtype) as PyTorch's CPU
+    kernels' fused multiply-adds (the float64 product of two float32 numbers is exact), else the
+    plain two roundings."""
+    if not fused:
+        return a * b + c
+    # (a number is first rounded to the dtype, as PyTorch's kernels take it)
+    wide = [v.to("float64") if isinstance(v, Tensor) else float(np.dtype(fused).type(v)) for v in (a, b, c)]
+    return (wide[0] * wide[1] + wide[2]).to(fused)
 
 
 @tensor_method()
 def addcmul(input, tensor1, tensor2, *, value=1):
-    """``input + value * tensor1 * tensor2``."""
+    """``input + value * tensor1 * tensor2``, for float32 tensors rounded as PyTorch's kernel:
+    ``fma(value * tensor1, tensor2, input)``."""
+    fused = _narrow_float(input, tensor1, tensor2)
+    if fused:
+        return _fma(tensor1 if value == 1 else value * tensor1, tensor2, input, fused)
     prod = tensor1 * tensor2 if value == 1 else value * tensor1 * tensor2
     return input + prod
 

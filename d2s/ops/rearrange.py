@@ -150,19 +150,20 @@ def _tile(x, reps):
 
 # ------------------------------------------------------------------ repeat_interleave
 @tensor_method()
-def repeat_interleave(x, repeats=None, dim=None, *, output_size=None):
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Each element of ``x`` repeated ``repeats`` times along ``dim`` (None: over the
     flattened tensor), as ``torch.repeat_interleave``; ``repeats`` is an int or a 1-d int
     tensor of one count per element. ``repeat_interleave(counts)`` alone gives the indices
     ``0, 0, ..., 1, ...`` repeated by ``counts``."""
     if repeats is None:  # repeat_interleave(counts)
-        counts = _as_tensor(x)
+        counts = _as_tensor(input)
         return apply("repeat_index", _int64(counts))
-    x = _as_tensor(x)
+    x = _as_tensor(input)
     if dim is None:
         x, dim = flatten(x), 0
     d = _norm_dim("repeat_interleave", dim, x.ndim)
-    if isinstance(repeats, (int, np.integer)) or (isinstance(repeats, Tensor) and repeats.ndim == 0
+    # a one-element repeats tensor (0-d or of shape (1,)) repeats every element, as PyTorch's
+    if isinstance(repeats, (int, np.integer)) or (isinstance(repeats, Tensor) and repeats.ndim <= 1
                                                    and not repeats.is_symbolic and repeats.numel() == 1):
         r = int(repeats)
         if r < 0:
@@ -173,8 +174,10 @@ def repeat_interleave(x, repeats=None, dim=None, *, output_size=None):
         merged = shape[:d] + [shape[d] * r] + shape[d + 1:]
         return reshape(broadcast_to(reshape(x, inter), expanded), merged)
     counts = _int64(_as_tensor(repeats))
-    if counts.ndim == 0:  # a symbolic 0-d count: the same count for every element
-        counts = broadcast_to(counts, [x.shape[d]])
+    if counts.ndim <= 1:
+        # a symbolic one-element count is the same count for every element (broadcast), and
+        # one count per element stays as it is (a length known only when the program runs, too)
+        counts = broadcast_to(reshape(counts, [-1]), [x.shape[d]])
     index = apply("repeat_index", counts)
     return getitem(x, (slice(None),) * d + (index,))
 

@@ -137,16 +137,17 @@ def _nonzero_onnx(g, op):
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
     """For each value of ``input``, the index at which it would be inserted into the last
     dim of ``sorted_sequence`` (after equal entries with ``right`` or ``side='right'``), as
-    ``torch.searchsorted``; int64 (int32 with ``out_int32``)."""
+    ``torch.searchsorted``; int64 (int32 with ``out_int32``). With ``sorter`` (the int64 indices
+    that sort ``sorted_sequence`` along its last dim, e.g. its ``argsort``) the sequence may be
+    unsorted; the results index its sorted order, as PyTorch's."""
     _no_out("searchsorted", out)
-    if sorter is not None:
-        raise TypeError("searchsorted: sorter= is not supported by d2s; pass the sorted sequence itself "
-                        "(sorted_sequence.gather(-1, sorter))")
     if side is not None:
         if side not in ("left", "right") or (right and side == "left"):
             raise ValueError(f"searchsorted: side must be 'left' or 'right' (and agree with right=), got {side!r}")
         right = side == "right"
     seq = _as_tensor(sorted_sequence)
+    if sorter is not None:  # the indices that sort seq along its last dim: search the sorted one
+        seq = take_along_dim(seq, _as_tensor(sorter), dim=-1)
     if isinstance(input, (int, float)):
         values = _as_tensor(np.asarray(input, dtype=str(seq.dtype)))
     else:

@@ -16,7 +16,7 @@ from ..onnx.registry import i64, onnx_converter, onnx_unsupported, promoted, ele
 from ..tensor import Tensor, tensor, tensor_method
 from ..user_errors import at_user_line
 from .creation import full
-from .elementwise import add, logical_or
+from .elementwise import add
 from ._util import (_as_tensor, _axes, _dims_of_shape_tensor, _is_diff, _is_symbolic, _shape, _shape_arg,
                     _static_dims, _static_shape, unbroadcast)
 
@@ -103,6 +103,13 @@ def unflatten(x, dim, sizes):
     if not sizes:
         raise ValueError("unflatten: sizes must not be empty")
     shape = list(x.shape)
+    n = shape[d] if nd else 1
+    if -1 in sizes and all(isinstance(s_, (int, np.integer)) for s_ in sizes):
+        # -1 comes from the dim's own size, as PyTorch's (reshape could not infer it where another
+        # dim is 0: (2, 0).unflatten(0, (-1, 2)) is (1, 2, 0))
+        rest = int(np.prod([s_ for s_ in sizes if s_ != -1]))
+        if rest and (_is_symbolic(n) or int(n) % rest == 0):
+            sizes = [(n if _is_symbolic(n) else int(n)) // rest if s_ == -1 else s_ for s_ in sizes]
     return reshape(x, shape[:d] + sizes + shape[d + 1:])
 
 
@@ -525,9 +532,16 @@ def _stack_onnx(g, op):
 
 
 @tensor_method()
-def split(x, split_size_or_sections, dim=None, *, axis=None):
+def split(x, split_size_or_sections=None, dim=None, *, axis=None, split_size=None):
     """A tuple of pieces of ``x`` along ``dim`` (``torch.split``): an int gives pieces of that
-    size (the last may be smaller), a list gives pieces of those sizes."""
+    size (the last may be smaller), a list gives pieces of those sizes. ``split_size=`` is
+    ``Tensor.split``'s name for it."""
+    if split_size is not None:
+        if split_size_or_sections is not None:
+            raise TypeError("split: got both split_size_or_sections and split_size; pass one")
+        split_size_or_sections = split_size
+    if split_size_or_sections is None:
+        raise TypeError("split: missing split_size_or_sections (an int or a list of sizes)")
     a = _dim_arg("split", dim, axis, 0)
     if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.ndim == 0:
         split_size_or_sections = int(split_size_or_sections)
@@ -564,8 +578,8 @@ def chunk(x, chunks, dim=None, *, axis=None):
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be a positive int, got {chunks}")
     d = _known_dim("chunk", x, a)
-    if d == 0:
-        return split(x, 0, a)
+    if d == 0:  # PyTorch gives `chunks` empty pieces
+        return split(x, [0] * chunks, a)
     size = -(-d // chunks)
     return split(x, size, a)
 
@@ -644,8 +658,9 @@ def _identity_onnx(g, op):
 
 @tensor_method()
 def clone(x):
-    """A copy of ``x`` that keeps its autograd history."""
-    return apply("add", x, 0) if not isinstance(x, Tensor) or x.dtype != "bool" else logical_or(x, False)
+    """A copy of ``x`` that keeps its autograd history, bit for bit (-0.0 and NaN payloads
+    included: ``x + 0`` would turn -0.0 into 0.0)."""
+    return identity(x if isinstance(x, Tensor) else tensor(x))
 
 
 def stop_gradient(x):

@@ -162,6 +162,9 @@ def median(input, dim=None, keepdim=False, *, axis=None, keepdims=None, **unsupp
 
 
 def _median_all(x, keep):
+    if _floating(x) and any(d == 0 for d in x.shape if isinstance(d, int)):  # no elements: NaN, as PyTorch's
+        out = apply("reduce_sum", x, axes=None, keepdims=keep) * np.nan
+        return out
     flat = apply("reshape", x, shape=[-1])
     v = apply("kthvalue", flat, axis=0)[0]
     if not _floating(flat):  # no gradient to share

@@ -20,7 +20,7 @@ from .. import return_types
 from ..tensor import Tensor, tensor, tensor_method
 from .elementwise import _dtype_of, abs, cast, clamp, cos, eq, gt, log, logaddexp, lt, sign, sin, where
 from .pointwise import exp2, isinf, isnan, trunc
-from .elementwise import logical_and, logical_not
+from .elementwise import logical_and, logical_not, logical_or
 from .creation import ones_like, zeros_like
 from ._util import _as_tensor
 
@@ -202,7 +202,8 @@ def xlogy(input, other):
     # 0 where x == 0 (unless y is NaN), and there the gradient reaching x is log(y), as
     # PyTorch's: log(y) is kept where finite (0 * log(y) is 0) and replaced by 0 where infinite
     ly = log(y)
-    zero = logical_and(eq(x, 0), isinf(ly))
+    # (a negative y's NaN log too: xlogy(0, -1) is 0, and its gradient to x 0, as PyTorch's)
+    zero = logical_and(eq(x, 0), logical_or(isinf(ly), lt(y, 0)))
     return x * where(zero, 0.0, ly)
 
 
@@ -300,6 +301,9 @@ def nextafter(input, other):
     equal), as ``torch.nextafter``: float tensors only; a 0-d operand takes the other's dtype
     (PyTorch's promotion). Not differentiable (PyTorch has no gradient for it either)."""
     a, b = _as_tensor(input), _as_tensor(other)
+    fa, fb = (str(t.dtype).startswith("float") for t in (a, b))
+    if fa != fb:  # an integer or bool operand takes the float one's dtype (PyTorch's promotion)
+        a, b = (a, cast(b, a.dtype)) if fa else (cast(a, b.dtype), b)
     if a.dtype != b.dtype and (a.ndim == 0) != (b.ndim == 0):
         a, b = (cast(a, b.dtype), b) if a.ndim == 0 else (a, cast(b, a.dtype))
     return apply("nextafter", a, b)

@@ -78,6 +78,8 @@ def direct_ufunc_ok(op, type_of):
         out = type_of(op.outputs[0]).dtype
     except KeyError:
         return False
+    if OPS[op.type].ufunc == "power" and (out.startswith(("int", "uint")) or out == "bool"):
+        return False  # numpy's power refuses negative integer exponents and gives int8 for bools; the kernel PyTorch's
     return len(dts) == 1 and (OPS[op.type].comparison or out in dts)
 
 

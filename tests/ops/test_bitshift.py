@@ -39,6 +39,11 @@ TORCH_CASES = [
     Case("shift_promotes", lambda t, a16, b32, b64: (a16 << b32, a16 >> b64, b32 << a16, t.bitwise_left_shift(3, b32)),
          np.array([1, 2, 3], np.int16), np.array([1, 2, 3], np.int32), np.array([0, 1, 2]), onnx=NO_ONNX),
     Case("shift_inplace", _inplace, A, COUNTS, onnx=NO_ONNX),
+    # a Python int count wraps into the tensor's dtype (uint8 << -1 shifts by 255); a bool tensor
+    # beside an integer one promotes to it
+    Case("shift_wrapped_int_and_bool_counts", lambda t, u, i, m: (u << -1, u >> -2, u << 300, i << m, t.bitwise_right_shift(u, m),
+                                                                  i >> True, m << 1, t.bitwise_left_shift(m, i.abs())),
+         np.array([4, 2, 200], np.uint8), np.array([5, -3, 1]), np.array([True, False, True]), onnx=NO_ONNX),
 ]
 
 
@@ -57,7 +62,7 @@ def test_augmented_shifts_write_the_tensor_in_place():
 
 @pytest.mark.parametrize("call", [
     lambda: d2s.tensor([1.5]) << 1,
-    lambda: d2s.bitwise_left_shift(d2s.tensor([True]), 1),
+    lambda: d2s.bitwise_left_shift(d2s.tensor([True]), d2s.tensor([True])),  # (bool beside an int promotes)
     lambda: d2s.bitwise_right_shift(d2s.tensor([1]), d2s.tensor([1.0])),
 ])
 def test_floats_and_bools_are_refused(call):

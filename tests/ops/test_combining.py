@@ -107,6 +107,8 @@ TORCH_CASES = [
     # (an all-NaN row's index is where PyTorch's sort left a NaN: not compared)
     Case("nanmedian", lambda t, x: (t.nanmedian(x), x[::2].nanmedian(1), t.nanmedian(x, 0, keepdim=True),
                                     t.nanmedian(x, dim=-1).values, t.nanmedian(x[0])), NANS, grad=False),
+    Case("nanmedian_of_no_elements_is_nan", lambda t, x: (x.nanmedian(), t.nanmedian(x[:0])),
+         np.zeros((0, 3), np.float64), dynamic="the emptiness is read from the shape when the program is built"),
     Case("nanmedian_grad", lambda t, x: (t.nanmedian(x), x.nanmedian(0), t.nanmedian(x, 1, True)),
          np.array([[1.0, 5.0, 3.0, 2.0], [0.5, 7.0, -1.0, 4.0], [6.0, -2.0, 8.0, 9.0]])),
     Case("fill_detach", lambda t, x, v: (t.fill(x, 2.5), t.fill(x, v), t.detach(x) * 2), X, np.array(1.25)),

@@ -30,6 +30,10 @@ TORCH_CASES = [
     Case("diff_prepend_append", lambda t, x, p, a: (t.diff(x, prepend=p, append=a), t.diff(x, dim=0, prepend=x[:1] * 2),
                                                     x.diff(append=a, n=2)),
          X, R.standard_normal((3, 2)), R.standard_normal((3, 1))),
+    # n=0 gives input itself: prepend and append are not joined
+    Case("diff_n0_ignores_prepend_append", lambda t, x, p, a: (t.diff(x, n=0, prepend=p, append=a),
+                                                               x.diff(0, 0, x[:1]), t.diff(x, n=0, append=a)),
+         X, R.standard_normal((3, 2)), R.standard_normal((3, 1))),
     Case("diff_ints_bool", lambda t, i, b: (t.diff(i), t.diff(b), t.diff(i, n=2)),
          np.array([1, 4, 9, 16, 25], np.int32), np.array([True, True, False, True])),
     Case("vander", lambda t, x: (t.vander(x), t.vander(x, N=3), t.vander(x, 4, True), t.vander(x, N=0),

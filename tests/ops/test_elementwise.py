@@ -108,6 +108,48 @@ TORCH_CASES += [
          static="torch.equal returns a Python bool read from the values: eager only"),
 ]
 
+# a 0-d tensor operand of the same kind does not widen the result (int32 & tensor(-4) is int32,
+# uint8 | tensor(-4) wraps to uint8), as for the arithmetic operators
+TORCH_CASES += [
+    Case("bitwise_zero_d_tensor_keeps_dtype", lambda t, a, u, s, b: (a & s, a | s, t.bitwise_xor(a, s), u | s, s & u,
+                                                                     u ^ b, t.bitwise_and(b, s)),
+         np.array([-3, 1, 6], np.int32), np.array([3, 1, 200], np.uint8), np.array(-4), np.array(True)),
+]
+
+# an integer tensor clamped with a float bound computes in float32, where an int bound keeps its
+# value (not wrapped into uint8): max wins where min > max
+TORCH_CASES += [
+    Case("clamp_int_tensor_float_and_int_bounds", lambda t, u, i: (u.clamp(2.0, -3), u.clamp(-1.5, 300),
+                                                                     t.clamp(i, 0.5, -3), u.clamp(max=-2, min=0.5)),
+         np.array([2, 2, 0, 200], np.uint8), np.array([2, -7, 0], np.int32)),
+]
+
+# an integer base to a negative integer tensor exponent: 1 for base 1, +-1 for base -1, else 0
+TORCH_CASES += [
+    Case("pow_int_negative_tensor_exponent", lambda t, x, e, e32, u: (t.pow(x, e), x ** e, 2 ** e, (-1) ** e, t.pow(x, e32),
+                                                                       u ** e, x ** t.tensor(-2), t.pow(x[:1], e)),
+         np.array([-3, -2, -1, 0, 1, 2, 3]), np.array([-1, -2, -3, -1, 2, 3, -4]),
+         np.array([-1, -2, -3, -1, 2, 3, -4], np.int32), np.array([0, 1, 2, 3, 4, 5, 6], np.uint8)),
+    # an integer division of no elements by zero divides nothing: an empty result, no error
+    Case("int_division_of_empty_by_zero", lambda t, e, z: (t.div(e, z, rounding_mode="floor"), t.div(e, z, rounding_mode="trunc"),
+                                                           e // 0, e % z, t.fmod(e, 0), t.remainder(e, z)),
+         np.zeros((0, 3), np.int64), np.array(0, np.uint8)),
+    # a number divided by a tensor is PyTorch's reciprocal(x) * number: bit for bit
+    Case("number_divided_by_tensor", lambda t, x, i: (-5 / x, 2.5 / x, 1 / x, 7 / i, 0.1 / i, True / x),
+         (np.random.default_rng(3).standard_normal(200) * 3).astype(np.float32), np.arange(1, 41), rtol=0, atol=0),
+    # PyTorch's pow special-cases the exponents 3, -0.5 and -2 (x * x * x, rsqrt, 1 / (x * x)): bit for bit
+    Case("pow_special_cased_exponents", lambda t, x: (x ** 3, t.pow(x, 3.0), x.abs() ** -0.5, x ** -2, t.pow(x, -0.5),
+                                                      0.044715 * t.pow(x, 3), x ** 2, x ** -1),
+         (np.random.default_rng(4).standard_normal(300) * 3).astype(np.float32), rtol=0, atol=0),
+    # float32 lerp and addcmul round as PyTorch's fused multiply-adds: bit for bit
+    Case("lerp_addcmul_float32_bits", lambda t, s, a, w: (t.lerp(s, a, 0.3), s.lerp(a, 0.7), t.lerp(s, a, w), t.lerp(s, a, -0.2),
+                                                          t.addcmul(s, a, w, value=0.3), s.addcmul(a, a), t.addcmul(s, a, w, value=-2)),
+         *(np.random.default_rng(k).standard_normal(301).astype(np.float32) for k in (10, 11)),
+         np.random.default_rng(12).random(301).astype(np.float32), rtol=0, atol=0),
+    Case("pow_bool_tensor_bool_exponent", lambda t, b: (b ** True, b ** False, t.pow(b, True), t.pow(b, 2), b ** 0.5),
+         np.array([True, False, True])),
+]
+
 
 @pytest.mark.parametrize("case", TORCH_CASES, ids=str)
 def test_matches_torch(case):

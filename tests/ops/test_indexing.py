@@ -117,6 +117,19 @@ TORCH_CASES = [
          np.array([0, 3, 6])),
     Case("bucketize", lambda t, x, b: (t.bucketize(x, b), t.bucketize(x, b, right=True)), np.array([1, 2, 3, 7]),
          np.array([1, 3, 5])),
+    # sorter=: the sequence unsorted, with the indices that sort it; results index the sorted order
+    Case("searchsorted_sorter", lambda t, s, i, v: (t.searchsorted(s, v, sorter=i), t.searchsorted(s[0], v, sorter=i[0],
+                                                                                                    right=True)),
+         np.array([[3.0, 1.0, 2.0], [0.0, 5.0, -1.0]]), np.array([[1, 2, 0], [2, 0, 1]]), np.array([[2.0, 0.5], [0.0, 6.0]])),
+    # NaN in the sequence (where torch.sort puts it: last): PyTorch's bisection moves right past it
+    Case("searchsorted_nan_in_sequence", lambda t, s, v: (t.searchsorted(s, v), t.searchsorted(s, v, right=True),
+                                                          t.bucketize(v[0], s[0]), t.searchsorted(s[1], v[1], side="right")),
+         np.array([[-1.5, 0.0, np.nan], [1.0, np.nan, np.nan]]), np.array([[-2.0, 0.0, 0.5, 9.0], [1.0, 3.0, np.nan, -1.0]]),
+         onnx="ONNX counts the entries below each value, NumPy's order of NaN"),
+    Case("searchsorted_empty_rows", lambda t, s, v: (t.searchsorted(s, v), t.searchsorted(s, v, side="right")),
+         np.zeros((3, 0), np.float32), np.ones((3, 2), np.float32)),
+    Case("nonzero_0d", lambda t, a, b: (t.nonzero(a), t.nonzero(b), t.argwhere(a), t.nonzero(a, as_tuple=True)),
+         np.array(5.0), np.array(0), onnx="onnxruntime has no NonZero kernel for float64"),
     # integer indices with index arrays: PyTorch selects the ints first, so a slice between an
     # int and an index array does not move the indexed dim to the front (NumPy's rule would)
     Case("getitem_int_slice_array", lambda t, x: (x[0, :, [1, 2]], x[0, None, :, [1]], x[1, 1:, [0, 3]],

@@ -79,6 +79,12 @@ TORCH_CASES = [
 # pairwise distances (torch.cdist): every p, batch dims broadcast, a zero distance's gradient
 _P1, _P2 = R.standard_normal((2, 4, 3)), R.standard_normal((1, 5, 3))
 TORCH_CASES += [
+    # float32 cross products as PyTorch's kernel rounds them (fma(p, q, -(r * s))): bit for bit
+    Case("cross_float32_bits", lambda t, a, b: (t.linalg.cross(a, b), t.cross(a.T, b.T, dim=0)),
+         np.random.default_rng(5).standard_normal((200, 3)).astype(np.float32),
+         np.random.default_rng(6).standard_normal((200, 3)).astype(np.float32), rtol=0, atol=0),
+]
+TORCH_CASES += [
     Case("cdist_p2", lambda t, a, b: t.cdist(a, b), _P1, _P2),
     Case("cdist_p1", lambda t, a, b: t.cdist(a, b, p=1.0), _P1, _P2),
     Case("cdist_p3_2d", lambda t, a, b: t.cdist(a, b, 3.0), _P1[0], _P2[0]),

@@ -111,6 +111,16 @@ TORCH_CASES = [
     # ---------------------------------------------------------------- cumsum, cumprod, logcumsumexp
     Case("cumsum", lambda t, x, i, b: (x.cumsum(1), t.cumsum(x, dim=0), i.cumsum(0), b.cumsum(1),
                                        t.cumsum(i, 1, dtype=t.float64)), X, I32, BOOL),
+    # float32 running sums and products accumulate in float64, each output rounded, as PyTorch's
+    # CPU kernels: bit for bit (float32 accumulation differs in the last bit of most elements)
+    Case("cumsum_cumprod_float32_bits", lambda t, x, h: (x.cumsum(1), t.cumsum(x, 0), (x[:, :40] * 0.5 + 1).cumprod(1),
+                                                         h.cumsum(0), t.cumsum(h.double(), 1, dtype=t.float32)),
+         np.random.default_rng(7).standard_normal((6, 400)).astype(np.float32),
+         np.random.default_rng(8).standard_normal((50, 3)).astype(np.float16), rtol=0, atol=0, grad=False,
+         onnx="ONNX has no cumulative product"),
+    Case("logcumsumexp_float32_bits", lambda t, x: (x.logcumsumexp(1), t.logcumsumexp(x, 0)),
+         np.random.default_rng(9).standard_normal((6, 300)).astype(np.float32), rtol=0, atol=0, grad=False,
+         onnx="ONNX has no running log-sum-exp"),
     Case("cumprod", lambda t, x, z: (x.cumprod(1), t.cumprod(x, dim=0), z.cumprod(1), z.cumprod(-1)), X, ZEROS,
          onnx=_NOT_IN_ONNX),
     Case("cumprod_dtypes", lambda t, x, b: (x.cumprod(1), b.cumprod(0), t.cumprod(x, 0, dtype=t.float64)), I32, BOOL,

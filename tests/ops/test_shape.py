@@ -117,6 +117,19 @@ TORCH_CASES = [
          onnx="the output size depends on the counts"),
     Case("repeat_interleave_counts", lambda t, r: t.repeat_interleave(r), np.array([2, 0, 3]),
          onnx="the output size depends on the counts"),
+    # a one-element repeats tensor repeats every element (flattened, or along dim)
+    Case("unflatten_minus_one_beside_empty_dim", lambda t, x: (x.unflatten(0, (-1, 2)), t.unflatten(x, 2, (3, -1)),
+                                                                x.unflatten(1, (-1, 5))), np.zeros((4, 0, 3), np.float32)),
+    # PyTorch's keyword names: torch.repeat_interleave(input=...), Tensor.split(split_size=...)
+    Case("keyword_names_repeat_interleave_split", lambda t, x: (t.repeat_interleave(input=x, repeats=2, dim=1),
+                                                                x.split(split_size=3, dim=1),
+                                                                t.split(x, split_size_or_sections=[1, 2])), M,
+         dynamic="split by a size needs the dim's size when the program is built"),
+    Case("chunk_of_empty_dim", lambda t, x: (x.chunk(3, 1), t.chunk(x, 2, dim=0)), np.zeros((0, 0, 2), np.float32),
+         dynamic="the number of pieces is read from the dim's size"),
+    Case("repeat_interleave_one_count_tensor", lambda t, x, r: (x.repeat_interleave(r), t.repeat_interleave(x, r, dim=1),
+                                                                x.repeat_interleave(r[0])), M, np.array([2]),
+         onnx="the output size depends on the counts"),
     Case("narrow", lambda t, x: x.narrow(2, 1, 2), X),
     Case("narrow_neg_start", lambda t, x: t.narrow(x, 1, -2, 2), X, dynamic="a negative start needs the size"),
     # dtypes carried through
@@ -160,6 +173,13 @@ TORCH_CASES += [
     Case("meshgrid_ij", lambda t, a, b: t.meshgrid(a, b, indexing="ij"), R.standard_normal(3), R.standard_normal(4)),
     Case("meshgrid_xy_three", lambda t, a, b, c: t.meshgrid([a, b, c], indexing="xy"), R.standard_normal(3),
          R.standard_normal(2), R.standard_normal(4)),
+]
+
+# a copy keeps every bit: -0.0 stays -0.0 (1 / copy shows the sign as -inf)
+NEG0 = np.array([[-0.0, 0.0, 1.5], [np.nan, -0.0, -2.0]], np.float32)
+TORCH_CASES += [
+    Case("clone_keeps_negative_zero", lambda t, x: (1 / x.clone(), 1 / t.clone(x), 1 / x.to(x.dtype, copy=True),
+                                                    1 / x.rot90(0), 1 / x.rot90(4, [1, 0])), NEG0),
 ]
 
 

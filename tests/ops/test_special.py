@@ -49,6 +49,9 @@ TORCH_CASES = [
          np.array([0.0, 1.5, 2.0, 0.0, 0.5]), R.uniform(0.5, 3.0, 5)),
     Case("xlogy_zeros_nan", lambda t, x, y: t.xlogy(x, y), np.array([0.0, 0.0, 1.0, 0.0]),
          np.array([0.0, np.nan, 0.0, np.inf]), grad=False),
+    # xlogy(0, y < 0) is 0 (log(y) is NaN there, but only a NaN y makes a NaN), gradient to x 0
+    Case("xlogy_zero_negative", lambda t, x, y: (t.xlogy(x, y), x.xlogy(-2.0)), np.array([0.0, 0.0, 2.0, 0.0]),
+         np.array([-1.0, -0.0, 3.0, 2.0])),
     Case("logit", lambda t, p: (t.logit(p), p.logit(), t.logit(p, eps=0.2), p.logit(1e-6)), R.uniform(0.05, 0.95, (2, 4))),
     Case("logaddexp2_angles", lambda t, a, b: (t.logaddexp2(a, b), a.logaddexp2(b), t.deg2rad(a), a.rad2deg(),
                                                t.sinc(a)), X, R.standard_normal((3, 5)), rtol=1e-5),
@@ -94,6 +97,9 @@ TORCH_CASES += [
                                           t.nextafter(x, t.tensor(0.0, dtype=t.float32))),
          BITS, BITS[::-1].copy(), BITS.astype(np.float32), grad=False, onnx=NO_BITS),
     Case("ldexp_nextafter_inplace", _ldexp_nextafter_inplace, X[0], X[1], grad=False, onnx=NO_BITS),
+    # an integer operand takes the float one's dtype: float32 steps, not float64 ones rounded back
+    Case("nextafter_int_operand", lambda t, f, i: (t.nextafter(f, i), f.clone().nextafter_(i), t.nextafter(i.double(), i)),
+         np.array([1.5, -1.0, 0.0], np.float32), np.array([3, -5, 2]), grad=False, onnx=NO_BITS),
 ]
 TORCH_CASES += [
     Case(f"polygamma_poles_{dtype.__name__}", lambda t, x: tuple(t.polygamma(n, x) for n in range(5))

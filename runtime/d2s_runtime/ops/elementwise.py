@@ -126,9 +126,12 @@ _binary("sub", _ufunc("subtract"), "Difference ``a - b`` (bool operands refused,
         identity=0, out_ok=True, wraps_ints=True, refuses_bool=True)
 _binary("mul", _ufunc("multiply"), "Product ``a * b``.", ufunc="multiply", infix="*", commutative=True,
         associative=True, identity=1, out_ok=True, wraps_ints=True)
-def check_int_divisor(op, xp, b):
+def check_int_divisor(op, xp, b, a=None):
     """Raise PyTorch's ZeroDivisionError where integer divisor ``b`` (array or Python int) holds
-    a zero: NumPy would answer 0 with a warning, a number PyTorch never gives."""
+    a zero: NumPy would answer 0 with a warning, a number PyTorch never gives. Dividend ``a``
+    with no elements divides nothing (an empty result), so nothing is raised, as in PyTorch."""
+    if getattr(a, "size", None) == 0:
+        return
     if getattr(b, "dtype", None) is not None:
         zero = b.dtype.kind in "iub" and bool((b == 0).any())
     else:
@@ -149,13 +152,13 @@ def integral(a, b):
 
 def _floordiv(xp, a, b):
     if integral(a, b):
-        check_int_divisor("division", xp, b)
+        check_int_divisor("division", xp, b, a)
     return xp.floor_divide(a, b)
 
 
 def _remainder(xp, a, b):
     if integral(a, b):
-        check_int_divisor("modulo", xp, b)
+        check_int_divisor("modulo", xp, b, a)
         return xp.remainder(a, b)
     # PyTorch's remainder: fmod, plus b where the signs differ; unlike NumPy's, a zero result
     # keeps a's sign (NumPy gives b's)
@@ -171,7 +174,25 @@ _binary("floordiv", _floordiv, "Floor division ``a // b``; integer division by z
         wraps_ints=True)
 _binary("mod", _remainder, "Remainder ``a % b`` with the sign of b (PyTorch's ``remainder``); integer division by "
         "zero raises ZeroDivisionError.", wraps_ints=True)
-_binary("pow", _ufunc("power"), "Power ``a ** b``.", ufunc="power", out_ok=True)
+def _power(xp, a, b):
+    """``a ** b``; an integer base to a negative integer exponent (an array's: a Python int one
+    is refused before, as PyTorch's) is PyTorch's 1 for base 1, +-1 for base -1 and 0 otherwise,
+    where NumPy raises. A bool tensor to a bool power stays bool (``a or not b``), as PyTorch's."""
+    if getattr(a, "dtype", None) is not None and a.dtype.kind == "b" and \
+            (type(b) is bool or (getattr(b, "dtype", None) is not None and b.dtype.kind == "b")):
+        return xp.logical_or(a, xp.logical_not(b))
+    if getattr(b, "dtype", None) is not None and b.dtype.kind == "i" and \
+            (getattr(a, "dtype", None) is None or a.dtype.kind in "iu") and type(a) is not float:
+        neg = b < 0
+        if neg.any():
+            out = xp.power(a, xp.where(neg, 0, b).astype(b.dtype, copy=False))
+            odd = (b % 2).astype(bool)
+            at_neg = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0)).astype(out.dtype)
+            return xp.where(neg, at_neg, out)
+    return xp.power(a, b)
+
+
+_binary("pow", _power, "Power ``a ** b`` (integer powers as PyTorch's: see ``_power``).", ufunc="power", out_ok=True)
 _binary("maximum", _ufunc("maximum"), "Element-wise maximum (NaN wins).", ufunc="maximum", commutative=True, out_ok=True)
 _binary("minimum", _ufunc("minimum"), "Element-wise minimum (NaN wins).", ufunc="minimum", commutative=True, out_ok=True)
 for _name, _fn, _symbol in (("eq", "equal", "=="), ("ne", "not_equal", "!="), ("lt", "less", "<"),
@@ -232,6 +253,12 @@ def _bitwise(name, fn, doc, **traits):
             b = wrap_int(b, a.dtype)
         elif type(a) is int and getattr(b, "dtype", None) is not None and b.dtype.kind in "iu":
             a = wrap_int(a, b.dtype)
+        else:
+            da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
+            if da is not None and db is not None and da != db:
+                # PyTorch's promotion, not NumPy's: a 0-d int64 tensor does not widen an int32
+                # one (int32 & tensor(-4) is int32), and its value wraps into the result's dtype
+                a, b = promote((a, b))
         return fn(xp, a, b)
 
     defop(name, infer, doc=doc, elementwise=True, commutative=True, fresh=True, wraps_ints=True, **traits)(kernel)
@@ -263,13 +290,17 @@ def _shift_operands(xp, a, b):
     dtype = a.dtype if hasattr(a, "dtype") else b.dtype  # (a Python int takes the tensor's dtype)
     if dtype.kind not in "iu":
         raise ShapeError(f"bitwise shift: needs integer tensors, got {dtype}")
+    # a Python int wraps into the dtype, as PyTorch converts it (uint8 << -1 shifts by 255: 0)
+    a = wrap_int(a, dtype) if type(a) is int else a
+    b = wrap_int(b, dtype) if type(b) is int else b
     a, b = xp.asarray(a, dtype=dtype), xp.asarray(b, dtype=dtype)
     bits = a.dtype.itemsize * 8
     out_of_range = (b < 0) | (b >= bits)
     return a, xp.where(out_of_range, 0, b).astype(b.dtype, copy=False), bits, out_of_range
 
 
-@defop("bitwise_left_shift", integer_elementwise("bitwise_left_shift"), elementwise=True, fresh=True)
+@defop("bitwise_left_shift", integer_elementwise("bitwise_left_shift"), elementwise=True, fresh=True,
+       wraps_ints=True)
 def _bitwise_left_shift(xp, a, b):
     """``a << b`` of integers, wrapping as C does; a shift by a negative count or by the width or
     more gives 0, as PyTorch's."""
@@ -277,7 +308,8 @@ def _bitwise_left_shift(xp, a, b):
     return xp.where(out_of_range, xp.zeros((), a.dtype), xp.left_shift(a, b))
 
 
-@defop("bitwise_right_shift", integer_elementwise("bitwise_right_shift"), elementwise=True, fresh=True)
+@defop("bitwise_right_shift", integer_elementwise("bitwise_right_shift"), elementwise=True, fresh=True,
+       wraps_ints=True)
 def _bitwise_right_shift(xp, a, b):
     """``a >> b`` of integers (arithmetic for signed ones); a shift by a negative count or by the
     width or more shifts by width - 1 (signed: 0 or -1) or gives 0 (unsigned), as PyTorch's."""

@@ -633,7 +633,32 @@ def _nonzero_infer(x):
 @defop("nonzero", _nonzero_infer, fresh=True)
 def _nonzero(xp, x):
     """The indices of the nonzero elements of x, one row each, in C order ((n, ndim) int64)."""
+    if x.ndim == 0:  # one row of no coordinates if the scalar is nonzero (PyTorch's (1, 0) or (0, 0))
+        return xp.zeros((int(bool(x)), 0), dtype="int64")
     return xp.argwhere(x).astype("int64", copy=False).reshape(-1, x.ndim)
+
+
+def _bisect_as_torch(xp, seq, values, right):
+    """PyTorch's binary search, step for step, for a sequence holding NaN (where NumPy's order,
+    NaN last and largest, gives other answers): move right unless ``seq[mid] >= value``
+    (``>`` with ``right``), so NaN entries and NaN values always send the search right."""
+    n = seq.shape[-1]
+    rows = seq.reshape(-1, n)
+    vals = values.reshape(rows.shape[0], -1) if seq.ndim > 1 else values.reshape(1, -1)
+    start = xp.zeros(vals.shape, dtype="int64")
+    end = xp.full(vals.shape, n, dtype="int64")
+    line = xp.arange(rows.shape[0])[:, None]
+    while True:
+        open_ = start < end
+        if not bool(open_.any()):
+            break
+        mid = start + (end - start) // 2
+        at = rows[line, xp.minimum(mid, n - 1)]
+        with np.errstate(invalid="ignore"):
+            stop = (at > vals) if right else (at >= vals)
+        start = xp.where(open_ & ~stop, mid + 1, start)
+        end = xp.where(open_ & stop, mid, end)
+    return start.reshape(values.shape)
 
 
 def _searchsorted_infer(sorted_seq, values, right=False, out_int32=False):
@@ -650,10 +675,16 @@ def _searchsorted(xp, sorted_seq, values, right=False, out_int32=False):
     sorted sequence: after equal entries with ``right``, before them without."""
     side = "right" if right else "left"
     dt = "int32" if out_int32 else "int64"
+    if sorted_seq.dtype.kind == "f" and sorted_seq.size and bool(xp.isnan(sorted_seq).any()):
+        return _bisect_as_torch(xp, sorted_seq, values, right).astype(dt)
     if sorted_seq.ndim <= 1:
         return xp.searchsorted(sorted_seq.reshape(-1), values, side=side).astype(dt)
-    rows = sorted_seq.reshape(-1, sorted_seq.shape[-1])
-    vals = values.reshape(rows.shape[0], -1)
+    n = 1
+    for d in sorted_seq.shape[:-1]:
+        n *= int(d)
+    # (sizes spelled out: -1 cannot be inferred where the last dim is 0)
+    rows = sorted_seq.reshape(n, sorted_seq.shape[-1])
+    vals = values.reshape(n, values.shape[-1])
     out = xp.stack([xp.searchsorted(r, v, side=side) for r, v in zip(rows, vals)]) if rows.shape[0] else \
         xp.zeros(vals.shape, dtype=dt)
     return out.astype(dt).reshape(values.shape)

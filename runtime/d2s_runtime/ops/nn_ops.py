@@ -134,6 +134,12 @@ def _cumsum_infer(x, axis, reverse=False):
     return TensorType(x.shape, dtype)
 
 
+# PyTorch's CPU running sums and products accumulate a float16 / float32 tensor in float32 /
+# float64 (its acc_type) and round each output: summing in the tensor's own dtype differs in the
+# last bits of most elements of a long row
+CUMULATIVE_ACC = {"float16": "float32", "float32": "float64"}
+
+
 @defop("cumsum", _cumsum_infer)
 def _cumsum(xp, x, axis, reverse=False):
     """Running sum along ``axis``; ``reverse`` sums from the end (the gradient of cumsum)."""
@@ -142,7 +148,9 @@ def _cumsum(xp, x, axis, reverse=False):
         return x.astype(dtype)
     if reverse:
         x = xp.flip(x, axis=axis)
-    out = xp.cumsum(x, axis=axis, dtype=dtype)
+    acc = CUMULATIVE_ACC.get(str(dtype))
+    out = xp.cumsum(x, axis=axis, dtype=dtype) if acc is None else \
+        xp.cumsum(x, axis=axis, dtype=acc).astype(dtype)
     return xp.flip(out, axis=axis) if reverse else out
 
 
@@ -256,8 +264,10 @@ def _cumsum_native(e, x, axis, reverse=False):
     x, xr, a = e.rows(x, axis)
     ind = e.indent
     out, o, i, k, acc = (e.fresh() for _ in range(5))
-    # -0.0 + v is v for every float v (numpy's first element is x[0] itself, signed zeros kept)
-    zero = e.const(-0.0 if odt in ("float32", "float64") else 0, odt)
+    # -0.0 + v is v for every float v (numpy's first element is x[0] itself, signed zeros kept);
+    # a float32 sum accumulates in float64, each output rounded, as the kernel (CUMULATIVE_ACC)
+    adt = CUMULATIVE_ACC.get(odt, odt)
+    zero = e.const(-0.0 if odt in ("float32", "float64") else 0, adt)
     e.emit(ind, f"{out} = np.empty({xr}.shape, {e.np_type(odt)})")
     e.emit(ind, f"for {o} in range({xr}.shape[0]):")
     e.emit(ind + 1, f"for {i} in range({xr}.shape[2]):")
@@ -265,9 +275,9 @@ def _cumsum_native(e, x, axis, reverse=False):
     e.emit(c, f"{acc} = {zero}")
     rng = f"range({xr}.shape[1] - 1, -1, -1)" if reverse else f"range({xr}.shape[1])"
     e.emit(c, f"for {k} in {rng}:")
-    val = e.cast(f"{xr}[{o}, {k}, {i}]", x.dtype, odt)
-    e.emit(c + 1, f"{acc} = {e.np_type(odt)}({acc} + {val})")
-    e.emit(c + 1, f"{out}[{o}, {k}, {i}] = {acc}")
+    val = e.cast(f"{xr}[{o}, {k}, {i}]", x.dtype, adt)
+    e.emit(c + 1, f"{acc} = {e.np_type(adt)}({acc} + {val})")
+    e.emit(c + 1, f"{out}[{o}, {k}, {i}] = {acc if adt == odt else e.np_type(odt) + '(' + acc + ')'}")
     res = e.fresh()
     e.emit(ind, f"{res} = {out}.reshape({x.name}.shape)")
     return e.new_array(res, odt, tuple(e.out.shape))

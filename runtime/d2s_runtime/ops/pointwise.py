@@ -235,14 +235,14 @@ def _binary_same(name, fn, doc, float_only=False, **traits):
 
 def _fmod(xp, a, b):
     if integral(a, b):
-        check_int_divisor("fmod", xp, b)
+        check_int_divisor("fmod", xp, b, a)
     return xp.fmod(a, b)
 
 
 def _truncdiv(xp, a, b):
     if not integral(a, b):
         return xp.trunc(xp.true_divide(a, b))
-    check_int_divisor("div(rounding_mode='trunc')", xp, b)
+    check_int_divisor("div(rounding_mode='trunc')", xp, b, a)
     q = xp.floor_divide(a, b)
     # floor and truncation differ where the quotient is negative and inexact
     return q + ((q < 0) & (q * b != a)).astype(q.dtype)

@@ -3,6 +3,7 @@ log-sum-exp along one axis (``cumprod``, ``logcumsumexp``)."""
 import numpy as np
 
 from ..dtypes import is_floating
+from .nn_ops import CUMULATIVE_ACC
 from .registry import ShapeError, TensorType, deflowering, defop
 from .rules import norm_axes, reduce_shape
 
@@ -224,6 +225,9 @@ def _cumprod(xp, x, axis):
     dtype = _sum_dtype(x.dtype.name)
     if x.ndim == 0:
         return x.astype(dtype)
+    acc = CUMULATIVE_ACC.get(str(dtype))  # (PyTorch's accumulation, as cumsum's)
+    if acc is not None:
+        return xp.cumprod(x, axis=axis, dtype=acc).astype(dtype)
     return xp.cumprod(x, axis=axis, dtype=dtype)
 
 
@@ -243,8 +247,10 @@ def _logcumsumexp(xp, x, axis, reverse=False):
         return x.copy()
     if reverse:
         x = xp.flip(x, axis=axis)
+    acc = CUMULATIVE_ACC.get(x.dtype.name)  # PyTorch's float32 steps run in float64, as cumsum's
     with np.errstate(invalid="ignore"):  # -inf + -inf steps: logaddexp gives -inf, as it should
-        out = scan(xp, np.logaddexp, x, axis)
+        out = scan(xp, np.logaddexp, x if acc is None else x.astype(acc), axis)
+    out = out if acc is None else out.astype(x.dtype)
     return xp.flip(out, axis=axis) if reverse else out
 
 
