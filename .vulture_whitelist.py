@@ -10,6 +10,9 @@ _.__neg__  # operators installed as class attributes (Tensor, WeakNumber)
 _.__pos__  # operator of Tensor
 _.__abs__  # operator of Tensor and WeakNumber
 _.__invert__  # operator of Tensor
+_.__pow__  # Tensor.__pow__, set in d2s/ops/elementwise.py (PyTorch's special exponents)
+_.__rtruediv__  # Tensor.__rtruediv__ and __rdiv__, set in d2s/ops/elementwise.py (number / tensor)
+_.__rdiv__  # (the same)
 _.__round__  # round() of a WeakNumber
 _.__divmod__  # divmod(n, k) of a WeakNumber or NumberOrTensor (d2s.static.weak_index)
 _.__rdivmod__  # divmod(k, n) of a WeakNumber or NumberOrTensor

@@ -1,7 +1,8 @@
 """Creating uninitialized parameters of a given shape, dtype and device."""
 from d2s_runtime.device import get_xp
 
-from ..dtypes import _DEFAULT_FLOAT, as_dtype
+from .. import dtypes as _dtypes
+from ..dtypes import as_dtype
 from ..tensor import get_default_device
 from .module import Parameter
 
@@ -9,7 +10,7 @@ from .module import Parameter
 def default_float(dtype=None):
     """``dtype``, or the default float dtype (float32 unless ``d2s.set_default_dtype`` changed
     it) as the name of a dtype: PyTorch's layers make their parameters in the default dtype."""
-    return dtype if dtype is not None else _DEFAULT_FLOAT[0]
+    return dtype if dtype is not None else _dtypes.default_float()
 
 
 def new_parameter(shape, dtype=None, device=None):

@@ -19,7 +19,7 @@ import numpy as np
 from d2s_runtime.device import device_of, get_xp, to_host, xp_of
 
 from .. import devices as _devices
-from ..dtypes import _DEFAULT_FLOAT, as_dtype
+from ..dtypes import as_dtype, default_float
 from ..tensor import Tensor, tensor
 
 
@@ -68,7 +68,7 @@ class Parameter(Tensor):
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:  # (of the default float dtype, as torch.empty(0))
-            data = np.zeros((0,), dtype=_DEFAULT_FLOAT[0])
+            data = np.zeros((0,), dtype=default_float())
         arr = _array_of(data)
         p = cls._make(arr)
         if requires_grad:

@@ -16,7 +16,7 @@ from ..onnx.registry import i64, onnx_converter, onnx_unsupported, promoted, ele
 from ..tensor import Tensor, tensor, tensor_method
 from ..user_errors import at_user_line
 from .creation import full
-from .elementwise import add
+from .elementwise import add, logical_or
 from ._util import (_as_tensor, _axes, _dims_of_shape_tensor, _is_diff, _is_symbolic, _shape, _shape_arg,
                     _static_dims, _static_shape, unbroadcast)
 
@@ -658,9 +658,11 @@ def _identity_onnx(g, op):
 
 @tensor_method()
 def clone(x):
-    """A copy of ``x`` that keeps its autograd history, bit for bit (-0.0 and NaN payloads
-    included: ``x + 0`` would turn -0.0 into 0.0)."""
-    return identity(x if isinstance(x, Tensor) else tensor(x))
+    """A copy of ``x`` that keeps its autograd history, its values bit for bit (``x * 1``: ``x + 0``
+    would turn -0.0 into 0.0) and its layout (an element-wise result is laid out as its input,
+    as PyTorch's clone preserves strides: ``x.t().clone().reshape(-1)`` is a copy)."""
+    x = x if isinstance(x, Tensor) else tensor(x)
+    return apply("mul", x, 1) if x.dtype != "bool" else logical_or(x, False)
 
 
 def stop_gradient(x):

@@ -21,7 +21,7 @@ import numpy as np
 from d2s_runtime.device import to_host, xp_of
 
 from ..autograd import enable_grad
-from ..dtypes import _DEFAULT_FLOAT
+from ..dtypes import default_float
 from ..tensor import Tensor
 from ._blocks import blockable, update_by_blocks
 
@@ -58,7 +58,7 @@ def _scalar(value, dtype=None):
     float64 while the default dtype is float64 (``_get_scalar_dtype``; d2s kept float32, so
     NAdam's mu_product and ASGD's eta rounded where PyTorch's did not)."""
     if dtype is None:
-        dtype = np.float64 if _DEFAULT_FLOAT[0] == "float64" else np.float32
+        dtype = np.float64 if default_float() == "float64" else np.float32
     return Tensor._make(np.array(value, dtype=dtype))
 
 

@@ -1,7 +1,7 @@
 """Stochastic gradient descent with momentum, and its averaged (ASGD) and sign-based (Rprop) relatives."""
 import numpy as np
 
-from ..dtypes import _DEFAULT_FLOAT
+from ..dtypes import default_float
 from .optimizer import Optimizer, _check, _scalar
 
 
@@ -116,7 +116,7 @@ class ASGD(Optimizer):
         step = float(step_t)
         # PyTorch copies torch.as_tensor(value), of the default dtype, into the state: rounded
         # through float32 even where a loaded state dict made eta and mu the parameter's float64
-        default = _DEFAULT_FLOAT[0]
+        default = default_float()
         state["eta"][...] = np.asarray(lr / (1 + lambd * lr * step) ** group["alpha"], dtype=default)
         state["mu"][...] = np.asarray(1 / max(1, step - group["t0"]), dtype=default)
 

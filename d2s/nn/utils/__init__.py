@@ -15,7 +15,7 @@ import numpy as np
 from d2s_runtime.device import xp_of
 
 from ... import ops as _ops
-from ...dtypes import _DEFAULT_FLOAT
+from ...dtypes import default_float
 from ...tensor import Tensor
 from . import rnn, stateless  # noqa: F401
 
@@ -78,7 +78,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     grads = [p.grad for p in _with_grads(parameters)]
     p = _norm_type(norm_type)
     if not grads:
-        return Tensor._make(np.zeros((), dtype=_DEFAULT_FLOAT[0]))  # (torch.tensor(0.0))
+        return Tensor._make(np.zeros((), dtype=default_float()))  # (torch.tensor(0.0))
     xp = xp_of(grads[0].array)
     norms = [_vector_norm(xp, g.array.reshape(-1), p) for g in grads]
     dtype = xp.result_type(*[n.dtype for n in norms])
@@ -127,7 +127,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     tensors = [t for t in tensors if t is not None]
     p = _norm_type(norm_type)
     if not tensors:
-        return Tensor._make(np.zeros((), dtype=_DEFAULT_FLOAT[0]))  # (torch.tensor(0.0))
+        return Tensor._make(np.zeros((), dtype=default_float()))  # (torch.tensor(0.0))
     xp = xp_of(tensors[0].array)
     norms = [_vector_norm(xp, t.array.reshape(-1), p) for t in tensors]
     dtype = xp.result_type(*[n.dtype for n in norms])
