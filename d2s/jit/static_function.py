@@ -481,7 +481,7 @@ class StaticFunction:
             skw = replace_kwargs(kwargs, it) if kwargs else {}
             if instance is not None:
                 sargs = (instance,) + tuple(sargs)
-            snapshot = _module_snapshot(instance)
+            snapshot = _module_snapshot(instance, self._fn)
             global_snapshot = _globals_snapshot(self._fn)
             builder.state_tensors = _state_tensors(instance, self._fn)
             py_state = _python_state(instance)
