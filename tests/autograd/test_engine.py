@@ -410,3 +410,24 @@ def test_backward_inside_a_converted_function_says_what_to_do_instead():
     with pytest.raises(RuntimeError, match=r"backward\(\) inside a function being converted by to_static.*"
                                            r"value_and_grad"):
         d2s.jit.to_static(step)(d2s.ones(2, 3))
+
+
+# ------------------------------------------------------------------ dtypes along the graph
+def test_a_float32_tensor_used_with_float64_values_gets_float32_gradients_along_the_way():
+    # PyTorch casts each gradient to its input's dtype before passing it on: the ops before a
+    # float32 tensor added to a float64 one differentiate in float32 (t.grad and a.grad are
+    # float32), not in float64 cast only at the leaf, which gives other bits for y.grad
+    rng = np.random.default_rng(0)
+    x = d2s.tensor(rng.normal(size=(4, 3)), requires_grad=True)
+    y = d2s.tensor(rng.normal(size=3).astype(np.float32), requires_grad=True)
+    a = y * 1.5
+    a.retain_grad()
+    t = a.tanh()
+    t.retain_grad()
+    ((x + t) * 1.25).sum().backward()
+    assert t.grad.dtype == d2s.float32 and a.grad.dtype == d2s.float32 and y.grad.dtype == d2s.float32
+    tn = t.detach().numpy()
+    want = np.float32(5.0) * (np.float32(1) - tn * tn) * np.float32(1.5)
+    assert y.grad.numpy().tobytes() == want.tobytes()
+    (gx,) = d2s.grad((x + a.tanh()).sum(), [a])
+    assert gx.dtype == d2s.float32
