@@ -516,14 +516,20 @@ def _state_entry(d, k, v):
     return (d, k, _Held(v))
 
 
-def _python_state(instance):
+def _python_state(instance, fn=None):
     """``[(attribute dict, name, value)]`` of the Python scalar and container attributes of a
-    module tree (``training`` aside: it is part of every signature already), containers as
-    ``_Held``."""
-    if not _is_module(instance):
-        return []
-    return [_state_entry(m.__dict__, k, v) for m in instance.modules() for k, v in m.__dict__.items()
-            if (type(v) in _PY_STATE_TYPES or type(v) in _STATE_CONTAINERS) and k not in _MODULE_INTERNALS]
+    module tree (containers as ``_Held``), and the ``training`` flag of each module the function
+    reaches (see ``_reached_modules``) but the converted module's own, which is part of every
+    signature already: a submodule put in eval mode alone (``model.drop.eval()``), or a model
+    a function reads from a global switched by ``MODEL.eval()``, must not run the program built
+    with its dropout on."""
+    out = []
+    if _is_module(instance):
+        out = [_state_entry(m.__dict__, k, v) for m in instance.modules() for k, v in m.__dict__.items()
+               if (type(v) in _PY_STATE_TYPES or type(v) in _STATE_CONTAINERS) and k not in _MODULE_INTERNALS]
+    out += [(m.__dict__, "training", m.__dict__.get("training", _MISSING)) for m in _reached_modules(fn, instance)
+            if m is not instance and _is_module(m)]
+    return out
 
 
 def _global_state(fn):
