@@ -328,6 +328,11 @@ class _InputWrite:
     def apply(self, outputs, leaves=None):
         target = leaves[self.index]
         if target.requires_grad:
+            if _same_bits(outputs[self.start].array, target.array):
+                # the name held another tensor when it was updated (``if x.sum() > 0: x = x * 2``
+                # then ``x += 1``): on this input eager code did not write into the caller's
+                # tensor, which is left as it is instead of refused
+                return
             # eager code refuses a leaf (and would give a non-leaf a new autograd history,
             # which a copy into its array cannot): refuse before writing anything
             raise RuntimeError(
@@ -336,6 +341,12 @@ class _InputWrite:
                 "assign a new value in the function (x = x + v) and return it")
         target.array[...] = outputs[self.start].array
         target._version += 1
+
+
+def _same_bits(a, b):
+    """Whether arrays ``a`` and ``b`` (numpy's or a device's, both with ``tobytes``) hold the
+    same bits."""
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
 def _input_writes(builder, sym, input_vars):
