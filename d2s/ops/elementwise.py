@@ -517,7 +517,9 @@ def _clip_grad(ctx, g):
         keep = x >= lo
     if hi is not None:
         keep = (x <= hi) if keep is None else keep & (x <= hi)
-    return (g if keep is None else g * cast(keep, g.dtype),)
+    # (a select, as PyTorch's clamp_backward: g * mask would give -0.0 for a negative g outside
+    # the bounds, and NaN for an infinite one, where PyTorch gives 0)
+    return (g if keep is None else where(keep, g, zeros_like(g)),)
 
 
 @onnx_converter("clip")
