@@ -188,6 +188,17 @@ def _update(t, name, args, kwargs):
     return write(t, what, lambda s: RESULTS[name](s, *args, **kwargs), tuple(args) + tuple(kwargs.values()))
 
 
+def _input_write_in_branch(t):
+    """Whether ``t`` is an input of a to_static program written inside a tensor branch or loop
+    body: eager code writes into the caller's tensor (and refuses one requiring grad) only on
+    inputs that run that block, so the refusal waits for the call (``_InputWrite`` refuses a
+    write that changes such a tensor) instead of failing every input at the build."""
+    b = STATE.builder
+    if not t.is_symbolic or b is None or not getattr(b, "to_static_enabled", False) or b.block is b.program.block:
+        return False
+    return t._var.name in b.program.inputs
+
+
 def write(t, what, compute, others=(), needs_old=True):
     """Update ``t`` in place to ``compute(t)`` (an out-of-place computation of its new value),
     with PyTorch's semantics: eagerly into t's array (and so its base's, for a view), recording
@@ -197,7 +208,7 @@ def write(t, what, compute, others=(), needs_old=True):
     view = t._view
     if view is not None:
         views.fresh(t)
-    if STATE.grad_enabled and t.requires_grad and t.grad_fn is None:
+    if STATE.grad_enabled and t.requires_grad and t.grad_fn is None and not _input_write_in_branch(t):
         raise RuntimeError(
             f"{what}: a leaf tensor that requires grad is being used in an in-place operation; "
             "update it under `with d2s.no_grad():` (as an optimizer step does) or work on a copy "

@@ -344,12 +344,14 @@ def _run(roots, targets, retain_graph, create_graph, capture, accumulate_only=No
             in_grads = node.apply(grads)
             if ACTIVE_THREADS[0]:
                 check_gradients(node, grads, in_grads)
+            inputs = node.inputs
             if not retain_graph:
                 node.release()
-            for (nxt, idx), g in zip(node.next_functions, in_grads):
+            for (nxt, idx), g, a in zip(node.next_functions, in_grads, inputs):
                 if nxt is None or (needed is not None and nxt not in needed):
                     continue
                 if g is not None:
+                    g = _in_dtype_of(g, a)
                     if type(nxt) is AccumulateGrad:  # a leaf's sink: one slot (as _accumulate)
                         slot = buffers.get(nxt)
                         if slot is None:
@@ -422,6 +424,20 @@ def _run_flat(root, retain_graph, create_graph):
         leaves = [(nxt, g) for (nxt, _), g in zip(node.next_functions, in_grads) if nxt is not None and g is not None]
         for nxt, g in reversed(leaves):
             _leaf(nxt, g, None, create_graph, None)
+
+
+def _in_dtype_of(g, a):
+    """``g``, the gradient for input ``a`` of a node, in ``a``'s floating dtype, as PyTorch's
+    engine casts each gradient to its input's dtype before passing it on: a float32 tensor used
+    with float64 values (``x64 + t32``) gets a float32 gradient, and the ops before it
+    differentiate in float32 (as the converted program's backward does), not in float64."""
+    gd, ad = g._data, a._data
+    if gd is not None and ad is not None:
+        if gd.dtype == ad.dtype or ad.dtype.kind != "f" or gd.dtype.kind != "f":
+            return g
+    elif g.dtype == a.dtype or not (g.dtype.is_floating_point and a.dtype.is_floating_point):
+        return g
+    return g.cast(a.dtype)
 
 
 def _skip(node, deps, ready, buffers, needed):

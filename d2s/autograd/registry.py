@@ -16,13 +16,36 @@ SAMPLES = {}         # op name -> (public wrapper, input shapes): an example cal
 FLOAT_COTANGENTS_ONLY = set()  # ops whose rule takes None for a non-floating-point output's gradient
 
 
+def _reads_outputs(fn, depth=3, seen=None):
+    """Whether gradient rule ``fn`` reads ``ctx.outputs``, itself or through the module-level
+    helpers it calls (``_reduction_operands(ctx, g)`` reads the reduction's output: max's
+    rule compares the input with it, so ``m = x.max(); m += 1`` must fail backward, not give
+    NaN)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return False
+    if "outputs" in code.co_names:
+        return True
+    if depth == 0:
+        return False
+    seen = set() if seen is None else seen
+    g = getattr(fn, "__globals__", {})
+    for name in code.co_names:
+        helper = g.get(name)
+        if callable(helper) and hasattr(helper, "__code__") and id(helper) not in seen:
+            seen.add(id(helper))
+            if _reads_outputs(helper, depth - 1, seen):
+                return True
+    return False
+
+
 def grad_rule(*names):
     """Register the decorated function as the gradient rule of ops ``names``."""
 
     def deco(rule):
         for n in names:
             GRAD_RULES[n] = rule
-            if "outputs" in rule.__code__.co_names:  # reads ctx.outputs: an in-place change spoils it
+            if _reads_outputs(rule):  # reads ctx.outputs: an in-place change spoils it
                 USES_OUTPUTS.add(n)
         return rule
 

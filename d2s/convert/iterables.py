@@ -20,6 +20,15 @@ class TensorIterable:
     def item(self, i):
         raise NotImplementedError
 
+    def __iter__(self):
+        # only a converted `for` statement walks one (with a while op); a comprehension, a
+        # generator or list(...) would need its length as a Python number
+        raise at_user_line("cannot iterate here over a range, enumerate or zip whose length is known only when "
+                           "the program runs (over a tensor bound, a symbolic tensor's rows, or a list grown in "
+                           "a tensor loop or branch): a comprehension, generator or list(...) needs its length "
+                           "as a Python number. Write the loop as a `for` statement (appending to a list), or "
+                           "stack the list (d2s.stack(xs))", TypeError)
+
 
 def python_iter(value, kind, reason):
     """``value`` for a ``for`` that must stay Python; iterating a symbolic tensor is an error."""

@@ -372,7 +372,8 @@ def _check_carried(labels, init, ins, outs):
             b = outs[i] = maybe_unbound(b, True)
             a, b = a.value, b.value
             if isinstance(a, Tensor) and isinstance(b, (bool, int, float)):
-                outs[i] = maybe_unbound(tensor(b, dtype=str(a.dtype)), outs[i].bound)
+                if not _is_python_number(a):  # (one standing for a Python number stays one: nested_weak)
+                    outs[i] = maybe_unbound(tensor(b, dtype=str(a.dtype)), outs[i].bound)
                 continue
         if isinstance(b, Undefined) and not isinstance(a, Undefined):
             raise at_user_line(f"'{labels[i]}' is left undefined by an iteration of this tensor loop")

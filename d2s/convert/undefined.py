@@ -43,6 +43,7 @@ class MaybeUnbound:
     the same type (zeros)."""
 
     __slots__ = ("value", "bound")
+    _d2s_numbers_inside = True  # a loop carrying it carries a Python number value as a tensor
 
     def __init__(self, value, bound):
         self.value, self.bound = value, bound

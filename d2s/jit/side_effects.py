@@ -10,6 +10,7 @@ so nothing symbolic leaks out of the build. ``_param_refs`` records where each p
 program reads lives, so a replaced parameter is noticed.
 """
 import inspect
+import types
 
 from ..autograd import no_grad
 from ..inplace import BUFFER_UPDATES
@@ -327,6 +328,11 @@ class _InputWrite:
     def apply(self, outputs, leaves=None):
         target = leaves[self.index]
         if target.requires_grad:
+            if _same_bits(outputs[self.start].array, target.array):
+                # the name held another tensor when it was updated (``if x.sum() > 0: x = x * 2``
+                # then ``x += 1``): on this input eager code did not write into the caller's
+                # tensor, which is left as it is instead of refused
+                return
             # eager code refuses a leaf (and would give a non-leaf a new autograd history,
             # which a copy into its array cannot): refuse before writing anything
             raise RuntimeError(
@@ -335,6 +341,12 @@ class _InputWrite:
                 "assign a new value in the function (x = x + v) and return it")
         target.array[...] = outputs[self.start].array
         target._version += 1
+
+
+def _same_bits(a, b):
+    """Whether arrays ``a`` and ``b`` (numpy's or a device's, both with ``tobytes``) hold the
+    same bits."""
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
 def _input_writes(builder, sym, input_vars):
@@ -348,13 +360,74 @@ def _input_writes(builder, sym, input_vars):
 _REGISTRIES = ("_parameters", "_buffers", "_modules")
 
 
-def _module_snapshot(instance):
-    """What to restore after tracing a module's forward: each submodule's attributes (and the
-    contents of its list/dict attributes), and its registries."""
-    if not _is_module(instance):
+def _state_holder(v):
+    """Whether ``v`` is an object whose attributes a function may rebind to tensors: a module,
+    or a plain instance with a ``__dict__`` (not a Python module, class, function or tensor)."""
+    if _is_module(v):
+        return True
+    if isinstance(v, (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
+                      Tensor)):
+        return False
+    return type(getattr(v, "__dict__", None)) is dict
+
+
+def _reached_modules(fn, instance=None):
+    """The objects a converted function may write attributes of: ``instance`` (a module's tree,
+    or a plain object whose method is converted) and the modules and plain objects its code
+    names as globals or closure variables, or reaches from them through plain attributes
+    (``MODEL.count += 1``, ``STATE.total = STATE.total + x`` in a plain function), each once."""
+    roots = [instance] if instance is not None and _state_holder(instance) else []
+    fn, names = _code_names(fn) if fn is not None else (None, ())
+    if fn is not None:
+        g = getattr(fn, "__globals__", None) or {}
+        closure = {}
+        for n, cell in zip(fn.__code__.co_freevars, getattr(fn, "__closure__", None) or ()):
+            try:
+                closure[n] = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+        roots += [g[n] for n in sorted(names) if n in g and _state_holder(g[n])]
+        roots += [v for v in closure.values() if _state_holder(v)]
+        self_name = fn.__code__.co_varnames[0] if instance is not None and fn.__code__.co_argcount else None
+        for kind, name, steps in chains_of(fn.__code__):
+            if kind == "global" and name in g:
+                value = g[name]
+            elif kind == "deref" and name in closure:
+                value = closure[name]
+            elif kind == "fast" and name == self_name:
+                value = instance
+            else:
+                continue
+            for step, key in steps:
+                if step != "attr" or _is_module(value) or isinstance(value, Tensor):
+                    break  # (a module's whole tree is in already)
+                try:
+                    got = _plain_attr(value, key)
+                except Exception:  # noqa: BLE001 - an object that cannot be read without code
+                    got = None
+                if got is None:
+                    break
+                value = got[1]
+                if _state_holder(value):
+                    roots.append(value)
+    seen, out = set(), []
+    for root in roots:
+        for m in (root.modules() if _is_module(root) else (root,)):
+            if id(m) not in seen:
+                seen.add(id(m))
+                out.append(m)
+    return out
+
+
+def _module_snapshot(instance, fn=None):
+    """What to restore after tracing a module's forward (or a function that writes to a module
+    it reads from a global or closure variable): each submodule's attributes (and the contents
+    of its list/dict attributes), and its registries."""
+    modules = _reached_modules(fn, instance)
+    if not modules:
         return None
     snap = []
-    for m in instance.modules():
+    for m in modules:
         d = m.__dict__
         attrs = {k: v for k, v in d.items() if k not in _REGISTRIES}
         contents = {k: (list(v) if type(v) is list else dict(v)) for k, v in attrs.items()
@@ -387,6 +460,8 @@ def _restore_symbolic_writes(snapshot):
             if not _holds_symbolic(v):
                 continue
             before = attrs.get(k, _MISSING)
+            if before is v and not _is_module(m):
+                continue  # a plain object's list grown in place: refused (see _refuse_changed_outside)
             container = before if before is v and k in contents else None
             buffer = regs.get("_buffers", {}).get(k)
             if buffer is None or not (isinstance(v, Tensor) and BUFFER_UPDATES.get(id(v)) is v):
@@ -452,14 +527,20 @@ def _state_entry(d, k, v):
     return (d, k, _Held(v))
 
 
-def _python_state(instance):
+def _python_state(instance, fn=None):
     """``[(attribute dict, name, value)]`` of the Python scalar and container attributes of a
-    module tree (``training`` aside: it is part of every signature already), containers as
-    ``_Held``."""
-    if not _is_module(instance):
-        return []
-    return [_state_entry(m.__dict__, k, v) for m in instance.modules() for k, v in m.__dict__.items()
-            if (type(v) in _PY_STATE_TYPES or type(v) in _STATE_CONTAINERS) and k not in _MODULE_INTERNALS]
+    module tree (containers as ``_Held``), and the ``training`` flag of each module the function
+    reaches (see ``_reached_modules``) but the converted module's own, which is part of every
+    signature already: a submodule put in eval mode alone (``model.drop.eval()``), or a model
+    a function reads from a global switched by ``MODEL.eval()``, must not run the program built
+    with its dropout on."""
+    out = []
+    if _is_module(instance):
+        out = [_state_entry(m.__dict__, k, v) for m in instance.modules() for k, v in m.__dict__.items()
+               if (type(v) in _PY_STATE_TYPES or type(v) in _STATE_CONTAINERS) and k not in _MODULE_INTERNALS]
+    out += [(m.__dict__, "training", m.__dict__.get("training", _MISSING)) for m in _reached_modules(fn, instance)
+            if m is not instance and _is_module(m)]
+    return out
 
 
 def _global_state(fn):
@@ -616,9 +697,7 @@ def _state_tensors(instance, fn=None):
     the next call instead of being frozen into a constant; and those of ``fn`` (see
     ``_function_tensors``)."""
     out = _function_tensors(fn) if fn is not None else {}
-    if not _is_module(instance):
-        return out
-    for m in instance.modules():
+    for m in _reached_modules(fn, instance):
         for k, v in m.__dict__.items():
             if k in _REGISTRIES:
                 continue
@@ -671,6 +750,12 @@ def _param_refs(fn, instance, tensors, helpers=()):
     elif instance is not None and isinstance(getattr(instance, "__dict__", None), dict):
         for k, v in list(instance.__dict__.items()):
             add_value(instance.__dict__, k, v)
+    # (the plain objects the code reaches, whose tensor attributes it may rebind: see _state_tensors)
+    for obj in _reached_modules(fn, instance):
+        if not _is_module(obj):
+            for k, v in list(obj.__dict__.items()):
+                if isinstance(v, Tensor):
+                    where.setdefault(id(v), (obj.__dict__, k))
     # (``helpers``: the functions the converted code called while building, whose global and
     # closure tensors it read as params too)
     for f in (fn,) + tuple(helpers):

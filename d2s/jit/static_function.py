@@ -483,10 +483,10 @@ class StaticFunction:
             skw = replace_kwargs(kwargs, it) if kwargs else {}
             if instance is not None:
                 sargs = (instance,) + tuple(sargs)
-            snapshot = _module_snapshot(instance)
+            snapshot = _module_snapshot(instance, self._fn)
             global_snapshot = _globals_snapshot(self._fn)
             builder.state_tensors = _state_tensors(instance, self._fn)
-            py_state = _python_state(instance)
+            py_state = _python_state(instance, self._fn)
             global_state = _global_state(self._fn) if not py_states else []
             guards = builder.object_guards = ObjectGuards() if not py_states else None
             if guards is not None:  # values read through objects, before the function runs
@@ -528,10 +528,10 @@ class StaticFunction:
                 w.start = len(leaves)
                 leaves.extend(w.tensors)
             if not py_states:  # the first trace; a retrace (for a backward) is not the state's
-                py_states.append(_with_new_attrs(py_state, _python_state(instance)) + global_state + guards.entries)
+                py_states.append(_with_new_attrs(py_state, _python_state(instance, self._fn)) + global_state + guards.entries)
                 keep.extend(guards.keep)
             else:  # a retrace for a backward: the build made the forward's Python writes already
-                _restore_python_state(py_state, _python_state(instance))
+                _restore_python_state(py_state, _python_state(instance, self._fn))
             return sym, leaves, rebuild, out, writes
 
         py_states = []

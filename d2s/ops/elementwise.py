@@ -584,8 +584,9 @@ def _clip_grad(ctx, g):
         keep = x >= lo
     if hi is not None:
         keep = (x <= hi) if keep is None else keep & (x <= hi)
-    # (selected, not multiplied by the mask: sqrt(x.clamp(min=0)) has an inf gradient where x is
-    # clamped, which must give 0 there, as PyTorch's clamp_backward does, not NaN)
+    # (selected, not multiplied by the mask, as PyTorch's clamp_backward: g * mask gave -0.0 for a
+    # negative g outside the bounds, and NaN for an infinite one, sqrt(x.clamp(min=0)) where x is
+    # clamped, where PyTorch gives 0)
     return (g if keep is None else where(keep, g, 0),)
 
 

@@ -15,13 +15,20 @@ from .builder import ProgramBuilder
 from .cf_common import ControlFlowError, _type_of, tree_flatten
 
 
+def _kept_whole(o):
+    """Whether ``_tensorize`` leaves registered node ``o`` as it is; a node whose class says
+    ``_d2s_numbers_inside`` (a maybe-unbound value: a loop index a Python ``for`` left, which
+    a tensor loop around it carries) has its Python numbers made tensors like a tuple's."""
+    return pytree.is_registered(o) and not getattr(type(o), "_d2s_numbers_inside", False)
+
+
 def _tensorize(obj, like=None):
     """Python numbers (and numpy values) in a pytree become tensors (of the dtype of the
     tensor at the same place in ``like``, when ``like`` has the structure of ``obj``)."""
-    leaves, treedef = pytree.tree_flatten(obj, is_leaf=pytree.is_registered)
+    leaves, treedef = pytree.tree_flatten(obj, is_leaf=_kept_whole)
     refs = [None] * len(leaves)
     if like is not None:
-        like_leaves, like_def = pytree.tree_flatten(like, is_leaf=pytree.is_registered)
+        like_leaves, like_def = pytree.tree_flatten(like, is_leaf=_kept_whole)
         if like_def == treedef:
             refs = like_leaves
 

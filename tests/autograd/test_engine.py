@@ -443,3 +443,24 @@ def test_an_unrolled_recurrence_sums_a_weights_steps_from_the_last_one_back():
     for s in steps[1:]:
         want = want + s
     np.testing.assert_array_equal(w.grad.numpy(), want)
+
+
+# ------------------------------------------------------------------ dtypes along the graph
+def test_a_float32_tensor_used_with_float64_values_gets_float32_gradients_along_the_way():
+    # PyTorch casts each gradient to its input's dtype before passing it on: the ops before a
+    # float32 tensor added to a float64 one differentiate in float32 (t.grad and a.grad are
+    # float32), not in float64 cast only at the leaf, which gives other bits for y.grad
+    rng = np.random.default_rng(0)
+    x = d2s.tensor(rng.normal(size=(4, 3)), requires_grad=True)
+    y = d2s.tensor(rng.normal(size=3).astype(np.float32), requires_grad=True)
+    a = y * 1.5
+    a.retain_grad()
+    t = a.tanh()
+    t.retain_grad()
+    ((x + t) * 1.25).sum().backward()
+    assert t.grad.dtype == d2s.float32 and a.grad.dtype == d2s.float32 and y.grad.dtype == d2s.float32
+    tn = t.detach().numpy()
+    want = np.float32(5.0) * (np.float32(1) - tn * tn) * np.float32(1.5)
+    assert y.grad.numpy().tobytes() == want.tobytes()
+    (gx,) = d2s.grad((x + a.tanh()).sum(), [a])
+    assert gx.dtype == d2s.float32

@@ -413,3 +413,56 @@ def alias_in_one_branch_only(x):
 def test_aliases_made_by_branches(fn):
     for data in (POS, NEG, MIX):
         _check(fn, data)
+
+
+def scaled_then_shifted(x):
+    if x.sum() > 0:
+        x = x * 2.0
+    x += 0.5
+    return x
+
+
+def test_in_place_on_a_name_that_left_its_argument_requires_grad_only_where_it_did_not():
+    # `x += 0.5` writes into the caller's x only on inputs that skip the branch: on the others
+    # eager returns (and gives x a gradient), where the converted call used to refuse every input
+    static = d2s.jit.to_static(scaled_then_shifted)
+    for data in (POS, [2.0, -1.0, 0.5]):
+        grads = []
+        for fn in (scaled_then_shifted, static):
+            x = d2s.tensor(data, requires_grad=True)
+            out = fn(x)
+            out.sum().backward()
+            grads.append((out.detach().numpy().tobytes(), x.grad.numpy().tobytes(), x.numpy().tobytes()))
+        assert grads[0] == grads[1]
+    x = d2s.tensor(NEG, requires_grad=True)
+    for fn in (scaled_then_shifted, static):  # the branch skipped: eager refuses too
+        with pytest.raises(RuntimeError, match="requires grad"):
+            fn(x)
+    np.testing.assert_array_equal(x.numpy(), np.array(NEG, dtype=np.float32))
+
+
+def halve_in_place_when_large(x):
+    if x.min() > 1.5:
+        x *= 0.5
+    else:
+        x = x * 3.0
+    return x
+
+
+def test_in_place_on_an_argument_requiring_grad_in_a_branch_not_taken_returns_as_eagerly():
+    # the refusal of an update of the caller's leaf belongs to the inputs that run the branch:
+    # the build used to refuse while tracing it, so every input failed
+    static = d2s.jit.to_static(halve_in_place_when_large)
+    for data in (POS, [2.0, 3.0, 4.0], NEG):
+        results = []
+        for fn in (halve_in_place_when_large, static):
+            x = d2s.tensor(data, requires_grad=True)
+            try:
+                out = fn(x)
+                out.sum().backward()
+                results.append((out.detach().numpy().tobytes(), x.grad.numpy().tobytes()))
+            except RuntimeError as e:
+                assert "requires grad" in str(e)
+                results.append("refused")
+            np.testing.assert_array_equal(x.detach().numpy(), np.array(data, dtype=np.float32))
+        assert results[0] == results[1], data

@@ -749,3 +749,17 @@ def worklist(x, n):
 
 def test_while_over_a_grown_list_tests_its_length():
     check(worklist, (X, n_(0)), (X, n_(1)), (X, n_(4)))
+
+
+def keyed_halves(x, y):
+    acc = []
+    if x.sum() > 0:
+        acc.append(y * 2)
+    return {f"k{i}": t * 0.5 for i, t in enumerate(acc)}
+
+
+def test_a_comprehension_over_enumerate_of_a_list_grown_in_a_tensor_branch_says_what_to_do():
+    # it raised "'TensorEnumerate' object is not iterable", naming d2s's internals
+    with pytest.raises(TypeError, match="comprehension, generator or list.*`for` statement") as err:
+        d2s.jit.to_static(keyed_halves)(d2s.ones(3), d2s.ones(3))
+    assert "TensorEnumerate" not in str(err.value) and "enumerate(acc)" in str(err.value)

@@ -309,3 +309,28 @@ def test_saved_program_keeps_the_check(tmp_path):
     np.testing.assert_allclose(runner(np.int64(3)), while_binds(N[3]).numpy())
     with pytest.raises(UnboundLocalError):
         runner(np.int64(0))
+
+
+# ------------------------------------------------------------------ a Python loop's index in a tensor loop
+def layer_index_after_inner_loop(x, layers):
+    # the index a Python `for` leaves, read after it inside a tensor `while` (unbound on runs
+    # the while loop does not enter): it was carried as a constant, so a value that changed
+    # between iterations failed the build ("MaybeUnbound(0, ...)" vs "MaybeUnbound(2, ...)")
+    steps = 0
+    while steps < 3 and x.sum() < 30.0:
+        steps += 1
+        for i in range(layers):
+            x = x + 1.0
+        else:
+            x = x + i
+    return x, i
+
+
+def test_a_python_loop_index_read_inside_a_tensor_loop_equals_eager():
+    converted = d2s.jit.to_static(layer_index_after_inner_loop)
+    for args in ((d2s.ones(3), 3), (d2s.ones(3), 1), (d2s.ones(3), 3)):
+        (want, want_i), (got, got_i) = layer_index_after_inner_loop(*args), converted(*args)
+        assert type(got_i) is int and got_i == want_i
+        assert got.numpy().tobytes() == want.numpy().tobytes()
+    with pytest.raises(UnboundLocalError):  # the while loop not entered: `i` never bound
+        converted(d2s.full((3,), 20.0), 3)

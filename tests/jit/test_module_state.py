@@ -259,3 +259,55 @@ def test_a_submodule_replaced_or_hooked_after_the_first_call_builds_a_new_progra
     misses = static.forward.cache_info().misses
     same(eager(X), static(X))  # nothing changed: the same program
     assert static.forward.cache_info().misses == misses
+
+
+# ------------------------------------------------------------ training flags of other modules
+# The program is built with dropout on or off as each module's ``training`` flag says; only the
+# converted module's own flag was in the signature, so a submodule put in eval mode alone, or a
+# model that a converted function reads from a global switched by MODEL.eval(), kept running
+# the program built in train mode (dropout still applied, silently).
+class DropBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.lin(x))
+
+
+GLOBAL_BLOCK = DropBlock()
+
+
+def predict_with_global_model(x):
+    return GLOBAL_BLOCK(x) * 2.0
+
+
+def _same_calls(eager_call, static_call, switch):
+    for step in range(4):
+        switch(step)
+        d2s.manual_seed(step)
+        want = eager_call(X)
+        d2s.manual_seed(step)
+        got = static_call(X)
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy(), err_msg=f"step {step}")
+
+
+def test_a_submodule_switched_to_eval_alone_stops_its_dropout():
+    eager, static = pair(DropBlock)
+
+    def switch(step):
+        for m in (eager, static):
+            m.drop.train(step % 2 == 0)
+    _same_calls(eager, static, switch)
+
+
+def test_a_model_read_from_a_global_follows_its_eval_switch():
+    static = d2s.jit.to_static(predict_with_global_model)
+
+    def switch(step):
+        GLOBAL_BLOCK.train(step < 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _same_calls(predict_with_global_model, static, switch)
+    GLOBAL_BLOCK.train()

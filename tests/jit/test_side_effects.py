@@ -413,3 +413,83 @@ def test_a_global_rebound_to_a_tensor_is_written_at_every_call():
         assert static.cache_info().misses == 1
     finally:
         STEPS = d2s.zeros([])
+
+
+# ------------------------------------------------------------- state of objects the code reaches
+# A converted function (not a module's forward) that rebinds a tensor attribute of a module or a
+# plain object it reads from a global or closure variable, or of the object whose method it is,
+# left the attribute bound to a symbolic tensor of its build (printed as ``Tensor(symbolic ...)``),
+# and later calls read the value of the first call: each call must update it as eager code does.
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", d2s.zeros([], dtype=d2s.int64))
+        self.lin = nn.Linear(2, 2)
+
+
+class RunningTotal:
+    def __init__(self):
+        self.total = d2s.zeros([2])
+
+    def step(self, x):
+        self.total += x
+        return x + self.total
+
+
+COUNTER = Counter()
+TOTALS = RunningTotal()
+
+
+def _bump_global_module(x):
+    COUNTER.count += 1
+    COUNTER.last = x * 2
+    return COUNTER.lin(x) + COUNTER.count
+
+
+def _accumulate_global_object(x):
+    TOTALS.total = TOTALS.total + x
+    return TOTALS.total * 2
+
+
+def _closure_over_module():
+    m = Counter()
+
+    def step(x):
+        m.count.add_(2)
+        return x * m.count
+    return m, step
+
+
+@pytest.mark.parametrize("make", ["global module", "global object", "closure module", "method of an object"])
+def test_state_of_reached_objects_is_updated_at_every_call(make):
+    def build():
+        if make == "global module":
+            COUNTER.count.zero_()
+            COUNTER.__dict__.pop("last", None)
+            return _bump_global_module, lambda: (COUNTER.count, COUNTER.last)
+        if make == "global object":
+            TOTALS.total = d2s.zeros([2])
+            return _accumulate_global_object, lambda: TOTALS.total
+        if make == "closure module":
+            m, step = _closure_over_module()
+            return step, lambda: m.count
+        obj = RunningTotal()
+        return obj.step, lambda: obj.total
+
+    fn, state = build()
+    def snap(st):  # (a buffer bumped in place is the same tensor at every call: copy its value)
+        return [s.numpy().copy() for s in (st if isinstance(st, tuple) else (st,))]
+    eager = []
+    for _ in range(3):
+        out = fn(d2s.tensor([1.0, 2.0]))
+        eager.append((out.detach().numpy(), snap(state())))
+    fn, state = build()
+    static = d2s.jit.to_static(fn)
+    for want_out, want_state in eager:
+        out = static(d2s.tensor([1.0, 2.0]))
+        st = state()
+        st = st if isinstance(st, tuple) else (st,)
+        assert not any(s.is_symbolic for s in st)
+        np.testing.assert_array_equal(out.detach().numpy(), want_out)
+        for s, w in zip(st, want_state):
+            np.testing.assert_array_equal(s.numpy(), w)

@@ -288,3 +288,14 @@ def test_subtraction_with_a_bool_operand_is_refused_as_in_pytorch(fn, dtype):
         fn(a)
     with pytest.raises((TypeError, ValueError, RuntimeError), match="bool"):
         d2s.jit.to_static(fn)(a)
+
+
+def test_clamp_gradient_outside_the_bounds_is_plus_zero_as_in_pytorch():
+    # PyTorch's clamp_backward selects (where(mask, grad, 0)): a negative or infinite gradient
+    # outside the bounds gives +0.0; d2s multiplied by the mask (-0.0, NaN), and the converted
+    # program's backward, which selects, differed from eager in the sign of those zeros
+    x = d2s.tensor([3.0, -3.0, 0.5, 5.0], requires_grad=True)
+    y = x.clamp(-2.0, 2.0)
+    y.backward(d2s.tensor([-1.5, -1.5, -1.5, float("inf")]))
+    g = x.grad.numpy()
+    assert g.tolist() == [0.0, 0.0, -1.5, 0.0] and not np.signbit(g[[0, 1, 3]]).any()

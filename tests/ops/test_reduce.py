@@ -315,3 +315,15 @@ def test_values_may_be_written_in_place_the_indices_may_not():
         indices.add_(1)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             values.sum().backward()
+
+
+@pytest.mark.parametrize("reduce", [lambda t: t.max(), lambda t: t.amin(1), lambda t: t.prod(),
+                                    lambda t: t.logsumexp(1)], ids=["max", "amin", "prod", "logsumexp"])
+def test_a_reduction_whose_gradient_reads_its_result_refuses_a_result_written_in_place(reduce):
+    # their rules read the result through a helper, which the check for rules reading outputs
+    # did not follow: `m = x.max(); m += x.mean()` gave NaN gradients where PyTorch raises
+    x = d2s.tensor(X, requires_grad=True)
+    m = reduce(x)
+    m += 1.0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        m.sum().backward()
