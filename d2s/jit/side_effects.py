@@ -127,23 +127,10 @@ def _function_containers(fn, bound=None, via="", cells=True):
     for n in sorted(names):
         if n in g:
             yield f"the global {n!r}{via}", g[n]
-    closure = {}
-    for n, cell in zip(fn.__code__.co_freevars, (getattr(fn, "__closure__", None) or ()) if cells else ()):
-        try:
-            closure[n] = cell.cell_contents
-        except ValueError:
-            continue
-        yield f"the closure variable {n!r}{via}", closure[n]
-    self_name = fn.__code__.co_varnames[0] if bound is not None and fn.__code__.co_argcount else None
-    for kind, name, steps in chains_of(fn.__code__):
-        if kind == "global" and name in g:
-            value = g[name]
-        elif kind == "deref" and name in closure:
-            value = closure[name]
-        elif kind == "fast" and name == self_name:
-            value = bound
-        else:
-            continue
+    closure = _cells(fn) if cells else {}
+    for n, v in closure.items():
+        yield f"the closure variable {n!r}{via}", v
+    for name, value, steps in _chain_starts(fn, g, closure, bound):
         text = name
         for step, key in steps:
             if step != "attr" or isinstance(value, _OUTSIDE_TYPES + (Tensor,)):
@@ -158,6 +145,31 @@ def _function_containers(fn, bound=None, via="", cells=True):
             if isinstance(value, _OUTSIDE_TYPES):
                 yield f"{text}{via}", value
                 break
+
+
+def _cells(fn):
+    """``fn``'s closure variables that hold a value, by name (an empty cell is left out)."""
+    closure = {}
+    for n, cell in zip(fn.__code__.co_freevars, getattr(fn, "__closure__", None) or ()):
+        try:
+            closure[n] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    return closure
+
+
+def _chain_starts(fn, g, closure, bound):
+    """``(name, value, steps)`` of each attribute chain ``fn``'s code reads (``chains_of``) from
+    a global in ``g``, a closure variable in ``closure`` or its ``self`` argument (``bound``, the
+    instance of a converted method, or None)."""
+    self_name = fn.__code__.co_varnames[0] if bound is not None and fn.__code__.co_argcount else None
+    for kind, name, steps in chains_of(fn.__code__):
+        if kind == "global" and name in g:
+            yield name, g[name], steps
+        elif kind == "deref" and name in closure:
+            yield name, closure[name], steps
+        elif kind == "fast" and name == self_name:
+            yield name, bound, steps
 
 
 class OutsideWatch:
@@ -380,24 +392,10 @@ def _reached_modules(fn, instance=None):
     fn, names = _code_names(fn) if fn is not None else (None, ())
     if fn is not None:
         g = getattr(fn, "__globals__", None) or {}
-        closure = {}
-        for n, cell in zip(fn.__code__.co_freevars, getattr(fn, "__closure__", None) or ()):
-            try:
-                closure[n] = cell.cell_contents
-            except ValueError:  # an empty cell
-                continue
+        closure = _cells(fn)
         roots += [g[n] for n in sorted(names) if n in g and _state_holder(g[n])]
         roots += [v for v in closure.values() if _state_holder(v)]
-        self_name = fn.__code__.co_varnames[0] if instance is not None and fn.__code__.co_argcount else None
-        for kind, name, steps in chains_of(fn.__code__):
-            if kind == "global" and name in g:
-                value = g[name]
-            elif kind == "deref" and name in closure:
-                value = closure[name]
-            elif kind == "fast" and name == self_name:
-                value = instance
-            else:
-                continue
+        for _, value, steps in _chain_starts(fn, g, closure, instance):
             for step, key in steps:
                 if step != "attr" or _is_module(value) or isinstance(value, Tensor):
                     break  # (a module's whole tree is in already)
