@@ -149,6 +149,27 @@ def _source(fn):
         return None
 
 
+def _output_vars(builder, leaves, writes, name):
+    """The program vars of the output tensors ``leaves``. An attribute a write gives back
+    (``self.count += 1``) bound to a tensor of a sub-block only (rebound inside a tensor branch
+    or loop the program could not carry it out of: the rest of a function after an early
+    ``return`` on a tensor condition runs inside such a branch) is refused with an error naming
+    it, not the builder's KeyError about an undefined var."""
+    out = []
+    for t in leaves:
+        try:
+            out.append(builder.var_of(t))
+        except KeyError:
+            what = next((f"the attribute {w.name!r}" for w in writes if any(x is t for x in w.tensors)
+                         and getattr(w, "name", None)), "a tensor attribute")
+            raise ConvertError(
+                f"to_static of {name}: {what} is updated inside a tensor-dependent branch or loop, and the "
+                "program cannot carry that update out of it (after an early `return` on a tensor condition, the "
+                "rest of the function runs inside such a branch). Compute the new value in the branch and "
+                "assign the attribute once, outside it, or run this function eagerly") from None
+    return out
+
+
 class StaticFunction:
     """A function run as static programs, one per input signature (see ``d2s.jit.to_static``).
 
@@ -556,7 +577,7 @@ class StaticFunction:
         builder.never_differentiated = not grad_on
         with builder, paused_gc():  # see d2s_runtime/gc_pause.py
             _, out_leaves, rebuild, out, writes = trace_into(builder, mask)
-            outputs = [builder.var_of(t) for t in out_leaves]
+            outputs = _output_vars(builder, out_leaves, writes, name)
         program = builder.program
         program.name = name
         program.outputs = outputs

@@ -311,3 +311,24 @@ def test_a_model_read_from_a_global_follows_its_eval_switch():
         warnings.simplefilter("ignore")
         _same_calls(predict_with_global_model, static, switch)
     GLOBAL_BLOCK.train()
+
+
+def test_a_buffer_rebound_after_an_early_tensor_return_is_refused_by_name():
+    # the rest of the function runs inside the cond's branch, which cannot carry the buffer's
+    # new binding out: a clear error naming it (the build failed with a KeyError about a var)
+    class Counted(d2s.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("count", d2s.zeros([]))
+
+        def forward(self, x):
+            if x.min() > 2:
+                return x
+            for _ in range(2):
+                self.count += 1
+            return x + self.count
+
+    m = d2s.jit.to_static(Counted())
+    with pytest.raises(TypeError, match="attribute 'count' is updated inside a tensor-dependent branch"):
+        m(d2s.ones(2, 3))
+    assert float(m.count) == 0.0
