@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import ops as _ops
 from ..ops import nn as nn_ops
-from ..ops.support import static_shape as _static_shape
+from ..ops.support import static_shape as _static_shape, with_slope
 from ..tensor import Tensor, tensor
 from ._f_activation import log_softmax
 from ..linalg import vector_norm
@@ -303,11 +303,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if input.requires_grad:
         # the gradient PyTorch gives the input: (x - y) / max(x (1 - x), 1e-12), finite where x is
         # exactly 0 or 1 (a saturated sigmoid in float32), where the clamped logs' own gradient is
-        # 0 / 0; as a term whose value is 0 (subtracted: -0.0 stays) and whose gradient is that slope
+        # 0 / 0
         y = target.detach() if target.requires_grad else target
-        slope = (x - y) / _ops.maximum((1.0 - x) * x, _BCE_EPS)
-        term = input * slope
-        loss = loss - (term.detach() - term)
+        loss = with_slope(loss, input, (x - y) / _ops.maximum((1.0 - x) * x, _BCE_EPS))
     if weight is not None:
         loss = loss * _t(weight)
     return _reduce(loss, reduction)

@@ -113,3 +113,13 @@ def _pair(ctx, ga, gb):
     a, b = ctx.inputs
     return (unbroadcast(ga, _shape(a)) if _is_diff(a) else None,
             unbroadcast(gb, _shape(b)) if _is_diff(b) else None)
+
+
+def with_slope(value, x, slope):
+    """``value`` (computed from ``x`` detached) with the gradient ``slope`` (element-wise, no
+    history) with respect to ``x``: a term of value 0 (``x * slope`` minus itself detached,
+    subtracted, so that -0.0 stays) carries it. For an expression whose own gradient is not
+    PyTorch's: a clamped log's 0 / 0 where PyTorch's backward formula is finite."""
+    term = x * slope
+    return value - (term.detach() - term)
+

@@ -22,7 +22,7 @@ from .elementwise import _dtype_of, abs, cast, clamp, cos, eq, gt, log, logaddex
 from .pointwise import exp2, isinf, isnan, trunc
 from .elementwise import logical_and, logical_not, logical_or
 from .creation import ones_like, zeros_like
-from ._util import _as_tensor
+from ._util import _as_tensor, with_slope
 
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
 
@@ -262,12 +262,10 @@ def sinc(input):
         return out
     # PyTorch's gradient expression, (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 at 0: its rounding,
     # not the composite's (float32 sinc'(0.001) differed by 3.5%, both far from the exact value;
-    # this one is what PyTorch code trained with); a term of value 0 carries it
+    # this one is what PyTorch code trained with)
     x_pi = xd * math.pi
     sq_pi = xd * xd * math.pi
-    slope = where(eq(sq_pi, 0), 0.0, (x_pi * cos(x_pi) - sin(x_pi)) / sq_pi)
-    term = x * slope
-    return out - (term.detach() - term)
+    return with_slope(out, x, where(eq(sq_pi, 0), 0.0, (x_pi * cos(x_pi) - sin(x_pi)) / sq_pi))
 
 
 # ------------------------------------------------------------------ arithmetic shorthands

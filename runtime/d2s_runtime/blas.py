@@ -164,24 +164,37 @@ def alike(a_shape, b_shape, dtype, layouts, count):
     found = _alike.get(key)
     if found is not None:
         return found
+
+    def check(a, b, set_threads):
+        set_threads(1)
+        one = np.matmul(a, b)
+        set_threads(count)
+        return bool(np.array_equal(one, np.matmul(a, b)))
+
+    return bool(_probe(_alike, key, check))
+
+
+def _probe(cache, key, check):
+    """``cache[key] = check(a, b, set_threads)`` on fixed random operands ``a``, ``b`` of the key's
+    shapes, dtype and layouts (``set_threads(n)`` sets numpy's BLAS count; the count from before
+    is restored after), and that value; None, not cached, inside an ``enter`` window, whose count
+    is not ours to change now (the caller asks again later)."""
+    a_shape, b_shape, dtype, layouts, _ = key
     api = _functions()
     rng = np.random.default_rng(0)
     a = _operand(rng, a_shape, dtype, layouts[0])
     b = _operand(rng, b_shape, dtype, layouts[1])
     with _lock:
-        if _depth[0]:  # inside a window: the count is not ours to change now; ask again later
-            return False
+        if _depth[0]:
+            return None
         before = api[0]()
         try:
-            api[1](1)
-            one = np.matmul(a, b)
-            api[1](count)
-            many = np.matmul(a, b)
+            found = check(a, b, api[1])
         finally:
             api[1](before)
-    if len(_alike) >= _MAX_SHAPES:  # a program of ever-new shapes: start over rather than grow
-        _alike.clear()
-    found = _alike[key] = bool(np.array_equal(one, many))
+    if len(cache) >= _MAX_SHAPES:  # a program of ever-new shapes: start over rather than grow
+        cache.clear()
+    cache[key] = found
     return found
 
 
@@ -218,35 +231,26 @@ def split_alike(a_shape, b_shape, dtype, layouts, count):
     key = (a_shape, b_shape, dtype, layouts, count)
     if key in _split:
         return _split[key]
+    if len(a_shape) != 2 or len(b_shape) != 2:
+        return None
     k = a_shape[-1]
     sizes = [q for q in _BLOCK_SIZES if len(threaded_blocks(k, q)) > 1]
-    sizes.sort(key=lambda q: q != _last_block_size.get(dtype))  # the size found before first
-    if len(a_shape) != 2 or len(b_shape) != 2 or not sizes:
+    if not sizes:
         return None
-    api = _functions()
-    rng = np.random.default_rng(0)
-    a = _operand(rng, a_shape, dtype, layouts[0])
-    b = _operand(rng, b_shape, dtype, layouts[1])
-    found = None
-    with _lock:
-        if _depth[0]:  # inside a window: the count is not ours to change now; ask again later
-            return None
-        before = api[0]()
-        try:
-            api[1](count)
-            many = np.matmul(a, b)
-            api[1](1)
-            for q in sizes:
-                blocks = threaded_blocks(k, q)
-                if np.array_equal(_summed(a, b, blocks), many):
-                    found, _last_block_size[dtype] = blocks, q
-                    break
-        finally:
-            api[1](before)
-    if len(_split) >= _MAX_SHAPES:
-        _split.clear()
-    _split[key] = found
-    return found
+    sizes.sort(key=lambda q: q != _last_block_size.get(dtype))  # the size found before first
+
+    def check(a, b, set_threads):
+        set_threads(count)
+        many = np.matmul(a, b)
+        set_threads(1)
+        for q in sizes:
+            blocks = threaded_blocks(k, q)
+            if np.array_equal(_summed(a, b, blocks), many):
+                _last_block_size[dtype] = q
+                return blocks
+        return None
+
+    return _probe(_split, key, check)
 
 
 def matmul(a, b, out=None):
@@ -263,7 +267,7 @@ def matmul(a, b, out=None):
             if n < count:
                 key = (a.shape[-2:], b.shape[-2:], a.dtype.str, (_layout(a), _layout(b)), count)
                 same = alike(*key)
-                blocks = None if same or n > 1 or a.ndim < 2 or b.ndim < 2 else split_alike(*key)
+                blocks = None if same or n > 1 else split_alike(*key)  # (None for a vector)
                 if not same and blocks is None:
                     return _product(a, b, out)
                 enter(n)
